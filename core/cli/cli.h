@@ -1,0 +1,37 @@
+/* cli.h — dtctl's shared state: parsed global options and commands. */
+#ifndef DT_CLI_H
+#define DT_CLI_H
+
+#include <dt/config.h>
+
+typedef struct dt_cli {
+    int np;                 /* -n, -1 when not given                      */
+    const char *hosts;      /* -H h1:2,h2:4                               */
+    const char *hostfile;   /* --hostfile                                 */
+    const char *launcher;   /* --launcher                                 */
+    const char *transport;  /* --transport                                */
+    const char *storage;    /* --storage                                  */
+    const char *config;     /* --config (cluster file)                    */
+    char **sets;            /* --set SECTION.KEY=VALUE, in order          */
+    int nsets;
+    int verbose;            /* -v count                                   */
+    int quiet;              /* -q                                         */
+    const char *command;    /* "run", "plugins", "config", ...            */
+    char **args;            /* positional arguments after the command     */
+    int nargs;
+    char **exec_argv;       /* after "--": the program to launch, or NULL */
+    int exec_argc;
+} dt_cli_t;
+
+/* Build the effective configuration: built-in defaults, cluster file
+ * (--config, $DT_CONFIG, else ./conf/cluster.ini if present), job file (a
+ * positional *.ini), environment, then command-line options; validated.
+ * Errors are logged; returns DT_ERR_CONFIG. */
+dt_status_t dt_cli_load_config(const dt_cli_t *cli, const char *job_file,
+                               dt_config_t **out);
+
+int dt_cmd_run(dt_cli_t *cli);
+int dt_cmd_plugins(dt_cli_t *cli);
+int dt_cmd_config(dt_cli_t *cli);
+
+#endif /* DT_CLI_H */

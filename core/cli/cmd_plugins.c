@@ -1,0 +1,39 @@
+/* cmd_plugins.c — `dtctl plugins`: every plugin on the search path, with
+ * its version and whether it can run here (and why not). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "plugin_loader.h"
+
+int dt_cmd_plugins(dt_cli_t *cli)
+{
+    (void)cli;
+    dt_plugin_entry_t *v;
+    size_t n;
+    if (dt_plugin_scan(&v, &n) != DT_OK)
+        return 1;
+    printf("%-10s %-10s %-8s %-11s %s\n", "KIND", "NAME", "VERSION",
+           "STATUS", "PATH / REASON");
+    for (size_t i = 0; i < n; i++) {
+        const dt_plugin_entry_t *e = &v[i];
+        printf("%-10s %-10s %-8s %-11s %s\n", dt_kind_name(e->kind), e->name,
+               e->version ? e->version : "-",
+               e->available ? "available" : "unavailable", e->path);
+        if (!e->available)
+            printf("%44s%s\n", "", e->why);
+    }
+    if (n == 0) {
+        char **dirs = dt_plugin_search_path();
+        printf("no plugins found in:");
+        for (char **d = dirs; d && *d; d++)
+            printf(" %s", *d);
+        printf("\n(set DT_PLUGIN_PATH to the directory holding dt_*.so)\n");
+        for (char **d = dirs; d && *d; d++)
+            free(*d);
+        free(dirs);
+    }
+    dt_plugin_entries_free(v, n);
+    return 0;
+}

@@ -1,0 +1,158 @@
+/* dtctl.c — the command line: global options (accepted before or after the
+ * command) and dispatch to one command. */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dt/log.h>
+#include "cli.h"
+#include "plugin_loader.h"
+
+static const char usage_text[] =
+    "usage: dtctl [OPTIONS] COMMAND [ARGS...]\n"
+    "       dtctl [OPTIONS] JOB.ini            (short for: dtctl run JOB.ini)\n"
+    "\n"
+    "commands:\n"
+    "  run [JOB.ini] [-- PROGRAM ARGS...]  start the workers and watch them\n"
+    "  plugins                             list plugins and whether they work here\n"
+    "  config [JOB.ini]                    show the effective configuration\n"
+    "\n"
+    "options (before or after the command):\n"
+    "  -n, --np N              number of worker processes\n"
+    "  -H, --hosts LIST        hosts and slots: h1:2,h2:4\n"
+    "      --hostfile FILE     hosts file (host slots=N | host:N | host)\n"
+    "      --launcher NAME     launcher plugin (local, ssh, mpi, slurm, sge, yarn)\n"
+    "      --transport NAME    transport plugin (tcp, ucx, nccl)\n"
+    "      --storage NAME      storage plugin (local, rsync, nfs, efs)\n"
+    "      --config FILE       cluster file (default $DT_CONFIG, else\n"
+    "                          ./conf/cluster.ini if present, else built-in)\n"
+    "      --set SEC.KEY=VAL   override one setting (repeatable)\n"
+    "  -v, --verbose           more detail (-vv: trace)\n"
+    "  -q, --quiet             errors only\n"
+    "      --version           print the version\n"
+    "  -h, --help              this help\n";
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int parse_args(int argc, char **argv, dt_cli_t *cli)
+{
+    enum { OPT_HOSTFILE = 256, OPT_LAUNCHER, OPT_TRANSPORT, OPT_STORAGE,
+           OPT_CONFIG, OPT_SET, OPT_VERSION };
+    static const struct option longopts[] = {
+        {"np", required_argument, NULL, 'n'},
+        {"hosts", required_argument, NULL, 'H'},
+        {"hostfile", required_argument, NULL, OPT_HOSTFILE},
+        {"launcher", required_argument, NULL, OPT_LAUNCHER},
+        {"transport", required_argument, NULL, OPT_TRANSPORT},
+        {"storage", required_argument, NULL, OPT_STORAGE},
+        {"config", required_argument, NULL, OPT_CONFIG},
+        {"set", required_argument, NULL, OPT_SET},
+        {"verbose", no_argument, NULL, 'v'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    /* The program after "--" is never parsed as our options: cut it off. */
+    int end = argc;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--") == 0) {
+            end = i;
+            cli->exec_argv = argv + i + 1;
+            cli->exec_argc = argc - i - 1;
+            break;
+        }
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(end, argv, ":n:H:vqh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'n': {
+            char *e;
+            long v = strtol(optarg, &e, 10);
+            if (*e || v < 1 || v > 1 << 20) {
+                dt_error("-n/--np wants a positive number of workers, got "
+                         "'%s'", optarg);
+                return 2;
+            }
+            cli->np = (int)v;
+            break;
+        }
+        case 'H': cli->hosts = optarg; break;
+        case OPT_HOSTFILE: cli->hostfile = optarg; break;
+        case OPT_LAUNCHER: cli->launcher = optarg; break;
+        case OPT_TRANSPORT: cli->transport = optarg; break;
+        case OPT_STORAGE: cli->storage = optarg; break;
+        case OPT_CONFIG: cli->config = optarg; break;
+        case OPT_SET: {
+            char **n = realloc(cli->sets, (size_t)(cli->nsets + 1) * sizeof *n);
+            if (!n)
+                return 2;
+            cli->sets = n;
+            cli->sets[cli->nsets++] = optarg;
+            break;
+        }
+        case 'v': cli->verbose++; break;
+        case 'q': cli->quiet = 1; break;
+        case OPT_VERSION: printf("dtctl (dt) %s\n", PACKAGE_VERSION); exit(0);
+        case 'h': fputs(usage_text, stdout); exit(0);
+        case ':':
+            dt_error("option '%s' needs a value; see dtctl --help",
+                     argv[optind - 1]);
+            return 2;
+        default:
+            dt_error("unknown option '%s'; see dtctl --help",
+                     argv[optind - 1]);
+            return 2;
+        }
+    }
+    /* getopt_long moved the positional arguments to argv[optind..end). */
+    if (optind < end) {
+        if (ends_with(argv[optind], ".ini"))
+            cli->command = "run";
+        else
+            cli->command = argv[optind++];
+    }
+    cli->args = argv + optind;
+    cli->nargs = end - optind;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    dt_cli_t cli = {.np = -1};
+    int rc = parse_args(argc, argv, &cli);
+    if (rc != 0) {
+        free(cli.sets);
+        return rc;
+    }
+    dt_log_set_level(cli.quiet ? DT_LOG_ERROR
+                     : cli.verbose >= 2 ? DT_LOG_TRACE
+                     : cli.verbose == 1 ? DT_LOG_DEBUG
+                                        : DT_LOG_INFO);
+    if (!cli.command && cli.exec_argv)
+        cli.command = "run";
+    if (!cli.command) {
+        fputs(usage_text, stderr);
+        rc = 2;
+    } else if (strcmp(cli.command, "run") == 0) {
+        rc = dt_cmd_run(&cli);
+    } else if (strcmp(cli.command, "plugins") == 0) {
+        rc = dt_cmd_plugins(&cli);
+    } else if (strcmp(cli.command, "config") == 0) {
+        rc = dt_cmd_config(&cli);
+    } else {
+        dt_error("unknown command '%s' (commands: run, plugins, config); "
+                 "see dtctl --help",
+                 cli.command);
+        rc = 2;
+    }
+    dt_plugins_unload_all();
+    free(cli.sets);
+    return rc;
+}

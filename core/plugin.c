@@ -1,0 +1,434 @@
+/* plugin.c — the plugin loader: search path, libltdl loading, ABI checks.
+ * See plugin_loader.h for the contract. */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <ltdl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <dt/log.h>
+#include "plugin_loader.h"
+
+#define PLUGIN_PREFIX "dt_"
+#define PLUGIN_SUFFIX ".so"
+
+/* Every file we loaded, kept open until dt_plugins_unload_all(): plugin
+ * structs and key tables point into them. */
+typedef struct loaded {
+    char *path;
+    lt_dlhandle handle;
+    const dt_plugin_t *plugin;
+    struct loaded *next;
+} loaded_t;
+
+static loaded_t *loaded_list;
+static int ltdl_ready;
+static pthread_mutex_t loader_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int ltdl_init(void)
+{
+    if (!ltdl_ready && lt_dlinit() == 0)
+        ltdl_ready = 1;
+    return ltdl_ready;
+}
+
+/* The build tree's module dir, used only when this very libdt was loaded
+ * from inside the build tree (an installed libdt never looks there). */
+static const char *build_tree_plugin_dir(void)
+{
+#ifdef DT_BUILD_DIR
+    Dl_info info;
+    if (dladdr((void *)&build_tree_plugin_dir, &info) && info.dli_fname) {
+        size_t n = strlen(DT_BUILD_DIR);
+        if (strncmp(info.dli_fname, DT_BUILD_DIR, n) == 0 &&
+            info.dli_fname[n] == '/')
+            return DT_BUILD_DIR "/plugins/modules";
+    }
+#endif
+    return NULL;
+}
+
+static int strv_push(char ***v, size_t *n, const char *s)
+{
+    char **nv = realloc(*v, (*n + 2) * sizeof *nv);
+    if (!nv)
+        return -1;
+    *v = nv;
+    if (!(nv[*n] = strdup(s)))
+        return -1;
+    nv[++*n] = NULL;
+    return 0;
+}
+
+char **dt_plugin_search_path(void)
+{
+    char **dirs = calloc(1, sizeof *dirs);
+    size_t n = 0;
+    if (!dirs)
+        return NULL;
+    const char *env = getenv("DT_PLUGIN_PATH");
+    if (env && *env) {
+        char *copy = strdup(env), *save = NULL;
+        for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d;
+             d = strtok_r(NULL, ":", &save))
+            strv_push(&dirs, &n, d);
+        free(copy);
+    }
+    const char *build = build_tree_plugin_dir();
+    if (build)
+        strv_push(&dirs, &n, build);
+    strv_push(&dirs, &n, DT_PLUGIN_DIR);
+    return dirs;
+}
+
+static char *join_dirs(char **dirs)
+{
+    size_t len = 1;
+    for (char **d = dirs; d && *d; d++)
+        len += strlen(*d) + 1;
+    char *s = calloc(1, len);
+    for (char **d = dirs; s && d && *d; d++) {
+        if (d != dirs)
+            strcat(s, ":");
+        strcat(s, *d);
+    }
+    return s;
+}
+
+/* Split "dt_<kind>_<name>.so"; 0 on success. name is malloc'd. */
+static int parse_file_name(const char *base, dt_kind_t *kind, char **name)
+{
+    size_t len = strlen(base), pre = strlen(PLUGIN_PREFIX),
+           suf = strlen(PLUGIN_SUFFIX);
+    if (len <= pre + suf || strncmp(base, PLUGIN_PREFIX, pre) != 0 ||
+        strcmp(base + len - suf, PLUGIN_SUFFIX) != 0)
+        return -1;
+    for (int k = 0; k < DT_KIND_COUNT; k++) {
+        const char *kn = dt_kind_name((dt_kind_t)k);
+        size_t kl = strlen(kn);
+        if (strncmp(base + pre, kn, kl) == 0 && base[pre + kl] == '_' &&
+            pre + kl + 1 < len - suf) {
+            *kind = (dt_kind_t)k;
+            *name = strndup(base + pre + kl + 1, len - suf - pre - kl - 1);
+            return *name ? 0 : -1;
+        }
+    }
+    return -1;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* Load one file and check the struct against its name. Caller holds lock. */
+static dt_status_t load_file_locked(const char *path, const dt_plugin_t **out,
+                                    char *why, size_t why_len)
+{
+    for (loaded_t *l = loaded_list; l; l = l->next)
+        if (strcmp(l->path, path) == 0) {
+            *out = l->plugin;
+            return DT_OK;
+        }
+    dt_kind_t kind;
+    char *name = NULL;
+    if (parse_file_name(base_name(path), &kind, &name) != 0) {
+        snprintf(why, why_len,
+                 "%s: not a plugin file name (want dt_<kind>_<name>.so)",
+                 path);
+        return DT_ERR_PLUGIN;
+    }
+    if (!ltdl_init()) {
+        snprintf(why, why_len, "libltdl failed to initialize: %s",
+                 lt_dlerror());
+        free(name);
+        return DT_ERR_PLUGIN;
+    }
+    dt_status_t st = DT_ERR_PLUGIN;
+    lt_dlhandle h = lt_dlopen(path);
+    if (!h) {
+        const char *err = lt_dlerror();
+        snprintf(why, why_len, "%s: cannot be loaded: %s", path,
+                 err ? err : "unknown error");
+        goto out;
+    }
+    const dt_plugin_t *p = lt_dlsym(h, DT_PLUGIN_SYMBOL);
+    if (!p) {
+        snprintf(why, why_len,
+                 "%s: has no symbol '%s': not a dt plugin, or built without "
+                 "DT_PLUGIN_EXPORT",
+                 path, DT_PLUGIN_SYMBOL);
+        goto close;
+    }
+    if (p->abi != DT_PLUGIN_ABI) {
+        snprintf(why, why_len,
+                 "%s: plugin ABI mismatch: found ABI %u, this dt needs ABI "
+                 "%u; rebuild the plugin against this dt's headers",
+                 path, (unsigned)p->abi, (unsigned)DT_PLUGIN_ABI);
+        goto close;
+    }
+    if (p->kind != kind || !p->name || strcmp(p->name, name) != 0) {
+        snprintf(why, why_len,
+                 "%s: file name says %s '%s' but the plugin says it is %s "
+                 "'%s'; rename the file or fix the plugin's struct",
+                 path, dt_kind_name(kind), name, dt_kind_name(p->kind),
+                 p->name ? p->name : "(null)");
+        goto close;
+    }
+    if (!p->ops || *(const size_t *)p->ops < sizeof(size_t) * 2) {
+        snprintf(why, why_len, "%s: plugin has no usable ops table", path);
+        goto close;
+    }
+    loaded_t *l = calloc(1, sizeof *l);
+    if (!l || !(l->path = strdup(path))) {
+        free(l);
+        snprintf(why, why_len, "out of memory");
+        st = DT_ERR_NOMEM;
+        goto close;
+    }
+    l->handle = h;
+    l->plugin = p;
+    l->next = loaded_list;
+    loaded_list = l;
+    *out = p;
+    st = DT_OK;
+    goto out;
+close:
+    lt_dlclose(h);
+out:
+    free(name);
+    return st;
+}
+
+dt_status_t dt_plugin_load_file(const char *path, const dt_plugin_t **out,
+                                char *why, size_t why_len)
+{
+    pthread_mutex_lock(&loader_lock);
+    dt_status_t st = load_file_locked(path, out, why, why_len);
+    pthread_mutex_unlock(&loader_lock);
+    return st;
+}
+
+static int file_exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* First file for kind/name on the search path, malloc'd, or NULL. */
+static char *find_plugin_file(dt_kind_t kind, const char *name, char **dirs)
+{
+    for (char **d = dirs; d && *d; d++) {
+        char *path = NULL;
+        if (asprintf(&path, "%s/" PLUGIN_PREFIX "%s_%s" PLUGIN_SUFFIX, *d,
+                     dt_kind_name(kind), name) < 0)
+            return NULL;
+        if (file_exists(path))
+            return path;
+        free(path);
+    }
+    return NULL;
+}
+
+static int valid_plugin_name(const char *name)
+{
+    if (!name || !*name || strlen(name) > 64)
+        return 0;
+    for (const char *c = name; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+              *c == '_' || *c == '-'))
+            return 0;
+    return 1;
+}
+
+dt_status_t dt_plugin_load(dt_kind_t kind, const char *name,
+                           const dt_plugin_t **out, const char **path)
+{
+    char **dirs = dt_plugin_search_path();
+    char *file = valid_plugin_name(name) ? find_plugin_file(kind, name, dirs)
+                                          : NULL;
+    dt_status_t st;
+    if (!file) {
+        char *names = dt_plugin_names(kind), *where = join_dirs(dirs);
+        dt_error("no %s plugin named '%s' (looked for dt_%s_%s.so in %s); "
+                 "available %ss: %s",
+                 dt_kind_name(kind), name ? name : "", dt_kind_name(kind),
+                 name ? name : "", where ? where : "?", dt_kind_name(kind),
+                 names ? names : "none");
+        free(names);
+        free(where);
+        st = DT_ERR_NOT_FOUND;
+    } else {
+        char why[1024];
+        st = dt_plugin_load_file(file, out, why, sizeof why);
+        if (st != DT_OK) {
+            dt_error("%s plugin '%s': %s", dt_kind_name(kind), name, why);
+        } else if ((*out)->available) {
+            char reason[512] = "";
+            if ((*out)->available(reason, sizeof reason) != DT_OK) {
+                dt_error("%s plugin '%s' (%s) is not available here: %s",
+                         dt_kind_name(kind), name, file, reason);
+                st = DT_ERR_UNSUPPORTED;
+            }
+        }
+        if (st == DT_OK && path) {
+            /* Point at the copy kept in the loaded list. */
+            for (loaded_t *l = loaded_list; l; l = l->next)
+                if (l->plugin == *out)
+                    *path = l->path;
+        }
+    }
+    free(file);
+    for (char **d = dirs; d && *d; d++)
+        free(*d);
+    free(dirs);
+    return st;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+    const dt_plugin_entry_t *x = a, *y = b;
+    if (x->kind != y->kind)
+        return (int)x->kind - (int)y->kind;
+    return strcmp(x->name, y->name);
+}
+
+dt_status_t dt_plugin_scan(dt_plugin_entry_t **out, size_t *n)
+{
+    char **dirs = dt_plugin_search_path();
+    dt_plugin_entry_t *v = NULL;
+    size_t count = 0;
+    for (char **d = dirs; d && *d; d++) {
+        DIR *dir = opendir(*d);
+        if (!dir)
+            continue;
+        struct dirent *de;
+        while ((de = readdir(dir))) {
+            dt_kind_t kind;
+            char *name = NULL;
+            if (parse_file_name(de->d_name, &kind, &name) != 0)
+                continue;
+            int seen = 0;
+            for (size_t i = 0; i < count; i++)
+                if (v[i].kind == kind && strcmp(v[i].name, name) == 0)
+                    seen = 1;
+            dt_plugin_entry_t *nv =
+                seen ? NULL : realloc(v, (count + 1) * sizeof *v);
+            if (!nv) {
+                free(name);
+                continue;
+            }
+            v = nv;
+            dt_plugin_entry_t *e = &v[count++];
+            memset(e, 0, sizeof *e);
+            e->kind = kind;
+            e->name = name;
+            if (asprintf(&e->path, "%s/%s", *d, de->d_name) < 0)
+                e->path = NULL;
+            const dt_plugin_t *p = NULL;
+            if (e->path &&
+                dt_plugin_load_file(e->path, &p, e->why, sizeof e->why) ==
+                    DT_OK) {
+                e->version = p->version;
+                e->description = p->description;
+                e->available = !p->available ||
+                               p->available(e->why, sizeof e->why) == DT_OK;
+            }
+        }
+        closedir(dir);
+    }
+    for (char **d = dirs; d && *d; d++)
+        free(*d);
+    free(dirs);
+    if (count)
+        qsort(v, count, sizeof *v, entry_cmp);
+    *out = v;
+    *n = count;
+    return DT_OK;
+}
+
+void dt_plugin_entries_free(dt_plugin_entry_t *entries, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(entries[i].name);
+        free(entries[i].path);
+    }
+    free(entries);
+}
+
+char *dt_plugin_names(dt_kind_t kind)
+{
+    dt_plugin_entry_t *v;
+    size_t n;
+    char *s = NULL;
+    size_t len = 0;
+    if (dt_plugin_scan(&v, &n) != DT_OK)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].kind != kind || !v[i].available)
+            continue;
+        size_t add = strlen(v[i].name) + 2;
+        char *ns = realloc(s, len + add + 1);
+        if (!ns)
+            break;
+        s = ns;
+        len += (size_t)sprintf(s + len, "%s%s", len ? ", " : "", v[i].name);
+    }
+    dt_plugin_entries_free(v, n);
+    return s ? s : strdup("none");
+}
+
+const dt_key_spec_t *dt_plugin_schema_lookup(const char *section, void *arg)
+{
+    (void)arg;
+    const char *dot = section ? strchr(section, '.') : NULL;
+    if (!dot)
+        return NULL;
+    for (int k = 0; k < DT_KIND_COUNT; k++) {
+        const char *kn = dt_kind_name((dt_kind_t)k);
+        if (strlen(kn) == (size_t)(dot - section) &&
+            strncmp(section, kn, strlen(kn)) == 0) {
+            static const dt_key_spec_t none[] = {{NULL, 0, NULL, NULL}};
+            const dt_plugin_t *p;
+            char **dirs = dt_plugin_search_path();
+            char *file = valid_plugin_name(dot + 1)
+                             ? find_plugin_file((dt_kind_t)k, dot + 1, dirs)
+                             : NULL;
+            char why[1024];
+            const dt_key_spec_t *keys = NULL;
+            if (file && dt_plugin_load_file(file, &p, why, sizeof why) == DT_OK)
+                keys = p->keys ? p->keys : none;
+            free(file);
+            for (char **d = dirs; d && *d; d++)
+                free(*d);
+            free(dirs);
+            return keys;
+        }
+    }
+    return NULL;
+}
+
+void dt_plugins_unload_all(void)
+{
+    pthread_mutex_lock(&loader_lock);
+    while (loaded_list) {
+        loaded_t *l = loaded_list;
+        loaded_list = l->next;
+        lt_dlclose(l->handle);
+        free(l->path);
+        free(l);
+    }
+    if (ltdl_ready) {
+        lt_dlexit();
+        ltdl_ready = 0;
+    }
+    pthread_mutex_unlock(&loader_lock);
+}

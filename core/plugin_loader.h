@@ -1,0 +1,60 @@
+/* plugin_loader.h — finds, loads and checks plugins (libltdl). Internal to
+ * libdt and dtctl; plugin authors only need dt/plugin.h.
+ *
+ * Search order: each directory of DT_PLUGIN_PATH (colon list), then the
+ * build tree's plugins/modules when this libdt runs from its build tree
+ * (so an uninstalled build works), then $(pkglibdir). The first file named
+ * dt_<kind>_<name>.so wins. Loaded plugins stay loaded until
+ * dt_plugins_unload_all(). */
+#ifndef DT_PLUGIN_LOADER_H
+#define DT_PLUGIN_LOADER_H
+
+#include <stddef.h>
+#include <dt/plugin.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Load and check a plugin; on failure logs one clear line (the file and
+ * the cause, and the plugins of that kind that do exist) and returns
+ * DT_ERR_NOT_FOUND or DT_ERR_PLUGIN. *path (may be NULL) is the file. */
+dt_status_t dt_plugin_load(dt_kind_t kind, const char *name,
+                           const dt_plugin_t **out, const char **path);
+
+/* Like dt_plugin_load, but loads one file directly (tests, `dtctl
+ * plugins`) and writes the reason for a failure into why. */
+dt_status_t dt_plugin_load_file(const char *path, const dt_plugin_t **out,
+                                char *why, size_t why_len);
+
+typedef struct dt_plugin_entry {
+    dt_kind_t kind;
+    char *name;
+    char *path;
+    const char *version;     /* NULL when it could not be loaded */
+    const char *description; /* NULL when it could not be loaded */
+    int available;
+    char why[512];           /* why not available                */
+} dt_plugin_entry_t;
+
+/* Every plugin file on the search path (the first of each kind/name),
+ * sorted by kind then name, each loaded to check it. */
+dt_status_t dt_plugin_scan(dt_plugin_entry_t **out, size_t *n);
+void dt_plugin_entries_free(dt_plugin_entry_t *entries, size_t n);
+
+/* "local, ssh" (malloc'd): names of loadable plugins of a kind, or "none". */
+char *dt_plugin_names(dt_kind_t kind);
+
+/* The search directories in order (malloc'd, NULL-terminated). */
+char **dt_plugin_search_path(void);
+
+/* dt_schema_lookup_fn for dt_config_validate(): the key table of a plugin
+ * section such as "transport.tcp" (loading the plugin), or NULL. */
+const dt_key_spec_t *dt_plugin_schema_lookup(const char *section, void *arg);
+
+void dt_plugins_unload_all(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DT_PLUGIN_LOADER_H */

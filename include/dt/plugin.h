@@ -1,0 +1,266 @@
+/* dt/plugin.h — the plugin ABI (installed for out-of-tree plugin authors).
+ *
+ * A plugin is one shared object named dt_<kind>_<name>.so that exports one
+ * symbol, `dt_plugin_v1`, a const dt_plugin_t. Everything else in the file
+ * should be hidden (static, or -fvisibility=hidden). The loader checks that
+ * abi == DT_PLUGIN_ABI and that kind and name agree with the file name.
+ *
+ *   #include <dt/plugin.h>
+ *   static const dt_optimizer_ops_t ops = { sizeof ops, ... };
+ *   DT_PLUGIN_EXPORT const dt_plugin_t dt_plugin_v1 = {
+ *       DT_PLUGIN_ABI, DT_KIND_OPTIMIZER, "mysgd", "1.0",
+ *       "plain SGD", my_keys, NULL, &ops };
+ *
+ * Conventions for every ops table below:
+ * - It starts with `size_t size` = sizeof(the table as the plugin was built),
+ *   so later versions can append entries; the core never reads past size.
+ * - A NULL entry means "not supported": the core falls back (for example a
+ *   transport without a native allreduce gets the core's ring) or reports
+ *   DT_ERR_UNSUPPORTED to the user.
+ * - Functions return dt_status_t and give results through out-parameters.
+ * - Plugins link against libdt and may use its logger (dt/log.h) and config
+ *   getters (dt/config.h); they never parse files themselves: the core hands
+ *   them the configuration, and they read their own section
+ *   "<kind>.<name>", whose keys they declare in `keys`.
+ * - No plugin function may log or copy a secret (the job token).
+ */
+#ifndef DT_PLUGIN_H
+#define DT_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <dt/config.h>
+#include <dt/hosts.h>
+#include <dt/status.h>
+#include <dt/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DT_PLUGIN_ABI 1
+#define DT_PLUGIN_SYMBOL "dt_plugin_v1"
+#define DT_PLUGIN_EXPORT __attribute__((visibility("default")))
+
+typedef enum dt_kind {
+    DT_KIND_LAUNCHER = 0,
+    DT_KIND_TRANSPORT = 1,
+    DT_KIND_STORAGE = 2,
+    DT_KIND_OPTIMIZER = 3,
+    DT_KIND_COUNT
+} dt_kind_t;
+
+typedef struct dt_plugin {
+    uint32_t abi;            /* DT_PLUGIN_ABI                                 */
+    dt_kind_t kind;
+    const char *name;        /* must match the file dt_<kind>_<name>.so       */
+    const char *version;     /* the plugin's own version string               */
+    const char *description; /* one line for `dtctl plugins`                  */
+    const dt_key_spec_t *keys; /* keys of section [<kind>.<name>], NULL-name
+                                  terminated; NULL when it has none           */
+    /* Optional run-time check (a GPU present, a tool on PATH). Return DT_OK
+     * when usable; otherwise write a one-line reason into why. NULL: always
+     * available once loaded. Must be cheap and must not block. */
+    dt_status_t (*available)(char *why, size_t why_len);
+    const void *ops;         /* the kind's ops table (below)                  */
+} dt_plugin_t;
+
+const char *dt_kind_name(dt_kind_t kind); /* "launcher", ... */
+
+/* ======================================================================
+ * Launcher: start N worker processes on hosts/slots, watch them, stop them.
+ * All calls come from one thread of dtctl. Nothing blocks longer than the
+ * timeout it is given.
+ * ====================================================================== */
+
+/* How a worker ended. */
+typedef struct dt_worker_exit {
+    int rank;          /* -1 when the scheduler only reports the whole job */
+    const char *host;  /* owned by the launcher; valid until its fini      */
+    int signaled;      /* 1: killed by signal `signo`; 0: exited with code */
+    int signo;
+    int code;
+} dt_worker_exit_t;
+
+/* Called by the launcher whenever a worker wrote to stdout (fd 1) or stderr
+ * (fd 2). Data is raw bytes as they arrived (not whole lines): the core
+ * assembles lines and prefixes them. */
+typedef void (*dt_output_fn)(void *arg, int rank, int fd, const char *data,
+                             size_t len);
+
+typedef struct dt_launch_spec {
+    const dt_hostlist_t *hosts;      /* where; "localhost" for local jobs   */
+    int np;                          /* number of ranks                      */
+    const dt_placement_t *placement; /* np entries: rank -> host/local rank  */
+    const char *const *argv;         /* worker command, NULL-terminated      */
+    const char *workdir;             /* NULL: the launcher's default         */
+    /* Environment for every worker, "KEY=VALUE", NULL-terminated. Holds the
+     * job token (DT_JOB_TOKEN): pass it over a channel or the environment,
+     * never in any process's argv, never in a log line. */
+    const char *const *env;
+    /* Per-rank additions (DT_RANK, LOCAL_RANK, ...), np lists. Launchers
+     * whose scheduler places ranks itself (mpirun, srun, qrsh) may ignore
+     * it: workers then derive their rank from the scheduler's variables. */
+    const char *const *const *rank_env;
+    dt_output_fn output;             /* NULL: inherit dtctl's stdout/stderr  */
+    void *output_arg;
+} dt_launch_spec_t;
+
+typedef struct dt_launcher_ops {
+    size_t size;
+    /* Read [launcher.<name>] from cfg; create the launcher's state. */
+    dt_status_t (*init)(const dt_config_t *cfg, void **ctx);
+    /* Start all workers and return once they are started (not finished).
+     * On partial failure, stop those already started before returning. */
+    dt_status_t (*launch)(void *ctx, const dt_launch_spec_t *spec);
+    /* Forward output and wait up to timeout_ms (0: poll, -1: forever) for
+     * the next worker to end. DT_OK: *ev describes one ended worker (each
+     * worker is reported once); DT_ERR_TIMEOUT: none ended in time;
+     * DT_ERR_NOT_FOUND: no worker is left to report. */
+    dt_status_t (*wait)(void *ctx, int timeout_ms, dt_worker_exit_t *ev);
+    /* Send signo to every worker still running (its whole process group,
+     * on every host). Does not wait. */
+    dt_status_t (*signal)(void *ctx, int signo);
+    /* Optional: run a short command on one host and collect its output
+     * (storage plugins verify paths with it; `dtctl check` probes with it).
+     * *output is malloc'd, NUL-terminated. */
+    dt_status_t (*run_on_host)(void *ctx, const dt_host_t *host,
+                               const char *const *argv, char **output,
+                               int *exit_code);
+    /* Optional preflight for `dtctl check`: append one line per problem
+     * found (with how to fix it) to the callback. */
+    dt_status_t (*check)(void *ctx, const dt_hostlist_t *hosts,
+                         void (*report)(void *arg, const char *host,
+                                        const char *problem),
+                         void *arg);
+    /* Release everything; workers still running are killed and reaped. */
+    void (*fini)(void *ctx);
+} dt_launcher_ops_t;
+
+/* ======================================================================
+ * Transport: move bytes between ranks. Point-to-point calls are
+ * non-blocking; `wait` blocks without spinning the CPU (ranks may
+ * outnumber cores). All calls for one transport instance come from one
+ * thread at a time.
+ * ====================================================================== */
+
+typedef struct dt_store dt_store_t;       /* rendezvous client (dt/store.h) */
+typedef struct dt_request dt_request_t;   /* defined by each transport      */
+
+typedef struct dt_transport_args {
+    int rank, size;
+    int local_rank, local_size;
+    dt_store_t *store;         /* authenticated client of the job's store   */
+    const uint8_t *token;      /* the job secret, for authenticating peer   */
+    size_t token_len;          /*   connections; never log or copy it out   */
+    const char *bind_addr;     /* address chosen by interface selection     */
+    double timeout;            /* seconds before a silent peer is an error  */
+} dt_transport_args_t;
+
+/* Capability bits returned by caps(). */
+#define DT_CAP_CUDA_MEM (1u << 0) /* send/recv read/write CUDA memory        */
+
+typedef struct dt_transport_ops {
+    size_t size;
+    /* Connect to the other ranks (through the store). Collective: every
+     * rank calls it. Errors name the rank that could not be reached. */
+    dt_status_t (*init)(const dt_config_t *cfg, const dt_transport_args_t *a,
+                        void **ctx);
+    uint32_t (*caps)(void *ctx);
+    /* Start sending/receiving len bytes to/from peer. Buffers stay owned by
+     * the caller and must not be touched until the request completes.
+     * Messages between one pair of ranks with the same tag match in order. */
+    dt_status_t (*isend)(void *ctx, int peer, const void *buf, size_t len,
+                         dt_mem_t mem, int tag, dt_request_t **req);
+    dt_status_t (*irecv)(void *ctx, int peer, void *buf, size_t len,
+                         dt_mem_t mem, int tag, dt_request_t **req);
+    /* Make progress; *done = 1 when req finished (req is then freed).
+     * An error (DT_ERR_PEER naming the rank in the log) also frees it. */
+    dt_status_t (*test)(void *ctx, dt_request_t *req, int *done);
+    /* Block until all n requests finished (and are freed) or timeout_ms
+     * passed (DT_ERR_TIMEOUT; requests stay valid). -1: the configured
+     * transport timeout. Sleeps in poll()/epoll/event fds, never spins. */
+    dt_status_t (*wait)(void *ctx, dt_request_t **reqs, size_t n,
+                        int timeout_ms);
+    /* Optional native collectives (NULL: the core's algorithms over
+     * isend/irecv). `stream` is a cudaStream_t for CUDA memory, else NULL.
+     * send == recv means in place. */
+    dt_status_t (*allreduce)(void *ctx, const void *send, void *recv,
+                             size_t count, dt_dtype_t t, dt_redop_t op,
+                             dt_mem_t mem, void *stream);
+    dt_status_t (*broadcast)(void *ctx, void *buf, size_t count, dt_dtype_t t,
+                             int root, dt_mem_t mem, void *stream);
+    dt_status_t (*allgather)(void *ctx, const void *send, void *recv,
+                             size_t count_per_rank, dt_dtype_t t,
+                             dt_mem_t mem, void *stream);
+    dt_status_t (*reduce_scatter)(void *ctx, const void *send, void *recv,
+                                  size_t count_per_rank, dt_dtype_t t,
+                                  dt_redop_t op, dt_mem_t mem, void *stream);
+    dt_status_t (*barrier)(void *ctx);
+    /* Close connections, free everything. Outstanding requests are void. */
+    void (*fini)(void *ctx);
+} dt_transport_ops_t;
+
+/* ======================================================================
+ * Storage: put a data set where every worker can read it, and name a
+ * directory all ranks share (checkpoints, logs). Runs in dtctl before the
+ * workers start; uses the launcher to reach the hosts.
+ * ====================================================================== */
+
+/* A way to run a short command on a host (the launcher's run_on_host). */
+typedef struct dt_remote {
+    void *ctx;
+    dt_status_t (*run)(void *ctx, const dt_host_t *host,
+                       const char *const *argv, char **output,
+                       int *exit_code);
+} dt_remote_t;
+
+typedef struct dt_stage_request {
+    const char *src;             /* data set on this (dtctl's) host        */
+    const dt_hostlist_t *hosts;  /* hosts that run workers                 */
+    const dt_remote_t *remote;   /* NULL for a local-only job              */
+    const char *job_id;          /* unique per job, for markers            */
+} dt_stage_request_t;
+
+typedef struct dt_storage_ops {
+    size_t size;
+    dt_status_t (*init)(const dt_config_t *cfg, void **ctx);
+    /* Make req->src readable on every host; *worker_path (malloc'd) is the
+     * path workers read. Errors name the host and path. */
+    dt_status_t (*stage)(void *ctx, const dt_stage_request_t *req,
+                         char **worker_path);
+    /* Check, without copying, that the data set is in place everywhere. */
+    dt_status_t (*verify)(void *ctx, const dt_stage_request_t *req);
+    /* A directory every rank sees (checkpoints, logs); NULL entry or
+     * DT_ERR_UNSUPPORTED: there is none and rank 0 writes locally. */
+    dt_status_t (*shared_dir)(void *ctx, const dt_stage_request_t *req,
+                              char **path);
+    void (*fini)(void *ctx);
+} dt_storage_ops_t;
+
+/* ======================================================================
+ * Optimizer: turn averaged gradients into new parameters. One instance per
+ * worker; called from the training thread only.
+ * ====================================================================== */
+
+typedef struct dt_optimizer_ops {
+    size_t size;
+    /* State for nparams float32 parameters on `mem` (host or CUDA). */
+    dt_status_t (*create)(const dt_config_t *cfg, size_t nparams,
+                          dt_mem_t mem, void **state);
+    /* params -= update(grads); step counts from 1. `stream` as for
+     * transports. grads are not modified. */
+    dt_status_t (*step)(void *state, float *params, const float *grads,
+                        float lr, uint64_t step, void *stream);
+    /* Serialized state (for checkpoints): size first, then save/load into a
+     * caller-owned host buffer of exactly that size. */
+    size_t (*state_size)(void *state);
+    dt_status_t (*save)(void *state, void *buf, size_t len);
+    dt_status_t (*load)(void *state, const void *buf, size_t len);
+    void (*destroy)(void *state);
+} dt_optimizer_ops_t;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DT_PLUGIN_H */
