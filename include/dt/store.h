@@ -1,0 +1,64 @@
+/* dt/store.h — the job's rendezvous key-value store and the job token.
+ *
+ * dtctl runs the server (a thread) for the job; workers reach it through
+ * DT_RENDEZVOUS=host:port. Every connection proves it belongs to the job by
+ * a challenge-response over the 32-byte job token (HMAC-SHA256); the token
+ * reaches workers only through the environment (DT_JOB_TOKEN, hex), never
+ * argv, never a log line. Like the store behind torch's env:// init. */
+#ifndef DT_STORE_H
+#define DT_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <dt/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DT_TOKEN_BYTES 32
+
+/* 32 random bytes from the system CSPRNG (libcrypto). */
+dt_status_t dt_token_generate(uint8_t token[DT_TOKEN_BYTES]);
+/* Hex text (2*DT_TOKEN_BYTES chars + NUL) for the environment. */
+void dt_token_to_hex(const uint8_t token[DT_TOKEN_BYTES],
+                     char hex[2 * DT_TOKEN_BYTES + 1]);
+/* Parse DT_JOB_TOKEN-style hex; DT_ERR_INVALID if malformed. */
+dt_status_t dt_token_from_hex(const char *hex, uint8_t token[DT_TOKEN_BYTES]);
+
+/* ---- client (workers, transports) ------------------------------------ */
+typedef struct dt_store dt_store_t;
+
+/* Connect to "host:port" and authenticate; retries until timeout seconds
+ * (the server may still be starting). */
+dt_status_t dt_store_connect(const char *host_port,
+                             const uint8_t token[DT_TOKEN_BYTES],
+                             double timeout, dt_store_t **out);
+dt_status_t dt_store_set(dt_store_t *s, const char *key, const void *value,
+                         size_t len);
+/* Wait up to timeout seconds for key to be set; *value is malloc'd. */
+dt_status_t dt_store_get(dt_store_t *s, const char *key, double timeout,
+                         void **value, size_t *len);
+/* Atomically add delta to the integer at key (0 if unset). */
+dt_status_t dt_store_add(dt_store_t *s, const char *key, int64_t delta,
+                         int64_t *result);
+/* Wait until n clients have entered the barrier called name. */
+dt_status_t dt_store_barrier(dt_store_t *s, const char *name, int n,
+                             double timeout);
+void dt_store_close(dt_store_t *s);
+
+/* ---- server (dtctl) --------------------------------------------------- */
+typedef struct dt_store_server dt_store_server_t;
+
+/* Listen on bind_addr:port (port 0: any free port) in a background thread. */
+dt_status_t dt_store_server_start(const char *bind_addr, int port,
+                                  const uint8_t token[DT_TOKEN_BYTES],
+                                  dt_store_server_t **out);
+/* The port it listens on. */
+int dt_store_server_port(const dt_store_server_t *srv);
+void dt_store_server_stop(dt_store_server_t *srv);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DT_STORE_H */
