@@ -110,18 +110,15 @@ dt_status_t dt_parse_duration(const char *text, double *seconds)
         return DT_ERR_INVALID;
     while (isspace((unsigned char)*text))
         text++;
-    /* strtod also takes "inf", "nan", hex and signs: allow digits only. */
-    if (!isdigit((unsigned char)*text) &&
-        !(*text == '.' && isdigit((unsigned char)text[1])))
+    /* strtod also takes "inf", "nan", hex, exponents and signs: the number
+     * must be plain digits and one optional '.'. */
+    size_t span = strspn(text, "0123456789.");
+    if (span == 0 || !isdigit((unsigned char)text[strspn(text, ".")]))
         return DT_ERR_INVALID;
-    for (const char *c = text; *c && !isalpha((unsigned char)*c); c++)
-        if (!isdigit((unsigned char)*c) && *c != '.' &&
-            !isspace((unsigned char)*c))
-            return DT_ERR_INVALID;
     char *end;
     errno = 0;
     double v = strtod(text, &end);
-    if (errno == ERANGE || end == text || !isfinite(v))
+    if (errno == ERANGE || end != text + span || !isfinite(v))
         return DT_ERR_INVALID;
     while (isspace((unsigned char)*end))
         end++;
