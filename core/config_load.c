@@ -47,8 +47,9 @@ static char *read_line(char *str, int num, void *stream)
             c[1] = '\0';
             break;
         }
-    size_t len = strlen(s);
-    if (len + 1 > (size_t)num) {
+    size_t len = strlen(s), text = strcspn(s, "\r\n");
+    /* inih needs room for "\r\n" and the NUL after the text. */
+    if (text + 3 > (size_t)num || len + 1 > (size_t)num) {
         dt_error("%s:%d: line is longer than %d characters; shorten it "
                  "(a long list can be split with --set or a hostfile)",
                  r->path, r->line, num - 3);
