@@ -4,9 +4,10 @@
  * vectors, loaded and stored with memcpy so any alignment works), so they
  * are SIMD at every optimization level the build uses, not only when the
  * auto-vectorizer's cost model agrees. Checked with
- *   objdump -d core/.libs/libdt.so | grep -A40 '<reduce_f32_sum>'
- * which shows addps on two xmm registers per vector (baseline x86-64,
- * SSE2) or vaddps with -mavx. Element-wise IEEE add/max/min give the same
+ *   objdump -d core/.libs/libdt.so | awk '/<dt_coll_reduce3>:/,/^$/'
+ * (the kernels are inlined there), which shows addps/maxps/minps on pairs
+ * of xmm registers per 32-byte vector (baseline x86-64, SSE2), vaddps with
+ * -mavx. Element-wise IEEE add/max/min give the same
  * bits whatever the vector width, so every rank computes the same result. */
 #include <math.h>
 #include <stdint.h>

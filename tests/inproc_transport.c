@@ -27,12 +27,12 @@ typedef struct rank_ctx {
     int rank;
     dt_request_t *pending, **pending_tail;
     msg_t *inbox, **inbox_tail; /* messages to this rank, send order */
+    pthread_cond_t arrived;     /* signalled when the inbox grows     */
 } rank_ctx_t;
 
 struct inproc_world {
     int size;
     pthread_mutex_t lock;
-    pthread_cond_t cond;
     rank_ctx_t *ranks;
 };
 
@@ -45,12 +45,12 @@ dt_status_t inproc_world_new(int size, inproc_world_t **out)
     }
     w->size = size;
     pthread_mutex_init(&w->lock, NULL);
-    pthread_cond_init(&w->cond, NULL);
     for (int r = 0; r < size; r++) {
         w->ranks[r].w = w;
         w->ranks[r].rank = r;
         w->ranks[r].pending_tail = &w->ranks[r].pending;
         w->ranks[r].inbox_tail = &w->ranks[r].inbox;
+        pthread_cond_init(&w->ranks[r].arrived, NULL);
     }
     *out = w;
     return DT_OK;
@@ -80,7 +80,8 @@ void inproc_world_free(inproc_world_t *w)
             free(q);
         }
     pthread_mutex_destroy(&w->lock);
-    pthread_cond_destroy(&w->cond);
+    for (int r = 0; r < w->size; r++)
+        pthread_cond_destroy(&w->ranks[r].arrived);
     free(w->ranks);
     free(w);
 }
@@ -149,7 +150,7 @@ static dt_status_t in_isend(void *ctx, int peer, const void *buf, size_t len,
     pthread_mutex_lock(&w->lock);
     *to->inbox_tail = m;
     to->inbox_tail = &m->next;
-    pthread_cond_broadcast(&w->cond);
+    pthread_cond_signal(&to->arrived);
     pthread_mutex_unlock(&w->lock);
     *req = q;
     return DT_OK;
@@ -215,7 +216,7 @@ static dt_status_t in_wait(void *ctx, dt_request_t **reqs, size_t n,
             fin += reqs[i]->done != 0;
         if (fin == n)
             break;
-        if (pthread_cond_timedwait(&w->cond, &w->lock, &until) ==
+        if (pthread_cond_timedwait(&rc->arrived, &w->lock, &until) ==
             ETIMEDOUT) {
             pthread_mutex_unlock(&w->lock);
             return DT_ERR_TIMEOUT;

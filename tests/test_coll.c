@@ -181,8 +181,10 @@ static void test_allreduce_large(void **state)
         a.op = DT_AVG;
         a.in_place = 1;
         run_ranks(ns[k], &a);
-        a.small_bytes = FORCE_SMALL;
-        run_ranks(ns[k], &a);
+        if (ns[k] == 3) { /* recursive doubling on 4 MiB: once is enough */
+            a.small_bytes = FORCE_SMALL;
+            run_ranks(ns[k], &a);
+        }
         /* The default threshold and chunk size. */
         a.small_bytes = 0;
         a.chunk_bytes = 0;

@@ -3,6 +3,7 @@
 #define DT_CLI_H
 
 #include <dt/config.h>
+#include <dt/hosts.h>
 
 typedef struct dt_cli {
     int np;                 /* -n, -1 when not given                      */
@@ -29,6 +30,13 @@ typedef struct dt_cli {
  * Errors are logged; returns DT_ERR_CONFIG. */
 dt_status_t dt_cli_load_config(const dt_cli_t *cli, const char *job_file,
                                dt_config_t **out);
+
+/* The job's hosts and number of workers: [cluster] hosts, else hostfile
+ * (relative to the ini file that names it), else localhost with np slots.
+ * np is [cluster] np when any source set it, else the hosts' total slots.
+ * Free *hosts with dt_hostlist_free(). Errors are logged with origins. */
+dt_status_t dt_cli_job_hosts(const dt_config_t *cfg, dt_hostlist_t *hosts,
+                             int *np);
 
 int dt_cmd_run(dt_cli_t *cli);
 int dt_cmd_plugins(dt_cli_t *cli);

@@ -68,8 +68,14 @@ dt_status_t dt_config_add_schema(dt_config_t *cfg, const char *section,
 /* Parse an ini file as the given source. Syntax errors report file:line. */
 dt_status_t dt_config_load_file(dt_config_t *cfg, const char *path,
                                 dt_config_source_t src);
-/* Read DT_<SECTION>_<KEY> variables for every key of every known schema. */
+/* Read DT_<SECTION>_<KEY> variables for every key of every known schema,
+ * and DT_LAUNCHER, DT_TRANSPORT, DT_STORAGE, DT_INTERFACE as short forms of
+ * DT_CLUSTER_*. Empty variables count as unset. envp NULL: environ. Safe to
+ * call again after more schemas were registered. */
 dt_status_t dt_config_load_env(dt_config_t *cfg, char *const *envp);
+/* Warn (never fail) about DT_<SECTION>_<X> variables that name no key of a
+ * registered section: most likely a typo. Call once every schema is in. */
+void dt_config_check_env(const dt_config_t *cfg, char *const *envp);
 /* Set one value; `where` names the origin for messages ("--set", ...). */
 dt_status_t dt_config_set(dt_config_t *cfg, const char *section,
                           const char *key, const char *value,
@@ -119,6 +125,12 @@ typedef int (*dt_config_visit_fn)(const char *section, const char *key,
                                   const char *where, void *arg);
 void dt_config_foreach(const dt_config_t *cfg, dt_config_visit_fn cb,
                        void *arg);
+
+/* "default", "cluster file", "job file", "environment", "command line". */
+const char *dt_config_source_name(dt_config_source_t src);
+/* The key table of a section: registered, or NULL. */
+const dt_key_spec_t *dt_config_schema(const dt_config_t *cfg,
+                                      const char *section);
 
 /* Typed parsers used by the getters, public for plugins and tests. */
 dt_status_t dt_parse_int(const char *text, long long *out);

@@ -1,0 +1,239 @@
+/* config_setup.c — dtctl's effective configuration: built-in defaults,
+ * cluster file, job file, environment and options, in that precedence; and
+ * the job's host list derived from it. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <dt/hosts.h>
+#include <dt/log.h>
+#include "cli.h"
+#include "plugin_loader.h"
+
+#define DEFAULT_CLUSTER_FILE "conf/cluster.ini"
+
+static dt_status_t load_cluster_file(const dt_cli_t *cli, dt_config_t *cfg)
+{
+    const char *env = getenv("DT_CONFIG");
+    const char *path = NULL, *from = NULL;
+    if (cli->config) {
+        path = cli->config;
+        from = "--config";
+    } else if (env && *env) {
+        path = env;
+        from = "$DT_CONFIG";
+    } else if (access(DEFAULT_CLUSTER_FILE, F_OK) == 0) {
+        path = DEFAULT_CLUSTER_FILE;
+        from = "the default location";
+    }
+    if (!path) {
+        dt_debug("no cluster file (no --config, $DT_CONFIG or ./%s): "
+                 "built-in defaults",
+                 DEFAULT_CLUSTER_FILE);
+        return DT_OK;
+    }
+    dt_debug("cluster file %s (from %s)", path, from);
+    dt_status_t st = dt_config_load_file(cfg, path, DT_SRC_CLUSTER_FILE);
+    if (st == DT_ERR_NOT_FOUND)
+        dt_error("the cluster file named by %s does not exist: %s; fix the "
+                 "path or drop %s to use the built-in defaults",
+                 from, path, from);
+    return st;
+}
+
+/* Options that are short forms of [cluster] keys. */
+static dt_status_t load_options(const dt_cli_t *cli, dt_config_t *cfg)
+{
+    const struct {
+        const char *key, *value, *opt;
+    } opts[] = {{"launcher", cli->launcher, "--launcher"},
+                {"transport", cli->transport, "--transport"},
+                {"storage", cli->storage, "--storage"},
+                {"hosts", cli->hosts, "-H/--hosts"},
+                {"hostfile", cli->hostfile, "--hostfile"}};
+    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
+        if (opts[i].value)
+            DT_CHECK(dt_config_set(cfg, "cluster", opts[i].key, opts[i].value,
+                                   DT_SRC_CLI, opts[i].opt));
+    if (cli->np > 0) {
+        char np[32];
+        snprintf(np, sizeof np, "%d", cli->np);
+        DT_CHECK(dt_config_set(cfg, "cluster", "np", np, DT_SRC_CLI,
+                               "-n/--np"));
+    }
+    dt_status_t st = DT_OK;
+    for (int i = 0; i < cli->nsets; i++) {
+        dt_status_t one = dt_config_set_assignment(cfg, cli->sets[i],
+                                                   DT_SRC_CLI);
+        if (one == DT_ERR_NOMEM)
+            return one;
+        if (one != DT_OK)
+            st = one; /* report every bad --set before stopping */
+    }
+    return st;
+}
+
+/* The sections of the chosen plugins get their schema now, so that their
+ * defaults show in `dtctl config` and DT_TRANSPORT_TCP_* variables apply.
+ * A plugin that is not there is reported by `dtctl run`, not here. */
+static void add_selected_plugin_schemas(dt_config_t *cfg)
+{
+    static const char *const kinds[] = {"launcher", "transport", "storage"};
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+        const char *name = dt_config_get(cfg, "cluster", kinds[i]);
+        char section[160];
+        if (!name || !*name ||
+            snprintf(section, sizeof section, "%s.%s", kinds[i], name) >=
+                (int)sizeof section ||
+            dt_config_schema(cfg, section))
+            continue;
+        const dt_key_spec_t *keys = dt_plugin_schema_lookup(section, NULL);
+        if (keys)
+            dt_config_add_schema(cfg, section, keys);
+    }
+}
+
+dt_status_t dt_cli_load_config(const dt_cli_t *cli, const char *job_file,
+                               dt_config_t **out)
+{
+    dt_config_t *cfg = NULL;
+    dt_status_t st = dt_config_new(&cfg);
+    if (st != DT_OK)
+        goto out;
+    /* A syntax error or a bad --set is logged and remembered, and loading
+     * goes on so that one run reports every problem. */
+    dt_status_t bad = load_cluster_file(cli, cfg);
+    if (bad != DT_OK && bad != DT_ERR_CONFIG) {
+        st = bad;
+        goto out;
+    }
+    if (job_file) {
+        dt_status_t one = dt_config_load_file(cfg, job_file, DT_SRC_JOB_FILE);
+        if (one == DT_ERR_NOT_FOUND)
+            dt_error("job file %s does not exist; check the path (dtctl "
+                     "config JOB.ini shows what a job file sets)",
+                     job_file);
+        if (one != DT_OK && one != DT_ERR_CONFIG) {
+            st = one;
+            goto out;
+        }
+        if (one != DT_OK)
+            bad = one;
+    }
+    dt_status_t one = load_options(cli, cfg);
+    if (one == DT_ERR_NOMEM) {
+        st = one;
+        goto out;
+    }
+    if (one != DT_OK)
+        bad = one;
+    /* Environment before and after the plugin schemas: DT_TRANSPORT may
+     * choose the plugin whose own DT_TRANSPORT_<NAME>_* keys then apply. */
+    if ((st = dt_config_load_env(cfg, NULL)) != DT_OK)
+        goto out;
+    add_selected_plugin_schemas(cfg);
+    if ((st = dt_config_validate(cfg, dt_plugin_schema_lookup, NULL)) !=
+        DT_OK)
+        goto out;
+    if ((st = dt_config_load_env(cfg, NULL)) != DT_OK)
+        goto out;
+    dt_config_check_env(cfg, NULL);
+    /* Values from the environment are checked like the rest. */
+    st = dt_config_validate(cfg, dt_plugin_schema_lookup, NULL);
+    if (st == DT_OK)
+        st = bad;
+out:
+    if (st != DT_OK) {
+        dt_config_free(cfg);
+        return st == DT_ERR_NOMEM ? st : DT_ERR_CONFIG;
+    }
+    *out = cfg;
+    return DT_OK;
+}
+
+/* A relative hostfile named in an ini file is relative to that file. */
+static char *resolve_hostfile(const char *path, dt_config_source_t src,
+                              const char *where)
+{
+    const char *colon = strrchr(where, ':'), *slash = NULL;
+    if (path[0] != '/' &&
+        (src == DT_SRC_CLUSTER_FILE || src == DT_SRC_JOB_FILE) && colon) {
+        for (const char *c = where; c < colon; c++)
+            if (*c == '/')
+                slash = c;
+        if (slash) {
+            char *full = NULL;
+            if (asprintf(&full, "%.*s/%s", (int)(slash - where), where,
+                         path) < 0)
+                return NULL;
+            return full;
+        }
+    }
+    return strdup(path);
+}
+
+dt_status_t dt_cli_job_hosts(const dt_config_t *cfg, dt_hostlist_t *hosts,
+                             int *np)
+{
+    if (!cfg || !hosts || !np)
+        return DT_ERR_INVALID;
+    long long want = 0;
+    dt_config_source_t np_src = DT_SRC_DEFAULT, h_src = DT_SRC_DEFAULT,
+                       f_src = DT_SRC_DEFAULT;
+    const char *np_where = "default", *h_where = NULL, *f_where = NULL;
+    DT_CHECK(dt_config_get_int(cfg, "cluster", "np", &want));
+    dt_config_origin(cfg, "cluster", "np", &np_src, &np_where);
+    if (want < 1 || want > (1 << 20)) {
+        dt_error("[cluster] np = %lld (from %s) is not a usable number of "
+                 "workers; want 1 or more",
+                 want, np_where);
+        return DT_ERR_CONFIG;
+    }
+    const char *spec = dt_config_get(cfg, "cluster", "hosts");
+    const char *file = dt_config_get(cfg, "cluster", "hostfile");
+    if (spec && !*spec)
+        spec = NULL;
+    if (file && !*file)
+        file = NULL;
+    if (spec)
+        dt_config_origin(cfg, "cluster", "hosts", &h_src, &h_where);
+    if (file)
+        dt_config_origin(cfg, "cluster", "hostfile", &f_src, &f_where);
+    if (spec && file) {
+        if (h_src == f_src) {
+            dt_error("both hosts (%s) and hostfile (%s) are set; keep one",
+                     h_where, f_where);
+            return DT_ERR_CONFIG;
+        }
+        /* The one from the higher source wins, like any other value. */
+        if (h_src > f_src)
+            file = NULL;
+        else
+            spec = NULL;
+    }
+    dt_status_t st;
+    if (spec) {
+        st = dt_hosts_parse(spec, hosts);
+        if (st != DT_OK)
+            dt_error("[cluster] hosts is set by %s", h_where);
+    } else if (file) {
+        char *path = resolve_hostfile(file, f_src, f_where);
+        st = path ? dt_hostfile_parse(path, hosts) : DT_ERR_NOMEM;
+        if (st == DT_ERR_NOT_FOUND)
+            dt_error("[cluster] hostfile is set by %s", f_where);
+        free(path);
+    } else {
+        /* A local job: one host with exactly the slots it needs. */
+        st = dt_hosts_parse("localhost", hosts);
+        if (st == DT_OK)
+            hosts->hosts[0].slots = (int)want;
+    }
+    if (st != DT_OK)
+        return st == DT_ERR_NOMEM ? st : DT_ERR_CONFIG;
+    if ((spec || file) && np_src == DT_SRC_DEFAULT)
+        want = (long long)dt_hostlist_slots(hosts);
+    *np = (int)want;
+    return DT_OK;
+}

@@ -1,0 +1,264 @@
+/* config_load.c — reading values into the store: ini files (libinih, with
+ * our own line reader so every value knows its file:line) and DT_*
+ * environment variables. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dt/log.h>
+#include "config_internal.h"
+
+extern char **environ;
+
+/* ---- ini files ----------------------------------------------------------- */
+
+typedef struct file_reader {
+    FILE *f;
+    const char *path;
+    dt_config_t *cfg;
+    dt_config_source_t src;
+    int line;         /* lines handed to inih so far */
+    int problems;     /* lines too long, ... (already logged) */
+    dt_status_t fail; /* out of memory while storing */
+    char *buf;
+    size_t cap;
+} file_reader_t;
+
+/* inih's ini_reader: one whole line per call, so `line` counts lines.
+ * Leading blanks are dropped (an indented line is a plain key, not a
+ * continuation) and " # comment" tails go, as in the hostfile. */
+static char *read_line(char *str, int num, void *stream)
+{
+    file_reader_t *r = stream;
+    ssize_t n = getline(&r->buf, &r->cap, r->f);
+    if (n < 0)
+        return NULL;
+    r->line++;
+    char *s = r->buf;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    for (char *c = s; *c; c++)
+        if (*c == '#' && (c == s || c[-1] == ' ' || c[-1] == '\t')) {
+            c[0] = '\n';
+            c[1] = '\0';
+            break;
+        }
+    size_t len = strlen(s), text = strcspn(s, "\r\n");
+    /* inih needs room for "\r\n" and the NUL after the text. */
+    if (text + 3 > (size_t)num || len + 1 > (size_t)num) {
+        dt_error("%s:%d: line is longer than %d characters; shorten it "
+                 "(a long list can be split with --set or a hostfile)",
+                 r->path, r->line, num - 3);
+        r->problems++;
+        s = "\n";
+        len = 1;
+    }
+    memcpy(str, s, len + 1);
+    return str;
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
+    return s;
+}
+
+static int on_value(void *user, const char *section, const char *name,
+                    const char *value)
+{
+    file_reader_t *r = user;
+    char *sec = strdup(section ? section : ""), *where = NULL;
+    if (!sec || asprintf(&where, "%s:%d", r->path, r->line) < 0) {
+        free(sec);
+        r->fail = DT_ERR_NOMEM;
+        return 1;
+    }
+    dt_status_t st = dt_config_set(r->cfg, trim(sec), name, value ? value : "",
+                                   r->src, where);
+    if (st != DT_OK)
+        r->fail = st;
+    free(sec);
+    free(where);
+    return 1; /* 0 would make inih count a syntax error on this line */
+}
+
+/* The text of line `lineno` of path, for a syntax error message. */
+static void quote_line(const char *path, int lineno, char *out, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    char *buf = NULL;
+    size_t cap = 0;
+    out[0] = '\0';
+    for (int i = 1; f && getline(&buf, &cap, f) >= 0; i++)
+        if (i == lineno) {
+            snprintf(out, len, "%s", trim(buf));
+            break;
+        }
+    free(buf);
+    if (f)
+        fclose(f);
+}
+
+dt_status_t dt_config_load_file(dt_config_t *cfg, const char *path,
+                                dt_config_source_t src)
+{
+    if (!cfg || !path)
+        return DT_ERR_INVALID;
+    const char *what = src == DT_SRC_JOB_FILE       ? "job file"
+                       : src == DT_SRC_CLUSTER_FILE ? "cluster file"
+                                                    : "config file";
+    file_reader_t r = {.path = path, .cfg = cfg, .src = src, .fail = DT_OK};
+    r.f = fopen(path, "r");
+    if (!r.f) {
+        int err = errno;
+        dt_error("cannot read %s '%s': %s", what, path, strerror(err));
+        return err == ENOENT ? DT_ERR_NOT_FOUND : DT_ERR_IO;
+    }
+    int rc = ini_parse_stream(read_line, &r, on_value, &r);
+    int read_error = ferror(r.f);
+    fclose(r.f);
+    free(r.buf);
+    if (rc == -2 || r.fail == DT_ERR_NOMEM)
+        return DT_ERR_NOMEM;
+    if (read_error) {
+        dt_error("cannot read %s '%s': read error", what, path);
+        return DT_ERR_IO;
+    }
+    if (rc > 0) {
+        char text[160];
+        quote_line(path, rc, text, sizeof text);
+        dt_error("%s:%d: cannot parse '%s'; want 'key = value', '[section]' "
+                 "or a comment starting with '#' or ';'",
+                 path, rc, text);
+        r.problems++;
+    }
+    if (r.fail != DT_OK)
+        return r.fail;
+    return r.problems ? DT_ERR_CONFIG : DT_OK;
+}
+
+/* ---- environment ----------------------------------------------------------- */
+
+/* DT_<SECTION>_<KEY>, upper case, '.' and '-' as '_'. */
+static void env_name(const char *section, const char *key, char *out,
+                     size_t len)
+{
+    size_t o = 0;
+    const char *parts[] = {"DT", section, key};
+    for (size_t p = 0; p < 3 && parts[p]; p++) {
+        if (p && o + 1 < len)
+            out[o++] = '_';
+        for (const char *c = parts[p]; *c && o + 1 < len; c++)
+            out[o++] = (*c == '.' || *c == '-')
+                           ? '_'
+                           : (char)toupper((unsigned char)*c);
+    }
+    out[o] = '\0';
+}
+
+/* The value of NAME in envp, or NULL. */
+static const char *env_get(char *const *envp, const char *name)
+{
+    size_t n = strlen(name);
+    for (char *const *e = envp; e && *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+            return *e + n + 1;
+    return NULL;
+}
+
+/* Short forms for the most used selections. */
+static const char *const env_aliases[][2] = {
+    {"DT_LAUNCHER", "launcher"},
+    {"DT_TRANSPORT", "transport"},
+    {"DT_STORAGE", "storage"},
+    {"DT_INTERFACE", "interface"}};
+
+dt_status_t dt_config_load_env(dt_config_t *cfg, char *const *envp)
+{
+    if (!cfg)
+        return DT_ERR_INVALID;
+    if (!envp)
+        envp = environ;
+    /* Aliases first: the full DT_CLUSTER_* name, set later, wins a tie. An
+     * empty variable counts as unset. */
+    for (size_t i = 0; i < sizeof env_aliases / sizeof *env_aliases; i++) {
+        const char *v = env_get(envp, env_aliases[i][0]);
+        if (v && *v)
+            DT_CHECK(dt_config_set(cfg, "cluster", env_aliases[i][1], v,
+                                   DT_SRC_ENV, env_aliases[i][0]));
+    }
+    for (size_t i = 0; i < cfg->n; i++) {
+        const cfg_section_t *sec = cfg->sections[i];
+        for (const dt_key_spec_t *k = sec->schema; k && k->name; k++) {
+            char name[256];
+            env_name(sec->name, k->name, name, sizeof name);
+            const char *v = env_get(envp, name);
+            if (v && *v)
+                DT_CHECK(dt_config_set(cfg, sec->name, k->name, v, DT_SRC_ENV,
+                                       name));
+        }
+    }
+    return DT_OK;
+}
+
+/* Does the variable name one of the section's keys? */
+static int env_matches_key(const cfg_section_t *sec, const char *var,
+                           size_t len)
+{
+    for (const dt_key_spec_t *k = sec->schema; k && k->name; k++) {
+        char name[256];
+        env_name(sec->name, k->name, name, sizeof name);
+        if (strlen(name) == len && strncmp(name, var, len) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+void dt_config_check_env(const dt_config_t *cfg, char *const *envp)
+{
+    if (!cfg)
+        return;
+    if (!envp)
+        envp = environ;
+    for (char *const *e = envp; *e; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+        for (size_t i = 0; i < cfg->n; i++) {
+            const cfg_section_t *sec = cfg->sections[i];
+            char prefix[256];
+            if (!sec->schema)
+                continue;
+            env_name(sec->name, NULL, prefix, sizeof prefix);
+            size_t pl = strlen(prefix);
+            if (len > pl + 1 && strncmp(*e, prefix, pl) == 0 &&
+                (*e)[pl] == '_' && !env_matches_key(sec, *e, len)) {
+                /* DT_TRANSPORT_TCP_X also starts like [transport]: only
+                 * the longest matching section counts. */
+                int longer = 0;
+                for (size_t j = 0; j < cfg->n; j++) {
+                    char p2[256];
+                    env_name(cfg->sections[j]->name, NULL, p2, sizeof p2);
+                    size_t l2 = strlen(p2);
+                    if (cfg->sections[j]->schema && l2 > pl && len > l2 &&
+                        strncmp(*e, p2, l2) == 0 && (*e)[l2] == '_')
+                        longer = 1;
+                }
+                if (longer)
+                    continue;
+                char *names = cfg_key_names(sec->schema);
+                dt_warn("environment variable %.*s matches no key of [%s] "
+                        "and is ignored; valid keys: %s",
+                        (int)len, *e, sec->name, names ? names : "?");
+                free(names);
+            }
+        }
+    }
+}

@@ -1,0 +1,56 @@
+/* config_schema.c — key tables of the core sections. Each row: name, type,
+ * default (text in the key's own syntax, NULL = unset), one-line doc.
+ * New core keys are new rows here; docs/CONFIG.md and conf/cluster.ini
+ * describe the same keys for users. */
+#include <stddef.h>
+
+#include "config_schema.h"
+
+static const dt_key_spec_t cluster_keys[] = {
+    {"launcher", DT_KEY_STRING, "local",
+     "launcher plugin that starts the workers (local, ssh, mpi, slurm, ...)"},
+    {"transport", DT_KEY_STRING, "tcp",
+     "transport plugin that moves tensors between workers (tcp, ucx, nccl)"},
+    {"storage", DT_KEY_STRING, "local",
+     "storage plugin that puts the data set on every host (local, rsync, ...)"},
+    {"np", DT_KEY_INT, "1", "number of worker processes"},
+    {"hosts", DT_KEY_STRING, NULL, "hosts and slots, e.g. h1:2,h2:4"},
+    {"hostfile", DT_KEY_STRING, NULL,
+     "file listing hosts (host slots=N | host:N | host | ip:port)"},
+    {"interface", DT_KEY_LIST, NULL,
+     "network interfaces to use: names, CIDR subnets, or ^name to exclude"},
+    {"timeout", DT_KEY_DURATION, "60s",
+     "how long to wait for a connection or a silent peer"},
+    {"kill_grace", DT_KEY_DURATION, "5s",
+     "time between SIGTERM and SIGKILL when stopping workers"},
+    {"workdir", DT_KEY_STRING, NULL,
+     "working directory of the workers (default: the launcher's choice)"},
+    {NULL, DT_KEY_STRING, NULL, NULL}};
+
+static const dt_key_spec_t train_keys[] = {
+    {"seed", DT_KEY_INT, "0", "random seed for initialisation and shuffling"},
+    {"epochs", DT_KEY_INT, "1", "passes over the training set"},
+    {"batch_size", DT_KEY_INT, "64", "samples per step on each worker"},
+    {"lr", DT_KEY_STRING, "0.01", "learning rate"},
+    {"optimizer", DT_KEY_STRING, "sgd", "optimizer plugin (sgd, adam, ...)"},
+    {"device", DT_KEY_STRING, "auto", "where to compute: auto, cpu or cuda"},
+    {"threads", DT_KEY_INT, "1", "CPU threads per worker"},
+    {NULL, DT_KEY_STRING, NULL, NULL}};
+
+static const dt_key_spec_t model_keys[] = {
+    {"layers", DT_KEY_STRING, NULL, "the network's layers, in order"},
+    {NULL, DT_KEY_STRING, NULL, NULL}};
+
+static const dt_key_spec_t data_keys[] = {
+    {"path", DT_KEY_STRING, NULL, "directory holding the data set files"},
+    {"dataset", DT_KEY_STRING, "fashion-mnist", "which data set format"},
+    {NULL, DT_KEY_STRING, NULL, NULL}};
+
+static const dt_core_schema_t core_schemas[] = {
+    {"cluster", cluster_keys},
+    {"train", train_keys},
+    {"model", model_keys},
+    {"data", data_keys},
+    {NULL, NULL}};
+
+const dt_core_schema_t *dt_config_core_schemas(void) { return core_schemas; }

@@ -1,0 +1,139 @@
+/* config_validate.c — every value against its section's schema: unknown
+ * sections and keys, wrong types. Each problem is logged with its origin
+ * (file:line, variable or option) and what would be valid. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dt/log.h>
+#include "config_internal.h"
+
+static const char *type_expectation(dt_key_type_t type)
+{
+    switch (type) {
+    case DT_KEY_INT: return "is not an integer";
+    case DT_KEY_BOOL:
+        return "is not a boolean (yes/no, true/false, on/off, 1/0)";
+    case DT_KEY_SIZE:
+        return "is not a size (bytes, or a number with K, M, G or T, "
+               "e.g. 25M)";
+    case DT_KEY_DURATION:
+        return "is not a duration (seconds, or a number with ms, s, m or h, "
+               "e.g. 500ms, 30s, 5m)";
+    default: return "is not valid";
+    }
+}
+
+dt_status_t cfg_check_type(const char *section, const cfg_entry_t *e,
+                           dt_key_type_t type)
+{
+    long long i;
+    bool b;
+    uint64_t sz;
+    double d;
+    char **items;
+    size_t n;
+    dt_status_t st = DT_OK;
+    switch (type) {
+    case DT_KEY_INT: st = dt_parse_int(e->value, &i); break;
+    case DT_KEY_BOOL: st = dt_parse_bool(e->value, &b); break;
+    case DT_KEY_SIZE: st = dt_parse_size(e->value, &sz); break;
+    case DT_KEY_DURATION: st = dt_parse_duration(e->value, &d); break;
+    case DT_KEY_LIST:
+        st = dt_parse_list(e->value, &items, &n);
+        if (st == DT_OK)
+            dt_strv_free(items);
+        return st;
+    case DT_KEY_STRING: return DT_OK;
+    }
+    if (st == DT_OK)
+        return DT_OK;
+    char where[512];
+    dt_error("%s: [%s] %s = '%s' %s", cfg_origin_text(e, where, sizeof where),
+             section, e->key, e->value, type_expectation(type));
+    return DT_ERR_CONFIG;
+}
+
+/* "cluster, train, ..." (malloc'd): sections that have a schema. */
+static char *known_sections(const dt_config_t *cfg)
+{
+    size_t len = 1;
+    for (size_t i = 0; i < cfg->n; i++)
+        len += strlen(cfg->sections[i]->name) + 2;
+    char *s = calloc(1, len);
+    for (size_t i = 0; s && i < cfg->n; i++) {
+        if (!cfg->sections[i]->schema)
+            continue;
+        if (*s)
+            strcat(s, ", ");
+        strcat(s, cfg->sections[i]->name);
+    }
+    return s;
+}
+
+static int check_section(dt_config_t *cfg, cfg_section_t *sec,
+                         dt_schema_lookup_fn lookup, void *arg)
+{
+    char where[512];
+    int problems = 0;
+    if (!sec->schema && sec->n && !*sec->name) {
+        for (size_t j = 0; j < sec->n; j++)
+            dt_error("%s: '%s' is not under any [section]; put it under "
+                     "the section it belongs to, e.g. [cluster]",
+                     cfg_origin_text(&sec->entries[j], where, sizeof where),
+                     sec->entries[j].key);
+        return (int)sec->n;
+    }
+    if (!sec->schema && lookup) {
+        const dt_key_spec_t *keys = lookup(sec->name, arg);
+        /* Registering may move nothing but this section's entries. */
+        if (keys && dt_config_add_schema(cfg, sec->name, keys) != DT_OK)
+            return 1;
+    }
+    if (!sec->schema) {
+        char *known = known_sections(cfg);
+        dt_error("%s: unknown section [%s]; known sections: %s (plugin "
+                 "sections are [<kind>.<name>] of an installed plugin, see "
+                 "`dtctl plugins`)",
+                 sec->n ? cfg_origin_text(&sec->entries[0], where,
+                                          sizeof where)
+                        : "configuration",
+                 sec->name, known ? known : "?");
+        free(known);
+        return 1;
+    }
+    for (size_t j = 0; j < sec->n; j++) {
+        const cfg_entry_t *e = &sec->entries[j];
+        const dt_key_spec_t *spec = cfg_find_spec(sec->schema, e->key);
+        if (!spec) {
+            char *names = cfg_key_names(sec->schema);
+            dt_error("%s: unknown key '%s' in [%s]; valid keys: %s",
+                     cfg_origin_text(e, where, sizeof where), e->key,
+                     sec->name, names ? names : "?");
+            free(names);
+            problems++;
+        } else if (cfg_check_type(sec->name, e, spec->type) != DT_OK) {
+            problems++;
+        }
+    }
+    return problems;
+}
+
+dt_status_t dt_config_validate(dt_config_t *cfg, dt_schema_lookup_fn lookup,
+                               void *arg)
+{
+    if (!cfg)
+        return DT_ERR_INVALID;
+    int problems = 0;
+    /* Index loop: a lookup may register schemas but never adds sections. */
+    for (size_t i = 0; i < cfg->n; i++)
+        problems += check_section(cfg, cfg->sections[i], lookup, arg);
+    if (problems) {
+        dt_error("%d configuration problem%s found; fix %s and run again "
+                 "(`dtctl config` shows every value and where it comes from)",
+                 problems, problems == 1 ? "" : "s",
+                 problems == 1 ? "it" : "them");
+        return DT_ERR_CONFIG;
+    }
+    return DT_OK;
+}

@@ -1,0 +1,53 @@
+#!/bin/sh
+# config_cli.sh — `dtctl config` end to end: defaults, the precedence of
+# job file < environment < --set, and a bad key failing with file:line.
+set -u
+: "${DTCTL:?run through make check}"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dt-config-cli.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 99          # no ./conf/cluster.ini here
+unset DT_CONFIG DT_CLUSTER_NP DT_TRANSPORT DT_LAUNCHER DT_STORAGE DT_INTERFACE
+
+fail() { echo "FAIL: $*"; echo "--- output:"; cat "$tmp/out"; exit 1; }
+expect() { grep -E -q -- "$1" "$tmp/out" || fail "expected /$1/"; }
+
+# Built-in defaults only.
+"$DTCTL" config >"$tmp/out" 2>&1 || fail "dtctl config exited $?"
+expect '^launcher = local +# default$'
+expect '^np = 1 +# default$'
+
+# A job file, then the environment, then --set: each layer wins over the last.
+printf '[cluster]\n# workers\nnp = 4\n' >"$tmp/job.ini"
+"$DTCTL" config "$tmp/job.ini" >"$tmp/out" 2>&1 || fail "job file: exit $?"
+expect "^np = 4 +# job file \\($tmp/job.ini:3\\)$"
+DT_CLUSTER_NP=2 "$DTCTL" config "$tmp/job.ini" >"$tmp/out" 2>&1 || fail "env: exit $?"
+expect '^np = 2 +# environment \(DT_CLUSTER_NP\)$'
+DT_CLUSTER_NP=2 "$DTCTL" --set cluster.np=3 config "$tmp/job.ini" >"$tmp/out" 2>&1 ||
+    fail "--set: exit $?"
+expect '^np = 3 +# command line \(--set\)$'
+DT_TRANSPORT=shm "$DTCTL" config >"$tmp/out" 2>&1 || fail "alias: exit $?"
+expect '^transport = shm +# environment \(DT_TRANSPORT\)$'
+
+# The annotated example cluster file loads cleanly.
+"$DTCTL" --config "$top_srcdir/conf/cluster.ini" config >"$tmp/out" 2>&1 ||
+    fail "conf/cluster.ini does not load"
+
+# A bad key in a job file: non-zero exit and file:line in the message.
+printf '[cluster]\nnp = 2\n\n[train]\nepochz = 3\n' >"$tmp/bad.ini"
+if "$DTCTL" config "$tmp/bad.ini" >"$tmp/out" 2>&1; then
+    fail "a bad key was accepted"
+fi
+expect "$tmp/bad.ini:5: unknown key 'epochz' in \\[train\\]; valid keys: seed,"
+
+# A badly typed value from --set names the option.
+if "$DTCTL" --set cluster.np=many config >"$tmp/out" 2>&1; then
+    fail "np=many was accepted"
+fi
+expect "option --set: \\[cluster\\] np = 'many' is not an integer"
+
+# A missing job file is named.
+if "$DTCTL" config "$tmp/nope.ini" >"$tmp/out" 2>&1; then
+    fail "a missing job file was accepted"
+fi
+expect "nope.ini does not exist"
+echo "PASS: config_cli"
