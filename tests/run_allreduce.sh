@@ -46,6 +46,28 @@ run_job 4
 run_job 3                      # odd number of ranks
 run_job 2 --set cluster.interface=lo
 run_job 1
+# Plugin settings given to dtctl reach the workers' transport.
+run_job 4 --set transport.tcp.sockets_per_peer=3 --set transport.tcp.stripe_min=4K
+
+# What dtctl adds to the workers' environment: the store, the transport,
+# the interface spec and non-default plugin and timeout settings (dtctl
+# prefixes each output line with "[rank] ").
+if "$DTCTL" run -n 1 --set transport.tcp.sockets_per_peer=2 \
+    --set cluster.interface=lo --set cluster.timeout=45s -- \
+    sh -c 'env | grep -E "^DT_(RENDEZVOUS|TRANSPORT|INTERFACE|CLUSTER_TIMEOUT|TRANSPORT_TCP_)" | sort' \
+    >"$tmp/out" 2>"$tmp/err" &&
+   sed 's/^\[0\] //' "$tmp/out" >"$tmp/env" &&
+   grep -q "^DT_RENDEZVOUS=127.0.0.1:[0-9][0-9]*$" "$tmp/env" &&
+   grep -q "^DT_TRANSPORT=tcp$" "$tmp/env" &&
+   grep -q "^DT_INTERFACE=lo$" "$tmp/env" &&
+   grep -q "^DT_CLUSTER_TIMEOUT=45s$" "$tmp/env" &&
+   grep -q "^DT_TRANSPORT_TCP_SOCKETS_PER_PEER=2$" "$tmp/env" &&
+   ! grep -q "^DT_TRANSPORT_TCP_STRIPE_MIN=" "$tmp/env"; then
+    echo "ok: workers' environment carries the rendezvous and settings"
+else
+    fail "workers' environment:"
+    cat "$tmp/env" "$tmp/err"
+fi
 
 # A worker with another job's token is refused by the store, the job fails
 # (instead of hanging) and the store logs the refused address.
