@@ -73,6 +73,8 @@ struct dt_store_server {
     barrier_t *barriers;
     int released;             /* a waiting client was answered: its queued
                                  requests can now be handled               */
+    double accept_paused;     /* out of fds: no accept() before this time */
+    int fd_warned;            /* said so once, until an accept succeeds    */
 };
 
 /* ---- connections ------------------------------------------------------ */
@@ -240,6 +242,11 @@ static void handle_set(dt_store_server_t *s, conn_t *c, const uint8_t *b,
     char *key = read_key(b, len, 1, &off);
     if (!key) {
         drop(c, DT_LOG_WARN, "malformed SET request");
+        return;
+    }
+    if (len - off > STORE_MAX_VALUE) {
+        free(key);
+        drop(c, DT_LOG_WARN, "value larger than the store's limit");
         return;
     }
     dt_status_t st = store_table_set(&s->table, key, b + off, len - off);
@@ -483,9 +490,19 @@ static void accept_all(dt_store_server_t *s)
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
+            if (errno == EMFILE || errno == ENFILE) {
+                /* The pending connection stays readable: pause accepting
+                 * instead of spinning on it. */
+                if (!s->fd_warned++)
+                    dt_warn("rendezvous store: out of file descriptors with "
+                            "%zu connections; new ones wait (raise ulimit "
+                            "-n)",
+                            s->nconns);
+                s->accept_paused = store_now() + 0.1;
+            } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
                 dt_warn("rendezvous store: accept failed: %s",
                         strerror(errno));
+            }
             return;
         }
         char host[64] = "?", serv[16] = "?";
@@ -519,6 +536,7 @@ static void accept_all(dt_store_server_t *s)
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        s->fd_warned = 0;
         c->fd = fd;
         c->in_cap = INITIAL_IN_CAP;
         c->hs_deadline = store_now() + s->hs_seconds;
@@ -607,7 +625,12 @@ static void *server_main(void *arg)
             pfd_cap = cap;
         }
         pfd[0] = (struct pollfd){.fd = s->wake[0], .events = POLLIN};
-        pfd[1] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
+        if (s->accept_paused && store_now() >= s->accept_paused)
+            s->accept_paused = 0;
+        if (s->accept_paused && (!next || s->accept_paused < next))
+            next = s->accept_paused;
+        pfd[1] = (struct pollfd){.fd = s->accept_paused ? -1 : s->listen_fd,
+                                 .events = POLLIN};
         for (size_t i = 0; i < s->nconns; i++) {
             conn_t *c = s->conns[i];
             short ev = POLLRDHUP;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -450,6 +451,43 @@ static void test_handshake_deadline(void **state)
     unsetenv("DT_STORE_HANDSHAKE_TIMEOUT");
 }
 
+/* Out of file descriptors: the store neither crashes nor spins; it
+ * accepts again once descriptors are free. */
+static void test_out_of_fds(void **state)
+{
+    fixture_t *f = *state;
+    struct rlimit old, low;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+    int base = dup(0); /* the lowest free fd: roughly how many are open */
+    close(base);
+    low = old;
+    low.rlim_cur = (rlim_t)base + 32;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    /* Use up every descriptor, then free one for a client socket: the
+     * server has none left to accept it with. */
+    int fillers[64], n = 0, fd;
+    while (n < 64 && (fd = dup(0)) >= 0)
+        fillers[n++] = fd;
+    assert_true(n > 1 && n < 64);
+    close(fillers[--n]);
+    int waiting = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(waiting >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)dt_store_server_port(f->srv))};
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    assert_int_equal(connect(waiting, (struct sockaddr *)&sa, sizeof sa), 0);
+    usleep(200000); /* let the server meet EMFILE (not needed for the result) */
+    while (n > 0)
+        close(fillers[--n]);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+    assert_store_serves(f, "after-out-of-fds");
+    /* The connection that waited is accepted now, and handled like any
+     * other: garbage gets it dropped. */
+    send(waiting, "\xff\xff\xff\xff", 4, MSG_NOSIGNAL);
+    assert_true(closed_by_server(waiting));
+    close(waiting);
+}
+
 static void test_oversized(void **state)
 {
     fixture_t *f = *state;
@@ -536,6 +574,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_silent_client_does_not_stall,
                                         setup, teardown),
         cmocka_unit_test(test_handshake_deadline),
+        cmocka_unit_test_setup_teardown(test_out_of_fds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_oversized, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connect_errors, setup, teardown),
         cmocka_unit_test(test_token_hex),
