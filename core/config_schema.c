@@ -23,6 +23,9 @@ static const dt_key_spec_t cluster_keys[] = {
      "how long to wait for a connection or a silent peer"},
     {"kill_grace", DT_KEY_DURATION, "5s",
      "time between SIGTERM and SIGKILL when stopping workers"},
+    {"master_port", DT_KEY_INT, NULL,
+     "MASTER_PORT for torch-style workers on remote hosts (default 29500; "
+     "a free port for local jobs)"},
     {"workdir", DT_KEY_STRING, NULL,
      "working directory of the workers (default: the launcher's choice)"},
     {NULL, DT_KEY_STRING, NULL, NULL}};

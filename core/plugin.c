@@ -153,7 +153,20 @@ static dt_status_t load_file_locked(const char *path, const dt_plugin_t **out,
         return DT_ERR_PLUGIN;
     }
     dt_status_t st = DT_ERR_PLUGIN;
+    /* libltdl opens lazily and reports only "file not found" when a library
+     * the plugin needs is missing. Probe with RTLD_NOW first: it resolves
+     * every symbol now (no crash later at first call) and dlerror() names
+     * the missing library or symbol. The probe handle is held across
+     * lt_dlopen so the object is mapped once. */
+    void *probe = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!probe) {
+        const char *err = dlerror();
+        snprintf(why, why_len, "%s: cannot be loaded: %s", path,
+                 err ? err : "unknown error");
+        goto out;
+    }
     lt_dlhandle h = lt_dlopen(path);
+    dlclose(probe);
     if (!h) {
         const char *err = lt_dlerror();
         snprintf(why, why_len, "%s: cannot be loaded: %s", path,
