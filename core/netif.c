@@ -30,6 +30,7 @@ typedef struct item {
     int family;
     unsigned char bytes[16];
     int prefix;
+    int exclude;      /* a '^' item: never use what it matches */
 } item_t;
 
 static int addr_len(int family) { return family == AF_INET ? 4 : 16; }
@@ -248,17 +249,11 @@ dt_status_t dt_netif_select(char *const *spec, size_t n, const char *peer,
     if (!items || !allowed || !spec_text || !have)
         goto out;
 
-    int exclude = spec[0][0] == '^';
+    /* A leading '^' excludes the whole list (NCCL's ^docker0,lo); else
+     * '^' excludes just its item and the others include. */
+    int all_excluded = spec[0][0] == '^', includes = 0;
     for (size_t i = 0; i < n; i++) {
         const char *t = spec[i];
-        if (t[0] == '^' && !exclude) {
-            dt_error("%s = '%s': '%s' excludes, but the list began with an "
-                     "include; put '^' before the first item to exclude "
-                     "them all (^docker0,lo)",
-                     where, spec_text, t);
-            st = DT_ERR_CONFIG;
-            goto out;
-        }
         if (parse_item(t[0] == '^' ? t + 1 : t, &items[i]) != DT_OK) {
             dt_error("%s = '%s': '%s' is not an interface name, an address "
                      "or a CIDR network (10.0.0.0/24); interfaces here: %s",
@@ -266,19 +261,24 @@ dt_status_t dt_netif_select(char *const *spec, size_t n, const char *peer,
             st = DT_ERR_CONFIG;
             goto out;
         }
+        items[i].exclude = all_excluded || t[0] == '^';
+        includes += !items[i].exclude;
     }
     for (size_t j = 0; j < nc; j++) {
-        int hit = 0;
-        for (size_t i = 0; i < n && !hit; i++)
-            hit = item_matches(&items[i], &c[j]);
-        allowed[j] = (unsigned char)(exclude ? !hit : hit);
+        int in = includes == 0, out = 0;
+        for (size_t i = 0; i < n; i++)
+            if (item_matches(&items[i], &c[j])) {
+                in |= !items[i].exclude;
+                out |= items[i].exclude;
+            }
+        allowed[j] = (unsigned char)(in && !out);
     }
     /* The route's own address when allowed; else the first allowed one in
-     * spec order (exclusions: non-loopback first), IPv4 first. */
+     * spec order (only exclusions: non-loopback first), IPv4 first. */
     pick = find_text(c, nc, route, allowed);
     for (int fam = 0; !pick && fam < 2; fam++) {
         int family = fam == 0 ? AF_INET : AF_INET6;
-        if (exclude) {
+        if (!includes) {
             for (int lo = 0; !pick && lo < 2; lo++)
                 for (size_t j = 0; !pick && j < nc; j++)
                     if (allowed[j] && c[j].family == family &&
@@ -287,7 +287,8 @@ dt_status_t dt_netif_select(char *const *spec, size_t n, const char *peer,
         } else {
             for (size_t i = 0; !pick && i < n; i++)
                 for (size_t j = 0; !pick && j < nc; j++)
-                    if (c[j].family == family && item_matches(&items[i], &c[j]))
+                    if (allowed[j] && c[j].family == family &&
+                        !items[i].exclude && item_matches(&items[i], &c[j]))
                         pick = &c[j];
         }
     }

@@ -9,6 +9,7 @@
  *   eth0,ib0        any of these
  *   ^docker0,lo     anything except these (a leading '^' makes the whole
  *                   list an exclusion list)
+ *   eth0,10.0.0.0/24,^docker0   after an include, '^' excludes one item
  * With no spec, the address is the one the kernel would use to reach the
  * peer (a UDP socket connected to it, then getsockname), or 127.0.0.1 when
  * there is no peer (a single-host job). Among the allowed interfaces that
