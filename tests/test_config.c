@@ -536,7 +536,7 @@ static void test_unknown_key(void **state)
     snprintf(expect, sizeof expect,
              "%s:3: unknown key 'launchr' in [cluster]; valid keys: "
              "launcher, transport, storage, np, hosts, hostfile, interface, "
-             "timeout, kill_grace, workdir",
+             "timeout, kill_grace, master_port, workdir",
              path);
     assert_non_null(strstr(err, expect));
     free(err);
