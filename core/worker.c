@@ -88,8 +88,10 @@ static dt_status_t pick_bind_addr(const char *rdv, char *addr, size_t len)
     size_t n = 0;
     const char *where = "cluster.interface";
     rendezvous_host(rdv, host, sizeof host);
-    dt_status_t st = dt_config_get_list(W.cfg, "cluster", "interface", &items,
-                                        &n);
+    /* Unset is the usual case: ask first, so no lookup failure is logged. */
+    dt_status_t st = DT_ERR_NOT_FOUND;
+    if (dt_config_get(W.cfg, "cluster", "interface"))
+        st = dt_config_get_list(W.cfg, "cluster", "interface", &items, &n);
     if (st == DT_ERR_NOT_FOUND)
         n = 0;
     else if (st != DT_OK)

@@ -100,8 +100,10 @@ dt_status_t run_start_rendezvous(const dt_config_t *cfg,
 
     *srv = NULL;
     *env_additions = NULL;
-    dt_status_t st = dt_config_get_list(cfg, "cluster", "interface", &items,
-                                        &n);
+    /* Unset is the usual case: ask first, so no lookup failure is logged. */
+    dt_status_t st = DT_ERR_NOT_FOUND;
+    if (dt_config_get(cfg, "cluster", "interface"))
+        st = dt_config_get_list(cfg, "cluster", "interface", &items, &n);
     if (st == DT_ERR_NOT_FOUND)
         n = 0;
     else if (st != DT_OK)
