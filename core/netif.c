@@ -232,9 +232,10 @@ dt_status_t dt_netif_select(char *const *spec, size_t n, const char *peer,
     }
     if (n == 0) {
         snprintf(addr, addrlen, "%s", route);
-        dt_debug("interface: using %s (%s)", addr,
-                 peer ? "the route to the first remote host"
-                      : "loopback: single-host job");
+        if (peer)
+            dt_debug("interface: using %s (the route to %s)", addr, peer);
+        else
+            dt_debug("interface: using %s (loopback: single-host job)", addr);
         return DT_OK;
     }
     if ((st = list_candidates(&c, &nc)) != DT_OK)

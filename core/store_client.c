@@ -98,16 +98,21 @@ static dt_status_t recv_all(int fd, void *buf, size_t len, double deadline)
     return DT_OK;
 }
 
+/* One frame, written with one send where possible (one TCP segment for
+ * small requests). */
 static dt_status_t send_frame(int fd, const void *a, size_t alen,
                               const void *b, size_t blen, double deadline)
 {
-    uint8_t hdr[4];
-    store_put_u32(hdr, (uint32_t)(alen + blen));
-    dt_status_t st = send_all(fd, hdr, 4, deadline);
-    if (st == DT_OK)
-        st = send_all(fd, a, alen, deadline);
-    if (st == DT_OK && blen)
-        st = send_all(fd, b, blen, deadline);
+    uint8_t *buf = malloc(4 + alen + blen);
+    if (!buf)
+        return DT_ERR_NOMEM;
+    store_put_u32(buf, (uint32_t)(alen + blen));
+    memcpy(buf + 4, a, alen);
+    if (blen)
+        memcpy(buf + 4 + alen, b, blen);
+    dt_status_t st = send_all(fd, buf, 4 + alen + blen, deadline);
+    OPENSSL_cleanse(buf, 4 + alen); /* may hold a handshake proof */
+    free(buf);
     return st;
 }
 

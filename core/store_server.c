@@ -459,8 +459,10 @@ static void read_input(conn_t *c)
             continue;
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
-        if (c->state == CS_READY)
-            drop(c, DT_LOG_TRACE, "client closed the connection");
+        if (c->state == CS_READY) {
+            dt_trace("rendezvous store: %s disconnected", c->addr);
+            c->dead = 1;
+        }
         else if (c->state == CS_PROOF)
             drop(c, DT_LOG_WARN,
                  "closed during the handshake (a client without this job's "

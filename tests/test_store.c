@@ -340,7 +340,14 @@ static void *fake_server(void *p)
     int fd = accept(lfd, NULL, NULL);
     uint8_t buf[128];
     if (fd >= 0) {
-        recv(fd, buf, sizeof buf, 0);
+        /* The whole HELLO (it may arrive in pieces). */
+        size_t got = 0;
+        while (got < 4 + 41) {
+            ssize_t r = recv(fd, buf + got, 4 + 41 - got, 0);
+            if (r <= 0)
+                break;
+            got += (size_t)r;
+        }
         uint8_t frame[4 + 65] = {0, 0, 0, 65, 0x02};
         for (size_t i = 5; i < sizeof frame; i++)
             frame[i] = (uint8_t)(i * 37);
