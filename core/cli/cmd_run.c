@@ -1,4 +1,224 @@
-/* cmd_run.c — `dtctl run` (being written: see issue 2). */
+/* cmd_run.c — `dtctl run [JOB.ini] [-- PROGRAM ARGS...]`: configuration,
+ * hosts and placement, plugins, the worker environment, launch, then the
+ * supervisor decides the exit code.
+ *
+ * Exit codes: 0 all workers succeeded; the first failing worker's code
+ * (128+N when killed by signal N); 128+N when dtctl got signal N; 2 bad
+ * usage, configuration or plugin; 127 the workers could not be started;
+ * 1 any other failure of dtctl itself. */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include <dt/log.h>
 #include "cli.h"
-int dt_cmd_run(dt_cli_t *cli) { (void)cli; dt_error("dtctl run: not built yet"); return 1; }
+#include "output_lines.h"
+#include "plugin_loader.h"
+#include "run_env.h"
+#include "stop_signals.h"
+#include "supervise.h"
+
+#define EXIT_USAGE 2
+#define EXIT_CANNOT_START 127
+
+/* Everything one run owns, released in one place. */
+typedef struct run_state {
+    dt_config_t *cfg;
+    dt_hostlist_t hosts;
+    dt_placement_t *placement;
+    int np;
+    run_job_t job;
+    env_list_t common;
+    env_list_t *per_rank;       /* np lists                */
+    const char *const **rank_env;
+    const dt_launcher_ops_t *ops;
+    void *ctx;
+    output_lines_t *lines;
+} run_state_t;
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* The job file, if any; a clear error for what run cannot do. */
+static int check_usage(const dt_cli_t *cli, const char **job_file)
+{
+    *job_file = NULL;
+    if (cli->nargs > 1) {
+        dt_error("dtctl run takes at most one job file, got '%s' and '%s'; "
+                 "put the program to run after '--'",
+                 cli->args[0], cli->args[1]);
+        return EXIT_USAGE;
+    }
+    if (cli->nargs == 1) {
+        if (!ends_with(cli->args[0], ".ini")) {
+            dt_error("'%s' is not a job file (JOB.ini); to run a program put "
+                     "it after '--': dtctl run -n 4 -- %s ...",
+                     cli->args[0], cli->args[0]);
+            return EXIT_USAGE;
+        }
+        *job_file = cli->args[0];
+    }
+    if (cli->exec_argc > 0)
+        return 0;
+    if (*job_file)
+        dt_error("%s: dt's built-in trainer is not available yet, so a job "
+                 "file alone cannot run; give your program after '--': "
+                 "dtctl run %s -- PROGRAM ARGS...",
+                 *job_file, *job_file);
+    else
+        dt_error("nothing to run: give the program after '--', e.g. "
+                 "dtctl run -n 4 -- python train.py (see dtctl --help)");
+    return EXIT_USAGE;
+}
+
+/* A plugin named by a [cluster] key, loaded (the loader explains a
+ * missing one and lists those that exist). */
+static dt_status_t load_named_plugin(const dt_config_t *cfg, dt_kind_t kind,
+                                     const char *key, const dt_plugin_t **p)
+{
+    const char *name = NULL;
+    DT_CHECK(dt_config_get_string(cfg, "cluster", key, &name));
+    return dt_plugin_load(kind, name, p, NULL);
+}
+
+/* The ops the core needs must be there (and inside the table's size). */
+static dt_status_t check_launcher_ops(const dt_plugin_t *p)
+{
+    const dt_launcher_ops_t *ops = p->ops;
+    size_t need = offsetof(dt_launcher_ops_t, fini) + sizeof ops->fini;
+    if (ops->size < need || !ops->init || !ops->launch || !ops->wait ||
+        !ops->signal || !ops->fini) {
+        dt_error("launcher plugin '%s' lacks init, launch, wait, signal or "
+                 "fini; it cannot run jobs (rebuild or fix the plugin)",
+                 p->name);
+        return DT_ERR_PLUGIN;
+    }
+    return DT_OK;
+}
+
+static dt_status_t build_env(run_state_t *s)
+{
+    DT_CHECK(run_env_common(&s->job, &s->common));
+    s->per_rank = calloc((size_t)s->np, sizeof *s->per_rank);
+    s->rank_env = calloc((size_t)s->np, sizeof *s->rank_env);
+    if (!s->per_rank || !s->rank_env)
+        return DT_ERR_NOMEM;
+    for (int r = 0; r < s->np; r++) {
+        DT_CHECK(run_env_rank(&s->job, r, &s->per_rank[r]));
+        s->rank_env[r] = env_list_strv(&s->per_rank[r]);
+    }
+    return DT_OK;
+}
+
+/* Configuration, hosts, placement and plugins: 0 or an exit code. */
+static int prepare(const dt_cli_t *cli, const char *job_file, run_state_t *s)
+{
+    const dt_plugin_t *launcher, *transport;
+    if (dt_cli_load_config(cli, job_file, &s->cfg) != DT_OK ||
+        dt_cli_job_hosts(s->cfg, &s->hosts, &s->np) != DT_OK ||
+        dt_place_ranks(&s->hosts, s->np, &s->placement) != DT_OK)
+        return EXIT_USAGE;
+    /* The transport is only used by the workers, but a wrong name should
+     * fail here, before anything starts. */
+    if (load_named_plugin(s->cfg, DT_KIND_TRANSPORT, "transport",
+                          &transport) != DT_OK ||
+        load_named_plugin(s->cfg, DT_KIND_LAUNCHER, "launcher", &launcher) !=
+            DT_OK ||
+        check_launcher_ops(launcher) != DT_OK)
+        return EXIT_USAGE;
+    s->ops = launcher->ops;
+    dt_debug("run: %d worker%s, launcher %s, transport %s", s->np,
+             s->np == 1 ? "" : "s", launcher->name, transport->name);
+    return 0;
+}
+
+static int launch_and_supervise(const dt_cli_t *cli, run_state_t *s)
+{
+    double kill_grace = 5.0;
+    const char *workdir = NULL;
+    if (dt_config_get_duration(s->cfg, "cluster", "kill_grace", &kill_grace) !=
+        DT_OK)
+        return EXIT_USAGE;
+    dt_status_t st = dt_config_get_string(s->cfg, "cluster", "workdir",
+                                          &workdir);
+    if (st == DT_ERR_NOT_FOUND)
+        workdir = NULL;
+    else if (st != DT_OK)
+        return EXIT_USAGE;
+    if (workdir && !*workdir)
+        workdir = NULL;
+    if (run_job_prepare(s->cfg, &s->hosts, s->placement, s->np, &s->job) !=
+            DT_OK ||
+        build_env(s) != DT_OK ||
+        output_lines_new(s->np, STDOUT_FILENO, STDERR_FILENO, OUTPUT_MAX_LINE,
+                         &s->lines) != DT_OK)
+        return 1;
+    if (s->ops->init(s->cfg, &s->ctx) != DT_OK) {
+        dt_error("the launcher could not be set up (see above)");
+        s->ctx = NULL;
+        return 1;
+    }
+    if (stop_signals_install() != DT_OK)
+        return 1;
+    dt_launch_spec_t spec = {
+        .hosts = &s->hosts,
+        .np = s->np,
+        .placement = s->placement,
+        .argv = (const char *const *)cli->exec_argv,
+        .workdir = workdir,
+        .env = env_list_strv(&s->common),
+        .rank_env = s->rank_env,
+        .output = output_lines_callback,
+        .output_arg = s->lines,
+    };
+    int code;
+    if (s->ops->launch(s->ctx, &spec) != DT_OK) {
+        dt_error("the workers could not be started (see above); nothing is "
+                 "left running");
+        code = EXIT_CANNOT_START;
+    } else {
+        dt_debug("job %s: %d workers started", s->job.job_id, s->np);
+        supervise_args_t sa = {s->ops, s->ctx, s->lines, kill_grace};
+        code = supervise_job(&sa);
+    }
+    s->ops->fini(s->ctx); /* kills and reaps anything left */
+    s->ctx = NULL;
+    output_lines_flush_all(s->lines);
+    stop_signals_restore();
+    return code;
+}
+
+static void release(run_state_t *s)
+{
+    if (s->ctx)
+        s->ops->fini(s->ctx);
+    output_lines_free(s->lines);
+    for (int r = 0; s->per_rank && r < s->np; r++)
+        env_list_free(&s->per_rank[r]);
+    free(s->per_rank);
+    free(s->rank_env);
+    env_list_free(&s->common);
+    run_job_wipe(&s->job);
+    free(s->placement);
+    dt_hostlist_free(&s->hosts);
+    dt_config_free(s->cfg);
+}
+
+int dt_cmd_run(dt_cli_t *cli)
+{
+    const char *job_file;
+    int code = check_usage(cli, &job_file);
+    if (code != 0)
+        return code;
+    run_state_t s;
+    memset(&s, 0, sizeof s);
+    code = prepare(cli, job_file, &s);
+    if (code == 0)
+        code = launch_and_supervise(cli, &s);
+    release(&s);
+    return code;
+}

@@ -1,0 +1,155 @@
+/* output_lines.c — per-(rank, stream) line assembly with one write() per
+ * line. Buffers are made on first use: a job of many ranks that print
+ * little costs little. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <dt/log.h>
+#include "output_lines.h"
+
+typedef struct stream {
+    char *buf;      /* "[rank] " + up to max_line bytes + '\n' */
+    size_t prefix;  /* length of "[rank] "                     */
+    size_t len;     /* bytes of text after the prefix          */
+} stream_t;
+
+struct output_lines {
+    int np;
+    int fds[2];     /* dtctl's stdout and stderr                */
+    int broken[2];  /* a write failed (reader gone): drop output */
+    size_t max_line;
+    stream_t *streams; /* (np + 1) * 2; the last pair is "[job]" */
+};
+
+dt_status_t output_lines_new(int np, int out_fd, int err_fd, size_t max_line,
+                             output_lines_t **out)
+{
+    output_lines_t *o = calloc(1, sizeof *o);
+    if (!o)
+        return DT_ERR_NOMEM;
+    o->streams = calloc(((size_t)np + 1) * 2, sizeof *o->streams);
+    if (!o->streams) {
+        free(o);
+        return DT_ERR_NOMEM;
+    }
+    o->np = np;
+    o->fds[0] = out_fd;
+    o->fds[1] = err_fd;
+    o->max_line = max_line ? max_line : OUTPUT_MAX_LINE;
+    *out = o;
+    return DT_OK;
+}
+
+static stream_t *stream_of(output_lines_t *o, int rank, int fd, int *which)
+{
+    *which = fd == 2 ? 1 : 0;
+    size_t slot = rank >= 0 && rank < o->np ? (size_t)rank : (size_t)o->np;
+    stream_t *s = &o->streams[slot * 2 + (size_t)*which];
+    if (!s->buf) {
+        char prefix[32];
+        int n = slot < (size_t)o->np ? snprintf(prefix, sizeof prefix,
+                                                "[%d] ", rank)
+                                     : snprintf(prefix, sizeof prefix,
+                                                "[job] ");
+        s->buf = malloc((size_t)n + o->max_line + 1);
+        if (!s->buf)
+            return NULL;
+        memcpy(s->buf, prefix, (size_t)n);
+        s->prefix = (size_t)n;
+    }
+    return s;
+}
+
+/* Emit the buffered line with its newline in one write (looping only if
+ * the kernel takes part of it, e.g. a pipe reader that is slow). */
+static void emit(output_lines_t *o, stream_t *s, int which)
+{
+    size_t total = s->prefix + s->len;
+    s->buf[total++] = '\n';
+    s->len = 0;
+    if (o->broken[which])
+        return;
+    for (size_t off = 0; off < total;) {
+        ssize_t w = write(o->fds[which], s->buf + off, total - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            /* Nobody reads dtctl's output any more (a closed pipe): keep
+             * supervising the job, drop its output. */
+            o->broken[which] = 1;
+            dt_debug("cannot write worker output to fd %d: %s; dropping "
+                     "further output there",
+                     o->fds[which], strerror(errno));
+            return;
+        }
+        off += (size_t)w;
+    }
+}
+
+void output_lines_feed(output_lines_t *o, int rank, int fd, const char *data,
+                       size_t len)
+{
+    int which;
+    stream_t *s = stream_of(o, rank, fd, &which);
+    if (!s)
+        return; /* out of memory: losing output beats crashing the job */
+    while (len > 0) {
+        const char *nl = memchr(data, '\n', len);
+        size_t take = nl ? (size_t)(nl - data) : len;
+        size_t room = o->max_line - s->len;
+        int complete = nl != NULL;
+        if (take > room) {
+            take = room;
+            complete = 1; /* too long: split here */
+        }
+        memcpy(s->buf + s->prefix + s->len, data, take);
+        s->len += take;
+        data += take;
+        len -= take;
+        if (nl && data == nl) {
+            data++; /* consume the newline itself */
+            len--;
+        }
+        if (complete)
+            emit(o, s, which);
+    }
+}
+
+void output_lines_callback(void *arg, int rank, int fd, const char *data,
+                           size_t len)
+{
+    output_lines_feed(arg, rank, fd, data, len);
+}
+
+static void flush_slot(output_lines_t *o, size_t slot)
+{
+    for (int which = 0; which < 2; which++) {
+        stream_t *s = &o->streams[slot * 2 + (size_t)which];
+        if (s->buf && s->len > 0)
+            emit(o, s, which);
+    }
+}
+
+void output_lines_flush_rank(output_lines_t *o, int rank)
+{
+    flush_slot(o, rank >= 0 && rank < o->np ? (size_t)rank : (size_t)o->np);
+}
+
+void output_lines_flush_all(output_lines_t *o)
+{
+    for (size_t slot = 0; slot <= (size_t)o->np; slot++)
+        flush_slot(o, slot);
+}
+
+void output_lines_free(output_lines_t *o)
+{
+    if (!o)
+        return;
+    for (size_t i = 0; i < ((size_t)o->np + 1) * 2; i++)
+        free(o->streams[i].buf);
+    free(o->streams);
+    free(o);
+}

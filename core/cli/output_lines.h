@@ -1,0 +1,30 @@
+/* output_lines.h — turn the raw bytes workers write into whole lines
+ * "[rank] text" on dtctl's stdout or stderr (the stream the worker used).
+ * Each line leaves in one write(), so lines of different ranks never mix.
+ * A line longer than max_line is split; memory stays bounded. */
+#ifndef DT_CLI_OUTPUT_LINES_H
+#define DT_CLI_OUTPUT_LINES_H
+
+#include <stddef.h>
+#include <dt/status.h>
+
+#define OUTPUT_MAX_LINE 16384
+
+typedef struct output_lines output_lines_t;
+
+/* Lines from worker stdout go to out_fd, from stderr to err_fd. */
+dt_status_t output_lines_new(int np, int out_fd, int err_fd, size_t max_line,
+                             output_lines_t **out);
+/* Bytes from rank's fd (1 or 2). A rank outside 0..np-1 (a launcher that
+ * only knows the job) is shown as "[job]". */
+void output_lines_feed(output_lines_t *o, int rank, int fd, const char *data,
+                       size_t len);
+/* The same, shaped as the launcher's dt_output_fn. */
+void output_lines_callback(void *arg, int rank, int fd, const char *data,
+                           size_t len);
+/* Write out a rank's unfinished lines (it ended without a newline). */
+void output_lines_flush_rank(output_lines_t *o, int rank);
+void output_lines_flush_all(output_lines_t *o);
+void output_lines_free(output_lines_t *o);
+
+#endif /* DT_CLI_OUTPUT_LINES_H */

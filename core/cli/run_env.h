@@ -1,0 +1,48 @@
+/* run_env.h — the environment every worker of a job gets: the job-wide
+ * part (world size, master address, job token) and each rank's part
+ * (DT_RANK, LOCAL_RANK, ...). dt's names and torchrun's both, so a PyTorch
+ * script with init_method="env://" runs unchanged. The table is in
+ * docs/LAUNCHERS.md. */
+#ifndef DT_CLI_RUN_ENV_H
+#define DT_CLI_RUN_ENV_H
+
+#include <dt/config.h>
+#include <dt/hosts.h>
+#include <dt/store.h>
+#include "env_list.h"
+
+#define DT_DEFAULT_MASTER_PORT 29500
+
+/* What dtctl decided about one job before starting it. */
+typedef struct run_job {
+    int np;
+    const dt_hostlist_t *hosts;
+    const dt_placement_t *placement; /* np entries                   */
+    int num_nodes;                   /* hosts that got a rank        */
+    char job_id[13];                 /* short random hex: DT_JOB_ID  */
+    uint8_t token[DT_TOKEN_BYTES];   /* the job secret               */
+    char token_hex[2 * DT_TOKEN_BYTES + 1];
+    char master_addr[256];           /* MASTER_ADDR                  */
+    int master_port;                 /* MASTER_PORT                  */
+} run_job_t;
+
+/* Fill job: token, job id, MASTER_ADDR/PORT (127.0.0.1 and a free port
+ * when every host is this machine; else rank 0's host and [cluster]
+ * master_port or 29500). */
+dt_status_t run_job_prepare(const dt_config_t *cfg, const dt_hostlist_t *hosts,
+                            const dt_placement_t *placement, int np,
+                            run_job_t *job);
+/* Forget the secret. */
+void run_job_wipe(run_job_t *job);
+
+/* The variables every worker of the job gets. This is the one place that
+ * builds them: the rendezvous store's address (DT_RENDEZVOUS) belongs
+ * here too. */
+dt_status_t run_env_common(const run_job_t *job, env_list_t *env);
+/* The variables of one rank. */
+dt_status_t run_env_rank(const run_job_t *job, int rank, env_list_t *env);
+
+/* A TCP port free on addr right now (bind to port 0 and ask). */
+dt_status_t run_free_port(const char *addr, int *port);
+
+#endif /* DT_CLI_RUN_ENV_H */

@@ -1,0 +1,66 @@
+/* stop_signals.c — the self-pipe behind stop_signals.h. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <dt/log.h>
+#include "stop_signals.h"
+
+static const int stop_signos[] = {SIGINT, SIGTERM, SIGHUP};
+#define NSTOP (sizeof stop_signos / sizeof stop_signos[0])
+
+static int self_pipe[2] = {-1, -1};
+static struct sigaction saved[NSTOP], saved_pipe;
+
+static void on_stop_signal(int signo)
+{
+    int saved_errno = errno;
+    unsigned char b = (unsigned char)signo;
+    ssize_t w = write(self_pipe[1], &b, 1); /* full pipe: one is enough */
+    (void)w;
+    errno = saved_errno;
+}
+
+dt_status_t stop_signals_install(void)
+{
+    if (pipe2(self_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        dt_error("cannot create the signal pipe: %s", strerror(errno));
+        return DT_ERR_IO;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    /* No SA_RESTART: a signal cuts the launcher's poll() short. */
+    for (size_t i = 0; i < NSTOP; i++)
+        sigaction(stop_signos[i], &sa, &saved[i]);
+    struct sigaction ign;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ign, &saved_pipe);
+    return DT_OK;
+}
+
+int stop_signals_take(void)
+{
+    unsigned char b;
+    if (self_pipe[0] < 0)
+        return 0;
+    ssize_t r = read(self_pipe[0], &b, 1);
+    return r == 1 ? b : 0;
+}
+
+void stop_signals_restore(void)
+{
+    if (self_pipe[0] < 0)
+        return;
+    for (size_t i = 0; i < NSTOP; i++)
+        sigaction(stop_signos[i], &saved[i], NULL);
+    sigaction(SIGPIPE, &saved_pipe, NULL);
+    close(self_pipe[0]);
+    close(self_pipe[1]);
+    self_pipe[0] = self_pipe[1] = -1;
+}

@@ -1,0 +1,15 @@
+/* stop_signals.h — SIGINT, SIGTERM and SIGHUP to dtctl become requests
+ * to stop the job (a self-pipe: the handler only writes one byte), and
+ * SIGPIPE is ignored so a closed output pipe cannot kill the supervisor. */
+#ifndef DT_CLI_STOP_SIGNALS_H
+#define DT_CLI_STOP_SIGNALS_H
+
+#include <dt/status.h>
+
+dt_status_t stop_signals_install(void);
+/* The next signal received and not yet taken, or 0. Never blocks. */
+int stop_signals_take(void);
+/* Put the previous handlers back and close the pipe. */
+void stop_signals_restore(void);
+
+#endif /* DT_CLI_STOP_SIGNALS_H */

@@ -1,0 +1,45 @@
+/* local.h — state shared by the local launcher's files. */
+#ifndef DT_LAUNCHER_LOCAL_H
+#define DT_LAUNCHER_LOCAL_H
+
+#include <sys/types.h>
+#include <dt/plugin.h>
+
+/* One worker process. Its pid is also its process-group id. */
+typedef struct local_worker {
+    int rank;
+    char *host;     /* for dt_worker_exit_t.host                        */
+    pid_t pid;      /* 0 before it started                              */
+    int pidfd;      /* readable once the process ended; -1 if none      */
+    int fds[2];     /* stdout, stderr pipe read ends; -1 when closed     */
+    int reaped;     /* waitpid() collected `status`                     */
+    int reported;   /* wait() handed its exit to the caller              */
+    int status;
+} local_worker_t;
+
+typedef struct local_launcher {
+    local_worker_t *workers;
+    int n;
+    int launched;
+    dt_output_fn output;
+    void *output_arg;
+    char *buf;      /* read buffer for worker output */
+    size_t buf_len;
+} local_launcher_t;
+
+/* launch.c */
+dt_status_t local_launch(void *ctx, const dt_launch_spec_t *spec);
+/* pump.c: forward output, reap, report exits. */
+dt_status_t local_wait(void *ctx, int timeout_ms, dt_worker_exit_t *ev);
+/* Read what a pipe holds now (up to a bound) and forward it. */
+void local_drain_worker(local_launcher_t *L, local_worker_t *w);
+/* signal.c */
+dt_status_t local_signal(void *ctx, int signo);
+/* SIGKILL every worker's process group and reap all of them. */
+void local_kill_and_reap(local_launcher_t *L);
+/* run_on_host.c */
+dt_status_t local_run_on_host(void *ctx, const dt_host_t *host,
+                              const char *const *argv, char **output,
+                              int *exit_code);
+
+#endif /* DT_LAUNCHER_LOCAL_H */

@@ -1,0 +1,56 @@
+/* signal.c — signals to workers and the final kill-and-reap. Each worker
+ * leads its own process group, so kill(-pgid) reaches whatever it
+ * started (shells, data loaders, background children). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <dt/log.h>
+#include "local.h"
+
+/* Signal the group even after its leader ended: children it left behind
+ * keep the group (and so its id) alive; ESRCH means none are left. */
+static void signal_group(const local_worker_t *w, int signo)
+{
+    if (w->pid <= 0)
+        return;
+    if (kill(-w->pid, signo) != 0 && errno == ESRCH && !w->reaped)
+        kill(w->pid, signo); /* not yet its own group leader */
+}
+
+dt_status_t local_signal(void *ctx, int signo)
+{
+    local_launcher_t *L = ctx;
+    if (!L)
+        return DT_ERR_INVALID;
+    for (int i = 0; i < L->n; i++)
+        signal_group(&L->workers[i], signo);
+    return DT_OK;
+}
+
+void local_kill_and_reap(local_launcher_t *L)
+{
+    for (int i = 0; i < L->n; i++)
+        signal_group(&L->workers[i], SIGKILL);
+    for (int i = 0; i < L->n; i++) {
+        local_worker_t *w = &L->workers[i];
+        if (w->pid <= 0) {
+            w->reported = 1;
+            continue;
+        }
+        if (!w->reaped) {
+            int status;
+            pid_t p;
+            while ((p = waitpid(w->pid, &status, 0)) < 0 && errno == EINTR)
+                ;
+            w->status = p == w->pid ? status : SIGKILL;
+            w->reaped = 1;
+        }
+        /* The group's other members (orphans handed to us as subreaper). */
+        while (waitpid(-w->pid, NULL, 0) > 0 || errno == EINTR)
+            ;
+        local_drain_worker(L, w);
+    }
+}

@@ -1,0 +1,142 @@
+#!/bin/sh
+# run_local.sh — `dtctl run` with the local launcher, against the real
+# dtctl and real processes: environment, output lines, exit codes, failure
+# propagation, stop signals, no leftover processes, token secrecy.
+set -u
+
+: "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
+T=$(mktemp -d "${TMPDIR:-/tmp}/dt-run-local.XXXXXX") || exit 99
+MARK="dtrunlocal$$"              # unique word in every process we start
+cleanup() {
+    pkill -KILL -f "$MARK" 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+# Every dtctl call is bounded: a bug must fail the test, never hang it.
+dt() { timeout -k 5 30 "$DTCTL" "$@"; }
+
+# The transport is loaded up front even for `-- PROGRAM`; use the
+# configured default when it is built, else any transport that is.
+transports=$("$DTCTL" plugins | awk '$1 == "transport" && $4 == "available" { print $2 }')
+if [ -z "$transports" ]; then
+    echo "SKIP: no transport plugin is built, so dtctl run cannot start"
+    exit 77
+fi
+if echo "$transports" | grep -qx tcp; then TR=""; else
+    TR="--transport=$(echo "$transports" | head -n 1)"
+fi
+run() { dt run $TR "$@"; }
+export DT_CLUSTER_KILL_GRACE=2s   # keep stop tests short
+
+leftovers() { pgrep -f "$1" >/dev/null 2>&1; }
+
+# --- 1. environment and line prefixes --------------------------------------
+out=$(run -n 3 -- sh -c 'echo $DT_RANK/$DT_WORLD_SIZE' 2>"$T/err"); rc=$?
+[ $rc -eq 0 ] || fail "3 echo workers exited $rc: $(cat "$T/err")"
+for r in 0 1 2; do
+    echo "$out" | grep -qx "\[$r\] $r/3" || fail "no line '[$r] $r/3' in: $out"
+done
+[ "$(echo "$out" | wc -l)" -eq 3 ] || fail "want exactly 3 lines, got: $out"
+ok "rank lines"
+
+out=$(run -n 2 -- sh -c 'echo "R=$RANK W=$WORLD_SIZE L=$LOCAL_RANK LW=$LOCAL_WORLD_SIZE G=$GROUP_RANK A=$MASTER_ADDR P=$MASTER_PORT H=$DT_HOST N=$DT_NODE_RANK/$DT_NUM_NODES LS=$DT_LOCAL_SIZE ID=$DT_JOB_ID TL=${#DT_JOB_TOKEN}"') \
+    || fail "torch env job failed"
+for r in 0 1; do
+    line=$(echo "$out" | grep "^\[$r\] ")
+    echo "$line" | grep -q "R=$r W=2 L=$r LW=2 G=0 A=127.0.0.1 P=[1-9][0-9]* H=localhost N=0/1 LS=2 ID=[0-9a-f][0-9a-f]* TL=64" \
+        || fail "rank $r environment wrong: $line"
+done
+ports=$(echo "$out" | sed -n 's/.* P=\([0-9]*\) .*/\1/p' | sort -u | wc -l)
+[ "$ports" -eq 1 ] || fail "ranks disagree on MASTER_PORT: $out"
+ok "torch-style variables"
+
+# stderr of a worker stays on stderr, prefixed
+run -n 1 -- sh -c 'echo to-out; echo to-err >&2' >"$T/o" 2>"$T/e" || fail "stdout/stderr job failed"
+grep -qx '\[0\] to-out' "$T/o" && grep -qx '\[0\] to-err' "$T/e" && ! grep -q to-err "$T/o" \
+    || fail "streams mixed: out=$(cat "$T/o") err=$(cat "$T/e")"
+# a last line without newline is still printed
+out=$(run -n 1 -- printf 'no newline') || fail "printf job failed"
+[ "$out" = "[0] no newline" ] || fail "partial last line lost: '$out'"
+ok "streams and partial lines"
+
+# --- 2. failure propagation ------------------------------------------------
+run -n 3 -- sh -c 'exit $((DT_RANK==1 ? 7 : 0))' >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 7 ] || fail "want exit 7 from rank 1, got $rc"
+grep -q 'rank 1 on localhost exited with code 7' "$T/e" || fail "stderr does not name rank 1: $(cat "$T/e")"
+ok "exit code of the failing rank"
+
+run -n 2 -- sh -c '[ $DT_RANK = 1 ] && kill -9 $$; exit 0' >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 137 ] || fail "want 137 for a SIGKILLed worker, got $rc"
+grep -q 'rank 1 on localhost was killed by signal 9' "$T/e" || fail "no signal message: $(cat "$T/e")"
+ok "worker killed by signal"
+
+# rank 1 fails; its siblings sleep 100 s (and leave a background child):
+# dtctl must stop them at once, within the 30 s guard, and leave nothing.
+run -n 3 -- sh -c 'sh -c "sleep 100; true" '"$MARK"'-bg &
+    if [ $DT_RANK = 1 ]; then sleep 0.2; exit 5; fi
+    sh -c "sleep 100; true" '"$MARK"'-fg' >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 5 ] || fail "want 5 from the failing rank, got $rc: $(cat "$T/e")"
+if leftovers "$MARK"; then fail "processes left: $(pgrep -fa "$MARK")"; fi
+ok "failure stops siblings, no leftovers"
+
+# --- 3. stop signals ------------------------------------------------------
+# Workers write their parent's pid (dtctl) so the signal goes to dtctl
+# alone, as from a terminal or a scheduler.
+stop_test() { # signal expected-code
+    tag="$MARK-$1"
+    rm -f "$T/ppid".*
+    run -n 2 -- sh -c 'echo $PPID >"$0.$DT_RANK"; sh -c "sleep 100; true" '"$tag"'; true' \
+        "$T/ppid" >"$T/o" 2>"$T/e" &
+    bg=$!
+    for i in $(seq 100); do [ -s "$T/ppid.0" ] && [ -s "$T/ppid.1" ] && break; sleep 0.05; done
+    p=$(cat "$T/ppid.0" 2>/dev/null)
+    [ -n "$p" ] && kill -"$1" "$p" || fail "SIG$1: workers did not start"
+    wait $bg; rc=$?
+    [ $rc -eq "$2" ] || fail "SIG$1 to dtctl: want exit $2, got $rc: $(cat "$T/e")"
+    if leftovers "$tag"; then fail "SIG$1 left processes: $(pgrep -fa "$tag")"; fi
+}
+stop_test INT 130
+stop_test TERM 143
+ok "SIGINT/SIGTERM stop the job"
+
+# --- 4. the job token stays secret ----------------------------------------
+run -vv -n 2 -- sh -c 'echo "$DT_JOB_TOKEN" >"$0.$DT_RANK"; sleep 1' "$T/tok-$MARK" \
+    >"$T/o" 2>"$T/e" &
+bg=$!
+for i in $(seq 50); do [ -s "$T/tok-$MARK.1" ] && break; sleep 0.1; done
+ps -eo args >"$T/ps"
+wait $bg || fail "token job failed: $(cat "$T/e")"
+tok=$(cat "$T/tok-$MARK.0")
+[ ${#tok} -eq 64 ] || fail "DT_JOB_TOKEN has ${#tok} characters, want 64"
+[ "$tok" = "$(cat "$T/tok-$MARK.1")" ] || fail "ranks got different tokens"
+grep -q "$MARK" "$T/ps" || fail "ps snapshot missed the job"
+if grep -q "$tok" "$T/ps"; then fail "token visible in ps"; fi
+if grep -q "$tok" "$T/e" "$T/o"; then fail "token in dtctl -vv output"; fi
+ok "token not in argv or logs"
+
+# --- 5. errors before anything starts -------------------------------------
+dt run --transport=nope -- true >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 1 ] || [ $rc -eq 2 ] || fail "--transport=nope exited $rc"
+grep -q "nope" "$T/e" || fail "--transport=nope message does not name it"
+for t in $transports; do
+    grep -q "available transports:.*$t" "$T/e" || fail "--transport=nope does not list $t: $(cat "$T/e")"
+done
+dt run $TR --launcher=nope -- true >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -ne 0 ] && grep -q "available launchers:.*local" "$T/e" || fail "--launcher=nope: rc=$rc $(cat "$T/e")"
+run -n 2 -- dt-no-such-program-$MARK >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -ne 0 ] || fail "a missing program exited 0"
+grep -q "rank 0: cannot execute 'dt-no-such-program-$MARK': No such file or directory" "$T/e" \
+    || fail "unclear message for a missing program: $(cat "$T/e")"
+dt run $TR >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -ne 0 ] && grep -q "after '--'" "$T/e" || fail "run without a program: rc=$rc $(cat "$T/e")"
+printf '[cluster]\nnp = 1\n' >"$T/job.ini"
+dt run $TR "$T/job.ini" >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -ne 0 ] && grep -q "trainer" "$T/e" || fail "job file alone: rc=$rc $(cat "$T/e")"
+ok "clear errors"
+
+[ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+echo "all run_local checks passed"
