@@ -16,6 +16,7 @@
 #include "output_lines.h"
 #include "plugin_loader.h"
 #include "run_env.h"
+#include "run_rendezvous.h"
 #include "stop_signals.h"
 #include "supervise.h"
 
@@ -157,6 +158,17 @@ static int launch_and_supervise(const dt_cli_t *cli, run_state_t *s)
         output_lines_new(s->np, STDOUT_FILENO, STDERR_FILENO, OUTPUT_MAX_LINE,
                          &s->lines) != DT_OK)
         return 1;
+    dt_store_server_t *srv = NULL;
+    char **adds = NULL;
+    if (run_start_rendezvous(s->cfg, &s->hosts, s->job.token, &srv, &adds) !=
+        DT_OK)
+        return 1;
+    for (char **a = adds; a && *a; a++) {
+        char *eq = strchr(*a, '=');
+        *eq = '\0';
+        env_list_addf(&s->common, *a, "%s", eq + 1);
+    }
+    dt_strv_free(adds);
     if (s->ops->init(s->cfg, &s->ctx) != DT_OK) {
         dt_error("the launcher could not be set up (see above)");
         s->ctx = NULL;
@@ -189,6 +201,7 @@ static int launch_and_supervise(const dt_cli_t *cli, run_state_t *s)
     s->ctx = NULL;
     output_lines_flush_all(s->lines);
     stop_signals_restore();
+    dt_store_server_stop(srv);
     return code;
 }
 
