@@ -2,7 +2,7 @@
  * hold for every transport that uses the core's algorithms.
  *
  *   [collectives]
- *   allreduce_small = 64K   allreduce (and broadcast) below this many bytes
+ *   allreduce_small = 256K  allreduce (and broadcast) below this many bytes
  *                           use recursive doubling / a binomial tree, at or
  *                           above it the pipelined ring / chain
  *   ring_chunk = 512K       pipelining unit of the ring and the chain
@@ -19,7 +19,7 @@
 extern char **environ;
 
 const dt_key_spec_t dt_coll_keys[] = {
-    {"allreduce_small", DT_KEY_SIZE, "64K",
+    {"allreduce_small", DT_KEY_SIZE, "256K",
      "allreduce/broadcast below this size: latency-optimal algorithms "
      "(recursive doubling, binomial tree); from it on: pipelined ring/chain"},
     {"ring_chunk", DT_KEY_SIZE, "512K",
