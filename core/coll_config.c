@@ -16,8 +16,6 @@
 #include "coll.h"
 #include "coll_internal.h"
 
-extern char **environ;
-
 const dt_key_spec_t dt_coll_keys[] = {
     {"allreduce_small", DT_KEY_SIZE, "256K",
      "allreduce/broadcast below this size: latency-optimal algorithms "
@@ -26,14 +24,8 @@ const dt_key_spec_t dt_coll_keys[] = {
      "pipelining chunk of the ring allreduce and the chain broadcast"},
     {NULL, 0, NULL, NULL}};
 
-dt_status_t dt_comm_configure(dt_comm_t *c, dt_config_t *cfg)
+dt_status_t dt_comm_configure(dt_comm_t *c, const dt_config_t *cfg)
 {
-    /* Register the section when the caller's config does not know it yet
-     * (its environment variables then apply too). */
-    if (!dt_config_get(cfg, "collectives", "allreduce_small")) {
-        DT_CHECK(dt_config_add_schema(cfg, "collectives", dt_coll_keys));
-        DT_CHECK(dt_config_load_env(cfg, environ));
-    }
     uint64_t small = 0, chunk = 0;
     DT_CHECK(dt_config_get_size(cfg, "collectives", "allreduce_small",
                                 &small));

@@ -521,7 +521,7 @@ static void test_unknown_section(void **state)
                               NULL, DT_OK, DT_ERR_CONFIG, path, sizeof path);
     snprintf(expect, sizeof expect,
              "%s:5: unknown section [clustre]; known sections: cluster, "
-             "train, model, data, transport.tcp",
+             "train, model, data, collectives, transport.tcp",
              path);
     assert_non_null(strstr(err, expect));
     free(err);

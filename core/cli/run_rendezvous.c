@@ -50,7 +50,7 @@ typedef struct forward {
 } forward_t;
 
 /* Workers have no config files: what dtctl was told about the parts they
- * run (plugin sections, the timeout) travels in their environment. */
+ * run (plugin sections, [collectives], the timeout) travels in their environment. */
 static int forward_value(const char *section, const char *key,
                          const char *value, dt_config_source_t src,
                          const char *where, void *arg)
@@ -59,8 +59,11 @@ static int forward_value(const char *section, const char *key,
     (void)where;
     if (src == DT_SRC_DEFAULT)
         return 0;
-    if (!strchr(section, '.') &&
-        !(strcmp(section, "cluster") == 0 && strcmp(key, "timeout") == 0))
+    int worker_side = strchr(section, '.') != NULL ||
+                      strcmp(section, "collectives") == 0 ||
+                      (strcmp(section, "cluster") == 0 &&
+                       strcmp(key, "timeout") == 0);
+    if (!worker_side)
         return 0;
     char name[256];
     env_name(section, key, name, sizeof name);
