@@ -323,6 +323,8 @@ dt_status_t frontend_wait(frontend_t *fe, int timeout_ms, dt_worker_exit_t *ev)
         if (deadline >= 0 && left < 0)
             return DT_ERR_TIMEOUT;
         dt_status_t st = poll_once(fe, (int)left);
+        if (st == DT_ERR_INTERRUPTED)
+            return DT_ERR_TIMEOUT; /* a signal for dtctl: let it act */
         if (st != DT_OK)
             return st;
         if (deadline >= 0 && now_ms() >= deadline &&
@@ -337,6 +339,11 @@ void frontend_signal(frontend_t *fe, int signo)
         kill(fe->pid, signo);
 }
 
+int frontend_failures(const frontend_t *fe)
+{
+    return fe ? fe->failures : 0;
+}
+
 int frontend_running(const frontend_t *fe)
 {
     return fe && fe->pid > 0 && !fe->reaped;
@@ -347,10 +354,11 @@ void frontend_kill_and_reap(frontend_t *fe)
     if (!fe || fe->pid <= 0)
         return;
     if (!fe->reaped)
-        proc_tree_signal(fe->pid, SIGKILL);
+        proc_tree_signal(fe->pid, SIGKILL, 1);
     reap(fe, 1);
-    /* Its local ranks came back to dtctl (child subreaper) when it died:
-     * they were killed with it; collect them. */
+    /* Ranks whose parent died earlier came to dtctl (child subreaper):
+     * dtctl runs no other children while a launcher is active. */
+    proc_tree_signal(getpid(), SIGKILL, 0);
     while (waitpid(-1, NULL, WNOHANG) > 0)
         ;
     drain(fe);

@@ -55,6 +55,8 @@ void frontend_add_exit(frontend_t *fe, int rank, const char *host, int status);
 
 /* Signal the front-end process itself (it forwards to the ranks). */
 void frontend_signal(frontend_t *fe, int signo);
+/* How many ranks were reported with a non-zero status so far. */
+int frontend_failures(const frontend_t *fe);
 /* 1 while the front-end has not been reaped. */
 int frontend_running(const frontend_t *fe);
 /* SIGKILL the front-end's process group, reap it and its orphans, read

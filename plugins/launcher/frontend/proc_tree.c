@@ -66,7 +66,7 @@ static proc_entry_t *snapshot(size_t *n)
     return v;
 }
 
-int proc_tree_signal(pid_t root, int signo)
+int proc_tree_signal(pid_t root, int signo, int root_group)
 {
     size_t n = 0;
     proc_entry_t *v = snapshot(&n);
@@ -98,6 +98,7 @@ int proc_tree_signal(pid_t root, int signo)
         free(in);
         free(v);
     }
-    kill(-root, signo);
+    if (root_group)
+        kill(-root, signo);
     return found;
 }

@@ -8,8 +8,8 @@
 #include <sys/types.h>
 
 /* Send signo to every descendant of root (found in /proc) and to its
- * process group, then to root's own group. Returns how many processes
- * were found below root. */
-int proc_tree_signal(pid_t root, int signo);
+ * process group (never dtctl's own), then, when root_group, to root's
+ * group. Returns how many processes were found below root. */
+int proc_tree_signal(pid_t root, int signo, int root_group);
 
 #endif /* DT_LAUNCHER_PROC_TREE_H */

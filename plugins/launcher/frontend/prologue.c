@@ -41,8 +41,16 @@ static const char common_tail[] =
     "[ -n \"$DT_NODE_RANK\" ] && export DT_NODE_RANK "
     "GROUP_RANK=$DT_NODE_RANK\n"
     "unset DT_PLACEMENT_FIRST_RANKS DT_PLACEMENT_HOSTS n f h k e c r\n"
-    "\"$@\"\n"
-    "s=$?\n"
+    /* The worker runs in a session (so a process group) of its own, and
+     * a stop signal for this shell goes to that whole group: the
+     * front-end signals only the process it started, and whatever the
+     * worker started must not outlive it. */
+    "if command -v setsid >/dev/null 2>&1; then setsid \"$@\" & "
+    "else \"$@\" & fi\n"
+    "p=$!\n"
+    "trap 'kill -TERM -$p 2>/dev/null || kill -TERM $p 2>/dev/null' "
+    "TERM INT HUP\n"
+    "while :; do wait $p; s=$?; kill -0 $p 2>/dev/null || break; done\n"
     "printf '" PROLOGUE_MARKER "%s:%%d:%%s\\n' \"$s\" \"$DT_HOST\" >&2\n"
     "exit $s\n";
 

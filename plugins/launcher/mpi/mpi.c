@@ -234,8 +234,11 @@ static dt_status_t mpi_wait(void *ctx, int timeout_ms, dt_worker_exit_t *ev)
 }
 
 /* SIGTERM (and SIGINT): mpirun forwards it to every rank on every host
- * and ends the job. SIGKILL: mpirun would leave its ranks behind, so kill
- * them here, and the remote daemons end theirs when mpirun is gone. */
+ * and ends the job. Once a rank failed, mpirun is already aborting the
+ * job by itself, and Open MPI 4.1's mpirun can crash when signalled then:
+ * leave it alone (SIGKILL still follows after kill_grace if it hangs).
+ * SIGKILL: mpirun would leave its ranks behind, so kill them here; the
+ * remote daemons end theirs when mpirun is gone. */
 static dt_status_t mpi_signal(void *ctx, int signo)
 {
     mpi_launcher_t *L = ctx;
@@ -243,8 +246,11 @@ static dt_status_t mpi_signal(void *ctx, int signo)
         return DT_ERR_INVALID;
     if (signo == SIGKILL)
         frontend_kill_and_reap(L->fe);
-    else
+    else if (frontend_failures(L->fe) == 0)
         frontend_signal(L->fe, signo);
+    else
+        dt_debug("mpi launcher: mpirun is aborting the job itself; not "
+                 "signalling it");
     return DT_OK;
 }
 
