@@ -16,7 +16,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 # Debian packages dt builds and tests with (docs: README.md).
 packages="autoconf automake libtool pkg-config make gcc
   libltdl-dev libinih-dev libssl-dev zlib1g-dev libcmocka-dev
-  libssh-dev libopenmpi-dev openmpi-bin libucx-dev ucx-utils
+  libssh-dev libopenmpi-dev openmpi-bin slurm-wlm munge libucx-dev ucx-utils
   libopenblas-dev rsync iproute2 procps"
 
 as_root() {
