@@ -39,7 +39,7 @@ struct frontend {
     rank_lines_t *lines;
     dt_output_fn output;
     void *output_arg;
-    void (*on_line)(void *, frontend_t *, int, const char *);
+    int (*on_line)(void *, frontend_t *, int, const char *);
     void *on_line_arg;
     unsigned char *reported; /* np flags: an exit is queued or delivered */
     int failures;            /* rank exits with a non-zero status         */
@@ -141,10 +141,10 @@ static void on_rank_line(void *arg, int rank, int fd, const char *line,
     }
     if (rank < 0 && complete && fe->on_line) {
         char *copy = strndup(line, len);
-        if (copy) {
-            fe->on_line(fe->on_line_arg, fe, fd, copy);
-            free(copy);
-        }
+        int handled = copy && fe->on_line(fe->on_line_arg, fe, fd, copy);
+        free(copy);
+        if (handled)
+            return;
     }
     if (fe->output) {
         fe->output(fe->output_arg, rank, fd, line, len);

@@ -35,8 +35,9 @@ typedef struct frontend_args {
     dt_output_fn output;      /* NULL: worker output is dropped             */
     void *output_arg;
     /* Each untagged line the front-end printed (without '\n'); may call
-     * frontend_add_exit. NULL: none. */
-    void (*on_line)(void *arg, frontend_t *fe, int fd, const char *line);
+     * frontend_add_exit. Returns 1 when the line was handled and is not
+     * to be shown as job output. NULL: none. */
+    int (*on_line)(void *arg, frontend_t *fe, int fd, const char *line);
     void *on_line_arg;
 } frontend_args_t;
 

@@ -51,6 +51,8 @@ static const char common_tail[] =
     "trap 'kill -TERM -$p 2>/dev/null || kill -TERM $p 2>/dev/null' "
     "TERM INT HUP\n"
     "while :; do wait $p; s=$?; kill -0 $p 2>/dev/null || break; done\n"
+    /* what the worker left running in its group ends with it */
+    "kill -KILL -$p 2>/dev/null\n"
     "printf '" PROLOGUE_MARKER "%s:%%d:%%s\\n' \"$s\" \"$DT_HOST\" >&2\n"
     "exit $s\n";
 

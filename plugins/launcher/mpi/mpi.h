@@ -34,6 +34,6 @@ dt_status_t mpi_build_argv(const mpi_conf_t *c, const dt_launch_spec_t *spec,
                            strv_t *argv);
 
 /* mpirun's own lines: the rank it names when one was killed. */
-void mpi_on_line(void *arg, frontend_t *fe, int fd, const char *line);
+int mpi_on_line(void *arg, frontend_t *fe, int fd, const char *line);
 
 #endif /* DT_LAUNCHER_MPI_H */
