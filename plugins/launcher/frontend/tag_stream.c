@@ -176,14 +176,13 @@ dt_status_t tag_stream_feed(tag_stream_t *s, const char *data, size_t len,
         if (end > i)
             sink(arg, s->rank, s->fd, p + i, end - i);
         i = end;
-        if (newline)
-            s->at_start = 1;
-        else if (next_tag)
-            s->at_start = 1; /* the tag is matched on the next round */
+        if (newline || next_tag)
+            s->at_start = 1; /* a next tag is matched on the next round */
         else if (held)
             break;
     }
-    memmove(s->pend, s->pend + i, s->len - i);
+    if (i > 0) /* pend is NULL until the first bytes came */
+        memmove(s->pend, s->pend + i, s->len - i);
     s->len -= i;
     if (eof)
         s->len = 0;
