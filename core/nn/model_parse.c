@@ -179,9 +179,9 @@ static dt_status_t parse_layer(parser_t *p, int *pos, dt_layer_t *l)
         j++;
     if (t[j] == '(') {
         int close = j + 1;
-        while (t[close] && t[close] != ')')
+        while (t[close] && t[close] != ')' && t[close] != '(')
             close++;
-        if (!t[close])
+        if (t[close] != ')')
             return fail(p, start, close - start, "'%.*s(' is missing its ')'",
                         i - start, t + start);
         int a = j + 1, position = 0;
