@@ -18,7 +18,8 @@ packages="autoconf automake libtool pkg-config make gcc
   libltdl-dev libinih-dev libssl-dev zlib1g-dev libcmocka-dev
   libssh-dev libopenmpi-dev openmpi-bin libucx-dev ucx-utils
   libopenblas-dev rsync iproute2 procps
-  gridengine-master gridengine-exec gridengine-client"
+  gridengine-master gridengine-exec gridengine-client
+  libcurl4-openssl-dev libjansson-dev python3"
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

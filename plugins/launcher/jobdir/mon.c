@@ -146,15 +146,17 @@ void jobdir_mon_finish(jobdir_mon_t *m)
 {
     if (!m->hosts_known)
         read_hosts(m);
-    if (m->hosts_known)
-        jobdir_mon_poll(m);
+    /* Exit files and output count even where the hosts never became
+     * known (a job that failed while starting its workers). */
     for (int rank = 0; rank < m->np; rank++) {
         jobdir_rank_t *r = &m->ranks[rank];
         if (r->exited || r->lost)
             continue;
+        read_exit(m, rank);
         forward(m, rank, 0);
         forward(m, rank, 1);
-        r->lost = 1;
+        if (!r->exited)
+            r->lost = 1;
     }
 }
 
