@@ -112,6 +112,13 @@ grep -q RAN "$T/o" && fail "wrong host key: the command ran"
 grep -q "CHANGED" "$T/err" && grep -qF "$fp" "$T/err" && grep -q "ssh-keygen -R" "$T/err" ||
     fail "wrong host key message lacks CHANGED, the fingerprint $fp or the fix: $(cat "$T/err")"
 ok "a wrong host key is refused with its fingerprint and the fix"
+DT_LAUNCHER_SSH_KNOWN_HOSTS="$T/wrong_known" dt check --launcher=ssh --hostfile "$T/hosts" >"$T/o" 2>&1
+rc=$?
+[ $rc -eq 1 ] && grep -q "^127.0.0.1 *launcher *FAIL .*CHANGED" "$T/o" && grep -qF "$fp" "$T/o" ||
+    fail "dtctl check with a wrong host key: want 1 and a FAIL row with $fp, got $rc: $(cat "$T/o")"
+dt check --launcher=ssh --hostfile "$T/hosts" >"$T/o" 2>&1 ||
+    fail "dtctl check on a good sshd failed: $(cat "$T/o")"
+ok "dtctl check: a wrong host key fails with the fingerprint; a good host passes"
 
 : >"$T/empty_known"
 DT_LAUNCHER_SSH_KNOWN_HOSTS="$T/empty_known" run -n 1 -- sh -c ": $MARK; echo RAN" >"$T/o" 2>"$T/err"

@@ -128,7 +128,24 @@ ok "a killed worker stops the job (137, rank and host named); nothing left on ei
 timeout 120 "$DTCTL" check --launcher=ssh --hostfile "$T/hosts" >"$T/o" 2>&1
 rc=$?
 [ $rc -eq 0 ] || fail "dtctl check on two good hosts exited $rc: $(cat "$T/o")"
-ok "dtctl check passes on the namespace hosts"
+grep -q "^$H1 *interface *ok *dt0 $H1" "$T/o" && grep -q "^$H2 *rendezvous *ok *reaches this machine at $NETNS_GATEWAY" "$T/o" ||
+    fail "dtctl check table lacks the interface/rendezvous rows: $(cat "$T/o")"
+ok "dtctl check passes on the namespace hosts (interface, rendezvous rows)"
+# An address nobody has: that host fails (named, with the cause), the
+# others still pass; a wrong interface fails on every host.
+dead=${NETNS_GATEWAY%.1}.250
+printf '%s slots=2\n%s slots=1\n' "$H1" "$dead" >"$T/hosts3"
+timeout 120 "$DTCTL" check --launcher=ssh --hostfile "$T/hosts3" \
+    --set launcher.ssh.connect_timeout=2s >"$T/o" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "dtctl check with a dead host: want 1, got $rc"
+grep -q "^$dead *launcher *FAIL .*cannot connect" "$T/o" && grep -q "^$H1 *launcher *ok" "$T/o" ||
+    fail "dtctl check does not name the dead host, or fails the good one: $(cat "$T/o")"
+timeout 120 "$DTCTL" check --launcher=ssh --hostfile "$T/hosts" --set cluster.interface=nosuch0 >"$T/o" 2>&1
+rc=$?
+[ $rc -eq 1 ] && grep -q "^$H2 *interface *FAIL *no interface matches .*nosuch0.*dt0 $H2" "$T/o" ||
+    fail "dtctl check with a wrong interface: want 1 and a FAIL row listing dt0, got $rc: $(cat "$T/o")"
+ok "dtctl check names an unreachable host and a missing interface, with the fix"
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all ssh namespace tests passed"
