@@ -84,6 +84,12 @@ echo "[0] y|" >>"$T/q.want"
 cmp -s "$T/q" "$T/q.want" || fail "arguments or workdir changed on the way: $(cat "$T/q")"
 ok "arguments with spaces, quotes, \$ and newlines; [cluster] workdir"
 
+# Much more output than a channel window: nothing lost, nothing stalls.
+n=$(run -n 2 -- sh -c ": $MARK; seq 1 200000; seq 1 50000 >&2" 2>"$T/err" | grep -c '^\[[01]\] [0-9]*$')
+[ "$n" -eq 400000 ] && [ "$(grep -c '^\[[01]\] [0-9]*$' "$T/err")" -eq 100000 ] ||
+    fail "bulk output: want 400000 stdout and 100000 stderr lines, got $n and $(wc -l <"$T/err")"
+ok "bulk output (several MB) forwarded completely"
+
 run -n 2 -- sh -c ": $MARK; exit \$((DT_RANK * 7))" 2>"$T/err"
 rc=$?
 [ $rc -eq 7 ] || fail "want exit 7 from rank 1, got $rc"
