@@ -59,6 +59,19 @@ static char *home_path(const char *rel)
     return asprintf(&p, "%s/%s", home, rel) < 0 ? NULL : p;
 }
 
+/* "~/x" as $HOME/x (the path in place); other paths unchanged. */
+static dt_status_t expand_home(char **path)
+{
+    if (!*path || strncmp(*path, "~/", 2) != 0)
+        return DT_OK;
+    char *full = home_path(*path + 2);
+    if (!full)
+        return DT_ERR_NOMEM;
+    free(*path);
+    *path = full;
+    return DT_OK;
+}
+
 /* An optional string key: unset or empty gives NULL. */
 static dt_status_t opt_string(const dt_config_t *cfg, const char *key,
                               char **out)
@@ -79,8 +92,11 @@ static dt_status_t read_identities(const dt_config_t *cfg, ssh_opts_t *o)
     dt_status_t st = DT_ERR_NOT_FOUND;
     if (dt_config_get(cfg, SECTION, "identity"))
         st = dt_config_get_list(cfg, SECTION, "identity", &o->identity, &n);
-    if (st == DT_OK && n > 0)
+    if (st == DT_OK && n > 0) {
+        for (size_t i = 0; i < n; i++)
+            DT_CHECK(expand_home(&o->identity[i]));
         return DT_OK;
+    }
     if (st != DT_OK && st != DT_ERR_NOT_FOUND)
         return st;
     dt_strv_free(o->identity);
@@ -128,6 +144,7 @@ static dt_status_t read_opts(const dt_config_t *cfg, ssh_opts_t *o)
     o->timeout_s = timeout < 1 ? 1 : (long)(timeout + 0.999);
     if (!o->known_hosts && !(o->known_hosts = home_path(".ssh/known_hosts")))
         return DT_ERR_NOMEM;
+    DT_CHECK(expand_home(&o->known_hosts));
     char cwd[PATH_MAX];
     if (getcwd(cwd, sizeof cwd) && !(o->cwd = strdup(cwd)))
         return DT_ERR_NOMEM;
