@@ -13,6 +13,7 @@ set -u
 T=$(mktemp -d "${TMPDIR:-/tmp}/dt-ssh.XXXXXX") || exit 99
 FX="$top_srcdir/tests/fixtures/sshd-loopback.sh"
 MARK="dtsshtest$$"            # unique word in every worker command line
+SL=$((100000 + $$))           # a sleep no other test runs: "sleep $SL"
 cleanup() {
     pkill -KILL -f "$MARK" 2>/dev/null
     sh "$FX" stop "$T/sshd"
@@ -155,11 +156,11 @@ ok "an unreachable host fails the launch, named with its cause; nothing left run
 
 # --- 4. stop signals, failure kills the others, no leftovers ----------------
 bg() { "$DTCTL" run --launcher=ssh --hostfile "$T/hosts" "$@" & }
-bg -n 3 -- sh -c ": $MARK; sleep 300 & sleep 300" 2>"$T/err"
+bg -n 3 -- sh -c ": $MARK; sleep $SL & sleep $SL" 2>"$T/err"
 job=$!
 i=0
-while [ "$(pgrep -fx "sleep 300" | wc -l)" -lt 6 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-[ "$(pgrep -fx "sleep 300" | wc -l)" -ge 6 ] || fail "the 3 workers did not start their sleeps"
+while [ "$(pgrep -fx "sleep $SL" | wc -l)" -lt 6 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(pgrep -fx "sleep $SL" | wc -l)" -ge 6 ] || fail "the 3 workers did not start their sleeps"
 groups=$(job_groups)
 [ "$(echo "$groups" | tr ',' '\n' | wc -l)" -eq 3 ] || fail "want 3 worker process groups, got '$groups'"
 # The token is in the workers' environment but in no process's argv.
@@ -178,10 +179,10 @@ bounded_wait $job
 wait_gone "$groups" || fail "processes left after a worker was killed: $(pgrep -a -g "$groups")"
 ok "one worker killed: exit 137, the others and their children stopped"
 
-bg -n 2 -- sh -c ": $MARK; sleep 300" 2>"$T/err"
+bg -n 2 -- sh -c ": $MARK; sleep $SL" 2>"$T/err"
 job=$!
 i=0
-while [ "$(pgrep -fx "sleep 300" | wc -l)" -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+while [ "$(pgrep -fx "sleep $SL" | wc -l)" -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 groups=$(job_groups)
 kill -TERM "$job"
 bounded_wait $job
@@ -190,10 +191,10 @@ wait_gone "$groups" || fail "processes left after SIGTERM: $(pgrep -a -g "$group
 ok "SIGTERM to dtctl stops every remote worker"
 
 # dtctl killed outright: the channels close and each watchdog kills its group.
-bg -n 2 -- sh -c ": $MARK; sleep 300 & sleep 300" 2>/dev/null
+bg -n 2 -- sh -c ": $MARK; sleep $SL & sleep $SL" 2>/dev/null
 job=$!
 i=0
-while [ "$(pgrep -fx "sleep 300" | wc -l)" -lt 4 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+while [ "$(pgrep -fx "sleep $SL" | wc -l)" -lt 4 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 groups=$(job_groups)
 [ -n "$groups" ] || fail "no worker groups found before killing dtctl"
 kill -KILL "$job"

@@ -14,6 +14,7 @@ set -u
 T=$(mktemp -d "${TMPDIR:-/tmp}/dt-sshns.XXXXXX") || exit 99
 FX="$top_srcdir/tests/fixtures/netns-hosts.sh"
 MARK="dtsshns$$"
+SL=$((200000 + $$))           # a sleep no other test runs: "sleep $SL"
 cleanup() {
     pkill -KILL -f "$MARK" 2>/dev/null
     sh "$FX" stop "$T/ns"
@@ -88,11 +89,11 @@ else
 fi
 
 # --- 3. a worker killed: the job stops, nothing remains on any host --------
-"$DTCTL" run --launcher=ssh --hostfile "$T/hosts" -n 4 -- sh -c ": $MARK; sleep 300 & sleep 300" >/dev/null 2>"$T/err" &
+"$DTCTL" run --launcher=ssh --hostfile "$T/hosts" -n 4 -- sh -c ": $MARK; sleep $SL & sleep $SL" >/dev/null 2>"$T/err" &
 job=$!
 i=0
-while [ "$(pgrep -fx "sleep 300" | wc -l)" -lt 8 ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
-[ "$(pgrep -fx "sleep 300" | wc -l)" -eq 8 ] || fail "the 4 workers did not all start"
+while [ "$(pgrep -fx "sleep $SL" | wc -l)" -lt 8 ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(pgrep -fx "sleep $SL" | wc -l)" -eq 8 ] || fail "the 4 workers did not all start"
 # The token: in a worker's environment, in no argv on any host.
 w=$(pgrep -f "^sh -c : $MARK" | head -n 1)
 tr '\0' '\n' <"/proc/$w/environ" 2>/dev/null | sed -n 's/^DT_JOB_TOKEN=//p' >"$T/tok"
@@ -121,7 +122,7 @@ rc=$?
 [ $rc -eq 137 ] || fail "want dtctl to exit 137 (rank 2 killed), got $rc: $(cat "$T/err")"
 grep -q "rank 2 on $H2 was killed by signal 9" "$T/err" || fail "the failure does not name rank 2 on $H2: $(cat "$T/err")"
 hosts_clean || fail "processes left on the hosts after the failure: $(strays_text)"
-pgrep -fx "sleep 300" >/dev/null && fail "sleeps survived: $(pgrep -afx "sleep 300")"
+pgrep -fx "sleep $SL" >/dev/null && fail "sleeps survived: $(pgrep -afx "sleep $SL")"
 ok "a killed worker stops the job (137, rank and host named); nothing left on either host"
 
 # --- 4. dtctl check across both hosts --------------------------------------
