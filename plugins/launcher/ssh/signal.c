@@ -9,7 +9,7 @@
 #include <dt/log.h>
 #include "ssh_launcher.h"
 
-/* fini waits this long for killed workers' channels to close. */
+/* fini waits this long for killed workers to end. */
 #define KILL_WAIT_MS 5000
 
 static const char *signal_name(int signo)
@@ -39,7 +39,9 @@ static char *kill_command(ssh_launcher_t *L, ssh_conn_t *c, const char *sig)
     int any = 0;
     for (int r = 0; r < L->n; r++) {
         ssh_rank_t *rk = &L->ranks[r];
-        if (rk->conn != c || rk->pgid <= 0 || rk->closed)
+        /* An ended leader's group id may be reused: what it left behind
+         * is killed by its watchdog when the channel closes. */
+        if (rk->conn != c || rk->pgid <= 0 || rk->closed || rk->have_status)
             continue;
         len += (size_t)snprintf(cmd + len, cap - len, " -%ld", rk->pgid);
         any = 1;
@@ -96,11 +98,12 @@ dt_status_t ssh_signal(void *ctx, int signo)
     return DT_OK;
 }
 
-static int all_closed(const ssh_launcher_t *L)
+/* Every worker ended (leftovers of ended ones go with their channel). */
+static int all_ended(const ssh_launcher_t *L)
 {
     for (int r = 0; r < L->n; r++) {
         const ssh_rank_t *rk = &L->ranks[r];
-        if (rk->ch && !rk->closed && !rk->conn->lost)
+        if (rk->ch && !rk->closed && !rk->have_status && !rk->conn->lost)
             return 0;
     }
     return 1;
@@ -110,10 +113,10 @@ void ssh_kill_all(ssh_launcher_t *L)
 {
     if (!L->ranks)
         return;
-    if (!all_closed(L)) {
+    if (!all_ended(L)) {
         ssh_signal(L, SIGKILL);
         long long until = ssh_now_ms() + KILL_WAIT_MS;
-        while (!all_closed(L) && ssh_now_ms() < until)
+        while (!all_ended(L) && ssh_now_ms() < until)
             ssh_pump_once(L, 100);
     }
     /* Closing a channel also ends its watchdog, which kills the group of a
