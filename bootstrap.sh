@@ -19,7 +19,8 @@ packages="autoconf automake libtool pkg-config make gcc
   libssh-dev libopenmpi-dev openmpi-bin libucx-dev ucx-utils
   libopenblas-dev rsync iproute2 procps
   gridengine-master gridengine-exec gridengine-client
-  libcurl4-openssl-dev libjansson-dev python3"
+  libcurl4-openssl-dev libjansson-dev python3
+  openssh-server"
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
