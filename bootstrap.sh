@@ -17,7 +17,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 packages="autoconf automake libtool pkg-config make gcc
   libltdl-dev libinih-dev libssl-dev zlib1g-dev libcmocka-dev
   libssh-dev libopenmpi-dev openmpi-bin libucx-dev ucx-utils
-  libopenblas-dev rsync iproute2 procps"
+  libopenblas-dev rsync iproute2 procps openssh-server"
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
