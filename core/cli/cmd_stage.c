@@ -93,9 +93,12 @@ int dt_cmd_stage(dt_cli_t *cli)
     }
     new_job_id(job_id);
     run_stage_args_t a = {cfg, &hosts, lops, lctx, job_id, mode};
-    code = EXIT_FAILED;
-    if (run_stage(&a, &data, &shared) != DT_OK)
+    dt_status_t st = run_stage(&a, &data, &shared);
+    if (st != DT_OK) {
+        code = st == DT_ERR_CONFIG || st == DT_ERR_PLUGIN ? EXIT_USAGE
+                                                          : EXIT_FAILED;
         goto out;
+    }
     printf("data set: %s\n", data ? data : "-");
     if (shared)
         printf("shared directory: %s\n", shared);
