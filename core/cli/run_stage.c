@@ -43,10 +43,10 @@ static dt_status_t do_stage(const run_stage_args_t *a, const dt_plugin_t *p,
             }
             st = ops->verify(ctx, req);
             if (st == DT_OK)
-                dt_info("storage %s: the data set is in place on all %zu "
+                dt_info("storage %s: the data set is in place on %s%zu "
                         "host%s",
-                        p->name, req->hosts->n,
-                        req->hosts->n == 1 ? "" : "s");
+                        p->name, req->hosts->n == 1 ? "" : "all ",
+                        req->hosts->n, req->hosts->n == 1 ? "" : "s");
         }
         if (st == DT_OK && HAS_OP(ops, worker_path))
             st = ops->worker_path(ctx, req, data_path);
