@@ -242,15 +242,15 @@ static dt_status_t read_back(void *arg, size_t i, const dt_host_t *h)
         out[--n] = '\0';
     dt_status_t st = DT_OK;
     if (strcmp(out, r->marker_text) != 0) {
+        int missing = strstr(out, "DT-VIEW-MISSING") != NULL;
         dt_error("%s: host %s does not see the file %s/%s that rank 0's "
-                 "host %s wrote (%s): the hosts do not share %s (a local "
+                 "host %s wrote (%s%s%s): the hosts do not share %s (a local "
                  "directory of the same name?); mount the same export at "
                  "the same path on every host",
                  r->c->who, h->name, r->dir, r->marker_name,
                  r->req->hosts->hosts[0].name,
-                 strstr(out, "DT-VIEW-MISSING") ? "no such file there"
-                                                : "other contents there",
-                 r->dir);
+                 missing ? "no such file there" : "it reads '",
+                 missing ? "" : out, missing ? "" : "'", r->dir);
         st = DT_ERR_NOT_FOUND;
     }
     free(out);
