@@ -26,8 +26,8 @@ static void probe(void)
     void *h = dlopen(DRIVER_LIB, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *err = dlerror();
-        snprintf(driver_why, sizeof driver_why,
-                 "no NVIDIA driver: %s", err ? err : DRIVER_LIB " not found");
+        snprintf(driver_why, sizeof driver_why, "no NVIDIA driver (%s)",
+                 err ? err : DRIVER_LIB " not found");
         return;
     }
     /* Never closed: the CUDA runtime will use the same driver. */

@@ -57,8 +57,8 @@ dt_status_t dt_device_open(const char *want, int local_rank, int threads,
     if (strcmp(want, "cpu") != 0)
         ngpus = dt_cuda_usable(why, sizeof why);
     if (ngpus == 0 && strcmp(want, "cuda") == 0) {
-        dt_error("[train] device = cuda, but %s; or use device = auto/cpu",
-                 why);
+        dt_error("[train] device = cuda, but no GPU can be used here: %s; "
+                 "use device = auto or cpu", why);
         return DT_ERR_UNSUPPORTED;
     }
     if (ngpus == 0 && strcmp(want, "auto") == 0)
