@@ -184,7 +184,6 @@ dt_status_t dt_module_open_resident(const char *path, const char *symbol,
                      "expects there", path, symbol);
     }
     pthread_mutex_unlock(&loader_lock);
-    (void)probe;
     return st;
 }
 
