@@ -129,6 +129,64 @@ static const char *base_name(const char *path)
     return s ? s + 1 : path;
 }
 
+/* lt_dlopen a file, or NULL with the reason in why. libltdl opens lazily
+ * and reports only "file not found" when a library the file needs is
+ * missing. Probe with RTLD_NOW first: it resolves every symbol now (no
+ * crash later at first call) and dlerror() names the missing library or
+ * symbol. The probe handle is held across lt_dlopen so the object is
+ * mapped once; keep_probe (may be NULL) receives it instead of closing it.
+ * Caller holds the lock. */
+static lt_dlhandle open_probed(const char *path, void **keep_probe, char *why,
+                               size_t why_len)
+{
+    if (!ltdl_init()) {
+        snprintf(why, why_len, "libltdl failed to initialize: %s",
+                 lt_dlerror());
+        return NULL;
+    }
+    void *probe = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!probe) {
+        const char *err = dlerror();
+        snprintf(why, why_len, "%s: cannot be loaded: %s", path,
+                 err ? err : "unknown error");
+        return NULL;
+    }
+    lt_dlhandle h = lt_dlopen(path);
+    if (!h) {
+        const char *err = lt_dlerror();
+        snprintf(why, why_len, "%s: cannot be loaded: %s", path,
+                 err ? err : "unknown error");
+    }
+    if (h && keep_probe)
+        *keep_probe = probe;
+    else
+        dlclose(probe);
+    return h;
+}
+
+dt_status_t dt_module_open_resident(const char *path, const char *symbol,
+                                    void **sym, char *why, size_t why_len)
+{
+    *sym = NULL;
+    pthread_mutex_lock(&loader_lock);
+    void *probe = NULL;
+    dt_status_t st = DT_ERR_PLUGIN;
+    lt_dlhandle h = open_probed(path, &probe, why, why_len);
+    if (h) {
+        /* Never unloaded: neither by lt_dlclose/lt_dlexit (resident) nor
+         * by dlclose (the probe reference is kept). */
+        lt_dlmakeresident(h);
+        *sym = lt_dlsym(h, symbol);
+        if (*sym)
+            st = DT_OK;
+        else
+            snprintf(why, why_len, "%s: has no symbol '%s': not the file dt "
+                     "expects there", path, symbol);
+    }
+    pthread_mutex_unlock(&loader_lock);
+    return st;
+}
+
 /* Load one file and check the struct against its name. Caller holds lock. */
 static dt_status_t load_file_locked(const char *path, const dt_plugin_t **out,
                                     char *why, size_t why_len)
@@ -146,33 +204,10 @@ static dt_status_t load_file_locked(const char *path, const dt_plugin_t **out,
                  path);
         return DT_ERR_PLUGIN;
     }
-    if (!ltdl_init()) {
-        snprintf(why, why_len, "libltdl failed to initialize: %s",
-                 lt_dlerror());
-        free(name);
-        return DT_ERR_PLUGIN;
-    }
     dt_status_t st = DT_ERR_PLUGIN;
-    /* libltdl opens lazily and reports only "file not found" when a library
-     * the plugin needs is missing. Probe with RTLD_NOW first: it resolves
-     * every symbol now (no crash later at first call) and dlerror() names
-     * the missing library or symbol. The probe handle is held across
-     * lt_dlopen so the object is mapped once. */
-    void *probe = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!probe) {
-        const char *err = dlerror();
-        snprintf(why, why_len, "%s: cannot be loaded: %s", path,
-                 err ? err : "unknown error");
+    lt_dlhandle h = open_probed(path, NULL, why, why_len);
+    if (!h)
         goto out;
-    }
-    lt_dlhandle h = lt_dlopen(path);
-    dlclose(probe);
-    if (!h) {
-        const char *err = lt_dlerror();
-        snprintf(why, why_len, "%s: cannot be loaded: %s", path,
-                 err ? err : "unknown error");
-        goto out;
-    }
     const dt_plugin_t *p = lt_dlsym(h, DT_PLUGIN_SYMBOL);
     if (!p) {
         snprintf(why, why_len,

@@ -48,6 +48,12 @@ char *dt_plugin_names(dt_kind_t kind);
 /* The search directories in order (malloc'd, NULL-terminated). */
 char **dt_plugin_search_path(void);
 
+/* Open a shared module that is not a plugin (dt's CUDA backend) the way
+ * plugins are opened (symbols resolved now, a missing library named in
+ * why), keep it loaded for the life of the process, and look up symbol. */
+dt_status_t dt_module_open_resident(const char *path, const char *symbol,
+                                    void **sym, char *why, size_t why_len);
+
 /* dt_schema_lookup_fn for dt_config_validate(): the key table of a plugin
  * section such as "transport.tcp" (loading the plugin), or NULL. */
 const dt_key_spec_t *dt_plugin_schema_lookup(const char *section, void *arg);

@@ -1,14 +1,16 @@
-/* kernels.h — the CUDA side of the layers (core/cuda), callable from C.
- * Built only when configure finds nvcc and cuBLAS (DT_HAVE_CUDA_NN).
- * Every function queues work on dev->stream and returns at once; errors
- * from the launch are logged with the kernel's name. Pointers are device
- * memory. */
+/* kernels.h — the functions of the CUDA backend module (core/cuda), which
+ * table.c puts into its dt_cuda_backend_t. Built only when configure finds
+ * nvcc and cuBLAS (DT_HAVE_CUDA_NN); hidden inside the module.
+ * Kernels queue work on dev->stream (or the given stream) and return at
+ * once; errors from the launch are logged with the kernel's name.
+ * Pointers are device memory. */
 #ifndef DT_CUDA_KERNELS_H
 #define DT_CUDA_KERNELS_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <dt/nn.h>
+#include "cuda/backend.h"
 #include "nn/im2col.h"
 
 #ifdef __cplusplus
@@ -58,6 +60,36 @@ dt_status_t dt_cuda_softmax_xent(dt_device_t *dev, const float *logits,
 dt_status_t dt_cuda_softmax_xent_backward(dt_device_t *dev, const float *probs,
                                           const int *labels, float *dlogits,
                                           int batch, int k);
+
+/* Devices and memory (device.c). */
+int dt_cuda_count(char *why, size_t why_len);
+dt_status_t dt_cuda_open(dt_device_t *dev, int local_rank, int ngpus);
+void dt_cuda_close(dt_device_t *dev);
+dt_status_t dt_cuda_sync(dt_device_t *dev);
+dt_status_t dt_cuda_alloc(dt_device_t *dev, size_t bytes, void **out);
+void dt_cuda_free(dt_device_t *dev, void *ptr);
+dt_status_t dt_cuda_host_alloc(dt_device_t *dev, size_t bytes, void **out);
+void dt_cuda_host_free(dt_device_t *dev, void *ptr);
+dt_status_t dt_cuda_copy(dt_device_t *dev, void *dst, const void *src,
+                         size_t bytes);
+dt_status_t dt_cuda_mem_alloc(size_t bytes, void **out);
+void dt_cuda_mem_free(void *ptr);
+dt_status_t dt_cuda_mem_copy(void *stream, void *dst, const void *src,
+                             size_t bytes);
+
+/* Matrix product (gemm.c). */
+dt_status_t dt_cuda_gemm(dt_device_t *dev, int trans_a, int trans_b, int m,
+                         int n, int k, float alpha, const float *a, int lda,
+                         const float *b, int ldb, float beta, float *c,
+                         int ldc);
+
+/* Optimizer steps (optim.cu). */
+dt_status_t dt_cuda_sgd_step(void *stream, float *p, const float *grad,
+                             float *buf, size_t n, float lr, float mu,
+                             float wd, int nesterov);
+dt_status_t dt_cuda_adam_step(void *stream, float *p, const float *grad,
+                              float *m, float *v, size_t n,
+                              const dt_cuda_adam_args_t *a);
 
 #ifdef __cplusplus
 }

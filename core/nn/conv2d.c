@@ -63,7 +63,7 @@ static dt_status_t cnhw_to_nchw(dt_device_t *dev, const float *Y,
                                 const float *bias, float *y, int n, int c,
                                 size_t plane)
 {
-    DT_CUDA_DISPATCH(dev, dt_cuda_cnhw_to_nchw(dev, Y, bias, y, n, c, plane));
+    DT_CUDA_DISPATCH(dev, cnhw_to_nchw(dev, Y, bias, y, n, c, plane));
     for (int b = 0; b < n; b++)
         for (int o = 0; o < c; o++) {
             const float *src = Y + ((size_t)o * n + b) * plane;
@@ -79,7 +79,7 @@ static dt_status_t cnhw_to_nchw(dt_device_t *dev, const float *Y,
 static dt_status_t nchw_to_cnhw(dt_device_t *dev, const float *dy, float *Y,
                                 float *db, int n, int c, size_t plane)
 {
-    DT_CUDA_DISPATCH(dev, dt_cuda_nchw_to_cnhw(dev, dy, Y, db, n, c, plane));
+    DT_CUDA_DISPATCH(dev, nchw_to_cnhw(dev, dy, Y, db, n, c, plane));
     for (int o = 0; o < c; o++) {
         float sum = 0.0f;
         for (int b = 0; b < n; b++) {
@@ -98,7 +98,7 @@ static dt_status_t nchw_to_cnhw(dt_device_t *dev, const float *dy, float *Y,
 static dt_status_t im2col(dt_device_t *dev, const dt_conv_geom_t *g,
                           const float *x, float *col)
 {
-    DT_CUDA_DISPATCH(dev, dt_cuda_im2col(dev, g, x, col));
+    DT_CUDA_DISPATCH(dev, im2col(dev, g, x, col));
     dt_im2col_cpu(g, x, col);
     return DT_OK;
 }
@@ -106,7 +106,7 @@ static dt_status_t im2col(dt_device_t *dev, const dt_conv_geom_t *g,
 static dt_status_t col2im(dt_device_t *dev, const dt_conv_geom_t *g,
                           const float *col, float *dx)
 {
-    DT_CUDA_DISPATCH(dev, dt_cuda_col2im(dev, g, col, dx));
+    DT_CUDA_DISPATCH(dev, col2im(dev, g, col, dx));
     dt_col2im_cpu(g, col, dx);
     return DT_OK;
 }

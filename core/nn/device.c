@@ -1,4 +1,6 @@
-/* device.c — open a cpu or cuda device, allocate and copy memory on it. */
+/* device.c — open a cpu or cuda device, allocate and copy memory on it.
+ * CUDA work goes through the lazily loaded backend (cuda/backend.h):
+ * libdt itself links no CUDA library. */
 #include "config.h"
 
 #include <stdio.h>
@@ -7,28 +9,11 @@
 
 #include <dt/log.h>
 #include <dt/nn.h>
+#include "cuda/backend.h"
 
 #ifdef HAVE_OPENBLAS_CBLAS
 #include <cblas.h>
 #endif
-#ifdef DT_HAVE_CUDA_NN
-#include <cublas_v2.h>
-#include <cuda_runtime_api.h>
-#endif
-
-int dt_cuda_device_count(void)
-{
-#ifdef DT_HAVE_CUDA_NN
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-        cudaGetLastError(); /* clear the sticky "no device" error */
-        return 0;
-    }
-    return n;
-#else
-    return 0;
-#endif
-}
 
 static void open_cpu(dt_device_t *dev, int threads)
 {
@@ -45,42 +30,12 @@ static void open_cpu(dt_device_t *dev, int threads)
 #endif
 }
 
-#ifdef DT_HAVE_CUDA_NN
-static dt_status_t open_cuda(dt_device_t *dev, int local_rank, int ngpus)
+/* The backend of a CUDA device, NULL for cpu. */
+static const dt_cuda_backend_t *gpu(const dt_device_t *dev)
 {
-    dev->kind = DT_DEVICE_CUDA;
-    dev->mem = DT_MEM_CUDA;
-    dev->ordinal = (local_rank < 0 ? 0 : local_rank) % ngpus;
-    struct cudaDeviceProp prop;
-    cudaStream_t stream = NULL;
-    cublasHandle_t blas = NULL;
-    cudaError_t ce = cudaSetDevice(dev->ordinal);
-    if (ce == cudaSuccess)
-        ce = cudaGetDeviceProperties(&prop, dev->ordinal);
-    if (ce == cudaSuccess)
-        ce = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-    if (ce != cudaSuccess) {
-        dt_error("cannot use GPU %d (local rank %d of %d GPUs): %s",
-                 dev->ordinal, local_rank, ngpus, cudaGetErrorString(ce));
-        return DT_ERR_IO;
-    }
-    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS ||
-        cublasSetStream(blas, stream) != CUBLAS_STATUS_SUCCESS) {
-        dt_error("cuBLAS could not start on GPU %d: check the CUDA "
-                 "installation (libcublas) matches the driver",
-                 dev->ordinal);
-        if (blas)
-            cublasDestroy(blas);
-        cudaStreamDestroy(stream);
-        return DT_ERR_IO;
-    }
-    dev->stream = stream;
-    dev->blas = blas;
-    snprintf(dev->name, sizeof dev->name, "cuda:%d (%.100s)", dev->ordinal,
-             prop.name);
-    return DT_OK;
+    return dev && dev->kind == DT_DEVICE_CUDA ? dt_cuda_backend_loaded()
+                                              : NULL;
 }
-#endif
 
 dt_status_t dt_device_open(const char *want, int local_rank, int threads,
                            dt_device_t **out)
@@ -97,25 +52,24 @@ dt_status_t dt_device_open(const char *want, int local_rank, int threads,
         dt_error("[train] threads = %d: must be at least 1", threads);
         return DT_ERR_CONFIG;
     }
-    int ngpus = strcmp(want, "cpu") == 0 ? 0 : dt_cuda_device_count();
-    if (strcmp(want, "cuda") == 0 && ngpus == 0) {
-#ifdef DT_HAVE_CUDA_NN
-        dt_error("[train] device = cuda, but no GPU is visible (check "
-                 "nvidia-smi and CUDA_VISIBLE_DEVICES), or use device = "
-                 "auto/cpu");
-#else
-        dt_error("[train] device = cuda, but this dt was built without CUDA "
-                 "(configure found no nvcc/cuBLAS); use device = auto/cpu");
-#endif
+    int ngpus = 0;
+    char why[1024] = "";
+    if (strcmp(want, "cpu") != 0)
+        ngpus = dt_cuda_usable(why, sizeof why);
+    if (ngpus == 0 && strcmp(want, "cuda") == 0) {
+        dt_error("[train] device = cuda, but no GPU can be used here: %s; "
+                 "use device = auto or cpu", why);
         return DT_ERR_UNSUPPORTED;
     }
+    if (ngpus == 0 && strcmp(want, "auto") == 0)
+        dt_info("device = auto: using the CPU (%s)", why);
     dt_device_t *dev = calloc(1, sizeof *dev);
     if (!dev)
         return DT_ERR_NOMEM;
     dev->threads = threads;
-#ifdef DT_HAVE_CUDA_NN
     if (ngpus > 0) {
-        dt_status_t st = open_cuda(dev, local_rank, ngpus);
+        /* dt_cuda_usable loaded the backend. */
+        dt_status_t st = dt_cuda_backend_loaded()->open(dev, local_rank, ngpus);
         if (st != DT_OK) {
             free(dev);
             return st;
@@ -123,7 +77,6 @@ dt_status_t dt_device_open(const char *want, int local_rank, int threads,
         *out = dev;
         return DT_OK;
     }
-#endif
     open_cpu(dev, threads);
     *out = dev;
     return DT_OK;
@@ -133,36 +86,14 @@ void dt_device_close(dt_device_t *dev)
 {
     if (!dev)
         return;
-#ifdef DT_HAVE_CUDA_NN
-    if (dev->blas)
-        cublasDestroy((cublasHandle_t)dev->blas);
-    if (dev->stream)
-        cudaStreamDestroy((cudaStream_t)dev->stream);
-#endif
+    if (gpu(dev))
+        gpu(dev)->close(dev);
     free(dev);
 }
 
-#ifdef DT_HAVE_CUDA_NN
-static dt_status_t cuda_check(cudaError_t ce, const dt_device_t *dev,
-                              const char *what, size_t bytes)
-{
-    if (ce == cudaSuccess)
-        return DT_OK;
-    dt_error("%s (%zu bytes) failed on %s: %s", what, bytes, dev->name,
-             cudaGetErrorString(ce));
-    return ce == cudaErrorMemoryAllocation ? DT_ERR_NOMEM : DT_ERR_IO;
-}
-#endif
-
 dt_status_t dt_device_sync(dt_device_t *dev)
 {
-#ifdef DT_HAVE_CUDA_NN
-    if (dev && dev->kind == DT_DEVICE_CUDA)
-        return cuda_check(cudaStreamSynchronize((cudaStream_t)dev->stream),
-                          dev, "waiting for the GPU stream", 0);
-#endif
-    (void)dev;
-    return DT_OK;
+    return gpu(dev) ? gpu(dev)->sync(dev) : DT_OK;
 }
 
 dt_status_t dt_device_alloc(dt_device_t *dev, size_t bytes, void **out)
@@ -170,15 +101,8 @@ dt_status_t dt_device_alloc(dt_device_t *dev, size_t bytes, void **out)
     *out = NULL;
     if (bytes == 0)
         bytes = 1;
-#ifdef DT_HAVE_CUDA_NN
-    if (dev && dev->kind == DT_DEVICE_CUDA) {
-        DT_CHECK(cuda_check(cudaMalloc(out, bytes), dev, "cudaMalloc", bytes));
-        return cuda_check(cudaMemsetAsync(*out, 0, bytes,
-                                          (cudaStream_t)dev->stream),
-                          dev, "cudaMemset", bytes);
-    }
-#endif
-    (void)dev;
+    if (gpu(dev))
+        return gpu(dev)->alloc(dev, bytes, out);
     *out = calloc(1, bytes);
     if (!*out) {
         dt_error("out of memory allocating %zu bytes", bytes);
@@ -189,14 +113,11 @@ dt_status_t dt_device_alloc(dt_device_t *dev, size_t bytes, void **out)
 
 void dt_device_free(dt_device_t *dev, void *ptr)
 {
-#ifdef DT_HAVE_CUDA_NN
-    if (dev && dev->kind == DT_DEVICE_CUDA) {
+    if (gpu(dev)) {
         if (ptr)
-            cudaFree(ptr);
+            gpu(dev)->free(dev, ptr);
         return;
     }
-#endif
-    (void)dev;
     free(ptr);
 }
 
@@ -205,29 +126,19 @@ dt_status_t dt_device_host_alloc(dt_device_t *dev, size_t bytes, void **out)
     *out = NULL;
     if (bytes == 0)
         bytes = 1;
-#ifdef DT_HAVE_CUDA_NN
-    if (dev && dev->kind == DT_DEVICE_CUDA) {
-        DT_CHECK(cuda_check(cudaMallocHost(out, bytes), dev,
-                            "cudaMallocHost (pinned staging buffer)", bytes));
-        memset(*out, 0, bytes);
-        return DT_OK;
-    }
-#endif
-    (void)dev;
+    if (gpu(dev))
+        return gpu(dev)->host_alloc(dev, bytes, out);
     *out = calloc(1, bytes);
     return *out ? DT_OK : DT_ERR_NOMEM;
 }
 
 void dt_device_host_free(dt_device_t *dev, void *ptr)
 {
-#ifdef DT_HAVE_CUDA_NN
-    if (dev && dev->kind == DT_DEVICE_CUDA) {
+    if (gpu(dev)) {
         if (ptr)
-            cudaFreeHost(ptr);
+            gpu(dev)->host_free(dev, ptr);
         return;
     }
-#endif
-    (void)dev;
     free(ptr);
 }
 
@@ -240,15 +151,8 @@ dt_status_t dt_device_copy(dt_device_t *dev, void *dst, dt_mem_t dst_mem,
         memmove(dst, src, bytes);
         return DT_OK;
     }
-#ifdef DT_HAVE_CUDA_NN
-    if (dev && dev->kind == DT_DEVICE_CUDA) {
-        cudaStream_t s = (cudaStream_t)dev->stream;
-        DT_CHECK(cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
-                                            s),
-                            dev, "cudaMemcpy", bytes));
-        return dt_device_sync(dev);
-    }
-#endif
+    if (gpu(dev))
+        return gpu(dev)->copy(dev, dst, src, bytes);
     dt_error("copy of %zu bytes involves CUDA memory but the device is %s",
              bytes, dev ? dev->name : "none");
     return DT_ERR_INVALID;

@@ -30,7 +30,7 @@ static dt_status_t dropout_forward(dt_layer_t *l, const float *x, float *y,
                               n * sizeof *x);
     uint64_t key = dt_dropout_key(*l->rng_seed, *l->rng_counter, l->index);
     float scale = 1.0f / (1.0f - p);
-    DT_CUDA_DISPATCH(l->dev, dt_cuda_dropout_forward(l->dev, x, y, l->scratch,
+    DT_CUDA_DISPATCH(l->dev, dropout_forward(l->dev, x, y, l->scratch,
                                                      n, p, scale, key));
     for (size_t i = 0; i < n; i++) {
         l->scratch[i] = dt_dropout_uniform(key, i) < p ? 0.0f : scale;
@@ -49,7 +49,7 @@ static dt_status_t dropout_backward(dt_layer_t *l, const float *x,
     if ((float)l->args[0] == 0.0f)
         return dt_device_copy(l->dev, dx, l->dev->mem, dy, l->dev->mem,
                               n * sizeof *dy);
-    DT_CUDA_DISPATCH(l->dev, dt_cuda_mul(l->dev, dy, l->scratch, dx, n));
+    DT_CUDA_DISPATCH(l->dev, mul(l->dev, dy, l->scratch, dx, n));
     for (size_t i = 0; i < n; i++)
         dx[i] = dy[i] * l->scratch[i];
     return DT_OK;

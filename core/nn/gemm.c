@@ -1,6 +1,6 @@
 /* gemm.c — row-major single-precision matrix products on a device:
  * OpenBLAS on cpu (plain loops when dt was built without it), cuBLAS on
- * cuda (row-major through the transposed column-major product). */
+ * cuda (in the CUDA backend, core/cuda/gemm.c). */
 #include "config.h"
 
 #include <string.h>
@@ -10,9 +10,6 @@
 
 #ifdef HAVE_OPENBLAS_CBLAS
 #include <cblas.h>
-#endif
-#ifdef DT_HAVE_CUDA_NN
-#include <cublas_v2.h>
 #endif
 
 #ifndef HAVE_OPENBLAS_CBLAS
@@ -41,26 +38,6 @@ static void gemm_loops(int ta, int tb, int m, int n, int k, float alpha,
 }
 #endif
 
-#ifdef DT_HAVE_CUDA_NN
-/* C^T = op(B)^T op(A)^T: column-major cuBLAS sees our row-major matrices
- * as their transposes, so swap the operands. */
-static dt_status_t gemm_cublas(dt_device_t *dev, int ta, int tb, int m, int n,
-                               int k, float alpha, const float *a, int lda,
-                               const float *b, int ldb, float beta, float *c,
-                               int ldc)
-{
-    cublasStatus_t st = cublasSgemm(
-        (cublasHandle_t)dev->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-        ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda,
-        &beta, c, ldc);
-    if (st != CUBLAS_STATUS_SUCCESS) {
-        dt_error("cuBLAS sgemm (%dx%dx%d) failed with status %d on %s", m, n,
-                 k, (int)st, dev->name);
-        return DT_ERR_INTERNAL;
-    }
-    return DT_OK;
-}
-#endif
 
 dt_status_t dt_gemm(dt_device_t *dev, int trans_a, int trans_b, int m, int n,
                     int k, float alpha, const float *a, int lda,
@@ -68,8 +45,8 @@ dt_status_t dt_gemm(dt_device_t *dev, int trans_a, int trans_b, int m, int n,
 {
     if (m <= 0 || n <= 0)
         return DT_OK;
-    DT_CUDA_DISPATCH(dev, gemm_cublas(dev, trans_a, trans_b, m, n, k, alpha,
-                                      a, lda, b, ldb, beta, c, ldc));
+    DT_CUDA_DISPATCH(dev, gemm(dev, trans_a, trans_b, m, n, k, alpha, a, lda,
+                               b, ldb, beta, c, ldc));
     if (k <= 0) { /* an empty product: C = beta * C */
         for (int i = 0; i < m; i++)
             for (int j = 0; j < n; j++)

@@ -82,17 +82,14 @@ dt_status_t dt_gemm(dt_device_t *dev, int trans_a, int trans_b, int m, int n,
                     int k, float alpha, const float *a, int lda,
                     const float *b, int ldb, float beta, float *c, int ldc);
 
-/* Run the cuda kernel call and return its status when dev is a GPU; the
- * call disappears from builds without CUDA kernels. */
-#ifdef DT_HAVE_CUDA_NN
-#include "cuda/kernels.h"
+/* On a GPU, return what the CUDA backend's `call` returns, e.g.
+ * DT_CUDA_DISPATCH(dev, relu_forward(dev, x, y, n)) calls the backend's
+ * relu_forward. A CUDA device exists only once the backend is loaded. */
+#include "cuda/backend.h"
 #define DT_CUDA_DISPATCH(dev, call)                                           \
     do {                                                                      \
         if ((dev)->kind == DT_DEVICE_CUDA)                                    \
-            return (call);                                                    \
+            return dt_cuda_backend_loaded()->call;                            \
     } while (0)
-#else
-#define DT_CUDA_DISPATCH(dev, call) do { } while (0)
-#endif
 
 #endif /* DT_NN_LAYER_H */

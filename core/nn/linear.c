@@ -28,7 +28,7 @@ static size_t linear_scratch(const dt_layer_t *l, int batch) { return 0; }
 static dt_status_t add_bias_rows(dt_device_t *dev, float *y, const float *b,
                                  int rows, int cols)
 {
-    DT_CUDA_DISPATCH(dev, dt_cuda_add_bias(dev, y, b, rows, cols, 1));
+    DT_CUDA_DISPATCH(dev, add_bias(dev, y, b, rows, cols, 1));
     for (int i = 0; i < rows; i++) {
         float *yi = y + (size_t)i * cols;
         for (int j = 0; j < cols; j++)
@@ -41,7 +41,7 @@ static dt_status_t add_bias_rows(dt_device_t *dev, float *y, const float *b,
 static dt_status_t bias_grad_rows(dt_device_t *dev, const float *dy,
                                   float *db, int rows, int cols)
 {
-    DT_CUDA_DISPATCH(dev, dt_cuda_bias_grad(dev, dy, db, rows, cols, 1));
+    DT_CUDA_DISPATCH(dev, bias_grad(dev, dy, db, rows, cols, 1));
     for (int j = 0; j < cols; j++)
         db[j] = 0.0f;
     for (int i = 0; i < rows; i++) {

@@ -43,7 +43,7 @@ static dt_status_t pool_forward(dt_layer_t *l, const float *x, float *y,
     int *arg = (int *)(void *)l->scratch;
     int planes = batch * l->in_c;
     DT_CUDA_DISPATCH(l->dev,
-                     dt_cuda_maxpool_forward(l->dev, x, y, arg, planes,
+                     maxpool_forward(l->dev, x, y, arg, planes,
                                              l->in_h, l->in_w, l->out_h,
                                              l->out_w, k, s));
     size_t in_plane = (size_t)l->in_h * l->in_w,
@@ -76,7 +76,7 @@ static dt_status_t pool_backward(dt_layer_t *l, const float *x,
     const int *arg = (const int *)(const void *)l->scratch;
     int planes = batch * l->in_c;
     DT_CUDA_DISPATCH(l->dev,
-                     dt_cuda_maxpool_backward(l->dev, dy, arg, dx, planes,
+                     maxpool_backward(l->dev, dy, arg, dx, planes,
                                               l->in_h * l->in_w,
                                               l->out_h * l->out_w));
     size_t in_plane = (size_t)l->in_h * l->in_w,

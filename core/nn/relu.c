@@ -16,7 +16,7 @@ static dt_status_t relu_forward(dt_layer_t *l, const float *x, float *y,
                                 int batch, int train)
 {
     size_t n = (size_t)batch * dt_layer_in_size(l);
-    DT_CUDA_DISPATCH(l->dev, dt_cuda_relu_forward(l->dev, x, y, n));
+    DT_CUDA_DISPATCH(l->dev, relu_forward(l->dev, x, y, n));
     for (size_t i = 0; i < n; i++)
         y[i] = x[i] > 0.0f ? x[i] : 0.0f;
     return DT_OK;
@@ -29,7 +29,7 @@ static dt_status_t relu_backward(dt_layer_t *l, const float *x,
     if (!dx)
         return DT_OK;
     size_t n = (size_t)batch * dt_layer_in_size(l);
-    DT_CUDA_DISPATCH(l->dev, dt_cuda_relu_backward(l->dev, y, dy, dx, n));
+    DT_CUDA_DISPATCH(l->dev, relu_backward(l->dev, y, dy, dx, n));
     for (size_t i = 0; i < n; i++)
         dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
     return DT_OK;

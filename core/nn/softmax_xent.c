@@ -40,12 +40,11 @@ dt_status_t dt_softmax_xent_forward(dt_device_t *dev, const float *logits,
                                     float *loss, int *correct)
 {
     int on_gpu = dev->kind == DT_DEVICE_CUDA;
-#ifdef DT_HAVE_CUDA_NN
     if (on_gpu)
-        DT_CHECK(dt_cuda_softmax_xent(dev, logits, labels, probs, rows, batch,
-                                      k));
-#endif
-    if (!on_gpu)
+        DT_CHECK(dt_cuda_backend_loaded()->softmax_xent(dev, logits, labels,
+                                                        probs, rows, batch,
+                                                        k));
+    else
         softmax_rows_cpu(logits, labels, probs, rows, batch, k);
     if (!labels)
         return DT_OK;
@@ -81,7 +80,7 @@ dt_status_t dt_softmax_xent_backward(dt_device_t *dev, const float *probs,
                                      const int *labels, float *dlogits,
                                      int batch, int k)
 {
-    DT_CUDA_DISPATCH(dev, dt_cuda_softmax_xent_backward(dev, probs, labels,
+    DT_CUDA_DISPATCH(dev, softmax_xent_backward(dev, probs, labels,
                                                         dlogits, batch, k));
     float inv = 1.0f / (float)batch;
     for (int i = 0; i < batch; i++)

@@ -59,14 +59,19 @@ typedef struct dt_device {
 } dt_device_t;
 
 /* Number of usable CUDA GPUs: 0 when dt was built without CUDA or the
- * machine has none (never an error). */
+ * machine has none (never an error). Asks the NVIDIA driver first; loads
+ * dt's CUDA backend module (and with it cuBLAS) only when the driver sees
+ * a GPU. */
 int dt_cuda_device_count(void);
 
-/* Open a device. want: "auto" (cuda when a GPU is present, else cpu),
- * "cpu" or "cuda" (an error naming the reason when there is no GPU or dt
- * was built without CUDA). With several GPUs the worker takes
- * local_rank % ngpus. threads (>= 1) sets the BLAS thread count for the
- * whole process (OpenBLAS is process-global). */
+/* Open a device. want: "auto" (cuda when a GPU is usable, else cpu with an
+ * info line saying why), "cpu" or "cuda" (an error naming the reason when
+ * no GPU can be used: no driver or GPU, or dt's CUDA backend module or a
+ * CUDA library missing). libdt links no CUDA library: the backend module
+ * is loaded here, on the first CUDA device. With several GPUs the worker
+ * takes local_rank % ngpus and it becomes the calling thread's current
+ * GPU. threads (>= 1) sets the BLAS thread count for the whole process
+ * (OpenBLAS is process-global). */
 dt_status_t dt_device_open(const char *want, int local_rank, int threads,
                            dt_device_t **out);
 void dt_device_close(dt_device_t *dev);

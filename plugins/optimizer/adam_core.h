@@ -15,18 +15,21 @@
 
 typedef struct adam {
     const char *name; /* "adam" or "adamw" */
+    optim_mem_t om;   /* host, or the GPU   */
     int decoupled;    /* adamw */
     size_t n;
     float beta1, beta2, eps, weight_decay;
-    float *m, *v;
+    float *m, *v;     /* on om              */
 } adam_t;
 
 static inline void adam_destroy(void *state)
 {
     adam_t *s = state;
     if (s) {
-        free(s->m);
-        free(s->v);
+        if (s->m)
+            optim_free(&s->om, s->m);
+        if (s->v)
+            optim_free(&s->om, s->v);
     }
     free(s);
 }
@@ -37,7 +40,6 @@ static inline dt_status_t adam_create(const dt_config_t *cfg, size_t nparams,
                                       void **state)
 {
     *state = NULL;
-    DT_CHECK(optim_check_mem(name, mem));
     char section[32];
     snprintf(section, sizeof section, "optimizer.%s", name);
     double b1, b2, eps, wd;
@@ -49,16 +51,20 @@ static inline dt_status_t adam_create(const dt_config_t *cfg, size_t nparams,
     adam_t *s = calloc(1, sizeof *s);
     if (!s)
         return DT_ERR_NOMEM;
+    dt_status_t st = optim_mem_init(name, mem, &s->om);
+    if (st != DT_OK) {
+        free(s);
+        return st;
+    }
     s->name = name;
     s->decoupled = decoupled;
     s->n = nparams;
     s->beta1 = (float)b1, s->beta2 = (float)b2;
     s->eps = (float)eps, s->weight_decay = (float)wd;
-    s->m = calloc(nparams ? nparams : 1, sizeof *s->m);
-    s->v = calloc(nparams ? nparams : 1, sizeof *s->v);
-    if (!s->m || !s->v) {
+    if ((st = optim_alloc(&s->om, nparams, &s->m)) != DT_OK ||
+        (st = optim_alloc(&s->om, nparams, &s->v)) != DT_OK) {
         adam_destroy(s);
-        return DT_ERR_NOMEM;
+        return st;
     }
     *state = s;
     return DT_OK;
@@ -80,6 +86,13 @@ static inline dt_status_t adam_step(void *state, float *p, const float *grad,
     const float l2 = s->decoupled ? 0.0f : s->weight_decay;
     const float shrink = s->decoupled ? 1.0f - lr * s->weight_decay : 1.0f;
     float *m = s->m, *v = s->v;
+    if (s->om.cuda) {
+        const dt_cuda_adam_args_t a = {
+            .beta1 = b1, .beta2 = b2, .eps = eps, .l2 = l2,
+            .shrink = shrink, .step_size = step_size, .rbc2 = rbc2};
+        s->om.stream = stream;
+        return s->om.cuda->adam_step(stream, p, grad, m, v, s->n, &a);
+    }
     for (size_t i = 0; i < s->n; i++) {
         float g = grad[i] + l2 * p[i];
         m[i] = b1 * m[i] + (1.0f - b1) * g;
@@ -99,14 +112,14 @@ static inline dt_status_t adam_save(void *state, void *buf, size_t len)
 {
     adam_t *s = state;
     float *bufs[2] = {s->m, s->v};
-    return optim_save(s->name, s->n, bufs, 2, buf, len);
+    return optim_save(s->name, &s->om, s->n, bufs, 2, buf, len);
 }
 
 static inline dt_status_t adam_load(void *state, const void *buf, size_t len)
 {
     adam_t *s = state;
     float *bufs[2] = {s->m, s->v};
-    return optim_load(s->name, s->n, bufs, 2, buf, len);
+    return optim_load(s->name, &s->om, s->n, bufs, 2, buf, len);
 }
 
 #define ADAM_KEYS(default_wd, wd_doc)                                         \

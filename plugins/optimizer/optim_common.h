@@ -1,5 +1,6 @@
 /* optim_common.h — shared by the in-tree optimizer plugins: reading
- * numeric keys of [optimizer.<name>] and the serialized state format.
+ * numeric keys of [optimizer.<name>], where the state lives (host memory,
+ * or the GPU through dt's CUDA backend) and the serialized state format.
  *
  * State format (host byte order; checkpoints carry their own checksum):
  *   char magic[8] = "dtopt1\0\0"; char name[8]; uint64 nparams;
@@ -16,6 +17,7 @@
 #include <dt/config.h>
 #include <dt/log.h>
 #include <dt/plugin.h>
+#include "cuda/backend.h"
 
 /* A number key in [lo, hi] (hi_open: strictly below hi); cfg NULL or the
  * key unset: def. Errors name the section, key, value and its origin. */
@@ -60,10 +62,67 @@ static inline size_t optim_state_size(size_t nparams, size_t nbufs)
     return sizeof(optim_header_t) + nbufs * nparams * sizeof(float);
 }
 
-/* bufs: nbufs host arrays of nparams floats. */
-static inline dt_status_t optim_save(const char *name, size_t nparams,
-                                     float *const *bufs, size_t nbufs,
-                                     void *buf, size_t len)
+/* Where the parameters and the optimizer's buffers live. On the GPU the
+ * plugin steps with dt's CUDA backend kernels (loaded by libdt on the
+ * first CUDA device): the plugin links no CUDA library, so it loads on
+ * CPU-only machines too. */
+typedef struct optim_mem {
+    const dt_cuda_backend_t *cuda; /* NULL: host memory                  */
+    void *stream; /* the last step's stream: save/load copy after it     */
+} optim_mem_t;
+
+static inline dt_status_t optim_mem_init(const char *name, dt_mem_t mem,
+                                         optim_mem_t *om)
+{
+    memset(om, 0, sizeof *om);
+    if (mem == DT_MEM_HOST)
+        return DT_OK;
+    if (mem != DT_MEM_CUDA) {
+        dt_error("optimizer %s: unknown memory type %d for the parameters",
+                 name, (int)mem);
+        return DT_ERR_INVALID;
+    }
+    if (dt_cuda_backend(&om->cuda) != DT_OK) {
+        dt_error("optimizer %s: parameters in CUDA memory need dt's CUDA "
+                 "backend (see above)", name);
+        return DT_ERR_UNSUPPORTED;
+    }
+    return DT_OK;
+}
+
+/* n zero floats where the parameters live. */
+static inline dt_status_t optim_alloc(const optim_mem_t *om, size_t n,
+                                      float **out)
+{
+    size_t bytes = (n ? n : 1) * sizeof(float);
+    if (om->cuda)
+        return om->cuda->mem_alloc(bytes, (void **)out);
+    *out = calloc(1, bytes);
+    return *out ? DT_OK : DT_ERR_NOMEM;
+}
+
+static inline void optim_free(const optim_mem_t *om, float *p)
+{
+    if (om->cuda)
+        om->cuda->mem_free(p);
+    else
+        free(p);
+}
+
+/* Copy between a state buffer and the (host) checkpoint blob. */
+static inline dt_status_t optim_copy(const optim_mem_t *om, void *dst,
+                                     const void *src, size_t bytes)
+{
+    if (om->cuda)
+        return om->cuda->mem_copy(om->stream, dst, src, bytes);
+    memcpy(dst, src, bytes);
+    return DT_OK;
+}
+
+/* bufs: nbufs arrays of nparams floats, on om's memory. */
+static inline dt_status_t optim_save(const char *name, const optim_mem_t *om,
+                                     size_t nparams, float *const *bufs,
+                                     size_t nbufs, void *buf, size_t len)
 {
     if (len != optim_state_size(nparams, nbufs)) {
         dt_error("optimizer %s: state buffer of %zu bytes, need %zu", name,
@@ -79,13 +138,14 @@ static inline dt_status_t optim_save(const char *name, size_t nparams,
     memcpy(buf, &h, sizeof h);
     char *p = (char *)buf + sizeof h;
     for (size_t i = 0; i < nbufs; i++, p += nparams * sizeof(float))
-        memcpy(p, bufs[i], nparams * sizeof(float));
+        DT_CHECK(optim_copy(om, p, bufs[i], nparams * sizeof(float)));
     return DT_OK;
 }
 
-static inline dt_status_t optim_load(const char *name, size_t nparams,
-                                     float *const *bufs, size_t nbufs,
-                                     const void *buf, size_t len)
+static inline dt_status_t optim_load(const char *name, const optim_mem_t *om,
+                                     size_t nparams, float *const *bufs,
+                                     size_t nbufs, const void *buf,
+                                     size_t len)
 {
     optim_header_t h;
     if (len < sizeof h) {
@@ -120,18 +180,8 @@ static inline dt_status_t optim_load(const char *name, size_t nparams,
     }
     const char *p = (const char *)buf + sizeof h;
     for (size_t i = 0; i < nbufs; i++, p += nparams * sizeof(float))
-        memcpy(bufs[i], p, nparams * sizeof(float));
+        DT_CHECK(optim_copy(om, bufs[i], p, nparams * sizeof(float)));
     return DT_OK;
-}
-
-/* Only host memory here: a CUDA trainer stages through host buffers. */
-static inline dt_status_t optim_check_mem(const char *name, dt_mem_t mem)
-{
-    if (mem == DT_MEM_HOST)
-        return DT_OK;
-    dt_error("optimizer %s: parameters in CUDA memory are not supported; "
-             "step on a host copy", name);
-    return DT_ERR_UNSUPPORTED;
 }
 
 #endif /* DT_OPTIM_COMMON_H */

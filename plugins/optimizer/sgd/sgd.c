@@ -11,10 +11,11 @@
 #define SECTION "optimizer.sgd"
 
 typedef struct sgd {
+    optim_mem_t om; /* host, or the GPU */
     size_t n;
     float momentum, weight_decay;
     int nesterov;
-    float *buf; /* momentum buffer; NULL without momentum */
+    float *buf; /* momentum buffer (on om); NULL without momentum */
 } sgd_t;
 
 static const dt_key_spec_t sgd_keys[] = {
@@ -26,8 +27,8 @@ static const dt_key_spec_t sgd_keys[] = {
 static void sgd_destroy(void *state)
 {
     sgd_t *s = state;
-    if (s)
-        free(s->buf);
+    if (s && s->buf)
+        optim_free(&s->om, s->buf);
     free(s);
 }
 
@@ -35,7 +36,6 @@ static dt_status_t sgd_create(const dt_config_t *cfg, size_t nparams,
                               dt_mem_t mem, void **state)
 {
     *state = NULL;
-    DT_CHECK(optim_check_mem("sgd", mem));
     double momentum, wd;
     bool nesterov = false;
     DT_CHECK(optim_number(cfg, SECTION, "momentum", 0, 0, 1, 1, &momentum));
@@ -49,14 +49,18 @@ static dt_status_t sgd_create(const dt_config_t *cfg, size_t nparams,
     sgd_t *s = calloc(1, sizeof *s);
     if (!s)
         return DT_ERR_NOMEM;
+    dt_status_t st = optim_mem_init("sgd", mem, &s->om);
+    if (st != DT_OK) {
+        free(s);
+        return st;
+    }
     s->n = nparams;
     s->momentum = (float)momentum;
     s->weight_decay = (float)wd;
     s->nesterov = nesterov;
-    if (momentum > 0 && !(s->buf = calloc(nparams ? nparams : 1,
-                                          sizeof *s->buf))) {
+    if (momentum > 0 && (st = optim_alloc(&s->om, nparams, &s->buf)) != DT_OK) {
         sgd_destroy(s);
-        return DT_ERR_NOMEM;
+        return st;
     }
     *state = s;
     return DT_OK;
@@ -65,9 +69,15 @@ static dt_status_t sgd_create(const dt_config_t *cfg, size_t nparams,
 static dt_status_t sgd_step(void *state, float *p, const float *grad,
                             float lr, uint64_t step, void *stream)
 {
-    const sgd_t *s = state;
+    sgd_t *s = state;
+    (void)step;
     const float mu = s->momentum, wd = s->weight_decay;
     float *buf = s->buf;
+    if (s->om.cuda) {
+        s->om.stream = stream;
+        return s->om.cuda->sgd_step(stream, p, grad, buf, s->n, lr, mu, wd,
+                                    s->nesterov);
+    }
     if (!buf) {
         for (size_t i = 0; i < s->n; i++)
             p[i] -= lr * (grad[i] + wd * p[i]);
@@ -96,13 +106,13 @@ static size_t sgd_state_size(void *state)
 static dt_status_t sgd_save(void *state, void *buf, size_t len)
 {
     sgd_t *s = state;
-    return optim_save("sgd", s->n, &s->buf, s->buf ? 1 : 0, buf, len);
+    return optim_save("sgd", &s->om, s->n, &s->buf, s->buf ? 1 : 0, buf, len);
 }
 
 static dt_status_t sgd_load(void *state, const void *buf, size_t len)
 {
     sgd_t *s = state;
-    return optim_load("sgd", s->n, &s->buf, s->buf ? 1 : 0, buf, len);
+    return optim_load("sgd", &s->om, s->n, &s->buf, s->buf ? 1 : 0, buf, len);
 }
 
 static const dt_optimizer_ops_t sgd_ops = {

@@ -1,0 +1,149 @@
+/* backend.h — dt's CUDA backend: a separately built module
+ * ($(pkglibdir)/dt-cuda-backend.so) holding everything that needs cudart,
+ * cuBLAS or nvcc, reached through one table of function pointers.
+ *
+ * Why a module: cuBLAS maps about 500 MB at load. libdt links none of it,
+ * so dtctl, every worker and every CPU job start without it; libdt opens
+ * the module only when a CUDA device is wanted and the NVIDIA driver sees
+ * a GPU (see dt_cuda_usable).
+ *
+ * Internal to dt (not installed): libdt, the module and the in-tree
+ * optimizer plugins include it. The module and libdt are built together,
+ * so a table of another ABI or a smaller size is a stale install. */
+#ifndef DT_CUDA_BACKEND_H
+#define DT_CUDA_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <dt/nn.h>
+#include "nn/im2col.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DT_CUDA_BACKEND_ABI 1
+#define DT_CUDA_BACKEND_SYMBOL "dt_cuda_backend_v1"
+/* Not dt_<kind>_<name>.so, so the plugin scan never lists it. */
+#define DT_CUDA_BACKEND_FILE "dt-cuda-backend.so"
+
+/* Scalars of one Adam/AdamW step, computed on the host (see adam_core.h):
+ * g = grad + l2 * p; m, v moving averages;
+ * p = p * shrink - step_size * m / (sqrt(v) * rbc2 + eps). */
+typedef struct dt_cuda_adam_args {
+    float beta1, beta2, eps;
+    float l2, shrink, step_size, rbc2;
+} dt_cuda_adam_args_t;
+
+typedef struct dt_cuda_backend {
+    size_t size;   /* sizeof(dt_cuda_backend_t) as the module was built */
+    unsigned abi;  /* DT_CUDA_BACKEND_ABI                               */
+    const char *built_with; /* "CUDA 13.0 runtime, cuBLAS 13.1.0"       */
+
+    /* ---- Devices (dt_device_t as in dt/nn.h). ---------------------- */
+    /* GPUs the CUDA runtime can use; 0 with the reason in why. */
+    int (*device_count)(char *why, size_t why_len);
+    /* Fill dev (kind, mem, ordinal, stream, blas, name) for GPU
+     * local_rank % ngpus and make it the calling thread's device. */
+    dt_status_t (*open)(dt_device_t *dev, int local_rank, int ngpus);
+    void (*close)(dt_device_t *dev);
+    dt_status_t (*sync)(dt_device_t *dev);
+    dt_status_t (*alloc)(dt_device_t *dev, size_t bytes, void **out);
+    void (*free)(dt_device_t *dev, void *ptr);
+    dt_status_t (*host_alloc)(dt_device_t *dev, size_t bytes, void **out);
+    void (*host_free)(dt_device_t *dev, void *ptr);
+    /* Any direction, in stream order; returns when done. */
+    dt_status_t (*copy)(dt_device_t *dev, void *dst, const void *src,
+                        size_t bytes);
+
+    /* ---- Row-major sgemm through cuBLAS (see dt_gemm). ------------- */
+    dt_status_t (*gemm)(dt_device_t *dev, int trans_a, int trans_b, int m,
+                        int n, int k, float alpha, const float *a, int lda,
+                        const float *b, int ldb, float beta, float *c,
+                        int ldc);
+
+    /* ---- Layer kernels, queued on dev->stream (the .cu files). --------- */
+    dt_status_t (*relu_forward)(dt_device_t *dev, const float *x, float *y,
+                                size_t n);
+    dt_status_t (*relu_backward)(dt_device_t *dev, const float *y,
+                                 const float *dy, float *dx, size_t n);
+    dt_status_t (*mul)(dt_device_t *dev, const float *a, const float *b,
+                       float *out, size_t n);
+    dt_status_t (*dropout_forward)(dt_device_t *dev, const float *x, float *y,
+                                   float *mask, size_t n, float p,
+                                   float scale, uint64_t key);
+    dt_status_t (*add_bias)(dt_device_t *dev, float *y, const float *b,
+                            int rows, int cols, int per_column);
+    dt_status_t (*bias_grad)(dt_device_t *dev, const float *dy, float *db,
+                             int rows, int cols, int per_column);
+    dt_status_t (*im2col)(dt_device_t *dev, const dt_conv_geom_t *g,
+                          const float *x, float *col);
+    dt_status_t (*col2im)(dt_device_t *dev, const dt_conv_geom_t *g,
+                          const float *col, float *dx);
+    dt_status_t (*cnhw_to_nchw)(dt_device_t *dev, const float *Y,
+                                const float *bias, float *y, int n, int c,
+                                size_t plane);
+    dt_status_t (*nchw_to_cnhw)(dt_device_t *dev, const float *dy, float *Y,
+                                float *db, int n, int c, size_t plane);
+    dt_status_t (*maxpool_forward)(dt_device_t *dev, const float *x, float *y,
+                                   int *arg, int planes, int h, int w, int oh,
+                                   int ow, int k, int s);
+    dt_status_t (*maxpool_backward)(dt_device_t *dev, const float *dy,
+                                    const int *arg, float *dx, int planes,
+                                    int in_plane, int out_plane);
+    dt_status_t (*softmax_xent)(dt_device_t *dev, const float *logits,
+                                const int *labels, float *probs, float *rows,
+                                int batch, int k);
+    dt_status_t (*softmax_xent_backward)(dt_device_t *dev, const float *probs,
+                                         const int *labels, float *dlogits,
+                                         int batch, int k);
+
+    /* ---- Optimizers: raw streams (cudaStream_t; NULL: the default
+     * stream) on the calling thread's current device, which
+     * dt_device_open made the trainer's GPU. -------------------------- */
+    /* Zero-filled device memory; returns once it is zeroed. */
+    dt_status_t (*mem_alloc)(size_t bytes, void **out);
+    void (*mem_free)(void *ptr);
+    /* Any direction, ordered after the work on stream; returns when done. */
+    dt_status_t (*mem_copy)(void *stream, void *dst, const void *src,
+                            size_t bytes);
+    /* g = grad + wd * p; without buf: p -= lr * g; with buf:
+     * buf = mu * buf + g; p -= lr * (nesterov ? g + mu * buf : buf). */
+    dt_status_t (*sgd_step)(void *stream, float *p, const float *grad,
+                            float *buf, size_t n, float lr, float mu,
+                            float wd, int nesterov);
+    dt_status_t (*adam_step)(void *stream, float *p, const float *grad,
+                             float *m, float *v, size_t n,
+                             const dt_cuda_adam_args_t *a);
+} dt_cuda_backend_t;
+
+/* ---- libdt's side (core/nn/cuda_*.c), exported for the optimizer
+ * plugins and the tests. ------------------------------------------------ */
+
+/* The backend, loading it on first use (DT_PLUGIN_PATH, the build tree's
+ * plugins/modules, then $(pkglibdir), as for plugins). On failure logs
+ * what is missing and returns DT_ERR_UNSUPPORTED. */
+dt_status_t dt_cuda_backend(const dt_cuda_backend_t **out);
+
+/* The backend if it is already loaded, else NULL. Every CUDA device was
+ * opened through it, so code holding a CUDA dt_device_t may use this. */
+const dt_cuda_backend_t *dt_cuda_backend_loaded(void);
+
+/* Load and check one module file; the reason for a failure in why. */
+dt_status_t dt_cuda_backend_open_file(const char *path,
+                                      const dt_cuda_backend_t **out,
+                                      char *why, size_t why_len);
+
+/* GPUs the NVIDIA driver reports, asking libcuda.so.1 itself (cuInit,
+ * cuDeviceGetCount): no cuBLAS or CUDA runtime is loaded to find that a
+ * machine has no GPU. 0 with the reason in why (may be NULL). */
+int dt_cuda_driver_device_count(char *why, size_t why_len);
+
+/* GPUs dt can use: the driver's count, then the backend (loaded only when
+ * the driver sees a GPU) and its runtime's count. 0 with the reason. */
+int dt_cuda_usable(char *why, size_t why_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DT_CUDA_BACKEND_H */

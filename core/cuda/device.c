@@ -1,0 +1,168 @@
+/* device.c (CUDA backend) — GPUs, streams, memory and copies through the
+ * CUDA runtime; the cpu side is in core/nn/device.c. */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <dt/log.h>
+#include "cuda/kernels.h"
+
+int dt_cuda_count(char *why, size_t why_len)
+{
+    int n = 0;
+    cudaError_t ce = cudaGetDeviceCount(&n);
+    if (ce != cudaSuccess) {
+        if (why && why_len)
+            snprintf(why, why_len,
+                     "the CUDA runtime finds no usable GPU: %s (is the "
+                     "NVIDIA driver older than this CUDA %d.%d runtime?)",
+                     cudaGetErrorString(ce), CUDART_VERSION / 1000,
+                     CUDART_VERSION % 1000 / 10);
+        cudaGetLastError(); /* clear the sticky error */
+        return 0;
+    }
+    if (n == 0 && why && why_len)
+        snprintf(why, why_len, "the CUDA runtime sees no GPU");
+    return n;
+}
+
+dt_status_t dt_cuda_open(dt_device_t *dev, int local_rank, int ngpus)
+{
+    dev->kind = DT_DEVICE_CUDA;
+    dev->mem = DT_MEM_CUDA;
+    dev->ordinal = (local_rank < 0 ? 0 : local_rank) % ngpus;
+    struct cudaDeviceProp prop;
+    cudaStream_t stream = NULL;
+    cublasHandle_t blas = NULL;
+    cudaError_t ce = cudaSetDevice(dev->ordinal);
+    if (ce == cudaSuccess)
+        ce = cudaGetDeviceProperties(&prop, dev->ordinal);
+    if (ce == cudaSuccess)
+        ce = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    if (ce != cudaSuccess) {
+        dt_error("cannot use GPU %d (local rank %d of %d GPUs): %s",
+                 dev->ordinal, local_rank, ngpus, cudaGetErrorString(ce));
+        return DT_ERR_IO;
+    }
+    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetStream(blas, stream) != CUBLAS_STATUS_SUCCESS) {
+        dt_error("cuBLAS could not start on GPU %d: check the CUDA "
+                 "installation (libcublas) matches the driver",
+                 dev->ordinal);
+        if (blas)
+            cublasDestroy(blas);
+        cudaStreamDestroy(stream);
+        return DT_ERR_IO;
+    }
+    dev->stream = stream;
+    dev->blas = blas;
+    snprintf(dev->name, sizeof dev->name, "cuda:%d (%.100s)", dev->ordinal,
+             prop.name);
+    return DT_OK;
+}
+
+void dt_cuda_close(dt_device_t *dev)
+{
+    if (dev->blas)
+        cublasDestroy((cublasHandle_t)dev->blas);
+    if (dev->stream)
+        cudaStreamDestroy((cudaStream_t)dev->stream);
+    dev->blas = dev->stream = NULL;
+}
+
+static dt_status_t check(cudaError_t ce, const char *on, const char *what,
+                         size_t bytes)
+{
+    if (ce == cudaSuccess)
+        return DT_OK;
+    dt_error("%s (%zu bytes) failed on %s: %s", what, bytes, on,
+             cudaGetErrorString(ce));
+    return ce == cudaErrorMemoryAllocation ? DT_ERR_NOMEM : DT_ERR_IO;
+}
+
+dt_status_t dt_cuda_sync(dt_device_t *dev)
+{
+    return check(cudaStreamSynchronize((cudaStream_t)dev->stream), dev->name,
+                 "waiting for the GPU stream", 0);
+}
+
+dt_status_t dt_cuda_alloc(dt_device_t *dev, size_t bytes, void **out)
+{
+    DT_CHECK(check(cudaMalloc(out, bytes), dev->name, "cudaMalloc", bytes));
+    return check(cudaMemsetAsync(*out, 0, bytes, (cudaStream_t)dev->stream),
+                 dev->name, "cudaMemset", bytes);
+}
+
+void dt_cuda_free(dt_device_t *dev, void *ptr)
+{
+    (void)dev;
+    cudaFree(ptr);
+}
+
+dt_status_t dt_cuda_host_alloc(dt_device_t *dev, size_t bytes, void **out)
+{
+    DT_CHECK(check(cudaMallocHost(out, bytes), dev->name,
+                   "cudaMallocHost (pinned staging buffer)", bytes));
+    memset(*out, 0, bytes);
+    return DT_OK;
+}
+
+void dt_cuda_host_free(dt_device_t *dev, void *ptr)
+{
+    (void)dev;
+    cudaFreeHost(ptr);
+}
+
+dt_status_t dt_cuda_copy(dt_device_t *dev, void *dst, const void *src,
+                         size_t bytes)
+{
+    DT_CHECK(check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
+                                   (cudaStream_t)dev->stream),
+                   dev->name, "cudaMemcpy", bytes));
+    return dt_cuda_sync(dev);
+}
+
+/* ---- For the optimizer plugins: the thread's current device. ---------- */
+
+dt_status_t dt_cuda_mem_alloc(size_t bytes, void **out)
+{
+    *out = NULL;
+    if (bytes == 0)
+        bytes = 1;
+    DT_CHECK(check(cudaMalloc(out, bytes), "the current GPU", "cudaMalloc",
+                   bytes));
+    /* The default stream does not order the trainer's non-blocking
+     * stream: wait here so the zeros are in place before any step. */
+    dt_status_t st = check(cudaMemsetAsync(*out, 0, bytes, 0),
+                           "the current GPU", "cudaMemset", bytes);
+    if (st == DT_OK)
+        st = check(cudaStreamSynchronize(0), "the current GPU",
+                   "cudaMemset", bytes);
+    if (st != DT_OK) {
+        cudaFree(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+void dt_cuda_mem_free(void *ptr)
+{
+    if (ptr)
+        cudaFree(ptr);
+}
+
+dt_status_t dt_cuda_mem_copy(void *stream, void *dst, const void *src,
+                             size_t bytes)
+{
+    if (bytes == 0)
+        return DT_OK;
+    cudaStream_t s = (cudaStream_t)stream;
+    DT_CHECK(check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s),
+                   "the current GPU", "cudaMemcpy", bytes));
+    return check(cudaStreamSynchronize(s), "the current GPU", "cudaMemcpy",
+                 bytes);
+}

@@ -1,0 +1,48 @@
+/* table.c (CUDA backend) — the one symbol the module exports: the table
+ * libdt looks up after loading it (see cuda/backend.h). */
+#include "config.h"
+
+#include <cublas_api.h>
+#include <cuda_runtime_api.h>
+
+#include "cuda/kernels.h"
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+__attribute__((visibility("default"))) const dt_cuda_backend_t
+    dt_cuda_backend_v1 = {
+        .size = sizeof(dt_cuda_backend_t),
+        .abi = DT_CUDA_BACKEND_ABI,
+        .built_with = "CUDART_VERSION " STR(CUDART_VERSION) ", cuBLAS " STR(
+            CUBLAS_VER_MAJOR) "." STR(CUBLAS_VER_MINOR) "." STR(CUBLAS_VER_PATCH),
+        .device_count = dt_cuda_count,
+        .open = dt_cuda_open,
+        .close = dt_cuda_close,
+        .sync = dt_cuda_sync,
+        .alloc = dt_cuda_alloc,
+        .free = dt_cuda_free,
+        .host_alloc = dt_cuda_host_alloc,
+        .host_free = dt_cuda_host_free,
+        .copy = dt_cuda_copy,
+        .gemm = dt_cuda_gemm,
+        .relu_forward = dt_cuda_relu_forward,
+        .relu_backward = dt_cuda_relu_backward,
+        .mul = dt_cuda_mul,
+        .dropout_forward = dt_cuda_dropout_forward,
+        .add_bias = dt_cuda_add_bias,
+        .bias_grad = dt_cuda_bias_grad,
+        .im2col = dt_cuda_im2col,
+        .col2im = dt_cuda_col2im,
+        .cnhw_to_nchw = dt_cuda_cnhw_to_nchw,
+        .nchw_to_cnhw = dt_cuda_nchw_to_cnhw,
+        .maxpool_forward = dt_cuda_maxpool_forward,
+        .maxpool_backward = dt_cuda_maxpool_backward,
+        .softmax_xent = dt_cuda_softmax_xent,
+        .softmax_xent_backward = dt_cuda_softmax_xent_backward,
+        .mem_alloc = dt_cuda_mem_alloc,
+        .mem_free = dt_cuda_mem_free,
+        .mem_copy = dt_cuda_mem_copy,
+        .sgd_step = dt_cuda_sgd_step,
+        .adam_step = dt_cuda_adam_step,
+};
