@@ -55,6 +55,8 @@ struct ucx_ctx {
     struct dt_request *all;  /* live requests */
     dt_status_t failed;      /* sticky: after a peer failure nothing works */
     int failed_rank;
+    unsigned long completions; /* requests UCP finished: the activity a
+                                  wait's idle timeout watches */
     int closing;             /* fini has begun: peer errors are expected */
     char tls[256], devices[256], rndv_thresh[64];
 };

@@ -113,17 +113,11 @@ static dt_status_t from_ucs(ucs_status_t s)
     }
 }
 
-/* UCP finished with q's buffer: record how, release UCP's request. */
-static void finished(req_t *q, void *ucp_req, ucs_status_t s, size_t got)
+/* The operation behind q ended with s (got: bytes received). */
+static void record(req_t *q, ucs_status_t s, size_t got)
 {
     ucx_ctx_t *c = q->ctx;
-    ucp_request_free(ucp_req);
-    q->ucp_req = NULL;
-    if (q->orphan) {
-        req_unlink(q);
-        free(q);
-        return;
-    }
+    c->completions++;
     if (q->complete) /* already failed by ucx_fail */
         return;
     q->complete = 1;
@@ -146,6 +140,20 @@ static void finished(req_t *q, void *ucp_req, ucs_status_t s, size_t got)
                  ucs_status_string(s));
         ucx_fail(c, q->peer, q->st, why);
     }
+}
+
+/* UCP finished with q's buffer: release UCP's request, record how. */
+static void finished(req_t *q, void *ucp_req, ucs_status_t s, size_t got)
+{
+    ucp_request_free(ucp_req);
+    q->ucp_req = NULL;
+    if (q->orphan) {
+        q->ctx->completions++;
+        req_unlink(q);
+        free(q);
+        return;
+    }
+    record(q, s, got);
 }
 
 static void send_cb(void *ucp_req, ucs_status_t s, void *user_data)
@@ -230,6 +238,10 @@ dt_status_t ucx_post(ucx_ctx_t *c, int is_recv, int peer, void *buf,
     };
     ucs_status_ptr_t sp;
     if (is_recv) {
+        /* A message already here would complete at once without telling
+         * its length (UCX 1.13 leaves recv_info empty then): ask for the
+         * callback always, which may run before ucp_tag_recv_nbx returns. */
+        p.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
         p.cb.recv = recv_cb;
         sp = ucp_tag_recv_nbx(c->worker, buf, len, tag, UCX_TAG_MASK_ALL, &p);
     } else {
@@ -245,11 +257,10 @@ dt_status_t ucx_post(ucx_ctx_t *c, int is_recv, int peer, void *buf,
         free(q);
         return from_ucs(s);
     }
-    if (sp == NULL) {         /* done at once (a small eager send) */
-        q->complete = 1;
-    } else if (!q->complete) { /* else the callback already ran and freed it */
+    if (sp == NULL)           /* a send done at once (eager) */
+        record(q, UCS_OK, 0);
+    else if (!q->complete)    /* else the callback already ran and freed it */
         q->ucp_req = sp;
-    }
     *out = q;
     return DT_OK;
 }
@@ -316,17 +327,23 @@ static void sleep_on_worker(ucx_ctx_t *c, int ms)
 }
 
 /* Progress until every request completed, the transport failed, or the
- * deadline passed (idle: nothing moved for c->timeout). */
+ * deadline passed (idle: no request finished for c->timeout). Activity is
+ * counted in finished requests, not in ucp_worker_progress's return: UCX's
+ * own timers (keepalive) make that non-zero even when a peer is hung. The
+ * core cuts large collectives into chunks, so completions come often. */
 static dt_status_t progress_until(ucx_ctx_t *c, dt_request_t **reqs, size_t n,
                                   double deadline, int idle)
 {
     double last = ucx_now();
+    unsigned long seen = c->completions;
     while (!all_complete(reqs, n) && c->failed == DT_OK) {
-        if (ucp_worker_progress(c->worker)) {
-            if (idle)
-                last = ucx_now();
-            continue;
+        unsigned moved = ucp_worker_progress(c->worker);
+        if (idle && c->completions != seen) {
+            seen = c->completions;
+            last = ucx_now();
         }
+        if (moved)
+            continue;
         if (all_complete(reqs, n) || c->failed != DT_OK)
             break;
         int ms = ms_until(idle ? last + c->timeout : deadline);
