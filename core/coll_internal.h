@@ -17,7 +17,7 @@ enum {
 };
 
 /* Defaults when the comm's fields are 0 (measured: docs/PERFORMANCE.md). */
-#define DT_COLL_DEFAULT_SMALL_BYTES ((size_t)64 * 1024)
+#define DT_COLL_DEFAULT_SMALL_BYTES ((size_t)256 * 1024)
 #define DT_COLL_DEFAULT_CHUNK_BYTES ((size_t)512 * 1024)
 
 /* 1 when the type/op pair has a reduction kernel. */

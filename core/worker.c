@@ -182,6 +182,7 @@ static dt_status_t join_job(void)
                          .rank = W.id.rank,
                          .size = W.id.size,
                          .timeout_ms = -1};
+    DT_CHECK(dt_comm_configure(&W.comm, W.cfg));
     dt_debug("joined the job: rank %d of %d (local %d of %d, from %s), "
              "transport %s on %s",
              W.id.rank, W.id.size, W.id.local_rank, W.id.local_size,

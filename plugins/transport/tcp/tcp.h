@@ -53,6 +53,7 @@ enum { RX_HDR, RX_BODY, RX_WAIT_POST };
 
 struct tcp_sock {
     int fd, index;
+    int eof;              /* the peer closed this socket at a boundary */
     tcp_peer_t *peer;
     /* receiving */
     int rx_state;
@@ -72,7 +73,6 @@ struct tcp_peer {
     char addr[128];       /* "host:port" for messages */
     tcp_sock_t socks[TCP_MAX_SOCKETS];
     tcp_req_t *posted;    /* receives from this peer, in posting order */
-    int closed;           /* the peer shut down cleanly                */
 };
 
 struct tcp_req {

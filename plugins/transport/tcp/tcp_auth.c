@@ -2,9 +2,10 @@
  *
  *   connector -> acceptor  hello: magic, its rank, socket index, world
  *                          size, nonce_c (32 random bytes)
- *   acceptor -> connector  nonce_a, HMAC(token, "acceptor" nonce_c ids)
+ *   acceptor -> connector  nonce_a (32 random bytes)
  *   connector -> acceptor  HMAC(token, "connector" nonce_a ids)
- *   acceptor -> connector  one byte 1: accepted
+ *   acceptor -> connector  HMAC(token, "acceptor" nonce_c ids), then one
+ *                          byte 1: accepted (or it closes: refused)
  *
  * HMAC-SHA256 over fresh nonces: a replayed or forged handshake fails, the
  * token never crosses the wire, and each side knows which rank it talks to.
@@ -75,35 +76,36 @@ dt_status_t tcp_auth_connector(int fd, const uint8_t *token, size_t token_len,
 {
     hello_t h = {htonl(HELLO_MAGIC), htonl((uint32_t)my_rank),
                  htonl((uint32_t)sock_index), htonl((uint32_t)world), {0}};
-    uint8_t reply[NONCE_BYTES + MAC_BYTES], want[MAC_BYTES], proof[MAC_BYTES];
-    uint8_t ack = 0;
+    uint8_t nonce_a[NONCE_BYTES], proof[MAC_BYTES], want[MAC_BYTES];
+    uint8_t reply[MAC_BYTES + 1];
     if (RAND_bytes(h.nonce, NONCE_BYTES) != 1)
         return DT_ERR_INTERNAL;
     DT_CHECK(tcp_io_full(fd, &h, sizeof h, 1, deadline));
-    DT_CHECK(tcp_io_full(fd, reply, sizeof reply, 0, deadline));
-    if (!mac(token, token_len, "acceptor", h.nonce, (uint32_t)my_rank,
-             (uint32_t)peer_rank, (uint32_t)sock_index, want))
-        return DT_ERR_INTERNAL;
-    if (CRYPTO_memcmp(want, reply + NONCE_BYTES, MAC_BYTES) != 0) {
-        dt_error("tcp: rank %d: the process listening at rank %d's address "
-                 "did not prove the job token: it belongs to another job or "
-                 "the address in the store is stale; restart the job",
-                 my_rank, peer_rank);
-        return DT_ERR_AUTH;
-    }
-    if (!mac(token, token_len, "connector", reply, (uint32_t)my_rank,
+    DT_CHECK(tcp_io_full(fd, nonce_a, sizeof nonce_a, 0, deadline));
+    if (!mac(token, token_len, "connector", nonce_a, (uint32_t)my_rank,
              (uint32_t)peer_rank, (uint32_t)sock_index, proof))
         return DT_ERR_INTERNAL;
     DT_CHECK(tcp_io_full(fd, proof, sizeof proof, 1, deadline));
-    dt_status_t st = tcp_io_full(fd, &ack, 1, 0, deadline);
-    if (st == DT_ERR_PEER || (st == DT_OK && ack != 1)) {
+    dt_status_t st = tcp_io_full(fd, reply, sizeof reply, 0, deadline);
+    if (st == DT_ERR_PEER) {
         dt_error("tcp: rank %d: rank %d refused our connection: the job "
                  "tokens differ (DT_JOB_TOKEN must be the one dtctl gave "
                  "this job)",
                  my_rank, peer_rank);
         return DT_ERR_AUTH;
     }
-    return st;
+    DT_CHECK(st);
+    if (!mac(token, token_len, "acceptor", h.nonce, (uint32_t)my_rank,
+             (uint32_t)peer_rank, (uint32_t)sock_index, want))
+        return DT_ERR_INTERNAL;
+    if (CRYPTO_memcmp(want, reply, MAC_BYTES) != 0 || reply[MAC_BYTES] != 1) {
+        dt_error("tcp: rank %d: the process listening at rank %d's address "
+                 "did not prove the job token: it belongs to another job or "
+                 "the address in the store is stale; restart the job",
+                 my_rank, peer_rank);
+        return DT_ERR_AUTH;
+    }
+    return DT_OK;
 }
 
 dt_status_t tcp_auth_acceptor(int fd, const uint8_t *token, size_t token_len,
@@ -112,7 +114,8 @@ dt_status_t tcp_auth_acceptor(int fd, const uint8_t *token, size_t token_len,
                               int *sock_index)
 {
     hello_t h;
-    uint8_t reply[NONCE_BYTES + MAC_BYTES], want[MAC_BYTES], proof[MAC_BYTES];
+    uint8_t nonce_a[NONCE_BYTES], want[MAC_BYTES], proof[MAC_BYTES];
+    uint8_t reply[MAC_BYTES + 1];
     char who[96];
     peer_name(fd, who, sizeof who);
     dt_status_t st = tcp_io_full(fd, &h, sizeof h, 0, deadline);
@@ -133,19 +136,17 @@ dt_status_t tcp_auth_acceptor(int fd, const uint8_t *token, size_t token_len,
                  my_rank, who, r, w, s, my_rank, world, nsock);
         return DT_ERR_AUTH;
     }
-    if (RAND_bytes(reply, NONCE_BYTES) != 1 ||
-        !mac(token, token_len, "acceptor", h.nonce, r, (uint32_t)my_rank, s,
-             reply + NONCE_BYTES))
+    if (RAND_bytes(nonce_a, NONCE_BYTES) != 1)
         return DT_ERR_INTERNAL;
-    if ((st = tcp_io_full(fd, reply, sizeof reply, 1, deadline)) != DT_OK ||
+    if ((st = tcp_io_full(fd, nonce_a, sizeof nonce_a, 1, deadline)) !=
+            DT_OK ||
         (st = tcp_io_full(fd, proof, sizeof proof, 0, deadline)) != DT_OK) {
         dt_error("tcp: rank %d: a connection from %s claiming rank %u broke "
-                 "off during authentication (%s): the other side does not "
-                 "hold this job's token",
+                 "off during authentication (%s); ignored",
                  my_rank, who, r, dt_status_str(st));
         return DT_ERR_AUTH;
     }
-    if (!mac(token, token_len, "connector", reply, r, (uint32_t)my_rank, s,
+    if (!mac(token, token_len, "connector", nonce_a, r, (uint32_t)my_rank, s,
              want))
         return DT_ERR_INTERNAL;
     if (CRYPTO_memcmp(want, proof, MAC_BYTES) != 0) {
@@ -154,8 +155,11 @@ dt_status_t tcp_auth_acceptor(int fd, const uint8_t *token, size_t token_len,
                  my_rank, who, r);
         return DT_ERR_AUTH;
     }
-    uint8_t ack = 1;
-    DT_CHECK(tcp_io_full(fd, &ack, 1, 1, deadline));
+    if (!mac(token, token_len, "acceptor", h.nonce, r, (uint32_t)my_rank, s,
+             reply))
+        return DT_ERR_INTERNAL;
+    reply[MAC_BYTES] = 1;
+    DT_CHECK(tcp_io_full(fd, reply, sizeof reply, 1, deadline));
     *peer_rank = (int)r;
     *sock_index = (int)s;
     return DT_OK;

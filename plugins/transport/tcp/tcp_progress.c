@@ -116,21 +116,24 @@ void tcp_free_requests(tcp_ctx_t *c)
 /* ---- failure ----------------------------------------------------------- */
 
 /* Tell every other peer which rank failed, where their stream is at a
- * message boundary (best effort, never blocks), then close everything so
- * that nobody waits on us. */
+ * message boundary (best effort, never blocks), then shut our sending side
+ * so that nobody waits on us (fini closes the sockets). */
 static void broadcast_abort(tcp_ctx_t *c, int failed_rank)
 {
     tcp_hdr_t h = {TCP_ABORT_MAGIC, failed_rank, 0};
     for (int p = 0; p < c->size; p++) {
-        if (p == c->rank || c->peers[p].closed)
-            continue;
         tcp_sock_t *s = &c->peers[p].socks[0];
+        if (p == c->rank || s->eof)
+            continue;
         if (s->fd >= 0 && !s->tx_head && p != failed_rank) {
             ssize_t n = send(s->fd, &h, sizeof h, MSG_NOSIGNAL | MSG_DONTWAIT);
             (void)n;
         }
     }
-    tcp_close_all(c);
+    for (int p = 0; p < c->size; p++)
+        for (int j = 0; j < c->nsock; j++)
+            if (c->peers[p].socks[j].fd >= 0)
+                shutdown(c->peers[p].socks[j].fd, SHUT_WR);
 }
 
 static void fail(tcp_ctx_t *c, int peer, dt_status_t st, const char *why)
@@ -150,11 +153,37 @@ static void fail(tcp_ctx_t *c, int peer, dt_status_t st, const char *why)
     broadcast_abort(c, peer);
 }
 
+/* A peer that failed because of a third rank sends an abort header and
+ * closes; its reset may overtake our reading it. Look for that header on
+ * sockets where it would be next (a message boundary): -1 if none. */
+static int abort_sent_by(tcp_peer_t *pe, int nsock)
+{
+    for (int j = 0; j < nsock; j++) {
+        tcp_sock_t *s = &pe->socks[j];
+        tcp_hdr_t h;
+        if (s->fd < 0 || s->rx_state != RX_HDR || s->rx_hdr_got)
+            continue;
+        if (recv(s->fd, &h, sizeof h, MSG_DONTWAIT | MSG_PEEK) ==
+                (ssize_t)sizeof h &&
+            h.magic == TCP_ABORT_MAGIC)
+            return h.tag;
+    }
+    return -1;
+}
+
 static void fail_peer_io(tcp_ctx_t *c, tcp_sock_t *s, const char *what,
                          int err)
 {
     char why[400];
-    int p = s->peer->rank;
+    int p = s->peer->rank, culprit = abort_sent_by(s->peer, c->nsock);
+    if (culprit >= 0) {
+        snprintf(why, sizeof why,
+                 "rank %d reports that rank %d failed (see that rank's "
+                 "messages)",
+                 p, culprit);
+        fail(c, culprit, DT_ERR_PEER, why);
+        return;
+    }
     if (err == 0)
         snprintf(why, sizeof why,
                  "rank %d (%s) closed the connection %s: it exited or "
@@ -166,14 +195,14 @@ static void fail_peer_io(tcp_ctx_t *c, tcp_sock_t *s, const char *what,
     fail(c, p, DT_ERR_PEER, why);
 }
 
-/* Does anything still expect this peer (a receive, a queued send)? */
-static int peer_busy(const tcp_ctx_t *c, const tcp_peer_t *pe)
+/* Does anything still expect data on this socket (a receive part, a
+ * queued send, a message half read)? */
+static int sock_busy(const tcp_sock_t *s)
 {
-    if (pe->posted)
+    if (s->tx_head || s->rx_state != RX_HDR || s->rx_hdr_got)
         return 1;
-    for (int j = 0; j < c->nsock; j++)
-        if (pe->socks[j].tx_head || pe->socks[j].rx_state == RX_BODY ||
-            pe->socks[j].rx_hdr_got)
+    for (const tcp_req_t *r = s->peer->posted; r; r = r->next_posted)
+        if (r->nparts > s->index && !(r->matched & (1u << s->index)))
             return 1;
     return 0;
 }
@@ -329,7 +358,7 @@ static void rx_finish(tcp_ctx_t *c, tcp_sock_t *s)
  * when the socket has nothing more to give now. */
 static void rx_progress(tcp_ctx_t *c, tcp_sock_t *s)
 {
-    while (c->failed == DT_OK && !s->peer->closed) {
+    while (c->failed == DT_OK && !s->eof) {
         if (s->rx_state == RX_WAIT_POST) {
             if (!rx_place(c, s))
                 return;
@@ -353,12 +382,13 @@ static void rx_progress(tcp_ctx_t *c, tcp_sock_t *s)
             return;
         }
         if (n == 0) {
-            if (peer_busy(c, s->peer)) {
+            /* All its data came before the FIN: nothing more will. */
+            if (sock_busy(s)) {
                 fail_peer_io(c, s, "in the middle of a transfer", 0);
             } else {
-                dt_debug("tcp: rank %d: rank %d closed its connection",
-                         c->rank, s->peer->rank);
-                s->peer->closed = 1;
+                dt_debug("tcp: rank %d: rank %d closed connection %d",
+                         c->rank, s->peer->rank, s->index);
+                s->eof = 1;
             }
             return;
         }
@@ -391,8 +421,10 @@ static void rx_progress(tcp_ctx_t *c, tcp_sock_t *s)
 
 /* ---- the ops ----------------------------------------------------------- */
 
+static void fail(tcp_ctx_t *c, int peer, dt_status_t st, const char *why);
+
 static dt_status_t check_args(tcp_ctx_t *c, int peer, dt_mem_t mem,
-                              const char *op)
+                              size_t len, const char *op)
 {
     if (c->failed != DT_OK)
         return c->failed == DT_ERR_TIMEOUT ? DT_ERR_PEER : c->failed;
@@ -407,12 +439,17 @@ static dt_status_t check_args(tcp_ctx_t *c, int peer, dt_mem_t mem,
                  c->rank, op);
         return DT_ERR_UNSUPPORTED;
     }
-    if (c->peers[peer].closed) {
-        dt_error("tcp: rank %d: %s with rank %d, which has closed its "
-                 "connection (exited)",
-                 c->rank, op, peer);
-        return DT_ERR_PEER;
-    }
+    /* A socket closed at a message boundary carries nothing more. */
+    for (int j = 0; j < part_count(c, len); j++)
+        if (c->peers[peer].socks[j].eof) {
+            char why[200];
+            snprintf(why, sizeof why,
+                     "%s with rank %d, which has closed its connection "
+                     "(it exited)",
+                     op, peer);
+            fail(c, peer, DT_ERR_PEER, why);
+            return DT_ERR_PEER;
+        }
     return DT_OK;
 }
 
@@ -420,7 +457,7 @@ dt_status_t tcp_isend(void *ctx, int peer, const void *buf, size_t len,
                       dt_mem_t mem, int tag, dt_request_t **req)
 {
     tcp_ctx_t *c = ctx;
-    DT_CHECK(check_args(c, peer, mem, "send"));
+    DT_CHECK(check_args(c, peer, mem, len, "send"));
     dt_request_t *q = req_new(c);
     if (!q)
         return DT_ERR_NOMEM;
@@ -452,7 +489,7 @@ dt_status_t tcp_irecv(void *ctx, int peer, void *buf, size_t len,
                       dt_mem_t mem, int tag, dt_request_t **req)
 {
     tcp_ctx_t *c = ctx;
-    DT_CHECK(check_args(c, peer, mem, "receive"));
+    DT_CHECK(check_args(c, peer, mem, len, "receive"));
     dt_request_t *q = req_new(c);
     if (!q)
         return DT_ERR_NOMEM;
@@ -514,11 +551,13 @@ static int poll_round(tcp_ctx_t *c, int ms)
     int n = 0;
     for (int p = 0; p < c->size; p++) {
         tcp_peer_t *pe = &c->peers[p];
-        if (p == c->rank || pe->closed)
+        if (p == c->rank)
             continue;
         for (int j = 0; j < c->nsock; j++) {
             tcp_sock_t *s = &pe->socks[j];
             short ev = 0;
+            if (s->eof)
+                continue;
             if (s->rx_state != RX_WAIT_POST)
                 ev |= POLLIN;
             if (s->tx_head)
@@ -598,6 +637,14 @@ dt_status_t tcp_wait(void *ctx, dt_request_t **reqs, size_t n,
     tcp_ctx_t *c = ctx;
     double start = tcp_now();
     c->last_activity = start;
+    /* The awaited data has often arrived already: read it before paying
+     * for a poll() (one recv that may say EAGAIN costs less). */
+    for (size_t i = 0; i < n && c->failed == DT_OK; i++) {
+        tcp_req_t *r = &reqs[i]->r;
+        if (r->is_recv && !r->complete && r->nparts == 1 &&
+            c->peers[r->peer].socks[0].rx_state == RX_HDR)
+            rx_progress(c, &c->peers[r->peer].socks[0]);
+    }
     while (!all_complete(reqs, n) && c->failed == DT_OK) {
         /* -1: a peer is silent for the whole timeout; else a hard limit. */
         double deadline = timeout_ms < 0 ? c->last_activity + c->timeout

@@ -140,6 +140,16 @@ static dt_status_t connect_to(tcp_ctx_t *c, const char *host,
 static void attach(tcp_ctx_t *c, int peer, int idx, int fd)
 {
     tcp_sock_t *s = &c->peers[peer].socks[idx];
+    tcp_peer_t *pe = &c->peers[peer];
+    if (strcmp(pe->addr, "?") == 0) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        char host[NI_MAXHOST] = "?";
+        if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+            getnameinfo((struct sockaddr *)&ss, sl, host, sizeof host, NULL,
+                        0, NI_NUMERICHOST);
+        snprintf(pe->addr, sizeof pe->addr, "%s", host);
+    }
     set_nonblock(fd);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
