@@ -1,0 +1,83 @@
+/* nccl_env.c — [transport.nccl] keys become NCCL's own variables, set in
+ * this worker's environment before NCCL reads them (at communicator init):
+ * socket_ifname -> NCCL_SOCKET_IFNAME (default: the interface [cluster]
+ * interface selects, when it is set), ib_hca -> NCCL_IB_HCA, debug ->
+ * NCCL_DEBUG. A key left empty keeps whatever the environment has. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <dt/log.h>
+#include "nccl_tp.h"
+
+#define SECTION "transport.nccl"
+
+/* The name of the interface that holds addr, or "" if none. */
+static void interface_of(const char *addr, char *name, size_t len)
+{
+    struct ifaddrs *ifs = NULL;
+    unsigned char want[sizeof(struct in6_addr)];
+    int fam = inet_pton(AF_INET, addr, want) == 1    ? AF_INET
+              : inet_pton(AF_INET6, addr, want) == 1 ? AF_INET6
+                                                     : 0;
+    name[0] = '\0';
+    if (!fam || getifaddrs(&ifs) != 0)
+        return;
+    for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != fam)
+            continue;
+        const void *have =
+            fam == AF_INET
+                ? (const void *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
+                : (const void *)&((struct sockaddr_in6 *)i->ifa_addr)
+                      ->sin6_addr;
+        if (memcmp(have, want, fam == AF_INET ? 4 : 16) == 0) {
+            snprintf(name, len, "%s", i->ifa_name);
+            break;
+        }
+    }
+    freeifaddrs(ifs);
+}
+
+static dt_status_t set_var(const char *var, const char *value,
+                           const char *key)
+{
+    if (setenv(var, value, 1) != 0) {
+        dt_error("nccl: cannot set %s from [transport.nccl] %s", var, key);
+        return DT_ERR_NOMEM;
+    }
+    dt_debug("nccl: %s=%s", var, value);
+    return DT_OK;
+}
+
+dt_status_t nccl_apply_env(const dt_config_t *cfg,
+                           const dt_transport_args_t *a)
+{
+    static const struct {
+        const char *key, *var;
+    } map[] = {{"socket_ifname", "NCCL_SOCKET_IFNAME"},
+               {"ib_hca", "NCCL_IB_HCA"},
+               {"debug", "NCCL_DEBUG"}};
+    for (size_t i = 0; cfg && i < sizeof map / sizeof map[0]; i++) {
+        const char *v = "";
+        DT_CHECK(dt_config_get_string(cfg, SECTION, map[i].key, &v));
+        if (*v)
+            DT_CHECK(set_var(map[i].var, v, map[i].key));
+    }
+    const char *ifn = cfg ? dt_config_get(cfg, SECTION, "socket_ifname") : NULL;
+    if ((!ifn || !*ifn) && !getenv("NCCL_SOCKET_IFNAME") && cfg &&
+        dt_config_get(cfg, "cluster", "interface") && a->bind_addr) {
+        char name[IF_NAMESIZE + 1];
+        interface_of(a->bind_addr, name, sizeof name);
+        if (name[0])
+            DT_CHECK(set_var("NCCL_SOCKET_IFNAME", name,
+                             "socket_ifname (from [cluster] interface)"));
+    }
+    return DT_OK;
+}

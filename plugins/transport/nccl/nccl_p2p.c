@@ -1,0 +1,168 @@
+/* nccl_p2p.c — point-to-point over ncclSend/ncclRecv. NCCL matches sends
+ * and receives in the order they are issued on a stream, so a send posted
+ * before its matching receive on the other side would block both ranks;
+ * therefore isend/irecv only queue, and the next test or wait issues every
+ * queued operation as one NCCL group. Host buffers go through a device
+ * buffer per request. Completion is a CUDA event polled with naps. */
+#include <stdlib.h>
+
+#include <dt/log.h>
+#include "nccl_tp.h"
+
+static void req_free(dt_request_t *q)
+{
+    if (q->done)
+        cudaEventDestroy(q->done);
+    if (q->mem == DT_MEM_HOST && q->dev)
+        cudaFree(q->dev);
+    free(q);
+}
+
+static dt_status_t post(nccl_ctx_t *c, int is_recv, int peer, void *buf,
+                        size_t len, dt_mem_t mem, dt_request_t **out)
+{
+    if (c->failed != DT_OK)
+        return c->failed;
+    if (peer < 0 || peer >= c->size || peer == c->rank) {
+        dt_error("nccl: rank %d: %s with rank %d: not another rank of 0..%d",
+                 c->rank, is_recv ? "receive" : "send", peer, c->size - 1);
+        return DT_ERR_INVALID;
+    }
+    dt_request_t *q = calloc(1, sizeof *q);
+    if (!q)
+        return DT_ERR_NOMEM;
+    *q = (dt_request_t){.is_recv = is_recv, .peer = peer, .user = buf,
+                        .dev = buf, .len = len, .mem = mem};
+    dt_status_t st = nccl_cuda_check(
+        c, cudaEventCreateWithFlags(&q->done, cudaEventDisableTiming),
+        "creating a completion event");
+    if (st == DT_OK && mem == DT_MEM_HOST) {
+        q->dev = NULL;
+        st = nccl_cuda_check(c, cudaMalloc(&q->dev, len ? len : 1),
+                             "allocating device staging memory");
+    }
+    if (st != DT_OK) {
+        req_free(q);
+        return st;
+    }
+    *c->posted_tail = q;
+    c->posted_tail = &q->next;
+    *out = q;
+    return DT_OK;
+}
+
+dt_status_t nccl_isend(void *ctx, int peer, const void *buf, size_t len,
+                       dt_mem_t mem, int tag, dt_request_t **req)
+{
+    (void)tag; /* NCCL matches by order; the core keeps tags in order too */
+    return post(ctx, 0, peer, (void *)buf, len, mem, req);
+}
+
+dt_status_t nccl_irecv(void *ctx, int peer, void *buf, size_t len,
+                       dt_mem_t mem, int tag, dt_request_t **req)
+{
+    (void)tag;
+    return post(ctx, 1, peer, buf, len, mem, req);
+}
+
+/* Issue everything queued as one group. */
+static dt_status_t launch(nccl_ctx_t *c)
+{
+    dt_request_t *q, *list = c->posted;
+    if (!list || c->failed != DT_OK)
+        return c->failed;
+    /* From here the requests belong to their callers' test/wait alone. */
+    c->posted = NULL;
+    c->posted_tail = &c->posted;
+    for (q = list; q; q = q->next)
+        if (!q->is_recv && q->mem == DT_MEM_HOST && q->len)
+            DT_CHECK(nccl_cuda_check(
+                c,
+                cudaMemcpyAsync(q->dev, q->user, q->len,
+                                cudaMemcpyHostToDevice, c->stream),
+                "copying a send to the GPU"));
+    ncclGroupStart();
+    for (q = list; q; q = q->next) {
+        ncclResult_t r = q->is_recv ? ncclRecv(q->dev, q->len, ncclInt8,
+                                               q->peer, c->comm, c->stream)
+                                    : ncclSend(q->dev, q->len, ncclInt8,
+                                               q->peer, c->comm, c->stream);
+        if (r != ncclSuccess && r != ncclInProgress) {
+            ncclGroupEnd();
+            return nccl_give_up(c, "posting point-to-point", "stuck", r);
+        }
+    }
+    DT_CHECK(nccl_check(c, ncclGroupEnd(), "point-to-point"));
+    for (q = list; q; q = q->next) {
+        if (q->is_recv && q->mem == DT_MEM_HOST && q->len)
+            DT_CHECK(nccl_cuda_check(
+                c,
+                cudaMemcpyAsync(q->user, q->dev, q->len,
+                                cudaMemcpyDeviceToHost, c->stream),
+                "copying a receive from the GPU"));
+        DT_CHECK(nccl_cuda_check(c, cudaEventRecord(q->done, c->stream),
+                                 "recording completion"));
+        q->launched = 1;
+    }
+    return DT_OK;
+}
+
+dt_status_t nccl_test(void *ctx, dt_request_t *req, int *done)
+{
+    nccl_ctx_t *c = ctx;
+    *done = 0;
+    DT_CHECK(launch(c));
+    cudaError_t e = cudaEventQuery(req->done);
+    if (e == cudaErrorNotReady)
+        return DT_OK;
+    *done = 1;
+    req_free(req);
+    return nccl_cuda_check(c, e, "point-to-point");
+}
+
+dt_status_t nccl_wait(void *ctx, dt_request_t **reqs, size_t n,
+                      int timeout_ms)
+{
+    nccl_ctx_t *c = ctx;
+    dt_status_t st = launch(c);
+    double start = nccl_now(), last = start;
+    int round = 0;
+    for (size_t i = 0; i < n && st == DT_OK;) {
+        cudaError_t e = cudaEventQuery(reqs[i]->done);
+        if (e == cudaSuccess) {
+            i++;
+            last = nccl_now();
+            continue;
+        }
+        if (e != cudaErrorNotReady) {
+            st = nccl_cuda_check(c, e, "point-to-point");
+            break;
+        }
+        ncclResult_t r = ncclSuccess;
+        ncclCommGetAsyncError(c->comm, &r);
+        if (r != ncclSuccess && r != ncclInProgress) {
+            st = nccl_give_up(c, "point-to-point", "stuck", r);
+            break;
+        }
+        if (timeout_ms >= 0 && nccl_now() > start + timeout_ms / 1000.0)
+            return DT_ERR_TIMEOUT; /* requests stay valid */
+        if (timeout_ms < 0 && nccl_now() > last + c->timeout) {
+            st = nccl_give_up(c, "point-to-point", "stuck", r);
+            break;
+        }
+        nccl_nap(&round);
+    }
+    for (size_t i = 0; i < n; i++)
+        req_free(reqs[i]);
+    return st;
+}
+
+void nccl_free_posted(nccl_ctx_t *c)
+{
+    while (c->posted) {
+        dt_request_t *q = c->posted;
+        c->posted = q->next;
+        req_free(q);
+    }
+    c->posted_tail = &c->posted;
+}

@@ -1,0 +1,51 @@
+/* peer_exit.c — a worker for transport failure tests: every rank joins the
+ * job, then the rank named by PEER_EXIT_RANK (default 1) leaves at once
+ * without dt_finalize (as a crash would, but exiting 0 so that dtctl lets
+ * the others run on), while the others run allreduces on it.
+ *
+ * A survivor prints "peer_exit: rank R: allreduce failed: STATUS" and exits
+ * 3 when the transport reported the failure (the test then checks that the
+ * transport's own error line named the rank that left), or exits 0 if
+ * every allreduce succeeded (which the test counts as a failure).
+ * PEER_EXIT_MODE=stop: the rank stops itself (SIGSTOP) instead, a hung
+ * peer that only the transport's timeout can catch. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <dt/dt.h>
+
+int main(void)
+{
+    const char *v = getenv("PEER_EXIT_RANK");
+    const char *mode = getenv("PEER_EXIT_MODE");
+    int victim = v ? atoi(v) : 1;
+    if (dt_init() != DT_OK)
+        return 2;
+    if (dt_rank() == victim) {
+        int stop = mode && strcmp(mode, "stop") == 0;
+        fprintf(stderr, "peer_exit: rank %d %s now\n", victim,
+                stop ? "stops (SIGSTOP)" : "leaves the job");
+        if (stop)
+            raise(SIGSTOP);
+        _exit(0);
+    }
+    size_t n = (size_t)4 << 20; /* 16 MiB of float32: a rendezvous path */
+    float *buf = calloc(n, sizeof *buf);
+    if (!buf)
+        return 2;
+    for (int i = 0; i < 50; i++) {
+        dt_status_t st = dt_allreduce(buf, buf, n, DT_FLOAT32, DT_SUM);
+        if (st != DT_OK) {
+            fprintf(stderr, "peer_exit: rank %d: allreduce failed: %s\n",
+                    dt_rank(), dt_status_str(st));
+            free(buf);
+            _exit(3);
+        }
+    }
+    free(buf);
+    dt_finalize();
+    return 0;
+}

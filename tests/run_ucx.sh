@@ -1,0 +1,114 @@
+#!/bin/sh
+# The ucx transport through dtctl run: the allreduce example (every
+# collective, odd counts, checked exactly) for N = 1..8 over UCX's default
+# transports (shared memory, CMA) and over tls = tcp; a peer that dies and
+# a peer that hangs are errors naming that rank; a worker with another
+# job's token is refused.
+set -u
+plugin="$top_builddir/plugins/modules/dt_transport_ucx.so"
+if [ ! -e "$plugin" ]; then
+    echo "SKIP: the ucx transport plugin is not built ($plugin is missing;" \
+         "install libucx-dev and reconfigure)"
+    exit 77
+fi
+ex="$top_builddir/examples/allreduce"
+pe="$top_builddir/tests/peer_exit"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dt-ucx.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+unset DT_RANK DT_WORLD_SIZE DT_RENDEZVOUS DT_JOB_TOKEN DT_INTERFACE \
+    DT_TRANSPORT OMPI_COMM_WORLD_RANK SLURM_PROCID UCX_TLS \
+    UCX_NET_DEVICES 2>/dev/null
+status=0
+fail() { echo "FAIL: $*"; status=1; }
+# Nothing here may hang: every job runs under a hard limit.
+dtctl() { timeout 240 "$DTCTL" --transport=ucx "$@"; }
+
+# $1: np; the rest: extra dtctl options.
+run_job() {
+    np=$1; shift
+    if ! dtctl "$@" run -n "$np" -- "$ex" >"$tmp/out" 2>"$tmp/err"; then
+        fail "dtctl --transport=ucx $* run -n $np -- allreduce failed"
+        cat "$tmp/out" "$tmp/err"
+        return
+    fi
+    if ! grep -q "allreduce example: $np ranks\{0,1\}, all collectives correct" \
+        "$tmp/out"; then
+        fail "dtctl --transport=ucx $* run -n $np: no success line"
+        cat "$tmp/out" "$tmp/err"
+        return
+    fi
+    echo "ok: ucx $* -n $np"
+}
+
+for np in 1 2 3 4 5 6 7 8; do
+    run_job $np
+done
+for np in 2 3 4 5 8; do
+    run_job $np --set transport.ucx.tls=tcp --set cluster.interface=lo
+done
+
+# The settings reach UCX: tls, and devices from [cluster] interface.
+if DT_LOG_LEVEL=debug dtctl --set transport.ucx.tls=tcp \
+       --set cluster.interface=lo run -n 2 -- "$ex" >"$tmp/out" 2>&1 &&
+   grep -q "ucx: rank 1: UCX_TLS=tcp" "$tmp/out" &&
+   grep -q "ucx: rank 0: UCX_NET_DEVICES=lo" "$tmp/out"; then
+    echo "ok: [transport.ucx] tls and [cluster] interface reach UCX"
+else
+    fail "settings did not reach UCX:"
+    cat "$tmp/out"
+fi
+
+# A transport UCX does not have: a clear error naming the key, no hang.
+if dtctl --set transport.ucx.tls=nosuchtransport run -n 2 -- "$ex" \
+       >"$tmp/out" 2>&1; then
+    fail "tls = nosuchtransport: the job succeeded"
+elif ! grep -q "transport.ucx\] tls" "$tmp/out"; then
+    fail "tls = nosuchtransport: no error naming [transport.ucx] tls"
+    cat "$tmp/out"
+else
+    echo "ok: an unknown tls is a clear error"
+fi
+
+# $1: label; $2: PEER_EXIT_MODE; $3: pattern the survivors must log; rest:
+# dtctl options.
+peer_fails() {
+    label=$1 mode=$2 pat=$3; shift 3
+    PEER_EXIT_MODE=$mode DT_CLUSTER_TIMEOUT=4s dtctl \
+        --set cluster.kill_grace=1s "$@" run -n 3 -- "$pe" \
+        >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ $rc -eq 124 ]; then
+        fail "$label: the job hung"
+    elif [ $rc -eq 0 ]; then
+        fail "$label: the job succeeded although rank 1 is gone"
+    elif ! grep -q "$pat" "$tmp/err" ||
+         ! grep -q "peer_exit: rank [02]: allreduce failed" "$tmp/err"; then
+        fail "$label: no error naming rank 1"
+        cat "$tmp/out" "$tmp/err"
+    else
+        echo "ok: $label is an error naming rank 1 (dtctl exit $rc)"
+    fi
+}
+peer_fails "dead peer (shm)" exit "ucx: rank [02]: the connection to rank 1 failed"
+peer_fails "dead peer (tcp)" exit "ucx: rank [02]: the connection to rank 1 failed" \
+    --set transport.ucx.tls=tcp
+peer_fails "hung peer (shm)" stop "waiting on rank(s) 1: they are hung"
+peer_fails "hung peer (tcp)" stop "waiting on rank(s) 1: they are hung" \
+    --set transport.ucx.tls=tcp
+
+# A worker with another job's token cannot join: the store refuses it, the
+# job fails instead of hanging.
+bad=$(printf '%064d' 7)
+DT_CLUSTER_TIMEOUT=10s dtctl run -n 2 -- sh -c \
+    'if [ "$DT_RANK" = 1 ]; then DT_JOB_TOKEN=$1; export DT_JOB_TOKEN; fi
+     exec "$0"' "$ex" "$bad" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then
+    fail "a worker with a wrong token: dtctl exit $rc"
+elif ! grep -q "could not prove it knows this job's token" "$tmp/err"; then
+    fail "wrong token: missing the refusal message"
+    cat "$tmp/err"
+else
+    echo "ok: a worker with a wrong token is refused (dtctl exit $rc)"
+fi
+exit $status
