@@ -38,6 +38,12 @@ dt_status_t dt_coll_reduce_scatter(dt_comm_t *c, const void *send,
 dt_status_t dt_coll_barrier(dt_comm_t *c);
 void dt_comm_release(dt_comm_t *c); /* frees scratch; not the transport */
 
+/* Section [collectives] (coll_config.c): allreduce_small, ring_chunk. */
+extern const dt_key_spec_t dt_coll_keys[];
+/* Set small_bytes and chunk_bytes from [collectives] (a core section:
+ * every dt_config_t knows it). */
+dt_status_t dt_comm_configure(dt_comm_t *c, const dt_config_t *cfg);
+
 /* dst[i] = op(dst[i], src[i]) for n elements (DT_AVG reduces as a sum; the
  * caller scales once at the end with dt_reduce_scale). Vectorized loops. */
 dt_status_t dt_reduce_local(void *dst, const void *src, size_t n,

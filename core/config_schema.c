@@ -4,6 +4,7 @@
  * describe the same keys for users. */
 #include <stddef.h>
 
+#include "coll.h"
 #include "config_schema.h"
 
 static const dt_key_spec_t cluster_keys[] = {
@@ -88,6 +89,7 @@ static const dt_core_schema_t core_schemas[] = {
     {"train", train_keys},
     {"model", model_keys},
     {"data", data_keys},
+    {"collectives", dt_coll_keys},
     {NULL, NULL}};
 
 const dt_core_schema_t *dt_config_core_schemas(void) { return core_schemas; }

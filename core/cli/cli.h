@@ -22,6 +22,9 @@ typedef struct dt_cli {
     int nargs;
     char **exec_argv;       /* after "--": the program to launch, or NULL */
     int exec_argc;
+    const char *bench_sizes;  /* dtctl bench: --sizes MIN:MAX             */
+    const char *bench_iters;  /*              --iters K                   */
+    const char *bench_factor; /*              --factor F                  */
 } dt_cli_t;
 
 /* Build the effective configuration: built-in defaults, cluster file
@@ -41,5 +44,6 @@ dt_status_t dt_cli_job_hosts(const dt_config_t *cfg, dt_hostlist_t *hosts,
 int dt_cmd_run(dt_cli_t *cli);
 int dt_cmd_plugins(dt_cli_t *cli);
 int dt_cmd_config(dt_cli_t *cli);
+int dt_cmd_bench(dt_cli_t *cli);
 
 #endif /* DT_CLI_H */

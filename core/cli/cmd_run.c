@@ -16,6 +16,7 @@
 #include "output_lines.h"
 #include "plugin_loader.h"
 #include "run_env.h"
+#include "run_rendezvous.h"
 #include "stop_signals.h"
 #include "supervise.h"
 
@@ -35,6 +36,7 @@ typedef struct run_state {
     const dt_launcher_ops_t *ops;
     void *ctx;
     output_lines_t *lines;
+    dt_store_server_t *store;   /* the job's rendezvous store */
 } run_state_t;
 
 static int ends_with(const char *s, const char *suffix)
@@ -100,9 +102,27 @@ static dt_status_t check_launcher_ops(const dt_plugin_t *p)
     return DT_OK;
 }
 
+/* Start the job's rendezvous store; its address and the workers' config
+ * join the common environment. */
+static dt_status_t start_rendezvous(run_state_t *s)
+{
+    char **extra = NULL;
+    DT_CHECK(run_start_rendezvous(s->cfg, &s->hosts, s->job.token, &s->store,
+                                  &extra));
+    dt_status_t st = DT_OK;
+    for (char **e = extra; st == DT_OK && *e; e++) {
+        char *eq = strchr(*e, '=');
+        *eq = '\0';
+        st = env_list_addf(&s->common, *e, "%s", eq + 1);
+    }
+    dt_strv_free(extra);
+    return st;
+}
+
 static dt_status_t build_env(run_state_t *s)
 {
     DT_CHECK(run_env_common(&s->job, &s->common));
+    DT_CHECK(start_rendezvous(s));
     s->per_rank = calloc((size_t)s->np, sizeof *s->per_rank);
     s->rank_env = calloc((size_t)s->np, sizeof *s->rank_env);
     if (!s->per_rank || !s->rank_env)
@@ -187,6 +207,8 @@ static int launch_and_supervise(const dt_cli_t *cli, run_state_t *s)
     }
     s->ops->fini(s->ctx); /* kills and reaps anything left */
     s->ctx = NULL;
+    dt_store_server_stop(s->store);
+    s->store = NULL;
     output_lines_flush_all(s->lines);
     stop_signals_restore();
     return code;
@@ -196,6 +218,7 @@ static void release(run_state_t *s)
 {
     if (s->ctx)
         s->ops->fini(s->ctx);
+    dt_store_server_stop(s->store);
     output_lines_free(s->lines);
     for (int r = 0; s->per_rank && r < s->np; r++)
         env_list_free(&s->per_rank[r]);

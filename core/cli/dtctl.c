@@ -19,6 +19,8 @@ static const char usage_text[] =
     "  run [JOB.ini] [-- PROGRAM ARGS...]  start the workers and watch them\n"
     "  plugins                             list plugins and whether they work here\n"
     "  config [JOB.ini]                    show the effective configuration\n"
+    "  bench allreduce [--sizes 4K:256M] [--iters K] [--factor F]\n"
+    "                                      time allreduce on -n workers\n"
     "\n"
     "options (before or after the command):\n"
     "  -n, --np N              number of worker processes\n"
@@ -44,7 +46,8 @@ static int ends_with(const char *s, const char *suffix)
 static int parse_args(int argc, char **argv, dt_cli_t *cli)
 {
     enum { OPT_HOSTFILE = 256, OPT_LAUNCHER, OPT_TRANSPORT, OPT_STORAGE,
-           OPT_CONFIG, OPT_SET, OPT_VERSION };
+           OPT_CONFIG, OPT_SET, OPT_VERSION, OPT_SIZES, OPT_ITERS,
+           OPT_FACTOR };
     static const struct option longopts[] = {
         {"np", required_argument, NULL, 'n'},
         {"hosts", required_argument, NULL, 'H'},
@@ -58,6 +61,9 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
         {"quiet", no_argument, NULL, 'q'},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, 'h'},
+        {"sizes", required_argument, NULL, OPT_SIZES},
+        {"iters", required_argument, NULL, OPT_ITERS},
+        {"factor", required_argument, NULL, OPT_FACTOR},
         {NULL, 0, NULL, 0}};
     /* The program after "--" is never parsed as our options: cut it off. */
     int end = argc;
@@ -97,6 +103,9 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
             cli->sets[cli->nsets++] = optarg;
             break;
         }
+        case OPT_SIZES: cli->bench_sizes = optarg; break;
+        case OPT_ITERS: cli->bench_iters = optarg; break;
+        case OPT_FACTOR: cli->bench_factor = optarg; break;
         case 'v': cli->verbose++; break;
         case 'q': cli->quiet = 1; break;
         case OPT_VERSION: printf("dtctl (dt) %s\n", PACKAGE_VERSION); exit(0);
@@ -146,8 +155,10 @@ int main(int argc, char **argv)
         rc = dt_cmd_plugins(&cli);
     } else if (strcmp(cli.command, "config") == 0) {
         rc = dt_cmd_config(&cli);
+    } else if (strcmp(cli.command, "bench") == 0) {
+        rc = dt_cmd_bench(&cli);
     } else {
-        dt_error("unknown command '%s' (commands: run, plugins, config); "
+        dt_error("unknown command '%s' (commands: run, plugins, config, bench); "
                  "see dtctl --help",
                  cli.command);
         rc = 2;

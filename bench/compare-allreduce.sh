@@ -1,0 +1,53 @@
+#!/bin/sh
+# compare-allreduce.sh — dt's allreduce against Open MPI's MPI_Allreduce
+# over TCP, same sizes, inputs and timing, one after the other, then the
+# ratio per size (busbw dt / busbw MPI: above 1 means dt is faster).
+#
+#   bench/compare-allreduce.sh [-n N] [--sizes 4K:256M] [--iters K]
+#                              [--builddir DIR] [--transport NAME]
+# DIR is the build directory (default: the current directory when it holds
+# core/dtctl, else _build next to this script).
+set -eu
+np=2 sizes=4K:256M iters=20 transport=tcp builddir=
+here=$(cd "$(dirname "$0")" && pwd)
+while [ $# -gt 0 ]; do
+    case $1 in
+    -n) np=$2; shift 2 ;;
+    --sizes) sizes=$2; shift 2 ;;
+    --iters) iters=$2; shift 2 ;;
+    --transport) transport=$2; shift 2 ;;
+    --builddir) builddir=$2; shift 2 ;;
+    *) echo "usage: $0 [-n N] [--sizes MIN:MAX] [--iters K] [--builddir DIR] [--transport NAME]" >&2
+       exit 2 ;;
+    esac
+done
+if [ -z "$builddir" ]; then
+    if [ -x core/dtctl ]; then builddir=.; else builddir=$here/../_build; fi
+fi
+dtctl=$builddir/core/dtctl
+mpibench=$builddir/bench/mpi_allreduce
+[ -x "$dtctl" ] || { echo "no dtctl in $builddir/core: build dt first" >&2; exit 1; }
+if [ ! -x "$mpibench" ]; then
+    command -v mpicc >/dev/null || { echo "no $mpibench and no mpicc: install libopenmpi-dev" >&2; exit 1; }
+    mpibench=$(mktemp "${TMPDIR:-/tmp}/mpi_allreduce.XXXXXX")
+    mpicc -O2 -o "$mpibench" "$here/mpi_allreduce.c"
+fi
+out=$(mktemp -d "${TMPDIR:-/tmp}/dt-compare.XXXXXX")
+trap 'rm -rf "$out"' EXIT
+
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $(nproc) cores, N=$np"
+"$dtctl" bench allreduce -n "$np" --transport "$transport" \
+    --sizes "$sizes" --iters "$iters" | sed "s/^\[[0-9]*\] //" >"$out/dt"
+mpirun --allow-run-as-root --oversubscribe -np "$np" \
+    --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo \
+    "$mpibench" --sizes "$sizes" --iters "$iters" >"$out/mpi"
+cat "$out/dt" "$out/mpi"
+echo "# ratio dt/MPI (busbw; for time, MPI/dt): above 1 = dt faster"
+printf '# %12s %11s %11s %11s %11s %7s\n' bytes dt_us mpi_us dt_busbw mpi_busbw ratio
+grep -v '^#' "$out/dt" >"$out/dt.rows"
+grep -v '^#' "$out/mpi" >"$out/mpi.rows"
+awk 'NR == FNR { t[$1] = $3; b[$1] = $5; next }
+     ($1 in t) { r = $3 > 0 ? $3 / t[$1] : 0;
+                 printf "  %12s %11.2f %11.2f %11.3f %11.3f %7.2f\n",
+                        $1, t[$1], $3, b[$1], $5, r }' \
+    "$out/dt.rows" "$out/mpi.rows"

@@ -1,0 +1,79 @@
+/* dt_allreduce_bench.c — one worker of `dtctl bench allreduce`: times
+ * dt_allreduce over a range of sizes and prints (rank 0) an nccl-tests
+ * style table. Each sample is the slowest rank's time for one call, all
+ * ranks released together by a barrier; the table shows the median. The
+ * check column verifies every element of the last result on every rank. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <dt/dt.h>
+#include "bench_args.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int run_size(size_t bytes, const bench_args_t *a, float *send,
+                    float *recv, int *wrong_out, double *median)
+{
+    size_t count = bytes / sizeof(float);
+    int n = bench_iters_for(a, bytes), rank = dt_rank(), size = dt_size();
+    double *samples = malloc((size_t)n * sizeof *samples);
+    if (!samples)
+        return 1;
+    for (size_t i = 0; i < count; i++)
+        send[i] = bench_input(rank, i);
+    for (int it = -a->warmup; it < n; it++) {
+        if (dt_barrier() != DT_OK)
+            return 1;
+        double t0 = now();
+        if (dt_allreduce(send, recv, count, DT_FLOAT32, DT_SUM) != DT_OK)
+            return 1;
+        double t = now() - t0;
+        if (it < 0)
+            continue;
+        if (dt_allreduce(&t, &samples[it], 1, DT_FLOAT64, DT_MAX) != DT_OK)
+            return 1;
+    }
+    int32_t wrong = 0;
+    for (size_t i = 0; i < count; i++)
+        wrong += recv[i] != bench_expect(size, i);
+    if (dt_allreduce(&wrong, wrong_out, 1, DT_INT32, DT_SUM) != DT_OK)
+        return 1;
+    *median = bench_median(samples, n);
+    free(samples);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    bench_args_t a;
+    if (bench_parse_args(argc, argv, &a) != 0)
+        return 2;
+    if (dt_init() != DT_OK)
+        return 1;
+    size_t maxcount = a.max_bytes / sizeof(float);
+    float *send = malloc(maxcount * sizeof *send);
+    float *recv = malloc(maxcount * sizeof *recv);
+    int rc = send && recv ? 0 : 1, bad = 0;
+    if (dt_rank() == 0 && rc == 0)
+        bench_header("dt", dt_size(), &a);
+    for (size_t b = a.min_bytes; rc == 0 && b <= a.max_bytes;
+         b *= (size_t)a.factor) {
+        int wrong = 0;
+        double med = 0;
+        rc = run_size(b, &a, send, recv, &wrong, &med);
+        if (rc == 0 && dt_rank() == 0)
+            bench_row(b, med, dt_size(), wrong);
+        bad |= wrong != 0;
+    }
+    free(send);
+    free(recv);
+    dt_status_t st = dt_finalize();
+    return rc ? rc : bad ? 3 : st == DT_OK ? 0 : 1;
+}

@@ -1,0 +1,87 @@
+/* coll_allreduce.c — allreduce: the transport's own when it has one, else
+ * recursive doubling below small_bytes (log2(n) exchanges of the whole
+ * vector: least latency) and the pipelined ring above (2(n-1)/n of the
+ * data per rank on the wire: best bandwidth). */
+#include <string.h>
+
+#include <dt/log.h>
+#include "coll.h"
+#include "coll_internal.h"
+
+/* Recursive doubling with the usual fold for n not a power of two: the
+ * first 2*rem ranks pair up (even sends to odd), p2 ranks exchange, then
+ * the odd ones hand the result back. a op b and b op a give the same bits,
+ * so every rank ends with identical values. buf holds the input already. */
+static dt_status_t recursive_doubling(dt_comm_t *c, void *buf, size_t count,
+                                      dt_dtype_t t, dt_redop_t op)
+{
+    const int tag = DT_TAG_ALLREDUCE, r = c->rank, n = c->size;
+    size_t bytes = count * dt_dtype_size(t);
+    int p2 = 1;
+    while (p2 * 2 <= n)
+        p2 *= 2;
+    int rem = n - p2, vr;
+    void *tmp;
+    DT_CHECK(dt_coll_scratch(c, bytes, &tmp));
+    if (r < 2 * rem) {
+        if (r % 2 == 0) {
+            dt_request_t *q;
+            DT_CHECK(dt_coll_isend(c, r + 1, buf, bytes, tag, &q));
+            DT_CHECK(dt_coll_wait(c, &q, 1));
+            vr = -1;
+        } else {
+            dt_request_t *q;
+            DT_CHECK(dt_coll_irecv(c, r - 1, tmp, bytes, tag, &q));
+            DT_CHECK(dt_coll_wait(c, &q, 1));
+            DT_CHECK(dt_coll_reduce3(buf, buf, tmp, count, t, op));
+            vr = r / 2;
+        }
+    } else {
+        vr = r - rem;
+    }
+    if (vr >= 0) {
+        for (int mask = 1; mask < p2; mask <<= 1) {
+            int vp = vr ^ mask, peer = vp < rem ? vp * 2 + 1 : vp + rem;
+            DT_CHECK(dt_coll_sendrecv(c, peer, buf, bytes, peer, tmp, bytes,
+                                      tag));
+            DT_CHECK(dt_coll_reduce3(buf, buf, tmp, count, t, op));
+        }
+    }
+    if (r < 2 * rem) {
+        dt_request_t *q;
+        if (r % 2)
+            DT_CHECK(dt_coll_isend(c, r - 1, buf, bytes, tag, &q));
+        else
+            DT_CHECK(dt_coll_irecv(c, r + 1, buf, bytes, tag, &q));
+        DT_CHECK(dt_coll_wait(c, &q, 1));
+    }
+    if (op == DT_AVG)
+        DT_CHECK(dt_reduce_scale(buf, count, t, 1.0 / n));
+    return DT_OK;
+}
+
+dt_status_t dt_coll_allreduce(dt_comm_t *c, const void *send, void *recv,
+                              size_t count, dt_dtype_t t, dt_redop_t op)
+{
+    if (DT_OPS_HAS(c->ops, allreduce))
+        return c->ops->allreduce(c->ctx, send, recv, count, t, op,
+                                 DT_MEM_HOST, NULL);
+    if (!dt_coll_reducible(t, op)) {
+        dt_error("allreduce: rank %d: %s with op %d is not supported "
+                 "(float32, float64, int32; sum, avg, max, min)",
+                 c->rank, dt_dtype_name(t), (int)op);
+        return DT_ERR_UNSUPPORTED;
+    }
+    size_t bytes = count * dt_dtype_size(t);
+    if (c->size == 1 || bytes < dt_coll_small_bytes(c)) {
+        if (send != recv && bytes)
+            memcpy(recv, send, bytes);
+        if (c->size == 1 || count == 0)
+            return DT_OK; /* the average of one rank is its value */
+        return recursive_doubling(c, recv, count, t, op);
+    }
+    dt_ring_args_t a = {.src = send, .work = recv, .count = count, .t = t,
+                        .op = op, .rs = 1, .ag = 1,
+                        .tag = DT_TAG_ALLREDUCE};
+    return dt_coll_ring(c, &a);
+}

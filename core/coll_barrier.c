@@ -1,0 +1,20 @@
+/* coll_barrier.c — the dissemination barrier: ceil(log2(n)) rounds of
+ * empty messages; in round k rank r signals r + 2^k and waits for r - 2^k.
+ * No rank leaves before every rank has entered. */
+#include <dt/log.h>
+#include "coll.h"
+#include "coll_internal.h"
+
+dt_status_t dt_coll_barrier(dt_comm_t *c)
+{
+    if (DT_OPS_HAS(c->ops, barrier))
+        return c->ops->barrier(c->ctx);
+    const int n = c->size, r = c->rank;
+    for (int d = 1; d < n; d <<= 1) {
+        char none = 0;
+        DT_CHECK(dt_coll_sendrecv(c, (r + d) % n, &none, 0,
+                                  dt_mod(r - d, n), &none, 0,
+                                  DT_TAG_BARRIER));
+    }
+    return DT_OK;
+}

@@ -1,0 +1,73 @@
+/* coll_comm.c — the communicator's plumbing: point-to-point wrappers,
+ * scratch space and the tunables' defaults. */
+#include <stdlib.h>
+
+#include <dt/log.h>
+#include "coll.h"
+#include "coll_internal.h"
+
+dt_status_t dt_coll_isend(dt_comm_t *c, int peer, const void *buf,
+                          size_t len, int tag, dt_request_t **req)
+{
+    return c->ops->isend(c->ctx, peer, buf, len, DT_MEM_HOST, tag, req);
+}
+
+dt_status_t dt_coll_irecv(dt_comm_t *c, int peer, void *buf, size_t len,
+                          int tag, dt_request_t **req)
+{
+    return c->ops->irecv(c->ctx, peer, buf, len, DT_MEM_HOST, tag, req);
+}
+
+dt_status_t dt_coll_wait(dt_comm_t *c, dt_request_t **reqs, size_t n)
+{
+    if (n == 0)
+        return DT_OK;
+    return c->ops->wait(c->ctx, reqs, n, c->timeout_ms);
+}
+
+dt_status_t dt_coll_sendrecv(dt_comm_t *c, int to, const void *sbuf,
+                             size_t slen, int from, void *rbuf, size_t rlen,
+                             int tag)
+{
+    dt_request_t *r[2];
+    /* Receive first: a transport may then land the data in place at once. */
+    DT_CHECK(dt_coll_irecv(c, from, rbuf, rlen, tag, &r[0]));
+    DT_CHECK(dt_coll_isend(c, to, sbuf, slen, tag, &r[1]));
+    return dt_coll_wait(c, r, 2);
+}
+
+dt_status_t dt_coll_scratch(dt_comm_t *c, size_t len, void **out)
+{
+    if (len > c->scratch_len || !c->scratch) {
+        void *p = realloc(c->scratch, len ? len : 1);
+        if (!p) {
+            dt_error("collectives: rank %d: cannot allocate %zu bytes of "
+                     "scratch memory",
+                     c->rank, len);
+            return DT_ERR_NOMEM;
+        }
+        c->scratch = p;
+        c->scratch_len = len;
+    }
+    *out = c->scratch;
+    return DT_OK;
+}
+
+size_t dt_coll_small_bytes(const dt_comm_t *c)
+{
+    return c->small_bytes ? c->small_bytes : DT_COLL_DEFAULT_SMALL_BYTES;
+}
+
+size_t dt_coll_chunk_bytes(const dt_comm_t *c)
+{
+    return c->chunk_bytes ? c->chunk_bytes : DT_COLL_DEFAULT_CHUNK_BYTES;
+}
+
+void dt_comm_release(dt_comm_t *c)
+{
+    if (!c)
+        return;
+    free(c->scratch);
+    c->scratch = NULL;
+    c->scratch_len = 0;
+}

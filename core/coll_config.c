@@ -1,0 +1,41 @@
+/* coll_config.c — the collectives' tunables, section [collectives]: they
+ * hold for every transport that uses the core's algorithms.
+ *
+ *   [collectives]
+ *   allreduce_small = 256K  allreduce (and broadcast) below this many bytes
+ *                           use recursive doubling / a binomial tree, at or
+ *                           above it the pipelined ring / chain
+ *   ring_chunk = 512K       pipelining unit of the ring and the chain
+ *
+ * Environment: DT_COLLECTIVES_ALLREDUCE_SMALL, DT_COLLECTIVES_RING_CHUNK.
+ * Defaults measured on loopback TCP (docs/PERFORMANCE.md). */
+#include <stdlib.h>
+
+#include <dt/config.h>
+#include <dt/log.h>
+#include "coll.h"
+#include "coll_internal.h"
+
+const dt_key_spec_t dt_coll_keys[] = {
+    {"allreduce_small", DT_KEY_SIZE, "256K",
+     "allreduce/broadcast below this size: latency-optimal algorithms "
+     "(recursive doubling, binomial tree); from it on: pipelined ring/chain"},
+    {"ring_chunk", DT_KEY_SIZE, "512K",
+     "pipelining chunk of the ring allreduce and the chain broadcast"},
+    {NULL, 0, NULL, NULL}};
+
+dt_status_t dt_comm_configure(dt_comm_t *c, const dt_config_t *cfg)
+{
+    uint64_t small = 0, chunk = 0;
+    DT_CHECK(dt_config_get_size(cfg, "collectives", "allreduce_small",
+                                &small));
+    DT_CHECK(dt_config_get_size(cfg, "collectives", "ring_chunk", &chunk));
+    if (chunk == 0) {
+        dt_error("[collectives] ring_chunk must be at least 1 byte");
+        return DT_ERR_CONFIG;
+    }
+    /* 0 in the comm means "default": keep "always the ring" expressible. */
+    c->small_bytes = small ? (size_t)small : 1;
+    c->chunk_bytes = (size_t)chunk;
+    return DT_OK;
+}

@@ -1,0 +1,81 @@
+/* coll_internal.h — helpers shared by the coll_*.c files: point-to-point
+ * wrappers over the transport, block layout, scratch space, the ring. */
+#ifndef DT_COLL_INTERNAL_H
+#define DT_COLL_INTERNAL_H
+
+#include <stddef.h>
+#include "coll.h"
+
+/* One tag per collective: messages of different collectives never match
+ * each other even if a rank runs ahead into the next call. */
+enum {
+    DT_TAG_ALLREDUCE = 0x4c000001,
+    DT_TAG_BROADCAST,
+    DT_TAG_ALLGATHER,
+    DT_TAG_REDUCE_SCATTER,
+    DT_TAG_BARRIER
+};
+
+/* Defaults when the comm's fields are 0 (measured: docs/PERFORMANCE.md). */
+#define DT_COLL_DEFAULT_SMALL_BYTES ((size_t)256 * 1024)
+#define DT_COLL_DEFAULT_CHUNK_BYTES ((size_t)512 * 1024)
+
+/* 1 when the type/op pair has a reduction kernel. */
+int dt_coll_reducible(dt_dtype_t t, dt_redop_t op);
+/* dst[i] = a[i] op b[i]; dst may equal a. DT_AVG sums. */
+dt_status_t dt_coll_reduce3(void *dst, const void *a, const void *b, size_t n,
+                            dt_dtype_t t, dt_redop_t op);
+
+/* Point-to-point on host memory; wait uses the comm's timeout. */
+dt_status_t dt_coll_isend(dt_comm_t *c, int peer, const void *buf,
+                          size_t len, int tag, dt_request_t **req);
+dt_status_t dt_coll_irecv(dt_comm_t *c, int peer, void *buf, size_t len,
+                          int tag, dt_request_t **req);
+dt_status_t dt_coll_wait(dt_comm_t *c, dt_request_t **reqs, size_t n);
+/* Send to one peer and receive from another at the same time. */
+dt_status_t dt_coll_sendrecv(dt_comm_t *c, int to, const void *sbuf,
+                             size_t slen, int from, void *rbuf, size_t rlen,
+                             int tag);
+
+/* A scratch buffer of at least len bytes, kept in the comm for reuse. */
+dt_status_t dt_coll_scratch(dt_comm_t *c, size_t len, void **out);
+size_t dt_coll_small_bytes(const dt_comm_t *c);
+size_t dt_coll_chunk_bytes(const dt_comm_t *c);
+
+/* Block b of count elements split over n ranks: sizes differ by at most 1. */
+static inline size_t dt_block_off(size_t count, int n, int b)
+{
+    size_t base = count / (size_t)n, rem = count % (size_t)n;
+    return (size_t)b * base + ((size_t)b < rem ? (size_t)b : rem);
+}
+static inline size_t dt_block_len(size_t count, int n, int b)
+{
+    return count / (size_t)n + ((size_t)b < count % (size_t)n ? 1 : 0);
+}
+static inline int dt_mod(int a, int n) { return ((a % n) + n) % n; }
+
+/* The pipelined ring over n blocks of `work` (layout dt_block_off):
+ * - reduce-scatter phase (rs): afterwards rank r holds the reduction of
+ *   block r in work (scaled by 1/size for DT_AVG); step 0 reads src.
+ * - allgather phase (ag): block r of work goes round; afterwards work holds
+ *   every block.
+ * Each block is cut into chunks; a received chunk is reduced and forwarded
+ * while later chunks are still on the wire. src may equal work. */
+typedef struct dt_ring_args {
+    const void *src;
+    void *work;
+    size_t count;
+    dt_dtype_t t;
+    dt_redop_t op;
+    int rs, ag;
+    int tag;
+} dt_ring_args_t;
+dt_status_t dt_coll_ring(dt_comm_t *c, const dt_ring_args_t *a);
+
+/* 1 when the transport's table holds a non-NULL entry at this offset. */
+#define DT_OPS_HAS(ops, field)                                                \
+    ((ops)->size >= offsetof(dt_transport_ops_t, field) +                     \
+                        sizeof((ops)->field) &&                               \
+     (ops)->field != NULL)
+
+#endif /* DT_COLL_INTERNAL_H */

@@ -1,0 +1,142 @@
+/* coll_reduce.c — the element-wise reduction kernels the collectives use.
+ *
+ * Vectorization: the loops are written with GCC vector extensions (32-byte
+ * vectors, loaded and stored with memcpy so any alignment works), so they
+ * are SIMD at every optimization level the build uses, not only when the
+ * auto-vectorizer's cost model agrees. Checked with
+ *   objdump -d core/.libs/libdt.so | awk '/<dt_coll_reduce3>:/,/^$/'
+ * (the kernels are inlined there), which shows addps/maxps/minps on pairs
+ * of xmm registers per 32-byte vector (baseline x86-64, SSE2), vaddps with
+ * -mavx. Element-wise IEEE add/max/min give the same
+ * bits whatever the vector width, so every rank computes the same result. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <dt/log.h>
+#include "coll.h"
+#include "coll_internal.h"
+
+typedef float vf32 __attribute__((vector_size(32)));
+typedef double vf64 __attribute__((vector_size(32)));
+typedef int32_t vi32 __attribute__((vector_size(32)));
+typedef uint32_t vu32 __attribute__((vector_size(32)));
+
+/* Vector select: C has no ?: on vectors, so blend with the compare mask. */
+#define VSEL(cond, x, y)                                                      \
+    ({                                                                        \
+        __typeof__(cond) m_ = (cond);                                         \
+        (__typeof__(x))(((__typeof__(m_))(x) & m_) |                          \
+                        ((__typeof__(m_))(y) & ~m_));                         \
+    })
+
+/* One kernel per (type, op): dst[i] = a[i] OP b[i]; dst may equal a. */
+#define DEFINE_KERNEL(NAME, T, VT, VEXPR, SEXPR)                              \
+    static void NAME(T *dst, const T *a, const T *b, size_t n)                \
+    {                                                                         \
+        const size_t lanes = sizeof(VT) / sizeof(T);                          \
+        size_t i = 0;                                                         \
+        for (; i + 2 * lanes <= n; i += 2 * lanes) {                          \
+            VT x0, x1, y0, y1;                                                \
+            memcpy(&x0, a + i, sizeof x0);                                    \
+            memcpy(&x1, a + i + lanes, sizeof x1);                            \
+            memcpy(&y0, b + i, sizeof y0);                                    \
+            memcpy(&y1, b + i + lanes, sizeof y1);                            \
+            VT r0, r1;                                                        \
+            { VT x = x0, y = y0; r0 = (VEXPR); }                              \
+            { VT x = x1, y = y1; r1 = (VEXPR); }                              \
+            memcpy(dst + i, &r0, sizeof r0);                                  \
+            memcpy(dst + i + lanes, &r1, sizeof r1);                          \
+        }                                                                     \
+        for (; i < n; i++) {                                                  \
+            T x = a[i], y = b[i];                                             \
+            dst[i] = (SEXPR);                                                 \
+        }                                                                     \
+    }
+
+DEFINE_KERNEL(reduce_f32_sum, float, vf32, x + y, x + y)
+DEFINE_KERNEL(reduce_f32_max, float, vf32, VSEL(x > y, x, y), x > y ? x : y)
+DEFINE_KERNEL(reduce_f32_min, float, vf32, VSEL(x < y, x, y), x < y ? x : y)
+DEFINE_KERNEL(reduce_f64_sum, double, vf64, x + y, x + y)
+DEFINE_KERNEL(reduce_f64_max, double, vf64, VSEL(x > y, x, y), x > y ? x : y)
+DEFINE_KERNEL(reduce_f64_min, double, vf64, VSEL(x < y, x, y), x < y ? x : y)
+/* Integer sums wrap like the hardware: done on the unsigned bits (two's
+ * complement), so overflow is defined. */
+DEFINE_KERNEL(reduce_u32_sum, uint32_t, vu32, x + y, x + y)
+DEFINE_KERNEL(reduce_i32_max, int32_t, vi32, VSEL(x > y, x, y), x > y ? x : y)
+DEFINE_KERNEL(reduce_i32_min, int32_t, vi32, VSEL(x < y, x, y), x < y ? x : y)
+
+int dt_coll_reducible(dt_dtype_t t, dt_redop_t op)
+{
+    return (t == DT_FLOAT32 || t == DT_FLOAT64 || t == DT_INT32) &&
+           (unsigned)op < DT_REDOP_COUNT;
+}
+
+dt_status_t dt_coll_reduce3(void *dst, const void *a, const void *b, size_t n,
+                            dt_dtype_t t, dt_redop_t op)
+{
+    if (n == 0)
+        return DT_OK;
+    int kind = op == DT_AVG ? DT_SUM : (int)op; /* avg: sum, scaled later */
+    switch (t) {
+    case DT_FLOAT32:
+        if (kind == DT_SUM) reduce_f32_sum(dst, a, b, n);
+        else if (kind == DT_MAX) reduce_f32_max(dst, a, b, n);
+        else if (kind == DT_MIN) reduce_f32_min(dst, a, b, n);
+        else break;
+        return DT_OK;
+    case DT_FLOAT64:
+        if (kind == DT_SUM) reduce_f64_sum(dst, a, b, n);
+        else if (kind == DT_MAX) reduce_f64_max(dst, a, b, n);
+        else if (kind == DT_MIN) reduce_f64_min(dst, a, b, n);
+        else break;
+        return DT_OK;
+    case DT_INT32:
+        if (kind == DT_SUM) reduce_u32_sum(dst, a, b, n);
+        else if (kind == DT_MAX) reduce_i32_max(dst, a, b, n);
+        else if (kind == DT_MIN) reduce_i32_min(dst, a, b, n);
+        else break;
+        return DT_OK;
+    default:
+        break;
+    }
+    dt_error("reduction of %s with op %d is not supported (supported: "
+             "float32, float64, int32 with sum, avg, max, min)",
+             dt_dtype_name(t), (int)op);
+    return DT_ERR_UNSUPPORTED;
+}
+
+dt_status_t dt_reduce_local(void *dst, const void *src, size_t n,
+                            dt_dtype_t t, dt_redop_t op)
+{
+    return dt_coll_reduce3(dst, dst, src, n, t, op);
+}
+
+/* Averages multiply by f (= 1/size): float types in their own precision,
+ * int32 rounds to nearest. */
+dt_status_t dt_reduce_scale(void *buf, size_t n, dt_dtype_t t, double f)
+{
+    switch (t) {
+    case DT_FLOAT32: {
+        float *p = buf, s = (float)f;
+        for (size_t i = 0; i < n; i++)
+            p[i] *= s;
+        return DT_OK;
+    }
+    case DT_FLOAT64: {
+        double *p = buf;
+        for (size_t i = 0; i < n; i++)
+            p[i] *= f;
+        return DT_OK;
+    }
+    case DT_INT32: {
+        int32_t *p = buf;
+        for (size_t i = 0; i < n; i++)
+            p[i] = (int32_t)lround((double)p[i] * f);
+        return DT_OK;
+    }
+    default:
+        dt_error("scaling %s values is not supported", dt_dtype_name(t));
+        return DT_ERR_UNSUPPORTED;
+    }
+}

@@ -1,0 +1,479 @@
+/* store_client.c — the rendezvous store client used by workers and
+ * transports: connect (retrying while dtctl's server starts), the mutual
+ * token handshake, then one request and one reply at a time. A mutex makes
+ * one handle safe to share between threads. After an I/O error or a timeout
+ * the connection's framing is unknown, so the handle refuses further use. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <dt/log.h>
+#include <dt/store.h>
+#include "store_proto.h"
+
+/* Replies to SET and ADD come at once; allow this long for a busy server. */
+#define STORE_IO_SECONDS 60.0
+/* A server answers a timed-out wait itself; allow this much extra. */
+#define STORE_WAIT_SLACK 5.0
+
+struct dt_store {
+    int fd;
+    int broken;
+    char where[300]; /* "host:port" for messages */
+    pthread_mutex_t lock;
+};
+
+/* ---- bytes on a blocking socket, bounded by a deadline ------------------ */
+
+static int wait_fd(int fd, short ev, double deadline)
+{
+    for (;;) {
+        int ms = -1;
+        if (deadline > 0) {
+            double left = deadline - store_now();
+            if (left <= 0)
+                return 0;
+            ms = (int)(left * 1000.0) + 1;
+        }
+        struct pollfd p = {.fd = fd, .events = ev};
+        int r = poll(&p, 1, ms);
+        if (r > 0)
+            return 1;
+        if (r < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+static dt_status_t send_all(int fd, const void *buf, size_t len,
+                            double deadline)
+{
+    const uint8_t *p = buf;
+    while (len) {
+        int w = wait_fd(fd, POLLOUT, deadline);
+        if (w == 0)
+            return DT_ERR_TIMEOUT;
+        if (w < 0)
+            return DT_ERR_IO;
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n <= 0)
+            return DT_ERR_PEER;
+        p += n;
+        len -= (size_t)n;
+    }
+    return DT_OK;
+}
+
+static dt_status_t recv_all(int fd, void *buf, size_t len, double deadline)
+{
+    uint8_t *p = buf;
+    while (len) {
+        int w = wait_fd(fd, POLLIN, deadline);
+        if (w == 0)
+            return DT_ERR_TIMEOUT;
+        if (w < 0)
+            return DT_ERR_IO;
+        ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n <= 0)
+            return DT_ERR_PEER;
+        p += n;
+        len -= (size_t)n;
+    }
+    return DT_OK;
+}
+
+/* One frame, written with one send where possible (one TCP segment for
+ * small requests). */
+static dt_status_t send_frame(int fd, const void *a, size_t alen,
+                              const void *b, size_t blen, double deadline)
+{
+    uint8_t *buf = malloc(4 + alen + blen);
+    if (!buf)
+        return DT_ERR_NOMEM;
+    store_put_u32(buf, (uint32_t)(alen + blen));
+    memcpy(buf + 4, a, alen);
+    if (blen)
+        memcpy(buf + 4 + alen, b, blen);
+    dt_status_t st = send_all(fd, buf, 4 + alen + blen, deadline);
+    OPENSSL_cleanse(buf, 4 + alen); /* may hold a handshake proof */
+    free(buf);
+    return st;
+}
+
+/* One frame of at most max bytes; *body is malloc'd. */
+static dt_status_t recv_frame(int fd, size_t max, double deadline,
+                              uint8_t **body, size_t *len)
+{
+    uint8_t hdr[4];
+    dt_status_t st = recv_all(fd, hdr, 4, deadline);
+    if (st != DT_OK)
+        return st;
+    size_t n = store_get_u32(hdr);
+    if (n == 0 || n > max)
+        return DT_ERR_INVALID;
+    uint8_t *b = malloc(n);
+    if (!b)
+        return DT_ERR_NOMEM;
+    if ((st = recv_all(fd, b, n, deadline)) != DT_OK) {
+        free(b);
+        return st;
+    }
+    *body = b;
+    *len = n;
+    return DT_OK;
+}
+
+/* ---- connect and handshake -------------------------------------------- */
+
+/* "host:port" or "[v6addr]:port" into its parts. */
+static dt_status_t split_host_port(const char *hp, char *host, size_t hlen,
+                                   char *port, size_t plen)
+{
+    const char *colon, *hstart = hp, *hend;
+    if (hp[0] == '[') {
+        hstart = hp + 1;
+        hend = strchr(hp, ']');
+        if (!hend || hend[1] != ':')
+            return DT_ERR_INVALID;
+        colon = hend + 1;
+    } else {
+        colon = strrchr(hp, ':');
+        if (!colon)
+            return DT_ERR_INVALID;
+        hend = colon;
+    }
+    size_t n = (size_t)(hend - hstart), m = strlen(colon + 1);
+    if (n == 0 || n >= hlen || m == 0 || m >= plen ||
+        strspn(colon + 1, "0123456789") != m)
+        return DT_ERR_INVALID;
+    memcpy(host, hstart, n);
+    host[n] = '\0';
+    memcpy(port, colon + 1, m + 1);
+    return DT_OK;
+}
+
+/* One TCP connection attempt to any address of host:port. */
+static int try_connect(const struct addrinfo *list, double deadline,
+                       int *last_errno)
+{
+    for (const struct addrinfo *ai = list; ai; ai = ai->ai_next) {
+        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            *last_errno = errno;
+            continue;
+        }
+        int fl = fcntl(fd, F_GETFL);
+        fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+        int r = connect(fd, ai->ai_addr, ai->ai_addrlen);
+        if (r < 0 && errno == EINPROGRESS) {
+            int w = wait_fd(fd, POLLOUT, deadline);
+            int err = 0;
+            socklen_t elen = sizeof err;
+            if (w <= 0)
+                err = ETIMEDOUT;
+            else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen))
+                err = errno;
+            r = err ? -1 : 0;
+            errno = err;
+        }
+        if (r == 0) {
+            fcntl(fd, F_SETFL, fl);
+            int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            return fd;
+        }
+        /* A refusal says more than a timeout at the deadline: keep it. */
+        if (errno != ETIMEDOUT || !*last_errno)
+            *last_errno = errno;
+        close(fd);
+    }
+    return -1;
+}
+
+static dt_status_t handshake(dt_store_t *s, const uint8_t *token,
+                             double deadline)
+{
+    uint8_t hello[1 + STORE_MAGIC_LEN + STORE_NONCE_BYTES];
+    uint8_t nonce_c[STORE_NONCE_BYTES], proof[1 + STORE_MAC_BYTES];
+    uint8_t *body = NULL;
+    size_t len = 0;
+    dt_status_t st;
+
+    hello[0] = STORE_HELLO;
+    memcpy(hello + 1, STORE_MAGIC, STORE_MAGIC_LEN);
+    if (RAND_bytes(nonce_c, sizeof nonce_c) != 1)
+        return DT_ERR_INTERNAL;
+    memcpy(hello + 1 + STORE_MAGIC_LEN, nonce_c, sizeof nonce_c);
+    if ((st = send_frame(s->fd, hello, sizeof hello, NULL, 0, deadline)) ||
+        (st = recv_frame(s->fd, STORE_MAX_HANDSHAKE_FRAME, deadline, &body,
+                         &len)))
+        goto out;
+    /* The server proves first: a client never reveals a proof to an
+     * impostor. */
+    if (len != 1 + STORE_NONCE_BYTES + STORE_MAC_BYTES ||
+        body[0] != STORE_CHALLENGE ||
+        !store_proof_ok(token, STORE_ROLE_SERVER, nonce_c, body + 1,
+                        body + 1 + STORE_NONCE_BYTES)) {
+        dt_error("rendezvous store at %s could not prove it knows this job's "
+                 "token: DT_RENDEZVOUS points to another job's store or to "
+                 "something else, or DT_JOB_TOKEN is not this job's",
+                 s->where);
+        st = DT_ERR_AUTH;
+        goto out;
+    }
+    proof[0] = STORE_PROOF;
+    if ((st = store_proof(token, STORE_ROLE_CLIENT, nonce_c, body + 1,
+                          proof + 1)) ||
+        (st = send_frame(s->fd, proof, sizeof proof, NULL, 0, deadline)))
+        goto out;
+    free(body);
+    body = NULL;
+    st = recv_frame(s->fd, STORE_MAX_HANDSHAKE_FRAME, deadline, &body, &len);
+    if (st == DT_OK && (len != 1 || body[0] != STORE_WELCOME))
+        st = DT_ERR_INVALID;
+    if (st == DT_ERR_PEER || st == DT_ERR_INVALID) {
+        dt_error("rendezvous store at %s refused this worker's job token "
+                 "(%s): check that DT_JOB_TOKEN comes from the same dtctl "
+                 "run as DT_RENDEZVOUS",
+                 s->where, dt_status_str(st));
+        st = DT_ERR_AUTH;
+    }
+out:
+    OPENSSL_cleanse(proof, sizeof proof);
+    free(body);
+    return st;
+}
+
+dt_status_t dt_store_connect(const char *host_port,
+                             const uint8_t token[DT_TOKEN_BYTES],
+                             double timeout, dt_store_t **out)
+{
+    char host[256], port[16];
+    if (!host_port || !token || !out)
+        return DT_ERR_INVALID;
+    if (split_host_port(host_port, host, sizeof host, port, sizeof port)) {
+        dt_error("rendezvous address '%s' is not host:port (DT_RENDEZVOUS "
+                 "is set by dtctl run)",
+                 host_port);
+        return DT_ERR_INVALID;
+    }
+    dt_store_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return DT_ERR_NOMEM;
+    s->fd = -1;
+    snprintf(s->where, sizeof s->where, "%s", host_port);
+    pthread_mutex_init(&s->lock, NULL);
+
+    double deadline = store_now() + (timeout > 0 ? timeout : 0.001);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    int gai = getaddrinfo(host, port, &hints, &ai);
+    if (gai) {
+        dt_error("rendezvous store %s: cannot resolve '%s': %s", host_port,
+                 host, gai_strerror(gai));
+        dt_store_close(s);
+        return DT_ERR_NOT_FOUND;
+    }
+    /* The server may still be starting: retry refused connections. */
+    int err = 0;
+    long pause_ms = 10;
+    while ((s->fd = try_connect(ai, deadline, &err)) < 0 &&
+           store_now() < deadline) {
+        struct timespec ts = {0, pause_ms * 1000000L};
+        nanosleep(&ts, NULL);
+        pause_ms = pause_ms < 500 ? pause_ms * 2 : 500;
+    }
+    freeaddrinfo(ai);
+    if (s->fd < 0) {
+        dt_error("cannot reach the rendezvous store at %s within %.1f s: %s; "
+                 "is dtctl still running, and is that address reachable "
+                 "from this host (see [cluster] interface)?",
+                 host_port, timeout, strerror(err));
+        dt_store_close(s);
+        return DT_ERR_TIMEOUT;
+    }
+    dt_status_t st = handshake(s, token, deadline);
+    if (st == DT_ERR_TIMEOUT || st == DT_ERR_PEER || st == DT_ERR_IO)
+        dt_error("rendezvous store at %s: handshake failed (%s)", host_port,
+                 dt_status_str(st));
+    if (st != DT_OK) {
+        dt_store_close(s);
+        return st;
+    }
+    *out = s;
+    return DT_OK;
+}
+
+void dt_store_close(dt_store_t *s)
+{
+    if (!s)
+        return;
+    if (s->fd >= 0)
+        close(s->fd);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+/* ---- requests ---------------------------------------------------------- */
+
+/* Send one request (head, then key with its length, then tail) and read the
+ * reply: its status, and its payload into *payload (malloc'd) if wanted. */
+static dt_status_t request(dt_store_t *s, const uint8_t *head, size_t hlen,
+                           const char *key, const void *tail, size_t tlen,
+                           double wait, void **payload, size_t *plen)
+{
+    size_t klen = key ? strlen(key) : 0;
+    if (!s || !key || klen == 0 || klen > STORE_MAX_KEY) {
+        dt_error("rendezvous store: key '%.64s%s' must be 1 to %d bytes",
+                 key ? key : "(null)", klen > 64 ? "..." : "",
+                 STORE_MAX_KEY);
+        return DT_ERR_INVALID;
+    }
+    if (tlen > STORE_MAX_VALUE) {
+        dt_error("rendezvous store: value for '%s' is %zu bytes; the limit "
+                 "is %u",
+                 key, tlen, STORE_MAX_VALUE);
+        return DT_ERR_INVALID;
+    }
+    uint8_t msg[32];
+    memcpy(msg, head, hlen);
+    store_put_u16(msg + hlen, (uint16_t)klen);
+    uint8_t *buf = malloc(hlen + 2 + klen);
+    if (!buf)
+        return DT_ERR_NOMEM;
+    memcpy(buf, msg, hlen + 2);
+    memcpy(buf + hlen + 2, key, klen);
+
+    uint8_t *body = NULL;
+    size_t len = 0;
+    dt_status_t st;
+    pthread_mutex_lock(&s->lock);
+    if (s->broken) {
+        st = DT_ERR_PEER;
+        dt_error("rendezvous store at %s: connection unusable after an "
+                 "earlier error",
+                 s->where);
+        goto out;
+    }
+    double deadline = wait < 0 ? 0 : store_now() + wait + STORE_IO_SECONDS;
+    st = send_frame(s->fd, buf, hlen + 2 + klen, tail, tlen, deadline);
+    if (st == DT_OK)
+        st = recv_frame(s->fd, 5 + STORE_MAX_VALUE, deadline, &body, &len);
+    if (st == DT_OK && (len < 5 || body[0] != STORE_REPLY))
+        st = DT_ERR_INVALID;
+    if (st != DT_OK) {
+        s->broken = 1;
+        dt_error("rendezvous store at %s: request for '%s' failed (%s); has "
+                 "dtctl stopped?",
+                 s->where, key, dt_status_str(st));
+        st = st == DT_ERR_TIMEOUT ? DT_ERR_TIMEOUT : DT_ERR_PEER;
+        goto out;
+    }
+    st = (dt_status_t)(int32_t)store_get_u32(body + 1);
+    if (st == DT_OK && payload) {
+        size_t n = len - 5;
+        void *v = malloc(n ? n + 1 : 1);
+        if (!v) {
+            st = DT_ERR_NOMEM;
+            goto out;
+        }
+        memcpy(v, body + 5, n);
+        ((char *)v)[n] = '\0'; /* handy for text values */
+        *payload = v;
+        *plen = n;
+    }
+out:
+    pthread_mutex_unlock(&s->lock);
+    free(body);
+    free(buf);
+    return st;
+}
+
+static uint32_t to_ms(double seconds)
+{
+    if (seconds < 0)
+        return UINT32_MAX; /* wait forever */
+    double ms = seconds * 1000.0;
+    return ms >= (double)(UINT32_MAX - 1) ? UINT32_MAX - 1 : (uint32_t)ms;
+}
+
+dt_status_t dt_store_set(dt_store_t *s, const char *key, const void *value,
+                         size_t len)
+{
+    uint8_t head = STORE_SET;
+    if (len && !value)
+        return DT_ERR_INVALID;
+    return request(s, &head, 1, key, value, len, 0, NULL, NULL);
+}
+
+dt_status_t dt_store_get(dt_store_t *s, const char *key, double timeout,
+                         void **value, size_t *len)
+{
+    uint8_t head[5] = {STORE_GET};
+    if (!value || !len)
+        return DT_ERR_INVALID;
+    store_put_u32(head + 1, to_ms(timeout));
+    dt_status_t st = request(s, head, sizeof head, key, NULL, 0,
+                             timeout < 0 ? -1 : timeout + STORE_WAIT_SLACK,
+                             value, len);
+    if (st == DT_ERR_TIMEOUT)
+        dt_debug("rendezvous store: key '%s' not set within %.1f s", key,
+                 timeout);
+    return st;
+}
+
+dt_status_t dt_store_add(dt_store_t *s, const char *key, int64_t delta,
+                         int64_t *result)
+{
+    uint8_t head[9] = {STORE_ADD};
+    store_put_u64(head + 1, (uint64_t)delta);
+    void *v = NULL;
+    size_t n = 0;
+    dt_status_t st = request(s, head, sizeof head, key, NULL, 0, 0, &v, &n);
+    if (st == DT_OK && n != 8)
+        st = DT_ERR_INVALID;
+    if (st == DT_OK && result)
+        *result = (int64_t)store_get_u64(v);
+    if (st == DT_ERR_INVALID)
+        dt_error("rendezvous store: add to '%s' failed: its value is not an "
+                 "integer or the sum overflows",
+                 key);
+    free(v);
+    return st;
+}
+
+dt_status_t dt_store_barrier(dt_store_t *s, const char *name, int n,
+                             double timeout)
+{
+    uint8_t head[9] = {STORE_BARRIER};
+    if (n < 1)
+        return DT_ERR_INVALID;
+    store_put_u32(head + 1, (uint32_t)n);
+    store_put_u32(head + 5, to_ms(timeout));
+    dt_status_t st = request(s, head, sizeof head, name, NULL, 0,
+                             timeout < 0 ? -1 : timeout + STORE_WAIT_SLACK,
+                             NULL, NULL);
+    if (st == DT_ERR_TIMEOUT)
+        dt_error("rendezvous store: barrier '%s' of %d did not fill within "
+                 "%.1f s: some worker did not arrive (crashed or stuck)",
+                 name, n, timeout);
+    return st;
+}

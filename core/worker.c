@@ -1,0 +1,338 @@
+/* worker.c — the worker API (dt/dt.h): one job per process. dt_init reads
+ * the environment, connects to the rendezvous store, loads the transport
+ * plugin and hands it the store; collectives go through core/coll*.c. A job
+ * of one needs none of that: its collectives are copies. */
+#include <openssl/crypto.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <dt/config.h>
+#include <dt/dt.h>
+#include <dt/log.h>
+#include <dt/store.h>
+#include "coll.h"
+#include "netif.h"
+#include "plugin_loader.h"
+#include "worker_env.h"
+
+extern char **environ;
+
+static struct worker {
+    int up;
+    dt_worker_env_t id;
+    dt_config_t *cfg;
+    dt_store_t *store;
+    const dt_plugin_t *plugin;
+    const dt_transport_ops_t *ops;
+    void *ctx;
+    dt_comm_t comm;
+    double timeout;
+    uint8_t token[DT_TOKEN_BYTES];
+} W;
+
+int dt_rank(void) { return W.up ? W.id.rank : -1; }
+int dt_size(void) { return W.up ? W.id.size : -1; }
+int dt_local_rank(void) { return W.up ? W.id.local_rank : -1; }
+int dt_local_size(void) { return W.up ? W.id.local_size : -1; }
+
+/* DT_LOG_LEVEL: a name or 0-4. Unset: the default (info). */
+static void apply_log_level(void)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug",
+                                        "trace"};
+    const char *v = getenv("DT_LOG_LEVEL");
+    if (!v || !*v)
+        return;
+    for (int i = 0; i < 5; i++)
+        if (strcmp(v, names[i]) == 0 || (v[0] == '0' + i && !v[1])) {
+            dt_log_set_level((dt_log_level_t)i);
+            return;
+        }
+    dt_warn("DT_LOG_LEVEL='%s' is not one of error, warn, info, debug, "
+            "trace (or 0-4); keeping info",
+            v);
+}
+
+static void set_log_tag(void)
+{
+    char host[256] = "?", tag[300];
+    if (gethostname(host, sizeof host) == 0) {
+        host[sizeof host - 1] = '\0';
+        host[strcspn(host, ".")] = '\0';
+    }
+    snprintf(tag, sizeof tag, "[%d %s]", W.id.rank, host);
+    dt_log_set_tag(tag);
+}
+
+/* The part of DT_RENDEZVOUS before the port, without IPv6 brackets. */
+static void rendezvous_host(const char *hp, char *host, size_t len)
+{
+    const char *colon = strrchr(hp, ':');
+    size_t n = colon ? (size_t)(colon - hp) : strlen(hp);
+    if (n >= 2 && hp[0] == '[' && hp[n - 1] == ']') {
+        hp++;
+        n -= 2;
+    }
+    snprintf(host, len, "%.*s", (int)n, hp);
+}
+
+/* The address this worker's transport listens on: [cluster] interface
+ * (DT_INTERFACE), else the route towards the rendezvous host. */
+static dt_status_t pick_bind_addr(const char *rdv, char *addr, size_t len)
+{
+    char host[256], **items = NULL;
+    size_t n = 0;
+    const char *where = "cluster.interface";
+    rendezvous_host(rdv, host, sizeof host);
+    /* Unset is the usual case: ask first, so no lookup failure is logged. */
+    dt_status_t st = DT_ERR_NOT_FOUND;
+    if (dt_config_get(W.cfg, "cluster", "interface"))
+        st = dt_config_get_list(W.cfg, "cluster", "interface", &items, &n);
+    if (st == DT_ERR_NOT_FOUND)
+        n = 0;
+    else if (st != DT_OK)
+        return st;
+    dt_config_source_t src;
+    if (n)
+        dt_config_origin(W.cfg, "cluster", "interface", &src, &where);
+    st = dt_netif_select(items, n, host, where, addr, len);
+    dt_strv_free(items);
+    return st;
+}
+
+static dt_status_t load_transport(void)
+{
+    const char *name = "tcp";
+    char why[256] = "";
+    DT_CHECK(dt_config_get_string(W.cfg, "cluster", "transport", &name));
+    DT_CHECK(dt_plugin_load(DT_KIND_TRANSPORT, name, &W.plugin, NULL));
+    if (W.plugin->available && W.plugin->available(why, sizeof why) != DT_OK) {
+        dt_error("transport '%s' cannot run here: %s; choose another with "
+                 "--transport or [cluster] transport",
+                 name, why);
+        return DT_ERR_PLUGIN;
+    }
+    const dt_transport_ops_t *ops = W.plugin->ops;
+    if (!ops || ops->size < offsetof(dt_transport_ops_t, allreduce) ||
+        !ops->init || !ops->isend || !ops->irecv || !ops->wait) {
+        dt_error("transport plugin '%s' lacks init, isend, irecv or wait; "
+                 "rebuild or fix the plugin",
+                 name);
+        return DT_ERR_PLUGIN;
+    }
+    W.ops = ops;
+    /* Its [transport.NAME] keys may come from DT_TRANSPORT_NAME_* too. */
+    char section[128];
+    snprintf(section, sizeof section, "transport.%s", name);
+    if (W.plugin->keys) {
+        DT_CHECK(dt_config_add_schema(W.cfg, section, W.plugin->keys));
+        DT_CHECK(dt_config_load_env(W.cfg, environ));
+    }
+    dt_config_check_env(W.cfg, environ);
+    return DT_OK;
+}
+
+/* Store, transport, communicator: everything a job of several needs. */
+static dt_status_t join_job(void)
+{
+    const char *rdv = getenv("DT_RENDEZVOUS");
+    const char *hex = getenv("DT_JOB_TOKEN");
+    char bind[DT_NETIF_ADDR_LEN];
+    if (!rdv || !*rdv || !hex || !*hex) {
+        dt_error("%s says this is one of %d workers, but DT_RENDEZVOUS or "
+                 "DT_JOB_TOKEN is not set: start the job with dtctl run",
+                 W.id.source, W.id.size);
+        return DT_ERR_CONFIG;
+    }
+    if (dt_token_from_hex(hex, W.token) != DT_OK) {
+        dt_error("DT_JOB_TOKEN is malformed (want %d hex digits); it must "
+                 "come unchanged from dtctl run",
+                 2 * DT_TOKEN_BYTES);
+        return DT_ERR_CONFIG;
+    }
+    DT_CHECK(dt_config_get_duration(W.cfg, "cluster", "timeout", &W.timeout));
+    DT_CHECK(load_transport());
+    DT_CHECK(pick_bind_addr(rdv, bind, sizeof bind));
+    DT_CHECK(dt_store_connect(rdv, W.token, W.timeout, &W.store));
+    dt_transport_args_t args = {
+        .rank = W.id.rank,
+        .size = W.id.size,
+        .local_rank = W.id.local_rank,
+        .local_size = W.id.local_size,
+        .store = W.store,
+        .token = W.token,
+        .token_len = DT_TOKEN_BYTES,
+        .bind_addr = bind,
+        .timeout = W.timeout,
+    };
+    dt_status_t st = W.ops->init(W.cfg, &args, &W.ctx);
+    if (st != DT_OK) {
+        dt_error("transport '%s' could not connect rank %d of %d (%s); see "
+                 "the messages above",
+                 W.plugin->name, W.id.rank, W.id.size, dt_status_str(st));
+        W.ctx = NULL;
+        return st;
+    }
+    W.comm = (dt_comm_t){.ops = W.ops,
+                         .ctx = W.ctx,
+                         .rank = W.id.rank,
+                         .size = W.id.size,
+                         .timeout_ms = -1};
+    DT_CHECK(dt_comm_configure(&W.comm, W.cfg));
+    dt_debug("joined the job: rank %d of %d (local %d of %d, from %s), "
+             "transport %s on %s",
+             W.id.rank, W.id.size, W.id.local_rank, W.id.local_size,
+             W.id.source, W.plugin->name, bind);
+    return DT_OK;
+}
+
+static void teardown(void)
+{
+    if (W.ctx && W.ops->fini)
+        W.ops->fini(W.ctx);
+    dt_comm_release(&W.comm);
+    dt_store_close(W.store);
+    dt_config_free(W.cfg);
+    OPENSSL_cleanse(W.token, sizeof W.token);
+    memset(&W, 0, sizeof W);
+}
+
+dt_status_t dt_init(void)
+{
+    if (W.up) {
+        dt_error("dt_init: already initialized; call dt_finalize first");
+        return DT_ERR_INVALID;
+    }
+    memset(&W, 0, sizeof W);
+    apply_log_level();
+    dt_status_t st = dt_worker_env_read(environ, &W.id);
+    if (st != DT_OK)
+        return st;
+    set_log_tag();
+    if ((st = dt_config_new(&W.cfg)) == DT_OK)
+        st = dt_config_load_env(W.cfg, environ);
+    if (st == DT_OK && W.id.size > 1)
+        st = join_job();
+    if (st != DT_OK) {
+        dt_error("dt_init failed for rank %d of %d: %s", W.id.rank, W.id.size,
+                 dt_status_str(st));
+        teardown();
+        return st;
+    }
+    W.up = 1;
+    return DT_OK;
+}
+
+dt_status_t dt_finalize(void)
+{
+    if (!W.up)
+        return DT_ERR_INVALID;
+    dt_status_t st = DT_OK;
+    /* Nobody closes connections a peer may still be reading from. */
+    if (W.store)
+        st = dt_store_barrier(W.store, "dt_finalize", W.id.size, W.timeout);
+    teardown();
+    dt_log_set_tag(NULL);
+    return st;
+}
+
+/* ---- collectives --------------------------------------------------------- */
+
+static dt_status_t check_call(const char *what, dt_dtype_t t, size_t count,
+                              size_t blocks)
+{
+    if (!W.up) {
+        dt_error("%s: call dt_init first", what);
+        return DT_ERR_INVALID;
+    }
+    size_t es = dt_dtype_size(t);
+    if (es == 0) {
+        dt_error("%s on rank %d: unknown element type %d", what, W.id.rank,
+                 (int)t);
+        return DT_ERR_INVALID;
+    }
+    if (count > SIZE_MAX / es / blocks) {
+        dt_error("%s on rank %d: %zu elements is too many", what, W.id.rank,
+                 count);
+        return DT_ERR_INVALID;
+    }
+    return DT_OK;
+}
+
+static dt_status_t check_op(const char *what, dt_redop_t op)
+{
+    if ((unsigned)op >= DT_REDOP_COUNT) {
+        dt_error("%s on rank %d: unknown reduction %d", what, W.id.rank,
+                 (int)op);
+        return DT_ERR_INVALID;
+    }
+    return DT_OK;
+}
+
+/* One worker: the result is the input. */
+static void copy(void *dst, const void *src, size_t count, dt_dtype_t t)
+{
+    if (dst != src && count)
+        memmove(dst, src, count * dt_dtype_size(t));
+}
+
+dt_status_t dt_allreduce(const void *send, void *recv, size_t count,
+                         dt_dtype_t type, dt_redop_t op)
+{
+    DT_CHECK(check_call("dt_allreduce", type, count, 1));
+    DT_CHECK(check_op("dt_allreduce", op));
+    if (W.id.size == 1) {
+        copy(recv, send, count, type);
+        return DT_OK;
+    }
+    return dt_coll_allreduce(&W.comm, send, recv, count, type, op);
+}
+
+dt_status_t dt_broadcast(void *buf, size_t count, dt_dtype_t type, int root)
+{
+    DT_CHECK(check_call("dt_broadcast", type, count, 1));
+    if (root < 0 || root >= W.id.size) {
+        dt_error("dt_broadcast on rank %d: root %d is not a rank (0..%d)",
+                 W.id.rank, root, W.id.size - 1);
+        return DT_ERR_INVALID;
+    }
+    if (W.id.size == 1)
+        return DT_OK;
+    return dt_coll_broadcast(&W.comm, buf, count, type, root);
+}
+
+dt_status_t dt_allgather(const void *send, void *recv, size_t count,
+                         dt_dtype_t type)
+{
+    DT_CHECK(check_call("dt_allgather", type, count, (size_t)W.id.size));
+    if (W.id.size == 1) {
+        copy(recv, send, count, type);
+        return DT_OK;
+    }
+    return dt_coll_allgather(&W.comm, send, recv, count, type);
+}
+
+dt_status_t dt_reduce_scatter(const void *send, void *recv, size_t count,
+                              dt_dtype_t type, dt_redop_t op)
+{
+    DT_CHECK(check_call("dt_reduce_scatter", type, count, (size_t)W.id.size));
+    DT_CHECK(check_op("dt_reduce_scatter", op));
+    if (W.id.size == 1) {
+        copy(recv, send, count, type);
+        return DT_OK;
+    }
+    return dt_coll_reduce_scatter(&W.comm, send, recv, count, type, op);
+}
+
+dt_status_t dt_barrier(void)
+{
+    if (!W.up) {
+        dt_error("dt_barrier: call dt_init first");
+        return DT_ERR_INVALID;
+    }
+    return W.id.size == 1 ? DT_OK : dt_coll_barrier(&W.comm);
+}

@@ -1,0 +1,87 @@
+/* dt/dt.h — the worker API: join the job that dtctl started, then run
+ * collectives with the other workers.
+ *
+ *   #include <dt/dt.h>
+ *   int main(void) {
+ *       if (dt_init() != DT_OK) return 1;
+ *       float grad[1000];  ... fill ...
+ *       dt_allreduce(grad, grad, 1000, DT_FLOAT32, DT_AVG);   // in place
+ *       dt_finalize();
+ *   }
+ *   $ dtctl run -n 4 -- ./train          (or just ./train: one worker)
+ *
+ * Where dt_init learns the job (all set by `dtctl run`):
+ *   DT_RANK, DT_WORLD_SIZE, DT_LOCAL_RANK, DT_LOCAL_SIZE   who am I
+ *     (when DT_RANK is unset: OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/
+ *      LOCAL_SIZE under mpirun, else SLURM_PROCID/NTASKS/LOCALID under
+ *      srun; with none of them the program is a job of one worker)
+ *   DT_RENDEZVOUS=host:port   the job's rendezvous store (in dtctl)
+ *   DT_JOB_TOKEN              the job secret (hex); never put it in argv
+ *   DT_TRANSPORT              transport plugin, default tcp
+ *   DT_INTERFACE              which interface to use (see [cluster]
+ *                             interface); default: the one that routes to
+ *                             the rendezvous host
+ *   DT_<SECTION>_<KEY>        configuration, e.g. DT_TRANSPORT_TCP_...,
+ *                             DT_CLUSTER_TIMEOUT (connect/peer timeout)
+ *   DT_LOG_LEVEL              error, warn, info (default), debug, trace
+ *
+ * A job of one worker needs no dtctl and no transport: collectives copy.
+ *
+ * Rules for collectives (as in MPI): every rank calls the same collectives
+ * in the same order with the same count, type, op and root. Buffers are
+ * host memory. send == recv means in place. Counts may be 0 and need not
+ * divide by the number of ranks. Calls come from one thread at a time.
+ *
+ * Errors: every function returns DT_OK or a negative dt_status_t, and logs
+ * what failed (with rank and host) before returning; dt_status_str() names
+ * the code. After a failed collective the job should stop: peers may be
+ * left waiting until their own timeout. */
+#ifndef DT_DT_H
+#define DT_DT_H
+
+#include <stddef.h>
+#include <dt/status.h>
+#include <dt/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Join the job: read the environment, connect to the rendezvous store,
+ * load the transport and connect to every other worker. Collective: every
+ * rank must call it. Calling it twice without dt_finalize is an error. */
+dt_status_t dt_init(void);
+
+/* This worker's rank (0..size-1), the number of workers, and the same on
+ * this host. -1 before dt_init. */
+int dt_rank(void);
+int dt_size(void);
+int dt_local_rank(void);
+int dt_local_size(void);
+
+/* recv[i] = op over all ranks of send[i], on every rank. */
+dt_status_t dt_allreduce(const void *send, void *recv, size_t count,
+                         dt_dtype_t type, dt_redop_t op);
+/* root's buf is copied into every other rank's buf. */
+dt_status_t dt_broadcast(void *buf, size_t count, dt_dtype_t type, int root);
+/* recv (size * count elements) gets rank r's send at r * count. */
+dt_status_t dt_allgather(const void *send, void *recv, size_t count,
+                         dt_dtype_t type);
+/* send holds size * count elements; recv (count elements) gets this rank's
+ * block of the reduction over all ranks. */
+dt_status_t dt_reduce_scatter(const void *send, void *recv, size_t count,
+                              dt_dtype_t type, dt_redop_t op);
+/* Returns once every rank has entered it. */
+dt_status_t dt_barrier(void);
+
+/* Leave the job: waits (bounded by the job timeout) until every rank has
+ * called it, then closes connections. dt_init may be called again. */
+dt_status_t dt_finalize(void);
+
+/* A short name for a status ("timed out"). */
+const char *dt_status_str(dt_status_t st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DT_DT_H */

@@ -1,0 +1,137 @@
+/* tcp.h — the tcp transport's internal state (not installed).
+ *
+ * Every pair of ranks shares `sockets_per_peer` connections, set up through
+ * the rendezvous store and authenticated with the job token (tcp_auth.c).
+ * A message is a 16-byte header and its payload, written with one writev
+ * straight from the user's buffer and read straight into the receiver's;
+ * messages of stripe_min bytes or more are cut into one part per socket.
+ * Progress happens inside isend/irecv/test/wait; wait sleeps in poll(). */
+#ifndef DT_TCP_H
+#define DT_TCP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <poll.h>
+#include <sys/uio.h>
+
+#include <dt/plugin.h>
+
+#define TCP_MAX_SOCKETS 16
+#define TCP_MSG_MAGIC 0x44544d31u /* "DTM1" */
+
+/* On the wire, little-endian host order (all ranks run the same build). */
+typedef struct tcp_hdr {
+    uint32_t magic;
+    int32_t tag;
+    uint64_t len; /* bytes of this part */
+} tcp_hdr_t;
+
+typedef struct tcp_req tcp_req_t;
+typedef struct tcp_sock tcp_sock_t;
+typedef struct tcp_peer tcp_peer_t;
+
+/* A part of a message waiting in a socket's send queue. */
+typedef struct tcp_tx {
+    tcp_req_t *req;
+    tcp_hdr_t hdr;
+    const char *data;
+    size_t len, done; /* done counts header bytes too */
+    struct tcp_tx *next;
+} tcp_tx_t;
+
+/* A part that arrived before its receive was posted (copied once). */
+typedef struct tcp_unexp {
+    int32_t tag;
+    size_t len, got;
+    char *data;
+    tcp_req_t *claimed; /* receive that will take it when complete */
+    int claimed_part;
+    struct tcp_unexp *next;
+} tcp_unexp_t;
+
+enum { RX_HDR, RX_BODY, RX_WAIT_POST };
+
+struct tcp_sock {
+    int fd, index;
+    int eof;              /* the peer closed this socket at a boundary */
+    tcp_peer_t *peer;
+    /* receiving */
+    int rx_state;
+    tcp_hdr_t rx_hdr;
+    size_t rx_hdr_got;
+    char *rx_dst;         /* where the payload goes                    */
+    size_t rx_left;
+    tcp_req_t *rx_req;    /* owner of rx_dst, or NULL for rx_unexp    */
+    tcp_unexp_t *rx_unexp;
+    tcp_unexp_t *unexp, **unexp_tail;
+    /* sending */
+    tcp_tx_t *tx_head, **tx_tail;
+};
+
+struct tcp_peer {
+    int rank;
+    char addr[128];       /* "host:port" for messages */
+    tcp_sock_t socks[TCP_MAX_SOCKETS];
+    tcp_req_t *posted;    /* receives from this peer, in posting order */
+};
+
+struct tcp_req {
+    int is_recv, peer, tag;
+    char *buf;
+    size_t len;
+    int nparts, parts_done;
+    uint32_t matched;     /* receive: parts whose header has arrived  */
+    dt_status_t st;
+    int complete;
+    tcp_req_t *next_posted;
+    tcp_req_t *prev_all, *next_all; /* every live request (freed at fini) */
+};
+
+typedef struct tcp_ctx {
+    int rank, size;
+    int nsock;            /* sockets per peer */
+    size_t stripe_min;
+    double timeout;       /* seconds */
+    size_t bufsize;       /* SO_SNDBUF/SO_RCVBUF, 0: kernel autotuning */
+    int listen_port;
+    tcp_peer_t *peers;    /* size entries; peers[rank] unused */
+    tcp_req_t *all;       /* live requests */
+    dt_status_t failed;   /* sticky: after a peer failure nothing works */
+    int failed_rank;
+    double last_activity; /* monotonic seconds of the last byte moved */
+    struct pollfd *pfds;
+    tcp_sock_t **pfd_sock;
+} tcp_ctx_t;
+
+/* tcp_wireup.c */
+dt_status_t tcp_wireup(tcp_ctx_t *c, const dt_transport_args_t *a);
+void tcp_close_all(tcp_ctx_t *c);
+
+/* tcp_auth.c: the connection handshake (both sides, bounded by deadline). */
+dt_status_t tcp_auth_connector(int fd, const uint8_t *token, size_t token_len,
+                               int my_rank, int peer_rank, int sock_index,
+                               int world, double deadline);
+/* On success *peer_rank and *sock_index say who connected. DT_ERR_AUTH for
+ * a connection that failed the check (already logged, fd still open). */
+dt_status_t tcp_auth_acceptor(int fd, const uint8_t *token, size_t token_len,
+                              int my_rank, int world, int nsock,
+                              double deadline, int *peer_rank,
+                              int *sock_index);
+
+/* tcp_io.c: blocking-with-deadline helpers for the handshake. */
+double tcp_now(void);
+dt_status_t tcp_io_full(int fd, void *buf, size_t len, int writing,
+                        double deadline);
+int tcp_ms_until(double deadline);
+
+/* tcp_progress.c: the ops. */
+dt_status_t tcp_isend(void *ctx, int peer, const void *buf, size_t len,
+                      dt_mem_t mem, int tag, dt_request_t **req);
+dt_status_t tcp_irecv(void *ctx, int peer, void *buf, size_t len,
+                      dt_mem_t mem, int tag, dt_request_t **req);
+dt_status_t tcp_test(void *ctx, dt_request_t *req, int *done);
+dt_status_t tcp_wait(void *ctx, dt_request_t **reqs, size_t n,
+                     int timeout_ms);
+void tcp_free_requests(tcp_ctx_t *c);
+
+#endif /* DT_TCP_H */

@@ -1,0 +1,214 @@
+/* test_netif.c — interface selection against this machine's real
+ * interfaces. Only "lo" / 127.0.0.0/8 are assumed to exist. */
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include "netif.h"
+
+static dt_status_t pick(const char *spec, const char *peer, char *addr)
+{
+    char *items[8], *copy = strdup(spec), *save = NULL;
+    size_t n = 0;
+    for (char *t = strtok_r(copy, ",", &save); t && n < 8;
+         t = strtok_r(NULL, ",", &save))
+        items[n++] = t;
+    dt_status_t st = dt_netif_select(items, n, peer, "test", addr,
+                                     DT_NETIF_ADDR_LEN);
+    free(copy);
+    return st;
+}
+
+/* Run pick() with stderr captured into msg. */
+static dt_status_t pick_capture(const char *spec, char *addr, char *msg,
+                                size_t msglen)
+{
+    FILE *tmp = tmpfile();
+    assert_non_null(tmp);
+    int saved = dup(2);
+    dup2(fileno(tmp), 2);
+    dt_status_t st = pick(spec, NULL, addr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(tmp);
+    size_t n = fread(msg, 1, msglen - 1, tmp);
+    msg[n] = '\0';
+    fclose(tmp);
+    fputs(msg, stderr); /* still visible in the test log */
+    return st;
+}
+
+/* An up, non-loopback IPv4 interface of this machine, or "" if none. */
+static void other_ipv4_interface(char *name, size_t len)
+{
+    struct ifaddrs *ifa = NULL;
+    name[0] = '\0';
+    assert_int_equal(getifaddrs(&ifa), 0);
+    for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
+        if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+            (i->ifa_flags & IFF_UP) && !(i->ifa_flags & IFF_LOOPBACK)) {
+            snprintf(name, len, "%s", i->ifa_name);
+            break;
+        }
+    freeifaddrs(ifa);
+}
+
+static void test_default(void **state)
+{
+    (void)state;
+    char addr[DT_NETIF_ADDR_LEN];
+    /* Single host: loopback. */
+    assert_int_equal(dt_netif_select(NULL, 0, NULL, NULL, addr, sizeof addr),
+                     DT_OK);
+    assert_string_equal(addr, "127.0.0.1");
+    /* The route to a loopback peer is loopback. */
+    assert_int_equal(dt_netif_select(NULL, 0, "127.0.0.1", NULL, addr,
+                                     sizeof addr),
+                     DT_OK);
+    assert_string_equal(addr, "127.0.0.1");
+    assert_int_equal(dt_netif_route_to("127.0.0.5", addr, sizeof addr), DT_OK);
+    assert_string_equal(addr, "127.0.0.1");
+}
+
+static void test_name(void **state)
+{
+    (void)state;
+    char addr[DT_NETIF_ADDR_LEN];
+    assert_int_equal(pick("lo", NULL, addr), DT_OK);
+    assert_string_equal(addr, "127.0.0.1"); /* IPv4 before ::1 */
+    assert_int_equal(pick("lo", "127.0.0.1", addr), DT_OK);
+    assert_string_equal(addr, "127.0.0.1");
+}
+
+static void test_cidr_and_address(void **state)
+{
+    (void)state;
+    char addr[DT_NETIF_ADDR_LEN];
+    assert_int_equal(pick("127.0.0.0/8", NULL, addr), DT_OK);
+    assert_string_equal(addr, "127.0.0.1");
+    assert_int_equal(pick("127.0.0.1/32", NULL, addr), DT_OK);
+    assert_string_equal(addr, "127.0.0.1");
+    assert_int_equal(pick("127.0.0.1", NULL, addr), DT_OK);
+    assert_string_equal(addr, "127.0.0.1");
+    /* 127.0.0.1 is not in 127.0.0.128/25. */
+    assert_int_equal(pick("127.0.0.128/25", NULL, addr), DT_ERR_CONFIG);
+}
+
+static void test_list(void **state)
+{
+    (void)state;
+    char addr[DT_NETIF_ADDR_LEN];
+    assert_int_equal(pick("nosuchif0,lo", NULL, addr), DT_OK);
+    assert_string_equal(addr, "127.0.0.1");
+    assert_int_equal(pick("0.0.0.0/32,127.0.0.0/8", NULL, addr), DT_OK);
+    assert_string_equal(addr, "127.0.0.1");
+}
+
+static void test_exclusion(void **state)
+{
+    (void)state;
+    char addr[DT_NETIF_ADDR_LEN], other[IF_NAMESIZE + 1];
+    /* Excluding what is not there leaves loopback for a single host. */
+    assert_int_equal(pick("^docker0,nosuchif0", NULL, addr), DT_OK);
+    assert_string_equal(addr, "127.0.0.1");
+    /* Excluding lo: some other interface, or an error if there is none. */
+    other_ipv4_interface(other, sizeof other);
+    dt_status_t st = pick("^lo", NULL, addr);
+    if (other[0]) {
+        assert_int_equal(st, DT_OK);
+        assert_true(strncmp(addr, "127.", 4) != 0);
+        assert_true(strcmp(addr, "::1") != 0);
+        /* Excluding both by CIDR and name works the same way. */
+        char spec[64];
+        snprintf(spec, sizeof spec, "^127.0.0.0/8,%s", other);
+        st = pick(spec, NULL, addr);
+        assert_true(st == DT_OK || st == DT_ERR_CONFIG);
+        if (st == DT_OK)
+            assert_true(strncmp(addr, "127.", 4) != 0);
+    } else {
+        assert_int_equal(st, DT_ERR_CONFIG);
+    }
+}
+
+static void test_include_with_exclusion(void **state)
+{
+    (void)state;
+    char addr[DT_NETIF_ADDR_LEN];
+    /* After an include, '^' removes just its item. */
+    assert_int_equal(pick("lo,^nosuchif0", NULL, addr), DT_OK);
+    assert_string_equal(addr, "127.0.0.1");
+    assert_int_equal(pick("127.0.0.0/8,^docker0", NULL, addr), DT_OK);
+    assert_string_equal(addr, "127.0.0.1");
+    /* Including and excluding the same thing leaves nothing. */
+    assert_int_equal(pick("lo,^lo", NULL, addr), DT_ERR_CONFIG);
+    /* lo without 127.0.0.1: its IPv6 address where it has one. */
+    dt_status_t st = pick("lo,^127.0.0.1", NULL, addr);
+    if (st == DT_OK)
+        assert_string_equal(addr, "::1");
+    else
+        assert_int_equal(st, DT_ERR_CONFIG);
+}
+
+static void test_no_match_lists_interfaces(void **state)
+{
+    (void)state;
+    char addr[DT_NETIF_ADDR_LEN], msg[8192];
+    assert_int_equal(pick_capture("nosuchif0", addr, msg, sizeof msg),
+                     DT_ERR_CONFIG);
+    assert_non_null(strstr(msg, "nosuchif0"));
+    assert_non_null(strstr(msg, "lo 127.0.0.1"));
+    assert_int_equal(pick_capture("0.0.0.0/32", addr, msg, sizeof msg),
+                     DT_ERR_CONFIG);
+    assert_non_null(strstr(msg, "lo 127.0.0.1"));
+}
+
+static void test_malformed(void **state)
+{
+    (void)state;
+    char addr[DT_NETIF_ADDR_LEN];
+    assert_int_equal(pick("10.0.0.0/33", NULL, addr), DT_ERR_CONFIG);
+    assert_int_equal(pick("10.0.0.0/", NULL, addr), DT_ERR_CONFIG);
+    assert_int_equal(pick("10.0.0/8", NULL, addr), DT_ERR_CONFIG);
+    assert_int_equal(pick("averyveryverylongname0", NULL, addr),
+                     DT_ERR_CONFIG);
+    assert_int_equal(pick("lo,^", NULL, addr), DT_ERR_CONFIG);
+}
+
+static void test_is_local(void **state)
+{
+    (void)state;
+    char me[256];
+    assert_int_equal(gethostname(me, sizeof me), 0);
+    assert_true(dt_netif_is_local("localhost"));
+    assert_true(dt_netif_is_local("127.0.0.1"));
+    assert_true(dt_netif_is_local("127.0.1.1"));
+    assert_true(dt_netif_is_local(me));
+    assert_false(dt_netif_is_local("192.0.2.1"));
+    assert_false(dt_netif_is_local(""));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_default),
+        cmocka_unit_test(test_name),
+        cmocka_unit_test(test_cidr_and_address),
+        cmocka_unit_test(test_list),
+        cmocka_unit_test(test_exclusion),
+        cmocka_unit_test(test_include_with_exclusion),
+        cmocka_unit_test(test_no_match_lists_interfaces),
+        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_is_local),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,583 @@
+/* test_store.c — the rendezvous store: server and clients in one process
+ * (threads), including hostile clients that must not crash or stall it. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <dt/store.h>
+
+#define NTHREADS 4
+#define NADDS 200
+
+typedef struct fixture {
+    uint8_t token[DT_TOKEN_BYTES];
+    dt_store_server_t *srv;
+    char where[64];
+} fixture_t;
+
+static int setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    assert_int_equal(dt_token_generate(f->token), DT_OK);
+    assert_int_equal(dt_store_server_start("127.0.0.1", 0, f->token, &f->srv),
+                     DT_OK);
+    snprintf(f->where, sizeof f->where, "127.0.0.1:%d",
+             dt_store_server_port(f->srv));
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture_t *f = *state;
+    dt_store_server_stop(f->srv);
+    free(f);
+    return 0;
+}
+
+static dt_store_t *client(const fixture_t *f)
+{
+    dt_store_t *s = NULL;
+    assert_int_equal(dt_store_connect(f->where, f->token, 10, &s), DT_OK);
+    return s;
+}
+
+/* A plain TCP connection to the store, for speaking garbage. */
+static int raw_connect(const fixture_t *f)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)dt_store_server_port(f->srv))};
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    return fd;
+}
+
+/* 1 when the server closed fd (EOF) within 30 s. */
+static int closed_by_server(int fd)
+{
+    char buf[256];
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    while (poll(&p, 1, 30000) == 1) {
+        ssize_t r = recv(fd, buf, sizeof buf, 0);
+        if (r <= 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* A good client can do a full round trip. */
+static void assert_store_serves(const fixture_t *f, const char *key)
+{
+    dt_store_t *s = client(f);
+    assert_int_equal(dt_store_set(s, key, "ok", 2), DT_OK);
+    void *v = NULL;
+    size_t len = 0;
+    assert_int_equal(dt_store_get(s, key, 5, &v, &len), DT_OK);
+    assert_int_equal(len, 2);
+    assert_memory_equal(v, "ok", 2);
+    free(v);
+    dt_store_close(s);
+}
+
+static void test_set_get(void **state)
+{
+    fixture_t *f = *state;
+    dt_store_t *s = client(f);
+    assert_int_equal(dt_store_set(s, "addr/0", "10.0.0.1:5000", 13), DT_OK);
+    void *v = NULL;
+    size_t len = 0;
+    assert_int_equal(dt_store_get(s, "addr/0", 5, &v, &len), DT_OK);
+    assert_int_equal(len, 13);
+    assert_string_equal(v, "10.0.0.1:5000"); /* NUL-terminated for text */
+    free(v);
+    /* Overwrite, and an empty value. */
+    assert_int_equal(dt_store_set(s, "addr/0", "x", 1), DT_OK);
+    assert_int_equal(dt_store_set(s, "empty", NULL, 0), DT_OK);
+    assert_int_equal(dt_store_get(s, "addr/0", 5, &v, &len), DT_OK);
+    assert_int_equal(len, 1);
+    free(v);
+    assert_int_equal(dt_store_get(s, "empty", 5, &v, &len), DT_OK);
+    assert_int_equal(len, 0);
+    free(v);
+    /* A missing key with no wait times out, and the connection stays good. */
+    assert_int_equal(dt_store_get(s, "missing", 0, &v, &len), DT_ERR_TIMEOUT);
+    assert_int_equal(dt_store_get(s, "missing", 0.05, &v, &len),
+                     DT_ERR_TIMEOUT);
+    assert_int_equal(dt_store_get(s, "addr/0", 5, &v, &len), DT_OK);
+    free(v);
+    /* Keys are bounded and non-empty. */
+    assert_int_equal(dt_store_set(s, "", "x", 1), DT_ERR_INVALID);
+    dt_store_close(s);
+}
+
+typedef struct waiter_arg {
+    const fixture_t *f;
+    dt_status_t st;
+    char value[32];
+} waiter_arg_t;
+
+static void *waiter(void *p)
+{
+    waiter_arg_t *a = p;
+    dt_store_t *s = NULL;
+    int64_t r;
+    a->st = dt_store_connect(a->f->where, a->f->token, 10, &s);
+    if (a->st == DT_OK)
+        a->st = dt_store_add(s, "waiting", 1, &r);
+    if (a->st == DT_OK) {
+        void *v = NULL;
+        size_t len = 0;
+        a->st = dt_store_get(s, "late", 30, &v, &len);
+        if (a->st == DT_OK)
+            snprintf(a->value, sizeof a->value, "%.*s", (int)len, (char *)v);
+        free(v);
+    }
+    dt_store_close(s);
+    return NULL;
+}
+
+static void test_get_waits_for_later_set(void **state)
+{
+    fixture_t *f = *state;
+    waiter_arg_t a[NTHREADS];
+    pthread_t t[NTHREADS];
+    for (int i = 0; i < NTHREADS; i++) {
+        a[i] = (waiter_arg_t){.f = f, .st = DT_ERR_INTERNAL};
+        assert_int_equal(pthread_create(&t[i], NULL, waiter, &a[i]), 0);
+    }
+    /* Set the key only after every waiter has announced itself. */
+    dt_store_t *s = client(f);
+    int64_t n = 0;
+    while (n < NTHREADS) {
+        assert_int_equal(dt_store_add(s, "waiting", 0, &n), DT_OK);
+        usleep(1000);
+    }
+    assert_int_equal(dt_store_set(s, "late", "value-42", 8), DT_OK);
+    for (int i = 0; i < NTHREADS; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(a[i].st, DT_OK);
+        assert_string_equal(a[i].value, "value-42");
+    }
+    dt_store_close(s);
+}
+
+typedef struct adder_arg {
+    const fixture_t *f;
+    int64_t results[NADDS];
+    dt_status_t st;
+} adder_arg_t;
+
+static void *adder(void *p)
+{
+    adder_arg_t *a = p;
+    dt_store_t *s = NULL;
+    a->st = dt_store_connect(a->f->where, a->f->token, 10, &s);
+    for (int i = 0; i < NADDS && a->st == DT_OK; i++)
+        a->st = dt_store_add(s, "counter", 1, &a->results[i]);
+    dt_store_close(s);
+    return NULL;
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+static void test_add_is_atomic(void **state)
+{
+    fixture_t *f = *state;
+    adder_arg_t *a = calloc(NTHREADS, sizeof *a);
+    pthread_t t[NTHREADS];
+    for (int i = 0; i < NTHREADS; i++) {
+        a[i].f = f;
+        assert_int_equal(pthread_create(&t[i], NULL, adder, &a[i]), 0);
+    }
+    int64_t all[NTHREADS * NADDS];
+    for (int i = 0; i < NTHREADS; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(a[i].st, DT_OK);
+        memcpy(all + i * NADDS, a[i].results, sizeof a[i].results);
+    }
+    /* Every add saw a distinct value: exactly 1..N once each. */
+    qsort(all, NTHREADS * NADDS, sizeof all[0], cmp_i64);
+    for (int i = 0; i < NTHREADS * NADDS; i++)
+        assert_int_equal(all[i], i + 1);
+    dt_store_t *s = client(f);
+    int64_t r = 0;
+    assert_int_equal(dt_store_add(s, "counter", -5, &r), DT_OK);
+    assert_int_equal(r, NTHREADS * NADDS - 5);
+    /* The counter reads as decimal text. */
+    void *v = NULL;
+    size_t len = 0;
+    assert_int_equal(dt_store_get(s, "counter", 1, &v, &len), DT_OK);
+    char want[32];
+    snprintf(want, sizeof want, "%d", NTHREADS * NADDS - 5);
+    assert_string_equal(v, want);
+    free(v);
+    /* Adding to a non-number is refused, and the store goes on. */
+    assert_int_equal(dt_store_set(s, "text", "abc", 3), DT_OK);
+    assert_int_equal(dt_store_add(s, "text", 1, &r), DT_ERR_INVALID);
+    assert_int_equal(dt_store_add(s, "counter", 0, &r), DT_OK);
+    dt_store_close(s);
+    free(a);
+}
+
+typedef struct barrier_arg {
+    const fixture_t *f;
+    dt_status_t st;
+    int64_t seen[2];
+} barrier_arg_t;
+
+static void *barrier_worker(void *p)
+{
+    barrier_arg_t *a = p;
+    dt_store_t *s = NULL;
+    a->st = dt_store_connect(a->f->where, a->f->token, 10, &s);
+    /* Twice with the same name: a filled barrier can be used again. */
+    for (int round = 0; round < 2 && a->st == DT_OK; round++) {
+        int64_t r;
+        char key[32];
+        snprintf(key, sizeof key, "arrived/%d", round);
+        if ((a->st = dt_store_add(s, key, 1, &r)) != DT_OK ||
+            (a->st = dt_store_barrier(s, "step", NTHREADS, 30)) != DT_OK ||
+            (a->st = dt_store_add(s, key, 0, &a->seen[round])) != DT_OK)
+            break;
+    }
+    dt_store_close(s);
+    return NULL;
+}
+
+static void test_barrier(void **state)
+{
+    fixture_t *f = *state;
+    barrier_arg_t a[NTHREADS];
+    pthread_t t[NTHREADS];
+    for (int i = 0; i < NTHREADS; i++) {
+        a[i] = (barrier_arg_t){.f = f, .st = DT_ERR_INTERNAL};
+        assert_int_equal(pthread_create(&t[i], NULL, barrier_worker, &a[i]),
+                         0);
+    }
+    for (int i = 0; i < NTHREADS; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(a[i].st, DT_OK);
+        /* Nobody left the barrier before everyone had arrived. */
+        assert_int_equal(a[i].seen[0], NTHREADS);
+        assert_int_equal(a[i].seen[1], NTHREADS);
+    }
+}
+
+typedef struct mixed_arg {
+    const fixture_t *f;
+    int n;
+    dt_status_t st;
+} mixed_arg_t;
+
+static void *mixed_worker(void *p)
+{
+    mixed_arg_t *a = p;
+    dt_store_t *s = NULL;
+    a->st = dt_store_connect(a->f->where, a->f->token, 10, &s);
+    if (a->st == DT_OK)
+        a->st = dt_store_barrier(s, "mixed", a->n, 0.5);
+    dt_store_close(s);
+    return NULL;
+}
+
+static void test_barrier_timeout_and_mismatch(void **state)
+{
+    fixture_t *f = *state;
+    dt_store_t *s = client(f);
+    /* Alone in a barrier of 2: times out, and leaves it... */
+    assert_int_equal(dt_store_barrier(s, "lonely", 2, 0.05), DT_ERR_TIMEOUT);
+    /* ...so the name is free again, even for another count. */
+    assert_int_equal(dt_store_barrier(s, "lonely", 1, 5), DT_OK);
+    dt_store_close(s);
+    /* Two counts for one name: whoever comes second is refused (not left
+     * hanging), the first times out alone. */
+    mixed_arg_t a[2] = {{.f = f, .n = 3}, {.f = f, .n = 2}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, mixed_worker, &a[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    assert_true((a[0].st == DT_ERR_INVALID && a[1].st == DT_ERR_TIMEOUT) ||
+                (a[0].st == DT_ERR_TIMEOUT && a[1].st == DT_ERR_INVALID));
+    assert_store_serves(f, "after-barrier");
+}
+
+static void test_wrong_token_refused(void **state)
+{
+    fixture_t *f = *state;
+    uint8_t other[DT_TOKEN_BYTES];
+    memcpy(other, f->token, sizeof other);
+    other[7] ^= 0x40; /* one bit off */
+    dt_store_t *s = NULL;
+    assert_int_equal(dt_store_connect(f->where, other, 5, &s), DT_ERR_AUTH);
+    assert_null(s);
+    assert_store_serves(f, "after-bad-token");
+}
+
+/* A fake server that knows no token: the client must refuse it (mutual
+ * authentication), without sending its own proof. */
+static void *fake_server(void *p)
+{
+    int lfd = *(int *)p;
+    int fd = accept(lfd, NULL, NULL);
+    uint8_t buf[128];
+    if (fd >= 0) {
+        /* The whole HELLO (it may arrive in pieces). */
+        size_t got = 0;
+        while (got < 4 + 41) {
+            ssize_t r = recv(fd, buf + got, 4 + 41 - got, 0);
+            if (r <= 0)
+                break;
+            got += (size_t)r;
+        }
+        uint8_t frame[4 + 65] = {0, 0, 0, 65, 0x02};
+        for (size_t i = 5; i < sizeof frame; i++)
+            frame[i] = (uint8_t)(i * 37);
+        send(fd, frame, sizeof frame, MSG_NOSIGNAL);
+        /* If the client answered, it would arrive here: record it. */
+        ssize_t r = recv(fd, buf, sizeof buf, 0);
+        *(int *)p = r > 0 ? -2 : -1;
+        close(fd);
+    }
+    return NULL;
+}
+
+static void test_client_checks_server(void **state)
+{
+    fixture_t *f = *state;
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    socklen_t len = sizeof sa;
+    assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(lfd, 4), 0);
+    assert_int_equal(getsockname(lfd, (struct sockaddr *)&sa, &len), 0);
+    char where[64];
+    snprintf(where, sizeof where, "127.0.0.1:%d", ntohs(sa.sin_port));
+    int arg = lfd;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, fake_server, &arg), 0);
+    dt_store_t *s = NULL;
+    assert_int_equal(dt_store_connect(where, f->token, 5, &s), DT_ERR_AUTH);
+    pthread_join(t, NULL);
+    assert_int_equal(arg, -1); /* the client sent no proof to the impostor */
+    close(lfd);
+}
+
+static void test_garbage_dropped(void **state)
+{
+    fixture_t *f = *state;
+    /* Random bytes: a huge length prefix, dropped at once. */
+    int fd = raw_connect(f);
+    uint8_t junk[4096];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (uint8_t)(rand() | 0x80);
+    send(fd, junk, sizeof junk, MSG_NOSIGNAL);
+    assert_true(closed_by_server(fd));
+    close(fd);
+    /* A well-framed but wrong greeting. */
+    fd = raw_connect(f);
+    uint8_t hello[4 + 41] = {0, 0, 0, 41, 0x01, 'N', 'O', 'T', 'D', 'T'};
+    send(fd, hello, sizeof hello, MSG_NOSIGNAL);
+    assert_true(closed_by_server(fd));
+    close(fd);
+    /* A zero-length frame. */
+    fd = raw_connect(f);
+    uint8_t zero[4] = {0};
+    send(fd, zero, sizeof zero, MSG_NOSIGNAL);
+    assert_true(closed_by_server(fd));
+    close(fd);
+    /* An HTTP request (someone pointed curl at it). */
+    fd = raw_connect(f);
+    const char *http = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    send(fd, http, strlen(http), MSG_NOSIGNAL);
+    assert_true(closed_by_server(fd));
+    close(fd);
+    assert_store_serves(f, "after-garbage");
+}
+
+static void test_silent_client_does_not_stall(void **state)
+{
+    fixture_t *f = *state;
+    int silent = raw_connect(f);
+    /* Half a frame header, then nothing. */
+    int partial = raw_connect(f);
+    send(partial, "\0\0", 2, MSG_NOSIGNAL);
+    assert_store_serves(f, "while-silent");
+    assert_store_serves(f, "while-silent-2");
+    close(silent);
+    close(partial);
+}
+
+static void test_handshake_deadline(void **state)
+{
+    (void)state;
+    fixture_t f;
+    assert_int_equal(dt_token_generate(f.token), DT_OK);
+    setenv("DT_STORE_HANDSHAKE_TIMEOUT", "0.2", 1);
+    assert_int_equal(dt_store_server_start("127.0.0.1", 0, f.token, &f.srv),
+                     DT_OK);
+    unsetenv("DT_STORE_HANDSHAKE_TIMEOUT");
+    snprintf(f.where, sizeof f.where, "127.0.0.1:%d",
+             dt_store_server_port(f.srv));
+    int silent = raw_connect(&f);
+    assert_true(closed_by_server(silent)); /* dropped by its deadline */
+    close(silent);
+    assert_store_serves(&f, "after-deadline");
+    dt_store_server_stop(f.srv);
+    /* A bad setting is an error, not a silent default. */
+    setenv("DT_STORE_HANDSHAKE_TIMEOUT", "soon", 1);
+    assert_int_equal(dt_store_server_start("127.0.0.1", 0, f.token, &f.srv),
+                     DT_ERR_CONFIG);
+    unsetenv("DT_STORE_HANDSHAKE_TIMEOUT");
+}
+
+/* Out of file descriptors: the store neither crashes nor spins; it
+ * accepts again once descriptors are free. */
+static void test_out_of_fds(void **state)
+{
+    fixture_t *f = *state;
+    struct rlimit old, low;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+    int base = dup(0); /* the lowest free fd: roughly how many are open */
+    close(base);
+    low = old;
+    low.rlim_cur = (rlim_t)base + 32;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    /* Use up every descriptor, then free one for a client socket: the
+     * server has none left to accept it with. */
+    int fillers[64], n = 0, fd;
+    while (n < 64 && (fd = dup(0)) >= 0)
+        fillers[n++] = fd;
+    assert_true(n > 1 && n < 64);
+    close(fillers[--n]);
+    int waiting = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(waiting >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)dt_store_server_port(f->srv))};
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    assert_int_equal(connect(waiting, (struct sockaddr *)&sa, sizeof sa), 0);
+    usleep(200000); /* let the server meet EMFILE (not needed for the result) */
+    while (n > 0)
+        close(fillers[--n]);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+    assert_store_serves(f, "after-out-of-fds");
+    /* The connection that waited is accepted now, and handled like any
+     * other: garbage gets it dropped. */
+    send(waiting, "\xff\xff\xff\xff", 4, MSG_NOSIGNAL);
+    assert_true(closed_by_server(waiting));
+    close(waiting);
+}
+
+static void test_oversized(void **state)
+{
+    fixture_t *f = *state;
+    dt_store_t *s = client(f);
+    size_t max = 1u << 20; /* the documented value limit */
+    uint8_t *big = malloc(max + 1);
+    assert_non_null(big);
+    for (size_t i = 0; i <= max; i++)
+        big[i] = (uint8_t)(i * 131 + 7);
+    assert_int_equal(dt_store_set(s, "big", big, max + 1), DT_ERR_INVALID);
+    assert_int_equal(dt_store_set(s, "big", big, max), DT_OK);
+    void *v = NULL;
+    size_t len = 0;
+    assert_int_equal(dt_store_get(s, "big", 5, &v, &len), DT_OK);
+    assert_int_equal(len, max);
+    assert_memory_equal(v, big, max);
+    free(v);
+    char key[2048];
+    memset(key, 'k', sizeof key - 1);
+    key[sizeof key - 1] = '\0';
+    assert_int_equal(dt_store_set(s, key, "x", 1), DT_ERR_INVALID);
+    free(big);
+    dt_store_close(s);
+    /* Before authenticating, even a modest frame is too big. */
+    int fd = raw_connect(f);
+    uint8_t hdr[4] = {0, 0, 4, 0}; /* 1 KiB */
+    send(fd, hdr, sizeof hdr, MSG_NOSIGNAL);
+    assert_true(closed_by_server(fd));
+    close(fd);
+    assert_store_serves(f, "after-oversized");
+}
+
+static void test_connect_errors(void **state)
+{
+    fixture_t *f = *state;
+    dt_store_t *s = NULL;
+    assert_int_equal(dt_store_connect("no-port-here", f->token, 1, &s),
+                     DT_ERR_INVALID);
+    /* Nothing listens on a port we just closed. */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    socklen_t len = sizeof sa;
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    close(fd);
+    char where[64];
+    snprintf(where, sizeof where, "127.0.0.1:%d", ntohs(sa.sin_port));
+    assert_int_equal(dt_store_connect(where, f->token, 0.2, &s),
+                     DT_ERR_TIMEOUT);
+    assert_null(s);
+}
+
+static void test_token_hex(void **state)
+{
+    (void)state;
+    uint8_t t[DT_TOKEN_BYTES], u[DT_TOKEN_BYTES];
+    char hex[2 * DT_TOKEN_BYTES + 1];
+    assert_int_equal(dt_token_generate(t), DT_OK);
+    dt_token_to_hex(t, hex);
+    assert_int_equal(strlen(hex), 2 * DT_TOKEN_BYTES);
+    assert_int_equal(dt_token_from_hex(hex, u), DT_OK);
+    assert_memory_equal(t, u, sizeof t);
+    hex[5] = 'z';
+    assert_int_equal(dt_token_from_hex(hex, u), DT_ERR_INVALID);
+    assert_int_equal(dt_token_from_hex("abcd", u), DT_ERR_INVALID);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_set_get, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_get_waits_for_later_set, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_add_is_atomic, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_barrier, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_barrier_timeout_and_mismatch,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wrong_token_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_client_checks_server, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_garbage_dropped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_silent_client_does_not_stall,
+                                        setup, teardown),
+        cmocka_unit_test(test_handshake_deadline),
+        cmocka_unit_test_setup_teardown(test_out_of_fds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_oversized, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_connect_errors, setup, teardown),
+        cmocka_unit_test(test_token_hex),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,349 @@
+/* test_tcp.c — the tcp transport between real processes on loopback: the
+ * parent runs the rendezvous store, N forked children load the plugin,
+ * connect and run the core's collectives over it. Also: a worker with the
+ * wrong job token is refused, and a worker killed in the middle of an
+ * allreduce makes the others fail with an error naming it, never hang. */
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <dt/config.h>
+#include <dt/log.h>
+#include <dt/store.h>
+#include "coll.h"
+#include "plugin_loader.h"
+
+#define MAX_N 8
+/* A child that hangs is killed by this alarm, and the test fails. */
+#define HANG_GUARD_S 60
+
+enum { EXIT_OK = 0, EXIT_SETUP = 10, EXIT_WRONG = 11, EXIT_AUTH = 12,
+       EXIT_PEER = 13, EXIT_OTHER = 14 };
+
+typedef struct scenario {
+    int n;
+    const char *sockets_per_peer;
+    const char *timeout;
+    int bad_token_rank; /* this rank uses a wrong token (-1: none)    */
+    int die_rank;       /* this rank dies mid-allreduce (-1: none)    */
+    int (*body)(dt_comm_t *c, const struct scenario *sc);
+} scenario_t;
+
+static uint8_t job_token[DT_TOKEN_BYTES];
+
+static int status_exit(dt_status_t st)
+{
+    return st == DT_OK ? EXIT_OK
+           : st == DT_ERR_AUTH ? EXIT_AUTH
+           : st == DT_ERR_PEER ? EXIT_PEER
+                               : EXIT_OTHER;
+}
+
+static float value(int r, size_t i)
+{
+    return (float)((long)((i * 5 + (size_t)r * 11) % 61) - 30);
+}
+
+/* Allreduce of several sizes, both algorithms, checked element-wise. */
+static int check_allreduce(dt_comm_t *c, size_t count, int in_place)
+{
+    float *send = malloc(count * sizeof *send + 4);
+    float *recv = malloc(count * sizeof *recv + 4);
+    int rc = EXIT_OK;
+    for (size_t i = 0; i < count; i++)
+        send[i] = value(c->rank, i);
+    if (in_place)
+        memcpy(recv, send, count * sizeof *send);
+    dt_status_t st = dt_coll_allreduce(c, in_place ? recv : send, recv,
+                                       count, DT_FLOAT32, DT_SUM);
+    if (st != DT_OK)
+        rc = status_exit(st);
+    for (size_t i = 0; rc == EXIT_OK && i < count; i++) {
+        float want = 0;
+        for (int r = 0; r < c->size; r++)
+            want += value(r, i);
+        if (recv[i] != want)
+            rc = EXIT_WRONG;
+    }
+    free(send);
+    free(recv);
+    return rc;
+}
+
+static int body_correct(dt_comm_t *c, const scenario_t *sc)
+{
+    size_t counts[] = {0, 1, 7, 1000, 65537, (1u << 20) + 3};
+    size_t smalls[] = {(size_t)-1, 1, 0}; /* small algo, ring, default */
+    for (size_t k = 0; k < sizeof counts / sizeof *counts; k++)
+        for (size_t a = 0; a < 3; a++) {
+            c->small_bytes = smalls[a];
+            int rc = check_allreduce(c, counts[k], (int)(k + a) % 2);
+            if (rc != EXIT_OK)
+                return rc;
+        }
+    c->small_bytes = 0;
+    /* Broadcast from the last rank, allgather, reduce-scatter, barrier. */
+    size_t n = 300000;
+    float *buf = malloc(n * (size_t)c->size * sizeof *buf);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = c->rank == c->size - 1 ? value(7, i) : 0.0f;
+    if (dt_coll_broadcast(c, buf, n, DT_FLOAT32, c->size - 1) != DT_OK)
+        return EXIT_OTHER;
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] != value(7, i))
+            return EXIT_WRONG;
+    float mine[5];
+    for (size_t i = 0; i < 5; i++)
+        mine[i] = value(c->rank, i);
+    if (dt_coll_allgather(c, mine, buf, 5, DT_FLOAT32) != DT_OK)
+        return EXIT_OTHER;
+    for (int r = 0; r < c->size; r++)
+        for (size_t i = 0; i < 5; i++)
+            if (buf[(size_t)r * 5 + i] != value(r, i))
+                return EXIT_WRONG;
+    for (size_t i = 0; i < n * (size_t)c->size; i++)
+        buf[i] = value(c->rank, i);
+    if (dt_coll_reduce_scatter(c, buf, buf, n, DT_FLOAT32, DT_SUM) != DT_OK)
+        return EXIT_OTHER;
+    for (size_t i = 0; i < n; i++) {
+        float want = 0;
+        for (int r = 0; r < c->size; r++)
+            want += value(r, (size_t)c->rank * n + i);
+        if (buf[i] != want)
+            return EXIT_WRONG;
+    }
+    free(buf);
+    /* Point-to-point out of order: tag 2 posted first, tag 1 sent first. */
+    if (c->size >= 2 && c->rank < 2) {
+        int peer = 1 - c->rank, a = 0, b = 0, one = 1, two = 2;
+        dt_request_t *q[4];
+        if (c->ops->irecv(c->ctx, peer, &b, sizeof b, DT_MEM_HOST, 2, &q[0]) ||
+            c->ops->isend(c->ctx, peer, &one, sizeof one, DT_MEM_HOST, 1,
+                          &q[1]) ||
+            c->ops->isend(c->ctx, peer, &two, sizeof two, DT_MEM_HOST, 2,
+                          &q[2]) ||
+            c->ops->irecv(c->ctx, peer, &a, sizeof a, DT_MEM_HOST, 1, &q[3]) ||
+            c->ops->wait(c->ctx, q, 4, -1))
+            return EXIT_OTHER;
+        if (a != 1 || b != 2)
+            return EXIT_WRONG;
+    }
+    return dt_coll_barrier(c) == DT_OK ? EXIT_OK : EXIT_OTHER;
+}
+
+static void *killer(void *arg)
+{
+    usleep(3000);
+    kill(getpid(), SIGKILL);
+    return arg;
+}
+
+static int body_die(dt_comm_t *c, const scenario_t *sc)
+{
+    size_t count = 4u << 20;
+    float *buf = calloc(count, sizeof *buf);
+    for (int it = 0;; it++) {
+        if (c->rank == sc->die_rank && it == 3) {
+            /* Die during the 4th allreduce (the others are in it whenever
+             * exactly the kill lands). */
+            pthread_t th;
+            pthread_create(&th, NULL, killer, NULL);
+        }
+        dt_status_t st = dt_coll_allreduce(c, buf, buf, count, DT_FLOAT32,
+                                           DT_SUM);
+        if (st != DT_OK) {
+            free(buf);
+            return status_exit(st);
+        }
+    }
+}
+
+static int body_init_only(dt_comm_t *c, const scenario_t *sc)
+{
+    return dt_coll_barrier(c) == DT_OK ? EXIT_OK : EXIT_OTHER;
+}
+
+/* One worker: read the store port from the pipe, connect, run the body. */
+static int child(int rank, int port_fd, const scenario_t *sc)
+{
+    alarm(HANG_GUARD_S);
+    char tag[32];
+    snprintf(tag, sizeof tag, "[%d]", rank);
+    dt_log_set_tag(tag);
+    int port = 0;
+    if (read(port_fd, &port, sizeof port) != sizeof port)
+        return EXIT_SETUP;
+    const dt_plugin_t *pl;
+    dt_config_t *cfg = NULL;
+    dt_store_t *store = NULL;
+    if (dt_plugin_load(DT_KIND_TRANSPORT, "tcp", &pl, NULL) != DT_OK ||
+        dt_config_new(&cfg) != DT_OK ||
+        dt_config_add_schema(cfg, "transport.tcp", pl->keys) != DT_OK ||
+        dt_config_set(cfg, "transport.tcp", "sockets_per_peer",
+                      sc->sockets_per_peer, DT_SRC_CLI, "test") != DT_OK ||
+        dt_config_set(cfg, "transport.tcp", "stripe_min", "64K", DT_SRC_CLI,
+                      "test") != DT_OK ||
+        dt_config_set(cfg, "transport.tcp", "timeout", sc->timeout,
+                      DT_SRC_CLI, "test") != DT_OK)
+        return EXIT_SETUP;
+    char hp[64];
+    snprintf(hp, sizeof hp, "127.0.0.1:%d", port);
+    if (dt_store_connect(hp, job_token, 10.0, &store) != DT_OK)
+        return EXIT_SETUP;
+    uint8_t token[DT_TOKEN_BYTES];
+    memcpy(token, job_token, sizeof token);
+    if (rank == sc->bad_token_rank)
+        token[0] ^= 1;
+    const dt_transport_ops_t *ops = pl->ops;
+    dt_transport_args_t args = {.rank = rank, .size = sc->n,
+                                .local_rank = rank, .local_size = sc->n,
+                                .store = store, .token = token,
+                                .token_len = sizeof token,
+                                .bind_addr = "127.0.0.1", .timeout = 0};
+    void *ctx = NULL;
+    dt_status_t st = ops->init(cfg, &args, &ctx);
+    int rc = status_exit(st);
+    if (st == DT_OK) {
+        dt_comm_t c = {.ops = ops, .ctx = ctx, .rank = rank, .size = sc->n,
+                       .timeout_ms = -1};
+        rc = sc->body(&c, sc);
+        dt_comm_release(&c);
+        ops->fini(ctx);
+    }
+    dt_store_close(store);
+    dt_config_free(cfg);
+    dt_plugins_unload_all();
+    return rc;
+}
+
+typedef struct outcome {
+    int exit_code[MAX_N]; /* -signal when killed */
+    char log[MAX_N][8192];
+} outcome_t;
+
+static void run_scenario(const scenario_t *sc, outcome_t *out)
+{
+    pid_t pids[MAX_N];
+    int pipes[MAX_N][2], logs[MAX_N];
+    fflush(NULL);
+    for (int r = 0; r < sc->n; r++) {
+        char path[] = "/tmp/dt-test-tcp-XXXXXX";
+        logs[r] = mkstemp(path);
+        assert_true(logs[r] >= 0);
+        unlink(path);
+        assert_int_equal(pipe(pipes[r]), 0);
+        pids[r] = fork();
+        assert_true(pids[r] >= 0);
+        if (pids[r] == 0) {
+            dup2(logs[r], 2);
+            close(pipes[r][1]);
+            _exit(child(r, pipes[r][0], sc));
+        }
+        close(pipes[r][0]);
+    }
+    dt_store_server_t *srv;
+    assert_int_equal(dt_store_server_start("127.0.0.1", 0, job_token, &srv),
+                     DT_OK);
+    int port = dt_store_server_port(srv);
+    for (int r = 0; r < sc->n; r++) {
+        assert_int_equal(write(pipes[r][1], &port, sizeof port),
+                         sizeof port);
+        close(pipes[r][1]);
+    }
+    for (int r = 0; r < sc->n; r++) {
+        int status;
+        assert_int_equal(waitpid(pids[r], &status, 0), pids[r]);
+        out->exit_code[r] = WIFEXITED(status) ? WEXITSTATUS(status)
+                                              : -WTERMSIG(status);
+        ssize_t len = pread(logs[r], out->log[r], sizeof out->log[r] - 1, 0);
+        out->log[r][len > 0 ? len : 0] = '\0';
+        close(logs[r]);
+    }
+    dt_store_server_stop(srv);
+}
+
+static void expect_all_ok(const scenario_t *sc)
+{
+    outcome_t *out = calloc(1, sizeof *out);
+    run_scenario(sc, out);
+    for (int r = 0; r < sc->n; r++)
+        if (out->exit_code[r] != EXIT_OK)
+            for (int q = 0; q < sc->n; q++)
+                fprintf(stderr, "rank %d exit %d:\n%s", q, out->exit_code[q], out->log[q]);
+    for (int r = 0; r < sc->n; r++)
+        if (out->exit_code[r] != EXIT_OK)
+            fail_msg("n=%d sockets=%s: rank %d exit %d; its log:\n%s", sc->n,
+                     sc->sockets_per_peer, r, out->exit_code[r],
+                     out->log[r]);
+    free(out);
+}
+
+static void test_collectives_over_tcp(void **state)
+{
+    for (int n = 1; n <= 4; n++) {
+        scenario_t sc = {n, "1", "30s", -1, -1, body_correct};
+        expect_all_ok(&sc);
+    }
+}
+
+static void test_striped_sockets(void **state)
+{
+    scenario_t sc = {3, "3", "30s", -1, -1, body_correct};
+    expect_all_ok(&sc);
+}
+
+static void test_wrong_token_refused(void **state)
+{
+    scenario_t sc = {2, "1", "3s", 1, -1, body_init_only};
+    outcome_t *out = calloc(1, sizeof *out);
+    run_scenario(&sc, out);
+    /* The impostor learns it was refused; rank 0 logs why, never admits
+     * it, and gives up once the connection timeout passes. */
+    assert_int_equal(out->exit_code[1], EXIT_AUTH);
+    assert_int_not_equal(out->exit_code[0], EXIT_OK);
+    assert_non_null(strstr(out->log[0], "wrong job token"));
+    free(out);
+}
+
+static void test_dead_peer_named(void **state)
+{
+    /* A long timeout: the closed connection must be noticed at once. */
+    scenario_t sc = {4, "1", "40s", -1, 2, body_die};
+    outcome_t *out = calloc(1, sizeof *out);
+    run_scenario(&sc, out);
+    assert_int_equal(out->exit_code[2], -SIGKILL);
+    for (int r = 0; r < 4; r++) {
+        if (r == 2)
+            continue;
+        if (out->exit_code[r] != EXIT_PEER || !strstr(out->log[r], "rank 2"))
+            for (int q = 0; q < 4; q++)
+                fprintf(stderr, "rank %d exit %d:\n%s", q, out->exit_code[q], out->log[q]);
+        if (out->exit_code[r] != EXIT_PEER || !strstr(out->log[r], "rank 2"))
+            fail_msg("rank %d: exit %d (want %d), log:\n%s", r,
+                     out->exit_code[r], EXIT_PEER, out->log[r]);
+    }
+    free(out);
+}
+
+int main(void)
+{
+    if (dt_token_generate(job_token) != DT_OK)
+        return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_collectives_over_tcp),
+        cmocka_unit_test(test_striped_sockets),
+        cmocka_unit_test(test_wrong_token_refused),
+        cmocka_unit_test(test_dead_peer_named),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

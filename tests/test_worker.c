@@ -1,0 +1,171 @@
+/* test_worker.c — the worker API without dtctl: rank/size from the
+ * variables of dtctl, Open MPI and Slurm, and a job of one whose
+ * collectives are copies. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <dt/dt.h>
+#include "worker_env.h"
+
+static void test_env_none(void **state)
+{
+    (void)state;
+    char *envp[] = {"PATH=/bin", "HOME=/root", NULL};
+    dt_worker_env_t w;
+    assert_int_equal(dt_worker_env_read(envp, &w), DT_OK);
+    assert_int_equal(w.rank, 0);
+    assert_int_equal(w.size, 1);
+    assert_int_equal(w.local_rank, 0);
+    assert_int_equal(w.local_size, 1);
+    assert_string_equal(w.source, "none");
+}
+
+static void test_env_dtctl_wins(void **state)
+{
+    (void)state;
+    char *envp[] = {"OMPI_COMM_WORLD_RANK=5", "OMPI_COMM_WORLD_SIZE=8",
+                    "DT_RANK=3",              "DT_WORLD_SIZE=4",
+                    "DT_LOCAL_RANK=1",        "DT_LOCAL_SIZE=2",
+                    NULL};
+    dt_worker_env_t w;
+    assert_int_equal(dt_worker_env_read(envp, &w), DT_OK);
+    assert_int_equal(w.rank, 3);
+    assert_int_equal(w.size, 4);
+    assert_int_equal(w.local_rank, 1);
+    assert_int_equal(w.local_size, 2);
+    assert_string_equal(w.source, "dtctl");
+}
+
+static void test_env_openmpi(void **state)
+{
+    (void)state;
+    char *envp[] = {"OMPI_COMM_WORLD_RANK=5", "OMPI_COMM_WORLD_SIZE=8",
+                    "OMPI_COMM_WORLD_LOCAL_RANK=1",
+                    "OMPI_COMM_WORLD_LOCAL_SIZE=4", "SLURM_PROCID=2", NULL};
+    dt_worker_env_t w;
+    assert_int_equal(dt_worker_env_read(envp, &w), DT_OK);
+    assert_int_equal(w.rank, 5);
+    assert_int_equal(w.size, 8);
+    assert_int_equal(w.local_rank, 1);
+    assert_int_equal(w.local_size, 4);
+    assert_string_equal(w.source, "Open MPI");
+}
+
+static void test_env_slurm(void **state)
+{
+    (void)state;
+    /* Nodes 0-2 run 2 tasks, node 3 runs 1: this is node 3. */
+    char *envp[] = {"SLURM_PROCID=6", "SLURM_NTASKS=7", "SLURM_LOCALID=0",
+                    "SLURM_NODEID=3", "SLURM_TASKS_PER_NODE=2(x3),1", NULL};
+    dt_worker_env_t w;
+    assert_int_equal(dt_worker_env_read(envp, &w), DT_OK);
+    assert_int_equal(w.rank, 6);
+    assert_int_equal(w.size, 7);
+    assert_int_equal(w.local_size, 1);
+    assert_string_equal(w.source, "Slurm");
+    char *envp2[] = {"SLURM_PROCID=1", "SLURM_NTASKS=4", "SLURM_LOCALID=1",
+                     "SLURM_NODEID=0", "SLURM_TASKS_PER_NODE=2(x2)", NULL};
+    assert_int_equal(dt_worker_env_read(envp2, &w), DT_OK);
+    assert_int_equal(w.local_rank, 1);
+    assert_int_equal(w.local_size, 2);
+}
+
+static void test_env_errors(void **state)
+{
+    (void)state;
+    dt_worker_env_t w;
+    char *no_size[] = {"DT_RANK=0", NULL};
+    assert_int_equal(dt_worker_env_read(no_size, &w), DT_ERR_CONFIG);
+    char *not_number[] = {"DT_RANK=one", "DT_WORLD_SIZE=2", NULL};
+    assert_int_equal(dt_worker_env_read(not_number, &w), DT_ERR_CONFIG);
+    char *out_of_range[] = {"DT_RANK=4", "DT_WORLD_SIZE=4", NULL};
+    assert_int_equal(dt_worker_env_read(out_of_range, &w), DT_ERR_CONFIG);
+    char *bad_local[] = {"DT_RANK=1", "DT_WORLD_SIZE=4", "DT_LOCAL_RANK=2",
+                         "DT_LOCAL_SIZE=2", NULL};
+    assert_int_equal(dt_worker_env_read(bad_local, &w), DT_ERR_CONFIG);
+    char *bad_slurm[] = {"SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_NODEID=5",
+                         "SLURM_TASKS_PER_NODE=2", NULL};
+    assert_int_equal(dt_worker_env_read(bad_slurm, &w), DT_ERR_CONFIG);
+}
+
+static void clear_job_env(void)
+{
+    static const char *const vars[] = {
+        "DT_RANK", "DT_WORLD_SIZE", "DT_LOCAL_RANK", "DT_LOCAL_SIZE",
+        "DT_RENDEZVOUS", "DT_JOB_TOKEN", "OMPI_COMM_WORLD_RANK",
+        "SLURM_PROCID", NULL};
+    for (int i = 0; vars[i]; i++)
+        unsetenv(vars[i]);
+}
+
+static void test_single_worker(void **state)
+{
+    (void)state;
+    clear_job_env();
+    assert_int_equal(dt_rank(), -1);
+    float x[5] = {1, 2, 3, 4, 5}, y[5] = {0};
+    assert_int_equal(dt_allreduce(x, y, 5, DT_FLOAT32, DT_SUM),
+                     DT_ERR_INVALID); /* before dt_init */
+    assert_int_equal(dt_init(), DT_OK);
+    assert_int_equal(dt_init(), DT_ERR_INVALID); /* twice */
+    assert_int_equal(dt_rank(), 0);
+    assert_int_equal(dt_size(), 1);
+    assert_int_equal(dt_local_rank(), 0);
+    assert_int_equal(dt_local_size(), 1);
+    assert_int_equal(dt_allreduce(x, y, 5, DT_FLOAT32, DT_AVG), DT_OK);
+    assert_memory_equal(x, y, sizeof x);
+    assert_int_equal(dt_allreduce(x, x, 5, DT_FLOAT32, DT_SUM), DT_OK);
+    assert_true(x[4] == 5.0f);
+    int32_t g[3] = {7, 8, 9}, h[3] = {0};
+    assert_int_equal(dt_allgather(g, h, 3, DT_INT32), DT_OK);
+    assert_memory_equal(g, h, sizeof g);
+    memset(h, 0, sizeof h);
+    assert_int_equal(dt_reduce_scatter(g, h, 3, DT_INT32, DT_MAX), DT_OK);
+    assert_memory_equal(g, h, sizeof g);
+    assert_int_equal(dt_broadcast(g, 3, DT_INT32, 0), DT_OK);
+    assert_int_equal(dt_broadcast(g, 3, DT_INT32, 1), DT_ERR_INVALID);
+    assert_int_equal(dt_allreduce(x, y, 5, (dt_dtype_t)99, DT_SUM),
+                     DT_ERR_INVALID);
+    assert_int_equal(dt_allreduce(x, y, 5, DT_FLOAT32, (dt_redop_t)99),
+                     DT_ERR_INVALID);
+    assert_int_equal(dt_barrier(), DT_OK);
+    assert_int_equal(dt_finalize(), DT_OK);
+    assert_int_equal(dt_size(), -1);
+    /* Again after finalize. */
+    assert_int_equal(dt_init(), DT_OK);
+    assert_int_equal(dt_finalize(), DT_OK);
+}
+
+static void test_several_without_dtctl(void **state)
+{
+    (void)state;
+    clear_job_env();
+    setenv("DT_RANK", "0", 1);
+    setenv("DT_WORLD_SIZE", "2", 1);
+    /* No DT_RENDEZVOUS / DT_JOB_TOKEN: a clear error, not a hang. */
+    assert_int_equal(dt_init(), DT_ERR_CONFIG);
+    assert_int_equal(dt_rank(), -1);
+    setenv("DT_RENDEZVOUS", "127.0.0.1:1", 1);
+    setenv("DT_JOB_TOKEN", "not-hex", 1);
+    assert_int_equal(dt_init(), DT_ERR_CONFIG);
+    clear_job_env();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_env_none),
+        cmocka_unit_test(test_env_dtctl_wins),
+        cmocka_unit_test(test_env_openmpi),
+        cmocka_unit_test(test_env_slurm),
+        cmocka_unit_test(test_env_errors),
+        cmocka_unit_test(test_single_worker),
+        cmocka_unit_test(test_several_without_dtctl),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
