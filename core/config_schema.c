@@ -62,6 +62,10 @@ static const dt_key_spec_t train_keys[] = {
      "directory for TensorBoard event files (unset: none)"},
     {"metrics", DT_KEY_STRING, NULL,
      "JSONL file, one line per epoch (dtctl run --metrics FILE)"},
+    {"max_steps", DT_KEY_INT, "0",
+     "stop after this many optimizer steps (0: run all epochs)"},
+    {"resume", DT_KEY_BOOL, "no",
+     "continue from the newest valid checkpoint (dtctl run --resume)"},
     {"log_every", DT_KEY_INT, "100",
      "progress line every N steps when output is not a terminal"},
     {NULL, DT_KEY_STRING, NULL, NULL}};
