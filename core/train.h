@@ -34,7 +34,7 @@ typedef struct dt_trainer {
     size_t batch;               /* per rank                                */
     dt_lr_schedule_t lr;
     size_t bucket_bytes;
-    const char *ckpt_dir;       /* NULL: no checkpoints                    */
+    char *ckpt_dir;             /* NULL: no checkpoints                    */
     uint64_t ckpt_every;        /* in ckpt_unit_steps ? steps : epochs     */
     bool ckpt_unit_steps;
     int ckpt_keep;

@@ -71,8 +71,10 @@ static dt_status_t read_settings(const dt_config_t *cfg, dt_trainer_t *t)
     t->epochs = (uint64_t)epochs;
     t->batch = (size_t)batch;
     t->bucket_bytes = bucket ? (size_t)bucket : sizeof(float);
+    /* A copy: config strings move when plugin schemas are added later. */
     const char *dir = dt_config_get(cfg, "train", "checkpoint_dir");
-    t->ckpt_dir = dir && *dir ? dir : NULL;
+    if (dir && *dir && !(t->ckpt_dir = strdup(dir)))
+        return DT_ERR_NOMEM;
     DT_CHECK(parse_every(cfg, t));
     DT_CHECK(dt_config_get_int(cfg, "train", "checkpoint_keep", &keep));
     t->ckpt_keep = (int)keep;
@@ -262,5 +264,6 @@ void dt_trainer_teardown(dt_trainer_t *t)
     dt_dataset_free(&t->test);
     dt_jsonl_close(t->jsonl);
     dt_tb_close(t->tb);
+    free(t->ckpt_dir);
     memset(t, 0, sizeof *t);
 }

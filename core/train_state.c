@@ -99,8 +99,8 @@ dt_status_t dt_trainer_save(dt_trainer_t *t)
                        &path);
     free(opt);
     if (st == DT_OK)
-        dt_debug("checkpoint %s (epoch %llu, step %llu)", path,
-                 (unsigned long long)t->epoch + 1,
+        dt_debug("checkpoint %s (%llu epochs and %llu steps done)", path,
+                 (unsigned long long)t->epoch,
                  (unsigned long long)t->global_step);
     else
         dt_error("checkpoint at step %llu was not written (see above); the "
