@@ -17,7 +17,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 packages="autoconf automake libtool pkg-config make gcc
   libltdl-dev libinih-dev libssl-dev zlib1g-dev libcmocka-dev
   libssh-dev libopenmpi-dev openmpi-bin libucx-dev ucx-utils
-  libopenblas-dev rsync iproute2 procps"
+  libopenblas-dev rsync iproute2 procps
+  dataset-fashion-mnist"
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -90,7 +91,11 @@ run_main_job() {
     # The main job: data-parallel allreduce on the embedded default (local
     # launcher, tcp transport, no config file needed), checked on every rank.
     echo "== dtctl run -n 4 -- examples/allreduce"
-    "$build/core/dtctl" run -n 4 -- "$build/examples/allreduce"
+    "$build/core/dtctl" run -n 4 -- "$build/examples/allreduce" || return 1
+    # Then dt's own trainer on the real Fashion-MNIST, 2 workers; rank 0
+    # prints the final test accuracy.
+    echo "== dtctl run -n 2 conf/examples/fashion-mnist-mlp.ini"
+    "$build/core/dtctl" run -n 2 conf/examples/fashion-mnist-mlp.ini
 }
 
 case "${1:-}" in
