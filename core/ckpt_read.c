@@ -180,7 +180,8 @@ dt_status_t dt_ckpt_load_latest(const char *dir, dt_ckpt_t *out)
         n++;
     }
     closedir(d);
-    qsort(names, n, sizeof *names, by_name_desc);
+    if (n > 1)
+        qsort(names, n, sizeof *names, by_name_desc);
     dt_status_t found = DT_ERR_NOT_FOUND;
     char path[4096];
     for (size_t i = 0; st == DT_OK && i < n; i++) {

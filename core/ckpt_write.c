@@ -184,7 +184,8 @@ static void prune(const char *dir, int keep)
     }
     closedir(d);
     /* Zero-padded step numbers: name order is step order. */
-    qsort(names, n, sizeof *names, by_name_desc);
+    if (n > 1)
+        qsort(names, n, sizeof *names, by_name_desc);
     for (size_t i = 0; i < n; i++) {
         if (i >= (size_t)keep) {
             snprintf(path, sizeof path, "%s/%s", dir, names[i]);
