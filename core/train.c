@@ -54,6 +54,10 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
     }
     DT_CHECK(dt_device_sync(t->dev));
     t->global_step++;
+    if (t->global_step == 1 && t->rank == 0 && t->world > 1)
+        dt_debug("gradients of %zu parameters averaged in %zu bucket%s per "
+                 "step", t->nparams, dt_grad_sync_buckets(t->sync),
+                 dt_grad_sync_buckets(t->sync) == 1 ? "" : "s");
     t->step_in_epoch = s + 1;
     t->loss_sum += (double)*loss * (double)b;
     t->loss_count += (double)b;

@@ -60,7 +60,7 @@ cp "$final" full.dtckpt
 # ---- stopped mid-epoch, resumed: bit-identical -----------------------------
 : >out
 run -n 2 --set train.checkpoint_dir=b --set train.checkpoint_every=40steps \
-    --set train.max_steps=170 job.ini || { cat out; fail "first half"; }
+    --set train.bucket=16K --set train.max_steps=170 job.ini || { cat out; fail "first half"; }
 ls b/ckpt-000000000170.dtckpt >/dev/null || { ls b; fail "no step-170 checkpoint"; }
 run -n 2 --resume --set train.checkpoint_dir=b job.ini ||
     { cat out; fail "resume failed"; }
@@ -84,11 +84,14 @@ grep -q "resuming from .*ckpt-000000000125.dtckpt" out ||
 # ---- N=1 with batch 2B equals N=2 with batch B -----------------------------
 : >out
 run -n 1 --set train.batch_size=32 --set train.checkpoint_dir=one \
-    --set train.max_steps=40 --set "model.layers=flatten linear(64) relu linear(10)" \
+    --set train.max_steps=40 --set "model.layers=flatten linear(64) relu linear(64) relu linear(10)" \
     job.ini || { cat out; fail "N=1 run"; }
-run -n 2 --set train.batch_size=16 --set train.checkpoint_dir=two \
-    --set train.max_steps=40 --set "model.layers=flatten linear(64) relu linear(10)" \
+run -n 2 -v --set train.batch_size=16 --set train.checkpoint_dir=two \
+    --set train.bucket=8K \
+    --set train.max_steps=40 --set "model.layers=flatten linear(64) relu linear(64) relu linear(10)" \
     job.ini || { cat out; fail "N=2 run"; }
+grep -q "averaged in 2 buckets per step" out ||
+    { cat out; fail "8K buckets should split the gradients in two"; }
 "$compare" one/ckpt-000000000040.dtckpt two/ckpt-000000000040.dtckpt 1e-4 ||
     fail "N=1 batch 32 and N=2 batch 16 differ after 40 steps"
 echo "PASS"
