@@ -150,7 +150,7 @@ static dt_status_t train_loop(dt_trainer_t *t, uint64_t max_steps)
     return DT_OK;
 }
 
-dt_status_t dt_train_run(const dt_config_t *cfg, double *final_accuracy)
+dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy)
 {
     dt_trainer_t t;
     long long max_steps = 0;

@@ -74,7 +74,7 @@ typedef struct dt_trainer {
 } dt_trainer_t;
 
 /* train_setup.c */
-dt_status_t dt_trainer_setup(dt_trainer_t *t, const dt_config_t *cfg);
+dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg);
 void dt_trainer_teardown(dt_trainer_t *t);
 /* Broadcast a device buffer from rank 0 (staged through host memory when
  * the device is a GPU). */
@@ -94,8 +94,12 @@ dt_status_t dt_trainer_evaluate(dt_trainer_t *t, double *loss,
 dt_status_t dt_trainer_save(dt_trainer_t *t);     /* collective          */
 dt_status_t dt_trainer_restore(dt_trainer_t *t);  /* collective          */
 
+/* Check the [train] settings without running anything (dtctl does before
+ * it starts workers, so errors name the job file's lines). */
+dt_status_t dt_train_check_config(const dt_config_t *cfg, int world);
+
 /* train.c: run the whole job; the worker program's body. cfg holds the
  * job's configuration (from the environment dtctl set). */
-dt_status_t dt_train_run(const dt_config_t *cfg, double *final_accuracy);
+dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy);
 
 #endif /* DT_TRAIN_H */

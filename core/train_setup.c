@@ -87,6 +87,21 @@ static dt_status_t read_settings(const dt_config_t *cfg, dt_trainer_t *t)
     return DT_OK;
 }
 
+dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
+{
+    dt_trainer_t t;
+    memset(&t, 0, sizeof t);
+    t.world = world;
+    dt_status_t st = read_settings(cfg, &t);
+    long long n = 0;
+    if (st == DT_OK)
+        st = dt_config_get_int(cfg, "train", "log_every", &n);
+    if (st == DT_OK)
+        st = dt_config_get_int(cfg, "train", "max_steps", &n);
+    free(t.ckpt_dir);
+    return st;
+}
+
 static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
 {
     DT_CHECK(dt_dataset_load(cfg, DT_SPLIT_TRAIN, &t->train));
@@ -227,9 +242,8 @@ static dt_status_t setup_outputs(const dt_config_t *cfg, dt_trainer_t *t)
     return DT_OK;
 }
 
-dt_status_t dt_trainer_setup(dt_trainer_t *t, const dt_config_t *ccfg)
+dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg)
 {
-    dt_config_t *cfg = (dt_config_t *)ccfg; /* plugin schemas are added */
     memset(t, 0, sizeof *t);
     t->cfg = cfg;
     t->rank = dt_rank() < 0 ? 0 : dt_rank();

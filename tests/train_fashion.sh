@@ -39,6 +39,17 @@ INI
 
 run() { timeout 300 "$DTCTL" run "$@" >>"$tmp/out" 2>&1; }
 
+# ---- mistakes are caught by dtctl before any worker starts ----------------
+printf '[train]\ncheckpoint_every = 3 weeks\n[model]\nlayers = flatten linaer(10)\n' >bad.ini
+"$DTCTL" run -n 2 bad.ini >out 2>&1 && fail "a bad layer string was accepted"
+grep -q "bad.ini:4: unknown layer 'linaer'" out || { cat out; fail "layer error"; }
+grep -q "\^~~~~~" out || { cat out; fail "no caret under the bad layer"; }
+"$DTCTL" run -n 2 --set "model.layers=flatten linear(10)" bad.ini >out 2>&1
+grep -q "bad.ini:2: \[train\] checkpoint_every = '3 weeks'" out ||
+    { cat out; fail "bad checkpoint_every not reported with its line"; }
+grep -q "^\[" out && { cat out; fail "workers were started"; }
+: >out
+
 # ---- a short real training -------------------------------------------------
 run -n 2 --metrics m.jsonl --set train.log_dir=tb \
     --set train.checkpoint_dir=a job.ini || { cat out; fail "training failed"; }

@@ -241,7 +241,7 @@ int dt_cmd_run(dt_cli_t *cli)
     char trainer[4200];
     char *trainer_argv[2] = {trainer, NULL};
     if (code == 0 && cli->exec_argc == 0) {
-        if (run_trainer_prepare(s.cfg, trainer, sizeof trainer) != DT_OK)
+        if (run_trainer_prepare(s.cfg, s.np, trainer, sizeof trainer) != DT_OK)
             code = EXIT_USAGE;
         cli->exec_argv = trainer_argv;
         cli->exec_argc = 1;

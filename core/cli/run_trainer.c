@@ -8,6 +8,7 @@
 #include <dt/log.h>
 #include <dt/nn.h>
 #include "run_trainer.h"
+#include "train.h"
 
 #define TRAINER "dt-train"
 
@@ -44,7 +45,7 @@ static dt_status_t input_shape(const dt_config_t *cfg, int shape[4])
     return DT_ERR_CONFIG;
 }
 
-dt_status_t run_trainer_prepare(const dt_config_t *cfg, char *path,
+dt_status_t run_trainer_prepare(const dt_config_t *cfg, int np, char *path,
                                 size_t len)
 {
     const char *layers = dt_config_get(cfg, "model", "layers");
@@ -63,7 +64,7 @@ dt_status_t run_trainer_prepare(const dt_config_t *cfg, char *path,
     dt_status_t st = dt_model_parse(layers, where, shape[0], shape[1],
                                     shape[2], shape[3], &m, NULL);
     dt_model_free(m);
-    if (st != DT_OK)
+    if (st != DT_OK || dt_train_check_config(cfg, np) != DT_OK)
         return DT_ERR_CONFIG;
     trainer_path(path, len);
     if (access(path, X_OK) != 0) {
