@@ -50,5 +50,6 @@ int dt_cmd_run(dt_cli_t *cli);
 int dt_cmd_plugins(dt_cli_t *cli);
 int dt_cmd_config(dt_cli_t *cli);
 int dt_cmd_bench(dt_cli_t *cli);
+int dt_cmd_check(dt_cli_t *cli);
 
 #endif /* DT_CLI_H */

@@ -22,6 +22,8 @@ static const char usage_text[] =
     "  config [JOB.ini]                    show the effective configuration\n"
     "  bench allreduce [--sizes 4K:256M] [--iters K] [--factor F]\n"
     "                                      time allreduce on -n workers\n"
+    "  check [JOB.ini]                     preflight: hosts reachable, host keys,\n"
+    "                                      interface, rendezvous port, tools\n"
     "\n"
     "options (before or after the command):\n"
     "  -n, --np N              number of worker processes\n"
@@ -165,8 +167,10 @@ int main(int argc, char **argv)
         rc = dt_cmd_config(&cli);
     } else if (strcmp(cli.command, "bench") == 0) {
         rc = dt_cmd_bench(&cli);
+    } else if (strcmp(cli.command, "check") == 0) {
+        rc = dt_cmd_check(&cli);
     } else {
-        dt_error("unknown command '%s' (commands: run, plugins, config, bench); "
+        dt_error("unknown command '%s' (commands: run, plugins, config, bench, check); "
                  "see dtctl --help",
                  cli.command);
         rc = 2;
