@@ -20,7 +20,8 @@ packages="autoconf automake libtool pkg-config make gcc
   libopenblas-dev rsync iproute2 procps
   gridengine-master gridengine-exec gridengine-client
   libcurl4-openssl-dev libjansson-dev python3
-  openssh-server"
+  openssh-server
+  dataset-fashion-mnist"
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -102,7 +103,11 @@ run_main_job() {
     # The main job: data-parallel allreduce on the embedded default (local
     # launcher, tcp transport, no config file needed), checked on every rank.
     echo "== dtctl run -n 4 -- examples/allreduce"
-    "$build/core/dtctl" run -n 4 -- "$build/examples/allreduce"
+    "$build/core/dtctl" run -n 4 -- "$build/examples/allreduce" || return 1
+    # Then dt's own trainer on the real Fashion-MNIST, 2 workers; rank 0
+    # prints the final test accuracy.
+    echo "== dtctl run -n 2 conf/examples/fashion-mnist-mlp.ini"
+    "$build/core/dtctl" run -n 2 conf/examples/fashion-mnist-mlp.ini
 }
 
 case "${1:-}" in

@@ -39,6 +39,35 @@ static const dt_key_spec_t train_keys[] = {
     {"optimizer", DT_KEY_STRING, "sgd", "optimizer plugin (sgd, adam, ...)"},
     {"device", DT_KEY_STRING, "auto", "where to compute: auto, cpu or cuda"},
     {"threads", DT_KEY_INT, "1", "CPU threads per worker"},
+    {"lr_scaling", DT_KEY_STRING, "none",
+     "scale lr by the number of workers: linear or none"},
+    {"warmup_epochs", DT_KEY_INT, "0",
+     "epochs of linear warmup from lr/workers up to the (scaled) lr"},
+    {"schedule", DT_KEY_STRING, "constant",
+     "learning rate schedule after warmup: constant, step or cosine"},
+    {"lr_step_epochs", DT_KEY_INT, "10",
+     "step schedule: multiply lr by lr_gamma every this many epochs"},
+    {"lr_gamma", DT_KEY_STRING, "0.1", "step schedule: the factor"},
+    {"lr_min", DT_KEY_STRING, "0", "cosine schedule: the final lr"},
+    {"bucket", DT_KEY_SIZE, "25M",
+     "gradient allreduce bucket size (bytes of float32 gradients)"},
+    {"checkpoint_dir", DT_KEY_STRING, NULL,
+     "directory for checkpoints (rank 0 writes; unset: none)"},
+    {"checkpoint_every", DT_KEY_STRING, "1 epoch",
+     "how often to checkpoint: N epochs or N steps (\"2 epochs\", "
+     "\"500 steps\")"},
+    {"checkpoint_keep", DT_KEY_INT, "3",
+     "newest checkpoints to keep (0: keep all)"},
+    {"log_dir", DT_KEY_STRING, NULL,
+     "directory for TensorBoard event files (unset: none)"},
+    {"metrics", DT_KEY_STRING, NULL,
+     "JSONL file, one line per epoch (dtctl run --metrics FILE)"},
+    {"max_steps", DT_KEY_INT, "0",
+     "stop after this many optimizer steps (0: run all epochs)"},
+    {"resume", DT_KEY_BOOL, "no",
+     "continue from the newest valid checkpoint (dtctl run --resume)"},
+    {"log_every", DT_KEY_INT, "100",
+     "progress line every N steps when output is not a terminal"},
     {NULL, DT_KEY_STRING, NULL, NULL}};
 
 static const dt_key_spec_t model_keys[] = {
@@ -47,7 +76,16 @@ static const dt_key_spec_t model_keys[] = {
 
 static const dt_key_spec_t data_keys[] = {
     {"path", DT_KEY_STRING, NULL, "directory holding the data set files"},
-    {"dataset", DT_KEY_STRING, "fashion-mnist", "which data set format"},
+    {"dataset", DT_KEY_STRING, "fashion-mnist",
+     "which data set: fashion-mnist, mnist or cifar10"},
+    {"mean", DT_KEY_LIST, "0",
+     "normalization: x = (pixel/255 - mean) / std; one value or one per "
+     "channel"},
+    {"std", DT_KEY_LIST, "1", "normalization divisor(s), each > 0"},
+    {"train_samples", DT_KEY_INT, "0",
+     "use only the first N training samples (0: all)"},
+    {"test_samples", DT_KEY_INT, "0",
+     "use only the first N test samples (0: all)"},
     {NULL, DT_KEY_STRING, NULL, NULL}};
 
 static const dt_core_schema_t core_schemas[] = {

@@ -26,6 +26,8 @@ typedef struct dt_cli {
     const char *bench_iters;  /*              --iters K                   */
     const char *bench_factor; /*              --factor F                  */
     int no_stage;             /* --no-stage: dtctl run skips staging  */
+    const char *metrics;      /* dtctl run --metrics FILE (JSONL)           */
+    int resume;               /* dtctl run --resume                         */
 } dt_cli_t;
 
 /* Build the effective configuration: built-in defaults, cluster file
@@ -41,6 +43,9 @@ dt_status_t dt_cli_load_config(const dt_cli_t *cli, const char *job_file,
  * Free *hosts with dt_hostlist_free(). Errors are logged with origins. */
 dt_status_t dt_cli_job_hosts(const dt_config_t *cfg, dt_hostlist_t *hosts,
                              int *np);
+
+/* path made absolute against the current directory (malloc'd). */
+char *dt_cli_absolute_path(const char *path);
 
 int dt_cmd_run(dt_cli_t *cli);
 int dt_cmd_plugins(dt_cli_t *cli);

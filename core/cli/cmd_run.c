@@ -18,6 +18,7 @@
 #include "run_env.h"
 #include "run_rendezvous.h"
 #include "run_stage.h"
+#include "run_trainer.h"
 #include "stop_signals.h"
 #include "supervise.h"
 
@@ -65,16 +66,12 @@ static int check_usage(const dt_cli_t *cli, const char **job_file)
         }
         *job_file = cli->args[0];
     }
-    if (cli->exec_argc > 0)
-        return 0;
-    if (*job_file)
-        dt_error("%s: dt's built-in trainer is not available yet, so a job "
-                 "file alone cannot run; give your program after '--': "
-                 "dtctl run %s -- PROGRAM ARGS...",
-                 *job_file, *job_file);
-    else
-        dt_error("nothing to run: give the program after '--', e.g. "
-                 "dtctl run -n 4 -- python train.py (see dtctl --help)");
+    if (cli->exec_argc > 0 || *job_file)
+        return 0; /* a job file alone: the built-in trainer */
+    dt_error("nothing to run: give a job file for dt's trainer (dtctl run "
+             "-n 2 conf/examples/fashion-mnist-mlp.ini) or a program after "
+             "'--', e.g. dtctl run -n 4 -- python train.py (see dtctl "
+             "--help)");
     return EXIT_USAGE;
 }
 
@@ -247,6 +244,15 @@ int dt_cmd_run(dt_cli_t *cli)
     run_state_t s;
     memset(&s, 0, sizeof s);
     code = prepare(cli, job_file, &s);
+    /* No program after '--': every worker runs dt's trainer. */
+    char trainer[4200];
+    char *trainer_argv[2] = {trainer, NULL};
+    if (code == 0 && cli->exec_argc == 0) {
+        if (run_trainer_prepare(s.cfg, s.np, trainer, sizeof trainer) != DT_OK)
+            code = EXIT_USAGE;
+        cli->exec_argv = trainer_argv;
+        cli->exec_argc = 1;
+    }
     if (code == 0)
         code = launch_and_supervise(cli, &s);
     release(&s);

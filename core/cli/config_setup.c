@@ -43,7 +43,18 @@ static dt_status_t load_cluster_file(const dt_cli_t *cli, dt_config_t *cfg)
     return st;
 }
 
-/* Options that are short forms of [cluster] keys. */
+char *dt_cli_absolute_path(const char *path)
+{
+    char cwd[4096];
+    char *out = NULL;
+    if (path[0] == '/' || !getcwd(cwd, sizeof cwd))
+        return strdup(path);
+    if (asprintf(&out, "%s/%s", cwd, path) < 0)
+        return NULL;
+    return out;
+}
+
+/* Options that are short forms of [cluster] keys (and the trainer's). */
 static dt_status_t load_options(const dt_cli_t *cli, dt_config_t *cfg)
 {
     const struct {
@@ -63,6 +74,19 @@ static dt_status_t load_options(const dt_cli_t *cli, dt_config_t *cfg)
         DT_CHECK(dt_config_set(cfg, "cluster", "np", np, DT_SRC_CLI,
                                "-n/--np"));
     }
+    if (cli->metrics) {
+        /* Absolute: the workers may run in another directory. */
+        char *abs = dt_cli_absolute_path(cli->metrics);
+        if (!abs)
+            return DT_ERR_NOMEM;
+        dt_status_t one = dt_config_set(cfg, "train", "metrics", abs,
+                                        DT_SRC_CLI, "--metrics");
+        free(abs);
+        DT_CHECK(one);
+    }
+    if (cli->resume)
+        DT_CHECK(dt_config_set(cfg, "train", "resume", "yes", DT_SRC_CLI,
+                               "--resume"));
     dt_status_t st = DT_OK;
     for (int i = 0; i < cli->nsets; i++) {
         dt_status_t one = dt_config_set_assignment(cfg, cli->sets[i],

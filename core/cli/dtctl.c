@@ -16,7 +16,8 @@ static const char usage_text[] =
     "       dtctl [OPTIONS] JOB.ini            (short for: dtctl run JOB.ini)\n"
     "\n"
     "commands:\n"
-    "  run [JOB.ini] [-- PROGRAM ARGS...]  start the workers and watch them\n"
+    "  run [JOB.ini] [-- PROGRAM ARGS...]  start the workers and watch them;\n"
+    "                                      a job file alone runs dt's trainer\n"
     "  plugins                             list plugins and whether they work here\n"
     "  config [JOB.ini]                    show the effective configuration\n"
     "  bench allreduce [--sizes 4K:256M] [--iters K] [--factor F]\n"
@@ -37,6 +38,9 @@ static const char usage_text[] =
     "                          ./conf/cluster.ini if present, else built-in)\n"
     "      --set SEC.KEY=VAL   override one setting (repeatable)\n"
     "      --no-stage          dtctl run: start without staging the data set\n"
+    "      --metrics FILE      trainer: append one JSON line per epoch to FILE\n"
+    "      --resume            trainer: continue from the newest valid\n"
+    "                          checkpoint in [train] checkpoint_dir\n"
     "  -v, --verbose           more detail (-vv: trace)\n"
     "  -q, --quiet             errors only\n"
     "      --version           print the version\n"
@@ -52,7 +56,7 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
 {
     enum { OPT_HOSTFILE = 256, OPT_LAUNCHER, OPT_TRANSPORT, OPT_STORAGE,
            OPT_CONFIG, OPT_SET, OPT_VERSION, OPT_SIZES, OPT_ITERS,
-           OPT_FACTOR, OPT_NO_STAGE };
+           OPT_FACTOR, OPT_NO_STAGE, OPT_METRICS, OPT_RESUME };
     static const struct option longopts[] = {
         {"np", required_argument, NULL, 'n'},
         {"hosts", required_argument, NULL, 'H'},
@@ -70,6 +74,8 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
         {"iters", required_argument, NULL, OPT_ITERS},
         {"factor", required_argument, NULL, OPT_FACTOR},
         {"no-stage", no_argument, NULL, OPT_NO_STAGE},
+        {"metrics", required_argument, NULL, OPT_METRICS},
+        {"resume", no_argument, NULL, OPT_RESUME},
         {NULL, 0, NULL, 0}};
     /* The program after "--" is never parsed as our options: cut it off. */
     int end = argc;
@@ -113,6 +119,8 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
         case OPT_ITERS: cli->bench_iters = optarg; break;
         case OPT_FACTOR: cli->bench_factor = optarg; break;
         case OPT_NO_STAGE: cli->no_stage = 1; break;
+        case OPT_METRICS: cli->metrics = optarg; break;
+        case OPT_RESUME: cli->resume = 1; break;
         case 'v': cli->verbose++; break;
         case 'q': cli->quiet = 1; break;
         case OPT_VERSION: printf("dtctl (dt) %s\n", PACKAGE_VERSION); exit(0);

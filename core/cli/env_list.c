@@ -29,6 +29,17 @@ dt_status_t env_list_addf(env_list_t *l, const char *key, const char *fmt, ...)
     free(value);
     if (!ok)
         return DT_ERR_NOMEM;
+    /* One value per name: a later setting (the staged data path over the
+     * configured one, say) replaces the earlier, whatever the launcher or
+     * the worker's getenv() would make of duplicates. */
+    size_t klen = strlen(key);
+    for (size_t i = 0; i < l->n; i++)
+        if (strncmp(l->v[i], key, klen) == 0 && l->v[i][klen] == '=') {
+            explicit_bzero(l->v[i], strlen(l->v[i]));
+            free(l->v[i]);
+            l->v[i] = entry;
+            return DT_OK;
+        }
     l->v[l->n++] = entry;
     l->v[l->n] = NULL;
     return DT_OK;

@@ -11,7 +11,7 @@ typedef struct env_list {
     size_t n, cap;
 } env_list_t;
 
-/* Append KEY=<printf of fmt>. */
+/* Set KEY=<printf of fmt>: appended, or replacing an earlier KEY. */
 dt_status_t env_list_addf(env_list_t *l, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The entries as a NULL-terminated array (never NULL itself). */

@@ -50,7 +50,8 @@ typedef struct forward {
 } forward_t;
 
 /* Workers have no config files: what dtctl was told about the parts they
- * run (plugin sections, [collectives], the timeout) travels in their environment. */
+ * run (plugin sections, [collectives], the timeout, the trainer's [train],
+ * [model] and [data]) travels in their environment. */
 static int forward_value(const char *section, const char *key,
                          const char *value, dt_config_source_t src,
                          const char *where, void *arg)
@@ -61,6 +62,9 @@ static int forward_value(const char *section, const char *key,
         return 0;
     int worker_side = strchr(section, '.') != NULL ||
                       strcmp(section, "collectives") == 0 ||
+                      strcmp(section, "train") == 0 || /* dt's trainer */
+                      strcmp(section, "model") == 0 ||
+                      strcmp(section, "data") == 0 ||
                       (strcmp(section, "cluster") == 0 &&
                        strcmp(key, "timeout") == 0);
     if (!worker_side)

@@ -1,0 +1,48 @@
+/* ckpt_format.h — byte layout shared by the checkpoint writer and reader
+ * (see ckpt.h for the format). */
+#ifndef DT_CKPT_FORMAT_H
+#define DT_CKPT_FORMAT_H
+
+#include <stdint.h>
+#include <string.h>
+
+#define CKPT_MAGIC "DTCKPT\r\n"
+#define CKPT_MAGIC_LEN 8
+#define CKPT_HEADER_LEN 24  /* magic, version, nsections, step            */
+#define CKPT_SECTION_HEAD 16 /* tag, zero, len                            */
+#define CKPT_HASH_LEN 32    /* SHA-256                                    */
+#define CKPT_PREFIX "ckpt-"
+#define CKPT_SUFFIX ".dtckpt"
+#define CKPT_TMP_PREFIX ".ckpt-tmp-"
+
+static inline void ckpt_put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline void ckpt_put64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline uint32_t ckpt_get32(const unsigned char *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static inline uint64_t ckpt_get64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static inline size_t ckpt_pad8(size_t n) { return (8 - n % 8) % 8; }
+
+#endif /* DT_CKPT_FORMAT_H */

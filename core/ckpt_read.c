@@ -1,0 +1,223 @@
+/* ckpt_read.c — read and verify checkpoints; find the newest valid one. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <openssl/evp.h>
+
+#include <dt/log.h>
+#include "ckpt.h"
+#include "ckpt_format.h"
+
+static dt_status_t slurp(const char *path, void **buf, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    struct stat st;
+    *buf = NULL;
+    if (!f) {
+        dt_error("%s: cannot open checkpoint: %s", path, strerror(errno));
+        return errno == ENOENT ? DT_ERR_NOT_FOUND : DT_ERR_IO;
+    }
+    if (fstat(fileno(f), &st) != 0) {
+        fclose(f);
+        return DT_ERR_IO;
+    }
+    *len = (size_t)st.st_size;
+    *buf = malloc(*len ? *len : 1);
+    if (!*buf) {
+        fclose(f);
+        return DT_ERR_NOMEM;
+    }
+    size_t got = fread(*buf, 1, *len, f);
+    int failed = ferror(f);
+    fclose(f);
+    if (got != *len) {
+        dt_error("%s: cannot read checkpoint: %s", path,
+                 failed ? strerror(errno) : "file shrank while reading");
+        free(*buf);
+        *buf = NULL;
+        return DT_ERR_IO;
+    }
+    return DT_OK;
+}
+
+static dt_status_t verify_hash(const char *path, const unsigned char *p,
+                               size_t len)
+{
+    unsigned char hash[EVP_MAX_MD_SIZE];
+    unsigned int hlen = 0;
+    if (EVP_Digest(p, len - CKPT_HASH_LEN, hash, &hlen, EVP_sha256(),
+                   NULL) != 1 || hlen != CKPT_HASH_LEN) {
+        dt_error("%s: SHA-256 failed", path);
+        return DT_ERR_INTERNAL;
+    }
+    if (memcmp(hash, p + len - CKPT_HASH_LEN, CKPT_HASH_LEN) != 0) {
+        dt_error("%s: checksum mismatch: the checkpoint is corrupt", path);
+        return DT_ERR_INVALID;
+    }
+    return DT_OK;
+}
+
+/* Walk the sections; every length must fit exactly before the hash. */
+static dt_status_t parse_sections(const char *path, dt_ckpt_t *c,
+                                  uint32_t nsecs)
+{
+    const unsigned char *p = c->buf;
+    size_t end = c->len - CKPT_HASH_LEN, off = CKPT_HEADER_LEN;
+    if (nsecs > end / CKPT_SECTION_HEAD) {
+        dt_error("%s: header announces %u sections, more than the file can "
+                 "hold: corrupt", path, nsecs);
+        return DT_ERR_INVALID;
+    }
+    c->secs = calloc(nsecs ? nsecs : 1, sizeof *c->secs);
+    if (!c->secs)
+        return DT_ERR_NOMEM;
+    for (uint32_t i = 0; i < nsecs; i++) {
+        if (end - off < CKPT_SECTION_HEAD) {
+            dt_error("%s: section %u header runs past the end: corrupt",
+                     path, i);
+            return DT_ERR_INVALID;
+        }
+        uint64_t len = ckpt_get64(p + off + 8);
+        c->secs[i].tag = ckpt_get32(p + off);
+        off += CKPT_SECTION_HEAD;
+        if (len > end - off || ckpt_pad8((size_t)len) > end - off - len) {
+            dt_error("%s: section %u (%llu bytes) runs past the end: "
+                     "corrupt", path, i, (unsigned long long)len);
+            return DT_ERR_INVALID;
+        }
+        c->secs[i].len = (size_t)len;
+        c->secs[i].data = p + off;
+        off += (size_t)len + ckpt_pad8((size_t)len);
+    }
+    if (off != end) {
+        dt_error("%s: %zu unexpected bytes after the last section: corrupt",
+                 path, end - off);
+        return DT_ERR_INVALID;
+    }
+    c->nsecs = nsecs;
+    return DT_OK;
+}
+
+dt_status_t dt_ckpt_read(const char *path, dt_ckpt_t *out)
+{
+    memset(out, 0, sizeof *out);
+    dt_status_t st = slurp(path, &out->buf, &out->len);
+    if (st != DT_OK)
+        return st;
+    const unsigned char *p = out->buf;
+    st = DT_ERR_INVALID;
+    if (out->len < CKPT_HEADER_LEN + CKPT_HASH_LEN ||
+        memcmp(p, CKPT_MAGIC, CKPT_MAGIC_LEN) != 0) {
+        dt_error("%s: not a dt checkpoint (%s)", path,
+                 out->len < CKPT_HEADER_LEN + CKPT_HASH_LEN
+                     ? "too short: truncated"
+                     : "wrong magic");
+        goto out;
+    }
+    out->version = ckpt_get32(p + 8);
+    if (out->version != DT_CKPT_VERSION) {
+        dt_error("%s: checkpoint format version %u; this dt reads version "
+                 "%d only", path, out->version, DT_CKPT_VERSION);
+        goto out;
+    }
+    if ((st = verify_hash(path, p, out->len)) != DT_OK)
+        goto out;
+    out->step = ckpt_get64(p + 16);
+    if ((st = parse_sections(path, out, ckpt_get32(p + 12))) != DT_OK)
+        goto out;
+    if (!(out->path = strdup(path)))
+        st = DT_ERR_NOMEM;
+out:
+    if (st != DT_OK)
+        dt_ckpt_free(out);
+    return st;
+}
+
+static int is_ckpt_name(const char *name)
+{
+    size_t len = strlen(name), pl = strlen(CKPT_PREFIX),
+           sl = strlen(CKPT_SUFFIX);
+    return len > pl + sl && strncmp(name, CKPT_PREFIX, pl) == 0 &&
+           strcmp(name + len - sl, CKPT_SUFFIX) == 0;
+}
+
+static int by_name_desc(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)b, *(char *const *)a);
+}
+
+dt_status_t dt_ckpt_load_latest(const char *dir, dt_ckpt_t *out)
+{
+    memset(out, 0, sizeof *out);
+    DIR *d = opendir(dir);
+    if (!d)
+        return DT_ERR_NOT_FOUND;
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    dt_status_t st = DT_OK;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!is_ckpt_name(e->d_name))
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            char **nn = realloc(names, cap * sizeof *names);
+            if (!nn) {
+                st = DT_ERR_NOMEM;
+                break;
+            }
+            names = nn;
+        }
+        if (!(names[n] = strdup(e->d_name))) {
+            st = DT_ERR_NOMEM;
+            break;
+        }
+        n++;
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(names, n, sizeof *names, by_name_desc);
+    dt_status_t found = DT_ERR_NOT_FOUND;
+    char path[4096];
+    for (size_t i = 0; st == DT_OK && i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        dt_status_t rs = dt_ckpt_read(path, out);
+        if (rs == DT_OK) {
+            found = DT_OK;
+            break;
+        }
+        if (rs == DT_ERR_NOMEM) {
+            st = rs;
+            break;
+        }
+        dt_warn("%s: skipped (see above); trying the previous checkpoint",
+                path);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return st != DT_OK ? st : found;
+}
+
+const dt_ckpt_section_t *dt_ckpt_find(const dt_ckpt_t *c, uint32_t tag)
+{
+    for (size_t i = 0; i < c->nsecs; i++)
+        if (c->secs[i].tag == tag)
+            return &c->secs[i];
+    return NULL;
+}
+
+void dt_ckpt_free(dt_ckpt_t *c)
+{
+    if (!c)
+        return;
+    free(c->path);
+    free(c->buf);
+    free(c->secs);
+    memset(c, 0, sizeof *c);
+}

@@ -1,0 +1,265 @@
+/* ckpt_write.c — write a checkpoint atomically: temporary file in the same
+ * directory, fsync, rename, fsync the directory; then prune old ones. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include <dt/log.h>
+#include "ckpt.h"
+#include "ckpt_format.h"
+
+typedef struct writer {
+    int fd;
+    const char *path;   /* for messages: the temporary file */
+    EVP_MD_CTX *md;
+} writer_t;
+
+static dt_status_t put(writer_t *w, const void *buf, size_t len)
+{
+    if (len && EVP_DigestUpdate(w->md, buf, len) != 1) {
+        dt_error("%s: SHA-256 failed", w->path);
+        return DT_ERR_INTERNAL;
+    }
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(w->fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            dt_error("%s: cannot write checkpoint: %s (free some space in "
+                     "[train] checkpoint_dir)", w->path, strerror(errno));
+            return DT_ERR_IO;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return DT_OK;
+}
+
+static dt_status_t put_section(writer_t *w, const dt_ckpt_section_t *s)
+{
+    unsigned char head[CKPT_SECTION_HEAD] = {0};
+    ckpt_put32(head, s->tag);
+    ckpt_put64(head + 8, (uint64_t)s->len);
+    DT_CHECK(put(w, head, sizeof head));
+    if (s->data)
+        DT_CHECK(put(w, s->data, s->len));
+    else {
+        char chunk[1 << 16];
+        for (size_t off = 0; off < s->len; off += sizeof chunk) {
+            size_t n = s->len - off < sizeof chunk ? s->len - off
+                                                   : sizeof chunk;
+            DT_CHECK(s->fill(s->arg, off, chunk, n));
+            DT_CHECK(put(w, chunk, n));
+        }
+    }
+    static const unsigned char zero[8];
+    return put(w, zero, ckpt_pad8(s->len));
+}
+
+static dt_status_t put_all(writer_t *w, uint64_t step,
+                           const dt_ckpt_section_t *secs, size_t nsecs)
+{
+    unsigned char head[CKPT_HEADER_LEN];
+    memcpy(head, CKPT_MAGIC, CKPT_MAGIC_LEN);
+    ckpt_put32(head + 8, DT_CKPT_VERSION);
+    ckpt_put32(head + 12, (uint32_t)nsecs);
+    ckpt_put64(head + 16, step);
+    DT_CHECK(put(w, head, sizeof head));
+    for (size_t i = 0; i < nsecs; i++)
+        DT_CHECK(put_section(w, &secs[i]));
+    unsigned char hash[EVP_MAX_MD_SIZE];
+    unsigned int hlen = 0;
+    if (EVP_DigestFinal_ex(w->md, hash, &hlen) != 1 ||
+        hlen != CKPT_HASH_LEN) {
+        dt_error("%s: SHA-256 failed", w->path);
+        return DT_ERR_INTERNAL;
+    }
+    /* The hash itself is not hashed: write it directly. */
+    EVP_MD_CTX *md = w->md;
+    w->md = NULL;
+    dt_status_t st = DT_OK;
+    size_t off = 0;
+    while (off < hlen) {
+        ssize_t n = write(w->fd, hash + off, hlen - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            dt_error("%s: cannot write checkpoint: %s", w->path,
+                     strerror(errno));
+            st = DT_ERR_IO;
+            break;
+        }
+        off += (size_t)n;
+    }
+    w->md = md;
+    return st;
+}
+
+static dt_status_t make_dir(const char *dir)
+{
+    char *p = strdup(dir);
+    if (!p)
+        return DT_ERR_NOMEM;
+    dt_status_t st = DT_OK;
+    for (char *s = p + 1;; s++) {
+        char c = *s;
+        if (c != '/' && c != '\0')
+            continue;
+        *s = '\0';
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+            dt_error("cannot create checkpoint directory %s: %s (check "
+                     "[train] checkpoint_dir)", p, strerror(errno));
+            st = DT_ERR_IO;
+            break;
+        }
+        *s = c;
+        if (c == '\0')
+            break;
+    }
+    free(p);
+    return st;
+}
+
+static dt_status_t sync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0 || fsync(fd) != 0) {
+        dt_error("%s: cannot sync the checkpoint directory: %s", dir,
+                 strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return DT_ERR_IO;
+    }
+    close(fd);
+    return DT_OK;
+}
+
+static int by_name_desc(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)b, *(char *const *)a);
+}
+
+/* Delete all but the newest `keep` checkpoints and stale temporary files
+ * (a writer killed mid-write leaves one; only one writer runs at a time). */
+static void prune(const char *dir, int keep)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    char path[4096];
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, CKPT_TMP_PREFIX, strlen(CKPT_TMP_PREFIX)) ==
+            0) {
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+            continue;
+        }
+        if (keep <= 0 || strncmp(e->d_name, CKPT_PREFIX, 5) != 0 ||
+            len < strlen(CKPT_SUFFIX) ||
+            strcmp(e->d_name + len - strlen(CKPT_SUFFIX), CKPT_SUFFIX) != 0)
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            char **nn = realloc(names, cap * sizeof *names);
+            if (!nn)
+                break;
+            names = nn;
+        }
+        if (!(names[n] = strdup(e->d_name)))
+            break;
+        n++;
+    }
+    closedir(d);
+    /* Zero-padded step numbers: name order is step order. */
+    if (n > 1)
+        qsort(names, n, sizeof *names, by_name_desc);
+    for (size_t i = 0; i < n; i++) {
+        if (i >= (size_t)keep) {
+            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+            if (unlink(path) != 0)
+                dt_warn("%s: cannot delete old checkpoint: %s", path,
+                        strerror(errno));
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
+dt_status_t dt_ckpt_write(const char *dir, uint64_t step,
+                          const dt_ckpt_section_t *secs, size_t nsecs,
+                          int keep, char **path)
+{
+    char tmp[4096], final[4096];
+    writer_t w = {-1, tmp, NULL};
+    dt_status_t st;
+    if (path)
+        *path = NULL;
+    for (size_t i = 0; i < nsecs; i++)
+        if (!secs[i].data && !secs[i].fill && secs[i].len) {
+            dt_error("checkpoint section %u has neither data nor fill",
+                     secs[i].tag);
+            return DT_ERR_INVALID;
+        }
+    DT_CHECK(make_dir(dir));
+    snprintf(final, sizeof final, "%s/" CKPT_PREFIX "%012llu" CKPT_SUFFIX,
+             dir, (unsigned long long)step);
+    snprintf(tmp, sizeof tmp, "%s/" CKPT_TMP_PREFIX "%012llu.XXXXXX", dir,
+             (unsigned long long)step);
+    w.fd = mkstemp(tmp);
+    if (w.fd < 0) {
+        dt_error("%s: cannot create a checkpoint file there: %s (check "
+                 "[train] checkpoint_dir)", dir, strerror(errno));
+        return DT_ERR_IO;
+    }
+    fchmod(w.fd, 0644);
+    if (!(w.md = EVP_MD_CTX_new()) ||
+        EVP_DigestInit_ex(w.md, EVP_sha256(), NULL) != 1) {
+        st = DT_ERR_NOMEM;
+        goto out;
+    }
+    if ((st = put_all(&w, step, secs, nsecs)) != DT_OK)
+        goto out;
+    if (fsync(w.fd) != 0) {
+        dt_error("%s: fsync failed: %s", tmp, strerror(errno));
+        st = DT_ERR_IO;
+        goto out;
+    }
+    if (close(w.fd) != 0) {
+        w.fd = -1;
+        dt_error("%s: close failed: %s", tmp, strerror(errno));
+        st = DT_ERR_IO;
+        goto out;
+    }
+    w.fd = -1;
+    if (rename(tmp, final) != 0) {
+        dt_error("cannot rename %s to %s: %s", tmp, final, strerror(errno));
+        st = DT_ERR_IO;
+        goto out;
+    }
+    tmp[0] = '\0';
+    if ((st = sync_dir(dir)) != DT_OK)
+        goto out;
+    prune(dir, keep);
+    if (path && !(*path = strdup(final)))
+        st = DT_ERR_NOMEM;
+out:
+    if (w.fd >= 0)
+        close(w.fd);
+    if (st != DT_OK && tmp[0])
+        unlink(tmp); /* never leave a partial file behind on error */
+    EVP_MD_CTX_free(w.md);
+    return st;
+}

@@ -1,0 +1,64 @@
+/* dataset.c — normalization, subsets and batch gathering. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <dt/log.h>
+#include "dataset.h"
+
+dt_status_t dt_dataset_set_norm(dt_dataset_t *ds, const float *mean,
+                                size_t nmean, const float *std, size_t nstd)
+{
+    size_t c = (size_t)ds->channels;
+    if ((nmean != 1 && nmean != c) || (nstd != 1 && nstd != c)) {
+        dt_error("[data] mean and std take 1 value or one per channel (%zu "
+                 "for this data set); got %zu and %zu values",
+                 c, nmean, nstd);
+        return DT_ERR_CONFIG;
+    }
+    for (size_t i = 0; i < c; i++) {
+        float s = std[nstd == 1 ? 0 : i];
+        if (!(s > 0.0f)) {
+            dt_error("[data] std must be greater than 0 (channel %zu has "
+                     "%g): it divides every pixel", i, (double)s);
+            return DT_ERR_CONFIG;
+        }
+        ds->mean[i] = mean[nmean == 1 ? 0 : i];
+        ds->std[i] = s;
+    }
+    return DT_OK;
+}
+
+void dt_dataset_truncate(dt_dataset_t *ds, size_t n)
+{
+    if (n < ds->n)
+        ds->n = n; /* buffers stay; only the first n are used */
+}
+
+void dt_dataset_gather(const dt_dataset_t *ds, const size_t *idx,
+                       size_t count, float *x, int32_t *y)
+{
+    size_t plane = (size_t)ds->height * (size_t)ds->width;
+    for (size_t b = 0; b < count; b++) {
+        const uint8_t *src = ds->pixels + idx[b] * ds->sample_len;
+        float *dst = x + b * ds->sample_len;
+        for (int c = 0; c < ds->channels; c++) {
+            /* (p/255 - mean)/std as one multiply-add per pixel */
+            float scale = 1.0f / (255.0f * ds->std[c]);
+            float shift = -ds->mean[c] / ds->std[c];
+            const uint8_t *s = src + (size_t)c * plane;
+            float *d = dst + (size_t)c * plane;
+            for (size_t i = 0; i < plane; i++)
+                d[i] = (float)s[i] * scale + shift;
+        }
+        y[b] = ds->labels[idx[b]];
+    }
+}
+
+void dt_dataset_free(dt_dataset_t *ds)
+{
+    if (!ds)
+        return;
+    free(ds->pixels);
+    free(ds->labels);
+    memset(ds, 0, sizeof *ds);
+}

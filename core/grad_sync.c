@@ -1,0 +1,209 @@
+/* grad_sync.c — the communication thread and its bucket queue. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dt/dt.h>
+#include <dt/log.h>
+#include "grad_sync.h"
+#include "metrics.h"
+
+typedef struct bucket {
+    size_t lo, hi; /* float range [lo, hi) */
+} bucket_t;
+
+struct dt_grad_sync {
+    float *grads;        /* the model's buffer (device or host)          */
+    float *buf;          /* what is reduced: grads, or the host staging  */
+    size_t n;
+    dt_device_t *dev;
+    int staged;          /* grads on the device, buf a host copy         */
+    size_t bucket_floats;
+    int world;
+    size_t pending_hi;   /* [ready_lo, pending_hi) not yet in a bucket   */
+    size_t ready_lo;     /* everything at or above this is final         */
+    size_t step_buckets; /* buckets sent in the step under way        */
+    size_t last_buckets; /* ... and in the last finished step          */
+
+    pthread_t thread;
+    int thread_up;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;   /* work queued, or stop                         */
+    pthread_cond_t done_cv;
+    bucket_t *queue;     /* ring of at most n buckets                    */
+    size_t qcap, qhead, qlen;
+    size_t queued, finished;
+    dt_status_t error;
+    int stop;
+};
+
+static void *comm_main(void *arg)
+{
+    dt_grad_sync_t *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->qlen && !s->stop)
+            pthread_cond_wait(&s->cv, &s->mu);
+        if (!s->qlen && s->stop)
+            break;
+        bucket_t b = s->queue[s->qhead];
+        s->qhead = (s->qhead + 1) % s->qcap;
+        s->qlen--;
+        dt_status_t prev = s->error;
+        pthread_mutex_unlock(&s->mu);
+        dt_status_t st = DT_OK;
+        /* After a failure the job stops: skip the rest, peers time out. */
+        if (prev == DT_OK)
+            st = dt_allreduce(s->buf + b.lo, s->buf + b.lo, b.hi - b.lo,
+                              DT_FLOAT32, DT_AVG);
+        pthread_mutex_lock(&s->mu);
+        if (st != DT_OK && s->error == DT_OK)
+            s->error = st;
+        s->finished++;
+        pthread_cond_broadcast(&s->done_cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+dt_status_t dt_grad_sync_new(float *grads, size_t n, dt_device_t *dev,
+                             size_t bucket_bytes, int world,
+                             dt_grad_sync_t **out)
+{
+    *out = NULL;
+    dt_grad_sync_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return DT_ERR_NOMEM;
+    s->grads = s->buf = grads;
+    s->n = n;
+    s->dev = dev;
+    s->world = world;
+    s->bucket_floats = bucket_bytes / sizeof(float);
+    if (s->bucket_floats == 0)
+        s->bucket_floats = 1;
+    s->pending_hi = s->ready_lo = n;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    pthread_cond_init(&s->done_cv, NULL);
+    *out = s;
+    if (world <= 1)
+        return DT_OK;
+    dt_status_t st = DT_ERR_NOMEM;
+    s->qcap = n ? n : 1;
+    if (s->qcap > 4096)
+        s->qcap = 4096; /* more buckets than layers cannot happen */
+    if (!(s->queue = calloc(s->qcap, sizeof *s->queue)))
+        goto fail;
+    if (dev && dev->mem != DT_MEM_HOST) {
+        s->staged = 1;
+        if ((st = dt_device_host_alloc(dev, n * sizeof(float),
+                                       (void **)&s->buf)) != DT_OK)
+            goto fail;
+    }
+    if (pthread_create(&s->thread, NULL, comm_main, s) != 0) {
+        dt_error("cannot start the gradient communication thread");
+        st = DT_ERR_INTERNAL;
+        goto fail;
+    }
+    s->thread_up = 1;
+    return DT_OK;
+fail:
+    dt_grad_sync_free(s);
+    *out = NULL;
+    return st;
+}
+
+static dt_status_t enqueue(dt_grad_sync_t *s, size_t lo, size_t hi)
+{
+    pthread_mutex_lock(&s->mu);
+    if (s->qlen == s->qcap) {
+        pthread_mutex_unlock(&s->mu);
+        dt_error("gradient bucket queue overflow (%zu buckets): internal "
+                 "error, please report", s->qcap);
+        return DT_ERR_INTERNAL;
+    }
+    s->queue[(s->qhead + s->qlen) % s->qcap] = (bucket_t){lo, hi};
+    s->qlen++;
+    s->queued++;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    s->step_buckets++;
+    return DT_OK;
+}
+
+dt_status_t dt_grad_sync_ready(void *arg, size_t offset, size_t len)
+{
+    dt_grad_sync_t *s = arg;
+    if (offset + len != s->ready_lo) {
+        dt_error("gradients became ready out of order ([%zu, %zu) after "
+                 "%zu): internal error, please report",
+                 offset, offset + len, s->ready_lo);
+        return DT_ERR_INTERNAL;
+    }
+    s->ready_lo = offset;
+    if (s->world <= 1)
+        return DT_OK;
+    if (s->staged)
+        DT_CHECK(dt_device_copy(s->dev, s->buf + offset, DT_MEM_HOST,
+                                s->grads + offset, s->dev->mem,
+                                len * sizeof(float)));
+    if (s->pending_hi - offset >= s->bucket_floats) {
+        DT_CHECK(enqueue(s, offset, s->pending_hi));
+        s->pending_hi = offset;
+    }
+    return DT_OK;
+}
+
+dt_status_t dt_grad_sync_finish(dt_grad_sync_t *s, double *wait_seconds)
+{
+    double t0 = dt_now();
+    dt_status_t st = DT_OK;
+    if (s->ready_lo != 0) {
+        /* The model reported nothing (or not all): the rest is final now. */
+        if (s->staged && s->world > 1)
+            st = dt_device_copy(s->dev, s->buf, DT_MEM_HOST, s->grads,
+                                s->dev->mem, s->ready_lo * sizeof(float));
+        s->ready_lo = 0;
+    }
+    if (s->world > 1) {
+        if (st == DT_OK && s->pending_hi > 0)
+            st = enqueue(s, 0, s->pending_hi);
+        pthread_mutex_lock(&s->mu);
+        while (s->finished < s->queued)
+            pthread_cond_wait(&s->done_cv, &s->mu);
+        if (st == DT_OK)
+            st = s->error;
+        pthread_mutex_unlock(&s->mu);
+        if (st == DT_OK && s->staged)
+            st = dt_device_copy(s->dev, s->grads, s->dev->mem, s->buf,
+                                DT_MEM_HOST, s->n * sizeof(float));
+    }
+    s->pending_hi = s->ready_lo = s->n;
+    s->last_buckets = s->step_buckets;
+    s->step_buckets = 0;
+    if (wait_seconds)
+        *wait_seconds = dt_now() - t0;
+    return st;
+}
+
+size_t dt_grad_sync_buckets(const dt_grad_sync_t *s) { return s->last_buckets; }
+
+void dt_grad_sync_free(dt_grad_sync_t *s)
+{
+    if (!s)
+        return;
+    if (s->thread_up) {
+        pthread_mutex_lock(&s->mu);
+        s->stop = 1;
+        pthread_cond_signal(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->thread, NULL);
+    }
+    if (s->staged && s->buf)
+        dt_device_host_free(s->dev, s->buf);
+    free(s->queue);
+    pthread_cond_destroy(&s->cv);
+    pthread_cond_destroy(&s->done_cv);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}

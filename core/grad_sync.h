@@ -1,0 +1,46 @@
+/* grad_sync.h — bucketed gradient averaging that overlaps backward
+ * (internal to the trainer).
+ *
+ * The model reports finished gradient ranges during backward, from the end
+ * of the flat buffer towards its start. Ranges are gathered into buckets
+ * of at least `bucket_bytes`; each full bucket is handed at once to a
+ * communication thread that averages it over all ranks (dt_allreduce
+ * DT_AVG) while backward goes on with earlier layers. Bucket boundaries
+ * follow the layers, so they are the same on every rank and every step:
+ * collectives stay matched.
+ *
+ * Gradients in device memory (cuda) are copied into a pinned host buffer
+ * as each range becomes ready, averaged there, and copied back once at the
+ * end: the transport only reads host memory.
+ *
+ * Only the communication thread calls collectives between the first
+ * dt_grad_sync_ready() of a step and dt_grad_sync_finish(). */
+#ifndef DT_GRAD_SYNC_H
+#define DT_GRAD_SYNC_H
+
+#include <stddef.h>
+#include <dt/nn.h>
+#include <dt/status.h>
+
+typedef struct dt_grad_sync dt_grad_sync_t;
+
+/* grads: n floats on dev (NULL dev or host memory: in place). world 1:
+ * nothing is communicated and no thread is started. */
+dt_status_t dt_grad_sync_new(float *grads, size_t n, dt_device_t *dev,
+                             size_t bucket_bytes, int world,
+                             dt_grad_sync_t **out);
+
+/* A dt_grad_ready_fn: arg is the dt_grad_sync_t. */
+dt_status_t dt_grad_sync_ready(void *arg, size_t offset, size_t len);
+
+/* End of backward: send what is left, wait for every bucket, and leave
+ * the averaged gradients in the gradient buffer. *wait_seconds: time spent
+ * waiting here (communication not hidden behind backward). */
+dt_status_t dt_grad_sync_finish(dt_grad_sync_t *s, double *wait_seconds);
+
+/* Number of buckets the last step used (for logs and tests). */
+size_t dt_grad_sync_buckets(const dt_grad_sync_t *s);
+
+void dt_grad_sync_free(dt_grad_sync_t *s);
+
+#endif /* DT_GRAD_SYNC_H */

@@ -1,0 +1,82 @@
+/* metrics.h — what the trainer reports (internal): one JSON line per epoch
+ * (--metrics FILE), TensorBoard scalars ([train] log_dir), and a progress
+ * line on the terminal. Only rank 0 writes any of them. */
+#ifndef DT_METRICS_H
+#define DT_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <dt/status.h>
+
+/* One epoch's summary. */
+typedef struct dt_epoch_metrics {
+    uint64_t epoch;          /* 1-based                                    */
+    uint64_t step;           /* global steps done at the end of the epoch */
+    double train_loss;       /* mean over the epoch's samples, all ranks   */
+    double test_loss;
+    double test_accuracy;    /* fraction 0..1                              */
+    double lr;               /* learning rate at the end of the epoch      */
+    double samples_per_sec;  /* global: all ranks together                 */
+    double comm_fraction;    /* share of step time waiting for allreduce   */
+    double epoch_seconds;
+} dt_epoch_metrics_t;
+
+/* ---- JSONL ---------------------------------------------------------------- */
+typedef struct dt_jsonl dt_jsonl_t;
+/* Append to path (created if missing); each line is flushed as written. */
+dt_status_t dt_jsonl_open(const char *path, dt_jsonl_t **out);
+dt_status_t dt_jsonl_write_epoch(dt_jsonl_t *j, const dt_epoch_metrics_t *m);
+void dt_jsonl_close(dt_jsonl_t *j);
+
+/* ---- TensorBoard event files ------------------------------------------------
+ * events.out.tfevents.<time>.<host>.<pid> in dir: TFRecord framing (u64
+ * length, masked CRC32C of it, data, masked CRC32C of data) around Event
+ * protobufs: a first event with file_version "brain.Event:2", then one
+ * event per scalar with wall_time, step and summary { value { tag,
+ * simple_value } }. */
+typedef struct dt_tb dt_tb_t;
+dt_status_t dt_tb_open(const char *dir, dt_tb_t **out);
+dt_status_t dt_tb_scalar(dt_tb_t *tb, const char *tag, int64_t step,
+                         float value);
+/* The file's path (owned by tb). */
+const char *dt_tb_path(const dt_tb_t *tb);
+void dt_tb_close(dt_tb_t *tb);
+
+/* CRC-32C (Castagnoli), and TFRecord's masked form of it. */
+uint32_t dt_crc32c(uint32_t crc, const void *buf, size_t len);
+uint32_t dt_crc32c_masked(const void *buf, size_t len);
+
+/* Encoders for the few protobuf fields the event file needs (exposed so
+ * tests can build expected bytes). Each returns bytes written into buf
+ * (which must be large enough: tag + 10 bytes of varint + payload). */
+size_t dt_pb_varint(unsigned char *buf, uint64_t v);
+size_t dt_tb_encode_scalar_event(unsigned char *buf, size_t cap,
+                                 double wall_time, int64_t step,
+                                 const char *tag, float value);
+
+/* ---- progress line ----------------------------------------------------------
+ * On a terminal: one line redrawn in place ("\r") at most a few times a
+ * second. Otherwise: a plain line every `every` steps and at epoch ends. */
+typedef struct dt_progress {
+    FILE *out;
+    bool tty;
+    uint64_t every;          /* plain mode: print every N steps            */
+    double last_draw;        /* monotonic seconds of the last redraw       */
+    double epoch_start;
+    uint64_t epochs;
+    size_t line_len;         /* characters drawn, to clear on redraw       */
+} dt_progress_t;
+
+void dt_progress_init(dt_progress_t *p, FILE *out, uint64_t epochs);
+void dt_progress_epoch_start(dt_progress_t *p);
+/* step: 1-based within the epoch, of steps. */
+void dt_progress_step(dt_progress_t *p, uint64_t epoch, uint64_t step,
+                      uint64_t steps, double loss, double samples_per_sec);
+void dt_progress_epoch_end(dt_progress_t *p, const dt_epoch_metrics_t *m);
+
+/* Monotonic clock in seconds. */
+double dt_now(void);
+
+#endif /* DT_METRICS_H */

@@ -1,0 +1,93 @@
+/* progress.c — the trainer's progress line: redrawn in place on a
+ * terminal, plain lines otherwise (logs, pipes, dtctl's output). */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "metrics.h"
+
+#define REDRAW_SECONDS 0.2
+
+double dt_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void dt_progress_init(dt_progress_t *p, FILE *out, uint64_t epochs)
+{
+    memset(p, 0, sizeof *p);
+    p->out = out;
+    p->tty = isatty(fileno(out));
+    p->every = 100;
+    p->epochs = epochs;
+}
+
+void dt_progress_epoch_start(dt_progress_t *p)
+{
+    p->epoch_start = dt_now();
+    p->last_draw = 0.0;
+}
+
+static void eta_text(char *buf, size_t len, double seconds)
+{
+    if (!(seconds >= 0.0) || seconds > 1e7) {
+        snprintf(buf, len, "--:--");
+        return;
+    }
+    long s = (long)(seconds + 0.5);
+    if (s >= 3600)
+        snprintf(buf, len, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+    else
+        snprintf(buf, len, "%02ld:%02ld", s / 60, s % 60);
+}
+
+void dt_progress_step(dt_progress_t *p, uint64_t epoch, uint64_t step,
+                      uint64_t steps, double loss, double samples_per_sec)
+{
+    double now = dt_now();
+    if (p->tty) {
+        if (step != steps && now - p->last_draw < REDRAW_SECONDS)
+            return;
+    } else if (step % p->every != 0) {
+        return;
+    }
+    p->last_draw = now;
+    double per_step = step ? (now - p->epoch_start) / (double)step : 0.0;
+    char eta[32], line[256];
+    eta_text(eta, sizeof eta, per_step * (double)(steps - step));
+    int n = snprintf(line, sizeof line,
+                     "epoch %llu/%llu  step %llu/%llu  loss %.4f  "
+                     "%.0f samples/s  ETA %s",
+                     (unsigned long long)epoch, (unsigned long long)p->epochs,
+                     (unsigned long long)step, (unsigned long long)steps,
+                     loss, samples_per_sec, eta);
+    size_t len = n > 0 ? (size_t)n : 0;
+    if (p->tty) {
+        /* Pad with spaces over what a longer previous line left. */
+        fprintf(p->out, "\r%s%*s", line,
+                (int)(p->line_len > len ? p->line_len - len : 0), "");
+        p->line_len = len;
+    } else {
+        fprintf(p->out, "%s\n", line);
+    }
+    fflush(p->out);
+}
+
+void dt_progress_epoch_end(dt_progress_t *p, const dt_epoch_metrics_t *m)
+{
+    if (p->tty && p->line_len) {
+        fputc('\n', p->out);
+        p->line_len = 0;
+    }
+    fprintf(p->out,
+            "epoch %llu/%llu  train_loss %.4f  test_loss %.4f  "
+            "test_accuracy %.2f%%  lr %.5g  %.0f samples/s  comm %.1f%%  "
+            "%.1fs\n",
+            (unsigned long long)m->epoch, (unsigned long long)p->epochs,
+            m->train_loss, m->test_loss, 100.0 * m->test_accuracy, m->lr,
+            m->samples_per_sec, 100.0 * m->comm_fraction, m->epoch_seconds);
+    fflush(p->out);
+}

@@ -1,0 +1,177 @@
+/* train.c — the training loop, read top to bottom: for each epoch, for
+ * each step: gather the batch, forward, backward (gradient buckets are
+ * averaged while backward runs), optimizer step; then evaluate, report,
+ * checkpoint. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <dt/dt.h>
+#include <dt/log.h>
+#include "train.h"
+
+static bool ckpt_due_after_step(const dt_trainer_t *t)
+{
+    return t->ckpt_dir && t->ckpt_unit_steps &&
+           t->global_step % t->ckpt_every == 0;
+}
+
+static bool ckpt_due_after_epoch(const dt_trainer_t *t)
+{
+    return t->ckpt_dir && !t->ckpt_unit_steps &&
+           t->epoch % t->ckpt_every == 0; /* t->epoch: epochs completed */
+}
+
+/* One optimizer step on this rank's batch `s` of the epoch. */
+static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
+                              float *loss)
+{
+    const dt_sampler_t *smp = &t->train_sampler;
+    size_t at = (size_t)s * t->batch;
+    size_t b = smp->count - at < t->batch ? smp->count - at : t->batch;
+    double lr = dt_lr_at(&t->lr, (double)t->epoch + (double)s / steps);
+    double t0 = dt_now(), wait = 0.0;
+
+    dt_dataset_gather(&t->train, smp->indices + at, b, t->x, t->y);
+    DT_CHECK(dt_model_forward(t->model, t->x, t->y, (int)b, 1, loss, NULL));
+    DT_CHECK(dt_model_backward(t->model, dt_grad_sync_ready, t->sync));
+    DT_CHECK(dt_grad_sync_finish(t->sync, &wait));
+    dt_status_t st = t->opt->step(t->opt_state, t->params, t->grads,
+                                  (float)lr, t->global_step + 1,
+                                  t->dev->stream);
+    if (st != DT_OK) {
+        dt_error("optimizer '%s' failed at step %llu (%s)",
+                 t->opt_plugin->name,
+                 (unsigned long long)t->global_step + 1, dt_status_str(st));
+        return st;
+    }
+    if (!isfinite(*loss)) {
+        dt_error("training diverged at epoch %llu step %llu: the loss is "
+                 "%f; lower [train] lr or add warmup_epochs",
+                 (unsigned long long)t->epoch + 1,
+                 (unsigned long long)s + 1, (double)*loss);
+        return DT_ERR_INVALID;
+    }
+    DT_CHECK(dt_device_sync(t->dev));
+    t->global_step++;
+    if (t->global_step == 1 && t->rank == 0 && t->world > 1)
+        dt_debug("gradients of %zu parameters averaged in %zu bucket%s per "
+                 "step", t->nparams, dt_grad_sync_buckets(t->sync),
+                 dt_grad_sync_buckets(t->sync) == 1 ? "" : "s");
+    t->step_in_epoch = s + 1;
+    t->loss_sum += (double)*loss * (double)b;
+    t->loss_count += (double)b;
+    t->epoch_samples += b;
+    t->train_seconds += dt_now() - t0;
+    t->comm_wait_seconds += wait;
+    return DT_OK;
+}
+
+/* Summaries over all ranks, evaluation and rank 0's reports. */
+static dt_status_t end_epoch(dt_trainer_t *t, double epoch_start)
+{
+    double sums[3] = {t->loss_sum, t->loss_count, (double)t->epoch_samples};
+    if (t->world > 1)
+        DT_CHECK(dt_allreduce(sums, sums, 3, DT_FLOAT64, DT_SUM));
+    dt_epoch_metrics_t m = {.epoch = t->epoch + 1, .step = t->global_step};
+    m.train_loss = sums[1] > 0 ? sums[0] / sums[1] : NAN;
+    DT_CHECK(dt_trainer_evaluate(t, &m.test_loss, &m.test_accuracy));
+    m.lr = dt_lr_at(&t->lr, (double)t->epoch + 1.0 - 1e-9);
+    /* Steps run in lockstep: rank 0's time is the job's time. */
+    m.samples_per_sec = t->train_seconds > 0 ? sums[2] / t->train_seconds
+                                             : 0.0;
+    m.comm_fraction = t->train_seconds > 0
+                          ? t->comm_wait_seconds / t->train_seconds
+                          : 0.0;
+    m.epoch_seconds = dt_now() - epoch_start;
+    t->final_accuracy = m.test_accuracy;
+    if (t->rank == 0) {
+        dt_progress_epoch_end(&t->progress, &m);
+        if (t->jsonl)
+            DT_CHECK(dt_jsonl_write_epoch(t->jsonl, &m));
+        if (t->tb) {
+            int64_t x = (int64_t)m.epoch;
+            DT_CHECK(dt_tb_scalar(t->tb, "train/loss", x, (float)m.train_loss));
+            DT_CHECK(dt_tb_scalar(t->tb, "test/loss", x, (float)m.test_loss));
+            DT_CHECK(dt_tb_scalar(t->tb, "test/accuracy", x,
+                                  (float)m.test_accuracy));
+            DT_CHECK(dt_tb_scalar(t->tb, "train/lr", x, (float)m.lr));
+            DT_CHECK(dt_tb_scalar(t->tb, "perf/samples_per_sec", x,
+                                  (float)m.samples_per_sec));
+            DT_CHECK(dt_tb_scalar(t->tb, "perf/comm_fraction", x,
+                                  (float)m.comm_fraction));
+        }
+    }
+    return DT_OK;
+}
+
+static dt_status_t train_loop(dt_trainer_t *t, uint64_t max_steps)
+{
+    uint64_t steps = dt_trainer_steps_per_epoch(t);
+    bool saved = false;
+    for (; t->epoch < t->epochs; t->epoch++, t->step_in_epoch = 0) {
+        double start = dt_now();
+        t->train_seconds = t->comm_wait_seconds = 0.0;
+        t->epoch_samples = 0;
+        if (t->step_in_epoch == 0)
+            t->loss_sum = t->loss_count = 0.0;
+        DT_CHECK(dt_sampler_set_epoch(&t->train_sampler, t->epoch));
+        if (t->rank == 0)
+            dt_progress_epoch_start(&t->progress);
+        for (uint64_t s = t->step_in_epoch; s < steps; s++) {
+            float loss;
+            DT_CHECK(train_step(t, s, steps, &loss));
+            saved = false;
+            if (t->rank == 0)
+                dt_progress_step(&t->progress, t->epoch + 1, s + 1, steps,
+                                 loss, t->world * t->epoch_samples /
+                                           (t->train_seconds + 1e-12));
+            if (ckpt_due_after_step(t)) {
+                DT_CHECK(dt_trainer_save(t));
+                saved = true;
+            }
+            if (max_steps && t->global_step >= max_steps) {
+                if (t->rank == 0)
+                    dt_info("stopping after %llu steps ([train] max_steps)",
+                            (unsigned long long)t->global_step);
+                return t->ckpt_dir && !saved ? dt_trainer_save(t) : DT_OK;
+            }
+        }
+        DT_CHECK(end_epoch(t, start));
+        /* The checkpoint describes the start of the next epoch. */
+        uint64_t done = t->epoch;
+        t->epoch++;
+        t->step_in_epoch = 0;
+        t->loss_sum = t->loss_count = 0.0;
+        if (ckpt_due_after_epoch(t) || (t->ckpt_dir && t->epoch == t->epochs))
+            DT_CHECK(dt_trainer_save(t));
+        t->epoch = done;
+    }
+    return DT_OK;
+}
+
+dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy)
+{
+    dt_trainer_t t;
+    long long max_steps = 0;
+    dt_status_t st = dt_trainer_setup(&t, cfg);
+    if (st == DT_OK)
+        st = dt_config_get_int(cfg, "train", "max_steps", &max_steps);
+    if (st == DT_OK && t.resume)
+        st = dt_trainer_restore(&t);
+    if (st == DT_OK)
+        st = train_loop(&t, max_steps > 0 ? (uint64_t)max_steps : 0);
+    if (st == DT_OK && t.rank == 0) {
+        if (t.final_accuracy > 0)
+            printf("final test accuracy: %.2f%% after %llu epochs (%llu "
+                   "steps, %d worker%s)\n", 100.0 * t.final_accuracy,
+                   (unsigned long long)t.epoch,
+                   (unsigned long long)t.global_step, t.world,
+                   t.world == 1 ? "" : "s");
+        fflush(stdout);
+    }
+    if (final_accuracy)
+        *final_accuracy = t.final_accuracy;
+    dt_trainer_teardown(&t);
+    return st;
+}

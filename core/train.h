@@ -1,0 +1,105 @@
+/* train.h — the built-in data-parallel trainer (internal to libdt).
+ *
+ * Horovod/DDP semantics: every worker holds the whole model, rank 0's
+ * initial parameters are broadcast, each rank trains on its shard of every
+ * epoch (dt_sampler), gradients are averaged in buckets that overlap
+ * backward (grad_sync), the optimizer plugin steps, the test set is
+ * evaluated every epoch over all ranks, rank 0 reports and checkpoints.
+ *
+ * Split by job: train_setup.c (configuration, device, data, model,
+ * optimizer, outputs), train_eval.c (evaluation), train_state.c
+ * (checkpoints and resume), train.c (the loop). */
+#ifndef DT_TRAIN_H
+#define DT_TRAIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <dt/config.h>
+#include <dt/nn.h>
+#include <dt/plugin.h>
+
+#include "data/dataset.h"
+#include "data/sampler.h"
+#include "grad_sync.h"
+#include "lr_schedule.h"
+#include "metrics.h"
+
+typedef struct dt_trainer {
+    const dt_config_t *cfg;
+    int rank, world, local_rank;
+
+    /* [train] settings */
+    uint64_t seed;
+    uint64_t epochs;
+    size_t batch;               /* per rank                                */
+    dt_lr_schedule_t lr;
+    size_t bucket_bytes;
+    char *ckpt_dir;             /* NULL: no checkpoints                    */
+    uint64_t ckpt_every;        /* in ckpt_unit_steps ? steps : epochs     */
+    bool ckpt_unit_steps;
+    int ckpt_keep;
+    bool resume;
+
+    /* compute */
+    dt_device_t *dev;
+    dt_model_t *model;
+    float *params, *grads;      /* device memory                           */
+    size_t nparams;
+    const dt_plugin_t *opt_plugin;
+    const dt_optimizer_ops_t *opt;
+    void *opt_state;
+    dt_grad_sync_t *sync;
+
+    /* data */
+    dt_dataset_t train, test;
+    dt_sampler_t train_sampler, test_sampler;
+    float *x;                   /* batch inputs, host                      */
+    int *y;
+
+    /* progress: where training stands (what checkpoints hold) */
+    uint64_t epoch;             /* current epoch, 0-based                  */
+    uint64_t step_in_epoch;     /* steps done in the current epoch         */
+    uint64_t global_step;       /* optimizer steps done                    */
+    double loss_sum, loss_count;/* this epoch's training loss so far       */
+
+    /* timing of the current epoch */
+    double train_seconds, comm_wait_seconds;
+    uint64_t epoch_samples;     /* this rank's samples this epoch          */
+
+    /* rank 0's outputs */
+    dt_jsonl_t *jsonl;
+    dt_tb_t *tb;
+    dt_progress_t progress;
+    double final_accuracy;
+} dt_trainer_t;
+
+/* train_setup.c */
+dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg);
+void dt_trainer_teardown(dt_trainer_t *t);
+/* Broadcast a device buffer from rank 0 (staged through host memory when
+ * the device is a GPU). */
+dt_status_t dt_trainer_broadcast(dt_trainer_t *t, void *dev_ptr,
+                                 size_t bytes);
+/* Broadcast bytes of host memory from rank 0 (any length). */
+dt_status_t dt_trainer_broadcast_host(void *buf, size_t bytes);
+/* Steps per epoch for this rank. */
+uint64_t dt_trainer_steps_per_epoch(const dt_trainer_t *t);
+
+/* train_eval.c: loss and accuracy on the whole test set, every rank its
+ * shard, sums allreduced. */
+dt_status_t dt_trainer_evaluate(dt_trainer_t *t, double *loss,
+                                double *accuracy);
+
+/* train_state.c */
+dt_status_t dt_trainer_save(dt_trainer_t *t);     /* collective          */
+dt_status_t dt_trainer_restore(dt_trainer_t *t);  /* collective          */
+
+/* Check the [train] settings without running anything (dtctl does before
+ * it starts workers, so errors name the job file's lines). */
+dt_status_t dt_train_check_config(const dt_config_t *cfg, int world);
+
+/* train.c: run the whole job; the worker program's body. cfg holds the
+ * job's configuration (from the environment dtctl set). */
+dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy);
+
+#endif /* DT_TRAIN_H */

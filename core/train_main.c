@@ -1,0 +1,45 @@
+/* train_main.c — dt-train, the worker program of dt's built-in trainer.
+ * `dtctl run JOB.ini` starts it on every worker; its whole configuration
+ * arrives in the environment (DT_TRAIN_*, DT_MODEL_*, DT_DATA_*, ...), as
+ * dtctl resolved it from files and options.
+ *
+ *   dt-train [JOB.ini]   (a job file given here is read below the
+ *                         environment; handy for a single worker)
+ *
+ * Exit status: 0 trained, 1 failed (the reason is logged). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <dt/dt.h>
+#include <dt/log.h>
+#include "train.h"
+
+extern char **environ;
+
+int main(int argc, char **argv)
+{
+    dt_config_t *cfg = NULL;
+    if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
+        fprintf(stderr, "usage: dt-train [JOB.ini]  (normally started by "
+                        "dtctl run JOB.ini)\n");
+        return 2;
+    }
+    if (dt_config_new(&cfg) != DT_OK ||
+        (argc == 2 &&
+         dt_config_load_file(cfg, argv[1], DT_SRC_JOB_FILE) != DT_OK) ||
+        dt_config_load_env(cfg, environ) != DT_OK) {
+        dt_config_free(cfg);
+        return 1;
+    }
+    if (dt_init() != DT_OK) {
+        dt_config_free(cfg);
+        return 1;
+    }
+    dt_status_t st = dt_train_run(cfg, NULL);
+    /* After a failure peers may be stuck in a collective: leave at once
+     * (dtctl stops the others) rather than wait for them in finalize. */
+    if (st == DT_OK)
+        st = dt_finalize();
+    dt_config_free(cfg);
+    return st == DT_OK ? 0 : 1;
+}

@@ -1,0 +1,283 @@
+/* train_setup.c — everything the loop needs, from the configuration:
+ * settings, device, data, model (parameters broadcast from rank 0),
+ * optimizer plugin, gradient buckets, and rank 0's outputs. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <dt/dt.h>
+#include <dt/log.h>
+#include "plugin_loader.h"
+#include "train.h"
+
+extern char **environ;
+
+static const char *origin(const dt_config_t *cfg, const char *sec,
+                          const char *key)
+{
+    const char *where = "default";
+    dt_config_origin(cfg, sec, key, NULL, &where);
+    return where;
+}
+
+static dt_status_t get_positive(const dt_config_t *cfg, const char *key,
+                                long long *out)
+{
+    DT_CHECK(dt_config_get_int(cfg, "train", key, out));
+    if (*out < 1) {
+        dt_error("%s: [train] %s must be at least 1, not %lld",
+                 origin(cfg, "train", key), key, *out);
+        return DT_ERR_CONFIG;
+    }
+    return DT_OK;
+}
+
+/* "2", "2 epochs", "1 epoch", "500 steps", "500steps". */
+static dt_status_t parse_every(const dt_config_t *cfg, dt_trainer_t *t)
+{
+    const char *text = NULL;
+    DT_CHECK(dt_config_get_string(cfg, "train", "checkpoint_every", &text));
+    char *end;
+    unsigned long long n = strtoull(text, &end, 10);
+    while (isspace((unsigned char)*end))
+        end++;
+    int steps = strcmp(end, "step") == 0 || strcmp(end, "steps") == 0;
+    int epochs = !*end || strcmp(end, "epoch") == 0 ||
+                 strcmp(end, "epochs") == 0;
+    if (end == text || n == 0 || (!steps && !epochs)) {
+        dt_error("%s: [train] checkpoint_every = '%s': write 'N epochs' or "
+                 "'N steps' with N >= 1", origin(cfg, "train",
+                                                  "checkpoint_every"), text);
+        return DT_ERR_CONFIG;
+    }
+    t->ckpt_every = n;
+    t->ckpt_unit_steps = steps;
+    return DT_OK;
+}
+
+static dt_status_t read_settings(const dt_config_t *cfg, dt_trainer_t *t)
+{
+    long long seed = 0, epochs, batch, keep = 3;
+    uint64_t bucket = 0;
+    DT_CHECK(dt_config_get_int(cfg, "train", "seed", &seed));
+    DT_CHECK(get_positive(cfg, "epochs", &epochs));
+    DT_CHECK(get_positive(cfg, "batch_size", &batch));
+    DT_CHECK(dt_config_get_size(cfg, "train", "bucket", &bucket));
+    DT_CHECK(dt_lr_schedule_from_config(cfg, t->world, &t->lr));
+    t->seed = (uint64_t)seed;
+    t->epochs = (uint64_t)epochs;
+    t->batch = (size_t)batch;
+    t->bucket_bytes = bucket ? (size_t)bucket : sizeof(float);
+    /* A copy: config strings move when plugin schemas are added later. */
+    const char *dir = dt_config_get(cfg, "train", "checkpoint_dir");
+    if (dir && *dir && !(t->ckpt_dir = strdup(dir)))
+        return DT_ERR_NOMEM;
+    DT_CHECK(parse_every(cfg, t));
+    DT_CHECK(dt_config_get_int(cfg, "train", "checkpoint_keep", &keep));
+    t->ckpt_keep = (int)keep;
+    DT_CHECK(dt_config_get_bool(cfg, "train", "resume", &t->resume));
+    if (t->resume && !t->ckpt_dir) {
+        dt_error("--resume needs [train] checkpoint_dir: the directory to "
+                 "resume from");
+        return DT_ERR_CONFIG;
+    }
+    return DT_OK;
+}
+
+dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
+{
+    dt_trainer_t t;
+    memset(&t, 0, sizeof t);
+    t.world = world;
+    dt_status_t st = read_settings(cfg, &t);
+    long long n = 0;
+    if (st == DT_OK)
+        st = dt_config_get_int(cfg, "train", "log_every", &n);
+    if (st == DT_OK)
+        st = dt_config_get_int(cfg, "train", "max_steps", &n);
+    free(t.ckpt_dir);
+    return st;
+}
+
+static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
+{
+    DT_CHECK(dt_dataset_load(cfg, DT_SPLIT_TRAIN, &t->train));
+    DT_CHECK(dt_dataset_load(cfg, DT_SPLIT_TEST, &t->test));
+    DT_CHECK(dt_sampler_init(&t->train_sampler, t->train.n, t->rank,
+                             t->world, t->seed, true, true));
+    DT_CHECK(dt_sampler_init(&t->test_sampler, t->test.n, t->rank, t->world,
+                             t->seed, false, false));
+    DT_CHECK(dt_sampler_set_epoch(&t->test_sampler, 0));
+    t->x = malloc(t->batch * t->train.sample_len * sizeof *t->x);
+    t->y = malloc(t->batch * sizeof *t->y);
+    if (!t->x || !t->y)
+        return DT_ERR_NOMEM;
+    if (t->rank == 0)
+        dt_info("data: %zu training and %zu test samples (%dx%dx%d, %d "
+                "classes); %zu per rank per epoch", t->train.n, t->test.n,
+                t->train.channels, t->train.height, t->train.width,
+                t->train.nclasses, t->train_sampler.count);
+    return DT_OK;
+}
+
+dt_status_t dt_trainer_broadcast_host(void *buf, size_t bytes)
+{
+    /* Broadcast copies bits: any 4-byte type carries bytes; a tail of 1-3
+     * bytes travels padded in one more word. */
+    size_t words = bytes / 4, rest = bytes % 4;
+    if (words)
+        DT_CHECK(dt_broadcast(buf, words, DT_INT32, 0));
+    if (rest) {
+        unsigned char tail[4] = {0};
+        memcpy(tail, (unsigned char *)buf + 4 * words, rest);
+        DT_CHECK(dt_broadcast(tail, 1, DT_INT32, 0));
+        memcpy((unsigned char *)buf + 4 * words, tail, rest);
+    }
+    return DT_OK;
+}
+
+dt_status_t dt_trainer_broadcast(dt_trainer_t *t, void *dev_ptr,
+                                 size_t bytes)
+{
+    if (t->world <= 1 || bytes == 0)
+        return DT_OK;
+    if (t->dev->mem == DT_MEM_HOST)
+        return dt_trainer_broadcast_host(dev_ptr, bytes);
+    void *host = NULL;
+    DT_CHECK(dt_device_host_alloc(t->dev, bytes, &host));
+    dt_status_t st = dt_device_copy(t->dev, host, DT_MEM_HOST, dev_ptr,
+                                    t->dev->mem, bytes);
+    if (st == DT_OK)
+        st = dt_trainer_broadcast_host(host, bytes);
+    if (st == DT_OK)
+        st = dt_device_copy(t->dev, dev_ptr, t->dev->mem, host, DT_MEM_HOST,
+                            bytes);
+    dt_device_host_free(t->dev, host);
+    return st;
+}
+
+static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
+{
+    const char *device = "auto", *layers = NULL;
+    long long threads = 1;
+    DT_CHECK(dt_config_get_string(cfg, "train", "device", &device));
+    DT_CHECK(dt_config_get_int(cfg, "train", "threads", &threads));
+    if (threads < 1) {
+        dt_error("%s: [train] threads must be at least 1",
+                 origin(cfg, "train", "threads"));
+        return DT_ERR_CONFIG;
+    }
+    if (dt_config_get_string(cfg, "model", "layers", &layers) != DT_OK ||
+        !*layers) {
+        dt_error("[model] layers is not set: describe the network in the "
+                 "job file, e.g. layers = linear(256) relu linear(10)");
+        return DT_ERR_CONFIG;
+    }
+    DT_CHECK(dt_device_open(device, t->local_rank, (int)threads, &t->dev));
+    DT_CHECK(dt_model_parse(layers, origin(cfg, "model", "layers"),
+                            t->train.channels, t->train.height,
+                            t->train.width, t->train.nclasses, &t->model,
+                            NULL));
+    DT_CHECK(dt_model_init(t->model, t->dev, t->seed));
+    /* Dropout: each rank its own stream, reproducible from the seed. */
+    dt_model_set_rng(t->model, t->seed + 0x9e3779b9ull * (uint64_t)t->rank,
+                     0);
+    DT_CHECK(dt_model_params(t->model, &t->params, &t->grads, &t->nparams));
+    if (t->rank == 0) {
+        dt_info("device: %s", t->dev->name);
+        dt_model_log_summary(t->model);
+    }
+    /* Everyone starts from rank 0's parameters. */
+    return dt_trainer_broadcast(t, t->params, t->nparams * sizeof(float));
+}
+
+static dt_status_t setup_optimizer(dt_config_t *cfg, dt_trainer_t *t)
+{
+    const char *name = "sgd";
+    char section[160];
+    DT_CHECK(dt_config_get_string(cfg, "train", "optimizer", &name));
+    DT_CHECK(dt_plugin_load(DT_KIND_OPTIMIZER, name, &t->opt_plugin, NULL));
+    const dt_optimizer_ops_t *ops = t->opt_plugin->ops;
+    if (!ops || ops->size < offsetof(dt_optimizer_ops_t, destroy) +
+                                sizeof ops->destroy ||
+        !ops->create || !ops->step || !ops->destroy || !ops->state_size ||
+        !ops->save || !ops->load) {
+        dt_error("optimizer plugin '%s' lacks create, step, state_size, "
+                 "save, load or destroy; rebuild or fix the plugin", name);
+        return DT_ERR_PLUGIN;
+    }
+    t->opt = ops;
+    /* Its [optimizer.NAME] keys reach the workers as DT_OPTIMIZER_NAME_*. */
+    snprintf(section, sizeof section, "optimizer.%s", name);
+    if (t->opt_plugin->keys) {
+        DT_CHECK(dt_config_add_schema(cfg, section, t->opt_plugin->keys));
+        DT_CHECK(dt_config_load_env(cfg, environ));
+    }
+    dt_status_t st = ops->create(cfg, t->nparams, t->dev->mem, &t->opt_state);
+    if (st != DT_OK) {
+        t->opt_state = NULL;
+        dt_error("optimizer '%s' could not be created for %zu parameters "
+                 "(%s)", name, t->nparams, dt_status_str(st));
+    }
+    return st;
+}
+
+static dt_status_t setup_outputs(const dt_config_t *cfg, dt_trainer_t *t)
+{
+    long long every = 100;
+    DT_CHECK(dt_config_get_int(cfg, "train", "log_every", &every));
+    if (t->rank != 0)
+        return DT_OK;
+    dt_progress_init(&t->progress, stdout, t->epochs);
+    t->progress.every = every > 0 ? (uint64_t)every : 100;
+    const char *metrics = dt_config_get(cfg, "train", "metrics");
+    if (metrics && *metrics)
+        DT_CHECK(dt_jsonl_open(metrics, &t->jsonl));
+    const char *log_dir = dt_config_get(cfg, "train", "log_dir");
+    if (log_dir && *log_dir)
+        DT_CHECK(dt_tb_open(log_dir, &t->tb));
+    return DT_OK;
+}
+
+dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg)
+{
+    memset(t, 0, sizeof *t);
+    t->cfg = cfg;
+    t->rank = dt_rank() < 0 ? 0 : dt_rank();
+    t->world = dt_size() < 1 ? 1 : dt_size();
+    t->local_rank = dt_local_rank() < 0 ? 0 : dt_local_rank();
+    DT_CHECK(read_settings(cfg, t));
+    DT_CHECK(setup_data(cfg, t));
+    DT_CHECK(setup_model(cfg, t));
+    DT_CHECK(setup_optimizer(cfg, t));
+    DT_CHECK(dt_grad_sync_new(t->grads, t->nparams, t->dev, t->bucket_bytes,
+                              t->world, &t->sync));
+    return setup_outputs(cfg, t);
+}
+
+uint64_t dt_trainer_steps_per_epoch(const dt_trainer_t *t)
+{
+    return (t->train_sampler.count + t->batch - 1) / t->batch;
+}
+
+void dt_trainer_teardown(dt_trainer_t *t)
+{
+    dt_grad_sync_free(t->sync);
+    if (t->opt_state)
+        t->opt->destroy(t->opt_state);
+    dt_model_free(t->model);
+    dt_device_close(t->dev);
+    free(t->x);
+    free(t->y);
+    dt_sampler_free(&t->train_sampler);
+    dt_sampler_free(&t->test_sampler);
+    dt_dataset_free(&t->train);
+    dt_dataset_free(&t->test);
+    dt_jsonl_close(t->jsonl);
+    dt_tb_close(t->tb);
+    free(t->ckpt_dir);
+    memset(t, 0, sizeof *t);
+}

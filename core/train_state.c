@@ -1,0 +1,232 @@
+/* train_state.c — the trainer's checkpoints: what they hold and how a
+ * resumed job gets it back on every rank.
+ *
+ * Sections: META (progress counters, see meta_t), PARAMS (float32 values),
+ * OPT_STATE (the optimizer plugin's own bytes), OPT_NAME. With the same
+ * number of workers a resumed job ends with exactly the parameters of an
+ * uninterrupted one: same data order (sampler epoch and step), same RNG
+ * counter, same optimizer state. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <dt/dt.h>
+#include <dt/log.h>
+#include "ckpt.h"
+#include "ckpt_format.h"
+#include "train.h"
+
+enum { TAG_META = 1, TAG_PARAMS = 2, TAG_OPT_STATE = 3, TAG_OPT_NAME = 4 };
+
+/* META: little-endian u64 fields in this order. */
+enum {
+    M_VERSION, M_EPOCH, M_STEP_IN_EPOCH, M_GLOBAL_STEP, M_WORLD, M_NPARAMS,
+    M_SEED, M_BATCH, M_RNG_COUNTER, M_LOSS_SUM, M_LOSS_COUNT, M_TRAIN_N,
+    M_COUNT
+};
+#define META_VERSION 1
+
+static uint64_t dbits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+static double bitsd(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+/* PARAMS from device memory, one chunk at a time. */
+static dt_status_t fill_params(void *arg, size_t off, void *buf, size_t n)
+{
+    dt_trainer_t *t = arg;
+    return dt_device_copy(t->dev, buf, DT_MEM_HOST,
+                          (const char *)t->params + off, t->dev->mem, n);
+}
+
+dt_status_t dt_trainer_save(dt_trainer_t *t)
+{
+    /* The epoch's loss so far, summed over ranks, lives on in rank 0. */
+    double sums[2] = {t->loss_sum, t->loss_count};
+    if (t->world > 1)
+        DT_CHECK(dt_allreduce(sums, sums, 2, DT_FLOAT64, DT_SUM));
+    t->loss_sum = t->rank == 0 ? sums[0] : 0.0;
+    t->loss_count = t->rank == 0 ? sums[1] : 0.0;
+    if (t->rank != 0)
+        return DT_OK;
+
+    uint64_t rng_seed, rng_counter;
+    dt_model_get_rng(t->model, &rng_seed, &rng_counter);
+    uint64_t m[M_COUNT] = {
+        [M_VERSION] = META_VERSION, [M_EPOCH] = t->epoch,
+        [M_STEP_IN_EPOCH] = t->step_in_epoch,
+        [M_GLOBAL_STEP] = t->global_step, [M_WORLD] = (uint64_t)t->world,
+        [M_NPARAMS] = t->nparams, [M_SEED] = t->seed, [M_BATCH] = t->batch,
+        [M_RNG_COUNTER] = rng_counter, [M_LOSS_SUM] = dbits(sums[0]),
+        [M_LOSS_COUNT] = dbits(sums[1]), [M_TRAIN_N] = t->train.n};
+    unsigned char meta[8 * M_COUNT];
+    for (int i = 0; i < M_COUNT; i++)
+        ckpt_put64(meta + 8 * i, m[i]);
+    size_t opt_len = t->opt->state_size(t->opt_state);
+    void *opt = malloc(opt_len ? opt_len : 1);
+    if (!opt)
+        return DT_ERR_NOMEM;
+    dt_status_t st = t->opt->save(t->opt_state, opt, opt_len);
+    if (st != DT_OK) {
+        dt_error("optimizer '%s' could not save its state (%s)",
+                 t->opt_plugin->name, dt_status_str(st));
+        free(opt);
+        return st;
+    }
+    dt_ckpt_section_t secs[4] = {
+        {.tag = TAG_META, .len = sizeof meta, .data = meta},
+        {.tag = TAG_PARAMS, .len = t->nparams * sizeof(float)},
+        {.tag = TAG_OPT_STATE, .len = opt_len, .data = opt},
+        {.tag = TAG_OPT_NAME, .len = strlen(t->opt_plugin->name),
+         .data = t->opt_plugin->name},
+    };
+    if (t->dev->mem == DT_MEM_HOST)
+        secs[1].data = t->params;
+    else {
+        secs[1].fill = fill_params;
+        secs[1].arg = t;
+    }
+    char *path = NULL;
+    st = dt_ckpt_write(t->ckpt_dir, t->global_step, secs, 4, t->ckpt_keep,
+                       &path);
+    free(opt);
+    if (st == DT_OK)
+        dt_debug("checkpoint %s (%llu epochs and %llu steps done)", path,
+                 (unsigned long long)t->epoch,
+                 (unsigned long long)t->global_step);
+    else
+        dt_error("checkpoint at step %llu was not written (see above); the "
+                 "previous checkpoint stays valid, training goes on",
+                 (unsigned long long)t->global_step);
+    free(path);
+    return DT_OK;
+}
+
+/* Rank 0: read the newest valid checkpoint into meta/opt; *found 0 when
+ * there is none. */
+static dt_status_t load_on_root(dt_trainer_t *t, dt_ckpt_t *c,
+                                uint64_t *meta, int *found)
+{
+    *found = 0;
+    dt_status_t st = dt_ckpt_load_latest(t->ckpt_dir, c);
+    if (st == DT_ERR_NOT_FOUND) {
+        dt_warn("--resume: no valid checkpoint in %s; starting from the "
+                "beginning", t->ckpt_dir);
+        return DT_OK;
+    }
+    DT_CHECK(st);
+    const dt_ckpt_section_t *ms = dt_ckpt_find(c, TAG_META),
+                            *ps = dt_ckpt_find(c, TAG_PARAMS),
+                            *os = dt_ckpt_find(c, TAG_OPT_STATE),
+                            *ns = dt_ckpt_find(c, TAG_OPT_NAME);
+    if (!ms || ms->len < 8 * M_COUNT || !ps || !os || !ns) {
+        dt_error("%s: not a trainer checkpoint (sections missing)", c->path);
+        return DT_ERR_INVALID;
+    }
+    for (int i = 0; i < M_COUNT; i++)
+        meta[i] = ckpt_get64((const unsigned char *)ms->data + 8 * i);
+    if (meta[M_NPARAMS] != t->nparams ||
+        ps->len != t->nparams * sizeof(float)) {
+        dt_error("%s holds %llu parameters but [model] layers gives %zu: "
+                 "the model changed since the checkpoint; resume with the "
+                 "same layers or start a new checkpoint_dir",
+                 c->path, (unsigned long long)meta[M_NPARAMS], t->nparams);
+        return DT_ERR_INVALID;
+    }
+    if (ns->len != strlen(t->opt_plugin->name) ||
+        memcmp(ns->data, t->opt_plugin->name, ns->len) != 0) {
+        dt_error("%s was written with optimizer '%.*s', this job uses '%s': "
+                 "resume with the same [train] optimizer", c->path,
+                 (int)ns->len, (const char *)ns->data, t->opt_plugin->name);
+        return DT_ERR_INVALID;
+    }
+    if (meta[M_TRAIN_N] != t->train.n || meta[M_SEED] != t->seed)
+        dt_warn("%s: written for %llu training samples with seed %llu; this "
+                "job has %zu with seed %llu: the data order will differ",
+                c->path, (unsigned long long)meta[M_TRAIN_N],
+                (unsigned long long)meta[M_SEED], t->train.n,
+                (unsigned long long)t->seed);
+    if (meta[M_WORLD] != (uint64_t)t->world || meta[M_BATCH] != t->batch)
+        dt_warn("%s: written by %llu workers with batch %llu; now %d with "
+                "batch %zu: the rest of the interrupted epoch sees a "
+                "different data order", c->path,
+                (unsigned long long)meta[M_WORLD],
+                (unsigned long long)meta[M_BATCH], t->world, t->batch);
+    DT_CHECK(dt_device_copy(t->dev, t->params, t->dev->mem, ps->data,
+                            DT_MEM_HOST, ps->len));
+    *found = 1;
+    dt_info("resuming from %s: epoch %llu, step %llu", c->path,
+            (unsigned long long)meta[M_EPOCH] + 1,
+            (unsigned long long)meta[M_GLOBAL_STEP]);
+    return DT_OK;
+}
+
+dt_status_t dt_trainer_restore(dt_trainer_t *t)
+{
+    dt_ckpt_t c;
+    memset(&c, 0, sizeof c);
+    /* head: found flag, optimizer state length, then the META fields */
+    uint64_t head[2 + M_COUNT];
+    memset(head, 0, sizeof head);
+    dt_status_t st = DT_OK;
+    if (t->rank == 0) {
+        int found = 0;
+        st = load_on_root(t, &c, head + 2, &found);
+        const dt_ckpt_section_t *os = found ? dt_ckpt_find(&c, TAG_OPT_STATE)
+                                            : NULL;
+        head[0] = st != DT_OK ? 2 : (uint64_t)found; /* 2: failed */
+        head[1] = os ? os->len : 0;
+    }
+    /* Everyone learns the outcome, so a failure stops every rank. */
+    dt_status_t bst = dt_trainer_broadcast_host(head, sizeof head);
+    if (bst != DT_OK || head[0] == 2) {
+        dt_ckpt_free(&c);
+        return bst != DT_OK ? bst : (st != DT_OK ? st : DT_ERR_INVALID);
+    }
+    if (head[0] == 0)
+        return DT_OK;
+    const uint64_t *meta = head + 2;
+    size_t opt_len = (size_t)head[1];
+    void *opt = NULL;
+    if (t->rank == 0)
+        opt = (void *)dt_ckpt_find(&c, TAG_OPT_STATE)->data;
+    else if (!(opt = malloc(opt_len ? opt_len : 1)))
+        st = DT_ERR_NOMEM;
+    if (st == DT_OK)
+        st = dt_trainer_broadcast(t, t->params, t->nparams * sizeof(float));
+    if (st == DT_OK)
+        st = dt_trainer_broadcast_host(opt, opt_len);
+    if (st == DT_OK && t->opt->state_size(t->opt_state) != opt_len) {
+        dt_error("checkpoint optimizer state is %zu bytes, optimizer '%s' "
+                 "expects %zu: different optimizer settings or version",
+                 opt_len, t->opt_plugin->name,
+                 t->opt->state_size(t->opt_state));
+        st = DT_ERR_INVALID;
+    }
+    if (st == DT_OK)
+        st = t->opt->load(t->opt_state, opt, opt_len);
+    if (t->rank != 0)
+        free(opt);
+    dt_ckpt_free(&c);
+    DT_CHECK(st);
+    t->epoch = meta[M_EPOCH];
+    t->step_in_epoch = meta[M_STEP_IN_EPOCH];
+    t->global_step = meta[M_GLOBAL_STEP];
+    uint64_t rng_seed, counter;
+    dt_model_get_rng(t->model, &rng_seed, &counter);
+    dt_model_set_rng(t->model, rng_seed, meta[M_RNG_COUNTER]);
+    t->loss_sum = t->rank == 0 ? bitsd(meta[M_LOSS_SUM]) : 0.0;
+    t->loss_count = t->rank == 0 ? bitsd(meta[M_LOSS_COUNT]) : 0.0;
+    uint64_t steps = dt_trainer_steps_per_epoch(t);
+    if (t->step_in_epoch > steps)
+        t->step_in_epoch = steps;
+    return DT_OK;
+}

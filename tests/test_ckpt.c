@@ -1,0 +1,290 @@
+/* test_ckpt.c — checkpoint files: round trip, pruning, a writer killed in
+ * the middle of a write leaves the previous checkpoint intact, corrupt and
+ * truncated files are detected, named and skipped. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ckpt.h"
+#include "stderr_capture.h"
+
+static char dir[] = "/tmp/dt-test-ckpt-XXXXXX";
+
+static int setup(void **state)
+{
+    (void)state;
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void clear_dir(void)
+{
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'/* '%s'/.ckpt-*", dir, dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static size_t count_files(const char *prefix)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
+/* Parameters that depend on the step, so checkpoints are told apart. */
+#define NPARAMS 50000
+static float params[NPARAMS];
+
+static void fill_params(uint64_t step)
+{
+    for (size_t i = 0; i < NPARAMS; i++)
+        params[i] = (float)(step * 1000 + i) * 0.5f;
+}
+
+static dt_status_t write_step(uint64_t step, int keep)
+{
+    fill_params(step);
+    uint64_t meta[2] = {step, step / 10};
+    dt_ckpt_section_t secs[3] = {
+        {.tag = 1, .len = sizeof meta, .data = meta},
+        {.tag = 2, .len = sizeof params, .data = params},
+        {.tag = 3, .len = 3, .data = "opt"},
+    };
+    return dt_ckpt_write(dir, step, secs, 3, keep, NULL);
+}
+
+static void check_step(const dt_ckpt_t *c, uint64_t step)
+{
+    assert_int_equal(c->step, step);
+    assert_int_equal(c->version, DT_CKPT_VERSION);
+    assert_int_equal(c->nsecs, 3);
+    const dt_ckpt_section_t *m = dt_ckpt_find(c, 1), *p = dt_ckpt_find(c, 2),
+                            *o = dt_ckpt_find(c, 3);
+    assert_non_null(m);
+    assert_non_null(p);
+    assert_non_null(o);
+    assert_null(dt_ckpt_find(c, 99));
+    assert_int_equal(((const uint64_t *)m->data)[0], step);
+    fill_params(step);
+    assert_int_equal(p->len, sizeof params);
+    assert_memory_equal(p->data, params, sizeof params);
+    assert_int_equal(o->len, 3);
+    assert_memory_equal(o->data, "opt", 3);
+}
+
+static void test_round_trip_and_keep(void **state)
+{
+    (void)state;
+    clear_dir();
+    dt_ckpt_t c;
+    assert_int_equal(dt_ckpt_load_latest(dir, &c), DT_ERR_NOT_FOUND);
+    for (uint64_t s = 10; s <= 50; s += 10)
+        assert_int_equal(write_step(s, 3), DT_OK);
+    assert_int_equal(count_files("ckpt-"), 3);
+    assert_int_equal(count_files(".ckpt-tmp-"), 0);
+    assert_int_equal(dt_ckpt_load_latest(dir, &c), DT_OK);
+    check_step(&c, 50);
+    assert_non_null(strstr(c.path, "ckpt-000000000050.dtckpt"));
+    dt_ckpt_free(&c);
+    /* a directory that does not exist yet is created */
+    char sub[256];
+    snprintf(sub, sizeof sub, "%s/a/b", dir);
+    dt_ckpt_section_t one = {.tag = 7, .len = 0, .data = ""};
+    char *path = NULL;
+    assert_int_equal(dt_ckpt_write(sub, 1, &one, 1, 0, &path), DT_OK);
+    assert_int_equal(dt_ckpt_read(path, &c), DT_OK);
+    assert_int_equal(c.nsecs, 1);
+    assert_int_equal(c.secs[0].len, 0);
+    dt_ckpt_free(&c);
+    free(path);
+}
+
+/* ---- a writer killed in the middle of its write ---------------------------- */
+
+static int signal_fd = -1;
+
+/* fill callback: after the first chunk is out, tell the parent and stop
+ * forever, with a partial temporary file on disk. */
+static dt_status_t slow_fill(void *arg, size_t off, void *buf, size_t n)
+{
+    (void)arg;
+    memset(buf, 0xab, n);
+    if (off > 0) {
+        char c = 'w';
+        if (write(signal_fd, &c, 1) != 1)
+            _exit(3);
+        for (;;)
+            pause();
+    }
+    return DT_OK;
+}
+
+static void test_kill_during_write(void **state)
+{
+    (void)state;
+    clear_dir();
+    assert_int_equal(write_step(10, 3), DT_OK);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        signal_fd = fds[1];
+        dt_ckpt_section_t big = {.tag = 2, .len = 1 << 20, .fill = slow_fill};
+        dt_ckpt_write(dir, 20, &big, 1, 3, NULL);
+        _exit(2); /* not reached: killed in slow_fill */
+    }
+    close(fds[1]);
+    char c = 0;
+    assert_int_equal(read(fds[0], &c, 1), 1);
+    close(fds[0]);
+    /* the writer is mid-write: its temporary file exists, no new name */
+    assert_int_equal(count_files(".ckpt-tmp-"), 1);
+    assert_int_equal(count_files("ckpt-"), 1);
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+    dt_ckpt_t ck;
+    assert_int_equal(dt_ckpt_load_latest(dir, &ck), DT_OK);
+    check_step(&ck, 10);
+    dt_ckpt_free(&ck);
+    /* the next successful write removes the stale temporary file */
+    assert_int_equal(write_step(30, 3), DT_OK);
+    assert_int_equal(count_files(".ckpt-tmp-"), 0);
+    assert_int_equal(count_files("ckpt-"), 2);
+}
+
+/* ---- damaged files ---------------------------------------------------------- */
+
+static void flip_byte(const char *path, long off)
+{
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, off, off < 0 ? SEEK_END : SEEK_SET), 0);
+    int c = fgetc(f);
+    assert_int_equal(fseek(f, -1, SEEK_CUR), 0);
+    fputc(c ^ 0x10, f);
+    fclose(f);
+}
+
+static void test_corrupt_byte_uses_previous(void **state)
+{
+    (void)state;
+    clear_dir();
+    assert_int_equal(write_step(10, 0), DT_OK);
+    assert_int_equal(write_step(20, 0), DT_OK);
+    char newest[512];
+    snprintf(newest, sizeof newest, "%s/ckpt-000000000020.dtckpt", dir);
+    flip_byte(newest, 24 + 16 + 16 + 1234); /* inside the parameters */
+    dt_ckpt_t c;
+    capture_t cap;
+    capture_begin(&cap);
+    assert_int_equal(dt_ckpt_read(newest, &c), DT_ERR_INVALID);
+    assert_int_equal(dt_ckpt_load_latest(dir, &c), DT_OK);
+    char *log = capture_end(&cap);
+    check_step(&c, 10);
+    dt_ckpt_free(&c);
+    char want[600];
+    snprintf(want, sizeof want, "%s: checksum mismatch", newest);
+    assert_non_null(strstr(log, want));
+    snprintf(want, sizeof want, "%s: skipped", newest);
+    assert_non_null(strstr(log, want));
+    free(log);
+}
+
+static void test_truncated_and_foreign(void **state)
+{
+    (void)state;
+    clear_dir();
+    assert_int_equal(write_step(10, 0), DT_OK);
+    assert_int_equal(write_step(20, 0), DT_OK);
+    assert_int_equal(write_step(30, 0), DT_OK);
+    char p20[512], p30[512];
+    snprintf(p20, sizeof p20, "%s/ckpt-000000000020.dtckpt", dir);
+    snprintf(p30, sizeof p30, "%s/ckpt-000000000030.dtckpt", dir);
+    assert_int_equal(truncate(p30, 1000), 0);
+    flip_byte(p20, 8); /* the version field */
+    dt_ckpt_t c;
+    capture_t cap;
+    capture_begin(&cap);
+    assert_int_equal(dt_ckpt_load_latest(dir, &c), DT_OK);
+    char *log = capture_end(&cap);
+    check_step(&c, 10);
+    dt_ckpt_free(&c);
+    assert_non_null(strstr(log, "ckpt-000000000030.dtckpt: checksum "
+                                "mismatch"));
+    assert_non_null(strstr(log, "ckpt-000000000020.dtckpt: checkpoint format "
+                                "version 17"));
+    free(log);
+    /* nothing valid at all: not found, each file named */
+    flip_byte(p20, 8);
+    assert_int_equal(truncate(p20, 10), 0);
+    char p10[512];
+    snprintf(p10, sizeof p10, "%s/ckpt-000000000010.dtckpt", dir);
+    FILE *f = fopen(p10, "wb");
+    fputs("this is not a checkpoint at all, just some text long enough to "
+          "pass the length check", f);
+    fclose(f);
+    capture_begin(&cap);
+    assert_int_equal(dt_ckpt_load_latest(dir, &c), DT_ERR_NOT_FOUND);
+    log = capture_end(&cap);
+    assert_non_null(strstr(log, "ckpt-000000000020.dtckpt: not a dt "
+                                "checkpoint (too short: truncated)"));
+    assert_non_null(strstr(log, "ckpt-000000000010.dtckpt: not a dt "
+                                "checkpoint (wrong magic)"));
+    free(log);
+}
+
+static void test_unwritable_dir(void **state)
+{
+    (void)state;
+    /* below a regular file: fails even for root */
+    char bad[512];
+    snprintf(bad, sizeof bad, "%s/file", dir);
+    FILE *f = fopen(bad, "w");
+    fclose(f);
+    strcat(bad, "/sub");
+    dt_ckpt_section_t one = {.tag = 1, .len = 1, .data = "x"};
+    capture_t cap;
+    capture_begin(&cap);
+    assert_int_equal(dt_ckpt_write(bad, 1, &one, 1, 0, NULL), DT_ERR_IO);
+    char *log = capture_end(&cap);
+    assert_non_null(strstr(log, "cannot create checkpoint directory"));
+    free(log);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip_and_keep),
+        cmocka_unit_test(test_kill_during_write),
+        cmocka_unit_test(test_corrupt_byte_uses_previous),
+        cmocka_unit_test(test_truncated_and_foreign),
+        cmocka_unit_test(test_unwritable_dir),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

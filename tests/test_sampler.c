@@ -1,0 +1,188 @@
+/* test_sampler.c — DistributedSampler semantics: equal shard lengths,
+ * disjoint shards that cover the set, padding by wrapping, per-epoch
+ * shuffles that every rank agrees on. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/sampler.h"
+
+/* Every rank's shard of one epoch; returns how often each index appears. */
+static size_t *coverage(size_t n, int world, uint64_t seed, uint64_t epoch,
+                        bool pad, size_t *total)
+{
+    size_t *seen = calloc(n, sizeof *seen);
+    assert_non_null(seen);
+    *total = 0;
+    size_t len0 = 0;
+    for (int r = 0; r < world; r++) {
+        dt_sampler_t s;
+        assert_int_equal(dt_sampler_init(&s, n, r, world, seed, true, pad),
+                         DT_OK);
+        assert_int_equal(dt_sampler_set_epoch(&s, epoch), DT_OK);
+        if (pad) {
+            /* equal length on every rank: ceil(n / world) */
+            assert_int_equal(s.count, (n + (size_t)world - 1) / (size_t)world);
+        } else if (r == 0) {
+            len0 = s.count;
+        } else {
+            assert_true(s.count == len0 || s.count + 1 == len0);
+        }
+        for (size_t k = 0; k < s.count; k++) {
+            assert_true(s.indices[k] < n);
+            seen[s.indices[k]]++;
+        }
+        *total += s.count;
+        dt_sampler_free(&s);
+    }
+    return seen;
+}
+
+static void test_disjoint_and_covering(void **state)
+{
+    (void)state;
+    const size_t sizes[] = {1, 2, 7, 10, 60, 97, 1000};
+    const int worlds[] = {1, 2, 3, 4, 8};
+    for (size_t a = 0; a < sizeof sizes / sizeof *sizes; a++)
+        for (size_t b = 0; b < sizeof worlds / sizeof *worlds; b++) {
+            size_t n = sizes[a], total;
+            int w = worlds[b];
+            size_t *seen = coverage(n, w, 42, 3, true, &total);
+            size_t padded = (n + (size_t)w - 1) / (size_t)w * (size_t)w;
+            assert_int_equal(total, padded);
+            /* Every sample at least once; only the padding repeats, so no
+             * sample appears more than ceil(padded / n) times. */
+            size_t extra = 0, most = (padded + n - 1) / n;
+            for (size_t i = 0; i < n; i++) {
+                assert_true(seen[i] >= 1);
+                assert_true(seen[i] <= most);
+                extra += seen[i] - 1;
+            }
+            assert_int_equal(extra, padded - n);
+            free(seen);
+            /* without padding: exactly once each */
+            seen = coverage(n, w, 42, 3, false, &total);
+            assert_int_equal(total, n);
+            for (size_t i = 0; i < n; i++)
+                assert_int_equal(seen[i], 1);
+            free(seen);
+        }
+}
+
+/* Padding wraps to the start of the epoch's order, as torch does. */
+static void test_padding_wraps(void **state)
+{
+    (void)state;
+    size_t n = 10, order[10];
+    dt_shuffle_indices(order, n, 7, 1);
+    dt_sampler_t s;
+    /* 10 samples over 4 ranks: padded to 12 = order + order[0..1] */
+    assert_int_equal(dt_sampler_init(&s, n, 3, 4, 7, true, true), DT_OK);
+    assert_int_equal(dt_sampler_set_epoch(&s, 1), DT_OK);
+    assert_int_equal(s.count, 3);
+    assert_int_equal(s.indices[0], order[3]);
+    assert_int_equal(s.indices[1], order[7]);
+    assert_int_equal(s.indices[2], order[11 % 10]);
+    dt_sampler_free(&s);
+}
+
+static int is_permutation(const size_t *p, size_t n)
+{
+    char *seen = calloc(n, 1);
+    int ok = 1;
+    for (size_t i = 0; i < n && ok; i++) {
+        ok = p[i] < n && !seen[p[i]];
+        if (ok)
+            seen[p[i]] = 1;
+    }
+    free(seen);
+    return ok;
+}
+
+static void test_shuffle_per_epoch(void **state)
+{
+    (void)state;
+    enum { N = 500 };
+    size_t a[N], b[N], c[N], d[N];
+    dt_shuffle_indices(a, N, 1, 0);
+    dt_shuffle_indices(b, N, 1, 0);
+    dt_shuffle_indices(c, N, 1, 1);
+    dt_shuffle_indices(d, N, 2, 0);
+    assert_true(is_permutation(a, N));
+    assert_true(is_permutation(c, N));
+    assert_memory_equal(a, b, sizeof a);      /* same (seed, epoch)  */
+    assert_memory_not_equal(a, c, sizeof a);  /* next epoch differs  */
+    assert_memory_not_equal(a, d, sizeof a);  /* other seed differs  */
+    size_t fixed = 0;
+    for (size_t i = 0; i < N; i++)
+        fixed += a[i] == i;
+    assert_true(fixed < 20); /* a shuffle, not the identity */
+
+    /* Without shuffle the order is 0..n-1 sharded round-robin. */
+    dt_sampler_t s;
+    assert_int_equal(dt_sampler_init(&s, 9, 1, 2, 5, false, true), DT_OK);
+    assert_int_equal(dt_sampler_set_epoch(&s, 4), DT_OK);
+    size_t want[5] = {1, 3, 5, 7, 0};
+    assert_memory_equal(s.indices, want, sizeof want);
+    dt_sampler_free(&s);
+}
+
+/* One rank with batch 2B sees, step by step, the union of what two ranks
+ * with batch B see: the basis of N-invariance at equal global batch. */
+static void test_global_batches_match(void **state)
+{
+    (void)state;
+    enum { N = 64, B = 4 };
+    dt_sampler_t one, r0, r1;
+    assert_int_equal(dt_sampler_init(&one, N, 0, 1, 9, true, true), DT_OK);
+    assert_int_equal(dt_sampler_init(&r0, N, 0, 2, 9, true, true), DT_OK);
+    assert_int_equal(dt_sampler_init(&r1, N, 1, 2, 9, true, true), DT_OK);
+    dt_sampler_set_epoch(&one, 2);
+    dt_sampler_set_epoch(&r0, 2);
+    dt_sampler_set_epoch(&r1, 2);
+    for (size_t step = 0; step < N / (2 * B); step++) {
+        size_t got[2 * B], want[2 * B];
+        memcpy(want, one.indices + step * 2 * B, sizeof want);
+        memcpy(got, r0.indices + step * B, B * sizeof *got);
+        memcpy(got + B, r1.indices + step * B, B * sizeof *got);
+        /* same set of samples in this step */
+        for (size_t i = 0; i < 2 * B; i++) {
+            int found = 0;
+            for (size_t j = 0; j < 2 * B; j++)
+                found |= got[j] == want[i];
+            assert_true(found);
+        }
+    }
+    dt_sampler_free(&one);
+    dt_sampler_free(&r0);
+    dt_sampler_free(&r1);
+}
+
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    dt_sampler_t s;
+    assert_int_equal(dt_sampler_init(&s, 10, 2, 2, 0, true, true),
+                     DT_ERR_INVALID);
+    assert_int_equal(dt_sampler_init(&s, 10, -1, 2, 0, true, true),
+                     DT_ERR_INVALID);
+    assert_int_equal(dt_sampler_init(&s, 0, 0, 1, 0, true, true),
+                     DT_ERR_INVALID);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_disjoint_and_covering),
+        cmocka_unit_test(test_padding_wraps),
+        cmocka_unit_test(test_shuffle_per_epoch),
+        cmocka_unit_test(test_global_batches_match),
+        cmocka_unit_test(test_bad_arguments),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

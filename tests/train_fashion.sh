@@ -1,0 +1,108 @@
+#!/bin/sh
+# train_fashion.sh — dt's built-in trainer on a Fashion-MNIST subset, for
+# real: `dtctl run -n 2 JOB.ini` trains a few hundred steps and must clear
+# an accuracy far above chance; metrics, TensorBoard events and
+# checkpoints are written; a job stopped mid-epoch and resumed ends with
+# bit-identical parameters; a corrupt newest checkpoint is named and the
+# previous one used; N=1 with batch 2B matches N=2 with batch B.
+data=/usr/share/datasets/fashion-mnist
+if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
+    echo "SKIP: $data missing (apt-get install dataset-fashion-mnist)"
+    exit 77
+fi
+tmp=$(mktemp -d /tmp/dt-train-test.XXXXXX) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 99
+compare="$top_builddir/tests/ckpt_compare"
+fail() { echo "FAIL: $*"; exit 1; }
+
+# 4000 training samples, 2 workers x batch 16: 125 steps per epoch.
+cat >job.ini <<'INI'
+[train]
+seed = 3
+epochs = 2
+batch_size = 16
+lr = 0.02
+optimizer = sgd
+device = cpu
+log_every = 50
+[optimizer.sgd]
+momentum = 0.9
+[model]
+layers = flatten linear(64) relu dropout(0.1) linear(10)
+[data]
+mean = 0.286
+std = 0.353
+train_samples = 4000
+test_samples = 1000
+INI
+
+run() { timeout 300 "$DTCTL" run "$@" >>"$tmp/out" 2>&1; }
+
+# ---- mistakes are caught by dtctl before any worker starts ----------------
+printf '[train]\ncheckpoint_every = 3 weeks\n[model]\nlayers = flatten linaer(10)\n' >bad.ini
+"$DTCTL" run -n 2 bad.ini >out 2>&1 && fail "a bad layer string was accepted"
+grep -q "bad.ini:4: unknown layer 'linaer'" out || { cat out; fail "layer error"; }
+grep -q "\^~~~~~" out || { cat out; fail "no caret under the bad layer"; }
+"$DTCTL" run -n 2 --set "model.layers=flatten linear(10)" bad.ini >out 2>&1
+grep -q "bad.ini:2: \[train\] checkpoint_every = '3 weeks'" out ||
+    { cat out; fail "bad checkpoint_every not reported with its line"; }
+grep -q "^\[" out && { cat out; fail "workers were started"; }
+: >out
+
+# ---- a short real training -------------------------------------------------
+run -n 2 --metrics m.jsonl --set train.log_dir=tb \
+    --set train.checkpoint_dir=a job.ini || { cat out; fail "training failed"; }
+acc=$(sed -n 's/.*final test accuracy: \([0-9.]*\)%.*/\1/p' out)
+echo "accuracy after 250 steps on 4000 samples: $acc%"
+[ -n "$acc" ] || { cat out; fail "no final accuracy line"; }
+awk -v a="$acc" 'BEGIN { exit !(a >= 70.0) }' ||
+    fail "accuracy $acc% is not above 70% (chance is 10%)"
+[ "$(wc -l <m.jsonl)" -eq 2 ] || fail "m.jsonl should have 2 lines"
+for k in epoch train_loss test_loss test_accuracy lr samples_per_sec \
+    comm_fraction; do
+    grep -q "\"$k\":" m.jsonl || fail "m.jsonl lacks $k"
+done
+ls tb/events.out.tfevents.* >/dev/null 2>&1 || fail "no TensorBoard file"
+final=a/ckpt-000000000250.dtckpt
+[ -f "$final" ] || { ls a; fail "no final checkpoint $final"; }
+cp "$final" full.dtckpt
+
+# ---- stopped mid-epoch, resumed: bit-identical -----------------------------
+: >out
+run -n 2 --set train.checkpoint_dir=b --set train.checkpoint_every=40steps \
+    --set train.bucket=16K --set train.max_steps=170 job.ini || { cat out; fail "first half"; }
+ls b/ckpt-000000000170.dtckpt >/dev/null || { ls b; fail "no step-170 checkpoint"; }
+run -n 2 --resume --set train.checkpoint_dir=b job.ini ||
+    { cat out; fail "resume failed"; }
+grep -q "resuming from .*ckpt-000000000170.dtckpt" out ||
+    { cat out; fail "did not resume from step 170"; }
+"$compare" full.dtckpt b/ckpt-000000000250.dtckpt ||
+    fail "resumed run differs from the uninterrupted one"
+
+# ---- a corrupt newest checkpoint: named, the previous one used -------------
+printf 'X' | dd of="$final" bs=1 seek=5000 conv=notrunc 2>/dev/null
+: >out
+run -n 2 --resume --set train.checkpoint_dir=a job.ini ||
+    { cat out; fail "resume past a corrupt checkpoint failed"; }
+grep -q "ckpt-000000000250.dtckpt: checksum mismatch" out ||
+    { cat out; fail "the corrupt checkpoint was not named"; }
+grep -q "resuming from .*ckpt-000000000125.dtckpt" out ||
+    { cat out; fail "did not fall back to step 125"; }
+"$compare" full.dtckpt "$final" ||
+    fail "epoch 2 redone from step 125 differs from the original"
+
+# ---- N=1 with batch 2B equals N=2 with batch B -----------------------------
+: >out
+run -n 1 --set train.batch_size=32 --set train.checkpoint_dir=one \
+    --set train.max_steps=40 --set "model.layers=flatten linear(64) relu linear(64) relu linear(10)" \
+    job.ini || { cat out; fail "N=1 run"; }
+run -n 2 -v --set train.batch_size=16 --set train.checkpoint_dir=two \
+    --set train.bucket=8K \
+    --set train.max_steps=40 --set "model.layers=flatten linear(64) relu linear(64) relu linear(10)" \
+    job.ini || { cat out; fail "N=2 run"; }
+grep -q "averaged in 2 buckets per step" out ||
+    { cat out; fail "8K buckets should split the gradients in two"; }
+"$compare" one/ckpt-000000000040.dtckpt two/ckpt-000000000040.dtckpt 1e-4 ||
+    fail "N=1 batch 32 and N=2 batch 16 differ after 40 steps"
+echo "PASS"
