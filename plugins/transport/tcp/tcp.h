@@ -96,6 +96,9 @@ typedef struct tcp_ctx {
     int listen_port;
     tcp_peer_t *peers;    /* size entries; peers[rank] unused */
     tcp_req_t *all;       /* live requests */
+    dt_store_t *store;    /* the job's store (valid until fini); NULL once
+                             it failed: then no failure report waits on it */
+    long long epoch;      /* this init's number: the store keys' prefix   */
     dt_status_t failed;   /* sticky: after a peer failure nothing works */
     int failed_rank;
     double last_activity; /* monotonic seconds of the last byte moved */
@@ -117,6 +120,13 @@ dt_status_t tcp_auth_acceptor(int fd, const uint8_t *token, size_t token_len,
                               int my_rank, int world, int nsock,
                               double deadline, int *peer_rank,
                               int *sock_index);
+
+/* tcp_cause.c: the root cause of a failure, agreed through the store.
+ * Returns 1 with the failed rank and the rank that detected it when the
+ * store holds (or this call records, for suspect >= 0: first writer wins)
+ * the job's root cause; 0 when unknown (no store, or it failed). Bounded:
+ * waits at most a couple of seconds, never on a store that is gone. */
+int tcp_cause_resolve(tcp_ctx_t *c, int suspect, int *failed, int *detector);
 
 /* tcp_io.c: blocking-with-deadline helpers for the handshake. */
 double tcp_now(void);

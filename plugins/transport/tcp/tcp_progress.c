@@ -9,8 +9,10 @@
  * only then is the part copied into a temporary buffer.
  *
  * Waiting sleeps in poll(); nothing spins. A peer that closes or resets
- * fails the whole transport at once, naming the rank, and tells the other
- * peers (an abort header) so that every rank reports the same culprit. */
+ * fails the whole transport at once, naming the rank. So that every rank
+ * reports the same culprit, the root cause goes into the store before any
+ * connection closes (tcp_cause.c), and peers at a message boundary also
+ * get an abort header naming it. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -136,6 +138,8 @@ static void broadcast_abort(tcp_ctx_t *c, int failed_rank)
                 shutdown(c->peers[p].socks[j].fd, SHUT_WR);
 }
 
+/* Every message names the failed rank first ("rank 2 ..."), so each rank
+ * of the job reports the same culprit in the same words. */
 static void fail(tcp_ctx_t *c, int peer, dt_status_t st, const char *why)
 {
     if (c->failed != DT_OK)
@@ -151,6 +155,34 @@ static void fail(tcp_ctx_t *c, int peer, dt_status_t st, const char *why)
             r->complete = 1;
         }
     broadcast_abort(c, peer);
+}
+
+/* This rank saw `peer` fail (did: what it did, for the message). Before
+ * anything is closed, the store must hold the root cause: either an
+ * earlier one (then `peer` most likely closed because it learned of it,
+ * and the message names that rank) or `peer`, recorded here. */
+static void fail_seen(tcp_ctx_t *c, int peer, dt_status_t st,
+                      const char *why, const char *did)
+{
+    int q = -1, d = -1;
+    if (c->failed != DT_OK)
+        return;
+    if (tcp_cause_resolve(c, peer, &q, &d) && q != peer) {
+        char msg[400];
+        if (d == peer)
+            snprintf(msg, sizeof msg,
+                     "rank %d failed (rank %d detected it, then %s; see "
+                     "rank %d's messages)",
+                     q, d, did, q);
+        else
+            snprintf(msg, sizeof msg,
+                     "rank %d failed (rank %d detected it; rank %d %s after "
+                     "learning it; see rank %d's messages)",
+                     q, d, peer, did, q);
+        fail(c, q, DT_ERR_PEER, msg);
+        return;
+    }
+    fail(c, peer, st, why);
 }
 
 /* A peer that failed because of a third rank sends an abort header and
@@ -171,17 +203,22 @@ static int abort_sent_by(tcp_peer_t *pe, int nsock)
     return -1;
 }
 
+static void fail_reported(tcp_ctx_t *c, int reporter, int culprit)
+{
+    char why[200];
+    snprintf(why, sizeof why,
+             "rank %d failed (rank %d reports it; see rank %d's messages)",
+             culprit, reporter, culprit);
+    fail(c, culprit, DT_ERR_PEER, why);
+}
+
 static void fail_peer_io(tcp_ctx_t *c, tcp_sock_t *s, const char *what,
                          int err)
 {
     char why[400];
     int p = s->peer->rank, culprit = abort_sent_by(s->peer, c->nsock);
-    if (culprit >= 0) {
-        snprintf(why, sizeof why,
-                 "rank %d reports that rank %d failed (see that rank's "
-                 "messages)",
-                 p, culprit);
-        fail(c, culprit, DT_ERR_PEER, why);
+    if (culprit >= 0 && culprit < c->size) {
+        fail_reported(c, p, culprit);
         return;
     }
     if (err == 0)
@@ -190,9 +227,10 @@ static void fail_peer_io(tcp_ctx_t *c, tcp_sock_t *s, const char *what,
                  "crashed",
                  p, s->peer->addr, what);
     else
-        snprintf(why, sizeof why, "connection to rank %d (%s) failed %s: %s",
+        snprintf(why, sizeof why, "rank %d (%s): connection failed %s: %s",
                  p, s->peer->addr, what, strerror(err));
-    fail(c, p, DT_ERR_PEER, why);
+    fail_seen(c, p, DT_ERR_PEER, why,
+              err == 0 ? "closed its connection" : "broke its connection");
 }
 
 /* Does anything still expect data on this socket (a receive part, a
@@ -288,7 +326,8 @@ static int rx_place(tcp_ctx_t *c, tcp_sock_t *s)
                      "or counts",
                      pe->rank, (unsigned long long)s->rx_hdr.len, r->tag,
                      plen);
-            fail(c, pe->rank, DT_ERR_INVALID, why);
+            fail_seen(c, pe->rank, DT_ERR_INVALID, why,
+                      "sent an unexpected message");
             return 0;
         }
         r->matched |= bit;
@@ -304,8 +343,12 @@ static int rx_place(tcp_ctx_t *c, tcp_sock_t *s)
     tcp_unexp_t *u = calloc(1, sizeof *u);
     if (!u || !(u->data = malloc(s->rx_hdr.len ? s->rx_hdr.len : 1))) {
         free(u);
-        fail(c, pe->rank, DT_ERR_NOMEM,
-             "out of memory for a message that arrived early");
+        char why[200];
+        snprintf(why, sizeof why,
+                 "rank %d (this rank) ran out of memory for a message that "
+                 "arrived early from rank %d",
+                 c->rank, pe->rank);
+        fail_seen(c, c->rank, DT_ERR_NOMEM, why, "ran out of memory");
         return 0;
     }
     u->tag = s->rx_hdr.tag;
@@ -402,13 +445,9 @@ static void rx_progress(tcp_ctx_t *c, tcp_sock_t *s)
         if (s->rx_hdr_got < sizeof s->rx_hdr)
             continue;
         s->rx_hdr_got = 0;
-        if (s->rx_hdr.magic == TCP_ABORT_MAGIC) {
-            char why[200];
-            snprintf(why, sizeof why,
-                     "rank %d reports that rank %d failed (see that rank's "
-                     "messages)",
-                     s->peer->rank, s->rx_hdr.tag);
-            fail(c, s->rx_hdr.tag, DT_ERR_PEER, why);
+        if (s->rx_hdr.magic == TCP_ABORT_MAGIC && s->rx_hdr.tag >= 0 &&
+            s->rx_hdr.tag < c->size) {
+            fail_reported(c, s->peer->rank, s->rx_hdr.tag);
             return;
         }
         if (s->rx_hdr.magic != TCP_MSG_MAGIC) {
@@ -420,8 +459,6 @@ static void rx_progress(tcp_ctx_t *c, tcp_sock_t *s)
 }
 
 /* ---- the ops ----------------------------------------------------------- */
-
-static void fail(tcp_ctx_t *c, int peer, dt_status_t st, const char *why);
 
 static dt_status_t check_args(tcp_ctx_t *c, int peer, dt_mem_t mem,
                               size_t len, const char *op)
@@ -444,10 +481,10 @@ static dt_status_t check_args(tcp_ctx_t *c, int peer, dt_mem_t mem,
         if (c->peers[peer].socks[j].eof) {
             char why[200];
             snprintf(why, sizeof why,
-                     "%s with rank %d, which has closed its connection "
-                     "(it exited)",
-                     op, peer);
-            fail(c, peer, DT_ERR_PEER, why);
+                     "rank %d closed its connection (it exited) before this "
+                     "rank's %s with it",
+                     peer, op);
+            fail_seen(c, peer, DT_ERR_PEER, why, "closed its connection");
             return DT_ERR_PEER;
         }
     return DT_OK;
@@ -624,11 +661,18 @@ static void report_timeout(tcp_ctx_t *c, dt_request_t **reqs, size_t n)
                                     reqs[i]->r.peer);
     }
     char why[400];
+    int peer = c->rank;
+    for (size_t i = 0; i < n; i++)
+        if (!reqs[i]->r.complete) {
+            peer = reqs[i]->r.peer;
+            break;
+        }
     snprintf(why, sizeof why,
-             "nothing moved for %.0f s (the [transport.tcp] timeout) while "
-             "waiting on rank(s)%s: they are hung, stopped or unreachable",
-             c->timeout, ranks);
-    fail(c, n ? reqs[0]->r.peer : -1, DT_ERR_TIMEOUT, why);
+             "rank %d went silent: nothing moved for %.0f s (the "
+             "[transport.tcp] timeout) while waiting on rank(s)%s: they are "
+             "hung, stopped or unreachable",
+             peer, c->timeout, ranks);
+    fail_seen(c, peer, DT_ERR_TIMEOUT, why, "went silent");
 }
 
 dt_status_t tcp_wait(void *ctx, dt_request_t **reqs, size_t n,
