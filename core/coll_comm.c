@@ -58,6 +58,11 @@ size_t dt_coll_small_bytes(const dt_comm_t *c)
     return c->small_bytes ? c->small_bytes : DT_COLL_DEFAULT_SMALL_BYTES;
 }
 
+size_t dt_coll_ring_bytes(const dt_comm_t *c)
+{
+    return c->ring_bytes ? c->ring_bytes : DT_COLL_DEFAULT_RING_BYTES;
+}
+
 size_t dt_coll_chunk_bytes(const dt_comm_t *c)
 {
     return c->chunk_bytes ? c->chunk_bytes : DT_COLL_DEFAULT_CHUNK_BYTES;
