@@ -18,6 +18,10 @@
 
 #define TCP_MAX_SOCKETS 16
 #define TCP_MSG_MAGIC 0x44544d31u /* "DTM1" */
+/* Read-ahead buffer per socket, used while the next expected part is at
+ * most TCP_STAGE_SMALL bytes (larger ones go straight to the user). */
+#define TCP_STAGE_BYTES (16 * 1024)
+#define TCP_STAGE_SMALL (8 * 1024)
 
 /* On the wire, little-endian host order (all ranks run the same build). */
 typedef struct tcp_hdr {
@@ -64,6 +68,10 @@ struct tcp_sock {
     tcp_req_t *rx_req;    /* owner of rx_dst, or NULL for rx_unexp    */
     tcp_unexp_t *rx_unexp;
     tcp_unexp_t *unexp, **unexp_tail;
+    /* Read-ahead for small messages: header and payload (and the next
+     * header) in one recv. Bytes [stage_off, stage_len) are unread. */
+    char *stage;
+    size_t stage_off, stage_len;
     /* sending */
     tcp_tx_t *tx_head, **tx_tail;
 };

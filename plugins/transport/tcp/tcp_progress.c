@@ -3,7 +3,9 @@
  * Sending: each part joins its socket's queue; the queue is written with
  * sendmsg() gathering header and payload of several parts at once, straight
  * from the user's buffers. Receiving: a header is read, then the payload
- * goes straight into the matching posted receive. A header with no posted
+ * goes straight into the matching posted receive; while the receive that
+ * waits next is small, one recv reads ahead into a 16 KiB stage (header,
+ * payload and maybe the next header: one syscall instead of two). A header with no posted
  * receive stays in the kernel (TCP flow control holds the sender back)
  * unless a receive for a later message on that socket is already waiting:
  * only then is the part copied into a temporary buffer.
@@ -112,6 +114,9 @@ void tcp_free_requests(tcp_ctx_t *c)
             }
             s->unexp = NULL;
             s->tx_head = NULL;
+            free(s->stage);
+            s->stage = NULL;
+            s->stage_off = s->stage_len = 0;
         }
 }
 
@@ -195,6 +200,14 @@ static int abort_sent_by(tcp_peer_t *pe, int nsock)
         tcp_hdr_t h;
         if (s->fd < 0 || s->rx_state != RX_HDR || s->rx_hdr_got)
             continue;
+        if (s->stage_len - s->stage_off >= sizeof h) {
+            memcpy(&h, s->stage + s->stage_off, sizeof h);
+            if (h.magic == TCP_ABORT_MAGIC)
+                return h.tag;
+            continue;
+        }
+        if (s->stage_len > s->stage_off)
+            continue;
         if (recv(s->fd, &h, sizeof h, MSG_DONTWAIT | MSG_PEEK) ==
                 (ssize_t)sizeof h &&
             h.magic == TCP_ABORT_MAGIC)
@@ -237,7 +250,8 @@ static void fail_peer_io(tcp_ctx_t *c, tcp_sock_t *s, const char *what,
  * queued send, a message half read)? */
 static int sock_busy(const tcp_sock_t *s)
 {
-    if (s->tx_head || s->rx_state != RX_HDR || s->rx_hdr_got)
+    if (s->tx_head || s->rx_state != RX_HDR || s->rx_hdr_got ||
+        s->stage_len > s->stage_off)
         return 1;
     for (const tcp_req_t *r = s->peer->posted; r; r = r->next_posted)
         if (r->nparts > s->index && !(r->matched & (1u << s->index)))
@@ -397,6 +411,29 @@ static void rx_finish(tcp_ctx_t *c, tcp_sock_t *s)
     s->rx_unexp = NULL;
 }
 
+/* Is the next part this socket must deliver small (the first posted
+ * receive still waiting for a part here)? Then read ahead into the stage:
+ * header and payload come in one recv. Nothing posted: read only the
+ * header, so that an unexpected payload stays in the kernel. */
+static int small_expected(const tcp_sock_t *s)
+{
+    for (const tcp_req_t *r = s->peer->posted; r; r = r->next_posted) {
+        if (r->nparts <= s->index || (r->matched & (1u << s->index)))
+            continue;
+        size_t off, plen;
+        part_span(r->len, r->nparts, s->index, &off, &plen);
+        return plen <= TCP_STAGE_SMALL;
+    }
+    return 0;
+}
+
+static int stage_ready(tcp_sock_t *s)
+{
+    if (!s->stage)
+        s->stage = malloc(TCP_STAGE_BYTES);
+    return s->stage != NULL; /* without one: header and payload apart */
+}
+
 /* Returns after one part completed (the caller re-checks its requests) or
  * when the socket has nothing more to give now. */
 static void rx_progress(tcp_ctx_t *c, tcp_sock_t *s)
@@ -416,7 +453,24 @@ static void rx_progress(tcp_ctx_t *c, tcp_sock_t *s)
                         : s->rx_dst;
         size_t want = s->rx_state == RX_HDR ? sizeof s->rx_hdr - s->rx_hdr_got
                                             : s->rx_left;
-        ssize_t n = recv(s->fd, dst, want, MSG_DONTWAIT);
+        ssize_t n;
+        if (s->stage_len > s->stage_off) {
+            size_t have = s->stage_len - s->stage_off;
+            n = (ssize_t)(want < have ? want : have);
+            memcpy(dst, s->stage + s->stage_off, (size_t)n);
+            s->stage_off += (size_t)n;
+        } else if (s->rx_state == RX_HDR && s->rx_hdr_got == 0 &&
+                   small_expected(s) && stage_ready(s)) {
+            n = recv(s->fd, s->stage, TCP_STAGE_BYTES, MSG_DONTWAIT);
+            if (n > 0) {
+                s->stage_off = 0;
+                s->stage_len = (size_t)n;
+                c->last_activity = tcp_now();
+                continue;
+            }
+        } else {
+            n = recv(s->fd, dst, want, MSG_DONTWAIT);
+        }
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -585,7 +639,18 @@ dt_status_t tcp_irecv(void *ctx, int peer, void *buf, size_t len,
  * number of sockets that were ready. */
 static int poll_round(tcp_ctx_t *c, int ms)
 {
-    int n = 0;
+    int n = 0, staged = 0;
+    /* Bytes read ahead are ready without the kernel saying so. */
+    for (int p = 0; p < c->size && c->failed == DT_OK; p++)
+        for (int j = 0; p != c->rank && j < c->nsock; j++) {
+            tcp_sock_t *s = &c->peers[p].socks[j];
+            if (s->stage_len > s->stage_off && s->rx_state != RX_WAIT_POST) {
+                rx_progress(c, s);
+                staged++;
+            }
+        }
+    if (staged)
+        ms = 0;
     for (int p = 0; p < c->size; p++) {
         tcp_peer_t *pe = &c->peers[p];
         if (p == c->rank)
@@ -608,11 +673,11 @@ static int poll_round(tcp_ctx_t *c, int ms)
     if (n == 0) {
         if (ms != 0)
             poll(NULL, 0, ms < 0 ? 1000 : ms); /* nothing can happen */
-        return 0;
+        return staged;
     }
     int rc = poll(c->pfds, (nfds_t)n, ms);
     if (rc <= 0)
-        return 0;
+        return staged;
     for (int i = 0; i < n && c->failed == DT_OK; i++) {
         short re = c->pfds[i].revents;
         if (!re)
