@@ -4,10 +4,14 @@
  *   [collectives]
  *   allreduce_small = 256K  allreduce (and broadcast) below this many bytes
  *                           use recursive doubling / a binomial tree, at or
- *                           above it the pipelined ring / chain
- *   ring_chunk = 512K       pipelining unit of the ring and the chain
+ *                           above it halving/doubling or the ring / chain
+ *   allreduce_ring = 0      allreduce from this size on: the ring; between
+ *                           allreduce_small and it: recursive halving and
+ *                           doubling; 0: by size and number of ranks
+ *   ring_chunk = 512K       pipelining unit of the ring, the halving
+ *                           exchanges and the chain
  *
- * Environment: DT_COLLECTIVES_ALLREDUCE_SMALL, DT_COLLECTIVES_RING_CHUNK.
+ * Environment: DT_COLLECTIVES_<KEY> (e.g. DT_COLLECTIVES_ALLREDUCE_SMALL).
  * Defaults measured on loopback TCP (docs/PERFORMANCE.md). */
 #include <stdlib.h>
 
