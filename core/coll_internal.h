@@ -22,6 +22,7 @@ enum {
 /* Allreduce from this size on: the ring (below: halving); see
  * dt_coll_ring_bytes for the choice by number of ranks. */
 #define DT_COLL_DEFAULT_RING_BYTES ((size_t)32 << 20)
+#define DT_COLL_DEFAULT_RING_BYTES_3 ((size_t)128 << 20)
 #define DT_COLL_DEFAULT_RING_BYTES_ODD ((size_t)1 << 20)
 
 /* 1 when the type/op pair has a reduction kernel. */
