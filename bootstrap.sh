@@ -16,8 +16,11 @@ jobs=$(nproc 2>/dev/null || echo 2)
 # Debian packages dt builds and tests with (docs: README.md).
 packages="autoconf automake libtool pkg-config make gcc
   libltdl-dev libinih-dev libssl-dev zlib1g-dev libcmocka-dev
-  libssh-dev libopenmpi-dev openmpi-bin libucx-dev ucx-utils
-  libopenblas-dev rsync iproute2 procps"
+  libssh-dev libopenmpi-dev openmpi-bin slurm-wlm munge libucx-dev ucx-utils
+  libopenblas-dev rsync iproute2 procps
+  gridengine-master gridengine-exec gridengine-client
+  libcurl4-openssl-dev libjansson-dev python3
+  openssh-server"
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -35,6 +38,15 @@ deps() {
     if [ ! -e /usr/sbin/policy-rc.d ]; then
         as_root sh -c 'printf "#!/bin/sh\nexit 101\n" > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d'
     fi
+    # Grid Engine asks who the master is; answer for this host (the tests
+    # run a private cluster of their own, tests/fixtures/sge-cluster.sh).
+    case "$missing" in *gridengine*)
+        h=$(hostname)
+        for p in gridengine-common gridengine-client gridengine-master gridengine-exec; do
+            printf '%s shared/gridengineconfig boolean true\n%s shared/gridenginecell string default\n%s shared/gridenginemaster string %s\n' \
+                "$p" "$p" "$p" "$h"
+        done | as_root debconf-set-selections ;;
+    esac
     as_root apt-get update -qq
     # shellcheck disable=SC2086
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \

@@ -41,6 +41,11 @@ dt_status_t dt_netif_select(char *const *spec, size_t n, const char *peer,
 /* The address the kernel would use to reach host (resolved by name). */
 dt_status_t dt_netif_route_to(const char *host, char *addr, size_t addrlen);
 
+/* The IPv4 address of the interface holding the default route (from
+ * /proc/net/route; no traffic is sent). DT_ERR_NOT_FOUND when there is no
+ * default route. Used when a scheduler, not dtctl, picks the hosts. */
+dt_status_t dt_netif_default_route(char *addr, size_t addrlen);
+
 /* 1 when host names this machine: "localhost", a loopback address, one of
  * our interface addresses or our host name. */
 int dt_netif_is_local(const char *host);

@@ -6,12 +6,16 @@ AM_LDFLAGS = -module -avoid-version -shared -no-undefined
 PLUGIN_LIBDT = $(top_builddir)/core/libdt.la
 
 # Link each built module into plugins/modules so an uninstalled dtctl (and
-# the tests) find every plugin in one directory.
+# the tests) find every plugin in one directory. The link is replaced only
+# when it changes, and then atomically (rename): `make install` during
+# `make check` reruns this while tests scan the directory.
 all-local:
 	@$(MKDIR_P) $(top_builddir)/plugins/modules
 	@for la in $(pkglib_LTLIBRARIES); do \
-	  so=$${la%.la}.so; \
-	  ln -sf "$(abs_builddir)/.libs/$$so" "$(top_builddir)/plugins/modules/$$so"; \
+	  so=$${la%.la}.so; target="$(abs_builddir)/.libs/$$so"; \
+	  link="$(top_builddir)/plugins/modules/$$so"; \
+	  test "`readlink "$$link" 2>/dev/null`" = "$$target" && continue; \
+	  ln -sf "$$target" "$$link.tmp$$$$" && mv -Tf "$$link.tmp$$$$" "$$link"; \
 	done
 
 clean-local:

@@ -197,6 +197,34 @@ static void test_is_local(void **state)
     assert_false(dt_netif_is_local(""));
 }
 
+/* The default route's interface (what scheduler-placed jobs face) is one
+ * of ours; without a default route the answer is "not found", never junk. */
+static void test_default_route(void **state)
+{
+    (void)state;
+    char addr[DT_NETIF_ADDR_LEN] = "";
+    int has_default = 0;
+    FILE *f = fopen("/proc/net/route", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        char name[64];
+        unsigned long dest;
+        if (sscanf(line, "%63s %lx", name, &dest) == 2 && dest == 0)
+            has_default = 1;
+    }
+    if (f)
+        fclose(f);
+    dt_status_t st = dt_netif_default_route(addr, sizeof addr);
+    if (!has_default) {
+        assert_int_equal(st, DT_ERR_NOT_FOUND);
+        return;
+    }
+    if (st == DT_ERR_NOT_FOUND)
+        return; /* default route on an interface without IPv4 */
+    assert_int_equal(st, DT_OK);
+    assert_true(dt_netif_is_local(addr));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -209,6 +237,7 @@ int main(void)
         cmocka_unit_test(test_no_match_lists_interfaces),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_is_local),
+        cmocka_unit_test(test_default_route),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,7 @@ typedef struct dt_cli {
     const char *bench_sizes;  /* dtctl bench: --sizes MIN:MAX             */
     const char *bench_iters;  /*              --iters K                   */
     const char *bench_factor; /*              --factor F                  */
+    int no_stage;             /* --no-stage: dtctl run skips staging  */
 } dt_cli_t;
 
 /* Build the effective configuration: built-in defaults, cluster file
@@ -45,5 +46,7 @@ int dt_cmd_run(dt_cli_t *cli);
 int dt_cmd_plugins(dt_cli_t *cli);
 int dt_cmd_config(dt_cli_t *cli);
 int dt_cmd_bench(dt_cli_t *cli);
+int dt_cmd_check(dt_cli_t *cli);
+int dt_cmd_stage(dt_cli_t *cli);
 
 #endif /* DT_CLI_H */

@@ -17,6 +17,7 @@
 #include "plugin_loader.h"
 #include "run_env.h"
 #include "run_rendezvous.h"
+#include "run_stage.h"
 #include "stop_signals.h"
 #include "supervise.h"
 
@@ -182,6 +183,12 @@ static int launch_and_supervise(const dt_cli_t *cli, run_state_t *s)
         s->ctx = NULL;
         return 1;
     }
+    /* The data set before the workers (through the launcher's hosts). */
+    run_stage_args_t stage = {s->cfg, &s->hosts, s->ops, s->ctx,
+                              s->job.job_id,
+                              cli->no_stage ? RUN_STAGE_SKIP : RUN_STAGE_COPY};
+    if (run_stage_env(&stage, &s->common) != DT_OK)
+        return 1;
     if (stop_signals_install() != DT_OK)
         return 1;
     dt_launch_spec_t spec = {

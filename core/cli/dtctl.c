@@ -21,6 +21,10 @@ static const char usage_text[] =
     "  config [JOB.ini]                    show the effective configuration\n"
     "  bench allreduce [--sizes 4K:256M] [--iters K] [--factor F]\n"
     "                                      time allreduce on -n workers\n"
+    "  check [JOB.ini]                     preflight: hosts reachable, host keys,\n"
+    "                                      interface, rendezvous port, tools\n"
+    "  stage [verify] [JOB.ini]            only put [data] path on every host\n"
+    "                                      (verify: only check it is there)\n"
     "\n"
     "options (before or after the command):\n"
     "  -n, --np N              number of worker processes\n"
@@ -32,6 +36,7 @@ static const char usage_text[] =
     "      --config FILE       cluster file (default $DT_CONFIG, else\n"
     "                          ./conf/cluster.ini if present, else built-in)\n"
     "      --set SEC.KEY=VAL   override one setting (repeatable)\n"
+    "      --no-stage          dtctl run: start without staging the data set\n"
     "  -v, --verbose           more detail (-vv: trace)\n"
     "  -q, --quiet             errors only\n"
     "      --version           print the version\n"
@@ -47,7 +52,7 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
 {
     enum { OPT_HOSTFILE = 256, OPT_LAUNCHER, OPT_TRANSPORT, OPT_STORAGE,
            OPT_CONFIG, OPT_SET, OPT_VERSION, OPT_SIZES, OPT_ITERS,
-           OPT_FACTOR };
+           OPT_FACTOR, OPT_NO_STAGE };
     static const struct option longopts[] = {
         {"np", required_argument, NULL, 'n'},
         {"hosts", required_argument, NULL, 'H'},
@@ -64,6 +69,7 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
         {"sizes", required_argument, NULL, OPT_SIZES},
         {"iters", required_argument, NULL, OPT_ITERS},
         {"factor", required_argument, NULL, OPT_FACTOR},
+        {"no-stage", no_argument, NULL, OPT_NO_STAGE},
         {NULL, 0, NULL, 0}};
     /* The program after "--" is never parsed as our options: cut it off. */
     int end = argc;
@@ -106,6 +112,7 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
         case OPT_SIZES: cli->bench_sizes = optarg; break;
         case OPT_ITERS: cli->bench_iters = optarg; break;
         case OPT_FACTOR: cli->bench_factor = optarg; break;
+        case OPT_NO_STAGE: cli->no_stage = 1; break;
         case 'v': cli->verbose++; break;
         case 'q': cli->quiet = 1; break;
         case OPT_VERSION: printf("dtctl (dt) %s\n", PACKAGE_VERSION); exit(0);
@@ -157,8 +164,12 @@ int main(int argc, char **argv)
         rc = dt_cmd_config(&cli);
     } else if (strcmp(cli.command, "bench") == 0) {
         rc = dt_cmd_bench(&cli);
+    } else if (strcmp(cli.command, "check") == 0) {
+        rc = dt_cmd_check(&cli);
+    } else if (strcmp(cli.command, "stage") == 0) {
+        rc = dt_cmd_stage(&cli);
     } else {
-        dt_error("unknown command '%s' (commands: run, plugins, config, bench); "
+        dt_error("unknown command '%s' (commands: run, plugins, config, bench, check, stage); "
                  "see dtctl --help",
                  cli.command);
         rc = 2;

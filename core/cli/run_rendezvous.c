@@ -115,7 +115,21 @@ dt_status_t run_start_rendezvous(const dt_config_t *cfg,
         dt_config_origin(cfg, "cluster", "interface", &src, &where);
     if ((st = dt_config_get_string(cfg, "cluster", "transport", &transport)))
         goto out;
-    const char *peer = first_remote_host(hosts);
+    const char *peer = first_remote_host(hosts), *launcher = "local";
+    char route[DT_NETIF_ADDR_LEN];
+    dt_config_get_string(cfg, "cluster", "launcher", &launcher);
+    /* A scheduler (slurm, sge, yarn, ...) picks the hosts after we start:
+     * loopback would be unreachable from them, so face the default route. */
+    if (!peer && !n && strcmp(launcher, "local") != 0) {
+        if (dt_netif_default_route(route, sizeof route) == DT_OK)
+            peer = route;
+        else
+            dt_warn("no default route: the rendezvous store listens on "
+                    "127.0.0.1, which workers on other hosts cannot reach; "
+                    "set [cluster] interface if the %s launcher places "
+                    "workers elsewhere",
+                    launcher);
+    }
     if ((st = dt_netif_select(items, n, peer, where, addr, sizeof addr)) ||
         (st = dt_store_server_start(addr, 0, token, &server)))
         goto out;

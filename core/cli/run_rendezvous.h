@@ -10,8 +10,9 @@
 #include <dt/store.h>
 
 /* Start the store for a job on the chosen interface ([cluster] interface,
- * else the route to the first host that is not this machine, else
- * 127.0.0.1) and return the variables to add to every worker's
+ * else the route to the first host that is not this machine, else — for
+ * a launcher other than local, whose scheduler picks the hosts — the
+ * default route's interface, else 127.0.0.1) and return the variables to add to every worker's
  * environment, "KEY=VALUE", NULL-terminated (free with dt_strv_free):
  *   DT_RENDEZVOUS=addr:port   the store
  *   DT_TRANSPORT=name         [cluster] transport

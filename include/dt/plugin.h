@@ -239,6 +239,10 @@ typedef struct dt_storage_ops {
     dt_status_t (*shared_dir)(void *ctx, const dt_stage_request_t *req,
                               char **path);
     void (*fini)(void *ctx);
+    /* Optional (appended): the path workers read, without copying or
+     * checking anything (dtctl run --no-stage). NULL: req->src. */
+    dt_status_t (*worker_path)(void *ctx, const dt_stage_request_t *req,
+                               char **path);
 } dt_storage_ops_t;
 
 /* ======================================================================

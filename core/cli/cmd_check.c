@@ -1,0 +1,336 @@
+/* cmd_check.c — `dtctl check [JOB.ini]`: a preflight of the job's hosts
+ * before anything is started. For every host: the launcher's own checks
+ * (reachable, host key known, login, its tools: the plugin's `check` op),
+ * the [cluster] interface present there, and the rendezvous port on this
+ * machine reachable from there. Prints one table row per host and check,
+ * with how to fix each failure. Exit 0: all passed; 1: something failed;
+ * 2: bad usage or configuration. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <dt/log.h>
+#include "check_iface.h"
+#include "cli.h"
+#include "netif.h"
+#include "plugin_loader.h"
+
+enum { CHK_OK = 0, CHK_FAIL = 1, CHK_SKIP = 2 };
+
+typedef struct row {
+    char *host, *check, *detail;
+    int result;
+} row_t;
+
+typedef struct table {
+    row_t *v;
+    size_t n;
+    int failed;
+    const dt_hostlist_t *hosts;
+    unsigned char *bad; /* per host: the launcher could not reach it */
+} table_t;
+
+static void add_row(table_t *t, const char *host, const char *check,
+                    int result, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void add_row(table_t *t, const char *host, const char *check,
+                    int result, const char *fmt, ...)
+{
+    row_t *nv = realloc(t->v, (t->n + 1) * sizeof *nv);
+    if (!nv)
+        return;
+    t->v = nv;
+    row_t *r = &t->v[t->n];
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&r->detail, fmt, ap) < 0)
+        r->detail = NULL;
+    va_end(ap);
+    r->host = strdup(host);
+    r->check = strdup(check);
+    r->result = result;
+    if (!r->host || !r->check || !r->detail) {
+        free(r->host);
+        free(r->check);
+        free(r->detail);
+        return;
+    }
+    t->n++;
+    t->failed |= result == CHK_FAIL;
+}
+
+static void on_problem(void *arg, const char *host, const char *problem)
+{
+    table_t *t = arg;
+    for (size_t i = 0; host && i < t->hosts->n; i++)
+        if (strcmp(t->hosts->hosts[i].name, host) == 0)
+            t->bad[i] = 1;
+    add_row(t, host ? host : "-", "launcher", CHK_FAIL, "%s", problem);
+}
+
+static void launcher_checks(table_t *t, const dt_plugin_t *p, void *ctx)
+{
+    const dt_launcher_ops_t *ops = p->ops;
+    if (ops->size < offsetof(dt_launcher_ops_t, check) + sizeof ops->check ||
+        !ops->check) {
+        for (size_t i = 0; i < t->hosts->n; i++)
+            add_row(t, t->hosts->hosts[i].name, "launcher", CHK_SKIP,
+                    "the %s launcher has no preflight of its own", p->name);
+        return;
+    }
+    if (ops->check(ctx, t->hosts, on_problem, t) != DT_OK)
+        add_row(t, "-", "launcher", CHK_FAIL,
+                "the %s launcher's preflight failed (see above)", p->name);
+    for (size_t i = 0; i < t->hosts->n; i++)
+        if (!t->bad[i])
+            add_row(t, t->hosts->hosts[i].name, "launcher", CHK_OK,
+                    "%s: reachable, ready to start workers", p->name);
+}
+
+static dt_status_t run_remote(const dt_launcher_ops_t *ops, void *ctx,
+                              const dt_host_t *h, const char *script,
+                              const char *a1, const char *a2, char **out)
+{
+    const char *argv[] = {"sh", "-c", script, "dt-check", a1, a2, NULL};
+    int code = 0;
+    return ops->run_on_host(ctx, h, argv, out, &code);
+}
+
+static void interface_check(table_t *t, const dt_launcher_ops_t *ops,
+                            void *ctx, size_t i, char **spec, size_t n,
+                            const char *spec_text)
+{
+    const dt_host_t *h = &t->hosts->hosts[i];
+    if (n == 0) {
+        add_row(t, h->name, "interface", CHK_SKIP,
+                "[cluster] interface is not set: workers use their route "
+                "to this machine");
+        return;
+    }
+    char *out = NULL, found[512];
+    if (run_remote(ops, ctx, h,
+                   "ip -o addr show up 2>/dev/null || "
+                   "/sbin/ip -o addr show up",
+                   NULL, NULL, &out) != DT_OK) {
+        add_row(t, h->name, "interface", CHK_FAIL,
+                "could not list the interfaces there (see above)");
+        return;
+    }
+    int m = check_iface_match(out, spec, n, found, sizeof found);
+    free(out);
+    if (m > 0)
+        add_row(t, h->name, "interface", CHK_OK, "%s matches '%s'", found,
+                spec_text);
+    else if (m == 0)
+        add_row(t, h->name, "interface", CHK_FAIL,
+                "no interface matches [cluster] interface = '%s' (there: "
+                "%s); fix the setting, or the host's network",
+                spec_text, found);
+    else
+        add_row(t, h->name, "interface", CHK_FAIL,
+                "cannot list its interfaces: install iproute2 (the ip "
+                "command) there");
+}
+
+/* A listening socket on addr, port chosen by the kernel. */
+static int listen_on(const char *addr, int *port)
+{
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    socklen_t len;
+    int fam = strchr(addr, ':') ? AF_INET6 : AF_INET;
+    if (fam == AF_INET) {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+        s4->sin_family = AF_INET;
+        if (inet_pton(AF_INET, addr, &s4->sin_addr) != 1)
+            return -1;
+        len = sizeof *s4;
+    } else {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+        s6->sin6_family = AF_INET6;
+        if (inet_pton(AF_INET6, addr, &s6->sin6_addr) != 1)
+            return -1;
+        len = sizeof *s6;
+    }
+    int fd = socket(fam, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, 16) != 0 ||
+        getsockname(fd, (struct sockaddr *)&ss, &len) != 0) {
+        close(fd);
+        return -1;
+    }
+    *port = ntohs(fam == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                 : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    return fd;
+}
+
+/* Connects to $1 port $2 with bash's /dev/tcp, else nc. */
+static const char reach_script[] =
+    "t=; command -v timeout >/dev/null 2>&1 && t='timeout 10'; "
+    "if command -v bash >/dev/null 2>&1; then "
+    "$t bash -c 'exec 3<>\"/dev/tcp/$0/$1\"' \"$1\" \"$2\" 2>/dev/null "
+    "&& echo DT-REACH-OK || echo DT-REACH-FAIL; "
+    "elif command -v nc >/dev/null 2>&1; then "
+    "nc -z -w 10 \"$1\" \"$2\" && echo DT-REACH-OK || echo DT-REACH-FAIL; "
+    "else echo DT-REACH-NOTOOL; fi";
+
+static void rendezvous_check(table_t *t, const dt_launcher_ops_t *ops,
+                             void *ctx, size_t i, char **spec, size_t n)
+{
+    const dt_host_t *h = &t->hosts->hosts[i];
+    char addr[DT_NETIF_ADDR_LEN], port_text[16];
+    const char *peer = dt_netif_is_local(h->name) ? NULL : h->name;
+    if (dt_netif_select(spec, n, peer, "cluster.interface", addr,
+                        sizeof addr) != DT_OK) {
+        add_row(t, h->name, "rendezvous", CHK_FAIL,
+                "no address of this machine faces the host (see above); "
+                "set [cluster] interface");
+        return;
+    }
+    int port = 0, fd = listen_on(addr, &port);
+    if (fd < 0) {
+        add_row(t, h->name, "rendezvous", CHK_FAIL,
+                "cannot listen on %s here: %m", addr);
+        return;
+    }
+    snprintf(port_text, sizeof port_text, "%d", port);
+    char *out = NULL;
+    dt_status_t st = run_remote(ops, ctx, h, reach_script, addr, port_text,
+                                &out);
+    close(fd);
+    if (st != DT_OK)
+        add_row(t, h->name, "rendezvous", CHK_FAIL,
+                "could not run the probe there (see above)");
+    else if (strstr(out, "DT-REACH-OK"))
+        add_row(t, h->name, "rendezvous", CHK_OK,
+                "reaches this machine at %s (TCP port %d)", addr, port);
+    else if (strstr(out, "DT-REACH-NOTOOL"))
+        add_row(t, h->name, "rendezvous", CHK_SKIP,
+                "neither bash nor nc there to test a TCP connection to %s",
+                addr);
+    else
+        add_row(t, h->name, "rendezvous", CHK_FAIL,
+                "cannot connect to this machine at %s (TCP, ephemeral "
+                "port): a firewall between them, or the wrong interface; "
+                "allow TCP from the host or set [cluster] interface",
+                addr);
+    free(out);
+}
+
+static void print_table(const table_t *t)
+{
+    static const char *const names[] = {"ok", "FAIL", "skip"};
+    int hw = 4;
+    for (size_t i = 0; i < t->n; i++)
+        if ((int)strlen(t->v[i].host) > hw)
+            hw = (int)strlen(t->v[i].host);
+    printf("%-*s  %-10s  %-6s  %s\n", hw, "HOST", "CHECK", "RESULT",
+           "DETAIL / HOW TO FIX");
+    /* Host by host, in host-list order; rows naming no listed host last. */
+    for (size_t h = 0; h <= t->hosts->n; h++)
+        for (size_t i = 0; i < t->n; i++) {
+            size_t k = 0;
+            while (k < t->hosts->n &&
+                   strcmp(t->hosts->hosts[k].name, t->v[i].host) != 0)
+                k++;
+            if (k == h)
+                printf("%-*s  %-10s  %-6s  %s\n", hw, t->v[i].host,
+                       t->v[i].check, names[t->v[i].result],
+                       t->v[i].detail);
+        }
+    size_t nf = 0;
+    for (size_t i = 0; i < t->n; i++)
+        nf += t->v[i].result == CHK_FAIL;
+    if (nf)
+        printf("%zu check%s failed: fix them as described and run dtctl "
+               "check again\n",
+               nf, nf == 1 ? "" : "s");
+    else
+        printf("all checks passed\n");
+}
+
+int dt_cmd_check(dt_cli_t *cli)
+{
+    const char *job_file = NULL;
+    if (cli->nargs > 1 || (cli->nargs == 1 &&
+                           !strstr(cli->args[0], ".ini"))) {
+        dt_error("usage: dtctl check [JOB.ini] [--launcher=NAME] [-H ...|"
+                 "--hostfile FILE]");
+        return 2;
+    }
+    if (cli->nargs == 1)
+        job_file = cli->args[0];
+    dt_config_t *cfg = NULL;
+    dt_hostlist_t hosts = {NULL, 0};
+    const dt_plugin_t *p = NULL;
+    const char *lname = NULL;
+    void *ctx = NULL;
+    char **spec = NULL;
+    size_t n = 0;
+    table_t t = {0};
+    int code = 2, np = 0;
+    if (dt_cli_load_config(cli, job_file, &cfg) != DT_OK ||
+        dt_cli_job_hosts(cfg, &hosts, &np) != DT_OK ||
+        dt_config_get_string(cfg, "cluster", "launcher", &lname) != DT_OK ||
+        dt_plugin_load(DT_KIND_LAUNCHER, lname, &p, NULL) != DT_OK)
+        goto out;
+    if (dt_config_get(cfg, "cluster", "interface") &&
+        dt_config_get_list(cfg, "cluster", "interface", &spec, &n) != DT_OK)
+        goto out;
+    const dt_launcher_ops_t *ops = p->ops;
+    if (!ops->init || ops->init(cfg, &ctx) != DT_OK) {
+        dt_error("the %s launcher could not be set up (see above)", p->name);
+        ctx = NULL;
+        goto out;
+    }
+    t.hosts = &hosts;
+    t.bad = calloc(hosts.n ? hosts.n : 1, 1);
+    if (!t.bad)
+        goto out;
+    code = 1;
+    dt_info("checking %zu host%s with the %s launcher", hosts.n,
+            hosts.n == 1 ? "" : "s", p->name);
+    launcher_checks(&t, p, ctx);
+    int can_run = ops->size >= offsetof(dt_launcher_ops_t, run_on_host) +
+                                   sizeof ops->run_on_host &&
+                  ops->run_on_host;
+    const char *spec_text = dt_config_get(cfg, "cluster", "interface");
+    for (size_t i = 0; i < hosts.n; i++) {
+        const char *h = hosts.hosts[i].name;
+        if (t.bad[i] || !can_run) {
+            const char *why = t.bad[i] ? "the launcher cannot reach the host"
+                                       : "the launcher cannot run commands "
+                                         "on hosts";
+            add_row(&t, h, "interface", CHK_SKIP, "%s", why);
+            add_row(&t, h, "rendezvous", CHK_SKIP, "%s", why);
+            continue;
+        }
+        interface_check(&t, ops, ctx, i, spec, n, spec_text ? spec_text : "");
+        rendezvous_check(&t, ops, ctx, i, spec, n);
+    }
+    print_table(&t);
+    code = t.failed ? 1 : 0;
+out:
+    if (ctx && ((const dt_launcher_ops_t *)p->ops)->fini)
+        ((const dt_launcher_ops_t *)p->ops)->fini(ctx);
+    for (size_t i = 0; i < t.n; i++) {
+        free(t.v[i].host);
+        free(t.v[i].check);
+        free(t.v[i].detail);
+    }
+    free(t.v);
+    free(t.bad);
+    dt_strv_free(spec);
+    dt_hostlist_free(&hosts);
+    dt_config_free(cfg);
+    return code;
+}

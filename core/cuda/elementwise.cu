@@ -1,0 +1,112 @@
+/* elementwise.cu — relu, dropout, products and bias kernels. */
+#include "cuda/launch.h"
+#include "nn/rng.h"
+
+static __global__ void relu_fwd(const float *x, float *y, size_t n)
+{
+    DT_GRID_STRIDE(i, n) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+static __global__ void relu_bwd(const float *y, const float *dy, float *dx,
+                                size_t n)
+{
+    DT_GRID_STRIDE(i, n) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+static __global__ void mul(const float *a, const float *b, float *out,
+                           size_t n)
+{
+    DT_GRID_STRIDE(i, n) out[i] = a[i] * b[i];
+}
+
+static __global__ void dropout_fwd(const float *x, float *y, float *mask,
+                                   size_t n, float p, float scale,
+                                   uint64_t key)
+{
+    DT_GRID_STRIDE(i, n)
+    {
+        mask[i] = dt_dropout_uniform(key, i) < p ? 0.0f : scale;
+        y[i] = x[i] * mask[i];
+    }
+}
+
+static __global__ void add_bias(float *y, const float *b, int rows, int cols,
+                                int per_column)
+{
+    size_t n = (size_t)rows * cols;
+    DT_GRID_STRIDE(i, n) y[i] += per_column ? b[i % cols] : b[i / cols];
+}
+
+/* One thread per output sum (cols or rows of them): the sums are short
+ * (a batch, or a few hundred) in our layers. */
+static __global__ void bias_grad(const float *dy, float *db, int rows,
+                                 int cols, int per_column)
+{
+    size_t n = per_column ? cols : rows;
+    DT_GRID_STRIDE(j, n)
+    {
+        float s = 0.0f;
+        if (per_column)
+            for (int i = 0; i < rows; i++)
+                s += dy[(size_t)i * cols + j];
+        else
+            for (int i = 0; i < cols; i++)
+                s += dy[j * cols + i];
+        db[j] = s;
+    }
+}
+
+extern "C" {
+
+dt_status_t dt_cuda_relu_forward(dt_device_t *dev, const float *x, float *y,
+                                 size_t n)
+{
+    relu_fwd<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, dt_cuda_stream(dev)>>>(
+        x, y, n);
+    return dt_cuda_launched(dev, "relu_forward");
+}
+
+dt_status_t dt_cuda_relu_backward(dt_device_t *dev, const float *y,
+                                  const float *dy, float *dx, size_t n)
+{
+    relu_bwd<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, dt_cuda_stream(dev)>>>(
+        y, dy, dx, n);
+    return dt_cuda_launched(dev, "relu_backward");
+}
+
+dt_status_t dt_cuda_mul(dt_device_t *dev, const float *a, const float *b,
+                        float *out, size_t n)
+{
+    mul<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, dt_cuda_stream(dev)>>>(a, b,
+                                                                       out, n);
+    return dt_cuda_launched(dev, "mul");
+}
+
+dt_status_t dt_cuda_dropout_forward(dt_device_t *dev, const float *x,
+                                    float *y, float *mask, size_t n, float p,
+                                    float scale, uint64_t key)
+{
+    dropout_fwd<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0,
+                  dt_cuda_stream(dev)>>>(x, y, mask, n, p, scale, key);
+    return dt_cuda_launched(dev, "dropout_forward");
+}
+
+dt_status_t dt_cuda_add_bias(dt_device_t *dev, float *y, const float *b,
+                             int rows, int cols, int per_column)
+{
+    size_t n = (size_t)rows * cols;
+    add_bias<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, dt_cuda_stream(dev)>>>(
+        y, b, rows, cols, per_column);
+    return dt_cuda_launched(dev, "add_bias");
+}
+
+dt_status_t dt_cuda_bias_grad(dt_device_t *dev, const float *dy, float *db,
+                              int rows, int cols, int per_column)
+{
+    size_t n = per_column ? cols : rows;
+    bias_grad<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0,
+                dt_cuda_stream(dev)>>>(dy, db, rows, cols, per_column);
+    return dt_cuda_launched(dev, "bias_grad");
+}
+
+} /* extern "C" */

@@ -1,0 +1,146 @@
+/* conv2d.c — 2-D convolution by im2col + one GEMM over the whole batch.
+ * args: out channels, kernel size k, stride, pad. W is (out, c*k*k).
+ *
+ * Forward:  col = im2col(x); Y = W col (out x n*oh*ow); y = Y + b as nchw.
+ * Backward: dY = dy as (out x n*oh*ow); dW = dY col^T; db = row sums of
+ *           dY; dcol = W^T dY (reusing col's space); dx = col2im(dcol). */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "im2col.h"
+#include "layer.h"
+
+static dt_conv_geom_t geom(const dt_layer_t *l, int batch)
+{
+    dt_conv_geom_t g = {batch, l->in_c, l->in_h, l->in_w, (int)l->args[1],
+                        (int)l->args[2], (int)l->args[3], l->out_h, l->out_w};
+    return g;
+}
+
+static dt_status_t conv_setup(dt_layer_t *l, char *why, size_t why_len)
+{
+    int out = (int)l->args[0], k = (int)l->args[1], s = (int)l->args[2],
+        pad = (int)l->args[3];
+    if (l->in_flat) {
+        snprintf(why, why_len,
+                 "conv needs an image input (channels x height x width) but "
+                 "gets a flat vector of %d: move it before flatten", l->in_c);
+        return DT_ERR_INVALID;
+    }
+    if (pad >= k) {
+        snprintf(why, why_len, "conv padding %d must be smaller than the "
+                 "kernel size %d", pad, k);
+        return DT_ERR_INVALID;
+    }
+    if (l->in_h + 2 * pad < k || l->in_w + 2 * pad < k) {
+        snprintf(why, why_len,
+                 "conv kernel %dx%d does not fit the %dx%d input (padding "
+                 "%d)", k, k, l->in_h, l->in_w, pad);
+        return DT_ERR_INVALID;
+    }
+    l->out_c = out;
+    l->out_h = (l->in_h + 2 * pad - k) / s + 1;
+    l->out_w = (l->in_w + 2 * pad - k) / s + 1;
+    l->out_flat = 0;
+    l->fan_in = (size_t)l->in_c * k * k;
+    l->fan_out = (size_t)out * k * k;
+    l->nweights = (size_t)out * l->fan_in;
+    l->nbias = (size_t)out;
+    return DT_OK;
+}
+
+/* col (c*k*k x n*oh*ow) then Y (out x n*oh*ow). */
+static size_t conv_scratch(const dt_layer_t *l, int batch)
+{
+    size_t cols = (size_t)batch * l->out_h * l->out_w;
+    return l->fan_in * cols + (size_t)l->out_c * cols;
+}
+
+/* y[b][o][p] = Y[o][b*P + p] + bias[o], P = oh*ow. */
+static dt_status_t cnhw_to_nchw(dt_device_t *dev, const float *Y,
+                                const float *bias, float *y, int n, int c,
+                                size_t plane)
+{
+    DT_CUDA_DISPATCH(dev, dt_cuda_cnhw_to_nchw(dev, Y, bias, y, n, c, plane));
+    for (int b = 0; b < n; b++)
+        for (int o = 0; o < c; o++) {
+            const float *src = Y + ((size_t)o * n + b) * plane;
+            float *dst = y + ((size_t)b * c + o) * plane;
+            float bo = bias ? bias[o] : 0.0f;
+            for (size_t p = 0; p < plane; p++)
+                dst[p] = src[p] + bo;
+        }
+    return DT_OK;
+}
+
+/* The inverse rearrangement, and db[o] = sum of dy over batch and plane. */
+static dt_status_t nchw_to_cnhw(dt_device_t *dev, const float *dy, float *Y,
+                                float *db, int n, int c, size_t plane)
+{
+    DT_CUDA_DISPATCH(dev, dt_cuda_nchw_to_cnhw(dev, dy, Y, db, n, c, plane));
+    for (int o = 0; o < c; o++) {
+        float sum = 0.0f;
+        for (int b = 0; b < n; b++) {
+            const float *src = dy + ((size_t)b * c + o) * plane;
+            float *dst = Y + ((size_t)o * n + b) * plane;
+            for (size_t p = 0; p < plane; p++) {
+                dst[p] = src[p];
+                sum += src[p];
+            }
+        }
+        db[o] = sum;
+    }
+    return DT_OK;
+}
+
+static dt_status_t im2col(dt_device_t *dev, const dt_conv_geom_t *g,
+                          const float *x, float *col)
+{
+    DT_CUDA_DISPATCH(dev, dt_cuda_im2col(dev, g, x, col));
+    dt_im2col_cpu(g, x, col);
+    return DT_OK;
+}
+
+static dt_status_t col2im(dt_device_t *dev, const dt_conv_geom_t *g,
+                          const float *col, float *dx)
+{
+    DT_CUDA_DISPATCH(dev, dt_cuda_col2im(dev, g, col, dx));
+    dt_col2im_cpu(g, col, dx);
+    return DT_OK;
+}
+
+static dt_status_t conv_forward(dt_layer_t *l, const float *x, float *y,
+                                int batch, int train)
+{
+    dt_conv_geom_t g = geom(l, batch);
+    int cols = batch * l->out_h * l->out_w, kk = (int)l->fan_in;
+    float *col = l->scratch, *Y = l->scratch + (size_t)kk * cols;
+    DT_CHECK(im2col(l->dev, &g, x, col));
+    DT_CHECK(dt_gemm(l->dev, 0, 0, l->out_c, cols, kk, 1.0f, l->w, kk, col,
+                     cols, 0.0f, Y, cols));
+    return cnhw_to_nchw(l->dev, Y, l->b, y, batch, l->out_c,
+                        (size_t)l->out_h * l->out_w);
+}
+
+static dt_status_t conv_backward(dt_layer_t *l, const float *x,
+                                 const float *y, const float *dy, float *dx,
+                                 int batch)
+{
+    dt_conv_geom_t g = geom(l, batch);
+    int cols = batch * l->out_h * l->out_w, kk = (int)l->fan_in;
+    float *col = l->scratch, *dY = l->scratch + (size_t)kk * cols;
+    DT_CHECK(nchw_to_cnhw(l->dev, dy, dY, l->db, batch, l->out_c,
+                          (size_t)l->out_h * l->out_w));
+    DT_CHECK(dt_gemm(l->dev, 0, 1, l->out_c, kk, cols, 1.0f, dY, cols, col,
+                     cols, 0.0f, l->dw, kk));
+    if (!dx)
+        return DT_OK;
+    DT_CHECK(dt_gemm(l->dev, 1, 0, kk, cols, l->out_c, 1.0f, l->w, kk, dY,
+                     cols, 0.0f, col, cols));
+    return col2im(l->dev, &g, col, dx);
+}
+
+const dt_layer_ops_t dt_layer_conv2d = {"conv", conv_setup, conv_scratch,
+                                        conv_forward, conv_backward};

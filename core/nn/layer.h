@@ -1,0 +1,98 @@
+/* layer.h — the layer interface inside libdt (not installed).
+ *
+ * A layer is a forward/backward pair over raw float buffers on the model's
+ * device. Shapes are per sample (c, h, w); a flat vector of n features is
+ * (n, 1, 1) with flat = 1. Buffers are batch-major: sample i starts at
+ * i * c*h*w. */
+#ifndef DT_NN_LAYER_H
+#define DT_NN_LAYER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <dt/log.h>
+#include <dt/nn.h>
+
+#define DT_LAYER_MAXARGS 4
+
+typedef struct dt_layer dt_layer_t;
+
+typedef struct dt_layer_ops {
+    const char *name;
+    /* Output shape and parameter count from the input shape and args. On a
+     * bad shape write the reason into why and return DT_ERR_INVALID. */
+    dt_status_t (*setup)(dt_layer_t *l, char *why, size_t why_len);
+    /* Scratch floats needed for a batch (im2col columns, masks...). */
+    size_t (*scratch_floats)(const dt_layer_t *l, int batch);
+    /* y = f(x). train: keep what backward needs, apply dropout. */
+    dt_status_t (*forward)(dt_layer_t *l, const float *x, float *y, int batch,
+                           int train);
+    /* Given dy, write dx (NULL: not wanted, first layer) and the layer's
+     * parameter gradients (overwritten). x and y are the forward's. */
+    dt_status_t (*backward)(dt_layer_t *l, const float *x, const float *y,
+                            const float *dy, float *dx, int batch);
+} dt_layer_ops_t;
+
+struct dt_layer {
+    const dt_layer_ops_t *ops;
+    double args[DT_LAYER_MAXARGS]; /* as parsed, defaults filled in    */
+    int in_c, in_h, in_w, in_flat;
+    int out_c, out_h, out_w, out_flat;
+    size_t nweights, nbias;        /* parameter floats                  */
+    size_t fan_in, fan_out;        /* for initialization                */
+    size_t param_offset;           /* into the model's flat buffers     */
+    float *w, *b, *dw, *db;        /* into params / grads (device)      */
+    float *scratch;                /* scratch_floats(cap) floats        */
+    dt_device_t *dev;
+    int index;                     /* position in the model             */
+    const uint64_t *rng_seed, *rng_counter; /* the model's (dropout)     */
+    int col, len;                  /* token in the layer string         */
+};
+
+static inline size_t dt_layer_in_size(const dt_layer_t *l)
+{
+    return (size_t)l->in_c * (size_t)l->in_h * (size_t)l->in_w;
+}
+static inline size_t dt_layer_out_size(const dt_layer_t *l)
+{
+    return (size_t)l->out_c * (size_t)l->out_h * (size_t)l->out_w;
+}
+
+extern const dt_layer_ops_t dt_layer_linear;
+extern const dt_layer_ops_t dt_layer_relu;
+extern const dt_layer_ops_t dt_layer_conv2d;
+extern const dt_layer_ops_t dt_layer_maxpool2d;
+extern const dt_layer_ops_t dt_layer_flatten;
+extern const dt_layer_ops_t dt_layer_dropout;
+
+/* Softmax cross-entropy over (batch, k) logits: probs (batch*k floats),
+ * rows (2*batch floats of scratch), mean loss and correct count (labels
+ * NULL: probabilities only); backward gives dlogits = (p - onehot)/batch.
+ * All buffers, labels included, are on the device. */
+dt_status_t dt_softmax_xent_forward(dt_device_t *dev, const float *logits,
+                                    const int *labels, float *probs,
+                                    float *rows, int batch, int k,
+                                    float *loss, int *correct);
+dt_status_t dt_softmax_xent_backward(dt_device_t *dev, const float *probs,
+                                     const int *labels, float *dlogits,
+                                     int batch, int k);
+
+/* Row-major C = alpha * op(A) op(B) + beta * C, op(A): m x k, op(B): k x n,
+ * on the device (OpenBLAS or loops on cpu, cuBLAS on cuda). */
+dt_status_t dt_gemm(dt_device_t *dev, int trans_a, int trans_b, int m, int n,
+                    int k, float alpha, const float *a, int lda,
+                    const float *b, int ldb, float beta, float *c, int ldc);
+
+/* Run the cuda kernel call and return its status when dev is a GPU; the
+ * call disappears from builds without CUDA kernels. */
+#ifdef DT_HAVE_CUDA_NN
+#include "cuda/kernels.h"
+#define DT_CUDA_DISPATCH(dev, call)                                           \
+    do {                                                                      \
+        if ((dev)->kind == DT_DEVICE_CUDA)                                    \
+            return (call);                                                    \
+    } while (0)
+#else
+#define DT_CUDA_DISPATCH(dev, call) do { } while (0)
+#endif
+
+#endif /* DT_NN_LAYER_H */

@@ -1,0 +1,30 @@
+/* model.h — the model's insides, shared by model_parse.c, model_init.c and
+ * model.c (not installed). */
+#ifndef DT_NN_MODEL_H
+#define DT_NN_MODEL_H
+
+#include <dt/nn.h>
+#include "layer.h"
+
+struct dt_model {
+    int nlayers;
+    dt_layer_t *layers;
+    int in_c, in_h, in_w, nclasses;
+    size_t nparams;
+    dt_device_t *dev;
+    int own_dev;          /* dev was opened by dt_model_init (cpu)       */
+    float *params, *grads;
+    /* Activations acts[0] (input) .. acts[nlayers] (logits) and their
+     * gradients, sized for cap samples; one scratch block for all layers. */
+    int cap;
+    float **acts, **dacts;
+    float *scratch;
+    float *probs, *rows;
+    int *labels;          /* on the device                               */
+    int batch;            /* of the last forward                         */
+    int trained;          /* last forward was train=1 with labels        */
+    dt_tensor_t output;
+    uint64_t rng_seed, rng_counter;
+};
+
+#endif /* DT_NN_MODEL_H */

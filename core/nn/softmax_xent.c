@@ -1,0 +1,93 @@
+/* softmax_xent.c — softmax cross-entropy, the end of every model.
+ * loss = mean_i (log sum_j exp z_ij - z_i,label_i); dz = (p - onehot)/n.
+ * Per-row results (loss, 1 if argmax == label) go through `rows` (2*batch
+ * floats on the device) and are summed on the host in double. */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include <dt/log.h>
+#include "layer.h"
+
+static void softmax_rows_cpu(const float *z, const int *labels, float *p,
+                             float *rows, int batch, int k)
+{
+    for (int i = 0; i < batch; i++) {
+        const float *zi = z + (size_t)i * k;
+        float *pi = p + (size_t)i * k;
+        int arg = 0;
+        for (int j = 1; j < k; j++)
+            if (zi[j] > zi[arg])
+                arg = j;
+        float max = zi[arg], sum = 0.0f;
+        for (int j = 0; j < k; j++) {
+            pi[j] = expf(zi[j] - max);
+            sum += pi[j];
+        }
+        for (int j = 0; j < k; j++)
+            pi[j] /= sum;
+        if (labels) {
+            rows[2 * i] = logf(sum) + max - zi[labels[i]];
+            rows[2 * i + 1] = arg == labels[i] ? 1.0f : 0.0f;
+        }
+    }
+}
+
+dt_status_t dt_softmax_xent_forward(dt_device_t *dev, const float *logits,
+                                    const int *labels, float *probs,
+                                    float *rows, int batch, int k,
+                                    float *loss, int *correct)
+{
+    int on_gpu = dev->kind == DT_DEVICE_CUDA;
+#ifdef DT_HAVE_CUDA_NN
+    if (on_gpu)
+        DT_CHECK(dt_cuda_softmax_xent(dev, logits, labels, probs, rows, batch,
+                                      k));
+#endif
+    if (!on_gpu)
+        softmax_rows_cpu(logits, labels, probs, rows, batch, k);
+    if (!labels)
+        return DT_OK;
+    float *host = rows;
+    if (on_gpu) {
+        host = malloc((size_t)batch * 2 * sizeof *host);
+        if (!host)
+            return DT_ERR_NOMEM;
+        dt_status_t st = dt_device_copy(dev, host, DT_MEM_HOST, rows,
+                                        DT_MEM_CUDA,
+                                        (size_t)batch * 2 * sizeof *host);
+        if (st != DT_OK) {
+            free(host);
+            return st;
+        }
+    }
+    double sum = 0.0;
+    int right = 0;
+    for (int i = 0; i < batch; i++) {
+        sum += host[2 * i];
+        right += host[2 * i + 1] != 0.0f;
+    }
+    if (host != rows)
+        free(host);
+    if (loss)
+        *loss = batch > 0 ? (float)(sum / batch) : 0.0f;
+    if (correct)
+        *correct = right;
+    return DT_OK;
+}
+
+dt_status_t dt_softmax_xent_backward(dt_device_t *dev, const float *probs,
+                                     const int *labels, float *dlogits,
+                                     int batch, int k)
+{
+    DT_CUDA_DISPATCH(dev, dt_cuda_softmax_xent_backward(dev, probs, labels,
+                                                        dlogits, batch, k));
+    float inv = 1.0f / (float)batch;
+    for (int i = 0; i < batch; i++)
+        for (int j = 0; j < k; j++) {
+            size_t at = (size_t)i * k + j;
+            dlogits[at] = (probs[at] - (j == labels[i] ? 1.0f : 0.0f)) * inv;
+        }
+    return DT_OK;
+}

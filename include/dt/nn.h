@@ -1,0 +1,183 @@
+/* dt/nn.h — devices, tensors and models: the compute half of the trainer.
+ *
+ * A model is a list of layers parsed from text (the job file's
+ * `[model] layers`), ending implicitly in softmax cross-entropy:
+ *
+ *   conv(32,3,pad=1) relu maxpool(2) conv(64,3,pad=1) relu maxpool(2)
+ *   flatten linear(128) relu linear(10)
+ *
+ * Typical use by a training loop (errors checked, cleanup omitted):
+ *
+ *   dt_device_t *dev;  dt_device_open("auto", local_rank, threads, &dev);
+ *   dt_model_t *m;     dt_model_parse(layers, "job.ini:7", 1, 28, 28, 10,
+ *                                     &m, NULL);
+ *   dt_model_init(m, dev, seed);
+ *   float *p, *g; size_t n;  dt_model_params(m, &p, &g, &n);
+ *   for each batch:
+ *       dt_model_forward(m, x, y, batch, 1, &loss, &correct);
+ *       dt_model_backward(m, on_grads_ready, ctx);   // allreduce buckets
+ *       optimizer->step(state, p, g, lr, step, dev->stream);
+ *
+ * Parameters and gradients live in ONE flat buffer each, on the model's
+ * device. Layout: layers in forward order; within a layer the weight, then
+ * the bias. Backward reports finished gradient ranges from the end of the
+ * buffer towards its start (reverse layer order), so a trainer can launch
+ * a bucket's allreduce while earlier layers still compute.
+ *
+ * Threads: a model and a device are used by one thread at a time. The
+ * gradient callback runs on the calling thread.
+ */
+#ifndef DT_NN_H
+#define DT_NN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <dt/status.h>
+#include <dt/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ======================================================================
+ * Devices
+ * ====================================================================== */
+
+typedef enum dt_device_kind {
+    DT_DEVICE_CPU = 0,
+    DT_DEVICE_CUDA = 1
+} dt_device_kind_t;
+
+typedef struct dt_device {
+    dt_device_kind_t kind;
+    dt_mem_t mem;    /* DT_MEM_HOST for cpu, DT_MEM_CUDA for cuda        */
+    int ordinal;     /* CUDA device number (local_rank % ngpus); -1: cpu */
+    int threads;     /* BLAS threads (cpu)                               */
+    void *stream;    /* cudaStream_t all compute is queued on; NULL: cpu */
+    void *blas;      /* cublasHandle_t bound to stream; NULL: cpu        */
+    char name[128];  /* "cpu (OpenBLAS, 1 thread)", "cuda:0 (NVIDIA ...)" */
+} dt_device_t;
+
+/* Number of usable CUDA GPUs: 0 when dt was built without CUDA or the
+ * machine has none (never an error). */
+int dt_cuda_device_count(void);
+
+/* Open a device. want: "auto" (cuda when a GPU is present, else cpu),
+ * "cpu" or "cuda" (an error naming the reason when there is no GPU or dt
+ * was built without CUDA). With several GPUs the worker takes
+ * local_rank % ngpus. threads (>= 1) sets the BLAS thread count for the
+ * whole process (OpenBLAS is process-global). */
+dt_status_t dt_device_open(const char *want, int local_rank, int threads,
+                           dt_device_t **out);
+void dt_device_close(dt_device_t *dev);
+/* Wait until all work queued on the device finished (no-op on cpu). */
+dt_status_t dt_device_sync(dt_device_t *dev);
+
+/* Device memory (plain malloc on cpu, zero-filled on both). */
+dt_status_t dt_device_alloc(dt_device_t *dev, size_t bytes, void **out);
+void dt_device_free(dt_device_t *dev, void *ptr);
+/* Host memory the device copies from/to fastest (pinned on cuda): staging
+ * buffers for gradients when a transport cannot read device memory. */
+dt_status_t dt_device_host_alloc(dt_device_t *dev, size_t bytes, void **out);
+void dt_device_host_free(dt_device_t *dev, void *ptr);
+/* Copy bytes between host and device memory, in stream order; returns once
+ * the copy finished. Either side may be DT_MEM_HOST or DT_MEM_CUDA. */
+dt_status_t dt_device_copy(dt_device_t *dev, void *dst, dt_mem_t dst_mem,
+                           const void *src, dt_mem_t src_mem, size_t bytes);
+
+/* ======================================================================
+ * Tensors: float32, up to 4 dimensions (N, C, H, W), row-major.
+ * ====================================================================== */
+
+#define DT_TENSOR_MAXDIM 4
+
+typedef struct dt_tensor {
+    float *data;                  /* on `mem`                              */
+    int ndim;
+    int shape[DT_TENSOR_MAXDIM];
+    size_t numel;
+    dt_mem_t mem;
+} dt_tensor_t;
+
+/* ======================================================================
+ * Models
+ * ====================================================================== */
+
+typedef struct dt_model dt_model_t;
+
+/* Where a layer string went wrong: column (0-based byte offset) and length
+ * of the offending token, and the message that was logged. */
+typedef struct dt_model_error {
+    int column;
+    int length;
+    char message[256];
+} dt_model_error_t;
+
+/* Parse a layer string for inputs of shape (in_c, in_h, in_w) and
+ * nclasses outputs; checks every layer's arguments and shapes, so a model
+ * that parses also runs. Errors are logged as
+ *     <origin>: unknown layer 'conv3' (known: linear, conv, ...)
+ *       conv(32,3) relu conv3(64)
+ *                       ^~~~~
+ * origin names where the string came from ("job.ini:12", may be NULL);
+ * err (may be NULL) receives the position. Allocates no device memory. */
+dt_status_t dt_model_parse(const char *layers, const char *origin, int in_c,
+                           int in_h, int in_w, int nclasses,
+                           dt_model_t **out, dt_model_error_t *err);
+
+/* Allocate parameters and gradients on dev (NULL: cpu) and initialize them
+ * from seed: He (Kaiming normal, fan_in) for layers followed by relu,
+ * Xavier (Glorot uniform) otherwise, biases zero. The same seed gives the
+ * same parameters on every device and every run. Also seeds dropout with
+ * seed (see dt_model_set_rng). Call once. */
+dt_status_t dt_model_init(dt_model_t *m, dt_device_t *dev, uint64_t seed);
+
+/* The flat parameter and gradient buffers (device memory) and their
+ * length in floats. Stay valid until dt_model_free. */
+dt_status_t dt_model_params(dt_model_t *m, float **params, float **grads,
+                            size_t *n);
+size_t dt_model_nparams(const dt_model_t *m);
+
+/* Forward a batch. x: host memory, batch*in_c*in_h*in_w floats; labels:
+ * host memory, batch ints in [0, nclasses) (NULL: no loss, inference only).
+ * train: 1 applies dropout and keeps what backward needs; 0 evaluates.
+ * loss: mean cross-entropy over the batch; correct: how many argmax
+ * predictions equal their label (both may be NULL). Errors name the bad
+ * label and its index. */
+dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
+                             int batch, int train, float *loss, int *correct);
+
+/* Called during backward each time a layer's gradients are final: floats
+ * [offset, offset+len) of the gradient buffer. Calls come in backward
+ * order (decreasing offsets) and together cover the whole buffer exactly
+ * once. On cuda the device stream is synchronized before each call, so the
+ * range may be read by another stream or copied at once. A non-DT_OK
+ * return stops backward and is returned by dt_model_backward. */
+typedef dt_status_t (*dt_grad_ready_fn)(void *arg, size_t offset, size_t len);
+
+/* Backward of the last train=1 forward: gradients of the mean loss with
+ * respect to every parameter. OVERWRITES the gradient buffer (no
+ * accumulation, no zeroing needed). cb may be NULL. */
+dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg);
+
+/* Logits of the last forward: (batch, nclasses) on the model's device. */
+const dt_tensor_t *dt_model_output(const dt_model_t *m);
+
+/* Dropout randomness: (seed, counter). The counter advances with every
+ * train=1 forward; save it in checkpoints for bit-exact resume. A trainer
+ * may give each rank its own stream with seed + rank. */
+void dt_model_get_rng(const dt_model_t *m, uint64_t *seed, uint64_t *counter);
+void dt_model_set_rng(dt_model_t *m, uint64_t seed, uint64_t counter);
+
+/* One line per layer (name, output shape, parameters) to the info log. */
+void dt_model_log_summary(const dt_model_t *m);
+
+/* The model's device (NULL before dt_model_init). */
+dt_device_t *dt_model_device(const dt_model_t *m);
+
+void dt_model_free(dt_model_t *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DT_NN_H */

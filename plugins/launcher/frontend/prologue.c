@@ -1,0 +1,154 @@
+/* prologue.c — see prologue.h. The scripts are POSIX sh (dash on
+ * Debian) and start no extra processes unless a variable is missing. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "prologue.h"
+
+static const char ompi_part[] =
+    "unset DT_NODE_RANK\n"
+    "DT_RANK=$OMPI_COMM_WORLD_RANK\n"
+    "DT_LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK\n"
+    "DT_LOCAL_SIZE=$OMPI_COMM_WORLD_LOCAL_SIZE\n"
+    "DT_HOST=${PMIX_HOSTNAME:-$(hostname)}\n"
+    /* the node: the last host whose first rank is <= ours */
+    "n=0; for f in $DT_PLACEMENT_FIRST_RANKS; do\n"
+    "  [ \"$DT_RANK\" -ge \"$f\" ] && DT_NODE_RANK=$n; n=$((n+1)); done\n"
+    "if [ -n \"$DT_NODE_RANK\" ]; then n=0; for h in $DT_PLACEMENT_HOSTS; do\n"
+    "  [ $n = $DT_NODE_RANK ] && DT_HOST=$h; n=$((n+1)); done; fi\n";
+
+static const char slurm_part[] =
+    "DT_RANK=$SLURM_PROCID\n"
+    "DT_LOCAL_RANK=$SLURM_LOCALID\n"
+    "DT_NODE_RANK=$SLURM_NODEID\n"
+    "DT_HOST=${SLURMD_NODENAME:-$(hostname)}\n"
+    "DT_NUM_NODES=${SLURM_STEP_NUM_NODES:-$SLURM_NNODES}\n"
+    "export DT_NUM_NODES GROUP_WORLD_SIZE=$DT_NUM_NODES\n"
+    /* tasks on our node from "2(x3),1" */
+    "unset DT_LOCAL_SIZE; k=$SLURM_NODEID; IFS=,\n"
+    "for e in ${SLURM_STEP_TASKS_PER_NODE:-$SLURM_TASKS_PER_NODE}; do\n"
+    "  c=${e%%(*}; r=1; case $e in *x*) r=${e#*x}; r=${r%)};; esac\n"
+    "  [ -z \"$DT_LOCAL_SIZE\" ] && [ \"$k\" -lt \"$r\" ] && DT_LOCAL_SIZE=$c\n"
+    "  k=$((k-r)); done; unset IFS\n";
+
+static const char common_tail[] =
+    "export DT_RANK DT_LOCAL_RANK DT_LOCAL_SIZE DT_HOST RANK=$DT_RANK "
+    "LOCAL_RANK=$DT_LOCAL_RANK LOCAL_WORLD_SIZE=$DT_LOCAL_SIZE\n"
+    "[ -n \"$DT_NODE_RANK\" ] && export DT_NODE_RANK "
+    "GROUP_RANK=$DT_NODE_RANK\n"
+    "unset DT_PLACEMENT_FIRST_RANKS DT_PLACEMENT_HOSTS n f h k e c r\n"
+    /* The worker runs in a session (so a process group) of its own, and
+     * a stop signal for this shell goes to that whole group: the
+     * front-end signals only the process it started, and whatever the
+     * worker started must not outlive it. */
+    "if command -v setsid >/dev/null 2>&1; then setsid \"$@\" & "
+    "else \"$@\" & fi\n"
+    "p=$!\n"
+    "trap 'kill -TERM -$p 2>/dev/null || kill -TERM $p 2>/dev/null' "
+    "TERM INT HUP\n"
+    "while :; do wait $p; s=$?; kill -0 $p 2>/dev/null || break; done\n"
+    /* what the worker left running in its group ends with it */
+    "kill -KILL -$p 2>/dev/null\n"
+    "printf '" PROLOGUE_MARKER "%s:%%d:%%s\\n' \"$s\" \"$DT_HOST\" >&2\n"
+    "exit $s\n";
+
+dt_status_t prologue_nonce(char out[PROLOGUE_NONCE_LEN + 1])
+{
+    unsigned char b[PROLOGUE_NONCE_LEN / 2];
+    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
+        return DT_ERR_IO;
+    for (size_t i = 0; i < sizeof b; i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
+    return DT_OK;
+}
+
+dt_status_t prologue_script(frontend_tags_t style, const char *nonce,
+                            char **out)
+{
+    char *tail = NULL;
+    /* the nonce is hex: safe inside the single-quoted format */
+    if (asprintf(&tail, common_tail, nonce) < 0)
+        return DT_ERR_NOMEM;
+    int r = asprintf(out, "%s%s",
+                     style == FRONTEND_TAGS_OMPI ? ompi_part : slurm_part,
+                     tail);
+    free(tail);
+    return r < 0 ? DT_ERR_NOMEM : DT_OK;
+}
+
+/* A growing "NAME=w1 w2 ..." string. */
+typedef struct words {
+    char *s;
+    size_t len, cap;
+    int n;
+} words_t;
+
+static int add_word(words_t *w, const char *word)
+{
+    size_t n = strlen(word);
+    if (w->len + n + 2 > w->cap) {
+        size_t c = w->cap ? w->cap * 2 : 256;
+        while (c < w->len + n + 2)
+            c *= 2;
+        char *p = realloc(w->s, c);
+        if (!p)
+            return -1;
+        w->s = p;
+        w->cap = c;
+    }
+    if (w->n++ > 1) /* the name= comes first, then words with spaces */
+        w->s[w->len++] = ' ';
+    memcpy(w->s + w->len, word, n + 1);
+    w->len += n;
+    return 0;
+}
+
+dt_status_t prologue_placement_env(const dt_launch_spec_t *spec,
+                                   char **first_ranks, char **hosts)
+{
+    words_t f = {0}, h = {0};
+    int ok = add_word(&f, "DT_PLACEMENT_FIRST_RANKS=") == 0 &&
+             add_word(&h, "DT_PLACEMENT_HOSTS=") == 0;
+    for (int r = 0; ok && r < spec->np; r++) {
+        const dt_placement_t *p = &spec->placement[r];
+        if (p->local_rank != 0)
+            continue; /* not the first rank of its host */
+        char num[16];
+        snprintf(num, sizeof num, "%d", r);
+        ok = add_word(&f, num) == 0 &&
+             add_word(&h, spec->hosts->hosts[p->host].name) == 0;
+    }
+    if (!ok) {
+        free(f.s);
+        free(h.s);
+        return DT_ERR_NOMEM;
+    }
+    *first_ranks = f.s;
+    *hosts = h.s;
+    return DT_OK;
+}
+
+int prologue_parse_marker(const char *line, size_t len, const char *nonce,
+                          int *status, const char **host, size_t *host_len)
+{
+    size_t ml = strlen(PROLOGUE_MARKER), nl = strlen(nonce);
+    if (len < ml + nl + 3 || memcmp(line, PROLOGUE_MARKER, ml) != 0 ||
+        memcmp(line + ml, nonce, nl) != 0 || line[ml + nl] != ':')
+        return 0;
+    size_t i = ml + nl + 1;
+    int v = 0, digits = 0;
+    while (i < len && line[i] >= '0' && line[i] <= '9' && digits < 4) {
+        v = v * 10 + (line[i++] - '0');
+        digits++;
+    }
+    if (!digits || i >= len || line[i] != ':')
+        return 0;
+    *status = v;
+    *host = line + i + 1;
+    *host_len = len - i - 1;
+    return 1;
+}

@@ -1,0 +1,38 @@
+/* prologue.h — the sh script each rank runs before the worker command:
+ *   sh -c SCRIPT dt-worker PROGRAM ARGS...
+ * It sets dt's and torchrun's per-rank variables (DT_RANK, DT_LOCAL_RANK,
+ * DT_LOCAL_SIZE, DT_NODE_RANK, DT_HOST, RANK, LOCAL_RANK,
+ * LOCAL_WORLD_SIZE, GROUP_RANK) from the scheduler's own (Open MPI's
+ * OMPI_COMM_WORLD_*, Slurm's SLURM_PROCID/LOCALID/NODEID...), runs the
+ * command, and prints "dt-exit:<nonce>:<status>:<host>" on stderr when it
+ * ends, so the launcher learns each rank's exit status.
+ *
+ * For Open MPI the node of a rank comes from the placement dtctl computed,
+ * passed in the front-end's environment (see prologue_placement_env). */
+#ifndef DT_LAUNCHER_PROLOGUE_H
+#define DT_LAUNCHER_PROLOGUE_H
+
+#include <dt/plugin.h>
+#include "frontend.h"
+
+#define PROLOGUE_NONCE_LEN 16
+#define PROLOGUE_MARKER "dt-exit:"
+
+/* A random word (hex) that worker output cannot guess. */
+dt_status_t prologue_nonce(char out[PROLOGUE_NONCE_LEN + 1]);
+
+/* The script for a front-end style; *out is malloc'd. */
+dt_status_t prologue_script(frontend_tags_t style, const char *nonce,
+                            char **out);
+
+/* "DT_PLACEMENT_FIRST_RANKS=0 2 4" and "DT_PLACEMENT_HOSTS=h1 h2 h3" from
+ * the placement (ranks fill hosts in order): malloc'd entries. */
+dt_status_t prologue_placement_env(const dt_launch_spec_t *spec,
+                                   char **first_ranks, char **hosts);
+
+/* Parse a marker line "dt-exit:<nonce>:<status>:<host>". 1: it is one
+ * (*status set, *host points into line, host_len bytes). */
+int prologue_parse_marker(const char *line, size_t len, const char *nonce,
+                          int *status, const char **host, size_t *host_len);
+
+#endif /* DT_LAUNCHER_PROLOGUE_H */

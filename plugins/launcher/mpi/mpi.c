@@ -1,0 +1,290 @@
+/* mpi.c — the mpi launcher: one `mpirun` (Open MPI) starts every rank on
+ * the job's hosts. The plugin's entry points; the command line is built
+ * in mpi_command.c, the running of mpirun is ../frontend. */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <dt/log.h>
+#include <dt/plugin.h>
+#include "../frontend/prologue.h"
+#include "../local/spawn.h"
+#include "mpi.h"
+
+#define SECTION "launcher.mpi"
+
+extern char **environ;
+
+static const dt_key_spec_t mpi_keys[] = {
+    {"mpirun", DT_KEY_STRING, "mpirun",
+     "the mpirun program (a path, or a name looked up on PATH)"},
+    {"map_by", DT_KEY_STRING, "slot",
+     "--map-by policy; 'slot' fills hosts in order like dt's placement; "
+     "empty: mpirun's default"},
+    {"bind_to", DT_KEY_STRING, NULL, "--bind-to policy (none, core, ...)"},
+    {"oversubscribe", DT_KEY_BOOL, "no",
+     "allow more ranks than cores (--oversubscribe)"},
+    {"rsh_agent", DT_KEY_STRING, NULL,
+     "how mpirun reaches other hosts (--mca plm_rsh_agent), e.g. "
+     "'ssh -p 2222 -i KEY'"},
+    {"env_vars", DT_KEY_LIST, "PATH,LD_LIBRARY_PATH",
+     "more variables of dtctl's environment passed to the workers (-x)"},
+    {"extra_args", DT_KEY_LIST, NULL,
+     "more mpirun options, placed before the program"},
+    {NULL, 0, NULL, NULL},
+};
+
+/* Is prog runnable: a path, or a name found on PATH? */
+static int program_found(const char *prog)
+{
+    if (strchr(prog, '/'))
+        return access(prog, X_OK) == 0;
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/bin:/bin";
+    char dir[4096];
+    for (const char *p = path; *p;) {
+        size_t n = strcspn(p, ":");
+        if (n > 0 && n < sizeof dir - 1 - strlen(prog) - 1) {
+            snprintf(dir, sizeof dir, "%.*s/%s", (int)n, p, prog);
+            if (access(dir, X_OK) == 0)
+                return 1;
+        }
+        p += n;
+        if (*p == ':')
+            p++;
+    }
+    return 0;
+}
+
+static dt_status_t mpi_available(char *why, size_t why_len)
+{
+    const char *prog = getenv("DT_LAUNCHER_MPI_MPIRUN");
+    if (!prog || !*prog)
+        prog = "mpirun";
+    if (program_found(prog))
+        return DT_OK;
+    snprintf(why, why_len,
+             "'%s' is not on PATH: install Open MPI (Debian: apt install "
+             "openmpi-bin) or set [launcher.mpi] mpirun",
+             prog);
+    return DT_ERR_NOT_FOUND;
+}
+
+static void free_conf(mpi_conf_t *c)
+{
+    dt_strv_free(c->extra_args);
+    dt_strv_free(c->env_vars);
+    dt_strv_free(c->interface);
+    memset(c, 0, sizeof *c);
+}
+
+/* A string key; unset counts as empty. */
+static dt_status_t get_str(const dt_config_t *cfg, const char *key,
+                           const char **out)
+{
+    dt_status_t st = dt_config_get_string(cfg, SECTION, key, out);
+    if (st == DT_ERR_NOT_FOUND) {
+        *out = "";
+        return DT_OK;
+    }
+    return st;
+}
+
+static dt_status_t get_list(const dt_config_t *cfg, const char *section,
+                            const char *key, char ***out)
+{
+    size_t n;
+    dt_status_t st = dt_config_get_list(cfg, section, key, out, &n);
+    if (st == DT_ERR_NOT_FOUND) {
+        *out = NULL;
+        return DT_OK;
+    }
+    return st;
+}
+
+static dt_status_t read_conf(const dt_config_t *cfg, mpi_conf_t *c)
+{
+    DT_CHECK(get_str(cfg, "mpirun", &c->mpirun));
+    DT_CHECK(get_str(cfg, "map_by", &c->map_by));
+    DT_CHECK(get_str(cfg, "bind_to", &c->bind_to));
+    DT_CHECK(get_str(cfg, "rsh_agent", &c->rsh_agent));
+    dt_status_t st = dt_config_get_bool(cfg, SECTION, "oversubscribe",
+                                        &c->oversubscribe);
+    if (st != DT_OK && st != DT_ERR_NOT_FOUND)
+        return st;
+    DT_CHECK(get_list(cfg, SECTION, "extra_args", &c->extra_args));
+    DT_CHECK(get_list(cfg, SECTION, "env_vars", &c->env_vars));
+    DT_CHECK(get_list(cfg, "cluster", "interface", &c->interface));
+    if (!*c->mpirun) {
+        dt_error("[launcher.mpi] mpirun is empty; name the mpirun program");
+        return DT_ERR_CONFIG;
+    }
+    if (!program_found(c->mpirun)) {
+        dt_error("[launcher.mpi] mpirun = '%s' was not found (PATH=%s); "
+                 "install Open MPI or give its full path",
+                 c->mpirun, getenv("PATH") ? getenv("PATH") : "");
+        return DT_ERR_NOT_FOUND;
+    }
+    return DT_OK;
+}
+
+static dt_status_t mpi_init(const dt_config_t *cfg, void **ctx)
+{
+    mpi_launcher_t *L = calloc(1, sizeof *L);
+    if (!L)
+        return DT_ERR_NOMEM;
+    dt_status_t st = read_conf(cfg, &L->conf);
+    if (st != DT_OK) {
+        free_conf(&L->conf);
+        free(L);
+        return st;
+    }
+    /* mpirun's local ranks come back to dtctl if mpirun dies first, so
+     * fini can reap them. */
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
+        dt_debug("mpi launcher: cannot become child subreaper");
+    *ctx = L;
+    return DT_OK;
+}
+
+/* mpirun's environment: dtctl's, the job's variables, the placement for
+ * the prologue. Also the list of names to export with -x. */
+static dt_status_t build_env(const mpi_launcher_t *L,
+                             const dt_launch_spec_t *spec, strv_t *job_env,
+                             char ***envp)
+{
+    char *first = NULL, *hosts = NULL;
+    strv_add_all(job_env, spec->env);
+    if (L->conf.map_by && strcmp(L->conf.map_by, "slot") == 0) {
+        DT_CHECK(prologue_placement_env(spec, &first, &hosts));
+        strv_add(job_env, first);
+        strv_add(job_env, hosts);
+        free(first);
+        free(hosts);
+    }
+    for (size_t i = 0; L->conf.env_vars && L->conf.env_vars[i]; i++) {
+        const char *v = getenv(L->conf.env_vars[i]);
+        if (v)
+            strv_addf(job_env, "%s=%s", L->conf.env_vars[i], v);
+    }
+    if (!strv_ok(job_env))
+        return DT_ERR_NOMEM;
+    return env_merge(environ, (const char *const *)job_env->v, NULL, envp);
+}
+
+static dt_status_t mpi_launch(void *ctx, const dt_launch_spec_t *spec)
+{
+    mpi_launcher_t *L = ctx;
+    if (!L || !spec || spec->np < 1 || !spec->hosts || !spec->placement ||
+        !spec->argv || !spec->argv[0]) {
+        dt_error("mpi launcher: launch needs np >= 1, hosts, a placement "
+                 "and a program (a bug in dt: please report it)");
+        return DT_ERR_INVALID;
+    }
+    if (L->fe) {
+        dt_error("mpi launcher: this instance already launched a job");
+        return DT_ERR_INVALID;
+    }
+    strv_t job_env = {0}, argv = {0};
+    char **envp = NULL, *script = NULL;
+    char nonce[PROLOGUE_NONCE_LEN + 1];
+    dt_status_t st = prologue_nonce(nonce);
+    if (st == DT_OK)
+        st = prologue_script(FRONTEND_TAGS_OMPI, nonce, &script);
+    if (st == DT_OK)
+        st = build_env(L, spec, &job_env, &envp);
+    if (st == DT_OK)
+        st = mpi_build_argv(&L->conf, spec,
+                            (const char *const *)job_env.v, script, &argv);
+    if (st == DT_OK) {
+        frontend_args_t a = {
+            .label = "mpirun",
+            .argv = (const char *const *)argv.v,
+            .envp = envp,
+            .workdir = spec->workdir,
+            .tags = FRONTEND_TAGS_OMPI,
+            .nonce = nonce,
+            .np = spec->np,
+            .output = spec->output,
+            .output_arg = spec->output_arg,
+            .on_line = mpi_on_line,
+        };
+        dt_debug("mpi launcher: %s -np %d ... (%zu arguments)", argv.v[0],
+                 spec->np, argv.n);
+        st = frontend_start(&a, &L->fe);
+    }
+    free(envp); /* pointers into environ and job_env */
+    strv_free(&job_env);
+    strv_free(&argv);
+    free(script);
+    return st;
+}
+
+static dt_status_t mpi_wait(void *ctx, int timeout_ms, dt_worker_exit_t *ev)
+{
+    mpi_launcher_t *L = ctx;
+    if (!L || !L->fe)
+        return DT_ERR_NOT_FOUND;
+    return frontend_wait(L->fe, timeout_ms, ev);
+}
+
+/* SIGTERM (and SIGINT): mpirun forwards it to every rank on every host
+ * and ends the job. Once a rank failed, mpirun is already aborting the
+ * job by itself, and Open MPI 4.1's mpirun can crash when signalled then:
+ * leave it alone (SIGKILL still follows after kill_grace if it hangs).
+ * SIGKILL: mpirun would leave its ranks behind, so kill them here; the
+ * remote daemons end theirs when mpirun is gone. */
+static dt_status_t mpi_signal(void *ctx, int signo)
+{
+    mpi_launcher_t *L = ctx;
+    if (!L || !L->fe)
+        return DT_ERR_INVALID;
+    if (signo == SIGKILL)
+        frontend_kill_and_reap(L->fe);
+    else if (frontend_failures(L->fe) == 0)
+        frontend_signal(L->fe, signo);
+    else
+        dt_debug("mpi launcher: mpirun is aborting the job itself; not "
+                 "signalling it");
+    return DT_OK;
+}
+
+static void mpi_fini(void *ctx)
+{
+    mpi_launcher_t *L = ctx;
+    if (!L)
+        return;
+    if (L->fe) {
+        frontend_kill_and_reap(L->fe);
+        frontend_free(L->fe);
+    }
+    free_conf(&L->conf);
+    free(L);
+}
+
+static const dt_launcher_ops_t mpi_ops = {
+    .size = sizeof(dt_launcher_ops_t),
+    .init = mpi_init,
+    .launch = mpi_launch,
+    .wait = mpi_wait,
+    .signal = mpi_signal,
+    .run_on_host = NULL,
+    .check = NULL,
+    .fini = mpi_fini,
+};
+
+DT_PLUGIN_EXPORT const dt_plugin_t dt_plugin_v1 = {
+    .abi = DT_PLUGIN_ABI,
+    .kind = DT_KIND_LAUNCHER,
+    .name = "mpi",
+    .version = "1.0",
+    .description = "workers started by Open MPI's mpirun on the job's hosts",
+    .keys = mpi_keys,
+    .available = mpi_available,
+    .ops = &mpi_ops,
+};

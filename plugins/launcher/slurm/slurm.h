@@ -1,0 +1,44 @@
+/* slurm.h — state shared by the slurm launcher's files. */
+#ifndef DT_LAUNCHER_SLURM_H
+#define DT_LAUNCHER_SLURM_H
+
+#include <dt/plugin.h>
+#include "../frontend/frontend.h"
+#include "../frontend/strv.h"
+
+/* [launcher.slurm]. Strings are "" when unset; ints 0. */
+typedef struct slurm_conf {
+    const char *partition;
+    const char *time_limit;
+    const char *account;
+    const char *job_name;
+    long long nodes;
+    long long tasks_per_node;
+    char **extra_args;   /* salloc options (new allocations only) */
+    char **srun_args;    /* srun options                          */
+} slurm_conf_t;
+
+typedef struct slurm_launcher {
+    slurm_conf_t conf;
+    frontend_t *fe;
+    int inside;          /* dtctl runs inside an allocation          */
+    char alloc_id[32];   /* SLURM_JOB_ID, or salloc's new job's id   */
+    char step_name[64];  /* unique -J of our srun / salloc           */
+    int cancelled;
+} slurm_launcher_t;
+
+/* The command: `srun ...` inside an allocation, else `salloc ... srun
+ * ...`; then `sh -c PROLOGUE dt-worker PROGRAM ARGS`. */
+dt_status_t slurm_build_argv(const slurm_launcher_t *L,
+                             const dt_launch_spec_t *spec, const char *script,
+                             strv_t *argv);
+
+/* salloc's and srun's own lines: the job id, failing tasks. */
+int slurm_on_line(void *arg, frontend_t *fe, int fd, const char *line);
+
+/* Cancel our job (new allocation) or our step (inside one) with scancel.
+ * signo SIGKILL: at once; otherwise Slurm's cancel (SIGTERM, SIGKILL after
+ * KillWait). DT_ERR_NOT_FOUND when the job is not known yet. */
+dt_status_t slurm_cancel(slurm_launcher_t *L, int signo);
+
+#endif /* DT_LAUNCHER_SLURM_H */

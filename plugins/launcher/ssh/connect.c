@@ -1,0 +1,208 @@
+/* connect.c — one ssh connection (options, TCP connect, host key, user
+ * authentication), and all of a job's connections opened in parallel by a
+ * small pool of threads. Threads only touch their own session and write
+ * errors into it; logging happens afterwards, in host order. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <dt/log.h>
+#include "ssh_launcher.h"
+
+static dt_status_t fail(ssh_conn_t *c, dt_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static dt_status_t fail(ssh_conn_t *c, dt_status_t st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err, sizeof c->err, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static dt_status_t set_options(const ssh_opts_t *o, ssh_conn_t *c)
+{
+    int port = c->port > 0 ? c->port : o->port;
+    long timeout = o->timeout_s;
+    int verbosity = SSH_LOG_NOLOG;
+    bool no = false;
+    if (ssh_options_set(c->s, SSH_OPTIONS_HOST, c->name) < 0 ||
+        ssh_options_set(c->s, SSH_OPTIONS_PORT, &port) < 0 ||
+        ssh_options_set(c->s, SSH_OPTIONS_TIMEOUT, &timeout) < 0 ||
+        ssh_options_set(c->s, SSH_OPTIONS_LOG_VERBOSITY, &verbosity) < 0 ||
+        /* Only [launcher.ssh] decides: ~/.ssh/config is not read. */
+        ssh_options_set(c->s, SSH_OPTIONS_PROCESS_CONFIG, &no) < 0 ||
+        ssh_options_set(c->s, SSH_OPTIONS_KNOWNHOSTS, o->known_hosts) < 0 ||
+        (o->user && ssh_options_set(c->s, SSH_OPTIONS_USER, o->user) < 0))
+        return fail(c, DT_ERR_CONFIG, "cannot set ssh options: %s",
+                    ssh_get_error(c->s));
+    return DT_OK;
+}
+
+static int try_identity(ssh_conn_t *c, const char *path, char *why,
+                        size_t why_len)
+{
+    if (access(path, R_OK) != 0)
+        return 0;
+    ssh_key key = NULL;
+    int rc = ssh_pki_import_privkey_file(path, NULL, NULL, NULL, &key);
+    if (rc != SSH_OK) {
+        snprintf(why, why_len,
+                 "; %s could not be read (protected by a passphrase? load it "
+                 "into ssh-agent with `ssh-add %s` and set use_agent = yes)",
+                 path, path);
+        return 0;
+    }
+    rc = ssh_userauth_publickey(c->s, NULL, key);
+    ssh_key_free(key);
+    return rc == SSH_AUTH_SUCCESS;
+}
+
+static dt_status_t authenticate(const ssh_opts_t *o, ssh_conn_t *c)
+{
+    char why[600] = "";
+    /* "none" first: it also fetches the methods the server allows. */
+    if (ssh_userauth_none(c->s, NULL) == SSH_AUTH_SUCCESS)
+        return DT_OK;
+    if (o->use_agent && getenv("SSH_AUTH_SOCK") &&
+        ssh_userauth_agent(c->s, NULL) == SSH_AUTH_SUCCESS)
+        return DT_OK;
+    for (size_t i = 0; o->identity && o->identity[i]; i++)
+        if (try_identity(c, o->identity[i], why + strlen(why),
+                         sizeof why - strlen(why)))
+            return DT_OK;
+    char *user = NULL;
+    ssh_options_get(c->s, SSH_OPTIONS_USER, &user);
+    dt_status_t st = fail(
+        c, DT_ERR_AUTH,
+        "public-key authentication as '%s' failed (tried %s%s)%s; put the "
+        "public key into that user's ~/.ssh/authorized_keys on the host "
+        "(ssh-copy-id), or set [launcher.ssh] identity / user",
+        user ? user : "?", o->use_agent ? "ssh-agent and " : "",
+        o->identity && o->identity[0] ? "the identity files" : "no key", why);
+    ssh_string_free_char(user);
+    return st;
+}
+
+dt_status_t ssh_conn_open(const ssh_opts_t *o, ssh_conn_t *c)
+{
+    c->err[0] = '\0';
+    c->s = ssh_new();
+    if (!c->s)
+        return fail(c, DT_ERR_NOMEM, "out of memory");
+    dt_status_t st = set_options(o, c);
+    if (st != DT_OK)
+        goto out;
+    if (ssh_connect(c->s) != SSH_OK) {
+        st = fail(c, DT_ERR_PEER,
+                  "cannot connect to port %d: %s; check that the host is up "
+                  "and runs sshd on that port ([launcher.ssh] port, or "
+                  "host:port in the host list), and connect_timeout",
+                  c->port > 0 ? c->port : o->port, ssh_get_error(c->s));
+        goto out;
+    }
+    if ((st = ssh_verify_host_key(o, c)) != DT_OK ||
+        (st = authenticate(o, c)) != DT_OK)
+        goto out;
+out:
+    if (st != DT_OK)
+        ssh_conn_close(c);
+    return st;
+}
+
+void ssh_conn_close(ssh_conn_t *c)
+{
+    if (!c->s)
+        return;
+    if (ssh_is_connected(c->s))
+        ssh_disconnect(c->s);
+    ssh_free(c->s);
+    c->s = NULL;
+}
+
+typedef struct pool {
+    const ssh_opts_t *o;
+    ssh_conn_t *conns;
+    size_t n;
+    size_t next;   /* next host to connect    */
+    int fail_fast; /* stop after a failure    */
+    int failed;    /* stop taking new hosts   */
+    pthread_mutex_t lock;
+} pool_t;
+
+static void *connect_worker(void *arg)
+{
+    pool_t *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        size_t i = p->failed ? p->n : p->next++;
+        pthread_mutex_unlock(&p->lock);
+        if (i >= p->n)
+            return NULL;
+        if (ssh_conn_open(p->o, &p->conns[i]) != DT_OK && p->fail_fast) {
+            pthread_mutex_lock(&p->lock);
+            p->failed = 1;
+            pthread_mutex_unlock(&p->lock);
+        }
+    }
+}
+
+static const char *label(const ssh_opts_t *o, const ssh_conn_t *c, char *buf,
+                         size_t len)
+{
+    int port = c->port > 0 ? c->port : o->port;
+    if (port == 22)
+        return c->name;
+    snprintf(buf, len, "%s:%d", c->name, port);
+    return buf;
+}
+
+dt_status_t ssh_conn_open_all(const ssh_opts_t *o, ssh_conn_t *conns,
+                              size_t n, int fail_fast)
+{
+    pool_t p = {o, conns, n, 0, fail_fast, 0, PTHREAD_MUTEX_INITIALIZER};
+    size_t nt = n < (size_t)o->max_parallel ? n : (size_t)o->max_parallel;
+    pthread_t *t = calloc(nt ? nt : 1, sizeof *t);
+    if (!t)
+        return DT_ERR_NOMEM;
+    size_t started = 0;
+    for (; started < nt; started++)
+        if (pthread_create(&t[started], NULL, connect_worker, &p) != 0)
+            break;
+    if (started == 0)
+        connect_worker(&p); /* no thread at all: connect one by one */
+    for (size_t i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    free(t);
+    if (!fail_fast) /* the caller reports each host's c->err */
+        return DT_OK;
+    dt_status_t st = DT_OK;
+    for (size_t i = 0; i < n; i++) {
+        char buf[300];
+        if (conns[i].err[0]) {
+            dt_error("ssh launcher: host %s: %s",
+                     label(o, &conns[i], buf, sizeof buf), conns[i].err);
+            st = DT_ERR_PEER;
+        } else if (!conns[i].s && st == DT_OK) {
+            st = DT_ERR_PEER; /* not tried: another host failed first */
+        }
+    }
+    if (st != DT_OK) {
+        size_t skipped = 0;
+        for (size_t i = 0; i < n; i++)
+            skipped += !conns[i].s && !conns[i].err[0];
+        if (skipped)
+            dt_info("ssh launcher: %zu other host%s not tried after the "
+                    "failure above",
+                    skipped, skipped == 1 ? "" : "s");
+        for (size_t i = 0; i < n; i++)
+            ssh_conn_close(&conns[i]);
+    }
+    return st;
+}

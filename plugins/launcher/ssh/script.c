@@ -1,0 +1,186 @@
+/* script.c — what a rank's channel runs.
+ *
+ * The exec request carries only ssh_bootstrap_cmd: a shell that reads one
+ * line from stdin and evaluates it. That line (built here) exports the
+ * environment with every value single-quoted, changes directory, and
+ * execs the program as the leader of its process group, first printing
+ * "DT-PGID <pgid>" on stderr so dtctl can signal the group later.
+ * `export` and `eval` are shell builtins: the values, the job token among
+ * them, appear in no process's argv.
+ *
+ * The group also holds a watchdog: a subshell that ignores TERM and reads
+ * the channel's stdin (dtctl never writes more and never sends EOF). When
+ * the channel closes — the worker ended, dtctl exited or died, the
+ * connection broke — its read ends and it SIGKILLs the whole group, so no
+ * process of the job is left behind on the host. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dt/log.h>
+#include "ssh_launcher.h"
+
+/* No newline, so any login shell (sh, bash, zsh, csh) passes it on. */
+const char ssh_bootstrap_cmd[] =
+    "exec /bin/sh -c 'IFS= read -r dt_s && eval \"$dt_s\"'";
+
+/* In the leader: keep the channel's stdin as fd 3 for the watchdog,
+ * report the group, start the watchdog, become the worker. */
+static const char stage_text[] =
+    "exec 3<&0; printf 'DT-PGID %s\\n' $$ >&2; "
+    "(trap '' HUP INT TERM; cat <&3 >/dev/null 2>&1; "
+    "kill -s KILL -- -$$) >/dev/null 2>&1 & "
+    "exec \"$@\" 3<&- </dev/null";
+
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+    int oom;
+} sbuf_t;
+
+static void put(sbuf_t *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1024;
+        while (b->len + n + 1 > cap)
+            cap *= 2;
+        char *np = realloc(b->p, cap);
+        if (!np) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void puts_(sbuf_t *b, const char *s) { put(b, s, strlen(s)); }
+
+/* 'text' with ' as '\'' and newline as '"$dt_nl"' (the script is one
+ * line; the shell turns them back into the same bytes). */
+static void put_quoted(sbuf_t *b, const char *s)
+{
+    puts_(b, "'");
+    for (; *s; s++) {
+        if (*s == '\'')
+            puts_(b, "'\\''");
+        else if (*s == '\n')
+            puts_(b, "'\"$dt_nl\"'");
+        else
+            put(b, s, 1);
+    }
+    puts_(b, "'");
+}
+
+char *ssh_sh_quote(const char *s)
+{
+    sbuf_t b = {0};
+    put_quoted(&b, s);
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
+
+static int valid_name(const char *entry, size_t n)
+{
+    if (n == 0 || (!isalpha((unsigned char)entry[0]) && entry[0] != '_'))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if (!isalnum((unsigned char)entry[i]) && entry[i] != '_')
+            return 0;
+    return 1;
+}
+
+/* export NAME='value'; for each entry (later ones run later, so win). */
+static void put_env(sbuf_t *b, const char *const *env)
+{
+    for (size_t i = 0; env && env[i]; i++) {
+        const char *eq = strchr(env[i], '=');
+        size_t n = eq ? (size_t)(eq - env[i]) : 0;
+        if (!valid_name(env[i], n)) {
+            /* Only the name: the value may be a secret. */
+            dt_warn("ssh launcher: environment entry '%.*s' is not a valid "
+                    "variable name; not passed to the workers",
+                    (int)(eq ? n : strlen(env[i])), env[i]);
+            continue;
+        }
+        puts_(b, "export ");
+        put(b, env[i], n);
+        puts_(b, "=");
+        put_quoted(b, eq + 1);
+        puts_(b, "; ");
+    }
+}
+
+static void put_cd(sbuf_t *b, const ssh_script_req_t *req)
+{
+    if (req->workdir) {
+        puts_(b, "cd -- ");
+        put_quoted(b, req->workdir);
+        puts_(b, " 2>/dev/null || { printf '%s\\n' \"dt-start-error: cannot "
+                 "change to the working directory \"");
+        put_quoted(b, req->workdir);
+        puts_(b, "\" on $(hostname): no such directory or no permission "
+                 "([cluster] workdir / [launcher.ssh] workdir)\" >&2; "
+                 "exit 126; }; ");
+    } else if (req->try_dir) {
+        puts_(b, "cd -- ");
+        put_quoted(b, req->try_dir);
+        puts_(b, " 2>/dev/null || cd; ");
+    }
+}
+
+dt_status_t ssh_build_script(const ssh_script_req_t *req, char **script)
+{
+    if (!req->argv || !req->argv[0])
+        return DT_ERR_INVALID;
+    sbuf_t b = {0};
+    puts_(&b, "dt_nl=$(printf '\\nx'); dt_nl=${dt_nl%x}; ");
+    put_env(&b, req->env);
+    put_env(&b, req->rank_env);
+    put_cd(&b, req);
+    puts_(&b, "set --");
+    for (size_t i = 0; req->argv[i]; i++) {
+        puts_(&b, " ");
+        put_quoted(&b, req->argv[i]);
+    }
+    puts_(&b, "; dt_stage=");
+    put_quoted(&b, stage_text);
+    /* sshd made the shell a session (so group) leader; where a server did
+     * not, setsid makes a new group (exit signals then arrive as codes). */
+    puts_(&b, "; dt_pg=; read -r _ _ _ _ dt_pg _ </proc/$$/stat 2>/dev/null; "
+              "[ \"$dt_pg\" = \"$$\" ] || "
+              "exec setsid -w /bin/sh -c \"$dt_stage\" dt-worker \"$@\"; "
+              "eval \"$dt_stage\"\n");
+    if (b.oom) {
+        free(b.p);
+        return DT_ERR_NOMEM;
+    }
+    *script = b.p;
+    return DT_OK;
+}
+
+dt_status_t ssh_join_argv(const char *const *argv, char **cmd)
+{
+    sbuf_t b = {0};
+    for (size_t i = 0; argv && argv[i]; i++) {
+        if (i)
+            puts_(&b, " ");
+        put_quoted(&b, argv[i]);
+    }
+    if (b.oom || !b.p) {
+        free(b.p);
+        return b.oom ? DT_ERR_NOMEM : DT_ERR_INVALID;
+    }
+    *cmd = b.p;
+    return DT_OK;
+}

@@ -1,0 +1,141 @@
+/* signal.c — signals to the workers' process groups, over a fresh channel
+ * per host (`kill -s SIG -- -pgid ...`), and the final kill-and-close. */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dt/log.h>
+#include "ssh_launcher.h"
+
+/* fini waits this long for killed workers to end. */
+#define KILL_WAIT_MS 5000
+
+static const char *signal_name(int signo)
+{
+    switch (signo) {
+    case SIGTERM: return "TERM";
+    case SIGKILL: return "KILL";
+    case SIGINT: return "INT";
+    case SIGHUP: return "HUP";
+    case SIGQUIT: return "QUIT";
+    case SIGUSR1: return "USR1";
+    case SIGUSR2: return "USR2";
+    case SIGCONT: return "CONT";
+    case SIGSTOP: return "STOP";
+    default: return NULL;
+    }
+}
+
+/* "kill -s TERM -- -12 -34" for the running ranks on c; NULL if none. */
+static char *kill_command(ssh_launcher_t *L, ssh_conn_t *c, const char *sig)
+{
+    size_t cap = 64 + (size_t)L->n * 24, len = 0;
+    char *cmd = malloc(cap);
+    if (!cmd)
+        return NULL;
+    len = (size_t)snprintf(cmd, cap, "kill -s %s --", sig);
+    int any = 0;
+    for (int r = 0; r < L->n; r++) {
+        ssh_rank_t *rk = &L->ranks[r];
+        /* An ended leader's group id may be reused: what it left behind
+         * is killed by its watchdog when the channel closes. */
+        if (rk->conn != c || rk->pgid <= 0 || rk->closed || rk->have_status)
+            continue;
+        len += (size_t)snprintf(cmd + len, cap - len, " -%ld", rk->pgid);
+        any = 1;
+    }
+    if (!any) {
+        free(cmd);
+        return NULL;
+    }
+    snprintf(cmd + len, cap - len, " 2>/dev/null; exit 0");
+    return cmd;
+}
+
+static void send_kill(ssh_launcher_t *L, ssh_conn_t *c, const char *sig)
+{
+    char *cmd = kill_command(L, c, sig);
+    if (!cmd)
+        return;
+    ssh_ctl_t *k = calloc(1, sizeof *k);
+    if (!k || !(k->ch = ssh_channel_new(c->s)) ||
+        ssh_channel_open_session(k->ch) != SSH_OK ||
+        ssh_channel_request_exec(k->ch, cmd) != SSH_OK) {
+        dt_error("ssh launcher: cannot send SIG%s to the workers on %s: %s "
+                 "(closing the connection kills them instead)",
+                 sig, c->name, ssh_get_error(c->s));
+        if (k && k->ch)
+            ssh_channel_free(k->ch);
+        free(k);
+    } else {
+        dt_debug("ssh launcher: %s: %s", c->name, cmd);
+        k->next = L->ctl;
+        L->ctl = k;
+    }
+    free(cmd);
+}
+
+dt_status_t ssh_signal(void *ctx, int signo)
+{
+    ssh_launcher_t *L = ctx;
+    if (!L)
+        return DT_ERR_INVALID;
+    const char *sig = signal_name(signo);
+    if (!sig) {
+        dt_error("ssh launcher: signal %d cannot be forwarded (TERM, KILL, "
+                 "INT, HUP, QUIT, USR1, USR2, CONT, STOP can)",
+                 signo);
+        return DT_ERR_UNSUPPORTED;
+    }
+    /* Blocking channel requests run outside the event. */
+    ssh_event_detach(L);
+    for (size_t i = 0; i < L->nconns; i++)
+        if (L->conns[i].s && !L->conns[i].lost)
+            send_kill(L, &L->conns[i], sig);
+    ssh_event_attach(L);
+    return DT_OK;
+}
+
+/* Every worker ended (leftovers of ended ones go with their channel). */
+static int all_ended(const ssh_launcher_t *L)
+{
+    for (int r = 0; r < L->n; r++) {
+        const ssh_rank_t *rk = &L->ranks[r];
+        if (rk->ch && !rk->closed && !rk->have_status && !rk->conn->lost)
+            return 0;
+    }
+    return 1;
+}
+
+void ssh_kill_all(ssh_launcher_t *L)
+{
+    if (!L->ranks)
+        return;
+    if (!all_ended(L)) {
+        ssh_signal(L, SIGKILL);
+        long long until = ssh_now_ms() + KILL_WAIT_MS;
+        while (!all_ended(L) && ssh_now_ms() < until)
+            ssh_pump_once(L, 100);
+    }
+    /* Closing a channel also ends its watchdog, which kills the group of a
+     * rank whose pgid never arrived. */
+    ssh_event_detach(L);
+    for (int r = 0; r < L->n; r++) {
+        ssh_rank_t *rk = &L->ranks[r];
+        if (!rk->ch)
+            continue;
+        if (!rk->conn->lost)
+            ssh_channel_close(rk->ch);
+        ssh_channel_free(rk->ch);
+        rk->ch = NULL;
+        rk->closed = 1;
+    }
+    while (L->ctl) {
+        ssh_ctl_t *k = L->ctl;
+        L->ctl = k->next;
+        ssh_channel_free(k->ch);
+        free(k);
+    }
+}

@@ -1,0 +1,137 @@
+/* optim_common.h — shared by the in-tree optimizer plugins: reading
+ * numeric keys of [optimizer.<name>] and the serialized state format.
+ *
+ * State format (host byte order; checkpoints carry their own checksum):
+ *   char magic[8] = "dtopt1\0\0"; char name[8]; uint64 nparams;
+ *   uint64 nbufs; then nbufs * nparams float32 (momentum, m, v ...). */
+#ifndef DT_OPTIM_COMMON_H
+#define DT_OPTIM_COMMON_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dt/config.h>
+#include <dt/log.h>
+#include <dt/plugin.h>
+
+/* A number key in [lo, hi] (hi_open: strictly below hi); cfg NULL or the
+ * key unset: def. Errors name the section, key, value and its origin. */
+static inline dt_status_t optim_number(const dt_config_t *cfg,
+                                       const char *section, const char *key,
+                                       double def, double lo, double hi,
+                                       int hi_open, double *out)
+{
+    *out = def;
+    const char *text = cfg ? dt_config_get(cfg, section, key) : NULL;
+    if (!text)
+        return DT_OK;
+    char *end;
+    double v = strtod(text, &end);
+    const char *where = "?";
+    dt_config_origin(cfg, section, key, NULL, &where);
+    if (end == text || *end || !isfinite(v)) {
+        dt_error("%s: [%s] %s = '%s' is not a number", where, section, key,
+                 text);
+        return DT_ERR_CONFIG;
+    }
+    if (v < lo || v > hi || (hi_open && v == hi)) {
+        dt_error("%s: [%s] %s = %g must be in [%g, %g%c", where, section, key,
+                 v, lo, hi, hi_open ? ')' : ']');
+        return DT_ERR_CONFIG;
+    }
+    *out = v;
+    return DT_OK;
+}
+
+#define OPTIM_MAGIC "dtopt1"
+
+typedef struct optim_header {
+    char magic[8];
+    char name[8];
+    uint64_t nparams;
+    uint64_t nbufs;
+} optim_header_t;
+
+static inline size_t optim_state_size(size_t nparams, size_t nbufs)
+{
+    return sizeof(optim_header_t) + nbufs * nparams * sizeof(float);
+}
+
+/* bufs: nbufs host arrays of nparams floats. */
+static inline dt_status_t optim_save(const char *name, size_t nparams,
+                                     float *const *bufs, size_t nbufs,
+                                     void *buf, size_t len)
+{
+    if (len != optim_state_size(nparams, nbufs)) {
+        dt_error("optimizer %s: state buffer of %zu bytes, need %zu", name,
+                 len, optim_state_size(nparams, nbufs));
+        return DT_ERR_INVALID;
+    }
+    optim_header_t h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, OPTIM_MAGIC, sizeof OPTIM_MAGIC);
+    memcpy(h.name, name, strnlen(name, sizeof h.name));
+    h.nparams = nparams;
+    h.nbufs = nbufs;
+    memcpy(buf, &h, sizeof h);
+    char *p = (char *)buf + sizeof h;
+    for (size_t i = 0; i < nbufs; i++, p += nparams * sizeof(float))
+        memcpy(p, bufs[i], nparams * sizeof(float));
+    return DT_OK;
+}
+
+static inline dt_status_t optim_load(const char *name, size_t nparams,
+                                     float *const *bufs, size_t nbufs,
+                                     const void *buf, size_t len)
+{
+    optim_header_t h;
+    if (len < sizeof h) {
+        dt_error("optimizer %s: saved state is %zu bytes, too short for its "
+                 "header: the checkpoint is damaged", name, len);
+        return DT_ERR_INVALID;
+    }
+    memcpy(&h, buf, sizeof h);
+    if (memcmp(h.magic, OPTIM_MAGIC, sizeof OPTIM_MAGIC) != 0) {
+        dt_error("optimizer %s: saved state has no dt optimizer header: the "
+                 "checkpoint is damaged or from another program", name);
+        return DT_ERR_INVALID;
+    }
+    if (strncmp(h.name, name, sizeof h.name) != 0) {
+        dt_error("optimizer %s: saved state belongs to optimizer '%.8s': "
+                 "resume with [train] optimizer = %.8s or start afresh", name,
+                 h.name, h.name);
+        return DT_ERR_INVALID;
+    }
+    if (h.nparams != nparams || h.nbufs != nbufs) {
+        dt_error("optimizer %s: saved state is for %llu parameters (%llu "
+                 "buffers), the model has %zu: the model changed since the "
+                 "checkpoint", name, (unsigned long long)h.nparams,
+                 (unsigned long long)h.nbufs, nparams);
+        return DT_ERR_INVALID;
+    }
+    if (len != optim_state_size(nparams, nbufs)) {
+        dt_error("optimizer %s: saved state is %zu bytes, its header says "
+                 "%zu: the checkpoint is truncated or damaged", name, len,
+                 optim_state_size(nparams, nbufs));
+        return DT_ERR_INVALID;
+    }
+    const char *p = (const char *)buf + sizeof h;
+    for (size_t i = 0; i < nbufs; i++, p += nparams * sizeof(float))
+        memcpy(bufs[i], p, nparams * sizeof(float));
+    return DT_OK;
+}
+
+/* Only host memory here: a CUDA trainer stages through host buffers. */
+static inline dt_status_t optim_check_mem(const char *name, dt_mem_t mem)
+{
+    if (mem == DT_MEM_HOST)
+        return DT_OK;
+    dt_error("optimizer %s: parameters in CUDA memory are not supported; "
+             "step on a host copy", name);
+    return DT_ERR_UNSUPPORTED;
+}
+
+#endif /* DT_OPTIM_COMMON_H */

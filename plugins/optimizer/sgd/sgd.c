@@ -1,0 +1,127 @@
+/* sgd.c — stochastic gradient descent with momentum, Nesterov momentum
+ * and L2 weight decay (PyTorch's torch.optim.SGD, dampening 0):
+ *   g = grad + wd * p
+ *   buf = momentum * buf + g            (buf starts at 0)
+ *   d = nesterov ? g + momentum * buf : (momentum ? buf : g)
+ *   p -= lr * d */
+#include <stdlib.h>
+
+#include "../optim_common.h"
+
+#define SECTION "optimizer.sgd"
+
+typedef struct sgd {
+    size_t n;
+    float momentum, weight_decay;
+    int nesterov;
+    float *buf; /* momentum buffer; NULL without momentum */
+} sgd_t;
+
+static const dt_key_spec_t sgd_keys[] = {
+    {"momentum", DT_KEY_STRING, "0", "momentum factor in [0, 1)"},
+    {"nesterov", DT_KEY_BOOL, "no", "Nesterov momentum (needs momentum > 0)"},
+    {"weight_decay", DT_KEY_STRING, "0", "L2 penalty added to each gradient"},
+    {NULL, DT_KEY_STRING, NULL, NULL}};
+
+static void sgd_destroy(void *state)
+{
+    sgd_t *s = state;
+    if (s)
+        free(s->buf);
+    free(s);
+}
+
+static dt_status_t sgd_create(const dt_config_t *cfg, size_t nparams,
+                              dt_mem_t mem, void **state)
+{
+    *state = NULL;
+    DT_CHECK(optim_check_mem("sgd", mem));
+    double momentum, wd;
+    bool nesterov = false;
+    DT_CHECK(optim_number(cfg, SECTION, "momentum", 0, 0, 1, 1, &momentum));
+    DT_CHECK(optim_number(cfg, SECTION, "weight_decay", 0, 0, 1e3, 0, &wd));
+    if (cfg && dt_config_get(cfg, SECTION, "nesterov"))
+        DT_CHECK(dt_config_get_bool(cfg, SECTION, "nesterov", &nesterov));
+    if (nesterov && momentum == 0) {
+        dt_error("[%s] nesterov = yes needs momentum > 0", SECTION);
+        return DT_ERR_CONFIG;
+    }
+    sgd_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return DT_ERR_NOMEM;
+    s->n = nparams;
+    s->momentum = (float)momentum;
+    s->weight_decay = (float)wd;
+    s->nesterov = nesterov;
+    if (momentum > 0 && !(s->buf = calloc(nparams ? nparams : 1,
+                                          sizeof *s->buf))) {
+        sgd_destroy(s);
+        return DT_ERR_NOMEM;
+    }
+    *state = s;
+    return DT_OK;
+}
+
+static dt_status_t sgd_step(void *state, float *p, const float *grad,
+                            float lr, uint64_t step, void *stream)
+{
+    const sgd_t *s = state;
+    const float mu = s->momentum, wd = s->weight_decay;
+    float *buf = s->buf;
+    if (!buf) {
+        for (size_t i = 0; i < s->n; i++)
+            p[i] -= lr * (grad[i] + wd * p[i]);
+    } else if (s->nesterov) {
+        for (size_t i = 0; i < s->n; i++) {
+            float g = grad[i] + wd * p[i];
+            buf[i] = mu * buf[i] + g;
+            p[i] -= lr * (g + mu * buf[i]);
+        }
+    } else {
+        for (size_t i = 0; i < s->n; i++) {
+            float g = grad[i] + wd * p[i];
+            buf[i] = mu * buf[i] + g;
+            p[i] -= lr * buf[i];
+        }
+    }
+    return DT_OK;
+}
+
+static size_t sgd_state_size(void *state)
+{
+    const sgd_t *s = state;
+    return optim_state_size(s->n, s->buf ? 1 : 0);
+}
+
+static dt_status_t sgd_save(void *state, void *buf, size_t len)
+{
+    sgd_t *s = state;
+    return optim_save("sgd", s->n, &s->buf, s->buf ? 1 : 0, buf, len);
+}
+
+static dt_status_t sgd_load(void *state, const void *buf, size_t len)
+{
+    sgd_t *s = state;
+    return optim_load("sgd", s->n, &s->buf, s->buf ? 1 : 0, buf, len);
+}
+
+static const dt_optimizer_ops_t sgd_ops = {
+    .size = sizeof sgd_ops,
+    .create = sgd_create,
+    .step = sgd_step,
+    .state_size = sgd_state_size,
+    .save = sgd_save,
+    .load = sgd_load,
+    .destroy = sgd_destroy,
+};
+
+DT_PLUGIN_EXPORT const dt_plugin_t dt_plugin_v1 = {
+    .abi = DT_PLUGIN_ABI,
+    .kind = DT_KIND_OPTIMIZER,
+    .name = "sgd",
+    .version = "1.0",
+    .description = "SGD with momentum, Nesterov and weight decay",
+    .keys = sgd_keys,
+    .available = NULL,
+    .ops = &sgd_ops,
+};

@@ -1,0 +1,204 @@
+/* rsync_cmd.c — rsync's argv, its -e ssh command, and its --stats. */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dt/config.h>
+#include <dt/log.h>
+#include "rsync_cmd.h"
+#include "stg.h"
+
+dt_status_t rs_e_word(const char *w, char **out)
+{
+    int sq = strchr(w, '\'') != NULL, dq = strchr(w, '"') != NULL;
+    int plain = *w && !strpbrk(w, " \t\n'\"");
+    int r;
+    if (plain)
+        r = asprintf(out, "%s", w);
+    else if (!sq)
+        r = asprintf(out, "'%s'", w);
+    else if (!dq)
+        r = asprintf(out, "\"%s\"", w);
+    else {
+        dt_error("storage rsync: '%s' holds both ' and \" and cannot be "
+                 "passed to rsync's -e; rename the file",
+                 w);
+        return DT_ERR_INVALID;
+    }
+    return r < 0 ? DT_ERR_NOMEM : DT_OK;
+}
+
+typedef struct buf {
+    char *p;
+    dt_status_t st;
+} buf_t;
+
+static void add(buf_t *b, const char *prefix, const char *word)
+{
+    char *q = NULL, *n = NULL;
+    if (b->st != DT_OK)
+        return;
+    if ((b->st = rs_e_word(word, &q)) != DT_OK)
+        return;
+    if (asprintf(&n, "%s %s%s", b->p, prefix, q) < 0)
+        b->st = DT_ERR_NOMEM;
+    free(q);
+    if (b->st == DT_OK) {
+        free(b->p);
+        b->p = n;
+    }
+}
+
+dt_status_t rs_ssh_command(const rs_ssh_t *o, int port, char **cmd)
+{
+    char num[64];
+    buf_t b = {strdup("ssh"), DT_OK};
+    if (!b.p)
+        return DT_ERR_NOMEM;
+    snprintf(num, sizeof num, "%d", port > 0 ? port : o->port > 0 ? o->port
+                                                                  : 22);
+    add(&b, "-p ", num);
+    if (o->user)
+        add(&b, "-l ", o->user);
+    for (char **k = o->identity; k && *k; k++)
+        add(&b, "-i ", *k);
+    if (o->identity && o->identity[0])
+        add(&b, "-o ", "IdentitiesOnly=yes");
+    if (!o->use_agent)
+        add(&b, "-o ", "IdentityAgent=none");
+    if (o->known_hosts) {
+        char *kh = NULL;
+        if (asprintf(&kh, "UserKnownHostsFile=%s", o->known_hosts) < 0) {
+            free(b.p);
+            return DT_ERR_NOMEM;
+        }
+        add(&b, "-o ", kh);
+        free(kh);
+    }
+    add(&b, "-o ", o->accept_new ? "StrictHostKeyChecking=accept-new"
+                                 : "StrictHostKeyChecking=yes");
+    add(&b, "-o ", "BatchMode=yes");
+    if (o->connect_timeout > 0) {
+        snprintf(num, sizeof num, "ConnectTimeout=%ld", o->connect_timeout);
+        add(&b, "-o ", num);
+    }
+    if (b.st != DT_OK) {
+        free(b.p);
+        return b.st;
+    }
+    *cmd = b.p;
+    return DT_OK;
+}
+
+typedef struct strv {
+    char **v;
+    size_t n;
+    dt_status_t st;
+} strv_t;
+
+static void push(strv_t *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void push(strv_t *s, const char *fmt, ...)
+{
+    if (s->st != DT_OK)
+        return;
+    char **nv = realloc(s->v, (s->n + 2) * sizeof *nv);
+    if (!nv) {
+        s->st = DT_ERR_NOMEM;
+        return;
+    }
+    s->v = nv;
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vasprintf(&s->v[s->n], fmt, ap);
+    va_end(ap);
+    if (r < 0) {
+        s->st = DT_ERR_NOMEM;
+        s->v[s->n] = NULL;
+        return;
+    }
+    s->v[++s->n] = NULL;
+}
+
+dt_status_t rs_argv(const rs_args_t *a, char ***argv)
+{
+    strv_t s = {NULL, 0, DT_OK};
+    *argv = NULL;
+    /* "src/" and "dst/": the contents of src become the contents of dst. */
+    size_t sl = strlen(a->src), dl = strlen(a->dst);
+    const char *ss = sl && a->src[sl - 1] == '/' ? "" : "/";
+    const char *ds = dl && a->dst[dl - 1] == '/' ? "" : "/";
+    push(&s, "%s", a->rsync && *a->rsync ? a->rsync : "rsync");
+    push(&s, "-a");
+    push(&s, "--delay-updates");
+    if (a->delete_extra)
+        push(&s, "--delete-delay");
+    push(&s, "--exclude=/%s", STG_MARK_DONE);
+    push(&s, "--exclude=/%s", STG_MARK_BUSY);
+    push(&s, "--stats");
+    if (a->progress) {
+        push(&s, "--info=progress2");
+        push(&s, "--no-inc-recursive"); /* a total known from the start */
+    }
+    if (a->bwlimit && *a->bwlimit)
+        push(&s, "--bwlimit=%s", a->bwlimit);
+    if (a->timeout_s > 0)
+        push(&s, "--timeout=%ld", a->timeout_s);
+    if (a->ssh_cmd) {
+        push(&s, "-e");
+        push(&s, "%s", a->ssh_cmd);
+        if (a->rsync_path && *a->rsync_path)
+            push(&s, "--rsync-path=%s", a->rsync_path);
+    }
+    push(&s, "%s%s", a->src, ss);
+    if (a->ssh_cmd) {
+        int v6 = strchr(a->host, ':') != NULL;
+        push(&s, v6 ? "[%s]:%s%s" : "%s:%s%s", a->host, a->dst, ds);
+    } else {
+        push(&s, "%s%s", a->dst, ds);
+    }
+    if (s.st != DT_OK) {
+        dt_strv_free(s.v);
+        return s.st;
+    }
+    *argv = s.v;
+    return DT_OK;
+}
+
+/* The number after "label: " in text (commas skipped), if present. */
+static int number_after(const char *text, const char *label,
+                        unsigned long long *out)
+{
+    const char *p = strstr(text, label);
+    if (!p)
+        return 0;
+    p += strlen(label);
+    while (*p == ' ' || *p == ':')
+        p++;
+    unsigned long long v = 0;
+    int digits = 0;
+    for (; (*p >= '0' && *p <= '9') || *p == ','; p++)
+        if (*p != ',') {
+            v = v * 10 + (unsigned long long)(*p - '0');
+            digits++;
+        }
+    if (!digits)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+void rs_parse_stats(const char *text, rs_stats_t *s)
+{
+    memset(s, 0, sizeof *s);
+    if (!text)
+        return;
+    int a = number_after(text, "Total bytes sent", &s->bytes_sent);
+    int b = number_after(text, "Total bytes received", &s->bytes_received);
+    number_after(text, "Number of regular files transferred", &s->files);
+    number_after(text, "Total transferred file size", &s->data);
+    s->have = a && b;
+}

@@ -1,0 +1,128 @@
+#!/bin/sh
+# launcher_mpi.sh — `dtctl run --launcher=mpi` against the real Open MPI
+# mpirun on this machine: a real dt job (examples/allreduce), the worker
+# environment (dt's and torchrun's names from mpirun's ranks), output per
+# rank, the exit status and name of a failing rank, a killed worker, Ctrl-C,
+# no process left behind, and the job token in no argv.
+set -u
+
+: "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
+if ! command -v mpirun >/dev/null 2>&1; then
+    echo "SKIP: mpirun is not installed (Debian: apt install openmpi-bin)"
+    exit 77
+fi
+if ! "$DTCTL" plugins | grep -q '^launcher *mpi .*available'; then
+    echo "SKIP: the mpi launcher plugin is not built or not available:"
+    "$DTCTL" plugins | grep mpi
+    exit 77
+fi
+T=$(mktemp -d "${TMPDIR:-/tmp}/dt-mpi.XXXXXX") || exit 99
+MARK="dtmpitest$$"               # unique word in every worker we start
+cleanup() {
+    pkill -KILL -f "$MARK" 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+# Never inherit a job's identity from the environment running the tests.
+unset DT_RANK DT_WORLD_SIZE DT_RENDEZVOUS DT_JOB_TOKEN OMPI_COMM_WORLD_RANK \
+    SLURM_PROCID SLURM_JOB_ID 2>/dev/null
+# 2 cores here: more ranks than cores needs --oversubscribe.
+export DT_LAUNCHER_MPI_OVERSUBSCRIBE=yes
+export DT_CLUSTER_KILL_GRACE=3s
+run() { timeout -k 5 60 "$DTCTL" run --launcher=mpi "$@"; }
+leftovers() { pgrep -f "$MARK" >/dev/null 2>&1; }
+
+# --- 1. a real dt job: every collective over the tcp transport --------------
+ex="$top_builddir/examples/allreduce"
+if [ -x "$ex" ]; then
+    if run -n 4 -- "$ex" >"$T/o" 2>"$T/e" &&
+        grep -q '^\[0\] allreduce example: 4 ranks, all collectives correct' "$T/o"; then
+        ok "allreduce example, 4 ranks under mpirun"
+    else
+        fail "allreduce under mpirun: $(cat "$T/o" "$T/e")"
+    fi
+else
+    fail "examples/allreduce is not built ($ex)"
+fi
+
+# --- 2. environment: dt's and torchrun's names, per rank --------------------
+run -n 3 -- sh -c 'echo "R=$DT_RANK/$DT_WORLD_SIZE L=$DT_LOCAL_RANK/$DT_LOCAL_SIZE N=$DT_NODE_RANK/$DT_NUM_NODES H=$DT_HOST T=$RANK/$WORLD_SIZE/$LOCAL_RANK/$LOCAL_WORLD_SIZE/$GROUP_RANK O=$OMPI_COMM_WORLD_RANK TL=${#DT_JOB_TOKEN} RV=${DT_RENDEZVOUS:+set}"; echo "to-err $DT_RANK" >&2' \
+    >"$T/o" 2>"$T/e" || fail "env job exited $?: $(cat "$T/e")"
+for r in 0 1 2; do
+    grep -qx "\[$r\] R=$r/3 L=$r/3 N=0/1 H=localhost T=$r/3/$r/3/0 O=$r TL=64 RV=set" "$T/o" ||
+        fail "rank $r environment wrong: $(cat "$T/o")"
+    grep -qx "\[$r\] to-err $r" "$T/e" || fail "rank $r stderr not on stderr: $(cat "$T/e")"
+done
+[ "$(wc -l <"$T/o")" -eq 3 ] || fail "want exactly 3 stdout lines: $(cat "$T/o")"
+grep -q 'dt-exit:' "$T/o" "$T/e" && fail "exit markers leaked into the output"
+ok "worker environment and per-rank output"
+
+# --- 3. failure: the rank and its exit status come back ---------------------
+run -n 4 -- sh -c "if [ \$DT_RANK = 2 ]; then exit 7; fi; sleep 60 # $MARK" \
+    >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 7 ] || fail "want exit 7 from rank 2, got $rc: $(cat "$T/e")"
+grep -q 'rank 2 on localhost exited with code 7' "$T/e" ||
+    fail "stderr does not name rank 2: $(cat "$T/e")"
+leftovers && fail "workers left after a failing rank: $(pgrep -fa "$MARK")"
+ok "exit status 7 of rank 2 propagated, nothing left"
+
+# --- 4. a worker killed by SIGKILL: the others are stopped ------------------
+# Each rank leaves a background child too: it must go with the job.
+run -n 3 -- sh -c "sh -c 'sleep 60; true # $MARK-bg' & echo \$\$ >$T/pid.\$DT_RANK; sleep 60 # $MARK" \
+    >"$T/o" 2>"$T/e" &
+dtpid=$!
+i=0
+while [ ! -s "$T/pid.1" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+[ -s "$T/pid.1" ] && kill -KILL "$(cat "$T/pid.1")"
+wait $dtpid; rc=$?
+[ $rc -eq 137 ] || fail "want 137 for a SIGKILLed rank, got $rc: $(cat "$T/e")"
+grep -q 'rank 1 on localhost was killed by signal 9' "$T/e" ||
+    fail "no message naming rank 1: $(cat "$T/e")"
+sleep 0.5
+leftovers && fail "processes left after a killed worker: $(pgrep -fa "$MARK")"
+ok "killed worker named, no process left"
+
+# --- 5. Ctrl-C stops every rank ------------------------------------------------
+rm -f "$T"/pid.*
+run -n 3 -- sh -c "echo \$\$ >$T/pid.\$DT_RANK; sleep 60 # $MARK" >"$T/o" 2>"$T/e" &
+dtpid=$!
+i=0
+while [ "$(ls "$T" | grep -c '^pid\.')" -lt 3 ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+# SIGINT as from Ctrl-C, to dtctl itself (the shell made `timeout`
+# ignore it: a background job).
+kill -INT "$(pgrep -P $dtpid)"
+wait $dtpid; rc=$?
+[ $rc -eq 130 ] || fail "want 130 after SIGINT, got $rc: $(cat "$T/e")"
+sleep 0.5
+leftovers && fail "processes left after Ctrl-C: $(pgrep -fa "$MARK")"
+ok "Ctrl-C stops the job, exit 130"
+
+# --- 6. a program that does not exist -----------------------------------------
+run -n 2 -- dt-no-such-program-$MARK >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 127 ] || fail "want 127 for a missing program, got $rc"
+grep -q 'exited with code 127' "$T/e" || fail "no exit message: $(cat "$T/e")"
+ok "missing program: 127"
+
+# --- 7. the job token is in no process's argv -------------------------------
+run -n 2 -- sh -c "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' >$T/argv.\$DT_RANK; echo \$DT_JOB_TOKEN >$T/tok.\$DT_RANK" \
+    >/dev/null 2>&1 || fail "argv scan job failed"
+tok=$(cat "$T/tok.0" 2>/dev/null)
+if [ ${#tok} -ne 64 ]; then
+    fail "workers did not get a 64-hex token: '$tok'"
+elif grep -q "$tok" "$T"/argv.*; then
+    fail "the job token appears in some process's argv"
+else
+    ok "job token in no argv while the job ran"
+fi
+
+# --- 8. configuration reaches mpirun: a bad option is refused by mpirun ------
+run -n 1 --set launcher.mpi.extra_args=--no-such-mpirun-option -- true \
+    >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -ne 0 ] || fail "extra_args did not reach mpirun (a bad option was accepted)"
+ok "extra_args passed to mpirun (exit $rc for a bad option)"
+
+[ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+echo "all mpi launcher checks passed"

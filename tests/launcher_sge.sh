@@ -1,0 +1,143 @@
+#!/bin/sh
+# launcher_sge.sh — the sge launcher against a REAL Son of Grid Engine:
+# a private single-node cluster (sge_qmaster + sge_execd of the Debian
+# packages, own SGE_ROOT and ports, a parallel environment with $fill_up
+# and control_slaves TRUE) started here, once, and torn down on exit.
+# Checks: worker environment and ranks, output per rank, argument
+# quoting, the token in no argv and not in qstat -j, exit status of a
+# failing rank with its host, a failure stops every worker (none left),
+# SIGINT qdels the job, a rejected submission is explained.
+set -u
+
+: "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
+: "${top_srcdir:?}"
+T=$(mktemp -d "${TMPDIR:-/tmp}/dt-sge.XXXXXX") || exit 99
+chmod 755 "$T"
+MARK="dtsgetest$$"
+. "$top_srcdir/tests/fixtures/sge-cluster.sh"
+cleanup() {
+    sge_cluster_stop
+    pkill -KILL -f "$MARK" 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+transports=$("$DTCTL" plugins | awk '$1 == "transport" && $4 == "available" { print $2 }')
+if [ -z "$transports" ]; then
+    echo "SKIP: no transport plugin is built, so dtctl run cannot start"
+    exit 77
+fi
+if echo "$transports" | grep -qx tcp; then TR=""; else
+    TR="--transport=$(echo "$transports" | head -n 1)"
+fi
+if ! "$DTCTL" plugins | awk '$1 == "launcher" && $2 == "sge"' | grep -q available; then
+    echo "SKIP: the sge launcher is not available: $("$DTCTL" plugins | grep -A1 ' sge ')"
+    exit 77
+fi
+
+SLOTS=4
+mkdir "$T/sge" "$T/shared"
+sge_cluster_start "$T/sge" $SLOTS; rc=$?
+if [ $rc -ne 0 ]; then
+    echo "SKIP: cannot start a private Grid Engine: $SGE_SKIP_REASON"
+    exit 77
+fi
+echo "Grid Engine up: SGE_ROOT=$SGE_ROOT qmaster port $SGE_QMASTER_PORT"
+HOST=$(hostname)
+
+export DT_LAUNCHER_SGE_PE=dtpe DT_LAUNCHER_SGE_SHARED_DIR="$T/shared"
+export DT_CLUSTER_KILL_GRACE=2s
+# Bounded: a bug must fail the test, never hang it.
+run() { timeout -k 5 120 "$DTCTL" run $TR --launcher=sge "$@"; }
+no_jobs() { [ -z "$(qstat 2>/dev/null)" ]; }
+leftovers() { pgrep -f "$1" >/dev/null 2>&1; }
+wait_jobs_gone() { # SGE may need a moment to clean up after qdel
+    for i in $(seq 100); do no_jobs && return 0; sleep 0.2; done
+    return 1
+}
+
+# --- 1. environment contract, ranks host by host, output per rank --------
+run -n 4 -- sh -c 'echo "R=$DT_RANK/$DT_WORLD_SIZE L=$DT_LOCAL_RANK/$DT_LOCAL_SIZE N=$DT_NODE_RANK/$DT_NUM_NODES H=$DT_HOST T=$RANK,$WORLD_SIZE,$LOCAL_RANK,$LOCAL_WORLD_SIZE,$GROUP_RANK,$GROUP_WORLD_SIZE M=$MASTER_ADDR P=$MASTER_PORT ID=$DT_JOB_ID TL=${#DT_JOB_TOKEN} SGEJOB=${JOB_ID:-none} PWD=$(pwd)"; echo "e$DT_RANK" >&2' \
+    >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 0 ] || fail "4-rank env job exited $rc: $(cat "$T/e")"
+for r in 0 1 2 3; do
+    grep -q "^\[$r\] R=$r/4 L=$r/4 N=0/1 H=$HOST T=$r,4,$r,4,0,1 M=$HOST P=[0-9][0-9]* ID=[0-9a-f][0-9a-f]* TL=64 SGEJOB=[0-9][0-9]* PWD=$(pwd)\$" "$T/o" \
+        || fail "rank $r: environment wrong or missing: $(cat "$T/o")"
+    grep -qx "\[$r\] e$r" "$T/e" || fail "rank $r: stderr line missing: $(cat "$T/e")"
+done
+[ "$(wc -l <"$T/o")" -eq 4 ] || fail "want 4 stdout lines: $(cat "$T/o")"
+[ "$(sed -n 's/.* ID=\([0-9a-f]*\) .*/\1/p' "$T/o" | sort -u | wc -l)" -eq 1 ] \
+    || fail "ranks disagree on DT_JOB_ID"
+grep -q "sge: job [0-9]* (dt-" "$T/e" || fail "no submission message: $(cat "$T/e")"
+[ -z "$(ls -A "$T/shared")" ] || fail "job directory left behind: $(ls -A "$T/shared")"
+wait_jobs_gone || fail "job still in qstat: $(qstat)"
+ok "environment, ranks and per-rank output"
+
+# --- 2. arguments reach the worker exactly --------------------------------
+run -n 1 -- printf '<%s>\n' 'two words' "it's" '$HOME' 'a"b' '*' '' >"$T/o" 2>"$T/e" \
+    || fail "quoting job failed: $(cat "$T/e")"
+printf '[0] <%s>\n' 'two words' "it's" '$HOME' 'a"b' '*' '' >"$T/want"
+cmp -s "$T/o" "$T/want" || fail "arguments changed on the way: $(cat "$T/o")"
+ok "argument quoting"
+
+# --- 3. the token: in no argv (any process), not in qstat -j --------------
+run -n 2 -- sh -c 'ps -eo args >"$0.ps.$DT_RANK"; qstat -j "$JOB_ID" >"$0.qstat.$DT_RANK" 2>&1; echo "$DT_JOB_TOKEN" >"$0.tok.$DT_RANK"' "$T/$MARK" \
+    >"$T/o" 2>"$T/e" || fail "token job failed: $(cat "$T/e")"
+tok=$(cat "$T/$MARK.tok.0" 2>/dev/null)
+[ ${#tok} -eq 64 ] && [ "$tok" = "$(cat "$T/$MARK.tok.1")" ] || fail "token missing or different between ranks"
+grep -q "$MARK" "$T/$MARK.ps.0" || fail "ps snapshot missed the job"
+grep -q "env_list\|job_number" "$T/$MARK.qstat.0" || fail "qstat -j gave nothing: $(cat "$T/$MARK.qstat.0")"
+if [ -n "$tok" ] && grep -q "$tok" "$T/$MARK.ps.0" "$T/$MARK.ps.1" "$T/$MARK.qstat.0" "$T/o" "$T/e"; then
+    fail "the job token is visible in ps, qstat -j or dtctl's output"
+fi
+if grep -rqs "$tok" "$SGE_ROOT/execd" 2>/dev/null; then fail "the token is in SGE's spool"; fi
+ok "token not in argv, qstat -j, spool or logs"
+
+# --- 4. a failing rank: its code and host, the others stopped -------------
+run -n 4 -- sh -c 'if [ $DT_RANK = 2 ]; then sleep 1; exit 7; fi; exec sleep 100' "$MARK-fail" \
+    >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 7 ] || fail "want exit 7 from rank 2, got $rc: $(cat "$T/e")"
+grep -q "rank 2 on $HOST exited with code 7" "$T/e" || fail "error does not name rank 2 and host: $(cat "$T/e")"
+grep -q "qdel" "$T/e" || fail "the job was not qdel'ed: $(cat "$T/e")"
+wait_jobs_gone || fail "job still in qstat after the failure: $(qstat)"
+if leftovers "$MARK-fail"; then fail "workers left: $(pgrep -fa "$MARK-fail")"; fi
+ok "failure: exit code, rank and host, nothing left"
+
+# --- 5. SIGINT to dtctl qdels the job -------------------------------------
+"$DTCTL" run $TR --launcher=sge -n 3 -- sh -c 'echo up; exec sleep 100' "$MARK-int" >"$T/o" 2>"$T/e" &
+bg=$!
+for i in $(seq 300); do [ "$(grep -c up "$T/o")" -eq 3 ] && break; sleep 0.1; done
+[ "$(grep -c up "$T/o")" -eq 3 ] || fail "SIGINT test: workers did not start: $(cat "$T/e")"
+kill -INT $bg
+( sleep 60; kill -KILL $bg 2>/dev/null ) & guard=$!
+wait $bg; rc=$?
+kill $guard 2>/dev/null
+[ $rc -eq 130 ] || fail "SIGINT: want exit 130, got $rc: $(cat "$T/e")"
+grep -q "qdel" "$T/e" || fail "SIGINT did not qdel: $(cat "$T/e")"
+wait_jobs_gone || fail "job still in qstat after SIGINT: $(qstat)"
+if leftovers "$MARK-int"; then fail "workers left after SIGINT: $(pgrep -fa "$MARK-int")"; fi
+ok "SIGINT qdels the job, nothing left"
+
+# --- 6. a job SGE rejects is explained -------------------------------------
+run -n 2 --set launcher.sge.pe=nosuchpe -- true >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 127 ] || fail "unknown PE: want 127, got $rc"
+grep -q "qsub rejected the job" "$T/e" && grep -q "nosuchpe" "$T/e" || fail "unclear rejection: $(cat "$T/e")"
+run -n 9 -- true >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 127 ] || fail "9 slots on a 4-slot cluster: want 127 (rejected by -w e), got $rc: $(cat "$T/e")"
+ok "rejected submissions"
+
+# --- 7. a real dt job, when the example is built ---------------------------
+if [ -x "$top_builddir/examples/allreduce" ]; then
+    run -n 4 -- "$top_builddir/examples/allreduce" >"$T/o" 2>"$T/e"; rc=$?
+    [ $rc -eq 0 ] || fail "examples/allreduce under SGE exited $rc: $(tail -5 "$T/e")"
+    ok "examples/allreduce, 4 ranks under SGE"
+else
+    echo "note: examples/allreduce is not built; skipped the dt job check"
+fi
+
+[ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+echo "all launcher_sge checks passed"

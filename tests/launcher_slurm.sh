@@ -1,0 +1,136 @@
+#!/bin/sh
+# launcher_slurm.sh — `dtctl run --launcher=slurm` against a real Slurm:
+# this script starts its own single-node munged + slurmctld + slurmd in a
+# temp dir on private ports (tests/fixtures/slurm-cluster.sh) and always
+# stops them. Checks: a real dt job (examples/allreduce) in a new
+# allocation (salloc + srun) and inside one (srun only), the worker
+# environment from Slurm's variables, the exit status and name of a
+# failing rank, a killed worker, Ctrl-C (scancel) leaving no process and
+# no job, and an impossible request failing at once.
+set -u
+
+: "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
+: "${top_srcdir:?}" "${top_builddir:?}"
+PATH=$PATH:/usr/sbin
+for t in slurmctld slurmd munged srun salloc; do
+    command -v $t >/dev/null 2>&1 || {
+        echo "SKIP: $t is not installed (Debian: apt install slurm-wlm munge)"
+        exit 77
+    }
+done
+if ! "$DTCTL" plugins | grep -q '^launcher *slurm .*available'; then
+    echo "SKIP: the slurm launcher plugin is not available:"
+    "$DTCTL" plugins | grep slurm
+    exit 77
+fi
+T=$(mktemp -d "${TMPDIR:-/tmp}/dt-slurm.XXXXXX") || exit 99
+chmod 755 "$T"
+MARK="dtslurmtest$$"
+. "$top_srcdir/tests/fixtures/slurm-cluster.sh"
+cleanup() {
+    scancel --user=root >/dev/null 2>&1
+    slurm_cluster_stop
+    pkill -KILL -f "$MARK" 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+if ! slurm_cluster_start "$T/cluster" 2>"$T/why"; then
+    echo "SKIP: a private Slurm could not start here: $(cat "$T/why")"
+    exit 77
+fi
+echo "slurm is up (SLURM_CONF=$SLURM_CONF)"
+
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+unset DT_RANK DT_WORLD_SIZE DT_RENDEZVOUS DT_JOB_TOKEN OMPI_COMM_WORLD_RANK \
+    SLURM_PROCID SLURM_JOB_ID 2>/dev/null
+export DT_CLUSTER_KILL_GRACE=3s
+run() { timeout -k 5 90 "$DTCTL" run --launcher=slurm "$@"; }
+leftovers() { pgrep -f "$MARK" >/dev/null 2>&1; }
+jobs_left() { [ -n "$(squeue -h -o %i 2>/dev/null)" ]; }
+# Slurm ends a cancelled job's steps asynchronously: wait (bounded).
+settle() {
+    i=0
+    while { leftovers || jobs_left; } && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
+}
+
+# --- 1. a real dt job in a new allocation ----------------------------------
+ex="$top_builddir/examples/allreduce"
+if run -n 4 -- "$ex" >"$T/o" 2>"$T/e" &&
+    grep -q '^\[0\] allreduce example: 4 ranks, all collectives correct' "$T/o"; then
+    ok "allreduce example, 4 ranks, salloc + srun"
+else
+    fail "allreduce under slurm: $(cat "$T/o" "$T/e")"
+fi
+
+# --- 2. environment from Slurm's variables -------------------------------------
+host=$(hostname -s)
+run -n 3 --set launcher.slurm.job_name=envtest -- sh -c 'echo "R=$DT_RANK/$DT_WORLD_SIZE L=$DT_LOCAL_RANK/$DT_LOCAL_SIZE N=$DT_NODE_RANK/$DT_NUM_NODES H=$DT_HOST T=$RANK/$WORLD_SIZE/$LOCAL_RANK/$LOCAL_WORLD_SIZE/$GROUP_RANK S=$SLURM_PROCID J=$SLURM_JOB_NAME TL=${#DT_JOB_TOKEN}"' \
+    >"$T/o" 2>"$T/e" || fail "env job exited $?: $(cat "$T/e")"
+for r in 0 1 2; do
+    grep -q "^\[$r\] R=$r/3 L=$r/3 N=0/1 H=$host T=$r/3/$r/3/0 S=$r J=envtest-[0-9a-f]* TL=64\$" "$T/o" ||
+        fail "rank $r environment wrong: $(cat "$T/o")"
+done
+grep -q 'dt-exit:' "$T/o" "$T/e" && fail "exit markers leaked into the output"
+ok "worker environment from SLURM_PROCID/LOCALID/NODEID"
+
+# --- 3. inside an allocation: srun only, in that job ----------------------------
+salloc -n 3 --job-name=outer "$DTCTL" run --launcher=slurm -n 3 -- \
+    sh -c 'echo "job=$SLURM_JOB_ID rank=$DT_RANK"' >"$T/o" 2>"$T/e"
+rc=$?
+n=$(sed -n 's/^\[[0-9]\] job=\([0-9]*\) rank=.*/\1/p' "$T/o" | sort -u | wc -l)
+outer=$(sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p' "$T/e")
+[ $rc -eq 0 ] && [ "$n" -eq 1 ] && grep -q "^\[0\] job=$outer rank=0" "$T/o" ||
+    fail "inside salloc (job $outer): rc=$rc: $(cat "$T/o" "$T/e")"
+ok "inside an allocation the ranks run in it (job $outer)"
+
+# --- 4. failure: rank and exit status ---------------------------------------------
+run -n 3 -- sh -c "if [ \$DT_RANK = 1 ]; then exit 7; fi; sleep 60 # $MARK" \
+    >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 7 ] || fail "want exit 7 from rank 1, got $rc: $(cat "$T/e")"
+grep -q "rank 1 on $host exited with code 7" "$T/e" || fail "rank 1 not named: $(cat "$T/e")"
+settle
+leftovers && fail "workers left after a failing rank: $(pgrep -fa "$MARK")"
+jobs_left && fail "jobs left after a failing rank: $(squeue)"
+ok "exit status 7 of rank 1 propagated, no process or job left"
+
+# --- 5. a worker killed by SIGKILL ----------------------------------------------------
+rm -f "$T"/pid.*
+run -n 3 -- sh -c "sh -c 'sleep 60; true # $MARK-bg' & echo \$\$ >$T/pid.\$DT_RANK; sleep 60 # $MARK" \
+    >"$T/o" 2>"$T/e" &
+dtpid=$!
+i=0
+while [ ! -s "$T/pid.2" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+[ -s "$T/pid.2" ] && kill -KILL "$(cat "$T/pid.2")"
+wait $dtpid; rc=$?
+[ $rc -eq 137 ] || fail "want 137 for a SIGKILLed rank, got $rc: $(cat "$T/e")"
+grep -q "rank 2 on $host was killed by signal 9" "$T/e" || fail "rank 2 not named: $(cat "$T/e")"
+settle
+leftovers && fail "processes left after a killed worker: $(pgrep -fa "$MARK")"
+jobs_left && fail "jobs left after a killed worker: $(squeue)"
+ok "killed worker named, no process or job left"
+
+# --- 6. Ctrl-C: scancel, nothing left -------------------------------------------------
+rm -f "$T"/pid.*
+run -n 3 -- sh -c "echo \$\$ >$T/pid.\$DT_RANK; sleep 60 # $MARK" >"$T/o" 2>"$T/e" &
+dtpid=$!
+i=0
+while [ "$(ls "$T" | grep -c '^pid\.')" -lt 3 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+kill -INT "$(pgrep -P $dtpid)"
+wait $dtpid; rc=$?
+[ $rc -eq 130 ] || fail "want 130 after SIGINT, got $rc: $(cat "$T/e")"
+settle
+leftovers && fail "processes left after Ctrl-C: $(pgrep -fa "$MARK")"
+jobs_left && fail "jobs left after Ctrl-C: $(squeue)"
+ok "Ctrl-C cancels the job (exit 130), nothing left"
+
+# --- 7. an impossible request fails at once, with Slurm's reason -----------------------
+run -n 2 --set launcher.slurm.partition=no-such-partition -- true >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -ne 0 ] && grep -qi 'partition' "$T/e" ||
+    fail "bad partition: rc=$rc: $(cat "$T/e")"
+ok "bad partition refused (exit $rc) with Slurm's reason"
+
+[ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+echo "all slurm launcher checks passed"

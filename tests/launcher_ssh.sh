@@ -1,0 +1,206 @@
+#!/bin/sh
+# launcher_ssh.sh — the ssh launcher against a real sshd on 127.0.0.1 (a
+# free port, generated host and user keys, host-key checking on): ranks,
+# environment, working directory, exit codes, host keys (unknown, wrong,
+# accept-new), an unreachable host, stop signals, dtctl killed outright,
+# no leftover processes, the token in no argv.
+set -u
+
+: "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
+: "${top_srcdir:?}" "${top_builddir:?}"
+"$DTCTL" plugins | grep -q '^launcher *ssh .*available' ||
+    { echo "SKIP: the ssh launcher is not built (libssh-dev missing at configure)"; exit 77; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/dt-ssh.XXXXXX") || exit 99
+FX="$top_srcdir/tests/fixtures/sshd-loopback.sh"
+MARK="dtsshtest$$"            # unique word in every worker command line
+SL=$((100000 + $$))           # a sleep no other test runs: "sleep $SL"
+cleanup() {
+    pkill -KILL -f "$MARK" 2>/dev/null
+    sh "$FX" stop "$T/sshd"
+    rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+sh "$FX" start "$T/sshd"
+rc=$?
+[ $rc -eq 0 ] || exit $rc # 77 with its reason, or a real failure
+. "$T/sshd/env"
+
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+# [launcher.ssh] through the environment; one host, this port.
+export DT_LAUNCHER_SSH_IDENTITY="$SSH_KEY"
+export DT_LAUNCHER_SSH_KNOWN_HOSTS="$SSH_KNOWN_HOSTS"
+export DT_LAUNCHER_SSH_USE_AGENT=no
+export DT_LAUNCHER_SSH_CONNECT_TIMEOUT=10s
+export DT_CLUSTER_KILL_GRACE=2s
+printf '127.0.0.1 slots=4 port=%s\n' "$SSH_PORT" >"$T/hosts"
+dt() { timeout -k 5 60 "$DTCTL" "$@"; }
+# Wait for a background dtctl, but never forever: its exit code in $rc.
+bounded_wait() {
+    i=0
+    while kill -0 "$1" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+    kill -KILL "$1" 2>/dev/null
+    wait "$1"
+    rc=$?
+}
+run() { dt run --launcher=ssh --hostfile "$T/hosts" "$@"; }
+# Worker shells of this test ("sh -c : MARK; ..."), and their process
+# groups: the worker, whatever it started, the launcher's watchdog.
+leftovers() { pgrep -f "^sh -c : $MARK" 2>/dev/null; }
+job_groups() {
+    ps -eo pgid=,args= | awk -v m=": $MARK;" '$2 == "sh" && $3 == "-c" && index($0, m) { print $1 }' |
+        sort -u | paste -sd, -
+}
+# 0 once no worker shell and no process of the groups $1 is left (10 s).
+wait_gone() {
+    i=0
+    while { leftovers || { [ -n "$1" ] && pgrep -g "$1"; }; } >/dev/null && [ $i -lt 100 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    ! leftovers >/dev/null && { [ -z "$1" ] || ! pgrep -g "$1" >/dev/null; }
+}
+
+# --- 1. ranks, environment, directory, output streams, exit code ----------
+mkdir -p "$T/wd"
+out=$(cd "$T/wd" && run -n 3 -- sh -c ": $MARK; echo \"r=\$DT_RANK/\$WORLD_SIZE l=\$LOCAL_RANK h=\$DT_HOST tl=\${#DT_JOB_TOKEN} pwd=\$(pwd)\"; echo e\$DT_RANK >&2" 2>"$T/err")
+rc=$?
+[ $rc -eq 0 ] || fail "3 ranks over ssh exited $rc: $(cat "$T/err")"
+for r in 0 1 2; do
+    echo "$out" | grep -qx "\[$r\] r=$r/3 l=$r h=127.0.0.1 tl=64 pwd=$T/wd" ||
+        fail "rank $r line missing or wrong in: $out"
+    grep -qx "\[$r\] e$r" "$T/err" || fail "rank $r stderr not forwarded: $(cat "$T/err")"
+done
+ok "3 ranks: environment, dtctl's directory, stdout and stderr per rank"
+
+# Values that need quoting arrive byte for byte; [cluster] workdir is used.
+dt run --launcher=ssh --hostfile "$T/hosts" -n 1 --set "cluster.workdir=$T" \
+    -- sh -c ': '"$MARK"'; pwd; printf "%s|" "$@"' x "a b" "it's" '$HOME' 'x
+y' >"$T/q" 2>"$T/err" || fail "quoting job failed: $(cat "$T/err")"
+printf '[0] %s\n[0] %s\n' "$T" "a b|it's|\$HOME|x" >"$T/q.want"
+echo "[0] y|" >>"$T/q.want"
+cmp -s "$T/q" "$T/q.want" || fail "arguments or workdir changed on the way: $(cat "$T/q")"
+ok "arguments with spaces, quotes, \$ and newlines; [cluster] workdir"
+
+# Much more output than a channel window: nothing lost, nothing stalls.
+n=$(run -n 2 -- sh -c ": $MARK; seq 1 200000; seq 1 50000 >&2" 2>"$T/err" | grep -c '^\[[01]\] [0-9]*$')
+[ "$n" -eq 400000 ] && [ "$(grep -c '^\[[01]\] [0-9]*$' "$T/err")" -eq 100000 ] ||
+    fail "bulk output: want 400000 stdout and 100000 stderr lines, got $n and $(wc -l <"$T/err")"
+ok "bulk output (several MB) forwarded completely"
+
+run -n 2 -- sh -c ": $MARK; exit \$((DT_RANK * 7))" 2>"$T/err"
+rc=$?
+[ $rc -eq 7 ] || fail "want exit 7 from rank 1, got $rc"
+grep -q "rank 1 on 127.0.0.1 exited with code 7" "$T/err" || fail "failure not named: $(cat "$T/err")"
+ok "first failure's exit code and rank/host"
+
+run -n 1 -- sh -c ": $MARK; kill -s SEGV \$\$" 2>"$T/err"
+rc=$?
+[ $rc -eq 139 ] || fail "a worker killed by SIGSEGV: want 139, got $rc ($(cat "$T/err"))"
+ok "exit signal from the channel (128+11)"
+
+run -n 1 --set "launcher.ssh.workdir=$T/nonexistent" -- true 2>"$T/err"
+rc=$?
+[ $rc -eq 127 ] && grep -q "nonexistent" "$T/err" ||
+    fail "missing workdir: want 127 naming it, got $rc: $(cat "$T/err")"
+ok "a missing working directory fails the start, named"
+
+# --- 2. host keys -----------------------------------------------------------
+fp=$(ssh-keygen -lf "$T/sshd/host_lo.pub" | awk '{print $2}')
+ssh-keygen -q -t ed25519 -N '' -f "$T/otherkey"
+echo "[127.0.0.1]:$SSH_PORT $(cut -d' ' -f1,2 "$T/otherkey.pub")" >"$T/wrong_known"
+DT_LAUNCHER_SSH_KNOWN_HOSTS="$T/wrong_known" run -n 1 -- sh -c ": $MARK; echo RAN" >"$T/o" 2>"$T/err"
+rc=$?
+[ $rc -eq 127 ] || fail "wrong host key: want 127, got $rc"
+grep -q RAN "$T/o" && fail "wrong host key: the command ran"
+grep -q "CHANGED" "$T/err" && grep -qF "$fp" "$T/err" && grep -q "ssh-keygen -R" "$T/err" ||
+    fail "wrong host key message lacks CHANGED, the fingerprint $fp or the fix: $(cat "$T/err")"
+ok "a wrong host key is refused with its fingerprint and the fix"
+DT_LAUNCHER_SSH_KNOWN_HOSTS="$T/wrong_known" dt check --launcher=ssh --hostfile "$T/hosts" >"$T/o" 2>&1
+rc=$?
+[ $rc -eq 1 ] && grep -q "^127.0.0.1 *launcher *FAIL .*CHANGED" "$T/o" && grep -qF "$fp" "$T/o" ||
+    fail "dtctl check with a wrong host key: want 1 and a FAIL row with $fp, got $rc: $(cat "$T/o")"
+dt check --launcher=ssh --hostfile "$T/hosts" >"$T/o" 2>&1 ||
+    fail "dtctl check on a good sshd failed: $(cat "$T/o")"
+ok "dtctl check: a wrong host key fails with the fingerprint; a good host passes"
+
+: >"$T/empty_known"
+DT_LAUNCHER_SSH_KNOWN_HOSTS="$T/empty_known" run -n 1 -- sh -c ": $MARK; echo RAN" >"$T/o" 2>"$T/err"
+rc=$?
+[ $rc -eq 127 ] && ! grep -q RAN "$T/o" || fail "unknown host key: want 127 and nothing run, got $rc"
+grep -q "not known" "$T/err" && grep -qF "$fp" "$T/err" && grep -q "ssh-keyscan -p $SSH_PORT 127.0.0.1 >> $T/empty_known" "$T/err" ||
+    fail "unknown host key message lacks the fingerprint or the command: $(cat "$T/err")"
+ok "an unknown host key is refused with the fingerprint and the ssh-keyscan command"
+
+DT_LAUNCHER_SSH_KNOWN_HOSTS="$T/empty_known" run -n 1 --set launcher.ssh.accept_new_host_keys=yes \
+    -- sh -c ": $MARK; echo RAN" >"$T/o" 2>"$T/err" || fail "accept_new_host_keys=yes did not run: $(cat "$T/err")"
+grep -q RAN "$T/o" && grep -q "127.0.0.1" "$T/empty_known" ||
+    fail "accept_new_host_keys=yes: not run or key not recorded"
+# ...and the recorded key is the real one: strict checking passes now.
+DT_LAUNCHER_SSH_KNOWN_HOSTS="$T/empty_known" run -n 1 -- true 2>"$T/err" ||
+    fail "the key recorded by accept_new_host_keys is not accepted later: $(cat "$T/err")"
+ok "accept_new_host_keys = yes records the key (explicit opt-in)"
+
+# --- 3. an unreachable host fails fast, named -------------------------------
+dead=$(( SSH_PORT == 65000 ? 65001 : 65000 ))
+printf '127.0.0.1 slots=1 port=%s\nlocalhost slots=1 port=%s\n' "$SSH_PORT" "$dead" >"$T/hosts2"
+dt run --launcher=ssh --hostfile "$T/hosts2" -n 2 -- sh -c ": $MARK; sleep 30" 2>"$T/err"
+rc=$?
+[ $rc -eq 127 ] || fail "unreachable host: want 127, got $rc"
+grep -q "host localhost:$dead: cannot connect" "$T/err" || fail "unreachable host not named: $(cat "$T/err")"
+wait_gone "" || fail "workers left after the failed start: $(leftovers)"
+ok "an unreachable host fails the launch, named with its cause; nothing left running"
+
+# --- 4. stop signals, failure kills the others, no leftovers ----------------
+bg() { "$DTCTL" run --launcher=ssh --hostfile "$T/hosts" "$@" & }
+bg -n 3 -- sh -c ": $MARK; sleep $SL & sleep $SL" 2>"$T/err"
+job=$!
+i=0
+while [ "$(pgrep -fx "sleep $SL" | wc -l)" -lt 6 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(pgrep -fx "sleep $SL" | wc -l)" -ge 6 ] || fail "the 3 workers did not start their sleeps"
+groups=$(job_groups)
+[ "$(echo "$groups" | tr ',' '\n' | wc -l)" -eq 3 ] || fail "want 3 worker process groups, got '$groups'"
+# The token is in the workers' environment but in no process's argv.
+w=$(pgrep -f "^sh -c : $MARK" | head -n 1)
+tok=$(tr '\0' '\n' <"/proc/$w/environ" 2>/dev/null | sed -n 's/^DT_JOB_TOKEN=//p')
+[ ${#tok} -eq 64 ] || fail "could not read the token from a worker's environment"
+# (from a file: on grep's own command line it would find itself)
+printf '%s\n' "$tok" >"$T/tok"
+if [ -n "$tok" ] && grep -lF -f "$T/tok" /proc/[0-9]*/cmdline 2>/dev/null | grep -q .; then
+    fail "the job token appears in a command line: $(grep -lF -f "$T/tok" /proc/[0-9]*/cmdline)"
+fi
+ok "the token reaches the workers and is in no argv"
+pkill -KILL -o -f "^sh -c : $MARK" # one worker dies
+bounded_wait $job
+[ $rc -eq 137 ] || fail "a killed worker: want dtctl to exit 137, got $rc ($(cat "$T/err"))"
+wait_gone "$groups" || fail "processes left after a worker was killed: $(pgrep -a -g "$groups")"
+ok "one worker killed: exit 137, the others and their children stopped"
+
+bg -n 2 -- sh -c ": $MARK; sleep $SL" 2>"$T/err"
+job=$!
+i=0
+while [ "$(pgrep -fx "sleep $SL" | wc -l)" -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+groups=$(job_groups)
+kill -TERM "$job"
+bounded_wait $job
+[ $rc -eq 143 ] || fail "SIGTERM to dtctl: want 143, got $rc"
+wait_gone "$groups" || fail "processes left after SIGTERM: $(pgrep -a -g "$groups")"
+ok "SIGTERM to dtctl stops every remote worker"
+
+# dtctl killed outright: the channels close and each watchdog kills its group.
+bg -n 2 -- sh -c ": $MARK; sleep $SL & sleep $SL" 2>/dev/null
+job=$!
+i=0
+while [ "$(pgrep -fx "sleep $SL" | wc -l)" -lt 4 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+groups=$(job_groups)
+[ -n "$groups" ] || fail "no worker groups found before killing dtctl"
+kill -KILL "$job"
+bounded_wait $job
+wait_gone "$groups" || fail "workers survived dtctl being killed: $(pgrep -a -g "$groups")"
+ok "dtctl killed with SIGKILL: no worker survives"
+
+[ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "all ssh launcher tests passed"

@@ -1,0 +1,152 @@
+#!/bin/sh
+# launcher_ssh_netns.sh — a 2-host x 2-slot job over the ssh launcher
+# across two "hosts" in network namespaces (own sshd, own hostname, own
+# address on a bridge), with the job's traffic on the interface chosen by
+# [cluster] interface: ranks land host by host, the allreduce example
+# passes, a killed worker stops the job and nothing of it remains on any
+# host, and the job token is in no argv on any host.
+set -u
+
+: "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
+: "${top_srcdir:?}" "${top_builddir:?}"
+"$DTCTL" plugins | grep -q '^launcher *ssh .*available' ||
+    { echo "SKIP: the ssh launcher is not built (libssh-dev missing at configure)"; exit 77; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/dt-sshns.XXXXXX") || exit 99
+FX="$top_srcdir/tests/fixtures/netns-hosts.sh"
+MARK="dtsshns$$"
+SL=$((200000 + $$))           # a sleep no other test runs: "sleep $SL"
+cleanup() {
+    pkill -KILL -f "$MARK" 2>/dev/null
+    sh "$FX" stop "$T/ns"
+    rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+sh "$FX" start "$T/ns" 2
+rc=$?
+[ $rc -eq 0 ] || exit $rc # 77 with its reason, or a real failure
+. "$T/ns/env"
+set -- $NETNS_HOSTS
+H1=$1 H2=$2
+set -- $NETNS_NAMES
+NS1=$1 NS2=$2
+
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+export DT_LAUNCHER_SSH_IDENTITY="$SSH_KEY"
+export DT_LAUNCHER_SSH_KNOWN_HOSTS="$SSH_KNOWN_HOSTS"
+export DT_LAUNCHER_SSH_USE_AGENT=no
+export DT_CLUSTER_KILL_GRACE=2s
+export DT_CLUSTER_INTERFACE="$NETNS_SUBNET"
+printf '%s slots=2\n%s slots=2\n' "$H1" "$H2" >"$T/hosts"
+run() { timeout -k 5 120 "$DTCTL" run --launcher=ssh --hostfile "$T/hosts" "$@"; }
+
+# Processes running inside a namespace other than its sshd listener.
+ns_strays() {
+    listener=$(cat "$T/ns/sshd_h$2.pid" 2>/dev/null)
+    for p in $(ip netns pids "$1"); do
+        [ "$p" = "$listener" ] || echo "$p"
+    done
+}
+# 0 once neither host runs anything but its sshd (sessions end too; 15 s).
+hosts_clean() {
+    i=0
+    while [ -n "$(ns_strays "$NS1" 1)$(ns_strays "$NS2" 2)" ] && [ $i -lt 150 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    [ -z "$(ns_strays "$NS1" 1)$(ns_strays "$NS2" 2)" ]
+}
+strays_text() {
+    for p in $(ns_strays "$NS1" 1) $(ns_strays "$NS2" 2); do
+        printf '%s ' "$p:$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
+    done
+}
+
+# --- 1. ranks host by host, each on its own host name ----------------------
+out=$(run -n 4 -- sh -c ": $MARK; echo \"\$DT_RANK \$DT_HOST \$(hostname) \$LOCAL_RANK \$DT_NODE_RANK \$DT_WORLD_SIZE\"" 2>"$T/err")
+rc=$?
+[ $rc -eq 0 ] || fail "2x2 echo job exited $rc: $(cat "$T/err")"
+for want in "0 $H1 h1 0 0 4" "1 $H1 h1 1 0 4" "2 $H2 h2 0 1 4" "3 $H2 h2 1 1 4"; do
+    r=${want%% *}
+    echo "$out" | grep -qx "\[$r\] $want" || fail "rank $r: want '$want' in: $out"
+done
+ok "2 hosts x 2 slots: ranks, hosts, host names, local and node ranks"
+hosts_clean || fail "processes left on the hosts after a clean job: $(strays_text)"
+
+# --- 2. a real dt job across the interface ---------------------------------
+ex="$top_builddir/examples/allreduce"
+if [ -x "$ex" ]; then
+    run -n 4 -- "$ex" >"$T/o" 2>"$T/err"
+    rc=$?
+    [ $rc -eq 0 ] || fail "allreduce across the namespace hosts exited $rc: $(cat "$T/err")"
+    grep -q "4 ranks, all collectives correct" "$T/o" || fail "allreduce did not confirm: $(cat "$T/o")"
+    ok "examples/allreduce, 4 ranks on 2 hosts over $NETNS_SUBNET"
+else
+    echo "note: $ex not built; the allreduce part was not run"
+fi
+
+# --- 3. a worker killed: the job stops, nothing remains on any host --------
+"$DTCTL" run --launcher=ssh --hostfile "$T/hosts" -n 4 -- sh -c ": $MARK; sleep $SL & sleep $SL" >/dev/null 2>"$T/err" &
+job=$!
+i=0
+while [ "$(pgrep -fx "sleep $SL" | wc -l)" -lt 8 ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(pgrep -fx "sleep $SL" | wc -l)" -eq 8 ] || fail "the 4 workers did not all start"
+# The token: in a worker's environment, in no argv on any host.
+w=$(pgrep -f "^sh -c : $MARK" | head -n 1)
+tr '\0' '\n' <"/proc/$w/environ" 2>/dev/null | sed -n 's/^DT_JOB_TOKEN=//p' >"$T/tok"
+[ "$(wc -c <"$T/tok")" -eq 65 ] || fail "no token in a worker's environment"
+for ns in "$NS1" "$NS2"; do
+    for p in $(ip netns pids "$ns"); do
+        grep -qF -f "$T/tok" "/proc/$p/cmdline" 2>/dev/null &&
+            fail "the token is on the command line of pid $p in $ns"
+    done
+done
+grep -lF -f "$T/tok" /proc/[0-9]*/cmdline 2>/dev/null | grep -q . &&
+    fail "the token is on a command line on this machine"
+ok "the token reaches the workers on both hosts, in no argv anywhere"
+# Kill rank 2's worker (on h2).
+victim=$(for p in $(ip netns pids "$NS2"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "DT_RANK=2" &&
+        tr '\0' ' ' <"/proc/$p/cmdline" | grep -q "^sh -c : $MARK" && echo "$p"
+done | head -n 1)
+[ -n "$victim" ] || fail "rank 2's worker not found in $NS2"
+kill -KILL "$victim"
+i=0
+while kill -0 $job 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+kill -KILL $job 2>/dev/null
+wait $job
+rc=$?
+[ $rc -eq 137 ] || fail "want dtctl to exit 137 (rank 2 killed), got $rc: $(cat "$T/err")"
+grep -q "rank 2 on $H2 was killed by signal 9" "$T/err" || fail "the failure does not name rank 2 on $H2: $(cat "$T/err")"
+hosts_clean || fail "processes left on the hosts after the failure: $(strays_text)"
+pgrep -fx "sleep $SL" >/dev/null && fail "sleeps survived: $(pgrep -afx "sleep $SL")"
+ok "a killed worker stops the job (137, rank and host named); nothing left on either host"
+
+# --- 4. dtctl check across both hosts --------------------------------------
+timeout 120 "$DTCTL" check --launcher=ssh --hostfile "$T/hosts" >"$T/o" 2>&1
+rc=$?
+[ $rc -eq 0 ] || fail "dtctl check on two good hosts exited $rc: $(cat "$T/o")"
+grep -q "^$H1 *interface *ok *dt0 $H1" "$T/o" && grep -q "^$H2 *rendezvous *ok *reaches this machine at $NETNS_GATEWAY" "$T/o" ||
+    fail "dtctl check table lacks the interface/rendezvous rows: $(cat "$T/o")"
+ok "dtctl check passes on the namespace hosts (interface, rendezvous rows)"
+# An address nobody has: that host fails (named, with the cause), the
+# others still pass; a wrong interface fails on every host.
+dead=${NETNS_GATEWAY%.1}.250
+printf '%s slots=2\n%s slots=1\n' "$H1" "$dead" >"$T/hosts3"
+timeout 120 "$DTCTL" check --launcher=ssh --hostfile "$T/hosts3" \
+    --set launcher.ssh.connect_timeout=2s >"$T/o" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "dtctl check with a dead host: want 1, got $rc"
+grep -q "^$dead *launcher *FAIL .*cannot connect" "$T/o" && grep -q "^$H1 *launcher *ok" "$T/o" ||
+    fail "dtctl check does not name the dead host, or fails the good one: $(cat "$T/o")"
+timeout 120 "$DTCTL" check --launcher=ssh --hostfile "$T/hosts" --set cluster.interface=nosuch0 >"$T/o" 2>&1
+rc=$?
+[ $rc -eq 1 ] && grep -q "^$H2 *interface *FAIL *no interface matches .*nosuch0.*dt0 $H2" "$T/o" ||
+    fail "dtctl check with a wrong interface: want 1 and a FAIL row listing dt0, got $rc: $(cat "$T/o")"
+ok "dtctl check names an unreachable host and a missing interface, with the fix"
+
+[ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "all ssh namespace tests passed"

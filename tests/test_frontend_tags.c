@@ -1,0 +1,132 @@
+/* test_frontend_tags.c — the launchers' front-end output parsing: mpirun
+ * --tag-output (tags at chunk starts, also in mid-line), srun --label,
+ * tags split across reads, line assembly and exit markers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "../plugins/launcher/frontend/prologue.h"
+#include "../plugins/launcher/frontend/rank_lines.h"
+#include "../plugins/launcher/frontend/tag_stream.h"
+
+/* Lines collected as "rank fd text|" */
+static char got[4096];
+
+static void on_line(void *arg, int rank, int fd, const char *line, size_t len,
+                    int complete)
+{
+    (void)arg;
+    char one[512];
+    snprintf(one, sizeof one, "%d %d %.*s%s|", rank, fd, (int)len, line,
+             complete ? "" : "~");
+    strncat(got, one, sizeof got - strlen(got) - 1);
+}
+
+static void sink(void *arg, int rank, int fd, const char *data, size_t len)
+{
+    rank_lines_feed(arg, rank, fd, data, len);
+}
+
+/* Feed text in pieces of `step` bytes through one stream. */
+static void feed(frontend_tags_t style, int pipe_fd, const char *text,
+                 size_t step)
+{
+    rank_lines_t *l;
+    assert_int_equal(rank_lines_new(4, on_line, NULL, &l), DT_OK);
+    tag_stream_t s;
+    tag_stream_init(&s, style, pipe_fd);
+    size_t n = strlen(text);
+    for (size_t i = 0; i < n; i += step) {
+        size_t k = n - i < step ? n - i : step;
+        assert_int_equal(tag_stream_feed(&s, text + i, k, 0, sink, l), DT_OK);
+    }
+    assert_int_equal(tag_stream_feed(&s, NULL, 0, 1, sink, l), DT_OK);
+    rank_lines_flush(l);
+    tag_stream_free(&s);
+    rank_lines_free(l);
+}
+
+static void test_ompi_tags(void **state)
+{
+    (void)state;
+    const char *text = "[1,0]<stdout>:hello\n"
+                       "[1,2]<stderr>:oops\n"
+                       "[1,1]<stdout>:PM[1,3]<stdout>:x\n"
+                       "[1,1]<stdout>:IX\n"
+                       "mpirun says\n";
+    /* every split of the input gives the same lines */
+    for (size_t step = 1; step <= strlen(text); step++) {
+        got[0] = '\0';
+        feed(FRONTEND_TAGS_OMPI, 1, text, step);
+        assert_string_equal(got, "0 1 hello|2 2 oops|3 1 x|1 1 PMIX|"
+                                 "-1 1 mpirun says|");
+    }
+}
+
+static void test_slurm_labels(void **state)
+{
+    (void)state;
+    const char *text = " 0: a\n10: b: c\nsrun: error: x\n 3: [1,0]<stdout>:y";
+    for (size_t step = 1; step <= strlen(text); step++) {
+        got[0] = '\0';
+        feed(FRONTEND_TAGS_SLURM, 2, text, step);
+        /* rank 10 is outside np=4: the front-end's */
+        assert_string_equal(got, "0 2 a|-1 2 b: c|-1 2 srun: error: x|"
+                                 "3 2 [1,0]<stdout>:y~|");
+    }
+}
+
+static void test_tag_match_partial(void **state)
+{
+    (void)state;
+    int rank, fd;
+    size_t tl;
+    assert_int_equal(tag_match(FRONTEND_TAGS_OMPI, "[12,3]<std", 10, &rank,
+                               &fd, &tl), -1);
+    assert_int_equal(tag_match(FRONTEND_TAGS_OMPI, "[12,3]<stdx", 11, &rank,
+                               &fd, &tl), 0);
+    assert_int_equal(tag_match(FRONTEND_TAGS_OMPI, "[12,3]<stddiag>:z", 17,
+                               &rank, &fd, &tl), 1);
+    assert_int_equal(rank, 3);
+    assert_int_equal(fd, 2);
+    assert_int_equal(tl, 16);
+    assert_int_equal(tag_match(FRONTEND_TAGS_SLURM, "  12", 4, &rank, &fd,
+                               &tl), -1);
+    assert_int_equal(tag_match(FRONTEND_TAGS_SLURM, "x: 1", 4, &rank, &fd,
+                               &tl), 0);
+}
+
+static void test_marker(void **state)
+{
+    (void)state;
+    int status;
+    const char *host;
+    size_t hl;
+    const char *ok = "dt-exit:abcd:137:node7";
+    assert_int_equal(prologue_parse_marker(ok, strlen(ok), "abcd", &status,
+                                           &host, &hl), 1);
+    assert_int_equal(status, 137);
+    assert_int_equal(hl, 5);
+    assert_memory_equal(host, "node7", 5);
+    const char *wrong = "dt-exit:abce:1:h";
+    assert_int_equal(prologue_parse_marker(wrong, strlen(wrong), "abcd",
+                                           &status, &host, &hl), 0);
+    const char *nonum = "dt-exit:abcd::h";
+    assert_int_equal(prologue_parse_marker(nonum, strlen(nonum), "abcd",
+                                           &status, &host, &hl), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ompi_tags),
+        cmocka_unit_test(test_slurm_labels),
+        cmocka_unit_test(test_tag_match_partial),
+        cmocka_unit_test(test_marker),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

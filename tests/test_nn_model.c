@@ -1,0 +1,271 @@
+/* test_nn_model.c — layer strings (errors point at the token), seeded
+ * initialization, the gradient-ready callback, and a short training run
+ * that must learn a separable task. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <dt/log.h>
+#include "nn_testutil.h"
+#include "stderr_capture.h"
+
+#define CNN "conv(32,3,pad=1) relu maxpool(2) conv(64,3,pad=1) relu " \
+            "maxpool(2) flatten linear(128) relu linear(10)"
+
+static void test_parse_cnn(void **state)
+{
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse(CNN, NULL, 1, 28, 28, 10, &m, NULL),
+                     DT_OK);
+    /* conv1 32*9+32, conv2 64*32*9+64, fc 3136*128+128, out 128*10+10 */
+    assert_int_equal(dt_model_nparams(m),
+                     320 + 18496 + (3136 * 128 + 128) + 1290);
+    dt_model_free(m);
+    assert_int_equal(dt_model_parse("flatten, linear(256) relu linear(128)"
+                                    " relu dropout(0.2) linear( out = 10 )",
+                                    NULL, 1, 28, 28, 10, &m, NULL), DT_OK);
+    assert_int_equal(dt_model_nparams(m),
+                     784 * 256 + 256 + 256 * 128 + 128 + 1290);
+    dt_model_free(m);
+}
+
+/* The error must name the problem, and the caret line must sit under the
+ * token at `col` in the echoed string. */
+static void expect_error(const char *layers, int col, const char *words)
+{
+    dt_model_t *m = NULL;
+    dt_model_error_t err;
+    capture_t cap;
+    capture_begin(&cap);
+    dt_status_t st = dt_model_parse(layers, "job.ini:3", 1, 28, 28, 10, &m,
+                                    &err);
+    char *text = capture_end(&cap);
+    assert_int_equal(st, DT_ERR_CONFIG);
+    assert_null(m);
+    assert_int_equal(err.column, col);
+    assert_non_null(strstr(err.message, words));
+    assert_non_null(strstr(text, "job.ini:3: "));
+    assert_non_null(strstr(text, words));
+    /* Find the echoed string, then the caret line right after it. */
+    char *echo = strstr(text, layers);
+    assert_non_null(echo);
+    char *line_start = echo;
+    while (line_start > text && line_start[-1] != '\n')
+        line_start--;
+    char *next = strchr(echo, '\n');
+    assert_non_null(next);
+    next++;
+    size_t prefix = (size_t)(echo - line_start);
+    assert_true(strlen(next) > prefix + (size_t)col);
+    assert_memory_equal(next, line_start, prefix);
+    for (int i = 0; i < col; i++)
+        assert_int_equal(next[prefix + (size_t)i], ' ');
+    assert_int_equal(next[prefix + (size_t)col], '^');
+    free(text);
+}
+
+static void test_parse_errors(void **state)
+{
+    expect_error("flatten linear(128) rleu linear(10)", 20,
+                 "unknown layer 'rleu'");
+    expect_error("conv(32,3,pad=1) relu conv(64,x) flatten linear(10)", 30,
+                 "not an integer");
+    expect_error("conv(32,3,pda=1) flatten linear(10)", 10,
+                 "no argument 'pda'");
+    expect_error("conv(32) flatten linear(10)", 0, "needs argument 'k'");
+    expect_error("flatten linear(128 linear(10)", 8, "missing its ')'");
+    expect_error("linear(10)", 0, "put flatten before it");
+    expect_error("flatten conv(4,3) linear(10)", 8, "image input");
+    expect_error("flatten linear(128) relu linear(12)", 25,
+                 "must end in linear(10)");
+    expect_error("maxpool(30) flatten linear(10)", 0, "larger than");
+    expect_error("flatten dropout(1.5) linear(10)", 16, "out of range");
+    expect_error("flatten relu(2) linear(10)", 13, "at most 0");
+    dt_model_t *m = NULL;
+    dt_model_error_t err;
+    assert_int_equal(dt_model_parse("  ", NULL, 1, 2, 2, 2, &m, &err),
+                     DT_ERR_CONFIG);
+    assert_non_null(strstr(err.message, "no layers"));
+    expect_error("flatten linear(10)x", 18, "expected a space");
+}
+
+static void test_init_deterministic(void **state)
+{
+    dt_model_t *a = NULL, *b = NULL, *c = NULL;
+    assert_int_equal(dt_model_parse(CNN, NULL, 1, 28, 28, 10, &a, NULL), 0);
+    assert_int_equal(dt_model_parse(CNN, NULL, 1, 28, 28, 10, &b, NULL), 0);
+    assert_int_equal(dt_model_parse(CNN, NULL, 1, 28, 28, 10, &c, NULL), 0);
+    assert_int_equal(dt_model_init(a, NULL, 5), DT_OK);
+    assert_int_equal(dt_model_init(b, NULL, 5), DT_OK);
+    assert_int_equal(dt_model_init(c, NULL, 6), DT_OK);
+    float *pa, *pb, *pc;
+    size_t n;
+    assert_int_equal(dt_model_params(a, &pa, NULL, &n), DT_OK);
+    assert_int_equal(dt_model_params(b, &pb, NULL, NULL), DT_OK);
+    assert_int_equal(dt_model_params(c, &pc, NULL, NULL), DT_OK);
+    assert_memory_equal(pa, pb, n * sizeof *pa);
+    assert_memory_not_equal(pa, pc, n * sizeof *pa);
+    dt_model_free(a);
+    dt_model_free(b);
+    dt_model_free(c);
+}
+
+/* He (followed by relu): std sqrt(2/fan_in); Xavier otherwise: uniform in
+ * +-sqrt(6/(fan_in+fan_out)); biases zero. */
+static void test_init_scales(void **state)
+{
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse("flatten linear(200) relu linear(10)",
+                                    NULL, 1, 20, 20, 10, &m, NULL), DT_OK);
+    assert_int_equal(dt_model_init(m, NULL, 9), DT_OK);
+    float *p;
+    assert_int_equal(dt_model_params(m, &p, NULL, NULL), DT_OK);
+    size_t n1 = 200 * 400;
+    double sum = 0, sq = 0;
+    for (size_t i = 0; i < n1; i++)
+        sum += p[i], sq += (double)p[i] * p[i];
+    double mean = sum / n1, std = sqrt(sq / n1 - mean * mean);
+    assert_true(fabs(mean) < 0.01 * sqrt(2.0 / 400));
+    assert_true(fabs(std / sqrt(2.0 / 400) - 1.0) < 0.02);
+    for (size_t i = n1; i < n1 + 200; i++)
+        assert_true(p[i] == 0.0f);
+    float *w2 = p + n1 + 200;
+    double limit = sqrt(6.0 / (200 + 10)), maxabs = 0;
+    sq = 0;
+    for (size_t i = 0; i < 2000; i++) {
+        maxabs = fmax(maxabs, fabs(w2[i]));
+        sq += (double)w2[i] * w2[i];
+    }
+    assert_true(maxabs <= limit);
+    assert_true(maxabs > 0.95 * limit);
+    assert_true(fabs(sqrt(sq / 2000) / (limit / sqrt(3.0)) - 1.0) < 0.05);
+    dt_model_free(m);
+}
+
+typedef struct ranges {
+    size_t next_end; /* the next range must end here */
+    int calls;
+    int bad;
+} ranges_t;
+
+static dt_status_t on_ready(void *arg, size_t offset, size_t len)
+{
+    ranges_t *r = arg;
+    if (offset + len != r->next_end || len == 0)
+        r->bad++;
+    r->next_end = offset;
+    r->calls++;
+    return DT_OK;
+}
+
+static dt_status_t stop_now(void *arg, size_t offset, size_t len)
+{
+    return DT_ERR_INTERRUPTED;
+}
+
+static void test_grad_callback(void **state)
+{
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse("conv(4,3) relu maxpool(2) flatten "
+                                    "linear(16) relu linear(10)", NULL, 1, 10,
+                                    10, 10, &m, NULL), DT_OK);
+    assert_int_equal(dt_model_init(m, NULL, 3), DT_OK);
+    float x[2 * 100];
+    int y[2] = {3, 7};
+    fill_random(x, 200, 77);
+    float loss;
+    assert_int_equal(dt_model_forward(m, x, y, 2, 1, &loss, NULL), DT_OK);
+    ranges_t r = {dt_model_nparams(m), 0, 0};
+    assert_int_equal(dt_model_backward(m, on_ready, &r), DT_OK);
+    assert_int_equal(r.bad, 0);
+    assert_int_equal(r.calls, 3);     /* three layers have parameters */
+    assert_int_equal(r.next_end, 0);  /* ... and cover the buffer */
+    assert_int_equal(dt_model_forward(m, x, y, 2, 1, &loss, NULL), DT_OK);
+    assert_int_equal(dt_model_backward(m, stop_now, NULL),
+                     DT_ERR_INTERRUPTED);
+    /* Backward without a training forward is an error, not garbage. */
+    assert_int_equal(dt_model_forward(m, x, y, 2, 0, &loss, NULL), DT_OK);
+    assert_int_equal(dt_model_backward(m, NULL, NULL), DT_ERR_INVALID);
+    int badlabel[2] = {3, 10};
+    assert_int_equal(dt_model_forward(m, x, badlabel, 2, 1, &loss, NULL),
+                     DT_ERR_INVALID);
+    dt_model_free(m);
+}
+
+/* Four Gaussian blobs in 2-D (as 1x1x2 inputs); plain SGD on the flat
+ * buffers must learn them. */
+static void test_learns(void **state)
+{
+    enum { N = 256, B = 32 };
+    static float x[N * 2];
+    static int y[N];
+    uint64_t s = 11;
+    const float cx[4] = {-1, 1, -1, 1}, cy[4] = {-1, -1, 1, 1};
+    for (int i = 0; i < N; i++) {
+        y[i] = i % 4;
+        x[2 * i] = cx[y[i]] + 0.3f * test_rand(&s);
+        x[2 * i + 1] = cy[y[i]] + 0.3f * test_rand(&s);
+    }
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse("flatten linear(16) relu linear(4)", NULL,
+                                    1, 1, 2, 4, &m, NULL), DT_OK);
+    assert_int_equal(dt_model_init(m, NULL, 1), DT_OK);
+    float *p, *g;
+    size_t n;
+    assert_int_equal(dt_model_params(m, &p, &g, &n), DT_OK);
+    float first = 0, loss = 0;
+    for (int epoch = 0; epoch < 30; epoch++)
+        for (int b = 0; b < N; b += B) {
+            assert_int_equal(dt_model_forward(m, x + 2 * b, y + b, B, 1, &loss,
+                                              NULL), DT_OK);
+            if (epoch == 0 && b == 0)
+                first = loss;
+            assert_int_equal(dt_model_backward(m, NULL, NULL), DT_OK);
+            for (size_t i = 0; i < n; i++)
+                p[i] -= 0.1f * g[i];
+        }
+    int correct = 0;
+    assert_int_equal(dt_model_forward(m, x, y, N, 0, &loss, &correct), DT_OK);
+    fprintf(stderr, "first loss %.3f, final loss %.3f, accuracy %d/%d\n",
+            first, loss, correct, N);
+    assert_true(loss < first / 4);
+    assert_true(correct > N * 95 / 100);
+    dt_model_free(m);
+}
+
+static void test_device_open(void **state)
+{
+    dt_device_t *dev = NULL;
+    assert_int_equal(dt_device_open("cpu", 0, 1, &dev), DT_OK);
+    assert_int_equal(dev->kind, DT_DEVICE_CPU);
+    assert_int_equal(dev->mem, DT_MEM_HOST);
+    dt_device_close(dev);
+    assert_int_equal(dt_device_open("auto", 0, 1, &dev), DT_OK);
+    if (dt_cuda_device_count() == 0)
+        assert_int_equal(dev->kind, DT_DEVICE_CPU);
+    dt_device_close(dev);
+    dt_log_set_level(DT_LOG_ERROR);
+    assert_int_equal(dt_device_open("tpu", 0, 1, &dev), DT_ERR_CONFIG);
+    assert_int_equal(dt_device_open("cpu", 0, 0, &dev), DT_ERR_CONFIG);
+    if (dt_cuda_device_count() == 0)
+        assert_int_equal(dt_device_open("cuda", 0, 1, &dev),
+                         DT_ERR_UNSUPPORTED);
+    dt_log_set_level(DT_LOG_INFO);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_cnn),
+        cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_init_deterministic),
+        cmocka_unit_test(test_init_scales),
+        cmocka_unit_test(test_grad_callback),
+        cmocka_unit_test(test_learns),
+        cmocka_unit_test(test_device_open),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,206 @@
+/* test_ssh_script.c — the ssh launcher's remote script, run by a real
+ * /bin/sh on this machine exactly as sshd would (a session leader whose
+ * stdin is the channel): values arrive byte for byte, the process group
+ * is reported, the exit code passes through, a bad workdir fails the
+ * start, and closing stdin (the channel) kills what the worker left. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "ssh_launcher.h"
+
+typedef struct remote {
+    pid_t pid;
+    int in, out, err; /* our ends: its stdin, stdout, stderr */
+} remote_t;
+
+/* sh -c BOOTSTRAP as sshd starts it: own session, pipes for stdio. */
+static void start_remote(remote_t *r)
+{
+    int in[2], out[2], err[2];
+    assert_int_equal(pipe(in), 0);
+    assert_int_equal(pipe(out), 0);
+    assert_int_equal(pipe(err), 0);
+    r->pid = fork();
+    assert_true(r->pid >= 0);
+    if (r->pid == 0) {
+        setsid();
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        dup2(err[1], 2);
+        for (int fd = 3; fd < 64; fd++)
+            close(fd);
+        execl("/bin/sh", "sh", "-c", ssh_bootstrap_cmd, (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    close(err[1]);
+    r->in = in[1];
+    r->out = out[0];
+    r->err = err[0];
+}
+
+static char *read_all(int fd)
+{
+    size_t len = 0, cap = 4096;
+    char *b = malloc(cap);
+    assert_non_null(b);
+    ssize_t n;
+    while ((n = read(fd, b + len, cap - len - 1)) > 0) {
+        len += (size_t)n;
+        if (cap - len < 2) {
+            cap *= 2;
+            b = realloc(b, cap);
+            assert_non_null(b);
+        }
+    }
+    b[len] = '\0';
+    close(fd);
+    return b;
+}
+
+/* Run one script; returns the wait status, the streams in out and err. The
+ * channel (stdin) stays open until the worker ended, as in dtctl. */
+static int run_script(const ssh_script_req_t *req, char **out, char **err)
+{
+    char *script = NULL;
+    assert_int_equal(ssh_build_script(req, &script), DT_OK);
+    /* Exactly one line: the bootstrap reads one. */
+    assert_ptr_equal(strchr(script, '\n'), script + strlen(script) - 1);
+    remote_t r;
+    start_remote(&r);
+    assert_int_equal(write(r.in, script, strlen(script)),
+                     (ssize_t)strlen(script));
+    free(script);
+    *out = read_all(r.out);
+    int status;
+    assert_int_equal(waitpid(r.pid, &status, 0), r.pid);
+    *err = read_all(r.err);
+    close(r.in); /* the channel closes: the watchdog ends the group */
+    return status;
+}
+
+static void test_env_args_and_group(void **state)
+{
+    (void)state;
+    const char *env[] = {"A=plain", "B=it's \"q\" $HOME `x` \\n",
+                         "C=line1\nline2\n", "bad-name=dropped", NULL};
+    const char *rank_env[] = {"A=rank wins", "D=", NULL};
+    const char *argv[] = {"/bin/sh", "-c",
+                          "printf '%s|' \"$A\" \"$B\" \"$C\" \"${D-unset}\" "
+                          "\"$@\"; echo; pwd",
+                          "zero", "a b", "'", "", NULL};
+    ssh_script_req_t req = {env, rank_env, argv, "/tmp", NULL};
+    char *out, *err;
+    int status = run_script(&req, &out, &err);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_string_equal(out, "rank wins|it's \"q\" $HOME `x` \\n|line1\nline2\n"
+                             "||a b|'||\n/tmp\n");
+    long pgid = 0;
+    assert_non_null(strstr(err, SSH_PGID_MARK));
+    pgid = strtol(strstr(err, SSH_PGID_MARK) + strlen(SSH_PGID_MARK), NULL,
+                  10);
+    assert_true(pgid > 0);
+    free(out);
+    free(err);
+}
+
+static void test_exit_code_and_workdir(void **state)
+{
+    (void)state;
+    const char *argv[] = {"/bin/sh", "-c", "exit 42", NULL};
+    ssh_script_req_t req = {NULL, NULL, argv, NULL, "/nonexistent-dir"};
+    char *out, *err;
+    int status = run_script(&req, &out, &err);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 42); /* try_dir: falls back */
+    free(out);
+    free(err);
+    req.workdir = "/nonexistent-dir";
+    status = run_script(&req, &out, &err);
+    assert_int_equal(WEXITSTATUS(status), 126);
+    assert_non_null(strstr(err, "dt-start-error"));
+    assert_non_null(strstr(err, "/nonexistent-dir"));
+    assert_null(strstr(err, SSH_PGID_MARK)); /* never reached exec */
+    free(out);
+    free(err);
+}
+
+static int group_alive(long pgid)
+{
+    return kill(-(pid_t)pgid, 0) == 0 || errno != ESRCH;
+}
+
+static void test_channel_close_kills_group(void **state)
+{
+    (void)state;
+    /* The worker leaves a child behind and exits. */
+    const char *argv[] = {"/bin/sh", "-c", "sleep 300 & exit 0", NULL};
+    ssh_script_req_t req = {NULL, NULL, argv, NULL, NULL};
+    char *script = NULL;
+    assert_int_equal(ssh_build_script(&req, &script), DT_OK);
+    remote_t r;
+    start_remote(&r);
+    assert_int_equal(write(r.in, script, strlen(script)),
+                     (ssize_t)strlen(script));
+    free(script);
+    int status;
+    assert_int_equal(waitpid(r.pid, &status, 0), r.pid);
+    assert_int_equal(WEXITSTATUS(status), 0);
+    /* Its group (pid == pgid: it was a session leader) still holds the
+     * sleep and the watchdog while the channel is open... */
+    long pgid = r.pid;
+    assert_true(group_alive(pgid));
+    close(r.in); /* ...and is gone once the channel closes. */
+    int alive = 1;
+    for (int i = 0; i < 200 && alive; i++) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        while (waitpid(-1, NULL, WNOHANG) > 0) /* killed orphans: reap */
+            ;
+        alive = group_alive(pgid);
+    }
+    assert_false(alive);
+    close(r.out);
+    close(r.err);
+}
+
+static void test_quote(void **state)
+{
+    (void)state;
+    char *q = ssh_sh_quote("a'b");
+    assert_string_equal(q, "'a'\\''b'");
+    free(q);
+    q = ssh_sh_quote("x\ny");
+    assert_string_equal(q, "'x'\"$dt_nl\"'y'");
+    free(q);
+}
+
+int main(void)
+{
+    /* Orphans of the workers (the sleep) come to us, as to dtctl, so a
+     * killed one is reaped here and not left a zombie by a lazy PID 1. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_quote),
+        cmocka_unit_test(test_env_args_and_group),
+        cmocka_unit_test(test_exit_code_and_workdir),
+        cmocka_unit_test(test_channel_close_kills_group),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
