@@ -17,6 +17,8 @@ typedef struct dt_comm {
     void *ctx;              /* the transport instance                       */
     int rank, size;
     size_t small_bytes;     /* allreduce below this: latency-optimal algo   */
+    size_t ring_bytes;      /* allreduce from this on: the ring; between:
+                               halving/doubling; 0: by size (measured)     */
     size_t chunk_bytes;     /* ring pipelining chunk                        */
     int timeout_ms;         /* per wait; -1: the transport's own timeout    */
     void *scratch;          /* reusable temporary buffer owned by the comm  */
@@ -38,9 +40,10 @@ dt_status_t dt_coll_reduce_scatter(dt_comm_t *c, const void *send,
 dt_status_t dt_coll_barrier(dt_comm_t *c);
 void dt_comm_release(dt_comm_t *c); /* frees scratch; not the transport */
 
-/* Section [collectives] (coll_config.c): allreduce_small, ring_chunk. */
+/* Section [collectives] (coll_config.c): allreduce_small, allreduce_ring,
+ * ring_chunk. */
 extern const dt_key_spec_t dt_coll_keys[];
-/* Set small_bytes and chunk_bytes from [collectives] (a core section:
+/* Set small_bytes, ring_bytes and chunk_bytes from [collectives] (a core section:
  * every dt_config_t knows it). */
 dt_status_t dt_comm_configure(dt_comm_t *c, const dt_config_t *cfg);
 

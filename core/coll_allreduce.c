@@ -80,6 +80,8 @@ dt_status_t dt_coll_allreduce(dt_comm_t *c, const void *send, void *recv,
             return DT_OK; /* the average of one rank is its value */
         return recursive_doubling(c, recv, count, t, op);
     }
+    if (bytes < dt_coll_ring_bytes(c))
+        return dt_coll_halving(c, send, recv, count, t, op);
     dt_ring_args_t a = {.src = send, .work = recv, .count = count, .t = t,
                         .op = op, .rs = 1, .ag = 1,
                         .tag = DT_TAG_ALLREDUCE};

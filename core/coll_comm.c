@@ -58,6 +58,28 @@ size_t dt_coll_small_bytes(const dt_comm_t *c)
     return c->small_bytes ? c->small_bytes : DT_COLL_DEFAULT_SMALL_BYTES;
 }
 
+/* Unset: by the number of ranks (measured on loopback TCP with ranks
+ * outnumbering cores, docs/PERFORMANCE.md). With 2 ranks both algorithms
+ * take 2 rounds and the ring pipelines across them: always the ring. With
+ * 3 and 4, halving's 2 log2 rounds beat the ring's 2(n-1) up to tens of
+ * MiB (3: up to at least 64 MiB, where the folded rank idles and leaves
+ * the 2 cores to the other two). Powers of two beyond 4 (not measured
+ * here) keep the 4-rank threshold; other counts pay for the fold with a
+ * whole extra vector: the ring from 1 MiB. */
+size_t dt_coll_ring_bytes(const dt_comm_t *c)
+{
+    if (c->ring_bytes)
+        return c->ring_bytes;
+    int pow2 = (c->size & (c->size - 1)) == 0;
+    if (c->size <= 2)
+        return 0;
+    if (c->size == 3)
+        return DT_COLL_DEFAULT_RING_BYTES_3;
+    if (pow2)
+        return DT_COLL_DEFAULT_RING_BYTES;
+    return DT_COLL_DEFAULT_RING_BYTES_ODD;
+}
+
 size_t dt_coll_chunk_bytes(const dt_comm_t *c)
 {
     return c->chunk_bytes ? c->chunk_bytes : DT_COLL_DEFAULT_CHUNK_BYTES;

@@ -4,10 +4,14 @@
  *   [collectives]
  *   allreduce_small = 256K  allreduce (and broadcast) below this many bytes
  *                           use recursive doubling / a binomial tree, at or
- *                           above it the pipelined ring / chain
- *   ring_chunk = 512K       pipelining unit of the ring and the chain
+ *                           above it halving/doubling or the ring / chain
+ *   allreduce_ring = 0      allreduce from this size on: the ring; between
+ *                           allreduce_small and it: recursive halving and
+ *                           doubling; 0: by size and number of ranks
+ *   ring_chunk = 512K       pipelining unit of the ring, the halving
+ *                           exchanges and the chain
  *
- * Environment: DT_COLLECTIVES_ALLREDUCE_SMALL, DT_COLLECTIVES_RING_CHUNK.
+ * Environment: DT_COLLECTIVES_<KEY> (e.g. DT_COLLECTIVES_ALLREDUCE_SMALL).
  * Defaults measured on loopback TCP (docs/PERFORMANCE.md). */
 #include <stdlib.h>
 
@@ -20,15 +24,21 @@ const dt_key_spec_t dt_coll_keys[] = {
     {"allreduce_small", DT_KEY_SIZE, "256K",
      "allreduce/broadcast below this size: latency-optimal algorithms "
      "(recursive doubling, binomial tree); from it on: pipelined ring/chain"},
+    {"allreduce_ring", DT_KEY_SIZE, "0",
+     "allreduce from this size on: the pipelined ring; between "
+     "allreduce_small and it: recursive halving/doubling (Rabenseifner); "
+     "0: chosen by size and number of ranks (measured)"},
     {"ring_chunk", DT_KEY_SIZE, "512K",
      "pipelining chunk of the ring allreduce and the chain broadcast"},
     {NULL, 0, NULL, NULL}};
 
 dt_status_t dt_comm_configure(dt_comm_t *c, const dt_config_t *cfg)
 {
-    uint64_t small = 0, chunk = 0;
+    uint64_t small = 0, chunk = 0, ring = 0;
     DT_CHECK(dt_config_get_size(cfg, "collectives", "allreduce_small",
                                 &small));
+    DT_CHECK(dt_config_get_size(cfg, "collectives", "allreduce_ring",
+                                &ring));
     DT_CHECK(dt_config_get_size(cfg, "collectives", "ring_chunk", &chunk));
     if (chunk == 0) {
         dt_error("[collectives] ring_chunk must be at least 1 byte");
@@ -36,6 +46,7 @@ dt_status_t dt_comm_configure(dt_comm_t *c, const dt_config_t *cfg)
     }
     /* 0 in the comm means "default": keep "always the ring" expressible. */
     c->small_bytes = small ? (size_t)small : 1;
+    c->ring_bytes = (size_t)ring;
     c->chunk_bytes = (size_t)chunk;
     return DT_OK;
 }

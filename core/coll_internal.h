@@ -19,6 +19,11 @@ enum {
 /* Defaults when the comm's fields are 0 (measured: docs/PERFORMANCE.md). */
 #define DT_COLL_DEFAULT_SMALL_BYTES ((size_t)256 * 1024)
 #define DT_COLL_DEFAULT_CHUNK_BYTES ((size_t)512 * 1024)
+/* Allreduce from this size on: the ring (below: halving); see
+ * dt_coll_ring_bytes for the choice by number of ranks. */
+#define DT_COLL_DEFAULT_RING_BYTES ((size_t)32 << 20)
+#define DT_COLL_DEFAULT_RING_BYTES_3 ((size_t)128 << 20)
+#define DT_COLL_DEFAULT_RING_BYTES_ODD ((size_t)1 << 20)
 
 /* 1 when the type/op pair has a reduction kernel. */
 int dt_coll_reducible(dt_dtype_t t, dt_redop_t op);
@@ -71,6 +76,15 @@ typedef struct dt_ring_args {
     int tag;
 } dt_ring_args_t;
 dt_status_t dt_coll_ring(dt_comm_t *c, const dt_ring_args_t *a);
+
+/* Rabenseifner's allreduce (coll_halving.c) for n >= 2 ranks, count >= 1:
+ * reduce-scatter by recursive halving, allgather by recursive doubling.
+ * send may equal recv. */
+dt_status_t dt_coll_halving(dt_comm_t *c, const void *send, void *recv,
+                            size_t count, dt_dtype_t t, dt_redop_t op);
+/* The size from which allreduce uses the ring (below: halving, down to
+ * small_bytes); 0 when the ring is used from small_bytes on. */
+size_t dt_coll_ring_bytes(const dt_comm_t *c);
 
 /* 1 when the transport's table holds a non-NULL entry at this offset. */
 #define DT_OPS_HAS(ops, field)                                                \

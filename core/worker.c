@@ -31,6 +31,7 @@ static struct worker {
     void *ctx;
     dt_comm_t comm;
     double timeout;
+    dt_status_t lost;   /* a collective failed on a peer: the job is over */
     uint8_t token[DT_TOKEN_BYTES];
 } W;
 
@@ -231,9 +232,10 @@ dt_status_t dt_finalize(void)
 {
     if (!W.up)
         return DT_ERR_INVALID;
-    dt_status_t st = DT_OK;
-    /* Nobody closes connections a peer may still be reading from. */
-    if (W.store)
+    dt_status_t st = W.lost;
+    /* Nobody closes connections a peer may still be reading from. After a
+     * peer failed, some rank never arrives: do not wait for it. */
+    if (W.store && st == DT_OK)
         st = dt_store_barrier(W.store, "dt_finalize", W.id.size, W.timeout);
     teardown();
     dt_log_set_tag(NULL);
@@ -273,6 +275,15 @@ static dt_status_t check_op(const char *what, dt_redop_t op)
     return DT_OK;
 }
 
+/* A peer that failed or went silent ends the job (the transport reported
+ * which); remember it so that dt_finalize does not wait for that peer. */
+static dt_status_t noted(dt_status_t st)
+{
+    if ((st == DT_ERR_PEER || st == DT_ERR_TIMEOUT) && W.lost == DT_OK)
+        W.lost = st;
+    return st;
+}
+
 /* One worker: the result is the input. */
 static void copy(void *dst, const void *src, size_t count, dt_dtype_t t)
 {
@@ -289,7 +300,7 @@ dt_status_t dt_allreduce(const void *send, void *recv, size_t count,
         copy(recv, send, count, type);
         return DT_OK;
     }
-    return dt_coll_allreduce(&W.comm, send, recv, count, type, op);
+    return noted(dt_coll_allreduce(&W.comm, send, recv, count, type, op));
 }
 
 dt_status_t dt_broadcast(void *buf, size_t count, dt_dtype_t type, int root)
@@ -302,7 +313,7 @@ dt_status_t dt_broadcast(void *buf, size_t count, dt_dtype_t type, int root)
     }
     if (W.id.size == 1)
         return DT_OK;
-    return dt_coll_broadcast(&W.comm, buf, count, type, root);
+    return noted(dt_coll_broadcast(&W.comm, buf, count, type, root));
 }
 
 dt_status_t dt_allgather(const void *send, void *recv, size_t count,
@@ -313,7 +324,7 @@ dt_status_t dt_allgather(const void *send, void *recv, size_t count,
         copy(recv, send, count, type);
         return DT_OK;
     }
-    return dt_coll_allgather(&W.comm, send, recv, count, type);
+    return noted(dt_coll_allgather(&W.comm, send, recv, count, type));
 }
 
 dt_status_t dt_reduce_scatter(const void *send, void *recv, size_t count,
@@ -325,7 +336,8 @@ dt_status_t dt_reduce_scatter(const void *send, void *recv, size_t count,
         copy(recv, send, count, type);
         return DT_OK;
     }
-    return dt_coll_reduce_scatter(&W.comm, send, recv, count, type, op);
+    return noted(
+        dt_coll_reduce_scatter(&W.comm, send, recv, count, type, op));
 }
 
 dt_status_t dt_barrier(void)
@@ -334,5 +346,5 @@ dt_status_t dt_barrier(void)
         dt_error("dt_barrier: call dt_init first");
         return DT_ERR_INVALID;
     }
-    return W.id.size == 1 ? DT_OK : dt_coll_barrier(&W.comm);
+    return W.id.size == 1 ? DT_OK : noted(dt_coll_barrier(&W.comm));
 }

@@ -2,7 +2,10 @@
 # A worker killed in the middle of allreduces over the tcp transport: the
 # other workers fail with an error naming the dead rank (at once, on the
 # closed connection, well before the 5 s timeout set here) and dtctl exits
-# non-zero. `timeout` only guards against a hang.
+# non-zero. With 4 ranks, rank 3 is no neighbour of rank 1 in the ring: it
+# learns of the failure from a rank that closed because of it, and must
+# still name rank 1, not the messenger. `timeout` only guards against a
+# hang.
 set -u
 bench="$top_builddir/bench/dt_allreduce_bench"
 if [ ! -x "$bench" ] || [ ! -e "$top_builddir/plugins/modules/dt_transport_tcp.so" ]; then
@@ -12,24 +15,49 @@ fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dt-tcpkill.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset DT_RANK DT_WORLD_SIZE DT_RENDEZVOUS DT_JOB_TOKEN 2>/dev/null
-# Rank 1 kills itself (SIGKILL: no cleanup) one second into the run.
+# Rank 1 is SIGKILLed (no cleanup) once it has joined the job (its debug
+# line says so) and is in its allreduces. The others ignore the SIGTERM
+# dtctl sends when it sees rank 1 go, so each of them gets to report (they
+# exit on their own, at once; dtctl's SIGKILL after kill_grace only guards
+# against a hang).
 cat >"$tmp/worker.sh" <<EOS
 #!/bin/sh
-if [ "\$DT_RANK" = 1 ]; then (sleep 1; kill -9 \$\$) & fi
-exec "$bench" --sizes 16M:16M --iters 100000 --warmup 0
+trap '' TERM
+if [ "\$DT_RANK" != 1 ]; then
+    exec "$bench" --sizes 16M:16M --iters 100000 --warmup 0
+fi
+DT_LOG_LEVEL=debug "$bench" --sizes 16M:16M --iters 100000 --warmup 0 \
+    2>"$tmp/rank1.err" &
+pid=\$!
+i=0
+until grep -q "joined the job" "$tmp/rank1.err" || [ \$i -ge 500 ]; do
+    sleep 0.1; i=\$((i + 1))
+done
+sleep 0.5
+kill -9 \$pid
+wait \$pid
 EOS
 chmod +x "$tmp/worker.sh"
-timeout 60 "$DTCTL" run -n 3 --set transport.tcp.timeout=5s -- "$tmp/worker.sh" \
+timeout 60 "$DTCTL" run -n 4 --set transport.tcp.timeout=5s \
+    --set cluster.kill_grace=30s -- "$tmp/worker.sh" \
     >"$tmp/out" 2>&1
 rc=$?
 status=0
 if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then
     echo "FAIL: dtctl exited $rc (want non-zero, no hang)"; status=1
 fi
-# dtctl stops the others as soon as it sees rank 1 die, so not every
-# survivor gets to speak: at least one must, naming rank 1.
-if ! grep -E "^\[[02]\]" "$tmp/out" | grep "error: tcp" | grep -q "rank 1"; then
-    echo "FAIL: no surviving rank reported an error naming rank 1"; status=1
+# Every survivor reports a tcp error, and it names rank 1 as the failed
+# rank (the messages start with the culprit).
+for r in 0 2 3; do
+    if ! grep -qE "^\[$r\] .*error: tcp: rank $r: rank 1 " "$tmp/out"; then
+        echo "FAIL: rank $r did not report an error naming rank 1 as failed"
+        status=1
+    fi
+done
+if grep -E "error: tcp: rank [0-9]+: " "$tmp/out" |
+    grep -vE "error: tcp: rank [023]: rank 1 "; then
+    echo "FAIL: the tcp errors above do not name rank 1 as the failed rank"
+    status=1
 fi
 [ "$status" -eq 0 ] || cat "$tmp/out"
 exit $status

@@ -18,6 +18,10 @@
 #define MAX_RANKS 8
 #define FORCE_SMALL ((size_t)-1) /* small_bytes: every size is "small" */
 #define FORCE_RING ((size_t)1)   /* small_bytes: every size uses the ring */
+/* Allreduce algorithms by name: small_bytes and ring_bytes that force it. */
+typedef enum { ALGO_SMALL, ALGO_HALVING, ALGO_RING } algo_t;
+static const size_t algo_small[] = {FORCE_SMALL, 1, 1};
+static const size_t algo_ring[] = {0, (size_t)-1, 1};
 
 typedef struct body_args body_args_t;
 /* Runs on one rank; returns the number of wrong elements (or -1). */
@@ -30,6 +34,7 @@ struct body_args {
     dt_dtype_t t;
     int in_place, root;
     size_t small_bytes, chunk_bytes;
+    size_t ring_bytes; /* 0: FORCE_RING (small_bytes) means the ring */
 };
 
 typedef struct thread_arg {
@@ -53,6 +58,8 @@ static void *rank_main(void *p)
                    .rank = ta->rank,
                    .size = ta->size,
                    .small_bytes = ta->a->small_bytes,
+                   .ring_bytes = ta->a->ring_bytes ? ta->a->ring_bytes
+                                 : ta->a->small_bytes == FORCE_RING ? 1 : 0,
                    .chunk_bytes = ta->a->chunk_bytes,
                    .timeout_ms = 20000};
     ta->wrong = ta->a->fn(&c, ta->a);
@@ -143,11 +150,13 @@ static long body_allreduce(dt_comm_t *c, const body_args_t *a)
 }
 
 static void check_allreduce(int n, size_t count, dt_redop_t op,
-                            dt_dtype_t t, size_t small)
+                            dt_dtype_t t, algo_t algo)
 {
     for (int in_place = 0; in_place < 2; in_place++) {
         body_args_t a = {.fn = body_allreduce, .count = count, .op = op,
-                         .t = t, .in_place = in_place, .small_bytes = small};
+                         .t = t, .in_place = in_place,
+                         .small_bytes = algo_small[algo],
+                         .ring_bytes = algo_ring[algo]};
         run_ranks(n, &a);
         /* Tiny chunks: many messages per block, the pipeline exercised. */
         a.chunk_bytes = 12;
@@ -161,18 +170,16 @@ static void test_allreduce_counts(void **state)
     for (int n = 1; n <= MAX_RANKS; n++) {
         size_t counts[] = {0, 1, (size_t)n - 1, (size_t)n + 1, 13, 1031};
         for (size_t k = 0; k < sizeof counts / sizeof *counts; k++)
-            for (int op = DT_SUM; op <= DT_AVG; op++) {
-                check_allreduce(n, counts[k], (dt_redop_t)op, DT_FLOAT32,
-                                FORCE_SMALL);
-                check_allreduce(n, counts[k], (dt_redop_t)op, DT_FLOAT32,
-                                FORCE_RING);
-            }
+            for (int op = DT_SUM; op <= DT_AVG; op++)
+                for (int algo = ALGO_SMALL; algo <= ALGO_RING; algo++)
+                    check_allreduce(n, counts[k], (dt_redop_t)op, DT_FLOAT32,
+                                    (algo_t)algo);
     }
 }
 
 static void test_allreduce_large(void **state)
 {
-    int ns[] = {2, 3, 5, 8};
+    int ns[] = {2, 3, 4, 5, 8};
     for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
         body_args_t a = {.fn = body_allreduce, .count = (1u << 20) + 3,
                          .op = DT_SUM, .t = DT_FLOAT32,
@@ -185,8 +192,16 @@ static void test_allreduce_large(void **state)
             a.small_bytes = FORCE_SMALL;
             run_ranks(ns[k], &a);
         }
-        /* The default threshold and chunk size. */
+        /* Halving/doubling, pipelined in 64 KiB chunks. */
+        a.small_bytes = algo_small[ALGO_HALVING];
+        a.ring_bytes = algo_ring[ALGO_HALVING];
+        run_ranks(ns[k], &a);
+        a.op = DT_SUM;
+        a.in_place = 0;
+        run_ranks(ns[k], &a);
+        /* The default thresholds and chunk size. */
         a.small_bytes = 0;
+        a.ring_bytes = 0;
         a.chunk_bytes = 0;
         run_ranks(ns[k], &a);
     }
@@ -197,11 +212,10 @@ static void test_allreduce_types_ops(void **state)
     dt_dtype_t types[] = {DT_FLOAT64, DT_INT32, DT_FLOAT32};
     for (size_t k = 0; k < 3; k++)
         for (int op = DT_SUM; op < DT_REDOP_COUNT; op++)
-            for (int n = 1; n <= 5; n += 2) {
-                check_allreduce(n, 29, (dt_redop_t)op, types[k],
-                                FORCE_SMALL);
-                check_allreduce(n, 29, (dt_redop_t)op, types[k], FORCE_RING);
-            }
+            for (int n = 1; n <= 6; n++)
+                for (int algo = ALGO_SMALL; algo <= ALGO_RING; algo++)
+                    check_allreduce(n, 29, (dt_redop_t)op, types[k],
+                                    (algo_t)algo);
 }
 
 static long body_unsupported(dt_comm_t *c, const body_args_t *a)

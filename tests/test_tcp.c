@@ -37,9 +37,11 @@ typedef struct scenario {
     int bad_token_rank; /* this rank uses a wrong token (-1: none)    */
     int die_rank;       /* this rank dies mid-allreduce (-1: none)    */
     int (*body)(dt_comm_t *c, const struct scenario *sc);
+    int stop_store;     /* the store stops once every rank is connected */
 } scenario_t;
 
 static uint8_t job_token[DT_TOKEN_BYTES];
+static dt_store_t *child_store; /* the worker's own store connection */
 
 static int status_exit(dt_status_t st)
 {
@@ -168,13 +170,70 @@ static int body_die(dt_comm_t *c, const scenario_t *sc)
     }
 }
 
+/* Rank 1 is in the middle of a 64 MiB message from rank 0 when rank 2
+ * dies; rank 0 sees it (its receive from rank 2 fails) and closes, so
+ * rank 1 sees rank 0 close mid-payload: no abort header can reach it, and
+ * only the store tells it that rank 2 is the cause. Should the message
+ * finish first, rank 1 waits on rank 0 again and learns it at a message
+ * boundary; either way it must name rank 2. */
+static int body_mid_payload(dt_comm_t *c, const scenario_t *sc)
+{
+    const dt_transport_ops_t *o = c->ops;
+    size_t big = 64u << 20;
+    int small = 1, go = 2, got = 0;
+    dt_request_t *q[3];
+    dt_status_t st;
+    char *buf = c->rank < 2 ? calloc(1, big) : NULL;
+    if (c->rank == 0) {
+        if (o->isend(c->ctx, 1, &small, sizeof small, DT_MEM_HOST, 1, &q[0]) ||
+            o->isend(c->ctx, 1, buf, big, DT_MEM_HOST, 1, &q[1]) ||
+            o->irecv(c->ctx, 2, &got, sizeof got, DT_MEM_HOST, 9, &q[2]))
+            st = DT_ERR_INTERNAL;
+        else
+            st = o->wait(c->ctx, q, 3, -1);
+    } else if (c->rank == 1) {
+        st = o->irecv(c->ctx, 0, &got, sizeof got, DT_MEM_HOST, 1, &q[0]);
+        if (st == DT_OK)
+            st = o->wait(c->ctx, q, 1, -1);
+        if (st == DT_OK &&
+            !(st = o->isend(c->ctx, 2, &go, sizeof go, DT_MEM_HOST, 2, &q[0])) &&
+            !(st = o->irecv(c->ctx, 0, buf, big, DT_MEM_HOST, 1, &q[1])))
+            st = o->wait(c->ctx, q, 2, -1);
+        if (st == DT_OK &&
+            !(st = o->irecv(c->ctx, 0, &got, sizeof got, DT_MEM_HOST, 3, q)))
+            st = o->wait(c->ctx, q, 1, -1);
+    } else {
+        st = o->irecv(c->ctx, 1, &got, sizeof got, DT_MEM_HOST, 2, &q[0]);
+        if (st == DT_OK && (st = o->wait(c->ctx, q, 1, -1)) == DT_OK)
+            kill(getpid(), SIGKILL);
+    }
+    free(buf);
+    return st == DT_OK ? EXIT_WRONG : status_exit(st);
+}
+
+/* The store is gone (stopped once every rank connected) when rank 2 dies:
+ * nobody can consult it, and still nobody hangs. */
+static int body_die_storeless(dt_comm_t *c, const scenario_t *sc)
+{
+    if (c->rank == sc->die_rank) {
+        void *v = NULL;
+        size_t len = 0;
+        dt_status_t st;
+        while ((st = dt_store_get(child_store, "never-set", 0.05, &v,
+                                  &len)) == DT_ERR_TIMEOUT)
+            ;
+        kill(getpid(), SIGKILL);
+    }
+    return body_die(c, sc);
+}
+
 static int body_init_only(dt_comm_t *c, const scenario_t *sc)
 {
     return dt_coll_barrier(c) == DT_OK ? EXIT_OK : EXIT_OTHER;
 }
 
 /* One worker: read the store port from the pipe, connect, run the body. */
-static int child(int rank, int port_fd, const scenario_t *sc)
+static int child(int rank, int port_fd, int ready_fd, const scenario_t *sc)
 {
     alarm(HANG_GUARD_S);
     char tag[32];
@@ -200,6 +259,7 @@ static int child(int rank, int port_fd, const scenario_t *sc)
     snprintf(hp, sizeof hp, "127.0.0.1:%d", port);
     if (dt_store_connect(hp, job_token, 10.0, &store) != DT_OK)
         return EXIT_SETUP;
+    child_store = store;
     uint8_t token[DT_TOKEN_BYTES];
     memcpy(token, job_token, sizeof token);
     if (rank == sc->bad_token_rank)
@@ -213,7 +273,10 @@ static int child(int rank, int port_fd, const scenario_t *sc)
     void *ctx = NULL;
     dt_status_t st = ops->init(cfg, &args, &ctx);
     int rc = status_exit(st);
-    if (st == DT_OK) {
+    if (st == DT_OK && sc->stop_store && write(ready_fd, "", 1) != 1)
+        rc = EXIT_SETUP;
+    close(ready_fd);
+    if (st == DT_OK && rc == EXIT_OK) {
         dt_comm_t c = {.ops = ops, .ctx = ctx, .rank = rank, .size = sc->n,
                        .timeout_ms = -1};
         rc = sc->body(&c, sc);
@@ -234,8 +297,9 @@ typedef struct outcome {
 static void run_scenario(const scenario_t *sc, outcome_t *out)
 {
     pid_t pids[MAX_N];
-    int pipes[MAX_N][2], logs[MAX_N];
+    int pipes[MAX_N][2], logs[MAX_N], ready[2];
     fflush(NULL);
+    assert_int_equal(pipe(ready), 0);
     for (int r = 0; r < sc->n; r++) {
         char path[] = "/tmp/dt-test-tcp-XXXXXX";
         logs[r] = mkstemp(path);
@@ -247,10 +311,12 @@ static void run_scenario(const scenario_t *sc, outcome_t *out)
         if (pids[r] == 0) {
             dup2(logs[r], 2);
             close(pipes[r][1]);
-            _exit(child(r, pipes[r][0], sc));
+            close(ready[0]);
+            _exit(child(r, pipes[r][0], ready[1], sc));
         }
         close(pipes[r][0]);
     }
+    close(ready[1]);
     dt_store_server_t *srv;
     assert_int_equal(dt_store_server_start("127.0.0.1", 0, job_token, &srv),
                      DT_OK);
@@ -260,6 +326,16 @@ static void run_scenario(const scenario_t *sc, outcome_t *out)
                          sizeof port);
         close(pipes[r][1]);
     }
+    /* One byte per connected rank; EOF if they all exited before. */
+    char b;
+    for (int r = 0; sc->stop_store && r < sc->n && read(ready[0], &b, 1) == 1;
+         r++)
+        ;
+    if (sc->stop_store) {
+        dt_store_server_stop(srv);
+        srv = NULL;
+    }
+    close(ready[0]);
     for (int r = 0; r < sc->n; r++) {
         int status;
         assert_int_equal(waitpid(pids[r], &status, 0), pids[r]);
@@ -269,7 +345,8 @@ static void run_scenario(const scenario_t *sc, outcome_t *out)
         out->log[r][len > 0 ? len : 0] = '\0';
         close(logs[r]);
     }
-    dt_store_server_stop(srv);
+    if (srv)
+        dt_store_server_stop(srv);
 }
 
 static void expect_all_ok(const scenario_t *sc)
@@ -291,20 +368,20 @@ static void expect_all_ok(const scenario_t *sc)
 static void test_collectives_over_tcp(void **state)
 {
     for (int n = 1; n <= 4; n++) {
-        scenario_t sc = {n, "1", "30s", -1, -1, body_correct};
+        scenario_t sc = {n, "1", "30s", -1, -1, body_correct, 0};
         expect_all_ok(&sc);
     }
 }
 
 static void test_striped_sockets(void **state)
 {
-    scenario_t sc = {3, "3", "30s", -1, -1, body_correct};
+    scenario_t sc = {3, "3", "30s", -1, -1, body_correct, 0};
     expect_all_ok(&sc);
 }
 
 static void test_wrong_token_refused(void **state)
 {
-    scenario_t sc = {2, "1", "3s", 1, -1, body_init_only};
+    scenario_t sc = {2, "1", "3s", 1, -1, body_init_only, 0};
     outcome_t *out = calloc(1, sizeof *out);
     run_scenario(&sc, out);
     /* The impostor learns it was refused; rank 0 logs why, never admits
@@ -315,23 +392,72 @@ static void test_wrong_token_refused(void **state)
     free(out);
 }
 
+/* The rank rank's tcp error line names `dead` as the failed rank: every
+ * such message starts with the culprit ("tcp: rank 1: rank 2 ..."). */
+static int names_culprit(const char *log, int rank, int dead)
+{
+    const char *line = strstr(log, "the job cannot continue");
+    if (!line)
+        return 0;
+    while (line > log && line[-1] != '\n')
+        line--;
+    char want[64];
+    snprintf(want, sizeof want, "tcp: rank %d: rank %d ", rank, dead);
+    const char *hit = strstr(line, want);
+    return hit && hit < strchr(line, '\n');
+}
+
 static void test_dead_peer_named(void **state)
 {
-    /* A long timeout: the closed connection must be noticed at once. */
-    scenario_t sc = {4, "1", "40s", -1, 2, body_die};
+    /* A long timeout: the closed connection must be noticed at once. Rank
+     * 2 dies; the others learn of it directly (its neighbours) or from a
+     * rank that closed because of it, even one whose close lands in the
+     * middle of a payload: every survivor must name rank 2, not the
+     * messenger. */
+    scenario_t sc = {4, "1", "40s", -1, 2, body_die, 0};
     outcome_t *out = calloc(1, sizeof *out);
     run_scenario(&sc, out);
     assert_int_equal(out->exit_code[2], -SIGKILL);
     for (int r = 0; r < 4; r++) {
-        if (r == 2)
+        if (r == 2 ||
+            (out->exit_code[r] == EXIT_PEER && names_culprit(out->log[r], r, 2)))
             continue;
-        if (out->exit_code[r] != EXIT_PEER || !strstr(out->log[r], "rank 2"))
-            for (int q = 0; q < 4; q++)
-                fprintf(stderr, "rank %d exit %d:\n%s", q, out->exit_code[q], out->log[q]);
-        if (out->exit_code[r] != EXIT_PEER || !strstr(out->log[r], "rank 2"))
-            fail_msg("rank %d: exit %d (want %d), log:\n%s", r,
-                     out->exit_code[r], EXIT_PEER, out->log[r]);
+        for (int q = 0; q < 4; q++)
+            fprintf(stderr, "rank %d exit %d:\n%s", q, out->exit_code[q],
+                    out->log[q]);
+        fail_msg("rank %d: exit %d (want %d) and its error must name rank 2 "
+                 "as the failed rank; log:\n%s",
+                 r, out->exit_code[r], EXIT_PEER, out->log[r]);
     }
+    free(out);
+}
+
+static void test_mid_payload_close_names_cause(void **state)
+{
+    scenario_t sc = {3, "1", "40s", -1, 2, body_mid_payload, 0};
+    outcome_t *out = calloc(1, sizeof *out);
+    run_scenario(&sc, out);
+    assert_int_equal(out->exit_code[2], -SIGKILL);
+    for (int r = 0; r < 2; r++)
+        if (out->exit_code[r] != EXIT_PEER || !names_culprit(out->log[r], r, 2))
+            fail_msg("rank %d: exit %d (want %d) and its error must name "
+                     "rank 2 as the failed rank; log:\n%s",
+                     r, out->exit_code[r], EXIT_PEER, out->log[r]);
+    free(out);
+}
+
+static void test_dead_peer_without_store(void **state)
+{
+    scenario_t sc = {4, "1", "40s", -1, 2, body_die_storeless, 1};
+    outcome_t *out = calloc(1, sizeof *out);
+    run_scenario(&sc, out);
+    assert_int_equal(out->exit_code[2], -SIGKILL);
+    /* Without the store a rank may blame the messenger, but every one
+     * fails at once with a peer error: none hangs until the alarm. */
+    for (int r = 0; r < 4; r++)
+        if (r != 2 && out->exit_code[r] != EXIT_PEER)
+            fail_msg("rank %d: exit %d (want %d); log:\n%s", r,
+                     out->exit_code[r], EXIT_PEER, out->log[r]);
     free(out);
 }
 
@@ -344,6 +470,8 @@ int main(void)
         cmocka_unit_test(test_striped_sockets),
         cmocka_unit_test(test_wrong_token_refused),
         cmocka_unit_test(test_dead_peer_named),
+        cmocka_unit_test(test_mid_payload_close_names_cause),
+        cmocka_unit_test(test_dead_peer_without_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

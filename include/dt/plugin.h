@@ -150,7 +150,10 @@ typedef struct dt_request dt_request_t;   /* defined by each transport      */
 typedef struct dt_transport_args {
     int rank, size;
     int local_rank, local_size;
-    dt_store_t *store;         /* authenticated client of the job's store   */
+    dt_store_t *store;         /* authenticated client of the job's store;
+                                  valid until fini (a transport may use it
+                                  after init, e.g. to agree on which rank
+                                  failed)                                   */
     const uint8_t *token;      /* the job secret, for authenticating peer   */
     size_t token_len;          /*   connections; never log or copy it out   */
     const char *bind_addr;     /* address chosen by interface selection     */

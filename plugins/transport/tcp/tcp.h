@@ -18,6 +18,10 @@
 
 #define TCP_MAX_SOCKETS 16
 #define TCP_MSG_MAGIC 0x44544d31u /* "DTM1" */
+/* Read-ahead buffer per socket, used while the next expected part is at
+ * most TCP_STAGE_SMALL bytes (larger ones go straight to the user). */
+#define TCP_STAGE_BYTES (16 * 1024)
+#define TCP_STAGE_SMALL (8 * 1024)
 
 /* On the wire, little-endian host order (all ranks run the same build). */
 typedef struct tcp_hdr {
@@ -64,6 +68,10 @@ struct tcp_sock {
     tcp_req_t *rx_req;    /* owner of rx_dst, or NULL for rx_unexp    */
     tcp_unexp_t *rx_unexp;
     tcp_unexp_t *unexp, **unexp_tail;
+    /* Read-ahead for small messages: header and payload (and the next
+     * header) in one recv. Bytes [stage_off, stage_len) are unread. */
+    char *stage;
+    size_t stage_off, stage_len;
     /* sending */
     tcp_tx_t *tx_head, **tx_tail;
 };
@@ -96,6 +104,9 @@ typedef struct tcp_ctx {
     int listen_port;
     tcp_peer_t *peers;    /* size entries; peers[rank] unused */
     tcp_req_t *all;       /* live requests */
+    dt_store_t *store;    /* the job's store (valid until fini); NULL once
+                             it failed: then no failure report waits on it */
+    long long epoch;      /* this init's number: the store keys' prefix   */
     dt_status_t failed;   /* sticky: after a peer failure nothing works */
     int failed_rank;
     double last_activity; /* monotonic seconds of the last byte moved */
@@ -117,6 +128,13 @@ dt_status_t tcp_auth_acceptor(int fd, const uint8_t *token, size_t token_len,
                               int my_rank, int world, int nsock,
                               double deadline, int *peer_rank,
                               int *sock_index);
+
+/* tcp_cause.c: the root cause of a failure, agreed through the store.
+ * Returns 1 with the failed rank and the rank that detected it when the
+ * store holds (or this call records, for suspect >= 0: first writer wins)
+ * the job's root cause; 0 when unknown (no store, or it failed). Bounded:
+ * waits at most a couple of seconds, never on a store that is gone. */
+int tcp_cause_resolve(tcp_ctx_t *c, int suspect, int *failed, int *detector);
 
 /* tcp_io.c: blocking-with-deadline helpers for the handshake. */
 double tcp_now(void);

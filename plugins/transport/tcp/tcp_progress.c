@@ -3,14 +3,18 @@
  * Sending: each part joins its socket's queue; the queue is written with
  * sendmsg() gathering header and payload of several parts at once, straight
  * from the user's buffers. Receiving: a header is read, then the payload
- * goes straight into the matching posted receive. A header with no posted
+ * goes straight into the matching posted receive; while the receive that
+ * waits next is small, one recv reads ahead into a 16 KiB stage (header,
+ * payload and maybe the next header: one syscall instead of two). A header with no posted
  * receive stays in the kernel (TCP flow control holds the sender back)
  * unless a receive for a later message on that socket is already waiting:
  * only then is the part copied into a temporary buffer.
  *
  * Waiting sleeps in poll(); nothing spins. A peer that closes or resets
- * fails the whole transport at once, naming the rank, and tells the other
- * peers (an abort header) so that every rank reports the same culprit. */
+ * fails the whole transport at once, naming the rank. So that every rank
+ * reports the same culprit, the root cause goes into the store before any
+ * connection closes (tcp_cause.c), and peers at a message boundary also
+ * get an abort header naming it. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -110,6 +114,9 @@ void tcp_free_requests(tcp_ctx_t *c)
             }
             s->unexp = NULL;
             s->tx_head = NULL;
+            free(s->stage);
+            s->stage = NULL;
+            s->stage_off = s->stage_len = 0;
         }
 }
 
@@ -136,6 +143,8 @@ static void broadcast_abort(tcp_ctx_t *c, int failed_rank)
                 shutdown(c->peers[p].socks[j].fd, SHUT_WR);
 }
 
+/* Every message names the failed rank first ("rank 2 ..."), so each rank
+ * of the job reports the same culprit in the same words. */
 static void fail(tcp_ctx_t *c, int peer, dt_status_t st, const char *why)
 {
     if (c->failed != DT_OK)
@@ -153,6 +162,34 @@ static void fail(tcp_ctx_t *c, int peer, dt_status_t st, const char *why)
     broadcast_abort(c, peer);
 }
 
+/* This rank saw `peer` fail (did: what it did, for the message). Before
+ * anything is closed, the store must hold the root cause: either an
+ * earlier one (then `peer` most likely closed because it learned of it,
+ * and the message names that rank) or `peer`, recorded here. */
+static void fail_seen(tcp_ctx_t *c, int peer, dt_status_t st,
+                      const char *why, const char *did)
+{
+    int q = -1, d = -1;
+    if (c->failed != DT_OK)
+        return;
+    if (tcp_cause_resolve(c, peer, &q, &d) && q != peer) {
+        char msg[400];
+        if (d == peer)
+            snprintf(msg, sizeof msg,
+                     "rank %d failed (rank %d detected it, then %s; see "
+                     "rank %d's messages)",
+                     q, d, did, q);
+        else
+            snprintf(msg, sizeof msg,
+                     "rank %d failed (rank %d detected it; rank %d %s after "
+                     "learning it; see rank %d's messages)",
+                     q, d, peer, did, q);
+        fail(c, q, DT_ERR_PEER, msg);
+        return;
+    }
+    fail(c, peer, st, why);
+}
+
 /* A peer that failed because of a third rank sends an abort header and
  * closes; its reset may overtake our reading it. Look for that header on
  * sockets where it would be next (a message boundary): -1 if none. */
@@ -163,6 +200,14 @@ static int abort_sent_by(tcp_peer_t *pe, int nsock)
         tcp_hdr_t h;
         if (s->fd < 0 || s->rx_state != RX_HDR || s->rx_hdr_got)
             continue;
+        if (s->stage_len - s->stage_off >= sizeof h) {
+            memcpy(&h, s->stage + s->stage_off, sizeof h);
+            if (h.magic == TCP_ABORT_MAGIC)
+                return h.tag;
+            continue;
+        }
+        if (s->stage_len > s->stage_off)
+            continue;
         if (recv(s->fd, &h, sizeof h, MSG_DONTWAIT | MSG_PEEK) ==
                 (ssize_t)sizeof h &&
             h.magic == TCP_ABORT_MAGIC)
@@ -171,17 +216,22 @@ static int abort_sent_by(tcp_peer_t *pe, int nsock)
     return -1;
 }
 
+static void fail_reported(tcp_ctx_t *c, int reporter, int culprit)
+{
+    char why[200];
+    snprintf(why, sizeof why,
+             "rank %d failed (rank %d reports it; see rank %d's messages)",
+             culprit, reporter, culprit);
+    fail(c, culprit, DT_ERR_PEER, why);
+}
+
 static void fail_peer_io(tcp_ctx_t *c, tcp_sock_t *s, const char *what,
                          int err)
 {
     char why[400];
     int p = s->peer->rank, culprit = abort_sent_by(s->peer, c->nsock);
-    if (culprit >= 0) {
-        snprintf(why, sizeof why,
-                 "rank %d reports that rank %d failed (see that rank's "
-                 "messages)",
-                 p, culprit);
-        fail(c, culprit, DT_ERR_PEER, why);
+    if (culprit >= 0 && culprit < c->size) {
+        fail_reported(c, p, culprit);
         return;
     }
     if (err == 0)
@@ -190,16 +240,18 @@ static void fail_peer_io(tcp_ctx_t *c, tcp_sock_t *s, const char *what,
                  "crashed",
                  p, s->peer->addr, what);
     else
-        snprintf(why, sizeof why, "connection to rank %d (%s) failed %s: %s",
+        snprintf(why, sizeof why, "rank %d (%s): connection failed %s: %s",
                  p, s->peer->addr, what, strerror(err));
-    fail(c, p, DT_ERR_PEER, why);
+    fail_seen(c, p, DT_ERR_PEER, why,
+              err == 0 ? "closed its connection" : "broke its connection");
 }
 
 /* Does anything still expect data on this socket (a receive part, a
  * queued send, a message half read)? */
 static int sock_busy(const tcp_sock_t *s)
 {
-    if (s->tx_head || s->rx_state != RX_HDR || s->rx_hdr_got)
+    if (s->tx_head || s->rx_state != RX_HDR || s->rx_hdr_got ||
+        s->stage_len > s->stage_off)
         return 1;
     for (const tcp_req_t *r = s->peer->posted; r; r = r->next_posted)
         if (r->nparts > s->index && !(r->matched & (1u << s->index)))
@@ -288,7 +340,8 @@ static int rx_place(tcp_ctx_t *c, tcp_sock_t *s)
                      "or counts",
                      pe->rank, (unsigned long long)s->rx_hdr.len, r->tag,
                      plen);
-            fail(c, pe->rank, DT_ERR_INVALID, why);
+            fail_seen(c, pe->rank, DT_ERR_INVALID, why,
+                      "sent an unexpected message");
             return 0;
         }
         r->matched |= bit;
@@ -304,8 +357,12 @@ static int rx_place(tcp_ctx_t *c, tcp_sock_t *s)
     tcp_unexp_t *u = calloc(1, sizeof *u);
     if (!u || !(u->data = malloc(s->rx_hdr.len ? s->rx_hdr.len : 1))) {
         free(u);
-        fail(c, pe->rank, DT_ERR_NOMEM,
-             "out of memory for a message that arrived early");
+        char why[200];
+        snprintf(why, sizeof why,
+                 "rank %d (this rank) ran out of memory for a message that "
+                 "arrived early from rank %d",
+                 c->rank, pe->rank);
+        fail_seen(c, c->rank, DT_ERR_NOMEM, why, "ran out of memory");
         return 0;
     }
     u->tag = s->rx_hdr.tag;
@@ -354,6 +411,29 @@ static void rx_finish(tcp_ctx_t *c, tcp_sock_t *s)
     s->rx_unexp = NULL;
 }
 
+/* Is the next part this socket must deliver small (the first posted
+ * receive still waiting for a part here)? Then read ahead into the stage:
+ * header and payload come in one recv. Nothing posted: read only the
+ * header, so that an unexpected payload stays in the kernel. */
+static int small_expected(const tcp_sock_t *s)
+{
+    for (const tcp_req_t *r = s->peer->posted; r; r = r->next_posted) {
+        if (r->nparts <= s->index || (r->matched & (1u << s->index)))
+            continue;
+        size_t off, plen;
+        part_span(r->len, r->nparts, s->index, &off, &plen);
+        return plen <= TCP_STAGE_SMALL;
+    }
+    return 0;
+}
+
+static int stage_ready(tcp_sock_t *s)
+{
+    if (!s->stage)
+        s->stage = malloc(TCP_STAGE_BYTES);
+    return s->stage != NULL; /* without one: header and payload apart */
+}
+
 /* Returns after one part completed (the caller re-checks its requests) or
  * when the socket has nothing more to give now. */
 static void rx_progress(tcp_ctx_t *c, tcp_sock_t *s)
@@ -373,7 +453,24 @@ static void rx_progress(tcp_ctx_t *c, tcp_sock_t *s)
                         : s->rx_dst;
         size_t want = s->rx_state == RX_HDR ? sizeof s->rx_hdr - s->rx_hdr_got
                                             : s->rx_left;
-        ssize_t n = recv(s->fd, dst, want, MSG_DONTWAIT);
+        ssize_t n;
+        if (s->stage_len > s->stage_off) {
+            size_t have = s->stage_len - s->stage_off;
+            n = (ssize_t)(want < have ? want : have);
+            memcpy(dst, s->stage + s->stage_off, (size_t)n);
+            s->stage_off += (size_t)n;
+        } else if (s->rx_state == RX_HDR && s->rx_hdr_got == 0 &&
+                   small_expected(s) && stage_ready(s)) {
+            n = recv(s->fd, s->stage, TCP_STAGE_BYTES, MSG_DONTWAIT);
+            if (n > 0) {
+                s->stage_off = 0;
+                s->stage_len = (size_t)n;
+                c->last_activity = tcp_now();
+                continue;
+            }
+        } else {
+            n = recv(s->fd, dst, want, MSG_DONTWAIT);
+        }
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -402,13 +499,9 @@ static void rx_progress(tcp_ctx_t *c, tcp_sock_t *s)
         if (s->rx_hdr_got < sizeof s->rx_hdr)
             continue;
         s->rx_hdr_got = 0;
-        if (s->rx_hdr.magic == TCP_ABORT_MAGIC) {
-            char why[200];
-            snprintf(why, sizeof why,
-                     "rank %d reports that rank %d failed (see that rank's "
-                     "messages)",
-                     s->peer->rank, s->rx_hdr.tag);
-            fail(c, s->rx_hdr.tag, DT_ERR_PEER, why);
+        if (s->rx_hdr.magic == TCP_ABORT_MAGIC && s->rx_hdr.tag >= 0 &&
+            s->rx_hdr.tag < c->size) {
+            fail_reported(c, s->peer->rank, s->rx_hdr.tag);
             return;
         }
         if (s->rx_hdr.magic != TCP_MSG_MAGIC) {
@@ -420,8 +513,6 @@ static void rx_progress(tcp_ctx_t *c, tcp_sock_t *s)
 }
 
 /* ---- the ops ----------------------------------------------------------- */
-
-static void fail(tcp_ctx_t *c, int peer, dt_status_t st, const char *why);
 
 static dt_status_t check_args(tcp_ctx_t *c, int peer, dt_mem_t mem,
                               size_t len, const char *op)
@@ -444,10 +535,10 @@ static dt_status_t check_args(tcp_ctx_t *c, int peer, dt_mem_t mem,
         if (c->peers[peer].socks[j].eof) {
             char why[200];
             snprintf(why, sizeof why,
-                     "%s with rank %d, which has closed its connection "
-                     "(it exited)",
-                     op, peer);
-            fail(c, peer, DT_ERR_PEER, why);
+                     "rank %d closed its connection (it exited) before this "
+                     "rank's %s with it",
+                     peer, op);
+            fail_seen(c, peer, DT_ERR_PEER, why, "closed its connection");
             return DT_ERR_PEER;
         }
     return DT_OK;
@@ -548,7 +639,18 @@ dt_status_t tcp_irecv(void *ctx, int peer, void *buf, size_t len,
  * number of sockets that were ready. */
 static int poll_round(tcp_ctx_t *c, int ms)
 {
-    int n = 0;
+    int n = 0, staged = 0;
+    /* Bytes read ahead are ready without the kernel saying so. */
+    for (int p = 0; p < c->size && c->failed == DT_OK; p++)
+        for (int j = 0; p != c->rank && j < c->nsock; j++) {
+            tcp_sock_t *s = &c->peers[p].socks[j];
+            if (s->stage_len > s->stage_off && s->rx_state != RX_WAIT_POST) {
+                rx_progress(c, s);
+                staged++;
+            }
+        }
+    if (staged)
+        ms = 0;
     for (int p = 0; p < c->size; p++) {
         tcp_peer_t *pe = &c->peers[p];
         if (p == c->rank)
@@ -571,11 +673,11 @@ static int poll_round(tcp_ctx_t *c, int ms)
     if (n == 0) {
         if (ms != 0)
             poll(NULL, 0, ms < 0 ? 1000 : ms); /* nothing can happen */
-        return 0;
+        return staged;
     }
     int rc = poll(c->pfds, (nfds_t)n, ms);
     if (rc <= 0)
-        return 0;
+        return staged;
     for (int i = 0; i < n && c->failed == DT_OK; i++) {
         short re = c->pfds[i].revents;
         if (!re)
@@ -624,11 +726,18 @@ static void report_timeout(tcp_ctx_t *c, dt_request_t **reqs, size_t n)
                                     reqs[i]->r.peer);
     }
     char why[400];
+    int peer = c->rank;
+    for (size_t i = 0; i < n; i++)
+        if (!reqs[i]->r.complete) {
+            peer = reqs[i]->r.peer;
+            break;
+        }
     snprintf(why, sizeof why,
-             "nothing moved for %.0f s (the [transport.tcp] timeout) while "
-             "waiting on rank(s)%s: they are hung, stopped or unreachable",
-             c->timeout, ranks);
-    fail(c, n ? reqs[0]->r.peer : -1, DT_ERR_TIMEOUT, why);
+             "rank %d went silent: nothing moved for %.0f s (the "
+             "[transport.tcp] timeout) while waiting on rank(s)%s: they are "
+             "hung, stopped or unreachable",
+             peer, c->timeout, ranks);
+    fail_seen(c, peer, DT_ERR_TIMEOUT, why, "went silent");
 }
 
 dt_status_t tcp_wait(void *ctx, dt_request_t **reqs, size_t n,

@@ -270,6 +270,8 @@ dt_status_t tcp_wireup(tcp_ctx_t *c, const dt_transport_args_t *a)
     snprintf(key, sizeof key, "tcp/inits/%d", c->rank);
     DT_CHECK(dt_store_add(a->store, key, 1, &n));
     epoch = (long long)n;
+    c->store = a->store;
+    c->epoch = epoch;
     DT_CHECK(open_listener(c, bind_addr, &lfd, &port));
     if (bind_addr && strcmp(bind_addr, "0.0.0.0") != 0 &&
         strcmp(bind_addr, "::") != 0)
