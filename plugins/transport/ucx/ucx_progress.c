@@ -311,9 +311,19 @@ static int all_complete(dt_request_t **reqs, size_t n)
     return 1;
 }
 
+/* Longest single sleep. UCX raises no wake-up event when send resources
+ * free up (a send parked on UCX's pending queue because a shared-memory
+ * FIFO was full moves only when somebody calls progress), so ranks that
+ * all wait on such sends would sleep until the timeout: seen as a 3-rank
+ * allgather stalling 60 s under load. Waking every few ms costs nothing
+ * measurable and is still no spin. */
+#define UCX_MAX_SLEEP_MS 5
+
 /* Sleep until the worker has something to do or ms pass. */
 static void sleep_on_worker(ucx_ctx_t *c, int ms)
 {
+    if (ms < 0 || ms > UCX_MAX_SLEEP_MS)
+        ms = UCX_MAX_SLEEP_MS;
     ucs_status_t s = ucp_worker_arm(c->worker);
     if (s == UCS_ERR_BUSY)
         return; /* events arrived meanwhile: progress again */
