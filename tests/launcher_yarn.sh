@@ -56,6 +56,16 @@ export DT_LAUNCHER_YARN_RM_URL="$RM" DT_LAUNCHER_YARN_SHARED_DIR="$T/shared"
 export DT_LAUNCHER_YARN_POLL_INTERVAL=100ms DT_CLUSTER_KILL_GRACE=2s
 run() { timeout -k 5 120 "$DTCTL" run $TR --launcher=yarn "$@"; }
 leftovers() { pgrep -f "$1" >/dev/null 2>&1; }
+# YARN answers a kill with 202 Accepted and changes state afterwards (the
+# stand-in does the same): wait, bounded, for the state a test expects.
+state_becomes() { # WANT -> 0 once the state is WANT, 1 after ~10 s
+    i=0
+    while [ $i -lt 100 ]; do
+        [ "$(app_state)" = "$1" ] && return 0
+        sleep 0.1; i=$((i + 1))
+    done
+    return 1
+}
 app_state() { # the stand-in's view of the last application
     python3 - "$RM" "$T/rm" <<'PY'
 import glob, json, os, sys, urllib.request
@@ -88,7 +98,7 @@ assert "--container_memory 2048" in cmd and "--container_vcores 2" in cmd, cmd
 keys = [e["key"] for e in c["am-container-spec"]["local-resources"]["entry"]]
 assert sorted(keys) == ["shellArgs", "shellCommands"], keys
 PY
-[ "$(app_state)" = "FINISHED SUCCEEDED" ] || fail "application state: $(app_state)"
+state_becomes "FINISHED SUCCEEDED" || fail "application state: $(app_state)"
 [ -z "$(ls -A "$T/shared")" ] || fail "job directory left behind: $(ls -A "$T/shared")"
 ok "submission, environment, per-rank output, FINISHED/SUCCEEDED"
 
@@ -109,7 +119,7 @@ run -n 3 -- sh -c 'if [ $DT_RANK = 1 ]; then sleep 0.5; exit 4; fi; exec sleep 1
 [ $rc -eq 4 ] || fail "want exit 4 from rank 1, got $rc: $(cat "$T/e")"
 grep -q "rank 1 on localhost exited with code 4" "$T/e" || fail "error does not name rank 1 and host: $(cat "$T/e")"
 grep -q "^PUT /ws/v1/cluster/apps/application_[0-9_]*/state" "$T/rm/access.log" || fail "the application was not killed"
-[ "$(app_state)" = "KILLED KILLED" ] || fail "application state after the failure: $(app_state)"
+state_becomes "KILLED KILLED" || fail "application state after the failure: $(app_state)"
 if leftovers "$MARK-fail"; then fail "containers left: $(pgrep -fa "$MARK-fail")"; fi
 ok "failure: exit code, rank and host, application KILLED, nothing left"
 
@@ -123,7 +133,7 @@ kill -INT $bg
 wait $bg; rc=$?
 kill $guard 2>/dev/null
 [ $rc -eq 130 ] || fail "SIGINT: want exit 130, got $rc: $(cat "$T/e")"
-[ "$(app_state)" = "KILLED KILLED" ] || fail "application state after SIGINT: $(app_state)"
+state_becomes "KILLED KILLED" || fail "application state after SIGINT: $(app_state)"
 if leftovers "$MARK-int"; then fail "containers left after SIGINT: $(pgrep -fa "$MARK-int")"; fi
 ok "SIGINT kills the application, nothing left"
 
