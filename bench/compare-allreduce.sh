@@ -1,14 +1,17 @@
 #!/bin/sh
-# compare-allreduce.sh — dt's allreduce against Open MPI's MPI_Allreduce
-# over TCP, same sizes, inputs and timing, one after the other, then the
-# ratio per size (busbw dt / busbw MPI: above 1 means dt is faster).
+# compare-allreduce.sh — dt's allreduce against a peer, same sizes, inputs
+# and timing, one after the other, then the ratio per size (busbw dt /
+# busbw peer: above 1 means dt is faster). Peers: Open MPI's MPI_Allreduce
+# over its TCP BTL (default), or PyTorch's gloo backend (--peer gloo,
+# Debian's python3-torch, launched by dtctl through torch's env://).
 #
 #   bench/compare-allreduce.sh [-n N] [--sizes 4K:256M] [--iters K]
 #                              [--builddir DIR] [--transport NAME]
+#                              [--peer mpi|gloo]
 # DIR is the build directory (default: the current directory when it holds
 # core/dtctl, else _build next to this script).
 set -eu
-np=2 sizes=4K:256M iters=20 transport=tcp builddir=
+np=2 sizes=4K:256M iters=20 transport=tcp builddir= peer=mpi
 here=$(cd "$(dirname "$0")" && pwd)
 while [ $# -gt 0 ]; do
     case $1 in
@@ -17,6 +20,7 @@ while [ $# -gt 0 ]; do
     --iters) iters=$2; shift 2 ;;
     --transport) transport=$2; shift 2 ;;
     --builddir) builddir=$2; shift 2 ;;
+    --peer) peer=$2; shift 2 ;;
     *) echo "usage: $0 [-n N] [--sizes MIN:MAX] [--iters K] [--builddir DIR] [--transport NAME]" >&2
        exit 2 ;;
     esac
@@ -27,7 +31,7 @@ fi
 dtctl=$builddir/core/dtctl
 mpibench=$builddir/bench/mpi_allreduce
 [ -x "$dtctl" ] || { echo "no dtctl in $builddir/core: build dt first" >&2; exit 1; }
-if [ ! -x "$mpibench" ]; then
+if [ "$peer" = mpi ] && [ ! -x "$mpibench" ]; then
     command -v mpicc >/dev/null || { echo "no $mpibench and no mpicc: install libopenmpi-dev" >&2; exit 1; }
     mpibench=$(mktemp "${TMPDIR:-/tmp}/mpi_allreduce.XXXXXX")
     mpicc -O2 -o "$mpibench" "$here/mpi_allreduce.c"
@@ -38,12 +42,21 @@ trap 'rm -rf "$out"' EXIT
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $(nproc) cores, N=$np"
 "$dtctl" bench allreduce -n "$np" --transport "$transport" \
     --sizes "$sizes" --iters "$iters" | sed "s/^\[[0-9]*\] //" >"$out/dt"
-mpirun --allow-run-as-root --oversubscribe -np "$np" \
-    --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo \
-    "$mpibench" --sizes "$sizes" --iters "$iters" >"$out/mpi"
+case $peer in
+mpi)
+    mpirun --allow-run-as-root --oversubscribe -np "$np" \
+        --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo \
+        "$mpibench" --sizes "$sizes" --iters "$iters" >"$out/mpi" ;;
+gloo)
+    /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null ||
+        { echo "PyTorch is not importable by /usr/bin/python3: apt-get install python3-torch" >&2; exit 1; }
+    "$dtctl" run -n "$np" -- /usr/bin/python3 "$here/gloo_allreduce.py" \
+        --sizes "$sizes" --iters "$iters" | sed -n 's/^\[0\] //p' >"$out/mpi" ;;
+*) echo "--peer is mpi or gloo, not '$peer'" >&2; exit 2 ;;
+esac
 cat "$out/dt" "$out/mpi"
-echo "# ratio dt/MPI (busbw; for time, MPI/dt): above 1 = dt faster"
-printf '# %12s %11s %11s %11s %11s %7s\n' bytes dt_us mpi_us dt_busbw mpi_busbw ratio
+echo "# ratio dt/$peer (busbw; for time, $peer/dt): above 1 = dt faster"
+printf '# %12s %11s %11s %11s %11s %7s\n' bytes dt_us "${peer}_us" dt_busbw "${peer}_busbw" ratio
 grep -v '^#' "$out/dt" >"$out/dt.rows"
 grep -v '^#' "$out/mpi" >"$out/mpi.rows"
 awk 'NR == FNR { t[$1] = $3; b[$1] = $5; next }
