@@ -61,6 +61,20 @@ static void test_maxpool(void **state)
     check_model("conv(2,3,pad=1) maxpool(2) flatten linear(3)", 1, 8, 8, 2);
 }
 
+/* Odd sizes: the last row and column belong to no 2x2 window. */
+static void test_maxpool_odd(void **state)
+{
+    check_model("conv(2,3,pad=1) maxpool(2) flatten linear(3)", 1, 7, 5, 2);
+}
+
+/* A stride larger than 1 with padding: the edge columns of each kernel
+ * offset fall outside the image on either side. */
+static void test_conv_stride3_pad2(void **state)
+{
+    check_model("conv(2,4,stride=3,pad=2) relu flatten linear(3)", 2, 7, 8,
+                2);
+}
+
 static void test_maxpool_overlapping(void **state)
 {
     check_model("conv(2,3,pad=1) maxpool(3,stride=2) flatten linear(3)", 1, 7,
@@ -120,6 +134,8 @@ int main(void)
         cmocka_unit_test(test_conv_plain),
         cmocka_unit_test(test_maxpool),
         cmocka_unit_test(test_maxpool_overlapping),
+        cmocka_unit_test(test_maxpool_odd),
+        cmocka_unit_test(test_conv_stride3_pad2),
         cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_softmax_xent_only),
         cmocka_unit_test(test_loss_value),

@@ -1,5 +1,6 @@
-/* conv2d.c — 2-D convolution by im2col + one GEMM over the whole batch.
- * args: out channels, kernel size k, stride, pad. W is (out, c*k*k).
+/* conv2d.c — 2-D convolution by im2col + GEMM. args: out channels,
+ * kernel size k, stride, pad. W is (out, c*k*k). On the cpu one sample at
+ * a time (conv2d_cpu.c); on CUDA one GEMM over the whole batch:
  *
  * Forward:  col = im2col(x); Y = W col (out x n*oh*ow); y = Y + b as nchw.
  * Backward: dY = dy as (out x n*oh*ow); dW = dY col^T; db = row sums of
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "conv2d_cpu.h"
 #include "im2col.h"
 #include "layer.h"
 
@@ -51,95 +53,53 @@ static dt_status_t conv_setup(dt_layer_t *l, char *why, size_t why_len)
     return DT_OK;
 }
 
-/* col (c*k*k x n*oh*ow) then Y (out x n*oh*ow). */
+/* cpu: one sample's columns; CUDA: col (c*k*k x n*oh*ow) then Y (out x
+ * n*oh*ow). */
 static size_t conv_scratch(const dt_layer_t *l, int batch)
 {
+    if (l->dev && l->dev->kind != DT_DEVICE_CUDA)
+        return dt_conv2d_cpu_scratch(l);
     size_t cols = (size_t)batch * l->out_h * l->out_w;
     return l->fan_in * cols + (size_t)l->out_c * cols;
-}
-
-/* y[b][o][p] = Y[o][b*P + p] + bias[o], P = oh*ow. */
-static dt_status_t cnhw_to_nchw(dt_device_t *dev, const float *Y,
-                                const float *bias, float *y, int n, int c,
-                                size_t plane)
-{
-    DT_CUDA_DISPATCH(dev, cnhw_to_nchw(dev, Y, bias, y, n, c, plane));
-    for (int b = 0; b < n; b++)
-        for (int o = 0; o < c; o++) {
-            const float *src = Y + ((size_t)o * n + b) * plane;
-            float *dst = y + ((size_t)b * c + o) * plane;
-            float bo = bias ? bias[o] : 0.0f;
-            for (size_t p = 0; p < plane; p++)
-                dst[p] = src[p] + bo;
-        }
-    return DT_OK;
-}
-
-/* The inverse rearrangement, and db[o] = sum of dy over batch and plane. */
-static dt_status_t nchw_to_cnhw(dt_device_t *dev, const float *dy, float *Y,
-                                float *db, int n, int c, size_t plane)
-{
-    DT_CUDA_DISPATCH(dev, nchw_to_cnhw(dev, dy, Y, db, n, c, plane));
-    for (int o = 0; o < c; o++) {
-        float sum = 0.0f;
-        for (int b = 0; b < n; b++) {
-            const float *src = dy + ((size_t)b * c + o) * plane;
-            float *dst = Y + ((size_t)o * n + b) * plane;
-            for (size_t p = 0; p < plane; p++) {
-                dst[p] = src[p];
-                sum += src[p];
-            }
-        }
-        db[o] = sum;
-    }
-    return DT_OK;
-}
-
-static dt_status_t im2col(dt_device_t *dev, const dt_conv_geom_t *g,
-                          const float *x, float *col)
-{
-    DT_CUDA_DISPATCH(dev, im2col(dev, g, x, col));
-    dt_im2col_cpu(g, x, col);
-    return DT_OK;
-}
-
-static dt_status_t col2im(dt_device_t *dev, const dt_conv_geom_t *g,
-                          const float *col, float *dx)
-{
-    DT_CUDA_DISPATCH(dev, col2im(dev, g, col, dx));
-    dt_col2im_cpu(g, col, dx);
-    return DT_OK;
 }
 
 static dt_status_t conv_forward(dt_layer_t *l, const float *x, float *y,
                                 int batch, int train)
 {
+    if (l->dev->kind != DT_DEVICE_CUDA)
+        return dt_conv2d_cpu_forward(l, x, y, batch);
+    const dt_cuda_backend_t *cu = dt_cuda_backend_loaded();
     dt_conv_geom_t g = geom(l, batch);
     int cols = batch * l->out_h * l->out_w, kk = (int)l->fan_in;
     float *col = l->scratch, *Y = l->scratch + (size_t)kk * cols;
-    DT_CHECK(im2col(l->dev, &g, x, col));
+    DT_CHECK(cu->im2col(l->dev, &g, x, col));
     DT_CHECK(dt_gemm(l->dev, 0, 0, l->out_c, cols, kk, 1.0f, l->w, kk, col,
                      cols, 0.0f, Y, cols));
-    return cnhw_to_nchw(l->dev, Y, l->b, y, batch, l->out_c,
-                        (size_t)l->out_h * l->out_w);
+    /* y[b][o][p] = Y[o][b*P + p] + bias[o], P = oh*ow */
+    return cu->cnhw_to_nchw(l->dev, Y, l->b, y, batch, l->out_c,
+                            (size_t)l->out_h * l->out_w);
 }
 
 static dt_status_t conv_backward(dt_layer_t *l, const float *x,
                                  const float *y, const float *dy, float *dx,
                                  int batch)
 {
+    if (l->dev->kind != DT_DEVICE_CUDA)
+        return dt_conv2d_cpu_backward(l, x, dy, dx, batch);
     dt_conv_geom_t g = geom(l, batch);
     int cols = batch * l->out_h * l->out_w, kk = (int)l->fan_in;
     float *col = l->scratch, *dY = l->scratch + (size_t)kk * cols;
-    DT_CHECK(nchw_to_cnhw(l->dev, dy, dY, l->db, batch, l->out_c,
-                          (size_t)l->out_h * l->out_w));
+    const dt_cuda_backend_t *cu = dt_cuda_backend_loaded();
+    /* the inverse rearrangement, and db[o] = sum of dy over batch, plane */
+    DT_CHECK(cu->nchw_to_cnhw(l->dev, dy, dY, l->db, batch, l->out_c,
+                              (size_t)l->out_h * l->out_w));
     DT_CHECK(dt_gemm(l->dev, 0, 1, l->out_c, kk, cols, 1.0f, dY, cols, col,
                      cols, 0.0f, l->dw, kk));
     if (!dx)
         return DT_OK;
     DT_CHECK(dt_gemm(l->dev, 1, 0, kk, cols, l->out_c, 1.0f, l->w, kk, dY,
                      cols, 0.0f, col, cols));
-    return col2im(l->dev, &g, col, dx);
+    return cu->col2im(l->dev, &g, col, dx);
 }
 
 const dt_layer_ops_t dt_layer_conv2d = {"conv", conv_setup, conv_scratch,

@@ -36,6 +36,34 @@ static size_t pool_scratch(const dt_layer_t *l, int batch)
     return (size_t)batch * dt_layer_out_size(l);
 }
 
+/* The common 2x2 window with stride 2, without branches: which of the four
+ * is largest is data (half the compares would be mispredicted), so it is
+ * chosen with selects, in the generic loop's order (first one on ties). */
+static void pool2_plane(const float *restrict xp, float *restrict yp,
+                        int *restrict ap, int in_w, int out_h, int out_w)
+{
+    for (int oy = 0; oy < out_h; oy++) {
+        const float *r0 = xp + (size_t)2 * oy * in_w, *r1 = r0 + in_w;
+        float *yr = yp + (size_t)oy * out_w;
+        int *ar = ap + (size_t)oy * out_w, base = 2 * oy * in_w;
+        for (int ox = 0; ox < out_w; ox++) {
+            float v = r0[2 * ox];
+            int at = base + 2 * ox;
+            float c = r0[2 * ox + 1];
+            at = c > v ? base + 2 * ox + 1 : at;
+            v = c > v ? c : v;
+            c = r1[2 * ox];
+            at = c > v ? base + in_w + 2 * ox : at;
+            v = c > v ? c : v;
+            c = r1[2 * ox + 1];
+            at = c > v ? base + in_w + 2 * ox + 1 : at;
+            v = c > v ? c : v;
+            yr[ox] = v;
+            ar[ox] = at;
+        }
+    }
+}
+
 static dt_status_t pool_forward(dt_layer_t *l, const float *x, float *y,
                                 int batch, int train)
 {
@@ -48,6 +76,12 @@ static dt_status_t pool_forward(dt_layer_t *l, const float *x, float *y,
                                              l->out_w, k, s));
     size_t in_plane = (size_t)l->in_h * l->in_w,
            out_plane = (size_t)l->out_h * l->out_w;
+    if (k == 2 && s == 2) {
+        for (int pl = 0; pl < planes; pl++)
+            pool2_plane(x + pl * in_plane, y + pl * out_plane,
+                        arg + pl * out_plane, l->in_w, l->out_h, l->out_w);
+        return DT_OK;
+    }
     for (int pl = 0; pl < planes; pl++) {
         const float *xp = x + pl * in_plane;
         for (int oy = 0; oy < l->out_h; oy++)
@@ -56,8 +90,7 @@ static dt_status_t pool_forward(dt_layer_t *l, const float *x, float *y,
                 for (int i = 0; i < k; i++)
                     for (int j = 0; j < k; j++) {
                         int at = (oy * s + i) * l->in_w + ox * s + j;
-                        if (xp[at] > xp[best])
-                            best = at;
+                        best = xp[at] > xp[best] ? at : best;
                     }
                 size_t o = pl * out_plane + (size_t)oy * l->out_w + ox;
                 y[o] = xp[best];
@@ -67,12 +100,38 @@ static dt_status_t pool_forward(dt_layer_t *l, const float *x, float *y,
     return DT_OK;
 }
 
+/* 2x2, stride 2: the windows tile the plane, so every input pixel is
+ * written once (dy at the argmax, 0 elsewhere) instead of zeroing the
+ * plane and scattering; an odd last row or column belongs to no window. */
+static void unpool2_plane(const float *restrict dyp, const int *restrict ap,
+                          float *restrict dxp, int in_h, int in_w, int out_h,
+                          int out_w)
+{
+    for (int oy = 0; oy < out_h; oy++) {
+        float *r0 = dxp + (size_t)2 * oy * in_w, *r1 = r0 + in_w;
+        int base = 2 * oy * in_w;
+        for (int ox = 0; ox < out_w; ox++) {
+            float g = dyp[(size_t)oy * out_w + ox];
+            int at = ap[(size_t)oy * out_w + ox] - base - 2 * ox;
+            r0[2 * ox] = at == 0 ? g : 0.0f;
+            r0[2 * ox + 1] = at == 1 ? g : 0.0f;
+            r1[2 * ox] = at == in_w ? g : 0.0f;
+            r1[2 * ox + 1] = at == in_w + 1 ? g : 0.0f;
+        }
+        if (in_w > 2 * out_w)
+            r0[in_w - 1] = r1[in_w - 1] = 0.0f;
+    }
+    if (in_h > 2 * out_h)
+        memset(dxp + (size_t)(in_h - 1) * in_w, 0, (size_t)in_w * sizeof *dxp);
+}
+
 static dt_status_t pool_backward(dt_layer_t *l, const float *x,
                                  const float *y, const float *dy, float *dx,
                                  int batch)
 {
     if (!dx)
         return DT_OK;
+    int k = (int)l->args[0], s = (int)l->args[1];
     const int *arg = (const int *)(const void *)l->scratch;
     int planes = batch * l->in_c;
     DT_CUDA_DISPATCH(l->dev,
@@ -81,6 +140,13 @@ static dt_status_t pool_backward(dt_layer_t *l, const float *x,
                                               l->out_h * l->out_w));
     size_t in_plane = (size_t)l->in_h * l->in_w,
            out_plane = (size_t)l->out_h * l->out_w;
+    if (k == 2 && s == 2) {
+        for (int pl = 0; pl < planes; pl++)
+            unpool2_plane(dy + pl * out_plane, arg + pl * out_plane,
+                          dx + pl * in_plane, l->in_h, l->in_w, l->out_h,
+                          l->out_w);
+        return DT_OK;
+    }
     memset(dx, 0, (size_t)planes * in_plane * sizeof *dx);
     for (int pl = 0; pl < planes; pl++)
         for (size_t o = 0; o < out_plane; o++)

@@ -17,8 +17,10 @@ static dt_status_t relu_forward(dt_layer_t *l, const float *x, float *y,
 {
     size_t n = (size_t)batch * dt_layer_in_size(l);
     DT_CUDA_DISPATCH(l->dev, relu_forward(l->dev, x, y, n));
+    const float *restrict xr = x;
+    float *restrict yr = y;
     for (size_t i = 0; i < n; i++)
-        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        yr[i] = xr[i] > 0.0f ? xr[i] : 0.0f;
     return DT_OK;
 }
 
@@ -30,8 +32,14 @@ static dt_status_t relu_backward(dt_layer_t *l, const float *x,
         return DT_OK;
     size_t n = (size_t)batch * dt_layer_in_size(l);
     DT_CUDA_DISPATCH(l->dev, relu_backward(l->dev, y, dy, dx, n));
-    for (size_t i = 0; i < n; i++)
-        dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+    const float *restrict yr = y, *restrict dyr = dy;
+    float *restrict dxr = dx;
+    /* Both loads unconditional: a select, not a branch on the sign (half
+     * of them mispredicted), and the loop vectorizes. */
+    for (size_t i = 0; i < n; i++) {
+        float g = dyr[i];
+        dxr[i] = yr[i] > 0.0f ? g : 0.0f;
+    }
     return DT_OK;
 }
 
