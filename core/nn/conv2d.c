@@ -85,7 +85,7 @@ static dt_status_t conv_backward(dt_layer_t *l, const float *x,
                                  int batch)
 {
     if (l->dev->kind != DT_DEVICE_CUDA)
-        return dt_conv2d_cpu_backward(l, x, dy, dx, batch);
+        return dt_conv2d_cpu_backward(l, x, y, dy, dx, batch);
     dt_conv_geom_t g = geom(l, batch);
     int cols = batch * l->out_h * l->out_w, kk = (int)l->fan_in;
     float *col = l->scratch, *dY = l->scratch + (size_t)kk * cols;

@@ -5,12 +5,15 @@
 
 #include "layer.h"
 
-/* Scratch floats: one sample's columns (c*k*k x oh*ow). */
+/* Scratch floats: one sample's columns (c*k*k x oh*ow) and its masked
+ * dy (out x oh*ow). */
 size_t dt_conv2d_cpu_scratch(const dt_layer_t *l);
 dt_status_t dt_conv2d_cpu_forward(dt_layer_t *l, const float *x, float *y,
                                   int batch);
-/* dw, db overwritten; dx (NULL: not wanted) overwritten. */
+/* dw, db overwritten; dx (NULL: not wanted) overwritten. y: the forward's
+ * output (the relu's with relu_fused). */
 dt_status_t dt_conv2d_cpu_backward(dt_layer_t *l, const float *x,
-                                   const float *dy, float *dx, int batch);
+                                   const float *y, const float *dy,
+                                   float *dx, int batch);
 
 #endif /* DT_NN_CONV2D_CPU_H */

@@ -44,6 +44,9 @@ struct dt_layer {
     float *scratch;                /* scratch_floats(cap) floats        */
     dt_device_t *dev;
     int index;                     /* position in the model             */
+    /* cpu conv followed by relu: the conv applies the relu to each sample
+     * while it is in cache and the relu layer is skipped (model.c). */
+    int relu_fused;
     const uint64_t *rng_seed, *rng_counter; /* the model's (dropout)     */
     int col, len;                  /* token in the layer string         */
 };

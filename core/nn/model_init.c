@@ -75,6 +75,10 @@ dt_status_t dt_model_init(dt_model_t *m, dt_device_t *dev, uint64_t seed)
         l->rng_counter = &m->rng_counter;
         init_layer(m, i, host + l->param_offset, &rng);
     }
+    for (int i = 0; i + 1 < m->nlayers; i++)
+        m->layers[i].relu_fused = dev->kind == DT_DEVICE_CPU &&
+                                  m->layers[i].ops == &dt_layer_conv2d &&
+                                  m->layers[i + 1].ops == &dt_layer_relu;
     dt_status_t st = dt_device_copy(dev, m->params, dev->mem, host,
                                     DT_MEM_HOST, bytes);
     free(host);
