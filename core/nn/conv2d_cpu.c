@@ -8,9 +8,11 @@
  * Backward rebuilds each sample's columns from x (cheaper than keeping a
  * whole batch of them) and accumulates dW over the samples.
  *
- * With relu_fused (a relu follows; model.c) the relu is applied to y_b
- * and dy is masked by y > 0 here, sample by sample, instead of in two
- * more passes over the whole batch.
+ * With l->fused (layer.h) the following relu, and 2x2 max pooling if
+ * that follows too, are applied here to each sample's output while it is
+ * in cache, and their backward builds the sample's dy here too: the
+ * batch-wide conv and relu outputs (the largest activations of a CNN)
+ * are then never written to memory and read back.
  *
  * Forward:  col = im2col(x_b); y_b = W col + b.
  * Backward: dW = sum_b dy_b col_b^T; db = sums of dy; dx_b =
@@ -19,6 +21,7 @@
 
 #include "conv2d_cpu.h"
 #include "im2col.h"
+#include "maxpool2.h"
 
 static dt_conv_geom_t sample_geom(const dt_layer_t *l)
 {
@@ -49,31 +52,78 @@ size_t dt_conv2d_cpu_scratch(const dt_layer_t *l)
     return (l->fan_in + (size_t)l->out_c) * (size_t)l->out_h * l->out_w;
 }
 
+/* y_b + bias, then the relu if fused, in place. */
+static void bias_relu(const dt_layer_t *l, float *yb, int plane)
+{
+    for (int o = 0; o < l->out_c; o++) {
+        float *row = yb + (size_t)o * plane, bo = l->b[o];
+        if (l->fused)
+            for (int p = 0; p < plane; p++) {
+                float v = row[p] + bo;
+                row[p] = v > 0.0f ? v : 0.0f;
+            }
+        else
+            for (int p = 0; p < plane; p++)
+                row[p] += bo;
+    }
+}
+
 dt_status_t dt_conv2d_cpu_forward(dt_layer_t *l, const float *x, float *y,
                                   int batch)
 {
     dt_conv_geom_t g = sample_geom(l);
     int plane = l->out_h * l->out_w, kk = (int)l->fan_in, out = l->out_c;
     size_t in_len = dt_layer_in_size(l), out_len = (size_t)out * plane;
-    float *col = l->scratch;
+    float *col = l->scratch, *conv = col + (size_t)kk * plane;
+    const dt_layer_t *pool = l->fused == 2 ? l + 2 : NULL;
+    int ph = pool ? pool->out_h : 0, pw = pool ? pool->out_w : 0;
+    size_t pplane = (size_t)ph * pw;
     for (int b = 0; b < batch; b++) {
-        float *yb = y + (size_t)b * out_len;
+        /* With the pool fused the conv's output stays in scratch and y is
+         * the pool's output. */
+        float *yb = pool ? conv : y + (size_t)b * out_len;
         dt_im2col_cpu(&g, x + (size_t)b * in_len, col);
         DT_CHECK(dt_gemm(l->dev, 0, 0, out, plane, kk, 1.0f, l->w, kk, col,
                          plane, 0.0f, yb, plane));
-        for (int o = 0; o < out; o++) {
-            float *row = yb + (size_t)o * plane, bo = l->b[o];
-            if (l->relu_fused)
-                for (int p = 0; p < plane; p++) {
-                    float v = row[p] + bo;
-                    row[p] = v > 0.0f ? v : 0.0f;
-                }
-            else
-                for (int p = 0; p < plane; p++)
-                    row[p] += bo;
-        }
+        bias_relu(l, yb, plane);
+        if (!pool)
+            continue;
+        int *arg = (int *)(void *)pool->scratch + (size_t)b * out * pplane;
+        float *pb = y + (size_t)b * out * pplane;
+        for (int o = 0; o < out; o++)
+            dt_maxpool2_plane(yb + (size_t)o * plane, pb + o * pplane,
+                              arg + o * pplane, l->out_w, ph, pw);
     }
     return DT_OK;
+}
+
+/* This sample's gradient at the conv's output, in `masked`, when the conv
+ * applies the next layers: through the pool (if fused) and the relu. */
+static const float *fused_dy(const dt_layer_t *l, int b, const float *y,
+                             const float *dy, float *masked)
+{
+    int plane = l->out_h * l->out_w, out = l->out_c;
+    if (l->fused == 2) { /* y, dy: the pool's */
+        const dt_layer_t *pool = l + 2;
+        size_t pplane = (size_t)pool->out_h * pool->out_w,
+               at = (size_t)b * out * pplane;
+        const int *arg = (const int *)(const void *)pool->scratch + at;
+        for (int o = 0; o < out; o++)
+            dt_unpool2_plane(dy + at + o * pplane, arg + o * pplane,
+                             y + at + o * pplane, masked + (size_t)o * plane,
+                             l->out_h, l->out_w, pool->out_h, pool->out_w);
+        return masked;
+    }
+    /* y is the relu's output: dy where y > 0 */
+    size_t out_len = (size_t)out * plane;
+    const float *restrict yb = y + (size_t)b * out_len,
+                          *restrict g = dy + (size_t)b * out_len;
+    float *restrict d = masked;
+    for (size_t i = 0; i < out_len; i++) {
+        float v = g[i];
+        d[i] = yb[i] > 0.0f ? v : 0.0f;
+    }
+    return masked;
 }
 
 dt_status_t dt_conv2d_cpu_backward(dt_layer_t *l, const float *x,
@@ -87,17 +137,8 @@ dt_status_t dt_conv2d_cpu_backward(dt_layer_t *l, const float *x,
     for (int o = 0; o < out; o++)
         l->db[o] = 0.0f;
     for (int b = 0; b < batch; b++) {
-        const float *dyb = dy + (size_t)b * out_len;
-        if (l->relu_fused) { /* y is the relu's output: dy where y > 0 */
-            const float *restrict yb = y + (size_t)b * out_len,
-                                  *restrict g = dyb;
-            float *restrict d = masked;
-            for (size_t i = 0; i < out_len; i++) {
-                float v = g[i];
-                d[i] = yb[i] > 0.0f ? v : 0.0f;
-            }
-            dyb = masked;
-        }
+        const float *dyb = l->fused ? fused_dy(l, b, y, dy, masked)
+                                    : dy + (size_t)b * out_len;
         for (int o = 0; o < out; o++)
             l->db[o] += row_sum(dyb + (size_t)o * plane, plane);
         dt_im2col_cpu(&g, x + (size_t)b * in_len, col);

@@ -44,9 +44,12 @@ struct dt_layer {
     float *scratch;                /* scratch_floats(cap) floats        */
     dt_device_t *dev;
     int index;                     /* position in the model             */
-    /* cpu conv followed by relu: the conv applies the relu to each sample
-     * while it is in cache and the relu layer is skipped (model.c). */
-    int relu_fused;
+    /* On the cpu a conv followed by relu (and maxpool 2x2, stride 2)
+     * applies them itself to each sample while it is in cache; model.c
+     * then skips those layers. fused: how many layers after this one it
+     * applies (0, 1 relu, 2 relu + maxpool); absorbed: applied by an
+     * earlier layer. Set by dt_model_init. */
+    int fused, absorbed;
     const uint64_t *rng_seed, *rng_counter; /* the model's (dropout)     */
     int col, len;                  /* token in the layer string         */
 };

@@ -3,10 +3,12 @@
  * backward routes dy there. */
 #include "config.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "layer.h"
+#include "maxpool2.h"
 
 static dt_status_t pool_setup(dt_layer_t *l, char *why, size_t why_len)
 {
@@ -39,8 +41,13 @@ static size_t pool_scratch(const dt_layer_t *l, int batch)
 /* The common 2x2 window with stride 2, without branches: which of the four
  * is largest is data (half the compares would be mispredicted), so it is
  * chosen with selects, in the generic loop's order (first one on ties). */
-static void pool2_plane(const float *restrict xp, float *restrict yp,
-                        int *restrict ap, int in_w, int out_h, int out_w)
+int dt_maxpool2_fusable(const dt_layer_t *l)
+{
+    return (int)l->args[0] == 2 && (int)l->args[1] == 2;
+}
+
+void dt_maxpool2_plane(const float *restrict xp, float *restrict yp,
+                       int *restrict ap, int in_w, int out_h, int out_w)
 {
     for (int oy = 0; oy < out_h; oy++) {
         const float *r0 = xp + (size_t)2 * oy * in_w, *r1 = r0 + in_w;
@@ -78,7 +85,7 @@ static dt_status_t pool_forward(dt_layer_t *l, const float *x, float *y,
            out_plane = (size_t)l->out_h * l->out_w;
     if (k == 2 && s == 2) {
         for (int pl = 0; pl < planes; pl++)
-            pool2_plane(x + pl * in_plane, y + pl * out_plane,
+            dt_maxpool2_plane(x + pl * in_plane, y + pl * out_plane,
                         arg + pl * out_plane, l->in_w, l->out_h, l->out_w);
         return DT_OK;
     }
@@ -103,20 +110,36 @@ static dt_status_t pool_forward(dt_layer_t *l, const float *x, float *y,
 /* 2x2, stride 2: the windows tile the plane, so every input pixel is
  * written once (dy at the argmax, 0 elsewhere) instead of zeroing the
  * plane and scattering; an odd last row or column belongs to no window. */
-static void unpool2_plane(const float *restrict dyp, const int *restrict ap,
-                          float *restrict dxp, int in_h, int in_w, int out_h,
-                          int out_w)
+/* g where keep is true, else +0, by masking the bits: compilers turn a
+ * `keep ? g : 0.0f` here into branches, mispredicted on real data. */
+static inline float keep_if(float g, int keep)
+{
+    uint32_t u;
+    memcpy(&u, &g, sizeof u);
+    u &= -(uint32_t)(keep != 0);
+    memcpy(&g, &u, sizeof g);
+    return g;
+}
+
+void dt_unpool2_plane(const float *restrict dyp, const int *restrict ap,
+                      const float *restrict relu_y, float *restrict dxp,
+                      int in_h, int in_w, int out_h, int out_w)
 {
     for (int oy = 0; oy < out_h; oy++) {
         float *r0 = dxp + (size_t)2 * oy * in_w, *r1 = r0 + in_w;
+        const float *dyr = dyp + (size_t)oy * out_w;
+        const float *yr = relu_y ? relu_y + (size_t)oy * out_w : NULL;
+        const int *ar = ap + (size_t)oy * out_w;
         int base = 2 * oy * in_w;
         for (int ox = 0; ox < out_w; ox++) {
-            float g = dyp[(size_t)oy * out_w + ox];
-            int at = ap[(size_t)oy * out_w + ox] - base - 2 * ox;
-            r0[2 * ox] = at == 0 ? g : 0.0f;
-            r0[2 * ox + 1] = at == 1 ? g : 0.0f;
-            r1[2 * ox] = at == in_w ? g : 0.0f;
-            r1[2 * ox + 1] = at == in_w + 1 ? g : 0.0f;
+            float g = dyr[ox];
+            if (yr) /* the max is the relu's output there */
+                g = keep_if(g, yr[ox] > 0.0f);
+            int at = ar[ox] - base - 2 * ox;
+            r0[2 * ox] = keep_if(g, at == 0);
+            r0[2 * ox + 1] = keep_if(g, at == 1);
+            r1[2 * ox] = keep_if(g, at == in_w);
+            r1[2 * ox + 1] = keep_if(g, at == in_w + 1);
         }
         if (in_w > 2 * out_w)
             r0[in_w - 1] = r1[in_w - 1] = 0.0f;
@@ -142,9 +165,9 @@ static dt_status_t pool_backward(dt_layer_t *l, const float *x,
            out_plane = (size_t)l->out_h * l->out_w;
     if (k == 2 && s == 2) {
         for (int pl = 0; pl < planes; pl++)
-            unpool2_plane(dy + pl * out_plane, arg + pl * out_plane,
-                          dx + pl * in_plane, l->in_h, l->in_w, l->out_h,
-                          l->out_w);
+            dt_unpool2_plane(dy + pl * out_plane, arg + pl * out_plane, NULL,
+                             dx + pl * in_plane, l->in_h, l->in_w, l->out_h,
+                             l->out_w);
         return DT_OK;
     }
     memset(dx, 0, (size_t)planes * in_plane * sizeof *dx);

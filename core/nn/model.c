@@ -101,8 +101,8 @@ dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
                                 (size_t)batch * sizeof *labels));
     for (int i = 0; i < m->nlayers; i++) {
         dt_layer_t *l = &m->layers[i];
-        /* A layer with its relu fused writes the relu's output. */
-        int out = i + 1 + l->relu_fused;
+        /* A layer that applies the next ones writes their output. */
+        int out = i + 1 + l->fused;
         DT_CHECK(l->ops->forward(l, m->acts[i], m->acts[out], batch, train));
         i = out - 1;
     }
@@ -135,10 +135,10 @@ dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
     DT_CHECK(dt_softmax_xent_backward(m->dev, m->probs, m->labels,
                                       m->dacts[L], batch, m->nclasses));
     for (int i = L - 1; i >= 0; i--) {
-        if (i > 0 && m->layers[i - 1].relu_fused)
-            continue; /* a relu that the layer before applies */
         dt_layer_t *l = &m->layers[i];
-        int out = i + 1 + l->relu_fused;
+        if (l->absorbed)
+            continue; /* applied by the layer before */
+        int out = i + 1 + l->fused;
         DT_CHECK(l->ops->backward(l, m->acts[i], m->acts[out], m->dacts[out],
                                   i ? m->dacts[i] : NULL, batch));
         size_t len = l->nweights + l->nbias;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <dt/log.h>
+#include "maxpool2.h"
 #include "model.h"
 #include "rng.h"
 
@@ -46,6 +47,23 @@ static void init_layer(const dt_model_t *m, int i, float *w, uint64_t *rng)
     memset(w + l->nweights, 0, l->nbias * sizeof *w);
 }
 
+/* cpu: conv relu [maxpool(2)] run as one layer (see layer.h). */
+static void fuse_layers(dt_model_t *m)
+{
+    for (int i = 0; i + 1 < m->nlayers; i++) {
+        dt_layer_t *l = m->layers + i;
+        if (l->ops != &dt_layer_conv2d || l[1].ops != &dt_layer_relu)
+            continue;
+        l->fused = 1;
+        if (i + 2 < m->nlayers && l[2].ops == &dt_layer_maxpool2d &&
+            dt_maxpool2_fusable(&l[2]))
+            l->fused = 2;
+        for (int j = 1; j <= l->fused; j++)
+            l[j].absorbed = 1;
+        i += l->fused;
+    }
+}
+
 dt_status_t dt_model_init(dt_model_t *m, dt_device_t *dev, uint64_t seed)
 {
     if (m->params) {
@@ -75,10 +93,8 @@ dt_status_t dt_model_init(dt_model_t *m, dt_device_t *dev, uint64_t seed)
         l->rng_counter = &m->rng_counter;
         init_layer(m, i, host + l->param_offset, &rng);
     }
-    for (int i = 0; i + 1 < m->nlayers; i++)
-        m->layers[i].relu_fused = dev->kind == DT_DEVICE_CPU &&
-                                  m->layers[i].ops == &dt_layer_conv2d &&
-                                  m->layers[i + 1].ops == &dt_layer_relu;
+    if (dev->kind == DT_DEVICE_CPU)
+        fuse_layers(m);
     dt_status_t st = dt_device_copy(dev, m->params, dev->mem, host,
                                     DT_MEM_HOST, bytes);
     free(host);
