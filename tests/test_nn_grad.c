@@ -75,6 +75,17 @@ static void test_conv_stride3_pad2(void **state)
                 2);
 }
 
+/* conv relu maxpool(2) runs fused on the cpu (conv2d_cpu.c): checked
+ * with even and odd planes (sizes whose seeded inputs put no relu input
+ * or pooling tie within the finite difference step). */
+static void test_conv_relu_maxpool_fused(void **state)
+{
+    check_model("conv(3,3,pad=1) relu maxpool(2) conv(2,3,pad=1) relu "
+                "flatten linear(3)", 2, 6, 6, 2);
+    check_model("conv(2,3,pad=1) relu maxpool(2) flatten linear(3)", 1, 7, 5,
+                3);
+}
+
 static void test_maxpool_overlapping(void **state)
 {
     check_model("conv(2,3,pad=1) maxpool(3,stride=2) flatten linear(3)", 1, 7,
@@ -135,6 +146,7 @@ int main(void)
         cmocka_unit_test(test_maxpool),
         cmocka_unit_test(test_maxpool_overlapping),
         cmocka_unit_test(test_maxpool_odd),
+        cmocka_unit_test(test_conv_relu_maxpool_fused),
         cmocka_unit_test(test_conv_stride3_pad2),
         cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_softmax_xent_only),
