@@ -134,13 +134,20 @@ dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
     int batch = m->batch, L = m->nlayers;
     DT_CHECK(dt_softmax_xent_backward(m->dev, m->probs, m->labels,
                                       m->dacts[L], batch, m->nclasses));
-    for (int i = L - 1; i >= 0; i--) {
+    /* Below the first layer with parameters nothing needs a gradient: that
+     * layer computes no dx (for an MLP the largest of its matrix
+     * products) and the layers before it are not run backward. */
+    int first = 0;
+    while (first < L - 1 &&
+           m->layers[first].nweights + m->layers[first].nbias == 0)
+        first++;
+    for (int i = L - 1; i >= first; i--) {
         dt_layer_t *l = &m->layers[i];
         if (l->absorbed)
             continue; /* applied by the layer before */
         int out = i + 1 + l->fused;
         DT_CHECK(l->ops->backward(l, m->acts[i], m->acts[out], m->dacts[out],
-                                  i ? m->dacts[i] : NULL, batch));
+                                  i > first ? m->dacts[i] : NULL, batch));
         size_t len = l->nweights + l->nbias;
         if (cb && len) {
             DT_CHECK(dt_device_sync(m->dev));
