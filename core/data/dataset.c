@@ -34,6 +34,20 @@ void dt_dataset_truncate(dt_dataset_t *ds, size_t n)
         ds->n = n; /* buffers stay; only the first n are used */
 }
 
+/* d = s * scale + shift. Blocks of 16 so that -O2 vectorizes it, and
+ * restrict parameters (bytes may alias anything): the same arithmetic per
+ * pixel, several pixels per instruction. */
+static void pixels_to_float(const uint8_t *restrict s, float *restrict d,
+                            size_t n, float scale, float shift)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (size_t j = 0; j < 16; j++)
+            d[i + j] = (float)s[i + j] * scale + shift;
+    for (; i < n; i++)
+        d[i] = (float)s[i] * scale + shift;
+}
+
 void dt_dataset_gather(const dt_dataset_t *ds, const size_t *idx,
                        size_t count, float *x, int32_t *y)
 {
@@ -45,10 +59,8 @@ void dt_dataset_gather(const dt_dataset_t *ds, const size_t *idx,
             /* (p/255 - mean)/std as one multiply-add per pixel */
             float scale = 1.0f / (255.0f * ds->std[c]);
             float shift = -ds->mean[c] / ds->std[c];
-            const uint8_t *s = src + (size_t)c * plane;
-            float *d = dst + (size_t)c * plane;
-            for (size_t i = 0; i < plane; i++)
-                d[i] = (float)s[i] * scale + shift;
+            pixels_to_float(src + (size_t)c * plane, dst + (size_t)c * plane,
+                            plane, scale, shift);
         }
         y[b] = ds->labels[idx[b]];
     }
