@@ -80,6 +80,14 @@ static void req_release(req_t *q)
     free(q);
 }
 
+int ucx_ucp_busy(const ucx_ctx_t *c)
+{
+    for (const req_t *q = c->all; q; q = q->next)
+        if (q->ucp_req)
+            return 1;
+    return 0;
+}
+
 void ucx_free_requests(ucx_ctx_t *c)
 {
     /* Only after the worker is gone: UCP calls nobody back any more. */
@@ -311,9 +319,17 @@ static int all_complete(dt_request_t **reqs, size_t n)
     return 1;
 }
 
+/* The longest a wait sleeps without progressing the worker. UCX runs its
+ * keepalive (which finds a peer process gone over CMA or shared memory,
+ * where no fd reports it) only inside ucp_worker_progress; waking now and
+ * then also bounds the cost of any wakeup a transport fails to signal. */
+#define NAP_MAX_MS 1000
+
 /* Sleep until the worker has something to do or ms pass. */
 static void sleep_on_worker(ucx_ctx_t *c, int ms)
 {
+    if (ms > NAP_MAX_MS)
+        ms = NAP_MAX_MS;
     ucs_status_t s = ucp_worker_arm(c->worker);
     if (s == UCS_ERR_BUSY)
         return; /* events arrived meanwhile: progress again */
