@@ -2,18 +2,14 @@
  * [transport.ucx] timeout.
  *
  * UCX declares a peer dead (UCS_ERR_ENDPOINT_TIMEOUT, "Endpoint timeout")
- * by itself, on clocks of its own: TCP's kernel keepalive (UCX 1.13:
- * KEEPIDLE 10 s, KEEPINTVL 2 s, KEEPCNT the system's 9: about 28 s of
- * silence on an idle connection) and UD's peer timeout (30 s without an
- * acknowledgement, which a busy peer sends only when it progresses). A job
- * whose [transport.ucx] timeout is longer than those would lose live but
- * slow peers earlier than dt's own timeout says; one whose timeout is
- * shorter already has dt's wait report them. So each detector is set to
- * give up no sooner than the timeout. A peer that really exits is still
- * reported at once: its sockets close (TCP) and UCX's keepalive finds its
- * process gone (CMA, shared memory), neither of which waits for these
- * clocks. RC and DC retries are acknowledged by the adapter, not by the
- * peer process, so a slow peer never trips them; they are left alone.
+ * by itself, on clocks of its own. The one that loses live ranks on one
+ * host is TCP's kernel keepalive (UCX 1.13: KEEPIDLE 10 s, KEEPINTVL 2 s,
+ * KEEPCNT the system's 9): seen under load, a connection between ranks
+ * that both waited ~30 s ended in ETIMEDOUT, although dt's timeout was
+ * 60 s. So the keepalive is set to give up no sooner than the timeout. A
+ * peer that really exits is still reported at once: its sockets close
+ * (TCP) and UCX's keepalive round finds its process gone (CMA, shared
+ * memory), neither of which waits for these clocks.
  *
  * A UCX variable the user exported wins: nothing here overrides it. */
 #include <stdio.h>
@@ -22,38 +18,28 @@
 #include <dt/log.h>
 #include "ucx.h"
 
-/* UCX 1.13's UD peer timeout: never made shorter. */
-#define UD_DEFAULT_TIMEOUT_S 30.0
 /* Kernel keepalive probes before TCP gives a connection up. */
 #define TCP_KEEPALIVE_PROBES 5
 
-/* Set UCX_<name> unless the user exported it or one of the alternative
- * spellings UCX also reads (UD_VERBS_TIMEOUT, UD_MLX5_TIMEOUT for
- * UD_TIMEOUT). */
+/* Set the UCX setting key (as ucp_config_modify names it: a transport's
+ * keys without the transport's prefix, UCX 1.13 matches them inside each
+ * transport's table) unless the user exported the variable env. */
 static dt_status_t set_derived(ucx_ctx_t *c, ucp_config_t *uc,
-                               const char *name, const char *value,
-                               const char *const *also)
+                               const char *env, const char *key,
+                               const char *value)
 {
-    char env[64];
-    snprintf(env, sizeof env, "UCX_%s", name);
     if (getenv(env))
         return DT_OK;
-    for (size_t i = 0; also && also[i]; i++) {
-        snprintf(env, sizeof env, "UCX_%s", also[i]);
-        if (getenv(env))
-            return DT_OK;
-    }
-    ucs_status_t s = ucp_config_modify(uc, name, value);
+    ucs_status_t s = ucp_config_modify(uc, key, value);
     if (s != UCS_OK) {
         dt_error("ucx: rank %d: UCX rejected %s = '%s' (derived from "
-                 "[transport.ucx] timeout = %g s): %s; export UCX_%s to "
-                 "choose the value yourself",
-                 c->rank, name, value, c->timeout, ucs_status_string(s),
-                 name);
+                 "[transport.ucx] timeout = %g s): %s; export %s to choose "
+                 "the value yourself",
+                 c->rank, env, value, c->timeout, ucs_status_string(s), env);
         return DT_ERR_CONFIG;
     }
-    dt_debug("ucx: rank %d: UCX_%s=%s (from [transport.ucx] timeout)",
-             c->rank, name, value);
+    dt_debug("ucx: rank %d: %s=%s (from [transport.ucx] timeout)", c->rank,
+             env, value);
     return DT_OK;
 }
 
@@ -78,23 +64,17 @@ dt_status_t ucx_apply_timeouts(ucx_ctx_t *c, ucp_config_t *uc)
      * often costs nothing and finds a dead peer well within the timeout. */
     double ka = t / 4 < 20 ? t / 4 : 20;
     snprintf(v, sizeof v, "%dms", ka < 0.5 ? 500 : (int)(ka * 1000));
-    DT_CHECK(set_derived(c, uc, "KEEPALIVE_INTERVAL", v, NULL));
+    DT_CHECK(set_derived(c, uc, "UCX_KEEPALIVE_INTERVAL", "KEEPALIVE_INTERVAL",
+                         v));
 
     /* TCP: idle for half the timeout, then probes spread over the other
-     * half: the kernel drops the connection after at least the timeout. */
-    snprintf(v, sizeof v, "%ds", ceil_s(t / 2));
-    DT_CHECK(set_derived(c, uc, "TCP_KEEPIDLE", v, NULL));
-    snprintf(v, sizeof v, "%ds", ceil_s(t / 2 / TCP_KEEPALIVE_PROBES));
-    DT_CHECK(set_derived(c, uc, "TCP_KEEPINTVL", v, NULL));
+     * half: the kernel drops the connection after at least the timeout.
+     * (UCX rounds these down to whole seconds: add one.) */
+    snprintf(v, sizeof v, "%ds", ceil_s(t / 2) + 1);
+    DT_CHECK(set_derived(c, uc, "UCX_TCP_KEEPIDLE", "KEEPIDLE", v));
+    snprintf(v, sizeof v, "%ds", ceil_s(t / 2 / TCP_KEEPALIVE_PROBES) + 1);
+    DT_CHECK(set_derived(c, uc, "UCX_TCP_KEEPINTVL", "KEEPINTVL", v));
     snprintf(v, sizeof v, "%d", TCP_KEEPALIVE_PROBES);
-    DT_CHECK(set_derived(c, uc, "TCP_KEEPCNT", v, NULL));
-
-    /* UD (InfiniBand): a peer that sends no acknowledgement for this long
-     * is declared dead. */
-    static const char *const ud_also[] = {"UD_VERBS_TIMEOUT",
-                                          "UD_MLX5_TIMEOUT", NULL};
-    snprintf(v, sizeof v, "%ds",
-             ceil_s(t > UD_DEFAULT_TIMEOUT_S ? t : UD_DEFAULT_TIMEOUT_S));
-    DT_CHECK(set_derived(c, uc, "UD_TIMEOUT", v, ud_also));
+    DT_CHECK(set_derived(c, uc, "UCX_TCP_KEEPCNT", "KEEPCNT", v));
     return DT_OK;
 }
