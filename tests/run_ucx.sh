@@ -69,11 +69,14 @@ else
     echo "ok: an unknown tls is a clear error"
 fi
 
-# $1: label; $2: PEER_EXIT_MODE; $3: pattern the survivors must log; rest:
-# dtctl options.
+# $1: label; $2: PEER_EXIT_MODE; $3: [cluster] timeout; $4: pattern the
+# survivors must log; rest: dtctl options. The timeout also bounds startup
+# (store, wireup), so it stays long enough for slow sanitizer builds on a
+# loaded machine: a dead peer gets a long one, which it must beat by the
+# connection failure; a hung peer one just long enough to start.
 peer_fails() {
-    label=$1 mode=$2 pat=$3; shift 3
-    PEER_EXIT_MODE=$mode DT_CLUSTER_TIMEOUT=4s dtctl \
+    label=$1 mode=$2 tmo=$3 pat=$4; shift 4
+    PEER_EXIT_MODE=$mode DT_CLUSTER_TIMEOUT=$tmo dtctl \
         --set cluster.kill_grace=1s "$@" run -n 3 -- "$pe" \
         >"$tmp/out" 2>"$tmp/err"
     rc=$?
@@ -89,17 +92,19 @@ peer_fails() {
         echo "ok: $label is an error naming rank 1 (dtctl exit $rc)"
     fi
 }
-peer_fails "dead peer (shm)" exit "ucx: rank [02]: the connection to rank 1 failed"
-peer_fails "dead peer (tcp)" exit "ucx: rank [02]: the connection to rank 1 failed" \
+peer_fails "dead peer (shm)" exit 120s \
+    "ucx: rank [02]: the connection to rank 1 failed"
+peer_fails "dead peer (tcp)" exit 120s \
+    "ucx: rank [02]: the connection to rank 1 failed" \
     --set transport.ucx.tls=tcp
-peer_fails "hung peer (shm)" stop "waiting on rank(s) 1: they are hung"
-peer_fails "hung peer (tcp)" stop "waiting on rank(s) 1: they are hung" \
+peer_fails "hung peer (shm)" stop 20s "waiting on rank(s) 1: they are hung"
+peer_fails "hung peer (tcp)" stop 20s "waiting on rank(s) 1: they are hung" \
     --set transport.ucx.tls=tcp
 
 # A worker with another job's token cannot join: the store refuses it, the
 # job fails instead of hanging.
 bad=$(printf '%064d' 7)
-DT_CLUSTER_TIMEOUT=10s dtctl run -n 2 -- sh -c \
+DT_CLUSTER_TIMEOUT=60s dtctl run -n 2 -- sh -c \
     'if [ "$DT_RANK" = 1 ]; then DT_JOB_TOKEN=$1; export DT_JOB_TOKEN; fi
      exec "$0"' "$ex" "$bad" >"$tmp/out" 2>"$tmp/err"
 rc=$?

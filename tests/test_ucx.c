@@ -129,8 +129,11 @@ static void *rank_main(void *p)
     memcpy(tok, j->token, sizeof tok);
     if (r->rank == j->bad_token_rank)
         tok[0] ^= 0x5a;
-    /* No configuration: the plugin's defaults, UCX_TLS from run_job. */
-    r->init_st = dt_store_connect(j->rdv, j->token, 10.0, &store);
+    /* No configuration: the plugin's defaults, UCX_TLS from run_job. The
+     * 60 s bounds only end a broken run; they are generous because a
+     * sanitizer build on a loaded machine is slow, and a bound that a slow
+     * but healthy run can hit makes the test flaky. */
+    r->init_st = dt_store_connect(j->rdv, j->token, 60.0, &store);
     if (r->init_st == DT_OK) {
         dt_transport_args_t a = {.rank = r->rank,
                                  .size = j->size,
@@ -140,13 +143,13 @@ static void *rank_main(void *p)
                                  .token = tok,
                                  .token_len = sizeof tok,
                                  .bind_addr = "127.0.0.1",
-                                 .timeout = 30.0};
+                                 .timeout = 60.0};
         r->init_st = j->ops->init(NULL, &a, &ctx);
     }
     if (r->init_st == DT_OK && j->body)
         r->run_st = j->body(j->ops, ctx, r);
     if (r->init_st == DT_OK)
-        dt_store_barrier(store, "test-done", j->size, 30.0);
+        dt_store_barrier(store, "test-done", j->size, 60.0);
     if (ctx)
         j->ops->fini(ctx);
     dt_store_close(store);

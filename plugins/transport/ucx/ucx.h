@@ -67,6 +67,10 @@ dt_status_t ucx_read_config(ucx_ctx_t *c, const dt_config_t *cfg,
 dt_status_t ucx_open(ucx_ctx_t *c);
 void ucx_close(ucx_ctx_t *c);
 
+/* ucx_timeouts.c: UCX's keepalive and peer timeouts from c->timeout,
+ * unless the user exported the UCX variable. */
+dt_status_t ucx_apply_timeouts(ucx_ctx_t *c, ucp_config_t *uc);
+
 /* ucx_wireup.c: worker addresses through the store, endpoints. */
 dt_status_t ucx_wireup(ucx_ctx_t *c, const dt_transport_args_t *a);
 void ucx_close_endpoints(ucx_ctx_t *c);
@@ -92,6 +96,8 @@ dt_status_t ucx_wait_until(ucx_ctx_t *c, dt_request_t **reqs, size_t n,
                            double deadline);
 void ucx_fail(ucx_ctx_t *c, int peer, dt_status_t st, const char *why);
 void ucx_free_requests(ucx_ctx_t *c);
+/* Whether UCP still owns a request of c (its callback is still due). */
+int ucx_ucp_busy(const ucx_ctx_t *c);
 double ucx_now(void);
 
 #endif /* DT_UCX_H */

@@ -80,6 +80,14 @@ static void req_release(req_t *q)
     free(q);
 }
 
+int ucx_ucp_busy(const ucx_ctx_t *c)
+{
+    for (const req_t *q = c->all; q; q = q->next)
+        if (q->ucp_req)
+            return 1;
+    return 0;
+}
+
 void ucx_free_requests(ucx_ctx_t *c)
 {
     /* Only after the worker is gone: UCP calls nobody back any more. */
@@ -311,19 +319,20 @@ static int all_complete(dt_request_t **reqs, size_t n)
     return 1;
 }
 
-/* Longest single sleep. UCX raises no wake-up event when send resources
- * free up (a send parked on UCX's pending queue because a shared-memory
- * FIFO was full moves only when somebody calls progress), so ranks that
- * all wait on such sends would sleep until the timeout: seen as a 3-rank
- * allgather stalling 60 s under load. Waking every few ms costs nothing
- * measurable and is still no spin. */
-#define UCX_MAX_SLEEP_MS 5
+/* The longest a wait sleeps without progressing the worker. UCX raises no
+ * wake-up event when send resources free up (a send parked on UCX's
+ * pending queue because a shared-memory FIFO was full moves only when
+ * somebody calls progress), and it runs its keepalive (which finds a peer
+ * process gone over CMA or shared memory, where no fd reports it) only
+ * inside ucp_worker_progress. Waking every few ms costs nothing measurable
+ * and is still no spin. */
+#define NAP_MAX_MS 5
 
 /* Sleep until the worker has something to do or ms pass. */
 static void sleep_on_worker(ucx_ctx_t *c, int ms)
 {
-    if (ms < 0 || ms > UCX_MAX_SLEEP_MS)
-        ms = UCX_MAX_SLEEP_MS;
+    if (ms < 0 || ms > NAP_MAX_MS)
+        ms = NAP_MAX_MS;
     ucs_status_t s = ucp_worker_arm(c->worker);
     if (s == UCS_ERR_BUSY)
         return; /* events arrived meanwhile: progress again */

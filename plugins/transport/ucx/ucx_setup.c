@@ -144,14 +144,8 @@ static dt_status_t apply_settings(ucx_ctx_t *c, ucp_config_t *uc)
     if (c->rndv_thresh[0] && strcasecmp(c->rndv_thresh, "auto") != 0)
         DT_CHECK(set_ucx(c, uc, "RNDV_THRESH", c->rndv_thresh,
                          "rndv_thresh"));
-    /* A crashed peer is noticed by UCX's keepalive: check often enough
-     * that it is reported well within the timeout. */
-    if (!getenv("UCX_KEEPALIVE_INTERVAL")) {
-        char iv[32];
-        double s = c->timeout / 4 < 20 ? c->timeout / 4 : 20;
-        snprintf(iv, sizeof iv, "%dms", s < 0.5 ? 500 : (int)(s * 1000));
-        DT_CHECK(set_ucx(c, uc, "KEEPALIVE_INTERVAL", iv, "timeout"));
-    }
+    /* UCX's own failure detectors give up no sooner than dt's timeout. */
+    DT_CHECK(ucx_apply_timeouts(c, uc));
     return DT_OK;
 }
 

@@ -7,6 +7,7 @@
  * Endpoints use UCP_ERR_HANDLING_MODE_PEER: a peer that dies (connection
  * reset, or UCX's keepalive finding it gone) fails the transport at once,
  * naming the rank, instead of leaving a wait to run into the timeout. */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,4 +143,10 @@ void ucx_close_endpoints(ucx_ctx_t *c)
             ucp_request_free(pending[p]);
     }
     free(pending);
+    /* Closing fails the sends still queued on those endpoints, from
+     * progress: let UCX finish them, so that it frees its requests before
+     * the worker goes away. */
+    while (ucx_ucp_busy(c) && ucx_now() < deadline)
+        if (ucp_worker_progress(c->worker) == 0)
+            poll(NULL, 0, 1);
 }
