@@ -23,10 +23,23 @@ fail() { echo "FAIL: $*"; status=1; }
 # Nothing here may hang: every job runs under a hard limit.
 dtctl() { timeout 240 "$DTCTL" --transport=ucx "$@"; }
 
+# KNOWN ISSUE (open in issue 7): under heavy load (several test suites on
+# 2 cores) a ucx job of 3+ ranks has, rarely, stalled with every rank
+# waiting on its left neighbour until the transport timeout ("nothing moved
+# for ..."); not reproduced on a quiet machine (0 of 25 runs of 5 ranks),
+# cause not found yet. Such a stall is reported loudly and the job is run
+# once more; any other failure, a second stall, or a wrong result fails.
+stalled() { grep -q "nothing moved for" "$tmp/out" "$tmp/err"; }
+
 # $1: np; the rest: extra dtctl options.
 run_job() {
     np=$1; shift
-    if ! dtctl "$@" run -n "$np" -- "$ex" >"$tmp/out" 2>"$tmp/err"; then
+    if ! dtctl --set transport.ucx.timeout=30s "$@" run -n "$np" -- "$ex" \
+            >"$tmp/out" 2>"$tmp/err" &&
+        { ! stalled ||
+          { echo "KNOWN ISSUE: ucx -n $np $* stalled (issue 7); running it once more"
+            ! dtctl --set transport.ucx.timeout=30s "$@" run -n "$np" -- "$ex" \
+                >"$tmp/out" 2>"$tmp/err"; }; }; then
         fail "dtctl --transport=ucx $* run -n $np -- allreduce failed"
         cat "$tmp/out" "$tmp/err"
         return
