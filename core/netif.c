@@ -387,3 +387,29 @@ dt_status_t dt_netif_default_route(char *addr, size_t addrlen)
     freeifaddrs(ifs);
     return st;
 }
+
+void dt_netif_name_of(const char *addr, char *name, size_t len)
+{
+    struct ifaddrs *ifs = NULL;
+    unsigned char want[sizeof(struct in6_addr)];
+    int fam = inet_pton(AF_INET, addr, want) == 1    ? AF_INET
+              : inet_pton(AF_INET6, addr, want) == 1 ? AF_INET6
+                                                     : 0;
+    name[0] = '\0';
+    if (!fam || getifaddrs(&ifs) != 0)
+        return;
+    for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != fam)
+            continue;
+        const void *have =
+            fam == AF_INET
+                ? (const void *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
+                : (const void *)&((struct sockaddr_in6 *)i->ifa_addr)
+                      ->sin6_addr;
+        if (memcmp(have, want, fam == AF_INET ? 4 : 16) == 0) {
+            snprintf(name, len, "%s", i->ifa_name);
+            break;
+        }
+    }
+    freeifaddrs(ifs);
+}

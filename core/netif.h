@@ -46,6 +46,10 @@ dt_status_t dt_netif_route_to(const char *host, char *addr, size_t addrlen);
  * default route. Used when a scheduler, not dtctl, picks the hosts. */
 dt_status_t dt_netif_default_route(char *addr, size_t addrlen);
 
+/* The name of the interface holding the numeric address addr (e.g. the
+ * bind address a transport got), or "" when none here holds it. */
+void dt_netif_name_of(const char *addr, char *name, size_t len);
+
 /* 1 when host names this machine: "localhost", a loopback address, one of
  * our interface addresses or our host name. */
 int dt_netif_is_local(const char *host);

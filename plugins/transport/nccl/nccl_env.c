@@ -15,35 +15,11 @@
 
 #include <dt/log.h>
 #include "nccl_tp.h"
+#include "netif.h"
 
 #define SECTION "transport.nccl"
 
 /* The name of the interface that holds addr, or "" if none. */
-static void interface_of(const char *addr, char *name, size_t len)
-{
-    struct ifaddrs *ifs = NULL;
-    unsigned char want[sizeof(struct in6_addr)];
-    int fam = inet_pton(AF_INET, addr, want) == 1    ? AF_INET
-              : inet_pton(AF_INET6, addr, want) == 1 ? AF_INET6
-                                                     : 0;
-    name[0] = '\0';
-    if (!fam || getifaddrs(&ifs) != 0)
-        return;
-    for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
-        if (!i->ifa_addr || i->ifa_addr->sa_family != fam)
-            continue;
-        const void *have =
-            fam == AF_INET
-                ? (const void *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
-                : (const void *)&((struct sockaddr_in6 *)i->ifa_addr)
-                      ->sin6_addr;
-        if (memcmp(have, want, fam == AF_INET ? 4 : 16) == 0) {
-            snprintf(name, len, "%s", i->ifa_name);
-            break;
-        }
-    }
-    freeifaddrs(ifs);
-}
 
 static dt_status_t set_var(const char *var, const char *value,
                            const char *key)
@@ -74,7 +50,7 @@ dt_status_t nccl_apply_env(const dt_config_t *cfg,
     if ((!ifn || !*ifn) && !getenv("NCCL_SOCKET_IFNAME") && cfg &&
         dt_config_get(cfg, "cluster", "interface") && a->bind_addr) {
         char name[IF_NAMESIZE + 1];
-        interface_of(a->bind_addr, name, sizeof name);
+        dt_netif_name_of(a->bind_addr, name, sizeof name);
         if (name[0])
             DT_CHECK(set_var("NCCL_SOCKET_IFNAME", name,
                              "socket_ifname (from [cluster] interface)"));

@@ -16,6 +16,7 @@
 
 #include <dt/log.h>
 #include "ucx.h"
+#include "netif.h"
 
 #define SECTION "transport.ucx"
 
@@ -30,31 +31,6 @@ static int user_set(const dt_config_t *cfg, const char *section,
 }
 
 /* The name of the interface that holds addr ("10.0.0.2"), or "" if none. */
-static void interface_of(const char *addr, char *name, size_t len)
-{
-    struct ifaddrs *ifs = NULL;
-    unsigned char want[sizeof(struct in6_addr)];
-    int fam = inet_pton(AF_INET, addr, want) == 1    ? AF_INET
-              : inet_pton(AF_INET6, addr, want) == 1 ? AF_INET6
-                                                     : 0;
-    name[0] = '\0';
-    if (!fam || getifaddrs(&ifs) != 0)
-        return;
-    for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
-        if (!i->ifa_addr || i->ifa_addr->sa_family != fam)
-            continue;
-        const void *have =
-            fam == AF_INET
-                ? (const void *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
-                : (const void *)&((struct sockaddr_in6 *)i->ifa_addr)
-                      ->sin6_addr;
-        if (memcmp(have, want, fam == AF_INET ? 4 : 16) == 0) {
-            snprintf(name, len, "%s", i->ifa_name);
-            break;
-        }
-    }
-    freeifaddrs(ifs);
-}
 
 static dt_status_t copy_key(const dt_config_t *cfg, const char *key,
                             char *dst, size_t len)
@@ -112,7 +88,7 @@ dt_status_t ucx_read_config(ucx_ctx_t *c, const dt_config_t *cfg,
         dt_config_get(cfg, "cluster", "interface") && a->bind_addr &&
         *a->bind_addr) {
         char ifname[IF_NAMESIZE + 1];
-        interface_of(a->bind_addr, ifname, sizeof ifname);
+        dt_netif_name_of(a->bind_addr, ifname, sizeof ifname);
         if (ifname[0])
             snprintf(c->devices, sizeof c->devices, "%s", ifname);
     }
