@@ -15,6 +15,7 @@
 #include <dt/log.h>
 #include <dt/store.h>
 #include "coll.h"
+#include "cpu_bind.h"
 #include "netif.h"
 #include "plugin_loader.h"
 #include "worker_env.h"
@@ -216,6 +217,8 @@ dt_status_t dt_init(void)
     set_log_tag();
     if ((st = dt_config_new(&W.cfg)) == DT_OK)
         st = dt_config_load_env(W.cfg, environ);
+    if (st == DT_OK)
+        st = dt_cpu_bind(W.cfg, W.id.local_rank, W.id.local_size);
     if (st == DT_OK && W.id.size > 1)
         st = join_job();
     if (st != DT_OK) {

@@ -48,6 +48,19 @@ run_job 2 --set cluster.interface=lo
 run_job 1
 # Plugin settings given to dtctl reach the workers' transport.
 run_job 4 --set transport.tcp.sockets_per_peer=3 --set transport.tcp.stripe_min=4K
+# The bounded yield-poll before sleeping, forced on and off.
+run_job 3 --set transport.tcp.spin=200us
+run_job 3 --set transport.tcp.spin=0
+# A spin that would keep a CPU busy for long is refused, naming the key.
+if "$DTCTL" run -n 2 --set transport.tcp.spin=2s -- "$ex" \
+    >"$tmp/out" 2>"$tmp/err"; then
+    fail "transport.tcp.spin=2s was accepted"
+elif ! grep -q "\[transport.tcp\] spin = '2s'" "$tmp/err"; then
+    fail "transport.tcp.spin=2s: no error naming the key"
+    cat "$tmp/err"
+else
+    echo "ok: transport.tcp.spin=2s is refused with its key named"
+fi
 
 # What dtctl adds to the workers' environment: the store, the transport,
 # the interface spec and non-default plugin and timeout settings (dtctl

@@ -50,8 +50,8 @@ typedef struct forward {
 } forward_t;
 
 /* Workers have no config files: what dtctl was told about the parts they
- * run (plugin sections, [collectives], the timeout, the trainer's [train],
- * [model] and [data]) travels in their environment. */
+ * run (plugin sections, [collectives], the timeout and CPU binding, the
+ * trainer's [train], [model] and [data]) travels in their environment. */
 static int forward_value(const char *section, const char *key,
                          const char *value, dt_config_source_t src,
                          const char *where, void *arg)
@@ -66,7 +66,8 @@ static int forward_value(const char *section, const char *key,
                       strcmp(section, "model") == 0 ||
                       strcmp(section, "data") == 0 ||
                       (strcmp(section, "cluster") == 0 &&
-                       strcmp(key, "timeout") == 0);
+                       (strcmp(key, "timeout") == 0 ||
+                        strcmp(key, "bind") == 0));
     if (!worker_side)
         return 0;
     char name[256];

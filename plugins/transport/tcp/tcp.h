@@ -100,6 +100,10 @@ typedef struct tcp_ctx {
     int nsock;            /* sockets per peer */
     size_t stripe_min;
     double timeout;       /* seconds */
+    double spin;          /* seconds a wait polls (yielding) before it
+                             sleeps in poll() */
+    double spin_paused_until, spin_backoff; /* after a yield that lost
+                             the CPU for long: no spinning until then */
     size_t bufsize;       /* SO_SNDBUF/SO_RCVBUF, 0: kernel autotuning */
     int listen_port;
     tcp_peer_t *peers;    /* size entries; peers[rank] unused */
