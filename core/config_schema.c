@@ -31,8 +31,8 @@ static const dt_key_spec_t cluster_keys[] = {
      "working directory of the workers (default: the launcher's choice)"},
     {"bind", DT_KEY_STRING, "auto",
      "CPU binding of dt workers: auto (each worker of a host on its own "
-     "share of the CPUs it was given, when they fit), cores (also when "
-     "oversubscribed: CPU i mod n) or none"},
+     "share of the CPUs it was given; oversubscribed: CPU i mod n, unless a "
+     "launcher bound it already), cores (round robin even then) or none"},
     {NULL, DT_KEY_STRING, NULL, NULL}};
 
 static const dt_key_spec_t train_keys[] = {

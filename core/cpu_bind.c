@@ -4,21 +4,23 @@
  * Why: an unbound worker migrates between cores and loses its cache; on
  * the 2-core test machine a 2 MiB allreduce of two unbound ranks took
  * 1.4-2.0 ms and 0.56-1.1 ms bound (Open MPI binds to cores by default for
- * such jobs). Binding works inside the mask the process inherited, so a
- * launcher's or scheduler's own binding (mpirun, Slurm --cpu-bind, cgroups)
- * is kept: when the inherited mask has fewer CPUs than this host has
- * ranks, something bound us already (or the host is oversubscribed), and
- * auto leaves it alone.
+ * such jobs), and with 4 ranks on 2 cores the 4 KiB allreduce went from
+ * 70-125 us to 55-62 us. Binding works inside the mask the process
+ * inherited, so a launcher's or scheduler's own binding (mpirun, Slurm
+ * --cpu-bind, cgroups) is kept.
  *
- *   auto  (default) ranks fit the CPUs: rank i of this host gets the i-th
- *         equal share of them; else nothing changes
- *   cores as auto, and when ranks outnumber CPUs, rank i gets CPU i mod n
+ *   auto  (default) ranks fit the inherited CPUs: rank i of this host gets
+ *         the i-th equal share of them; ranks outnumber them and nobody
+ *         narrowed the mask (it holds every online CPU): CPU i mod n;
+ *         else (a launcher bound us already) nothing changes
+ *   cores as auto, and round robin also inside a narrowed mask
  *   none  the affinity is left as it was */
 #define _GNU_SOURCE /* sched_setaffinity, CPU_* */
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <dt/config.h>
 #include <dt/log.h>
@@ -42,16 +44,16 @@ static void set_text(const cpu_set_t *set, char *out, size_t len)
     }
 }
 
-dt_status_t dt_cpu_bind_plan(const cpu_set_t *given, const char *mode,
-                             int local_rank, int local_size, cpu_set_t *out,
-                             int *changed)
+dt_status_t dt_cpu_bind_plan(const cpu_set_t *given, int online,
+                             const char *mode, int local_rank, int local_size,
+                             cpu_set_t *out, int *changed)
 {
     *changed = 0;
     int ncpu = CPU_COUNT(given);
     if (strcmp(mode, "none") == 0 || local_size < 2 || ncpu < 1)
         return DT_OK;
     int oversubscribed = local_size > ncpu;
-    if (oversubscribed && strcmp(mode, "auto") == 0)
+    if (oversubscribed && strcmp(mode, "auto") == 0 && ncpu < online)
         return DT_OK;
     /* The first..last index (in mask order) of this rank's share. */
     int share = oversubscribed ? 1 : ncpu / local_size;
@@ -89,8 +91,9 @@ dt_status_t dt_cpu_bind(const dt_config_t *cfg, int local_rank,
         return DT_OK;
     }
     int changed = 0;
-    DT_CHECK(dt_cpu_bind_plan(&given, mode, local_rank, local_size, &mine,
-                              &changed));
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    DT_CHECK(dt_cpu_bind_plan(&given, online > 0 ? (int)online : 1, mode,
+                              local_rank, local_size, &mine, &changed));
     if (!changed)
         return DT_OK;
     char text[256];

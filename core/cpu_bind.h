@@ -16,11 +16,12 @@ extern "C" {
 #endif
 
 /* The CPUs local rank local_rank of local_size should run on, given the
- * inherited mask and the mode (auto, cores, none); *changed = 0 when it
- * should stay as it is. Pure: the tests check it for any mask. */
-dt_status_t dt_cpu_bind_plan(const cpu_set_t *given, const char *mode,
-                             int local_rank, int local_size, cpu_set_t *out,
-                             int *changed);
+ * inherited mask, the host's online CPU count and the mode (auto, cores,
+ * none); *changed = 0 when it should stay as it is. Pure: the tests check
+ * it for any mask. */
+dt_status_t dt_cpu_bind_plan(const cpu_set_t *given, int online,
+                             const char *mode, int local_rank, int local_size,
+                             cpu_set_t *out, int *changed);
 
 /* Apply [cluster] bind to the calling process. A bad mode is a config
  * error; a failed sched_setaffinity only a warning (the job still runs). */

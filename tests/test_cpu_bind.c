@@ -28,13 +28,13 @@ static cpu_set_t cpus(const int *list, int n)
 
 /* The plan for one rank must be exactly the CPUs in want (n of them), or
  * no change when n == 0. */
-static void expect_plan(const cpu_set_t *given, const char *mode, int lr,
-                        int ls, const int *want, int n)
+static void expect_plan(const cpu_set_t *given, int online, const char *mode,
+                        int lr, int ls, const int *want, int n)
 {
     cpu_set_t out;
     int changed = -1;
-    assert_int_equal(dt_cpu_bind_plan(given, mode, lr, ls, &out, &changed),
-                     DT_OK);
+    assert_int_equal(
+        dt_cpu_bind_plan(given, online, mode, lr, ls, &out, &changed), DT_OK);
     if (n == 0) {
         assert_int_equal(changed, 0);
         return;
@@ -49,12 +49,12 @@ static void test_equal_shares(void **state)
     (void)state;
     const int eight[] = {0, 1, 2, 3, 4, 5, 6, 7};
     cpu_set_t g = cpus(eight, 8);
-    expect_plan(&g, "auto", 0, 2, (int[]){0, 1, 2, 3}, 4);
-    expect_plan(&g, "auto", 1, 2, (int[]){4, 5, 6, 7}, 4);
-    expect_plan(&g, "auto", 2, 4, (int[]){4, 5}, 2);
+    expect_plan(&g, 8, "auto", 0, 2, (int[]){0, 1, 2, 3}, 4);
+    expect_plan(&g, 8, "auto", 1, 2, (int[]){4, 5, 6, 7}, 4);
+    expect_plan(&g, 8, "auto", 2, 4, (int[]){4, 5}, 2);
     /* 8 CPUs, 3 ranks: 2 each, the remainder stays unused. */
-    expect_plan(&g, "auto", 2, 3, (int[]){4, 5}, 2);
-    expect_plan(&g, "auto", 7, 8, (int[]){7}, 1);
+    expect_plan(&g, 8, "auto", 2, 3, (int[]){4, 5}, 2);
+    expect_plan(&g, 8, "auto", 7, 8, (int[]){7}, 1);
 }
 
 static void test_inherited_mask_is_respected(void **state)
@@ -63,30 +63,34 @@ static void test_inherited_mask_is_respected(void **state)
     /* A cgroup or scheduler gave us CPUs 2, 5, 9, 12: shares are taken in
      * that order, never outside it. */
     cpu_set_t g = cpus((int[]){2, 5, 9, 12}, 4);
-    expect_plan(&g, "auto", 0, 2, (int[]){2, 5}, 2);
-    expect_plan(&g, "auto", 1, 2, (int[]){9, 12}, 2);
-    expect_plan(&g, "cores", 3, 4, (int[]){12}, 1);
+    expect_plan(&g, 16, "auto", 0, 2, (int[]){2, 5}, 2);
+    expect_plan(&g, 16, "auto", 1, 2, (int[]){9, 12}, 2);
+    expect_plan(&g, 16, "cores", 3, 4, (int[]){12}, 1);
 }
 
 static void test_oversubscribed(void **state)
 {
     (void)state;
     cpu_set_t g = cpus((int[]){0, 1}, 2);
-    /* auto leaves 4 ranks on 2 CPUs (or an already bound rank) alone. */
-    expect_plan(&g, "auto", 3, 4, NULL, 0);
+    /* 4 ranks on a 2-CPU host nobody bound: round robin. */
+    expect_plan(&g, 2, "auto", 2, 4, (int[]){0}, 1);
+    expect_plan(&g, 2, "auto", 3, 4, (int[]){1}, 1);
+    /* The same mask on a 16-CPU host: a launcher narrowed it; auto keeps
+     * that binding, cores splits it anyway. */
+    expect_plan(&g, 16, "auto", 3, 4, NULL, 0);
+    expect_plan(&g, 16, "cores", 3, 4, (int[]){1}, 1);
+    /* A rank mpirun bound to one core stays there. */
     cpu_set_t one = cpus((int[]){1}, 1);
-    expect_plan(&one, "auto", 0, 2, NULL, 0);
-    /* cores: round robin. */
-    expect_plan(&g, "cores", 2, 4, (int[]){0}, 1);
-    expect_plan(&g, "cores", 3, 4, (int[]){1}, 1);
+    expect_plan(&one, 2, "auto", 0, 2, NULL, 0);
+    expect_plan(&one, 2, "cores", 0, 2, NULL, 0);
 }
 
 static void test_nothing_to_do(void **state)
 {
     (void)state;
     cpu_set_t g = cpus((int[]){0, 1, 2, 3}, 4);
-    expect_plan(&g, "none", 1, 2, NULL, 0);
-    expect_plan(&g, "auto", 0, 1, NULL, 0); /* alone on its host */
+    expect_plan(&g, 4, "none", 1, 2, NULL, 0);
+    expect_plan(&g, 4, "auto", 0, 1, NULL, 0); /* alone on its host */
 }
 
 /* In a child: bind as local rank lr of ls on {cpu0, cpu1} and report the
@@ -136,8 +140,10 @@ static void test_real_binding(void **state)
                      have[1]);
     assert_int_equal(bound_cpu_in_child("none", 1, 2, have[0], have[1]),
                      100 + 2);
+    /* 4 ranks on these 2 CPUs: round robin when they are all the host
+     * has, else (a narrowed mask) left alone. */
     assert_int_equal(bound_cpu_in_child("auto", 3, 4, have[0], have[1]),
-                     100 + 2);
+                     sysconf(_SC_NPROCESSORS_ONLN) == 2 ? have[1] : 100 + 2);
     assert_int_equal(bound_cpu_in_child("cores", 3, 4, have[0], have[1]),
                      have[1]);
 }

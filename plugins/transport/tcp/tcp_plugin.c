@@ -1,5 +1,7 @@
 /* tcp_plugin.c — the tcp transport plugin: its keys, init and fini. The
  * data path is in tcp_progress.c, connection setup in tcp_wireup.c. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +29,9 @@ static const dt_key_spec_t tcp_keys[] = {
     {"spin", DT_KEY_STRING, "auto",
      "a wait first polls this long (a duration: 30us), yielding the CPU "
      "between polls, before it sleeps in poll(): a reply that comes within "
-     "it skips a wake-up, most of a small allreduce's time when ranks "
-     "outnumber cores; auto: 30us when this host's ranks outnumber its "
-     "CPUs, else 0 (always sleep: faster when each rank has a core)"},
+     "it skips a wake-up, most of a small message's time; auto: 100us when "
+     "this rank has CPUs of its own ([cluster] bind), 30us when this "
+     "host's ranks outnumber its CPUs, else 0"},
     {"listen_port", DT_KEY_INT, "0",
      "port each worker listens on; 0: any free port (needed when several "
      "workers share a host)"},
@@ -44,12 +46,24 @@ static int user_set(const dt_config_t *cfg, const char *key)
            src != DT_SRC_DEFAULT;
 }
 
-/* The host's online CPUs. Not this process's affinity mask: [cluster]
- * bind has already narrowed that to this rank's share. */
-static int online_cpus(void)
+/* spin = auto, measured on 2 cores (docs/TRANSPORTS.md). A rank bound to
+ * CPUs of its own ([cluster] bind: its mask times the host's ranks fits
+ * the online CPUs) takes nobody's CPU by polling: 4 KiB at N = 2 went from
+ * 40 us to 8 us. Ranks outnumbering CPUs gain from a short yielding poll
+ * (the partner runs meanwhile). Unbound ranks with a core each lost by it
+ * (22 -> 35 us: the scheduler moves them about): they sleep at once. */
+static double auto_spin(int local_size)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t mask;
+    if (online < 1)
+        return 0;
+    if (local_size > online)
+        return 30e-6;
+    if (sched_getaffinity(0, sizeof mask, &mask) == 0 &&
+        (long)CPU_COUNT(&mask) * local_size <= online)
+        return 100e-6;
+    return 0;
 }
 
 static dt_status_t read_config(tcp_ctx_t *c, const dt_config_t *cfg,
@@ -81,7 +95,7 @@ static dt_status_t read_config(tcp_ctx_t *c, const dt_config_t *cfg,
         return DT_ERR_CONFIG;
     }
     if (strcmp(spin_text, "auto") == 0)
-        spin = a->local_size > online_cpus() ? 30e-6 : 0;
+        spin = auto_spin(a->local_size);
     else if (dt_parse_duration(spin_text, &spin) != DT_OK || spin > 0.01) {
         dt_error("[transport.tcp] spin = '%s': give auto or a duration of at "
                  "most 10ms, e.g. 30us (it keeps a CPU busy while it lasts)",
