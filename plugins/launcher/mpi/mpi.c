@@ -30,7 +30,14 @@ static const dt_key_spec_t mpi_keys[] = {
      "allow more ranks than cores (--oversubscribe)"},
     {"rsh_agent", DT_KEY_STRING, NULL,
      "how mpirun reaches other hosts (--mca plm_rsh_agent), e.g. "
-     "'ssh -p 2222 -i KEY'"},
+     "'ssh -p 2222 -i KEY'; or leave it unset and use the ssh_* keys"},
+    {"ssh_identity", DT_KEY_STRING, NULL,
+     "private key for the ssh that mpirun starts remote daemons with "
+     "(-i; builds the agent with host keys verified)"},
+    {"ssh_known_hosts", DT_KEY_STRING, NULL,
+     "known_hosts file that remote host keys are checked against "
+     "(StrictHostKeyChecking=yes)"},
+    {"ssh_port", DT_KEY_INT, "0", "ssh port of the remote hosts (0: ssh's default)"},
     {"env_vars", DT_KEY_LIST, "PATH,LD_LIBRARY_PATH",
      "more variables of dtctl's environment passed to the workers (-x)"},
     {"extra_args", DT_KEY_LIST, NULL,
@@ -80,6 +87,7 @@ static void free_conf(mpi_conf_t *c)
     dt_strv_free(c->extra_args);
     dt_strv_free(c->env_vars);
     dt_strv_free(c->interface);
+    free(c->rsh_agent_built);
     memset(c, 0, sizeof *c);
 }
 
@@ -113,6 +121,11 @@ static dt_status_t read_conf(const dt_config_t *cfg, mpi_conf_t *c)
     DT_CHECK(get_str(cfg, "map_by", &c->map_by));
     DT_CHECK(get_str(cfg, "bind_to", &c->bind_to));
     DT_CHECK(get_str(cfg, "rsh_agent", &c->rsh_agent));
+    DT_CHECK(get_str(cfg, "ssh_identity", &c->ssh_identity));
+    DT_CHECK(get_str(cfg, "ssh_known_hosts", &c->ssh_known_hosts));
+    dt_status_t pst = dt_config_get_int(cfg, SECTION, "ssh_port", &c->ssh_port);
+    if (pst != DT_OK && pst != DT_ERR_NOT_FOUND)
+        return pst;
     dt_status_t st = dt_config_get_bool(cfg, SECTION, "oversubscribe",
                                         &c->oversubscribe);
     if (st != DT_OK && st != DT_ERR_NOT_FOUND)
@@ -130,7 +143,7 @@ static dt_status_t read_conf(const dt_config_t *cfg, mpi_conf_t *c)
                  c->mpirun, getenv("PATH") ? getenv("PATH") : "");
         return DT_ERR_NOT_FOUND;
     }
-    return DT_OK;
+    return mpi_rsh_agent(c);
 }
 
 static dt_status_t mpi_init(const dt_config_t *cfg, void **ctx)

@@ -14,6 +14,10 @@ typedef struct mpi_conf {
     const char *bind_to;     /* --bind-to; ""                            */
     bool oversubscribe;
     const char *rsh_agent;   /* --mca plm_rsh_agent; ""                  */
+    const char *ssh_identity;    /* build the agent from these; ""       */
+    const char *ssh_known_hosts;
+    long long ssh_port;          /* 0: ssh's default                      */
+    char *rsh_agent_built;       /* owned; rsh_agent points at it         */
     char **extra_args;       /* before the program                       */
     char **env_vars;         /* names also passed with -x when set       */
     char **interface;        /* [cluster] interface                      */
@@ -32,6 +36,11 @@ typedef struct mpi_launcher {
 dt_status_t mpi_build_argv(const mpi_conf_t *c, const dt_launch_spec_t *spec,
                            const char *const *env, const char *script,
                            strv_t *argv);
+
+/* From ssh_identity / ssh_known_hosts / ssh_port (when set) the ssh
+ * command mpirun reaches other hosts with, host keys verified; sets
+ * c->rsh_agent. Refuses them together with rsh_agent. */
+dt_status_t mpi_rsh_agent(mpi_conf_t *c);
 
 /* mpirun's own lines: the rank it names when one was killed. */
 int mpi_on_line(void *arg, frontend_t *fe, int fd, const char *line);

@@ -1,0 +1,184 @@
+#!/bin/sh
+# launcher_mpi_netns.sh — `dtctl run --launcher=mpi` with the real Open MPI
+# mpirun across two "hosts" in network namespaces (own sshd, own hostname,
+# own address on a bridge; tests/fixtures/netns-hosts.sh). mpirun reaches
+# them over ssh with host keys verified ([launcher.mpi] ssh_identity /
+# ssh_known_hosts), its traffic on [cluster] interface: ranks land 2 per
+# host, the allreduce example passes, an unknown host key is refused, a
+# killed worker on the second host stops the job naming the rank and
+# nothing of the job remains on any host, Ctrl-C too, and the job token is
+# in no argv on any host.
+set -u
+
+: "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
+: "${top_srcdir:?}" "${top_builddir:?}"
+command -v mpirun >/dev/null 2>&1 ||
+    { echo "SKIP: mpirun is not installed (Debian: apt install openmpi-bin)"; exit 77; }
+"$DTCTL" plugins | grep -q '^launcher *mpi .*available' ||
+    { echo "SKIP: the mpi launcher plugin is not built or not available: $("$DTCTL" plugins | grep mpi)"; exit 77; }
+command -v ssh >/dev/null 2>&1 ||
+    { echo "SKIP: the ssh client is missing (apt install openssh-client): mpirun reaches hosts with it"; exit 77; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/dt-mpins.XXXXXX") || exit 99
+FX="$top_srcdir/tests/fixtures/netns-hosts.sh"
+MARK="dtmpins$$"
+SL=$((300000 + $$))           # a sleep no other test runs: "sleep $SL"
+cleanup() {
+    pkill -KILL -f "$MARK" 2>/dev/null
+    sh "$FX" stop "$T/ns"
+    rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+sh "$FX" start "$T/ns" 2
+rc=$?
+[ $rc -eq 0 ] || exit $rc # 77 with its reason, or a real failure
+. "$T/ns/env"
+set -- $NETNS_HOSTS
+H1=$1 H2=$2
+set -- $NETNS_NAMES
+NS1=$1 NS2=$2
+
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+# Never inherit a job's identity from the environment running the tests.
+unset DT_RANK DT_WORLD_SIZE DT_RENDEZVOUS DT_JOB_TOKEN OMPI_COMM_WORLD_RANK \
+    SLURM_PROCID SLURM_JOB_ID 2>/dev/null
+export DT_LAUNCHER_MPI_SSH_IDENTITY="$SSH_KEY"
+export DT_LAUNCHER_MPI_SSH_KNOWN_HOSTS="$SSH_KNOWN_HOSTS"
+export DT_CLUSTER_KILL_GRACE=3s
+export DT_CLUSTER_INTERFACE="$NETNS_SUBNET"
+printf '%s slots=2\n%s slots=2\n' "$H1" "$H2" >"$T/hosts"
+run() { timeout -k 5 120 "$DTCTL" run --launcher=mpi --hostfile "$T/hosts" "$@"; }
+
+# Processes running inside a namespace other than its sshd listener
+# (ssh sessions, orted, workers).
+ns_strays() {
+    listener=$(cat "$T/ns/sshd_h$2.pid" 2>/dev/null)
+    for p in $(ip netns pids "$1"); do
+        [ "$p" = "$listener" ] || echo "$p"
+    done
+}
+# 0 once neither host runs anything but its sshd (30 s at most).
+hosts_clean() {
+    i=0
+    while [ -n "$(ns_strays "$NS1" 1)$(ns_strays "$NS2" 2)" ] && [ $i -lt 300 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    [ -z "$(ns_strays "$NS1" 1)$(ns_strays "$NS2" 2)" ]
+}
+strays_text() {
+    for p in $(ns_strays "$NS1" 1) $(ns_strays "$NS2" 2); do
+        printf '%s ' "$p:$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
+    done
+}
+# Wait (20 s at most) until N processes run "sleep $SL".
+wait_sleeps() {
+    i=0
+    while [ "$(pgrep -fx "sleep $SL" | wc -l)" -lt "$1" ] && [ $i -lt 200 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    [ "$(pgrep -fx "sleep $SL" | wc -l)" -eq "$1" ]
+}
+# Wait (60 s at most) for background pid $1 to end; its status in $rc.
+wait_job() {
+    i=0
+    while kill -0 "$1" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+    if kill -0 "$1" 2>/dev/null; then
+        fail "dtctl did not end within 60 s; killing it"
+        kill -KILL "$1" 2>/dev/null
+    fi
+    wait "$1"
+    rc=$?
+}
+ns_inode() { stat -L -c %i "/run/netns/$1"; }
+I1=$(ns_inode "$NS1") I2=$(ns_inode "$NS2")
+
+# --- 1. ranks 2 per host, each in its host's namespace ----------------------
+out=$(run -n 4 -- sh -c ": $MARK; echo \"\$DT_RANK \$DT_HOST \$(hostname) \$(stat -L -c %i /proc/self/ns/net) \$DT_LOCAL_RANK \$DT_NODE_RANK \$DT_WORLD_SIZE\"" 2>"$T/err")
+rc=$?
+[ $rc -eq 0 ] || fail "2x2 echo job exited $rc: $(cat "$T/err")"
+for want in "0 $H1 h1 $I1 0 0 4" "1 $H1 h1 $I1 1 0 4" "2 $H2 h2 $I2 0 1 4" "3 $H2 h2 $I2 1 1 4"; do
+    r=${want%% *}
+    echo "$out" | grep -qx "\[$r\] $want" || fail "rank $r: want '$want' in: $out"
+done
+[ "$(echo "$out" | wc -l)" -eq 4 ] || fail "want exactly 4 output lines: $out"
+ok "2 hosts x 2 slots: ranks 0,1 on h1 ($NS1), 2,3 on h2 ($NS2), local and node ranks"
+hosts_clean || fail "processes left on the hosts after a clean job: $(strays_text)"
+
+# --- 2. a real dt job across the interface ---------------------------------
+ex="$top_builddir/examples/allreduce"
+if [ -x "$ex" ]; then
+    run -n 4 -- "$ex" >"$T/o" 2>"$T/err"
+    rc=$?
+    [ $rc -eq 0 ] || fail "allreduce across the namespace hosts exited $rc: $(cat "$T/err")"
+    grep -q '^\[0\] allreduce example: 4 ranks, all collectives correct' "$T/o" ||
+        fail "allreduce did not confirm: $(cat "$T/o" "$T/err")"
+    ok "examples/allreduce, 4 ranks on 2 hosts over $NETNS_SUBNET"
+else
+    fail "examples/allreduce is not built ($ex)"
+fi
+hosts_clean || fail "processes left on the hosts after allreduce: $(strays_text)"
+
+# --- 3. host keys are verified: an unknown host is refused ------------------
+: >"$T/empty_known_hosts"
+DT_LAUNCHER_MPI_SSH_KNOWN_HOSTS="$T/empty_known_hosts" \
+    run -n 4 -- sh -c ": $MARK; echo ran" >"$T/o" 2>"$T/err"
+rc=$?
+[ $rc -ne 0 ] || fail "mpirun reached hosts whose keys are not in known_hosts"
+grep -q "Host key verification failed" "$T/err" ||
+    fail "no host key refusal in the output (rc $rc): $(cat "$T/err")"
+grep -q "ran" "$T/o" && fail "a worker ran on a host with an unknown key"
+ok "an unknown host key is refused (exit $rc, 'Host key verification failed')"
+hosts_clean || fail "processes left on the hosts after the refusal: $(strays_text)"
+
+# --- 4. a worker killed on h2: the job stops, nothing remains anywhere ------
+"$DTCTL" run --launcher=mpi --hostfile "$T/hosts" -n 4 -- sh -c ": $MARK; sleep $SL & sleep $SL" >/dev/null 2>"$T/err" &
+job=$!
+wait_sleeps 8 || fail "the 4 workers did not all start: $(pgrep -afx "sleep $SL")"
+# The token: in a worker's environment, in no argv on any host.
+w=$(pgrep -f "^sh -c : $MARK" | head -n 1)
+tr '\0' '\n' <"/proc/$w/environ" 2>/dev/null | sed -n 's/^DT_JOB_TOKEN=//p' >"$T/tok"
+[ "$(wc -c <"$T/tok")" -eq 65 ] || fail "no token in a worker's environment"
+[ -n "$(ip netns pids "$NS1")" ] && [ -n "$(ip netns pids "$NS2")" ] ||
+    fail "nothing runs in the namespaces while the job runs"
+for ns in "$NS1" "$NS2"; do
+    for p in $(ip netns pids "$ns"); do
+        grep -qF -f "$T/tok" "/proc/$p/cmdline" 2>/dev/null &&
+            fail "the token is on the command line of pid $p in $ns"
+    done
+done
+grep -lF -f "$T/tok" /proc/[0-9]*/cmdline 2>/dev/null | grep -q . &&
+    fail "the token is on a command line on this machine"
+ok "the token reaches the workers on both hosts, in no argv anywhere"
+victim=$(for p in $(ip netns pids "$NS2"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "DT_RANK=2" &&
+        tr '\0' ' ' <"/proc/$p/cmdline" | grep -q "^sh -c : $MARK" && echo "$p"
+done | head -n 1)
+[ -n "$victim" ] || fail "rank 2's worker not found in $NS2"
+[ -n "$victim" ] && kill -KILL "$victim"
+wait_job $job
+[ $rc -eq 137 ] || fail "want dtctl to exit 137 (rank 2 killed), got $rc: $(cat "$T/err")"
+grep -q "rank 2 on $H2 was killed by signal 9" "$T/err" ||
+    fail "the failure does not name rank 2 on $H2: $(cat "$T/err")"
+hosts_clean || fail "processes left on the hosts after the failure: $(strays_text)"
+pgrep -fx "sleep $SL" >/dev/null && fail "sleeps survived: $(pgrep -afx "sleep $SL")"
+pgrep -f "$MARK" >/dev/null && fail "workers survived: $(pgrep -af "$MARK")"
+ok "a killed worker on h2 stops the job (137, rank 2 on $H2 named); no worker or orted left on either host"
+
+# --- 5. Ctrl-C stops every rank on every host -------------------------------
+"$DTCTL" run --launcher=mpi --hostfile "$T/hosts" -n 4 -- sh -c ": $MARK; sleep $SL & sleep $SL" >/dev/null 2>"$T/err" &
+job=$!
+wait_sleeps 8 || fail "the 4 workers did not all start (Ctrl-C part)"
+kill -INT $job
+wait_job $job
+[ $rc -eq 130 ] || fail "want 130 after SIGINT, got $rc: $(cat "$T/err")"
+hosts_clean || fail "processes left on the hosts after Ctrl-C: $(strays_text)"
+pgrep -fx "sleep $SL" >/dev/null && fail "sleeps survived Ctrl-C: $(pgrep -afx "sleep $SL")"
+ok "Ctrl-C stops the job on both hosts (130), nothing left"
+
+[ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "all mpi namespace tests passed"
