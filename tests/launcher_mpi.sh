@@ -124,5 +124,18 @@ run -n 1 --set launcher.mpi.extra_args=--no-such-mpirun-option -- true \
 [ $rc -ne 0 ] || fail "extra_args did not reach mpirun (a bad option was accepted)"
 ok "extra_args passed to mpirun (exit $rc for a bad option)"
 
+# --- 9. the ssh_* keys: refused when unusable, with the key named ----------
+run -n 1 --set launcher.mpi.ssh_identity="$T/no-such-key" -- true >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -ne 0 ] && grep -q "ssh_identity = '$T/no-such-key' cannot be read" "$T/e" ||
+    fail "a missing ssh_identity was not refused by name (rc $rc): $(cat "$T/e")"
+: >"$T/kh"
+run -n 1 --set launcher.mpi.ssh_known_hosts="$T/kh" --set launcher.mpi.rsh_agent=ssh -- true >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -ne 0 ] && grep -q "rsh_agent is set together with ssh_identity" "$T/e" ||
+    fail "rsh_agent with ssh_known_hosts was not refused (rc $rc): $(cat "$T/e")"
+run -n 1 --set launcher.mpi.ssh_port=70000 -- true >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -ne 0 ] && grep -q "ssh_port = 70000 is not a port" "$T/e" ||
+    fail "ssh_port 70000 was not refused (rc $rc): $(cat "$T/e")"
+ok "ssh_identity / ssh_known_hosts / ssh_port errors name the key"
+
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all mpi launcher checks passed"

@@ -154,6 +154,17 @@ done
 grep -lF -f "$T/tok" /proc/[0-9]*/cmdline 2>/dev/null | grep -q . &&
     fail "the token is on a command line on this machine"
 ok "the token reaches the workers on both hosts, in no argv anywhere"
+# What dtctl handed mpirun: the interface for both paths, an ssh that
+# verifies host keys with the configured files.
+mp=$(pgrep -x mpirun | while read -r p; do
+    tr '\0' ' ' <"/proc/$p/cmdline" | grep -q "$MARK" && echo "$p"; done | head -n 1)
+argv=$(tr '\0' ' ' <"/proc/$mp/cmdline" 2>/dev/null)
+for want in "--mca btl_tcp_if_include $NETNS_SUBNET" "--mca oob_tcp_if_include $NETNS_SUBNET" \
+    "StrictHostKeyChecking=yes" "-i $SSH_KEY" "UserKnownHostsFile=$SSH_KNOWN_HOSTS"; do
+    case "$argv" in *"$want"*) ;; *) fail "mpirun's command line lacks '$want': $argv" ;; esac
+done
+case "$argv" in *StrictHostKeyChecking=no*) fail "host key checking is off: $argv" ;; esac
+ok "mpirun got the interface ($NETNS_SUBNET) and an ssh agent with host-key checking"
 victim=$(for p in $(ip netns pids "$NS2"); do
     tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "DT_RANK=2" &&
         tr '\0' ' ' <"/proc/$p/cmdline" | grep -q "^sh -c : $MARK" && echo "$p"
