@@ -24,13 +24,15 @@ static char *run(const char *const *argv, int *code)
     return out;
 }
 
-static void check_controller(report_fn report, void *arg)
+/* 1: slurmctld answers. */
+static int check_controller(report_fn report, void *arg)
 {
     const char *argv[] = {"scontrol", "ping", NULL};
     char msg[1024];
     int code;
     char *out = run(argv, &code);
-    if (!out || code != 0 || !strstr(out, "is UP")) {
+    int up = out && code == 0 && strstr(out, "is UP");
+    if (!up) {
         snprintf(msg, sizeof msg,
                  "slurmctld does not answer (scontrol ping: %.*s): start it "
                  "(systemctl start slurmctld), or point SLURM_CONF at the "
@@ -39,6 +41,7 @@ static void check_controller(report_fn report, void *arg)
         report(arg, "slurmctld", msg);
     }
     free(out);
+    return up;
 }
 
 static void check_partition(const char *part, report_fn report, void *arg)
@@ -115,10 +118,10 @@ dt_status_t slurm_check(void *ctx, const dt_hostlist_t *hosts,
         }
     if (missing)
         return DT_OK; /* the rest needs scontrol and sinfo */
-    check_controller(report, arg);
+    int up = check_controller(report, arg);
     if (L->inside)
         check_allocation(L, report, arg);
-    else if (*L->conf.partition)
+    else if (up && *L->conf.partition)
         check_partition(L->conf.partition, report, arg);
     return DT_OK;
 }
