@@ -3,7 +3,7 @@
 # mpirun on this machine: a real dt job (examples/allreduce), the worker
 # environment (dt's and torchrun's names from mpirun's ranks), output per
 # rank, the exit status and name of a failing rank, a killed worker, Ctrl-C,
-# no process left behind, and the job token in no argv.
+# no process left behind, the job token in no argv, and `dtctl check`.
 set -u
 
 : "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
@@ -124,7 +124,46 @@ run -n 1 --set launcher.mpi.extra_args=--no-such-mpirun-option -- true \
 [ $rc -ne 0 ] || fail "extra_args did not reach mpirun (a bad option was accepted)"
 ok "extra_args passed to mpirun (exit $rc for a bad option)"
 
-# --- 9. the ssh_* keys: refused when unusable, with the key named ----------
+# --- 9. dtctl check: passes here; names what is wrong, with the fix -------
+chk() { timeout -k 5 120 "$DTCTL" check --launcher=mpi "$@"; }
+chk >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 0 ] && grep -q '^localhost *launcher *ok' "$T/o" &&
+    grep -q '^all checks passed' "$T/o" ||
+    fail "check on this machine: rc=$rc: $(cat "$T/o" "$T/e")"
+ok "dtctl check --launcher=mpi passes here"
+# a remote host that does not exist: its row says why
+chk -H localhost:2,nohost.invalid:2 >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 1 ] && grep -q '^nohost.invalid *launcher *FAIL .*does not resolve' "$T/o" ||
+    fail "unreachable host not reported: rc=$rc: $(cat "$T/o" "$T/e")"
+grep -q '^localhost *launcher *ok' "$T/o" || fail "localhost blamed too: $(cat "$T/o")"
+ok "check names the unreachable host nohost.invalid (exit $rc)"
+# no rsh agent to reach other hosts with
+chk -H nohost.invalid --set launcher.mpi.rsh_agent=dt-no-agent-$MARK >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 1 ] && grep -q "^mpirun *launcher *FAIL .*rsh agent (dt-no-agent-$MARK) is not on PATH" "$T/o" ||
+    fail "missing rsh agent not reported: rc=$rc: $(cat "$T/o" "$T/e")"
+ok "check names a missing rsh agent (exit $rc)"
+# settings mpirun would refuse
+chk --set launcher.mpi.map_by=bogus --set launcher.mpi.bind_to=nowhere >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 1 ] && grep -q "map_by = 'bogus' is not an Open MPI mapping policy" "$T/o" &&
+    grep -q "bind_to = 'nowhere' is not an Open MPI binding policy" "$T/o" ||
+    fail "bad map_by/bind_to not reported: rc=$rc: $(cat "$T/o" "$T/e")"
+ok "check reports bad map_by and bind_to (exit $rc)"
+# PATH without Open MPI's programs (every other tool is still there)
+mkdir "$T/bin"
+for f in /usr/local/bin/* /usr/bin/* /bin/*; do
+    case ${f##*/} in mpirun | mpiexec | orterun | oshrun) continue ;; esac
+    [ -e "$T/bin/${f##*/}" ] || ln -s "$f" "$T/bin/${f##*/}"
+done
+PATH=$T/bin chk >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -ne 0 ] && grep -q "'mpirun' is not on PATH: install Open MPI (Debian: apt install openmpi-bin)" "$T/e" ||
+    fail "mpirun missing from PATH not reported: rc=$rc: $(cat "$T/o" "$T/e")"
+ok "check without mpirun on PATH fails (exit $rc) and says how to fix it"
+chk --set launcher.mpi.mpirun=/nonexistent/mpirun >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -ne 0 ] && grep -q "mpirun = '/nonexistent/mpirun' was not found" "$T/e" ||
+    fail "a configured mpirun that does not exist: rc=$rc: $(cat "$T/o" "$T/e")"
+ok "check with a configured mpirun that does not exist fails (exit $rc)"
+
+# --- 10. the ssh_* keys: refused when unusable, with the key named ----------
 run -n 1 --set launcher.mpi.ssh_identity="$T/no-such-key" -- true >"$T/o" 2>"$T/e"; rc=$?
 [ $rc -ne 0 ] && grep -q "ssh_identity = '$T/no-such-key' cannot be read" "$T/e" ||
     fail "a missing ssh_identity was not refused by name (rc $rc): $(cat "$T/e")"

@@ -191,5 +191,17 @@ hosts_clean || fail "processes left on the hosts after Ctrl-C: $(strays_text)"
 pgrep -fx "sleep $SL" >/dev/null && fail "sleeps survived Ctrl-C: $(pgrep -afx "sleep $SL")"
 ok "Ctrl-C stops the job on both hosts (130), nothing left"
 
+# --- 6. dtctl check reaches both hosts with the same ssh agent -------------
+timeout -k 5 120 "$DTCTL" check --launcher=mpi --hostfile "$T/hosts" >"$T/o" 2>&1
+rc=$?
+[ $rc -eq 0 ] && grep -q "^$H1 *launcher *ok" "$T/o" && grep -q "^$H2 *launcher *ok" "$T/o" ||
+    fail "dtctl check --launcher=mpi on two good hosts: rc $rc: $(cat "$T/o")"
+DT_LAUNCHER_MPI_SSH_KNOWN_HOSTS="$T/empty_known_hosts" \
+    timeout -k 5 120 "$DTCTL" check --launcher=mpi --hostfile "$T/hosts" >"$T/o" 2>&1
+rc=$?
+[ $rc -eq 1 ] && grep -q "^$H2 *launcher *FAIL .*host key is not known.*ssh-keyscan $H2 >> $T/empty_known_hosts" "$T/o" ||
+    fail "dtctl check with an empty known_hosts: want 1 and a FAIL row naming the file: rc $rc: $(cat "$T/o")"
+ok "dtctl check --launcher=mpi: both hosts ok; an unknown host key is named with the file to fix"
+
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all mpi namespace tests passed"

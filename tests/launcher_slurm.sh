@@ -6,7 +6,7 @@
 # allocation (salloc + srun) and inside one (srun only), the worker
 # environment from Slurm's variables, the exit status and name of a
 # failing rank, a killed worker, Ctrl-C (scancel) leaving no process and
-# no job, and an impossible request failing at once.
+# no job, an impossible request failing at once, and `dtctl check`.
 set -u
 
 : "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
@@ -131,6 +131,26 @@ run -n 2 --set launcher.slurm.partition=no-such-partition -- true >"$T/o" 2>"$T/
 [ $rc -ne 0 ] && grep -qi 'partition' "$T/e" ||
     fail "bad partition: rc=$rc: $(cat "$T/e")"
 ok "bad partition refused (exit $rc) with Slurm's reason"
+
+# --- 8. dtctl check against this Slurm -----------------------------------------------
+chk() { timeout -k 5 120 "$DTCTL" check --launcher=slurm "$@"; }
+chk --set launcher.slurm.partition=debug >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 0 ] && grep -q '^all checks passed' "$T/o" ||
+    fail "check against the running slurmctld: rc=$rc: $(cat "$T/o" "$T/e")"
+ok "dtctl check --launcher=slurm passes (partition debug)"
+chk --set launcher.slurm.partition=nope >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 1 ] && grep -q "^slurmctld *launcher *FAIL *partition 'nope' does not exist" "$T/o" ||
+    fail "bad partition not reported by check: rc=$rc: $(cat "$T/o" "$T/e")"
+ok "check names the bad partition 'nope' (exit $rc)"
+salloc -n 2 --job-name=chk "$DTCTL" check --launcher=slurm -n 3 >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 1 ] && grep -q "^allocation *launcher *FAIL *-n 3 does not fit allocation [0-9]*, which holds 2 tasks" "$T/o" ||
+    fail "-n beyond the allocation not reported: rc=$rc: $(cat "$T/o" "$T/e")"
+ok "check inside a 2-task allocation refuses -n 3 (exit $rc)"
+printf 'ClusterName=none\nSlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort=1\n' >"$T/down.conf"
+SLURM_CONF=$T/down.conf chk >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 1 ] && grep -q "^slurmctld *launcher *FAIL *slurmctld does not answer" "$T/o" ||
+    fail "a controller that does not answer: rc=$rc: $(cat "$T/o" "$T/e")"
+ok "check reports a slurmctld that does not answer (exit $rc)"
 
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all slurm launcher checks passed"

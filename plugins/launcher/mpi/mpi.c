@@ -45,8 +45,7 @@ static const dt_key_spec_t mpi_keys[] = {
     {NULL, 0, NULL, NULL},
 };
 
-/* Is prog runnable: a path, or a name found on PATH? */
-static int program_found(const char *prog)
+int mpi_program_found(const char *prog)
 {
     if (strchr(prog, '/'))
         return access(prog, X_OK) == 0;
@@ -73,7 +72,7 @@ static dt_status_t mpi_available(char *why, size_t why_len)
     const char *prog = getenv("DT_LAUNCHER_MPI_MPIRUN");
     if (!prog || !*prog)
         prog = "mpirun";
-    if (program_found(prog))
+    if (mpi_program_found(prog))
         return DT_OK;
     snprintf(why, why_len,
              "'%s' is not on PATH: install Open MPI (Debian: apt install "
@@ -137,13 +136,13 @@ static dt_status_t read_conf(const dt_config_t *cfg, mpi_conf_t *c)
         dt_error("[launcher.mpi] mpirun is empty; name the mpirun program");
         return DT_ERR_CONFIG;
     }
-    if (!program_found(c->mpirun)) {
+    if (!mpi_program_found(c->mpirun)) {
         dt_error("[launcher.mpi] mpirun = '%s' was not found (PATH=%s); "
                  "install Open MPI or give its full path",
                  c->mpirun, getenv("PATH") ? getenv("PATH") : "");
         return DT_ERR_NOT_FOUND;
     }
-    return mpi_rsh_agent(c);
+    return mpi_build_rsh_agent(c);
 }
 
 static dt_status_t mpi_init(const dt_config_t *cfg, void **ctx)
@@ -287,7 +286,7 @@ static const dt_launcher_ops_t mpi_ops = {
     .wait = mpi_wait,
     .signal = mpi_signal,
     .run_on_host = NULL,
-    .check = NULL,
+    .check = mpi_check,
     .fini = mpi_fini,
 };
 

@@ -40,9 +40,29 @@ dt_status_t mpi_build_argv(const mpi_conf_t *c, const dt_launch_spec_t *spec,
 /* From ssh_identity / ssh_known_hosts / ssh_port (when set) the ssh
  * command mpirun reaches other hosts with, host keys verified; sets
  * c->rsh_agent. Refuses them together with rsh_agent. */
-dt_status_t mpi_rsh_agent(mpi_conf_t *c);
+dt_status_t mpi_build_rsh_agent(mpi_conf_t *c);
 
 /* mpirun's own lines: the rank it names when one was killed. */
 int mpi_on_line(void *arg, frontend_t *fe, int fd, const char *line);
+
+/* Is prog runnable: a path, or a name found on PATH? */
+int mpi_program_found(const char *prog);
+
+/* ---- `dtctl check` (check.c, check_rsh.c) ---- */
+dt_status_t mpi_check(void *ctx, const dt_hostlist_t *hosts,
+                      void (*report)(void *arg, const char *host,
+                                     const char *problem),
+                      void *arg);
+
+/* The rsh agent mpirun will use, as words (the first alternative of
+ * "A : B" that is on PATH). DT_ERR_NOT_FOUND when none is. */
+dt_status_t mpi_rsh_agent(const mpi_conf_t *c, strv_t *words);
+
+/* Reach host h with the agent as mpirun would (ssh in BatchMode) and look
+ * for orted there; each problem goes to report with its fix. */
+void mpi_check_host(const mpi_conf_t *c, const strv_t *agent,
+                    const dt_host_t *h,
+                    void (*report)(void *, const char *, const char *),
+                    void *arg);
 
 #endif /* DT_LAUNCHER_MPI_H */

@@ -32,7 +32,7 @@ static dt_status_t check_path(const char *key, const char *path)
     return DT_OK;
 }
 
-dt_status_t mpi_rsh_agent(mpi_conf_t *c)
+dt_status_t mpi_build_rsh_agent(mpi_conf_t *c)
 {
     const char *id = c->ssh_identity, *kh = c->ssh_known_hosts;
     long long port = c->ssh_port;

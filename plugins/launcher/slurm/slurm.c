@@ -36,7 +36,7 @@ static const dt_key_spec_t slurm_keys[] = {
     {NULL, 0, NULL, NULL},
 };
 
-static int on_path(const char *prog)
+int slurm_on_path(const char *prog)
 {
     const char *path = getenv("PATH");
     char buf[4096];
@@ -56,7 +56,7 @@ static dt_status_t slurm_available(char *why, size_t why_len)
 {
     static const char *const tools[] = {"srun", "salloc", "scancel", "squeue"};
     for (size_t i = 0; i < sizeof tools / sizeof *tools; i++)
-        if (!on_path(tools[i])) {
+        if (!slurm_on_path(tools[i])) {
             snprintf(why, why_len,
                      "'%s' is not on PATH: install the Slurm client "
                      "(Debian: apt install slurm-client) or fix PATH",
@@ -132,6 +132,8 @@ static dt_status_t slurm_init(const dt_config_t *cfg, void **ctx)
         free(L);
         return st;
     }
+    if (dt_config_get_int(cfg, "cluster", "np", &L->np) != DT_OK)
+        L->np = 0;
     const char *job = getenv("SLURM_JOB_ID");
     if (job && *job) {
         L->inside = 1;
@@ -244,7 +246,7 @@ static const dt_launcher_ops_t slurm_ops = {
     .wait = slurm_wait,
     .signal = slurm_signal,
     .run_on_host = NULL,
-    .check = NULL,
+    .check = slurm_check,
     .fini = slurm_fini,
 };
 

@@ -25,6 +25,7 @@ typedef struct slurm_launcher {
     char alloc_id[32];   /* SLURM_JOB_ID, or salloc's new job's id   */
     char step_name[64];  /* unique -J of our srun / salloc           */
     int cancelled;
+    long long np;        /* [cluster] np, for the preflight          */
 } slurm_launcher_t;
 
 /* The command: `srun ...` inside an allocation, else `salloc ... srun
@@ -40,5 +41,14 @@ int slurm_on_line(void *arg, frontend_t *fe, int fd, const char *line);
  * signo SIGKILL: at once; otherwise Slurm's cancel (SIGTERM, SIGKILL after
  * KillWait). DT_ERR_NOT_FOUND when the job is not known yet. */
 dt_status_t slurm_cancel(slurm_launcher_t *L, int signo);
+
+/* An executable NAME on PATH. */
+int slurm_on_path(const char *prog);
+
+/* The preflight of `dtctl check` (check.c). */
+dt_status_t slurm_check(void *ctx, const dt_hostlist_t *hosts,
+                        void (*report)(void *arg, const char *host,
+                                       const char *problem),
+                        void *arg);
 
 #endif /* DT_LAUNCHER_SLURM_H */
