@@ -23,16 +23,15 @@ fail() { echo "FAIL: $*"; status=1; }
 # Nothing here may hang: every job runs under a hard limit.
 dtctl() { timeout 240 "$DTCTL" --transport=ucx "$@"; }
 
-# KNOWN ISSUE (open in issue 7): while other test suites run beside it, a
-# ucx job of 3+ ranks sometimes stalls with every rank waiting on its left
-# neighbour until the transport timeout ("nothing moved for ..."). It was
-# not reproduced on a quiet machine (0 of 25 runs of 5 ranks); the cause is
-# not found yet. A stall is reported loudly ("KNOWN ISSUE") and the job is
-# run once more; a job that stalls twice is reported and not counted as a
-# failure, so this stays visible without blocking. Any other failure (an
-# error, a crash, a wrong result, no success line) fails the test.
-# Also seen once under the same load: ucp_worker_create failing with
-# ENODEV ("cannot create a UCX worker with an event fd") at start-up.
+# Stalls seen before (issue 7): under the full test suite, a ucx job of 3+
+# ranks sometimes waited on its left neighbour until the timeout, or
+# ucp_worker_create failed with ENODEV. The cause: UCX used every network
+# device, including the bridges the netns tests add and delete; a job that
+# scanned one and then connected through it after it went failed (reproduced
+# with a bridge coming and going: 1 of 12 jobs). Single-host jobs now keep
+# UCX on loopback (checked below, with such a bridge) and make check runs
+# the ucx tests after the netns tests. Should a stall still happen it is
+# reported and the job runs once more; a second stall fails the test.
 stalled() {
     grep -q -e "nothing moved for" -e "cannot create a UCX worker" \
         "$tmp/out" "$tmp/err"
@@ -51,9 +50,10 @@ run_job() {
         fi
         if stalled; then
             known_stalls=$((known_stalls + 1))
-            echo "KNOWN ISSUE (issue 7): ucx -n $np $* stalled (try $tries)"
+            echo "STALL: ucx -n $np $* stalled or could not start (try $tries)"
             [ $tries -lt 2 ] && continue
-            echo "KNOWN ISSUE (issue 7): ucx -n $np $* stalled twice; not counted"
+            fail "ucx -n $np $* stalled twice"
+            cat "$tmp/out" "$tmp/err"
             return
         fi
         fail "dtctl --transport=ucx $* run -n $np -- allreduce failed"
@@ -85,6 +85,57 @@ if DT_LOG_LEVEL=debug dtctl --set transport.ucx.tls=tcp \
 else
     fail "settings did not reach UCX:"
     cat "$tmp/out"
+fi
+
+# A job on one host keeps UCX on loopback without being told, and a
+# network interface that comes and goes meanwhile (a container's or a
+# namespace's bridge) cannot break it: six 3-rank jobs while a bridge with
+# an address is added and deleted every half second.
+if DT_LOG_LEVEL=debug dtctl run -n 2 -- "$ex" >"$tmp/out" 2>&1 &&
+   grep -q "ucx: rank 0: UCX_NET_DEVICES=lo" "$tmp/out"; then
+    echo "ok: a single-host job keeps UCX's network devices on loopback"
+else
+    fail "a single-host job did not restrict UCX_NET_DEVICES to loopback:"
+    cat "$tmp/out"
+fi
+# The churn runs in a network namespace of its own, so no other test sees
+# the bridge.
+ns=dtucx$$ br=dtucxbr
+if ip netns add "$ns" 2>/dev/null; then
+    trap 'ip netns del "$ns" 2>/dev/null; rm -rf "$tmp"' EXIT
+    inns() { ip netns exec "$ns" "$@"; }
+    inns ip link set lo up
+    (
+        while :; do
+            inns ip link add "$br" type bridge 2>/dev/null &&
+                inns ip addr add 10.199.0.1/24 dev "$br" 2>/dev/null &&
+                inns ip link set "$br" up 2>/dev/null
+            sleep 0.3
+            inns ip link del "$br" 2>/dev/null
+            sleep 0.2
+        done
+    ) &
+    churn=$!
+    churn_bad=0
+    for i in 1 2 3 4 5 6; do
+        inns timeout 240 "$DTCTL" --transport=ucx \
+            --set transport.ucx.timeout=30s run -n 3 -- "$ex" \
+            >"$tmp/out" 2>"$tmp/err" || {
+            churn_bad=$((churn_bad + 1))
+            cat "$tmp/out" "$tmp/err"
+        }
+    done
+    kill "$churn" 2>/dev/null
+    wait "$churn" 2>/dev/null
+    ip netns del "$ns"
+    if [ $churn_bad -eq 0 ]; then
+        echo "ok: 6 of 6 ucx jobs passed while a bridge came and went"
+    else
+        fail "$churn_bad of 6 ucx jobs failed while a bridge came and went"
+    fi
+else
+    echo "SKIP (this part): cannot create a network namespace here (needs" \
+         "root and iproute2); the interface churn check did not run"
 fi
 
 # A transport UCX does not have: a clear error naming the key, no hang.
@@ -145,5 +196,5 @@ elif ! grep -q "could not prove it knows this job's token" "$tmp/err"; then
 else
     echo "ok: a worker with a wrong token is refused (dtctl exit $rc)"
 fi
-[ $known_stalls -eq 0 ] || echo "KNOWN ISSUE (issue 7): $known_stalls ucx stall(s) in this run"
+[ $known_stalls -eq 0 ] || echo "note: $known_stalls ucx stall(s) retried in this run"
 exit $status
