@@ -15,6 +15,8 @@ set -u
 : "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
 : "${top_srcdir:?}" "${top_builddir:?}"
 PATH=$PATH:/usr/sbin
+# Only the private cluster this test starts: never a real one from outside.
+unset SLURM_CONF
 for t in slurmctld slurmd munged srun salloc squeue nsenter; do
     command -v $t >/dev/null 2>&1 || {
         echo "SKIP: $t is not installed (Debian: apt install slurm-wlm munge util-linux)"
