@@ -84,6 +84,24 @@ if [ -x "$ex" ]; then
     [ $rc -eq 0 ] || fail "allreduce across the namespace hosts exited $rc: $(cat "$T/err")"
     grep -q "4 ranks, all collectives correct" "$T/o" || fail "allreduce did not confirm: $(cat "$T/o")"
     ok "examples/allreduce, 4 ranks on 2 hosts over $NETNS_SUBNET"
+    # The same job over the ucx transport (issue 7): UCX between the hosts
+    # on the interface [cluster] interface picks there, in both its modes:
+    # its own choice of transports, and tls = tcp.
+    if "$DTCTL" plugins | grep -q '^transport *ucx .*available'; then
+        for tls in "" tcp; do
+            run -n 4 --transport=ucx --set transport.ucx.tls="$tls" \
+                -v -v -- "$ex" >"$T/o" 2>"$T/err"
+            rc=$?
+            [ $rc -eq 0 ] || fail "ucx (tls='$tls') across the hosts exited $rc: $(tail -n 20 "$T/err")"
+            grep -q "4 ranks, all collectives correct" "$T/o" ||
+                fail "ucx (tls='$tls') allreduce did not confirm: $(cat "$T/o")"
+            grep -q "ucx: rank 2: UCX_NET_DEVICES=dt0" "$T/o" "$T/err" ||
+                fail "ucx (tls='$tls'): rank 2 did not use dt0: $(grep NET_DEVICES "$T/o" "$T/err")"
+        done
+        ok "examples/allreduce over ucx (default transports and tls=tcp), 4 ranks on 2 hosts via dt0"
+    else
+        echo "note: the ucx transport is not built; its namespace part was not run"
+    fi
 else
     echo "note: $ex not built; the allreduce part was not run"
 fi
