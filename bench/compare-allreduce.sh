@@ -2,12 +2,13 @@
 # compare-allreduce.sh — dt's allreduce against a peer, same sizes, inputs
 # and timing, one after the other, then the ratio per size (busbw dt /
 # busbw peer: above 1 means dt is faster). Peers: Open MPI's MPI_Allreduce
-# over its TCP BTL (default), or PyTorch's gloo backend (--peer gloo,
-# Debian's python3-torch, launched by dtctl through torch's env://).
+# over its TCP BTL (default, --peer mpi), its UCX PML (--peer mpi-ucx) or
+# its shared-memory BTL (--peer mpi-sm), or PyTorch's gloo backend (--peer
+# gloo, Debian's python3-torch, launched by dtctl through torch's env://).
 #
 #   bench/compare-allreduce.sh [-n N] [--sizes 4K:256M] [--iters K]
 #                              [--builddir DIR] [--transport NAME]
-#                              [--peer mpi|gloo]
+#                              [--peer mpi|mpi-ucx|mpi-sm|gloo]
 # DIR is the build directory (default: the current directory when it holds
 # core/dtctl, else _build next to this script).
 set -eu
@@ -31,7 +32,7 @@ fi
 dtctl=$builddir/core/dtctl
 mpibench=$builddir/bench/mpi_allreduce
 [ -x "$dtctl" ] || { echo "no dtctl in $builddir/core: build dt first" >&2; exit 1; }
-if [ "$peer" = mpi ] && [ ! -x "$mpibench" ]; then
+if [ "$peer" != gloo ] && [ ! -x "$mpibench" ]; then
     command -v mpicc >/dev/null || { echo "no $mpibench and no mpicc: install libopenmpi-dev" >&2; exit 1; }
     mpibench=$(mktemp "${TMPDIR:-/tmp}/mpi_allreduce.XXXXXX")
     mpicc -O2 -o "$mpibench" "$here/mpi_allreduce.c"
@@ -43,16 +44,22 @@ echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $(nproc) cores, N=$np"
 "$dtctl" bench allreduce -n "$np" --transport "$transport" \
     --sizes "$sizes" --iters "$iters" | sed "s/^\[[0-9]*\] //" >"$out/dt"
 case $peer in
-mpi)
-    mpirun --allow-run-as-root --oversubscribe -np "$np" \
-        --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo \
+mpi|mpi-ucx|mpi-sm)
+    case $peer in
+    mpi) mca="--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo" ;;
+    # Open MPI's UCX path (Debian disables it unless asked for).
+    mpi-ucx) mca="--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any" ;;
+    mpi-sm) mca="--mca pml ob1 --mca btl vader,self" ;;
+    esac
+    # shellcheck disable=SC2086 # mca is a list of words
+    mpirun --allow-run-as-root --oversubscribe -np "$np" $mca \
         "$mpibench" --sizes "$sizes" --iters "$iters" >"$out/mpi" ;;
 gloo)
     /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null ||
         { echo "PyTorch is not importable by /usr/bin/python3: apt-get install python3-torch" >&2; exit 1; }
     "$dtctl" run -n "$np" -- /usr/bin/python3 "$here/gloo_allreduce.py" \
         --sizes "$sizes" --iters "$iters" | sed -n 's/^\[0\] //p' >"$out/mpi" ;;
-*) echo "--peer is mpi or gloo, not '$peer'" >&2; exit 2 ;;
+*) echo "--peer is mpi, mpi-ucx, mpi-sm or gloo, not '$peer'" >&2; exit 2 ;;
 esac
 cat "$out/dt" "$out/mpi"
 echo "# ratio dt/$peer (busbw; for time, $peer/dt): above 1 = dt faster"

@@ -87,6 +87,19 @@ else
     cat "$tmp/out"
 fi
 
+# peer_errors = ignore: UCX's shared-memory transports, still correct; a
+# value that is neither is refused naming the key.
+run_job 3 --set transport.ucx.peer_errors=ignore
+if dtctl --set transport.ucx.peer_errors=maybe run -n 2 -- "$ex" \
+       >"$tmp/out" 2>&1; then
+    fail "peer_errors = maybe: the job succeeded"
+elif ! grep -q "\[transport.ucx\] peer_errors = 'maybe'" "$tmp/out"; then
+    fail "peer_errors = maybe: no error naming the key"
+    cat "$tmp/out"
+else
+    echo "ok: peer_errors = maybe is refused with its key named"
+fi
+
 # A job on one host keeps UCX on loopback without being told, and a
 # network interface that comes and goes meanwhile (a container's or a
 # namespace's bridge) cannot break it: six 3-rank jobs while a bridge with

@@ -47,6 +47,7 @@ struct ucx_ctx {
     int rank, size;
     double timeout;          /* seconds */
     int want_cuda;           /* [transport.ucx] memory: 0 host, 1 auto, 2 cuda */
+    int peer_errors;         /* [transport.ucx] peer_errors: 1 report      */
     int cuda;                /* UCX moves CUDA memory (DT_CAP_CUDA_MEM)   */
     ucp_context_h context;
     ucp_worker_h worker;

@@ -25,6 +25,11 @@ static const dt_key_spec_t ucx_keys[] = {
      "buffers UCX moves directly: auto (CUDA memory too when this UCX "
      "supports it, else the core stages through host), host, or cuda "
      "(an error unless UCX supports it)"},
+    {"peer_errors", DT_KEY_STRING, "report",
+     "report: UCX reports a peer that dies at once (UCP_ERR_HANDLING_MODE_"
+     "PEER; UCX then avoids its shared-memory transports, which cannot "
+     "tell); ignore: UCX may use them (2.5-4x faster on one host here), a "
+     "dead peer is noticed by dtctl or after the timeout"},
     {"timeout", DT_KEY_DURATION, "60s",
      "a peer silent this long while a transfer waits on it is an error "
      "(a crashed peer is reported sooner); also bounds connection setup; "
