@@ -13,9 +13,35 @@
 #include <unistd.h>
 
 #include <dt/log.h>
+#include "host_local.h"
 #include "sge.h"
 
 #define RUN_TIMEOUT_MS 90000
+
+/* Did qrsh itself fail (before anything ran, so its message is first)? */
+static int qrsh_failed(const char *out)
+{
+    static const char *const own[] = {"Unable to run job",
+                                      "can't resolve hostname", "denied: ",
+                                      "error: ", NULL};
+    for (size_t i = 0; own[i]; i++)
+        if (strncmp(out, own[i], strlen(own[i])) == 0)
+            return 1;
+    return 0;
+}
+
+/* The execution host for h: a name for this machine (localhost,
+ * 127.0.0.1, the default host list) is its host name as SGE knows it. */
+static void exec_host(const dt_host_t *h, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", h->name);
+    char self[256];
+    if (!dt_host_is_local(h->name) || gethostname(self, sizeof self) != 0)
+        return;
+    self[sizeof self - 1] = '\0';
+    if (*self)
+        snprintf(buf, len, "%s", self);
+}
 
 dt_status_t sge_run_on_host(void *ctx, const dt_host_t *host,
                             const char *const *argv, char **output,
@@ -36,7 +62,9 @@ dt_status_t sge_run_on_host(void *ctx, const dt_host_t *host,
             sb_add(&cmd, " ");
         sb_quote(&cmd, argv[i]);
     }
-    sb_addf(&hostreq, "hostname=%s", host->name);
+    char node[256];
+    exec_host(host, node, sizeof node);
+    sb_addf(&hostreq, "hostname=%s", node);
     size_t n = 0, max = 16 + 2 * c->nresources;
     const char **q = calloc(max, sizeof *q);
     /* qrsh gets our environment only with -V (not used); the job token
@@ -86,9 +114,7 @@ dt_status_t sge_run_on_host(void *ctx, const dt_host_t *host,
         dt_error("sge launcher: running '%s' on host %s with qrsh failed: "
                  "%s",
                  argv[0], host->name, dt_status_str(st));
-    } else if (*exit_code != 0 &&
-               (strstr(*output, "Unable to run job") ||
-                strstr(*output, "error: "))) {
+    } else if (*exit_code != 0 && qrsh_failed(*output)) {
         /* qrsh's own failure (unknown host, rejected request): nothing
          * ran there */
         dt_error("sge launcher: qrsh could not run '%s' on host %s: %.*s; "

@@ -14,10 +14,26 @@
 
 #include <dt/log.h>
 #include "../jobdir/jobdir.h"
+#include "host_local.h"
 #include "slurm.h"
 
 #define RUN_TIMEOUT_MS 90000
 #define QUEUE_WAIT_S 30 /* outside an allocation: wait at most this */
+
+/* The Slurm node for h: a name for this machine (localhost, 127.0.0.1,
+ * the default host list) is its short host name, which Slurm nodes are
+ * conventionally named after; any other name is taken as a node name. */
+static void node_name(const dt_host_t *h, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", h->name);
+    char self[256];
+    if (!dt_host_is_local(h->name) || gethostname(self, sizeof self) != 0)
+        return;
+    self[sizeof self - 1] = '\0';
+    self[strcspn(self, ".")] = '\0';
+    if (*self)
+        snprintf(buf, len, "%s", self);
+}
 
 static void add_opt(strv_t *argv, const char *opt, const char *value)
 {
@@ -33,7 +49,9 @@ static dt_status_t build(const slurm_launcher_t *L, const dt_host_t *h,
     strv_add(argv, "srun");
     strv_add(argv, "--nodes=1");
     strv_add(argv, "--ntasks=1");
-    strv_addf(argv, "--nodelist=%s", h->name);
+    char node[256];
+    node_name(h, node, sizeof node);
+    strv_addf(argv, "--nodelist=%s", node);
     strv_add(argv, "--quiet");
     strv_addf(argv, "--job-name=%s", name);
     if (L->inside) {
@@ -47,6 +65,29 @@ static dt_status_t build(const slurm_launcher_t *L, const dt_host_t *h,
     strv_add(argv, "--");
     strv_add_all(argv, cmd);
     return strv_ok(argv) ? DT_OK : DT_ERR_NOMEM;
+}
+
+/* Drop srun's report of the task's end ("srun: error: NODE: task 0:
+ * Exited with exit code 3"; the exit code says it) from out, in place.
+ * Returns 1 when another line of srun's own is left: srun itself failed. */
+static int srun_own_lines(char *out)
+{
+    int own = 0;
+    char *w = out;
+    for (char *l = out; *l;) {
+        size_t n = strcspn(l, "\n");
+        size_t len = n + (l[n] == '\n');
+        int is_srun = strncmp(l, "srun: ", 6) == 0;
+        int task_end = is_srun && memmem(l, n, ": task 0: ", 10) != NULL;
+        own |= is_srun && !task_end;
+        if (!task_end) {
+            memmove(w, l, len);
+            w += len;
+        }
+        l += len;
+    }
+    *w = '\0';
+    return own;
 }
 
 dt_status_t slurm_run_on_host(void *ctx, const dt_host_t *host,
@@ -84,12 +125,12 @@ dt_status_t slurm_run_on_host(void *ctx, const dt_host_t *host,
         dt_error("slurm launcher: running '%s' on node %s with srun "
                  "failed: %s",
                  argv[0], host->name, dt_status_str(st));
-    } else if (*output && strncmp(*output, "srun: error:", 12) == 0) {
-        /* srun's own failure (unknown node, no resources), not the
-         * command's: nothing ran there */
+    } else if (srun_own_lines(*output) && *exit_code != 0) {
+        /* srun's own failure (unknown node, no resources): nothing ran */
+        const char *why = strstr(*output, "srun: ");
         dt_error("slurm launcher: srun could not run '%s' on node %s: "
                  "%.*s; the host list must name Slurm nodes (sinfo -N)",
-                 argv[0], host->name, (int)strcspn(*output, "\n"), *output);
+                 argv[0], host->name, (int)strcspn(why, "\n"), why);
         free(*output);
         *output = NULL;
         st = DT_ERR_PEER;
