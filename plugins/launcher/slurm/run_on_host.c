@@ -127,7 +127,9 @@ dt_status_t slurm_run_on_host(void *ctx, const dt_host_t *host,
                  argv[0], host->name, dt_status_str(st));
     } else if (srun_own_lines(*output) && *exit_code != 0) {
         /* srun's own failure (unknown node, no resources): nothing ran */
-        const char *why = strstr(*output, "srun: ");
+        const char *why = *output;
+        while (strncmp(why, "srun: ", 6) != 0 && strchr(why, '\n'))
+            why = strchr(why, '\n') + 1; /* srun's first line of its own */
         dt_error("slurm launcher: srun could not run '%s' on node %s: "
                  "%.*s; the host list must name Slurm nodes (sinfo -N)",
                  argv[0], host->name, (int)strcspn(why, "\n"), why);
