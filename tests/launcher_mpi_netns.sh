@@ -196,6 +196,24 @@ timeout -k 5 120 "$DTCTL" check --launcher=mpi --hostfile "$T/hosts" >"$T/o" 2>&
 rc=$?
 [ $rc -eq 0 ] && grep -q "^$H1 *launcher *ok" "$T/o" && grep -q "^$H2 *launcher *ok" "$T/o" ||
     fail "dtctl check --launcher=mpi on two good hosts: rc $rc: $(cat "$T/o")"
+# run_on_host through the same agent: each host lists its own interfaces
+# (the address there is in the subnet) and connects back to this machine.
+for h in "$H1" "$H2"; do
+    grep -q "^$h *interface *ok .* $h matches '$NETNS_SUBNET'" "$T/o" ||
+        fail "no interface ok row with $h's own address: $(cat "$T/o")"
+    grep -q "^$h *rendezvous *ok *reaches this machine at $NETNS_GATEWAY " "$T/o" ||
+        fail "no rendezvous ok row for $h (via $NETNS_GATEWAY): $(cat "$T/o")"
+done
+hosts_clean || fail "processes left on the hosts after dtctl check: $(strays_text)"
+timeout -k 5 120 "$DTCTL" check --launcher=mpi --hostfile "$T/hosts" \
+    --set cluster.interface=nonexistent0 >"$T/o" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "dtctl check with a wrong interface: want 1, got $rc: $(cat "$T/o")"
+for h in "$H1" "$H2"; do
+    grep -q "^$h *interface *FAIL .*no interface matches \[cluster\] interface = 'nonexistent0' (there: .*$h" "$T/o" ||
+        fail "no interface FAIL row naming $h and its addresses: $(cat "$T/o")"
+done
+ok "dtctl check --launcher=mpi: interface and rendezvous rows ok on both hosts; a wrong interface is a FAIL row per host"
 DT_LAUNCHER_MPI_SSH_KNOWN_HOSTS="$T/empty_known_hosts" \
     timeout -k 5 120 "$DTCTL" check --launcher=mpi --hostfile "$T/hosts" >"$T/o" 2>&1
 rc=$?

@@ -139,5 +139,33 @@ else
     echo "note: examples/allreduce is not built; skipped the dt job check"
 fi
 
+# --- 8. dtctl check: probes run on the execution host through qrsh --------
+# Interface: the one of the default route (a loopback never counts for
+# [cluster] interface); the default host list (localhost) is this host.
+chk() { timeout -k 5 300 "$DTCTL" check --launcher=sge "$@"; }
+IF=$(ip -o route show default 2>/dev/null | awk '{ for (i = 1; i < NF; i++) if ($i == "dev") { print $(i + 1); exit } }')
+[ -n "$IF" ] || IF=$(ip -o -4 addr show up scope global 2>/dev/null | awk '{ print $2; exit }')
+if [ -z "$IF" ]; then
+    echo "note: no non-loopback interface here: the interface row is not checked"
+else
+    for hosts in "" "-H $HOST"; do
+        chk $hosts --set cluster.interface="$IF" >"$T/o" 2>"$T/e"; rc=$?
+        row=${hosts#-H }; row=${row:-localhost}
+        [ $rc -eq 0 ] &&
+            grep -q "^$row *interface *ok *$IF [0-9.:a-f]* matches '$IF'" "$T/o" &&
+            grep -q "^$row *rendezvous *ok *reaches this machine at " "$T/o" ||
+            fail "check ${hosts:-(default hosts)} with interface $IF: rc=$rc: $(cat "$T/o" "$T/e")"
+    done
+    chk -H "$HOST" --set cluster.interface=nonexistent0 >"$T/o" 2>"$T/e"; rc=$?
+    [ $rc -eq 1 ] && grep -q "^$HOST *interface *FAIL *no interface matches \\[cluster\\] interface = 'nonexistent0' (there: .*$IF" "$T/o" ||
+        fail "a wrong interface on $HOST: rc=$rc: $(cat "$T/o" "$T/e")"
+    chk -H no-such-host.invalid --set cluster.interface="$IF" >"$T/o" 2>"$T/e"; rc=$?
+    [ $rc -eq 1 ] && grep -q "^no-such-host.invalid *interface *FAIL *could not list the interfaces there" "$T/o" &&
+        grep -q "qrsh could not run 'sh' on host no-such-host.invalid: " "$T/e" ||
+        fail "a host SGE does not know: rc=$rc: $(cat "$T/o" "$T/e")"
+    ok "check: interface ($IF) and rendezvous rows ok on $HOST through qrsh; nonexistent0 and an unknown host fail"
+fi
+wait_jobs_gone || fail "probe jobs left in qstat: $(qstat)"
+
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all launcher_sge checks passed"

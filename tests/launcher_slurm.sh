@@ -140,6 +140,39 @@ chk --set launcher.slurm.partition=debug >"$T/o" 2>"$T/e"; rc=$?
 [ $rc -eq 0 ] && grep -q '^all checks passed' "$T/o" ||
     fail "check against the running slurmctld: rc=$rc: $(cat "$T/o" "$T/e")"
 ok "dtctl check --launcher=slurm passes (partition debug)"
+# run_on_host: srun -w NODE runs the probes on the node. Interface: the
+# one of the default route (a loopback never counts for [cluster]
+# interface); the default host list (localhost) is this node.
+IF=$(ip -o route show default 2>/dev/null | awk '{ for (i = 1; i < NF; i++) if ($i == "dev") { print $(i + 1); exit } }')
+[ -n "$IF" ] || IF=$(ip -o -4 addr show up scope global 2>/dev/null | awk '{ print $2; exit }')
+NODE=$(hostname -s)
+if [ -z "$IF" ]; then
+    echo "note: no non-loopback interface here: the interface row is not checked"
+else
+    for hosts in "" "-H $NODE"; do
+        chk $hosts --set cluster.interface="$IF" >"$T/o" 2>"$T/e"; rc=$?
+        row=${hosts#-H }; row=${row:-localhost}
+        [ $rc -eq 0 ] &&
+            grep -q "^$row *interface *ok *$IF [0-9.:a-f]* matches '$IF'" "$T/o" &&
+            grep -q "^$row *rendezvous *ok *reaches this machine at " "$T/o" ||
+            fail "check ${hosts:-(default hosts)} with interface $IF: rc=$rc: $(cat "$T/o" "$T/e")"
+    done
+    chk -H "$NODE" --set cluster.interface=nonexistent0 >"$T/o" 2>"$T/e"; rc=$?
+    [ $rc -eq 1 ] && grep -q "^$NODE *interface *FAIL *no interface matches \[cluster\] interface = 'nonexistent0' (there: .*$IF" "$T/o" ||
+        fail "a wrong interface on $NODE: rc=$rc: $(cat "$T/o" "$T/e")"
+    ok "check: the interface ($IF) and rendezvous rows ok on node $NODE through srun; nonexistent0 fails naming it"
+    chk -H no-such-node --set cluster.interface="$IF" >"$T/o" 2>"$T/e"; rc=$?
+    [ $rc -eq 1 ] && grep -q "^no-such-node *interface *FAIL *could not list the interfaces there" "$T/o" &&
+        grep -q "srun could not run 'sh' on node no-such-node: srun: error: " "$T/e" ||
+        fail "a host that is no Slurm node: rc=$rc: $(cat "$T/o" "$T/e")"
+    ok "check: a host that is no Slurm node fails its row, srun's reason logged"
+fi
+jobs_left && fail "probe jobs left in the queue: $(squeue)"
+# Inside an allocation the probes are steps of it (--overlap).
+salloc -n 1 --job-name=chkin "$DTCTL" check --launcher=slurm -H "$NODE" >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 0 ] && grep -q "^$NODE *rendezvous *ok" "$T/o" ||
+    fail "check inside an allocation: rc=$rc: $(cat "$T/o" "$T/e")"
+ok "check inside an allocation: the probe runs as a step there"
 chk --set launcher.slurm.partition=nope >"$T/o" 2>"$T/e"; rc=$?
 [ $rc -eq 1 ] && grep -q "^slurmctld *launcher *FAIL *partition 'nope' does not exist" "$T/o" ||
     fail "bad partition not reported by check: rc=$rc: $(cat "$T/o" "$T/e")"

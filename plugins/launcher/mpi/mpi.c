@@ -285,7 +285,7 @@ static const dt_launcher_ops_t mpi_ops = {
     .launch = mpi_launch,
     .wait = mpi_wait,
     .signal = mpi_signal,
-    .run_on_host = NULL,
+    .run_on_host = mpi_run_on_host,
     .check = mpi_check,
     .fini = mpi_fini,
 };

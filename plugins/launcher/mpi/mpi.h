@@ -65,4 +65,10 @@ void mpi_check_host(const mpi_conf_t *c, const strv_t *agent,
                     void (*report)(void *, const char *, const char *),
                     void *arg);
 
+/* run_on_host.c: argv on host h, here directly, elsewhere through the
+ * rsh agent mpirun uses; output is stdout and stderr together. */
+dt_status_t mpi_run_on_host(void *ctx, const dt_host_t *host,
+                            const char *const *argv, char **output,
+                            int *exit_code);
+
 #endif /* DT_LAUNCHER_MPI_H */

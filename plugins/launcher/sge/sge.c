@@ -246,7 +246,7 @@ static const dt_launcher_ops_t sge_ops = {
     .launch = sge_launch,
     .wait = sge_wait,
     .signal = sge_signal,
-    .run_on_host = NULL, /* SGE picks the hosts; there is no cheap way */
+    .run_on_host = sge_run_on_host,
     .check = sge_check,
     .fini = sge_fini,
 };

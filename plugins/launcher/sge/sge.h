@@ -44,4 +44,9 @@ dt_status_t sge_signal(void *ctx, int signo);
 /* qdel the job (if it is still there) and wait for qsub to return. */
 void sge_stop_and_reap(sge_launcher_t *L);
 
+/* run_on_host.c: argv on one execution host with qrsh. */
+dt_status_t sge_run_on_host(void *ctx, const dt_host_t *host,
+                            const char *const *argv, char **output,
+                            int *exit_code);
+
 #endif /* DT_LAUNCHER_SGE_H */

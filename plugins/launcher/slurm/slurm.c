@@ -245,7 +245,7 @@ static const dt_launcher_ops_t slurm_ops = {
     .launch = slurm_launch,
     .wait = slurm_wait,
     .signal = slurm_signal,
-    .run_on_host = NULL,
+    .run_on_host = slurm_run_on_host,
     .check = slurm_check,
     .fini = slurm_fini,
 };

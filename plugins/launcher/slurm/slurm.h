@@ -51,4 +51,9 @@ dt_status_t slurm_check(void *ctx, const dt_hostlist_t *hosts,
                                        const char *problem),
                         void *arg);
 
+/* run_on_host.c: argv on one node with `srun -N1 -n1 -w NODE`. */
+dt_status_t slurm_run_on_host(void *ctx, const dt_host_t *host,
+                              const char *const *argv, char **output,
+                              int *exit_code);
+
 #endif /* DT_LAUNCHER_SLURM_H */
