@@ -180,6 +180,24 @@ pgrep -fx "sleep $SL" >/dev/null && fail "sleeps survived: $(pgrep -afx "sleep $
 pgrep -f "$MARK" >/dev/null && fail "workers survived: $(pgrep -af "$MARK")"
 ok "a killed worker on h2 stops the job (137, rank 2 on $H2 named); no worker or orted left on either host"
 
+# --- 4b. an orted killed: its ranks are orphans, dtctl still removes them --
+# A daemon that dies without ending its ranks (killed mid-abort, the node's
+# OOM killer) leaves them running; dtctl then kills, on every other host,
+# whatever carries this job's DT_JOB_ID.
+"$DTCTL" run --launcher=mpi --hostfile "$T/hosts" -n 4 -- sh -c ": $MARK; sleep $SL & sleep $SL" >/dev/null 2>"$T/err" &
+job=$!
+wait_sleeps 8 || fail "the 4 workers did not all start (orted part)"
+orted=$(for p in $(ip netns pids "$NS1"); do
+    tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q "orted" && echo "$p"
+done | head -n 1)
+[ -n "$orted" ] || fail "no orted found in $NS1"
+[ -n "$orted" ] && kill -KILL "$orted"
+wait_job $job
+[ $rc -ne 0 ] || fail "the job succeeded although h1's orted was killed"
+hosts_clean || fail "processes left on the hosts after orted died: $(strays_text)"
+pgrep -fx "sleep $SL" >/dev/null && fail "sleeps survived orted: $(pgrep -afx "sleep $SL")"
+ok "h1's orted killed: the job fails (exit $rc) and its orphaned ranks are gone from both hosts"
+
 # --- 5. Ctrl-C stops every rank on every host -------------------------------
 "$DTCTL" run --launcher=mpi --hostfile "$T/hosts" -n 4 -- sh -c ": $MARK; sleep $SL & sleep $SL" >/dev/null 2>"$T/err" &
 job=$!

@@ -12,6 +12,7 @@
 #include <dt/log.h>
 #include <dt/plugin.h>
 #include "../frontend/prologue.h"
+#include "../jobdir/jobdir.h"
 #include "../local/spawn.h"
 #include "mpi.h"
 
@@ -189,6 +190,39 @@ static dt_status_t build_env(const mpi_launcher_t *L,
     return env_merge(environ, (const char *const *)job_env->v, NULL, envp);
 }
 
+/* What fini needs to clean up remote hosts: the job id, the hosts. */
+static dt_status_t remember_job(mpi_launcher_t *L,
+                                const dt_launch_spec_t *spec)
+{
+    const char *id = env_find(spec->env, "DT_JOB_ID");
+    snprintf(L->job_id, sizeof L->job_id, "%s", id ? id : "");
+    L->hosts = calloc(1, sizeof *L->hosts);
+    if (!L->hosts)
+        return DT_ERR_NOMEM;
+    L->hosts->hosts = calloc(spec->hosts->n ? spec->hosts->n : 1,
+                             sizeof *L->hosts->hosts);
+    if (!L->hosts->hosts)
+        return DT_ERR_NOMEM;
+    for (size_t i = 0; i < spec->hosts->n; i++) {
+        L->hosts->hosts[i] = spec->hosts->hosts[i];
+        L->hosts->hosts[i].name = strdup(spec->hosts->hosts[i].name);
+        if (!L->hosts->hosts[i].name)
+            return DT_ERR_NOMEM;
+        L->hosts->n = i + 1;
+    }
+    return DT_OK;
+}
+
+static void forget_job(mpi_launcher_t *L)
+{
+    for (size_t i = 0; L->hosts && i < L->hosts->n; i++)
+        free(L->hosts->hosts[i].name);
+    if (L->hosts)
+        free(L->hosts->hosts);
+    free(L->hosts);
+    L->hosts = NULL;
+}
+
 static dt_status_t mpi_launch(void *ctx, const dt_launch_spec_t *spec)
 {
     mpi_launcher_t *L = ctx;
@@ -230,6 +264,8 @@ static dt_status_t mpi_launch(void *ctx, const dt_launch_spec_t *spec)
                  spec->np, argv.n);
         st = frontend_start(&a, &L->fe);
     }
+    if (st == DT_OK)
+        st = remember_job(L, spec);
     free(envp); /* pointers into environ and job_env */
     strv_free(&job_env);
     strv_free(&argv);
@@ -256,6 +292,7 @@ static dt_status_t mpi_signal(void *ctx, int signo)
     mpi_launcher_t *L = ctx;
     if (!L || !L->fe)
         return DT_ERR_INVALID;
+    L->signalled = 1;
     if (signo == SIGKILL)
         frontend_kill_and_reap(L->fe);
     else if (frontend_failures(L->fe) == 0)
@@ -273,8 +310,11 @@ static void mpi_fini(void *ctx)
         return;
     if (L->fe) {
         frontend_kill_and_reap(L->fe);
+        if (L->signalled || frontend_failures(L->fe) > 0)
+            mpi_sweep_remote(L);
         frontend_free(L->fe);
     }
+    forget_job(L);
     free_conf(&L->conf);
     free(L);
 }

@@ -27,6 +27,9 @@ typedef struct mpi_launcher {
     mpi_conf_t conf;
     frontend_t *fe;
     int stopping;
+    int signalled;           /* dtctl asked the job to stop             */
+    char job_id[72];         /* DT_JOB_ID of the launched job           */
+    dt_hostlist_t *hosts;    /* owned copy of the job's hosts           */
 } mpi_launcher_t;
 
 /* The mpirun command line for spec: options, then `sh -c PROLOGUE
@@ -70,5 +73,9 @@ void mpi_check_host(const mpi_conf_t *c, const strv_t *agent,
 dt_status_t mpi_run_on_host(void *ctx, const dt_host_t *host,
                             const char *const *argv, char **output,
                             int *exit_code);
+
+/* sweep.c: on every remote host of the job, kill the processes that
+ * carry its DT_JOB_ID (after a job that did not end cleanly). */
+void mpi_sweep_remote(mpi_launcher_t *L);
 
 #endif /* DT_LAUNCHER_MPI_H */
