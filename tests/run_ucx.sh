@@ -185,11 +185,29 @@ peer_fails() {
         echo "ok: $label is an error naming rank 1 (dtctl exit $rc)"
     fi
 }
+# UCX itself names a peer that is gone (peer_errors = report; auto picks it
+# across hosts, ignore on one: see below).
 peer_fails "dead peer (shm)" exit 120s \
-    "ucx: rank [02]: the connection to rank 1 failed"
+    "ucx: rank [02]: the connection to rank 1 failed" \
+    --set transport.ucx.peer_errors=report
 peer_fails "dead peer (tcp)" exit 120s \
     "ucx: rank [02]: the connection to rank 1 failed" \
-    --set transport.ucx.tls=tcp
+    --set transport.ucx.tls=tcp --set transport.ucx.peer_errors=report
+# On one host (auto: ignore) a peer that leaves mid-collective is named by
+# the survivors when the timeout passes; one that crashes, by dtctl at once.
+peer_fails "peer gone, one host (auto)" exit 20s \
+    "waiting on rank(s) 1: they are hung"
+if dtctl -v -v run -n 3 -- sh -c \
+       'if [ "$DT_RANK" = 1 ]; then sleep 1; kill -SEGV $$; fi; exec "$0"' \
+       "$ex" >"$tmp/out" 2>"$tmp/err"; then
+    fail "a crashed rank 1: the job succeeded"
+elif ! grep -q "rank 1 on localhost was killed by signal" "$tmp/err" ||
+     ! grep -q "peer errors: ignore" "$tmp/out" "$tmp/err"; then
+    fail "a crashed rank 1 on one host (auto) was not named by dtctl:"
+    cat "$tmp/out" "$tmp/err"
+else
+    echo "ok: one host (peer_errors auto = ignore): a crashed rank 1 is named by dtctl"
+fi
 peer_fails "hung peer (shm)" stop 20s "waiting on rank(s) 1: they are hung"
 peer_fails "hung peer (tcp)" stop 20s "waiting on rank(s) 1: they are hung" \
     --set transport.ucx.tls=tcp

@@ -15,6 +15,7 @@
 #include <sys/uio.h>
 
 #include <dt/plugin.h>
+#include "wait_spin.h"
 
 #define TCP_MAX_SOCKETS 16
 #define TCP_MSG_MAGIC 0x44544d31u /* "DTM1" */
@@ -100,10 +101,7 @@ typedef struct tcp_ctx {
     int nsock;            /* sockets per peer */
     size_t stripe_min;
     double timeout;       /* seconds */
-    double spin;          /* seconds a wait polls (yielding) before it
-                             sleeps in poll() */
-    double spin_paused_until, spin_backoff; /* after a yield that lost
-                             the CPU for long: no spinning until then */
+    dt_wait_spin_t spin;  /* [transport.tcp] spin: poll before sleeping */
     size_t bufsize;       /* SO_SNDBUF/SO_RCVBUF, 0: kernel autotuning */
     int listen_port;
     tcp_peer_t *peers;    /* size entries; peers[rank] unused */

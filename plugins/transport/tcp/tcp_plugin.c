@@ -1,11 +1,8 @@
 /* tcp_plugin.c — the tcp transport plugin: its keys, init and fini. The
  * data path is in tcp_progress.c, connection setup in tcp_wireup.c. */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <dt/log.h>
 #include <dt/plugin.h>
@@ -46,32 +43,12 @@ static int user_set(const dt_config_t *cfg, const char *key)
            src != DT_SRC_DEFAULT;
 }
 
-/* spin = auto, measured on 2 cores (docs/TRANSPORTS.md). A rank bound to
- * CPUs of its own ([cluster] bind: its mask times the host's ranks fits
- * the online CPUs) takes nobody's CPU by polling: 4 KiB at N = 2 went from
- * 40 us to 8 us. Ranks outnumbering CPUs gain from a short yielding poll
- * (the partner runs meanwhile). Unbound ranks with a core each lost by it
- * (22 -> 35 us: the scheduler moves them about): they sleep at once. */
-static double auto_spin(int local_size)
-{
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    cpu_set_t mask;
-    if (online < 1)
-        return 0;
-    if (local_size > online)
-        return 30e-6;
-    if (sched_getaffinity(0, sizeof mask, &mask) == 0 &&
-        (long)CPU_COUNT(&mask) * local_size <= online)
-        return 100e-6;
-    return 0;
-}
-
 static dt_status_t read_config(tcp_ctx_t *c, const dt_config_t *cfg,
                                const dt_transport_args_t *a)
 {
     long long nsock = 1, port = 0;
     uint64_t stripe = 256 << 10, buf = 0;
-    double timeout = 60.0, spin = 0;
+    double timeout = 60.0;
     const char *spin_text = "auto";
     if (cfg) {
         DT_CHECK(dt_config_get_string(cfg, SECTION, "spin", &spin_text));
@@ -94,15 +71,8 @@ static dt_status_t read_config(tcp_ctx_t *c, const dt_config_t *cfg,
                  port, timeout);
         return DT_ERR_CONFIG;
     }
-    if (strcmp(spin_text, "auto") == 0)
-        spin = auto_spin(a->local_size);
-    else if (dt_parse_duration(spin_text, &spin) != DT_OK || spin > 0.01) {
-        dt_error("[transport.tcp] spin = '%s': give auto or a duration of at "
-                 "most 10ms, e.g. 30us (it keeps a CPU busy while it lasts)",
-                 spin_text);
-        return DT_ERR_CONFIG;
-    }
-    c->spin = spin;
+    DT_CHECK(dt_wait_spin_init(&c->spin, spin_text, SECTION,
+                               a->local_size));
     c->nsock = (int)nsock;
     c->stripe_min = stripe ? (size_t)stripe : 1;
     c->bufsize = (size_t)buf;

@@ -10,15 +10,15 @@
  * unless a receive for a later message on that socket is already waiting:
  * only then is the part copied into a temporary buffer.
  *
- * Waiting polls for at most [transport.tcp] spin (30 us), yielding the CPU
- * between polls, then sleeps in poll(): nothing spins for long. A peer that closes or resets
+ * Waiting polls for at most [transport.tcp] spin (auto: 100 us bound to a
+ * core, 30 us oversubscribed), yielding the CPU between polls, then sleeps
+ * in poll(): nothing spins for long. A peer that closes or resets
  * fails the whole transport at once, naming the rank. So that every rank
  * reports the same culprit, the root cause goes into the store before any
  * connection closes (tcp_cause.c), and peers at a message boundary also
  * get an abort header naming it. */
 #include <errno.h>
 #include <poll.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -742,42 +742,23 @@ static void report_timeout(tcp_ctx_t *c, dt_request_t **reqs, size_t n)
     fail_seen(c, peer, DT_ERR_TIMEOUT, why, "went silent");
 }
 
-/* A yield that took this long ran someone's time slice (CFS: 0.75-4 ms),
- * not a partner's short turn. */
-#define TCP_YIELD_LOST 500e-6
-
-/* A short poll before sleeping ([transport.tcp] spin): a small message's
- * time is mostly the wake-up of the rank sleeping on it. Bound to its own
- * core, polling takes nobody's CPU (4 KiB at N = 2: 40 -> 8 us); with
- * ranks outnumbering cores, yielding between polls lets the partner on the
- * same core answer first (4 KiB at N = 4: 114 -> 68 us). Bounded, so ranks
- * that wait long still sleep. A yield that returns only after a long while
- * handed the CPU to something that runs a full time slice (another job, or
- * a rank computing): spinning then costs milliseconds, so it pauses, for
- * longer each time that repeats. */
+/* Poll a little before sleeping ([transport.tcp] spin; why and how long:
+ * core/wait_spin.c). Data that keeps arriving is read as it comes. */
 static void spin_before_sleep(tcp_ctx_t *c, dt_request_t **reqs, size_t n,
                               double start)
 {
-    if (c->spin <= 0 || start < c->spin_paused_until)
+    if (c->spin.spin <= 0)
         return;
-    double until = start + c->spin;
     while (!all_complete(reqs, n) && c->failed == DT_OK) {
-        double before = tcp_now();
-        if (before >= until)
-            return;
-        if (poll_round(c, 0) > 0)
+        if (poll_round(c, 0) > 0) {
+            if (tcp_now() >= start + c->spin.spin)
+                return;
             continue;
-        sched_yield();
-        double after = tcp_now();
-        if (after - before > TCP_YIELD_LOST) {
-            c->spin_backoff = c->spin_backoff > 0 ? c->spin_backoff * 2 : 0.1;
-            if (c->spin_backoff > 10.0)
-                c->spin_backoff = 10.0;
-            c->spin_paused_until = after + c->spin_backoff;
-            return;
         }
+        if (!dt_wait_spin_again(&c->spin, start))
+            return;
     }
-    c->spin_backoff = 0; /* answered while spinning: spinning pays */
+    dt_wait_spin_paid(&c->spin);
 }
 
 dt_status_t tcp_wait(void *ctx, dt_request_t **reqs, size_t n,

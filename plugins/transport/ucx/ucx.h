@@ -17,6 +17,7 @@
 #include <ucp/api/ucp.h>
 
 #include <dt/plugin.h>
+#include "wait_spin.h"
 
 /* Tag layout: bit 63 marks the plugin's own handshake messages. */
 #define UCX_TAG_INTERNAL (1ull << 63)
@@ -48,6 +49,7 @@ struct ucx_ctx {
     double timeout;          /* seconds */
     int want_cuda;           /* [transport.ucx] memory: 0 host, 1 auto, 2 cuda */
     int peer_errors;         /* [transport.ucx] peer_errors: 1 report      */
+    dt_wait_spin_t spin;     /* [transport.ucx] spin: poll before sleeping */
     int cuda;                /* UCX moves CUDA memory (DT_CAP_CUDA_MEM)   */
     ucp_context_h context;
     ucp_worker_h worker;

@@ -25,11 +25,17 @@ static const dt_key_spec_t ucx_keys[] = {
      "buffers UCX moves directly: auto (CUDA memory too when this UCX "
      "supports it, else the core stages through host), host, or cuda "
      "(an error unless UCX supports it)"},
-    {"peer_errors", DT_KEY_STRING, "report",
+    {"spin", DT_KEY_STRING, "auto",
+     "a wait first polls this long (a duration: 30us), yielding the CPU "
+     "between polls, before it sleeps on the worker's event fd; auto: "
+     "100us when this rank has CPUs of its own ([cluster] bind), 30us when "
+     "this host's ranks outnumber its CPUs, else 0"},
+    {"peer_errors", DT_KEY_STRING, "auto",
      "report: UCX reports a peer that dies at once (UCP_ERR_HANDLING_MODE_"
      "PEER; UCX then avoids its shared-memory transports, which cannot "
      "tell); ignore: UCX may use them (2.5-4x faster on one host here), a "
-     "dead peer is noticed by dtctl or after the timeout"},
+     "dead peer is noticed by dtctl or after the timeout; auto: ignore for "
+     "a job on one host, report across hosts"},
     {"timeout", DT_KEY_DURATION, "60s",
      "a peer silent this long while a transfer waits on it is an error "
      "(a crashed peer is reported sooner); also bounds connection setup; "

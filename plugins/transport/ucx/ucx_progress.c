@@ -353,8 +353,9 @@ static void sleep_on_worker(ucx_ctx_t *c, int ms)
 static dt_status_t progress_until(ucx_ctx_t *c, dt_request_t **reqs, size_t n,
                                   double deadline, int idle)
 {
-    double last = ucx_now();
+    double last = ucx_now(), start = last;
     unsigned long seen = c->completions;
+    int spinning = c->spin.spin > 0;
     while (!all_complete(reqs, n) && c->failed == DT_OK) {
         unsigned moved = ucp_worker_progress(c->worker);
         if (idle && c->completions != seen) {
@@ -365,11 +366,18 @@ static dt_status_t progress_until(ucx_ctx_t *c, dt_request_t **reqs, size_t n,
             continue;
         if (all_complete(reqs, n) || c->failed != DT_OK)
             break;
+        /* Poll a little before sleeping ([transport.ucx] spin; why:
+         * core/wait_spin.c). */
+        if (spinning && dt_wait_spin_again(&c->spin, start))
+            continue;
+        spinning = 0;
         int ms = ms_until(idle ? last + c->timeout : deadline);
         if (ms == 0)
             return DT_ERR_TIMEOUT;
         sleep_on_worker(c, ms);
     }
+    if (spinning)
+        dt_wait_spin_paid(&c->spin);
     return DT_OK;
 }
 

@@ -51,7 +51,7 @@ static dt_status_t copy_key(const dt_config_t *cfg, const char *key,
 dt_status_t ucx_read_config(ucx_ctx_t *c, const dt_config_t *cfg,
                             const dt_transport_args_t *a)
 {
-    const char *mem = "auto", *perr = "report";
+    const char *mem = "auto", *perr = "auto", *spin = "auto";
     double timeout = 60.0;
     DT_CHECK(copy_key(cfg, "tls", c->tls, sizeof c->tls));
     DT_CHECK(copy_key(cfg, "devices", c->devices, sizeof c->devices));
@@ -60,6 +60,7 @@ dt_status_t ucx_read_config(ucx_ctx_t *c, const dt_config_t *cfg,
     if (cfg) {
         DT_CHECK(dt_config_get_string(cfg, SECTION, "memory", &mem));
         DT_CHECK(dt_config_get_string(cfg, SECTION, "peer_errors", &perr));
+        DT_CHECK(dt_config_get_string(cfg, SECTION, "spin", &spin));
         DT_CHECK(dt_config_get_duration(cfg, SECTION, "timeout", &timeout));
     }
     if (!user_set(cfg, SECTION, "timeout") && a->timeout > 0)
@@ -70,15 +71,26 @@ dt_status_t ucx_read_config(ucx_ctx_t *c, const dt_config_t *cfg,
         return DT_ERR_CONFIG;
     }
     c->timeout = timeout;
-    if (strcasecmp(perr, "report") == 0 || strcasecmp(perr, "ignore") == 0)
+    DT_CHECK(dt_wait_spin_init(&c->spin, spin, SECTION, a->local_size));
+    /* auto: ignore on one host, where the data goes through shared memory
+     * and the launcher sees every worker's exit itself; report across
+     * hosts, where UCX's network transports can report and a host can
+     * vanish without an exit status. */
+    if (strcasecmp(perr, "auto") == 0)
+        c->peer_errors = a->size != a->local_size;
+    else if (strcasecmp(perr, "report") == 0 ||
+             strcasecmp(perr, "ignore") == 0)
         c->peer_errors = strcasecmp(perr, "report") == 0;
     else {
-        dt_error("[transport.ucx] peer_errors = '%s': must be report (UCX "
-                 "names a dead peer at once) or ignore (faster shared "
+        dt_error("[transport.ucx] peer_errors = '%s': must be auto, report "
+                 "(UCX names a dead peer at once) or ignore (faster shared "
                  "memory; dtctl or the timeout notices it)",
                  perr);
         return DT_ERR_CONFIG;
     }
+    dt_debug("ucx: rank %d: peer errors: %s", a->rank,
+             c->peer_errors ? "report (UCP_ERR_HANDLING_MODE_PEER)"
+                            : "ignore (UCX may use shared memory)");
     if (strcasecmp(mem, "host") == 0)
         c->want_cuda = 0;
     else if (strcasecmp(mem, "auto") == 0)

@@ -4,12 +4,13 @@
  * store can read or write those keys; ucx_auth.c then checks over each new
  * endpoint that the rank behind it holds the token too.
  *
- * Endpoints use UCP_ERR_HANDLING_MODE_PEER by default: a peer that dies
- * (connection reset, or UCX's keepalive finding it gone) fails the
- * transport at once, naming the rank, instead of leaving a wait to run into
- * the timeout. UCX 1.13 then leaves out its shared-memory transports (they
- * cannot tell), which costs 2.5-4x on one host: [transport.ucx]
- * peer_errors = ignore trades the at-once report for them. */
+ * Endpoints of a job across hosts use UCP_ERR_HANDLING_MODE_PEER: a peer
+ * that dies (connection reset, or UCX's keepalive finding it gone) fails
+ * the transport at once, naming the rank, instead of leaving a wait to run
+ * into the timeout. UCX 1.13 then leaves out its shared-memory transports
+ * (they cannot tell), which costs 2.5-4x on one host, so a job on one host
+ * uses mode NONE ([transport.ucx] peer_errors = auto): its launcher sees a
+ * worker's exit itself, and the timeout covers the rest. */
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
