@@ -38,9 +38,7 @@ H1=$1 H2=$2
 set -- $NETNS_NAMES
 NS1=$1 NS2=$2
 
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-ok() { echo "ok: $*"; }
+. "$top_srcdir/tests/fixtures/netns-test-lib.sh"
 
 # Never inherit a job's identity from the environment running the tests.
 unset DT_RANK DT_WORLD_SIZE DT_RENDEZVOUS DT_JOB_TOKEN OMPI_COMM_WORLD_RANK \
@@ -52,49 +50,6 @@ export DT_CLUSTER_INTERFACE="$NETNS_SUBNET"
 printf '%s slots=2\n%s slots=2\n' "$H1" "$H2" >"$T/hosts"
 run() { timeout -k 5 120 "$DTCTL" run --launcher=mpi --hostfile "$T/hosts" "$@"; }
 
-# Processes running inside a namespace other than its sshd listener
-# (ssh sessions, orted, workers).
-ns_strays() {
-    listener=$(cat "$T/ns/sshd_h$2.pid" 2>/dev/null)
-    for p in $(ip netns pids "$1"); do
-        [ "$p" = "$listener" ] || echo "$p"
-    done
-}
-# 0 once neither host runs anything but its sshd (30 s at most).
-hosts_clean() {
-    i=0
-    while [ -n "$(ns_strays "$NS1" 1)$(ns_strays "$NS2" 2)" ] && [ $i -lt 300 ]; do
-        sleep 0.1
-        i=$((i + 1))
-    done
-    [ -z "$(ns_strays "$NS1" 1)$(ns_strays "$NS2" 2)" ]
-}
-strays_text() {
-    for p in $(ns_strays "$NS1" 1) $(ns_strays "$NS2" 2); do
-        printf '%s ' "$p:$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
-    done
-}
-# Wait (20 s at most) until N processes run "sleep $SL".
-wait_sleeps() {
-    i=0
-    while [ "$(pgrep -fx "sleep $SL" | wc -l)" -lt "$1" ] && [ $i -lt 200 ]; do
-        sleep 0.1
-        i=$((i + 1))
-    done
-    [ "$(pgrep -fx "sleep $SL" | wc -l)" -eq "$1" ]
-}
-# Wait (60 s at most) for background pid $1 to end; its status in $rc.
-wait_job() {
-    i=0
-    while kill -0 "$1" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-    if kill -0 "$1" 2>/dev/null; then
-        fail "dtctl did not end within 60 s; killing it"
-        kill -KILL "$1" 2>/dev/null
-    fi
-    wait "$1"
-    rc=$?
-}
-ns_inode() { stat -L -c %i "/run/netns/$1"; }
 I1=$(ns_inode "$NS1") I2=$(ns_inode "$NS2")
 
 # --- 1. ranks 2 per host, each in its host's namespace ----------------------

@@ -59,9 +59,9 @@ elif [ $rc -ne 0 ]; then
 fi
 echo "slurm is up on h1 ($NS1) and h2 ($NS2): SLURM_CONF=$SLURM_CONF"
 
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-ok() { echo "ok: $*"; }
+. "$top_srcdir/tests/fixtures/netns-test-lib.sh"
+# The hosts also keep their slurmd between jobs.
+ns_keep_pids() { cat "$T/ns/sshd_h$1.pid" "$T/cluster/slurmd-h$1.pid" 2>/dev/null; }
 unset DT_RANK DT_WORLD_SIZE DT_RENDEZVOUS DT_JOB_TOKEN OMPI_COMM_WORLD_RANK \
     SLURM_PROCID SLURM_JOB_ID 2>/dev/null
 export DT_CLUSTER_KILL_GRACE=3s
@@ -70,19 +70,6 @@ export DT_CLUSTER_INTERFACE="$NETNS_SUBNET"
 export DT_LAUNCHER_SLURM_NODES=2 DT_LAUNCHER_SLURM_TASKS_PER_NODE=2
 run() { timeout -k 5 120 "$DTCTL" run --launcher=slurm "$@"; }
 
-# Processes in a namespace other than its sshd and slurmd (slurmstepd,
-# tasks, workers).
-ns_strays() {
-    keep="$(cat "$T/ns/sshd_h$2.pid" "$T/cluster/slurmd-h$2.pid" 2>/dev/null)"
-    for p in $(ip netns pids "$1"); do
-        echo "$keep" | grep -qx "$p" || echo "$p"
-    done
-}
-strays_text() {
-    for p in $(ns_strays "$NS1" 1) $(ns_strays "$NS2" 2); do
-        printf '%s ' "$p:$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-80)"
-    done
-}
 jobs_left() { [ -n "$(squeue -h -o %i 2>/dev/null)" ]; }
 # 0 once no job is queued and neither host runs anything but its daemons
 # (Slurm ends a job's steps asynchronously; 30 s at most).
@@ -95,30 +82,9 @@ settled() {
     done
     ! jobs_left && [ -z "$(ns_strays "$NS1" 1)$(ns_strays "$NS2" 2)" ]
 }
-# Wait (20 s at most) until N processes run "sleep $SL".
-wait_sleeps() {
-    i=0
-    while [ "$(pgrep -fx "sleep $SL" | wc -l)" -lt "$1" ] && [ $i -lt 200 ]; do
-        sleep 0.1
-        i=$((i + 1))
-    done
-    [ "$(pgrep -fx "sleep $SL" | wc -l)" -eq "$1" ]
-}
-# Wait (60 s at most) for background pid $1 to end; its status in $rc.
-wait_job() {
-    i=0
-    while kill -0 "$1" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-    if kill -0 "$1" 2>/dev/null; then
-        fail "dtctl did not end within 60 s; killing it"
-        kill -KILL "$1" 2>/dev/null
-    fi
-    wait "$1"
-    rc=$?
-}
 # Slurm's final state of the job whose name starts with $1- (dtctl appends
 # its job id; slurmctld keeps ended jobs for MinJobAge, 300 s).
 job_state() { squeue --states=all -h -o '%j %T' 2>/dev/null | sed -n "s/^$1-[^ ]* //p" | head -n 1; }
-ns_inode() { stat -L -c %i "/run/netns/$1"; }
 I1=$(ns_inode "$NS1") I2=$(ns_inode "$NS2")
 
 # --- 1. examples/allreduce, 2 tasks per node, each rank where it should be ---

@@ -31,9 +31,7 @@ H1=$1 H2=$2
 set -- $NETNS_NAMES
 NS1=$1 NS2=$2
 
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-ok() { echo "ok: $*"; }
+. "$top_srcdir/tests/fixtures/netns-test-lib.sh"
 
 export DT_LAUNCHER_SSH_IDENTITY="$SSH_KEY"
 export DT_LAUNCHER_SSH_KNOWN_HOSTS="$SSH_KNOWN_HOSTS"
@@ -43,27 +41,6 @@ export DT_CLUSTER_INTERFACE="$NETNS_SUBNET"
 printf '%s slots=2\n%s slots=2\n' "$H1" "$H2" >"$T/hosts"
 run() { timeout -k 5 120 "$DTCTL" run --launcher=ssh --hostfile "$T/hosts" "$@"; }
 
-# Processes running inside a namespace other than its sshd listener.
-ns_strays() {
-    listener=$(cat "$T/ns/sshd_h$2.pid" 2>/dev/null)
-    for p in $(ip netns pids "$1"); do
-        [ "$p" = "$listener" ] || echo "$p"
-    done
-}
-# 0 once neither host runs anything but its sshd (sessions end too; 15 s).
-hosts_clean() {
-    i=0
-    while [ -n "$(ns_strays "$NS1" 1)$(ns_strays "$NS2" 2)" ] && [ $i -lt 150 ]; do
-        sleep 0.1
-        i=$((i + 1))
-    done
-    [ -z "$(ns_strays "$NS1" 1)$(ns_strays "$NS2" 2)" ]
-}
-strays_text() {
-    for p in $(ns_strays "$NS1" 1) $(ns_strays "$NS2" 2); do
-        printf '%s ' "$p:$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
-    done
-}
 
 # --- 1. ranks host by host, each on its own host name ----------------------
 out=$(run -n 4 -- sh -c ": $MARK; echo \"\$DT_RANK \$DT_HOST \$(hostname) \$LOCAL_RANK \$DT_NODE_RANK \$DT_WORLD_SIZE\"" 2>"$T/err")

@@ -29,9 +29,9 @@ dtctl() { timeout 240 "$DTCTL" --transport=ucx "$@"; }
 # device, including the bridges the netns tests add and delete; a job that
 # scanned one and then connected through it after it went failed (reproduced
 # with a bridge coming and going: 1 of 12 jobs). Single-host jobs now keep
-# UCX on loopback (checked below, with such a bridge) and make check runs
-# the ucx tests after the netns tests. Should a stall still happen it is
-# reported and the job runs once more; a second stall fails the test.
+# UCX on loopback (checked below, with such a bridge), so these tests run
+# beside the netns tests. Should a stall still happen it is reported and the
+# job runs once more; a second stall fails the test.
 stalled() {
     grep -q -e "nothing moved for" -e "cannot create a UCX worker" \
         "$tmp/out" "$tmp/err"
