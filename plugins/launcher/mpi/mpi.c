@@ -196,31 +196,18 @@ static dt_status_t remember_job(mpi_launcher_t *L,
 {
     const char *id = env_find(spec->env, "DT_JOB_ID");
     snprintf(L->job_id, sizeof L->job_id, "%s", id ? id : "");
-    L->hosts = calloc(1, sizeof *L->hosts);
-    if (!L->hosts)
-        return DT_ERR_NOMEM;
-    L->hosts->hosts = calloc(spec->hosts->n ? spec->hosts->n : 1,
-                             sizeof *L->hosts->hosts);
-    if (!L->hosts->hosts)
+    L->hosts.hosts = calloc(spec->hosts->n ? spec->hosts->n : 1,
+                            sizeof *L->hosts.hosts);
+    if (!L->hosts.hosts)
         return DT_ERR_NOMEM;
     for (size_t i = 0; i < spec->hosts->n; i++) {
-        L->hosts->hosts[i] = spec->hosts->hosts[i];
-        L->hosts->hosts[i].name = strdup(spec->hosts->hosts[i].name);
-        if (!L->hosts->hosts[i].name)
+        L->hosts.hosts[i] = spec->hosts->hosts[i];
+        L->hosts.hosts[i].name = strdup(spec->hosts->hosts[i].name);
+        if (!L->hosts.hosts[i].name)
             return DT_ERR_NOMEM;
-        L->hosts->n = i + 1;
+        L->hosts.n = i + 1;
     }
     return DT_OK;
-}
-
-static void forget_job(mpi_launcher_t *L)
-{
-    for (size_t i = 0; L->hosts && i < L->hosts->n; i++)
-        free(L->hosts->hosts[i].name);
-    if (L->hosts)
-        free(L->hosts->hosts);
-    free(L->hosts);
-    L->hosts = NULL;
 }
 
 static dt_status_t mpi_launch(void *ctx, const dt_launch_spec_t *spec)
@@ -314,7 +301,7 @@ static void mpi_fini(void *ctx)
             mpi_sweep_remote(L);
         frontend_free(L->fe);
     }
-    forget_job(L);
+    dt_hostlist_free(&L->hosts);
     free_conf(&L->conf);
     free(L);
 }

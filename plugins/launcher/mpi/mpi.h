@@ -29,7 +29,7 @@ typedef struct mpi_launcher {
     int stopping;
     int signalled;           /* dtctl asked the job to stop             */
     char job_id[72];         /* DT_JOB_ID of the launched job           */
-    dt_hostlist_t *hosts;    /* owned copy of the job's hosts           */
+    dt_hostlist_t hosts;     /* owned copy of the job's hosts           */
 } mpi_launcher_t;
 
 /* The mpirun command line for spec: options, then `sh -c PROLOGUE

@@ -32,14 +32,14 @@ static int job_id_ok(const char *id)
 
 void mpi_sweep_remote(mpi_launcher_t *L)
 {
-    if (!L->hosts || !job_id_ok(L->job_id))
+    if (!L->hosts.n || !job_id_ok(L->job_id))
         return;
     dt_debug("mpi launcher: the job did not end cleanly: killing what is "
              "left of job %s on the other hosts",
              L->job_id);
     const char *argv[] = {"sh", "-c", SWEEP_SCRIPT, L->job_id, NULL};
-    for (size_t i = 0; i < L->hosts->n; i++) {
-        const dt_host_t *h = &L->hosts->hosts[i];
+    for (size_t i = 0; i < L->hosts.n; i++) {
+        const dt_host_t *h = &L->hosts.hosts[i];
         if (dt_host_is_local(h->name))
             continue;
         char *out = NULL;
