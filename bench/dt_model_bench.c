@@ -37,13 +37,15 @@ static dt_status_t step(dt_model_t *m, const float *x, const int *y, int b)
 static int usage(void)
 {
     fprintf(stderr, "usage: dt_model_bench [-l LAYERS] [-b BATCH] "
-                    "[-s STEPS] [-r REPEAT] [-g GRADS_FILE]\n");
+                    "[-s STEPS] [-r REPEAT] [-g GRADS_FILE]\n"
+                    "                      [-a auto|im2col|winograd]\n");
     return 2;
 }
 
 int main(int argc, char **argv)
 {
     const char *layers = CNN, *grads_file = NULL;
+    dt_conv_algo_t algo = DT_CONV_AUTO;
     int batch = 64, steps = 20, repeat = 3;
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc)
@@ -58,6 +60,10 @@ int main(int argc, char **argv)
             repeat = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-g"))
             grads_file = argv[++i];
+        else if (!strcmp(argv[i], "-a")) {
+            if (dt_conv_algo_parse(argv[++i], &algo) != DT_OK)
+                return usage();
+        }
         else
             return usage();
     }
@@ -82,6 +88,7 @@ int main(int argc, char **argv)
         y[i] = i % 10;
     if (dt_device_open("cpu", 0, 1, &dev) != DT_OK ||
         dt_model_parse(layers, "-l", 1, 28, 28, 10, &m, NULL) != DT_OK ||
+        dt_model_set_conv_algo(m, algo) != DT_OK ||
         dt_model_init(m, dev, 1) != DT_OK || step(m, x, y, batch) != DT_OK)
         goto out;
     if (grads_file) {

@@ -10,13 +10,17 @@
 
 #include "nn_testutil.h"
 
-/* Build, init and check one model on (c, h, w) inputs with 3 classes. */
-static void check_model(const char *layers, int c, int h, int w, int batch)
+/* Build, init and check one model on (c, h, w) inputs with 3 classes,
+ * its convolutions computed by algo. */
+static void check_model_with(const char *layers, int c, int h, int w,
+                             int batch, dt_conv_algo_t algo)
 {
     dt_model_t *m = NULL;
-    fprintf(stderr, "%s on %dx%dx%d, batch %d\n", layers, c, h, w, batch);
+    fprintf(stderr, "%s on %dx%dx%d, batch %d%s\n", layers, c, h, w, batch,
+            algo == DT_CONV_WINOGRAD ? " (winograd)" : "");
     assert_int_equal(dt_model_parse(layers, "test", c, h, w, 3, &m, NULL),
                      DT_OK);
+    assert_int_equal(dt_model_set_conv_algo(m, algo), DT_OK);
     assert_int_equal(dt_model_init(m, NULL, 42), DT_OK);
     size_t in = (size_t)c * h * w * batch;
     float *x = malloc(in * sizeof *x);
@@ -30,6 +34,11 @@ static void check_model(const char *layers, int c, int h, int w, int batch)
     free(x);
     free(y);
     dt_model_free(m);
+}
+
+static void check_model(const char *layers, int c, int h, int w, int batch)
+{
+    check_model_with(layers, c, h, w, batch, DT_CONV_IM2COL);
 }
 
 static void test_linear(void **state)
@@ -84,6 +93,23 @@ static void test_conv_relu_maxpool_fused(void **state)
                 "flatten linear(3)", 2, 6, 6, 2);
     check_model("conv(2,3,pad=1) relu maxpool(2) flatten linear(3)", 1, 7, 5,
                 3);
+}
+
+/* The Winograd F(2x2,3x3) path (conv2d_winograd.c) is the exact adjoint
+ * of its own forward: checked plain (pad 0, 1, 2; odd planes, where the
+ * last tile hangs over the edge), with the relu fused, and with relu and
+ * pool fused (even and odd planes). */
+static void test_conv_winograd(void **state)
+{
+    check_model_with("conv(3,3) conv(2,3,pad=2) flatten linear(3)", 2, 7, 6,
+                     2, DT_CONV_WINOGRAD);
+    check_model_with("conv(3,3,pad=1) relu flatten linear(3)", 2, 5, 4, 2,
+                     DT_CONV_WINOGRAD);
+    check_model_with("conv(3,3,pad=1) relu maxpool(2) conv(2,3,pad=1) relu "
+                     "maxpool(2) flatten linear(3)", 2, 8, 8, 2,
+                     DT_CONV_WINOGRAD);
+    check_model_with("conv(2,3,pad=1) relu maxpool(2) flatten linear(3)", 1,
+                     7, 5, 3, DT_CONV_WINOGRAD);
 }
 
 static void test_maxpool_overlapping(void **state)
@@ -148,6 +174,7 @@ int main(void)
         cmocka_unit_test(test_maxpool_odd),
         cmocka_unit_test(test_conv_relu_maxpool_fused),
         cmocka_unit_test(test_conv_stride3_pad2),
+        cmocka_unit_test(test_conv_winograd),
         cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_softmax_xent_only),
         cmocka_unit_test(test_loss_value),

@@ -236,6 +236,68 @@ static void test_learns(void **state)
     dt_model_free(m);
 }
 
+/* Logits and gradients of one batch, with the model's convs computed by
+ * algo; returns the loss. grads: nparams floats, logits: batch*10. */
+static float conv_pass(dt_model_t *m, dt_conv_algo_t algo, const float *x,
+                       const int *y, int batch, float *grads, float *logits)
+{
+    float loss = NAN, *p, *g;
+    size_t n;
+    assert_int_equal(dt_model_set_conv_algo(m, algo), DT_OK);
+    assert_int_equal(dt_model_forward(m, x, y, batch, 1, &loss, NULL), DT_OK);
+    memcpy(logits, dt_model_output(m)->data, (size_t)batch * 10 * sizeof(float));
+    assert_int_equal(dt_model_backward(m, NULL, NULL), DT_OK);
+    assert_int_equal(dt_model_params(m, &p, &g, &n), DT_OK);
+    memcpy(grads, g, n * sizeof *g);
+    return loss;
+}
+
+/* The shipped CNN gives the same loss, logits and gradients (to float
+ * rounding) with its convs by im2col and by Winograd, switched on one
+ * model after init; batch 13 makes conv2's last group of samples a
+ * partial one (groups of 5). */
+static void test_conv_algos_agree(void **state)
+{
+    enum { B = 13 };
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse(CNN, NULL, 1, 28, 28, 10, &m, NULL),
+                     DT_OK);
+    assert_int_equal(dt_model_init(m, NULL, 3), DT_OK);
+    size_t n = dt_model_nparams(m);
+    static float x[B * 784], logits[2][B * 10];
+    int y[B];
+    fill_random(x, B * 784, 99);
+    for (int i = 0; i < B; i++)
+        y[i] = (i * 7) % 10;
+    float *g[2] = {malloc(n * sizeof(float)), malloc(n * sizeof(float))};
+    assert_non_null(g[0]);
+    assert_non_null(g[1]);
+    float l0 = conv_pass(m, DT_CONV_IM2COL, x, y, B, g[0], logits[0]);
+    float l1 = conv_pass(m, DT_CONV_WINOGRAD, x, y, B, g[1], logits[1]);
+    fprintf(stderr, "loss im2col %.7f winograd %.7f\n", l0, l1);
+    assert_float_equal(l0, l1, 1e-5 * fabsf(l0));
+    for (int i = 0; i < B * 10; i++)
+        assert_float_equal(logits[0][i], logits[1][i], 1e-4);
+    float gmax = 0.0f, dmax = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        gmax = fmaxf(gmax, fabsf(g[0][i]));
+        dmax = fmaxf(dmax, fabsf(g[0][i] - g[1][i]));
+    }
+    fprintf(stderr, "gradients: max |g| %.3g, max difference %.3g\n", gmax,
+            dmax);
+    assert_true(gmax > 0.0f);
+    assert_true(dmax <= 1e-4f * gmax);
+    assert_int_equal(dt_model_set_conv_algo(m, (dt_conv_algo_t)7),
+                     DT_ERR_INVALID);
+    dt_conv_algo_t a;
+    assert_int_equal(dt_conv_algo_parse("winograd", &a), DT_OK);
+    assert_int_equal(a, DT_CONV_WINOGRAD);
+    assert_int_equal(dt_conv_algo_parse("fft", &a), DT_ERR_INVALID);
+    free(g[0]);
+    free(g[1]);
+    dt_model_free(m);
+}
+
 static void test_device_open(void **state)
 {
     dt_device_t *dev = NULL;
@@ -265,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_init_scales),
         cmocka_unit_test(test_grad_callback),
         cmocka_unit_test(test_learns),
+        cmocka_unit_test(test_conv_algos_agree),
         cmocka_unit_test(test_device_open),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

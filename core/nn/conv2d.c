@@ -1,6 +1,8 @@
 /* conv2d.c — 2-D convolution by im2col + GEMM. args: out channels,
  * kernel size k, stride, pad. W is (out, c*k*k). On the cpu one sample at
- * a time (conv2d_cpu.c); on CUDA one GEMM over the whole batch:
+ * a time (conv2d_cpu.c), or by Winograd F(2x2,3x3) for the 3x3 stride 1
+ * layers the model picks (conv2d_winograd.c); on CUDA one GEMM over the
+ * whole batch:
  *
  * Forward:  col = im2col(x); Y = W col (out x n*oh*ow); y = Y + b as nchw.
  * Backward: dY = dy as (out x n*oh*ow); dW = dY col^T; db = row sums of
@@ -11,6 +13,7 @@
 #include <string.h>
 
 #include "conv2d_cpu.h"
+#include "conv2d_winograd.h"
 #include "im2col.h"
 #include "layer.h"
 
@@ -58,7 +61,8 @@ static dt_status_t conv_setup(dt_layer_t *l, char *why, size_t why_len)
 static size_t conv_scratch(const dt_layer_t *l, int batch)
 {
     if (l->dev && l->dev->kind != DT_DEVICE_CUDA)
-        return dt_conv2d_cpu_scratch(l);
+        return l->winograd ? dt_conv2d_winograd_scratch(l, batch)
+                           : dt_conv2d_cpu_scratch(l);
     size_t cols = (size_t)batch * l->out_h * l->out_w;
     return l->fan_in * cols + (size_t)l->out_c * cols;
 }
@@ -67,7 +71,8 @@ static dt_status_t conv_forward(dt_layer_t *l, const float *x, float *y,
                                 int batch, int train)
 {
     if (l->dev->kind != DT_DEVICE_CUDA)
-        return dt_conv2d_cpu_forward(l, x, y, batch);
+        return l->winograd ? dt_conv2d_winograd_forward(l, x, y, batch)
+                           : dt_conv2d_cpu_forward(l, x, y, batch);
     const dt_cuda_backend_t *cu = dt_cuda_backend_loaded();
     dt_conv_geom_t g = geom(l, batch);
     int cols = batch * l->out_h * l->out_w, kk = (int)l->fan_in;
@@ -85,7 +90,9 @@ static dt_status_t conv_backward(dt_layer_t *l, const float *x,
                                  int batch)
 {
     if (l->dev->kind != DT_DEVICE_CUDA)
-        return dt_conv2d_cpu_backward(l, x, y, dy, dx, batch);
+        return l->winograd
+                   ? dt_conv2d_winograd_backward(l, x, y, dy, dx, batch)
+                   : dt_conv2d_cpu_backward(l, x, y, dy, dx, batch);
     dt_conv_geom_t g = geom(l, batch);
     int cols = batch * l->out_h * l->out_w, kk = (int)l->fan_in;
     float *col = l->scratch, *dY = l->scratch + (size_t)kk * cols;

@@ -50,6 +50,10 @@ struct dt_layer {
      * applies (0, 1 relu, 2 relu + maxpool); absorbed: applied by an
      * earlier layer. Set by dt_model_init. */
     int fused, absorbed;
+    /* cpu, 3x3 stride 1 conv: run by Winograd F(2x2,3x3)
+     * (conv2d_winograd.c) instead of im2col. Set by dt_model_init from
+     * the model's conv algorithm. */
+    int winograd;
     const uint64_t *rng_seed, *rng_counter; /* the model's (dropout)     */
     int col, len;                  /* token in the layer string         */
 };

@@ -64,6 +64,32 @@ static dt_status_t ensure_capacity(dt_model_t *m, int batch)
     return DT_OK;
 }
 
+dt_status_t dt_model_set_conv_algo(dt_model_t *m, dt_conv_algo_t algo)
+{
+    if (algo != DT_CONV_AUTO && algo != DT_CONV_IM2COL &&
+        algo != DT_CONV_WINOGRAD) {
+        dt_error("dt_model_set_conv_algo: unknown algorithm %d", (int)algo);
+        return DT_ERR_INVALID;
+    }
+    m->conv_algo = algo;
+    if (!m->dev)
+        return DT_OK; /* dt_model_init picks */
+    free_buffers(m); /* the scratch sizes change */
+    dt_model_pick_conv(m);
+    return DT_OK;
+}
+
+dt_status_t dt_conv_algo_parse(const char *name, dt_conv_algo_t *algo)
+{
+    static const char *const names[] = {"auto", "im2col", "winograd"};
+    for (int i = 0; i < 3; i++)
+        if (name && strcmp(name, names[i]) == 0) {
+            *algo = (dt_conv_algo_t)i;
+            return DT_OK;
+        }
+    return DT_ERR_INVALID;
+}
+
 static dt_status_t check_labels(const dt_model_t *m, const int *labels,
                                 int batch)
 {

@@ -25,6 +25,10 @@ struct dt_model {
     int trained;          /* last forward was train=1 with labels        */
     dt_tensor_t output;
     uint64_t rng_seed, rng_counter;
+    dt_conv_algo_t conv_algo;
 };
+
+/* Mark the cpu convs that run by Winograd under m->conv_algo (model_init.c). */
+void dt_model_pick_conv(dt_model_t *m);
 
 #endif /* DT_NN_MODEL_H */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <dt/log.h>
+#include "conv2d_winograd.h"
 #include "maxpool2.h"
 #include "model.h"
 #include "rng.h"
@@ -64,6 +65,18 @@ static void fuse_layers(dt_model_t *m)
     }
 }
 
+void dt_model_pick_conv(dt_model_t *m)
+{
+    for (int i = 0; i < m->nlayers; i++) {
+        dt_layer_t *l = m->layers + i;
+        int wanted = m->conv_algo == DT_CONV_WINOGRAD ||
+                     (m->conv_algo == DT_CONV_AUTO &&
+                      l->in_c >= DT_CONV_WINOGRAD_MIN_IN);
+        l->winograd = m->dev && m->dev->kind == DT_DEVICE_CPU && wanted &&
+                      dt_conv2d_winograd_applies(l);
+    }
+}
+
 dt_status_t dt_model_init(dt_model_t *m, dt_device_t *dev, uint64_t seed)
 {
     if (m->params) {
@@ -95,6 +108,7 @@ dt_status_t dt_model_init(dt_model_t *m, dt_device_t *dev, uint64_t seed)
     }
     if (dev->kind == DT_DEVICE_CPU)
         fuse_layers(m);
+    dt_model_pick_conv(m);
     dt_status_t st = dt_device_copy(dev, m->params, dev->mem, host,
                                     DT_MEM_HOST, bytes);
     free(host);

@@ -137,6 +137,25 @@ dt_status_t dt_model_parse(const char *layers, const char *origin, int in_c,
  * seed (see dt_model_set_rng). Call once. */
 dt_status_t dt_model_init(dt_model_t *m, dt_device_t *dev, uint64_t seed);
 
+/* How the cpu computes convolutions (CUDA always uses im2col + cuBLAS):
+ *   DT_CONV_AUTO      Winograd F(2x2, 3x3) for 3x3, stride 1 layers with
+ *                     at least DT_CONV_WINOGRAD_MIN_IN input channels,
+ *                     im2col + GEMM for the rest (the default; measured in
+ *                     docs/PERFORMANCE.md)
+ *   DT_CONV_IM2COL    im2col + GEMM for every layer
+ *   DT_CONV_WINOGRAD  Winograd for every 3x3, stride 1 layer
+ * Both give the same results up to float rounding. May be called before
+ * or after dt_model_init; takes effect at the next forward. */
+typedef enum dt_conv_algo {
+    DT_CONV_AUTO = 0,
+    DT_CONV_IM2COL,
+    DT_CONV_WINOGRAD
+} dt_conv_algo_t;
+#define DT_CONV_WINOGRAD_MIN_IN 8
+dt_status_t dt_model_set_conv_algo(dt_model_t *m, dt_conv_algo_t algo);
+/* Parse "auto", "im2col" or "winograd"; DT_ERR_INVALID otherwise. */
+dt_status_t dt_conv_algo_parse(const char *name, dt_conv_algo_t *algo);
+
 /* The flat parameter and gradient buffers (device memory) and their
  * length in floats. Stay valid until dt_model_free. */
 dt_status_t dt_model_params(dt_model_t *m, float **params, float **grads,

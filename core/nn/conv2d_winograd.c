@@ -1,0 +1,497 @@
+/* conv2d_winograd.c — 3x3, stride 1 conv2d on the cpu by F(2x2, 3x3)
+ * (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks",
+ * 2016).
+ *
+ * Each 2x2 block of outputs ("tile") comes from the 4x4 input patch under
+ * it: Y = A^T [(G g G^T) . (B^T d B)] A, where . multiplies pointwise.
+ * Summed over input channels, each of the 16 points xi of the
+ * transformed tile is one matrix product over a group of samples:
+ *     M[xi] (out x T) = U[xi] (out x in) V[xi] (in x T)
+ * with U = G g G^T per (out, in) filter, V = B^T d B per (in, tile), T
+ * tiles. 16 * 16 = 256 multiplies per tile and channel pair instead of
+ * im2col's 4 * 9 * 9 = 324... per output 4 instead of 9: 2.25x fewer.
+ *
+ * Backward is the exact adjoint of that forward (so it is the gradient of
+ * what forward computed, and gradient checks hold to float rounding):
+ *     Z = A dY A^T per (out, tile)
+ *     dU[xi] += Z[xi] V[xi]^T      ->  dg = G^T dU G per filter
+ *     dV[xi]  = U[xi]^T Z[xi]      ->  dd = B dV B^T, added into dx
+ * V is rebuilt from x in backward (cheaper than keeping a batch of it).
+ *
+ * The tiles of a 2x2, stride 2 max pooling after the conv are its
+ * windows, so with l->fused == 2 the output transform pools directly
+ * (bias, relu, max, argmax) and the conv's output plane is never
+ * written; with l->fused == 1 the relu is applied on the way out.
+ * Samples go in groups of about GROUP_TILES tiles: products wide enough
+ * for OpenBLAS to run near peak, buffers small enough to stay in cache. */
+#include "config.h"
+
+#include <string.h>
+
+#include "conv2d_winograd.h"
+
+#define NXI 16          /* points of a transformed 4x4 tile */
+#define GROUP_TILES 256 /* tiles per group of samples (measured, bench/) */
+
+typedef struct wino_shape {
+    int c, o, h, w, pad; /* input channels, output channels, input size */
+    int oh, ow;          /* the conv's output                           */
+    int th, tw, tiles;   /* tile grid of one sample                     */
+    int hp, wp;          /* padded input plane covering every tile      */
+    int pooled;          /* tiles are the fused pool's windows          */
+    int group;           /* samples per group                           */
+} wino_shape_t;
+
+int dt_conv2d_winograd_applies(const dt_layer_t *l)
+{
+    return l->ops == &dt_layer_conv2d && (int)l->args[1] == 3 &&
+           (int)l->args[2] == 1;
+}
+
+static wino_shape_t shape_of(const dt_layer_t *l, int batch)
+{
+    wino_shape_t s;
+    s.c = l->in_c;
+    s.o = l->out_c;
+    s.h = l->in_h;
+    s.w = l->in_w;
+    s.pad = (int)l->args[3];
+    s.oh = l->out_h;
+    s.ow = l->out_w;
+    s.pooled = l->fused == 2;
+    /* pooled: only whole windows (an odd last row or column of the conv
+     * output is dropped by the pool, so it is not computed) */
+    s.th = s.pooled ? l[2].out_h : (s.oh + 1) / 2;
+    s.tw = s.pooled ? l[2].out_w : (s.ow + 1) / 2;
+    s.tiles = s.th * s.tw;
+    s.hp = 2 * s.th + 2;
+    s.wp = 2 * s.tw + 2;
+    s.group = GROUP_TILES / s.tiles;
+    if (s.group > batch)
+        s.group = batch;
+    if (s.group < 1)
+        s.group = 1;
+    return s;
+}
+
+size_t dt_conv2d_winograd_scratch(const dt_layer_t *l, int batch)
+{
+    wino_shape_t s = shape_of(l, batch);
+    size_t t = (size_t)s.group * s.tiles;
+    /* U, dU; V, Z (also forward's M), dV; one padded plane */
+    return (size_t)2 * NXI * s.o * s.c +
+           (size_t)NXI * t * (2 * (size_t)s.c + s.o) +
+           (size_t)s.hp * s.wp * s.c + (size_t)4 * s.o;
+}
+
+/* U[xi][o][c] = (G g G^T)[xi] for every 3x3 filter g = w[o][c]. */
+static void weights_to_u(const float *w, int o_n, int c_n, float *u)
+{
+    size_t xs = (size_t)o_n * c_n;
+    for (int o = 0; o < o_n; o++)
+        for (int c = 0; c < c_n; c++) {
+            const float *g = w + ((size_t)o * c_n + c) * 9;
+            float h[4][3];
+            for (int j = 0; j < 3; j++) {
+                h[0][j] = g[j];
+                h[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+                h[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+                h[3][j] = g[6 + j];
+            }
+            float *uo = u + (size_t)o * c_n + c;
+            for (int i = 0; i < 4; i++) {
+                uo[(4 * i + 0) * xs] = h[i][0];
+                uo[(4 * i + 1) * xs] = 0.5f * (h[i][0] + h[i][1] + h[i][2]);
+                uo[(4 * i + 2) * xs] = 0.5f * (h[i][0] - h[i][1] + h[i][2]);
+                uo[(4 * i + 3) * xs] = h[i][2];
+            }
+        }
+}
+
+/* dw[o][c] = G^T dU[.][o][c] G: the adjoint of weights_to_u. */
+static void du_to_weights(const float *du, int o_n, int c_n, float *dw)
+{
+    size_t xs = (size_t)o_n * c_n;
+    for (int o = 0; o < o_n; o++)
+        for (int c = 0; c < c_n; c++) {
+            const float *x = du + (size_t)o * c_n + c;
+            float k[3][4];
+            for (int j = 0; j < 4; j++) {
+                float x0 = x[j * xs], x1 = x[(4 + j) * xs],
+                      x2 = x[(8 + j) * xs], x3 = x[(12 + j) * xs];
+                k[0][j] = x0 + 0.5f * (x1 + x2);
+                k[1][j] = 0.5f * (x1 - x2);
+                k[2][j] = 0.5f * (x1 + x2) + x3;
+            }
+            float *g = dw + ((size_t)o * c_n + c) * 9;
+            for (int i = 0; i < 3; i++) {
+                g[3 * i + 0] = k[i][0] + 0.5f * (k[i][1] + k[i][2]);
+                g[3 * i + 1] = 0.5f * (k[i][1] - k[i][2]);
+                g[3 * i + 2] = 0.5f * (k[i][1] + k[i][2]) + k[i][3];
+            }
+        }
+}
+
+/* p[(r + pad) * wp + q + pad][c] = x[c][r][q]: one sample's input as a
+ * zero-padded (hp x wp) plane with the channels innermost, so that every
+ * transform below runs along contiguous channels. */
+static void pad_plane(const wino_shape_t *s, const float *x, float *p)
+{
+    memset(p, 0, (size_t)s->hp * s->wp * s->c * sizeof *p);
+    int rows = s->h < s->hp - s->pad ? s->h : s->hp - s->pad,
+        cols = s->w < s->wp - s->pad ? s->w : s->wp - s->pad;
+    size_t plane = (size_t)s->h * s->w;
+    for (int r = 0; r < rows; r++)
+        for (int q = 0; q < cols; q++) {
+            float *pc = p + ((size_t)(r + s->pad) * s->wp + q + s->pad) * s->c;
+            const float *xc = x + (size_t)r * s->w + q;
+            for (int c = 0; c < s->c; c++)
+                pc[c] = xc[c * plane];
+        }
+}
+
+/* dx[c][r][q] = the part of the padded plane p over the image; pixels no
+ * tile covers get 0 (they reach no computed output). */
+static void unpad_plane(const wino_shape_t *s, const float *p, float *dx)
+{
+    size_t plane = (size_t)s->h * s->w;
+    for (int r = 0; r < s->h; r++)
+        for (int q = 0; q < s->w; q++) {
+            float *dc = dx + (size_t)r * s->w + q;
+            if (r + s->pad >= s->hp || q + s->pad >= s->wp) {
+                for (int c = 0; c < s->c; c++)
+                    dc[c * plane] = 0.0f;
+                continue;
+            }
+            const float *pc =
+                p + ((size_t)(r + s->pad) * s->wp + q + s->pad) * s->c;
+            for (int c = 0; c < s->c; c++)
+                dc[c * plane] = pc[c];
+        }
+}
+
+/* The transforms below are written out element by element (no inner
+ * loops over the tile) so that the loop over channels is the innermost
+ * one and vectorizes; each handles one tile for all channels. */
+
+/* v[xi][c] = (B^T d B)[xi] of the tile whose top left is d (pixels pix
+ * floats apart, rows row floats apart, channels innermost). */
+static void input_tile(const float *restrict d, size_t pix, size_t row,
+                       float *restrict v, int n)
+{
+#define D(i, j) d[(i) * row + (j) * pix + c]
+#define V(i, j) v[(4 * (i) + (j)) * n + c]
+    for (int c = 0; c < n; c++) {
+        /* B^T d: rows 0-2, 1+2, 2-1, 1-3 of d, for each column j */
+        float t00 = D(0, 0) - D(2, 0), t01 = D(0, 1) - D(2, 1),
+              t02 = D(0, 2) - D(2, 2), t03 = D(0, 3) - D(2, 3);
+        float t10 = D(1, 0) + D(2, 0), t11 = D(1, 1) + D(2, 1),
+              t12 = D(1, 2) + D(2, 2), t13 = D(1, 3) + D(2, 3);
+        float t20 = D(2, 0) - D(1, 0), t21 = D(2, 1) - D(1, 1),
+              t22 = D(2, 2) - D(1, 2), t23 = D(2, 3) - D(1, 3);
+        float t30 = D(1, 0) - D(3, 0), t31 = D(1, 1) - D(3, 1),
+              t32 = D(1, 2) - D(3, 2), t33 = D(1, 3) - D(3, 3);
+        /* (B^T d) B: the same on the columns */
+        V(0, 0) = t00 - t02; V(0, 1) = t01 + t02;
+        V(0, 2) = t02 - t01; V(0, 3) = t01 - t03;
+        V(1, 0) = t10 - t12; V(1, 1) = t11 + t12;
+        V(1, 2) = t12 - t11; V(1, 3) = t11 - t13;
+        V(2, 0) = t20 - t22; V(2, 1) = t21 + t22;
+        V(2, 2) = t22 - t21; V(2, 3) = t21 - t23;
+        V(3, 0) = t30 - t32; V(3, 1) = t31 + t32;
+        V(3, 2) = t32 - t31; V(3, 3) = t31 - t33;
+    }
+#undef D
+#undef V
+}
+
+/* d += B x B^T for one tile (the adjoint of input_tile). */
+static void scatter_tile(const float *restrict x, float *restrict d,
+                         size_t pix, size_t row, int n)
+{
+#define X(i, j) x[(4 * (i) + (j)) * n + c]
+#define D(i, j) d[(i) * row + (j) * pix + c]
+    for (int c = 0; c < n; c++) {
+        /* B X: rows x0, x1-x2+x3, -x0+x1+x2, -x3 */
+        float e00 = X(0, 0), e01 = X(0, 1), e02 = X(0, 2), e03 = X(0, 3);
+        float e10 = X(1, 0) - X(2, 0) + X(3, 0),
+              e11 = X(1, 1) - X(2, 1) + X(3, 1),
+              e12 = X(1, 2) - X(2, 2) + X(3, 2),
+              e13 = X(1, 3) - X(2, 3) + X(3, 3);
+        float e20 = -X(0, 0) + X(1, 0) + X(2, 0),
+              e21 = -X(0, 1) + X(1, 1) + X(2, 1),
+              e22 = -X(0, 2) + X(1, 2) + X(2, 2),
+              e23 = -X(0, 3) + X(1, 3) + X(2, 3);
+        float e30 = -X(3, 0), e31 = -X(3, 1), e32 = -X(3, 2), e33 = -X(3, 3);
+        /* (B X) B^T: the same on the columns, added into d */
+        D(0, 0) += e00; D(0, 1) += e01 - e02 + e03;
+        D(0, 2) += -e00 + e01 + e02; D(0, 3) += -e03;
+        D(1, 0) += e10; D(1, 1) += e11 - e12 + e13;
+        D(1, 2) += -e10 + e11 + e12; D(1, 3) += -e13;
+        D(2, 0) += e20; D(2, 1) += e21 - e22 + e23;
+        D(2, 2) += -e20 + e21 + e22; D(2, 3) += -e23;
+        D(3, 0) += e30; D(3, 1) += e31 - e32 + e33;
+        D(3, 2) += -e30 + e31 + e32; D(3, 3) += -e33;
+    }
+#undef X
+#undef D
+}
+
+/* out[k][o] = (A^T M A)[k] + bias[o] (k: the 2x2 outputs in row order)
+ * from m[xi][o], then the relu if relu. */
+static void output_tile(const float *restrict m, const float *restrict bias,
+                        int relu, float *restrict out, int n)
+{
+#define M(i, j) m[(4 * (i) + (j)) * n + o]
+    for (int o = 0; o < n; o++) {
+        /* A^T M: rows m0+m1+m2, m1-m2-m3 */
+        float a00 = M(0, 0) + M(1, 0) + M(2, 0),
+              a01 = M(0, 1) + M(1, 1) + M(2, 1),
+              a02 = M(0, 2) + M(1, 2) + M(2, 2),
+              a03 = M(0, 3) + M(1, 3) + M(2, 3);
+        float a10 = M(1, 0) - M(2, 0) - M(3, 0),
+              a11 = M(1, 1) - M(2, 1) - M(3, 1),
+              a12 = M(1, 2) - M(2, 2) - M(3, 2),
+              a13 = M(1, 3) - M(2, 3) - M(3, 3);
+        float v0 = a00 + a01 + a02 + bias[o], v1 = a01 - a02 - a03 + bias[o],
+              v2 = a10 + a11 + a12 + bias[o], v3 = a11 - a12 - a13 + bias[o];
+        if (relu) {
+            v0 = v0 > 0.0f ? v0 : 0.0f;
+            v1 = v1 > 0.0f ? v1 : 0.0f;
+            v2 = v2 > 0.0f ? v2 : 0.0f;
+            v3 = v3 > 0.0f ? v3 : 0.0f;
+        }
+        out[o] = v0;
+        out[n + o] = v1;
+        out[2 * n + o] = v2;
+        out[3 * n + o] = v3;
+    }
+#undef M
+}
+
+/* z[xi][o] = (A dY A^T)[xi], dY[k][o] the 2x2 gradient in row order. */
+static void dy_tile(const float *restrict dy, float *restrict z, int n)
+{
+#define Z(i, j) z[(4 * (i) + (j)) * n + o]
+    for (int o = 0; o < n; o++) {
+        float d0 = dy[o], d1 = dy[n + o], d2 = dy[2 * n + o],
+              d3 = dy[3 * n + o];
+        /* A dY: rows (p, q) = (d0, d1), (d0+d2, d1+d3), (d0-d2, d1-d3),
+         * (-d2, -d3); then each row times A^T: p, p+q, p-q, -q */
+        float p0 = d0, q0 = d1, p1 = d0 + d2, q1 = d1 + d3, p2 = d0 - d2,
+              q2 = d1 - d3, p3 = -d2, q3 = -d3;
+        Z(0, 0) = p0; Z(0, 1) = p0 + q0; Z(0, 2) = p0 - q0; Z(0, 3) = -q0;
+        Z(1, 0) = p1; Z(1, 1) = p1 + q1; Z(1, 2) = p1 - q1; Z(1, 3) = -q1;
+        Z(2, 0) = p2; Z(2, 1) = p2 + q2; Z(2, 2) = p2 - q2; Z(2, 3) = -q2;
+        Z(3, 0) = p3; Z(3, 1) = p3 + q3; Z(3, 2) = p3 - q3; Z(3, 3) = -q3;
+    }
+#undef Z
+}
+
+/* v[t][xi][c] for each tile t of one padded plane. */
+static void input_tiles(const wino_shape_t *s, const float *p, float *v)
+{
+    size_t pix = (size_t)s->c, row = (size_t)s->wp * s->c;
+    for (int ty = 0; ty < s->th; ty++)
+        for (int tx = 0; tx < s->tw; tx++)
+            input_tile(p + 2 * ty * row + 2 * tx * pix, pix, row,
+                       v + (size_t)(ty * s->tw + tx) * NXI * s->c, s->c);
+}
+
+/* The padded plane p = sum over tiles of B dV B^T. */
+static void scatter_tiles(const wino_shape_t *s, const float *dv, float *p)
+{
+    size_t pix = (size_t)s->c, row = (size_t)s->wp * s->c;
+    memset(p, 0, (size_t)s->hp * row * sizeof *p);
+    for (int ty = 0; ty < s->th; ty++)
+        for (int tx = 0; tx < s->tw; tx++)
+            scatter_tile(dv + (size_t)(ty * s->tw + tx) * NXI * s->c,
+                         p + 2 * ty * row + 2 * tx * pix, pix, row, s->c);
+}
+
+/* One sample's outputs from M (m[t][xi][o]): per l->fused the relu and
+ * the pool (y and argmax as dt_maxpool2_plane writes them). y: the
+ * sample's first output; out: 4 x out channels of scratch. */
+static void output_tiles(const dt_layer_t *l, const wino_shape_t *s,
+                         const float *m, float *y, int *arg, float *out)
+{
+    int n = s->o;
+    size_t plane = s->pooled ? (size_t)s->tiles : (size_t)s->oh * s->ow;
+    for (int ty = 0; ty < s->th; ty++)
+        for (int tx = 0; tx < s->tw; tx++) {
+            int t = ty * s->tw + tx, y0 = 2 * ty, x0 = 2 * tx;
+            output_tile(m + (size_t)t * NXI * n, l->b, l->fused != 0, out,
+                        n);
+            if (s->pooled) { /* first maximum in row order, as the pool */
+                int base = y0 * s->ow + x0;
+                for (int o = 0; o < n; o++) {
+                    float best = out[o];
+                    int at = 0;
+                    for (int k = 1; k < 4; k++) {
+                        float v = out[k * n + o];
+                        at = v > best ? k : at;
+                        best = v > best ? v : best;
+                    }
+                    y[o * plane + t] = best;
+                    arg[o * plane + t] = base + (at / 2) * s->ow + at % 2;
+                }
+                continue;
+            }
+            for (int k = 0; k < 4; k++) {
+                int yy = y0 + k / 2, xx = x0 + k % 2;
+                if (yy >= s->oh || xx >= s->ow)
+                    continue;
+                float *yk = y + (size_t)yy * s->ow + xx;
+                for (int o = 0; o < n; o++)
+                    yk[o * plane] = out[k * n + o];
+            }
+        }
+}
+
+/* z[t][xi][o] for one sample, dY from the gradient at the last layer the
+ * conv applies (y, dy, arg: the sample's first); db += dY's sums. d: 4 x
+ * out channels of scratch. */
+static void dy_tiles(const dt_layer_t *l, const wino_shape_t *s,
+                     const float *y, const float *dy, const int *arg,
+                     float *z, float *db, float *d)
+{
+    int n = s->o;
+    size_t plane = s->pooled ? (size_t)s->tiles : (size_t)s->oh * s->ow;
+    for (int ty = 0; ty < s->th; ty++)
+        for (int tx = 0; tx < s->tw; tx++) {
+            int t = ty * s->tw + tx, y0 = 2 * ty, x0 = 2 * tx;
+            if (s->pooled) { /* to the argmax, if the relu passed it */
+                int base = y0 * s->ow + x0;
+                for (int o = 0; o < n; o++) {
+                    size_t at = o * plane + t;
+                    int k = arg[at] - base;
+                    k = k >= s->ow ? k - s->ow + 2 : k;
+                    float g = y[at] > 0.0f ? dy[at] : 0.0f;
+                    for (int j = 0; j < 4; j++)
+                        d[j * n + o] = j == k ? g : 0.0f;
+                    db[o] += g;
+                }
+            } else {
+                for (int k = 0; k < 4; k++) {
+                    int yy = y0 + k / 2, xx = x0 + k % 2;
+                    float *dk = d + k * n;
+                    if (yy >= s->oh || xx >= s->ow) {
+                        memset(dk, 0, (size_t)n * sizeof *dk);
+                        continue;
+                    }
+                    size_t at = (size_t)yy * s->ow + xx;
+                    for (int o = 0; o < n; o++) {
+                        float g = dy[o * plane + at];
+                        dk[o] = !l->fused || y[o * plane + at] > 0.0f ? g
+                                                                      : 0.0f;
+                        db[o] += dk[o];
+                    }
+                }
+            }
+            dy_tile(d, z + (size_t)t * NXI * n, n);
+        }
+}
+
+typedef struct wino_bufs {
+    float *u, *du, *v, *z, *dv, *plane, *quad;
+} wino_bufs_t;
+
+static wino_bufs_t bufs_of(const dt_layer_t *l, const wino_shape_t *s)
+{
+    size_t uc = (size_t)NXI * s->o * s->c,
+           t = (size_t)s->group * s->tiles;
+    wino_bufs_t b;
+    b.u = l->scratch;
+    b.du = b.u + uc;
+    b.v = b.du + uc;
+    b.z = b.v + NXI * t * s->c;
+    b.dv = b.z + NXI * t * s->o;
+    b.plane = b.dv + NXI * t * s->c;
+    b.quad = b.plane + (size_t)s->hp * s->wp * s->c;
+    return b;
+}
+
+/* V of samples [b0, b0 + n): tiles bl * tiles + t for sample b0 + bl. */
+static void group_input(const dt_layer_t *l, const wino_shape_t *s,
+                        const wino_bufs_t *b, const float *x, int b0, int n)
+{
+    size_t in_len = dt_layer_in_size(l);
+    for (int bl = 0; bl < n; bl++) {
+        pad_plane(s, x + (size_t)(b0 + bl) * in_len, b->plane);
+        input_tiles(s, b->plane,
+                    b->v + (size_t)bl * s->tiles * NXI * s->c);
+    }
+}
+
+dt_status_t dt_conv2d_winograd_forward(dt_layer_t *l, const float *x,
+                                       float *y, int batch)
+{
+    wino_shape_t s = shape_of(l, batch);
+    wino_bufs_t b = bufs_of(l, &s);
+    size_t plane_out = s.pooled ? (size_t)s.tiles : (size_t)s.oh * s.ow,
+           uc = (size_t)s.o * s.c;
+    weights_to_u(l->w, s.o, s.c, b.u);
+    for (int b0 = 0; b0 < batch; b0 += s.group) {
+        int n = batch - b0 < s.group ? batch - b0 : s.group;
+        group_input(l, &s, &b, x, b0, n);
+        /* M[.][xi][.] (t x out) = V[.][xi][.] (t x in) U[xi]^T */
+        for (int xi = 0; xi < NXI; xi++)
+            DT_CHECK(dt_gemm(l->dev, 0, 1, n * s.tiles, s.o, s.c, 1.0f,
+                             b.v + (size_t)xi * s.c, NXI * s.c,
+                             b.u + xi * uc, s.c, 0.0f,
+                             b.z + (size_t)xi * s.o, NXI * s.o));
+        for (int bl = 0; bl < n; bl++) {
+            size_t at = (size_t)(b0 + bl) * s.o * plane_out;
+            int *arg = s.pooled ? (int *)(void *)l[2].scratch + at : NULL;
+            output_tiles(l, &s, b.z + (size_t)bl * s.tiles * NXI * s.o,
+                         y + at, arg, b.quad);
+        }
+    }
+    return DT_OK;
+}
+
+dt_status_t dt_conv2d_winograd_backward(dt_layer_t *l, const float *x,
+                                        const float *y, const float *dy,
+                                        float *dx, int batch)
+{
+    wino_shape_t s = shape_of(l, batch);
+    wino_bufs_t b = bufs_of(l, &s);
+    size_t plane_out = s.pooled ? (size_t)s.tiles : (size_t)s.oh * s.ow,
+           in_len = dt_layer_in_size(l), uc = (size_t)s.o * s.c;
+    weights_to_u(l->w, s.o, s.c, b.u);
+    for (int o = 0; o < s.o; o++)
+        l->db[o] = 0.0f;
+    for (int b0 = 0; b0 < batch; b0 += s.group) {
+        int n = batch - b0 < s.group ? batch - b0 : s.group, t = n * s.tiles;
+        group_input(l, &s, &b, x, b0, n);
+        for (int bl = 0; bl < n; bl++) {
+            size_t at = (size_t)(b0 + bl) * s.o * plane_out;
+            const int *arg =
+                s.pooled ? (const int *)(const void *)l[2].scratch + at
+                         : NULL;
+            dy_tiles(l, &s, y + at, dy + at, arg,
+                     b.z + (size_t)bl * s.tiles * NXI * s.o, l->db, b.quad);
+        }
+        /* dU[xi] (out x in) += Z[.][xi][.]^T V[.][xi][.] */
+        for (int xi = 0; xi < NXI; xi++)
+            DT_CHECK(dt_gemm(l->dev, 1, 0, s.o, s.c, t, 1.0f,
+                             b.z + (size_t)xi * s.o, NXI * s.o,
+                             b.v + (size_t)xi * s.c, NXI * s.c,
+                             b0 ? 1.0f : 0.0f, b.du + xi * uc, s.c));
+        if (!dx)
+            continue;
+        /* dV[.][xi][.] (t x in) = Z[.][xi][.] U[xi] */
+        for (int xi = 0; xi < NXI; xi++)
+            DT_CHECK(dt_gemm(l->dev, 0, 0, t, s.c, s.o, 1.0f,
+                             b.z + (size_t)xi * s.o, NXI * s.o,
+                             b.u + xi * uc, s.c, 0.0f,
+                             b.dv + (size_t)xi * s.c, NXI * s.c));
+        for (int bl = 0; bl < n; bl++) {
+            scatter_tiles(&s, b.dv + (size_t)bl * s.tiles * NXI * s.c,
+                          b.plane);
+            unpad_plane(&s, b.plane, dx + (size_t)(b0 + bl) * in_len);
+        }
+    }
+    du_to_weights(b.du, s.o, s.c, l->dw);
+    return DT_OK;
+}
