@@ -26,11 +26,22 @@
  * for OpenBLAS to run near peak, buffers small enough to stay in cache. */
 #include "config.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "conv2d_winograd.h"
 
 #define NXI 16          /* points of a transformed 4x4 tile */
+
+/* The per-tile transforms run along the channels; built for AVX-512 and
+ * AVX2 as well as the baseline, the best one picked at load time (the
+ * library itself stays baseline x86-64). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__)
+#define ALONG_CHANNELS __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ALONG_CHANNELS
+#endif
 #define GROUP_TILES 256 /* tiles per group of samples (measured, bench/) */
 
 typedef struct wino_shape {
@@ -74,6 +85,12 @@ static wino_shape_t shape_of(const dt_layer_t *l, int batch)
     return s;
 }
 
+/* output_tiles' and dy_tiles' tmp */
+static size_t tmp_floats(const wino_shape_t *s)
+{
+    return (size_t)2 * (s->tiles > 2 ? s->tiles : 2) * s->o;
+}
+
 size_t dt_conv2d_winograd_scratch(const dt_layer_t *l, int batch)
 {
     wino_shape_t s = shape_of(l, batch);
@@ -81,7 +98,7 @@ size_t dt_conv2d_winograd_scratch(const dt_layer_t *l, int batch)
     /* U, dU; V, Z (also forward's M), dV; one padded plane */
     return (size_t)2 * NXI * s.o * s.c +
            (size_t)NXI * t * (2 * (size_t)s.c + s.o) +
-           (size_t)s.hp * s.wp * s.c + (size_t)4 * s.o;
+           (size_t)s.hp * s.wp * s.c + tmp_floats(&s);
 }
 
 /* U[xi][o][c] = (G g G^T)[xi] for every 3x3 filter g = w[o][c]. */
@@ -176,11 +193,13 @@ static void unpad_plane(const wino_shape_t *s, const float *p, float *dx)
 
 /* v[xi][c] = (B^T d B)[xi] of the tile whose top left is d (pixels pix
  * floats apart, rows row floats apart, channels innermost). */
+ALONG_CHANNELS
 static void input_tile(const float *restrict d, size_t pix, size_t row,
                        float *restrict v, int n)
 {
 #define D(i, j) d[(i) * row + (j) * pix + c]
 #define V(i, j) v[(4 * (i) + (j)) * n + c]
+    #pragma GCC ivdep /* the 16 rows of a tile are n apart */
     for (int c = 0; c < n; c++) {
         /* B^T d: rows 0-2, 1+2, 2-1, 1-3 of d, for each column j */
         float t00 = D(0, 0) - D(2, 0), t01 = D(0, 1) - D(2, 1),
@@ -206,11 +225,13 @@ static void input_tile(const float *restrict d, size_t pix, size_t row,
 }
 
 /* d += B x B^T for one tile (the adjoint of input_tile). */
+ALONG_CHANNELS
 static void scatter_tile(const float *restrict x, float *restrict d,
                          size_t pix, size_t row, int n)
 {
 #define X(i, j) x[(4 * (i) + (j)) * n + c]
 #define D(i, j) d[(i) * row + (j) * pix + c]
+    #pragma GCC ivdep /* the 16 rows of a tile are n apart */
     for (int c = 0; c < n; c++) {
         /* B X: rows x0, x1-x2+x3, -x0+x1+x2, -x3 */
         float e00 = X(0, 0), e01 = X(0, 1), e02 = X(0, 2), e03 = X(0, 3);
@@ -237,55 +258,108 @@ static void scatter_tile(const float *restrict x, float *restrict d,
 #undef D
 }
 
-/* out[k][o] = (A^T M A)[k] + bias[o] (k: the 2x2 outputs in row order)
- * from m[xi][o], then the relu if relu. */
+/* v[0..3] = (A^T M A) + bias, the 2x2 outputs of output channel o in row
+ * order, from m[xi][o]. */
+static inline __attribute__((always_inline)) void
+tile_outputs(const float *restrict m, int n, int o,
+                                float bias, float v[4])
+{
+#define M(i, j) m[(4 * (i) + (j)) * n + o]
+    /* A^T M: rows m0+m1+m2, m1-m2-m3 */
+    float a00 = M(0, 0) + M(1, 0) + M(2, 0), a01 = M(0, 1) + M(1, 1) + M(2, 1),
+          a02 = M(0, 2) + M(1, 2) + M(2, 2), a03 = M(0, 3) + M(1, 3) + M(2, 3);
+    float a10 = M(1, 0) - M(2, 0) - M(3, 0), a11 = M(1, 1) - M(2, 1) - M(3, 1),
+          a12 = M(1, 2) - M(2, 2) - M(3, 2), a13 = M(1, 3) - M(2, 3) - M(3, 3);
+#undef M
+    /* (A^T M) A: the same on the columns */
+    v[0] = a00 + a01 + a02 + bias;
+    v[1] = a01 - a02 - a03 + bias;
+    v[2] = a10 + a11 + a12 + bias;
+    v[3] = a11 - a12 - a13 + bias;
+}
+
+/* out[k][o] = output k of channel o (then the relu if relu). Written
+ * out without inner loops, so the loop over channels vectorizes. */
+ALONG_CHANNELS
 static void output_tile(const float *restrict m, const float *restrict bias,
                         int relu, float *restrict out, int n)
 {
-#define M(i, j) m[(4 * (i) + (j)) * n + o]
+    float floor = relu ? 0.0f : -INFINITY;
+    #pragma GCC ivdep /* the 16 rows of a tile are n apart */
     for (int o = 0; o < n; o++) {
-        /* A^T M: rows m0+m1+m2, m1-m2-m3 */
-        float a00 = M(0, 0) + M(1, 0) + M(2, 0),
-              a01 = M(0, 1) + M(1, 1) + M(2, 1),
-              a02 = M(0, 2) + M(1, 2) + M(2, 2),
-              a03 = M(0, 3) + M(1, 3) + M(2, 3);
-        float a10 = M(1, 0) - M(2, 0) - M(3, 0),
-              a11 = M(1, 1) - M(2, 1) - M(3, 1),
-              a12 = M(1, 2) - M(2, 2) - M(3, 2),
-              a13 = M(1, 3) - M(2, 3) - M(3, 3);
-        float v0 = a00 + a01 + a02 + bias[o], v1 = a01 - a02 - a03 + bias[o],
-              v2 = a10 + a11 + a12 + bias[o], v3 = a11 - a12 - a13 + bias[o];
-        if (relu) {
-            v0 = v0 > 0.0f ? v0 : 0.0f;
-            v1 = v1 > 0.0f ? v1 : 0.0f;
-            v2 = v2 > 0.0f ? v2 : 0.0f;
-            v3 = v3 > 0.0f ? v3 : 0.0f;
-        }
-        out[o] = v0;
-        out[n + o] = v1;
-        out[2 * n + o] = v2;
-        out[3 * n + o] = v3;
+        float v[4];
+        tile_outputs(m, n, o, bias[o], v);
+        out[o] = v[0] > floor ? v[0] : floor;
+        out[n + o] = v[1] > floor ? v[1] : floor;
+        out[2 * n + o] = v[2] > floor ? v[2] : floor;
+        out[3 * n + o] = v[3] > floor ? v[3] : floor;
     }
-#undef M
 }
 
-/* z[xi][o] = (A dY A^T)[xi], dY[k][o] the 2x2 gradient in row order. */
-static void dy_tile(const float *restrict dy, float *restrict z, int n)
+/* The fused relu and 2x2 pool: best[o] = the largest relu'd output,
+ * which[o] its place (0-3, the first maximum in row order, as
+ * dt_maxpool2_plane picks it). */
+ALONG_CHANNELS
+static void output_tile_pooled(const float *restrict m,
+                               const float *restrict bias,
+                               float *restrict best, float *restrict which,
+                               int n)
+{
+    #pragma GCC ivdep /* the 16 rows of a tile are n apart */
+    for (int o = 0; o < n; o++) {
+        float v[4];
+        tile_outputs(m, n, o, bias[o], v);
+        /* all float: selects of one type vectorize */
+        float b = v[0] > 0.0f ? v[0] : 0.0f, k = 0.0f;
+        k = v[1] > b ? 1.0f : k;
+        b = v[1] > b ? v[1] : b;
+        k = v[2] > b ? 2.0f : k;
+        b = v[2] > b ? v[2] : b;
+        k = v[3] > b ? 3.0f : k;
+        b = v[3] > b ? v[3] : b;
+        best[o] = b;
+        which[o] = k;
+    }
+}
+
+/* z[xi][o] = (A dY A^T)[xi] for dY = (d0 d1; d2 d3). */
+static inline __attribute__((always_inline)) void
+put_z(float *restrict z, int n, int o, float d0,
+                         float d1, float d2, float d3)
 {
 #define Z(i, j) z[(4 * (i) + (j)) * n + o]
-    for (int o = 0; o < n; o++) {
-        float d0 = dy[o], d1 = dy[n + o], d2 = dy[2 * n + o],
-              d3 = dy[3 * n + o];
-        /* A dY: rows (p, q) = (d0, d1), (d0+d2, d1+d3), (d0-d2, d1-d3),
-         * (-d2, -d3); then each row times A^T: p, p+q, p-q, -q */
-        float p0 = d0, q0 = d1, p1 = d0 + d2, q1 = d1 + d3, p2 = d0 - d2,
-              q2 = d1 - d3, p3 = -d2, q3 = -d3;
-        Z(0, 0) = p0; Z(0, 1) = p0 + q0; Z(0, 2) = p0 - q0; Z(0, 3) = -q0;
-        Z(1, 0) = p1; Z(1, 1) = p1 + q1; Z(1, 2) = p1 - q1; Z(1, 3) = -q1;
-        Z(2, 0) = p2; Z(2, 1) = p2 + q2; Z(2, 2) = p2 - q2; Z(2, 3) = -q2;
-        Z(3, 0) = p3; Z(3, 1) = p3 + q3; Z(3, 2) = p3 - q3; Z(3, 3) = -q3;
-    }
+    /* A dY: rows (p, q) = (d0, d1), (d0+d2, d1+d3), (d0-d2, d1-d3),
+     * (-d2, -d3); then each row times A^T: p, p+q, p-q, -q */
+    float p0 = d0, q0 = d1, p1 = d0 + d2, q1 = d1 + d3, p2 = d0 - d2,
+          q2 = d1 - d3, p3 = -d2, q3 = -d3;
+    Z(0, 0) = p0; Z(0, 1) = p0 + q0; Z(0, 2) = p0 - q0; Z(0, 3) = -q0;
+    Z(1, 0) = p1; Z(1, 1) = p1 + q1; Z(1, 2) = p1 - q1; Z(1, 3) = -q1;
+    Z(2, 0) = p2; Z(2, 1) = p2 + q2; Z(2, 2) = p2 - q2; Z(2, 3) = -q2;
+    Z(3, 0) = p3; Z(3, 1) = p3 + q3; Z(3, 2) = p3 - q3; Z(3, 3) = -q3;
 #undef Z
+}
+
+/* z for dY[k][o], the 2x2 gradient in row order. */
+ALONG_CHANNELS
+static void dy_tile(const float *restrict dy, float *restrict z, int n)
+{
+    #pragma GCC ivdep /* the 16 rows of a tile are n apart */
+    for (int o = 0; o < n; o++)
+        put_z(z, n, o, dy[o], dy[n + o], dy[2 * n + o], dy[3 * n + o]);
+}
+
+/* z for the pooled case: all of g[o] at place which[o]; db += g. */
+ALONG_CHANNELS
+static void dy_tile_pooled(const float *restrict g, const float *restrict which,
+                           float *restrict z, float *restrict db, int n)
+{
+    #pragma GCC ivdep /* the 16 rows of a tile are n apart */
+    for (int o = 0; o < n; o++) {
+        float d = g[o], k = which[o];
+        db[o] += d;
+        put_z(z, n, o, k == 0.0f ? d : 0.0f, k == 1.0f ? d : 0.0f,
+              k == 2.0f ? d : 0.0f, k == 3.0f ? d : 0.0f);
+    }
 }
 
 /* v[t][xi][c] for each tile t of one padded plane. */
@@ -310,85 +384,89 @@ static void scatter_tiles(const wino_shape_t *s, const float *dv, float *p)
 }
 
 /* One sample's outputs from M (m[t][xi][o]): per l->fused the relu and
- * the pool (y and argmax as dt_maxpool2_plane writes them). y: the
- * sample's first output; out: 4 x out channels of scratch. */
+ * the pool (y and argmax as dt_maxpool2_plane writes them). y, arg: the
+ * sample's first; tmp: 2 x tiles x out channels of scratch. */
 static void output_tiles(const dt_layer_t *l, const wino_shape_t *s,
-                         const float *m, float *y, int *arg, float *out)
+                         const float *m, float *y, int *arg, float *tmp)
 {
     int n = s->o;
-    size_t plane = s->pooled ? (size_t)s->tiles : (size_t)s->oh * s->ow;
+    if (s->pooled) { /* per tile along the channels, then transposed */
+        float *best = tmp, *which = tmp + (size_t)s->tiles * n;
+        for (int t = 0; t < s->tiles; t++)
+            output_tile_pooled(m + (size_t)t * NXI * n, l->b,
+                               best + (size_t)t * n, which + (size_t)t * n,
+                               n);
+        for (int o = 0; o < n; o++)
+            for (int ty = 0; ty < s->th; ty++)
+                for (int tx = 0; tx < s->tw; tx++) {
+                    int t = ty * s->tw + tx,
+                        k = (int)which[(size_t)t * n + o];
+                    y[o * s->tiles + t] = best[(size_t)t * n + o];
+                    arg[o * s->tiles + t] =
+                        (2 * ty + k / 2) * s->ow + 2 * tx + k % 2;
+                }
+        return;
+    }
+    size_t plane = (size_t)s->oh * s->ow;
     for (int ty = 0; ty < s->th; ty++)
         for (int tx = 0; tx < s->tw; tx++) {
-            int t = ty * s->tw + tx, y0 = 2 * ty, x0 = 2 * tx;
-            output_tile(m + (size_t)t * NXI * n, l->b, l->fused != 0, out,
-                        n);
-            if (s->pooled) { /* first maximum in row order, as the pool */
-                int base = y0 * s->ow + x0;
-                for (int o = 0; o < n; o++) {
-                    float best = out[o];
-                    int at = 0;
-                    for (int k = 1; k < 4; k++) {
-                        float v = out[k * n + o];
-                        at = v > best ? k : at;
-                        best = v > best ? v : best;
-                    }
-                    y[o * plane + t] = best;
-                    arg[o * plane + t] = base + (at / 2) * s->ow + at % 2;
-                }
-                continue;
-            }
+            int t = ty * s->tw + tx;
+            output_tile(m + (size_t)t * NXI * n, l->b, l->fused != 0, tmp, n);
             for (int k = 0; k < 4; k++) {
-                int yy = y0 + k / 2, xx = x0 + k % 2;
+                int yy = 2 * ty + k / 2, xx = 2 * tx + k % 2;
                 if (yy >= s->oh || xx >= s->ow)
                     continue;
                 float *yk = y + (size_t)yy * s->ow + xx;
                 for (int o = 0; o < n; o++)
-                    yk[o * plane] = out[k * n + o];
+                    yk[o * plane] = tmp[k * n + o];
             }
         }
 }
 
 /* z[t][xi][o] for one sample, dY from the gradient at the last layer the
- * conv applies (y, dy, arg: the sample's first); db += dY's sums. d: 4 x
- * out channels of scratch. */
+ * conv applies (y, dy, arg: the sample's first); db += dY's sums. tmp: 2
+ * x tiles x out channels of scratch. */
 static void dy_tiles(const dt_layer_t *l, const wino_shape_t *s,
                      const float *y, const float *dy, const int *arg,
-                     float *z, float *db, float *d)
+                     float *z, float *db, float *tmp)
 {
     int n = s->o;
-    size_t plane = s->pooled ? (size_t)s->tiles : (size_t)s->oh * s->ow;
+    if (s->pooled) { /* transposed to tiles x channels, then per tile */
+        float *g = tmp, *which = tmp + (size_t)s->tiles * n;
+        for (int o = 0; o < n; o++)
+            for (int ty = 0; ty < s->th; ty++)
+                for (int tx = 0; tx < s->tw; tx++) {
+                    int t = ty * s->tw + tx, at = o * s->tiles + t;
+                    int k = arg[at] - (2 * ty * s->ow + 2 * tx);
+                    which[(size_t)t * n + o] =
+                        (float)(k >= s->ow ? k - s->ow + 2 : k);
+                    /* the relu passed it only where the pooled y > 0 */
+                    g[(size_t)t * n + o] = y[at] > 0.0f ? dy[at] : 0.0f;
+                }
+        for (int t = 0; t < s->tiles; t++)
+            dy_tile_pooled(g + (size_t)t * n, which + (size_t)t * n,
+                           z + (size_t)t * NXI * n, db, n);
+        return;
+    }
+    size_t plane = (size_t)s->oh * s->ow;
     for (int ty = 0; ty < s->th; ty++)
         for (int tx = 0; tx < s->tw; tx++) {
-            int t = ty * s->tw + tx, y0 = 2 * ty, x0 = 2 * tx;
-            if (s->pooled) { /* to the argmax, if the relu passed it */
-                int base = y0 * s->ow + x0;
-                for (int o = 0; o < n; o++) {
-                    size_t at = o * plane + t;
-                    int k = arg[at] - base;
-                    k = k >= s->ow ? k - s->ow + 2 : k;
-                    float g = y[at] > 0.0f ? dy[at] : 0.0f;
-                    for (int j = 0; j < 4; j++)
-                        d[j * n + o] = j == k ? g : 0.0f;
-                    db[o] += g;
+            int t = ty * s->tw + tx;
+            for (int k = 0; k < 4; k++) {
+                int yy = 2 * ty + k / 2, xx = 2 * tx + k % 2;
+                float *dk = tmp + k * n;
+                if (yy >= s->oh || xx >= s->ow) {
+                    memset(dk, 0, (size_t)n * sizeof *dk);
+                    continue;
                 }
-            } else {
-                for (int k = 0; k < 4; k++) {
-                    int yy = y0 + k / 2, xx = x0 + k % 2;
-                    float *dk = d + k * n;
-                    if (yy >= s->oh || xx >= s->ow) {
-                        memset(dk, 0, (size_t)n * sizeof *dk);
-                        continue;
-                    }
-                    size_t at = (size_t)yy * s->ow + xx;
-                    for (int o = 0; o < n; o++) {
-                        float g = dy[o * plane + at];
-                        dk[o] = !l->fused || y[o * plane + at] > 0.0f ? g
-                                                                      : 0.0f;
-                        db[o] += dk[o];
-                    }
+                size_t at = (size_t)yy * s->ow + xx;
+                for (int o = 0; o < n; o++) {
+                    float g = dy[o * plane + at];
+                    dk[o] = !l->fused || y[o * plane + at] > 0.0f ? g : 0.0f;
+                    db[o] += dk[o];
                 }
             }
-            dy_tile(d, z + (size_t)t * NXI * n, n);
+            dy_tile(tmp, z + (size_t)t * NXI * n, n);
         }
 }
 
@@ -407,7 +485,7 @@ static wino_bufs_t bufs_of(const dt_layer_t *l, const wino_shape_t *s)
     b.z = b.v + NXI * t * s->c;
     b.dv = b.z + NXI * t * s->o;
     b.plane = b.dv + NXI * t * s->c;
-    b.quad = b.plane + (size_t)s->hp * s->wp * s->c;
+    b.quad = b.plane + (size_t)s->hp * s->wp * s->c; /* tmp above */
     return b;
 }
 
