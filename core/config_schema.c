@@ -76,6 +76,10 @@ static const dt_key_spec_t train_keys[] = {
 
 static const dt_key_spec_t model_keys[] = {
     {"layers", DT_KEY_STRING, NULL, "the network's layers, in order"},
+    {"conv_algo", DT_KEY_STRING, "auto",
+     "how the CPU computes convolutions: auto (Winograd F(2x2,3x3) for 3x3 "
+     "stride-1 layers with at least 8 input channels, im2col + GEMM for the "
+     "rest), im2col or winograd (every 3x3 stride-1 layer)"},
     {NULL, DT_KEY_STRING, NULL, NULL}};
 
 static const dt_key_spec_t data_keys[] = {

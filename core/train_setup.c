@@ -161,8 +161,9 @@ dt_status_t dt_trainer_broadcast(dt_trainer_t *t, void *dev_ptr,
 
 static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
 {
-    const char *device = "auto", *layers = NULL;
+    const char *device = "auto", *layers = NULL, *conv = "auto";
     long long threads = 1;
+    dt_conv_algo_t conv_algo;
     DT_CHECK(dt_config_get_string(cfg, "train", "device", &device));
     DT_CHECK(dt_config_get_int(cfg, "train", "threads", &threads));
     if (threads < 1) {
@@ -176,11 +177,18 @@ static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
                  "job file, e.g. layers = linear(256) relu linear(10)");
         return DT_ERR_CONFIG;
     }
+    DT_CHECK(dt_config_get_string(cfg, "model", "conv_algo", &conv));
+    if (dt_conv_algo_parse(conv, &conv_algo) != DT_OK) {
+        dt_error("%s: [model] conv_algo = '%s': use auto, im2col or winograd",
+                 origin(cfg, "model", "conv_algo"), conv);
+        return DT_ERR_CONFIG;
+    }
     DT_CHECK(dt_device_open(device, t->local_rank, (int)threads, &t->dev));
     DT_CHECK(dt_model_parse(layers, origin(cfg, "model", "layers"),
                             t->train.channels, t->train.height,
                             t->train.width, t->train.nclasses, &t->model,
                             NULL));
+    DT_CHECK(dt_model_set_conv_algo(t->model, conv_algo));
     DT_CHECK(dt_model_init(t->model, t->dev, t->seed));
     /* Dropout: each rank its own stream, reproducible from the seed. */
     dt_model_set_rng(t->model, t->seed + 0x9e3779b9ull * (uint64_t)t->rank,
