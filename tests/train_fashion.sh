@@ -4,7 +4,8 @@
 # an accuracy far above chance; metrics, TensorBoard events and
 # checkpoints are written; a job stopped mid-epoch and resumed ends with
 # bit-identical parameters; a corrupt newest checkpoint is named and the
-# previous one used; N=1 with batch 2B matches N=2 with batch B.
+# previous one used; N=1 with batch 2B matches N=2 with batch B, also for
+# a CNN whose second conv runs by Winograd, which ends where im2col ends.
 data=/usr/share/datasets/fashion-mnist
 if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
     echo "SKIP: $data missing (apt-get install dataset-fashion-mnist)"
@@ -105,4 +106,21 @@ grep -q "averaged in 2 buckets per step" out ||
     { cat out; fail "8K buckets should split the gradients in two"; }
 "$compare" one/ckpt-000000000040.dtckpt two/ckpt-000000000040.dtckpt 1e-4 ||
     fail "N=1 batch 32 and N=2 batch 16 differ after 40 steps"
+
+# ---- a CNN: Winograd (auto picks it for the 8-channel conv) ---------------
+cnn="model.layers=conv(8,3,pad=1) relu maxpool(2) conv(16,3,pad=1) relu maxpool(2) flatten linear(10)"
+: >out
+run -n 1 --set train.batch_size=32 --set train.checkpoint_dir=c1 \
+    --set train.max_steps=20 --set "$cnn" job.ini || { cat out; fail "CNN N=1"; }
+run -n 2 --set train.batch_size=16 --set train.checkpoint_dir=c2 \
+    --set train.max_steps=20 --set "$cnn" job.ini || { cat out; fail "CNN N=2"; }
+run -n 1 --set train.batch_size=32 --set train.checkpoint_dir=ci \
+    --set train.max_steps=20 --set model.conv_algo=im2col --set "$cnn" \
+    job.ini || { cat out; fail "CNN N=1 im2col"; }
+"$compare" c1/ckpt-000000000020.dtckpt c2/ckpt-000000000020.dtckpt 1e-4 ||
+    fail "CNN: N=1 batch 32 and N=2 batch 16 differ after 20 steps"
+"$compare" c1/ckpt-000000000020.dtckpt ci/ckpt-000000000020.dtckpt 1e-4 ||
+    fail "CNN: Winograd and im2col differ after 20 steps"
+"$compare" c1/ckpt-000000000020.dtckpt ci/ckpt-000000000020.dtckpt >/dev/null &&
+    fail "CNN: conv_algo=im2col gave bit-identical results: not a second path"
 echo "PASS"
