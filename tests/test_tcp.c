@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -38,6 +39,8 @@ typedef struct scenario {
     int die_rank;       /* this rank dies mid-allreduce (-1: none)    */
     int (*body)(dt_comm_t *c, const struct scenario *sc);
     int stop_store;     /* the store stops once every rank is connected */
+    const char *buffer_size; /* [transport.tcp] buffer_size (NULL: default) */
+    int hosts;          /* ranks spread over this many hosts (0: one)     */
 } scenario_t;
 
 static uint8_t job_token[DT_TOKEN_BYTES];
@@ -227,6 +230,41 @@ static int body_die_storeless(dt_comm_t *c, const scenario_t *sc)
     return body_die(c, sc);
 }
 
+/* Connected TCP sockets of this process whose receive buffer is at least
+ * min_bytes (the kernel reports twice what was set; autotuning starts at
+ * tcp_rmem's default, 128K, and grows only with traffic). */
+static int big_buffer_sockets(int min_bytes)
+{
+    int count = 0;
+    for (int fd = 0; fd < 1024; fd++) {
+        int type = 0, buf = 0;
+        socklen_t len = sizeof type;
+        struct sockaddr_storage peer;
+        socklen_t plen = sizeof peer;
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
+            type != SOCK_STREAM ||
+            getpeername(fd, (struct sockaddr *)&peer, &plen) != 0)
+            continue;
+        len = sizeof buf;
+        if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, &len) == 0 &&
+            buf >= min_bytes)
+            count++;
+    }
+    return count;
+}
+
+/* buffer_size = auto: 2M (reported as 4M) on every peer connection when
+ * all ranks share a host; kernel autotuning (small at first) otherwise. */
+static int body_buffers(dt_comm_t *c, const scenario_t *sc)
+{
+    int big = big_buffer_sockets(4 << 20), want_big = sc->hosts <= 1;
+    fprintf(stderr, "rank %d: %d sockets with >= 4M receive buffers\n",
+            c->rank, big);
+    if (want_big ? big < sc->n - 1 : big != 0)
+        return EXIT_WRONG;
+    return body_correct(c, sc);
+}
+
 static int body_init_only(dt_comm_t *c, const scenario_t *sc)
 {
     return dt_coll_barrier(c) == DT_OK ? EXIT_OK : EXIT_OTHER;
@@ -253,7 +291,10 @@ static int child(int rank, int port_fd, int ready_fd, const scenario_t *sc)
         dt_config_set(cfg, "transport.tcp", "stripe_min", "64K", DT_SRC_CLI,
                       "test") != DT_OK ||
         dt_config_set(cfg, "transport.tcp", "timeout", sc->timeout,
-                      DT_SRC_CLI, "test") != DT_OK)
+                      DT_SRC_CLI, "test") != DT_OK ||
+        (sc->buffer_size &&
+         dt_config_set(cfg, "transport.tcp", "buffer_size", sc->buffer_size,
+                       DT_SRC_CLI, "test") != DT_OK))
         return EXIT_SETUP;
     char hp[64];
     snprintf(hp, sizeof hp, "127.0.0.1:%d", port);
@@ -265,8 +306,12 @@ static int child(int rank, int port_fd, int ready_fd, const scenario_t *sc)
     if (rank == sc->bad_token_rank)
         token[0] ^= 1;
     const dt_transport_ops_t *ops = pl->ops;
+    /* hosts > 1: pretend the ranks are spread (local ranks per host) */
+    int per_host = sc->hosts > 1 ? (sc->n + sc->hosts - 1) / sc->hosts
+                                 : sc->n;
     dt_transport_args_t args = {.rank = rank, .size = sc->n,
-                                .local_rank = rank, .local_size = sc->n,
+                                .local_rank = rank % per_host,
+                                .local_size = per_host,
                                 .store = store, .token = token,
                                 .token_len = sizeof token,
                                 .bind_addr = "127.0.0.1", .timeout = 0};
@@ -368,20 +413,31 @@ static void expect_all_ok(const scenario_t *sc)
 static void test_collectives_over_tcp(void **state)
 {
     for (int n = 1; n <= 4; n++) {
-        scenario_t sc = {n, "1", "30s", -1, -1, body_correct, 0};
+        scenario_t sc = {n, "1", "30s", -1, -1, body_correct, 0, NULL, 0};
         expect_all_ok(&sc);
     }
 }
 
 static void test_striped_sockets(void **state)
 {
-    scenario_t sc = {3, "3", "30s", -1, -1, body_correct, 0};
+    scenario_t sc = {3, "3", "30s", -1, -1, body_correct, 0, NULL, 0};
     expect_all_ok(&sc);
+}
+
+static void test_socket_buffers(void **state)
+{
+    scenario_t one_host = {3, "1", "30s", -1, -1, body_buffers, 0, NULL, 1};
+    expect_all_ok(&one_host);
+    /* autotuning across hosts, and when asked for */
+    scenario_t hosts = {2, "1", "30s", -1, -1, body_buffers, 0, NULL, 2};
+    expect_all_ok(&hosts);
+    scenario_t zero = {3, "1", "30s", -1, -1, body_buffers, 0, "0", 3};
+    expect_all_ok(&zero);
 }
 
 static void test_wrong_token_refused(void **state)
 {
-    scenario_t sc = {2, "1", "3s", 1, -1, body_init_only, 0};
+    scenario_t sc = {2, "1", "3s", 1, -1, body_init_only, 0, NULL, 0};
     outcome_t *out = calloc(1, sizeof *out);
     run_scenario(&sc, out);
     /* The impostor learns it was refused; rank 0 logs why, never admits
@@ -414,7 +470,7 @@ static void test_dead_peer_named(void **state)
      * rank that closed because of it, even one whose close lands in the
      * middle of a payload: every survivor must name rank 2, not the
      * messenger. */
-    scenario_t sc = {4, "1", "40s", -1, 2, body_die, 0};
+    scenario_t sc = {4, "1", "40s", -1, 2, body_die, 0, NULL, 0};
     outcome_t *out = calloc(1, sizeof *out);
     run_scenario(&sc, out);
     assert_int_equal(out->exit_code[2], -SIGKILL);
@@ -434,7 +490,7 @@ static void test_dead_peer_named(void **state)
 
 static void test_mid_payload_close_names_cause(void **state)
 {
-    scenario_t sc = {3, "1", "40s", -1, 2, body_mid_payload, 0};
+    scenario_t sc = {3, "1", "40s", -1, 2, body_mid_payload, 0, NULL, 0};
     outcome_t *out = calloc(1, sizeof *out);
     run_scenario(&sc, out);
     assert_int_equal(out->exit_code[2], -SIGKILL);
@@ -448,7 +504,7 @@ static void test_mid_payload_close_names_cause(void **state)
 
 static void test_dead_peer_without_store(void **state)
 {
-    scenario_t sc = {4, "1", "40s", -1, 2, body_die_storeless, 1};
+    scenario_t sc = {4, "1", "40s", -1, 2, body_die_storeless, 1, NULL, 0};
     outcome_t *out = calloc(1, sizeof *out);
     run_scenario(&sc, out);
     assert_int_equal(out->exit_code[2], -SIGKILL);
@@ -468,6 +524,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_collectives_over_tcp),
         cmocka_unit_test(test_striped_sockets),
+        cmocka_unit_test(test_socket_buffers),
         cmocka_unit_test(test_wrong_token_refused),
         cmocka_unit_test(test_dead_peer_named),
         cmocka_unit_test(test_mid_payload_close_names_cause),

@@ -18,6 +18,12 @@
 #include "wait_spin.h"
 
 #define TCP_MAX_SOCKETS 16
+/* buffer_size = auto on one host: SO_SNDBUF/SO_RCVBUF of 2 MiB (the kernel
+ * doubles it). Autotuning starts the receive window at 128K and grows it
+ * only with traffic, so a 512 KiB ring chunk waited on it: 1 MiB
+ * allreduce at N = 2 took 0.31-0.74 ms instead of 0.24
+ * (docs/PERFORMANCE.md). */
+#define TCP_ONE_HOST_BUFFER (2u << 20)
 #define TCP_MSG_MAGIC 0x44544d31u /* "DTM1" */
 /* Read-ahead buffer per socket, used while the next expected part is at
  * most TCP_STAGE_SMALL bytes (larger ones go straight to the user). */

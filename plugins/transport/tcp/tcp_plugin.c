@@ -21,8 +21,10 @@ static const dt_key_spec_t tcp_keys[] = {
     {"stripe_min", DT_KEY_SIZE, "256K",
      "messages at least this large are striped over sockets_per_peer "
      "connections"},
-    {"buffer_size", DT_KEY_SIZE, "0",
-     "SO_SNDBUF/SO_RCVBUF per socket; 0 keeps the kernel's autotuning"},
+    {"buffer_size", DT_KEY_STRING, "auto",
+     "SO_SNDBUF/SO_RCVBUF per socket (a size); 0 keeps the kernel's "
+     "autotuning; auto: 2M when every rank is on one host (a 512K ring "
+     "chunk then never waits for a window to grow), else 0"},
     {"spin", DT_KEY_STRING, "auto",
      "a wait first polls this long (a duration: 30us), yielding the CPU "
      "between polls, before it sleeps in poll(): a reply that comes within "
@@ -48,13 +50,15 @@ static dt_status_t read_config(tcp_ctx_t *c, const dt_config_t *cfg,
 {
     long long nsock = 1, port = 0;
     uint64_t stripe = 256 << 10, buf = 0;
+    const char *buf_text = "auto";
     double timeout = 60.0;
     const char *spin_text = "auto";
     if (cfg) {
         DT_CHECK(dt_config_get_string(cfg, SECTION, "spin", &spin_text));
         DT_CHECK(dt_config_get_int(cfg, SECTION, "sockets_per_peer", &nsock));
         DT_CHECK(dt_config_get_size(cfg, SECTION, "stripe_min", &stripe));
-        DT_CHECK(dt_config_get_size(cfg, SECTION, "buffer_size", &buf));
+        DT_CHECK(dt_config_get_string(cfg, SECTION, "buffer_size",
+                                      &buf_text));
         DT_CHECK(dt_config_get_int(cfg, SECTION, "listen_port", &port));
         DT_CHECK(dt_config_get_duration(cfg, SECTION, "timeout", &timeout));
     }
@@ -71,6 +75,17 @@ static dt_status_t read_config(tcp_ctx_t *c, const dt_config_t *cfg,
                  port, timeout);
         return DT_ERR_CONFIG;
     }
+    if (strcmp(buf_text, "auto") == 0)
+        buf = a->size == a->local_size ? TCP_ONE_HOST_BUFFER : 0;
+    else if (dt_parse_size(buf_text, &buf) != DT_OK) {
+        dt_error("[transport.tcp] buffer_size = '%s': use auto, 0 or a size "
+                 "such as 2M", buf_text);
+        return DT_ERR_CONFIG;
+    }
+    if (a->rank == 0)
+        dt_debug("[transport.tcp] buffer_size = %s%s", buf_text,
+                 buf ? (buf == TCP_ONE_HOST_BUFFER ? " (2M)" : "")
+                     : " (kernel autotuning)");
     DT_CHECK(dt_wait_spin_init(&c->spin, spin_text, SECTION,
                                a->local_size));
     c->nsock = (int)nsock;
