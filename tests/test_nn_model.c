@@ -287,6 +287,9 @@ static void test_conv_algos_agree(void **state)
             dmax);
     assert_true(gmax > 0.0f);
     assert_true(dmax <= 1e-4f * gmax);
+    /* switching drops the last forward's buffers: backward must refuse */
+    assert_int_equal(dt_model_set_conv_algo(m, DT_CONV_IM2COL), DT_OK);
+    assert_int_equal(dt_model_backward(m, NULL, NULL), DT_ERR_INVALID);
     assert_int_equal(dt_model_set_conv_algo(m, (dt_conv_algo_t)7),
                      DT_ERR_INVALID);
     dt_conv_algo_t a;

@@ -75,6 +75,7 @@ dt_status_t dt_model_set_conv_algo(dt_model_t *m, dt_conv_algo_t algo)
     if (!m->dev)
         return DT_OK; /* dt_model_init picks */
     free_buffers(m); /* the scratch sizes change */
+    m->trained = 0;  /* and the last forward's activations are gone */
     dt_model_pick_conv(m);
     return DT_OK;
 }

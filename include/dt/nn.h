@@ -145,7 +145,8 @@ dt_status_t dt_model_init(dt_model_t *m, dt_device_t *dev, uint64_t seed);
  *   DT_CONV_IM2COL    im2col + GEMM for every layer
  *   DT_CONV_WINOGRAD  Winograd for every 3x3, stride 1 layer
  * Both give the same results up to float rounding. May be called before
- * or after dt_model_init; takes effect at the next forward. */
+ * or after dt_model_init; takes effect at the next forward (a backward
+ * must follow a forward made after the call). */
 typedef enum dt_conv_algo {
     DT_CONV_AUTO = 0,
     DT_CONV_IM2COL,
