@@ -47,7 +47,8 @@
 #else
 #define ALONG_CHANNELS
 #endif
-#define GROUP_TILES 256 /* tiles per group of samples (measured, bench/) */
+#define GROUP_TILES 256 /* tiles per group of samples (measured: 64-1024
+                        * tried, docs/PERFORMANCE.md) */
 
 typedef struct wino_shape {
     int c, o, h, w, pad; /* input channels, output channels, input size */
@@ -476,7 +477,7 @@ static void dy_tiles(const dt_layer_t *l, const wino_shape_t *s,
 }
 
 typedef struct wino_bufs {
-    float *u, *du, *v, *z, *dv, *plane, *quad;
+    float *u, *du, *v, *z, *dv, *plane, *tmp;
 } wino_bufs_t;
 
 static wino_bufs_t bufs_of(const dt_layer_t *l, const wino_shape_t *s)
@@ -490,7 +491,7 @@ static wino_bufs_t bufs_of(const dt_layer_t *l, const wino_shape_t *s)
     b.z = b.v + NXI * t * s->c;
     b.dv = b.z + NXI * t * s->o;
     b.plane = b.dv + NXI * t * s->c;
-    b.quad = b.plane + (size_t)s->hp * s->wp * s->c; /* tmp above */
+    b.tmp = b.plane + (size_t)s->hp * s->wp * s->c; /* tmp_floats() */
     return b;
 }
 
@@ -527,7 +528,7 @@ dt_status_t dt_conv2d_winograd_forward(dt_layer_t *l, const float *x,
             size_t at = (size_t)(b0 + bl) * s.o * plane_out;
             int *arg = s.pooled ? (int *)(void *)l[2].scratch + at : NULL;
             output_tiles(l, &s, b.z + (size_t)bl * s.tiles * NXI * s.o,
-                         y + at, arg, b.quad);
+                         y + at, arg, b.tmp);
         }
     }
     return DT_OK;
@@ -553,7 +554,7 @@ dt_status_t dt_conv2d_winograd_backward(dt_layer_t *l, const float *x,
                 s.pooled ? (const int *)(const void *)l[2].scratch + at
                          : NULL;
             dy_tiles(l, &s, y + at, dy + at, arg,
-                     b.z + (size_t)bl * s.tiles * NXI * s.o, l->db, b.quad);
+                     b.z + (size_t)bl * s.tiles * NXI * s.o, l->db, b.tmp);
         }
         /* dU[xi] (out x in) += Z[.][xi][.]^T V[.][xi][.] */
         for (int xi = 0; xi < NXI; xi++)
