@@ -29,16 +29,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-sh "$FX" start "$T/ns" 2
-rc=$?
-[ $rc -eq 0 ] || exit $rc # 77 with its reason, or a real failure
-. "$T/ns/env"
-set -- $NETNS_HOSTS
-H1=$1 H2=$2
-set -- $NETNS_NAMES
-NS1=$1 NS2=$2
-
 . "$top_srcdir/tests/fixtures/netns-test-lib.sh"
+netns_hosts_start
 
 # Never inherit a job's identity from the environment running the tests.
 unset DT_RANK DT_WORLD_SIZE DT_RENDEZVOUS DT_JOB_TOKEN OMPI_COMM_WORLD_RANK \

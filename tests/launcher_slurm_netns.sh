@@ -42,12 +42,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-sh "$FX" start "$T/ns" 2
-rc=$?
-[ $rc -eq 0 ] || exit $rc # 77 with its reason, or a real failure
-. "$T/ns/env"
-set -- $NETNS_NAMES
-NS1=$1 NS2=$2
+. "$top_srcdir/tests/fixtures/netns-test-lib.sh"
+netns_hosts_start
 slurm_netns_cluster_start "$T/cluster" "$T/ns" 2>"$T/why"
 rc=$?
 if [ $rc -eq 2 ]; then
@@ -59,7 +55,6 @@ elif [ $rc -ne 0 ]; then
 fi
 echo "slurm is up on h1 ($NS1) and h2 ($NS2): SLURM_CONF=$SLURM_CONF"
 
-. "$top_srcdir/tests/fixtures/netns-test-lib.sh"
 # The hosts also keep their slurmd between jobs.
 ns_keep_pids() { cat "$T/ns/sshd_h$1.pid" "$T/cluster/slurmd-h$1.pid" 2>/dev/null; }
 unset DT_RANK DT_WORLD_SIZE DT_RENDEZVOUS DT_JOB_TOKEN OMPI_COMM_WORLD_RANK \

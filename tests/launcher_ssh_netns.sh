@@ -22,20 +22,9 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-sh "$FX" start "$T/ns" 2
-rc=$?
-[ $rc -eq 0 ] || exit $rc # 77 with its reason, or a real failure
-. "$T/ns/env"
-set -- $NETNS_HOSTS
-H1=$1 H2=$2
-set -- $NETNS_NAMES
-NS1=$1 NS2=$2
-
 . "$top_srcdir/tests/fixtures/netns-test-lib.sh"
-
-export DT_LAUNCHER_SSH_IDENTITY="$SSH_KEY"
-export DT_LAUNCHER_SSH_KNOWN_HOSTS="$SSH_KNOWN_HOSTS"
-export DT_LAUNCHER_SSH_USE_AGENT=no
+netns_hosts_start
+netns_ssh_keys
 export DT_CLUSTER_KILL_GRACE=2s
 export DT_CLUSTER_INTERFACE="$NETNS_SUBNET"
 printf '%s slots=2\n%s slots=2\n' "$H1" "$H2" >"$T/hosts"

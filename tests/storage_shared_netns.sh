@@ -29,21 +29,9 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-sh "$FX" start "$T/ns" 2
-rc=$?
-[ $rc -eq 0 ] || exit $rc # 77 with its reason, or a real failure
-. "$T/ns/env"
-set -- $NETNS_HOSTS
-H1=$1 H2=$2
-
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-ok() { echo "ok: $*"; }
-on() { h=$1; shift; timeout 30 ssh -F "$SSH_CONFIG" "$h" "$@"; }
-
-export DT_LAUNCHER_SSH_IDENTITY="$SSH_KEY"
-export DT_LAUNCHER_SSH_KNOWN_HOSTS="$SSH_KNOWN_HOSTS"
-export DT_LAUNCHER_SSH_USE_AGENT=no
+. "$top_srcdir/tests/fixtures/netns-test-lib.sh"
+netns_hosts_start
+netns_ssh_keys
 printf '%s slots=1\n%s slots=1\n' "$H1" "$H2" >"$T/hosts"
 mkdir -p "$T/d/data" "$T/shared"
 echo "samples" >"$T/d/data/train.bin"
