@@ -98,7 +98,7 @@ static void test_conv_relu_maxpool_fused(void **state)
 /* The Winograd F(2x2,3x3) path (conv2d_winograd.c) is the exact adjoint
  * of its own forward: checked plain (pad 0, 1, 2; odd planes, where the
  * last tile hangs over the edge), with the relu fused, and with relu and
- * pool fused (even and odd planes). */
+ * pool fused (even and odd planes, pad 1 and 0). */
 static void test_conv_winograd(void **state)
 {
     check_model_with("conv(3,3) conv(2,3,pad=2) flatten linear(3)", 2, 7, 6,
@@ -110,6 +110,8 @@ static void test_conv_winograd(void **state)
                      DT_CONV_WINOGRAD);
     check_model_with("conv(2,3,pad=1) relu maxpool(2) flatten linear(3)", 1,
                      7, 5, 3, DT_CONV_WINOGRAD);
+    check_model_with("conv(3,3) relu maxpool(2) flatten linear(3)", 2, 8, 9,
+                     2, DT_CONV_WINOGRAD);
 }
 
 static void test_maxpool_overlapping(void **state)
