@@ -112,12 +112,7 @@ for want in "--mca btl_tcp_if_include $NETNS_SUBNET" "--mca oob_tcp_if_include $
 done
 case "$argv" in *StrictHostKeyChecking=no*) fail "host key checking is off: $argv" ;; esac
 ok "mpirun got the interface ($NETNS_SUBNET) and an ssh agent with host-key checking"
-victim=$(for p in $(ip netns pids "$NS2"); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "DT_RANK=2" &&
-        tr '\0' ' ' <"/proc/$p/cmdline" | grep -q "^sh -c : $MARK" && echo "$p"
-done | head -n 1)
-[ -n "$victim" ] || fail "rank 2's worker not found in $NS2"
-[ -n "$victim" ] && kill -KILL "$victim"
+kill_worker_in "$NS2" 2
 wait_job $job
 [ $rc -eq 137 ] || fail "want dtctl to exit 137 (rank 2 killed), got $rc: $(cat "$T/err")"
 grep -q "rank 2 on $H2 was killed by signal 9" "$T/err" ||

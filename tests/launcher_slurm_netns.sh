@@ -114,12 +114,7 @@ tr '\0' '\n' <"/proc/$w/environ" 2>/dev/null | sed -n 's/^DT_JOB_TOKEN=//p' >"$T
 grep -lF -f "$T/tok" /proc/[0-9]*/cmdline 2>/dev/null | grep -q . &&
     fail "the token is on a command line (every namespace shares /proc)"
 ok "the token reaches the workers, in no argv on either host or here"
-victim=$(for p in $(ip netns pids "$NS2"); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "DT_RANK=2" &&
-        tr '\0' ' ' <"/proc/$p/cmdline" | grep -q "^sh -c : $MARK" && echo "$p"
-done | head -n 1)
-[ -n "$victim" ] || fail "rank 2's worker not found in $NS2"
-[ -n "$victim" ] && kill -KILL "$victim"
+kill_worker_in "$NS2" 2
 wait_job $job
 [ $rc -eq 137 ] || fail "want dtctl to exit 137 (rank 2 killed), got $rc: $(cat "$T/err")"
 grep -q "rank 2 on h2 was killed by signal 9" "$T/err" ||

@@ -92,12 +92,7 @@ grep -lF -f "$T/tok" /proc/[0-9]*/cmdline 2>/dev/null | grep -q . &&
     fail "the token is on a command line on this machine"
 ok "the token reaches the workers on both hosts, in no argv anywhere"
 # Kill rank 2's worker (on h2).
-victim=$(for p in $(ip netns pids "$NS2"); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "DT_RANK=2" &&
-        tr '\0' ' ' <"/proc/$p/cmdline" | grep -q "^sh -c : $MARK" && echo "$p"
-done | head -n 1)
-[ -n "$victim" ] || fail "rank 2's worker not found in $NS2"
-kill -KILL "$victim"
+kill_worker_in "$NS2" 2
 i=0
 while kill -0 $job 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 kill -KILL $job 2>/dev/null
