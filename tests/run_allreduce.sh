@@ -61,6 +61,17 @@ elif ! grep -q "\[transport.tcp\] spin = '2s'" "$tmp/err"; then
 else
     echo "ok: transport.tcp.spin=2s is refused with its key named"
 fi
+# A socket buffer size that is not a size is refused, naming key and origin.
+if "$DTCTL" run -n 2 --set transport.tcp.buffer_size=lots -- "$ex" \
+    >"$tmp/out" 2>"$tmp/err"; then
+    fail "transport.tcp.buffer_size=lots was accepted"
+elif ! grep -q "DT_TRANSPORT_TCP_BUFFER_SIZE: \[transport.tcp\] buffer_size = 'lots'" \
+    "$tmp/out" "$tmp/err"; then
+    fail "transport.tcp.buffer_size=lots: no error naming the key"
+    cat "$tmp/out" "$tmp/err"
+else
+    echo "ok: transport.tcp.buffer_size=lots is refused with its key named"
+fi
 
 # What dtctl adds to the workers' environment: the store, the transport,
 # the interface spec and non-default plugin and timeout settings (dtctl

@@ -78,8 +78,10 @@ static dt_status_t read_config(tcp_ctx_t *c, const dt_config_t *cfg,
     if (strcmp(buf_text, "auto") == 0)
         buf = a->size == a->local_size ? TCP_ONE_HOST_BUFFER : 0;
     else if (dt_parse_size(buf_text, &buf) != DT_OK) {
-        dt_error("[transport.tcp] buffer_size = '%s': use auto, 0 or a size "
-                 "such as 2M", buf_text);
+        const char *where = "default";
+        dt_config_origin(cfg, SECTION, "buffer_size", NULL, &where);
+        dt_error("%s: [transport.tcp] buffer_size = '%s': use auto, 0 or a "
+                 "size such as 2M", where, buf_text);
         return DT_ERR_CONFIG;
     }
     if (a->rank == 0)
