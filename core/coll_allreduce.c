@@ -63,9 +63,12 @@ static dt_status_t recursive_doubling(dt_comm_t *c, void *buf, size_t count,
 dt_status_t dt_coll_allreduce(dt_comm_t *c, const void *send, void *recv,
                               size_t count, dt_dtype_t t, dt_redop_t op)
 {
-    if (DT_OPS_HAS(c->ops, allreduce))
-        return c->ops->allreduce(c->ctx, send, recv, count, t, op,
-                                 DT_MEM_HOST, NULL);
+    if (DT_OPS_HAS(c->ops, allreduce)) {
+        dt_status_t st = c->ops->allreduce(c->ctx, send, recv, count, t, op,
+                                           DT_MEM_HOST, NULL);
+        if (st != DT_DECLINED)
+            return st;
+    }
     if (!dt_coll_reducible(t, op)) {
         dt_error("allreduce: rank %d: %s with op %d is not supported "
                  "(float32, float64, int32; sum, avg, max, min)",

@@ -7,8 +7,11 @@
 
 dt_status_t dt_coll_barrier(dt_comm_t *c)
 {
-    if (DT_OPS_HAS(c->ops, barrier))
-        return c->ops->barrier(c->ctx);
+    if (DT_OPS_HAS(c->ops, barrier)) {
+        dt_status_t st = c->ops->barrier(c->ctx);
+        if (st != DT_DECLINED)
+            return st;
+    }
     const int n = c->size, r = c->rank;
     for (int d = 1; d < n; d <<= 1) {
         char none = 0;

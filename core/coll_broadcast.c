@@ -98,9 +98,12 @@ dt_status_t dt_coll_broadcast(dt_comm_t *c, void *buf, size_t count,
                  (int)t);
         return DT_ERR_INVALID;
     }
-    if (DT_OPS_HAS(c->ops, broadcast))
-        return c->ops->broadcast(c->ctx, buf, count, t, root, DT_MEM_HOST,
-                                 NULL);
+    if (DT_OPS_HAS(c->ops, broadcast)) {
+        dt_status_t st = c->ops->broadcast(c->ctx, buf, count, t, root,
+                                           DT_MEM_HOST, NULL);
+        if (st != DT_DECLINED)
+            return st;
+    }
     size_t bytes = count * dt_dtype_size(t);
     if (c->size == 1 || bytes == 0)
         return DT_OK;

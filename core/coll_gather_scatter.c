@@ -20,9 +20,13 @@ dt_status_t dt_coll_allgather(dt_comm_t *c, const void *send, void *recv,
                  (int)t);
         return DT_ERR_INVALID;
     }
-    if (DT_OPS_HAS(c->ops, allgather))
-        return c->ops->allgather(c->ctx, send, recv, count_per_rank, t,
-                                 DT_MEM_HOST, NULL);
+    if (DT_OPS_HAS(c->ops, allgather)) {
+        dt_status_t st = c->ops->allgather(c->ctx, send, recv,
+                                           count_per_rank, t, DT_MEM_HOST,
+                                           NULL);
+        if (st != DT_DECLINED)
+            return st;
+    }
     char *mine = (char *)recv + (size_t)c->rank * count_per_rank * es;
     if (send != recv && send != mine && count_per_rank)
         memcpy(mine, send, count_per_rank * es);
@@ -37,9 +41,13 @@ dt_status_t dt_coll_reduce_scatter(dt_comm_t *c, const void *send,
                                    void *recv, size_t count_per_rank,
                                    dt_dtype_t t, dt_redop_t op)
 {
-    if (DT_OPS_HAS(c->ops, reduce_scatter))
-        return c->ops->reduce_scatter(c->ctx, send, recv, count_per_rank, t,
-                                      op, DT_MEM_HOST, NULL);
+    if (DT_OPS_HAS(c->ops, reduce_scatter)) {
+        dt_status_t st = c->ops->reduce_scatter(c->ctx, send, recv,
+                                                count_per_rank, t, op,
+                                                DT_MEM_HOST, NULL);
+        if (st != DT_DECLINED)
+            return st;
+    }
     if (!dt_coll_reducible(t, op)) {
         dt_error("reduce-scatter: rank %d: %s with op %d is not supported "
                  "(float32, float64, int32; sum, avg, max, min)",

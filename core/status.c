@@ -7,6 +7,7 @@ const char *dt_status_str(dt_status_t st)
 {
     switch (st) {
     case DT_OK: return "ok";
+    case DT_DECLINED: return "declined (left to the core)";
     case DT_ERR_INVALID: return "invalid argument";
     case DT_ERR_NOMEM: return "out of memory";
     case DT_ERR_IO: return "I/O error";

@@ -1,9 +1,10 @@
 #!/bin/sh
 # The ucx transport through dtctl run: the allreduce example (every
-# collective, odd counts, checked exactly) for N = 1..8 over UCX's default
-# transports (shared memory, CMA) and over tls = tcp; a peer that dies and
-# a peer that hangs are errors naming that rank; a worker with another
-# job's token is refused.
+# collective, odd counts, checked exactly) for N = 1..8 with the
+# collectives through the shared-memory segment (the default on one host),
+# over UCX's own transports (shm = off: shared memory, CMA) and over
+# tls = tcp; a peer that dies and a peer that hangs are errors naming that
+# rank, on either path; a worker with another job's token is refused.
 set -u
 plugin="$top_builddir/plugins/modules/dt_transport_ucx.so"
 if [ ! -e "$plugin" ]; then
@@ -72,9 +73,41 @@ run_job() {
 for np in 1 2 3 4 5 6 7 8; do
     run_job $np
 done
+for np in 2 3 5 8; do
+    run_job $np --set transport.ucx.shm=off
+done
 for np in 2 3 4 5 8; do
     run_job $np --set transport.ucx.tls=tcp --set cluster.interface=lo
 done
+
+# Which path the collectives take: the segment by default on one host;
+# UCX when shm = off or when tls leaves out shared memory (tls = tcp).
+if DT_LOG_LEVEL=debug dtctl run -n 3 -- "$ex" >"$tmp/out" 2>&1 &&
+   grep -q "ucx: rank 2: collectives through shared memory (3 ranks" \
+       "$tmp/out"; then
+    echo "ok: a job on one host runs its collectives through shared memory"
+else
+    fail "a job on one host did not use the shared-memory collectives:"
+    cat "$tmp/out"
+fi
+if DT_LOG_LEVEL=debug dtctl --set transport.ucx.tls=tcp run -n 2 -- "$ex" \
+       >"$tmp/out" 2>&1 &&
+   grep -q "ucx: rank 1: collectives over UCX (UCX_TLS leaves out shared memory)" \
+       "$tmp/out"; then
+    echo "ok: tls = tcp keeps the collectives on UCX"
+else
+    fail "tls = tcp did not keep the collectives on UCX:"
+    cat "$tmp/out"
+fi
+if dtctl --set transport.ucx.shm=maybe run -n 2 -- "$ex" \
+       >"$tmp/out" 2>&1; then
+    fail "shm = maybe: the job succeeded"
+elif ! grep -q "\[transport.ucx\] shm = 'maybe'" "$tmp/out"; then
+    fail "shm = maybe: no error naming the key"
+    cat "$tmp/out"
+else
+    echo "ok: shm = maybe is refused with its key named"
+fi
 
 # The settings reach UCX: tls, and devices from [cluster] interface.
 if DT_LOG_LEVEL=debug dtctl --set transport.ucx.tls=tcp \
@@ -185,11 +218,19 @@ peer_fails() {
         echo "ok: $label is an error naming rank 1 (dtctl exit $rc)"
     fi
 }
-# UCX itself names a peer that is gone (peer_errors = report; auto picks it
-# across hosts, ignore on one: see below).
+# The shared-memory collectives: a peer whose process is gone is named at
+# once (the 120 s timeout would end the test first), a hung one when the
+# timeout passes.
+peer_fails "dead peer (shared-memory collectives)" exit 120s \
+    "ucx: rank [02]: allreduce (shared memory): rank 1 (pid [0-9]*) is gone\|rank 1 is gone (noticed by rank"
+peer_fails "hung peer (shared-memory collectives)" stop 20s \
+    "ucx: rank [02]: allreduce (shared memory): waiting on rank(s) 1: they are hung"
+# Collectives over UCX (shm = off). UCX itself names a peer that is gone
+# (peer_errors = report; auto picks it across hosts, ignore on one: see
+# below).
 peer_fails "dead peer (shm)" exit 120s \
     "ucx: rank [02]: the connection to rank 1 failed" \
-    --set transport.ucx.peer_errors=report
+    --set transport.ucx.peer_errors=report --set transport.ucx.shm=off
 peer_fails "dead peer (tcp)" exit 120s \
     "ucx: rank [02]: the connection to rank 1 failed" \
     --set transport.ucx.tls=tcp --set transport.ucx.peer_errors=report
@@ -199,7 +240,8 @@ peer_fails "dead peer (tcp)" exit 120s \
 # run: "a send to rank 1 failed: Shared memory error"); one that crashes,
 # by dtctl at once.
 peer_fails "peer gone, one host (auto)" exit 20s \
-    "waiting on rank(s) 1: they are hung\|ucx: rank [02]: a send to rank 1 failed"
+    "waiting on rank(s) 1: they are hung\|ucx: rank [02]: a send to rank 1 failed" \
+    --set transport.ucx.shm=off
 if dtctl -v -v run -n 3 -- sh -c \
        'if [ "$DT_RANK" = 1 ]; then sleep 1; kill -SEGV $$; fi; exec "$0"' \
        "$ex" >"$tmp/out" 2>"$tmp/err"; then
@@ -211,7 +253,8 @@ elif ! grep -q "rank 1 on localhost was killed by signal" "$tmp/err" ||
 else
     echo "ok: one host (peer_errors auto = ignore): a crashed rank 1 is named by dtctl"
 fi
-peer_fails "hung peer (shm)" stop 20s "waiting on rank(s) 1: they are hung"
+peer_fails "hung peer (shm)" stop 20s "waiting on rank(s) 1: they are hung" \
+    --set transport.ucx.shm=off
 peer_fails "hung peer (tcp)" stop 20s "waiting on rank(s) 1: they are hung" \
     --set transport.ucx.tls=tcp
 

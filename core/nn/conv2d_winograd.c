@@ -35,18 +35,13 @@
 #include <string.h>
 
 #include "conv2d_winograd.h"
+#include "simd_clones.h"
 
 #define NXI 16          /* points of a transformed 4x4 tile */
 
 /* The per-tile transforms run along the channels; built for AVX-512 and
- * AVX2 as well as the baseline, the best one picked at load time (the
- * library itself stays baseline x86-64). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_ADDRESS__)
-#define ALONG_CHANNELS __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define ALONG_CHANNELS
-#endif
+ * AVX2 as well as the baseline (simd_clones.h). */
+#define ALONG_CHANNELS DT_SIMD_CLONES
 #define GROUP_TILES 256 /* tiles per group of samples (measured: 64-1024
                         * tried, docs/PERFORMANCE.md) */
 

@@ -187,7 +187,10 @@ typedef struct dt_transport_ops {
                         int timeout_ms);
     /* Optional native collectives (NULL: the core's algorithms over
      * isend/irecv). `stream` is a cudaStream_t for CUDA memory, else NULL.
-     * send == recv means in place. */
+     * send == recv means in place. A call the transport does not handle
+     * (a memory kind, a job across hosts) returns DT_DECLINED, before
+     * touching any buffer or peer: the core then runs its own algorithm.
+     * All ranks must decline the same calls. */
     dt_status_t (*allreduce)(void *ctx, const void *send, void *recv,
                              size_t count, dt_dtype_t t, dt_redop_t op,
                              dt_mem_t mem, void *stream);

@@ -2,7 +2,8 @@
  *
  * Functions return a dt_status_t; values come back through out-parameters.
  * DT_OK is zero and every error is negative, so `if (st < 0)` and
- * `if (st != DT_OK)` both work. */
+ * `if (st != DT_OK)` both work (DT_DECLINED, positive, stays between a
+ * transport and the core). */
 #ifndef DT_STATUS_H
 #define DT_STATUS_H
 
@@ -12,6 +13,11 @@ extern "C" {
 
 typedef enum dt_status {
     DT_OK = 0,
+    /* Not an error: a transport's native collective leaves this call (a
+     * memory kind or job layout it does not handle) to the core's own
+     * algorithms. Only native collectives return it; the core never passes
+     * it on. */
+    DT_DECLINED = 1,
     DT_ERR_INVALID = -1,      /* bad argument or malformed input            */
     DT_ERR_NOMEM = -2,        /* allocation failed                          */
     DT_ERR_IO = -3,           /* a system call or file operation failed     */

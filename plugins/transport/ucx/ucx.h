@@ -17,6 +17,7 @@
 #include <ucp/api/ucp.h>
 
 #include <dt/plugin.h>
+#include "shm_coll.h"
 #include "wait_spin.h"
 
 /* Tag layout: bit 63 marks the plugin's own handshake messages. */
@@ -61,6 +62,11 @@ struct ucx_ctx {
     unsigned long completions; /* requests UCP finished: the activity a
                                   wait's idle timeout watches */
     int closing;             /* fini has begun: peer errors are expected */
+    int shm_mode;            /* [transport.ucx] shm: 1 auto, 0 off        */
+    size_t shm_chunk;        /* [transport.ucx] shm_chunk                 */
+    double shm_spin;         /* seconds a shared-memory wait polls        */
+    dt_shm_t *shm;           /* collectives through shared memory (one
+                                host), NULL: over UCX                    */
     char tls[256], devices[256], rndv_thresh[64];
 };
 
@@ -69,6 +75,22 @@ dt_status_t ucx_read_config(ucx_ctx_t *c, const dt_config_t *cfg,
                             const dt_transport_args_t *a);
 dt_status_t ucx_open(ucx_ctx_t *c);
 void ucx_close(ucx_ctx_t *c);
+
+/* ucx_collectives.c: the native collectives (shared memory on one host;
+ * otherwise DT_DECLINED, and the core's algorithms run over UCX). */
+dt_status_t ucx_shm_setup(ucx_ctx_t *c, const dt_transport_args_t *a);
+dt_status_t ucx_allreduce(void *ctx, const void *send, void *recv,
+                          size_t count, dt_dtype_t t, dt_redop_t op,
+                          dt_mem_t mem, void *stream);
+dt_status_t ucx_broadcast(void *ctx, void *buf, size_t count, dt_dtype_t t,
+                          int root, dt_mem_t mem, void *stream);
+dt_status_t ucx_allgather(void *ctx, const void *send, void *recv,
+                          size_t count_per_rank, dt_dtype_t t, dt_mem_t mem,
+                          void *stream);
+dt_status_t ucx_reduce_scatter(void *ctx, const void *send, void *recv,
+                               size_t count_per_rank, dt_dtype_t t,
+                               dt_redop_t op, dt_mem_t mem, void *stream);
+dt_status_t ucx_barrier(void *ctx);
 
 /* ucx_timeouts.c: UCX's keepalive and peer timeouts from c->timeout,
  * unless the user exported the UCX variable. */

@@ -36,6 +36,13 @@ static const dt_key_spec_t ucx_keys[] = {
      "tell); ignore: UCX may use them (2.5-4x faster on one host here), a "
      "dead peer is noticed by dtctl or after the timeout; auto: ignore for "
      "a job on one host, report across hosts"},
+    {"shm", DT_KEY_STRING, "auto",
+     "auto: when every rank is on one host, collectives on host memory go "
+     "through a shared-memory segment the ranks map (no transport on the "
+     "data path; 2-7x faster than over UCX here); off: always over UCX"},
+    {"shm_chunk", DT_KEY_SIZE, "256K",
+     "bytes each rank moves through shared memory per round (at least "
+     "4K); up to 4 rounds are in flight"},
     {"timeout", DT_KEY_DURATION, "60s",
      "a peer silent this long while a transfer waits on it is an error "
      "(a crashed peer is reported sooner); also bounds connection setup; "
@@ -55,6 +62,7 @@ static void ucx_fini(void *ctx)
             ucp_request_cancel(c->worker, q->ucp_req);
         }
     }
+    dt_shm_close(c->shm);
     if (c->worker)
         ucx_close_endpoints(c);
     ucx_close(c);
@@ -91,6 +99,8 @@ static dt_status_t ucx_init(const dt_config_t *cfg,
         goto out;
     if (a->size > 1)
         st = ucx_wireup(c, a);
+    if (st == DT_OK)
+        st = ucx_shm_setup(c, a);
 out:
     if (st != DT_OK) {
         ucx_fini(c);
@@ -114,7 +124,11 @@ static const dt_transport_ops_t ucx_ops = {
     .irecv = ucx_irecv,
     .test = ucx_test,
     .wait = ucx_wait,
-    /* Collectives: the core's algorithms over isend/irecv. */
+    .allreduce = ucx_allreduce,
+    .broadcast = ucx_broadcast,
+    .allgather = ucx_allgather,
+    .reduce_scatter = ucx_reduce_scatter,
+    .barrier = ucx_barrier,
     .fini = ucx_fini,
 };
 

@@ -51,7 +51,8 @@ static dt_status_t copy_key(const dt_config_t *cfg, const char *key,
 dt_status_t ucx_read_config(ucx_ctx_t *c, const dt_config_t *cfg,
                             const dt_transport_args_t *a)
 {
-    const char *mem = "auto", *perr = "auto", *spin = "auto";
+    const char *mem = "auto", *perr = "auto", *spin = "auto", *shm = "auto";
+    uint64_t shm_chunk = DT_SHM_DEFAULT_CHUNK;
     double timeout = 60.0;
     DT_CHECK(copy_key(cfg, "tls", c->tls, sizeof c->tls));
     DT_CHECK(copy_key(cfg, "devices", c->devices, sizeof c->devices));
@@ -62,7 +63,29 @@ dt_status_t ucx_read_config(ucx_ctx_t *c, const dt_config_t *cfg,
         DT_CHECK(dt_config_get_string(cfg, SECTION, "peer_errors", &perr));
         DT_CHECK(dt_config_get_string(cfg, SECTION, "spin", &spin));
         DT_CHECK(dt_config_get_duration(cfg, SECTION, "timeout", &timeout));
+        DT_CHECK(dt_config_get_string(cfg, SECTION, "shm", &shm));
+        DT_CHECK(dt_config_get_size(cfg, SECTION, "shm_chunk", &shm_chunk));
     }
+    if (strcasecmp(shm, "auto") != 0 && strcasecmp(shm, "off") != 0) {
+        const char *where = "[transport.ucx]";
+        if (cfg)
+            dt_config_origin(cfg, SECTION, "shm", NULL, &where);
+        dt_error("%s: [transport.ucx] shm = '%s': use auto (shared memory "
+                 "for the collectives of a job on one host) or off",
+                 where, shm);
+        return DT_ERR_CONFIG;
+    }
+    c->shm_mode = strcasecmp(shm, "auto") == 0;
+    if (shm_chunk < 4096 || shm_chunk > ((uint64_t)64 << 20)) {
+        const char *where = "[transport.ucx]";
+        if (cfg)
+            dt_config_origin(cfg, SECTION, "shm_chunk", NULL, &where);
+        dt_error("%s: [transport.ucx] shm_chunk = %llu bytes: give a size "
+                 "from 4K to 64M (default 256K)",
+                 where, (unsigned long long)shm_chunk);
+        return DT_ERR_CONFIG;
+    }
+    c->shm_chunk = (size_t)shm_chunk;
     if (!user_set(cfg, SECTION, "timeout") && a->timeout > 0)
         timeout = a->timeout;
     if (timeout <= 0) {
@@ -72,6 +95,11 @@ dt_status_t ucx_read_config(ucx_ctx_t *c, const dt_config_t *cfg,
     }
     c->timeout = timeout;
     DT_CHECK(dt_wait_spin_init(&c->spin, spin, SECTION, a->local_size));
+    /* A shared-memory round is due within microseconds: auto polls 200 us
+     * before sleeping (a futex wake-up costs 5-20 us here), yielding the
+     * CPU between polls when ranks outnumber CPUs; at N = 4 on 2 cores
+     * 30 us made 4-16 MiB up to 2x slower (docs/TRANSPORTS.md). */
+    c->shm_spin = strcasecmp(spin, "auto") != 0 ? c->spin.spin : 200e-6;
     /* auto: ignore on one host, where the data goes through shared memory
      * and the launcher sees every worker's exit itself; report across
      * hosts, where UCX's network transports can report and a host can
