@@ -99,9 +99,13 @@ static int attach(dt_shm_t *s, const char *name, char *why, size_t why_len)
                  name, strerror(errno));
         return 0;
     }
-    struct stat st;
+    struct stat st = {0};
     if (fstat(fd, &st) != 0 || (size_t)st.st_size != s->len) {
-        snprintf(why, why_len, "/dev/shm%s has the wrong size", name);
+        snprintf(why, why_len,
+                 "/dev/shm%s does not match this job's layout (%lld bytes, "
+                 "this rank expects %zu: ranks configured with different "
+                 "shm_chunk?)",
+                 name, (long long)st.st_size, s->len);
         close(fd);
         return 0;
     }
@@ -227,11 +231,16 @@ dt_status_t dt_shm_open(const dt_shm_args_t *a, dt_shm_t **out)
     if (st == DT_OK)
         st = dt_store_add(a->store, k_ok, 0, &agreed);
     if (st != DT_OK || agreed != a->size) {
-        if (st == DT_OK)
-            dt_debug("%s: rank %d: collectives through the transport, not "
-                     "shared memory: %s",
-                     s->name, a->rank,
-                     why[0] ? why : "another rank cannot use it");
+        /* This rank's own failure is worth a warning (the job runs, but
+         * slower); that it follows another rank is detail. */
+        if (st == DT_OK && why[0])
+            dt_warn("%s: rank %d: collectives through the transport, not "
+                    "shared memory: %s",
+                    s->name, a->rank, why);
+        else if (st == DT_OK)
+            dt_debug("%s: rank %d: collectives through the transport: "
+                     "another rank cannot use shared memory",
+                     s->name, a->rank);
         unmap(s);
         free(s);
         return st;

@@ -339,11 +339,19 @@ static void test_one_rank_cannot_so_none_do(void **state)
 {
     (void)state;
     job_t j = {.size = 3, .body = nothing, .bad_chunk_rank = 2};
+    capture_t cap;
+    capture_begin(&cap);
     run_job(&j);
+    char *log = capture_end(&cap);
     for (int r = 0; r < 3; r++) {
         assert_int_equal(j.ranks[r].st, DT_OK);
         assert_null(j.ranks[r].shm);
     }
+    /* The rank that could not says why, as a warning. */
+    assert_non_null(strstr(log, "test: rank 1: collectives through the "
+                                "transport, not shared memory"));
+    assert_non_null(strstr(log, "does not match this job's layout"));
+    free(log);
 }
 
 /* A rank that is alive but never joins the collective: the others say
