@@ -41,6 +41,10 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/dt-compare.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $(nproc) cores, N=$np"
+# The VM's two speeds (bench/cacheline_rtt.c): compare only runs that
+# started and ended at the same round trip.
+rtt=$builddir/bench/cacheline_rtt
+[ -x "$rtt" ] && "$rtt"
 "$dtctl" bench allreduce -n "$np" --transport "$transport" \
     --sizes "$sizes" --iters "$iters" | sed "s/^\[[0-9]*\] //" >"$out/dt"
 case $peer in
@@ -62,6 +66,7 @@ gloo)
 *) echo "--peer is mpi, mpi-ucx, mpi-sm or gloo, not '$peer'" >&2; exit 2 ;;
 esac
 cat "$out/dt" "$out/mpi"
+[ -x "$rtt" ] && "$rtt"
 echo "# ratio dt/$peer (busbw; for time, $peer/dt): above 1 = dt faster"
 printf '# %12s %11s %11s %11s %11s %7s\n' bytes dt_us "${peer}_us" dt_busbw "${peer}_busbw" ratio
 grep -v '^#' "$out/dt" >"$out/dt.rows"
