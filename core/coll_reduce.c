@@ -8,9 +8,10 @@
  * (the kernels are inlined there), which shows addps/maxps/minps on pairs
  * of xmm registers per 32-byte vector (baseline x86-64, SSE2), vaddps with
  * -mavx; each kernel is also built for AVX2 and AVX-512 (simd_clones.h),
- * whose wider loads matter when the data is in cache (the shared-memory
- * collectives reduce 64 KiB pieces: a third of their time went here at
- * baseline). Element-wise IEEE add/max/min give the same
+ * whose wider loads matter when the data is in cache: a 2 MiB allreduce
+ * through shared memory spent 19% of its time here at baseline, and the
+ * tcp ring at N = 2 went from parity with Open MPI at 2-4 MiB to 1.13-2.4x
+ * (docs/PERFORMANCE.md). Element-wise IEEE add/max/min give the same
  * bits whatever the vector width, so every rank computes the same result. */
 #include <math.h>
 #include <stdint.h>
