@@ -88,8 +88,10 @@ static dt_status_t reduce_rounds(dt_shm_t *s, const reduce_job_t *j)
 
         size_t l = piece_len(j->len[r], piece, k);
         if (l) {
-            char *res = j->gather ? shm_out(s, r, seq)
-                                  : j->dst + k * piece * es;
+            /* Into the slot's output half first: in place, the
+             * destination is this rank's own input, still to be read by
+             * the fold when r > 1. */
+            char *res = shm_out(s, r, seq);
             const char *mine = j->src + (j->off[r] + k * piece) * es;
             const char *op0 = r == 0 ? mine
                                      : shm_in(s, 0, seq) + (size_t)r * piece * es;
@@ -102,8 +104,8 @@ static dt_status_t reduce_rounds(dt_shm_t *s, const reduce_job_t *j)
             }
             if (j->op == DT_AVG)
                 DT_CHECK(dt_reduce_scale(res, l, j->t, 1.0 / n));
-            if (j->gather)
-                memcpy(j->dst + (j->off[r] + k * piece) * es, res, l * es);
+            memcpy(j->dst + ((j->gather ? j->off[r] : 0) + k * piece) * es,
+                   res, l * es);
         }
         dt_shm_post(s, &s->ctl[r].reduced, seq);
 
@@ -129,17 +131,31 @@ static void blocks(size_t count, int n, size_t *off, size_t *len)
     }
 }
 
-dt_status_t dt_shm_allreduce(dt_shm_t *s, const void *send, void *recv,
-                             size_t count, dt_dtype_t t, dt_redop_t op)
+/* Reduce a vector laid out in blocks; gather: everyone gets every block
+ * at recv, else this rank's block goes to its place in recv. */
+static dt_status_t reduce_in_blocks(dt_shm_t *s, const char *what,
+                                    const void *send, void *recv,
+                                    size_t count, dt_dtype_t t,
+                                    dt_redop_t op, int gather)
 {
     if (count == 0)
         return DT_OK;
     size_t off[s->size], len[s->size];
     blocks(count, s->size, off, len);
-    reduce_job_t j = {.what = "allreduce (shared memory)",
-                      .src = send, .dst = recv, .off = off, .len = len,
-                      .maxlen = len[0], .t = t, .op = op, .gather = 1};
+    char *dst = recv;
+    if (!gather)
+        dst += off[s->rank] * dt_dtype_size(t);
+    reduce_job_t j = {.what = what, .src = send, .dst = dst, .off = off,
+                      .len = len, .maxlen = len[0], .t = t, .op = op,
+                      .gather = gather};
     return reduce_rounds(s, &j);
+}
+
+dt_status_t dt_shm_allreduce(dt_shm_t *s, const void *send, void *recv,
+                             size_t count, dt_dtype_t t, dt_redop_t op)
+{
+    return reduce_in_blocks(s, "allreduce (shared memory)", send, recv,
+                            count, t, op, 1);
 }
 
 dt_status_t dt_shm_reduce_scatter(dt_shm_t *s, const void *send, void *recv,
@@ -155,7 +171,7 @@ dt_status_t dt_shm_reduce_scatter(dt_shm_t *s, const void *send, void *recv,
     }
     /* In place (send == recv), the result goes to the start of recv: the
      * piece it overwrites (block 0's) was copied in earlier in the same
-     * round, or, on rank 0, is the first operand of the reduction. */
+     * round, or, on rank 0, was read by the reduction before. */
     reduce_job_t j = {.what = "reduce-scatter (shared memory)",
                       .src = send, .dst = recv, .off = off, .len = len,
                       .maxlen = count_per_rank, .t = t, .op = op,
@@ -163,31 +179,69 @@ dt_status_t dt_shm_reduce_scatter(dt_shm_t *s, const void *send, void *recv,
     return reduce_rounds(s, &j);
 }
 
-dt_status_t dt_shm_allgather(dt_shm_t *s, const void *send, void *recv,
-                             size_t bytes)
+/* Every rank's block (bytes off[p], len[p] of recv; this rank's comes
+ * from src) to every rank, a chunk of each per round. */
+static dt_status_t gather_blocks(dt_shm_t *s, const char *what,
+                                 const char *src, char *recv,
+                                 const size_t *off, const size_t *len)
 {
-    const char *what = "allgather (shared memory)";
-    char *mine = (char *)recv + (size_t)s->rank * bytes;
-    /* In place (send == recv, as in MPI): this rank's block is at mine. */
-    const char *src = send == recv ? mine : send;
-    for (size_t o = 0; o < bytes; o += s->chunk) {
-        size_t l = bytes - o < s->chunk ? bytes - o : s->chunk;
+    const int n = s->size, r = s->rank;
+    size_t maxlen = 0;
+    for (int p = 0; p < n; p++)
+        maxlen = len[p] > maxlen ? len[p] : maxlen;
+    for (size_t o = 0; o < maxlen; o += s->chunk) {
         uint32_t seq;
         DT_CHECK(begin_round(s, what, &seq));
-        memcpy(shm_out(s, s->rank, seq), src + o, l);
-        if (src != mine)
-            memcpy(mine + o, src + o, l);
-        dt_shm_post(s, &s->ctl[s->rank].reduced, seq);
-        for (int q = 0; q < s->size; q++) {
-            if (q == s->rank)
+        size_t l = piece_len(len[r], s->chunk, o / s->chunk);
+        memcpy(shm_out(s, r, seq), src + o, l);
+        if (src != recv + off[r])
+            memcpy(recv + off[r] + o, src + o, l);
+        dt_shm_post(s, &s->ctl[r].reduced, seq);
+        for (int q = 0; q < n; q++) {
+            size_t lq = piece_len(len[q], s->chunk, o / s->chunk);
+            if (q == r || !lq)
                 continue;
             DT_CHECK(dt_shm_wait(s, q, &s->ctl[q].reduced, seq, what));
-            memcpy((char *)recv + (size_t)q * bytes + o, shm_out(s, q, seq),
-                   l);
+            memcpy(recv + off[q] + o, shm_out(s, q, seq), lq);
         }
         end_round(s, seq);
     }
     return DT_OK;
+}
+
+dt_status_t dt_shm_allgather(dt_shm_t *s, const void *send, void *recv,
+                             size_t bytes)
+{
+    size_t off[s->size], len[s->size];
+    for (int p = 0; p < s->size; p++) {
+        off[p] = (size_t)p * bytes;
+        len[p] = bytes;
+    }
+    char *mine = (char *)recv + off[s->rank];
+    /* In place (send == recv, as in MPI): this rank's block is at mine. */
+    return gather_blocks(s, "allgather (shared memory)",
+                         send == recv ? mine : send, recv, off, len);
+}
+
+dt_status_t dt_shm_reduce_blocks(dt_shm_t *s, const void *send, void *recv,
+                                 size_t count, dt_dtype_t t, dt_redop_t op)
+{
+    return reduce_in_blocks(s, "allreduce, within the host (shared memory)",
+                            send, recv, count, t,
+                            op == DT_AVG ? DT_SUM : op, 0);
+}
+
+dt_status_t dt_shm_allgather_blocks(dt_shm_t *s, void *buf, size_t count,
+                                    dt_dtype_t t)
+{
+    size_t es = dt_dtype_size(t), off[s->size], len[s->size];
+    blocks(count, s->size, off, len);
+    for (int p = 0; p < s->size; p++) {
+        off[p] *= es;
+        len[p] *= es;
+    }
+    return gather_blocks(s, "allreduce, within the host (shared memory)",
+                         (char *)buf + off[s->rank], buf, off, len);
 }
 
 dt_status_t dt_shm_broadcast(dt_shm_t *s, void *buf, size_t bytes, int root)

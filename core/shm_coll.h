@@ -59,6 +59,17 @@ dt_status_t dt_shm_reduce_scatter(dt_shm_t *s, const void *send, void *recv,
 dt_status_t dt_shm_allgather(dt_shm_t *s, const void *send, void *recv,
                              size_t bytes_per_rank);
 dt_status_t dt_shm_broadcast(dt_shm_t *s, void *buf, size_t bytes, int root);
+
+/* The two halves of a hierarchical allreduce (ranks of one host here,
+ * hosts through a transport in between). The vector of count elements is
+ * cut into blocks as the core's ring cuts it (dt_block_off over this
+ * group's ranks). reduce_blocks leaves block r of the reduction (DT_AVG:
+ * the sum) at its place in recv; allgather_blocks copies each rank's
+ * block of buf to the others' buf. */
+dt_status_t dt_shm_reduce_blocks(dt_shm_t *s, const void *send, void *recv,
+                                 size_t count, dt_dtype_t t, dt_redop_t op);
+dt_status_t dt_shm_allgather_blocks(dt_shm_t *s, void *buf, size_t count,
+                                    dt_dtype_t t);
 dt_status_t dt_shm_barrier(dt_shm_t *s);
 
 #ifdef __cplusplus

@@ -63,8 +63,15 @@ if [ -x "$ex" ]; then
                 fail "ucx (tls='$tls') allreduce did not confirm: $(cat "$T/o")"
             grep -q "ucx: rank 2: UCX_NET_DEVICES=dt0" "$T/o" "$T/err" ||
                 fail "ucx (tls='$tls'): rank 2 did not use dt0: $(grep NET_DEVICES "$T/o" "$T/err")"
+            # UCX's own transports: allreduce within each host through
+            # shared memory, across the hosts over UCX; tls = tcp: flat.
+            if [ -z "$tls" ]; then
+                grep -q "ucx: rank 3: hierarchical allreduce: 2 ranks on each of 2 hosts" \
+                    "$T/o" "$T/err" ||
+                    fail "ucx: rank 3 did not run the hierarchical allreduce: $(grep 'ucx: rank 3: \(hier\|coll\)' "$T/o" "$T/err")"
+            fi
         done
-        ok "examples/allreduce over ucx (default transports and tls=tcp), 4 ranks on 2 hosts via dt0"
+        ok "examples/allreduce over ucx (default transports: hierarchical; tls=tcp), 4 ranks on 2 hosts via dt0"
     else
         echo "note: the ucx transport is not built; its namespace part was not run"
     fi

@@ -208,6 +208,44 @@ static void test_allreduce_exact(void **state)
     }
 }
 
+/* The halves of a hierarchical allreduce, with nothing in between: block
+ * r reduced in place, then gathered, is the whole allreduce. */
+static void halves_body(rank_t *r)
+{
+    int n = r->job->size;
+    size_t counts[] = {1, (size_t)n + 1, 1009, 100003};
+    for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
+        size_t count = counts[c];
+        float *buf = malloc(count * 4), *want = malloc(count * 4);
+        fill(r->rank, count, DT_FLOAT32, buf);
+        serial(n, count, DT_FLOAT32, DT_SUM, want);
+        r->st = dt_shm_reduce_blocks(r->shm, buf, buf, count, DT_FLOAT32,
+                                     DT_AVG /* sums: scaled by the caller */);
+        if (r->st == DT_OK)
+            r->st = dt_shm_allgather_blocks(r->shm, buf, count, DT_FLOAT32);
+        if (r->st == DT_OK && memcmp(buf, want, count * 4) != 0) {
+            snprintf(r->detail, sizeof r->detail,
+                     "reduce_blocks + allgather_blocks of %zu differ from "
+                     "the serial sum",
+                     count);
+        }
+        free(buf);
+        free(want);
+        if (r->st != DT_OK || r->detail[0])
+            return;
+    }
+}
+
+static void test_hierarchical_halves(void **state)
+{
+    (void)state;
+    for (int n = 2; n <= 5; n++) {
+        job_t j = {.size = n, .body = halves_body};
+        run_job(&j);
+        expect_ok(&j);
+    }
+}
+
 /* ---- reduce-scatter, allgather, broadcast, barrier ------------------- */
 
 static void others_body(rank_t *r)
@@ -439,6 +477,7 @@ int main(void)
     snprintf(rdv, sizeof rdv, "127.0.0.1:%d", dt_store_server_port(srv));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allreduce_exact),
+        cmocka_unit_test(test_hierarchical_halves),
         cmocka_unit_test(test_other_collectives),
         cmocka_unit_test(test_barrier),
         cmocka_unit_test(test_one_rank_cannot_so_none_do),

@@ -2,8 +2,10 @@
  * of this process, each with its own UCP context, joined through a real
  * rendezvous store. Checks data integrity of point-to-point messages of
  * every protocol size (eager to rendezvous) in both tls settings, a size
- * mismatch reported as an error, and the token handshake: a rank whose
- * transport token differs from its peers' is refused by them. */
+ * mismatch reported as an error, the token handshake (a rank whose
+ * transport token differs from its peers' is refused by them), and the
+ * hierarchical allreduce of a job across hosts — here ranks that bind to
+ * 127.0.0.1 and 127.0.0.2, two "hosts" on loopback, placed round-robin. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -33,6 +35,8 @@ struct job {
     int size;
     const char *tls;                 /* NULL: UCX's default */
     int bad_token_rank;              /* -1: every rank has the job token */
+    int hosts;                       /* 0/1: one host; else rank r binds to
+                                        127.0.0.(1 + r % hosts)           */
     dt_status_t (*body)(const dt_transport_ops_t *ops, void *ctx,
                         rank_arg_t *r);
     const dt_transport_ops_t *ops;
@@ -119,6 +123,57 @@ static dt_status_t size_mismatch(const dt_transport_ops_t *ops, void *ctx,
     return st == DT_OK ? ops->wait(ctx, &q, 1, -1) : st;
 }
 
+/* Hierarchical allreduce: sums and averages of integer-valued floats
+ * (exact in any order), in place and not, counts around the block sizes;
+ * the other collectives decline (the core runs them over UCX). */
+static dt_status_t hier_allreduce(const dt_transport_ops_t *ops, void *ctx,
+                                  rank_arg_t *r)
+{
+    const size_t counts[] = {0, 1, 3, 5, 1009, 100003};
+    const int n = r->job->size;
+    for (size_t c = 0; c < sizeof counts / sizeof *counts; c++)
+        for (int avg = 0; avg < 2; avg++) {
+            size_t count = counts[c];
+            float *send = malloc(count * 4 + 4), *recv = malloc(count * 4 + 4);
+            for (size_t i = 0; i < count; i++)
+                send[i] = (float)((r->rank + 1) * 4 * (int)(i % 1000 + 1));
+            int in_place = (int)(c + (size_t)avg) % 2;
+            if (in_place)
+                memcpy(recv, send, count * 4);
+            dt_status_t st = ops->allreduce(ctx, in_place ? recv : send,
+                                            recv, count, DT_FLOAT32,
+                                            avg ? DT_AVG : DT_SUM,
+                                            DT_MEM_HOST, NULL);
+            for (size_t i = 0; st == DT_OK && i < count; i++) {
+                float sum = (float)(n * (n + 1) / 2 * 4 *
+                                    (int)(i % 1000 + 1));
+                float want = avg ? sum / (float)n : sum;
+                if (recv[i] != want) {
+                    snprintf(r->detail, sizeof r->detail,
+                             "rank %d: hierarchical allreduce of %zu (%s, "
+                             "%s): element %zu is %g, not %g",
+                             r->rank, count, avg ? "avg" : "sum",
+                             in_place ? "in place" : "out of place", i,
+                             (double)recv[i], (double)want);
+                    st = DT_ERR_INTERNAL;
+                }
+            }
+            free(send);
+            free(recv);
+            if (st != DT_OK)
+                return st;
+        }
+    float x = 1;
+    if (ops->broadcast(ctx, &x, 1, DT_FLOAT32, 0, DT_MEM_HOST, NULL) !=
+        DT_DECLINED) {
+        snprintf(r->detail, sizeof r->detail,
+                 "rank %d: broadcast across hosts should be left to the "
+                 "core", r->rank);
+        return DT_ERR_INTERNAL;
+    }
+    return DT_OK;
+}
+
 static void *rank_main(void *p)
 {
     rank_arg_t *r = p;
@@ -135,14 +190,17 @@ static void *rank_main(void *p)
      * but healthy run can hit makes the test flaky. */
     r->init_st = dt_store_connect(j->rdv, j->token, 60.0, &store);
     if (r->init_st == DT_OK) {
+        int hosts = j->hosts > 1 ? j->hosts : 1;
+        char bind[32];
+        snprintf(bind, sizeof bind, "127.0.0.%d", 1 + r->rank % hosts);
         dt_transport_args_t a = {.rank = r->rank,
                                  .size = j->size,
-                                 .local_rank = r->rank,
-                                 .local_size = j->size,
+                                 .local_rank = r->rank / hosts,
+                                 .local_size = j->size / hosts,
                                  .store = store,
                                  .token = tok,
                                  .token_len = sizeof tok,
-                                 .bind_addr = "127.0.0.1",
+                                 .bind_addr = bind,
                                  .timeout = 60.0};
         r->init_st = j->ops->init(NULL, &a, &ctx);
     }
@@ -221,6 +279,15 @@ static void test_size_mismatch(void **state)
     assert_int_equal(j.ranks[1].run_st, DT_ERR_INVALID);
 }
 
+static void test_hierarchical_allreduce(void **state)
+{
+    (void)state;
+    job_t j = {.size = 4, .hosts = 2, .bad_token_rank = -1,
+               .body = hier_allreduce};
+    run_job(&j);
+    check_all_ok(&j);
+}
+
 static void test_wrong_token_refused(void **state)
 {
     (void)state;
@@ -249,6 +316,7 @@ int main(void)
         cmocka_unit_test(test_all_to_all_default),
         cmocka_unit_test(test_all_to_all_tcp),
         cmocka_unit_test(test_size_mismatch),
+        cmocka_unit_test(test_hierarchical_allreduce),
         cmocka_unit_test(test_wrong_token_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

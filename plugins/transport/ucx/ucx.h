@@ -17,6 +17,7 @@
 #include <ucp/api/ucp.h>
 
 #include <dt/plugin.h>
+#include "coll.h"
 #include "shm_coll.h"
 #include "wait_spin.h"
 
@@ -67,6 +68,14 @@ struct ucx_ctx {
     double shm_spin;         /* seconds a shared-memory wait polls        */
     dt_shm_t *shm;           /* collectives through shared memory (one
                                 host), NULL: over UCX                    */
+    /* A job across hosts with the same number (>= 2) of ranks on each:
+     * shm is this host's group, and allreduce is hierarchical (within the
+     * host through it, across hosts over UCX among the ranks of the same
+     * local index: cross, whose rank h is global rank cross_ranks[h]). */
+    int hier;
+    int local_index, local_count;
+    dt_comm_t cross;
+    int *cross_ranks;
     char tls[256], devices[256], rndv_thresh[64];
 };
 
@@ -75,6 +84,11 @@ dt_status_t ucx_read_config(ucx_ctx_t *c, const dt_config_t *cfg,
                             const dt_transport_args_t *a);
 dt_status_t ucx_open(ucx_ctx_t *c);
 void ucx_close(ucx_ctx_t *c);
+
+/* ucx_hosts.c: which ranks share a host (the address each binds to),
+ * this rank's place among them, and the hierarchical setup. */
+dt_status_t ucx_hier_setup(ucx_ctx_t *c, const dt_transport_args_t *a,
+                           const dt_shm_args_t *sa);
 
 /* ucx_collectives.c: the native collectives (shared memory on one host;
  * otherwise DT_DECLINED, and the core's algorithms run over UCX). */

@@ -63,6 +63,8 @@ static void ucx_fini(void *ctx)
         }
     }
     dt_shm_close(c->shm);
+    dt_comm_release(&c->cross);
+    free(c->cross_ranks);
     if (c->worker)
         ucx_close_endpoints(c);
     ucx_close(c);
