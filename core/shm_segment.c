@@ -166,9 +166,10 @@ dt_status_t dt_shm_open(const dt_shm_args_t *a, dt_shm_t **out)
     size_t chunk = a->chunk ? a->chunk : DT_SHM_DEFAULT_CHUNK;
     chunk = chunk / 64 * 64;
     if (chunk < 4096 || chunk / (size_t)a->size < 256) {
-        dt_error("%s: shared-memory chunk of %zu bytes is too small for %d "
-                 "ranks (at least 4K and 256 bytes per rank)",
-                 a->name, chunk, a->size);
+        dt_error("%s: [transport.%s] shm_chunk = %zu bytes is too small for "
+                 "%d ranks on a host: give at least 4K and 256 bytes per "
+                 "rank (%zu)",
+                 a->name, a->name, chunk, a->size, (size_t)a->size * 256);
         return DT_ERR_CONFIG;
     }
     dt_shm_t *s = calloc(1, sizeof *s);
