@@ -67,9 +67,6 @@ static inline char *shm_out(const dt_shm_t *s, int r, uint32_t seq)
     return shm_in(s, r, seq) + s->chunk;
 }
 
-/* shm_segment.c */
-size_t dt_shm_segment_len(int size, size_t chunk);
-
 /* shm_sync.c: post a flag (wakes sleepers), wait for a peer's flag to
  * reach seq. what names the collective for the error message. */
 void dt_shm_post(dt_shm_t *s, shm_flag_t *f, uint32_t seq);

@@ -30,7 +30,7 @@ static size_t ctl_len(int size)
     return (n + PAGE - 1) / PAGE * PAGE;
 }
 
-size_t dt_shm_segment_len(int size, size_t chunk)
+static size_t segment_len(int size, size_t chunk)
 {
     return ctl_len(size) + (size_t)size * DT_SHM_SLOTS * 2 * chunk;
 }
@@ -183,7 +183,7 @@ dt_status_t dt_shm_open(const dt_shm_args_t *a, dt_shm_t **out)
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     s->yield = online > 0 && a->size > online;
     snprintf(s->name, sizeof s->name, "%s", a->name ? a->name : "shm");
-    s->len = dt_shm_segment_len(a->size, chunk);
+    s->len = segment_len(a->size, chunk);
 
     char k_name[128], k_attach[128], k_ok[128], k_agree[128];
     char name[64] = "", why[256] = "";

@@ -70,16 +70,18 @@ run_job() {
     echo "ok: ucx $* -n $np"
 }
 
-# $1: a [transport.ucx] key that takes words: 'maybe' is refused, naming it.
-refuses_maybe() {
-    if dtctl --set "transport.ucx.$1=maybe" run -n 2 -- "$ex" \
+# $1: a [transport.ucx] key; $2: a value it refuses; $3: what the error
+# must say (default: the key and the value). A clear error, no hang.
+refuses() {
+    pat=${3:-"\[transport.ucx\] $1 = '$2'"}
+    if dtctl --set "transport.ucx.$1=$2" run -n 2 -- "$ex" \
            >"$tmp/out" 2>&1; then
-        fail "$1 = maybe: the job succeeded"
-    elif ! grep -q "\[transport.ucx\] $1 = 'maybe'" "$tmp/out"; then
-        fail "$1 = maybe: no error naming the key"
+        fail "$1 = $2: the job succeeded"
+    elif ! grep -q "$pat" "$tmp/out"; then
+        fail "$1 = $2: no error naming the key"
         cat "$tmp/out"
     else
-        echo "ok: $1 = maybe is refused with its key named"
+        echo "ok: $1 = $2 is refused with its key named"
     fi
 }
 
@@ -112,7 +114,7 @@ else
     fail "tls = tcp did not keep the collectives on UCX:"
     cat "$tmp/out"
 fi
-refuses_maybe shm
+refuses shm maybe
 
 # The settings reach UCX: tls, and devices from [cluster] interface.
 if DT_LOG_LEVEL=debug dtctl --set transport.ucx.tls=tcp \
@@ -128,7 +130,7 @@ fi
 # peer_errors = ignore: UCX's shared-memory transports, still correct; a
 # value that is neither is refused naming the key.
 run_job 3 --set transport.ucx.peer_errors=ignore
-refuses_maybe peer_errors
+refuses peer_errors maybe
 
 # A job on one host keeps UCX on loopback without being told, and a
 # network interface that comes and goes meanwhile (a container's or a
@@ -182,15 +184,7 @@ else
 fi
 
 # A transport UCX does not have: a clear error naming the key, no hang.
-if dtctl --set transport.ucx.tls=nosuchtransport run -n 2 -- "$ex" \
-       >"$tmp/out" 2>&1; then
-    fail "tls = nosuchtransport: the job succeeded"
-elif ! grep -q "transport.ucx\] tls" "$tmp/out"; then
-    fail "tls = nosuchtransport: no error naming [transport.ucx] tls"
-    cat "$tmp/out"
-else
-    echo "ok: an unknown tls is a clear error"
-fi
+refuses tls nosuchtransport "transport.ucx\] tls"
 
 # $1: label; $2: PEER_EXIT_MODE; $3: [cluster] timeout; $4: pattern the
 # survivors must log; rest: dtctl options. The timeout also bounds startup

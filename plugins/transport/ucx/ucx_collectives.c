@@ -34,35 +34,6 @@ static int tls_allows_shm(const char *tls)
     return exclude ? !named : named;
 }
 
-dt_status_t ucx_shm_setup(ucx_ctx_t *c, const dt_transport_args_t *a)
-{
-    const char *tls = c->tls[0] ? c->tls : getenv("UCX_TLS");
-    const char *why = !c->shm_mode             ? "[transport.ucx] shm = off"
-                      : !tls_allows_shm(tls) ? "UCX_TLS leaves out shared memory"
-                      : !a->store            ? "no rendezvous store"
-                      : a->local_size != a->size &&
-                              (!a->bind_addr || !*a->bind_addr)
-                          ? "ranks on more than one host"
-                          : NULL;
-    if (a->size < 2)
-        return DT_OK;
-    if (why) {
-        dt_debug("ucx: rank %d: collectives over UCX (%s)", c->rank, why);
-        return DT_OK;
-    }
-    dt_shm_args_t sa = {.name = "ucx",
-                        .store = a->store,
-                        .prefix = "ucx/shm",
-                        .rank = a->rank,
-                        .size = a->size,
-                        .timeout = c->timeout,
-                        .chunk = c->shm_chunk,
-                        .spin = c->shm_spin};
-    if (a->local_size != a->size)
-        return ucx_hier_setup(c, a, &sa);
-    return dt_shm_open(&sa, &c->shm);
-}
-
 /* The segment takes host memory of a job on one host; anything else goes
  * to the core (every rank declines alike: same layout, same memory kind).
  * Across hosts the segment is only this host's: allreduce alone uses it. */
@@ -106,14 +77,44 @@ static dt_status_t hier_allreduce(ucx_ctx_t *c, const void *send, void *recv,
     size_t off = dt_block_off(count, c->local_count, c->local_index);
     size_t len = dt_block_len(count, c->local_count, c->local_index);
     char *mine = (char *)recv + off * es;
-    c->cross.ops = &cross_ops;
-    c->cross.ctx = c;
     DT_CHECK(dt_shm_reduce_blocks(c->shm, send, recv, count, t, sum));
     if (len)
         DT_CHECK(dt_coll_allreduce(&c->cross, mine, mine, len, t, sum));
     if (len && op == DT_AVG)
         DT_CHECK(dt_reduce_scale(mine, len, t, 1.0 / c->size));
     return dt_shm_allgather_blocks(c->shm, recv, count, t);
+}
+
+dt_status_t ucx_shm_setup(ucx_ctx_t *c, const dt_transport_args_t *a)
+{
+    const char *tls = c->tls[0] ? c->tls : getenv("UCX_TLS");
+    const char *why = !c->shm_mode             ? "[transport.ucx] shm = off"
+                      : !tls_allows_shm(tls) ? "UCX_TLS leaves out shared memory"
+                      : !a->store            ? "no rendezvous store"
+                      : a->local_size != a->size &&
+                              (!a->bind_addr || !*a->bind_addr)
+                          ? "ranks on more than one host"
+                          : NULL;
+    if (a->size < 2)
+        return DT_OK;
+    if (why) {
+        dt_debug("ucx: rank %d: collectives over UCX (%s)", c->rank, why);
+        return DT_OK;
+    }
+    dt_shm_args_t sa = {.name = "ucx",
+                        .store = a->store,
+                        .prefix = "ucx/shm",
+                        .rank = a->rank,
+                        .size = a->size,
+                        .timeout = c->timeout,
+                        .chunk = c->shm_chunk,
+                        .spin = c->shm_spin};
+    if (a->local_size == a->size)
+        return dt_shm_open(&sa, &c->shm);
+    DT_CHECK(ucx_hier_setup(c, a, &sa));
+    c->cross.ops = &cross_ops;
+    c->cross.ctx = c;
+    return DT_OK;
 }
 
 dt_status_t ucx_allreduce(void *ctx, const void *send, void *recv,
