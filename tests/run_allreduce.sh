@@ -51,6 +51,10 @@ run_job 4 --set transport.tcp.sockets_per_peer=3 --set transport.tcp.stripe_min=
 # The bounded yield-poll before sleeping, forced on and off.
 run_job 3 --set transport.tcp.spin=200us
 run_job 3 --set transport.tcp.spin=0
+# Writes cut at the smallest send_max (every ring chunk in many pieces,
+# headers and payload split across calls) and with no limit at all.
+run_job 3 --set transport.tcp.send_max=4K
+run_job 2 --set transport.tcp.send_max=0
 # A spin that would keep a CPU busy for long is refused, naming the key.
 if "$DTCTL" run -n 2 --set transport.tcp.spin=2s -- "$ex" \
     >"$tmp/out" 2>"$tmp/err"; then
@@ -71,6 +75,18 @@ elif ! grep -q "DT_TRANSPORT_TCP_BUFFER_SIZE: \[transport.tcp\] buffer_size = 'l
     cat "$tmp/out" "$tmp/err"
 else
     echo "ok: transport.tcp.buffer_size=lots is refused with its key named"
+fi
+
+# A write limit below 4K is refused, naming key and origin.
+if "$DTCTL" run -n 2 --set transport.tcp.send_max=100 -- "$ex" \
+    >"$tmp/out" 2>"$tmp/err"; then
+    fail "transport.tcp.send_max=100 was accepted"
+elif ! grep -q "DT_TRANSPORT_TCP_SEND_MAX: \[transport.tcp\] send_max = '100'" \
+    "$tmp/out" "$tmp/err"; then
+    fail "transport.tcp.send_max=100: no error naming the key"
+    cat "$tmp/out" "$tmp/err"
+else
+    echo "ok: transport.tcp.send_max=100 is refused with its key named"
 fi
 
 # What dtctl adds to the workers' environment: the store, the transport,

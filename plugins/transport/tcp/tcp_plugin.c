@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <dt/log.h>
 #include <dt/plugin.h>
@@ -25,6 +26,11 @@ static const dt_key_spec_t tcp_keys[] = {
      "SO_SNDBUF/SO_RCVBUF per socket (a size); 0 keeps the kernel's "
      "autotuning; auto: 2M when every rank is on one host (a 512K ring "
      "chunk then never waits for a window to grow), else 0"},
+    {"send_max", DT_KEY_STRING, "auto",
+     "most bytes one sendmsg() writes (a size, at least 4K); 0: no limit; "
+     "auto: 256K when every rank is on one host and has a CPU of its own "
+     "(a long write holds the socket while the peer's data waits to be "
+     "taken in), else 0"},
     {"spin", DT_KEY_STRING, "auto",
      "a wait first polls this long (a duration: 30us), yielding the CPU "
      "between polls, before it sleeps in poll(): a reply that comes within "
@@ -50,7 +56,7 @@ static dt_status_t read_config(tcp_ctx_t *c, const dt_config_t *cfg,
 {
     long long nsock = 1, port = 0;
     uint64_t stripe = 256 << 10, buf = 0;
-    const char *buf_text = "auto";
+    const char *buf_text = "auto", *send_max_text = "auto";
     double timeout = 60.0;
     const char *spin_text = "auto";
     if (cfg) {
@@ -59,6 +65,8 @@ static dt_status_t read_config(tcp_ctx_t *c, const dt_config_t *cfg,
         DT_CHECK(dt_config_get_size(cfg, SECTION, "stripe_min", &stripe));
         DT_CHECK(dt_config_get_string(cfg, SECTION, "buffer_size",
                                       &buf_text));
+        DT_CHECK(dt_config_get_string(cfg, SECTION, "send_max",
+                                      &send_max_text));
         DT_CHECK(dt_config_get_int(cfg, SECTION, "listen_port", &port));
         DT_CHECK(dt_config_get_duration(cfg, SECTION, "timeout", &timeout));
     }
@@ -84,6 +92,25 @@ static dt_status_t read_config(tcp_ctx_t *c, const dt_config_t *cfg,
                  "size such as 2M", where, buf_text);
         return DT_ERR_CONFIG;
     }
+    uint64_t send_max = 0;
+    if (strcmp(send_max_text, "auto") == 0)
+        send_max = a->size == a->local_size &&
+                           a->local_size <= sysconf(_SC_NPROCESSORS_ONLN)
+                       ? TCP_ONE_HOST_SEND_MAX
+                       : 0;
+    else if (dt_parse_size(send_max_text, &send_max) != DT_OK ||
+             (send_max != 0 && send_max < TCP_SEND_MAX_MIN)) {
+        const char *where = "default";
+        dt_config_origin(cfg, SECTION, "send_max", NULL, &where);
+        dt_error("%s: [transport.tcp] send_max = '%s': use auto, 0 (no "
+                 "limit) or a size of at least 4K such as 256K",
+                 where, send_max_text);
+        return DT_ERR_CONFIG;
+    }
+    c->send_max = (size_t)send_max;
+    if (a->rank == 0)
+        dt_debug("[transport.tcp] send_max = %s (%zu bytes; 0: no limit)",
+                 send_max_text, c->send_max);
     if (a->rank == 0)
         dt_debug("[transport.tcp] buffer_size = %s%s", buf_text,
                  buf ? (buf == TCP_ONE_HOST_BUFFER ? " (2M)" : "")
