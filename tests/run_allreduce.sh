@@ -77,6 +77,29 @@ else
     echo "ok: transport.tcp.buffer_size=lots is refused with its key named"
 fi
 
+# send_max = auto: 256K per write when every rank has a CPU of its own,
+# no limit when ranks outnumber the CPUs (rank 0 says which at -v).
+cpus=$(getconf _NPROCESSORS_ONLN)
+send_max_of() { # NP [dtctl options]: the limit rank 0 chose
+    np=$1; shift
+    "$DTCTL" -v "$@" run -n "$np" -- "$ex" 2>&1 |
+        sed -n 's/.*\[transport.tcp\] send_max = [^(]*(\([0-9]*\) bytes.*/\1/p' |
+        head -1
+}
+if [ "$cpus" -ge 2 ]; then
+    got=$(send_max_of 2)
+    [ "$got" = 262144 ] && echo "ok: send_max auto, 2 ranks on $cpus CPUs: 256K" ||
+        fail "send_max auto, 2 ranks on $cpus CPUs: got '$got', want 262144"
+fi
+if [ "$cpus" -le 7 ]; then
+    got=$(send_max_of $((cpus + 1)))
+    [ "$got" = 0 ] && echo "ok: send_max auto, $((cpus + 1)) ranks on $cpus CPUs: no limit" ||
+        fail "send_max auto, $((cpus + 1)) ranks on $cpus CPUs: got '$got', want 0"
+fi
+got=$(send_max_of 2 --set transport.tcp.send_max=64K)
+[ "$got" = 65536 ] && echo "ok: send_max = 64K is used as given" ||
+    fail "send_max = 64K: got '$got', want 65536"
+
 # A write limit below 4K is refused, naming key and origin.
 if "$DTCTL" run -n 2 --set transport.tcp.send_max=100 -- "$ex" \
     >"$tmp/out" 2>"$tmp/err"; then
