@@ -24,17 +24,20 @@
  * allreduce at N = 2 took 0.31-0.74 ms instead of 0.24
  * (docs/PERFORMANCE.md). */
 #define TCP_ONE_HOST_BUFFER (2u << 20)
-/* send_max = auto on one host whose ranks each have a CPU: no sendmsg()
- * writes more than 256 KiB. The socket stays locked while the kernel
- * copies a write in, and over loopback also delivers it to the peer's
- * socket in the sender's context; the peer's data arriving on the same
- * socket meanwhile waits in its backlog. Written as one 1 MiB call per
- * ring step, the 2 MiB allreduce at N = 2 took 1.3-1.55x longer (medians
- * of interleaved rounds, docs/PERFORMANCE.md); 512K kept most of that,
- * 256K costs 8% at 64 MiB. With ranks outnumbering CPUs they take turns
- * anyway and shorter writes only add calls: 64 MiB at N = 4 on 2 cores
- * was 10% slower, so no limit there. */
+/* send_max = auto on one host whose ranks each have a CPU: a burst of at
+ * most TCP_SEND_MAX_BURST queued bytes goes out in writes of at most 256
+ * KiB. The socket stays locked while the kernel copies a write in, and
+ * over loopback also delivers it to the peer's socket in the sender's
+ * context; the peer's data arriving on the same socket meanwhile waits in
+ * its backlog. Written one 512K ring chunk per call, the 2 MiB allreduce
+ * at N = 2 took 1.3-1.55x longer (medians of interleaved rounds,
+ * docs/PERFORMANCE.md), 1 MiB 0.9x as long. A long queue (a large
+ * message's ring steps, both ways busy anyway) is written whole: cut too,
+ * 64 MiB took 1.2x longer. With ranks outnumbering CPUs they take turns
+ * anyway and shorter writes only add calls: 64 MiB at N = 4 on 2 cores was
+ * 10% slower, so no limit there. */
 #define TCP_ONE_HOST_SEND_MAX (256u << 10)
+#define TCP_SEND_MAX_BURST ((size_t)4 << 20)
 #define TCP_SEND_MAX_MIN 4096
 #define TCP_MSG_MAGIC 0x44544d31u /* "DTM1" */
 /* Read-ahead buffer per socket, used while the next expected part is at

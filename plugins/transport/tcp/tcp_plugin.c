@@ -27,10 +27,11 @@ static const dt_key_spec_t tcp_keys[] = {
      "autotuning; auto: 2M when every rank is on one host (a 512K ring "
      "chunk then never waits for a window to grow), else 0"},
     {"send_max", DT_KEY_STRING, "auto",
-     "most bytes one sendmsg() writes (a size, at least 4K); 0: no limit; "
-     "auto: 256K when every rank is on one host and has a CPU of its own "
-     "(a long write holds the socket while the peer's data waits to be "
-     "taken in), else 0"},
+     "most bytes one sendmsg() writes while at most 4M wait to be sent "
+     "(a size, at least 4K; a longer queue is written whole); 0: no "
+     "limit; auto: 256K when every rank is on one host and has a CPU of "
+     "its own (a long write holds the socket while the peer's data waits "
+     "to be taken in), else 0"},
     {"spin", DT_KEY_STRING, "auto",
      "a wait first polls this long (a duration: 30us), yielding the CPU "
      "between polls, before it sleeps in poll(): a reply that comes within "

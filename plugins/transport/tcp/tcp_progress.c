@@ -2,7 +2,8 @@
  *
  * Sending: each part joins its socket's queue; the queue is written with
  * sendmsg() gathering header and payload of several parts at once, straight
- * from the user's buffers, at most send_max bytes a call. Receiving: a header is read, then the payload
+ * from the user's buffers; a short burst in calls of at most send_max
+ * bytes. Receiving: a header is read, then the payload
  * goes straight into the matching posted receive; while the receive that
  * waits next is small, one recv reads ahead into a 16 KiB stage (header,
  * payload and maybe the next header: one syscall instead of two). A header with no posted
@@ -283,13 +284,20 @@ static void tx_progress(tcp_ctx_t *c, tcp_sock_t *s)
                 iov[n++].iov_len = t->len - d;
             }
         }
-        /* At most send_max bytes per call (why: TCP_ONE_HOST_SEND_MAX). */
-        for (int i = 0; i < n; i++) {
-            if (c->send_max && asked + iov[i].iov_len > c->send_max) {
-                iov[i].iov_len = c->send_max - asked;
-                n = iov[i].iov_len ? i + 1 : i;
-            }
+        for (int i = 0; i < n; i++)
             asked += iov[i].iov_len;
+        /* A short burst goes out in writes of at most send_max bytes; a
+         * long queue is written whole (why: TCP_ONE_HOST_SEND_MAX). */
+        if (c->send_max && asked > c->send_max &&
+            asked <= TCP_SEND_MAX_BURST) {
+            asked = 0;
+            for (int i = 0; i < n; i++) {
+                if (asked + iov[i].iov_len > c->send_max) {
+                    iov[i].iov_len = c->send_max - asked;
+                    n = iov[i].iov_len ? i + 1 : i;
+                }
+                asked += iov[i].iov_len;
+            }
         }
         struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
         ssize_t w = sendmsg(s->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
