@@ -77,8 +77,9 @@ else
     echo "ok: transport.tcp.buffer_size=lots is refused with its key named"
 fi
 
-# send_max = auto: 256K per write when every rank has a CPU of its own,
-# no limit when ranks outnumber the CPUs (rank 0 says which at -v).
+# send_max = auto: short bursts in 256K writes when every rank has a CPU
+# of its own, no limit when ranks outnumber the CPUs (rank 0 says which
+# at -v).
 cpus=$(getconf _NPROCESSORS_ONLN)
 send_max_of() { # NP [dtctl options]: the limit rank 0 chose
     np=$1; shift
