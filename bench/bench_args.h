@@ -1,6 +1,7 @@
 /* bench_args.h — the options the allreduce benchmarks share (dt's worker
  * and the Open MPI one), so both measure exactly the same sizes the same
- * way. Header-only: each benchmark is one program. */
+ * way. Header-only (static inline: a program may use a part of it): each
+ * benchmark is one program. */
 #ifndef DT_BENCH_ARGS_H
 #define DT_BENCH_ARGS_H
 
@@ -16,7 +17,7 @@ typedef struct bench_args {
 } bench_args_t;
 
 /* "4K", "256M", "1G" -> bytes; 0 on error. */
-static size_t bench_parse_size(const char *s)
+static inline size_t bench_parse_size(const char *s)
 {
     char *end;
     unsigned long long v = strtoull(s, &end, 10);
@@ -32,7 +33,8 @@ static size_t bench_parse_size(const char *s)
 }
 
 /* Value of option `name` at argv[*i] ("--name V" or "--name=V"), or NULL. */
-static const char *bench_opt(int argc, char **argv, int *i, const char *name)
+static inline const char *bench_opt(int argc, char **argv, int *i,
+                                    const char *name)
 {
     size_t n = strlen(name);
     if (strncmp(argv[*i], name, n) != 0)
@@ -45,7 +47,7 @@ static const char *bench_opt(int argc, char **argv, int *i, const char *name)
 }
 
 /* --sizes MIN:MAX  --factor F  --iters K  --warmup W. 0 on success. */
-static int bench_parse_args(int argc, char **argv, bench_args_t *a)
+static inline int bench_parse_args(int argc, char **argv, bench_args_t *a)
 {
     *a = (bench_args_t){4096, 256u << 20, 2, 20, 3};
     for (int i = 1; i < argc; i++) {
@@ -84,7 +86,7 @@ usage:
 }
 
 /* Iterations for one size: at most K, and about 1 GiB moved in all. */
-static int bench_iters_for(const bench_args_t *a, size_t bytes)
+static inline int bench_iters_for(const bench_args_t *a, size_t bytes)
 {
     size_t cap = ((size_t)1 << 30) / bytes;
     int n = a->iters;
@@ -93,30 +95,30 @@ static int bench_iters_for(const bench_args_t *a, size_t bytes)
     return n < 5 ? 5 : n;
 }
 
-static int bench_cmp_double(const void *x, const void *y)
+static inline int bench_cmp_double(const void *x, const void *y)
 {
     double a = *(const double *)x, b = *(const double *)y;
     return a < b ? -1 : a > b;
 }
 
-static double bench_median(double *v, int n)
+static inline double bench_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* Rank r's input element i: small integers, so sums are exact. */
-static float bench_input(int r, size_t i)
+static inline float bench_input(int r, size_t i)
 {
     return (float)((r + 1) * (int)(i % 7 + 1));
 }
 
-static float bench_expect(int n, size_t i)
+static inline float bench_expect(int n, size_t i)
 {
     return (float)(n * (n + 1) / 2 * (int)(i % 7 + 1));
 }
 
-static void bench_header(const char *who, int n, const bench_args_t *a)
+static inline void bench_header(const char *who, int n, const bench_args_t *a)
 {
     printf("# %s allreduce: %d ranks, float32 sum, out of place, median of "
            "up to %d iterations (%d warm-up)\n",
@@ -125,7 +127,7 @@ static void bench_header(const char *who, int n, const bench_args_t *a)
            "time(us)", "algbw(GB/s)", "busbw(GB/s)", "check");
 }
 
-static void bench_row(size_t bytes, double secs, int n, long wrong)
+static inline void bench_row(size_t bytes, double secs, int n, long wrong)
 {
     double algbw = (double)bytes / secs / 1e9;
     double busbw = algbw * 2.0 * (n - 1) / n;

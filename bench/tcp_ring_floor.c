@@ -1,14 +1,16 @@
 /* tcp_ring_floor.c — how fast loopback TCP alone carries a ring
- * allreduce's traffic: N processes, each sending 2(N-1)/N of S bytes to the
- * next and receiving as much from the previous one at the same time, in
- * 512 KiB writes over one connection, with 2 MiB socket buffers, each
+ * allreduce's traffic: N processes, each sending 2(N-1)/N of the vector to
+ * the next and receiving as much from the previous one at the same time,
+ * in 512 KiB writes over one connection, with 2 MiB socket buffers, each
  * process on CPU rank % CPUs. No reduction, no headers, no matching: any
  * allreduce that moves its data over loopback TCP (dt's tcp transport,
  * Gloo, Open MPI's TCP BTL) takes at least about this long.
  *
- *   tcp_ring_floor [-n N] [--bytes S] [--iters K]     (S: 64M default)
+ *   tcp_ring_floor [-n N] [--sizes MIN:MAX] [--iters K] ...
  *
- * Prints the median and best time of K transfers (the slowest rank's). */
+ * The options and the table are those of the allreduce benchmarks
+ * (bench_args.h), so its rows line up with theirs; time is the slowest
+ * rank's median, check counts received floats that are not the sender's. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,20 +26,23 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_args.h"
+
 #define PIECE (512u << 10)
 #define SOCKBUF (2 << 20)
+#define MAX_RANKS 64
+
+typedef struct result {
+    int size_index;
+    long wrong;
+    double median;
+} result_t;
 
 static double now(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
 }
 
 static void tune(int fd)
@@ -77,10 +82,17 @@ static int exchange(int out, int in, const char *src, char *dst, size_t len)
     return 0;
 }
 
+/* Ring traffic per rank for an allreduce of bytes: whole floats. */
+static size_t ring_bytes(size_t bytes, int n)
+{
+    return bytes / sizeof(float) / (size_t)n * 2 * (size_t)(n - 1) *
+           sizeof(float);
+}
+
 /* One rank: connect to the next one's listener, take the previous one's
- * connection, run iters transfers; writes the median and best (s). */
-static int run_rank(int r, int n, const int *listeners, size_t len, int iters,
-                    int result_fd)
+ * connection, then every size; one result per size to result_fd. */
+static int run_rank(int r, int n, const int *listeners,
+                    const bench_args_t *a, int result_fd)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     cpu_set_t m;
@@ -102,64 +114,64 @@ static int run_rank(int r, int n, const int *listeners, size_t len, int iters,
         return 1;
     }
     tune(in);
-    char *src = malloc(len), *dst = malloc(len);
-    double *t = malloc((size_t)iters * sizeof *t);
+    size_t most = ring_bytes(a->max_bytes, n), count = most / sizeof(float);
+    float *src = malloc(most + 1), *dst = malloc(most + 1);
+    double *t = malloc((size_t)a->iters * sizeof *t);
     if (!src || !dst || !t)
         return 1;
-    memset(src, r + 1, len);
-    memset(dst, 0, len);
-    for (int it = -2; it < iters; it++) { /* two warm-up transfers */
-        double t0 = now();
-        if (exchange(out, in, src, dst, len) != 0) {
-            fprintf(stderr, "tcp_ring_floor: rank %d: transfer failed\n", r);
-            return 1;
+    for (size_t i = 0; i < count; i++)
+        src[i] = bench_input(r, i);
+    int idx = 0;
+    for (size_t b = a->min_bytes; b <= a->max_bytes;
+         b *= (size_t)a->factor, idx++) {
+        size_t len = ring_bytes(b, n);
+        int iters = bench_iters_for(a, b);
+        memset(dst, 0, len);
+        for (int it = -a->warmup; it < iters; it++) {
+            double t0 = now();
+            if (exchange(out, in, (char *)src, (char *)dst, len) != 0) {
+                fprintf(stderr, "tcp_ring_floor: rank %d: transfer failed\n",
+                        r);
+                return 1;
+            }
+            if (it >= 0)
+                t[it] = now() - t0;
         }
-        if (it >= 0)
-            t[it] = now() - t0;
+        result_t res = {idx, 0, bench_median(t, iters)};
+        for (size_t i = 0; i < len / sizeof(float); i++)
+            res.wrong += dst[i] != bench_input((r + n - 1) % n, i);
+        if (write(result_fd, &res, sizeof res) != (ssize_t)sizeof res)
+            return 1;
     }
-    qsort(t, (size_t)iters, sizeof *t, cmp_double);
-    double res[2] = {t[iters / 2], t[0]};
-    return write(result_fd, res, sizeof res) == (ssize_t)sizeof res ? 0 : 1;
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
-    int n = 4, iters = 20;
-    double mib = 64;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-n") == 0 && i + 1 < argc)
-            n = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--bytes") == 0 && i + 1 < argc) {
-            char *end;
-            mib = strtod(argv[++i], &end);
-            if (*end == 'K' || *end == 'k')
-                mib /= 1024;
-            else if (*end == 'G' || *end == 'g')
-                mib *= 1024;
-        } else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc)
-            iters = atoi(argv[++i]);
-        else {
-            fprintf(stderr, "usage: %s [-n N] [--bytes S (e.g. 64M)] "
-                            "[--iters K]\n", argv[0]);
-            return 2;
-        }
+    int n = 4;
+    if (argc > 2 && strcmp(argv[1], "-n") == 0) {
+        n = atoi(argv[2]);
+        argv[2] = argv[0];
+        argv += 2;
+        argc -= 2;
     }
-    if (n < 2 || n > 64 || iters < 1 || iters > 10000 || mib <= 0) {
-        fprintf(stderr, "tcp_ring_floor: need 2 <= N <= 64, 1 <= K <= "
-                        "10000 and S > 0\n");
+    bench_args_t a;
+    if (bench_parse_args(argc, argv, &a) != 0)
+        return 2;
+    if (n < 2 || n > MAX_RANKS) {
+        fprintf(stderr, "tcp_ring_floor: -n takes 2 to %d ranks\n",
+                MAX_RANKS);
         return 2;
     }
-    size_t bytes = (size_t)(mib * 1048576.0);
-    size_t len = bytes / (size_t)n * 2 * (size_t)(n - 1);
-    int listeners[64], res[2];
+    int listeners[MAX_RANKS], res[2];
     if (pipe(res) != 0)
         return 1;
     for (int r = 0; r < n; r++) {
-        struct sockaddr_in a = {.sin_family = AF_INET};
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        struct sockaddr_in sa = {.sin_family = AF_INET};
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         listeners[r] = socket(AF_INET, SOCK_STREAM, 0);
         tune(listeners[r]);
-        if (bind(listeners[r], (struct sockaddr *)&a, sizeof a) != 0 ||
+        if (bind(listeners[r], (struct sockaddr *)&sa, sizeof sa) != 0 ||
             listen(listeners[r], 1) != 0) {
             perror("tcp_ring_floor: listen");
             return 1;
@@ -167,21 +179,26 @@ int main(int argc, char **argv)
     }
     for (int r = 0; r < n; r++)
         if (fork() == 0)
-            _exit(run_rank(r, n, listeners, len, iters, res[1]));
+            _exit(run_rank(r, n, listeners, &a, res[1]));
     close(res[1]);
+    double median[64] = {0};
+    long wrong[64] = {0};
+    result_t got;
+    while (read(res[0], &got, sizeof got) == (ssize_t)sizeof got)
+        if (got.size_index >= 0 && got.size_index < 64) {
+            if (got.median > median[got.size_index])
+                median[got.size_index] = got.median;
+            wrong[got.size_index] += got.wrong;
+        }
     int failed = 0, status;
     while (wait(&status) > 0)
         failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-    double med = 0, best = 0, got[2];
-    while (read(res[0], got, sizeof got) == (ssize_t)sizeof got) {
-        med = got[0] > med ? got[0] : med;
-        best = got[1] > best ? got[1] : best;
-    }
     if (failed)
         return 1;
-    printf("# loopback TCP ring, N=%d: %zu bytes each way per rank (an "
-           "allreduce of %zu bytes)\n", n, len, bytes);
-    printf("median %.1f us, best %.1f us (slowest rank)\n", med * 1e6,
-           best * 1e6);
+    bench_header("loopback TCP ring transfer (no reduction)", n, &a);
+    int idx = 0;
+    for (size_t b = a.min_bytes; b <= a.max_bytes && idx < 64;
+         b *= (size_t)a.factor, idx++)
+        bench_row(b, median[idx], n, wrong[idx]);
     return 0;
 }

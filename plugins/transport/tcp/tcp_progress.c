@@ -3,13 +3,13 @@
  * Sending: each part joins its socket's queue; the queue is written with
  * sendmsg() gathering header and payload of several parts at once, straight
  * from the user's buffers; a short burst in calls of at most send_max
- * bytes. Receiving: a header is read, then the payload
- * goes straight into the matching posted receive; while the receive that
- * waits next is small, one recv reads ahead into a 16 KiB stage (header,
- * payload and maybe the next header: one syscall instead of two). A header with no posted
- * receive stays in the kernel (TCP flow control holds the sender back)
- * unless a receive for a later message on that socket is already waiting:
- * only then is the part copied into a temporary buffer.
+ * bytes. Receiving: a header is read, then the payload goes straight into
+ * the matching posted receive; while the receive that waits next is
+ * small, one recv reads ahead into a 16 KiB stage (header, payload and
+ * maybe the next header: one syscall instead of two). A header with no
+ * posted receive stays in the kernel (TCP flow control holds the sender
+ * back) unless a receive for a later message on that socket is already
+ * waiting: only then is the part copied into a temporary buffer.
  *
  * Waiting polls for at most [transport.tcp] spin (auto: 100 us bound to a
  * core, 30 us oversubscribed), yielding the CPU between polls, then sleeps
