@@ -388,6 +388,25 @@ dt_status_t dt_netif_default_route(char *addr, size_t addrlen)
     return st;
 }
 
+/* Whether a and b (len bytes) agree under mask. */
+static int same_subnet(const unsigned char *a, const unsigned char *b,
+                       const unsigned char *mask, size_t len)
+{
+    for (size_t k = 0; k < len; k++)
+        if ((a[k] ^ b[k]) & mask[k])
+            return 0;
+    return 1;
+}
+
+static const unsigned char *in_addr_of(const struct sockaddr *sa)
+{
+    return sa->sa_family == AF_INET
+               ? (const unsigned char *)&((const struct sockaddr_in *)sa)
+                     ->sin_addr
+               : (const unsigned char *)&((const struct sockaddr_in6 *)sa)
+                     ->sin6_addr;
+}
+
 void dt_netif_name_of(const char *addr, char *name, size_t len)
 {
     struct ifaddrs *ifs = NULL;
@@ -398,18 +417,25 @@ void dt_netif_name_of(const char *addr, char *name, size_t len)
     name[0] = '\0';
     if (!fam || getifaddrs(&ifs) != 0)
         return;
+    size_t alen = (size_t)addr_len(fam);
+    const char *lo_match = NULL;
     for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
         if (!i->ifa_addr || i->ifa_addr->sa_family != fam)
             continue;
-        const void *have =
-            fam == AF_INET
-                ? (const void *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
-                : (const void *)&((struct sockaddr_in6 *)i->ifa_addr)
-                      ->sin6_addr;
-        if (memcmp(have, want, fam == AF_INET ? 4 : 16) == 0) {
+        if (memcmp(in_addr_of(i->ifa_addr), want, alen) == 0) {
             snprintf(name, len, "%s", i->ifa_name);
             break;
         }
+        /* The kernel delivers a loopback interface's whole subnet
+         * (127.0.0.2 is lo's as much as 127.0.0.1 is), not only the
+         * addresses listed on it. */
+        if (!lo_match && (i->ifa_flags & IFF_LOOPBACK) && i->ifa_netmask &&
+            i->ifa_netmask->sa_family == fam &&
+            same_subnet(in_addr_of(i->ifa_addr), want,
+                        in_addr_of(i->ifa_netmask), alen))
+            lo_match = i->ifa_name;
     }
+    if (!name[0] && lo_match)
+        snprintf(name, len, "%s", lo_match);
     freeifaddrs(ifs);
 }

@@ -47,7 +47,9 @@ dt_status_t dt_netif_route_to(const char *host, char *addr, size_t addrlen);
 dt_status_t dt_netif_default_route(char *addr, size_t addrlen);
 
 /* The name of the interface holding the numeric address addr (e.g. the
- * bind address a transport got), or "" when none here holds it. */
+ * bind address a transport got), or "" when none here holds it. An
+ * address in a loopback interface's subnet (127.0.0.2) is that
+ * interface's. */
 void dt_netif_name_of(const char *addr, char *name, size_t len);
 
 /* 1 when host names this machine: "localhost", a loopback address, one of

@@ -197,6 +197,33 @@ static void test_is_local(void **state)
     assert_false(dt_netif_is_local(""));
 }
 
+/* The interface behind a bind address: an address listed on it, any
+ * address of a loopback interface's subnet (transports keep such ranks on
+ * loopback), and nothing for an address not on this machine. */
+static void test_name_of(void **state)
+{
+    (void)state;
+    char lo[IF_NAMESIZE + 1], lo2[IF_NAMESIZE + 1], none[IF_NAMESIZE + 1],
+        bad[IF_NAMESIZE + 1], other[IF_NAMESIZE + 1], got[IF_NAMESIZE + 1];
+    dt_netif_name_of("127.0.0.1", lo, sizeof lo);
+    assert_true(lo[0] != '\0');
+    assert_true(if_nametoindex(lo) > 0);
+    dt_netif_name_of("127.0.0.2", lo2, sizeof lo2);
+    assert_string_equal(lo2, lo);
+    dt_netif_name_of("192.0.2.1", none, sizeof none);
+    assert_string_equal(none, "");
+    dt_netif_name_of("not-an-address", bad, sizeof bad);
+    assert_string_equal(bad, "");
+    /* Another interface's own address names that interface. */
+    other_ipv4_interface(other, sizeof other);
+    if (!other[0])
+        return;
+    char addr[DT_NETIF_ADDR_LEN];
+    assert_int_equal(pick(other, NULL, addr), DT_OK);
+    dt_netif_name_of(addr, got, sizeof got);
+    assert_string_equal(got, other);
+}
+
 /* The default route's interface (what scheduler-placed jobs face) is one
  * of ours; without a default route the answer is "not found", never junk. */
 static void test_default_route(void **state)
@@ -237,6 +264,7 @@ int main(void)
         cmocka_unit_test(test_no_match_lists_interfaces),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_is_local),
+        cmocka_unit_test(test_name_of),
         cmocka_unit_test(test_default_route),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

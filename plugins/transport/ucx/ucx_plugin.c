@@ -17,7 +17,7 @@ static const dt_key_spec_t ucx_keys[] = {
     {"devices", DT_KEY_STRING, "",
      "network devices, passed as UCX_NET_DEVICES (e.g. 'mlx5_0:1', "
      "'eth0'); empty: the interface [cluster] interface selects when it is "
-     "set, loopback for a job on one host, else every device"},
+     "set, loopback for a rank bound to loopback, else every device"},
     {"rndv_thresh", DT_KEY_STRING, "auto",
      "message size from which UCX uses its zero-copy rendezvous protocol, "
      "passed as UCX_RNDV_THRESH (e.g. '64K', 'auto')"},

@@ -133,20 +133,21 @@ dt_status_t ucx_read_config(ucx_ctx_t *c, const dt_config_t *cfg,
     }
     /* devices: default to the interface [cluster] interface chose, but only
      * when the user named one; otherwise UCX may use every device
-     * (InfiniBand, RoCE) and picks the fastest itself. Except a job on one
-     * host (the core then binds to loopback): its data goes through shared
-     * memory and its TCP lanes (wireup, error handling) can stay on
-     * loopback. Every device would include interfaces that come and go
-     * (containers, network namespaces): one deleted between UCX's device
-     * scan and a connect failed the job ("connect(... 10.99.0.1 ...)
-     * refused", 1 of 12 jobs while a bridge came and went; 0 of 12 on
-     * loopback), and can stall or fail ucp_worker_create (ENODEV). */
-    int one_host = a->size == a->local_size && a->bind_addr &&
-                   (strncmp(a->bind_addr, "127.", 4) == 0 ||
-                    strcmp(a->bind_addr, "::1") == 0);
+     * (InfiniBand, RoCE) and picks the fastest itself. Except a rank bound
+     * to a loopback address (a job on one host; ranks posing as hosts on
+     * 127.0.0.x in tests): nothing but loopback can reach it anyway, its
+     * data goes through shared memory and its TCP lanes stay on loopback.
+     * Every device would include interfaces that come and go (containers,
+     * network namespaces): one deleted between UCX's device scan and a
+     * connect failed the job ("connect(... 10.99.0.1 ...) refused", or
+     * "Destination is unreachable" creating the endpoint: 1 of 12 to 1 of
+     * 15 jobs while a bridge came and went; 0 on loopback), and can stall
+     * or fail ucp_worker_create (ENODEV). */
+    int loopback = a->bind_addr && (strncmp(a->bind_addr, "127.", 4) == 0 ||
+                                    strcmp(a->bind_addr, "::1") == 0);
     if (!c->devices[0] && !getenv("UCX_NET_DEVICES") && a->bind_addr &&
         *a->bind_addr &&
-        ((cfg && dt_config_get(cfg, "cluster", "interface")) || one_host)) {
+        ((cfg && dt_config_get(cfg, "cluster", "interface")) || loopback)) {
         char ifname[IF_NAMESIZE + 1];
         dt_netif_name_of(a->bind_addr, ifname, sizeof ifname);
         if (ifname[0])
