@@ -91,7 +91,7 @@ rc=$?
 [ $rc -eq 1 ] || fail "storage nfs, $H2 not sharing: want exit 1, got $rc"
 grep -q "storage nfs: host $H2 does not see the file $T/shared/.dt-view-[0-9a-f]* that rank 0's host $H1 wrote" "$T/err" ||
     fail "storage nfs: no error naming $H2 as not sharing: $(cat "$T/err")"
-grep -q "host $H1 does not see" "$T/err" && fail "storage nfs: $H1 (the writer) reported as not sharing"
+grep -q "host $H1 does not see" "$T/err" && fail "storage nfs: $H1 (the writer) reported as not sharing: $(cat "$T/err")"
 on "$H2" "umount $T/shared" || fail "cannot unmount on $H2"
 ok "storage nfs: hosts sharing $T/shared pass the marker check; a host with its own directory is named"
 
