@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ckpt.h"
+#include "ckpt/ckpt.h"
 
 enum { TAG_PARAMS = 2, TAG_OPT_STATE = 3 };
 

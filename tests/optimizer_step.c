@@ -7,7 +7,7 @@
 
 #include <dt/config.h>
 #include <dt/log.h>
-#include "plugin_loader.h"
+#include "plugin/plugin_loader.h"
 
 int main(int argc, char **argv)
 {

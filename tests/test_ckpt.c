@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ckpt.h"
+#include "ckpt/ckpt.h"
 #include "stderr_capture.h"
 
 static char dir[] = "/tmp/dt-test-ckpt-XXXXXX";

@@ -12,7 +12,7 @@
 #include <pthread.h>
 #include <cmocka.h>
 
-#include "coll.h"
+#include "coll/coll.h"
 #include "inproc_transport.h"
 
 #define MAX_RANKS 8

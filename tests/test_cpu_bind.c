@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 #include <dt/config.h>
-#include "cpu_bind.h"
+#include "net/cpu_bind.h"
 #include "stderr_capture.h"
 
 static cpu_set_t cpus(const int *list, int n)

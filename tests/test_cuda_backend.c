@@ -17,7 +17,7 @@
 #include <dt/log.h>
 #include <dt/nn.h>
 #include "cuda/backend.h"
-#include "plugin_loader.h"
+#include "plugin/plugin_loader.h"
 #include "proc_maps.h"
 #include "stderr_capture.h"
 

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../plugins/launcher/frontend/prologue.h"
-#include "../plugins/launcher/frontend/rank_lines.h"
-#include "../plugins/launcher/frontend/tag_stream.h"
+#include "../plugins/launcher/common/frontend/prologue.h"
+#include "../plugins/launcher/common/frontend/rank_lines.h"
+#include "../plugins/launcher/common/frontend/tag_stream.h"
 
 /* Lines collected as "rank fd text|" */
 static char got[4096];

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include <dt/plugin.h>
-#include "plugin_loader.h"
+#include "plugin/plugin_loader.h"
 
 /* Upper bound for one wait(): only a guard against a hang, never a
  * timing assertion. */

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "plugin_loader.h"
+#include "plugin/plugin_loader.h"
 
 static char fixture_dir[4096];
 

@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "lr_schedule.h"
+#include "train/lr_schedule.h"
 #include "stderr_capture.h"
 
 static dt_config_t *cfg_with(const char *const *kv)

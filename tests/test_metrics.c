@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "metrics.h"
+#include "metrics/metrics.h"
 
 static char dir[] = "/tmp/dt-test-metrics-XXXXXX";
 

@@ -12,7 +12,7 @@
 
 #include <dt/config.h>
 #include <dt/log.h>
-#include "plugin_loader.h"
+#include "plugin/plugin_loader.h"
 
 typedef struct opt {
     const dt_optimizer_ops_t *ops;

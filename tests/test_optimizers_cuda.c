@@ -16,7 +16,7 @@
 #include <dt/config.h>
 #include <dt/log.h>
 #include <dt/nn.h>
-#include "plugin_loader.h"
+#include "plugin/plugin_loader.h"
 
 #define N 10007 /* odd, more than one block */
 #define STEPS 5

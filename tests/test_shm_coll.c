@@ -1,4 +1,4 @@
-/* test_shm_coll.c — the shared-memory collectives (core/shm_coll.c) with
+/* test_shm_coll.c — the shared-memory collectives (core/coll/shm/shm_coll.c) with
  * threads of this process as ranks, joined through a real rendezvous
  * store and a real /dev/shm segment; forked processes for a rank that
  * dies.
@@ -24,8 +24,8 @@
 #include <cmocka.h>
 #include <dt/log.h>
 #include <dt/store.h>
-#include "coll.h"
-#include "shm_coll.h"
+#include "coll/coll.h"
+#include "coll/shm/shm_coll.h"
 #include "stderr_capture.h"
 
 #define MAX_RANKS 8

@@ -21,8 +21,8 @@
 #include <dt/config.h>
 #include <dt/log.h>
 #include <dt/store.h>
-#include "coll.h"
-#include "plugin_loader.h"
+#include "coll/coll.h"
+#include "plugin/plugin_loader.h"
 
 #define MAX_N 8
 /* A child that hangs is killed by this alarm, and the test fails. */

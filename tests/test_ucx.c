@@ -20,8 +20,8 @@
 #include <dt/plugin.h>
 #include <dt/store.h>
 #include <dt/log.h>
-#include "netif.h"
-#include "plugin_loader.h"
+#include "net/netif.h"
+#include "plugin/plugin_loader.h"
 #include "stderr_capture.h"
 
 #define MAX_RANKS 4

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 #include <dt/dt.h>
-#include "worker_env.h"
+#include "comm/worker_env.h"
 
 static void test_env_none(void **state)
 {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "plugin_loader.h"
+#include "plugin/plugin_loader.h"
 
 int dt_cmd_plugins(dt_cli_t *cli)
 {

@@ -14,7 +14,7 @@
 #include <dt/log.h>
 #include "cli.h"
 #include "output_lines.h"
-#include "plugin_loader.h"
+#include "plugin/plugin_loader.h"
 #include "run_env.h"
 #include "run_rendezvous.h"
 #include "run_stage.h"

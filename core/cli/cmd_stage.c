@@ -11,7 +11,7 @@
 #include <dt/log.h>
 #include <dt/store.h>
 #include "cli.h"
-#include "plugin_loader.h"
+#include "plugin/plugin_loader.h"
 #include "run_stage.h"
 
 #define EXIT_FAILED 1

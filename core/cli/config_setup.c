@@ -10,7 +10,7 @@
 #include <dt/hosts.h>
 #include <dt/log.h>
 #include "cli.h"
-#include "plugin_loader.h"
+#include "plugin/plugin_loader.h"
 
 #define DEFAULT_CLUSTER_FILE "conf/cluster.ini"
 

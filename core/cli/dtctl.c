@@ -9,7 +9,7 @@
 
 #include <dt/log.h>
 #include "cli.h"
-#include "plugin_loader.h"
+#include "plugin/plugin_loader.h"
 
 static const char usage_text[] =
     "usage: dtctl [OPTIONS] COMMAND [ARGS...]\n"

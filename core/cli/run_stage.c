@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include <dt/log.h>
-#include "plugin_loader.h"
+#include "plugin/plugin_loader.h"
 #include "run_stage.h"
 
 /* An op exists when it lies inside the plugin's table and is set. */

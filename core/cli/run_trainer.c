@@ -8,7 +8,7 @@
 #include <dt/log.h>
 #include <dt/nn.h>
 #include "run_trainer.h"
-#include "train.h"
+#include "train/train.h"
 
 #define TRAINER "dt-train"
 

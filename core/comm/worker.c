@@ -14,10 +14,10 @@
 #include <dt/dt.h>
 #include <dt/log.h>
 #include <dt/store.h>
-#include "coll.h"
-#include "cpu_bind.h"
-#include "netif.h"
-#include "plugin_loader.h"
+#include "coll/coll.h"
+#include "net/cpu_bind.h"
+#include "net/netif.h"
+#include "plugin/plugin_loader.h"
 #include "worker_env.h"
 
 extern char **environ;

@@ -4,7 +4,7 @@
  * describe the same keys for users. */
 #include <stddef.h>
 
-#include "coll.h"
+#include "coll/coll.h"
 #include "config_schema.h"
 
 static const dt_key_spec_t cluster_keys[] = {

@@ -35,7 +35,7 @@
 #include <string.h>
 
 #include "conv2d_winograd.h"
-#include "simd_clones.h"
+#include "coll/simd_clones.h"
 
 #define NXI 16          /* points of a transformed 4x4 tile */
 

@@ -12,7 +12,7 @@
 
 #include <dt/log.h>
 #include "cuda/backend.h"
-#include "plugin_loader.h"
+#include "plugin/plugin_loader.h"
 
 static pthread_mutex_t backend_lock = PTHREAD_MUTEX_INITIALIZER;
 static const dt_cuda_backend_t *backend; /* set once, never unloaded */

@@ -6,7 +6,7 @@
 #include <dt/dt.h>
 #include <dt/log.h>
 #include "grad_sync.h"
-#include "metrics.h"
+#include "metrics/metrics.h"
 
 typedef struct bucket {
     size_t lo, hi; /* float range [lo, hi) */

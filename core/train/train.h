@@ -22,7 +22,7 @@
 #include "data/sampler.h"
 #include "grad_sync.h"
 #include "lr_schedule.h"
-#include "metrics.h"
+#include "metrics/metrics.h"
 
 typedef struct dt_trainer {
     const dt_config_t *cfg;

@@ -10,7 +10,7 @@
 
 #include <dt/dt.h>
 #include <dt/log.h>
-#include "plugin_loader.h"
+#include "plugin/plugin_loader.h"
 #include "train.h"
 
 extern char **environ;

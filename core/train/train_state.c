@@ -11,8 +11,8 @@
 
 #include <dt/dt.h>
 #include <dt/log.h>
-#include "ckpt.h"
-#include "ckpt_format.h"
+#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_format.h"
 #include "train.h"
 
 enum { TAG_META = 1, TAG_PARAMS = 2, TAG_OPT_STATE = 3, TAG_OPT_NAME = 4 };

@@ -21,8 +21,8 @@
 #include <string.h>
 
 #include <dt/log.h>
-#include "coll.h"
-#include "coll_internal.h"
+#include "coll/coll.h"
+#include "coll/coll_internal.h"
 #include "shm_internal.h"
 
 #define POSTED offsetof(shm_rank_ctl_t, posted)

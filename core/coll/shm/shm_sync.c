@@ -22,7 +22,7 @@
 
 #include <dt/log.h>
 #include "shm_internal.h"
-#include "wait_spin.h"
+#include "comm/wait_spin.h"
 
 /* How often a sleeping wait looks at the peer's process and the clock. */
 #define SLEEP_SLICE_NS (20 * 1000 * 1000)

@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include <dt/log.h>
-#include "host_local.h"
+#include "net/host_local.h"
 #include "local.h"
-#include "spawn.h"
+#include "../common/spawn/spawn.h"
 
 extern char **environ;
 

@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include <dt/log.h>
-#include "host_local.h"
+#include "net/host_local.h"
 #include "local.h"
-#include "spawn.h"
+#include "../common/spawn/spawn.h"
 
 #define RUN_TIMEOUT_MS 60000
 #define RUN_OUTPUT_MAX (1u << 20)

@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include <dt/log.h>
-#include "../jobdir/jobdir.h"
-#include "host_local.h"
+#include "../common/jobdir/jobdir.h"
+#include "net/host_local.h"
 #include "mpi.h"
 
 typedef void (*report_fn)(void *, const char *, const char *);

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../jobdir/jobdir.h"
+#include "../common/jobdir/jobdir.h"
 #include "mpi.h"
 
 #define NO_ORTED "DT-NO-ORTED"

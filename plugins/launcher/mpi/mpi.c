@@ -11,9 +11,9 @@
 
 #include <dt/log.h>
 #include <dt/plugin.h>
-#include "../frontend/prologue.h"
-#include "../jobdir/jobdir.h"
-#include "../local/spawn.h"
+#include "../common/frontend/prologue.h"
+#include "../common/jobdir/jobdir.h"
+#include "../common/spawn/spawn.h"
 #include "mpi.h"
 
 #define SECTION "launcher.mpi"

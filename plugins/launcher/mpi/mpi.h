@@ -4,8 +4,8 @@
 
 #include <stdbool.h>
 #include <dt/plugin.h>
-#include "../frontend/frontend.h"
-#include "../frontend/strv.h"
+#include "../common/frontend/frontend.h"
+#include "../common/frontend/strv.h"
 
 /* [launcher.mpi] and the [cluster] keys it uses. */
 typedef struct mpi_conf {

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include <dt/log.h>
-#include "../jobdir/jobdir.h"
-#include "host_local.h"
+#include "../common/jobdir/jobdir.h"
+#include "net/host_local.h"
 #include "mpi.h"
 
 #define RUN_TIMEOUT_MS 60000

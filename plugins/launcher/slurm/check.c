@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../jobdir/jobdir.h"
+#include "../common/jobdir/jobdir.h"
 #include "slurm.h"
 
 typedef void (*report_fn)(void *, const char *, const char *);

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include <dt/log.h>
-#include "../jobdir/jobdir.h"
-#include "host_local.h"
+#include "../common/jobdir/jobdir.h"
+#include "net/host_local.h"
 #include "slurm.h"
 
 #define RUN_TIMEOUT_MS 90000

@@ -12,8 +12,8 @@
 
 #include <dt/log.h>
 #include <dt/plugin.h>
-#include "../frontend/prologue.h"
-#include "../local/spawn.h"
+#include "../common/frontend/prologue.h"
+#include "../common/spawn/spawn.h"
 #include "slurm.h"
 
 #define SECTION "launcher.slurm"

@@ -3,8 +3,8 @@
 #define DT_LAUNCHER_SLURM_H
 
 #include <dt/plugin.h>
-#include "../frontend/frontend.h"
-#include "../frontend/strv.h"
+#include "../common/frontend/frontend.h"
+#include "../common/frontend/strv.h"
 
 /* [launcher.slurm]. Strings are "" when unset; ints 0. */
 typedef struct slurm_conf {

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include <dt/log.h>
-#include "../local/spawn.h"
+#include "../common/spawn/spawn.h"
 #include "slurm.h"
 
 /* A Slurm client that does not answer in this time is given up on. */

@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include <dt/log.h>
-#include "host_local.h"
+#include "net/host_local.h"
 #include "rsync_storage.h"
 #include "stg.h"
 

@@ -15,7 +15,7 @@
 
 #include <dt/log.h>
 #include "nccl_tp.h"
-#include "netif.h"
+#include "net/netif.h"
 
 #define SECTION "transport.nccl"
 

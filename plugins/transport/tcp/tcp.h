@@ -15,7 +15,7 @@
 #include <sys/uio.h>
 
 #include <dt/plugin.h>
-#include "wait_spin.h"
+#include "comm/wait_spin.h"
 
 #define TCP_MAX_SOCKETS 16
 /* buffer_size = auto on one host: SO_SNDBUF/SO_RCVBUF of 2 MiB (the kernel

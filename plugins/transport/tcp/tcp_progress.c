@@ -757,7 +757,7 @@ static void report_timeout(tcp_ctx_t *c, dt_request_t **reqs, size_t n)
 }
 
 /* Poll a little before sleeping ([transport.tcp] spin; why and how long:
- * core/wait_spin.c). Data that keeps arriving is read as it comes. */
+ * core/comm/wait_spin.c). Data that keeps arriving is read as it comes. */
 static void spin_before_sleep(tcp_ctx_t *c, dt_request_t **reqs, size_t n,
                               double start)
 {

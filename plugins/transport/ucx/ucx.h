@@ -17,9 +17,9 @@
 #include <ucp/api/ucp.h>
 
 #include <dt/plugin.h>
-#include "coll.h"
-#include "shm_coll.h"
-#include "wait_spin.h"
+#include "coll/coll.h"
+#include "coll/shm/shm_coll.h"
+#include "comm/wait_spin.h"
 
 /* Tag layout: bit 63 marks the plugin's own handshake messages. */
 #define UCX_TAG_INTERNAL (1ull << 63)

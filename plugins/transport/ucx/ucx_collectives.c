@@ -1,5 +1,5 @@
 /* ucx_collectives.c — the ucx transport's native collectives: through a
- * shared-memory segment (core/shm_coll.c) when every rank of the job is on
+ * shared-memory segment (core/coll/shm/shm_coll.c) when every rank of the job is on
  * this host, host memory and [transport.ucx] shm = auto; a hierarchical
  * allreduce when the job spans hosts with the same number of ranks on
  * each (ucx_hosts.c); otherwise they decline and the core runs its ring
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include <dt/log.h>
-#include "coll_internal.h"
+#include "coll/coll_internal.h"
 #include "ucx.h"
 
 /* Whether a UCX_TLS list lets data go through shared memory: a list that

@@ -367,7 +367,7 @@ static dt_status_t progress_until(ucx_ctx_t *c, dt_request_t **reqs, size_t n,
         if (all_complete(reqs, n) || c->failed != DT_OK)
             break;
         /* Poll a little before sleeping ([transport.ucx] spin; why:
-         * core/wait_spin.c). */
+         * core/comm/wait_spin.c). */
         if (spinning && dt_wait_spin_again(&c->spin, start))
             continue;
         spinning = 0;

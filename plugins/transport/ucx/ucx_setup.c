@@ -16,7 +16,7 @@
 
 #include <dt/log.h>
 #include "ucx.h"
-#include "netif.h"
+#include "net/netif.h"
 
 #define SECTION "transport.ucx"
 

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include <dt/log.h>
-#include "../local/spawn.h"
+#include "../common/spawn/spawn.h"
 #include "frontend.h"
 #include "proc_tree.h"
 #include "prologue.h"
