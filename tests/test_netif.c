@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-#include "net/netif.h"
+#include <dt/netif.h>
 
 static dt_status_t pick(const char *spec, const char *peer, char *addr)
 {

@@ -20,7 +20,7 @@
 #include <dt/plugin.h>
 #include <dt/store.h>
 #include <dt/log.h>
-#include "net/netif.h"
+#include <dt/netif.h>
 #include "plugin/plugin_loader.h"
 #include "stderr_capture.h"
 

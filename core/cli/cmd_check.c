@@ -19,7 +19,7 @@
 #include <dt/log.h>
 #include "check_iface.h"
 #include "cli.h"
-#include "net/netif.h"
+#include <dt/netif.h>
 #include "plugin/plugin_loader.h"
 
 enum { CHK_OK = 0, CHK_FAIL = 1, CHK_SKIP = 2 };

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include <dt/log.h>
-#include "net/host_local.h"
+#include <dt/hosts.h>
 #include "run_env.h"
 
 static int all_hosts_local(const dt_hostlist_t *hosts,

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include <dt/log.h>
-#include "net/netif.h"
+#include <dt/netif.h>
 #include "run_rendezvous.h"
 
 typedef struct strv {

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include <dt/log.h>
+#include <dt/clock.h>
 #include "stop_signals.h"
 #include "supervise.h"
 
@@ -22,26 +23,19 @@ typedef struct monitor {
     long long give_up_at;  /* when to stop waiting  */
 } monitor_t;
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void begin_stop(monitor_t *m)
 {
     if (m->stopping)
         return;
     m->stopping = 1;
-    m->kill_at = now_ms() + (long long)(m->a->kill_grace * 1000.0);
+    m->kill_at = dt_clock_now_ms() + (long long)(m->a->kill_grace * 1000.0);
     m->a->ops->signal(m->a->ctx, SIGTERM);
 }
 
 static void kill_now(monitor_t *m)
 {
     m->stopping = m->killed = 1;
-    m->give_up_at = now_ms() + SUPERVISE_AFTER_KILL_MS;
+    m->give_up_at = dt_clock_now_ms() + SUPERVISE_AFTER_KILL_MS;
     m->a->ops->signal(m->a->ctx, SIGKILL);
 }
 
@@ -109,7 +103,7 @@ static int next_tick(const monitor_t *m)
 {
     long long t = TICK_MS;
     if (m->stopping && !m->killed) {
-        long long left = m->kill_at - now_ms();
+        long long left = m->kill_at - dt_clock_now_ms();
         t = left < 0 ? 0 : left < t ? left : t;
     }
     return (int)t;
@@ -122,14 +116,14 @@ int supervise_job(const supervise_args_t *a)
         int signo;
         while ((signo = stop_signals_take()) != 0)
             on_stop_signal(&m, signo);
-        if (m.stopping && !m.killed && now_ms() >= m.kill_at) {
+        if (m.stopping && !m.killed && dt_clock_now_ms() >= m.kill_at) {
             if (a->kill_grace > 0)
                 dt_warn("workers still running %gs after SIGTERM "
                         "([cluster] kill_grace); sending SIGKILL",
                         a->kill_grace);
             kill_now(&m);
         }
-        if (m.killed && now_ms() >= m.give_up_at) {
+        if (m.killed && dt_clock_now_ms() >= m.give_up_at) {
             dt_error("workers still did not end %d s after SIGKILL (stuck "
                      "in the kernel?); giving up on them",
                      SUPERVISE_AFTER_KILL_MS / 1000);

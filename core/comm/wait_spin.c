@@ -17,18 +17,12 @@
 
 #include <dt/config.h>
 #include <dt/log.h>
-#include "wait_spin.h"
+#include <dt/wait.h>
+#include <dt/clock.h>
 
 /* A yield that took this long ran someone's time slice (CFS: 0.75-4 ms),
  * not a partner's short turn. */
 #define YIELD_LOST 500e-6
-
-double dt_wait_spin_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 /* auto, measured on 2 cores (docs/TRANSPORTS.md): 100 us for a rank bound
  * to CPUs of its own (its mask times the host's ranks fits the online
@@ -69,11 +63,11 @@ int dt_wait_spin_again(dt_wait_spin_t *s, double start)
 {
     if (s->spin <= 0 || start < s->paused_until)
         return 0;
-    double before = dt_wait_spin_now();
+    double before = dt_clock_now();
     if (before >= start + s->spin)
         return 0;
     sched_yield();
-    double after = dt_wait_spin_now();
+    double after = dt_clock_now();
     if (after - before > YIELD_LOST) {
         s->backoff = s->backoff > 0 ? s->backoff * 2 : 0.1;
         if (s->backoff > 10.0)

@@ -16,7 +16,7 @@
 #include <dt/store.h>
 #include "coll/coll.h"
 #include "net/cpu_bind.h"
-#include "net/netif.h"
+#include <dt/netif.h>
 #include "plugin/plugin_loader.h"
 #include "worker_env.h"
 

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <dt/status.h>
+#include <dt/clock.h>
 
 /* One epoch's summary. */
 typedef struct dt_epoch_metrics {
@@ -77,6 +78,5 @@ void dt_progress_step(dt_progress_t *p, uint64_t epoch, uint64_t step,
 void dt_progress_epoch_end(dt_progress_t *p, const dt_epoch_metrics_t *m);
 
 /* Monotonic clock in seconds. */
-double dt_now(void);
 
 #endif /* DT_METRICS_H */

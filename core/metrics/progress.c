@@ -6,15 +6,9 @@
 #include <unistd.h>
 
 #include "metrics.h"
+#include <dt/clock.h>
 
 #define REDRAW_SECONDS 0.2
-
-double dt_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 void dt_progress_init(dt_progress_t *p, FILE *out, uint64_t epochs)
 {
@@ -27,7 +21,7 @@ void dt_progress_init(dt_progress_t *p, FILE *out, uint64_t epochs)
 
 void dt_progress_epoch_start(dt_progress_t *p)
 {
-    p->epoch_start = dt_now();
+    p->epoch_start = dt_clock_now();
     p->last_draw = 0.0;
 }
 
@@ -47,7 +41,7 @@ static void eta_text(char *buf, size_t len, double seconds)
 void dt_progress_step(dt_progress_t *p, uint64_t epoch, uint64_t step,
                       uint64_t steps, double loss, double samples_per_sec)
 {
-    double now = dt_now();
+    double now = dt_clock_now();
     if (p->tty) {
         if (step != steps && now - p->last_draw < REDRAW_SECONDS)
             return;

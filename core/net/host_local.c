@@ -3,7 +3,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "host_local.h"
+#include <dt/hosts.h>
 
 /* a equals b, or a equals b's first label ("node1" vs "node1.example"). */
 static int same_host(const char *a, const char *b)

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include <dt/log.h>
-#include "netif.h"
+#include <dt/netif.h>
 
 /* One usable address of one interface. */
 typedef struct cand {

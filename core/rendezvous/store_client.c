@@ -43,7 +43,7 @@ static int wait_fd(int fd, short ev, double deadline)
     for (;;) {
         int ms = -1;
         if (deadline > 0) {
-            double left = deadline - store_now();
+            double left = deadline - dt_clock_now();
             if (left <= 0)
                 return 0;
             ms = (int)(left * 1000.0) + 1;
@@ -280,7 +280,7 @@ dt_status_t dt_store_connect(const char *host_port,
     snprintf(s->where, sizeof s->where, "%s", host_port);
     pthread_mutex_init(&s->lock, NULL);
 
-    double deadline = store_now() + (timeout > 0 ? timeout : 0.001);
+    double deadline = dt_clock_now() + (timeout > 0 ? timeout : 0.001);
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_NUMERICSERV};
@@ -296,7 +296,7 @@ dt_status_t dt_store_connect(const char *host_port,
     int err = 0;
     long pause_ms = 10;
     while ((s->fd = try_connect(ai, deadline, &err)) < 0 &&
-           store_now() < deadline) {
+           dt_clock_now() < deadline) {
         struct timespec ts = {0, pause_ms * 1000000L};
         nanosleep(&ts, NULL);
         pause_ms = pause_ms < 500 ? pause_ms * 2 : 500;
@@ -373,7 +373,7 @@ static dt_status_t request(dt_store_t *s, const uint8_t *head, size_t hlen,
                  s->where);
         goto out;
     }
-    double deadline = wait < 0 ? 0 : store_now() + wait + STORE_IO_SECONDS;
+    double deadline = wait < 0 ? 0 : dt_clock_now() + wait + STORE_IO_SECONDS;
     st = send_frame(s->fd, buf, hlen + 2 + klen, tail, tlen, deadline);
     if (st == DT_OK)
         st = recv_frame(s->fd, 5 + STORE_MAX_VALUE, deadline, &body, &len);

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "store_proto.h"
+#include <dt/clock.h>
 
 static const char *const role_label[] = {"dt-store-server", "dt-store-client"};
 
@@ -42,9 +43,3 @@ int store_proof_ok(const uint8_t token[DT_TOKEN_BYTES], store_role_t role,
     return ok;
 }
 
-double store_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <dt/status.h>
 #include <dt/store.h>
+#include <dt/clock.h>
 
 #define STORE_MAGIC "DTSTORE1"             /* 8 bytes, in HELLO            */
 #define STORE_MAGIC_LEN 8
@@ -92,6 +93,5 @@ static inline uint64_t store_get_u64(const uint8_t *p)
 }
 
 /* Seconds on the monotonic clock. */
-double store_now(void);
 
 #endif /* DT_STORE_PROTO_H */

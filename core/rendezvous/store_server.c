@@ -218,7 +218,7 @@ static char *read_key(const uint8_t *body, size_t len, size_t off,
 
 static double deadline_from_ms(uint32_t ms)
 {
-    return ms == UINT32_MAX ? 0 : store_now() + ms / 1000.0;
+    return ms == UINT32_MAX ? 0 : dt_clock_now() + ms / 1000.0;
 }
 
 /* A key was set: answer every GET waiting for it. */
@@ -498,7 +498,7 @@ static void accept_all(dt_store_server_t *s)
                             "%zu connections; new ones wait (raise ulimit "
                             "-n)",
                             s->nconns);
-                s->accept_paused = store_now() + 0.1;
+                s->accept_paused = dt_clock_now() + 0.1;
             } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
                 dt_warn("rendezvous store: accept failed: %s",
                         strerror(errno));
@@ -539,7 +539,7 @@ static void accept_all(dt_store_server_t *s)
         s->fd_warned = 0;
         c->fd = fd;
         c->in_cap = INITIAL_IN_CAP;
-        c->hs_deadline = store_now() + s->hs_seconds;
+        c->hs_deadline = dt_clock_now() + s->hs_seconds;
         snprintf(c->addr, sizeof c->addr, "%s:%s", host, serv);
         dt_trace("rendezvous store: connection from %s", c->addr);
         s->conns[s->nconns++] = c;
@@ -605,7 +605,7 @@ static void *server_main(void *arg)
     struct pollfd *pfd = NULL;
     size_t pfd_cap = 0;
     for (;;) {
-        expire(s, store_now());
+        expire(s, dt_clock_now());
         /* Answering one client can release others with queued requests. */
         do {
             s->released = 0;
@@ -625,7 +625,7 @@ static void *server_main(void *arg)
             pfd_cap = cap;
         }
         pfd[0] = (struct pollfd){.fd = s->wake[0], .events = POLLIN};
-        if (s->accept_paused && store_now() >= s->accept_paused)
+        if (s->accept_paused && dt_clock_now() >= s->accept_paused)
             s->accept_paused = 0;
         if (s->accept_paused && (!next || s->accept_paused < next))
             next = s->accept_paused;
@@ -642,7 +642,7 @@ static void *server_main(void *arg)
         }
         int timeout = -1;
         if (next > 0) {
-            double ms = (next - store_now()) * 1000.0 + 1;
+            double ms = (next - dt_clock_now()) * 1000.0 + 1;
             timeout = ms < 0 ? 0 : ms > 60000 ? 60000 : (int)ms;
         }
         int r = poll(pfd, s->nconns + 2, timeout);

@@ -156,7 +156,7 @@ dt_status_t dt_grad_sync_ready(void *arg, size_t offset, size_t len)
 
 dt_status_t dt_grad_sync_finish(dt_grad_sync_t *s, double *wait_seconds)
 {
-    double t0 = dt_now();
+    double t0 = dt_clock_now();
     dt_status_t st = DT_OK;
     if (s->ready_lo != 0) {
         /* The model reported nothing (or not all): the rest is final now. */
@@ -190,7 +190,7 @@ dt_status_t dt_grad_sync_finish(dt_grad_sync_t *s, double *wait_seconds)
     s->last_buckets = s->step_buckets;
     s->step_buckets = 0;
     if (wait_seconds)
-        *wait_seconds = dt_now() - t0;
+        *wait_seconds = dt_clock_now() - t0;
     return st;
 }
 

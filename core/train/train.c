@@ -30,7 +30,7 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
     size_t at = (size_t)s * t->batch;
     size_t b = smp->count - at < t->batch ? smp->count - at : t->batch;
     double lr = dt_lr_at(&t->lr, (double)t->epoch + (double)s / steps);
-    double t0 = dt_now(), wait = 0.0;
+    double t0 = dt_clock_now(), wait = 0.0;
 
     dt_dataset_gather(&t->train, smp->indices + at, b, t->x, t->y);
     DT_CHECK(dt_model_forward(t->model, t->x, t->y, (int)b, 1, loss, NULL));
@@ -62,7 +62,7 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
     t->loss_sum += (double)*loss * (double)b;
     t->loss_count += (double)b;
     t->epoch_samples += b;
-    t->train_seconds += dt_now() - t0;
+    t->train_seconds += dt_clock_now() - t0;
     t->comm_wait_seconds += wait;
     return DT_OK;
 }
@@ -83,7 +83,7 @@ static dt_status_t end_epoch(dt_trainer_t *t, double epoch_start)
     m.comm_fraction = t->train_seconds > 0
                           ? t->comm_wait_seconds / t->train_seconds
                           : 0.0;
-    m.epoch_seconds = dt_now() - epoch_start;
+    m.epoch_seconds = dt_clock_now() - epoch_start;
     t->final_accuracy = m.test_accuracy;
     if (t->rank == 0) {
         dt_progress_epoch_end(&t->progress, &m);
@@ -110,7 +110,7 @@ static dt_status_t train_loop(dt_trainer_t *t, uint64_t max_steps)
     uint64_t steps = dt_trainer_steps_per_epoch(t);
     bool saved = false;
     for (; t->epoch < t->epochs; t->epoch++, t->step_in_epoch = 0) {
-        double start = dt_now();
+        double start = dt_clock_now();
         t->train_seconds = t->comm_wait_seconds = 0.0;
         t->epoch_samples = 0;
         if (t->step_in_epoch == 0)

@@ -54,6 +54,12 @@ typedef struct dt_placement {
 dt_status_t dt_place_ranks(const dt_hostlist_t *list, int np,
                            dt_placement_t **out);
 
+/* 1 for "localhost", loopback addresses (127.x.y.z, ::1) and this
+ * machine's own host name (full or short); 0 otherwise. Never resolves
+ * names (no DNS: it must not block). Launchers use it to run a local
+ * host's workers without a remote shell. */
+int dt_host_is_local(const char *name);
+
 #ifdef __cplusplus
 }
 #endif

@@ -22,7 +22,7 @@
 
 #include <dt/log.h>
 #include "shm_internal.h"
-#include "comm/wait_spin.h"
+#include <dt/wait.h>
 
 /* How often a sleeping wait looks at the peer's process and the clock. */
 #define SLEEP_SLICE_NS (20 * 1000 * 1000)
@@ -128,7 +128,7 @@ static int poll_for(dt_shm_t *s, const shm_flag_t *f, uint32_t seq,
                 return 1;
             cpu_relax();
         }
-        if (dt_wait_spin_now() - start >= s->spin)
+        if (dt_clock_now() - start >= s->spin)
             return 0;
         if (s->yield)
             sched_yield();
@@ -142,7 +142,7 @@ dt_status_t dt_shm_wait(dt_shm_t *s, int peer, shm_flag_t *f, uint32_t seq,
         return DT_OK;
     if (s->failed != DT_OK)
         return s->failed;
-    double start = dt_wait_spin_now();
+    double start = dt_clock_now();
     if (s->spin > 0 && poll_for(s, f, seq, start))
         return DT_OK;
     for (;;) {
@@ -161,7 +161,7 @@ dt_status_t dt_shm_wait(dt_shm_t *s, int peer, shm_flag_t *f, uint32_t seq,
             dt_shm_fail(s, peer);
             return s->failed = DT_ERR_PEER;
         }
-        if (dt_wait_spin_now() - start >= s->timeout) {
+        if (dt_clock_now() - start >= s->timeout) {
             dt_error("%s: rank %d: %s: waiting on rank(s) %d: they are "
                      "hung, stopped or unreachable (nothing for %.3g s; "
                      "[transport.%s] timeout)",

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include <dt/log.h>
-#include "net/host_local.h"
+#include <dt/hosts.h>
 #include "local.h"
 #include "../common/spawn/spawn.h"
 

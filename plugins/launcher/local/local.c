@@ -10,7 +10,7 @@
 
 #include <dt/log.h>
 #include <dt/plugin.h>
-#include "net/host_local.h"
+#include <dt/hosts.h>
 #include "local.h"
 
 #define READ_CHUNK 65536

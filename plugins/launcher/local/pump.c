@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <dt/log.h>
+#include <dt/clock.h>
 #include "local.h"
 
 /* Without pidfds we notice an exit by polling waitpid this often. */
@@ -19,13 +20,6 @@
 /* A pipe drained at exit yields at most this many reads: a grandchild
  * that keeps writing cannot hold wait() forever. */
 #define DRAIN_READS 64
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void close_fd(int *fd)
 {
@@ -187,7 +181,7 @@ dt_status_t local_wait(void *ctx, int timeout_ms, dt_worker_exit_t *ev)
     local_launcher_t *L = ctx;
     if (!L || !ev)
         return DT_ERR_INVALID;
-    long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+    long long deadline = timeout_ms < 0 ? -1 : dt_clock_now_ms() + timeout_ms;
     for (int polled = 0;; polled = 1) {
         reap_ended(L);
         int rep = next_report(L, ev);
@@ -195,7 +189,7 @@ dt_status_t local_wait(void *ctx, int timeout_ms, dt_worker_exit_t *ev)
             return DT_OK;
         if (rep < 0)
             return DT_ERR_NOT_FOUND;
-        long long left = deadline < 0 ? -1 : deadline - now_ms();
+        long long left = deadline < 0 ? -1 : deadline - dt_clock_now_ms();
         if (polled && deadline >= 0 && left <= 0)
             return DT_ERR_TIMEOUT;
         int wait_ms = deadline < 0 ? -1

@@ -12,7 +12,8 @@
 #include <unistd.h>
 
 #include <dt/log.h>
-#include "net/host_local.h"
+#include <dt/hosts.h>
+#include <dt/clock.h>
 #include "local.h"
 #include "../common/spawn/spawn.h"
 
@@ -20,13 +21,6 @@
 #define RUN_OUTPUT_MAX (1u << 20)
 
 extern char **environ;
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Read fd to EOF into *buf (NUL-terminated, at most RUN_OUTPUT_MAX kept).
  * DT_ERR_TIMEOUT when the deadline passes first. */
@@ -39,7 +33,7 @@ static dt_status_t read_all(int fd, long long deadline, char **buf,
         return DT_ERR_NOMEM;
     *len = 0;
     for (;;) {
-        long long left = deadline - now_ms();
+        long long left = deadline - dt_clock_now_ms();
         if (left <= 0) {
             b[*len] = '\0';
             *buf = b;
@@ -103,7 +97,7 @@ dt_status_t local_run_on_host(void *ctx, const dt_host_t *host,
         return st;
     }
     size_t len = 0;
-    st = read_all(child.out_fd, now_ms() + RUN_TIMEOUT_MS, output, &len);
+    st = read_all(child.out_fd, dt_clock_now_ms() + RUN_TIMEOUT_MS, output, &len);
     close(child.out_fd);
     if (st == DT_ERR_TIMEOUT)
         dt_error("%s: '%s' did not finish within %d s; stopped it",

@@ -12,7 +12,7 @@
 
 #include <dt/log.h>
 #include "../common/jobdir/jobdir.h"
-#include "net/host_local.h"
+#include <dt/hosts.h>
 #include "mpi.h"
 
 typedef void (*report_fn)(void *, const char *, const char *);

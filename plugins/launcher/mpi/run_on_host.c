@@ -11,7 +11,7 @@
 
 #include <dt/log.h>
 #include "../common/jobdir/jobdir.h"
-#include "net/host_local.h"
+#include <dt/hosts.h>
 #include "mpi.h"
 
 #define RUN_TIMEOUT_MS 60000

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include <dt/log.h>
-#include "net/host_local.h"
+#include <dt/hosts.h>
 #include "mpi.h"
 
 /* Every process with DT_JOB_ID=<id> in its environment, SIGKILLed; the

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include <dt/log.h>
-#include "net/host_local.h"
+#include <dt/hosts.h>
 #include "sge.h"
 
 #define RUN_TIMEOUT_MS 90000

@@ -80,7 +80,7 @@ static dt_status_t qsub_argv(const sge_launcher_t *L, int np, char *slots,
  * -terse) or until it exits (rejected). */
 static dt_status_t await_job_id(sge_launcher_t *L)
 {
-    long long deadline = proc_now_ms() + L->conf.submit_timeout_ms;
+    long long deadline = dt_clock_now_ms() + L->conf.submit_timeout_ms;
     for (;;) {
         char *nl = L->qsub_out.s ? strchr(L->qsub_out.s, '\n') : NULL;
         if (nl) {
@@ -112,7 +112,7 @@ static dt_status_t await_job_id(sge_launcher_t *L)
                            "`qstat -g c` for queues with free slots");
             return DT_ERR_IO;
         }
-        long long left = deadline - proc_now_ms();
+        long long left = deadline - dt_clock_now_ms();
         if (left <= 0) {
             dt_error("sge: qsub gave no job number within %d s; stopping "
                      "it (raise [launcher.sge] submit_timeout if the "

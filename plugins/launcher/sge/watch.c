@@ -100,7 +100,7 @@ dt_status_t sge_wait(void *ctx, int timeout_ms, dt_worker_exit_t *ev)
         return DT_ERR_INVALID;
     if (!L->mon_ready)
         return DT_ERR_NOT_FOUND;
-    long long deadline = timeout_ms < 0 ? -1 : proc_now_ms() + timeout_ms;
+    long long deadline = timeout_ms < 0 ? -1 : dt_clock_now_ms() + timeout_ms;
     for (int polled = 0;; polled = 1) {
         if (jobdir_mon_poll(&L->mon)) {
             dt_info("sge: job %s is running", L->job_id);
@@ -118,7 +118,7 @@ dt_status_t sge_wait(void *ctx, int timeout_ms, dt_worker_exit_t *ev)
             return DT_ERR_NOT_FOUND;
         }
         long long left = deadline < 0 ? L->conf.poll_ms
-                                      : deadline - proc_now_ms();
+                                      : deadline - dt_clock_now_ms();
         if (polled && deadline >= 0 && left <= 0)
             return DT_ERR_TIMEOUT;
         int ms = left < 0 ? 0 : left > L->conf.poll_ms ? L->conf.poll_ms
@@ -164,9 +164,9 @@ void sge_stop_and_reap(sge_launcher_t *L)
         else
             L->qsub_status = status;
     }
-    long long deadline = proc_now_ms() + QSUB_END_TIMEOUT_MS;
+    long long deadline = dt_clock_now_ms() + QSUB_END_TIMEOUT_MS;
     while (L->qsub.pid > 0 && (L->qsub.out_fd >= 0 || L->qsub.err_fd >= 0)) {
-        long long left = deadline - proc_now_ms();
+        long long left = deadline - dt_clock_now_ms();
         if (left <= 0) {
             dt_warn("sge: qsub still waits for job %s %d s after qdel; "
                     "leaving it to SGE (check `qstat -j %s`)",

@@ -14,7 +14,7 @@
 
 #include <dt/log.h>
 #include "../common/jobdir/jobdir.h"
-#include "net/host_local.h"
+#include <dt/hosts.h>
 #include "slurm.h"
 
 #define RUN_TIMEOUT_MS 90000

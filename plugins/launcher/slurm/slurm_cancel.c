@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <dt/log.h>
+#include <dt/clock.h>
 #include "../common/spawn/spawn.h"
 #include "slurm.h"
 
@@ -18,13 +19,6 @@
 #define CLIENT_TIMEOUT_MS 15000
 
 extern char **environ;
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Run argv, collect up to len-1 bytes of its output; its exit code or -1. */
 static int run_client(const char *const *argv, char *out, size_t len)
@@ -37,9 +31,9 @@ static int run_client(const char *const *argv, char *out, size_t len)
         return -1;
     }
     size_t n = 0;
-    long long deadline = now_ms() + CLIENT_TIMEOUT_MS;
+    long long deadline = dt_clock_now_ms() + CLIENT_TIMEOUT_MS;
     for (;;) {
-        long long left = deadline - now_ms();
+        long long left = deadline - dt_clock_now_ms();
         if (left <= 0) {
             dt_warn("slurm launcher: '%s' did not answer within %d s; "
                     "stopped it",

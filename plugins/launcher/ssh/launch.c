@@ -105,7 +105,7 @@ fail:
 /* Every rank reported its group, or one failed (its stderr says why). */
 static dt_status_t await_groups(ssh_launcher_t *L)
 {
-    long long deadline = ssh_now_ms() + START_TIMEOUT_MS + L->o.timeout_s * 1000;
+    long long deadline = dt_clock_now_ms() + START_TIMEOUT_MS + L->o.timeout_s * 1000;
     for (;;) {
         int waiting = 0;
         for (int r = 0; r < L->n; r++) {
@@ -126,7 +126,7 @@ static dt_status_t await_groups(ssh_launcher_t *L)
         }
         if (!waiting)
             return DT_OK;
-        long long left = deadline - ssh_now_ms();
+        long long left = deadline - dt_clock_now_ms();
         if (left <= 0) {
             for (int r = 0; r < L->n; r++)
                 if (L->ranks[r].pgid <= 0)

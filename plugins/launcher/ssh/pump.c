@@ -101,7 +101,7 @@ static void on_exit_status(ssh_session s, ssh_channel ch, int code, void *arg)
         return;
     rk->have_status = 1;
     rk->code = code;
-    rk->status_at = ssh_now_ms();
+    rk->status_at = dt_clock_now_ms();
 }
 
 static int signal_number(const char *name)
@@ -136,7 +136,7 @@ static void on_exit_signal(ssh_session s, ssh_channel ch, const char *sig,
     rk->have_status = 1;
     rk->signaled = 1;
     rk->signo = signal_number(sig);
-    rk->status_at = ssh_now_ms();
+    rk->status_at = dt_clock_now_ms();
 }
 
 void ssh_rank_callbacks(ssh_rank_t *rk)
@@ -208,7 +208,7 @@ static int notice_lost(ssh_launcher_t *L)
             running++;
             rk->have_status = 1;
             rk->code = 255; /* what ssh(1) exits with on a lost connection */
-            rk->status_at = ssh_now_ms();
+            rk->status_at = dt_clock_now_ms();
             rk->closed = 1;
         }
         if (running)
@@ -267,7 +267,7 @@ static void describe(const ssh_rank_t *rk, dt_worker_exit_t *ev)
  * longest sleep before a rank's grace ends. */
 static int next_report(ssh_launcher_t *L, dt_worker_exit_t *ev, int *sleep_ms)
 {
-    long long now = ssh_now_ms();
+    long long now = dt_clock_now_ms();
     int pending = 0;
     for (int r = 0; r < L->n; r++) {
         ssh_rank_t *rk = &L->ranks[r];
@@ -299,7 +299,7 @@ dt_status_t ssh_wait(void *ctx, int timeout_ms, dt_worker_exit_t *ev)
         return DT_ERR_INVALID;
     if (!L->launched)
         return DT_ERR_NOT_FOUND;
-    long long deadline = timeout_ms < 0 ? -1 : ssh_now_ms() + timeout_ms;
+    long long deadline = timeout_ms < 0 ? -1 : dt_clock_now_ms() + timeout_ms;
     for (int polled = 0;; polled = 1) {
         int sleep_ms = 60000;
         int rep = next_report(L, ev, &sleep_ms);
@@ -307,7 +307,7 @@ dt_status_t ssh_wait(void *ctx, int timeout_ms, dt_worker_exit_t *ev)
             return DT_OK;
         if (rep < 0)
             return DT_ERR_NOT_FOUND;
-        long long left = deadline < 0 ? -1 : deadline - ssh_now_ms();
+        long long left = deadline < 0 ? -1 : deadline - dt_clock_now_ms();
         if (polled && deadline >= 0 && left <= 0)
             return DT_ERR_TIMEOUT;
         if (left >= 0 && left < sleep_ms)

@@ -43,7 +43,7 @@ static dt_status_t collect(ssh_channel ch, long long deadline, outbuf_t *b)
     char chunk[4096];
     dt_status_t st = append(b, "", 0);
     while (st == DT_OK && !ssh_channel_is_eof(ch)) {
-        long long left = deadline - ssh_now_ms();
+        long long left = deadline - dt_clock_now_ms();
         if (left <= 0)
             return DT_ERR_TIMEOUT;
         int got = 0;
@@ -86,7 +86,7 @@ dt_status_t ssh_run_on_conn(ssh_conn_t *c, const char *cmd, char **output,
                  ssh_get_error(c->s));
         goto out;
     }
-    st = collect(ch, ssh_now_ms() + RUN_TIMEOUT_MS, &b);
+    st = collect(ch, dt_clock_now_ms() + RUN_TIMEOUT_MS, &b);
     if (st == DT_ERR_TIMEOUT)
         dt_error("%s: the command did not finish within %d s; closed its "
                  "channel",

@@ -115,8 +115,8 @@ void ssh_kill_all(ssh_launcher_t *L)
         return;
     if (!all_ended(L)) {
         ssh_signal(L, SIGKILL);
-        long long until = ssh_now_ms() + KILL_WAIT_MS;
-        while (!all_ended(L) && ssh_now_ms() < until)
+        long long until = dt_clock_now_ms() + KILL_WAIT_MS;
+        while (!all_ended(L) && dt_clock_now_ms() < until)
             ssh_pump_once(L, 100);
     }
     /* Closing a channel also ends its watchdog, which kills the group of a

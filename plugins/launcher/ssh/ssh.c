@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <dt/log.h>
+#include <dt/clock.h>
 #include "ssh_launcher.h"
 
 #define SECTION "launcher.ssh"
@@ -40,13 +41,6 @@ static const dt_key_spec_t ssh_keys[] = {
      "dtctl's directory where it exists, else the home directory)"},
     {NULL, 0, NULL, NULL},
 };
-
-long long ssh_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static char *home_path(const char *rel)
 {

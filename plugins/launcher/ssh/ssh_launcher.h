@@ -15,6 +15,7 @@
 #include <libssh/callbacks.h>
 #include <libssh/libssh.h>
 #include <dt/plugin.h>
+#include <dt/clock.h>
 
 #define SSH_ERR_LEN 1024
 /* The line a rank's remote shell writes to stderr before it execs. */
@@ -82,7 +83,6 @@ typedef struct ssh_launcher {
 } ssh_launcher_t;
 
 /* ssh.c */
-long long ssh_now_ms(void);
 
 /* connect.c: open, verify the host key, authenticate. On failure c->err
  * says what and how to fix it. */

@@ -88,16 +88,16 @@ dt_status_t yarn_wait(void *ctx, int timeout_ms, dt_worker_exit_t *ev)
         return DT_ERR_INVALID;
     if (!L->mon_ready || !L->app_id[0])
         return DT_ERR_NOT_FOUND;
-    long long deadline = timeout_ms < 0 ? -1 : proc_now_ms() + timeout_ms;
+    long long deadline = timeout_ms < 0 ? -1 : dt_clock_now_ms() + timeout_ms;
     for (int polled = 0;; polled = 1) {
         if (jobdir_mon_poll(&L->mon)) {
             dt_info("yarn: application %s: every container started",
                     L->app_id);
             jobdir_mon_poll(&L->mon);
         }
-        if (!L->app_over && proc_now_ms() >= L->next_poll) {
+        if (!L->app_over && dt_clock_now_ms() >= L->next_poll) {
             poll_rm(L);
-            L->next_poll = proc_now_ms() + L->conf.poll_ms;
+            L->next_poll = dt_clock_now_ms() + L->conf.poll_ms;
             if (L->app_over)
                 jobdir_mon_finish(&L->mon);
         }
@@ -109,7 +109,7 @@ dt_status_t yarn_wait(void *ctx, int timeout_ms, dt_worker_exit_t *ev)
         if (rep < 0)
             return DT_ERR_NOT_FOUND;
         long long left = deadline < 0 ? L->conf.poll_ms
-                                      : deadline - proc_now_ms();
+                                      : deadline - dt_clock_now_ms();
         if (polled && deadline >= 0 && left <= 0)
             return DT_ERR_TIMEOUT;
         int ms = left < 0 ? 0 : left > L->conf.poll_ms ? L->conf.poll_ms
@@ -160,8 +160,8 @@ void yarn_stop(yarn_launcher_t *L)
         return;
     if (!L->kill_sent)
         kill_app(L);
-    long long deadline = proc_now_ms() + KILL_WAIT_MS;
-    while (!L->app_over && proc_now_ms() < deadline) {
+    long long deadline = dt_clock_now_ms() + KILL_WAIT_MS;
+    while (!L->app_over && dt_clock_now_ms() < deadline) {
         poll(NULL, 0, L->conf.poll_ms);
         poll_rm(L);
     }

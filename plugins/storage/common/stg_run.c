@@ -13,18 +13,12 @@
 #include <unistd.h>
 
 #include <dt/log.h>
-#include "net/host_local.h"
+#include <dt/hosts.h>
+#include <dt/clock.h>
 #include "stg.h"
 
 #define LOCAL_TIMEOUT_MS 60000
 #define LOCAL_OUTPUT_MAX (1u << 20)
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* "sh", "-c", script, "dt-stage", args..., NULL. */
 static const char **build_argv(const char *script, const char *const *args)
@@ -53,7 +47,7 @@ static dt_status_t drain(int fd, long long deadline, char **buf)
         return DT_ERR_NOMEM;
     dt_status_t st = DT_OK;
     for (;;) {
-        long long left = deadline - now_ms();
+        long long left = deadline - dt_clock_now_ms();
         if (left <= 0) {
             st = DT_ERR_TIMEOUT;
             break;
@@ -125,7 +119,7 @@ dt_status_t stg_run_local(const char *script, const char *const *args,
     close(fds[1]);
     free(argv);
     char *buf = NULL;
-    dt_status_t st = drain(fds[0], now_ms() + LOCAL_TIMEOUT_MS, &buf);
+    dt_status_t st = drain(fds[0], dt_clock_now_ms() + LOCAL_TIMEOUT_MS, &buf);
     close(fds[0]);
     if (st == DT_ERR_TIMEOUT) {
         dt_error("storage: a check on this machine did not finish within "

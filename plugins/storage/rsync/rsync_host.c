@@ -10,7 +10,8 @@
 #include <time.h>
 
 #include <dt/log.h>
-#include "net/host_local.h"
+#include <dt/hosts.h>
+#include <dt/clock.h>
 #include "rsync_storage.h"
 #include "stg.h"
 
@@ -30,13 +31,6 @@ static const char mark_script[] =
     "printf 'staged by job %s from %s\\n' \"$2\" \"$3\" > \"$d/" STG_MARK_DONE
     ".tmp\" && mv -f -- \"$d/" STG_MARK_DONE ".tmp\" \"$d/" STG_MARK_DONE "\" "
     "&& rm -f -- \"$d/" STG_MARK_BUSY "\" && echo 'DT-MARK ok'\n";
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static dt_status_t prepare(stage_run_t *run, const dt_host_t *h,
                            const char *dst)
@@ -168,14 +162,14 @@ dt_status_t rsync_one_host(void *arg, size_t i, const dt_host_t *h)
     char *dst = stg_expand_host(run->R->dst, h->name);
     if (!dst)
         return DT_ERR_NOMEM;
-    double t0 = now_s();
+    double t0 = dt_clock_now();
     host_result_t *res = &run->res[i];
     dt_status_t st = prepare(run, h, dst);
     if (st == DT_OK)
         st = transfer(run, h, dst, &res->stats);
     if (st == DT_OK)
         st = mark_done(run, h, dst);
-    res->seconds = now_s() - t0;
+    res->seconds = dt_clock_now() - t0;
     res->done = st == DT_OK;
     free(dst);
     return st;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <dt/log.h>
+#include <dt/clock.h>
 #include "rsync_storage.h"
 
 #define KEEP 16384           /* tail of stdout kept: the --stats report */
@@ -39,18 +40,11 @@ static void tail_add(tail_t *t, const char *d, size_t n, size_t cap)
     t->b[t->n] = '\0';
 }
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The latest progress2 line in the chunk ("  1,234  45%  1.2MB/s ..."). */
 static void show_progress(stage_run_t *run, const char *host,
                           const char *d, size_t n, long long *last)
 {
-    if (!run->progress || now_ms() - *last < PROGRESS_EVERY_MS)
+    if (!run->progress || dt_clock_now_ms() - *last < PROGRESS_EVERY_MS)
         return;
     /* The last complete segment between \r or \n that has a '%'. */
     const char *best = NULL;
@@ -73,7 +67,7 @@ static void show_progress(stage_run_t *run, const char *host,
     pthread_mutex_lock(&run->out_mu);
     dt_info("storage rsync: %s: %.*s", host, (int)best_len, best);
     pthread_mutex_unlock(&run->out_mu);
-    *last = now_ms();
+    *last = dt_clock_now_ms();
 }
 
 dt_status_t rsync_run_proc(stage_run_t *run, const char *host,
@@ -113,7 +107,7 @@ dt_status_t rsync_run_proc(stage_run_t *run, const char *host,
     close(out[1]);
     close(er[1]);
     out[1] = er[1] = -1;
-    long long last = now_ms();
+    long long last = dt_clock_now_ms();
     int open_fds = 2;
     while (open_fds > 0) {
         struct pollfd p[2] = {{out[0], POLLIN, 0}, {er[0], POLLIN, 0}};

@@ -15,14 +15,8 @@
 #include <time.h>
 
 #include <dt/log.h>
+#include <dt/clock.h>
 #include "nccl_tp.h"
-
-double nccl_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Between polls: yield a few times (small collectives finish in
  * microseconds), then sleep, growing to 1 ms. Never a hot spin. */
@@ -56,7 +50,7 @@ static void name_missing(nccl_ctx_t *c, const char *phase, char *out,
     char key[96];
     size_t off = 0;
     double grace = c->timeout / 4 < 5 ? c->timeout / 4 : 5;
-    double until = nccl_now() + grace;
+    double until = dt_clock_now() + grace;
     out[0] = '\0';
     if (!c->store)
         return;
@@ -65,7 +59,7 @@ static void name_missing(nccl_ctx_t *c, const char *phase, char *out,
     for (int r = 0; r < c->size && off + 16 < len; r++) {
         void *v = NULL;
         size_t vl = 0;
-        double left = until - nccl_now();
+        double left = until - dt_clock_now();
         snprintf(key, sizeof key, "nccl/%lld/%s/%d", c->epoch, phase, r);
         if (dt_store_get(c->store, key, left > 0.05 ? left : 0.05, &v, &vl) ==
             DT_OK) {
@@ -111,12 +105,12 @@ dt_status_t nccl_give_up(nccl_ctx_t *c, const char *what, const char *phase,
 /* Wait for the communicator's pending call (ncclInProgress) to settle. */
 static dt_status_t settle(nccl_ctx_t *c, const char *what, const char *phase)
 {
-    double deadline = nccl_now() + c->timeout;
+    double deadline = dt_clock_now() + c->timeout;
     int round = 0;
     ncclResult_t r = ncclInProgress;
     while (c->comm && ncclCommGetAsyncError(c->comm, &r) == ncclSuccess &&
            r == ncclInProgress) {
-        if (nccl_now() > deadline)
+        if (dt_clock_now() > deadline)
             return nccl_give_up(c, what, phase, r);
         nccl_nap(&round);
     }
@@ -136,7 +130,7 @@ dt_status_t nccl_sync(nccl_ctx_t *c, cudaStream_t s, const char *what)
 {
     if (c->failed != DT_OK)
         return c->failed;
-    double deadline = nccl_now() + c->timeout;
+    double deadline = dt_clock_now() + c->timeout;
     int round = 0;
     for (;;) {
         cudaError_t e = cudaStreamQuery(s);
@@ -148,7 +142,7 @@ dt_status_t nccl_sync(nccl_ctx_t *c, cudaStream_t s, const char *what)
         ncclCommGetAsyncError(c->comm, &r);
         if (r != ncclSuccess && r != ncclInProgress)
             return nccl_give_up(c, what, "stuck", r);
-        if (nccl_now() > deadline)
+        if (dt_clock_now() > deadline)
             return nccl_give_up(c, what, "stuck", r);
         nccl_nap(&round);
     }
@@ -170,7 +164,7 @@ static dt_status_t share_id(nccl_ctx_t *c, ncclUniqueId *id, double deadline)
     }
     void *v = NULL;
     size_t len = 0;
-    dt_status_t st = dt_store_get(c->store, key, deadline - nccl_now(), &v,
+    dt_status_t st = dt_store_get(c->store, key, deadline - dt_clock_now(), &v,
                                   &len);
     if (st != DT_OK || len != sizeof *id) {
         dt_error("nccl: rank %d: rank 0 did not publish the NCCL unique id "
@@ -189,7 +183,7 @@ dt_status_t nccl_comm_open(nccl_ctx_t *c, const dt_transport_args_t *a)
     int ndev = 0;
     char key[64];
     int64_t n = 0;
-    double deadline = nccl_now() + c->timeout;
+    double deadline = dt_clock_now() + c->timeout;
     DT_CHECK(nccl_cuda_check(c, cudaGetDeviceCount(&ndev), "counting GPUs"));
     c->device = a->local_rank % (ndev > 0 ? ndev : 1);
     DT_CHECK(nccl_cuda_check(c, cudaSetDevice(c->device), "cudaSetDevice"));

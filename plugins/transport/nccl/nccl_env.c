@@ -15,7 +15,7 @@
 
 #include <dt/log.h>
 #include "nccl_tp.h"
-#include "net/netif.h"
+#include <dt/netif.h>
 
 #define SECTION "transport.nccl"
 

@@ -125,13 +125,13 @@ dt_status_t nccl_wait(void *ctx, dt_request_t **reqs, size_t n,
 {
     nccl_ctx_t *c = ctx;
     dt_status_t st = launch(c);
-    double start = nccl_now(), last = start;
+    double start = dt_clock_now(), last = start;
     int round = 0;
     for (size_t i = 0; i < n && st == DT_OK;) {
         cudaError_t e = cudaEventQuery(reqs[i]->done);
         if (e == cudaSuccess) {
             i++;
-            last = nccl_now();
+            last = dt_clock_now();
             continue;
         }
         if (e != cudaErrorNotReady) {
@@ -144,9 +144,9 @@ dt_status_t nccl_wait(void *ctx, dt_request_t **reqs, size_t n,
             st = nccl_give_up(c, "point-to-point", "stuck", r);
             break;
         }
-        if (timeout_ms >= 0 && nccl_now() > start + timeout_ms / 1000.0)
+        if (timeout_ms >= 0 && dt_clock_now() > start + timeout_ms / 1000.0)
             return DT_ERR_TIMEOUT; /* requests stay valid */
-        if (timeout_ms < 0 && nccl_now() > last + c->timeout) {
+        if (timeout_ms < 0 && dt_clock_now() > last + c->timeout) {
             st = nccl_give_up(c, "point-to-point", "stuck", r);
             break;
         }

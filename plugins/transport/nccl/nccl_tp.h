@@ -17,6 +17,7 @@
 
 #include <dt/plugin.h>
 #include <dt/store.h>
+#include <dt/clock.h>
 
 typedef struct nccl_ctx nccl_ctx_t;
 
@@ -62,7 +63,6 @@ dt_status_t nccl_give_up(nccl_ctx_t *c, const char *what, const char *phase,
 /* A call returned r: ncclInProgress waits for it like nccl_sync. */
 dt_status_t nccl_check(nccl_ctx_t *c, ncclResult_t r, const char *what);
 dt_status_t nccl_cuda_check(nccl_ctx_t *c, cudaError_t e, const char *what);
-double nccl_now(void);
 void nccl_nap(int *round);
 
 /* nccl_coll.c: native collectives (host buffers staged through device). */

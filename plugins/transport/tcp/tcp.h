@@ -15,7 +15,8 @@
 #include <sys/uio.h>
 
 #include <dt/plugin.h>
-#include "comm/wait_spin.h"
+#include <dt/wait.h>
+#include <dt/clock.h>
 
 #define TCP_MAX_SOCKETS 16
 /* buffer_size = auto on one host: SO_SNDBUF/SO_RCVBUF of 2 MiB (the kernel
@@ -161,7 +162,6 @@ dt_status_t tcp_auth_acceptor(int fd, const uint8_t *token, size_t token_len,
 int tcp_cause_resolve(tcp_ctx_t *c, int suspect, int *failed, int *detector);
 
 /* tcp_io.c: blocking-with-deadline helpers for the handshake. */
-double tcp_now(void);
 dt_status_t tcp_io_full(int fd, void *buf, size_t len, int writing,
                         double deadline);
 int tcp_ms_until(double deadline);

@@ -7,17 +7,11 @@
 #include <unistd.h>
 
 #include "tcp.h"
-
-double tcp_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include <dt/clock.h>
 
 int tcp_ms_until(double deadline)
 {
-    double left = deadline - tcp_now();
+    double left = deadline - dt_clock_now();
     if (left <= 0)
         return 0;
     return left > 2e6 ? 2000000000 : (int)(left * 1000.0) + 1;

@@ -308,7 +308,7 @@ static void tx_progress(tcp_ctx_t *c, tcp_sock_t *s)
                 fail_peer_io(c, s, "while sending", errno);
             return;
         }
-        c->last_activity = tcp_now();
+        c->last_activity = dt_clock_now();
         size_t left = (size_t)w;
         while (s->tx_head) {
             tcp_tx_t *t = s->tx_head;
@@ -481,7 +481,7 @@ static void rx_progress(tcp_ctx_t *c, tcp_sock_t *s)
             if (n > 0) {
                 s->stage_off = 0;
                 s->stage_len = (size_t)n;
-                c->last_activity = tcp_now();
+                c->last_activity = dt_clock_now();
                 continue;
             }
         } else {
@@ -505,7 +505,7 @@ static void rx_progress(tcp_ctx_t *c, tcp_sock_t *s)
             }
             return;
         }
-        c->last_activity = tcp_now();
+        c->last_activity = dt_clock_now();
         if (s->rx_state == RX_BODY) {
             s->rx_dst += n;
             s->rx_left -= (size_t)n;
@@ -765,7 +765,7 @@ static void spin_before_sleep(tcp_ctx_t *c, dt_request_t **reqs, size_t n,
         return;
     while (!all_complete(reqs, n) && c->failed == DT_OK) {
         if (poll_round(c, 0) > 0) {
-            if (tcp_now() >= start + c->spin.spin)
+            if (dt_clock_now() >= start + c->spin.spin)
                 return;
             continue;
         }
@@ -779,7 +779,7 @@ dt_status_t tcp_wait(void *ctx, dt_request_t **reqs, size_t n,
                      int timeout_ms)
 {
     tcp_ctx_t *c = ctx;
-    double start = tcp_now();
+    double start = dt_clock_now();
     c->last_activity = start;
     /* The awaited data has often arrived already: read it before paying
      * for a poll() (one recv that may say EAGAIN costs less). */

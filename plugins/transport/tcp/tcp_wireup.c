@@ -127,9 +127,9 @@ static dt_status_t connect_to(tcp_ctx_t *c, const char *host,
             }
             close(fd);
         }
-        if (tcp_now() < deadline)
+        if (dt_clock_now() < deadline)
             usleep(50000);
-    } while (tcp_now() < deadline);
+    } while (dt_clock_now() < deadline);
     freeaddrinfo(res);
     dt_error("tcp: rank %d: cannot connect to rank %d at %s:%s: %s; is the "
              "port blocked by a firewall, or did rank %d exit?",
@@ -164,7 +164,7 @@ static dt_status_t connect_lower(tcp_ctx_t *c, const dt_transport_args_t *a,
         void *val = NULL;
         size_t len = 0;
         snprintf(key, sizeof key, "tcp/%lld/addr/%d", epoch, p);
-        dt_status_t st = dt_store_get(a->store, key, deadline - tcp_now(),
+        dt_status_t st = dt_store_get(a->store, key, deadline - dt_clock_now(),
                                       &val, &len);
         if (st != DT_OK) {
             dt_error("tcp: rank %d: rank %d never published its address in "
@@ -231,7 +231,7 @@ static dt_status_t accept_higher(tcp_ctx_t *c, const dt_transport_args_t *a,
             continue;
         int peer, idx;
         /* One slow or hostile client must not stall the mesh for long. */
-        double limit = tcp_now() + 10.0 < deadline ? tcp_now() + 10.0
+        double limit = dt_clock_now() + 10.0 < deadline ? dt_clock_now() + 10.0
                                                     : deadline;
         dt_status_t st = tcp_auth_acceptor(fd, a->token, a->token_len,
                                            c->rank, c->size, c->nsock, limit,
@@ -258,7 +258,7 @@ dt_status_t tcp_wireup(tcp_ctx_t *c, const dt_transport_args_t *a)
                  c->rank);
         return DT_ERR_INVALID;
     }
-    double deadline = tcp_now() + c->timeout;
+    double deadline = dt_clock_now() + c->timeout;
     const char *bind_addr = a->bind_addr && *a->bind_addr ? a->bind_addr
                                                           : NULL;
     int lfd = -1, port = 0;

@@ -19,7 +19,8 @@
 #include <dt/plugin.h>
 #include "coll/coll.h"
 #include "coll/shm/shm_coll.h"
-#include "comm/wait_spin.h"
+#include <dt/wait.h>
+#include <dt/clock.h>
 
 /* Tag layout: bit 63 marks the plugin's own handshake messages. */
 #define UCX_TAG_INTERNAL (1ull << 63)
@@ -137,6 +138,5 @@ void ucx_fail(ucx_ctx_t *c, int peer, dt_status_t st, const char *why);
 void ucx_free_requests(ucx_ctx_t *c);
 /* Whether UCP still owns a request of c (its callback is still due). */
 int ucx_ucp_busy(const ucx_ctx_t *c);
-double ucx_now(void);
 
 #endif /* DT_UCX_H */

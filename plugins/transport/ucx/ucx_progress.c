@@ -18,21 +18,15 @@
 #include <time.h>
 
 #include <dt/log.h>
+#include <dt/clock.h>
 #include "ucx.h"
 
 /* The part of struct dt_request UCP's callbacks touch lives there too. */
 typedef struct dt_request req_t;
 
-double ucx_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static int ms_until(double deadline)
 {
-    double left = deadline - ucx_now();
+    double left = deadline - dt_clock_now();
     if (left <= 0)
         return 0;
     return left > 3600 ? 3600 * 1000 : (int)(left * 1000) + 1;
@@ -353,14 +347,14 @@ static void sleep_on_worker(ucx_ctx_t *c, int ms)
 static dt_status_t progress_until(ucx_ctx_t *c, dt_request_t **reqs, size_t n,
                                   double deadline, int idle)
 {
-    double last = ucx_now(), start = last;
+    double last = dt_clock_now(), start = last;
     unsigned long seen = c->completions;
     int spinning = c->spin.spin > 0;
     while (!all_complete(reqs, n) && c->failed == DT_OK) {
         unsigned moved = ucp_worker_progress(c->worker);
         if (idle && c->completions != seen) {
             seen = c->completions;
-            last = ucx_now();
+            last = dt_clock_now();
         }
         if (moved)
             continue;
@@ -419,7 +413,7 @@ dt_status_t ucx_wait(void *ctx, dt_request_t **reqs, size_t n,
 {
     ucx_ctx_t *c = ctx;
     if (timeout_ms >= 0) {
-        if (progress_until(c, reqs, n, ucx_now() + timeout_ms / 1000.0, 0) ==
+        if (progress_until(c, reqs, n, dt_clock_now() + timeout_ms / 1000.0, 0) ==
             DT_ERR_TIMEOUT)
             return DT_ERR_TIMEOUT; /* requests stay valid */
     } else if (progress_until(c, reqs, n, 0, 1) == DT_ERR_TIMEOUT) {

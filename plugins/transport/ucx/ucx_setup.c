@@ -16,7 +16,7 @@
 
 #include <dt/log.h>
 #include "ucx.h"
-#include "net/netif.h"
+#include <dt/netif.h>
 
 #define SECTION "transport.ucx"
 

@@ -64,7 +64,7 @@ static dt_status_t connect_peer(ucx_ctx_t *c, dt_store_t *store,
     void *val = NULL;
     size_t len = 0;
     snprintf(key, sizeof key, "ucx/%lld/addr/%d", epoch, p);
-    dt_status_t st = dt_store_get(store, key, deadline - ucx_now(), &val,
+    dt_status_t st = dt_store_get(store, key, deadline - dt_clock_now(), &val,
                                   &len);
     if (st != DT_OK) {
         dt_error("ucx: rank %d: rank %d never published its UCX address in "
@@ -103,7 +103,7 @@ dt_status_t ucx_wireup(ucx_ctx_t *c, const dt_transport_args_t *a)
                  c->rank);
         return DT_ERR_INVALID;
     }
-    double deadline = ucx_now() + c->timeout;
+    double deadline = dt_clock_now() + c->timeout;
     char key[64];
     int64_t n = 0;
     /* Count this rank's inits so a second dt_init never reads the first
@@ -138,11 +138,11 @@ void ucx_close_endpoints(ucx_ctx_t *c)
         }
     }
     /* A forced close finishes locally; bound it anyway. */
-    double deadline = ucx_now() + 5.0;
+    double deadline = dt_clock_now() + 5.0;
     for (int p = 0; pending && p < c->size; p++) {
         while (pending[p] &&
                ucp_request_check_status(pending[p]) == UCS_INPROGRESS &&
-               ucx_now() < deadline)
+               dt_clock_now() < deadline)
             ucp_worker_progress(c->worker);
         if (pending[p])
             ucp_request_free(pending[p]);
@@ -151,7 +151,7 @@ void ucx_close_endpoints(ucx_ctx_t *c)
     /* Closing fails the sends still queued on those endpoints, from
      * progress: let UCX finish them, so that it frees its requests before
      * the worker goes away. */
-    while (ucx_ucp_busy(c) && ucx_now() < deadline)
+    while (ucx_ucp_busy(c) && dt_clock_now() < deadline)
         if (ucp_worker_progress(c->worker) == 0)
             poll(NULL, 0, 1);
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <dt/log.h>
+#include <dt/clock.h>
 #include "../common/spawn/spawn.h"
 #include "frontend.h"
 #include "proc_tree.h"
@@ -49,13 +50,6 @@ struct frontend {
     size_t nhosts;
     char *buf;
 };
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void close_fd(int *fd)
 {
@@ -301,7 +295,7 @@ dt_status_t frontend_wait(frontend_t *fe, int timeout_ms, dt_worker_exit_t *ev)
 {
     if (!fe || !ev)
         return DT_ERR_INVALID;
-    long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+    long long deadline = timeout_ms < 0 ? -1 : dt_clock_now_ms() + timeout_ms;
     for (;;) {
         if (fe->q_head < fe->q_tail) {
             *ev = fe->queue[fe->q_head++];
@@ -319,7 +313,7 @@ dt_status_t frontend_wait(frontend_t *fe, int timeout_ms, dt_worker_exit_t *ev)
             }
             return DT_ERR_NOT_FOUND;
         }
-        long long left = deadline < 0 ? -1 : deadline - now_ms();
+        long long left = deadline < 0 ? -1 : deadline - dt_clock_now_ms();
         if (deadline >= 0 && left < 0)
             return DT_ERR_TIMEOUT;
         dt_status_t st = poll_once(fe, (int)left);
@@ -327,7 +321,7 @@ dt_status_t frontend_wait(frontend_t *fe, int timeout_ms, dt_worker_exit_t *ev)
             return DT_ERR_TIMEOUT; /* a signal for dtctl: let it act */
         if (st != DT_OK)
             return st;
-        if (deadline >= 0 && now_ms() >= deadline &&
+        if (deadline >= 0 && dt_clock_now_ms() >= deadline &&
             fe->q_head == fe->q_tail && !fe->reaped)
             return DT_ERR_TIMEOUT;
     }

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 #include <dt/plugin.h>
+#include <dt/clock.h>
 
 /* ---- strings ------------------------------------------------------------ */
 typedef struct strbuf {
@@ -114,6 +115,5 @@ dt_status_t proc_run(const char *const *argv, char *const *envp,
  * environ; free the array only). */
 char **proc_env_without_token(void);
 /* Milliseconds of CLOCK_MONOTONIC. */
-long long proc_now_ms(void);
 
 #endif /* DT_LAUNCHER_JOBDIR_H */

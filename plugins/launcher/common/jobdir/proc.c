@@ -15,16 +15,10 @@
 #include <unistd.h>
 
 #include <dt/log.h>
+#include <dt/clock.h>
 #include "jobdir.h"
 
 extern char **environ;
-
-long long proc_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 char **proc_env_without_token(void)
 {
@@ -180,9 +174,9 @@ dt_status_t proc_run(const char *const *argv, char *const *envp,
     dt_status_t st = spawn(argv, envp, 1, 0, &p);
     if (st != DT_OK)
         return st;
-    long long deadline = proc_now_ms() + timeout_ms;
+    long long deadline = dt_clock_now_ms() + timeout_ms;
     while (p.out_fd >= 0) {
-        long long left = deadline - proc_now_ms();
+        long long left = deadline - dt_clock_now_ms();
         if (left <= 0) {
             dt_error("'%s' did not finish within %d s; stopped it", argv[0],
                      timeout_ms / 1000);

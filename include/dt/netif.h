@@ -1,5 +1,6 @@
-/* netif.h — which network interface a job uses (internal to libdt and
- * dtctl; exported as dt_netif_* so the tests can reach it).
+/* netif.h — which network interface a job uses, and what interface an
+ * address belongs to (transports name the device their library should use:
+ * UCX_NET_DEVICES, NCCL_SOCKET_IFNAME).
  *
  * `[cluster] interface` (or DT_INTERFACE) is a list of items, like Open
  * MPI's btl_tcp_if_include or NCCL_SOCKET_IFNAME:

@@ -1,10 +1,13 @@
-/* wait_spin.h — the bounded poll a transport's wait does before it sleeps
- * ([transport.tcp] spin, [transport.ucx] spin). Internal to libdt and the
- * in-tree transports (wait_spin.c). */
-#ifndef DT_WAIT_SPIN_H
-#define DT_WAIT_SPIN_H
+/* wait.h — the bounded poll a transport's wait does before it sleeps
+ * ([transport.tcp] spin, [transport.ucx] spin): poll while it pays, yield
+ * the CPU between polls, then block in the transport's own sleep (poll(),
+ * an event fd). A transport's `wait` uses it so a rank that shares its CPU
+ * never burns the time another rank needs. */
+#ifndef DT_WAIT_H
+#define DT_WAIT_H
 
 #include <dt/status.h>
+#include <dt/clock.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -23,15 +26,14 @@ dt_status_t dt_wait_spin_init(dt_wait_spin_t *s, const char *text,
                               const char *section, int local_size);
 
 /* Called when a poll found nothing: 1 to poll again (it yielded the CPU
- * once), 0 to go to sleep. start: when the wait began (dt_wait_spin_now). */
+ * once), 0 to go to sleep. start: when the wait began (dt_clock_now). */
 int dt_wait_spin_again(dt_wait_spin_t *s, double start);
 
 /* The wait finished while spinning: spinning pays, no pause next time. */
 void dt_wait_spin_paid(dt_wait_spin_t *s);
 
-double dt_wait_spin_now(void);
 
 #ifdef __cplusplus
 }
 #endif
-#endif /* DT_WAIT_SPIN_H */
+#endif /* DT_WAIT_H */
