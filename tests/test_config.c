@@ -141,6 +141,34 @@ static void test_parse_duration(void **state)
     assert_int_equal(dt_parse_duration("", &s), DT_ERR_INVALID);
 }
 
+static void test_parse_double(void **state)
+{
+    (void)state;
+    double v = -1;
+    assert_int_equal(dt_parse_double("0.05", &v), DT_OK);
+    assert_true(v == 0.05);
+    assert_int_equal(dt_parse_double("-1", &v), DT_OK);
+    assert_true(v == -1.0);
+    assert_int_equal(dt_parse_double("1e-4", &v), DT_OK);
+    assert_true(v == 1e-4);
+    assert_int_equal(dt_parse_double(" .5 ", &v), DT_OK);
+    assert_true(v == 0.5);
+    assert_int_equal(dt_parse_double("+3", &v), DT_OK);
+    assert_true(v == 3.0);
+    v = 7;
+    assert_int_equal(dt_parse_double("", &v), DT_ERR_INVALID);
+    assert_int_equal(dt_parse_double("  ", &v), DT_ERR_INVALID);
+    assert_int_equal(dt_parse_double("nan", &v), DT_ERR_INVALID);
+    assert_int_equal(dt_parse_double("inf", &v), DT_ERR_INVALID);
+    assert_int_equal(dt_parse_double("-inf", &v), DT_ERR_INVALID);
+    assert_int_equal(dt_parse_double("0x10", &v), DT_ERR_INVALID);
+    assert_int_equal(dt_parse_double("1e999", &v), DT_ERR_INVALID);
+    assert_int_equal(dt_parse_double("1.5x", &v), DT_ERR_INVALID);
+    assert_int_equal(dt_parse_double("1,5", &v), DT_ERR_INVALID);
+    assert_int_equal(dt_parse_double("e", &v), DT_ERR_INVALID);
+    assert_true(v == 7.0); /* untouched on error */
+}
+
 static void test_parse_list(void **state)
 {
     (void)state;
@@ -366,6 +394,7 @@ static const dt_key_spec_t tcp_keys[] = {
     {"nodelay", DT_KEY_BOOL, "yes", "TCP_NODELAY"},
     {"port_range", DT_KEY_LIST, NULL, "ports"},
     {"retries", DT_KEY_INT, "3", "connect retries"},
+    {"backoff", DT_KEY_DOUBLE, "1.5", "retry backoff factor"},
     {NULL, DT_KEY_STRING, NULL, NULL}};
 
 static void test_env_mapping(void **state)
@@ -707,6 +736,21 @@ static void test_getters_type_errors(void **state)
     assert_int_equal(dt_config_get_bool(cfg, "transport.tcp", "nodelay", &b),
                      DT_OK);
     assert_true(b);
+    /* A double key: its default, then a bad value named where it was set. */
+    double d = 0;
+    assert_int_equal(dt_config_get_double(cfg, "transport.tcp", "backoff",
+                                          &d),
+                     DT_OK);
+    assert_true(d == 1.5);
+    dt_config_set(cfg, "transport.tcp", "backoff", "nan", DT_SRC_CLI,
+                  "--set");
+    capture_begin(&c);
+    st = dt_config_get_double(cfg, "transport.tcp", "backoff", &d);
+    err = capture_end(&c);
+    assert_int_equal(st, DT_ERR_CONFIG);
+    assert_non_null(strstr(err, "option --set: [transport.tcp] backoff = "
+                                "'nan' is not a number"));
+    free(err);
     char **items;
     size_t n;
     assert_int_equal(dt_config_get_list(cfg, "transport.tcp", "port_range",
@@ -790,6 +834,7 @@ int main(void)
         cmocka_unit_test(test_parse_bool),
         cmocka_unit_test(test_parse_size),
         cmocka_unit_test(test_parse_duration),
+        cmocka_unit_test(test_parse_double),
         cmocka_unit_test(test_parse_list),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_precedence_each_layer),

@@ -403,6 +403,16 @@ dt_status_t dt_config_get_duration(const dt_config_t *cfg, const char *section,
     return dt_parse_duration(e->value, seconds);
 }
 
+dt_status_t dt_config_get_double(const dt_config_t *cfg, const char *section,
+                                 const char *key, double *out)
+{
+    const cfg_entry_t *e;
+    if (!out)
+        return DT_ERR_INVALID;
+    DT_CHECK(lookup(cfg, section, key, DT_KEY_DOUBLE, &e));
+    return dt_parse_double(e->value, out);
+}
+
 dt_status_t dt_config_get_list(const dt_config_t *cfg, const char *section,
                                const char *key, char ***items, size_t *n)
 {

@@ -139,6 +139,29 @@ dt_status_t dt_parse_duration(const char *text, double *seconds)
     return DT_OK;
 }
 
+dt_status_t dt_parse_double(const char *text, double *out)
+{
+    if (!text || !out)
+        return DT_ERR_INVALID;
+    while (isspace((unsigned char)*text))
+        text++;
+    /* strtod also takes "nan", "inf" and hex: only a decimal number with an
+     * optional sign, '.', and exponent is a value a person writes. */
+    if (strspn(text, "+-0123456789.eE") == 0 || strpbrk(text, "xX"))
+        return DT_ERR_INVALID;
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || errno == ERANGE || !isfinite(v))
+        return DT_ERR_INVALID;
+    while (isspace((unsigned char)*end))
+        end++;
+    if (*end)
+        return DT_ERR_INVALID;
+    *out = v;
+    return DT_OK;
+}
+
 void dt_strv_free(char **strv)
 {
     if (!strv)

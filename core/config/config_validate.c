@@ -20,6 +20,8 @@ static const char *type_expectation(dt_key_type_t type)
     case DT_KEY_DURATION:
         return "is not a duration (seconds, or a number with ms, s, m or h, "
                "e.g. 500ms, 30s, 5m)";
+    case DT_KEY_DOUBLE:
+        return "is not a number (e.g. 0.05, 1e-4; no nan or inf)";
     default: return "is not valid";
     }
 }
@@ -39,6 +41,7 @@ dt_status_t cfg_check_type(const char *section, const cfg_entry_t *e,
     case DT_KEY_BOOL: st = dt_parse_bool(e->value, &b); break;
     case DT_KEY_SIZE: st = dt_parse_size(e->value, &sz); break;
     case DT_KEY_DURATION: st = dt_parse_duration(e->value, &d); break;
+    case DT_KEY_DOUBLE: st = dt_parse_double(e->value, &d); break;
     case DT_KEY_LIST:
         st = dt_parse_list(e->value, &items, &n);
         if (st == DT_OK)

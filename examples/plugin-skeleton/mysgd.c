@@ -17,7 +17,7 @@ typedef struct mysgd {
 
 /* The keys of section [optimizer.mysgd]; dt validates and documents them. */
 static const dt_key_spec_t mysgd_keys[] = {
-    {"weight_decay", DT_KEY_STRING, "0", "L2 penalty added to each gradient"},
+    {"weight_decay", DT_KEY_DOUBLE, "0", "L2 penalty added to each gradient"},
     {NULL, DT_KEY_STRING, NULL, NULL}};
 
 static dt_status_t mysgd_create(const dt_config_t *cfg, size_t nparams,
@@ -31,17 +31,12 @@ static dt_status_t mysgd_create(const dt_config_t *cfg, size_t nparams,
     if (!s)
         return DT_ERR_NOMEM;
     s->n = nparams;
-    const char *wd = cfg ? dt_config_get(cfg, "optimizer.mysgd", "weight_decay")
-                         : NULL;
-    if (wd) {
-        char *end;
-        s->weight_decay = strtod(wd, &end);
-        if (*end) {
-            dt_error("[optimizer.mysgd] weight_decay = '%s' is not a number",
-                     wd);
-            free(s);
-            return DT_ERR_CONFIG;
-        }
+    /* A value that is not a number was refused, naming where it was set,
+     * when the configuration was validated against mysgd_keys. */
+    if (cfg && dt_config_get_double(cfg, "optimizer.mysgd", "weight_decay",
+                                    &s->weight_decay) == DT_ERR_CONFIG) {
+        free(s);
+        return DT_ERR_CONFIG;
     }
     *state = s;
     return DT_OK;

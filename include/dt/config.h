@@ -35,7 +35,9 @@ typedef enum dt_key_type {
     DT_KEY_BOOL,     /* yes/no, true/false, on/off, 1/0                   */
     DT_KEY_SIZE,     /* bytes with optional K/M/G/T suffix (powers of 2)  */
     DT_KEY_DURATION, /* seconds, or with us/ms/s/m/h: 50us, 500ms, 5m    */
-    DT_KEY_LIST      /* comma- or space-separated strings                 */
+    DT_KEY_LIST,     /* comma- or space-separated strings                 */
+    DT_KEY_DOUBLE    /* a finite decimal number: 0.05, -1, 1e-4 (no nan,
+                        inf or hex)                                       */
 } dt_key_type_t;
 
 /* One key of a section's schema. Tables end with an entry whose name is
@@ -108,6 +110,8 @@ dt_status_t dt_config_get_size(const dt_config_t *cfg, const char *section,
                                const char *key, uint64_t *out);
 dt_status_t dt_config_get_duration(const dt_config_t *cfg, const char *section,
                                    const char *key, double *seconds);
+dt_status_t dt_config_get_double(const dt_config_t *cfg, const char *section,
+                                 const char *key, double *out);
 dt_status_t dt_config_get_list(const dt_config_t *cfg, const char *section,
                                const char *key, char ***items, size_t *n);
 void dt_strv_free(char **strv);
@@ -137,6 +141,7 @@ dt_status_t dt_parse_int(const char *text, long long *out);
 dt_status_t dt_parse_bool(const char *text, bool *out);
 dt_status_t dt_parse_size(const char *text, uint64_t *out);
 dt_status_t dt_parse_duration(const char *text, double *seconds);
+dt_status_t dt_parse_double(const char *text, double *out);
 dt_status_t dt_parse_list(const char *text, char ***items, size_t *n);
 
 #ifdef __cplusplus

@@ -123,10 +123,10 @@ static inline dt_status_t adam_load(void *state, const void *buf, size_t len)
 }
 
 #define ADAM_KEYS(default_wd, wd_doc)                                         \
-    {{"beta1", DT_KEY_STRING, "0.9", "decay of the gradient average"},        \
-     {"beta2", DT_KEY_STRING, "0.999", "decay of the squared average"},       \
-     {"eps", DT_KEY_STRING, "1e-8", "added to the denominator"},              \
-     {"weight_decay", DT_KEY_STRING, default_wd, wd_doc},                     \
+    {{"beta1", DT_KEY_DOUBLE, "0.9", "decay of the gradient average"},        \
+     {"beta2", DT_KEY_DOUBLE, "0.999", "decay of the squared average"},       \
+     {"eps", DT_KEY_DOUBLE, "1e-8", "added to the denominator"},              \
+     {"weight_decay", DT_KEY_DOUBLE, default_wd, wd_doc},                     \
      {NULL, DT_KEY_STRING, NULL, NULL}}
 
 #endif /* DT_ADAM_CORE_H */

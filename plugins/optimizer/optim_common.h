@@ -30,11 +30,10 @@ static inline dt_status_t optim_number(const dt_config_t *cfg,
     const char *text = cfg ? dt_config_get(cfg, section, key) : NULL;
     if (!text)
         return DT_OK;
-    char *end;
-    double v = strtod(text, &end);
+    double v;
     const char *where = "?";
     dt_config_origin(cfg, section, key, NULL, &where);
-    if (end == text || *end || !isfinite(v)) {
+    if (dt_parse_double(text, &v) != DT_OK) {
         dt_error("%s: [%s] %s = '%s' is not a number", where, section, key,
                  text);
         return DT_ERR_CONFIG;

@@ -19,9 +19,9 @@ typedef struct sgd {
 } sgd_t;
 
 static const dt_key_spec_t sgd_keys[] = {
-    {"momentum", DT_KEY_STRING, "0", "momentum factor in [0, 1)"},
+    {"momentum", DT_KEY_DOUBLE, "0", "momentum factor in [0, 1)"},
     {"nesterov", DT_KEY_BOOL, "no", "Nesterov momentum (needs momentum > 0)"},
-    {"weight_decay", DT_KEY_STRING, "0", "L2 penalty added to each gradient"},
+    {"weight_decay", DT_KEY_DOUBLE, "0", "L2 penalty added to each gradient"},
     {NULL, DT_KEY_STRING, NULL, NULL}};
 
 static void sgd_destroy(void *state)
