@@ -11,6 +11,7 @@
 #include <cmocka.h>
 #include <dt/dt.h>
 #include "comm/worker_env.h"
+#include "stderr_capture.h"
 
 static void test_env_none(void **state)
 {
@@ -156,6 +157,37 @@ static void test_several_without_dtctl(void **state)
     clear_job_env();
 }
 
+/* A transport that lacks ops the core calls is refused before anything
+ * runs, and the message names each op it lacks. */
+static void test_transport_without_required_ops(void **state)
+{
+    (void)state;
+    clear_job_env();
+    char dir[4096];
+    const char *top = getenv("top_builddir");
+    snprintf(dir, sizeof dir, "%s/tests/fixtures/.libs", top ? top : "..");
+    setenv("DT_PLUGIN_PATH", dir, 1);
+    setenv("DT_CLUSTER_TRANSPORT", "halfdone", 1);
+    setenv("DT_RANK", "0", 1);
+    setenv("DT_WORLD_SIZE", "2", 1);
+    setenv("DT_RENDEZVOUS", "127.0.0.1:1", 1);
+    /* A well-formed token: the refusal must come from the ops check. */
+    setenv("DT_JOB_TOKEN",
+           "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+           1);
+    capture_t c;
+    capture_begin(&c);
+    dt_status_t st = dt_init();
+    char *err = capture_end(&c);
+    assert_int_equal(st, DT_ERR_PLUGIN);
+    assert_non_null(strstr(err, "transport plugin 'halfdone' lacks the "
+                                "required ops test, fini"));
+    free(err);
+    unsetenv("DT_PLUGIN_PATH");
+    unsetenv("DT_CLUSTER_TRANSPORT");
+    clear_job_env();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -166,6 +198,7 @@ int main(void)
         cmocka_unit_test(test_env_errors),
         cmocka_unit_test(test_single_worker),
         cmocka_unit_test(test_several_without_dtctl),
+        cmocka_unit_test(test_transport_without_required_ops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

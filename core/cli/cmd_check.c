@@ -79,8 +79,7 @@ static void on_problem(void *arg, const char *host, const char *problem)
 static void launcher_checks(table_t *t, const dt_plugin_t *p, void *ctx)
 {
     const dt_launcher_ops_t *ops = p->ops;
-    if (ops->size < offsetof(dt_launcher_ops_t, check) + sizeof ops->check ||
-        !ops->check) {
+    if (!DT_OPS_HAS(ops, dt_launcher_ops_t, check)) {
         for (size_t i = 0; i < t->hosts->n; i++)
             add_row(t, t->hosts->hosts[i].name, "launcher", CHK_SKIP,
                     "the %s launcher has no preflight of its own", p->name);
@@ -300,9 +299,7 @@ int dt_cmd_check(dt_cli_t *cli)
     dt_info("checking %zu host%s with the %s launcher", hosts.n,
             hosts.n == 1 ? "" : "s", p->name);
     launcher_checks(&t, p, ctx);
-    int can_run = ops->size >= offsetof(dt_launcher_ops_t, run_on_host) +
-                                   sizeof ops->run_on_host &&
-                  ops->run_on_host;
+    int can_run = DT_OPS_HAS(ops, dt_launcher_ops_t, run_on_host);
     const char *spec_text = dt_config_get(cfg, "cluster", "interface");
     for (size_t i = 0; i < hosts.n; i++) {
         const char *h = hosts.hosts[i].name;

@@ -89,12 +89,16 @@ static dt_status_t load_named_plugin(const dt_config_t *cfg, dt_kind_t kind,
 static dt_status_t check_launcher_ops(const dt_plugin_t *p)
 {
     const dt_launcher_ops_t *ops = p->ops;
-    size_t need = offsetof(dt_launcher_ops_t, fini) + sizeof ops->fini;
-    if (ops->size < need || !ops->init || !ops->launch || !ops->wait ||
-        !ops->signal || !ops->fini) {
-        dt_error("launcher plugin '%s' lacks init, launch, wait, signal or "
-                 "fini; it cannot run jobs (rebuild or fix the plugin)",
-                 p->name);
+    char missing[128] = "";
+    DT_OPS_REQUIRE(missing, ops, dt_launcher_ops_t, init);
+    DT_OPS_REQUIRE(missing, ops, dt_launcher_ops_t, launch);
+    DT_OPS_REQUIRE(missing, ops, dt_launcher_ops_t, wait);
+    DT_OPS_REQUIRE(missing, ops, dt_launcher_ops_t, signal);
+    DT_OPS_REQUIRE(missing, ops, dt_launcher_ops_t, fini);
+    if (*missing) {
+        dt_error("launcher plugin '%s' lacks the required op%s %s; it cannot "
+                 "run jobs (rebuild or fix the plugin)",
+                 p->name, strchr(missing, ',') ? "s" : "", missing);
         return DT_ERR_PLUGIN;
     }
     return DT_OK;

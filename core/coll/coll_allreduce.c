@@ -63,7 +63,7 @@ static dt_status_t recursive_doubling(dt_comm_t *c, void *buf, size_t count,
 dt_status_t dt_coll_allreduce(dt_comm_t *c, const void *send, void *recv,
                               size_t count, dt_dtype_t t, dt_redop_t op)
 {
-    if (DT_OPS_HAS(c->ops, allreduce)) {
+    if (DT_OPS_HAS(c->ops, dt_transport_ops_t, allreduce)) {
         dt_status_t st = c->ops->allreduce(c->ctx, send, recv, count, t, op,
                                            DT_MEM_HOST, NULL);
         if (st != DT_DECLINED)

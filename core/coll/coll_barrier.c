@@ -7,7 +7,7 @@
 
 dt_status_t dt_coll_barrier(dt_comm_t *c)
 {
-    if (DT_OPS_HAS(c->ops, barrier)) {
+    if (DT_OPS_HAS(c->ops, dt_transport_ops_t, barrier)) {
         dt_status_t st = c->ops->barrier(c->ctx);
         if (st != DT_DECLINED)
             return st;

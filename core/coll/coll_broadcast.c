@@ -98,7 +98,7 @@ dt_status_t dt_coll_broadcast(dt_comm_t *c, void *buf, size_t count,
                  (int)t);
         return DT_ERR_INVALID;
     }
-    if (DT_OPS_HAS(c->ops, broadcast)) {
+    if (DT_OPS_HAS(c->ops, dt_transport_ops_t, broadcast)) {
         dt_status_t st = c->ops->broadcast(c->ctx, buf, count, t, root,
                                            DT_MEM_HOST, NULL);
         if (st != DT_DECLINED)

@@ -20,7 +20,7 @@ dt_status_t dt_coll_allgather(dt_comm_t *c, const void *send, void *recv,
                  (int)t);
         return DT_ERR_INVALID;
     }
-    if (DT_OPS_HAS(c->ops, allgather)) {
+    if (DT_OPS_HAS(c->ops, dt_transport_ops_t, allgather)) {
         dt_status_t st = c->ops->allgather(c->ctx, send, recv,
                                            count_per_rank, t, DT_MEM_HOST,
                                            NULL);
@@ -41,7 +41,7 @@ dt_status_t dt_coll_reduce_scatter(dt_comm_t *c, const void *send,
                                    void *recv, size_t count_per_rank,
                                    dt_dtype_t t, dt_redop_t op)
 {
-    if (DT_OPS_HAS(c->ops, reduce_scatter)) {
+    if (DT_OPS_HAS(c->ops, dt_transport_ops_t, reduce_scatter)) {
         dt_status_t st = c->ops->reduce_scatter(c->ctx, send, recv,
                                                 count_per_rank, t, op,
                                                 DT_MEM_HOST, NULL);

@@ -86,10 +86,4 @@ dt_status_t dt_coll_halving(dt_comm_t *c, const void *send, void *recv,
  * small_bytes); 0 when the ring is used from small_bytes on. */
 size_t dt_coll_ring_bytes(const dt_comm_t *c);
 
-/* 1 when the transport's table holds a non-NULL entry at this offset. */
-#define DT_OPS_HAS(ops, field)                                                \
-    ((ops)->size >= offsetof(dt_transport_ops_t, field) +                     \
-                        sizeof((ops)->field) &&                               \
-     (ops)->field != NULL)
-
 #endif /* DT_COLL_INTERNAL_H */

@@ -119,11 +119,22 @@ static dt_status_t load_transport(void)
         return DT_ERR_PLUGIN;
     }
     const dt_transport_ops_t *ops = W.plugin->ops;
-    if (!ops || ops->size < offsetof(dt_transport_ops_t, allreduce) ||
-        !ops->init || !ops->isend || !ops->irecv || !ops->wait) {
-        dt_error("transport plugin '%s' lacks init, isend, irecv or wait; "
-                 "rebuild or fix the plugin",
-                 name);
+    char missing[128] = "";
+    if (ops) {
+        /* What the core calls unconditionally (include/dt/plugin.h). */
+        DT_OPS_REQUIRE(missing, ops, dt_transport_ops_t, init);
+        DT_OPS_REQUIRE(missing, ops, dt_transport_ops_t, isend);
+        DT_OPS_REQUIRE(missing, ops, dt_transport_ops_t, irecv);
+        DT_OPS_REQUIRE(missing, ops, dt_transport_ops_t, test);
+        DT_OPS_REQUIRE(missing, ops, dt_transport_ops_t, wait);
+        DT_OPS_REQUIRE(missing, ops, dt_transport_ops_t, fini);
+    }
+    if (!ops || *missing) {
+        dt_error("transport plugin '%s' lacks the required op%s %s; rebuild "
+                 "or fix the plugin (include/dt/plugin.h says which ops a "
+                 "transport must have)",
+                 name, strchr(missing, ',') ? "s" : "",
+                 ops ? missing : "table");
         return DT_ERR_PLUGIN;
     }
     W.ops = ops;

@@ -480,3 +480,12 @@ void dt_plugins_unload_all(void)
     }
     pthread_mutex_unlock(&loader_lock);
 }
+
+void dt_ops_note_missing(char *missing, size_t len, int present,
+                         const char *name)
+{
+    if (present || len == 0)
+        return;
+    size_t at = strlen(missing);
+    snprintf(missing + at, len - at, "%s%s", at ? ", " : "", name);
+}

@@ -60,6 +60,15 @@ const dt_key_spec_t *dt_plugin_schema_lookup(const char *section, void *arg);
 
 void dt_plugins_unload_all(void);
 
+/* The ops a kind requires: DT_OPS_REQUIRE(missing, ops, type, field) for
+ * each appends the absent ones' names to `missing` (a char array, "" to
+ * start), so the refusal names every op the plugin lacks. */
+void dt_ops_note_missing(char *missing, size_t len, int present,
+                         const char *name);
+#define DT_OPS_REQUIRE(missing, ops, type, field)                             \
+    dt_ops_note_missing(missing, sizeof(missing),                            \
+                        DT_OPS_HAS(ops, type, field), #field)
+
 #ifdef __cplusplus
 }
 #endif

@@ -209,12 +209,19 @@ static dt_status_t setup_optimizer(dt_config_t *cfg, dt_trainer_t *t)
     DT_CHECK(dt_config_get_string(cfg, "train", "optimizer", &name));
     DT_CHECK(dt_plugin_load(DT_KIND_OPTIMIZER, name, &t->opt_plugin, NULL));
     const dt_optimizer_ops_t *ops = t->opt_plugin->ops;
-    if (!ops || ops->size < offsetof(dt_optimizer_ops_t, destroy) +
-                                sizeof ops->destroy ||
-        !ops->create || !ops->step || !ops->destroy || !ops->state_size ||
-        !ops->save || !ops->load) {
-        dt_error("optimizer plugin '%s' lacks create, step, state_size, "
-                 "save, load or destroy; rebuild or fix the plugin", name);
+    char missing[128] = "";
+    if (ops) {
+        DT_OPS_REQUIRE(missing, ops, dt_optimizer_ops_t, create);
+        DT_OPS_REQUIRE(missing, ops, dt_optimizer_ops_t, step);
+        DT_OPS_REQUIRE(missing, ops, dt_optimizer_ops_t, state_size);
+        DT_OPS_REQUIRE(missing, ops, dt_optimizer_ops_t, save);
+        DT_OPS_REQUIRE(missing, ops, dt_optimizer_ops_t, load);
+        DT_OPS_REQUIRE(missing, ops, dt_optimizer_ops_t, destroy);
+    }
+    if (!ops || *missing) {
+        dt_error("optimizer plugin '%s' lacks the required op%s %s; rebuild "
+                 "or fix the plugin", name, strchr(missing, ',') ? "s" : "",
+                 ops ? missing : "table");
         return DT_ERR_PLUGIN;
     }
     t->opt = ops;

@@ -34,6 +34,13 @@
 #include <dt/status.h>
 #include <dt/types.h>
 
+/* 1 when an ops table of type `type` holds a non-NULL `field` inside the
+ * size it was built with (tables grow by appending: an older plugin's
+ * table simply ends before a newer field). */
+#define DT_OPS_HAS(ops, type, field)                                          \
+    ((ops)->size >= offsetof(type, field) + sizeof((ops)->field) &&          \
+     (ops)->field != NULL)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
