@@ -59,9 +59,9 @@ size_t dt_coll_small_bytes(const dt_comm_t *c)
 }
 
 /* Unset: by the number of ranks (measured on loopback TCP with ranks
- * outnumbering cores, docs/PERFORMANCE.md). With 2 ranks both algorithms
- * take 2 rounds and the ring pipelines across them: always the ring. With
- * 3 and 4, halving's 2 log2 rounds beat the ring's 2(n-1) up to tens of
+ * outnumbering cores, docs/PERFORMANCE.md#allreduce_ring). With 2 ranks
+ * both algorithms take 2 rounds and the ring pipelines across them: always
+ * the ring. With 3 and 4, halving's 2 log2 rounds beat the ring's 2(n-1) up to tens of
  * MiB (3: up to at least 64 MiB, where the folded rank idles and leaves
  * the 2 cores to the other two). Powers of two beyond 4 (not measured
  * here) keep the 4-rank threshold; other counts pay for the fold with a

@@ -12,7 +12,8 @@
  *                           exchanges and the chain
  *
  * Environment: DT_COLLECTIVES_<KEY> (e.g. DT_COLLECTIVES_ALLREDUCE_SMALL).
- * Defaults measured on loopback TCP (docs/PERFORMANCE.md). */
+ * Defaults measured on loopback TCP (docs/PERFORMANCE.md#allreduce_small,
+ * #allreduce_ring, #ring_chunk). */
 #include <stdlib.h>
 
 #include <dt/config.h>

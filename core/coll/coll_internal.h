@@ -16,7 +16,8 @@ enum {
     DT_TAG_BARRIER
 };
 
-/* Defaults when the comm's fields are 0 (measured: docs/PERFORMANCE.md). */
+/* Defaults when the comm's fields are 0 (measured: docs/PERFORMANCE.md,
+ * #allreduce_small, #allreduce_ring, #ring_chunk). */
 #define DT_COLL_DEFAULT_SMALL_BYTES ((size_t)256 * 1024)
 #define DT_COLL_DEFAULT_CHUNK_BYTES ((size_t)512 * 1024)
 /* Allreduce from this size on: the ring (below: halving); see

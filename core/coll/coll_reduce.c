@@ -11,8 +11,9 @@
  * whose wider loads matter when the data is in cache: a 2 MiB allreduce
  * through shared memory spent 19% of its time here at baseline, and the
  * tcp ring at N = 2 went from parity with Open MPI at 2-4 MiB to 1.13-2.4x
- * (docs/PERFORMANCE.md). Element-wise IEEE add/max/min give the same
- * bits whatever the vector width, so every rank computes the same result. */
+ * (docs/PERFORMANCE.md#reduction-kernels). Element-wise IEEE add/max/min
+ * give the same bits whatever the vector width, so every rank computes the
+ * same result. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>

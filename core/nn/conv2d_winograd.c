@@ -43,7 +43,7 @@
  * AVX2 as well as the baseline (simd_clones.h). */
 #define ALONG_CHANNELS DT_SIMD_CLONES
 #define GROUP_TILES 256 /* tiles per group of samples (measured: 64-1024
-                        * tried, docs/PERFORMANCE.md) */
+                        * tried, docs/PERFORMANCE.md#conv_algo) */
 
 typedef struct wino_shape {
     int c, o, h, w, pad; /* input channels, output channels, input size */

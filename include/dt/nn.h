@@ -141,7 +141,7 @@ dt_status_t dt_model_init(dt_model_t *m, dt_device_t *dev, uint64_t seed);
  *   DT_CONV_AUTO      Winograd F(2x2, 3x3) for 3x3, stride 1 layers with
  *                     at least DT_CONV_WINOGRAD_MIN_IN input channels,
  *                     im2col + GEMM for the rest (the default; measured in
- *                     docs/PERFORMANCE.md)
+ *                     docs/PERFORMANCE.md#conv_algo)
  *   DT_CONV_IM2COL    im2col + GEMM for every layer
  *   DT_CONV_WINOGRAD  Winograd for every 3x3, stride 1 layer
  * Both give the same results up to float rounding. May be called before

@@ -146,9 +146,13 @@ typedef struct dt_launcher_ops {
 
 /* ======================================================================
  * Transport: move bytes between ranks. Point-to-point calls are
- * non-blocking; `wait` blocks without spinning the CPU (ranks may
- * outnumber cores). All calls for one transport instance come from one
- * thread at a time.
+ * non-blocking; `wait` blocks, polling at most a bounded time before it
+ * sleeps (ranks may outnumber cores: dt/wait.h). All calls for one
+ * transport instance come from one thread at a time.
+ *
+ * Required: init, isend, irecv, test, wait, fini (dt_init refuses a
+ * transport without one, naming it). Optional: caps (NULL: host memory
+ * only) and the native collectives (NULL: the core's algorithms).
  * ====================================================================== */
 
 typedef struct dt_store dt_store_t;       /* rendezvous client (dt/store.h) */
@@ -189,7 +193,9 @@ typedef struct dt_transport_ops {
     dt_status_t (*test)(void *ctx, dt_request_t *req, int *done);
     /* Block until all n requests finished (and are freed) or timeout_ms
      * passed (DT_ERR_TIMEOUT; requests stay valid). -1: the configured
-     * transport timeout. Sleeps in poll()/epoll/event fds, never spins. */
+     * transport timeout. May poll for a bounded time first (a [transport.X]
+     * spin key through dt/wait.h: by default only when each rank has a CPU
+     * of its own), then sleeps in poll()/epoll/event fds. */
     dt_status_t (*wait)(void *ctx, dt_request_t **reqs, size_t n,
                         int timeout_ms);
     /* Optional native collectives (NULL: the core's algorithms over

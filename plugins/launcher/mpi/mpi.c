@@ -1,6 +1,6 @@
 /* mpi.c — the mpi launcher: one `mpirun` (Open MPI) starts every rank on
  * the job's hosts. The plugin's entry points; the command line is built
- * in mpi_command.c, the running of mpirun is ../frontend. */
+ * in mpi_command.c, the running of mpirun is ../common/frontend. */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>

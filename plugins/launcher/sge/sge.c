@@ -2,7 +2,7 @@
  * `qsub -pe PE NP -sync y` as a generated job script that starts the
  * workers with `qrsh -inherit` (script.c); dtctl follows them through a
  * private job directory on a file system the execution hosts share
- * (../jobdir). Entry points, configuration and the preflight check. */
+ * (../common/jobdir). Entry points, configuration and the preflight check. */
 #define _GNU_SOURCE
 #include <pwd.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * Hadoop's distributed-shell ApplicationMaster starting N containers
  * (submit.c); the containers number themselves and report through a
  * private job directory shared with the NodeManagers (script.c,
- * ../jobdir). Entry points, configuration and the preflight check. */
+ * ../common/jobdir). Entry points, configuration and the preflight check. */
 #define _GNU_SOURCE
 #include <curl/curl.h>
 #include <pwd.h>

@@ -23,7 +23,7 @@
  * doubles it). Autotuning starts the receive window at 128K and grows it
  * only with traffic, so a 512 KiB ring chunk waited on it: 1 MiB
  * allreduce at N = 2 took 0.31-0.74 ms instead of 0.24
- * (docs/PERFORMANCE.md). */
+ * (docs/PERFORMANCE.md#tcp-buffer_size). */
 #define TCP_ONE_HOST_BUFFER (2u << 20)
 /* send_max = auto on one host whose ranks each have a CPU: a burst of at
  * most TCP_SEND_MAX_BURST queued bytes goes out in writes of at most 256
@@ -32,9 +32,9 @@
  * context; the peer's data arriving on the same socket meanwhile waits in
  * its backlog. Written one 512K ring chunk per call, the 2 MiB allreduce
  * at N = 2 took 1.3-1.55x longer (medians of interleaved rounds,
- * docs/PERFORMANCE.md), 1 MiB 0.9x as long. A long queue (a large
- * message's ring steps, both ways busy anyway) is written whole: cut too,
- * 64 MiB took 1.2x longer. With ranks outnumbering CPUs they take turns
+ * docs/PERFORMANCE.md#tcp-send_max), 1 MiB 0.9x as long. A long queue
+ * (a large message's ring steps, both ways busy anyway) is written whole:
+ * cut too, 64 MiB took 1.2x longer. With ranks outnumbering CPUs they take turns
  * anyway and shorter writes only add calls: 64 MiB at N = 4 on 2 cores was
  * 10% slower, so no limit there. */
 #define TCP_ONE_HOST_SEND_MAX (256u << 10)
