@@ -1,6 +1,9 @@
 /* test_store.c — the rendezvous store: server and clients in one process
- * (threads), including hostile clients that must not crash or stall it. */
+ * (threads), including hostile clients that must not crash or stall it,
+ * and raw-socket clients that speak the handshake of docs/RENDEZVOUS.md
+ * themselves to check the server's side of it. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -17,6 +20,10 @@
 
 #include <cmocka.h>
 #include <dt/store.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "stderr_capture.h"
 
 #define NTHREADS 4
 #define NADDS 200
@@ -333,6 +340,201 @@ static void test_wrong_token_refused(void **state)
     assert_store_serves(f, "after-bad-token");
 }
 
+/* ---- the handshake spoken by hand (docs/RENDEZVOUS.md) ------------------
+ * HELLO     01 | "DTSTORE1" | nonce_c (32)
+ * CHALLENGE 02 | nonce_s (32) | proof_s (32)
+ * PROOF     03 | proof_c (32)
+ * WELCOME   04
+ * proof_x = HMAC-SHA256(token, "dt-store-<server|client>" 0 nonce_c nonce_s)
+ * Every message is a frame: a 4-byte big-endian length, then the body. The
+ * proofs are computed here from the document, not with libdt's code. */
+#define NONCE 32
+#define MAC 32
+
+static void hs_proof(const uint8_t *token, const char *label,
+                     const uint8_t *nonce_c, const uint8_t *nonce_s,
+                     uint8_t out[MAC])
+{
+    uint8_t msg[16 + 2 * NONCE];
+    size_t l = strlen(label) + 1;
+    assert_true(l <= 16);
+    memcpy(msg, label, l);
+    memcpy(msg + l, nonce_c, NONCE);
+    memcpy(msg + l + NONCE, nonce_s, NONCE);
+    unsigned int len = 0;
+    assert_non_null(HMAC(EVP_sha256(), token, DT_TOKEN_BYTES, msg,
+                         l + 2 * NONCE, out, &len));
+    assert_int_equal(len, MAC);
+}
+
+/* 1 when the whole frame was sent (a server that dropped the connection
+ * makes later sends fail: not an error where that is expected). */
+static int send_frame_raw(int fd, const uint8_t *body, size_t len)
+{
+    uint8_t buf[4 + 256];
+    assert_true(len <= 256);
+    buf[0] = (uint8_t)(len >> 24);
+    buf[1] = (uint8_t)(len >> 16);
+    buf[2] = (uint8_t)(len >> 8);
+    buf[3] = (uint8_t)len;
+    memcpy(buf + 4, body, len);
+    return send(fd, buf, 4 + len, MSG_NOSIGNAL) == (ssize_t)(4 + len);
+}
+
+/* Exactly len bytes within 30 s; 0 on EOF, error or timeout. */
+static int recv_exact(int fd, uint8_t *buf, size_t len)
+{
+    size_t got = 0;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    while (got < len && poll(&p, 1, 30000) == 1) {
+        ssize_t r = recv(fd, buf + got, len - got, 0);
+        if (r <= 0)
+            return 0;
+        got += (size_t)r;
+    }
+    return got == len;
+}
+
+/* Up to the PROOF: a connection that has sent HELLO and checked that the
+ * server proved the token (so this file's proofs match the server's). */
+static int raw_hello(const fixture_t *f, uint8_t nonce_c[NONCE],
+                     uint8_t nonce_s[NONCE])
+{
+    int fd = raw_connect(f);
+    uint8_t hello[1 + 8 + NONCE] = {0x01, 'D', 'T', 'S', 'T', 'O', 'R', 'E',
+                                    '1'};
+    for (size_t i = 0; i < NONCE; i++)
+        nonce_c[i] = (uint8_t)rand();
+    memcpy(hello + 9, nonce_c, NONCE);
+    assert_true(send_frame_raw(fd, hello, sizeof hello));
+    uint8_t ch[4 + 1 + NONCE + MAC], want[MAC];
+    assert_true(recv_exact(fd, ch, sizeof ch));
+    assert_int_equal(ch[3], 1 + NONCE + MAC);
+    assert_int_equal(ch[4], 0x02);
+    memcpy(nonce_s, ch + 5, NONCE);
+    hs_proof(f->token, "dt-store-server", nonce_c, nonce_s, want);
+    assert_memory_equal(ch + 5 + NONCE, want, MAC);
+    return fd;
+}
+
+/* A SET and a GET frame (key length u16, key; GET: u32 timeout_ms first). */
+static int send_set(int fd, const char *key, const char *value)
+{
+    uint8_t b[128];
+    size_t kl = strlen(key), vl = strlen(value);
+    b[0] = 0x10;
+    b[1] = (uint8_t)(kl >> 8);
+    b[2] = (uint8_t)kl;
+    memcpy(b + 3, key, kl);
+    memcpy(b + 3 + kl, value, vl);
+    return send_frame_raw(fd, b, 3 + kl + vl);
+}
+
+static int send_get(int fd, const char *key)
+{
+    uint8_t b[128] = {0x11, 0, 0, 0, 0};
+    size_t kl = strlen(key);
+    b[5] = (uint8_t)(kl >> 8);
+    b[6] = (uint8_t)kl;
+    memcpy(b + 7, key, kl);
+    return send_frame_raw(fd, b, 7 + kl);
+}
+
+/* The right proof from a raw client is welcomed and served: the framing
+ * above is right, so the refusals below are refusals of the proof. */
+static void test_raw_client_with_token_served(void **state)
+{
+    fixture_t *f = *state;
+    uint8_t nc[NONCE], ns[NONCE], proof[1 + MAC] = {0x03};
+    int fd = raw_hello(f, nc, ns);
+    hs_proof(f->token, "dt-store-client", nc, ns, proof + 1);
+    assert_true(send_frame_raw(fd, proof, sizeof proof));
+    uint8_t welcome[5];
+    assert_true(recv_exact(fd, welcome, sizeof welcome));
+    assert_memory_equal(welcome, "\0\0\0\1\4", 5);
+    assert_true(send_set(fd, "raw/key", "raw-value"));
+    assert_true(send_get(fd, "raw/key"));
+    uint8_t r1[9], r2[9 + 9];
+    assert_true(recv_exact(fd, r1, sizeof r1)); /* REPLY, DT_OK */
+    assert_memory_equal(r1, "\0\0\0\5\x20\0\0\0\0", 9);
+    assert_true(recv_exact(fd, r2, sizeof r2)); /* REPLY, DT_OK, value */
+    assert_memory_equal(r2, "\0\0\0\16\x20\0\0\0\0raw-value", sizeof r2);
+    close(fd);
+    dt_store_t *s = client(f);
+    void *v = NULL;
+    size_t len = 0;
+    assert_int_equal(dt_store_get(s, "raw/key", 5, &v, &len), DT_OK);
+    assert_string_equal(v, "raw-value");
+    free(v);
+    dt_store_close(s);
+}
+
+/* A client that completes HELLO and sees the server's proof, then sends a
+ * wrong proof of its own: the server must drop it and log so, and the SET
+ * and GET it sends right behind the proof must never be served. The
+ * wrong proofs: the right one with its last or first byte changed, the
+ * server's own proof sent back, the client proof of another session
+ * (replayed), and zeros. */
+static void test_wrong_client_proof_dropped(void **state)
+{
+    fixture_t *f = *state;
+    dt_store_t *s = client(f);
+    assert_int_equal(dt_store_set(s, "addr/0", "10.0.0.1:5000", 13), DT_OK);
+    uint8_t old_nc[NONCE], old_ns[NONCE];
+    close(raw_hello(f, old_nc, old_ns)); /* a session to replay from */
+    const char *kinds[] = {"last byte", "first byte", "server's proof",
+                           "replayed", "zeros"};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        uint8_t nc[NONCE], ns[NONCE], proof[1 + MAC] = {0x03};
+        capture_t cap;
+        capture_begin(&cap);
+        int fd = raw_hello(f, nc, ns);
+        switch (k) {
+        case 0:
+        case 1:
+            hs_proof(f->token, "dt-store-client", nc, ns, proof + 1);
+            proof[k == 0 ? MAC : 1] ^= 0x01;
+            break;
+        case 2: hs_proof(f->token, "dt-store-server", nc, ns, proof + 1); break;
+        case 3:
+            hs_proof(f->token, "dt-store-client", old_nc, old_ns, proof + 1);
+            break;
+        default: break;
+        }
+        /* The requests may meet a closed connection: not checked. */
+        (void)(send_frame_raw(fd, proof, sizeof proof) &&
+               send_set(fd, "addr/0", "6.6.6.6:666") && send_get(fd, "addr/0"));
+        /* Closed without a byte: no WELCOME, no reply to either request
+         * (a reset, as the server closes with requests unread, is a close
+         * too). */
+        uint8_t b;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int ready = poll(&p, 1, 30000);
+        ssize_t r = ready == 1 ? recv(fd, &b, 1, 0) : -2;
+        int closed = r == 0 || (r == -1 && errno == ECONNRESET);
+        close(fd);
+        char *log = capture_end(&cap);
+        if (!closed)
+            fail_msg("wrong client proof (%s): the server %s", kinds[k],
+                     r > 0 ? "answered it" : "kept the connection open");
+        if (!strstr(log, "rendezvous store: dropped connection from "
+                         "127.0.0.1:") ||
+            !strstr(log, "authentication failed"))
+            fail_msg("wrong client proof (%s): no log line names the drop; "
+                     "log:\n%s",
+                     kinds[k], log);
+        free(log);
+    }
+    /* The key is as the good client left it. */
+    void *v = NULL;
+    size_t len = 0;
+    assert_int_equal(dt_store_get(s, "addr/0", 5, &v, &len), DT_OK);
+    assert_string_equal(v, "10.0.0.1:5000");
+    free(v);
+    dt_store_close(s);
+    assert_store_serves(f, "after-wrong-proofs");
+}
+
 /* A fake server that knows no token: the client must refuse it (mutual
  * authentication), without sending its own proof. */
 static void *fake_server(void *p)
@@ -570,6 +772,10 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_client_checks_server, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_raw_client_with_token_served,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wrong_client_proof_dropped,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbage_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_silent_client_does_not_stall,
                                         setup, teardown),
