@@ -5,7 +5,12 @@
  * mismatch reported as an error, the token handshake (a rank whose
  * transport token differs from its peers' is refused by them), and the
  * hierarchical allreduce of a job across hosts — here ranks that bind to
- * 127.0.0.1 and 127.0.0.2, two "hosts" on loopback, placed round-robin. */
+ * 127.0.0.1 and 127.0.0.2, two "hosts" on loopback, placed round-robin.
+ * A rank that holds the token but sends a proof off in one byte is refused
+ * too: this file defines ucp_tag_send_nbx (exported, so the plugin's calls
+ * come here) and changes that rank's proofs on their way to UCX. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,8 +28,40 @@
 #include <dt/netif.h>
 #include "plugin/plugin_loader.h"
 #include "stderr_capture.h"
+#include <ucp/api/ucp.h>
 
 #define MAX_RANKS 4
+
+/* ---- a rank whose proofs are changed on the wire --------------------------
+ * ucx_auth.c tags its messages UCX_TAG_INTERNAL (bit 63) | sender rank << 32
+ * | kind, kind 2 being the 32-byte proof. While forge_rank >= 0, the proofs
+ * that rank sends leave with byte forge_byte flipped; every other message
+ * goes to UCX unchanged. */
+static volatile int forge_rank = -1, forge_byte;
+static int forged;
+static uint8_t forge_buf[64][32]; /* live until the test ends */
+static pthread_mutex_t forge_lock = PTHREAD_MUTEX_INITIALIZER;
+/* UCX's own, found by main() before any rank starts. */
+static ucs_status_ptr_t (*real_send)(ucp_ep_h, const void *, size_t,
+                                     ucp_tag_t, const ucp_request_param_t *);
+
+ucs_status_ptr_t ucp_tag_send_nbx(ucp_ep_h ep, const void *buffer,
+                                  size_t count, ucp_tag_t tag,
+                                  const ucp_request_param_t *param)
+{
+    if (forge_rank >= 0 && count == 32 && (tag >> 63) == 1 &&
+        (uint32_t)tag == 2 && (int)((tag >> 32) & 0x7fffffff) == forge_rank) {
+        pthread_mutex_lock(&forge_lock);
+        if (forged < 64) {
+            uint8_t *copy = forge_buf[forged++];
+            memcpy(copy, buffer, 32);
+            copy[forge_byte] ^= 0x01;
+            buffer = copy;
+        }
+        pthread_mutex_unlock(&forge_lock);
+    }
+    return real_send(ep, buffer, count, tag, param);
+}
 
 typedef struct job job_t;
 typedef struct rank_arg {
@@ -38,6 +75,12 @@ struct job {
     int size;
     const char *tls;                 /* NULL: UCX's default */
     int bad_token_rank;              /* -1: every rank has the job token */
+    int some_refused;                /* some ranks' init fails: every
+                                        rank waits for all inits to end
+                                        (so no rank closes its endpoints
+                                        while a peer still checks it),
+                                        then none waits for the others'
+                                        test bodies                       */
     int hosts;                       /* 0/1: one host; else rank r binds to
                                         127.0.0.(1 + r % hosts)           */
     dt_status_t (*body)(const dt_transport_ops_t *ops, void *ctx,
@@ -207,9 +250,11 @@ static void *rank_main(void *p)
                                  .timeout = 60.0};
         r->init_st = j->ops->init(NULL, &a, &ctx);
     }
+    if (store && j->some_refused)
+        dt_store_barrier(store, "inits-done", j->size, 60.0);
     if (r->init_st == DT_OK && j->body)
         r->run_st = j->body(j->ops, ctx, r);
-    if (r->init_st == DT_OK)
+    if (r->init_st == DT_OK && !j->some_refused)
         dt_store_barrier(store, "test-done", j->size, 60.0);
     if (ctx)
         j->ops->fini(ctx);
@@ -330,8 +375,53 @@ static void test_wrong_token_refused(void **state)
     assert_true(auth >= 1);
 }
 
+/* Rank 1 holds the token, but its proof arrives with the last (then the
+ * first) byte changed: rank 0 refuses it and says which rank failed. Two
+ * ranks: with more, a rank that refused closes its endpoints at once and a
+ * third rank may see it leave before it checks the proof itself. Rank 1
+ * accepts rank 0's proof and waits (some_refused) until rank 0's init has
+ * ended, so rank 0 gets the proof whatever the timing. UCX_TLS=tcp: rank
+ * 1 sets up no shared memory with the rank that refused it. */
+static void test_wrong_proof_refused(void **state)
+{
+    (void)state;
+    const int bytes[] = {31, 0};
+    for (size_t b = 0; b < sizeof bytes / sizeof *bytes; b++) {
+        job_t j = {.size = 2, .tls = "tcp", .bad_token_rank = -1,
+                   .some_refused = 1};
+        capture_t cap;
+        forged = 0;
+        forge_byte = bytes[b];
+        forge_rank = 1;
+        capture_begin(&cap);
+        run_job(&j);
+        char *text = capture_end(&cap);
+        forge_rank = -1;
+        assert_non_null(text);
+        assert_int_equal(forged, 1); /* its one proof, to rank 0 */
+        const char *want = "ucx: rank 0: the UCX worker at rank 1's address "
+                           "did not prove the job token";
+        if (j.ranks[0].init_st != DT_ERR_AUTH || !strstr(text, want))
+            fail_msg("proof with byte %d changed: rank 0 returned %d (want "
+                     "DT_ERR_AUTH) and must log \"%s\"",
+                     bytes[b], j.ranks[0].init_st, want);
+        /* rank 0's own proof was right */
+        assert_null(strstr(text, "at rank 0's address did not prove"));
+        free(text);
+    }
+}
+
 int main(void)
 {
+    /* This program links libucp (it calls ucp_get_version_string), so
+     * UCX's ucp_tag_send_nbx is the next one after ours. */
+    fprintf(stderr, "test_ucx: UCX %s\n", ucp_get_version_string());
+    *(void **)&real_send = dlsym(RTLD_NEXT, "ucp_tag_send_nbx");
+    if (!real_send) {
+        fprintf(stderr, "test_ucx: no ucp_tag_send_nbx after this program: "
+                        "%s\n", dlerror());
+        return 99;
+    }
     const char *b = getenv("top_builddir");
     char path[4096];
     if (b) {
@@ -344,6 +434,7 @@ int main(void)
         cmocka_unit_test(test_size_mismatch),
         cmocka_unit_test(test_hierarchical_allreduce),
         cmocka_unit_test(test_wrong_token_refused),
+        cmocka_unit_test(test_wrong_proof_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
