@@ -1,6 +1,9 @@
 /* test_ckpt.c — checkpoint files: round trip, pruning, a writer killed in
  * the middle of a write leaves the previous checkpoint intact, corrupt and
- * truncated files are detected, named and skipped. */
+ * truncated files are detected, named and skipped, and a write is durable:
+ * fsync of the whole temporary file, rename, fsync of the directory, in
+ * that order (this program defines fsync, fdatasync and rename, exported
+ * so that libdt's calls come here, records them and calls libc's). */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,6 +12,8 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <dlfcn.h>
+#include <limits.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -18,6 +23,80 @@
 #include "stderr_capture.h"
 
 static char dir[] = "/tmp/dt-test-ckpt-XXXXXX";
+
+/* ---- the calls that make a write durable, as libdt makes them ------------ */
+
+typedef struct sync_event {
+    char what[12];            /* "fsync", "fdatasync", "rename"            */
+    char path[PATH_MAX];      /* fsync: the file (/proc/self/fd); rename:
+                                 the old name                              */
+    char to[PATH_MAX];        /* rename: the new name                      */
+    long long size;           /* fsync of a regular file: its size then    */
+} sync_event_t;
+
+static int recording;
+static sync_event_t events[16];
+static int nevents;
+static int (*real_fsync)(int), (*real_fdatasync)(int);
+static int (*real_rename)(const char *, const char *);
+
+static sync_event_t *new_event(const char *what)
+{
+    if (!recording || nevents >= (int)(sizeof events / sizeof *events))
+        return NULL;
+    sync_event_t *e = &events[nevents++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->what, sizeof e->what, "%s", what);
+    e->size = -1;
+    return e;
+}
+
+static void record_sync(const char *what, int fd)
+{
+    sync_event_t *e = new_event(what);
+    char link[64];
+    struct stat st;
+    if (!e)
+        return;
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, e->path, sizeof e->path - 1);
+    e->path[n > 0 ? n : 0] = '\0';
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+        e->size = (long long)st.st_size;
+}
+
+int fsync(int fd)
+{
+    int r = real_fsync(fd);
+    if (r == 0)
+        record_sync("fsync", fd);
+    return r;
+}
+
+int fdatasync(int fd)
+{
+    int r = real_fdatasync(fd);
+    if (r == 0)
+        record_sync("fdatasync", fd);
+    return r;
+}
+
+int rename(const char *from, const char *to)
+{
+    int r = real_rename(from, to);
+    sync_event_t *e = r == 0 ? new_event("rename") : NULL;
+    if (e) {
+        snprintf(e->path, sizeof e->path, "%s", from);
+        snprintf(e->to, sizeof e->to, "%s", to);
+    }
+    return r;
+}
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
 
 static int setup(void **state)
 {
@@ -178,6 +257,69 @@ static void test_kill_during_write(void **state)
     assert_int_equal(count_files("ckpt-"), 2);
 }
 
+/* ---- durability ------------------------------------------------------------ */
+
+static void dump_events(void)
+{
+    for (int i = 0; i < nevents; i++)
+        fprintf(stderr, "  %d: %s %s%s%s (size %lld)\n", i, events[i].what,
+                events[i].path, events[i].to[0] ? " -> " : "", events[i].to,
+                events[i].size);
+}
+
+/* A crash right after dt_ckpt_write returns must find the new checkpoint
+ * whole: its bytes reached the disk before the name pointed at them
+ * (fsync of the complete temporary file, then rename), and the new name
+ * itself reached the disk (fsync of the directory after the rename). */
+static void test_write_is_durable(void **state)
+{
+    (void)state;
+    clear_dir();
+    char rdir[PATH_MAX], final[PATH_MAX + 64];
+    assert_non_null(realpath(dir, rdir));
+    snprintf(final, sizeof final, "%s/ckpt-000000000060.dtckpt", dir);
+    nevents = 0;
+    recording = 1;
+    dt_status_t st = write_step(60, 0);
+    recording = 0;
+    assert_int_equal(st, DT_OK);
+    struct stat fst;
+    assert_int_equal(stat(final, &fst), 0);
+    /* the rename of a temporary file in dir to the checkpoint's name */
+    int ren = -1;
+    for (int i = 0; i < nevents; i++)
+        if (strcmp(events[i].what, "rename") == 0 &&
+            strcmp(events[i].to, final) == 0)
+            ren = i;
+    if (ren < 0) {
+        dump_events();
+        fail_msg("no rename to %s among the calls above", final);
+    }
+    const char *tmp = base_name(events[ren].path);
+    assert_int_equal(strncmp(events[ren].path, dir, strlen(dir)), 0);
+    /* before it: that file synced, at its final size */
+    char want[PATH_MAX + 300];
+    snprintf(want, sizeof want, "%s/%s", rdir, tmp);
+    int synced = -1;
+    for (int i = 0; i < ren; i++)
+        if (strcmp(events[i].path, want) == 0 && events[i].what[0] == 'f' &&
+            events[i].size == (long long)fst.st_size)
+            synced = i;
+    /* after it: the directory synced */
+    int dir_synced = -1;
+    for (int i = ren + 1; i < nevents && dir_synced < 0; i++)
+        if (strcmp(events[i].what, "fsync") == 0 &&
+            strcmp(events[i].path, rdir) == 0)
+            dir_synced = i;
+    if (synced < 0 || dir_synced < 0) {
+        dump_events();
+        fail_msg("%s: want fsync of the complete %s (%lld bytes) before "
+                 "its rename, and fsync of %s after it; the calls were "
+                 "above",
+                 final, tmp, (long long)fst.st_size, rdir);
+    }
+}
+
 /* ---- damaged files ---------------------------------------------------------- */
 
 static void flip_byte(const char *path, long off)
@@ -279,9 +421,18 @@ static void test_unwritable_dir(void **state)
 
 int main(void)
 {
+    *(void **)&real_fsync = dlsym(RTLD_NEXT, "fsync");
+    *(void **)&real_fdatasync = dlsym(RTLD_NEXT, "fdatasync");
+    *(void **)&real_rename = dlsym(RTLD_NEXT, "rename");
+    if (!real_fsync || !real_fdatasync || !real_rename) {
+        fprintf(stderr, "test_ckpt: no libc fsync/fdatasync/rename: %s\n",
+                dlerror());
+        return 99;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_and_keep),
         cmocka_unit_test(test_kill_during_write),
+        cmocka_unit_test(test_write_is_durable),
         cmocka_unit_test(test_corrupt_byte_uses_previous),
         cmocka_unit_test(test_truncated_and_foreign),
         cmocka_unit_test(test_unwritable_dir),
