@@ -132,6 +132,61 @@ static void test_shuffle_per_epoch(void **state)
     dt_sampler_free(&s);
 }
 
+/* dt_sampler_set_epoch itself: every rank (its own sampler, as in a real
+ * job) computes the same order for an epoch, so the shards are disjoint
+ * and cover the set; epochs 0 and 1 give different orders and different
+ * shards on every rank; going back to epoch 0 gives epoch 0's shard again
+ * (the epoch decides, not how many epochs came before). */
+static void test_set_epoch_changes_order(void **state)
+{
+    (void)state;
+    enum { N = 96, W = 4, C = N / W };
+    dt_sampler_t s[W];
+    size_t shard[2][W][C];
+    for (int r = 0; r < W; r++)
+        assert_int_equal(dt_sampler_init(&s[r], N, r, W, 11, true, true),
+                         DT_OK);
+    for (int e = 0; e < 2; e++) {
+        size_t order[N];
+        char seen[N] = {0};
+        for (int r = 0; r < W; r++) {
+            assert_int_equal(dt_sampler_set_epoch(&s[r], (uint64_t)e), DT_OK);
+            assert_int_equal(s[r].epoch, (uint64_t)e);
+            assert_int_equal(s[r].count, C);
+            memcpy(shard[e][r], s[r].indices, sizeof shard[e][r]);
+            for (size_t k = 0; k < C; k++) {
+                size_t i = s[r].indices[k];
+                assert_true(i < N);
+                assert_int_equal(seen[i], 0); /* disjoint: ranks agree */
+                seen[i] = 1;
+                order[(size_t)r + k * W] = i;
+            }
+        }
+        /* a cover of the set, in a shuffled order */
+        size_t fixed = 0;
+        for (size_t i = 0; i < N; i++) {
+            assert_int_equal(seen[i], 1);
+            fixed += order[i] == i;
+        }
+        assert_true(fixed < N / 4);
+    }
+    for (int r = 0; r < W; r++) {
+        if (memcmp(shard[0][r], shard[1][r], sizeof shard[0][r]) == 0)
+            fail_msg("rank %d has the same shard in epochs 0 and 1: "
+                     "dt_sampler_set_epoch ignored the epoch", r);
+        /* not merely the same samples in another order: the shard of an
+         * epoch is a different draw from the set */
+        size_t same = 0;
+        for (size_t a = 0; a < C; a++)
+            for (size_t b = 0; b < C; b++)
+                same += shard[0][r][a] == shard[1][r][b];
+        assert_true(same < C);
+        assert_int_equal(dt_sampler_set_epoch(&s[r], 0), DT_OK);
+        assert_memory_equal(s[r].indices, shard[0][r], sizeof shard[0][r]);
+        dt_sampler_free(&s[r]);
+    }
+}
+
 /* One rank with batch 2B sees, step by step, the union of what two ranks
  * with batch B see: the basis of N-invariance at equal global batch. */
 static void test_global_batches_match(void **state)
@@ -181,6 +236,7 @@ int main(void)
         cmocka_unit_test(test_disjoint_and_covering),
         cmocka_unit_test(test_padding_wraps),
         cmocka_unit_test(test_shuffle_per_epoch),
+        cmocka_unit_test(test_set_epoch_changes_order),
         cmocka_unit_test(test_global_batches_match),
         cmocka_unit_test(test_bad_arguments),
     };
