@@ -2,6 +2,7 @@
  * loads it and driven through its ops table with real processes. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -21,6 +23,10 @@
  * timing assertion. */
 #define GUARD_MS 20000
 #define MAX_RANKS 4
+/* Processes that were signalled must be dead within this many seconds;
+ * left alone they would live 100 s (sleep 100). A bound, not a timing
+ * assertion: they die in milliseconds. */
+#define DEAD_WITHIN_S 10
 
 typedef struct captured {
     char text[MAX_RANKS][2][4096];
@@ -179,6 +185,98 @@ static int process_gone(long pid)
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
+/* pid's state letter and parent from /proc; 0 when there is no such
+ * process. */
+static char proc_state(long pid, long *ppid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')'), state = 0;
+    long pp = 0;
+    if (!p || sscanf(p + 1, " %c %ld", &state, &pp) != 2)
+        return 0;
+    if (ppid)
+        *ppid = pp;
+    return state;
+}
+
+/* Dead: gone, or a zombie nobody has reaped yet. */
+static int process_dead(long pid)
+{
+    char st = proc_state(pid, NULL);
+    return st == 0 || st == 'Z';
+}
+
+/* Kill what a failed test leaves running, so that the test ends now and
+ * not when `sleep 100` does. Only children of this process (the launcher
+ * makes it their subreaper) that are not reaped: their pids cannot have
+ * been reused by anyone else. */
+static void kill_leftovers(const long *pids, int n)
+{
+    for (int i = 0; i < n; i++) {
+        long ppid = 0;
+        char st = proc_state(pids[i], &ppid);
+        if (st && st != 'Z' && ppid == (long)getpid())
+            kill((pid_t)pids[i], SIGKILL);
+    }
+}
+
+/* Wait until every one of pids is dead; fail (after killing them) if one
+ * still runs after DEAD_WITHIN_S. */
+static void assert_dead_soon(const long *pids, int n, const char *what)
+{
+    for (int tick = 0; tick < DEAD_WITHIN_S * 100; tick++) {
+        int alive = 0;
+        for (int i = 0; i < n; i++)
+            alive += !process_dead(pids[i]);
+        if (!alive)
+            return;
+        usleep(10000);
+    }
+    for (int i = 0; i < n; i++)
+        if (!process_dead(pids[i])) {
+            kill_leftovers(pids, n);
+            fail_msg("process %ld still runs %d s after %s", pids[i],
+                     DEAD_WITHIN_S, what);
+        }
+}
+
+static void *fini_main(void *p)
+{
+    fixture_t *f = p;
+    f->ops->fini(f->ctx);
+    return NULL;
+}
+
+/* fini kills every worker's process group and reaps it: it must return
+ * at once, not when the group's `sleep 100` ends by itself. If it has not
+ * returned after DEAD_WITHIN_S, what it waits for is killed here and the
+ * test fails. */
+static void fini_bounded(fixture_t *f, const long *pids, int n)
+{
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, fini_main, f), 0);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += DEAD_WITHIN_S;
+    int late = pthread_timedjoin_np(t, NULL, &until) != 0;
+    if (late) {
+        kill_leftovers(pids, n);
+        pthread_join(t, NULL);
+    }
+    f->ctx = NULL;
+    if (late)
+        fail_msg("fini did not return within %d s: it waited for workers' "
+                 "processes that its kill did not reach",
+                 DEAD_WITHIN_S);
+}
+
 static void wait_for_output(fixture_t *f, int rank)
 {
     dt_worker_exit_t ev;
@@ -205,8 +303,20 @@ static void test_signal_reaches_process_group(void **state)
     assert_int_equal(ev.signaled, 1);
     assert_int_equal(ev.signo, SIGTERM);
     assert_int_equal(f->ops->wait(f->ctx, GUARD_MS, &ev), DT_ERR_NOT_FOUND);
-    f->ops->fini(f->ctx); /* reaps what the group left */
-    f->ctx = NULL;
+    /* The background child got the SIGTERM too: it is dead now, long
+     * before its sleep would end, and before fini's SIGKILL. */
+    assert_dead_soon(&child, 1, "SIGTERM to its process group");
+    long ppid = 0;
+    if (proc_state(child, &ppid) == 'Z' && ppid == (long)getpid()) {
+        siginfo_t si = {0};
+        assert_int_equal(waitid(P_PID, (id_t)child, &si,
+                                WEXITED | WNOHANG | WNOWAIT),
+                         0);
+        assert_int_equal(si.si_code, CLD_KILLED);
+        assert_int_equal(si.si_status, SIGTERM);
+    }
+    long pids[2] = {shell, child};
+    fini_bounded(f, pids, 2); /* reaps what the group left */
     assert_true(process_gone(shell));
     assert_true(process_gone(child));
     assert_int_equal(f->ops->init(NULL, &f->ctx), DT_OK);
@@ -235,8 +345,7 @@ static void test_fini_kills_running_and_orphans(void **state)
     read_pids(f->out.text[0][0], &pids[0], &pids[1]);
     read_pids(f->out.text[1][0], &pids[2], &pids[3]);
     assert_false(process_gone(pids[1])); /* the orphan still runs */
-    f->ops->fini(f->ctx);
-    f->ctx = NULL;
+    fini_bounded(f, pids, 4);
     for (int i = 0; i < 4; i++)
         assert_true(process_gone(pids[i]));
     assert_int_equal(f->ops->init(NULL, &f->ctx), DT_OK);
