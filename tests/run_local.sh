@@ -12,9 +12,17 @@ cleanup() {
     rm -rf "$T"
 }
 trap cleanup EXIT
-fails=0
+fails=0 passed_at=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-ok() { echo "ok: $*"; }
+# A section is ok only when none of its checks failed since the last one.
+ok() {
+    if [ $fails -eq $passed_at ]; then
+        echo "ok: $*"
+    else
+        echo "FAILED: $* ($((fails - passed_at)) check(s) above)"
+    fi
+    passed_at=$fails
+}
 
 # Every dtctl call is bounded: a bug must fail the test, never hang it.
 dt() { timeout -k 5 30 "$DTCTL" "$@"; }
