@@ -44,9 +44,18 @@ static const dt_key_spec_t train_keys[] = {
     {"device", DT_KEY_STRING, "auto", "where to compute: auto, cpu or cuda"},
     {"threads", DT_KEY_INT, "1", "CPU threads per worker"},
     {"lr_scaling", DT_KEY_STRING, "none",
-     "scale lr by the number of workers: linear or none"},
-    {"warmup_epochs", DT_KEY_INT, "0",
-     "epochs of linear warmup from lr/workers up to the (scaled) lr"},
+     "scale lr with the number of workers: linear (x N), sqrt (x sqrt N) "
+     "or none"},
+    {"lr_scaling_max_batch", DT_KEY_INT, "0",
+     "global batch beyond which lr_scaling stops growing: workers count "
+     "as at most this / batch_size (0: no cap)"},
+    {"lr_scaling_max_lr", DT_KEY_STRING, "0",
+     "the largest lr scaling may give (0: no cap)"},
+    {"warmup_epochs", DT_KEY_STRING, "auto",
+     "epochs (may be fractional) of linear warmup from lr/workers up to the "
+     "scaled lr; auto: log2 of the scaling factor, at most epochs/4"},
+    {"warmup_steps", DT_KEY_INT, "0",
+     "warmup in optimizer steps instead (0: warmup_epochs decides)"},
     {"schedule", DT_KEY_STRING, "constant",
      "learning rate schedule after warmup: constant, step or cosine"},
     {"lr_step_epochs", DT_KEY_INT, "10",

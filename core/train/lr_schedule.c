@@ -2,11 +2,19 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <dt/log.h>
 #include "lr_schedule.h"
+
+static const char *origin(const dt_config_t *cfg, const char *key)
+{
+    const char *where = "default";
+    dt_config_origin(cfg, "train", key, NULL, &where);
+    return where;
+}
 
 dt_status_t dt_config_get_real(const dt_config_t *cfg, const char *section,
                                const char *key, double *out)
@@ -33,11 +41,104 @@ static dt_status_t get_nonneg(const dt_config_t *cfg, const char *key,
 {
     DT_CHECK(dt_config_get_real(cfg, "train", key, out));
     if (*out < 0 || (positive && *out == 0)) {
-        const char *where = "default";
-        dt_config_origin(cfg, "train", key, NULL, &where);
-        dt_error("%s: [train] %s must be %s, not %g", where, key,
+        dt_error("%s: [train] %s must be %s, not %g", origin(cfg, key), key,
                  positive ? "greater than 0" : "0 or more", *out);
         return DT_ERR_CONFIG;
+    }
+    return DT_OK;
+}
+
+static dt_status_t get_int_min(const dt_config_t *cfg, const char *key,
+                               long long min, long long *out)
+{
+    DT_CHECK(dt_config_get_int(cfg, "train", key, out));
+    if (*out < min) {
+        dt_error("%s: [train] %s must be %lld or more, not %lld",
+                 origin(cfg, key), key, min, *out);
+        return DT_ERR_CONFIG;
+    }
+    return DT_OK;
+}
+
+/* lr_scaling and its caps: target and factor. */
+static dt_status_t read_scaling(const dt_config_t *cfg, int world,
+                                dt_lr_schedule_t *out)
+{
+    const char *scaling = "none";
+    DT_CHECK(dt_config_get_string(cfg, "train", "lr_scaling", &scaling));
+    if (strcmp(scaling, "linear") == 0)
+        out->scaling = DT_LR_SCALE_LINEAR;
+    else if (strcmp(scaling, "sqrt") == 0)
+        out->scaling = DT_LR_SCALE_SQRT;
+    else if (strcmp(scaling, "none") == 0)
+        out->scaling = DT_LR_SCALE_NONE;
+    else {
+        dt_error("%s: [train] lr_scaling '%s' is not known: use linear, "
+                 "sqrt or none", origin(cfg, "lr_scaling"), scaling);
+        return DT_ERR_CONFIG;
+    }
+    DT_CHECK(get_nonneg(cfg, "lr_scaling_max_lr", &out->max_lr, 0));
+    if (out->max_lr > 0 && out->max_lr < out->base) {
+        dt_error("%s: [train] lr_scaling_max_lr %g is below lr %g: it caps "
+                 "how far lr_scaling raises lr; set it to lr or more (0: no "
+                 "cap)", origin(cfg, "lr_scaling_max_lr"), out->max_lr,
+                 out->base);
+        return DT_ERR_CONFIG;
+    }
+    DT_CHECK(get_int_min(cfg, "lr_scaling_max_batch", 0, &out->max_batch));
+    out->world = world > 0 ? world : 1;
+    out->workers = out->world;
+    if (out->max_batch > 0 &&
+        (double)out->max_batch < (double)out->world * (double)out->batch) {
+        out->workers = (double)out->max_batch / (double)out->batch;
+        if (out->workers < 1.0)
+            out->workers = 1.0;
+        out->capped = DT_LR_CAP_BATCH;
+    }
+    switch (out->scaling) {
+    case DT_LR_SCALE_LINEAR: out->factor = out->workers; break;
+    case DT_LR_SCALE_SQRT: out->factor = sqrt(out->workers); break;
+    default:
+        out->factor = 1.0;
+        out->capped = DT_LR_CAP_NONE;
+        break;
+    }
+    out->target = out->base * out->factor;
+    if (out->max_lr > 0 && out->target > out->max_lr) {
+        out->target = out->max_lr;
+        out->factor = out->target / out->base;
+        out->capped = DT_LR_CAP_LR;
+    }
+    return DT_OK;
+}
+
+/* warmup_epochs (a number or auto) and warmup_steps. */
+static dt_status_t read_warmup(const dt_config_t *cfg, dt_lr_schedule_t *out)
+{
+    const char *text = "auto";
+    DT_CHECK(dt_config_get_string(cfg, "train", "warmup_epochs", &text));
+    DT_CHECK(get_int_min(cfg, "warmup_steps", 0, &out->warmup_steps));
+    if (strcmp(text, "auto") == 0) {
+        out->warmup_auto = 1;
+        double w = out->factor > 1.0 ? log2(out->factor) : 0.0;
+        out->warmup_epochs = w > out->epochs / 4 ? out->epochs / 4 : w;
+    } else {
+        char *end;
+        errno = 0;
+        double w = strtod(text, &end);
+        while (*end == ' ' || *end == '\t')
+            end++;
+        if (errno || end == text || *end || !isfinite(w) || w < 0) {
+            dt_error("%s: [train] warmup_epochs = '%s': write a number of "
+                     "epochs (0 or more, e.g. 2 or 0.5) or auto",
+                     origin(cfg, "warmup_epochs"), text);
+            return DT_ERR_CONFIG;
+        }
+        out->warmup_epochs = w;
+    }
+    if (out->warmup_steps > 0) {
+        out->warmup_auto = 0;
+        out->warmup_epochs = 0.0; /* until the steps per epoch are known */
     }
     return DT_OK;
 }
@@ -45,35 +146,19 @@ static dt_status_t get_nonneg(const dt_config_t *cfg, const char *key,
 dt_status_t dt_lr_schedule_from_config(const dt_config_t *cfg, int world,
                                        dt_lr_schedule_t *out)
 {
-    const char *scaling = "none", *kind = "constant", *where = "default";
-    double lr;
-    long long warm = 0, epochs = 1, step_epochs = 10;
+    const char *kind = "constant";
+    long long epochs = 1, step_epochs = 10;
     memset(out, 0, sizeof *out);
-    DT_CHECK(get_nonneg(cfg, "lr", &lr, 1));
-    DT_CHECK(dt_config_get_string(cfg, "train", "lr_scaling", &scaling));
-    if (strcmp(scaling, "linear") == 0)
-        out->target = lr * world;
-    else if (strcmp(scaling, "none") == 0)
-        out->target = lr;
-    else {
-        dt_config_origin(cfg, "train", "lr_scaling", NULL, &where);
-        dt_error("%s: [train] lr_scaling '%s' is not known: use linear or "
-                 "none", where, scaling);
-        return DT_ERR_CONFIG;
-    }
-    DT_CHECK(dt_config_get_int(cfg, "train", "warmup_epochs", &warm));
-    DT_CHECK(dt_config_get_int(cfg, "train", "epochs", &epochs));
-    DT_CHECK(dt_config_get_int(cfg, "train", "lr_step_epochs", &step_epochs));
-    if (warm < 0 || epochs < 1 || step_epochs < 1) {
-        dt_error("[train] warmup_epochs must be >= 0, epochs and "
-                 "lr_step_epochs >= 1 (got %lld, %lld, %lld)", warm, epochs,
-                 step_epochs);
-        return DT_ERR_CONFIG;
-    }
-    out->warmup_epochs = (double)warm;
+    out->scale = 1.0;
+    DT_CHECK(get_nonneg(cfg, "lr", &out->base, 1));
+    DT_CHECK(get_int_min(cfg, "batch_size", 1, &out->batch));
+    DT_CHECK(get_int_min(cfg, "epochs", 1, &epochs));
+    DT_CHECK(get_int_min(cfg, "lr_step_epochs", 1, &step_epochs));
     out->epochs = (double)epochs;
     out->step_epochs = (double)step_epochs;
-    out->start = out->target / (world > 0 ? world : 1);
+    DT_CHECK(read_scaling(cfg, world, out));
+    DT_CHECK(read_warmup(cfg, out));
+    out->start = out->target / out->world;
     DT_CHECK(get_nonneg(cfg, "lr_gamma", &out->gamma, 1));
     DT_CHECK(get_nonneg(cfg, "lr_min", &out->lr_min, 0));
     DT_CHECK(dt_config_get_string(cfg, "train", "schedule", &kind));
@@ -84,15 +169,21 @@ dt_status_t dt_lr_schedule_from_config(const dt_config_t *cfg, int world,
     else if (strcmp(kind, "cosine") == 0)
         out->kind = DT_LR_COSINE;
     else {
-        dt_config_origin(cfg, "train", "schedule", NULL, &where);
         dt_error("%s: [train] schedule '%s' is not known: use constant, "
-                 "step or cosine", where, kind);
+                 "step or cosine", origin(cfg, "schedule"), kind);
         return DT_ERR_CONFIG;
     }
     return DT_OK;
 }
 
-double dt_lr_at(const dt_lr_schedule_t *s, double e)
+void dt_lr_schedule_set_steps(dt_lr_schedule_t *s, double steps_per_epoch)
+{
+    s->steps_per_epoch = steps_per_epoch;
+    if (s->warmup_steps > 0 && steps_per_epoch > 0)
+        s->warmup_epochs = (double)s->warmup_steps / steps_per_epoch;
+}
+
+static double lr_unscaled(const dt_lr_schedule_t *s, double e)
 {
     if (e < s->warmup_epochs)
         return s->start + (s->target - s->start) * (e / s->warmup_epochs);
@@ -110,4 +201,80 @@ double dt_lr_at(const dt_lr_schedule_t *s, double e)
     default:
         return s->target;
     }
+}
+
+double dt_lr_at(const dt_lr_schedule_t *s, double e)
+{
+    return lr_unscaled(s, e) * s->scale;
+}
+
+static const char *scaling_name(dt_lr_scaling_t k)
+{
+    return k == DT_LR_SCALE_LINEAR ? "linear"
+           : k == DT_LR_SCALE_SQRT ? "sqrt" : "none";
+}
+
+void dt_lr_schedule_describe(const dt_lr_schedule_t *s, char *buf,
+                             size_t len)
+{
+    size_t at = 0;
+#define ADD(...)                                                             \
+    do {                                                                     \
+        if (at < len)                                                        \
+            at += (size_t)snprintf(buf + at, len - at, __VA_ARGS__);         \
+    } while (0)
+    const char *w = s->world == 1 ? "worker" : "workers";
+    int sq = s->scaling == DT_LR_SCALE_SQRT;
+    char k[64];
+    if (s->capped == DT_LR_CAP_BATCH)
+        snprintf(k, sizeof k, "%g", s->workers);
+    else
+        snprintf(k, sizeof k, "%d %s", s->world, w);
+    ADD("global batch %lld (%d x %lld): ", (long long)s->world * s->batch,
+        s->world, s->batch);
+    if (s->scaling == DT_LR_SCALE_NONE)
+        ADD("lr %g, not scaled (lr_scaling = none)", s->base);
+    else
+        ADD("lr %g x %s%s%s (%s) = %g", s->base, sq ? "sqrt(" : "", k,
+            sq ? ")" : "", scaling_name(s->scaling),
+            s->base * (sq ? sqrt(s->workers) : s->workers));
+    if (s->capped == DT_LR_CAP_BATCH)
+        ADD(" (%d workers counted as %g: lr_scaling_max_batch %lld / "
+            "batch_size %lld)", s->world, s->workers, s->max_batch,
+            s->batch);
+    if (s->capped == DT_LR_CAP_LR)
+        ADD(", capped at lr_scaling_max_lr = %g", s->target);
+    if (s->warmup_steps > 0) {
+        ADD(", warmup %lld step%s", s->warmup_steps,
+            s->warmup_steps == 1 ? "" : "s");
+        if (s->steps_per_epoch > 0)
+            ADD(" (%.3g epochs)", s->warmup_epochs);
+        ADD(" from %g", s->start);
+    } else if (s->warmup_epochs > 0) {
+        int paren = s->steps_per_epoch > 0 || s->warmup_auto;
+        ADD(", warmup %g epoch%s%s", s->warmup_epochs,
+            s->warmup_epochs == 1.0 ? "" : "s", paren ? " (" : "");
+        if (s->steps_per_epoch > 0)
+            ADD("%.0f steps%s", s->warmup_epochs * s->steps_per_epoch,
+                s->warmup_auto ? "; " : "");
+        if (s->warmup_auto)
+            ADD("auto: log2 of x%g%s", s->factor,
+                log2(s->factor) > s->epochs / 4 ? ", at most epochs / 4"
+                                                : "");
+        ADD("%s from %g", paren ? ")" : "", s->start);
+    } else {
+        ADD(", no warmup");
+    }
+    switch (s->kind) {
+    case DT_LR_STEP:
+        ADD(", then x%g every %g epochs", s->gamma, s->step_epochs);
+        break;
+    case DT_LR_COSINE:
+        ADD(", then cosine to %g at epoch %g", s->lr_min, s->epochs);
+        break;
+    default: ADD(", then constant"); break;
+    }
+    if (s->scale != 1.0)
+        ADD(" (all x%g after divergence)", s->scale);
+#undef ADD
 }

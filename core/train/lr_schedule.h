@@ -1,16 +1,24 @@
 /* lr_schedule.h — the learning rate at any point of training (internal).
  *
- * target = lr x world size (lr_scaling = linear) or lr (none).
- * Warmup (Horovod's): over the first warmup_epochs, per step, linearly
- * from target / world to target. Then the schedule, on the epoch position
- * e (fractional: epoch + step / steps_per_epoch, from 0):
+ * Scaling (lr_scaling), with N workers of batch_size B each:
+ *   k = N, or fewer when lr_scaling_max_batch M caps the global batch the
+ *       rule follows: k = min(N, max(1, M / B))
+ *   linear: target = lr x k;  sqrt: target = lr x sqrt(k);  none: lr
+ *   then at most lr_scaling_max_lr (when set); factor = target / lr.
+ * Warmup (Horovod's): per step, linearly from target / N to target, over
+ * warmup_steps, else warmup_epochs; warmup_epochs = auto (the default)
+ * gives log2(factor) epochs, at most a quarter of the epochs (0 when the
+ * lr is not scaled up). Then the schedule, on the epoch position e
+ * (fractional: epoch + step / steps_per_epoch, from 0):
  *   constant: target
  *   step:     target * gamma ^ floor(e / step_epochs)
  *   cosine:   lr_min + (target - lr_min) * (1 + cos(pi * p)) / 2, with p
- *             the fraction of the post-warmup epochs done. */
+ *             the fraction of the post-warmup epochs done.
+ * Everything is multiplied by `scale` (1; halved by on_divergence). */
 #ifndef DT_LR_SCHEDULE_H
 #define DT_LR_SCHEDULE_H
 
+#include <stddef.h>
 #include <dt/config.h>
 #include <dt/status.h>
 
@@ -20,22 +28,59 @@ typedef enum dt_lr_kind {
     DT_LR_COSINE = 2
 } dt_lr_kind_t;
 
+typedef enum dt_lr_scaling {
+    DT_LR_SCALE_NONE = 0,
+    DT_LR_SCALE_LINEAR = 1,
+    DT_LR_SCALE_SQRT = 2
+} dt_lr_scaling_t;
+
+/* What stopped the scaling rule from growing (for messages). */
+typedef enum dt_lr_cap {
+    DT_LR_CAP_NONE = 0,
+    DT_LR_CAP_BATCH = 1,  /* lr_scaling_max_batch                         */
+    DT_LR_CAP_LR = 2      /* lr_scaling_max_lr                            */
+} dt_lr_cap_t;
+
 typedef struct dt_lr_schedule {
-    double target;        /* after scaling                                 */
+    double base;          /* [train] lr                                    */
+    dt_lr_scaling_t scaling;
+    int world;
+    long long batch;      /* per worker                                    */
+    double max_lr;        /* 0: no cap                                     */
+    long long max_batch;  /* 0: no cap                                     */
+    double workers;       /* k: the workers the rule counted (<= world)    */
+    dt_lr_cap_t capped;   /* the cap that applied, if any                  */
+    double factor;        /* target / base                                 */
+    double target;        /* after scaling and caps                        */
     double start;         /* warmup start                                  */
-    double warmup_epochs;
+    double warmup_epochs; /* resolved (after dt_lr_schedule_set_steps when
+                             warmup_steps is set)                          */
+    long long warmup_steps; /* 0: warmup given in epochs                   */
+    int warmup_auto;      /* warmup_epochs = auto                          */
+    double steps_per_epoch; /* 0 until dt_lr_schedule_set_steps            */
     double epochs;        /* total                                         */
     dt_lr_kind_t kind;
     double gamma, step_epochs, lr_min;
+    double scale;         /* 1, halved by each on_divergence = halve_lr    */
 } dt_lr_schedule_t;
 
-/* From [train] lr, lr_scaling, warmup_epochs, schedule, lr_gamma,
+/* From [train] lr, lr_scaling, lr_scaling_max_lr, lr_scaling_max_batch,
+ * batch_size, warmup_epochs, warmup_steps, schedule, lr_gamma,
  * lr_step_epochs, lr_min, epochs. Errors name the key and its origin. */
 dt_status_t dt_lr_schedule_from_config(const dt_config_t *cfg, int world,
                                        dt_lr_schedule_t *out);
 
+/* Steps per epoch, once the data set is known: converts warmup_steps to
+ * epochs (steps count from 0 at epoch position 0). */
+void dt_lr_schedule_set_steps(dt_lr_schedule_t *s, double steps_per_epoch);
+
 /* lr at epoch position e (>= 0). */
 double dt_lr_at(const dt_lr_schedule_t *s, double e);
+
+/* One line for -v: "lr 0.05 x 8 workers (linear) = 0.4, warmup 3 epochs
+ * (351 steps) from 0.05, then cosine to 0". */
+void dt_lr_schedule_describe(const dt_lr_schedule_t *s, char *buf,
+                             size_t len);
 
 /* A [train] key holding a real number (the config has no float type). */
 dt_status_t dt_config_get_real(const dt_config_t *cfg, const char *section,

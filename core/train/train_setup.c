@@ -115,11 +115,17 @@ static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
     t->y = malloc(t->batch * sizeof *t->y);
     if (!t->x || !t->y)
         return DT_ERR_NOMEM;
-    if (t->rank == 0)
+    dt_lr_schedule_set_steps(&t->lr,
+                             (double)dt_trainer_steps_per_epoch(t));
+    if (t->rank == 0) {
+        char lr[512];
         dt_info("data: %zu training and %zu test samples (%dx%dx%d, %d "
                 "classes); %zu per rank per epoch", t->train.n, t->test.n,
                 t->train.channels, t->train.height, t->train.width,
                 t->train.nclasses, t->train_sampler.count);
+        dt_lr_schedule_describe(&t->lr, lr, sizeof lr);
+        dt_debug("%s", lr);
+    }
     return DT_OK;
 }
 
