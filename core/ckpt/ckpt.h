@@ -55,6 +55,9 @@ dt_status_t dt_ckpt_read(const char *path, dt_ckpt_t *out);
  * are named in a warning and skipped. DT_ERR_NOT_FOUND when there is no
  * valid checkpoint (or no directory). */
 dt_status_t dt_ckpt_load_latest(const char *dir, dt_ckpt_t *out);
+/* The same among the checkpoints of steps below `before` (by file name). */
+dt_status_t dt_ckpt_load_before(const char *dir, uint64_t before,
+                                dt_ckpt_t *out);
 
 /* The section with this tag, or NULL. */
 const dt_ckpt_section_t *dt_ckpt_find(const dt_ckpt_t *c, uint32_t tag);

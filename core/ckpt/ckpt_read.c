@@ -153,6 +153,12 @@ static int by_name_desc(const void *a, const void *b)
 
 dt_status_t dt_ckpt_load_latest(const char *dir, dt_ckpt_t *out)
 {
+    return dt_ckpt_load_before(dir, UINT64_MAX, out);
+}
+
+dt_status_t dt_ckpt_load_before(const char *dir, uint64_t before,
+                                dt_ckpt_t *out)
+{
     memset(out, 0, sizeof *out);
     DIR *d = opendir(dir);
     if (!d)
@@ -162,7 +168,8 @@ dt_status_t dt_ckpt_load_latest(const char *dir, dt_ckpt_t *out)
     dt_status_t st = DT_OK;
     struct dirent *e;
     while ((e = readdir(d))) {
-        if (!is_ckpt_name(e->d_name))
+        if (!is_ckpt_name(e->d_name) ||
+            strtoull(e->d_name + strlen(CKPT_PREFIX), NULL, 10) >= before)
             continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 16;

@@ -62,6 +62,14 @@ static const dt_key_spec_t train_keys[] = {
      "step schedule: multiply lr by lr_gamma every this many epochs"},
     {"lr_gamma", DT_KEY_STRING, "0.1", "step schedule: the factor"},
     {"lr_min", DT_KEY_STRING, "0", "cosine schedule: the final lr"},
+    {"clip_grad_norm", DT_KEY_STRING, "0",
+     "scale the averaged gradient down to this global L2 norm when it is "
+     "larger (0: off)"},
+    {"clip_grad_value", DT_KEY_STRING, "0",
+     "clamp each averaged gradient value to [-X, X] (0: off)"},
+    {"on_divergence", DT_KEY_STRING, "stop",
+     "when the loss is not finite: stop, or halve_lr (back to the last "
+     "checkpoint with half the lr, at most 3 times)"},
     {"bucket", DT_KEY_SIZE, "25M",
      "gradient allreduce bucket size (bytes of float32 gradients)"},
     {"checkpoint_dir", DT_KEY_STRING, NULL,

@@ -1,7 +1,7 @@
 /* train.c — the training loop, read top to bottom: for each epoch, for
  * each step: gather the batch, forward, backward (gradient buckets are
- * averaged while backward runs), optimizer step; then evaluate, report,
- * checkpoint. */
+ * averaged while backward runs), clipping and the finiteness vote
+ * (train_guard.c), optimizer step; then evaluate, report, checkpoint. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,9 +22,11 @@ static bool ckpt_due_after_epoch(const dt_trainer_t *t)
            t->epoch % t->ckpt_every == 0; /* t->epoch: epochs completed */
 }
 
-/* One optimizer step on this rank's batch `s` of the epoch. */
+/* One optimizer step on this rank's batch `s` of the epoch; or, when the
+ * step diverged and on_divergence rolled every rank back to the last
+ * checkpoint, *rolled_back and no step. */
 static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
-                              float *loss)
+                              float *loss, bool *rolled_back)
 {
     const dt_sampler_t *smp = &t->train_sampler;
     size_t at = (size_t)s * t->batch;
@@ -36,6 +38,9 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
     DT_CHECK(dt_model_forward(t->model, t->x, t->y, (int)b, 1, loss, NULL));
     DT_CHECK(dt_model_backward(t->model, dt_grad_sync_ready, t->sync));
     DT_CHECK(dt_grad_sync_finish(t->sync, &wait));
+    DT_CHECK(dt_trainer_guard_step(t, *loss, lr, s, rolled_back));
+    if (*rolled_back)
+        return DT_OK;
     dt_status_t st = t->opt->step(t->opt_state, t->params, t->grads,
                                   (float)lr, t->global_step + 1,
                                   t->dev->stream);
@@ -44,13 +49,6 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
                  t->opt_plugin->name,
                  (unsigned long long)t->global_step + 1, dt_status_str(st));
         return st;
-    }
-    if (!isfinite(*loss)) {
-        dt_error("training diverged at epoch %llu step %llu: the loss is "
-                 "%f; lower [train] lr or add warmup_epochs",
-                 (unsigned long long)t->epoch + 1,
-                 (unsigned long long)s + 1, (double)*loss);
-        return DT_ERR_INVALID;
     }
     DT_CHECK(dt_device_sync(t->dev));
     t->global_step++;
@@ -109,6 +107,8 @@ static dt_status_t train_loop(dt_trainer_t *t, uint64_t max_steps)
 {
     uint64_t steps = dt_trainer_steps_per_epoch(t);
     bool saved = false;
+    DT_CHECK(dt_trainer_guard_begin(t));
+restart: /* after a rollback (on_divergence): from the checkpoint's step */
     for (; t->epoch < t->epochs; t->epoch++, t->step_in_epoch = 0) {
         double start = dt_clock_now();
         t->train_seconds = t->comm_wait_seconds = 0.0;
@@ -120,7 +120,10 @@ static dt_status_t train_loop(dt_trainer_t *t, uint64_t max_steps)
             dt_progress_epoch_start(&t->progress);
         for (uint64_t s = t->step_in_epoch; s < steps; s++) {
             float loss;
-            DT_CHECK(train_step(t, s, steps, &loss));
+            bool rolled_back;
+            DT_CHECK(train_step(t, s, steps, &loss, &rolled_back));
+            if (rolled_back)
+                goto restart;
             saved = false;
             if (t->rank == 0)
                 dt_progress_step(&t->progress, t->epoch + 1, s + 1, steps,
@@ -157,8 +160,12 @@ dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy)
     dt_status_t st = dt_trainer_setup(&t, cfg);
     if (st == DT_OK)
         st = dt_config_get_int(cfg, "train", "max_steps", &max_steps);
-    if (st == DT_OK && t.resume)
-        st = dt_trainer_restore(&t);
+    if (st == DT_OK && t.resume) {
+        st = dt_trainer_restore(&t, UINT64_MAX, NULL);
+        if (st == DT_OK && t.lr.scale != 1.0 && t.rank == 0)
+            dt_info("the lr stays x%g, as on_divergence = halve_lr left it",
+                    t.lr.scale);
+    }
     if (st == DT_OK)
         st = train_loop(&t, max_steps > 0 ? (uint64_t)max_steps : 0);
     if (st == DT_OK && t.rank == 0) {

@@ -8,7 +8,8 @@
  *
  * Split by job: train_setup.c (configuration, device, data, model,
  * optimizer, outputs), train_eval.c (evaluation), train_state.c
- * (checkpoints and resume), train.c (the loop). */
+ * (checkpoints and resume), train_guard.c (gradient clipping and what
+ * happens when the loss stops being finite), train.c (the loop). */
 #ifndef DT_TRAIN_H
 #define DT_TRAIN_H
 
@@ -20,6 +21,8 @@
 
 #include "data/dataset.h"
 #include "data/sampler.h"
+#include "divergence.h"
+#include "grad_clip.h"
 #include "grad_sync.h"
 #include "lr_schedule.h"
 #include "metrics/metrics.h"
@@ -39,6 +42,10 @@ typedef struct dt_trainer {
     bool ckpt_unit_steps;
     int ckpt_keep;
     bool resume;
+    dt_grad_clip_t clip;
+    dt_on_divergence_t on_divergence;
+    int restarts;               /* on_divergence = halve_lr rollbacks done */
+    uint64_t rollback_step;     /* the checkpoint the last one went to     */
 
     /* compute */
     dt_device_t *dev;
@@ -49,6 +56,7 @@ typedef struct dt_trainer {
     const dt_optimizer_ops_t *opt;
     void *opt_state;
     dt_grad_sync_t *sync;
+    float *clip_host;           /* host copy of device gradients (clipping) */
 
     /* data */
     dt_dataset_t train, test;
@@ -92,7 +100,25 @@ dt_status_t dt_trainer_evaluate(dt_trainer_t *t, double *loss,
 
 /* train_state.c */
 dt_status_t dt_trainer_save(dt_trainer_t *t);     /* collective          */
-dt_status_t dt_trainer_restore(dt_trainer_t *t);  /* collective          */
+/* Collective: the newest valid checkpoint of a step below `before`
+ * (UINT64_MAX: any). *found: one was loaded; found NULL (--resume): none
+ * is a warning and a fresh start. */
+dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
+                               bool *found);
+
+/* train_guard.c. After the gradients are averaged, before the optimizer
+ * step (collective): clip them ([train] clip_grad_*), then vote on whether
+ * this step is finite. A diverged step is reported (rank 0) and either
+ * fails (DT_ERR_INVALID on every rank) or, with on_divergence = halve_lr,
+ * rolls every rank back to the last checkpoint (a further restart: the one
+ * before the last restart's, when there is one) with the lr halved, and
+ * sets *rolled_back: the caller restarts from t->epoch, t->step_in_epoch. */
+dt_status_t dt_trainer_guard_step(dt_trainer_t *t, float loss, double lr,
+                                  uint64_t step_in_epoch,
+                                  bool *rolled_back);
+/* With on_divergence = halve_lr, a fresh job's first checkpoint (step 0),
+ * so there is always one to go back to. */
+dt_status_t dt_trainer_guard_begin(dt_trainer_t *t);
 
 /* Check the [train] settings without running anything (dtctl does before
  * it starts workers, so errors name the job file's lines). */

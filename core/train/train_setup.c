@@ -84,7 +84,9 @@ static dt_status_t read_settings(const dt_config_t *cfg, dt_trainer_t *t)
                  "resume from");
         return DT_ERR_CONFIG;
     }
-    return DT_OK;
+    DT_CHECK(dt_grad_clip_from_config(cfg, &t->clip));
+    return dt_on_divergence_from_config(cfg, t->ckpt_dir != NULL,
+                                        &t->on_divergence);
 }
 
 dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
@@ -125,6 +127,10 @@ static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
                 t->train.nclasses, t->train_sampler.count);
         dt_lr_schedule_describe(&t->lr, lr, sizeof lr);
         dt_debug("%s", lr);
+        if (dt_grad_clip_enabled(&t->clip))
+            dt_debug("gradients clipped after the allreduce: each value to "
+                     "%g, the global norm to %g (0: off)", t->clip.max_value,
+                     t->clip.max_norm);
     }
     return DT_OK;
 }
@@ -287,6 +293,8 @@ uint64_t dt_trainer_steps_per_epoch(const dt_trainer_t *t)
 void dt_trainer_teardown(dt_trainer_t *t)
 {
     dt_grad_sync_free(t->sync);
+    if (t->clip_host)
+        dt_device_host_free(t->dev, t->clip_host);
     if (t->opt_state)
         t->opt->destroy(t->opt_state);
     dt_model_free(t->model);

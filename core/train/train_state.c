@@ -6,6 +6,7 @@
  * number of workers a resumed job ends with exactly the parameters of an
  * uninterrupted one: same data order (sampler epoch and step), same RNG
  * counter, same optimizer state. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,9 +22,12 @@ enum { TAG_META = 1, TAG_PARAMS = 2, TAG_OPT_STATE = 3, TAG_OPT_NAME = 4 };
 enum {
     M_VERSION, M_EPOCH, M_STEP_IN_EPOCH, M_GLOBAL_STEP, M_WORLD, M_NPARAMS,
     M_SEED, M_BATCH, M_RNG_COUNTER, M_LOSS_SUM, M_LOSS_COUNT, M_TRAIN_N,
+    M_V1_COUNT,
+    /* version 2 */
+    M_LR_SCALE = M_V1_COUNT, /* double: lr factor left by on_divergence */
     M_COUNT
 };
-#define META_VERSION 1
+#define META_VERSION 2
 
 static uint64_t dbits(double d)
 {
@@ -66,7 +70,8 @@ dt_status_t dt_trainer_save(dt_trainer_t *t)
         [M_GLOBAL_STEP] = t->global_step, [M_WORLD] = (uint64_t)t->world,
         [M_NPARAMS] = t->nparams, [M_SEED] = t->seed, [M_BATCH] = t->batch,
         [M_RNG_COUNTER] = rng_counter, [M_LOSS_SUM] = dbits(sums[0]),
-        [M_LOSS_COUNT] = dbits(sums[1]), [M_TRAIN_N] = t->train.n};
+        [M_LOSS_COUNT] = dbits(sums[1]), [M_TRAIN_N] = t->train.n,
+        [M_LR_SCALE] = dbits(t->lr.scale)};
     unsigned char meta[8 * M_COUNT];
     for (int i = 0; i < M_COUNT; i++)
         ckpt_put64(meta + 8 * i, m[i]);
@@ -110,16 +115,18 @@ dt_status_t dt_trainer_save(dt_trainer_t *t)
     return DT_OK;
 }
 
-/* Rank 0: read the newest valid checkpoint into meta/opt; *found 0 when
- * there is none. */
-static dt_status_t load_on_root(dt_trainer_t *t, dt_ckpt_t *c,
-                                uint64_t *meta, int *found)
+/* Rank 0: read the newest valid checkpoint of a step below `before` into
+ * meta/opt; *found 0 when there is none (a warning for --resume, quiet). */
+static dt_status_t load_on_root(dt_trainer_t *t, uint64_t before,
+                                bool quiet, dt_ckpt_t *c, uint64_t *meta,
+                                int *found)
 {
     *found = 0;
-    dt_status_t st = dt_ckpt_load_latest(t->ckpt_dir, c);
+    dt_status_t st = dt_ckpt_load_before(t->ckpt_dir, before, c);
     if (st == DT_ERR_NOT_FOUND) {
-        dt_warn("--resume: no valid checkpoint in %s; starting from the "
-                "beginning", t->ckpt_dir);
+        if (!quiet)
+            dt_warn("--resume: no valid checkpoint in %s; starting from the "
+                    "beginning", t->ckpt_dir);
         return DT_OK;
     }
     DT_CHECK(st);
@@ -127,11 +134,12 @@ static dt_status_t load_on_root(dt_trainer_t *t, dt_ckpt_t *c,
                             *ps = dt_ckpt_find(c, TAG_PARAMS),
                             *os = dt_ckpt_find(c, TAG_OPT_STATE),
                             *ns = dt_ckpt_find(c, TAG_OPT_NAME);
-    if (!ms || ms->len < 8 * M_COUNT || !ps || !os || !ns) {
+    if (!ms || ms->len < 8 * M_V1_COUNT || !ps || !os || !ns) {
         dt_error("%s: not a trainer checkpoint (sections missing)", c->path);
         return DT_ERR_INVALID;
     }
-    for (int i = 0; i < M_COUNT; i++)
+    meta[M_LR_SCALE] = dbits(1.0); /* version 1 */
+    for (int i = 0; i < M_COUNT && 8 * (size_t)i + 8 <= ms->len; i++)
         meta[i] = ckpt_get64((const unsigned char *)ms->data + 8 * i);
     if (meta[M_NPARAMS] != t->nparams ||
         ps->len != t->nparams * sizeof(float)) {
@@ -169,7 +177,8 @@ static dt_status_t load_on_root(dt_trainer_t *t, dt_ckpt_t *c,
     return DT_OK;
 }
 
-dt_status_t dt_trainer_restore(dt_trainer_t *t)
+dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
+                               bool *found_out)
 {
     dt_ckpt_t c;
     memset(&c, 0, sizeof c);
@@ -177,9 +186,12 @@ dt_status_t dt_trainer_restore(dt_trainer_t *t)
     uint64_t head[2 + M_COUNT];
     memset(head, 0, sizeof head);
     dt_status_t st = DT_OK;
+    if (found_out)
+        *found_out = false;
     if (t->rank == 0) {
         int found = 0;
-        st = load_on_root(t, &c, head + 2, &found);
+        st = load_on_root(t, before, found_out != NULL, &c, head + 2,
+                          &found);
         const dt_ckpt_section_t *os = found ? dt_ckpt_find(&c, TAG_OPT_STATE)
                                             : NULL;
         head[0] = st != DT_OK ? 2 : (uint64_t)found; /* 2: failed */
@@ -225,8 +237,12 @@ dt_status_t dt_trainer_restore(dt_trainer_t *t)
     dt_model_set_rng(t->model, rng_seed, meta[M_RNG_COUNTER]);
     t->loss_sum = t->rank == 0 ? bitsd(meta[M_LOSS_SUM]) : 0.0;
     t->loss_count = t->rank == 0 ? bitsd(meta[M_LOSS_COUNT]) : 0.0;
+    double scale = bitsd(meta[M_LR_SCALE]);
+    t->lr.scale = isfinite(scale) && scale > 0 ? scale : 1.0;
     uint64_t steps = dt_trainer_steps_per_epoch(t);
     if (t->step_in_epoch > steps)
         t->step_in_epoch = steps;
+    if (found_out)
+        *found_out = true;
     return DT_OK;
 }

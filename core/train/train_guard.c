@@ -1,0 +1,172 @@
+/* train_guard.c — what keeps training finite, between the gradient
+ * allreduce and the optimizer step: clipping ([train] clip_grad_value,
+ * clip_grad_norm), the collective vote on a finite loss, and what to do
+ * when it is not ([train] on_divergence): say which epoch, step and rank,
+ * the effective lr and global batch and which keys would help; then stop,
+ * or roll back to the last checkpoint with half the lr. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <dt/dt.h>
+#include <dt/log.h>
+#include "train.h"
+
+static dt_status_t sum_all(double *buf, size_t n, void *arg)
+{
+    (void)arg;
+    return dt_allreduce(buf, buf, n, DT_FLOAT64, DT_SUM);
+}
+
+/* Clip the averaged gradient (on a host copy when it lives on a GPU). */
+static dt_status_t clip(dt_trainer_t *t, double *norm)
+{
+    size_t bytes = t->nparams * sizeof(float);
+    float *g = t->grads;
+    if (t->dev->mem != DT_MEM_HOST) {
+        if (!t->clip_host)
+            DT_CHECK(dt_device_host_alloc(t->dev, bytes,
+                                          (void **)&t->clip_host));
+        DT_CHECK(dt_device_copy(t->dev, t->clip_host, DT_MEM_HOST, t->grads,
+                                t->dev->mem, bytes));
+        g = t->clip_host;
+    }
+    *norm = dt_grad_clip_apply(&t->clip, g, t->nparams);
+    if (g != t->grads)
+        DT_CHECK(dt_device_copy(t->dev, t->grads, t->dev->mem, g,
+                                DT_MEM_HOST, bytes));
+    return DT_OK;
+}
+
+#define ADD(...)                                                             \
+    do {                                                                     \
+        if (at < len)                                                        \
+            at += (size_t)snprintf(buf + at, len - at, __VA_ARGS__);         \
+    } while (0)
+
+/* "lower [train] lr (now 0.05); lr_scaling_max_batch ...": the keys that
+ * would help, given what is set. */
+static void advice(const dt_trainer_t *t, char *buf, size_t len)
+{
+    const dt_lr_schedule_t *s = &t->lr;
+    size_t at = 0;
+    ADD("a lower [train] lr (now %g)", s->base);
+    if (s->scaling != DT_LR_SCALE_NONE && s->factor > 1.0) {
+        long long half = (long long)t->world * s->batch / 2;
+        if (half < s->batch)
+            half = s->batch;
+        ADD("; stop lr_scaling (%s, x%.3g) growing at a smaller global "
+            "batch: lr_scaling_max_batch = %lld, or lr_scaling_max_lr = %g",
+            s->scaling == DT_LR_SCALE_LINEAR ? "linear" : "sqrt", s->factor,
+            half, s->target / 2);
+        if (s->scaling == DT_LR_SCALE_LINEAR)
+            ADD(", or lr_scaling = sqrt");
+    }
+    if (s->warmup_epochs > 0 || s->factor > 1.0)
+        ADD("; a longer warmup_epochs (now %g)", s->warmup_epochs);
+    if (t->clip.max_norm <= 0)
+        ADD("; clip_grad_norm = 1 (clips the averaged gradient)");
+    if (t->on_divergence == DT_DIVERGE_STOP)
+        ADD("; on_divergence = halve_lr%s restarts from the last checkpoint "
+            "with half the lr", t->ckpt_dir ? "" : " (with checkpoint_dir)");
+}
+
+static void report(const dt_trainer_t *t, const dt_divergence_t *d,
+                   double lr, uint64_t s, bool fatal)
+{
+    char what[160], help[768];
+    size_t at = 0, len = sizeof what;
+    char *buf = what;
+    if (d->kind == DT_BAD_LOSS) {
+        ADD("the loss is %g on rank %d", d->value, d->first_rank);
+        if (d->nbad > 1)
+            ADD(" (and %d other rank%s)", d->nbad - 1,
+                d->nbad == 2 ? "" : "s");
+    } else {
+        ADD("the norm of the averaged gradient is %g", d->value);
+    }
+    dt_log(fatal ? DT_LOG_ERROR : DT_LOG_WARN,
+           "training diverged at epoch %llu step %llu (step %llu of the "
+           "job): %s; effective lr %.4g, global batch %lld (%d worker%s x "
+           "%zu)", (unsigned long long)t->epoch + 1,
+           (unsigned long long)s + 1,
+           (unsigned long long)t->global_step + 1, what, lr,
+           (long long)t->world * (long long)t->batch, t->world,
+           t->world == 1 ? "" : "s", t->batch);
+    if (fatal) {
+        advice(t, help, sizeof help);
+        dt_error("what helps ([train] keys): %s", help);
+    }
+}
+#undef ADD
+
+/* Every rank: back to the newest checkpoint, lr halved. Diverging again
+ * says the state that checkpoint holds is already on its way out (large
+ * weights, a large momentum): a further restart goes to the checkpoint
+ * before the previous restart's, while there is one. */
+static dt_status_t roll_back(dt_trainer_t *t)
+{
+    double scale = t->lr.scale * 0.5;
+    bool found = false;
+    if (t->restarts > 0)
+        DT_CHECK(dt_trainer_restore(t, t->rollback_step, &found));
+    if (!found)
+        DT_CHECK(dt_trainer_restore(t, UINT64_MAX, &found));
+    if (!found) {
+        if (t->rank == 0)
+            dt_error("on_divergence = halve_lr: no valid checkpoint in %s "
+                     "to go back to", t->ckpt_dir);
+        return DT_ERR_INVALID;
+    }
+    t->lr.scale = scale;
+    t->restarts++;
+    t->rollback_step = t->global_step;
+    return DT_OK;
+}
+
+dt_status_t dt_trainer_guard_step(dt_trainer_t *t, float loss, double lr,
+                                  uint64_t step_in_epoch, bool *rolled_back)
+{
+    double norm = 0.0;
+    *rolled_back = false;
+    if (dt_grad_clip_enabled(&t->clip))
+        DT_CHECK(clip(t, &norm));
+    dt_bad_kind_t kind = !isfinite(loss)  ? DT_BAD_LOSS
+                         : !isfinite(norm) ? DT_BAD_GRAD
+                                           : DT_BAD_NONE;
+    dt_divergence_t d;
+    DT_CHECK(dt_divergence_vote(kind, kind == DT_BAD_LOSS ? (double)loss
+                                                         : norm,
+                                t->rank, t->world, sum_all, NULL, &d));
+    if (d.nbad == 0)
+        return DT_OK;
+    bool again = t->on_divergence == DT_DIVERGE_HALVE_LR &&
+                 t->restarts < DT_DIVERGE_MAX_RESTARTS;
+    if (t->rank == 0) {
+        report(t, &d, lr, step_in_epoch, !again);
+        if (again)
+            dt_warn("on_divergence = halve_lr: back to %s checkpoint with "
+                    "lr x%g (restart %d of at most %d)",
+                    t->restarts ? "an earlier" : "the last",
+                    t->lr.scale * 0.5, t->restarts + 1,
+                    DT_DIVERGE_MAX_RESTARTS);
+        else if (t->on_divergence == DT_DIVERGE_HALVE_LR)
+            dt_error("on_divergence = halve_lr: still diverging after %d "
+                     "restarts (lr x%g); stopping", t->restarts,
+                     t->lr.scale);
+    }
+    if (!again)
+        return DT_ERR_INVALID;
+    DT_CHECK(roll_back(t));
+    *rolled_back = true;
+    return DT_OK;
+}
+
+dt_status_t dt_trainer_guard_begin(dt_trainer_t *t)
+{
+    if (t->on_divergence != DT_DIVERGE_HALVE_LR || t->global_step != 0 ||
+        !t->ckpt_dir)
+        return DT_OK;
+    return dt_trainer_save(t);
+}
