@@ -53,18 +53,21 @@ static void advice(const dt_trainer_t *t, char *buf, size_t len)
     size_t at = 0;
     ADD("a lower [train] lr (now %g)", s->base);
     if (s->scaling != DT_LR_SCALE_NONE && s->factor > 1.0) {
-        long long half = (long long)t->world * s->batch / 2;
+        /* half the global batch the rule counts now (after any cap) */
+        long long half = (long long)(s->workers * (double)s->batch / 2);
+        double lr_half = s->target / 2 > s->base ? s->target / 2 : s->base;
         if (half < s->batch)
             half = s->batch;
         ADD("; stop lr_scaling (%s, x%.3g) growing at a smaller global "
             "batch: lr_scaling_max_batch = %lld, or lr_scaling_max_lr = %g",
             s->scaling == DT_LR_SCALE_LINEAR ? "linear" : "sqrt", s->factor,
-            half, s->target / 2);
+            half, lr_half);
         if (s->scaling == DT_LR_SCALE_LINEAR)
             ADD(", or lr_scaling = sqrt");
     }
     if (s->warmup_epochs > 0 || s->factor > 1.0)
-        ADD("; a longer warmup_epochs (now %g)", s->warmup_epochs);
+        ADD("; a longer warmup: warmup_epochs or warmup_steps (now %g "
+            "epochs)", s->warmup_epochs);
     if (t->clip.max_norm <= 0)
         ADD("; clip_grad_norm = 1 (clips the averaged gradient)");
     if (t->on_divergence == DT_DIVERGE_STOP)
