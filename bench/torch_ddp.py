@@ -4,9 +4,10 @@ optimizer of a dt job file, for bench/compare-train.sh.
 
 Started by `dtctl run -n N -- /usr/bin/python3 bench/torch_ddp.py JOB.ini`:
 dtctl sets RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT as torchrun does.
-Reads [train] batch_size/lr/lr_scaling/epochs/max_steps/seed/threads,
-[optimizer.sgd] momentum/nesterov/weight_decay, [model] layers and [data]
-mean/std/train_samples from the job file (and DT_* overrides, like dt),
+Reads [train] batch_size/lr/lr_scaling (and its caps)/epochs/max_steps/
+seed/threads, [optimizer.sgd] momentum/nesterov/weight_decay, [model]
+layers and [data] mean/std/train_samples from the job file (and DT_*
+overrides, like dt),
 trains one epoch (or max_steps steps) and prints on rank 0:
     torch: N samples/s (global)
 """
@@ -87,8 +88,20 @@ def main():
 
     batch = int(setting(cfg, "train", "batch_size", "64"))
     lr = float(setting(cfg, "train", "lr", "0.01"))
-    if setting(cfg, "train", "lr_scaling", "none") == "linear":
-        lr *= world
+    # dt's lr_scaling, with its caps (core/lr_schedule.c); no warmup or
+    # schedule: this measures throughput.
+    workers = world
+    max_batch = int(setting(cfg, "train", "lr_scaling_max_batch", "0"))
+    if max_batch and max_batch < world * batch:
+        workers = max(1.0, max_batch / batch)
+    scaling = setting(cfg, "train", "lr_scaling", "none")
+    if scaling == "linear":
+        lr *= workers
+    elif scaling == "sqrt":
+        lr *= workers ** 0.5
+    max_lr = float(setting(cfg, "train", "lr_scaling_max_lr", "0"))
+    if max_lr and lr > max_lr:
+        lr = max_lr
     max_steps = int(setting(cfg, "train", "max_steps", "0"))
     mean = float(setting(cfg, "data", "mean", "0"))
     std = float(setting(cfg, "data", "std", "1"))
