@@ -39,7 +39,7 @@ static const dt_key_spec_t train_keys[] = {
     {"seed", DT_KEY_INT, "0", "random seed for initialisation and shuffling"},
     {"epochs", DT_KEY_INT, "1", "passes over the training set"},
     {"batch_size", DT_KEY_INT, "64", "samples per step on each worker"},
-    {"lr", DT_KEY_STRING, "0.01", "learning rate"},
+    {"lr", DT_KEY_DOUBLE, "0.01", "learning rate"},
     {"optimizer", DT_KEY_STRING, "sgd", "optimizer plugin (sgd, adam, ...)"},
     {"device", DT_KEY_STRING, "auto", "where to compute: auto, cpu or cuda"},
     {"threads", DT_KEY_INT, "1", "CPU threads per worker"},
@@ -49,7 +49,7 @@ static const dt_key_spec_t train_keys[] = {
     {"lr_scaling_max_batch", DT_KEY_INT, "0",
      "global batch beyond which lr_scaling stops growing: workers count "
      "as at most this / batch_size (0: no cap)"},
-    {"lr_scaling_max_lr", DT_KEY_STRING, "0",
+    {"lr_scaling_max_lr", DT_KEY_DOUBLE, "0",
      "the largest lr scaling may give (0: no cap)"},
     {"warmup_epochs", DT_KEY_STRING, "auto",
      "epochs (may be fractional) of linear warmup from lr/workers up to the "
@@ -60,12 +60,12 @@ static const dt_key_spec_t train_keys[] = {
      "learning rate schedule after warmup: constant, step or cosine"},
     {"lr_step_epochs", DT_KEY_INT, "10",
      "step schedule: multiply lr by lr_gamma every this many epochs"},
-    {"lr_gamma", DT_KEY_STRING, "0.1", "step schedule: the factor"},
-    {"lr_min", DT_KEY_STRING, "0", "cosine schedule: the final lr"},
-    {"clip_grad_norm", DT_KEY_STRING, "0",
+    {"lr_gamma", DT_KEY_DOUBLE, "0.1", "step schedule: the factor"},
+    {"lr_min", DT_KEY_DOUBLE, "0", "cosine schedule: the final lr"},
+    {"clip_grad_norm", DT_KEY_DOUBLE, "0",
      "scale the averaged gradient down to this global L2 norm when it is "
      "larger (0: off)"},
-    {"clip_grad_value", DT_KEY_STRING, "0",
+    {"clip_grad_value", DT_KEY_DOUBLE, "0",
      "clamp each averaged gradient value to [-X, X] (0: off)"},
     {"on_divergence", DT_KEY_STRING, "stop",
      "when the loss is not finite: stop, or halve_lr (back to the last "

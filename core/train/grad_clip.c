@@ -3,12 +3,11 @@
 
 #include <dt/log.h>
 #include "grad_clip.h"
-#include "lr_schedule.h" /* dt_config_get_real */
 
 static dt_status_t get_limit(const dt_config_t *cfg, const char *key,
                              double *out)
 {
-    DT_CHECK(dt_config_get_real(cfg, "train", key, out));
+    DT_CHECK(dt_config_get_double(cfg, "train", key, out));
     if (*out < 0) {
         const char *where = "default";
         dt_config_origin(cfg, "train", key, NULL, &where);

@@ -1,6 +1,5 @@
 /* lr_schedule.c — warmup, scaling and decay of the learning rate. */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,30 +15,10 @@ static const char *origin(const dt_config_t *cfg, const char *key)
     return where;
 }
 
-dt_status_t dt_config_get_real(const dt_config_t *cfg, const char *section,
-                               const char *key, double *out)
-{
-    const char *text = NULL, *where = "default";
-    DT_CHECK(dt_config_get_string(cfg, section, key, &text));
-    dt_config_origin(cfg, section, key, NULL, &where);
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    while (end && (*end == ' ' || *end == '\t'))
-        end++;
-    if (errno || end == text || *end || !isfinite(v)) {
-        dt_error("%s: [%s] %s = '%s' is not a number", where, section, key,
-                 text);
-        return DT_ERR_CONFIG;
-    }
-    *out = v;
-    return DT_OK;
-}
-
 static dt_status_t get_nonneg(const dt_config_t *cfg, const char *key,
                               double *out, int positive)
 {
-    DT_CHECK(dt_config_get_real(cfg, "train", key, out));
+    DT_CHECK(dt_config_get_double(cfg, "train", key, out));
     if (*out < 0 || (positive && *out == 0)) {
         dt_error("%s: [train] %s must be %s, not %g", origin(cfg, key), key,
                  positive ? "greater than 0" : "0 or more", *out);
@@ -123,12 +102,8 @@ static dt_status_t read_warmup(const dt_config_t *cfg, dt_lr_schedule_t *out)
         double w = out->factor > 1.0 ? log2(out->factor) : 0.0;
         out->warmup_epochs = w > out->epochs / 4 ? out->epochs / 4 : w;
     } else {
-        char *end;
-        errno = 0;
-        double w = strtod(text, &end);
-        while (*end == ' ' || *end == '\t')
-            end++;
-        if (errno || end == text || *end || !isfinite(w) || w < 0) {
+        double w;
+        if (dt_parse_double(text, &w) != DT_OK || w < 0) {
             dt_error("%s: [train] warmup_epochs = '%s': write a number of "
                      "epochs (0 or more, e.g. 2 or 0.5) or auto",
                      origin(cfg, "warmup_epochs"), text);

@@ -82,8 +82,4 @@ double dt_lr_at(const dt_lr_schedule_t *s, double e);
 void dt_lr_schedule_describe(const dt_lr_schedule_t *s, char *buf,
                              size_t len);
 
-/* A [train] key holding a real number (the config has no float type). */
-dt_status_t dt_config_get_real(const dt_config_t *cfg, const char *section,
-                               const char *key, double *out);
-
 #endif /* DT_LR_SCHEDULE_H */
