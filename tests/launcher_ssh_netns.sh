@@ -45,11 +45,20 @@ hosts_clean || fail "processes left on the hosts after a clean job: $(strays_tex
 # --- 2. a real dt job across the interface ---------------------------------
 ex="$top_builddir/examples/allreduce"
 if [ -x "$ex" ]; then
-    run -n 4 -- "$ex" >"$T/o" 2>"$T/err"
-    rc=$?
-    [ $rc -eq 0 ] || fail "allreduce across the namespace hosts exited $rc: $(cat "$T/err")"
-    grep -q "4 ranks, all collectives correct" "$T/o" || fail "allreduce did not confirm: $(cat "$T/o")"
-    ok "examples/allreduce, 4 ranks on 2 hosts over $NETNS_SUBNET"
+    # tcp: the core's hierarchical allreduce (within each host through
+    # shared memory, across the hosts over tcp); shm = off: the flat ring.
+    for shm in auto off; do
+        run -n 4 --set collectives.shm=$shm -v -v -- "$ex" >"$T/o" 2>"$T/err"
+        rc=$?
+        [ $rc -eq 0 ] || fail "allreduce (shm=$shm) across the namespace hosts exited $rc: $(cat "$T/err")"
+        grep -q "4 ranks, all collectives correct" "$T/o" || fail "allreduce (shm=$shm) did not confirm: $(cat "$T/o")"
+        hier=0
+        grep -q "collectives: rank 3: hierarchical allreduce: 2 ranks on each of 2 hosts" \
+            "$T/o" "$T/err" && hier=1
+        [ $hier -eq $([ $shm = auto ] && echo 1 || echo 0) ] ||
+            fail "tcp, shm=$shm: rank 3 hierarchical=$hier: $(grep 'collectives: rank 3:' "$T/o" "$T/err")"
+    done
+    ok "examples/allreduce over tcp, 4 ranks on 2 hosts over $NETNS_SUBNET (hierarchical; shm=off: flat)"
     # The same job over the ucx transport (issue 7): UCX between the hosts
     # on the interface [cluster] interface picks there, in both its modes:
     # its own choice of transports, and tls = tcp.
@@ -66,9 +75,9 @@ if [ -x "$ex" ]; then
             # UCX's own transports: allreduce within each host through
             # shared memory, across the hosts over UCX; tls = tcp: flat.
             if [ -z "$tls" ]; then
-                grep -q "ucx: rank 3: hierarchical allreduce: 2 ranks on each of 2 hosts" \
+                grep -q "collectives: rank 3: hierarchical allreduce: 2 ranks on each of 2 hosts" \
                     "$T/o" "$T/err" ||
-                    fail "ucx: rank 3 did not run the hierarchical allreduce: $(grep 'ucx: rank 3: \(hier\|coll\)' "$T/o" "$T/err")"
+                    fail "ucx: rank 3 did not run the hierarchical allreduce: $(grep 'collectives: rank 3:' "$T/o" "$T/err")"
             fi
         done
         ok "examples/allreduce over ucx (default transports: hierarchical; tls=tcp), 4 ranks on 2 hosts via dt0"

@@ -98,7 +98,7 @@ done
 # Which path the collectives take: the segment by default on one host;
 # UCX when shm = off or when tls leaves out shared memory (tls = tcp).
 if DT_LOG_LEVEL=debug dtctl run -n 3 -- "$ex" >"$tmp/out" 2>&1 &&
-   grep -q "ucx: rank 2: collectives through shared memory (3 ranks" \
+   grep -q "collectives: rank 2: through shared memory (all 3 ranks" \
        "$tmp/out"; then
     echo "ok: a job on one host runs its collectives through shared memory"
 else
@@ -107,7 +107,7 @@ else
 fi
 if DT_LOG_LEVEL=debug dtctl --set transport.ucx.tls=tcp run -n 2 -- "$ex" \
        >"$tmp/out" 2>&1 &&
-   grep -q "ucx: rank 1: collectives over UCX (UCX_TLS leaves out shared memory)" \
+   grep -q "collectives: rank 1: over the transport (the transport asks to carry every byte)" \
        "$tmp/out"; then
     echo "ok: tls = tcp keeps the collectives on UCX"
 else
@@ -213,9 +213,9 @@ peer_fails() {
 # once (the 120 s timeout would end the test first), a hung one when the
 # timeout passes.
 peer_fails "dead peer (shared-memory collectives)" exit 120s \
-    "ucx: rank [02]: allreduce (shared memory): rank 1 (pid [0-9]*) is gone\|rank 1 is gone (noticed by rank"
+    "collectives: rank [02]: allreduce (shared memory): rank 1 (pid [0-9]*) is gone\|rank 1 is gone (noticed by rank"
 peer_fails "hung peer (shared-memory collectives)" stop 20s \
-    "ucx: rank [02]: allreduce (shared memory): waiting on rank(s) 1: they are hung"
+    "collectives: rank [02]: allreduce (shared memory): waiting on rank(s) 1: they are hung"
 # Collectives over UCX (shm = off). UCX itself names a peer that is gone
 # (peer_errors = report; auto picks it across hosts, ignore on one: see
 # below).

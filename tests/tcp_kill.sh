@@ -5,7 +5,9 @@
 # non-zero. With 4 ranks, rank 3 is no neighbour of rank 1 in the ring: it
 # learns of the failure from a rank that closed because of it, and must
 # still name rank 1, not the messenger. `timeout` only guards against a
-# hang.
+# hang. The transport's own detection runs with [collectives] shm = off
+# (else the ranks of one host meet in shared memory, not over tcp); a
+# second job checks that the shared-memory path names rank 1 too.
 set -u
 bench="$top_builddir/bench/dt_allreduce_bench"
 if [ ! -x "$bench" ] || [ ! -e "$top_builddir/plugins/modules/dt_transport_tcp.so" ]; then
@@ -38,14 +40,30 @@ kill -9 \$pid
 wait \$pid
 EOS
 chmod +x "$tmp/worker.sh"
-timeout 60 "$DTCTL" run -n 4 --set transport.tcp.timeout=5s \
-    --set cluster.kill_grace=30s -- "$tmp/worker.sh" \
-    >"$tmp/out" 2>&1
-rc=$?
 status=0
-if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then
-    echo "FAIL: dtctl exited $rc (want non-zero, no hang)"; status=1
-fi
+run_job() {
+    timeout 60 "$DTCTL" run -n 4 --set transport.tcp.timeout=5s \
+        --set cluster.kill_grace=30s "$@" -- "$tmp/worker.sh" \
+        >"$tmp/out" 2>&1
+    rc=$?
+    if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then
+        echo "FAIL: dtctl exited $rc (want non-zero, no hang)"; status=1
+    fi
+}
+
+# Through shared memory (the default on one host): the segment's wait sees
+# rank 1's process gone; the others learn it from the segment.
+run_job
+for r in 0 2 3; do
+    if ! grep -qE "^\[$r\] .*error: collectives: rank $r: .* rank 1 (\(pid [0-9]+\) )?is gone" "$tmp/out"; then
+        echo "FAIL: rank $r did not report rank 1 gone through shared memory"
+        status=1
+    fi
+done
+[ "$status" -eq 0 ] || cat "$tmp/out"
+rm -f "$tmp/rank1.err"
+
+run_job --set collectives.shm=off
 # Every survivor reports a tcp error, and it names rank 1 as the failed
 # rank (the messages start with the culprit).
 for r in 0 2 3; do

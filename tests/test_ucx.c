@@ -4,8 +4,9 @@
  * every protocol size (eager to rendezvous) in both tls settings, a size
  * mismatch reported as an error, the token handshake (a rank whose
  * transport token differs from its peers' is refused by them), and the
- * hierarchical allreduce of a job across hosts — here ranks that bind to
- * 127.0.0.1 and 127.0.0.2, two "hosts" on loopback, placed round-robin.
+ * core's hierarchical allreduce (core/coll/coll_hier.c) over ucx for a job
+ * across hosts — here ranks that bind to 127.0.0.1 and 127.0.0.2, two
+ * "hosts" on loopback, placed round-robin.
  * A rank that holds the token but sends a proof off in one byte is refused
  * too: this file defines ucp_tag_send_nbx (exported, so the plugin's calls
  * come here) and changes that rank's proofs on their way to UCX. */
@@ -26,6 +27,8 @@
 #include <dt/store.h>
 #include <dt/log.h>
 #include <dt/netif.h>
+#include "coll/coll.h"
+#include "coll/coll_host.h"
 #include "plugin/plugin_loader.h"
 #include "stderr_capture.h"
 #include <ucp/api/ucp.h>
@@ -69,6 +72,8 @@ typedef struct rank_arg {
     int rank;
     dt_status_t init_st, run_st;
     char detail[160];
+    dt_store_t *store;
+    char bind[32];
 } rank_arg_t;
 
 struct job {
@@ -169,14 +174,28 @@ static dt_status_t size_mismatch(const dt_transport_ops_t *ops, void *ctx,
     return st == DT_OK ? ops->wait(ctx, &q, 1, -1) : st;
 }
 
-/* Hierarchical allreduce: sums and averages of integer-valued floats
- * (exact in any order), in place and not, counts around the block sizes;
- * the other collectives decline (the core runs them over UCX). */
+/* The core's hierarchical allreduce over ucx: sums and averages of
+ * integer-valued floats (exact in any order), in place and not, counts
+ * around the block sizes; a broadcast runs flat over UCX. */
 static dt_status_t hier_allreduce(const dt_transport_ops_t *ops, void *ctx,
                                   rank_arg_t *r)
 {
     const size_t counts[] = {0, 1, 3, 5, 1009, 100003};
     const int n = r->job->size;
+    dt_comm_t comm = {.ops = ops, .ctx = ctx, .rank = r->rank, .size = n,
+                      .timeout_ms = -1};
+    dt_comm_hosts_args_t ha = {.store = r->store, .bind_addr = r->bind,
+                               .local_size = n / r->job->hosts,
+                               .timeout = 60.0};
+    dt_status_t hst = dt_comm_setup_hosts(&comm, NULL, &ha);
+    if (hst != DT_OK || !comm.host || comm.host->whole_job ||
+        comm.host->hosts != r->job->hosts) {
+        snprintf(r->detail, sizeof r->detail,
+                 "rank %d: no hierarchical setup (status %d, %s)", r->rank,
+                 (int)hst, comm.host ? "one host" : "none");
+        dt_comm_release(&comm);
+        return DT_ERR_INTERNAL;
+    }
     for (size_t c = 0; c < sizeof counts / sizeof *counts; c++)
         for (int avg = 0; avg < 2; avg++) {
             size_t count = counts[c];
@@ -186,10 +205,9 @@ static dt_status_t hier_allreduce(const dt_transport_ops_t *ops, void *ctx,
             int in_place = (int)(c + (size_t)avg) % 2;
             if (in_place)
                 memcpy(recv, send, count * 4);
-            dt_status_t st = ops->allreduce(ctx, in_place ? recv : send,
-                                            recv, count, DT_FLOAT32,
-                                            avg ? DT_AVG : DT_SUM,
-                                            DT_MEM_HOST, NULL);
+            dt_status_t st = dt_coll_allreduce(&comm, in_place ? recv : send,
+                                               recv, count, DT_FLOAT32,
+                                               avg ? DT_AVG : DT_SUM);
             for (size_t i = 0; st == DT_OK && i < count; i++) {
                 float sum = (float)(n * (n + 1) / 2 * 4 *
                                     (int)(i % 1000 + 1));
@@ -206,18 +224,21 @@ static dt_status_t hier_allreduce(const dt_transport_ops_t *ops, void *ctx,
             }
             free(send);
             free(recv);
-            if (st != DT_OK)
+            if (st != DT_OK) {
+                dt_comm_release(&comm);
                 return st;
+            }
         }
-    float x = 1;
-    if (ops->broadcast(ctx, &x, 1, DT_FLOAT32, 0, DT_MEM_HOST, NULL) !=
-        DT_DECLINED) {
+    float x = r->rank == 0 ? 42.0f : 0.0f;
+    dt_status_t st = dt_coll_broadcast(&comm, &x, 1, DT_FLOAT32, 0);
+    dt_comm_release(&comm);
+    if (st == DT_OK && x != 42.0f) {
         snprintf(r->detail, sizeof r->detail,
-                 "rank %d: broadcast across hosts should be left to the "
-                 "core", r->rank);
+                 "rank %d: broadcast across hosts gave %g, not 42", r->rank,
+                 (double)x);
         return DT_ERR_INTERNAL;
     }
-    return DT_OK;
+    return st;
 }
 
 static void *rank_main(void *p)
@@ -237,8 +258,9 @@ static void *rank_main(void *p)
     r->init_st = dt_store_connect(j->rdv, j->token, 60.0, &store);
     if (r->init_st == DT_OK) {
         int hosts = j->hosts > 1 ? j->hosts : 1;
-        char bind[32];
-        snprintf(bind, sizeof bind, "127.0.0.%d", 1 + r->rank % hosts);
+        char *bind = r->bind;
+        snprintf(r->bind, sizeof r->bind, "127.0.0.%d", 1 + r->rank % hosts);
+        r->store = store;
         dt_transport_args_t a = {.rank = r->rank,
                                  .size = j->size,
                                  .local_rank = r->rank / hosts,

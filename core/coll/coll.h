@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <dt/plugin.h>
 
+typedef struct dt_coll_host dt_coll_host_t; /* coll_host.h */
+
 typedef struct dt_comm {
     const dt_transport_ops_t *ops;
     void *ctx;              /* the transport instance                       */
@@ -23,6 +25,8 @@ typedef struct dt_comm {
     int timeout_ms;         /* per wait; -1: the transport's own timeout    */
     void *scratch;          /* reusable temporary buffer owned by the comm  */
     size_t scratch_len;
+    dt_coll_host_t *host;   /* this host's ranks through shared memory
+                               (dt_comm_setup_hosts); NULL: none            */
 } dt_comm_t;
 
 dt_status_t dt_coll_allreduce(dt_comm_t *c, const void *send, void *recv,
@@ -38,7 +42,8 @@ dt_status_t dt_coll_reduce_scatter(dt_comm_t *c, const void *send,
                                    void *recv, size_t count_per_rank,
                                    dt_dtype_t t, dt_redop_t op);
 dt_status_t dt_coll_barrier(dt_comm_t *c);
-void dt_comm_release(dt_comm_t *c); /* frees scratch; not the transport */
+/* Frees scratch and the host's segment; not the transport. */
+void dt_comm_release(dt_comm_t *c);
 
 /* Section [collectives] (coll_config.c): allreduce_small, allreduce_ring,
  * ring_chunk. */
@@ -46,6 +51,23 @@ extern const dt_key_spec_t dt_coll_keys[];
 /* Set small_bytes, ring_bytes and chunk_bytes from [collectives] (a core section:
  * every dt_config_t knows it). */
 dt_status_t dt_comm_configure(dt_comm_t *c, const dt_config_t *cfg);
+
+/* Where the ranks are, for the collectives within a host (coll_hosts.c). */
+typedef struct dt_comm_hosts_args {
+    dt_store_t *store;      /* the job's store                              */
+    const char *bind_addr;  /* this rank's transport address: ranks with
+                               the same one are on one host                 */
+    int local_size;         /* ranks on this host, from the launcher        */
+    double timeout;         /* seconds a peer may stay silent               */
+} dt_comm_hosts_args_t;
+/* Collective over all ranks, after dt_comm_configure. With [collectives]
+ * shm = auto and a transport without DT_CAP_NO_SHM: a job on one host runs
+ * its host-memory collectives through a shared segment; a job on H >= 2
+ * hosts of L >= 2 ranks each runs allreduce hierarchically. Otherwise (or
+ * when a rank cannot map the segment) the comm stays on the transport. */
+dt_status_t dt_comm_setup_hosts(dt_comm_t *c, const dt_config_t *cfg,
+                                const dt_comm_hosts_args_t *a);
+void dt_comm_release_hosts(dt_comm_t *c);
 
 /* dst[i] = op(dst[i], src[i]) for n elements (DT_AVG reduces as a sum; the
  * caller scales once at the end with dt_reduce_scale). Vectorized loops. */

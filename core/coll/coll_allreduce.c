@@ -1,11 +1,13 @@
 /* coll_allreduce.c — allreduce: the transport's own when it has one, else
- * recursive doubling below small_bytes (log2(n) exchanges of the whole
+ * through this host's shared segment (coll_host.h: the whole job here, or
+ * hierarchically across hosts), else recursive doubling below small_bytes (log2(n) exchanges of the whole
  * vector: least latency) and the pipelined ring above (2(n-1)/n of the
  * data per rank on the wire: best bandwidth). */
 #include <string.h>
 
 #include <dt/log.h>
 #include "coll.h"
+#include "coll_host.h"
 #include "coll_internal.h"
 
 /* Recursive doubling with the usual fold for n not a power of two: the
@@ -68,6 +70,11 @@ dt_status_t dt_coll_allreduce(dt_comm_t *c, const void *send, void *recv,
                                            DT_MEM_HOST, NULL);
         if (st != DT_DECLINED)
             return st;
+    }
+    if (c->host && dt_coll_reducible(t, op)) {
+        if (c->host->whole_job)
+            return dt_shm_allreduce(c->host->shm, send, recv, count, t, op);
+        return dt_coll_hier_allreduce(c, send, recv, count, t, op);
     }
     if (!dt_coll_reducible(t, op)) {
         dt_error("allreduce: rank %d: %s with op %d is not supported "

@@ -3,6 +3,7 @@
  * No rank leaves before every rank has entered. */
 #include <dt/log.h>
 #include "coll.h"
+#include "coll_host.h"
 #include "coll_internal.h"
 
 dt_status_t dt_coll_barrier(dt_comm_t *c)
@@ -12,6 +13,8 @@ dt_status_t dt_coll_barrier(dt_comm_t *c)
         if (st != DT_DECLINED)
             return st;
     }
+    if (dt_coll_host_whole(c))
+        return dt_shm_barrier(c->host->shm);
     const int n = c->size, r = c->rank;
     for (int d = 1; d < n; d <<= 1) {
         char none = 0;

@@ -6,6 +6,7 @@
 
 #include <dt/log.h>
 #include "coll.h"
+#include "coll_host.h"
 #include "coll_internal.h"
 
 #define CHAIN_DEPTH 4 /* receives in flight per rank */
@@ -107,6 +108,8 @@ dt_status_t dt_coll_broadcast(dt_comm_t *c, void *buf, size_t count,
     size_t bytes = count * dt_dtype_size(t);
     if (c->size == 1 || bytes == 0)
         return DT_OK;
+    if (dt_coll_host_whole(c))
+        return dt_shm_broadcast(c->host->shm, buf, bytes, root);
     if (bytes < dt_coll_small_bytes(c))
         return binomial(c, buf, bytes, root);
     return chain(c, buf, bytes, root);

@@ -89,6 +89,7 @@ void dt_comm_release(dt_comm_t *c)
 {
     if (!c)
         return;
+    dt_comm_release_hosts(c);
     free(c->scratch);
     c->scratch = NULL;
     c->scratch_len = 0;

@@ -10,6 +10,9 @@
  *                           doubling; 0: by size and number of ranks
  *   ring_chunk = 512K       pipelining unit of the ring, the halving
  *                           exchanges and the chain
+ *   shm = auto              ranks of one host through shared memory
+ *   shm_chunk = 256K        (coll_hosts.c); off: always the transport
+ *   shm_spin = 200us
  *
  * Environment: DT_COLLECTIVES_<KEY> (e.g. DT_COLLECTIVES_ALLREDUCE_SMALL).
  * Defaults measured on loopback TCP (docs/PERFORMANCE.md#allreduce_small,
@@ -31,6 +34,17 @@ const dt_key_spec_t dt_coll_keys[] = {
      "0: chosen by size and number of ranks (measured)"},
     {"ring_chunk", DT_KEY_SIZE, "512K",
      "pipelining chunk of the ring allreduce and the chain broadcast"},
+    {"shm", DT_KEY_STRING, "auto",
+     "auto: the collectives of ranks on one host go through a shared-"
+     "memory segment (the whole job on one host: every collective; hosts "
+     "of equal rank counts: a hierarchical allreduce); off: always the "
+     "transport"},
+    {"shm_chunk", DT_KEY_SIZE, "256K",
+     "bytes per rank and round through the shared segment (4K-64M; the "
+     "segment holds 2 x 4 x shm_chunk per rank)"},
+    {"shm_spin", DT_KEY_DURATION, "200us",
+     "how long a rank waiting on the shared segment polls before it "
+     "sleeps on a futex"},
     {NULL, 0, NULL, NULL}};
 
 dt_status_t dt_comm_configure(dt_comm_t *c, const dt_config_t *cfg)

@@ -9,6 +9,7 @@
 
 #include <dt/log.h>
 #include "coll.h"
+#include "coll_host.h"
 #include "coll_internal.h"
 
 dt_status_t dt_coll_allgather(dt_comm_t *c, const void *send, void *recv,
@@ -27,6 +28,9 @@ dt_status_t dt_coll_allgather(dt_comm_t *c, const void *send, void *recv,
         if (st != DT_DECLINED)
             return st;
     }
+    if (dt_coll_host_whole(c))
+        return dt_shm_allgather(c->host->shm, send, recv,
+                                count_per_rank * es);
     char *mine = (char *)recv + (size_t)c->rank * count_per_rank * es;
     if (send != recv && send != mine && count_per_rank)
         memcpy(mine, send, count_per_rank * es);
@@ -54,6 +58,9 @@ dt_status_t dt_coll_reduce_scatter(dt_comm_t *c, const void *send,
                  c->rank, dt_dtype_name(t), (int)op);
         return DT_ERR_UNSUPPORTED;
     }
+    if (dt_coll_host_whole(c))
+        return dt_shm_reduce_scatter(c->host->shm, send, recv, count_per_rank,
+                                     t, op);
     size_t es = dt_dtype_size(t), bytes = count_per_rank * es;
     const char *mine = (const char *)send + (size_t)c->rank * bytes;
     if (c->size == 1 || bytes == 0) {

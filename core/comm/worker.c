@@ -196,6 +196,11 @@ static dt_status_t join_job(void)
                          .size = W.id.size,
                          .timeout_ms = -1};
     DT_CHECK(dt_comm_configure(&W.comm, W.cfg));
+    dt_comm_hosts_args_t ha = {.store = W.store,
+                               .bind_addr = bind,
+                               .local_size = W.id.local_size,
+                               .timeout = W.timeout};
+    DT_CHECK(dt_comm_setup_hosts(&W.comm, W.cfg, &ha));
     dt_debug("joined the job: rank %d of %d (local %d of %d, from %s), "
              "transport %s on %s",
              W.id.rank, W.id.size, W.id.local_rank, W.id.local_size,

@@ -173,6 +173,10 @@ typedef struct dt_transport_args {
 
 /* Capability bits returned by caps(). */
 #define DT_CAP_CUDA_MEM (1u << 0) /* send/recv read/write CUDA memory        */
+/* The core must not bypass this transport through shared memory for the
+ * ranks of one host ([collectives] shm): the user asked for every byte to
+ * cross it (ucx with a UCX_TLS list without shared memory, say). */
+#define DT_CAP_NO_SHM (1u << 1)
 
 typedef struct dt_transport_ops {
     size_t size;

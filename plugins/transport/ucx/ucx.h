@@ -17,8 +17,6 @@
 #include <ucp/api/ucp.h>
 
 #include <dt/plugin.h>
-#include "coll/coll.h"
-#include "coll/shm/shm_coll.h"
 #include <dt/wait.h>
 #include <dt/clock.h>
 
@@ -64,19 +62,8 @@ struct ucx_ctx {
     unsigned long completions; /* requests UCP finished: the activity a
                                   wait's idle timeout watches */
     int closing;             /* fini has begun: peer errors are expected */
-    int shm_mode;            /* [transport.ucx] shm: 1 auto, 0 off        */
-    size_t shm_chunk;        /* [transport.ucx] shm_chunk                 */
-    double shm_spin;         /* seconds a shared-memory wait polls        */
-    dt_shm_t *shm;           /* collectives through shared memory (one
-                                host), NULL: over UCX                    */
-    /* A job across hosts with the same number (>= 2) of ranks on each:
-     * shm is this host's group, and allreduce is hierarchical (within the
-     * host through it, across hosts over UCX among the ranks of the same
-     * local index: cross, whose rank h is global rank cross_ranks[h]). */
-    int hier;
-    int local_index, local_count;
-    dt_comm_t cross;
-    int *cross_ranks;
+    int no_shm;              /* [transport.ucx] shm = off, or a tls list
+                                without shared memory: DT_CAP_NO_SHM     */
     char tls[256], devices[256], rndv_thresh[64];
 };
 
@@ -85,27 +72,6 @@ dt_status_t ucx_read_config(ucx_ctx_t *c, const dt_config_t *cfg,
                             const dt_transport_args_t *a);
 dt_status_t ucx_open(ucx_ctx_t *c);
 void ucx_close(ucx_ctx_t *c);
-
-/* ucx_hosts.c: which ranks share a host (the address each binds to),
- * this rank's place among them, and the hierarchical setup. */
-dt_status_t ucx_hier_setup(ucx_ctx_t *c, const dt_transport_args_t *a,
-                           const dt_shm_args_t *sa);
-
-/* ucx_collectives.c: the native collectives (shared memory on one host;
- * otherwise DT_DECLINED, and the core's algorithms run over UCX). */
-dt_status_t ucx_shm_setup(ucx_ctx_t *c, const dt_transport_args_t *a);
-dt_status_t ucx_allreduce(void *ctx, const void *send, void *recv,
-                          size_t count, dt_dtype_t t, dt_redop_t op,
-                          dt_mem_t mem, void *stream);
-dt_status_t ucx_broadcast(void *ctx, void *buf, size_t count, dt_dtype_t t,
-                          int root, dt_mem_t mem, void *stream);
-dt_status_t ucx_allgather(void *ctx, const void *send, void *recv,
-                          size_t count_per_rank, dt_dtype_t t, dt_mem_t mem,
-                          void *stream);
-dt_status_t ucx_reduce_scatter(void *ctx, const void *send, void *recv,
-                               size_t count_per_rank, dt_dtype_t t,
-                               dt_redop_t op, dt_mem_t mem, void *stream);
-dt_status_t ucx_barrier(void *ctx);
 
 /* ucx_timeouts.c: UCX's keepalive and peer timeouts from c->timeout,
  * unless the user exported the UCX variable. */

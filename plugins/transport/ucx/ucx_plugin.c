@@ -37,12 +37,10 @@ static const dt_key_spec_t ucx_keys[] = {
      "dead peer is noticed by dtctl or after the timeout; auto: ignore for "
      "a job on one host, report across hosts"},
     {"shm", DT_KEY_STRING, "auto",
-     "auto: when every rank is on one host, collectives on host memory go "
-     "through a shared-memory segment the ranks map (no transport on the "
-     "data path; 2-7x faster than over UCX here); off: always over UCX"},
-    {"shm_chunk", DT_KEY_SIZE, "256K",
-     "bytes each rank moves through shared memory per round (at least "
-     "4K); up to 4 rounds are in flight"},
+     "auto: the core's collectives may bypass UCX through shared memory "
+     "for the ranks of one host ([collectives] shm; 2-7x faster than over "
+     "UCX here); off: every byte goes over UCX (so does a tls list "
+     "without shared memory)"},
     {"timeout", DT_KEY_DURATION, "60s",
      "a peer silent this long while a transfer waits on it is an error "
      "(a crashed peer is reported sooner); also bounds connection setup; "
@@ -62,9 +60,6 @@ static void ucx_fini(void *ctx)
             ucp_request_cancel(c->worker, q->ucp_req);
         }
     }
-    dt_shm_close(c->shm);
-    dt_comm_release(&c->cross);
-    free(c->cross_ranks);
     if (c->worker)
         ucx_close_endpoints(c);
     ucx_close(c);
@@ -101,8 +96,6 @@ static dt_status_t ucx_init(const dt_config_t *cfg,
         goto out;
     if (a->size > 1)
         st = ucx_wireup(c, a);
-    if (st == DT_OK)
-        st = ucx_shm_setup(c, a);
 out:
     if (st != DT_OK) {
         ucx_fini(c);
@@ -115,7 +108,9 @@ out:
 static uint32_t ucx_caps(void *ctx)
 {
     const ucx_ctx_t *c = ctx;
-    return c && c->cuda ? DT_CAP_CUDA_MEM : 0;
+    if (!c)
+        return 0;
+    return (c->cuda ? DT_CAP_CUDA_MEM : 0) | (c->no_shm ? DT_CAP_NO_SHM : 0);
 }
 
 static const dt_transport_ops_t ucx_ops = {
@@ -126,11 +121,6 @@ static const dt_transport_ops_t ucx_ops = {
     .irecv = ucx_irecv,
     .test = ucx_test,
     .wait = ucx_wait,
-    .allreduce = ucx_allreduce,
-    .broadcast = ucx_broadcast,
-    .allgather = ucx_allgather,
-    .reduce_scatter = ucx_reduce_scatter,
-    .barrier = ucx_barrier,
     .fini = ucx_fini,
 };
 

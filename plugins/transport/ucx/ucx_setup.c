@@ -48,11 +48,31 @@ static dt_status_t copy_key(const dt_config_t *cfg, const char *key,
     return DT_OK;
 }
 
+/* Whether a UCX_TLS list lets data go through shared memory: a list that
+ * leaves it out (tls = tcp) asks for the bytes to cross that transport
+ * (benchmarks of UCX over TCP, say), so the core's shared-memory
+ * collectives stay off too (DT_CAP_NO_SHM). */
+static int tls_allows_shm(const char *tls)
+{
+    static const char *const shm_tls[] = {"all", "sm", "shm", "posix",
+                                          "sysv", "xpmem", "cma", "knem"};
+    if (!tls || !*tls)
+        return 1;
+    int exclude = tls[0] == '^', named = 0;
+    for (const char *p = tls + exclude; *p;) {
+        size_t n = strcspn(p, ",");
+        for (size_t i = 0; i < sizeof shm_tls / sizeof *shm_tls; i++)
+            if (strlen(shm_tls[i]) == n && strncmp(p, shm_tls[i], n) == 0)
+                named = 1;
+        p += n + (p[n] == ',');
+    }
+    return exclude ? !named : named;
+}
+
 dt_status_t ucx_read_config(ucx_ctx_t *c, const dt_config_t *cfg,
                             const dt_transport_args_t *a)
 {
     const char *mem = "auto", *perr = "auto", *spin = "auto", *shm = "auto";
-    uint64_t shm_chunk = DT_SHM_DEFAULT_CHUNK;
     double timeout = 60.0;
     DT_CHECK(copy_key(cfg, "tls", c->tls, sizeof c->tls));
     DT_CHECK(copy_key(cfg, "devices", c->devices, sizeof c->devices));
@@ -64,7 +84,6 @@ dt_status_t ucx_read_config(ucx_ctx_t *c, const dt_config_t *cfg,
         DT_CHECK(dt_config_get_string(cfg, SECTION, "spin", &spin));
         DT_CHECK(dt_config_get_duration(cfg, SECTION, "timeout", &timeout));
         DT_CHECK(dt_config_get_string(cfg, SECTION, "shm", &shm));
-        DT_CHECK(dt_config_get_size(cfg, SECTION, "shm_chunk", &shm_chunk));
     }
     if (strcasecmp(shm, "auto") != 0 && strcasecmp(shm, "off") != 0) {
         const char *where = "[transport.ucx]";
@@ -75,17 +94,8 @@ dt_status_t ucx_read_config(ucx_ctx_t *c, const dt_config_t *cfg,
                  where, shm);
         return DT_ERR_CONFIG;
     }
-    c->shm_mode = strcasecmp(shm, "auto") == 0;
-    if (shm_chunk < 4096 || shm_chunk > ((uint64_t)64 << 20)) {
-        const char *where = "[transport.ucx]";
-        if (cfg)
-            dt_config_origin(cfg, SECTION, "shm_chunk", NULL, &where);
-        dt_error("%s: [transport.ucx] shm_chunk = %llu bytes: give a size "
-                 "from 4K to 64M (default 256K)",
-                 where, (unsigned long long)shm_chunk);
-        return DT_ERR_CONFIG;
-    }
-    c->shm_chunk = (size_t)shm_chunk;
+    const char *tls = c->tls[0] ? c->tls : getenv("UCX_TLS");
+    c->no_shm = strcasecmp(shm, "off") == 0 || !tls_allows_shm(tls);
     if (!user_set(cfg, SECTION, "timeout") && a->timeout > 0)
         timeout = a->timeout;
     if (timeout <= 0) {
@@ -95,11 +105,6 @@ dt_status_t ucx_read_config(ucx_ctx_t *c, const dt_config_t *cfg,
     }
     c->timeout = timeout;
     DT_CHECK(dt_wait_spin_init(&c->spin, spin, SECTION, a->local_size));
-    /* A shared-memory round is due within microseconds: auto polls 200 us
-     * before sleeping (a futex wake-up costs 5-20 us here), yielding the
-     * CPU between polls when ranks outnumber CPUs; at N = 4 on 2 cores
-     * 30 us made 4-16 MiB up to 2x slower (docs/TRANSPORTS.md). */
-    c->shm_spin = strcasecmp(spin, "auto") != 0 ? c->spin.spin : 200e-6;
     /* auto: ignore on one host, where the data goes through shared memory
      * and the launcher sees every worker's exit itself; report across
      * hosts, where UCX's network transports can report and a host can

@@ -1,0 +1,265 @@
+/* coll_hosts.c — which ranks share a host, and the shared-memory segment
+ * and cross-host group built from that (coll_host.h).
+ *
+ * Ranks that bind to the same address ([cluster] interface's choice) are
+ * on one host. A job whose launcher puts every rank on this host
+ * (local_size == size) needs no addresses. Otherwise each rank publishes
+ * its address in the store; with L >= 2 ranks on each of H >= 2 hosts the
+ * ranks of a host share a segment and the ranks of the same local index
+ * form the cross-host group. Each host then sends (H-1)/H of the vector
+ * out instead of the flat ring's 2(N-1)/N through its slowest link, and
+ * L rings of 1/L each share the network (docs/PERFORMANCE.md#hierarchy).
+ * Every rank must agree, or none uses it: a segment one host could not
+ * open leaves the whole job on the flat algorithms. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <dt/config.h>
+#include <dt/log.h>
+#include <dt/store.h>
+#include "coll_host.h"
+
+#define KEY_ADDR "coll/host/%d"
+
+/* Every rank's bind address, from the store (addrs[p] malloc'd). */
+static dt_status_t gather_addrs(const dt_comm_hosts_args_t *a, int rank,
+                                int size, char **addrs)
+{
+    char key[64];
+    snprintf(key, sizeof key, KEY_ADDR, rank);
+    DT_CHECK(dt_store_set(a->store, key, a->bind_addr, strlen(a->bind_addr)));
+    for (int p = 0; p < size; p++) {
+        void *v = NULL;
+        size_t len = 0;
+        snprintf(key, sizeof key, KEY_ADDR, p);
+        dt_status_t st = dt_store_get(a->store, key, a->timeout, &v, &len);
+        if (st != DT_OK) {
+            dt_error("collectives: rank %d: rank %d did not publish its "
+                     "address within %.0f s",
+                     rank, p, a->timeout);
+            return st;
+        }
+        addrs[p] = calloc(1, len + 1);
+        if (!addrs[p]) {
+            free(v);
+            return DT_ERR_NOMEM;
+        }
+        memcpy(addrs[p], v, len);
+        free(v);
+    }
+    return DT_OK;
+}
+
+/* From the addresses: this rank's local index and count, and the global
+ * rank of each host's rank with that index (cross, H entries, hosts in
+ * the order of their lowest rank). 0 when hosts differ in rank count. */
+static int place(int rank, int n, char *const *addrs, int *index, int *count,
+                 int *cross, int *hosts)
+{
+    int l = 0, h = 0;
+    for (int p = 0; p < n; p++)
+        if (strcmp(addrs[p], addrs[rank]) == 0) {
+            if (p == rank)
+                *index = l;
+            l++;
+        }
+    *count = l;
+    for (int p = 0; p < n; p++) {
+        int first = 1, members = 0;
+        for (int q = 0; q < p && first; q++)
+            first = strcmp(addrs[q], addrs[p]) != 0;
+        if (!first)
+            continue;
+        for (int q = p; q < n; q++) {
+            if (strcmp(addrs[q], addrs[p]) != 0)
+                continue;
+            if (members == *index)
+                cross[h] = q;
+            members++;
+        }
+        if (members != l)
+            return 0;
+        h++;
+    }
+    *hosts = h;
+    return 1;
+}
+
+/* Whether every rank could open its host's segment. */
+static dt_status_t agree(const dt_comm_hosts_args_t *a, int size, int ok,
+                         int *all)
+{
+    int64_t total = 0;
+    DT_CHECK(dt_store_add(a->store, "coll/hier/ok", ok, NULL));
+    DT_CHECK(dt_store_barrier(a->store, "coll/hier/agreed", size,
+                              a->timeout));
+    DT_CHECK(dt_store_add(a->store, "coll/hier/ok", 0, &total));
+    *all = total == size;
+    return DT_OK;
+}
+
+/* [collectives] shm, shm_chunk, shm_spin into the segment's arguments;
+ * *on 0 when shm = off. */
+static dt_status_t read_keys(const dt_config_t *cfg, int *on,
+                             dt_shm_args_t *sa)
+{
+    const char *mode = "auto", *where = "[collectives]";
+    uint64_t chunk = DT_SHM_DEFAULT_CHUNK;
+    double spin = 200e-6;
+    if (cfg) {
+        DT_CHECK(dt_config_get_string(cfg, "collectives", "shm", &mode));
+        DT_CHECK(dt_config_get_size(cfg, "collectives", "shm_chunk", &chunk));
+        DT_CHECK(
+            dt_config_get_duration(cfg, "collectives", "shm_spin", &spin));
+    }
+    if (strcasecmp(mode, "auto") != 0 && strcasecmp(mode, "off") != 0) {
+        if (cfg)
+            dt_config_origin(cfg, "collectives", "shm", NULL, &where);
+        dt_error("%s: [collectives] shm = '%s': use auto (shared memory for "
+                 "the ranks of one host) or off (always the transport)",
+                 where, mode);
+        return DT_ERR_CONFIG;
+    }
+    if (chunk < 4096 || chunk > ((uint64_t)64 << 20)) {
+        if (cfg)
+            dt_config_origin(cfg, "collectives", "shm_chunk", NULL, &where);
+        dt_error("%s: [collectives] shm_chunk = %llu bytes: give a size "
+                 "from 4K to 64M (default 256K)",
+                 where, (unsigned long long)chunk);
+        return DT_ERR_CONFIG;
+    }
+    *on = strcasecmp(mode, "auto") == 0;
+    sa->chunk = (size_t)chunk;
+    sa->spin = spin;
+    return DT_OK;
+}
+
+/* H hosts of L ranks: this host's segment and the cross-host group. */
+static dt_status_t setup_hier(dt_comm_t *c, const dt_comm_hosts_args_t *a,
+                              dt_shm_args_t *sa, dt_coll_host_t *h)
+{
+    char **addrs = calloc((size_t)c->size, sizeof *addrs);
+    int *cross = calloc((size_t)c->size, sizeof *cross);
+    dt_status_t st = addrs && cross ? DT_OK : DT_ERR_NOMEM;
+    int ok = 0, all = 0;
+    char prefix[64];
+    if (st == DT_OK)
+        st = gather_addrs(a, c->rank, c->size, addrs);
+    if (st == DT_OK)
+        ok = place(c->rank, c->size, addrs, &h->local_index,
+                   &h->local_count, cross, &h->hosts) &&
+             h->local_count >= 2 && h->hosts >= 2;
+    if (st == DT_OK && ok) {
+        /* One segment per host: its ranks meet under the host's index. */
+        int host = 0;
+        for (int i = 0; i < h->hosts; i++)
+            if (cross[i] == c->rank)
+                host = i;
+        snprintf(prefix, sizeof prefix, "coll/shm/host%d", host);
+        sa->prefix = prefix;
+        sa->rank = h->local_index;
+        sa->size = h->local_count;
+        st = dt_shm_open(sa, &h->shm);
+        ok = st == DT_OK && h->shm;
+        h->cross = *c;
+        h->cross.rank = host;
+        h->cross.size = h->hosts;
+        h->cross.scratch = NULL;
+        h->cross.scratch_len = 0;
+        h->cross.host = NULL;
+    }
+    if (st == DT_OK)
+        st = agree(a, c->size, ok, &all);
+    for (int p = 0; addrs && p < c->size; p++)
+        free(addrs[p]);
+    free(addrs);
+    if (st != DT_OK || !all) {
+        free(cross);
+        if (st == DT_OK)
+            dt_debug("collectives: rank %d: flat across hosts (the hosts do "
+                     "not all have the same number, at least 2, of ranks "
+                     "able to share memory)",
+                     c->rank);
+        return st == DT_OK ? DT_DECLINED : st;
+    }
+    h->group = (dt_coll_group_t){.ops = c->ops, .ctx = c->ctx,
+                                 .ranks = cross};
+    h->cross.ops = &dt_coll_group_ops;
+    h->cross.ctx = &h->group;
+    dt_debug("collectives: rank %d: hierarchical allreduce: %d ranks on "
+             "each of %d hosts, within the host through shared memory "
+             "(local index %d), across hosts over the transport",
+             c->rank, h->local_count, h->hosts, h->local_index);
+    return DT_OK;
+}
+
+static void host_free(dt_coll_host_t *h)
+{
+    if (!h)
+        return;
+    dt_shm_close(h->shm);
+    free(h->group.ranks);
+    free(h->cross.scratch);
+    free(h);
+}
+
+dt_status_t dt_comm_setup_hosts(dt_comm_t *c, const dt_config_t *cfg,
+                                const dt_comm_hosts_args_t *a)
+{
+    dt_shm_args_t sa = {.name = "collectives", .store = a->store,
+                        .prefix = "coll/shm", .rank = c->rank,
+                        .size = c->size, .timeout = a->timeout};
+    int on = 0;
+    DT_CHECK(read_keys(cfg, &on, &sa));
+    uint32_t caps = DT_OPS_HAS(c->ops, dt_transport_ops_t, caps) &&
+                            c->ops->caps
+                        ? c->ops->caps(c->ctx)
+                        : 0;
+    int whole = a->local_size == c->size;
+    const char *why = c->size < 2                ? "one rank"
+                      : !on                      ? "[collectives] shm = off"
+                      : caps & DT_CAP_NO_SHM     ? "the transport asks to "
+                                                   "carry every byte"
+                      : !a->store                ? "no rendezvous store"
+                      : !whole && (!a->bind_addr || !*a->bind_addr)
+                          ? "no bind address to tell hosts apart"
+                          : NULL;
+    if (why) {
+        dt_debug("collectives: rank %d: over the transport (%s)", c->rank,
+                 why);
+        return DT_OK;
+    }
+    dt_coll_host_t *h = calloc(1, sizeof *h);
+    if (!h)
+        return DT_ERR_NOMEM;
+    dt_status_t st;
+    if (whole) {
+        h->whole_job = 1;
+        h->local_index = c->rank;
+        h->local_count = c->size;
+        h->hosts = 1;
+        st = dt_shm_open(&sa, &h->shm);
+        if (st == DT_OK && !h->shm)
+            st = DT_DECLINED; /* every rank got NULL, and said why */
+        else if (st == DT_OK)
+            dt_debug("collectives: rank %d: through shared memory (all %d "
+                     "ranks on this host)",
+                     c->rank, c->size);
+    } else {
+        st = setup_hier(c, a, &sa, h);
+    }
+    if (st != DT_OK) {
+        host_free(h);
+        return st == DT_DECLINED ? DT_OK : st;
+    }
+    c->host = h;
+    return DT_OK;
+}
+
+void dt_comm_release_hosts(dt_comm_t *c)
+{
+    host_free(c->host);
+    c->host = NULL;
+}
