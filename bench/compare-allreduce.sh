@@ -45,6 +45,10 @@ echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $(nproc) cores, N=$np"
 # started and ended at the same round trip.
 rtt=$builddir/bench/cacheline_rtt
 [ -x "$rtt" ] && "$rtt"
+# Like for like: against a peer that moves bytes through TCP (Open MPI's
+# TCP BTL, gloo), dt's tcp transport carries every byte too ([collectives]
+# shm = off); against shared-memory peers dt uses its segment.
+case $peer in mpi|gloo) export DT_COLLECTIVES_SHM="${DT_COLLECTIVES_SHM:-off}" ;; esac
 "$dtctl" bench allreduce -n "$np" --transport "$transport" \
     --sizes "$sizes" --iters "$iters" | sed "s/^\[[0-9]*\] //" >"$out/dt"
 case $peer in

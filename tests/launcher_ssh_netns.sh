@@ -46,9 +46,11 @@ hosts_clean || fail "processes left on the hosts after a clean job: $(strays_tex
 ex="$top_builddir/examples/allreduce"
 if [ -x "$ex" ]; then
     # tcp: the core's hierarchical allreduce (within each host through
-    # shared memory, across the hosts over tcp); shm = off: the flat ring.
+    # shared memory, across the hosts over tcp) for every size (hier_min
+    # = 0); shm = off: the flat algorithms.
     for shm in auto off; do
-        run -n 4 --set collectives.shm=$shm -v -v -- "$ex" >"$T/o" 2>"$T/err"
+        run -n 4 --set collectives.shm=$shm --set collectives.hier_min=0 \
+            -v -v -- "$ex" >"$T/o" 2>"$T/err"
         rc=$?
         [ $rc -eq 0 ] || fail "allreduce (shm=$shm) across the namespace hosts exited $rc: $(cat "$T/err")"
         grep -q "4 ranks, all collectives correct" "$T/o" || fail "allreduce (shm=$shm) did not confirm: $(cat "$T/o")"

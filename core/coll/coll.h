@@ -22,6 +22,7 @@ typedef struct dt_comm {
     size_t ring_bytes;      /* allreduce from this on: the ring; between:
                                halving/doubling; 0: by size (measured)     */
     size_t chunk_bytes;     /* ring pipelining chunk                        */
+    size_t hier_bytes;      /* across hosts: hierarchical from this size on */
     int timeout_ms;         /* per wait; -1: the transport's own timeout    */
     void *scratch;          /* reusable temporary buffer owned by the comm  */
     size_t scratch_len;

@@ -71,10 +71,14 @@ dt_status_t dt_coll_allreduce(dt_comm_t *c, const void *send, void *recv,
         if (st != DT_DECLINED)
             return st;
     }
+    size_t bytes = count * dt_dtype_size(t);
     if (c->host && dt_coll_reducible(t, op)) {
         if (c->host->whole_job)
             return dt_shm_allreduce(c->host->shm, send, recv, count, t, op);
-        return dt_coll_hier_allreduce(c, send, recv, count, t, op);
+        /* Below hier_min the two extra rounds through the segment cost
+         * more than the network saves (docs/PERFORMANCE.md#hierarchy). */
+        if (bytes >= c->hier_bytes)
+            return dt_coll_hier_allreduce(c, send, recv, count, t, op);
     }
     if (!dt_coll_reducible(t, op)) {
         dt_error("allreduce: rank %d: %s with op %d is not supported "
@@ -82,7 +86,6 @@ dt_status_t dt_coll_allreduce(dt_comm_t *c, const void *send, void *recv,
                  c->rank, dt_dtype_name(t), (int)op);
         return DT_ERR_UNSUPPORTED;
     }
-    size_t bytes = count * dt_dtype_size(t);
     if (c->size == 1 || bytes < dt_coll_small_bytes(c)) {
         if (send != recv && bytes)
             memcpy(recv, send, bytes);

@@ -13,6 +13,8 @@
  *   shm = auto              ranks of one host through shared memory
  *   shm_chunk = 256K        (coll_hosts.c); off: always the transport
  *   shm_spin = 200us
+ *   hier_min = 512K         across hosts: hierarchical allreduce from this
+ *                           size on, flat below
  *
  * Environment: DT_COLLECTIVES_<KEY> (e.g. DT_COLLECTIVES_ALLREDUCE_SMALL).
  * Defaults measured on loopback TCP (docs/PERFORMANCE.md#allreduce_small,
@@ -39,6 +41,10 @@ const dt_key_spec_t dt_coll_keys[] = {
      "memory segment (the whole job on one host: every collective; hosts "
      "of equal rank counts: a hierarchical allreduce); off: always the "
      "transport"},
+    {"hier_min", DT_KEY_SIZE, "512K",
+     "a job across hosts runs allreduce hierarchically (shm = auto) from "
+     "this size on; below it, the flat algorithms over the transport "
+     "(measured: docs/PERFORMANCE.md#hierarchy)"},
     {"shm_chunk", DT_KEY_SIZE, "256K",
      "bytes per rank and round through the shared segment (4K-64M; the "
      "segment holds 2 x 4 x shm_chunk per rank)"},
@@ -49,12 +55,13 @@ const dt_key_spec_t dt_coll_keys[] = {
 
 dt_status_t dt_comm_configure(dt_comm_t *c, const dt_config_t *cfg)
 {
-    uint64_t small = 0, chunk = 0, ring = 0;
+    uint64_t small = 0, chunk = 0, ring = 0, hier = 0;
     DT_CHECK(dt_config_get_size(cfg, "collectives", "allreduce_small",
                                 &small));
     DT_CHECK(dt_config_get_size(cfg, "collectives", "allreduce_ring",
                                 &ring));
     DT_CHECK(dt_config_get_size(cfg, "collectives", "ring_chunk", &chunk));
+    DT_CHECK(dt_config_get_size(cfg, "collectives", "hier_min", &hier));
     if (chunk == 0) {
         dt_error("[collectives] ring_chunk must be at least 1 byte");
         return DT_ERR_CONFIG;
@@ -63,5 +70,6 @@ dt_status_t dt_comm_configure(dt_comm_t *c, const dt_config_t *cfg)
     c->small_bytes = small ? (size_t)small : 1;
     c->ring_bytes = (size_t)ring;
     c->chunk_bytes = (size_t)chunk;
+    c->hier_bytes = (size_t)hier;
     return DT_OK;
 }
