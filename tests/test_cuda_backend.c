@@ -43,7 +43,7 @@ static void test_loads_complete_table(void **state)
     HAS(cnhw_to_nchw); HAS(nchw_to_cnhw); HAS(maxpool_forward);
     HAS(maxpool_backward); HAS(softmax_xent); HAS(softmax_xent_backward);
     HAS(mem_alloc); HAS(mem_free); HAS(mem_copy); HAS(sgd_step);
-    HAS(adam_step);
+    HAS(adam_step); HAS(mem_set); HAS(stream_sync);
 #undef HAS
     printf("CUDA backend loaded (%s)\n", be->built_with);
 }

@@ -7,14 +7,15 @@
  * the module only when a CUDA device is wanted and the NVIDIA driver sees
  * a GPU (see dt_cuda_usable).
  *
- * Internal to dt (not installed): libdt, the module and the in-tree
- * optimizer plugins include it. The module and libdt are built together,
+ * Internal to dt (not installed): libdt and the module include it; plugins
+ * reach the memory and optimizer entries through dt/device.h. The module and libdt are built together,
  * so a table of another ABI or a smaller size is a stale install. */
 #ifndef DT_CUDA_BACKEND_H
 #define DT_CUDA_BACKEND_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <dt/device.h>
 #include <dt/nn.h>
 #include "nn/im2col.h"
 
@@ -27,13 +28,9 @@ extern "C" {
 /* Not dt_<kind>_<name>.so, so the plugin scan never lists it. */
 #define DT_CUDA_BACKEND_FILE "dt-cuda-backend.so"
 
-/* Scalars of one Adam/AdamW step, computed on the host (see adam_core.h):
- * g = grad + l2 * p; m, v moving averages;
- * p = p * shrink - step_size * m / (sqrt(v) * rbc2 + eps). */
-typedef struct dt_cuda_adam_args {
-    float beta1, beta2, eps;
-    float l2, shrink, step_size, rbc2;
-} dt_cuda_adam_args_t;
+/* Scalars of one Adam/AdamW step, computed on the host: the public
+ * dt_gpu_adam_args_t (dt/device.h), under the name the kernels use. */
+typedef dt_gpu_adam_args_t dt_cuda_adam_args_t;
 
 typedef struct dt_cuda_backend {
     size_t size;   /* sizeof(dt_cuda_backend_t) as the module was built */
@@ -115,15 +112,23 @@ typedef struct dt_cuda_backend {
     dt_status_t (*adam_step)(void *stream, float *p, const float *grad,
                              float *m, float *v, size_t n,
                              const dt_cuda_adam_args_t *a);
+    /* Byte value into device memory, ordered after the work on stream;
+     * returns when done. */
+    dt_status_t (*mem_set)(void *stream, void *dst, int value, size_t bytes);
+    /* Wait for the work queued on stream. */
+    dt_status_t (*stream_sync)(void *stream);
 } dt_cuda_backend_t;
 
-/* ---- libdt's side (core/nn/cuda_*.c), exported for the optimizer
- * plugins and the tests. ------------------------------------------------ */
+/* ---- libdt's side (core/nn/cuda_*.c), for libdt and the tests; plugins
+ * use dt/device.h (core/nn/gpu.c). -------------------------------------- */
 
 /* The backend, loading it on first use (DT_PLUGIN_PATH, the build tree's
  * plugins/modules, then $(pkglibdir), as for plugins). On failure logs
  * what is missing and returns DT_ERR_UNSUPPORTED. */
 dt_status_t dt_cuda_backend(const dt_cuda_backend_t **out);
+
+/* The same without logging: NULL with the reason in why (may be NULL). */
+const dt_cuda_backend_t *dt_cuda_backend_try(char *why, size_t why_len);
 
 /* The backend if it is already loaded, else NULL. Every CUDA device was
  * opened through it, so code holding a CUDA dt_device_t may use this. */

@@ -166,3 +166,20 @@ dt_status_t dt_cuda_mem_copy(void *stream, void *dst, const void *src,
     return check(cudaStreamSynchronize(s), "the current GPU", "cudaMemcpy",
                  bytes);
 }
+
+dt_status_t dt_cuda_mem_set(void *stream, void *dst, int value, size_t bytes)
+{
+    if (bytes == 0)
+        return DT_OK;
+    cudaStream_t s = (cudaStream_t)stream;
+    DT_CHECK(check(cudaMemsetAsync(dst, value, bytes, s), "the current GPU",
+                   "cudaMemset", bytes));
+    return check(cudaStreamSynchronize(s), "the current GPU", "cudaMemset",
+                 bytes);
+}
+
+dt_status_t dt_cuda_stream_sync(void *stream)
+{
+    return check(cudaStreamSynchronize((cudaStream_t)stream),
+                 "the current GPU", "waiting for the GPU stream", 0);
+}

@@ -76,6 +76,9 @@ dt_status_t dt_cuda_mem_alloc(size_t bytes, void **out);
 void dt_cuda_mem_free(void *ptr);
 dt_status_t dt_cuda_mem_copy(void *stream, void *dst, const void *src,
                              size_t bytes);
+dt_status_t dt_cuda_mem_set(void *stream, void *dst, int value,
+                            size_t bytes);
+dt_status_t dt_cuda_stream_sync(void *stream);
 
 /* Matrix product (gemm.c). */
 dt_status_t dt_cuda_gemm(dt_device_t *dev, int trans_a, int trans_b, int m,

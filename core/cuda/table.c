@@ -45,4 +45,6 @@ __attribute__((visibility("default"))) const dt_cuda_backend_t
         .mem_copy = dt_cuda_mem_copy,
         .sgd_step = dt_cuda_sgd_step,
         .adam_step = dt_cuda_adam_step,
+        .mem_set = dt_cuda_mem_set,
+        .stream_sync = dt_cuda_stream_sync,
 };

@@ -132,6 +132,12 @@ dt_status_t dt_cuda_backend(const dt_cuda_backend_t **out)
     return st;
 }
 
+const dt_cuda_backend_t *dt_cuda_backend_try(char *why, size_t why_len)
+{
+    const dt_cuda_backend_t *be;
+    return backend_try(&be, why, why_len) == DT_OK ? be : NULL;
+}
+
 const dt_cuda_backend_t *dt_cuda_backend_loaded(void)
 {
     return __atomic_load_n(&backend, __ATOMIC_ACQUIRE);

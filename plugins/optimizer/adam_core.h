@@ -87,11 +87,11 @@ static inline dt_status_t adam_step(void *state, float *p, const float *grad,
     const float shrink = s->decoupled ? 1.0f - lr * s->weight_decay : 1.0f;
     float *m = s->m, *v = s->v;
     if (s->om.cuda) {
-        const dt_cuda_adam_args_t a = {
+        const dt_gpu_adam_args_t a = {
             .beta1 = b1, .beta2 = b2, .eps = eps, .l2 = l2,
             .shrink = shrink, .step_size = step_size, .rbc2 = rbc2};
         s->om.stream = stream;
-        return s->om.cuda->adam_step(stream, p, grad, m, v, s->n, &a);
+        return dt_gpu_adam_step(stream, p, grad, m, v, s->n, &a);
     }
     for (size_t i = 0; i < s->n; i++) {
         float g = grad[i] + l2 * p[i];

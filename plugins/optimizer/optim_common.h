@@ -1,6 +1,7 @@
 /* optim_common.h — shared by the in-tree optimizer plugins: reading
  * numeric keys of [optimizer.<name>], where the state lives (host memory,
- * or the GPU through dt's CUDA backend) and the serialized state format.
+ * or the GPU through dt/device.h) and the serialized state format. Uses
+ * only the installed headers, as an out-of-tree optimizer would.
  *
  * State format (host byte order; checkpoints carry their own checksum):
  *   char magic[8] = "dtopt1\0\0"; char name[8]; uint64 nparams;
@@ -15,9 +16,9 @@
 #include <string.h>
 
 #include <dt/config.h>
+#include <dt/device.h>
 #include <dt/log.h>
 #include <dt/plugin.h>
-#include "cuda/backend.h"
 
 /* A number key in [lo, hi] (hi_open: strictly below hi); cfg NULL or the
  * key unset: def. Errors name the section, key, value and its origin. */
@@ -62,11 +63,11 @@ static inline size_t optim_state_size(size_t nparams, size_t nbufs)
 }
 
 /* Where the parameters and the optimizer's buffers live. On the GPU the
- * plugin steps with dt's CUDA backend kernels (loaded by libdt on the
- * first CUDA device): the plugin links no CUDA library, so it loads on
- * CPU-only machines too. */
+ * plugin allocates, copies and steps through dt/device.h (dt's CUDA
+ * backend, loaded by libdt): the plugin links no CUDA library, so it
+ * loads on CPU-only machines too. */
 typedef struct optim_mem {
-    const dt_cuda_backend_t *cuda; /* NULL: host memory                  */
+    int cuda;     /* 0: host memory; 1: CUDA memory (dt/device.h)        */
     void *stream; /* the last step's stream: save/load copy after it     */
 } optim_mem_t;
 
@@ -81,11 +82,13 @@ static inline dt_status_t optim_mem_init(const char *name, dt_mem_t mem,
                  name, (int)mem);
         return DT_ERR_INVALID;
     }
-    if (dt_cuda_backend(&om->cuda) != DT_OK) {
+    char why[512];
+    if (!dt_gpu_available(why, sizeof why)) {
         dt_error("optimizer %s: parameters in CUDA memory need dt's CUDA "
-                 "backend (see above)", name);
+                 "backend: %s", name, why);
         return DT_ERR_UNSUPPORTED;
     }
+    om->cuda = 1;
     return DT_OK;
 }
 
@@ -95,7 +98,7 @@ static inline dt_status_t optim_alloc(const optim_mem_t *om, size_t n,
 {
     size_t bytes = (n ? n : 1) * sizeof(float);
     if (om->cuda)
-        return om->cuda->mem_alloc(bytes, (void **)out);
+        return dt_gpu_alloc(bytes, (void **)out);
     *out = calloc(1, bytes);
     return *out ? DT_OK : DT_ERR_NOMEM;
 }
@@ -103,17 +106,22 @@ static inline dt_status_t optim_alloc(const optim_mem_t *om, size_t n,
 static inline void optim_free(const optim_mem_t *om, float *p)
 {
     if (om->cuda)
-        om->cuda->mem_free(p);
+        dt_gpu_free(p);
     else
         free(p);
 }
 
-/* Copy between a state buffer and the (host) checkpoint blob. */
+/* Copy between a state buffer (on om's memory) and the host checkpoint
+ * blob: to_host 1 saves, 0 loads. */
 static inline dt_status_t optim_copy(const optim_mem_t *om, void *dst,
-                                     const void *src, size_t bytes)
+                                     const void *src, size_t bytes,
+                                     int to_host)
 {
     if (om->cuda)
-        return om->cuda->mem_copy(om->stream, dst, src, bytes);
+        return to_host ? dt_gpu_copy(dst, DT_MEM_HOST, src, DT_MEM_CUDA,
+                                     bytes, om->stream)
+                       : dt_gpu_copy(dst, DT_MEM_CUDA, src, DT_MEM_HOST,
+                                     bytes, om->stream);
     memcpy(dst, src, bytes);
     return DT_OK;
 }
@@ -137,7 +145,7 @@ static inline dt_status_t optim_save(const char *name, const optim_mem_t *om,
     memcpy(buf, &h, sizeof h);
     char *p = (char *)buf + sizeof h;
     for (size_t i = 0; i < nbufs; i++, p += nparams * sizeof(float))
-        DT_CHECK(optim_copy(om, p, bufs[i], nparams * sizeof(float)));
+        DT_CHECK(optim_copy(om, p, bufs[i], nparams * sizeof(float), 1));
     return DT_OK;
 }
 
@@ -179,7 +187,7 @@ static inline dt_status_t optim_load(const char *name, const optim_mem_t *om,
     }
     const char *p = (const char *)buf + sizeof h;
     for (size_t i = 0; i < nbufs; i++, p += nparams * sizeof(float))
-        DT_CHECK(optim_copy(om, bufs[i], p, nparams * sizeof(float)));
+        DT_CHECK(optim_copy(om, bufs[i], p, nparams * sizeof(float), 0));
     return DT_OK;
 }
 

@@ -75,8 +75,8 @@ static dt_status_t sgd_step(void *state, float *p, const float *grad,
     float *buf = s->buf;
     if (s->om.cuda) {
         s->om.stream = stream;
-        return s->om.cuda->sgd_step(stream, p, grad, buf, s->n, lr, mu, wd,
-                                    s->nesterov);
+        return dt_gpu_sgd_step(stream, p, grad, buf, s->n, lr, mu, wd,
+                               s->nesterov);
     }
     if (!buf) {
         for (size_t i = 0; i < s->n; i++)
