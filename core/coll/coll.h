@@ -4,12 +4,14 @@
  *
  * All ranks call each collective in the same order with the same count,
  * type and op. Counts may be 0, not divisible by size, or smaller than size.
- * send == recv means in place. Buffers are host memory (DT_MEM_HOST) unless
- * the transport reports DT_CAP_CUDA_MEM. */
+ * send == recv means in place. Buffers are host memory (DT_MEM_HOST), except
+ * for dt_coll_allreduce_mem, which takes device memory too and hands it to
+ * the transport only when its caps say it can take it (coll_mem.c). */
 #ifndef DT_COLL_H
 #define DT_COLL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <dt/plugin.h>
 
 typedef struct dt_coll_host dt_coll_host_t; /* coll_host.h */
@@ -28,7 +30,17 @@ typedef struct dt_comm {
     size_t scratch_len;
     dt_coll_host_t *host;   /* this host's ranks through shared memory
                                (dt_comm_setup_hosts); NULL: none            */
+    uint32_t caps;          /* the transport's caps(), asked once at setup
+                               (dt_comm_query_caps); 0: host memory only   */
+    int caps_asked;         /* caps holds the answer                        */
+    void *stage;            /* host copy of device buffers for a transport
+                               that cannot read them; reused, grows        */
+    size_t stage_len;
 } dt_comm_t;
+
+/* Ask the transport's caps once (0 when it has no caps op), keep them in
+ * c->caps and log them at debug level, naming the transport. */
+void dt_comm_query_caps(dt_comm_t *c, const char *transport);
 
 dt_status_t dt_coll_allreduce(dt_comm_t *c, const void *send, void *recv,
                               size_t count, dt_dtype_t t, dt_redop_t op);
@@ -43,8 +55,28 @@ dt_status_t dt_coll_reduce_scatter(dt_comm_t *c, const void *send,
                                    void *recv, size_t count_per_rank,
                                    dt_dtype_t t, dt_redop_t op);
 dt_status_t dt_coll_barrier(dt_comm_t *c);
-/* Frees scratch and the host's segment; not the transport. */
+/* Frees scratch, stage and the host's segment; not the transport. */
 void dt_comm_release(dt_comm_t *c);
+
+/* How an allreduce on memory of kind mem runs (coll_mem.c). */
+typedef enum dt_mem_path {
+    DT_PATH_HOST,   /* host buffers: dt_coll_allreduce as ever            */
+    DT_PATH_DEVICE, /* device buffers straight to the transport's native
+                       allreduce (it reports DT_CAP_CUDA_MEM); staged if
+                       it declines the call                              */
+    DT_PATH_STAGE   /* device buffers copied to host memory, reduced by
+                       dt_coll_allreduce, copied back                    */
+} dt_mem_path_t;
+/* The decision alone, from the cached caps and whether the transport has
+ * a native allreduce. */
+dt_mem_path_t dt_coll_mem_path(uint32_t caps, int native_allreduce,
+                               dt_mem_t mem);
+/* Allreduce on buffers of kind mem, ordered after the work queued on
+ * stream (a cudaStream_t for DT_MEM_CUDA; NULL: the default stream).
+ * Returns when recv holds the result. */
+dt_status_t dt_coll_allreduce_mem(dt_comm_t *c, const void *send,
+                                  void *recv, size_t count, dt_dtype_t t,
+                                  dt_redop_t op, dt_mem_t mem, void *stream);
 
 /* Section [collectives] (coll_config.c): allreduce_small, allreduce_ring,
  * ring_chunk. */

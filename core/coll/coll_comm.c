@@ -1,6 +1,8 @@
 /* coll_comm.c — the communicator's plumbing: point-to-point wrappers,
  * scratch space and the tunables' defaults. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <dt/log.h>
 #include "coll.h"
@@ -85,6 +87,27 @@ size_t dt_coll_chunk_bytes(const dt_comm_t *c)
     return c->chunk_bytes ? c->chunk_bytes : DT_COLL_DEFAULT_CHUNK_BYTES;
 }
 
+void dt_comm_query_caps(dt_comm_t *c, const char *transport)
+{
+    c->caps = DT_OPS_HAS(c->ops, dt_transport_ops_t, caps)
+                  ? c->ops->caps(c->ctx)
+                  : 0;
+    c->caps_asked = 1;
+    char native[96] = "";
+#define NATIVE(f)                                                             \
+    if (DT_OPS_HAS(c->ops, dt_transport_ops_t, f))                           \
+        snprintf(native + strlen(native), sizeof native - strlen(native),     \
+                 "%s%s", *native ? ", " : "", #f);
+    NATIVE(allreduce) NATIVE(broadcast) NATIVE(allgather)
+    NATIVE(reduce_scatter) NATIVE(barrier)
+#undef NATIVE
+    dt_debug("transport %s: caps 0x%x (%s); native collectives: %s",
+             transport ? transport : "?", (unsigned)c->caps,
+             c->caps & DT_CAP_CUDA_MEM ? "host and CUDA memory"
+                                       : "host memory only",
+             *native ? native : "none");
+}
+
 void dt_comm_release(dt_comm_t *c)
 {
     if (!c)
@@ -93,4 +116,7 @@ void dt_comm_release(dt_comm_t *c)
     free(c->scratch);
     c->scratch = NULL;
     c->scratch_len = 0;
+    free(c->stage);
+    c->stage = NULL;
+    c->stage_len = 0;
 }

@@ -213,10 +213,10 @@ dt_status_t dt_comm_setup_hosts(dt_comm_t *c, const dt_config_t *cfg,
                         .size = c->size, .timeout = a->timeout};
     int on = 0;
     DT_CHECK(read_keys(cfg, &on, &sa));
-    uint32_t caps = DT_OPS_HAS(c->ops, dt_transport_ops_t, caps) &&
-                            c->ops->caps
-                        ? c->ops->caps(c->ctx)
-                        : 0;
+    /* dt_init asked the transport already: caps is asked once. */
+    if (!c->caps_asked)
+        dt_comm_query_caps(c, NULL);
+    uint32_t caps = c->caps;
     int whole = a->local_size == c->size;
     const char *why = c->size < 2                ? "one rank"
                       : !on                      ? "[collectives] shm = off"

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <dt/config.h>
+#include <dt/device.h>
 #include <dt/dt.h>
 #include <dt/log.h>
 #include <dt/store.h>
@@ -196,6 +197,8 @@ static dt_status_t join_job(void)
                          .size = W.id.size,
                          .timeout_ms = -1};
     DT_CHECK(dt_comm_configure(&W.comm, W.cfg));
+    /* Once: which memory the transport reads, for dt_allreduce_mem. */
+    dt_comm_query_caps(&W.comm, W.plugin->name);
     dt_comm_hosts_args_t ha = {.store = W.store,
                                .bind_addr = bind,
                                .local_size = W.id.local_size,
@@ -320,6 +323,31 @@ dt_status_t dt_allreduce(const void *send, void *recv, size_t count,
         return DT_OK;
     }
     return noted(dt_coll_allreduce(&W.comm, send, recv, count, type, op));
+}
+
+dt_status_t dt_allreduce_mem(const void *send, void *recv, size_t count,
+                             dt_dtype_t type, dt_redop_t op, dt_mem_t mem,
+                             void *stream)
+{
+    DT_CHECK(check_call("dt_allreduce_mem", type, count, 1));
+    DT_CHECK(check_op("dt_allreduce_mem", op));
+    if (mem != DT_MEM_HOST && mem != DT_MEM_CUDA) {
+        dt_error("dt_allreduce_mem on rank %d: unknown memory kind %d",
+                 W.id.rank, (int)mem);
+        return DT_ERR_INVALID;
+    }
+    if (W.id.size == 1) {
+        if (mem == DT_MEM_HOST) {
+            copy(recv, send, count, type);
+            return DT_OK;
+        }
+        if (send == recv || count == 0)
+            return DT_OK;
+        return dt_gpu_copy(recv, mem, send, mem, count * dt_dtype_size(type),
+                           stream);
+    }
+    return noted(dt_coll_allreduce_mem(&W.comm, send, recv, count, type, op,
+                                       mem, stream));
 }
 
 dt_status_t dt_broadcast(void *buf, size_t count, dt_dtype_t type, int root)

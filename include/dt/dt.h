@@ -29,7 +29,8 @@
  *
  * Rules for collectives (as in MPI): every rank calls the same collectives
  * in the same order with the same count, type, op and root. Buffers are
- * host memory. send == recv means in place. Counts may be 0 and need not
+ * host memory (dt_allreduce_mem also takes GPU memory). send == recv means
+ * in place. Counts may be 0 and need not
  * divide by the number of ranks. Calls come from one thread at a time.
  *
  * Errors: every function returns DT_OK or a negative dt_status_t, and logs
@@ -62,6 +63,19 @@ int dt_local_size(void);
 /* recv[i] = op over all ranks of send[i], on every rank. */
 dt_status_t dt_allreduce(const void *send, void *recv, size_t count,
                          dt_dtype_t type, dt_redop_t op);
+/* dt_allreduce on buffers of kind mem: DT_MEM_HOST, or DT_MEM_CUDA (GPU
+ * memory, e.g. a model's gradients on a CUDA device; dt/device.h). The
+ * work is ordered after what is queued on stream (a cudaStream_t; NULL:
+ * the default stream; ignored for host memory), and the call returns when
+ * recv holds the result. Every rank passes the same kind.
+ * A transport that reads CUDA memory (its caps report DT_CAP_CUDA_MEM)
+ * and has a native allreduce (nccl) gets the device buffers and the
+ * stream. Any other transport, or one that declines the call, gets host
+ * memory: dt copies send to a host buffer it keeps for the next call,
+ * reduces it there and copies the result into recv. */
+dt_status_t dt_allreduce_mem(const void *send, void *recv, size_t count,
+                             dt_dtype_t type, dt_redop_t op, dt_mem_t mem,
+                             void *stream);
 /* root's buf is copied into every other rank's buf. */
 dt_status_t dt_broadcast(void *buf, size_t count, dt_dtype_t type, int root);
 /* recv (size * count elements) gets rank r's send at r * count. */

@@ -14,9 +14,11 @@
  * Conventions for every ops table below:
  * - It starts with `size_t size` = sizeof(the table as the plugin was built),
  *   so later versions can append entries; the core never reads past size.
- * - A NULL entry means "not supported": the core falls back (for example a
- *   transport without a native allreduce gets the core's ring) or reports
- *   DT_ERR_UNSUPPORTED to the user.
+ * - Each kind's section says which ops are required: the core refuses a
+ *   plugin whose required op is NULL or beyond its size, naming every op
+ *   it lacks. An optional op that is NULL means "not supported": the core
+ *   falls back (a transport without a native allreduce gets the core's
+ *   algorithms) or reports DT_ERR_UNSUPPORTED to the user.
  * - Functions return dt_status_t and give results through out-parameters.
  * - Plugins link against libdt and may use its logger (dt/log.h) and config
  *   getters (dt/config.h); they never parse files themselves: the core hands
@@ -146,13 +148,21 @@ typedef struct dt_launcher_ops {
 
 /* ======================================================================
  * Transport: move bytes between ranks. Point-to-point calls are
- * non-blocking; `wait` blocks, polling at most a bounded time before it
+ * non-blocking; `wait` blocks, polling for a bounded time before it
  * sleeps (ranks may outnumber cores: dt/wait.h). All calls for one
  * transport instance come from one thread at a time.
  *
- * Required: init, isend, irecv, test, wait, fini (dt_init refuses a
- * transport without one, naming it). Optional: caps (NULL: host memory
+ * Required: init, isend, irecv, test, wait, fini. dt_init refuses a
+ * transport without one and names each missing op; the core's algorithms
+ * call test and wait unconditionally. Optional: caps (NULL: host memory
  * only) and the native collectives (NULL: the core's algorithms).
+ *
+ * Memory: the core's own algorithms (over isend/irecv) pass host memory
+ * only, with DT_MEM_HOST; they reduce on the CPU. Device buffers given to
+ * dt_allreduce_mem (dt.h) reach a transport only through its native
+ * allreduce, with mem = DT_MEM_CUDA and the caller's stream, and only when
+ * caps reports DT_CAP_CUDA_MEM; otherwise the core stages them through
+ * host memory and the transport sees DT_MEM_HOST.
  * ====================================================================== */
 
 typedef struct dt_store dt_store_t;       /* rendezvous client (dt/store.h) */
@@ -172,7 +182,8 @@ typedef struct dt_transport_args {
 } dt_transport_args_t;
 
 /* Capability bits returned by caps(). */
-#define DT_CAP_CUDA_MEM (1u << 0) /* send/recv read/write CUDA memory        */
+#define DT_CAP_CUDA_MEM (1u << 0) /* the native collectives (and isend/irecv)
+                                     take mem = DT_MEM_CUDA buffers         */
 /* The core must not bypass this transport through shared memory for the
  * ranks of one host ([collectives] shm): the user asked for every byte to
  * cross it (ucx with a UCX_TLS list without shared memory, say). */
@@ -184,6 +195,10 @@ typedef struct dt_transport_ops {
      * rank calls it. Errors name the rank that could not be reached. */
     dt_status_t (*init)(const dt_config_t *cfg, const dt_transport_args_t *a,
                         void **ctx);
+    /* Optional: DT_CAP_* bits saying which memory kinds this instance
+     * takes. Called once, right after a successful init; the core keeps
+     * the answer for the job (and logs it at debug level). NULL or 0:
+     * host memory only. */
     uint32_t (*caps)(void *ctx);
     /* Start sending/receiving len bytes to/from peer. Buffers stay owned by
      * the caller and must not be touched until the request completes.
@@ -197,13 +212,19 @@ typedef struct dt_transport_ops {
     dt_status_t (*test)(void *ctx, dt_request_t *req, int *done);
     /* Block until all n requests finished (and are freed) or timeout_ms
      * passed (DT_ERR_TIMEOUT; requests stay valid). -1: the configured
-     * transport timeout. May poll for a bounded time first (a [transport.X]
-     * spin key through dt/wait.h: by default only when each rank has a CPU
-     * of its own), then sleeps in poll()/epoll/event fds. */
+     * transport timeout. It polls for a bounded time first, yielding the
+     * CPU between polls (a [transport.X] spin key through dt/wait.h; "auto"
+     * spins only when each rank of the host has a CPU of its own, and 0
+     * never), then sleeps in poll()/epoll/event fds until progress or
+     * the deadline. It never spins unbounded. */
     dt_status_t (*wait)(void *ctx, dt_request_t **reqs, size_t n,
                         int timeout_ms);
     /* Optional native collectives (NULL: the core's algorithms over
-     * isend/irecv). `stream` is a cudaStream_t for CUDA memory, else NULL.
+     * isend/irecv). mem is DT_MEM_HOST, or DT_MEM_CUDA (only for a
+     * transport whose caps report DT_CAP_CUDA_MEM, today only allreduce);
+     * `stream` is the caller's cudaStream_t for CUDA memory (may be NULL:
+     * the default stream), else NULL. The call returns when recv holds the
+     * result.
      * send == recv means in place. A call the transport does not handle
      * (a memory kind, a job across hosts) returns DT_DECLINED, before
      * touching any buffer or peer: the core then runs its own algorithm.
