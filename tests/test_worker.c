@@ -1,6 +1,8 @@
-/* test_worker.c — the worker API without dtctl: rank/size from the
- * variables of dtctl, Open MPI and Slurm, and a job of one whose
- * collectives are copies. */
+/* test_worker.c — the worker API without dtctl: rank/size from dtctl's
+ * variables, or from the launcher plugins' identify op (loaded from the
+ * build tree) for Open MPI's and Slurm's, and a job of one whose
+ * collectives are copies. The details of each scheduler's variables are
+ * tested on the plugins' side: test_schedenv.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -42,6 +44,9 @@ static void test_env_dtctl_wins(void **state)
     assert_string_equal(w.source, "dtctl");
 }
 
+/* Through the mpi launcher's identify. SLURM_PROCID as well (mpirun in a
+ * Slurm job): Open MPI's claim has the higher precedence, and Slurm's
+ * refusal of its incomplete variables does not count. */
 static void test_env_openmpi(void **state)
 {
     (void)state;
@@ -57,6 +62,7 @@ static void test_env_openmpi(void **state)
     assert_string_equal(w.source, "Open MPI");
 }
 
+/* Through the slurm launcher's identify. */
 static void test_env_slurm(void **state)
 {
     (void)state;
@@ -91,7 +97,15 @@ static void test_env_errors(void **state)
     assert_int_equal(dt_worker_env_read(bad_local, &w), DT_ERR_CONFIG);
     char *bad_slurm[] = {"SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_NODEID=5",
                          "SLURM_TASKS_PER_NODE=2", NULL};
-    assert_int_equal(dt_worker_env_read(bad_slurm, &w), DT_ERR_CONFIG);
+    capture_t c;
+    capture_begin(&c);
+    dt_status_t st = dt_worker_env_read(bad_slurm, &w);
+    char *err = capture_end(&c);
+    assert_int_equal(st, DT_ERR_CONFIG);
+    /* the launcher's message, naming the variables, reaches the user */
+    assert_non_null(strstr(err, "SLURM_TASKS_PER_NODE='2' has no entry for "
+                                "node 5 (SLURM_NODEID) (launcher slurm)"));
+    free(err);
 }
 
 static void clear_job_env(void)

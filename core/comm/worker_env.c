@@ -1,10 +1,15 @@
-/* worker_env.c — rank and size from dtctl's, Open MPI's or Slurm's
- * variables (see worker_env.h). */
+/* worker_env.c — rank and size from dtctl's variables, or from the
+ * launcher plugin that recognises the scheduler's (see worker_env.h). The
+ * core names no scheduler variable: each launcher owns its own through
+ * the `identify` op of dt_launcher_ops_t. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <dt/log.h>
+#include <dt/plugin.h>
+#include "plugin/plugin_loader.h"
 #include "worker_env.h"
 
 const char *dt_worker_env_get(char *const *envp, const char *name)
@@ -23,8 +28,9 @@ static dt_status_t get_int(char *const *envp, const char *name, int def,
     const char *v = dt_worker_env_get(envp, name);
     if (!v || !*v) {
         if (def < 0) {
-            dt_error("%s is not set, but the other variables of its launcher "
-                     "are; start the workers with dtctl run",
+            dt_error("%s is not set (or empty) although DT_RANK is: dtctl "
+                     "run sets DT_RANK, DT_WORLD_SIZE, DT_LOCAL_RANK and "
+                     "DT_LOCAL_SIZE for each worker",
                      name);
             return DT_ERR_CONFIG;
         }
@@ -42,43 +48,94 @@ static dt_status_t get_int(char *const *envp, const char *name, int def,
     return DT_OK;
 }
 
-/* Tasks on node `node` from Slurm's "2(x3),1" form. */
-static int slurm_tasks_on_node(const char *spec, int node)
+static int consistent(const dt_worker_env_t *w)
 {
-    const char *p = spec;
-    while (p && *p) {
-        char *end;
-        long tasks = strtol(p, &end, 10), reps = 1;
-        if (end == p || tasks < 1)
-            return -1;
-        if (strncmp(end, "(x", 2) == 0) {
-            reps = strtol(end + 2, &end, 10);
-            if (reps < 1 || *end != ')')
-                return -1;
-            end++;
-        }
-        if (node < reps)
-            return (int)tasks;
-        node -= (int)reps;
-        p = *end == ',' ? end + 1 : NULL;
-    }
-    return -1;
+    return w->size >= 1 && w->rank >= 0 && w->rank < w->size &&
+           w->local_size >= 1 && w->local_rank >= 0 &&
+           w->local_rank < w->local_size && w->local_size <= w->size;
 }
 
-static dt_status_t read_slurm(char *const *envp, dt_worker_env_t *w)
+/* ---- the launchers' identify ------------------------------------------- */
+
+typedef struct ask {
+    char *const *envp;
+    dt_worker_identity_t best;
+    const char *best_name;     /* the launcher plugin's name            */
+    int found;
+    dt_status_t err;           /* a launcher's refusal, kept until the  */
+    int err_precedence;        /*   end: a higher claim overrides it    */
+    char why[512];
+    const char *err_name;
+} ask_t;
+
+static int ask_one(const dt_plugin_t *p, void *arg)
 {
-    DT_CHECK(get_int(envp, "SLURM_PROCID", -1, &w->rank));
-    DT_CHECK(get_int(envp, "SLURM_NTASKS", -1, &w->size));
-    DT_CHECK(get_int(envp, "SLURM_LOCALID", 0, &w->local_rank));
-    if (dt_worker_env_get(envp, "SLURM_NTASKS_PER_NODE"))
-        return get_int(envp, "SLURM_NTASKS_PER_NODE", 1, &w->local_size);
-    const char *tpn = dt_worker_env_get(envp, "SLURM_TASKS_PER_NODE");
-    int node = 0;
-    DT_CHECK(get_int(envp, "SLURM_NODEID", 0, &node));
-    w->local_size = tpn ? slurm_tasks_on_node(tpn, node) : 1;
-    if (w->local_size < 1) {
-        dt_error("SLURM_TASKS_PER_NODE='%s' has no entry for node %d", tpn,
-                 node);
+    ask_t *a = arg;
+    const dt_launcher_ops_t *ops = p->ops;
+    if (!DT_OPS_HAS(ops, dt_launcher_ops_t, identify))
+        return 0;
+    dt_worker_identity_t id = {0, 1, 0, 1, -1, -1, 0, ""};
+    char why[512] = "";
+    dt_status_t st = ops->identify(a->envp, &id, why, sizeof why);
+    if (st == DT_ERR_NOT_FOUND)
+        return 0;
+    if (!id.source[0] || memchr(id.source, '\0', sizeof id.source) == NULL)
+        snprintf(id.source, sizeof id.source, "%s", p->name);
+    if (st != DT_OK) {
+        dt_debug("launcher %s refuses the environment: %s", p->name, why);
+        if (!a->err || id.precedence > a->err_precedence) {
+            a->err = st;
+            a->err_precedence = id.precedence;
+            a->err_name = p->name;
+            snprintf(a->why, sizeof a->why, "%s",
+                     why[0] ? why : dt_status_str(st));
+        }
+        return 0;
+    }
+    dt_debug("launcher %s recognises the environment: %s rank %d of %d",
+             p->name, id.source, id.rank, id.size);
+    if (!a->found || id.precedence > a->best.precedence) {
+        a->best = id;
+        a->best_name = p->name;
+        a->found = 1;
+    } else if (id.precedence == a->best.precedence &&
+               (id.rank != a->best.rank || id.size != a->best.size)) {
+        dt_error("the environment is both %s's (launcher %s: rank %d of %d) "
+                 "and %s's (launcher %s: rank %d of %d); set DT_RANK, "
+                 "DT_WORLD_SIZE, DT_LOCAL_RANK and DT_LOCAL_SIZE, or start "
+                 "the workers with dtctl run",
+                 a->best.source, a->best_name, a->best.rank, a->best.size,
+                 id.source, p->name, id.rank, id.size);
+        a->err = DT_ERR_CONFIG;
+        a->err_precedence = id.precedence + 1; /* nothing overrides this */
+        a->why[0] = '\0';
+        a->err_name = NULL;
+        return 1;
+    }
+    return 0;
+}
+
+static dt_status_t from_launchers(char *const *envp, dt_worker_env_t *w)
+{
+    ask_t a = {.envp = envp};
+    dt_plugin_each(DT_KIND_LAUNCHER, ask_one, &a);
+    if (a.err && (!a.found || a.err_precedence >= a.best.precedence)) {
+        if (a.err_name)
+            dt_error("%s (launcher %s)", a.why, a.err_name);
+        return a.err;
+    }
+    if (!a.found)
+        return DT_OK; /* nobody's: a job of one */
+    w->rank = a.best.rank;
+    w->size = a.best.size;
+    w->local_rank = a.best.local_rank;
+    w->local_size = a.best.local_size;
+    snprintf(w->source, sizeof w->source, "%s", a.best.source);
+    if (!consistent(w)) {
+        dt_error("inconsistent worker numbers from %s (launcher %s): rank %d "
+                 "of %d, local rank %d of %d",
+                 w->source, a.best_name, w->rank, w->size, w->local_rank,
+                 w->local_size);
         return DT_ERR_CONFIG;
     }
     return DT_OK;
@@ -87,37 +144,19 @@ static dt_status_t read_slurm(char *const *envp, dt_worker_env_t *w)
 dt_status_t dt_worker_env_read(char *const *envp, dt_worker_env_t *w)
 {
     *w = (dt_worker_env_t){0, 1, 0, 1, "none"};
-    const char *names = NULL;
-    if (dt_worker_env_get(envp, "DT_RANK")) {
-        w->source = "dtctl";
-        names = "DT_RANK, DT_WORLD_SIZE, DT_LOCAL_RANK, DT_LOCAL_SIZE";
-        DT_CHECK(get_int(envp, "DT_RANK", -1, &w->rank));
-        DT_CHECK(get_int(envp, "DT_WORLD_SIZE", -1, &w->size));
-        DT_CHECK(get_int(envp, "DT_LOCAL_RANK", 0, &w->local_rank));
-        DT_CHECK(get_int(envp, "DT_LOCAL_SIZE", 1, &w->local_size));
-    } else if (dt_worker_env_get(envp, "OMPI_COMM_WORLD_RANK")) {
-        w->source = "Open MPI";
-        names = "OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE";
-        DT_CHECK(get_int(envp, "OMPI_COMM_WORLD_RANK", -1, &w->rank));
-        DT_CHECK(get_int(envp, "OMPI_COMM_WORLD_SIZE", -1, &w->size));
-        DT_CHECK(get_int(envp, "OMPI_COMM_WORLD_LOCAL_RANK", 0,
-                         &w->local_rank));
-        DT_CHECK(get_int(envp, "OMPI_COMM_WORLD_LOCAL_SIZE", 1,
-                         &w->local_size));
-    } else if (dt_worker_env_get(envp, "SLURM_PROCID")) {
-        w->source = "Slurm";
-        names = "SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, "
-                "SLURM_TASKS_PER_NODE";
-        DT_CHECK(read_slurm(envp, w));
-    } else {
-        return DT_OK;
-    }
-    if (w->size < 1 || w->rank >= w->size || w->local_size < 1 ||
-        w->local_rank >= w->local_size || w->local_size > w->size) {
-        dt_error("inconsistent worker numbers from %s (%s): rank %d of %d, "
-                 "local rank %d of %d",
-                 w->source, names, w->rank, w->size, w->local_rank,
-                 w->local_size);
+    /* Workers of dtctl: no plugin is loaded to learn who they are. */
+    if (!dt_worker_env_get(envp, "DT_RANK"))
+        return from_launchers(envp, w);
+    snprintf(w->source, sizeof w->source, "dtctl");
+    DT_CHECK(get_int(envp, "DT_RANK", -1, &w->rank));
+    DT_CHECK(get_int(envp, "DT_WORLD_SIZE", -1, &w->size));
+    DT_CHECK(get_int(envp, "DT_LOCAL_RANK", 0, &w->local_rank));
+    DT_CHECK(get_int(envp, "DT_LOCAL_SIZE", 1, &w->local_size));
+    if (!consistent(w)) {
+        dt_error("inconsistent worker numbers from dtctl (DT_RANK, "
+                 "DT_WORLD_SIZE, DT_LOCAL_RANK, DT_LOCAL_SIZE): rank %d of "
+                 "%d, local rank %d of %d",
+                 w->rank, w->size, w->local_rank, w->local_size);
         return DT_ERR_CONFIG;
     }
     return DT_OK;

@@ -403,6 +403,77 @@ dt_status_t dt_plugin_scan(dt_plugin_entry_t **out, size_t *n)
     return DT_OK;
 }
 
+/* The file names of kind's plugins on the search path: the first of each
+ * name, sorted by name (malloc'd "path" strings, NULL-terminated). */
+static char **kind_files(dt_kind_t kind)
+{
+    char **dirs = dt_plugin_search_path(), **files = NULL, **names = NULL;
+    size_t n = 0;
+    for (char **d = dirs; d && *d; d++) {
+        DIR *dir = opendir(*d);
+        if (!dir)
+            continue;
+        struct dirent *de;
+        while ((de = readdir(dir))) {
+            dt_kind_t k;
+            char *name = NULL, *path = NULL;
+            if (parse_file_name(de->d_name, &k, &name) != 0)
+                continue;
+            int seen = k != kind;
+            for (size_t i = 0; !seen && i < n; i++)
+                seen = strcmp(names[i], name) == 0;
+            char **nf = seen ? NULL : realloc(files, (n + 2) * sizeof *nf);
+            if (nf)
+                files = nf;
+            char **nn = nf ? realloc(names, (n + 2) * sizeof *nn) : NULL;
+            if (nn)
+                names = nn;
+            if (!nn || asprintf(&path, "%s/%s", *d, de->d_name) < 0) {
+                free(name);
+                continue;
+            }
+            /* insertion by name keeps the walk's order stable */
+            size_t at = n;
+            while (at > 0 && strcmp(names[at - 1], name) > 0) {
+                names[at] = names[at - 1];
+                files[at] = files[at - 1];
+                at--;
+            }
+            names[at] = name;
+            files[at] = path;
+            files[++n] = NULL;
+        }
+        closedir(dir);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    for (char **d = dirs; d && *d; d++)
+        free(*d);
+    free(dirs);
+    return files;
+}
+
+int dt_plugin_each(dt_kind_t kind,
+                   int (*fn)(const dt_plugin_t *p, void *arg), void *arg)
+{
+    char **files = kind_files(kind);
+    int r = 0;
+    for (size_t i = 0; files && files[i]; i++) {
+        const dt_plugin_t *p;
+        char why[1024];
+        if (r == 0) {
+            if (dt_plugin_load_file(files[i], &p, why, sizeof why) == DT_OK)
+                r = fn(p, arg);
+            else
+                dt_debug("skipping %s: %s", files[i], why);
+        }
+        free(files[i]);
+    }
+    free(files);
+    return r;
+}
+
 void dt_plugin_entries_free(dt_plugin_entry_t *entries, size_t n)
 {
     for (size_t i = 0; i < n; i++) {

@@ -42,6 +42,14 @@ typedef struct dt_plugin_entry {
 dt_status_t dt_plugin_scan(dt_plugin_entry_t **out, size_t *n);
 void dt_plugin_entries_free(dt_plugin_entry_t *entries, size_t n);
 
+/* Every plugin of one kind on the search path (the first file of each
+ * name), loaded, in name order: fn(plugin, arg) for each that loads; a
+ * nonzero return stops the walk and is returned. Files that do not load
+ * are skipped (a debug line); `available` is not consulted. Loads nothing
+ * of other kinds. */
+int dt_plugin_each(dt_kind_t kind,
+                   int (*fn)(const dt_plugin_t *p, void *arg), void *arg);
+
 /* "local, ssh" (malloc'd): names of loadable plugins of a kind, or "none". */
 char *dt_plugin_names(dt_kind_t kind);
 

@@ -115,6 +115,22 @@ typedef struct dt_launch_spec {
     void *output_arg;
 } dt_launch_spec_t;
 
+/* Who a worker is, as its scheduler's environment says (identify). The
+ * core fills it with defaults before the call (node_rank, num_nodes -1,
+ * precedence 0, source ""); identify overwrites what it knows. */
+typedef struct dt_worker_identity {
+    int rank, size;             /* 0 <= rank < size                         */
+    int local_rank, local_size; /* among the workers on this host           */
+    int node_rank, num_nodes;   /* this host among the job's; -1: not said  */
+    /* When several launchers recognise one environment (mpirun inside a
+     * Slurm or SGE job sees both Open MPI's and Slurm's variables), the
+     * highest precedence wins: 0 for a scheduler that owns the nodes
+     * (Slurm), 1 for a front-end that runs inside such a job (mpirun). */
+    int precedence;
+    char source[32];            /* the scheduler's name for messages,
+                                   "Slurm", "Open MPI"                     */
+} dt_worker_identity_t;
+
 typedef struct dt_launcher_ops {
     size_t size;
     /* Read [launcher.<name>] from cfg; create the launcher's state. */
@@ -144,6 +160,30 @@ typedef struct dt_launcher_ops {
                          void *arg);
     /* Release everything; workers still running are killed and reaped. */
     void (*fini)(void *ctx);
+    /* Optional (appended; check with DT_OPS_HAS): the scheduler's
+     * environment -> this worker's identity. The one place a launcher's
+     * scheduler variables (SLURM_PROCID, OMPI_COMM_WORLD_RANK, ...) are
+     * read: the core knows none of them by name.
+     *
+     * Called in a worker, by dt_init, only when DT_RANK is absent (a
+     * program started by a plain `mpirun` or `srun`, not by dtctl): the
+     * core then loads every installed launcher and asks each one that has
+     * this op. No ctx: init has not run, and identify reads nothing but
+     * envp (an environ-style array), allocates nothing, does not log.
+     * Returns
+     *   DT_OK             envp is this scheduler's; *out filled (rank,
+     *                     size, local_rank, local_size at least);
+     *   DT_ERR_NOT_FOUND  envp is not this scheduler's (its rank variable
+     *                     is absent); *out untouched;
+     *   DT_ERR_CONFIG     it is, but the values are not numbers or do not
+     *                     fit together: one line in why naming the
+     *                     variables and their values.
+     * A launcher whose ranks run a prologue (the frontend's, the job
+     * script of sge/yarn) sets DT_RANK & co. there from the same variables,
+     * and should generate both from one description of them, as mpi and
+     * slurm do (plugins/launcher/common/schedenv/). */
+    dt_status_t (*identify)(char *const *envp, dt_worker_identity_t *out,
+                            char *why, size_t why_len);
 } dt_launcher_ops_t;
 
 /* ======================================================================

@@ -14,6 +14,7 @@
 #include "../common/frontend/prologue.h"
 #include "../common/jobdir/jobdir.h"
 #include "../common/spawn/spawn.h"
+#include "mpi_env.h"
 #include "mpi.h"
 
 #define SECTION "launcher.mpi"
@@ -226,9 +227,13 @@ static dt_status_t mpi_launch(void *ctx, const dt_launch_spec_t *spec)
     strv_t job_env = {0}, argv = {0};
     char **envp = NULL, *script = NULL;
     char nonce[PROLOGUE_NONCE_LEN + 1];
+    char *identity = NULL;
     dt_status_t st = prologue_nonce(nonce);
     if (st == DT_OK)
-        st = prologue_script(FRONTEND_TAGS_OMPI, nonce, &script);
+        st = mpi_prologue_identity(&identity);
+    if (st == DT_OK)
+        st = prologue_script(identity, nonce, &script);
+    free(identity);
     if (st == DT_OK)
         st = build_env(L, spec, &job_env, &envp);
     if (st == DT_OK)
@@ -315,6 +320,7 @@ static const dt_launcher_ops_t mpi_ops = {
     .run_on_host = mpi_run_on_host,
     .check = mpi_check,
     .fini = mpi_fini,
+    .identify = mpi_identify,
 };
 
 DT_PLUGIN_EXPORT const dt_plugin_t dt_plugin_v1 = {

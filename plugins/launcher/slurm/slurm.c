@@ -14,6 +14,7 @@
 #include <dt/plugin.h>
 #include "../common/frontend/prologue.h"
 #include "../common/spawn/spawn.h"
+#include "slurm_env.h"
 #include "slurm.h"
 
 #define SECTION "launcher.slurm"
@@ -173,9 +174,13 @@ static dt_status_t slurm_launch(void *ctx, const dt_launch_spec_t *spec)
     strv_t argv = {0};
     char **envp = NULL, *script = NULL;
     char nonce[PROLOGUE_NONCE_LEN + 1];
+    char *identity = NULL;
     dt_status_t st = prologue_nonce(nonce);
     if (st == DT_OK)
-        st = prologue_script(FRONTEND_TAGS_SLURM, nonce, &script);
+        st = slurm_prologue_identity(&identity);
+    if (st == DT_OK)
+        st = prologue_script(identity, nonce, &script);
+    free(identity);
     if (st == DT_OK)
         st = env_merge(environ, spec->env, NULL, &envp);
     if (st == DT_OK)
@@ -248,6 +253,7 @@ static const dt_launcher_ops_t slurm_ops = {
     .run_on_host = slurm_run_on_host,
     .check = slurm_check,
     .fini = slurm_fini,
+    .identify = slurm_identify,
 };
 
 DT_PLUGIN_EXPORT const dt_plugin_t dt_plugin_v1 = {

@@ -1,5 +1,7 @@
 /* prologue.c — see prologue.h. The scripts are POSIX sh (dash on
- * Debian) and start no extra processes unless a variable is missing. */
+ * Debian) and start no extra processes unless a variable is missing. The
+ * identity part (DT_RANK & co. from the scheduler's variables) is the
+ * launcher's, made by schedenv_prologue (../schedenv/schedenv.h). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -9,38 +11,17 @@
 
 #include "prologue.h"
 
-static const char ompi_part[] =
+/* Node and host of a rank from dtctl's placement (prologue_placement_env):
+ * the node is the last host whose first rank is <= ours. */
+const char prologue_placement_sh[] =
     "unset DT_NODE_RANK\n"
-    "DT_RANK=$OMPI_COMM_WORLD_RANK\n"
-    "DT_LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK\n"
-    "DT_LOCAL_SIZE=$OMPI_COMM_WORLD_LOCAL_SIZE\n"
-    "DT_HOST=${PMIX_HOSTNAME:-$(hostname)}\n"
-    /* the node: the last host whose first rank is <= ours */
     "n=0; for f in $DT_PLACEMENT_FIRST_RANKS; do\n"
     "  [ \"$DT_RANK\" -ge \"$f\" ] && DT_NODE_RANK=$n; n=$((n+1)); done\n"
     "if [ -n \"$DT_NODE_RANK\" ]; then n=0; for h in $DT_PLACEMENT_HOSTS; do\n"
-    "  [ $n = $DT_NODE_RANK ] && DT_HOST=$h; n=$((n+1)); done; fi\n";
-
-static const char slurm_part[] =
-    "DT_RANK=$SLURM_PROCID\n"
-    "DT_LOCAL_RANK=$SLURM_LOCALID\n"
-    "DT_NODE_RANK=$SLURM_NODEID\n"
-    "DT_HOST=${SLURMD_NODENAME:-$(hostname)}\n"
-    "DT_NUM_NODES=${SLURM_STEP_NUM_NODES:-$SLURM_NNODES}\n"
-    "export DT_NUM_NODES GROUP_WORLD_SIZE=$DT_NUM_NODES\n"
-    /* tasks on our node from "2(x3),1" */
-    "unset DT_LOCAL_SIZE; k=$SLURM_NODEID; IFS=,\n"
-    "for e in ${SLURM_STEP_TASKS_PER_NODE:-$SLURM_TASKS_PER_NODE}; do\n"
-    "  c=${e%%(*}; r=1; case $e in *x*) r=${e#*x}; r=${r%)};; esac\n"
-    "  [ -z \"$DT_LOCAL_SIZE\" ] && [ \"$k\" -lt \"$r\" ] && DT_LOCAL_SIZE=$c\n"
-    "  k=$((k-r)); done; unset IFS\n";
+    "  [ $n = $DT_NODE_RANK ] && DT_HOST=$h; n=$((n+1)); done; fi\n"
+    "unset DT_PLACEMENT_FIRST_RANKS DT_PLACEMENT_HOSTS n f h\n";
 
 static const char common_tail[] =
-    "export DT_RANK DT_LOCAL_RANK DT_LOCAL_SIZE DT_HOST RANK=$DT_RANK "
-    "LOCAL_RANK=$DT_LOCAL_RANK LOCAL_WORLD_SIZE=$DT_LOCAL_SIZE\n"
-    "[ -n \"$DT_NODE_RANK\" ] && export DT_NODE_RANK "
-    "GROUP_RANK=$DT_NODE_RANK\n"
-    "unset DT_PLACEMENT_FIRST_RANKS DT_PLACEMENT_HOSTS n f h k e c r\n"
     /* The worker runs in a session (so a process group) of its own, and
      * a stop signal for this shell goes to that whole group: the
      * front-end signals only the process it started, and whatever the
@@ -66,16 +47,14 @@ dt_status_t prologue_nonce(char out[PROLOGUE_NONCE_LEN + 1])
     return DT_OK;
 }
 
-dt_status_t prologue_script(frontend_tags_t style, const char *nonce,
+dt_status_t prologue_script(const char *identity, const char *nonce,
                             char **out)
 {
     char *tail = NULL;
     /* the nonce is hex: safe inside the single-quoted format */
     if (asprintf(&tail, common_tail, nonce) < 0)
         return DT_ERR_NOMEM;
-    int r = asprintf(out, "%s%s",
-                     style == FRONTEND_TAGS_OMPI ? ompi_part : slurm_part,
-                     tail);
+    int r = asprintf(out, "%s%s", identity, tail);
     free(tail);
     return r < 0 ? DT_ERR_NOMEM : DT_OK;
 }

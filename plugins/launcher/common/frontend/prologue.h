@@ -1,19 +1,21 @@
 /* prologue.h — the sh script each rank runs before the worker command:
  *   sh -c SCRIPT dt-worker PROGRAM ARGS...
- * It sets dt's and torchrun's per-rank variables (DT_RANK, DT_LOCAL_RANK,
- * DT_LOCAL_SIZE, DT_NODE_RANK, DT_HOST, RANK, LOCAL_RANK,
- * LOCAL_WORLD_SIZE, GROUP_RANK) from the scheduler's own (Open MPI's
- * OMPI_COMM_WORLD_*, Slurm's SLURM_PROCID/LOCALID/NODEID...), runs the
- * command, and prints "dt-exit:<nonce>:<status>:<host>" on stderr when it
- * ends, so the launcher learns each rank's exit status.
+ * It starts with the launcher's identity part, which sets dt's and
+ * torchrun's per-rank variables (DT_RANK, DT_LOCAL_RANK, DT_LOCAL_SIZE,
+ * DT_NODE_RANK, DT_HOST, RANK, ...) from the scheduler's own: the launcher
+ * makes it with schedenv_prologue (../schedenv/schedenv.h) from the same
+ * description of its variables as its `identify` op, so this library names
+ * no scheduler variable. Then it runs the command, and prints
+ * "dt-exit:<nonce>:<status>:<host>" on stderr when it ends, so the
+ * launcher learns each rank's exit status.
  *
  * For Open MPI the node of a rank comes from the placement dtctl computed,
- * passed in the front-end's environment (see prologue_placement_env). */
+ * passed in the front-end's environment (prologue_placement_env) and read
+ * by prologue_placement_sh. */
 #ifndef DT_LAUNCHER_PROLOGUE_H
 #define DT_LAUNCHER_PROLOGUE_H
 
 #include <dt/plugin.h>
-#include "frontend.h"
 
 #define PROLOGUE_NONCE_LEN 16
 #define PROLOGUE_MARKER "dt-exit:"
@@ -21,9 +23,15 @@
 /* A random word (hex) that worker output cannot guess. */
 dt_status_t prologue_nonce(char out[PROLOGUE_NONCE_LEN + 1]);
 
-/* The script for a front-end style; *out is malloc'd. */
-dt_status_t prologue_script(frontend_tags_t style, const char *nonce,
+/* The script: identity (the launcher's sh that sets and exports DT_RANK
+ * & co., DT_HOST among them), then the worker with the exit marker.
+ * *out is malloc'd. */
+dt_status_t prologue_script(const char *identity, const char *nonce,
                             char **out);
+
+/* sh that sets DT_NODE_RANK and DT_HOST of rank $DT_RANK from the
+ * variables of prologue_placement_env (an `extra` for schedenv_prologue). */
+extern const char prologue_placement_sh[];
 
 /* "DT_PLACEMENT_FIRST_RANKS=0 2 4" and "DT_PLACEMENT_HOSTS=h1 h2 h3" from
  * the placement (ranks fill hosts in order): malloc'd entries. */
