@@ -13,7 +13,9 @@
 #include <dt/log.h>
 #include "../common/jobdir/jobdir.h"
 #include <dt/hosts.h>
-#include "mpi.h"
+#include "check.h"
+#include "check_rsh.h"
+#include "mpi_types.h"
 
 typedef void (*report_fn)(void *, const char *, const char *);
 

@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "../common/jobdir/jobdir.h"
-#include "mpi.h"
+#include "check_rsh.h"
+#include "mpi_types.h"
+#include "program.h"
 
 #define NO_ORTED "DT-NO-ORTED"
 

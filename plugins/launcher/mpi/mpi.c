@@ -15,7 +15,14 @@
 #include "../common/jobdir/jobdir.h"
 #include "../common/spawn/spawn.h"
 #include "mpi_env.h"
-#include "mpi.h"
+#include "check.h"
+#include "mpi_command.h"
+#include "mpi_lines.h"
+#include "mpi_rsh.h"
+#include "mpi_types.h"
+#include "program.h"
+#include "run_on_host.h"
+#include "sweep.h"
 
 #define SECTION "launcher.mpi"
 
@@ -46,28 +53,6 @@ static const dt_key_spec_t mpi_keys[] = {
      "more mpirun options, placed before the program"},
     {NULL, 0, NULL, NULL},
 };
-
-int mpi_program_found(const char *prog)
-{
-    if (strchr(prog, '/'))
-        return access(prog, X_OK) == 0;
-    const char *path = getenv("PATH");
-    if (!path)
-        path = "/usr/bin:/bin";
-    char dir[4096];
-    for (const char *p = path; *p;) {
-        size_t n = strcspn(p, ":");
-        if (n > 0 && n < sizeof dir - 1 - strlen(prog) - 1) {
-            snprintf(dir, sizeof dir, "%.*s/%s", (int)n, p, prog);
-            if (access(dir, X_OK) == 0)
-                return 1;
-        }
-        p += n;
-        if (*p == ':')
-            p++;
-    }
-    return 0;
-}
 
 static dt_status_t mpi_available(char *why, size_t why_len)
 {

@@ -1,11 +1,12 @@
-/* mpi_command.c — the mpirun command line (see mpi.h). */
+/* mpi_command.c — the mpirun command line (see mpi_command.h). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "mpi.h"
+#include "mpi_command.h"
+#include "mpi_types.h"
 
 /* "h1:2,h2:2": every host that got ranks, with its slots. */
 static void add_hosts(const dt_launch_spec_t *spec, strv_t *argv)

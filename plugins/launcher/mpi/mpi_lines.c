@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mpi.h"
+#include "mpi_lines.h"
+#include "mpi_types.h"
 
 int mpi_on_line(void *arg, frontend_t *fe, int fd, const char *line)
 {

@@ -10,7 +10,8 @@
 #include <unistd.h>
 
 #include <dt/log.h>
-#include "mpi.h"
+#include "mpi_rsh.h"
+#include "mpi_types.h"
 
 /* Open MPI splits plm_rsh_agent at spaces: a path with one cannot be
  * passed through it. */

@@ -12,7 +12,9 @@
 #include <dt/log.h>
 #include "../common/jobdir/jobdir.h"
 #include <dt/hosts.h>
-#include "mpi.h"
+#include "check_rsh.h"
+#include "mpi_types.h"
+#include "run_on_host.h"
 
 #define RUN_TIMEOUT_MS 60000
 

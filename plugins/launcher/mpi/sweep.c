@@ -12,7 +12,9 @@
 
 #include <dt/log.h>
 #include <dt/hosts.h>
-#include "mpi.h"
+#include "mpi_types.h"
+#include "run_on_host.h"
+#include "sweep.h"
 
 /* Every process with DT_JOB_ID=<id> in its environment, SIGKILLed; the
  * shell running this has no DT_JOB_ID (run_on_host's environment is
