@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "ssh_launcher.h"
+#include "script.h"
 
 typedef struct remote {
     pid_t pid;

@@ -8,7 +8,11 @@
 #include <string.h>
 
 #include <dt/log.h>
-#include "ssh_launcher.h"
+#include "check.h"
+#include "connect.h"
+#include "run_on_host.h"
+#include "script.h"
+#include "ssh_types.h"
 
 /* One line per missing piece; empty output when all is there. */
 static char *probe_command(const ssh_opts_t *o)

@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include <dt/log.h>
-#include "ssh_launcher.h"
+#include "connect.h"
+#include "hostkey.h"
+#include "ssh_types.h"
 
 static dt_status_t fail(ssh_conn_t *c, dt_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include <dt/log.h>
-#include "ssh_launcher.h"
+#include "hostkey.h"
+#include "ssh_types.h"
 
 /* "[host]:port" as known_hosts spells a non-22 port. */
 static void host_pattern(const ssh_conn_t *c, int port, char *buf, size_t len)

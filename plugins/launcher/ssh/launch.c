@@ -6,7 +6,12 @@
 #include <string.h>
 
 #include <dt/log.h>
-#include "ssh_launcher.h"
+#include "connect.h"
+#include "launch.h"
+#include "pump.h"
+#include "script.h"
+#include "ssh_signal.h"
+#include "ssh_types.h"
 
 /* A rank's remote shell needs no more than this to report its group. */
 #define START_TIMEOUT_MS 30000

@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include <dt/log.h>
-#include "ssh_launcher.h"
+#include "pump.h"
+#include "script.h"
+#include "ssh_types.h"
 
 /* After the exit status, output that is still in flight gets this long. */
 #define OUTPUT_GRACE_MS 2000

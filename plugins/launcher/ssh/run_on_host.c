@@ -7,7 +7,10 @@
 #include <string.h>
 
 #include <dt/log.h>
-#include "ssh_launcher.h"
+#include "connect.h"
+#include "run_on_host.h"
+#include "script.h"
+#include "ssh_types.h"
 
 #define RUN_TIMEOUT_MS 60000
 #define RUN_OUTPUT_MAX (1u << 20)

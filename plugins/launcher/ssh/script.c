@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include <dt/log.h>
-#include "ssh_launcher.h"
+#include "script.h"
 
 /* No newline, so any login shell (sh, bash, zsh, csh) passes it on. */
 const char ssh_bootstrap_cmd[] =

@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include <dt/log.h>
-#include "ssh_launcher.h"
+#include "pump.h"
+#include "ssh_signal.h"
+#include "ssh_types.h"
 
 /* fini waits this long for killed workers to end. */
 #define KILL_WAIT_MS 5000

@@ -13,7 +13,13 @@
 
 #include <dt/log.h>
 #include <dt/clock.h>
-#include "ssh_launcher.h"
+#include "check.h"
+#include "connect.h"
+#include "launch.h"
+#include "pump.h"
+#include "run_on_host.h"
+#include "ssh_signal.h"
+#include "ssh_types.h"
 
 #define SECTION "launcher.ssh"
 
