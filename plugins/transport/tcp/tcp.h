@@ -1,7 +1,7 @@
 /* tcp.h — the tcp transport's internal state (not installed).
  *
  * Every pair of ranks shares `sockets_per_peer` connections, set up through
- * the rendezvous store and authenticated with the job token (tcp_auth.c).
+ * the rendezvous store and authenticated with the job token (dt/auth.h).
  * A message is a 16-byte header and its payload, written with one writev
  * straight from the user's buffer and read straight into the receiver's;
  * messages of stripe_min bytes or more are cut into one part per socket.
@@ -143,17 +143,6 @@ typedef struct tcp_ctx {
 dt_status_t tcp_wireup(tcp_ctx_t *c, const dt_transport_args_t *a);
 void tcp_close_all(tcp_ctx_t *c);
 
-/* tcp_auth.c: the connection handshake (both sides, bounded by deadline). */
-dt_status_t tcp_auth_connector(int fd, const uint8_t *token, size_t token_len,
-                               int my_rank, int peer_rank, int sock_index,
-                               int world, double deadline);
-/* On success *peer_rank and *sock_index say who connected. DT_ERR_AUTH for
- * a connection that failed the check (already logged, fd still open). */
-dt_status_t tcp_auth_acceptor(int fd, const uint8_t *token, size_t token_len,
-                              int my_rank, int world, int nsock,
-                              double deadline, int *peer_rank,
-                              int *sock_index);
-
 /* tcp_cause.c: the root cause of a failure, agreed through the store.
  * Returns 1 with the failed rank and the rank that detected it when the
  * store holds (or this call records, for suspect >= 0: first writer wins)
@@ -161,9 +150,7 @@ dt_status_t tcp_auth_acceptor(int fd, const uint8_t *token, size_t token_len,
  * waits at most a couple of seconds, never on a store that is gone. */
 int tcp_cause_resolve(tcp_ctx_t *c, int suspect, int *failed, int *detector);
 
-/* tcp_io.c: blocking-with-deadline helpers for the handshake. */
-dt_status_t tcp_io_full(int fd, void *buf, size_t len, int writing,
-                        double deadline);
+/* tcp_io.c: milliseconds left until a deadline (0: past it). */
 int tcp_ms_until(double deadline);
 
 /* tcp_progress.c: the ops. */

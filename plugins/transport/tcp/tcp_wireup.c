@@ -14,6 +14,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <dt/auth.h>
+#include <dt/clock.h>
 #include <dt/log.h>
 #include <dt/store.h>
 #include "tcp.h"
@@ -185,14 +187,16 @@ static dt_status_t connect_lower(tcp_ctx_t *c, const dt_transport_args_t *a,
         for (int i = 0; i < c->nsock; i++) {
             int fd;
             DT_CHECK(connect_to(c, host, port, p, deadline, &fd));
-            st = tcp_auth_connector(fd, a->token, a->token_len, c->rank, p,
-                                    i, c->size, deadline);
+            /* dt/auth.h logs a failure itself, naming both ranks. */
+            dt_auth_t au = {"tcp", a->token, a->token_len, c->rank, c->size,
+                            deadline - dt_clock_now()};
+            st = au.timeout > 0 ? dt_auth_connect(fd, &au, p, (uint32_t)i)
+                                : DT_ERR_TIMEOUT;
             if (st != DT_OK) {
-                if (st != DT_ERR_AUTH)
-                    dt_error("tcp: rank %d: handshake with rank %d at %s "
-                             "failed: %s",
-                             c->rank, p, c->peers[p].addr,
-                             dt_status_str(st));
+                if (au.timeout <= 0)
+                    dt_error("tcp: rank %d: no time left to authenticate "
+                             "with rank %d at %s",
+                             c->rank, p, c->peers[p].addr);
                 close(fd);
                 return st == DT_ERR_AUTH ? st : DT_ERR_PEER;
             }
@@ -229,22 +233,25 @@ static dt_status_t accept_higher(tcp_ctx_t *c, const dt_transport_args_t *a,
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0)
             continue;
-        int peer, idx;
+        int peer = -1;
+        uint32_t idx = 0;
         /* One slow or hostile client must not stall the mesh for long. */
-        double limit = dt_clock_now() + 10.0 < deadline ? dt_clock_now() + 10.0
-                                                    : deadline;
-        dt_status_t st = tcp_auth_acceptor(fd, a->token, a->token_len,
-                                           c->rank, c->size, c->nsock, limit,
-                                           &peer, &idx);
+        double left = deadline - dt_clock_now();
+        dt_auth_t au = {"tcp", a->token, a->token_len, c->rank, c->size,
+                        left > 10.0 ? 10.0 : left};
+        dt_status_t st = au.timeout > 0
+                             ? dt_auth_accept(fd, &au, c->rank + 1, c->size,
+                                              (uint32_t)c->nsock, &peer, &idx)
+                             : DT_ERR_TIMEOUT;
         if (st != DT_OK || c->peers[peer].socks[idx].fd >= 0) {
             if (st == DT_OK)
-                dt_error("tcp: rank %d: rank %d connected socket %d twice; "
+                dt_error("tcp: rank %d: rank %d connected socket %u twice; "
                          "dropped the second",
                          c->rank, peer, idx);
             close(fd);
             continue;
         }
-        attach(c, peer, idx, fd);
+        attach(c, peer, (int)idx, fd);
         got++;
     }
     return DT_OK;
