@@ -216,7 +216,8 @@ typedef struct dt_transport_args {
                                   after init, e.g. to agree on which rank
                                   failed)                                   */
     const uint8_t *token;      /* the job secret, for authenticating peer   */
-    size_t token_len;          /*   connections; never log or copy it out   */
+    size_t token_len;          /*   connections (dt/auth.h); never log or
+                                    copy it out                             */
     const char *bind_addr;     /* address chosen by interface selection     */
     double timeout;            /* seconds before a silent peer is an error  */
 } dt_transport_args_t;
