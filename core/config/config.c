@@ -1,6 +1,8 @@
 /* config.c — the layered configuration store: sections, values with their
- * origin, precedence, schemas and the typed getters. Files and the
- * environment are read in config_load.c, checked in config_validate.c. */
+ * origin, precedence, schemas, the type check of one value and the typed
+ * getters. Files and the environment are read in config_load.c, checked
+ * against the schemas in config_validate.c; both build on this file
+ * (config_internal.h), and this file on neither. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,6 +329,57 @@ void dt_config_foreach(const dt_config_t *cfg, dt_config_visit_fn cb,
 }
 
 /* ---- getters ------------------------------------------------------------ */
+
+static const char *type_expectation(dt_key_type_t type)
+{
+    switch (type) {
+    case DT_KEY_INT: return "is not an integer";
+    case DT_KEY_BOOL:
+        return "is not a boolean (yes/no, true/false, on/off, 1/0)";
+    case DT_KEY_SIZE:
+        return "is not a size (bytes, or a number with K, M, G or T, "
+               "e.g. 25M)";
+    case DT_KEY_DURATION:
+        return "is not a duration (seconds, or a number with ms, s, m or h, "
+               "e.g. 500ms, 30s, 5m)";
+    case DT_KEY_DOUBLE:
+        return "is not a number (e.g. 0.05, 1e-4; no nan or inf)";
+    default: return "is not valid";
+    }
+}
+
+/* One value against its type: the typed getters check on read, and
+ * dt_config_validate (config_validate.c) checks every value. */
+dt_status_t cfg_check_type(const char *section, const cfg_entry_t *e,
+                           dt_key_type_t type)
+{
+    long long i;
+    bool b;
+    uint64_t sz;
+    double d;
+    char **items;
+    size_t n;
+    dt_status_t st = DT_OK;
+    switch (type) {
+    case DT_KEY_INT: st = dt_parse_int(e->value, &i); break;
+    case DT_KEY_BOOL: st = dt_parse_bool(e->value, &b); break;
+    case DT_KEY_SIZE: st = dt_parse_size(e->value, &sz); break;
+    case DT_KEY_DURATION: st = dt_parse_duration(e->value, &d); break;
+    case DT_KEY_DOUBLE: st = dt_parse_double(e->value, &d); break;
+    case DT_KEY_LIST:
+        st = dt_parse_list(e->value, &items, &n);
+        if (st == DT_OK)
+            dt_strv_free(items);
+        return st;
+    case DT_KEY_STRING: return DT_OK;
+    }
+    if (st == DT_OK)
+        return DT_OK;
+    char where[512];
+    dt_error("%s: [%s] %s = '%s' %s", cfg_origin_text(e, where, sizeof where),
+             section, e->key, e->value, type_expectation(type));
+    return DT_ERR_CONFIG;
+}
 
 const char *dt_config_get(const dt_config_t *cfg, const char *section,
                           const char *key)

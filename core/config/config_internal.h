@@ -1,6 +1,7 @@
-/* config_internal.h — the layered store behind dt/config.h, shared by
- * config.c (store, getters), config_load.c (files, environment) and
- * config_validate.c. Not installed. */
+/* config_internal.h — the layered store behind dt/config.h. Owned by
+ * config.c, which defines everything declared here; config_load.c (files,
+ * environment) and config_validate.c (schemas) build on it, so the
+ * dependency runs one way. Not installed. */
 #ifndef DT_CONFIG_INTERNAL_H
 #define DT_CONFIG_INTERNAL_H
 

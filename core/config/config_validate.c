@@ -1,61 +1,14 @@
 /* config_validate.c — every value against its section's schema: unknown
  * sections and keys, wrong types. Each problem is logged with its origin
- * (file:line, variable or option) and what would be valid. */
+ * (file:line, variable or option) and what would be valid. It builds on
+ * the store (config.c, through config_internal.h); the store needs nothing
+ * from here. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <dt/log.h>
 #include "config_internal.h"
-
-static const char *type_expectation(dt_key_type_t type)
-{
-    switch (type) {
-    case DT_KEY_INT: return "is not an integer";
-    case DT_KEY_BOOL:
-        return "is not a boolean (yes/no, true/false, on/off, 1/0)";
-    case DT_KEY_SIZE:
-        return "is not a size (bytes, or a number with K, M, G or T, "
-               "e.g. 25M)";
-    case DT_KEY_DURATION:
-        return "is not a duration (seconds, or a number with ms, s, m or h, "
-               "e.g. 500ms, 30s, 5m)";
-    case DT_KEY_DOUBLE:
-        return "is not a number (e.g. 0.05, 1e-4; no nan or inf)";
-    default: return "is not valid";
-    }
-}
-
-dt_status_t cfg_check_type(const char *section, const cfg_entry_t *e,
-                           dt_key_type_t type)
-{
-    long long i;
-    bool b;
-    uint64_t sz;
-    double d;
-    char **items;
-    size_t n;
-    dt_status_t st = DT_OK;
-    switch (type) {
-    case DT_KEY_INT: st = dt_parse_int(e->value, &i); break;
-    case DT_KEY_BOOL: st = dt_parse_bool(e->value, &b); break;
-    case DT_KEY_SIZE: st = dt_parse_size(e->value, &sz); break;
-    case DT_KEY_DURATION: st = dt_parse_duration(e->value, &d); break;
-    case DT_KEY_DOUBLE: st = dt_parse_double(e->value, &d); break;
-    case DT_KEY_LIST:
-        st = dt_parse_list(e->value, &items, &n);
-        if (st == DT_OK)
-            dt_strv_free(items);
-        return st;
-    case DT_KEY_STRING: return DT_OK;
-    }
-    if (st == DT_OK)
-        return DT_OK;
-    char where[512];
-    dt_error("%s: [%s] %s = '%s' %s", cfg_origin_text(e, where, sizeof where),
-             section, e->key, e->value, type_expectation(type));
-    return DT_ERR_CONFIG;
-}
 
 /* "cluster, train, ..." (malloc'd): sections that have a schema. */
 static char *known_sections(const dt_config_t *cfg)
