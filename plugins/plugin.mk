@@ -2,7 +2,10 @@
 # after setting pkglib_LTLIBRARIES = dt_<kind>_<name>.la.
 AM_CPPFLAGS = -I$(top_srcdir)/include -I$(top_builddir)
 AM_CFLAGS = $(WARN_CFLAGS) -fvisibility=hidden -pthread
-AM_LDFLAGS = -module -avoid-version -shared -no-undefined
+# -Wl,--no-undefined: a plugin that calls a libdt function libdt does not
+# export (one that no installed header declares, core/libdt.sym) fails to
+# link, naming the symbol, instead of failing when a job loads it.
+AM_LDFLAGS = -module -avoid-version -shared -no-undefined -Wl,--no-undefined
 PLUGIN_LIBDT = $(top_builddir)/core/libdt.la
 
 # Link each built module into plugins/modules so an uninstalled dtctl (and
