@@ -18,6 +18,7 @@
 #include <dt/config.h>
 #include <dt/nn.h>
 #include <dt/plugin.h>
+#include <dt/train.h>
 
 #include "data/dataset.h"
 #include "data/sampler.h"
@@ -120,12 +121,6 @@ dt_status_t dt_trainer_guard_step(dt_trainer_t *t, float loss, double lr,
  * so there is always one to go back to. */
 dt_status_t dt_trainer_guard_begin(dt_trainer_t *t);
 
-/* Check the [train] settings without running anything (dtctl does before
- * it starts workers, so errors name the job file's lines). */
-dt_status_t dt_train_check_config(const dt_config_t *cfg, int world);
-
-/* train.c: run the whole job; the worker program's body. cfg holds the
- * job's configuration (from the environment dtctl set). */
-dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy);
+/* dt_train_check_config, dt_train_run: the public dt/train.h. */
 
 #endif /* DT_TRAIN_H */
