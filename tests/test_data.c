@@ -8,7 +8,9 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #ifdef DT_HAVE_ZLIB
 #include <zlib.h>
@@ -236,6 +238,41 @@ static void test_idx_truncated_and_trailing(void **state)
     free(log);
 }
 
+/* A 13-byte file whose header claims 2 GiB (0x8000 x 0x10000 bytes): the
+ * reader must find it truncated without asking for the claimed size. A
+ * child under a 512 MiB address-space limit reads it: an allocation of
+ * the claim would fail there (DT_ERR_NOMEM) instead of the clear error. */
+static void test_idx_huge_claim_tiny_file(void **state)
+{
+    (void)state;
+    const unsigned char file[13] = {0, 0, 0x08, 2, 0, 0, 0x80, 0,
+                                    0, 1, 0, 0, 42};
+    write_bytes(path_of("huge"), file, sizeof file);
+    capture_t c;
+    capture_begin(&c);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit lim = {512u << 20, 512u << 20};
+        if (setrlimit(RLIMIT_AS, &lim) != 0)
+            _exit(3);
+        dt_idx_t x;
+        dt_status_t st = dt_idx_read(path_of("huge"), &x);
+        fflush(stderr);
+        _exit(st == DT_ERR_INVALID ? 0 : st == DT_ERR_NOMEM ? 2 : 1);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    char *log = capture_end(&c);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_non_null(strstr(log, "huge: truncated: the header announces "
+                                "32768x65536 elements (2147483648 bytes of "
+                                "data) but the file ends after 1"));
+    assert_null(strstr(log, "cannot allocate"));
+    free(log);
+}
+
 static void test_idx_mismatched_pair(void **state)
 {
     (void)state;
@@ -450,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_idx_int32_byte_order),
         cmocka_unit_test(test_idx_bad_header),
         cmocka_unit_test(test_idx_truncated_and_trailing),
+        cmocka_unit_test(test_idx_huge_claim_tiny_file),
         cmocka_unit_test(test_idx_mismatched_pair),
 #ifdef DT_HAVE_ZLIB
         cmocka_unit_test(test_idx_gzip),

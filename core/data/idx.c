@@ -103,6 +103,40 @@ static void dims_text(const dt_idx_t *x, char *buf, size_t len)
                                 x->dims[i]);
 }
 
+/* Read the `bytes` the header announces into a buffer that grows with
+ * what actually arrives (first IDX_FIRST_CHUNK, then doubling): a header
+ * that claims more than the file holds costs at most twice the file's
+ * data, never the claimed size (a 13-byte file once asked for 2 GiB).
+ * The source may be gzip, whose uncompressed size is not known up front,
+ * so the file's size is not asked; the reading itself is the check.
+ * *got < bytes: the file ended early (the caller says so). */
+#define IDX_FIRST_CHUNK ((size_t)1 << 20)
+
+static dt_status_t read_data(dt_byte_source_t *src, const char *path,
+                             size_t bytes, void **data, size_t *got)
+{
+    size_t cap = bytes < IDX_FIRST_CHUNK ? bytes : IDX_FIRST_CHUNK;
+    *got = 0;
+    *data = malloc(cap ? cap : 1); /* freed by the caller, also on errors */
+    for (;;) {
+        if (!*data) {
+            dt_error("%s: cannot allocate %zu bytes for its data", path, cap);
+            return DT_ERR_NOMEM;
+        }
+        size_t n;
+        DT_CHECK(dt_byte_source_read(src, (char *)*data + *got, cap - *got,
+                                     &n));
+        *got += n;
+        if (*got < cap || cap == bytes)
+            return DT_OK; /* the file ended, or all announced data is in */
+        cap = bytes - cap < cap ? bytes : 2 * cap;
+        void *grown = realloc(*data, cap);
+        if (!grown)
+            free(*data);
+        *data = grown;
+    }
+}
+
 dt_status_t dt_idx_read(const char *path, dt_idx_t *out)
 {
     dt_byte_source_t *src = NULL;
@@ -114,13 +148,7 @@ dt_status_t dt_idx_read(const char *path, dt_idx_t *out)
         goto out;
     size_t esize = dt_idx_type_size(out->type);
     size_t bytes = out->count * esize, got;
-    out->data = malloc(bytes ? bytes : 1);
-    if (!out->data) {
-        dt_error("%s: cannot allocate %zu bytes for its data", path, bytes);
-        st = DT_ERR_NOMEM;
-        goto out;
-    }
-    if ((st = dt_byte_source_read(src, out->data, bytes, &got)) != DT_OK)
+    if ((st = read_data(src, path, bytes, &out->data, &got)) != DT_OK)
         goto out;
     char dims[96];
     dims_text(out, dims, sizeof dims);
