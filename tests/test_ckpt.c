@@ -419,6 +419,29 @@ static void test_unwritable_dir(void **state)
     free(log);
 }
 
+/* The file's mode is 0666 less the umask, as for metrics and TensorBoard
+ * files: umask 077 gives 0600, umask 022 gives 0644 (a fixed fchmod 0644
+ * once made every checkpoint world-readable). */
+static void test_mode_follows_umask(void **state)
+{
+    (void)state;
+    const mode_t masks[] = {077, 022, 027};
+    const mode_t want[] = {0600, 0644, 0640};
+    for (int i = 0; i < 3; i++) {
+        clear_dir();
+        mode_t old = umask(masks[i]);
+        dt_ckpt_section_t one = {.tag = 1, .len = 1, .data = "x"};
+        char *path = NULL;
+        dt_status_t st = dt_ckpt_write(dir, 1, &one, 1, 0, &path);
+        umask(old);
+        assert_int_equal(st, DT_OK);
+        struct stat sb;
+        assert_int_equal(stat(path, &sb), 0);
+        assert_int_equal(sb.st_mode & 07777, want[i]);
+        free(path);
+    }
+}
+
 int main(void)
 {
     *(void **)&real_fsync = dlsym(RTLD_NEXT, "fsync");
@@ -436,6 +459,7 @@ int main(void)
         cmocka_unit_test(test_corrupt_byte_uses_previous),
         cmocka_unit_test(test_truncated_and_foreign),
         cmocka_unit_test(test_unwritable_dir),
+        cmocka_unit_test(test_mode_follows_umask),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

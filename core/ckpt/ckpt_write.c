@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -198,6 +199,32 @@ static void prune(const char *dir, int keep)
     free(names);
 }
 
+/* mkstemp's unique name, but created with mode 0666 so the umask decides
+ * who may read the checkpoint, as for metrics and TensorBoard files
+ * (mkstemp makes 0600; a fixed fchmod ignored the umask and could make a
+ * model world-readable). `tmpl` ends in XXXXXX, replaced here. */
+static int create_tmp(char *tmpl)
+{
+    static const char chars[] = "abcdefghijklmnopqrstuvwxyz"
+                                "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    size_t n = strlen(tmpl);
+    if (n < 6 || strcmp(tmpl + n - 6, "XXXXXX") != 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    for (int attempt = 0; attempt < 100; attempt++) {
+        unsigned char r[6];
+        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+            return -1;
+        for (int i = 0; i < 6; i++)
+            tmpl[n - 6 + i] = chars[r[i] % (sizeof chars - 1)];
+        int fd = open(tmpl, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1;
+}
+
 dt_status_t dt_ckpt_write(const char *dir, uint64_t step,
                           const dt_ckpt_section_t *secs, size_t nsecs,
                           int keep, char **path)
@@ -218,13 +245,12 @@ dt_status_t dt_ckpt_write(const char *dir, uint64_t step,
              dir, (unsigned long long)step);
     snprintf(tmp, sizeof tmp, "%s/" CKPT_TMP_PREFIX "%012llu.XXXXXX", dir,
              (unsigned long long)step);
-    w.fd = mkstemp(tmp);
+    w.fd = create_tmp(tmp);
     if (w.fd < 0) {
         dt_error("%s: cannot create a checkpoint file there: %s (check "
                  "[train] checkpoint_dir)", dir, strerror(errno));
         return DT_ERR_IO;
     }
-    fchmod(w.fd, 0644);
     if (!(w.md = EVP_MD_CTX_new()) ||
         EVP_DigestInit_ex(w.md, EVP_sha256(), NULL) != 1) {
         st = DT_ERR_NOMEM;
