@@ -617,6 +617,47 @@ static void test_garbage_dropped(void **state)
     assert_store_serves(f, "after-garbage");
 }
 
+static int count_lines_with(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)) != NULL; p++)
+        n++;
+    return n;
+}
+
+/* A flood of garbage connections: the first few are logged one by one,
+ * the rest summed up (count and addresses) in one line, here at stop;
+ * 3,000 of them once printed 3,001 lines. */
+static void test_garbage_flood_summarized(void **state)
+{
+    (void)state;
+    enum { FLOOD = 300 };
+    fixture_t f;
+    assert_int_equal(dt_token_generate(f.token), DT_OK);
+    assert_int_equal(dt_store_server_start("127.0.0.1", 0, f.token, &f.srv),
+                     DT_OK);
+    snprintf(f.where, sizeof f.where, "127.0.0.1:%d",
+             dt_store_server_port(f.srv));
+    capture_t cap;
+    capture_begin(&cap);
+    for (int i = 0; i < FLOOD; i++) {
+        int fd = raw_connect(&f);
+        const char *http = "GET / HTTP/1.1\r\n\r\n";
+        send(fd, http, strlen(http), MSG_NOSIGNAL);
+        assert_true(closed_by_server(fd));
+        close(fd);
+    }
+    assert_store_serves(&f, "after-flood");
+    dt_store_server_stop(f.srv);
+    char *log = capture_end(&cap);
+    int lines = count_lines_with(log, "\n");
+    assert_int_equal(count_lines_with(log, "dropped connection from"), 10);
+    assert_true(lines <= 10 + 3); /* and a summary every 10 s at most */
+    assert_non_null(strstr(log, "(300 in all since the store started) "
+                                "from 127.0.0.1;"));
+    free(log);
+}
+
 static void test_silent_client_does_not_stall(void **state)
 {
     fixture_t *f = *state;
@@ -777,6 +818,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wrong_client_proof_dropped,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbage_dropped, setup, teardown),
+        cmocka_unit_test(test_garbage_flood_summarized),
         cmocka_unit_test_setup_teardown(test_silent_client_does_not_stall,
                                         setup, teardown),
         cmocka_unit_test(test_handshake_deadline),

@@ -34,10 +34,18 @@
 #define OUT_HIGH_WATER (64 * 1024) /* stop serving a client that won't read */
 #define INITIAL_IN_CAP 512
 
+/* Unauthenticated connections: how many are logged one by one, then how
+ * often the rest are summed up in one line (and how many addresses it
+ * names). 3,000 garbage connections once printed 3,001 lines. */
+#define STRANGERS_LOGGED 10
+#define STRANGERS_INTERVAL 10.0
+#define STRANGER_ADDRS 8
+
 typedef enum conn_state { CS_HELLO, CS_PROOF, CS_READY } conn_state_t;
 typedef enum pending_kind { PEND_NONE, PEND_GET, PEND_BARRIER } pending_kind_t;
 
 typedef struct conn {
+    dt_store_server_t *srv;
     int fd;
     int dead;
     conn_state_t state;
@@ -75,6 +83,15 @@ struct dt_store_server {
                                  requests can now be handled               */
     double accept_paused;     /* out of fds: no accept() before this time */
     int fd_warned;            /* said so once, until an accept succeeds    */
+    /* Strangers (connections dropped before they authenticated, and
+     * connections refused): the first STRANGERS_LOGGED are logged one by
+     * one, the rest summed up once per STRANGERS_INTERVAL and at stop. */
+    long long strangers;      /* in all                                    */
+    long long quiet;          /* not logged yet                            */
+    double quiet_since;       /* first of them; 0: none                    */
+    char quiet_addr[STRANGER_ADDRS][64]; /* distinct addresses among them */
+    int quiet_naddr;
+    long long quiet_other;    /* of addresses beyond quiet_addr            */
 };
 
 /* ---- connections ------------------------------------------------------ */
@@ -90,12 +107,70 @@ static void conn_free(conn_t *c)
     free(c);
 }
 
+/* One line for the strangers not logged since the last one. */
+static void strangers_summary(dt_store_server_t *s, double now)
+{
+    if (!s->quiet)
+        return;
+    char from[STRANGER_ADDRS * 66 + 64] = "";
+    size_t off = 0;
+    for (int i = 0; i < s->quiet_naddr; i++)
+        off += (size_t)snprintf(from + off, sizeof from - off, "%s%s",
+                                i ? ", " : "", s->quiet_addr[i]);
+    if (s->quiet_other)
+        snprintf(from + off, sizeof from - off, " and %lld more",
+                 s->quiet_other);
+    dt_warn("rendezvous store: dropped or refused %lld more unauthenticated "
+            "connection%s in the last %.0f s (%lld in all since the store "
+            "started) from %s; they do not know the job token (a port "
+            "scanner, or a client of another job?)",
+            s->quiet, s->quiet == 1 ? "" : "s", now - s->quiet_since,
+            s->strangers, from);
+    s->quiet = 0;
+    s->quiet_since = 0;
+    s->quiet_naddr = 0;
+    s->quiet_other = 0;
+}
+
+/* A connection dropped before it authenticated (or refused): log the
+ * first few with their reason, count the rest by address. */
+static void stranger(dt_store_server_t *s, const char *addr,
+                     const char *what, const char *why)
+{
+    if (++s->strangers <= STRANGERS_LOGGED) {
+        dt_warn("rendezvous store: %s %s: %s%s", what, addr, why,
+                s->strangers == STRANGERS_LOGGED
+                    ? " (further unauthenticated connections are summed "
+                      "up in one line every 10 s)"
+                    : "");
+        return;
+    }
+    if (!s->quiet++)
+        s->quiet_since = dt_clock_now();
+    /* The address without its port: "10.0.0.7:51234" -> "10.0.0.7". */
+    char host[64];
+    snprintf(host, sizeof host, "%s", addr);
+    char *colon = strrchr(host, ':');
+    if (colon)
+        *colon = '\0';
+    for (int i = 0; i < s->quiet_naddr; i++)
+        if (strcmp(s->quiet_addr[i], host) == 0)
+            return;
+    if (s->quiet_naddr < STRANGER_ADDRS)
+        memcpy(s->quiet_addr[s->quiet_naddr++], host, sizeof host);
+    else
+        s->quiet_other++;
+}
+
 static void drop(conn_t *c, dt_log_level_t level, const char *why)
 {
     if (c->dead)
         return;
-    dt_log(level, "rendezvous store: dropped connection from %s: %s", c->addr,
-           why);
+    if (level == DT_LOG_WARN && c->state != CS_READY && c->srv)
+        stranger(c->srv, c->addr, "dropped connection from", why);
+    else
+        dt_log(level, "rendezvous store: dropped connection from %s: %s",
+               c->addr, why);
     c->dead = 1;
 }
 
@@ -509,8 +584,10 @@ static void accept_all(dt_store_server_t *s)
         getnameinfo((struct sockaddr *)&sa, salen, host, sizeof host, serv,
                     sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV);
         if (s->nconns >= MAX_CONNS) {
-            dt_warn("rendezvous store: refused %s:%s: already %d connections",
-                    host, serv, MAX_CONNS);
+            char addr[96], why[64];
+            snprintf(addr, sizeof addr, "%s:%s", host, serv);
+            snprintf(why, sizeof why, "already %d connections", MAX_CONNS);
+            stranger(s, addr, "refused", why);
             close(fd);
             continue;
         }
@@ -537,6 +614,7 @@ static void accept_all(dt_store_server_t *s)
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         s->fd_warned = 0;
+        c->srv = s;
         c->fd = fd;
         c->in_cap = INITIAL_IN_CAP;
         c->hs_deadline = dt_clock_now() + s->hs_seconds;
@@ -606,6 +684,8 @@ static void *server_main(void *arg)
     size_t pfd_cap = 0;
     for (;;) {
         expire(s, dt_clock_now());
+        if (s->quiet && dt_clock_now() >= s->quiet_since + STRANGERS_INTERVAL)
+            strangers_summary(s, dt_clock_now());
         /* Answering one client can release others with queued requests. */
         do {
             s->released = 0;
@@ -629,6 +709,8 @@ static void *server_main(void *arg)
             s->accept_paused = 0;
         if (s->accept_paused && (!next || s->accept_paused < next))
             next = s->accept_paused;
+        if (s->quiet && (!next || s->quiet_since + STRANGERS_INTERVAL < next))
+            next = s->quiet_since + STRANGERS_INTERVAL;
         pfd[1] = (struct pollfd){.fd = s->accept_paused ? -1 : s->listen_fd,
                                  .events = POLLIN};
         for (size_t i = 0; i < s->nconns; i++) {
@@ -797,6 +879,7 @@ void dt_store_server_stop(dt_store_server_t *s)
     while (write(s->wake[1], &byte, 1) < 0 && errno == EINTR)
         ;
     pthread_join(s->thread, NULL);
+    strangers_summary(s, dt_clock_now());
     for (size_t i = 0; i < s->nconns; i++)
         conn_free(s->conns[i]);
     free(s->conns);
