@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include <dt/config.h>
+#include "config/config_internal.h"
 #include "stderr_capture.h"
 
 /* A temporary ini file with the given text; path in buf (unlinked by the
@@ -619,12 +620,82 @@ static void test_malformed_line(void **state)
     char path[64], expect[200];
     char *err = validate_file("[cluster]\nnp = 2\nthis is not ini\n"
                               "launcher = ssh\n",
-                              NULL, DT_ERR_CONFIG, DT_OK, path, sizeof path);
+                              NULL, DT_ERR_CONFIG, DT_ERR_CONFIG, path,
+                              sizeof path);
     snprintf(expect, sizeof expect,
              "%s:3: cannot parse 'this is not ini'; want 'key = value'",
              path);
     assert_non_null(strstr(err, expect));
+    assert_non_null(strstr(err, "1 configuration problem found"));
     free(err);
+}
+
+static int count_of(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)) != NULL; p++)
+        n++;
+    return n;
+}
+
+/* A file whose bytes include an escape sequence, a bell and bytes that
+ * are not UTF-8: the errors show them as \xNN (the terminal never gets
+ * them), UTF-8 text stays as it is, and the summary counts every error
+ * printed, the unparsable line included (it once said "1 configuration
+ * problem found" under 2 errors). */
+static void test_errors_escape_and_count(void **state)
+{
+    (void)state;
+    char path[64], expect[256];
+    char *err = validate_file("[cluster]\n"
+                              "np = \x1b[31mred\x07\n"
+                              "k\x1b]0;title\x07" "ey = 1\n"
+                              "this \x1b[2J is not ini\n"
+                              "workdir = caf\xc3\xa9\n"
+                              "[transport.tcp]\n"
+                              "nodelay = \xff\xc2\x9b\n",
+                              NULL, DT_ERR_CONFIG, DT_ERR_CONFIG, path,
+                              sizeof path);
+    assert_null(strchr(err, '\x1b'));
+    assert_null(strchr(err, '\x07'));
+    assert_null(strchr(err, '\xff'));
+    assert_null(strstr(err, "\xc2\x9b"));
+    snprintf(expect, sizeof expect,
+             "%s:2: [cluster] np = '\\x1b[31mred\\x07' is not an integer",
+             path);
+    assert_non_null(strstr(err, expect));
+    snprintf(expect, sizeof expect,
+             "%s:3: unknown key 'k\\x1b]0;title\\x07ey' in [cluster]", path);
+    assert_non_null(strstr(err, expect));
+    snprintf(expect, sizeof expect, "%s:4: cannot parse 'this \\x1b[2J is not ini'",
+             path);
+    assert_non_null(strstr(err, expect));
+    snprintf(expect, sizeof expect,
+             "%s:7: [transport.tcp] nodelay = '\\xff\\xc2\\x9b' is not a "
+             "boolean",
+             path);
+    assert_non_null(strstr(err, expect));
+    /* 4 errors, 4 in the summary */
+    assert_int_equal(count_of(err, "error: "), 5);
+    assert_non_null(strstr(err, "4 configuration problems found"));
+    free(err);
+}
+
+static void test_printable(void **state)
+{
+    (void)state;
+    char buf[16];
+    assert_string_equal(dt_config_printable("plain", buf, sizeof buf), "plain");
+    assert_string_equal(dt_config_printable("a\tb\x7f", buf, sizeof buf),
+                        "a\\x09b\\x7f");
+    assert_string_equal(dt_config_printable("\xc3\xa9\xe2\x82\xac", buf, sizeof buf),
+                        "\xc3\xa9\xe2\x82\xac");
+    /* overlong and cut sequences are not UTF-8 */
+    char big[64];
+    assert_string_equal(dt_config_printable("\xc0\xaf\xe2\x82", big, sizeof big),
+                        "\\xc0\\xaf\\xe2\\x82");
+    assert_string_equal(dt_config_printable("0123456789abcdefgh", buf, sizeof buf),
+                        "0123456789ab...");
 }
 
 static void test_long_line(void **state)
@@ -849,6 +920,8 @@ int main(void)
         cmocka_unit_test(test_key_outside_section),
         cmocka_unit_test(test_wrong_types),
         cmocka_unit_test(test_malformed_line),
+        cmocka_unit_test(test_errors_escape_and_count),
+        cmocka_unit_test(test_printable),
         cmocka_unit_test(test_long_line),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_plugin_lookup),

@@ -67,15 +67,76 @@ char *cfg_key_names(const dt_key_spec_t *schema)
     return s;
 }
 
+/* Length of the valid UTF-8 sequence at s that is no control character
+ * (C1, U+0080-U+009F, included), 0 if there is none. */
+static size_t utf8_printable(const unsigned char *s)
+{
+    size_t n;
+    unsigned min;
+    unsigned cp;
+    if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+        n = 2, min = 0x80, cp = s[0] & 0x1f;
+    } else if ((s[0] & 0xf0) == 0xe0) {
+        n = 3, min = 0x800, cp = s[0] & 0x0f;
+    } else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+        n = 4, min = 0x10000, cp = s[0] & 0x07;
+    } else {
+        return 0;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ||
+        (cp >= 0x80 && cp <= 0x9f))
+        return 0;
+    return n;
+}
+
+const char *dt_config_printable(const char *text, char *buf, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)(text ? text : "");
+    size_t o = 0;
+    if (len == 0)
+        return buf;
+    while (*s) {
+        size_t n = *s >= 0x20 && *s < 0x7f ? 1
+                   : *s >= 0x80     ? utf8_printable(s)
+                                    : 0;
+        size_t need = n ? n : 4;
+        if (o + need + 4 > len) { /* keep room for "..." and the NUL */
+            if (o + 4 <= len) {
+                memcpy(buf + o, "...", 3);
+                o += 3;
+            }
+            break;
+        }
+        if (n) {
+            memcpy(buf + o, s, n);
+            o += n;
+            s += n;
+        } else {
+            snprintf(buf + o, 5, "\\x%02x", *s);
+            o += 4;
+            s++;
+        }
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
 const char *cfg_origin_text(const cfg_entry_t *e, char *buf, size_t len)
 {
+    char w[CFG_PRINTABLE_MAX];
+    dt_config_printable(e->where, w, sizeof w);
     switch (e->src) {
     case DT_SRC_CLUSTER_FILE:
-    case DT_SRC_JOB_FILE: snprintf(buf, len, "%s", e->where); break;
+    case DT_SRC_JOB_FILE: snprintf(buf, len, "%s", w); break;
     case DT_SRC_ENV:
-        snprintf(buf, len, "environment variable %s", e->where);
+        snprintf(buf, len, "environment variable %s", w);
         break;
-    case DT_SRC_CLI: snprintf(buf, len, "option %s", e->where); break;
+    case DT_SRC_CLI: snprintf(buf, len, "option %s", w); break;
     default: snprintf(buf, len, "built-in default"); break;
     }
     return buf;
@@ -143,9 +204,18 @@ dt_status_t dt_config_set(dt_config_t *cfg, const char *section,
     if (e && e->src == src &&
         (src == DT_SRC_CLUSTER_FILE || src == DT_SRC_JOB_FILE) &&
         same_file(e->where, where))
+    {
+        char pw[CFG_PRINTABLE_MAX], ps[CFG_PRINTABLE_MAX],
+            pk[CFG_PRINTABLE_MAX], pf[CFG_PRINTABLE_MAX],
+            pv[CFG_PRINTABLE_MAX];
         dt_warn("%s: [%s] %s is set again (first at %s); the later value "
                 "'%s' wins",
-                where, section, key, e->where, value);
+                dt_config_printable(where, pw, sizeof pw),
+                dt_config_printable(section, ps, sizeof ps),
+                dt_config_printable(key, pk, sizeof pk),
+                dt_config_printable(e->where, pf, sizeof pf),
+                dt_config_printable(value, pv, sizeof pv));
+    }
     char *v = strdup(value), *w = strdup(where), *k = e ? NULL : strdup(key);
     if (!v || !w || (!e && !k)) {
         free(v);
@@ -271,9 +341,11 @@ dt_status_t dt_config_set_assignment(dt_config_t *cfg, const char *assignment,
     while (v0 && (*v0 == ' ' || *v0 == '\t'))
         v0++;
     if (!eq || !dot || s1 == s0 || k1 == k0) {
+        char pa[CFG_PRINTABLE_MAX];
         dt_error("--set '%s': want SECTION.KEY=VALUE, e.g. --set cluster.np=4 "
                  "or --set transport.tcp.timeout=5s",
-                 assignment);
+                 dt_config_printable(assignment, pa, sizeof pa));
+        cfg->load_problems++;
         return DT_ERR_CONFIG;
     }
     char *section = strndup(s0, (size_t)(s1 - s0));
@@ -375,9 +447,12 @@ dt_status_t cfg_check_type(const char *section, const cfg_entry_t *e,
     }
     if (st == DT_OK)
         return DT_OK;
-    char where[512];
+    char where[512], ps[CFG_PRINTABLE_MAX], pk[CFG_PRINTABLE_MAX],
+        pv[CFG_PRINTABLE_MAX];
     dt_error("%s: [%s] %s = '%s' %s", cfg_origin_text(e, where, sizeof where),
-             section, e->key, e->value, type_expectation(type));
+             dt_config_printable(section, ps, sizeof ps),
+             dt_config_printable(e->key, pk, sizeof pk),
+             dt_config_printable(e->value, pv, sizeof pv), type_expectation(type));
     return DT_ERR_CONFIG;
 }
 

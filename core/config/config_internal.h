@@ -25,12 +25,23 @@ typedef struct cfg_section {
 struct dt_config {
     cfg_section_t **sections; /* registration/appearance order */
     size_t n, cap;
+    /* Problems found while loading (unparsable or too long lines, bad
+     * --set), already logged: dt_config_validate counts them in its
+     * summary, so the count matches the errors printed above it. */
+    int load_problems;
 };
 
 cfg_section_t *cfg_find_section(const dt_config_t *cfg, const char *name);
 cfg_entry_t *cfg_find_entry(const cfg_section_t *sec, const char *key);
 const dt_key_spec_t *cfg_find_spec(const dt_key_spec_t *schema,
                                    const char *key);
+/* Text from a file, the environment or the command line made safe to
+ * echo to a terminal: control bytes, DEL, C1 controls and bytes that are
+ * not UTF-8 become \xNN (so an escape sequence in a file is shown, not
+ * run). Written into buf (truncated with "..." when it does not fit);
+ * returns buf. */
+#define CFG_PRINTABLE_MAX 1024
+const char *dt_config_printable(const char *s, char *buf, size_t len);
 /* "file:line", "environment variable DT_X", "option --set", ...: the prefix
  * of a message about this entry, written into buf. */
 const char *cfg_origin_text(const cfg_entry_t *e, char *buf, size_t len);

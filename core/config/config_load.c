@@ -50,9 +50,10 @@ static char *read_line(char *str, int num, void *stream)
     size_t len = strlen(s), text = strcspn(s, "\r\n");
     /* inih needs room for "\r\n" and the NUL after the text. */
     if (text + 3 > (size_t)num || len + 1 > (size_t)num) {
+        char pp[CFG_PRINTABLE_MAX];
         dt_error("%s:%d: line is longer than %d characters; shorten it "
                  "(a long list can be split with --set or a hostfile)",
-                 r->path, r->line, num - 3);
+                 dt_config_printable(r->path, pp, sizeof pp), r->line, num - 3);
         r->problems++;
         s = "\n";
         len = 1;
@@ -133,13 +134,15 @@ dt_status_t dt_config_load_file(dt_config_t *cfg, const char *path,
         return DT_ERR_IO;
     }
     if (rc > 0) {
-        char text[160];
+        char text[160], pt[CFG_PRINTABLE_MAX], pp[CFG_PRINTABLE_MAX];
         quote_line(path, rc, text, sizeof text);
         dt_error("%s:%d: cannot parse '%s'; want 'key = value', '[section]' "
                  "or a comment starting with '#' or ';'",
-                 path, rc, text);
+                 dt_config_printable(path, pp, sizeof pp), rc,
+                 dt_config_printable(text, pt, sizeof pt));
         r.problems++;
     }
+    cfg->load_problems += r.problems;
     if (r.fail != DT_OK)
         return r.fail;
     return r.problems ? DT_ERR_CONFIG : DT_OK;
@@ -254,9 +257,12 @@ void dt_config_check_env(const dt_config_t *cfg, char *const *envp)
                 if (longer)
                     continue;
                 char *names = cfg_key_names(sec->schema);
-                dt_warn("environment variable %.*s matches no key of [%s] "
+                char pe[CFG_PRINTABLE_MAX], name[256];
+                snprintf(name, sizeof name, "%.*s", (int)len, *e);
+                dt_warn("environment variable %s matches no key of [%s] "
                         "and is ignored; valid keys: %s",
-                        (int)len, *e, sec->name, names ? names : "?");
+                        dt_config_printable(name, pe, sizeof pe), sec->name,
+                        names ? names : "?");
                 free(names);
             }
         }

@@ -30,14 +30,14 @@ static char *known_sections(const dt_config_t *cfg)
 static int check_section(dt_config_t *cfg, cfg_section_t *sec,
                          dt_schema_lookup_fn lookup, void *arg)
 {
-    char where[512];
+    char where[512], pk[CFG_PRINTABLE_MAX], ps[CFG_PRINTABLE_MAX];
     int problems = 0;
     if (!sec->schema && sec->n && !*sec->name) {
         for (size_t j = 0; j < sec->n; j++)
             dt_error("%s: '%s' is not under any [section]; put it under "
                      "the section it belongs to, e.g. [cluster]",
                      cfg_origin_text(&sec->entries[j], where, sizeof where),
-                     sec->entries[j].key);
+                     dt_config_printable(sec->entries[j].key, pk, sizeof pk));
         return (int)sec->n;
     }
     if (!sec->schema && lookup) {
@@ -54,7 +54,7 @@ static int check_section(dt_config_t *cfg, cfg_section_t *sec,
                  sec->n ? cfg_origin_text(&sec->entries[0], where,
                                           sizeof where)
                         : "configuration",
-                 sec->name, known ? known : "?");
+                 dt_config_printable(sec->name, ps, sizeof ps), known ? known : "?");
         free(known);
         return 1;
     }
@@ -64,8 +64,10 @@ static int check_section(dt_config_t *cfg, cfg_section_t *sec,
         if (!spec) {
             char *names = cfg_key_names(sec->schema);
             dt_error("%s: unknown key '%s' in [%s]; valid keys: %s",
-                     cfg_origin_text(e, where, sizeof where), e->key,
-                     sec->name, names ? names : "?");
+                     cfg_origin_text(e, where, sizeof where),
+                     dt_config_printable(e->key, pk, sizeof pk),
+                     dt_config_printable(sec->name, ps, sizeof ps),
+                     names ? names : "?");
             free(names);
             problems++;
         } else if (cfg_check_type(sec->name, e, spec->type) != DT_OK) {
@@ -80,7 +82,9 @@ dt_status_t dt_config_validate(dt_config_t *cfg, dt_schema_lookup_fn lookup,
 {
     if (!cfg)
         return DT_ERR_INVALID;
-    int problems = 0;
+    /* Problems found while loading count too: the summary's number is the
+     * number of errors printed above it. */
+    int problems = cfg->load_problems;
     /* Index loop: a lookup may register schemas but never adds sections. */
     for (size_t i = 0; i < cfg->n; i++)
         problems += check_section(cfg, cfg->sections[i], lookup, arg);
