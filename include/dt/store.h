@@ -47,6 +47,27 @@ dt_status_t dt_store_barrier(dt_store_t *s, const char *name, int n,
                              double timeout);
 void dt_store_close(dt_store_t *s);
 
+/* ---- the job's failure record ------------------------------------------
+ * Which rank failed first, as the workers found it, so that every rank
+ * and dtctl (its final line and exit status) name the same root cause.
+ * A transport (or the core's shared-memory collectives) that finds a peer
+ * dead or hung records it before it fails; the first record wins (an
+ * atomic add elects its writer), later ones are ignored. Keys: "dt/culprit"
+ * = "RANK DETECTOR HOW", "dt/culprit/votes". HOW: "exited" (the peer
+ * closed its connections or its process is gone), "hung" (alive but
+ * silent for the timeout: stopped, hung, unreachable), "error" (it sent
+ * something wrong). */
+#define DT_CULPRIT_HOW_MAX 16
+/* Record rank as the root cause, found by detector (first record wins);
+ * DT_OK also when another record was there first. */
+dt_status_t dt_store_culprit_record(dt_store_t *s, int rank, int detector,
+                                    const char *how);
+/* The record, waiting up to timeout seconds for one whose writer was
+ * elected but has not written yet; DT_ERR_NOT_FOUND when nobody recorded
+ * one. how: DT_CULPRIT_HOW_MAX bytes. */
+dt_status_t dt_store_culprit_get(dt_store_t *s, double timeout, int *rank,
+                                 int *detector, char *how);
+
 /* ---- server (dtctl) --------------------------------------------------- */
 typedef struct dt_store_server dt_store_server_t;
 

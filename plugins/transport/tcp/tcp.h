@@ -135,6 +135,13 @@ typedef struct tcp_ctx {
     dt_status_t failed;   /* sticky: after a peer failure nothing works */
     int failed_rank;
     double last_activity; /* monotonic seconds of the last byte moved */
+    /* Whom this rank waits on, in the store while a wait is blocked
+     * longer than wait_note_after (tcp_cause.c): a waiting rank is not
+     * silent, so a timeout can follow the chain of waits to the rank
+     * that went silent first. */
+    double wait_note_after;
+    int wait_noted;       /* a record "waiting on P" is in the store */
+    long long wait_seq;   /* refreshes so far: a live waiter's record moves */
     struct pollfd *pfds;
     tcp_sock_t **pfd_sock;
 } tcp_ctx_t;
@@ -148,7 +155,19 @@ void tcp_close_all(tcp_ctx_t *c);
  * store holds (or this call records, for suspect >= 0: first writer wins)
  * the job's root cause; 0 when unknown (no store, or it failed). Bounded:
  * waits at most a couple of seconds, never on a store that is gone. */
-int tcp_cause_resolve(tcp_ctx_t *c, int suspect, int *failed, int *detector);
+int tcp_cause_resolve(tcp_ctx_t *c, int suspect, const char *how,
+                      int *failed, int *detector);
+/* A blocked wait says whom it waits on (and refreshes it); a wait that
+ * ends without a failure clears it. Store errors are ignored. */
+void tcp_wait_note(tcp_ctx_t *c, int peer);
+void tcp_wait_clear(tcp_ctx_t *c);
+/* The rank that went silent first, from `peer` (the rank this one timed
+ * out on): follow the recorded waits (peer waits on q, q on r, ...) to the
+ * rank that waits on nobody; a cycle (a stale record of a rank stopped
+ * while it waited) ends at the member whose record stopped moving. The
+ * chain as text ("2 -> 1 -> 0") goes into chain. Bounded: a few store
+ * calls and at most about 2 * wait_note_after of waiting. */
+int tcp_silent_root(tcp_ctx_t *c, int peer, char *chain, size_t len);
 
 /* tcp_io.c: milliseconds left until a deadline (0: past it). */
 int tcp_ms_until(double deadline);

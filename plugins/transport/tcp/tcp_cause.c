@@ -16,6 +16,8 @@
  * gone fails at once, and the rank then reports what it saw itself. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include <dt/log.h>
 #include <dt/store.h>
@@ -69,7 +71,8 @@ static int lookup(tcp_ctx_t *c, double wait, int *failed, int *detector)
     return found;
 }
 
-int tcp_cause_resolve(tcp_ctx_t *c, int suspect, int *failed, int *detector)
+int tcp_cause_resolve(tcp_ctx_t *c, int suspect, const char *how,
+                      int *failed, int *detector)
 {
     if (!c->store)
         return 0;
@@ -90,6 +93,11 @@ int tcp_cause_resolve(tcp_ctx_t *c, int suspect, int *failed, int *detector)
         st = dt_store_set(c->store, key, val, (size_t)n);
         if (!store_usable(c, st) || st != DT_OK)
             return 0;
+        /* The job's record for dtctl (first record of any layer wins). */
+        if (dt_store_culprit_record(c->store, suspect, c->rank, how) != DT_OK)
+            dt_debug("tcp: rank %d: could not record rank %d as the job's "
+                     "failure in the store",
+                     c->rank, suspect);
         *failed = suspect;
         *detector = c->rank;
         return 1;
@@ -97,4 +105,131 @@ int tcp_cause_resolve(tcp_ctx_t *c, int suspect, int *failed, int *detector)
     /* Another rank won: its record follows its vote at once. */
     double wait = c->timeout < CAUSE_WAIT_S ? c->timeout : CAUSE_WAIT_S;
     return c->store && lookup(c, wait, failed, detector);
+}
+
+/* ---- who waits on whom --------------------------------------------------- */
+
+static void wait_key(const tcp_ctx_t *c, int rank, char *key, size_t len)
+{
+    snprintf(key, len, "tcp/%lld/wait/%d", c->epoch, rank);
+}
+
+static void wait_put(tcp_ctx_t *c, int peer)
+{
+    if (!c->store)
+        return;
+    char key[96], val[64];
+    wait_key(c, c->rank, key, sizeof key);
+    int n = snprintf(val, sizeof val, "%d %lld", peer, ++c->wait_seq);
+    if (dt_store_set(c->store, key, val, (size_t)n) != DT_OK)
+        c->wait_noted = 0;
+}
+
+void tcp_wait_note(tcp_ctx_t *c, int peer)
+{
+    c->wait_noted = 1;
+    wait_put(c, peer);
+}
+
+void tcp_wait_clear(tcp_ctx_t *c)
+{
+    if (!c->wait_noted)
+        return;
+    c->wait_noted = 0;
+    wait_put(c, -1);
+}
+
+/* 1 with whom `rank` waits on (and its record's sequence number) when it
+ * recorded that it waits; 0: it does not (or no record). */
+static int waits_on(tcp_ctx_t *c, int rank, int *on, long long *seq)
+{
+    char key[96];
+    void *val = NULL;
+    size_t len = 0;
+    if (!c->store)
+        return 0;
+    wait_key(c, rank, key, sizeof key);
+    dt_status_t st = dt_store_get(c->store, key, 0, &val, &len);
+    int p = -1;
+    long long q = 0;
+    char text[64];
+    if (st == DT_OK) {
+        snprintf(text, sizeof text, "%.*s", (int)(len < 63 ? len : 63),
+                 (const char *)val);
+        if (sscanf(text, "%d %lld", &p, &q) != 2)
+            p = -1;
+    }
+    free(val);
+    if (p < 0 || p >= c->size)
+        return 0;
+    *on = p;
+    *seq = q;
+    return 1;
+}
+
+static void nap(double seconds)
+{
+    struct timespec ts = {(time_t)seconds,
+                          (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+/* One walk along the records from peer; returns the end of the chain. */
+static int walk(tcp_ctx_t *c, int peer, char *chain, size_t len)
+{
+    int *next = calloc((size_t)c->size, sizeof *next);
+    long long *seq = calloc((size_t)c->size, sizeof *seq);
+    char *seen = calloc((size_t)c->size, 1);
+    int cur = peer, end = peer;
+    size_t off = (size_t)snprintf(chain, len, "%d", peer);
+    if (!next || !seq || !seen)
+        goto out;
+    for (;;) {
+        int on;
+        if (cur == c->rank || !waits_on(c, cur, &on, &seq[cur])) {
+            end = cur == c->rank ? peer : cur;
+            break;
+        }
+        seen[cur] = 1;
+        next[cur] = on;
+        if (off < len)
+            off += (size_t)snprintf(chain + off, len - off, " -> %d", on);
+        if (!seen[on]) {
+            cur = on;
+            continue;
+        }
+        /* A cycle of waits: one of its records is stale (its rank was
+         * stopped while it waited). Live waiters refresh theirs. */
+        nap(2 * c->wait_note_after);
+        end = peer;
+        int r = on;
+        do {
+            int o;
+            long long q;
+            if (!waits_on(c, r, &o, &q) || q == seq[r]) {
+                end = r;
+                break;
+            }
+            r = next[r];
+        } while (r != on);
+        break;
+    }
+out:
+    free(next);
+    free(seq);
+    free(seen);
+    return end;
+}
+
+int tcp_silent_root(tcp_ctx_t *c, int peer, char *chain, size_t len)
+{
+    snprintf(chain, len, "%d", peer);
+    if (!c->store)
+        return peer;
+    /* A rank at the end may have started to wait only just now, not long
+     * enough to say so: look once it would have. */
+    nap(1.5 * c->wait_note_after);
+    int end = walk(c, peer, chain, len);
+    return c->store ? end : peer;
 }

@@ -123,6 +123,9 @@ static dt_status_t read_config(tcp_ctx_t *c, const dt_config_t *cfg,
     c->bufsize = (size_t)buf;
     c->listen_port = (int)port;
     c->timeout = timeout;
+    /* A wait blocked this long says whom it waits on (tcp_cause.c): well
+     * within the timeout, so that a timed-out rank finds the records. */
+    c->wait_note_after = timeout / 4 < 1.0 ? timeout / 4 : 1.0;
     return DT_OK;
 }
 

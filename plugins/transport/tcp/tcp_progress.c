@@ -175,7 +175,10 @@ static void fail_seen(tcp_ctx_t *c, int peer, dt_status_t st,
     int q = -1, d = -1;
     if (c->failed != DT_OK)
         return;
-    if (tcp_cause_resolve(c, peer, &q, &d) && q != peer) {
+    const char *how = st == DT_ERR_TIMEOUT ? "hung"
+                      : st == DT_ERR_PEER  ? "exited"
+                                           : "error";
+    if (tcp_cause_resolve(c, peer, how, &q, &d) && q != peer) {
         char msg[400];
         if (d == peer)
             snprintf(msg, sizeof msg,
@@ -741,19 +744,30 @@ static void report_timeout(tcp_ctx_t *c, dt_request_t **reqs, size_t n)
             off += (size_t)snprintf(ranks + off, sizeof ranks - off, " %d",
                                     reqs[i]->r.peer);
     }
-    char why[400];
+    char why[600], chain[256];
     int peer = c->rank;
     for (size_t i = 0; i < n; i++)
         if (!reqs[i]->r.complete) {
             peer = reqs[i]->r.peer;
             break;
         }
-    snprintf(why, sizeof why,
-             "rank %d went silent: nothing moved for %.0f s (the "
-             "[transport.tcp] timeout) while waiting on rank(s)%s: they are "
-             "hung, stopped or unreachable",
-             peer, c->timeout, ranks);
-    fail_seen(c, peer, DT_ERR_TIMEOUT, why, "went silent");
+    /* The rank waited on may itself wait on another: name the rank at the
+     * end of the chain, the one that went silent first. */
+    int root = tcp_silent_root(c, peer, chain, sizeof chain);
+    if (root != peer)
+        snprintf(why, sizeof why,
+                 "rank %d went silent: nothing moved for %.0f s (the "
+                 "[transport.tcp] timeout) while this rank waited on "
+                 "rank(s)%s, which wait on it in turn (%s): it is hung, "
+                 "stopped or unreachable",
+                 root, c->timeout, ranks, chain);
+    else
+        snprintf(why, sizeof why,
+                 "rank %d went silent: nothing moved for %.0f s (the "
+                 "[transport.tcp] timeout) while waiting on rank(s)%s: they "
+                 "are hung, stopped or unreachable",
+                 peer, c->timeout, ranks);
+    fail_seen(c, root, DT_ERR_TIMEOUT, why, "went silent");
 }
 
 /* Poll a little before sleeping ([transport.tcp] spin; why and how long:
@@ -790,6 +804,7 @@ dt_status_t tcp_wait(void *ctx, dt_request_t **reqs, size_t n,
             rx_progress(c, &c->peers[r->peer].socks[0]);
     }
     spin_before_sleep(c, reqs, n, start);
+    double note_at = start + c->wait_note_after;
     while (!all_complete(reqs, n) && c->failed == DT_OK) {
         /* -1: a peer is silent for the whole timeout; else a hard limit. */
         double deadline = timeout_ms < 0 ? c->last_activity + c->timeout
@@ -801,8 +816,25 @@ dt_status_t tcp_wait(void *ctx, dt_request_t **reqs, size_t n,
             report_timeout(c, reqs, n);
             break;
         }
+        /* Blocked for a while: say whom this rank waits on, and keep
+         * saying it (a live waiter's record moves; tcp_cause.c). */
+        if (timeout_ms < 0 && c->wait_note_after > 0) {
+            if (dt_clock_now() >= note_at) {
+                for (size_t i = 0; i < n; i++)
+                    if (!reqs[i]->r.complete) {
+                        tcp_wait_note(c, reqs[i]->r.peer);
+                        break;
+                    }
+                note_at = dt_clock_now() + c->wait_note_after;
+            }
+            int until = tcp_ms_until(note_at);
+            if (until < ms)
+                ms = until > 0 ? until : 1;
+        }
         poll_round(c, ms);
     }
+    if (c->failed == DT_OK)
+        tcp_wait_clear(c); /* a failed rank's record stays: it did wait */
     dt_status_t st = DT_OK;
     for (size_t i = 0; i < n; i++) {
         if (reqs[i]->r.st != DT_OK && st == DT_OK)

@@ -1,0 +1,54 @@
+/* store_culprit.c — the job's failure record in the store (dt/store.h):
+ * the first rank to record a culprit is elected by an atomic add, then
+ * writes it; readers wait briefly for an elected writer's record. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dt/store.h>
+
+#define CULPRIT_KEY "dt/culprit"
+#define VOTES_KEY "dt/culprit/votes"
+
+dt_status_t dt_store_culprit_record(dt_store_t *s, int rank, int detector,
+                                    const char *how)
+{
+    if (!s || rank < 0 || !how)
+        return DT_ERR_INVALID;
+    int64_t votes = 0;
+    dt_status_t st = dt_store_add(s, VOTES_KEY, 1, &votes);
+    if (st != DT_OK || votes != 1)
+        return st;
+    char val[64];
+    int n = snprintf(val, sizeof val, "%d %d %.*s", rank, detector,
+                     DT_CULPRIT_HOW_MAX - 1, how);
+    return dt_store_set(s, CULPRIT_KEY, val, (size_t)n);
+}
+
+dt_status_t dt_store_culprit_get(dt_store_t *s, double timeout, int *rank,
+                                 int *detector, char *how)
+{
+    if (!s || !rank || !detector || !how)
+        return DT_ERR_INVALID;
+    int64_t votes = 0;
+    dt_status_t st = dt_store_add(s, VOTES_KEY, 0, &votes);
+    if (st != DT_OK)
+        return st;
+    if (votes <= 0)
+        return DT_ERR_NOT_FOUND;
+    void *val = NULL;
+    size_t len = 0;
+    st = dt_store_get(s, CULPRIT_KEY, timeout, &val, &len);
+    if (st == DT_ERR_TIMEOUT)
+        return DT_ERR_NOT_FOUND;
+    if (st != DT_OK)
+        return st;
+    char text[64], word[DT_CULPRIT_HOW_MAX];
+    snprintf(text, sizeof text, "%.*s", (int)(len < 63 ? len : 63),
+             (const char *)val);
+    free(val);
+    if (sscanf(text, "%d %d %15s", rank, detector, word) != 3 || *rank < 0)
+        return DT_ERR_INVALID;
+    snprintf(how, DT_CULPRIT_HOW_MAX, "%s", word);
+    return DT_OK;
+}
