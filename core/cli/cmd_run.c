@@ -8,6 +8,7 @@
  * 1 any other failure of dtctl itself. */
 #include <stddef.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "output_lines.h"
 #include "plugin/plugin_loader.h"
 #include "run_env.h"
+#include "run_culprit.h"
 #include "run_rendezvous.h"
 #include "run_stage.h"
 #include "run_trainer.h"
@@ -39,6 +41,7 @@ typedef struct run_state {
     void *ctx;
     output_lines_t *lines;
     dt_store_server_t *store;   /* the job's rendezvous store */
+    char rendezvous[160];       /* its "host:port" (DT_RENDEZVOUS) */
 } run_state_t;
 
 static int ends_with(const char *s, const char *suffix)
@@ -115,6 +118,8 @@ static dt_status_t start_rendezvous(run_state_t *s)
     for (char **e = extra; st == DT_OK && *e; e++) {
         char *eq = strchr(*e, '=');
         *eq = '\0';
+        if (strcmp(*e, "DT_RENDEZVOUS") == 0)
+            snprintf(s->rendezvous, sizeof s->rendezvous, "%s", eq + 1);
         st = env_list_addf(&s->common, *e, "%s", eq + 1);
     }
     dt_strv_free(extra);
@@ -210,8 +215,12 @@ static int launch_and_supervise(const dt_cli_t *cli, run_state_t *s)
         code = EXIT_CANNOT_START;
     } else {
         dt_debug("job %s: %d workers started", s->job.job_id, s->np);
-        supervise_args_t sa = {s->ops, s->ctx, s->lines, kill_grace};
+        run_culprit_t rc = {s->rendezvous, s->job.token, &s->hosts,
+                            s->placement, s->np, NULL};
+        supervise_args_t sa = {s->ops, s->ctx, s->lines, kill_grace,
+                               run_culprit_lookup, &rc};
         code = supervise_job(&sa);
+        run_culprit_close(&rc);
     }
     s->ops->fini(s->ctx); /* kills and reaps anything left */
     s->ctx = NULL;

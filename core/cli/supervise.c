@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -14,6 +15,12 @@
  * slipped in just before poll() is noticed. */
 #define TICK_MS 100
 
+/* A worker's end, kept past the launcher's event (host copied). */
+typedef struct ended {
+    dt_worker_exit_t ev;
+    char host[256];
+} ended_t;
+
 typedef struct monitor {
     const supervise_args_t *a;
     int exit_code;
@@ -21,7 +28,46 @@ typedef struct monitor {
     int killed;            /* SIGKILL sent          */
     long long kill_at;     /* when to send SIGKILL  */
     long long give_up_at;  /* when to stop waiting  */
+    /* After a first failure: which failure is the root one? */
+    int deciding;
+    long long decide_at;   /* decide with what is known by then */
+    ended_t first;         /* the first failure seen */
+    int have_culprit;
+    supervise_culprit_t culprit; /* the workers' record */
+    /* Every rank's end so far (hosts stay the launcher's until its fini):
+     * the named rank may have ended before the first failure, e.g. with
+     * code 0 while the others still needed it. */
+    dt_worker_exit_t *ends;
+    char *ended;
+    int nends;
 } monitor_t;
+
+static void note_end(monitor_t *m, const dt_worker_exit_t *ev)
+{
+    if (ev->rank < 0)
+        return;
+    if (ev->rank >= m->nends) {
+        int n = ev->rank + 64;
+        dt_worker_exit_t *e = realloc(m->ends, (size_t)n * sizeof *e);
+        if (e)
+            m->ends = e;
+        char *d = e ? realloc(m->ended, (size_t)n) : NULL;
+        if (!d)
+            return;
+        memset(d + m->nends, 0, (size_t)(n - m->nends));
+        m->ended = d;
+        m->nends = n;
+    }
+    m->ends[ev->rank] = *ev;
+    m->ended[ev->rank] = 1;
+}
+
+/* The named rank's end, if it ended already; else NULL. */
+static const dt_worker_exit_t *end_of(const monitor_t *m, int rank)
+{
+    return rank >= 0 && rank < m->nends && m->ended[rank] ? &m->ends[rank]
+                                                           : NULL;
+}
 
 static void begin_stop(monitor_t *m)
 {
@@ -53,13 +99,133 @@ static void describe(const dt_worker_exit_t *ev, char *who, size_t len)
         snprintf(who, len, "the job on %s", host);
 }
 
+static void keep(ended_t *e, const dt_worker_exit_t *ev)
+{
+    e->ev = *ev;
+    snprintf(e->host, sizeof e->host, "%s", ev->host ? ev->host : "?");
+    e->ev.host = e->host;
+}
+
+static void how_it_ended(const dt_worker_exit_t *ev, char *buf, size_t len)
+{
+    if (ev->signaled)
+        snprintf(buf, len, "was killed by signal %d (%s)", ev->signo,
+                 strsignal(ev->signo));
+    else
+        snprintf(buf, len, "exited with code %d", ev->code);
+}
+
+static int status_of(const dt_worker_exit_t *ev)
+{
+    return ev->signaled ? 128 + ev->signo : ev->code;
+}
+
+/* The root failure is known (root: its end, or NULL for a rank the
+ * workers named that has not ended: hung): say it, and stop the job. */
+static void decide(monitor_t *m, const dt_worker_exit_t *root)
+{
+    const dt_worker_exit_t *first = &m->first.ev;
+    char who[320], how[128], fwho[320], fhow[128];
+    m->deciding = 0;
+    describe(first, fwho, sizeof fwho);
+    how_it_ended(first, fhow, sizeof fhow);
+    if (root) {
+        describe(root, who, sizeof who);
+        how_it_ended(root, how, sizeof how);
+        m->exit_code = status_of(root);
+        if (m->exit_code == 0) {
+            m->exit_code = status_of(first);
+            dt_error("%s left the job early: it exited with code 0 while "
+                     "the others still needed it",
+                     who);
+        } else {
+            dt_error("%s %s", who, how);
+        }
+        if (root->rank != first->rank)
+            dt_info("%s %s after it (it is not the root cause)", fwho, fhow);
+    } else {
+        const supervise_culprit_t *c = &m->culprit;
+        if (strcmp(c->how, "hung") == 0) {
+            m->exit_code = SUPERVISE_EXIT_HUNG;
+            dt_error("rank %d on %s hung: it went silent for the transport's "
+                     "timeout while rank %d waited on it (stopped, hung or "
+                     "unreachable; the workers agree); %s %s after it",
+                     c->rank, c->host, c->detector, fwho, fhow);
+        } else {
+            m->exit_code = status_of(first);
+            dt_error("rank %d on %s failed (%s, as rank %d found; it has "
+                     "not ended yet); %s %s after it",
+                     c->rank, c->host, c->how, c->detector, fwho, fhow);
+        }
+    }
+    dt_info("stopping the other workers (SIGTERM, then SIGKILL after %gs)",
+            m->a->kill_grace);
+    begin_stop(m);
+}
+
+/* A first failure: decide at once when it is the root cause, else wait a
+ * little for the end of the rank that is. */
+static void first_failure(monitor_t *m, const dt_worker_exit_t *ev)
+{
+    keep(&m->first, ev);
+    m->deciding = 1;
+    m->have_culprit = m->a->culprit &&
+                      m->a->culprit(m->a->culprit_arg, &m->culprit) == 1;
+    if (m->have_culprit) {
+        const dt_worker_exit_t *done = end_of(m, m->culprit.rank);
+        if (m->culprit.rank == ev->rank) {
+            decide(m, &m->first.ev);
+        } else if (done) {
+            decide(m, done);
+        } else if (strcmp(m->culprit.how, "hung") == 0) {
+            decide(m, NULL); /* it will not end by itself */
+        } else {
+            m->decide_at = dt_clock_now_ms() + SUPERVISE_ROOT_WAIT_MS;
+        }
+        return;
+    }
+    if (ev->signaled) /* nothing says otherwise: a killed rank is a root */
+        decide(m, &m->first.ev);
+    else
+        m->decide_at = dt_clock_now_ms() + SUPERVISE_SIGNAL_WAIT_MS;
+}
+
+/* The time to wait for the root failure is over. */
+static void decide_late(monitor_t *m)
+{
+    if (!m->deciding)
+        return;
+    /* Maybe recorded meanwhile (a hang found after a first exit). */
+    if (!m->have_culprit && m->a->culprit)
+        m->have_culprit = m->a->culprit(m->a->culprit_arg, &m->culprit) == 1;
+    if (m->have_culprit && end_of(m, m->culprit.rank))
+        decide(m, end_of(m, m->culprit.rank));
+    else if (m->have_culprit && m->culprit.rank != m->first.ev.rank)
+        decide(m, NULL);
+    else
+        decide(m, &m->first.ev);
+}
+
 static void on_exit_event(monitor_t *m, const dt_worker_exit_t *ev)
 {
     output_lines_flush_rank(m->a->lines, ev->rank);
+    note_end(m, ev);
     char who[320];
     describe(ev, who, sizeof who);
     if (!failed(ev)) {
         dt_debug("%s finished", who);
+        return;
+    }
+    if (m->deciding) {
+        if (m->have_culprit ? ev->rank == m->culprit.rank : ev->signaled) {
+            ended_t root;
+            keep(&root, ev);
+            decide(m, &root.ev);
+        } else {
+            dt_debug("%s %s (after the first failure)", who,
+                     ev->signaled ? "was killed by a signal"
+                                  : "exited with an error");
+        }
         return;
     }
     if (m->stopping) { /* expected: we are stopping the job */
@@ -69,21 +235,13 @@ static void on_exit_event(monitor_t *m, const dt_worker_exit_t *ev)
             dt_debug("%s exited with code %d while stopping", who, ev->code);
         return;
     }
-    if (ev->signaled) {
-        m->exit_code = 128 + ev->signo;
-        dt_error("%s was killed by signal %d (%s)", who, ev->signo,
-                 strsignal(ev->signo));
-    } else {
-        m->exit_code = ev->code;
-        dt_error("%s exited with code %d", who, ev->code);
-    }
-    dt_info("stopping the other workers (SIGTERM, then SIGKILL after %gs)",
-            m->a->kill_grace);
-    begin_stop(m);
+    first_failure(m, ev);
 }
 
 static void on_stop_signal(monitor_t *m, int signo)
 {
+    if (m->deciding)
+        decide_late(m); /* the job failed before the signal came */
     if (!m->stopping) {
         if (m->exit_code == 0)
             m->exit_code = 128 + signo;
@@ -102,6 +260,10 @@ static void on_stop_signal(monitor_t *m, int signo)
 static int next_tick(const monitor_t *m)
 {
     long long t = TICK_MS;
+    if (m->deciding) {
+        long long left = m->decide_at - dt_clock_now_ms();
+        t = left < 0 ? 0 : left < t ? left : t;
+    }
     if (m->stopping && !m->killed) {
         long long left = m->kill_at - dt_clock_now_ms();
         t = left < 0 ? 0 : left < t ? left : t;
@@ -111,9 +273,13 @@ static int next_tick(const monitor_t *m)
 
 int supervise_job(const supervise_args_t *a)
 {
-    monitor_t m = {a, 0, 0, 0, 0, 0};
+    monitor_t m;
+    memset(&m, 0, sizeof m);
+    m.a = a;
     for (;;) {
         int signo;
+        if (m.deciding && dt_clock_now_ms() >= m.decide_at)
+            decide_late(&m);
         while ((signo = stop_signals_take()) != 0)
             on_stop_signal(&m, signo);
         if (m.stopping && !m.killed && dt_clock_now_ms() >= m.kill_at) {
@@ -135,9 +301,12 @@ int supervise_job(const supervise_args_t *a)
         dt_status_t st = a->ops->wait(a->ctx, next_tick(&m), &ev);
         if (st == DT_ERR_TIMEOUT)
             continue;
-        if (st == DT_ERR_NOT_FOUND)
+        if (st == DT_ERR_NOT_FOUND) {
+            decide_late(&m);
             break; /* every worker ended */
+        }
         if (st != DT_OK) {
+            decide_late(&m);
             dt_error("the launcher lost track of the workers: %s; stopping "
                      "the job",
                      dt_status_str(st));
@@ -148,5 +317,7 @@ int supervise_job(const supervise_args_t *a)
         on_exit_event(&m, &ev);
     }
     output_lines_flush_all(a->lines);
+    free(m.ends);
+    free(m.ended);
     return m.exit_code;
 }

@@ -11,16 +11,40 @@
 /* After SIGKILL, give up on workers that still do not end after this. */
 #define SUPERVISE_AFTER_KILL_MS 10000
 
+/* How long dtctl waits, after a first failure, for the failure that
+ * caused it: the culprit the workers named, or (with no record) a worker
+ * killed by a signal. Worker exits arrive in any order: a survivor that
+ * exits 1 on a closed connection can be reported before the rank killed
+ * by SIGKILL. */
+#define SUPERVISE_ROOT_WAIT_MS 2000
+#define SUPERVISE_SIGNAL_WAIT_MS 500
+/* dtctl's exit status when the root failure is a hung worker (alive but
+ * silent for the transport's timeout), as timeout(1) says it. */
+#define SUPERVISE_EXIT_HUNG 124
+
+/* The workers' record of the rank that failed first (dt/store.h). */
+typedef struct supervise_culprit {
+    int rank, detector;
+    char how[16];    /* "exited", "hung", "error" */
+    char host[256];
+} supervise_culprit_t;
+
 typedef struct supervise_args {
     const dt_launcher_ops_t *ops;
     void *ctx;
     output_lines_t *lines;
     double kill_grace; /* seconds from SIGTERM to SIGKILL */
+    /* Optional: the workers' failure record; 1 when there is one. */
+    int (*culprit)(void *arg, supervise_culprit_t *out);
+    void *culprit_arg;
 } supervise_args_t;
 
-/* dtctl's exit code: 0 when every worker succeeded; else the first
- * failure's code (128+signal for a killed worker), 128+signal when dtctl
- * itself was told to stop, 1 when the launcher failed. */
+/* dtctl's exit code: 0 when every worker succeeded; else the root
+ * failure's: the exit code (128+signal for a killed worker) of the rank
+ * the workers named as failed first, else of the first worker killed by a
+ * signal, else of the first to fail; SUPERVISE_EXIT_HUNG when the named
+ * rank hung; 128+signal when dtctl itself was told to stop, 1 when the
+ * launcher failed. */
 int supervise_job(const supervise_args_t *a);
 
 #endif /* DT_CLI_SUPERVISE_H */

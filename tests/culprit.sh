@@ -1,0 +1,57 @@
+#!/bin/sh
+# dtctl and the workers name the root failure, not a survivor (issue 17):
+# - rank 3 killed by SIGKILL mid-allreduce: dtctl's error line names rank 3
+#   and the signal, and dtctl exits 137 (128+9), though the survivors that
+#   fail on its closed connections may be reported first;
+# - rank 0 stopped (SIGSTOP) over tcp ([collectives] shm = off): the others
+#   wait on it directly or through a chain (3 waits on 2, 2 on 1, 1 on 0);
+#   every rank's tcp error and dtctl's line name rank 0 as hung, and dtctl
+#   exits 124.
+# `timeout -s KILL` (137 by itself) only guards against a hang.
+set -u
+bench="$top_builddir/bench/dt_allreduce_bench"
+pe="$top_builddir/tests/peer_exit"
+if [ ! -x "$bench" ] || [ ! -x "$pe" ] ||
+   [ ! -e "$top_builddir/plugins/modules/dt_transport_tcp.so" ]; then
+    echo "SKIP: the bench worker, peer_exit or the tcp plugin is not built"
+    exit 77
+fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dt-culprit.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+unset DT_RANK DT_WORLD_SIZE DT_RENDEZVOUS DT_JOB_TOKEN 2>/dev/null
+status=0
+
+cat >"$tmp/worker.sh" <<EOS
+#!/bin/sh
+if [ "\$DT_RANK" = 3 ]; then
+    (sleep 2; kill -9 \$\$) &
+fi
+exec "$bench" --sizes 4M:4M --iters 100000 --warmup 0
+EOS
+chmod +x "$tmp/worker.sh"
+for shm in off auto; do
+    timeout -s KILL 90 "$DTCTL" run -n 4 --set transport.tcp.timeout=5s \
+        --set cluster.kill_grace=2s --set collectives.shm=$shm \
+        -- "$tmp/worker.sh" >"$tmp/out" 2>&1
+    rc=$?
+    if [ "$rc" -ne 137 ] ||
+       ! grep -q "^dt: error: rank 3 on .* was killed by signal 9" "$tmp/out"; then
+        echo "FAIL (kill, shm=$shm): want rank 3 killed by signal 9 named, exit 137; got $rc"
+        cat "$tmp/out"; status=1
+    fi
+done
+
+PEER_EXIT_RANK=0 PEER_EXIT_MODE=stop timeout -s KILL 90 "$DTCTL" run -n 4 \
+    --set transport.tcp.timeout=3s --set cluster.kill_grace=1s \
+    --set collectives.shm=off -- "$pe" >"$tmp/out" 2>&1
+rc=$?
+if [ "$rc" -ne 124 ] || ! grep -q "^dt: error: rank 0 on .* hung" "$tmp/out"; then
+    echo "FAIL (hang): want rank 0 named as hung, exit 124; got $rc"
+    status=1
+fi
+if grep -E "error: tcp: rank [0-9]+: " "$tmp/out" | grep -vE "error: tcp: rank [123]: rank 0 "; then
+    echo "FAIL (hang): the tcp errors above do not name rank 0"
+    status=1
+fi
+[ "$status" -eq 0 ] || cat "$tmp/out"
+exit $status
