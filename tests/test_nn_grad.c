@@ -11,9 +11,9 @@
 #include "nn_testutil.h"
 
 /* Build, init and check one model on (c, h, w) inputs with 3 classes,
- * its convolutions computed by algo. */
-static void check_model_with(const char *layers, int c, int h, int w,
-                             int batch, dt_conv_algo_t algo)
+ * its convolutions computed by algo, with finite-difference step step. */
+static void check_model_step(const char *layers, int c, int h, int w,
+                             int batch, dt_conv_algo_t algo, float step)
 {
     dt_model_t *m = NULL;
     fprintf(stderr, "%s on %dx%dx%d, batch %d%s\n", layers, c, h, w, batch,
@@ -30,10 +30,16 @@ static void check_model_with(const char *layers, int c, int h, int w,
     fill_random(x, in, 1234);
     for (int i = 0; i < batch; i++)
         y[i] = i % 3;
-    assert_int_equal(grad_check(m, x, y, batch, 1e-3f, 2e-3f, 3e-2f), 0);
+    assert_int_equal(grad_check(m, x, y, batch, step, 2e-3f, 3e-2f), 0);
     free(x);
     free(y);
     dt_model_free(m);
+}
+
+static void check_model_with(const char *layers, int c, int h, int w,
+                             int batch, dt_conv_algo_t algo)
+{
+    check_model_step(layers, c, h, w, batch, algo, 1e-3f);
 }
 
 static void check_model(const char *layers, int c, int h, int w, int batch)
@@ -125,6 +131,80 @@ static void test_dropout(void **state)
     check_model("flatten linear(8) dropout(0.5) linear(3)", 1, 3, 3, 3);
 }
 
+/* Batchnorm in train mode (batch statistics): over the features of a
+ * flat vector, and over the channels of an image (N*H*W values each). */
+static void test_batchnorm_2d(void **state)
+{
+    check_model("flatten linear(6) batchnorm linear(3)", 1, 2, 3, 4);
+    check_model("flatten linear(5) batchnorm(momentum=0.5,eps=1e-3) relu "
+                "linear(3)", 1, 2, 3, 6);
+}
+
+static void test_batchnorm_4d(void **state)
+{
+    check_model("conv(3,3,pad=1) batchnorm flatten linear(3)", 2, 4, 4, 3);
+    check_model("conv(3,3,pad=1,bias=no) batchnorm relu conv(2,3) "
+                "batchnorm flatten linear(3)", 2, 5, 5, 2);
+}
+
+/* A conv without bias, strided: its parameters are the weights alone. */
+static void test_conv_stride_nobias(void **state)
+{
+    check_model("conv(3,3,stride=2,pad=1,bias=no) conv(2,2,bias=no) flatten "
+                "linear(3)", 2, 5, 5, 2);
+}
+
+static void test_gap(void **state)
+{
+    check_model("conv(3,3,pad=1) gap flatten linear(3)", 2, 5, 4, 3);
+}
+
+static void test_avgpool(void **state)
+{
+    check_model("conv(2,3,pad=1) avgpool(2) flatten linear(3)", 1, 7, 6, 2);
+    check_model("conv(2,3,pad=1) avgpool(3,stride=2) flatten linear(3)", 1,
+                7, 7, 2);
+}
+
+/* Residual blocks: identity shortcut (the block input's gradient is the
+ * sum of the main path's and the shortcut's), and a projection shortcut
+ * (1x1 strided conv + batchnorm) where channels and size change; both,
+ * also with Winograd for the 3x3 stride-1 convs. */
+static void test_residual_identity(void **state)
+{
+    check_model("conv(3,3,pad=1,bias=no) batchnorm relu stage(basic,3,2) "
+                "gap flatten linear(3)", 2, 4, 4, 2);
+}
+
+static void test_residual_projection(void **state)
+{
+    check_model("conv(2,3,pad=1) stage(basic,4,1,stride=2) flatten "
+                "linear(3)", 1, 6, 6, 2);
+    /* A stage on the input itself (its identity shortcut from acts[0]).
+     * Five relus after batchnorms over 27 values each: a 1e-3 step
+     * crosses a relu's kink (the difference is off by 0.02, by 6e-4 with
+     * 3e-4, and by under 2e-3 down to 1e-4: no kink, no error). */
+    check_model_step("stage(basic,3,1) stage(basic,4,2,stride=2) gap "
+                     "flatten linear(3)", 2, 5, 5, 3, DT_CONV_IM2COL, 3e-4f);
+    check_model_with("conv(2,3,pad=1) stage(basic,4,2,stride=2) gap flatten "
+                     "linear(3)", 1, 6, 6, 2, DT_CONV_WINOGRAD);
+}
+
+/* Label smoothing: the gradient of the smoothed loss. */
+static void test_label_smoothing(void **state)
+{
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse("flatten linear(5) relu linear(3)", "t",
+                                    1, 2, 3, 3, &m, NULL), DT_OK);
+    assert_int_equal(dt_model_set_label_smoothing(m, 0.2f), DT_OK);
+    assert_int_equal(dt_model_init(m, NULL, 42), DT_OK);
+    float x[4 * 6];
+    int y[4] = {0, 1, 2, 1};
+    fill_random(x, 24, 99);
+    assert_int_equal(grad_check(m, x, y, 4, 1e-3f, 2e-3f, 3e-2f), 0);
+    dt_model_free(m);
+}
+
 static void test_softmax_xent_only(void **state)
 {
     check_model("flatten linear(3)", 1, 1, 4, 5);
@@ -178,6 +258,14 @@ int main(void)
         cmocka_unit_test(test_conv_stride3_pad2),
         cmocka_unit_test(test_conv_winograd),
         cmocka_unit_test(test_dropout),
+        cmocka_unit_test(test_batchnorm_2d),
+        cmocka_unit_test(test_batchnorm_4d),
+        cmocka_unit_test(test_conv_stride_nobias),
+        cmocka_unit_test(test_gap),
+        cmocka_unit_test(test_avgpool),
+        cmocka_unit_test(test_residual_identity),
+        cmocka_unit_test(test_residual_projection),
+        cmocka_unit_test(test_label_smoothing),
         cmocka_unit_test(test_softmax_xent_only),
         cmocka_unit_test(test_loss_value),
     };

@@ -49,8 +49,11 @@ static void expect_error(const char *layers, int col, const char *words)
     assert_non_null(strstr(err.message, words));
     assert_non_null(strstr(text, "job.ini:3: "));
     assert_non_null(strstr(text, words));
-    /* Find the echoed string, then the caret line right after it. */
-    char *echo = strstr(text, layers);
+    /* Find the echoed string (after the message's line, which may quote
+     * the layer), then the caret line right after it. */
+    char *after = strchr(strstr(text, "job.ini:3: "), '\n');
+    assert_non_null(after);
+    char *echo = strstr(after, layers);
     assert_non_null(echo);
     char *line_start = echo;
     while (line_start > text && line_start[-1] != '\n')

@@ -1,5 +1,9 @@
 /* conv2d.c — 2-D convolution by im2col + GEMM. args: out channels,
- * kernel size k, stride, pad. W is (out, c*k*k). On the cpu one sample at
+ * kernel size k, stride, pad, bias (1 yes, 0 no). W is (out, c*k*k).
+ * Without a bias (a conv followed by batchnorm, whose beta makes it
+ * redundant) the layer has no bias parameters: b and db point at the
+ * model's zeros and junk floats (model_init.c), so every path below adds
+ * a zero bias and writes a gradient nobody reads. On the cpu one sample at
  * a time (conv2d_cpu.c), or by Winograd F(2x2,3x3) for the 3x3 stride 1
  * layers the model picks (conv2d_winograd.c); on CUDA one GEMM over the
  * whole batch:
@@ -52,7 +56,8 @@ static dt_status_t conv_setup(dt_layer_t *l, char *why, size_t why_len)
     l->fan_in = (size_t)l->in_c * k * k;
     l->fan_out = (size_t)out * k * k;
     l->nweights = (size_t)out * l->fan_in;
-    l->nbias = (size_t)out;
+    l->no_bias = l->args[4] == 0.0;
+    l->nbias = l->no_bias ? 0 : (size_t)out;
     return DT_OK;
 }
 
@@ -110,4 +115,4 @@ static dt_status_t conv_backward(dt_layer_t *l, const float *x,
 }
 
 const dt_layer_ops_t dt_layer_conv2d = {"conv", conv_setup, conv_scratch,
-                                        conv_forward, conv_backward};
+                                        conv_forward, conv_backward, NULL};

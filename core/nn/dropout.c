@@ -57,4 +57,4 @@ static dt_status_t dropout_backward(dt_layer_t *l, const float *x,
 
 const dt_layer_ops_t dt_layer_dropout = {"dropout", dropout_setup,
                                          dropout_scratch, dropout_forward,
-                                         dropout_backward};
+                                         dropout_backward, NULL};

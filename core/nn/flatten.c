@@ -32,4 +32,4 @@ static dt_status_t flatten_backward(dt_layer_t *l, const float *x,
 
 const dt_layer_ops_t dt_layer_flatten = {
     "flatten", flatten_setup, flatten_scratch, flatten_forward,
-    flatten_backward};
+    flatten_backward, NULL};

@@ -12,7 +12,7 @@
 #include <dt/log.h>
 #include <dt/nn.h>
 
-#define DT_LAYER_MAXARGS 4
+#define DT_LAYER_MAXARGS 5
 
 typedef struct dt_layer dt_layer_t;
 
@@ -30,6 +30,9 @@ typedef struct dt_layer_ops {
      * parameter gradients (overwritten). x and y are the forward's. */
     dt_status_t (*backward)(dt_layer_t *l, const float *x, const float *y,
                             const float *dy, float *dx, int batch);
+    /* NULL: runs on CUDA. Otherwise why this layer cannot (yet): the
+     * model refuses a CUDA device for it, naming the layer. */
+    const char *(*cuda_missing)(const dt_layer_t *l);
 } dt_layer_ops_t;
 
 struct dt_layer {
@@ -38,6 +41,18 @@ struct dt_layer {
     int in_c, in_h, in_w, in_flat;
     int out_c, out_h, out_w, out_flat;
     size_t nweights, nbias;        /* parameter floats                  */
+    /* Non-trainable state (batchnorm running mean and variance): nbuffers
+     * floats at buf, buffer_offset into the model's flat buffer. */
+    size_t nbuffers, buffer_offset;
+    float *buf;
+    /* The graph: the layer reads acts[src] (src == index unless a
+     * residual block's branch starts from an earlier activation) and
+     * writes acts[index + 1]. skip >= 0 (the residual add only): the
+     * second input, acts[skip], at x2 during forward. */
+    int src, skip;
+    const float *x2;
+    int no_bias;                   /* conv bias=no: b, db point at the
+                                      model's zeros and junk, nbias = 0 */
     size_t fan_in, fan_out;        /* for initialization                */
     size_t param_offset;           /* into the model's flat buffers     */
     float *w, *b, *dw, *db;        /* into params / grads (device)      */
@@ -56,6 +71,12 @@ struct dt_layer {
     int winograd;
     const uint64_t *rng_seed, *rng_counter; /* the model's (dropout)     */
     int col, len;                  /* token in the layer string         */
+    /* For the summary and messages: the layer as written ("conv(16,3,
+     * pad=1)", or generated for a block's layers), and where a stage
+     * put it: stage (1-based, 0: none), block in it (1-based), and
+     * shortcut = 1 on a projection branch. */
+    char desc[64];
+    int stage, block, shortcut;
 };
 
 static inline size_t dt_layer_in_size(const dt_layer_t *l)
@@ -73,18 +94,28 @@ extern const dt_layer_ops_t dt_layer_conv2d;
 extern const dt_layer_ops_t dt_layer_maxpool2d;
 extern const dt_layer_ops_t dt_layer_flatten;
 extern const dt_layer_ops_t dt_layer_dropout;
+extern const dt_layer_ops_t dt_layer_batchnorm;
+extern const dt_layer_ops_t dt_layer_gap;
+extern const dt_layer_ops_t dt_layer_avgpool;
+extern const dt_layer_ops_t dt_layer_add;
+
+/* The cuda_missing of the cpu-only layers: "no CUDA implementation". */
+const char *dt_layer_cpu_only(const dt_layer_t *l);
 
 /* Softmax cross-entropy over (batch, k) logits: probs (batch*k floats),
  * rows (2*batch floats of scratch), mean loss and correct count (labels
- * NULL: probabilities only); backward gives dlogits = (p - onehot)/batch.
- * All buffers, labels included, are on the device. */
+ * NULL: probabilities only); backward gives dlogits = (p - q)/batch with
+ * q the target: onehot, or with label smoothing eps (cpu only)
+ * (1 - eps) onehot + eps/k. All buffers, labels included, are on the
+ * device. */
 dt_status_t dt_softmax_xent_forward(dt_device_t *dev, const float *logits,
                                     const int *labels, float *probs,
                                     float *rows, int batch, int k,
-                                    float *loss, int *correct);
+                                    float smoothing, float *loss,
+                                    int *correct);
 dt_status_t dt_softmax_xent_backward(dt_device_t *dev, const float *probs,
                                      const int *labels, float *dlogits,
-                                     int batch, int k);
+                                     int batch, int k, float smoothing);
 
 /* Row-major C = alpha * op(A) op(B) + beta * C, op(A): m x k, op(B): k x n,
  * on the device (OpenBLAS or loops on cpu, cuBLAS on cuda). */

@@ -77,4 +77,5 @@ static dt_status_t linear_backward(dt_layer_t *l, const float *x,
 }
 
 const dt_layer_ops_t dt_layer_linear = {
-    "linear", linear_setup, linear_scratch, linear_forward, linear_backward};
+    "linear", linear_setup, linear_scratch, linear_forward, linear_backward,
+    NULL};

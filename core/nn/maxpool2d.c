@@ -179,4 +179,5 @@ static dt_status_t pool_backward(dt_layer_t *l, const float *x,
 }
 
 const dt_layer_ops_t dt_layer_maxpool2d = {"maxpool", pool_setup, pool_scratch,
-                                           pool_forward, pool_backward};
+                                           pool_forward, pool_backward,
+                                           NULL};

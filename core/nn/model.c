@@ -21,8 +21,11 @@ static void free_buffers(dt_model_t *m)
     dt_device_free(m->dev, m->probs);
     dt_device_free(m->dev, m->rows);
     dt_device_free(m->dev, m->labels);
+    dt_device_free(m->dev, m->dtmp);
+    free(m->dwritten);
+    m->dwritten = NULL;
     m->acts = m->dacts = NULL;
-    m->scratch = m->probs = m->rows = NULL;
+    m->scratch = m->probs = m->rows = m->dtmp = NULL;
     m->labels = NULL;
     m->cap = 0;
 }
@@ -30,6 +33,13 @@ static void free_buffers(dt_model_t *m)
 static dt_status_t dev_floats(dt_model_t *m, size_t n, float **out)
 {
     return dt_device_alloc(m->dev, n * sizeof(float), (void **)out);
+}
+
+/* A layer's scratch floats, rounded up to 16 (64 bytes): every layer's
+ * scratch starts aligned for vectors and for doubles. */
+static size_t scratch_of(const dt_layer_t *l, int batch)
+{
+    return (l->ops->scratch_floats(l, batch) + 15) & ~(size_t)15;
 }
 
 /* Buffers for `batch` samples; grown (never shrunk) on demand. */
@@ -42,19 +52,28 @@ static dt_status_t ensure_capacity(dt_model_t *m, int batch)
     m->dacts = calloc((size_t)m->nlayers + 1, sizeof *m->dacts);
     if (!m->acts || !m->dacts)
         return DT_ERR_NOMEM;
-    size_t in = (size_t)m->in_c * m->in_h * m->in_w, scratch = 0;
+    size_t in = (size_t)m->in_c * m->in_h * m->in_w, scratch = 0,
+           largest = in;
     DT_CHECK(dev_floats(m, (size_t)batch * in, &m->acts[0]));
     for (int i = 0; i < m->nlayers; i++) {
         size_t n = (size_t)batch * dt_layer_out_size(&m->layers[i]);
         DT_CHECK(dev_floats(m, n, &m->acts[i + 1]));
         DT_CHECK(dev_floats(m, n, &m->dacts[i + 1]));
-        scratch += m->layers[i].ops->scratch_floats(&m->layers[i], batch);
+        scratch += scratch_of(&m->layers[i], batch);
+        if (dt_layer_out_size(&m->layers[i]) > largest)
+            largest = dt_layer_out_size(&m->layers[i]);
     }
     DT_CHECK(dev_floats(m, scratch, &m->scratch));
     size_t off = 0;
     for (int i = 0; i < m->nlayers; i++) {
         m->layers[i].scratch = m->scratch + off;
-        off += m->layers[i].ops->scratch_floats(&m->layers[i], batch);
+        off += scratch_of(&m->layers[i], batch);
+    }
+    if (m->branched) {
+        DT_CHECK(dev_floats(m, (size_t)batch * largest, &m->dtmp));
+        m->dwritten = calloc((size_t)m->nlayers + 1, 1);
+        if (!m->dwritten)
+            return DT_ERR_NOMEM;
     }
     DT_CHECK(dev_floats(m, (size_t)batch * m->nclasses, &m->probs));
     DT_CHECK(dev_floats(m, (size_t)batch * 2, &m->rows));
@@ -130,7 +149,10 @@ dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
         dt_layer_t *l = &m->layers[i];
         /* A layer that applies the next ones writes their output. */
         int out = i + 1 + l->fused;
-        DT_CHECK(l->ops->forward(l, m->acts[i], m->acts[out], batch, train));
+        if (l->skip >= 0)
+            l->x2 = m->acts[l->skip];
+        DT_CHECK(l->ops->forward(l, m->acts[l->src], m->acts[out], batch,
+                                 train));
         i = out - 1;
     }
     m->batch = batch;
@@ -145,10 +167,17 @@ dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
         m->rng_counter++;
     DT_CHECK(dt_softmax_xent_forward(m->dev, m->acts[m->nlayers],
                                      labels ? m->labels : NULL, m->probs,
-                                     m->rows, batch, m->nclasses, loss,
-                                     correct));
+                                     m->rows, batch, m->nclasses,
+                                     m->label_smoothing, loss, correct));
     m->trained = train && labels;
     return DT_OK;
+}
+
+/* dst += src (cpu: the layers that branch have no CUDA path) */
+static void add_into(float *restrict dst, const float *restrict src, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] += src[i];
 }
 
 dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
@@ -160,7 +189,8 @@ dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
     }
     int batch = m->batch, L = m->nlayers;
     DT_CHECK(dt_softmax_xent_backward(m->dev, m->probs, m->labels,
-                                      m->dacts[L], batch, m->nclasses));
+                                      m->dacts[L], batch, m->nclasses,
+                                      m->label_smoothing));
     /* Below the first layer with parameters nothing needs a gradient: that
      * layer computes no dx (for an MLP the largest of its matrix
      * products) and the layers before it are not run backward. */
@@ -168,13 +198,34 @@ dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
     while (first < L - 1 &&
            m->layers[first].nweights + m->layers[first].nbias == 0)
         first++;
+    if (m->dwritten)
+        memset(m->dwritten, 0, (size_t)L + 1);
     for (int i = L - 1; i >= first; i--) {
         dt_layer_t *l = &m->layers[i];
         if (l->absorbed)
             continue; /* applied by the layer before */
         int out = i + 1 + l->fused;
-        DT_CHECK(l->ops->backward(l, m->acts[i], m->acts[out], m->dacts[out],
-                                  i > first ? m->dacts[i] : NULL, batch));
+        /* Activations after `first` depend on parameters and need their
+         * gradient; one read by two layers (a residual block's input)
+         * gets the second one added through dtmp. */
+        float *dx = l->src > first ? m->dacts[l->src] : NULL;
+        int accumulate = dx && m->dwritten && m->dwritten[l->src];
+        if (accumulate)
+            dx = m->dtmp;
+        DT_CHECK(l->ops->backward(l, m->acts[l->src], m->acts[out],
+                                  m->dacts[out], dx, batch));
+        size_t n = (size_t)batch * dt_layer_in_size(l);
+        if (accumulate)
+            add_into(m->dacts[l->src], m->dtmp, n);
+        if (dx && m->dwritten)
+            m->dwritten[l->src] = 1;
+        if (l->skip > first) { /* the add's shortcut gets dy as well */
+            if (m->dwritten[l->skip])
+                add_into(m->dacts[l->skip], m->dacts[out], n);
+            else
+                memcpy(m->dacts[l->skip], m->dacts[out], n * sizeof(float));
+            m->dwritten[l->skip] = 1;
+        }
         size_t len = l->nweights + l->nbias;
         if (cb && len) {
             DT_CHECK(dt_device_sync(m->dev));
@@ -202,6 +253,36 @@ dt_status_t dt_model_params(dt_model_t *m, float **params, float **grads,
 
 size_t dt_model_nparams(const dt_model_t *m) { return m->nparams; }
 
+dt_status_t dt_model_buffers(dt_model_t *m, float **buffers, size_t *n)
+{
+    if (!m->params) {
+        dt_error("dt_model_buffers before dt_model_init");
+        return DT_ERR_INVALID;
+    }
+    if (buffers)
+        *buffers = m->buffers;
+    if (n)
+        *n = m->nbuffers;
+    return DT_OK;
+}
+
+size_t dt_model_nbuffers(const dt_model_t *m) { return m->nbuffers; }
+
+dt_status_t dt_model_set_label_smoothing(dt_model_t *m, float eps)
+{
+    if (!(eps >= 0.0f && eps < 1.0f)) {
+        dt_error("label smoothing %g is outside [0, 1)", (double)eps);
+        return DT_ERR_INVALID;
+    }
+    if (eps > 0.0f && m->dev && m->dev->kind == DT_DEVICE_CUDA) {
+        dt_error("label smoothing has no CUDA implementation yet: use "
+                 "[train] device = cpu or label_smoothing = 0");
+        return DT_ERR_UNSUPPORTED;
+    }
+    m->label_smoothing = eps;
+    return DT_OK;
+}
+
 const dt_tensor_t *dt_model_output(const dt_model_t *m)
 {
     return m->output.data ? &m->output : NULL;
@@ -223,16 +304,60 @@ void dt_model_set_rng(dt_model_t *m, uint64_t seed, uint64_t counter)
 
 dt_device_t *dt_model_device(const dt_model_t *m) { return m->dev; }
 
+static void shape_text(char *buf, size_t len, int c, int h, int w, int flat)
+{
+    if (flat)
+        snprintf(buf, len, "%d", c);
+    else
+        snprintf(buf, len, "%dx%dx%d", c, h, w);
+}
+
+/* One line per layer, the layers a stage made indented under a line per
+ * block, then the totals, as torchsummary prints a model. */
+void dt_model_summary(const dt_model_t *m, dt_model_line_fn fn, void *arg)
+{
+    char line[200], shape[48];
+    shape_text(shape, sizeof shape, m->in_c, m->in_h, m->in_w, 0);
+    snprintf(line, sizeof line, "%-4s %-40s %14s %10s", "#", "layer",
+             "output", "params");
+    fn(arg, line);
+    snprintf(line, sizeof line, "%-4s %-40s %14s %10s", "", "input", shape,
+             "");
+    fn(arg, line);
+    int stage = 0, block = 0;
+    size_t trainable = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        const dt_layer_t *l = &m->layers[i];
+        if (l->stage && (l->stage != stage || l->block != block)) {
+            snprintf(line, sizeof line, "%-4s   stage %d, block %d", "",
+                     l->stage, l->block);
+            fn(arg, line);
+        }
+        stage = l->stage, block = l->block;
+        char name[80];
+        snprintf(name, sizeof name, "%s%s%s", l->stage ? "    " : "",
+                 l->shortcut ? "shortcut: " : "", l->desc);
+        shape_text(shape, sizeof shape, l->out_c, l->out_h, l->out_w,
+                   l->out_flat);
+        size_t n = l->nweights + l->nbias;
+        trainable += n;
+        snprintf(line, sizeof line, "%-4d %-40s %14s %10zu", i, name, shape,
+                 n);
+        fn(arg, line);
+    }
+    snprintf(line, sizeof line, "total: %zu parameters (%.2fM), %zu "
+             "non-trainable buffer floats (batchnorm running statistics)",
+             trainable, (double)trainable / 1e6, m->nbuffers);
+    fn(arg, line);
+}
+
+static void log_line(void *arg, const char *line) { dt_info("  %s", line); }
+
 void dt_model_log_summary(const dt_model_t *m)
 {
     dt_info("model: input %dx%dx%d, %d classes, %zu parameters", m->in_c,
             m->in_h, m->in_w, m->nclasses, m->nparams);
-    for (int i = 0; i < m->nlayers; i++) {
-        const dt_layer_t *l = &m->layers[i];
-        dt_info("  %2d %-8s -> %dx%dx%d%s  %zu params", i, l->ops->name,
-                l->out_c, l->out_h, l->out_w, l->out_flat ? " (flat)" : "",
-                l->nweights + l->nbias);
-    }
+    dt_model_summary(m, log_line, NULL);
 }
 
 void dt_model_free(dt_model_t *m)
@@ -243,6 +368,9 @@ void dt_model_free(dt_model_t *m)
         free_buffers(m);
         dt_device_free(m->dev, m->params);
         dt_device_free(m->dev, m->grads);
+        dt_device_free(m->dev, m->buffers);
+        dt_device_free(m->dev, m->zeros);
+        dt_device_free(m->dev, m->junk);
         if (m->own_dev)
             dt_device_close(m->dev);
     }

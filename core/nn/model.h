@@ -26,6 +26,19 @@ struct dt_model {
     dt_tensor_t output;
     uint64_t rng_seed, rng_counter;
     dt_conv_algo_t conv_algo;
+    float label_smoothing;
+    /* Non-trainable state (batchnorm running statistics), nbuffers floats
+     * on the device; layers' buf point into it. */
+    size_t nbuffers;
+    float *buffers;
+    /* Residual blocks: an activation read by two layers gets the second
+     * gradient through dtmp (cap * largest activation floats), and
+     * dwritten[j] says whether dacts[j] holds a gradient yet in this
+     * backward. bias=no convs: zeros and junk (largest out channels). */
+    int branched;
+    float *dtmp;
+    unsigned char *dwritten;
+    float *zeros, *junk;
 };
 
 /* Mark the cpu convs that run by Winograd under m->conv_algo (model_init.c). */

@@ -1,6 +1,9 @@
 /* model_init.c — parameters on the device, initialized from a seed:
- * He (normal, std sqrt(2/fan_in)) for a layer followed by relu, Xavier
- * (uniform, limit sqrt(6/(fan_in+fan_out))) otherwise, biases zero. One
+ * He (normal, std sqrt(2/fan_in)) for a layer followed by relu or by
+ * batchnorm (which in a ResNet leads to a relu, directly or after the
+ * residual sum), Xavier (uniform, limit sqrt(6/(fan_in+fan_out)))
+ * otherwise, biases zero; batchnorm gamma 1, beta 0, running mean 0 and
+ * variance 1. One
  * splitmix64 stream over the layers in order, generated on the host, so
  * every device gets the same numbers. */
 #include "config.h"
@@ -33,9 +36,18 @@ static float uniform(uint64_t *state, float limit)
 static void init_layer(const dt_model_t *m, int i, float *w, uint64_t *rng)
 {
     const dt_layer_t *l = &m->layers[i];
-    int relu_next = i + 1 < m->nlayers &&
-                    m->layers[i + 1].ops == &dt_layer_relu;
-    if (relu_next) {
+    if (l->ops == &dt_layer_batchnorm) {
+        for (size_t j = 0; j < l->nweights; j++)
+            w[j] = 1.0f;
+        memset(w + l->nweights, 0, l->nbias * sizeof *w);
+        return;
+    }
+    /* the layer reading this one's output (the next, in forward order) */
+    const dt_layer_ops_t *next =
+        i + 1 < m->nlayers && m->layers[i + 1].src == i + 1
+            ? m->layers[i + 1].ops
+            : NULL;
+    if (next == &dt_layer_relu || next == &dt_layer_batchnorm) {
         float std = (float)sqrt(2.0 / (double)l->fan_in);
         for (size_t j = 0; j < l->nweights; j++)
             w[j] = std * normal(rng);
@@ -48,16 +60,27 @@ static void init_layer(const dt_model_t *m, int i, float *w, uint64_t *rng)
     memset(w + l->nweights, 0, l->nbias * sizeof *w);
 }
 
-/* cpu: conv relu [maxpool(2)] run as one layer (see layer.h). */
+/* Is acts[j] read by layer j alone (no branch starts from it)? */
+static int read_once(const dt_model_t *m, int j)
+{
+    for (int i = 0; i < m->nlayers; i++)
+        if ((i != j && m->layers[i].src == j) || m->layers[i].skip == j)
+            return 0;
+    return 1;
+}
+
+/* cpu: conv relu [maxpool(2)] run as one layer (see layer.h), when the
+ * activations in between are read by nothing else. */
 static void fuse_layers(dt_model_t *m)
 {
     for (int i = 0; i + 1 < m->nlayers; i++) {
         dt_layer_t *l = m->layers + i;
-        if (l->ops != &dt_layer_conv2d || l[1].ops != &dt_layer_relu)
+        if (l->ops != &dt_layer_conv2d || l[1].ops != &dt_layer_relu ||
+            !read_once(m, i + 1))
             continue;
         l->fused = 1;
         if (i + 2 < m->nlayers && l[2].ops == &dt_layer_maxpool2d &&
-            dt_maxpool2_fusable(&l[2]))
+            dt_maxpool2_fusable(&l[2]) && read_once(m, i + 2))
             l->fused = 2;
         for (int j = 1; j <= l->fused; j++)
             l[j].absorbed = 1;
@@ -83,6 +106,23 @@ dt_status_t dt_model_init(dt_model_t *m, dt_device_t *dev, uint64_t seed)
         dt_error("dt_model_init called twice on one model");
         return DT_ERR_INVALID;
     }
+    if (dev && dev->kind == DT_DEVICE_CUDA) {
+        for (int i = 0; i < m->nlayers; i++) {
+            const dt_layer_t *l = &m->layers[i];
+            const char *why =
+                l->ops->cuda_missing ? l->ops->cuda_missing(l) : NULL;
+            if (why) {
+                dt_error("layer %d '%s' cannot run on %s: %s; use [train] "
+                         "device = cpu", i, l->desc, dev->name, why);
+                return DT_ERR_UNSUPPORTED;
+            }
+        }
+        if (m->label_smoothing > 0.0f) {
+            dt_error("label smoothing has no CUDA implementation yet: use "
+                     "[train] device = cpu or label_smoothing = 0");
+            return DT_ERR_UNSUPPORTED;
+        }
+    }
     if (!dev) {
         DT_CHECK(dt_device_open("cpu", 0, 1, &dev));
         m->own_dev = 1;
@@ -91,6 +131,40 @@ dt_status_t dt_model_init(dt_model_t *m, dt_device_t *dev, uint64_t seed)
     size_t bytes = m->nparams * sizeof(float);
     DT_CHECK(dt_device_alloc(dev, bytes, (void **)&m->params));
     DT_CHECK(dt_device_alloc(dev, bytes, (void **)&m->grads));
+    /* bias=no convs add the zeros and write their bias gradient to junk */
+    size_t nobias = 0;
+    for (int i = 0; i < m->nlayers; i++)
+        if (m->layers[i].no_bias && (size_t)m->layers[i].out_c > nobias)
+            nobias = (size_t)m->layers[i].out_c;
+    if (nobias) {
+        DT_CHECK(dt_device_alloc(dev, nobias * sizeof(float),
+                                 (void **)&m->zeros));
+        DT_CHECK(dt_device_alloc(dev, nobias * sizeof(float),
+                                 (void **)&m->junk));
+    }
+    float *host_buf = NULL;
+    if (m->nbuffers) {
+        DT_CHECK(dt_device_alloc(dev, m->nbuffers * sizeof(float),
+                                 (void **)&m->buffers));
+        host_buf = calloc(m->nbuffers, sizeof *host_buf);
+        if (!host_buf)
+            return DT_ERR_NOMEM;
+    }
+    for (int i = 0; i < m->nlayers; i++) {
+        const dt_layer_t *l = &m->layers[i];
+        if (l->src != i || l->skip >= 0)
+            m->branched = 1;
+        if (l->ops == &dt_layer_batchnorm) /* means 0, variances 1 */
+            for (size_t j = (size_t)l->in_c; j < l->nbuffers; j++)
+                host_buf[l->buffer_offset + j] = 1.0f;
+    }
+    if (m->nbuffers) {
+        dt_status_t st = dt_device_copy(dev, m->buffers, dev->mem, host_buf,
+                                        DT_MEM_HOST,
+                                        m->nbuffers * sizeof(float));
+        free(host_buf);
+        DT_CHECK(st);
+    }
     float *host = calloc(m->nparams ? m->nparams : 1, sizeof *host);
     if (!host)
         return DT_ERR_NOMEM;
@@ -102,6 +176,9 @@ dt_status_t dt_model_init(dt_model_t *m, dt_device_t *dev, uint64_t seed)
         l->b = l->w + l->nweights;
         l->dw = m->grads + l->param_offset;
         l->db = l->dw + l->nweights;
+        if (l->no_bias)
+            l->b = m->zeros, l->db = m->junk;
+        l->buf = m->buffers ? m->buffers + l->buffer_offset : NULL;
         l->rng_seed = &m->rng_seed;
         l->rng_counter = &m->rng_counter;
         init_layer(m, i, host + l->param_offset, &rng);

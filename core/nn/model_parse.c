@@ -15,7 +15,10 @@
 #include "model.h"
 
 /* One kind of layer and its arguments: positional in this order, or by
- * name; `def` NAN means required, SAME_AS_FIRST takes argument 0. */
+ * name; `def` NAN means required, SAME_AS_FIRST takes argument 0. An
+ * argument whose bit is set in `yesno` also takes yes/no (true/false,
+ * on/off) for 1/0. A kind without ops is a stage: its first argument is
+ * a word (the block type) and the parser expands it into layers. */
 #define SAME_AS_FIRST (-1.0)
 typedef struct layer_kind {
     const char *name, *alias;
@@ -25,17 +28,33 @@ typedef struct layer_kind {
     double def[DT_LAYER_MAXARGS];
     double min[DT_LAYER_MAXARGS], max[DT_LAYER_MAXARGS];
     int integer;
+    unsigned yesno;
+    const char *usage;
 } layer_kind_t;
 
 static const layer_kind_t kinds[] = {
-    {"linear", NULL, &dt_layer_linear, 1, {"out"}, {NAN}, {1}, {1 << 24}, 1},
-    {"conv", "conv2d", &dt_layer_conv2d, 4, {"out", "k", "stride", "pad"},
-     {NAN, NAN, 1, 0}, {1, 1, 1, 0}, {1 << 16, 64, 64, 64}, 1},
+    {"linear", NULL, &dt_layer_linear, 1, {"out"}, {NAN}, {1}, {1 << 24}, 1,
+     0, "linear(out)"},
+    {"conv", "conv2d", &dt_layer_conv2d, 5,
+     {"out", "k", "stride", "pad", "bias"}, {NAN, NAN, 1, 0, 1},
+     {1, 1, 1, 0, 0}, {1 << 16, 64, 64, 64, 1}, 1, 1u << 4,
+     "conv(out, k, stride=1, pad=0, bias=yes)"},
     {"maxpool", "maxpool2d", &dt_layer_maxpool2d, 2, {"k", "stride"},
-     {NAN, SAME_AS_FIRST}, {1, 1}, {64, 64}, 1},
-    {"relu", NULL, &dt_layer_relu, 0, {NULL}, {0}, {0}, {0}, 1},
-    {"flatten", NULL, &dt_layer_flatten, 0, {NULL}, {0}, {0}, {0}, 1},
-    {"dropout", NULL, &dt_layer_dropout, 1, {"p"}, {0.5}, {0}, {0.99}, 0},
+     {NAN, SAME_AS_FIRST}, {1, 1}, {64, 64}, 1, 0, "maxpool(k, stride=k)"},
+    {"avgpool", "avgpool2d", &dt_layer_avgpool, 2, {"k", "stride"},
+     {NAN, SAME_AS_FIRST}, {1, 1}, {64, 64}, 1, 0, "avgpool(k, stride=k)"},
+    {"gap", NULL, &dt_layer_gap, 0, {NULL}, {0}, {0}, {0}, 1, 0, "gap"},
+    {"relu", NULL, &dt_layer_relu, 0, {NULL}, {0}, {0}, {0}, 1, 0, "relu"},
+    {"flatten", NULL, &dt_layer_flatten, 0, {NULL}, {0}, {0}, {0}, 1, 0,
+     "flatten"},
+    {"dropout", NULL, &dt_layer_dropout, 1, {"p"}, {0.5}, {0}, {0.99}, 0, 0,
+     "dropout(p=0.5)"},
+    {"batchnorm", "bn", &dt_layer_batchnorm, 2, {"momentum", "eps"},
+     {0.1, 1e-5}, {0, 1e-12}, {1, 1}, 0, 0,
+     "batchnorm(momentum=0.1, eps=1e-5)"},
+    {"stage", NULL, NULL, 3, {"out", "n", "stride"}, {NAN, NAN, 1},
+     {1, 1, 1}, {1 << 16, 1000, 64}, 1, 0,
+     "stage(basic, out, n, stride=1)"},
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
@@ -144,6 +163,16 @@ static dt_status_t parse_arg(parser_t *p, const layer_kind_t *k, int a, int b,
     buf[vlen] = '\0';
     char *end;
     double v = strtod(buf, &end);
+    if (k->yesno & (1u << slot)) {
+        static const char *const words[] = {"no", "yes", "false", "true",
+                                            "off", "on"};
+        for (int w = 0; w < 6; w++)
+            if (strcmp(buf, words[w]) == 0)
+                v = w % 2, end = buf + vlen;
+        if (*end)
+            return fail(p, va, vlen, "%s: argument '%s' = '%s' is not yes "
+                        "or no", k->name, k->arg[slot], buf);
+    }
     if (*end || !isfinite(v) || (k->integer && v != floor(v)))
         return fail(p, va, vlen, "%s: argument '%s' = '%s' is not %s",
                     k->name, k->arg[slot], buf,
@@ -157,8 +186,24 @@ static dt_status_t parse_arg(parser_t *p, const layer_kind_t *k, int a, int b,
     return DT_OK;
 }
 
-/* "name" or "name(args)" starting at *pos; fills l. */
-static dt_status_t parse_layer(parser_t *p, int *pos, dt_layer_t *l)
+/* A layer as written: its kind, arguments (defaults filled in), token
+ * [start, end) and, for a stage, the block type's word [wa, wb). */
+typedef struct parsed {
+    const layer_kind_t *k;
+    double vals[DT_LAYER_MAXARGS];
+    int start, end, wa, wb;
+} parsed_t;
+
+static void known_names(char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (size_t i = 0; i < NKINDS; i++)
+        snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", i ? ", " : "",
+                 kinds[i].name);
+}
+
+/* "name" or "name(args)" starting at *pos. */
+static dt_status_t parse_layer(parser_t *p, int *pos, parsed_t *out)
 {
     const char *t = p->text;
     int start = *pos, i = *pos;
@@ -168,12 +213,15 @@ static dt_status_t parse_layer(parser_t *p, int *pos, dt_layer_t *l)
         return fail(p, start, 1, "expected a layer name, found '%c'",
                     t[start]);
     const layer_kind_t *k = find_kind(t + start, (size_t)(i - start));
-    if (!k)
-        return fail(p, start, i - start, "unknown layer '%.*s' (known: "
-                    "linear, conv, maxpool, relu, flatten, dropout)",
-                    i - start, t + start);
+    if (!k) {
+        char known[200];
+        known_names(known, sizeof known);
+        return fail(p, start, i - start, "unknown layer '%.*s' (known: %s)",
+                    i - start, t + start, known);
+    }
     double vals[DT_LAYER_MAXARGS];
     int given[DT_LAYER_MAXARGS] = {0};
+    int wa = -1, wb = -1;
     int j = i;
     while (t[j] == ' ' || t[j] == '\t')
         j++;
@@ -185,6 +233,8 @@ static dt_status_t parse_layer(parser_t *p, int *pos, dt_layer_t *l)
             return fail(p, start, close - start, "'%.*s(' is missing its ')'",
                         i - start, t + start);
         int a = j + 1, position = 0;
+        /* a stage's first argument: the block type, a word */
+        int word = k->ops == NULL;
         while (a <= close) {
             int b = a;
             while (b < close && t[b] != ',')
@@ -194,56 +244,213 @@ static dt_status_t parse_layer(parser_t *p, int *pos, dt_layer_t *l)
                 ta++;
             while (tb > ta && isspace((unsigned char)t[tb - 1]))
                 tb--;
-            if (ta == tb) {
+            if (word && position == 0) {
+                int w = ta;
+                while (w < tb && is_name_char(t[w]))
+                    w++;
+                if (ta == tb || w != tb || isdigit((unsigned char)t[ta]))
+                    return fail(p, ta < close ? ta : close,
+                                tb > ta ? tb - ta : 1,
+                                "%s: the first argument is the block type "
+                                "(basic), as in %s", k->name, k->usage);
+                wa = ta, wb = tb;
+            } else if (ta == tb) {
                 if (!(position == 0 && b == close)) /* "relu()" is fine */
                     return fail(p, ta < close ? ta : close, 1,
                                 "%s: empty argument", k->name);
             } else {
-                DT_CHECK(parse_arg(p, k, ta, tb, position, vals, given));
+                DT_CHECK(parse_arg(p, k, ta, tb, position - word, vals,
+                                   given));
             }
             position++;
             a = b + 1;
         }
         i = close + 1;
     }
+    if (k->ops == NULL && wa < 0)
+        return fail(p, start, i - start, "%s needs its arguments: %s",
+                    k->name, k->usage);
     for (int s = 0; s < k->nargs; s++) {
         if (given[s])
             continue;
         if (isnan(k->def[s]))
             return fail(p, start, i - start, "%s needs argument '%s' (%s)",
-                        k->name, k->arg[s],
-                        k == &kinds[0] ? "linear(out)"
-                        : k == &kinds[1] ? "conv(out, k, stride=1, pad=0)"
-                                         : "maxpool(k, stride=k)");
+                        k->name, k->arg[s], k->usage);
         vals[s] = k->def[s] == SAME_AS_FIRST ? vals[0] : k->def[s];
     }
-    memset(l, 0, sizeof *l);
-    l->ops = k->ops;
-    memcpy(l->args, vals, sizeof vals);
-    l->col = start;
-    l->len = i - start;
+    memset(out, 0, sizeof *out);
+    out->k = k;
+    memcpy(out->vals, vals, sizeof vals);
+    out->start = start;
+    out->end = i;
+    out->wa = wa, out->wb = wb;
     *pos = i;
+    return DT_OK;
+}
+
+/* Shape of acts[j]: the input, or layer j-1's output. */
+static void act_shape(const dt_model_t *m, int j, int *c, int *h, int *w,
+                      int *flat)
+{
+    if (j == 0) {
+        *c = m->in_c, *h = m->in_h, *w = m->in_w, *flat = 0;
+        return;
+    }
+    const dt_layer_t *l = &m->layers[j - 1];
+    *c = l->out_c, *h = l->out_h, *w = l->out_w, *flat = l->out_flat;
+}
+
+/* What a layer's messages call it: "layer 7 'conv(32,3,pad=1)'", plus
+ * where a stage put it. */
+static void layer_name(const dt_layer_t *l, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "layer %d '%s'", l->index, l->desc);
+    if (l->stage && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, " (stage %d, block %d%s)",
+                 l->stage, l->block, l->shortcut ? ", shortcut" : "");
+}
+
+/* Append a layer reading acts[src] (and acts[skip] for add), set it up
+ * for that input's shape and lay out its parameters and buffers. col/len:
+ * the token to point at when it does not fit. */
+static dt_status_t append(parser_t *p, dt_model_t *m, int *cap,
+                          const dt_layer_ops_t *ops, const double *args,
+                          const char *desc, int src, int skip, int col,
+                          int len, int stage, int block, int shortcut)
+{
+    if (m->nlayers == *cap) {
+        *cap = *cap ? 2 * *cap : 16;
+        dt_layer_t *nl = realloc(m->layers, (size_t)*cap * sizeof *nl);
+        if (!nl)
+            return DT_ERR_NOMEM;
+        m->layers = nl;
+    }
+    dt_layer_t *l = &m->layers[m->nlayers];
+    memset(l, 0, sizeof *l);
+    l->ops = ops;
+    if (args)
+        memcpy(l->args, args, sizeof l->args);
+    snprintf(l->desc, sizeof l->desc, "%s", desc);
+    l->index = m->nlayers;
+    l->src = src, l->skip = skip;
+    l->col = col, l->len = len;
+    l->stage = stage, l->block = block, l->shortcut = shortcut;
+    act_shape(m, src, &l->in_c, &l->in_h, &l->in_w, &l->in_flat);
+    char why[200] = "", name[160];
+    layer_name(l, name, sizeof name);
+    if (skip >= 0) {
+        int c, h, w, flat;
+        act_shape(m, skip, &c, &h, &w, &flat);
+        if (c != l->in_c || h != l->in_h || w != l->in_w)
+            return fail(p, col, len, "%s: the residual sum's inputs differ: "
+                        "%dx%dx%d and %dx%dx%d", name, l->in_c, l->in_h,
+                        l->in_w, c, h, w);
+    }
+    if (l->ops->setup(l, why, sizeof why) != DT_OK)
+        return fail(p, col, len, "%s: %s", name, why);
+    l->param_offset = m->nparams;
+    m->nparams += l->nweights + l->nbias;
+    l->buffer_offset = m->nbuffers;
+    m->nbuffers += l->nbuffers;
+    m->nlayers++;
+    return DT_OK;
+}
+
+/* The layer as written, without blanks, as its description. */
+static void token_desc(const char *t, int a, int b, char *desc, size_t len)
+{
+    size_t n = 0;
+    for (int i = a; i < b && n + 1 < len; i++)
+        if (!isspace((unsigned char)t[i]))
+            desc[n++] = t[i];
+    desc[n] = '\0';
+}
+
+/* stage(basic, C, n, stride=s): n basic blocks (He et al. 2016)
+ *   conv(C,3,stride,pad=1,bias=no) batchnorm relu conv(C,3,pad=1,bias=no)
+ *   batchnorm, + shortcut, relu
+ * the shortcut being the block's input, or where the first block changes
+ * the channels or the size, conv(C,1,stride,bias=no) batchnorm of it. */
+static dt_status_t expand_stage(parser_t *p, dt_model_t *m, int *cap,
+                                const parsed_t *ps, int stage)
+{
+    const char *t = p->text;
+    int col = ps->start, len = ps->end - ps->start;
+    if (ps->wb - ps->wa != 5 || strncmp(t + ps->wa, "basic", 5) != 0)
+        return fail(p, ps->wa, ps->wb - ps->wa, "stage: unknown block type "
+                    "'%.*s' (known: basic)", ps->wb - ps->wa, t + ps->wa);
+    int C = (int)ps->vals[0], n = (int)ps->vals[1], stride = (int)ps->vals[2];
+    int c, h, w, flat;
+    act_shape(m, m->nlayers, &c, &h, &w, &flat);
+    if (flat)
+        return fail(p, col, len, "stage %d: a residual stage needs an image "
+                    "input (channels x height x width) but gets a flat "
+                    "vector of %d: move it before flatten", stage, c);
+    const double bn[DT_LAYER_MAXARGS] = {0.1, 1e-5};
+    for (int b = 1; b <= n; b++) {
+        int s = b == 1 ? stride : 1, in = m->nlayers;
+        act_shape(m, in, &c, &h, &w, &flat);
+        double c1[DT_LAYER_MAXARGS] = {C, 3, s, 1, 0},
+               c2[DT_LAYER_MAXARGS] = {C, 3, 1, 1, 0},
+               pr[DT_LAYER_MAXARGS] = {C, 1, s, 0, 0};
+        char d1[64], d2[64], dp[64];
+        if (s > 1) {
+            snprintf(d1, sizeof d1, "conv(%d,3,stride=%d,pad=1,bias=no)", C,
+                     s);
+            snprintf(dp, sizeof dp, "conv(%d,1,stride=%d,bias=no)", C, s);
+        } else {
+            snprintf(d1, sizeof d1, "conv(%d,3,pad=1,bias=no)", C);
+            snprintf(dp, sizeof dp, "conv(%d,1,bias=no)", C);
+        }
+        snprintf(d2, sizeof d2, "conv(%d,3,pad=1,bias=no)", C);
+        DT_CHECK(append(p, m, cap, &dt_layer_conv2d, c1, d1, in, -1, col,
+                        len, stage, b, 0));
+        DT_CHECK(append(p, m, cap, &dt_layer_batchnorm, bn, "batchnorm",
+                        m->nlayers, -1, col, len, stage, b, 0));
+        DT_CHECK(append(p, m, cap, &dt_layer_relu, NULL, "relu", m->nlayers,
+                        -1, col, len, stage, b, 0));
+        DT_CHECK(append(p, m, cap, &dt_layer_conv2d, c2, d2, m->nlayers, -1,
+                        col, len, stage, b, 0));
+        DT_CHECK(append(p, m, cap, &dt_layer_batchnorm, bn, "batchnorm",
+                        m->nlayers, -1, col, len, stage, b, 0));
+        int main_end = m->nlayers;
+        const dt_layer_t *last = &m->layers[main_end - 1];
+        if (last->out_c != c || last->out_h != h || last->out_w != w) {
+            DT_CHECK(append(p, m, cap, &dt_layer_conv2d, pr, dp, in, -1, col,
+                            len, stage, b, 1));
+            DT_CHECK(append(p, m, cap, &dt_layer_batchnorm, bn, "batchnorm",
+                            m->nlayers, -1, col, len, stage, b, 1));
+            DT_CHECK(append(p, m, cap, &dt_layer_add, NULL, "add", m->nlayers,
+                            main_end, col, len, stage, b, 0));
+        } else {
+            DT_CHECK(append(p, m, cap, &dt_layer_add, NULL, "add", main_end,
+                            in, col, len, stage, b, 0));
+        }
+        DT_CHECK(append(p, m, cap, &dt_layer_relu, NULL, "relu", m->nlayers,
+                        -1, col, len, stage, b, 0));
+    }
     return DT_OK;
 }
 
 static dt_status_t parse_all(parser_t *p, dt_model_t *m)
 {
     const char *t = p->text;
-    int pos = 0, cap = 0;
+    int pos = 0, cap = 0, stages = 0;
     for (;;) {
         while (isspace((unsigned char)t[pos]) || t[pos] == ',')
             pos++;
         if (!t[pos])
             break;
-        if (m->nlayers == cap) {
-            cap = cap ? 2 * cap : 8;
-            dt_layer_t *nl = realloc(m->layers, (size_t)cap * sizeof *nl);
-            if (!nl)
-                return DT_ERR_NOMEM;
-            m->layers = nl;
+        parsed_t ps;
+        DT_CHECK(parse_layer(p, &pos, &ps));
+        if (ps.k->ops) {
+            char desc[64];
+            token_desc(t, ps.start, ps.end, desc, sizeof desc);
+            DT_CHECK(append(p, m, &cap, ps.k->ops, ps.vals, desc, m->nlayers,
+                            -1, ps.start, ps.end - ps.start, 0, 0, 0));
+        } else {
+            DT_CHECK(expand_stage(p, m, &cap, &ps, ++stages));
         }
-        DT_CHECK(parse_layer(p, &pos, &m->layers[m->nlayers]));
-        m->nlayers++;
         if (t[pos] && !isspace((unsigned char)t[pos]) && t[pos] != ',')
             return fail(p, pos, 1, "expected a space between layers, found "
                         "'%c'", t[pos]);
@@ -251,33 +458,14 @@ static dt_status_t parse_all(parser_t *p, dt_model_t *m)
     if (m->nlayers == 0)
         return fail(p, 0, 1, "no layers: write e.g. 'flatten linear(128) "
                     "relu linear(10)'");
-    return DT_OK;
-}
-
-/* Shapes through the network, and the parameter layout. */
-static dt_status_t infer_shapes(parser_t *p, dt_model_t *m)
-{
-    int c = m->in_c, h = m->in_h, w = m->in_w, flat = 0;
-    size_t offset = 0;
-    for (int i = 0; i < m->nlayers; i++) {
-        dt_layer_t *l = &m->layers[i];
-        l->in_c = c, l->in_h = h, l->in_w = w, l->in_flat = flat;
-        l->index = i;
-        char why[200] = "";
-        if (l->ops->setup(l, why, sizeof why) != DT_OK)
-            return fail(p, l->col, l->len, "%s", why);
-        l->param_offset = offset;
-        offset += l->nweights + l->nbias;
-        c = l->out_c, h = l->out_h, w = l->out_w, flat = l->out_flat;
-    }
     dt_layer_t *last = &m->layers[m->nlayers - 1];
-    if (!flat || c != m->nclasses)
+    int c = last->out_c, h = last->out_h, w = last->out_w;
+    if (!last->out_flat || c != m->nclasses)
         return fail(p, last->col, last->len,
                     "the model must end in linear(%d), one output per class, "
                     "but its last layer gives %s%d value%s", m->nclasses,
-                    flat ? "" : "an image of ", c * h * w,
+                    last->out_flat ? "" : "an image of ", c * h * w,
                     c * h * w == 1 ? "" : "s");
-    m->nparams = offset;
     return DT_OK;
 }
 
@@ -300,8 +488,6 @@ dt_status_t dt_model_parse(const char *layers, const char *origin, int in_c,
         return DT_ERR_NOMEM;
     m->in_c = in_c, m->in_h = in_h, m->in_w = in_w, m->nclasses = nclasses;
     dt_status_t st = parse_all(&p, m);
-    if (st == DT_OK)
-        st = infer_shapes(&p, m);
     if (st != DT_OK) {
         dt_model_free(m);
         return st;

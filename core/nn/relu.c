@@ -44,4 +44,4 @@ static dt_status_t relu_backward(dt_layer_t *l, const float *x,
 }
 
 const dt_layer_ops_t dt_layer_relu = {"relu", relu_setup, relu_scratch,
-                                      relu_forward, relu_backward};
+                                      relu_forward, relu_backward, NULL};

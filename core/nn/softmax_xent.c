@@ -1,5 +1,8 @@
 /* softmax_xent.c — softmax cross-entropy, the end of every model.
  * loss = mean_i (log sum_j exp z_ij - z_i,label_i); dz = (p - onehot)/n.
+ * With label smoothing eps the target is q = (1 - eps) onehot + eps/k:
+ * loss = mean_i (lse_i - (1 - eps) z_i,label_i - eps/k sum_j z_ij) and
+ * dz = (p - q)/n (cpu only; the CUDA kernels know only eps = 0).
  * Per-row results (loss, 1 if argmax == label) go through `rows` (2*batch
  * floats on the device) and are summed on the host in double. */
 #include "config.h"
@@ -11,7 +14,7 @@
 #include "layer.h"
 
 static void softmax_rows_cpu(const float *z, const int *labels, float *p,
-                             float *rows, int batch, int k)
+                             float *rows, int batch, int k, float eps)
 {
     for (int i = 0; i < batch; i++) {
         const float *zi = z + (size_t)i * k;
@@ -28,7 +31,14 @@ static void softmax_rows_cpu(const float *z, const int *labels, float *p,
         for (int j = 0; j < k; j++)
             pi[j] /= sum;
         if (labels) {
-            rows[2 * i] = logf(sum) + max - zi[labels[i]];
+            float target = zi[labels[i]];
+            if (eps > 0.0f) {
+                float zsum = 0.0f;
+                for (int j = 0; j < k; j++)
+                    zsum += zi[j];
+                target = (1.0f - eps) * target + eps / (float)k * zsum;
+            }
+            rows[2 * i] = logf(sum) + max - target;
             rows[2 * i + 1] = arg == labels[i] ? 1.0f : 0.0f;
         }
     }
@@ -37,15 +47,21 @@ static void softmax_rows_cpu(const float *z, const int *labels, float *p,
 dt_status_t dt_softmax_xent_forward(dt_device_t *dev, const float *logits,
                                     const int *labels, float *probs,
                                     float *rows, int batch, int k,
-                                    float *loss, int *correct)
+                                    float smoothing, float *loss,
+                                    int *correct)
 {
     int on_gpu = dev->kind == DT_DEVICE_CUDA;
+    if (on_gpu && smoothing != 0.0f) {
+        dt_error("label smoothing has no CUDA implementation yet: use "
+                 "[train] device = cpu or label_smoothing = 0");
+        return DT_ERR_UNSUPPORTED;
+    }
     if (on_gpu)
         DT_CHECK(dt_cuda_backend_loaded()->softmax_xent(dev, logits, labels,
                                                         probs, rows, batch,
                                                         k));
     else
-        softmax_rows_cpu(logits, labels, probs, rows, batch, k);
+        softmax_rows_cpu(logits, labels, probs, rows, batch, k, smoothing);
     if (!labels)
         return DT_OK;
     float *host = rows;
@@ -78,15 +94,16 @@ dt_status_t dt_softmax_xent_forward(dt_device_t *dev, const float *logits,
 
 dt_status_t dt_softmax_xent_backward(dt_device_t *dev, const float *probs,
                                      const int *labels, float *dlogits,
-                                     int batch, int k)
+                                     int batch, int k, float smoothing)
 {
     DT_CUDA_DISPATCH(dev, softmax_xent_backward(dev, probs, labels,
                                                         dlogits, batch, k));
-    float inv = 1.0f / (float)batch;
+    float inv = 1.0f / (float)batch, off = smoothing / (float)k,
+          on = 1.0f - smoothing + off;
     for (int i = 0; i < batch; i++)
         for (int j = 0; j < k; j++) {
             size_t at = (size_t)i * k + j;
-            dlogits[at] = (probs[at] - (j == labels[i] ? 1.0f : 0.0f)) * inv;
+            dlogits[at] = (probs[at] - (j == labels[i] ? on : off)) * inv;
         }
     return DT_OK;
 }

@@ -6,6 +6,13 @@
  *   conv(32,3,pad=1) relu maxpool(2) conv(64,3,pad=1) relu maxpool(2)
  *   flatten linear(128) relu linear(10)
  *
+ * or a ResNet, whose stage(basic, C, n, stride=s) expands into n residual
+ * blocks (docs/TRAINING.md):
+ *
+ *   conv(16,3,pad=1,bias=no) batchnorm relu stage(basic,16,3)
+ *   stage(basic,32,3,stride=2) stage(basic,64,3,stride=2) gap flatten
+ *   linear(10)
+ *
  * Typical use by a training loop (errors checked, cleanup omitted):
  *
  *   dt_device_t *dev;  dt_device_open("auto", local_rank, threads, &dev);
@@ -131,10 +138,13 @@ dt_status_t dt_model_parse(const char *layers, const char *origin, int in_c,
                            dt_model_t **out, dt_model_error_t *err);
 
 /* Allocate parameters and gradients on dev (NULL: cpu) and initialize them
- * from seed: He (Kaiming normal, fan_in) for layers followed by relu,
- * Xavier (Glorot uniform) otherwise, biases zero. The same seed gives the
- * same parameters on every device and every run. Also seeds dropout with
- * seed (see dt_model_set_rng). Call once. */
+ * from seed: He (Kaiming normal, fan_in) for conv and linear layers
+ * followed by relu or by batchnorm, Xavier (Glorot uniform) otherwise,
+ * biases zero; batchnorm scale 1 and shift 0, running mean 0 and variance
+ * 1. The same seed gives the same parameters on every device and every
+ * run. Also seeds dropout with seed (see dt_model_set_rng). Call once.
+ * A CUDA device is refused with a message naming the first layer that
+ * has no CUDA implementation (batchnorm, gap, avgpool, residual blocks). */
 dt_status_t dt_model_init(dt_model_t *m, dt_device_t *dev, uint64_t seed);
 
 /* How the cpu computes convolutions (CUDA always uses im2col + cuBLAS):
@@ -162,6 +172,24 @@ dt_status_t dt_conv_algo_parse(const char *name, dt_conv_algo_t *algo);
 dt_status_t dt_model_params(dt_model_t *m, float **params, float **grads,
                             size_t *n);
 size_t dt_model_nparams(const dt_model_t *m);
+
+/* Non-trainable state that is part of the model but not optimized: the
+ * running mean and variance of every batchnorm layer, in ONE flat buffer
+ * on the model's device. Layout: layers in forward order; within a
+ * batchnorm of C channels, C means then C variances. Train-mode forwards
+ * update it (momentum), eval-mode forwards read it. A checkpoint must
+ * save and restore it with the parameters; data-parallel ranks should
+ * make it equal (e.g. average it) before evaluating or saving. n is 0
+ * for a model without batchnorm (then *buffers may be NULL). Valid after
+ * dt_model_init until dt_model_free. */
+dt_status_t dt_model_buffers(dt_model_t *m, float **buffers, size_t *n);
+size_t dt_model_nbuffers(const dt_model_t *m);
+
+/* Label smoothing eps in [0, 1) for the loss (default 0): the target of
+ * the cross-entropy is (1 - eps) onehot + eps/K, as PyTorch's
+ * CrossEntropyLoss(label_smoothing=eps). The reported loss is the
+ * smoothed one. cpu only (a CUDA model refuses eps > 0). */
+dt_status_t dt_model_set_label_smoothing(dt_model_t *m, float eps);
 
 /* Forward a batch. x: host memory, batch*in_c*in_h*in_w floats; labels:
  * host memory, batch ints in [0, nclasses) (NULL: no loss, inference only).
@@ -194,7 +222,14 @@ const dt_tensor_t *dt_model_output(const dt_model_t *m);
 void dt_model_get_rng(const dt_model_t *m, uint64_t *seed, uint64_t *counter);
 void dt_model_set_rng(dt_model_t *m, uint64_t seed, uint64_t counter);
 
-/* One line per layer (name, output shape, parameters) to the info log. */
+/* The model summary, one line (no newline) per call of fn: a header, the
+ * input, each layer (as written, or as a stage expanded it, indented
+ * under "stage S, block B"; projection shortcuts marked), its output shape
+ * and parameter count, then the totals. Works before dt_model_init. */
+typedef void (*dt_model_line_fn)(void *arg, const char *line);
+void dt_model_summary(const dt_model_t *m, dt_model_line_fn fn, void *arg);
+
+/* The summary to the info log. */
 void dt_model_log_summary(const dt_model_t *m);
 
 /* The model's device (NULL before dt_model_init). */

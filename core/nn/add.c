@@ -1,0 +1,44 @@
+/* add.c — the sum at the end of a residual block: y = x + x2, x the
+ * block's main path (acts[src]) and x2 its shortcut (acts[skip], set by
+ * the model before forward). Backward writes dx = dy for the main path;
+ * the model passes dy on to the shortcut's activation itself (model.c),
+ * adding it to what other readers of that activation put there. Made by
+ * model_parse.c's block expansion, not written by users. cpu only. */
+#include "config.h"
+
+#include <string.h>
+
+#include "layer.h"
+
+static dt_status_t add_setup(dt_layer_t *l, char *why, size_t why_len)
+{
+    /* the shortcut's shape is checked by the parser, which knows it */
+    l->out_c = l->in_c, l->out_h = l->in_h, l->out_w = l->in_w;
+    l->out_flat = l->in_flat;
+    return DT_OK;
+}
+
+static size_t add_scratch(const dt_layer_t *l, int batch) { return 0; }
+
+static dt_status_t add_forward(dt_layer_t *l, const float *x, float *y,
+                               int batch, int train)
+{
+    size_t n = (size_t)batch * dt_layer_in_size(l);
+    const float *restrict a = x, *restrict b = l->x2;
+    float *restrict o = y;
+    for (size_t i = 0; i < n; i++)
+        o[i] = a[i] + b[i];
+    return DT_OK;
+}
+
+static dt_status_t add_backward(dt_layer_t *l, const float *x, const float *y,
+                                const float *dy, float *dx, int batch)
+{
+    if (dx)
+        memcpy(dx, dy, (size_t)batch * dt_layer_in_size(l) * sizeof *dx);
+    return DT_OK;
+}
+
+const dt_layer_ops_t dt_layer_add = {"add", add_setup, add_scratch,
+                                     add_forward, add_backward,
+                                     dt_layer_cpu_only};
