@@ -324,6 +324,274 @@ static void test_device_open(void **state)
     dt_log_set_level(DT_LOG_INFO);
 }
 
+
+/* ---- ResNets: batchnorm, stages, the summary ---- */
+
+#define RESNET20 "conv(16,3,pad=1,bias=no) batchnorm relu " \
+    "stage(basic,16,3) stage(basic,32,3,stride=2) " \
+    "stage(basic,64,3,stride=2) gap flatten linear(10)"
+
+typedef struct lines {
+    char text[16384];
+    int n;
+} lines_t;
+
+static void collect(void *arg, const char *line)
+{
+    lines_t *ls = arg;
+    size_t at = strlen(ls->text);
+    snprintf(ls->text + at, sizeof ls->text - at, "%s\n", line);
+    ls->n++;
+}
+
+static size_t conv_p(size_t in, size_t out, size_t k)
+{
+    return in * out * k * k; /* bias=no */
+}
+
+/* ResNet-20 in the CIFAR form of He et al. (2016), projection shortcuts
+ * (1x1 conv + batchnorm) where a stage changes channels and size:
+ * counted layer by layer here, independently of the parser. */
+static size_t resnet20_params(size_t in_c, size_t classes)
+{
+    size_t n = conv_p(in_c, 16, 3) + 2 * 16;
+    size_t width[3] = {16, 32, 64}, prev = 16;
+    for (int s = 0; s < 3; s++) {
+        size_t c = width[s];
+        for (int b = 0; b < 3; b++) {
+            size_t in = b == 0 ? prev : c;
+            n += conv_p(in, c, 3) + 2 * c + conv_p(c, c, 3) + 2 * c;
+            if (in != c)
+                n += conv_p(in, c, 1) + 2 * c;
+        }
+        prev = c;
+    }
+    return n + 64 * classes + classes;
+}
+
+static void test_resnet20_params(void **state)
+{
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse(RESNET20, "job.ini:9", 1, 28, 28, 10, &m,
+                                    NULL), DT_OK);
+    assert_int_equal(dt_model_nparams(m), resnet20_params(1, 10));
+    assert_int_equal(dt_model_nparams(m), 272186);
+    /* 19 batchnorms of the main path + 2 of the projections, mean + var */
+    assert_int_equal(dt_model_nbuffers(m),
+                     2 * (16 + 3 * 2 * 16 + 3 * 2 * 32 + 32 + 3 * 2 * 64 +
+                          64));
+    dt_model_free(m);
+    /* CIFAR-10: 3 input channels, 32x32 */
+    assert_int_equal(dt_model_parse(RESNET20, NULL, 3, 32, 32, 10, &m, NULL),
+                     DT_OK);
+    assert_int_equal(dt_model_nparams(m), resnet20_params(3, 10));
+    assert_int_equal(dt_model_nparams(m), 272474);
+    dt_model_free(m);
+}
+
+/* stage() expands to blocks: layer counts, the projection only where the
+ * shape changes, output shapes, and the summary's indentation. */
+static void test_stage_expansion(void **state)
+{
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse("conv(8,3,pad=1,bias=no) batchnorm relu "
+                                    "stage(basic,8,2) stage(basic,16,1,"
+                                    "stride=2) gap flatten linear(10)",
+                                    NULL, 1, 28, 28, 10, &m, NULL), DT_OK);
+    lines_t ls = {"", 0};
+    dt_model_summary(m, collect, &ls);
+    fprintf(stderr, "%s", ls.text);
+    /* header, input, 3 stem, 2 x (7 + block line), 9 + block line, gap
+     * flatten linear, total */
+    assert_int_equal(ls.n, 2 + 3 + 2 * 8 + 10 + 3 + 1);
+    assert_non_null(strstr(ls.text, "stage 1, block 2"));
+    assert_non_null(strstr(ls.text, "stage 2, block 1"));
+    assert_null(strstr(ls.text, "stage 2, block 2"));
+    /* identity blocks in stage 1, a projection in stage 2 only */
+    char *st2 = strstr(ls.text, "stage 2, block 1");
+    char *proj = strstr(ls.text, "shortcut: conv(16,1,stride=2,bias=no)");
+    assert_non_null(proj);
+    assert_true(proj > st2);
+    assert_null(strstr(proj + 1, "shortcut: conv"));
+    assert_non_null(strstr(ls.text, "conv(16,3,stride=2,pad=1,bias=no)"));
+    assert_non_null(strstr(ls.text, "16x14x14"));
+    /* the indented block layers, and the two add layers of stage 1 */
+    assert_non_null(strstr(ls.text, "    conv(8,3,pad=1,bias=no)"));
+    int adds = 0;
+    for (char *a = ls.text; (a = strstr(a, " add ")) != NULL; a++)
+        adds++;
+    assert_int_equal(adds, 3);
+    size_t want = conv_p(1, 8, 3) + 16 + 2 * (2 * conv_p(8, 8, 3) + 32) +
+                  conv_p(8, 16, 3) + conv_p(16, 16, 3) + 2 * 32 +
+                  conv_p(8, 16, 1) + 32 + 16 * 10 + 10;
+    assert_int_equal(dt_model_nparams(m), want);
+    char total[64];
+    snprintf(total, sizeof total, "total: %zu parameters", want);
+    assert_non_null(strstr(ls.text, total));
+    dt_model_free(m);
+}
+
+static void test_stage_errors(void **state)
+{
+    expect_error("conv(8,3) stage(bottleneck,16,3) gap flatten linear(10)",
+                 16, "unknown block type 'bottleneck' (known: basic)");
+    expect_error("conv(8,3) stage(16,3) gap flatten linear(10)", 16,
+                 "the first argument is the block type");
+    expect_error("conv(8,3) stage(basic,16) gap flatten linear(10)", 10,
+                 "stage needs argument 'n'");
+    expect_error("conv(8,3) stage gap flatten linear(10)", 10,
+                 "stage needs its arguments");
+    expect_error("flatten stage(basic,16,1) linear(10)", 8,
+                 "stage 1: a residual stage needs an image input");
+    expect_error("conv(8,3) stage(basic,16,1,strde=2) gap flatten "
+                 "linear(10)", 27, "stage has no argument 'strde'");
+    expect_error("conv(8,3,bias=maybe) flatten linear(10)", 14,
+                 "argument 'bias' = 'maybe' is not yes or no");
+    /* shape errors name the layer: its position and how it was written */
+    expect_error("conv(8,3) flatten gap linear(10)", 18,
+                 "layer 2 'gap': gap needs an image input");
+    expect_error("conv(8,3) avgpool(30) flatten linear(10)", 10,
+                 "layer 1 'avgpool(30)': avgpool window 30x30 is larger");
+    /* (a stage's own layers always fit: 3x3 pad 1 and 1x1 convs) */
+    expect_error("batchnorm(momentum=2) flatten linear(10)", 19,
+                 "out of range");
+    expect_error("gap flatten linear(12)", 12, "must end in linear(10)");
+}
+
+/* Eval mode normalizes with the running statistics, train mode with the
+ * batch's, and a train forward moves the running statistics by momentum
+ * (PyTorch: the running variance unbiased). */
+static void test_batchnorm_running_stats(void **state)
+{
+    enum { B = 4, F = 3, K = 2 };
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse("flatten batchnorm linear(2)", NULL, 1, 1,
+                                    F, K, &m, NULL), DT_OK);
+    assert_int_equal(dt_model_init(m, NULL, 3), DT_OK);
+    float *p, *buf;
+    size_t n, nb;
+    assert_int_equal(dt_model_params(m, &p, NULL, &n), DT_OK);
+    assert_int_equal(n, F + F + K * F + K);
+    assert_int_equal(dt_model_buffers(m, &buf, &nb), DT_OK);
+    assert_int_equal(nb, 2 * F);
+    for (int c = 0; c < F; c++) {
+        assert_true(p[c] == 1.0f && p[F + c] == 0.0f); /* gamma, beta */
+        assert_true(buf[c] == 0.0f && buf[F + c] == 1.0f);
+    }
+    const float gamma[F] = {1.0f, 2.0f, 0.5f}, beta[F] = {0.1f, -0.2f, 0.3f};
+    const float W[K * F] = {0.3f, -0.7f, 1.1f, 0.9f, 0.2f, -0.4f};
+    for (int c = 0; c < F; c++)
+        p[c] = gamma[c], p[F + c] = beta[c];
+    for (int i = 0; i < K * F; i++)
+        p[2 * F + i] = W[i];
+    p[2 * F + K * F] = 0.05f, p[2 * F + K * F + 1] = -0.05f;
+    float x[B * F];
+    fill_random(x, B * F, 5);
+    for (int i = 0; i < B * F; i++)
+        x[i] = 3.0f * x[i] + 2.0f; /* mean 2, far from the running 0 */
+    int y[B] = {0, 1, 1, 0};
+    float train_out[B * K], eval_out[B * K];
+    assert_int_equal(dt_model_forward(m, x, y, B, 1, NULL, NULL), DT_OK);
+    memcpy(train_out, dt_model_output(m)->data, sizeof train_out);
+    double rm[F], rv[F];
+    for (int c = 0; c < F; c++) {
+        double s = 0, sq = 0;
+        for (int b = 0; b < B; b++)
+            s += x[b * F + c];
+        double mean = s / B;
+        for (int b = 0; b < B; b++)
+            sq += (x[b * F + c] - mean) * (x[b * F + c] - mean);
+        rm[c] = 0.1 * mean;
+        rv[c] = 0.9 * 1.0 + 0.1 * sq / (B - 1);
+        assert_float_equal(buf[c], rm[c], 1e-6);
+        assert_float_equal(buf[F + c], rv[c], 1e-5);
+    }
+    assert_int_equal(dt_model_forward(m, x, NULL, B, 0, NULL, NULL), DT_OK);
+    memcpy(eval_out, dt_model_output(m)->data, sizeof eval_out);
+    double maxdiff = 0;
+    for (int b = 0; b < B; b++)
+        for (int k = 0; k < K; k++) {
+            double z = p[2 * F + K * F + k];
+            for (int c = 0; c < F; c++) {
+                double xh = (x[b * F + c] - rm[c]) / sqrt(rv[c] + 1e-5);
+                z += W[k * F + c] * (gamma[c] * xh + beta[c]);
+            }
+            assert_float_equal(eval_out[b * K + k], z, 1e-4);
+            maxdiff = fmax(maxdiff, fabs(eval_out[b * K + k] -
+                                         train_out[b * K + k]));
+        }
+    assert_true(maxdiff > 0.5); /* the batch's statistics are not used */
+    /* eval leaves the running statistics alone */
+    assert_float_equal(buf[0], rm[0], 1e-6);
+    assert_float_equal(buf[F], rv[0], 1e-5);
+    dt_model_free(m);
+}
+
+/* A layer without a CUDA path refuses a CUDA device by name, before it
+ * touches it (a stand-in device: no GPU needed). */
+static void test_cuda_refused(void **state)
+{
+    dt_device_t fake;
+    memset(&fake, 0, sizeof fake);
+    fake.kind = DT_DEVICE_CUDA;
+    fake.mem = DT_MEM_CUDA;
+    snprintf(fake.name, sizeof fake.name, "cuda:0 (stand-in)");
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse("conv(4,3,bias=no) batchnorm relu flatten"
+                                    " linear(10)", NULL, 1, 8, 8, 10, &m,
+                                    NULL), DT_OK);
+    capture_t cap;
+    capture_begin(&cap);
+    dt_status_t st = dt_model_init(m, &fake, 1);
+    char *text = capture_end(&cap);
+    assert_int_equal(st, DT_ERR_UNSUPPORTED);
+    assert_non_null(strstr(text, "layer 1 'batchnorm' cannot run on cuda:0"));
+    assert_non_null(strstr(text, "device = cpu"));
+    free(text);
+    dt_model_free(m);
+}
+
+/* The smoothed loss against a hand computation. */
+static void test_label_smoothing_value(void **state)
+{
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse("flatten linear(3)", NULL, 1, 1, 2, 3, &m,
+                                    NULL), DT_OK);
+    assert_int_equal(dt_model_set_label_smoothing(m, 1.5f), DT_ERR_INVALID);
+    assert_int_equal(dt_model_set_label_smoothing(m, 0.1f), DT_OK);
+    assert_int_equal(dt_model_init(m, NULL, 1), DT_OK);
+    float *p;
+    assert_int_equal(dt_model_params(m, &p, NULL, NULL), DT_OK);
+    const float w[9] = {1, 0, 0, 1, 0.5f, -1, 0, 0, 0};
+    memcpy(p, w, sizeof w);
+    const float x[2] = {1, 2};
+    const int y[1] = {2};
+    float loss;
+    assert_int_equal(dt_model_forward(m, x, y, 1, 0, &loss, NULL), DT_OK);
+    double z[3] = {1, 2, -1.5}, lse = log(exp(z[0]) + exp(z[1]) + exp(z[2]));
+    double want = 0.9 * (lse - z[2]) + 0.1 / 3 * (3 * lse - z[0] - z[1] -
+                                                  z[2]);
+    assert_float_equal(loss, want, 1e-5);
+    dt_model_free(m);
+}
+
+/* He init for conv/linear followed by batchnorm, as by relu. */
+static void test_init_before_batchnorm(void **state)
+{
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse("flatten linear(200) batchnorm relu "
+                                    "linear(10)", NULL, 1, 20, 20, 10, &m,
+                                    NULL), DT_OK);
+    assert_int_equal(dt_model_init(m, NULL, 9), DT_OK);
+    float *p;
+    assert_int_equal(dt_model_params(m, &p, NULL, NULL), DT_OK);
+    double sq = 0;
+    for (size_t i = 0; i < 200 * 400; i++)
+        sq += (double)p[i] * p[i];
+    assert_true(fabs(sqrt(sq / (200 * 400)) / sqrt(2.0 / 400) - 1.0) < 0.02);
+    dt_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -335,6 +603,13 @@ int main(void)
         cmocka_unit_test(test_learns),
         cmocka_unit_test(test_conv_algos_agree),
         cmocka_unit_test(test_device_open),
+        cmocka_unit_test(test_resnet20_params),
+        cmocka_unit_test(test_stage_expansion),
+        cmocka_unit_test(test_stage_errors),
+        cmocka_unit_test(test_batchnorm_running_stats),
+        cmocka_unit_test(test_cuda_refused),
+        cmocka_unit_test(test_label_smoothing_value),
+        cmocka_unit_test(test_init_before_batchnorm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -318,10 +318,10 @@ void dt_model_summary(const dt_model_t *m, dt_model_line_fn fn, void *arg)
 {
     char line[200], shape[48];
     shape_text(shape, sizeof shape, m->in_c, m->in_h, m->in_w, 0);
-    snprintf(line, sizeof line, "%-4s %-40s %14s %10s", "#", "layer",
+    snprintf(line, sizeof line, "%-4s %-44s %14s %10s", "#", "layer",
              "output", "params");
     fn(arg, line);
-    snprintf(line, sizeof line, "%-4s %-40s %14s %10s", "", "input", shape,
+    snprintf(line, sizeof line, "%-4s %-44s %14s %10s", "", "input", shape,
              "");
     fn(arg, line);
     int stage = 0, block = 0;
@@ -341,7 +341,7 @@ void dt_model_summary(const dt_model_t *m, dt_model_line_fn fn, void *arg)
                    l->out_flat);
         size_t n = l->nweights + l->nbias;
         trainable += n;
-        snprintf(line, sizeof line, "%-4d %-40s %14s %10zu", i, name, shape,
+        snprintf(line, sizeof line, "%-4d %-44s %14s %10zu", i, name, shape,
                  n);
         fn(arg, line);
     }
