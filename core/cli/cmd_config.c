@@ -1,9 +1,13 @@
 /* cmd_config.c — `dtctl config [JOB.ini]`: the effective configuration,
- * every value with the source it came from, as an ini file. */
+ * every value with the source it came from, as an ini file; then, as
+ * comment lines, the model's summary (layers, output shapes, parameter
+ * counts) when [model] layers is set and the data set's input shape is
+ * known without reading it. */
 #include <stdio.h>
 #include <string.h>
 
 #include <dt/log.h>
+#include <dt/nn.h>
 #include "cli.h"
 
 typedef struct print_state {
@@ -28,6 +32,50 @@ static int print_value(const char *section, const char *key,
     return 0;
 }
 
+/* Input shapes of the built-in data sets (what dt-train reads from their
+ * headers); another data set's model is summarized by dt-train itself. */
+static const struct {
+    const char *name;
+    int c, h, w, classes;
+} shapes[] = {
+    {"fashion-mnist", 1, 28, 28, 10},
+    {"mnist", 1, 28, 28, 10},
+    {"cifar10", 3, 32, 32, 10},
+};
+
+static void print_comment(void *arg, const char *line)
+{
+    printf("#   %s\n", line);
+}
+
+/* 0, or 1 when the layers do not parse (the error is logged). */
+static int print_model(const dt_config_t *cfg)
+{
+    const char *layers = NULL, *dataset = "fashion-mnist", *where = NULL;
+    if (dt_config_get_string(cfg, "model", "layers", &layers) != DT_OK ||
+        !layers || !*layers)
+        return 0;
+    if (dt_config_get_string(cfg, "data", "dataset", &dataset) != DT_OK)
+        dataset = "fashion-mnist";
+    dt_config_origin(cfg, "model", "layers", NULL, &where);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        if (strcmp(shapes[i].name, dataset) != 0)
+            continue;
+        dt_model_t *m = NULL;
+        if (dt_model_parse(layers, where, shapes[i].c, shapes[i].h,
+                           shapes[i].w, shapes[i].classes, &m, NULL) != DT_OK)
+            return 1;
+        printf("\n# model for %s (%dx%dx%d, %d classes):\n", dataset,
+               shapes[i].c, shapes[i].h, shapes[i].w, shapes[i].classes);
+        dt_model_summary(m, print_comment, NULL);
+        dt_model_free(m);
+        return 0;
+    }
+    printf("\n# model: the input shape of data set '%s' is known once it is "
+           "read; dt-train prints the summary at start\n", dataset);
+    return 0;
+}
+
 int dt_cmd_config(dt_cli_t *cli)
 {
     if (cli->nargs > 1) {
@@ -47,6 +95,7 @@ int dt_cmd_config(dt_cli_t *cli)
         return 1;
     print_state_t ps = {NULL};
     dt_config_foreach(cfg, print_value, &ps);
+    int bad = print_model(cfg);
     dt_config_free(cfg);
-    return fflush(stdout) == 0 ? 0 : 1;
+    return fflush(stdout) == 0 && !bad ? 0 : 1;
 }

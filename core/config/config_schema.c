@@ -67,6 +67,9 @@ static const dt_key_spec_t train_keys[] = {
      "larger (0: off)"},
     {"clip_grad_value", DT_KEY_DOUBLE, "0",
      "clamp each averaged gradient value to [-X, X] (0: off)"},
+    {"label_smoothing", DT_KEY_DOUBLE, "0",
+     "label smoothing of the cross-entropy loss, in [0, 1): the target is "
+     "(1 - x) onehot + x / classes (cpu)"},
     {"on_divergence", DT_KEY_STRING, "stop",
      "when the loss is not finite: stop, or halve_lr (back to the last "
      "checkpoint with half the lr, at most 3 times)"},

@@ -201,6 +201,16 @@ static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
                             t->train.width, t->train.nclasses, &t->model,
                             NULL));
     DT_CHECK(dt_model_set_conv_algo(t->model, conv_algo));
+    double smoothing = 0.0;
+    DT_CHECK(dt_config_get_double(cfg, "train", "label_smoothing",
+                                  &smoothing));
+    if (!(smoothing >= 0.0 && smoothing < 1.0)) {
+        dt_error("%s: [train] label_smoothing = %g must be in [0, 1)",
+                 origin(cfg, "train", "label_smoothing"), smoothing);
+        return DT_ERR_CONFIG;
+    }
+    if (dt_model_set_label_smoothing(t->model, (float)smoothing) != DT_OK)
+        return DT_ERR_CONFIG;
     DT_CHECK(dt_model_init(t->model, t->dev, t->seed));
     /* Dropout: each rank its own stream, reproducible from the seed. */
     dt_model_set_rng(t->model, t->seed + 0x9e3779b9ull * (uint64_t)t->rank,
