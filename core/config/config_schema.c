@@ -105,7 +105,18 @@ static const dt_key_spec_t model_keys[] = {
 static const dt_key_spec_t data_keys[] = {
     {"path", DT_KEY_STRING, NULL, "directory holding the data set files"},
     {"dataset", DT_KEY_STRING, "fashion-mnist",
-     "which data set: fashion-mnist, mnist or cifar10"},
+     "which data set: fashion-mnist, mnist, cifar10, cifar100, stl10 or "
+     "folder (path/train/<class>/*.png|jpg, path/test/<class>/...)"},
+    {"cifar100_labels", DT_KEY_STRING, "fine",
+     "cifar100: fine (100 classes) or coarse (20 superclasses)"},
+    {"image_size", DT_KEY_STRING, NULL,
+     "folder: every image is center-cropped to this aspect ratio and "
+     "resized (antialiased bilinear) to N x N or HxW pixels"},
+    {"channels", DT_KEY_INT, NULL,
+     "folder: 1 (grayscale) or 3 (RGB, the default); images are converted"},
+    {"bad_images", DT_KEY_STRING, "error",
+     "folder: an unreadable or corrupt image is an error, or skip: left out "
+     "with a warning naming it"},
     {"mean", DT_KEY_LIST, "0",
      "normalization: x = (pixel/255 - mean) / std; one value or one per "
      "channel"},

@@ -72,5 +72,11 @@ void dt_dataset_free(dt_dataset_t *ds)
         return;
     free(ds->pixels);
     free(ds->labels);
+    for (size_t i = 0; ds->paths && i < ds->npaths; i++)
+        free(ds->paths[i]);
+    free(ds->paths);
+    for (int i = 0; ds->class_names && i < ds->nclasses; i++)
+        free(ds->class_names[i]);
+    free(ds->class_names);
     memset(ds, 0, sizeof *ds);
 }

@@ -23,6 +23,14 @@ typedef struct dt_dataset {
     uint8_t *labels;          /* n, each < nclasses                        */
     float mean[DT_DATASET_MAX_CHANNELS];
     float std[DT_DATASET_MAX_CHANNELS];
+    /* The image folder's sources (NULL for the other data sets): the file
+     * each sample was decoded from (npaths of them, in sample order; kept
+     * when the set is truncated) and the class names, labels 0.. in order.
+     * For decoding again (dt_image_decode, data/image_decode.h), e.g. in
+     * loader threads. dt_dataset_free frees them. */
+    char **paths;
+    size_t npaths;
+    char **class_names;       /* nclasses of them                          */
 } dt_dataset_t;
 
 /* Which part of a data set. */
@@ -39,10 +47,43 @@ dt_status_t dt_dataset_load_idx(const char *images_path,
 dt_status_t dt_dataset_load_cifar10(const char *const *paths, size_t npaths,
                                     dt_dataset_t *out);
 
+/* CIFAR-100 binary files (train.bin, test.bin): records of 2 label bytes
+ * (coarse 0..19, fine 0..99) + 3072 pixel bytes. `coarse` picks the 20
+ * superclasses as labels instead of the 100 fine classes. */
+dt_status_t dt_dataset_load_cifar100(const char *const *paths, size_t npaths,
+                                     int coarse, dt_dataset_t *out);
+
+/* STL-10 binary files (train_X.bin + train_y.bin, test_X.bin +
+ * test_y.bin): images of 3 x 96 x 96 bytes, each channel stored
+ * column-major (pixel (c, y, x) at c*9216 + x*96 + y), turned into the
+ * usual row-major CHW here; labels one byte 1..10, stored here as 0..9. */
+dt_status_t dt_dataset_load_stl10(const char *images_path,
+                                  const char *labels_path, dt_dataset_t *out);
+
+/* What an image folder's samples become (data/image_decode.h). */
+typedef struct dt_folder_opts {
+    int channels;      /* 1 or 3                                         */
+    int height, width; /* every image is center-cropped and resized to it */
+    int skip_bad;      /* unreadable/corrupt images: 1 skip, 0 error     */
+} dt_folder_opts_t;
+
+/* An image folder: dir/train/<class>/<image> or dir/test/<class>/<image>
+ * (.png, .jpg, .jpeg). Classes are train/'s subfolders sorted by name
+ * (bytewise), labels 0.. in that order, for both splits; test/ may lack a
+ * class but has no class of its own. Every image is decoded now (the
+ * decoded cache: out->pixels); out->paths keeps where each came from. An
+ * empty class folder, a folder without images and (with skip_bad = 0) an
+ * unreadable image are errors naming the path. */
+dt_status_t dt_dataset_load_folder(const char *dir, dt_split_t split,
+                                   const dt_folder_opts_t *opts,
+                                   dt_dataset_t *out);
+
 /* The split of the data set the configuration names: [data] dataset
- * (fashion-mnist, mnist, cifar10), path (directory), mean/std, and
- * train_samples/test_samples (keep only the first N; 0: all). Files are
- * found under path by their usual names, plain or .gz. */
+ * (fashion-mnist, mnist, cifar10, cifar100, stl10, folder), path
+ * (directory), mean/std, train_samples/test_samples (keep only the first
+ * N; 0: all), and per data set cifar100_labels (fine, coarse), channels,
+ * image_size and bad_images (folder). Files are found under path by their
+ * usual names, plain or .gz. */
 dt_status_t dt_dataset_load(const dt_config_t *cfg, dt_split_t split,
                             dt_dataset_t *out);
 

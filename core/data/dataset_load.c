@@ -87,6 +87,147 @@ static dt_status_t load_cifar_split(const char *dir, dt_split_t split,
     return DT_ERR_NOT_FOUND;
 }
 
+/* dir/name or dir/sub/name, whichever exists (plain or .gz); NULL in
+ * buf when neither. */
+static int find_in(const char *dir, const char *sub, const char *name,
+                   char *buf, size_t len)
+{
+    const char *subs[] = {"", sub};
+    static const char *const suffix[] = {"", ".gz"};
+    for (size_t s = 0; s < 2; s++)
+        for (size_t z = 0; z < 2; z++) {
+            snprintf(buf, len, "%s%s%s/%s%s", dir, s ? "/" : "", subs[s],
+                     name, suffix[z]);
+            if (access(buf, R_OK) == 0)
+                return 1;
+        }
+    buf[0] = 0;
+    return 0;
+}
+
+static dt_status_t load_cifar100_split(const dt_config_t *cfg,
+                                       const char *dir, dt_split_t split,
+                                       dt_dataset_t *out)
+{
+    const char *which = "fine";
+    dt_status_t st = dt_config_get_string(cfg, "data", "cifar100_labels",
+                                          &which);
+    if (st != DT_OK && st != DT_ERR_NOT_FOUND)
+        return st;
+    if (strcmp(which, "fine") != 0 && strcmp(which, "coarse") != 0) {
+        dt_error("[data] cifar100_labels = '%s': use fine (100 classes) or "
+                 "coarse (20 superclasses)", which);
+        return DT_ERR_CONFIG;
+    }
+    const char *name = split == DT_SPLIT_TRAIN ? "train.bin" : "test.bin";
+    char path[4096];
+    if (!find_in(dir, "cifar-100-binary", name, path, sizeof path)) {
+        dt_error("[data] path %s: no CIFAR-100 binary file %s there or in "
+                 "cifar-100-binary/", dir, name);
+        return DT_ERR_NOT_FOUND;
+    }
+    const char *paths[1] = {path};
+    return dt_dataset_load_cifar100(paths, 1, strcmp(which, "coarse") == 0,
+                                    out);
+}
+
+static dt_status_t load_stl10_split(const char *dir, dt_split_t split,
+                                    dt_dataset_t *out)
+{
+    const char *pre = split == DT_SPLIT_TRAIN ? "train" : "test";
+    char xname[32], yname[32], x[4096], y[4096];
+    snprintf(xname, sizeof xname, "%s_X.bin", pre);
+    snprintf(yname, sizeof yname, "%s_y.bin", pre);
+    int hx = find_in(dir, "stl10_binary", xname, x, sizeof x);
+    int hy = find_in(dir, "stl10_binary", yname, y, sizeof y);
+    if (!hx || !hy) {
+        dt_error("[data] path %s: no STL-10 binary file %s there or in "
+                 "stl10_binary/", dir, !hx ? xname : yname);
+        return DT_ERR_NOT_FOUND;
+    }
+    return dt_dataset_load_stl10(x, y, out);
+}
+
+/* [data] image_size: "N" (N x N) or "HxW". */
+static dt_status_t get_image_size(const dt_config_t *cfg, int *h, int *w)
+{
+    const char *v = NULL, *where = "";
+    dt_status_t st = dt_config_get_string(cfg, "data", "image_size", &v);
+    if (st == DT_ERR_NOT_FOUND || (st == DT_OK && (!v || !*v))) {
+        dt_error("[data] image_size is not set: dataset = folder crops and "
+                 "resizes every image to it (e.g. image_size = 32, or "
+                 "64x48 for height x width)");
+        return DT_ERR_CONFIG;
+    }
+    if (st != DT_OK)
+        return st;
+    dt_config_origin(cfg, "data", "image_size", NULL, &where);
+    char *end;
+    errno = 0;
+    long a = strtol(v, &end, 10), b = a;
+    if (!errno && end != v && (*end == 'x' || *end == 'X')) {
+        const char *s = end + 1;
+        b = strtol(s, &end, 10);
+        if (end == s)
+            errno = EINVAL;
+    }
+    if (errno || end == v || *end || a < 1 || b < 1 || a > 16384 ||
+        b > 16384) {
+        dt_error("%s: [data] image_size = '%s': give N (N x N pixels) or "
+                 "HxW, each 1..16384", where, v);
+        return DT_ERR_CONFIG;
+    }
+    *h = (int)a;
+    *w = (int)b;
+    return DT_OK;
+}
+
+static dt_status_t load_folder_split(const dt_config_t *cfg, const char *dir,
+                                     dt_split_t split, dt_dataset_t *out)
+{
+    dt_folder_opts_t o = {3, 0, 0, 0};
+    long long ch = 3;
+    const char *bad = "error";
+    dt_status_t st = dt_config_get_int(cfg, "data", "channels", &ch);
+    if (st != DT_OK && st != DT_ERR_NOT_FOUND)
+        return st;
+    if (ch != 1 && ch != 3) {
+        dt_error("[data] channels = %lld: use 1 (grayscale) or 3 (RGB)", ch);
+        return DT_ERR_CONFIG;
+    }
+    o.channels = (int)ch;
+    st = dt_config_get_string(cfg, "data", "bad_images", &bad);
+    if (st != DT_OK && st != DT_ERR_NOT_FOUND)
+        return st;
+    if (strcmp(bad, "error") != 0 && strcmp(bad, "skip") != 0) {
+        dt_error("[data] bad_images = '%s': use error (stop at the first "
+                 "unreadable image) or skip (leave such images out)", bad);
+        return DT_ERR_CONFIG;
+    }
+    o.skip_bad = strcmp(bad, "skip") == 0;
+    DT_CHECK(get_image_size(cfg, &o.height, &o.width));
+    return dt_dataset_load_folder(dir, split, &o, out);
+}
+
+/* [data] channels is the folder's; elsewhere it may only confirm. */
+static dt_status_t check_channels(const dt_config_t *cfg, const char *kind,
+                                  const dt_dataset_t *ds)
+{
+    long long ch = 0;
+    dt_status_t st = dt_config_get_int(cfg, "data", "channels", &ch);
+    if (st == DT_ERR_NOT_FOUND)
+        return DT_OK;
+    if (st != DT_OK)
+        return st;
+    if (ch != ds->channels) {
+        dt_error("[data] channels = %lld, but %s images have %d: channels "
+                 "converts only an image folder (dataset = folder)", ch,
+                 kind, ds->channels);
+        return DT_ERR_CONFIG;
+    }
+    return DT_OK;
+}
+
 /* A list of floats from a [data] key. */
 static dt_status_t get_floats(const dt_config_t *cfg, const char *key,
                               float *vals, size_t max, size_t *n)
@@ -179,12 +320,21 @@ dt_status_t dt_dataset_load(const dt_config_t *cfg, dt_split_t split,
         st = load_idx_split(dir, split, out);
     else if (strcmp(kind, "cifar10") == 0)
         st = load_cifar_split(dir, split, out);
+    else if (strcmp(kind, "cifar100") == 0)
+        st = load_cifar100_split(cfg, dir, split, out);
+    else if (strcmp(kind, "stl10") == 0)
+        st = load_stl10_split(dir, split, out);
+    else if (strcmp(kind, "folder") == 0)
+        st = load_folder_split(cfg, dir, split, out);
     else {
-        dt_error("[data] dataset '%s' is not known; use fashion-mnist, mnist "
-                 "or cifar10", kind);
+        dt_error("[data] dataset '%s' is not known; use fashion-mnist, "
+                 "mnist, cifar10, cifar100, stl10 or folder", kind);
         return DT_ERR_CONFIG;
     }
-    if (st == DT_OK && (st = apply_config(cfg, split, out)) != DT_OK)
+    if (st == DT_OK && strcmp(kind, "folder") != 0 &&
+        (st = check_channels(cfg, kind, out)) != DT_OK)
+        dt_dataset_free(out);
+    else if (st == DT_OK && (st = apply_config(cfg, split, out)) != DT_OK)
         dt_dataset_free(out);
     return st;
 }

@@ -1,0 +1,327 @@
+/* dataset_folder.c — an image folder as a data set:
+ *
+ *   DIR/train/<class>/<image>.png|.jpg|.jpeg
+ *   DIR/test/<class>/<image>...
+ *
+ * Classes are the subfolders of train/, sorted bytewise by name (as
+ * Python's sorted() and torchvision's ImageFolder do), so a label means
+ * the same class on every run, host and split. Within a class, files are
+ * taken in name order. Hidden entries (a leading dot) and files with
+ * other extensions are ignored. Every image is decoded when the data set
+ * is loaded (data/image_decode.c) into the in-memory bytes the other data
+ * sets use (the decoded cache).
+ *
+ * Errors, each naming the path: no train/ (or test/) folder, no class
+ * folder, a class folder of test/ that train/ lacks, an empty class folder
+ * (like ImageFolder: a class without images is a mistake more often than
+ * an intent, and dropping it would renumber every later class), a folder
+ * without any image, and an unreadable or corrupt image unless
+ * skip_bad is set: then it is skipped with a warning (the first 10 named,
+ * then a count), and a class left without images is an error again. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <dt/log.h>
+#include "dataset.h"
+#include "image_decode.h"
+
+/* Skipped images named one by one before only counting them. */
+#define SKIP_LOG_LINES 10
+#define MAX_CLASSES 256 /* labels are bytes */
+
+/* A growable list of strings. */
+typedef struct strlist {
+    char **v;
+    size_t n, cap;
+} strlist_t;
+
+static dt_status_t strlist_add(strlist_t *l, const char *s)
+{
+    if (l->n == l->cap) {
+        size_t ncap = l->cap ? 2 * l->cap : 64;
+        char **v = realloc(l->v, ncap * sizeof *v);
+        if (!v)
+            return DT_ERR_NOMEM;
+        l->v = v;
+        l->cap = ncap;
+    }
+    if (!(l->v[l->n] = strdup(s)))
+        return DT_ERR_NOMEM;
+    l->n++;
+    return DT_OK;
+}
+
+static void strlist_free(strlist_t *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *join(const char *a, const char *b)
+{
+    char *p = NULL;
+    return asprintf(&p, "%s/%s", a, b) < 0 ? NULL : p;
+}
+
+/* The names in dir: subfolders (dirs = 1) or image files (dirs = 0),
+ * sorted. Hidden entries are ignored; *ignored counts other files. */
+static dt_status_t list_dir(const char *dir, int dirs, strlist_t *out,
+                            size_t *ignored)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        dt_error("%s: cannot open the folder: %s", dir, strerror(errno));
+        return errno == ENOENT ? DT_ERR_NOT_FOUND : DT_ERR_IO;
+    }
+    dt_status_t st = DT_OK;
+    struct dirent *e;
+    while (st == DT_OK && (errno = 0, e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char *p = join(dir, e->d_name);
+        struct stat sb;
+        if (!p) {
+            st = DT_ERR_NOMEM;
+            break;
+        }
+        int ok = stat(p, &sb) == 0; /* follows links, as users expect */
+        free(p);
+        if (dirs ? ok && S_ISDIR(sb.st_mode)
+                 : dt_image_name_ok(e->d_name) && !(ok && S_ISDIR(sb.st_mode)))
+            st = strlist_add(out, e->d_name);
+        else if (ignored && !(ok && S_ISDIR(sb.st_mode)))
+            (*ignored)++;
+    }
+    if (st == DT_OK && errno) {
+        dt_error("%s: cannot list the folder: %s", dir, strerror(errno));
+        st = DT_ERR_IO;
+    }
+    closedir(d);
+    if (st == DT_OK && out->n > 1)
+        qsort(out->v, out->n, sizeof *out->v, cmp_str);
+    return st;
+}
+
+static dt_status_t split_dir(const char *dir, const char *name, char **out)
+{
+    struct stat sb;
+    if (!(*out = join(dir, name)))
+        return DT_ERR_NOMEM;
+    if (stat(*out, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return DT_OK;
+    dt_error("[data] path %s: no %s/ folder there (%s). dataset = folder "
+             "reads PATH/train/<class>/*.png|jpg|jpeg for training and "
+             "PATH/test/<class>/... for evaluation, one subfolder per class",
+             dir, name, strerror(errno ? errno : ENOTDIR));
+    free(*out);
+    *out = NULL;
+    return DT_ERR_NOT_FOUND;
+}
+
+/* Every sample's file and label, classes in order. */
+static dt_status_t find_images(const char *dir, dt_split_t split,
+                               strlist_t *classes, strlist_t *files,
+                               uint8_t **labels)
+{
+    char *train = NULL, *base = NULL;
+    strlist_t here = {0}, names = {0};
+    size_t ignored = 0, cap = 0;
+    dt_status_t st = split_dir(dir, "train", &train);
+    if (st == DT_OK)
+        st = list_dir(train, 1, classes, NULL);
+    if (st == DT_OK && classes->n == 0) {
+        dt_error("%s: no class folders: put each class's images in a "
+                 "subfolder of its own (train/cat/1.png, train/dog/2.jpg)",
+                 train);
+        st = DT_ERR_INVALID;
+    }
+    if (st == DT_OK && classes->n > MAX_CLASSES) {
+        dt_error("%s: %zu class folders; dt takes at most %d classes", train,
+                 classes->n, MAX_CLASSES);
+        st = DT_ERR_INVALID;
+    }
+    if (st == DT_OK && split == DT_SPLIT_TEST) {
+        st = split_dir(dir, "test", &base);
+        if (st == DT_OK)
+            st = list_dir(base, 1, &here, NULL);
+        for (size_t i = 0; st == DT_OK && i < here.n; i++)
+            if (!bsearch(&here.v[i], classes->v, classes->n,
+                         sizeof *classes->v, cmp_str)) {
+                dt_error("%s/%s: a class that %s does not have: the test "
+                         "classes must be training classes (labels come "
+                         "from train/'s folders)", base, here.v[i], train);
+                st = DT_ERR_INVALID;
+            }
+        if (st == DT_OK && here.n == 0) {
+            dt_error("%s: no class folders", base);
+            st = DT_ERR_INVALID;
+        }
+    } else if (st == DT_OK) {
+        base = train;
+        train = NULL;
+    }
+    for (size_t c = 0; st == DT_OK && c < classes->n; c++) {
+        if (split == DT_SPLIT_TEST &&
+            !bsearch(&classes->v[c], here.v, here.n, sizeof *here.v,
+                     cmp_str))
+            continue; /* no test images of this class */
+        char *cdir = join(base, classes->v[c]);
+        if (!cdir) {
+            st = DT_ERR_NOMEM;
+            break;
+        }
+        size_t before = ignored;
+        st = list_dir(cdir, 0, &names, &ignored);
+        if (st == DT_OK && names.n == 0) {
+            dt_error("%s: empty class folder: no .png, .jpg or .jpeg files%s "
+                     "(add images or remove the folder; classes are "
+                     "train/'s folders, so removing one renumbers the "
+                     "later labels)", cdir,
+                     ignored > before ? " (only files of other types)" : "");
+            st = DT_ERR_INVALID;
+        }
+        for (size_t i = 0; st == DT_OK && i < names.n; i++) {
+            char *p = join(cdir, names.v[i]);
+            st = p ? strlist_add(files, p) : DT_ERR_NOMEM;
+            free(p);
+            if (st == DT_OK && files->n > cap) {
+                size_t ncap = cap ? 2 * cap : 1024;
+                uint8_t *l = realloc(*labels, ncap);
+                if (!l)
+                    st = DT_ERR_NOMEM;
+                else {
+                    *labels = l;
+                    cap = ncap;
+                }
+            }
+            if (st == DT_OK)
+                (*labels)[files->n - 1] = (uint8_t)c;
+        }
+        strlist_free(&names);
+        free(cdir);
+    }
+    if (ignored)
+        dt_debug("%s: ignored %zu files that are not .png, .jpg or .jpeg",
+                 base, ignored);
+    strlist_free(&here);
+    free(train);
+    free(base);
+    return st;
+}
+
+dt_status_t dt_dataset_load_folder(const char *dir, dt_split_t split,
+                                   const dt_folder_opts_t *opts,
+                                   dt_dataset_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!dt_image_have_png() && !dt_image_have_jpeg()) {
+        dt_error("[data] dataset = folder: dt was built without PNG and "
+                 "JPEG support; apt-get install libpng-dev "
+                 "libjpeg62-turbo-dev, then configure and build dt again");
+        return DT_ERR_UNSUPPORTED;
+    }
+    if ((opts->channels != 1 && opts->channels != 3) || opts->height < 1 ||
+        opts->width < 1 || opts->height > DT_IMAGE_MAX_SIDE ||
+        opts->width > DT_IMAGE_MAX_SIDE) {
+        dt_error("[data] dataset = folder: channels must be 1 or 3 (is %d) "
+                 "and image_size 1..%d a side (is %dx%d)", opts->channels,
+                 DT_IMAGE_MAX_SIDE, opts->height, opts->width);
+        return DT_ERR_CONFIG;
+    }
+    strlist_t classes = {0}, files = {0};
+    uint8_t *labels = NULL;
+    dt_status_t st = find_images(dir, split, &classes, &files, &labels);
+    const char *sub = split == DT_SPLIT_TRAIN ? "train" : "test";
+    if (st == DT_OK && files.n == 0) { /* test/ may lack some classes */
+        dt_error("[data] path %s: no images in %s/", dir, sub);
+        st = DT_ERR_INVALID;
+    }
+    dt_image_spec_t spec = {opts->channels, opts->height, opts->width};
+    size_t len = (size_t)opts->channels * (size_t)opts->height *
+                 (size_t)opts->width;
+    if (st == DT_OK && !(out->pixels = malloc(files.n * len)))
+        st = DT_ERR_NOMEM;
+    /* found[c]: files of class c; kept[c]: of them decoded */
+    size_t *found = calloc(2 * (classes.n ? classes.n : 1), sizeof *found);
+    size_t *kept = found ? found + classes.n : NULL;
+    if (st == DT_OK && !found)
+        st = DT_ERR_NOMEM;
+    for (size_t i = 0; st == DT_OK && i < files.n; i++)
+        found[labels[i]]++;
+    size_t n = 0, skipped = 0;
+    char err[1024];
+    for (size_t i = 0; st == DT_OK && i < files.n; i++) {
+        dt_status_t dst = dt_image_decode_u8(files.v[i], &spec,
+                                             out->pixels + n * len, err,
+                                             sizeof err);
+        if (dst == DT_OK) { /* compact: sample n is file i */
+            char *p = files.v[i];
+            files.v[i] = files.v[n];
+            files.v[n] = p;
+            labels[n] = labels[i];
+            kept[labels[n]]++;
+            n++;
+            continue;
+        }
+        int fatal = dst == DT_ERR_NOMEM || dst == DT_ERR_UNSUPPORTED;
+        if (fatal || !opts->skip_bad) {
+            dt_error("%s%s", err,
+                     fatal ? "" : " ([data] bad_images = skip leaves such "
+                                  "files out)");
+            st = fatal ? dst : DT_ERR_INVALID;
+            break;
+        }
+        if (++skipped <= SKIP_LOG_LINES)
+            dt_warn("skipping %s", err);
+    }
+    if (st == DT_OK && skipped > SKIP_LOG_LINES)
+        dt_warn("skipped %zu more unreadable images in %s/%s (%zu in all)",
+                skipped - SKIP_LOG_LINES, dir, sub, skipped);
+    for (size_t c = 0; st == DT_OK && c < classes.n; c++)
+        if (found[c] > 0 && kept[c] == 0) {
+            dt_error("%s/%s/%s: all %zu images of this class were skipped "
+                     "as unreadable: the class has no samples", dir, sub,
+                     classes.v[c], found[c]);
+            st = DT_ERR_INVALID;
+        }
+    free(found);
+    if (st != DT_OK) {
+        strlist_free(&classes);
+        strlist_free(&files);
+        free(labels);
+        dt_dataset_free(out);
+        return st;
+    }
+    for (size_t i = n; i < files.n; i++)
+        free(files.v[i]);
+    out->n = n;
+    out->channels = opts->channels;
+    out->height = opts->height;
+    out->width = opts->width;
+    out->sample_len = len;
+    out->nclasses = (int)classes.n;
+    out->labels = labels;
+    out->paths = files.v;
+    out->npaths = n;
+    out->class_names = classes.v;
+    for (int c = 0; c < opts->channels; c++) {
+        out->mean[c] = 0.0f;
+        out->std[c] = 1.0f;
+    }
+    dt_debug("%s/%s: %zu images in %zu classes decoded to %dx%dx%d%s", dir,
+             sub, n, classes.n, opts->channels, opts->height, opts->width,
+             skipped ? " (some skipped)" : "");
+    return DT_OK;
+}
