@@ -83,9 +83,10 @@ static dt_status_t read_images(const char *path, const char *labels_path,
     if (st == DT_OK &&
         (st = dt_byte_source_read(src, &extra, 1, &got)) == DT_OK &&
         got != 0) {
-        dt_error("%s: has more than the %zu images of 3x96x96 bytes (%zu "
-                 "bytes) that %s labels: the two files do not belong "
-                 "together", path, out->n, want, labels_path);
+        dt_error("%s: is longer than expected: %s has %zu labels, so the "
+                 "file should be %zu bytes (that many images of 3x96x96 "
+                 "bytes): the two files do not belong together", path,
+                 labels_path, out->n, want);
         st = DT_ERR_INVALID;
     }
     dt_byte_source_close(src);

@@ -1,0 +1,725 @@
+/* test_data_images.c — CIFAR-100 and STL-10 binary readers on small
+ * generated files, and the image-folder data set on a folder of PNG and
+ * JPEG files the test writes itself with libpng and libjpeg: labels,
+ * pixel values (PNG exactly, JPEG within a tolerance), mixed sizes,
+ * grayscale/RGB/alpha mixes, a corrupt file (error names it; skip leaves
+ * out exactly it), an empty class folder, and the [data] keys. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#ifdef DT_HAVE_PNG
+#include <png.h>
+#endif
+#ifdef DT_HAVE_JPEG
+#include <jpeglib.h>
+#endif
+
+#include "data/dataset.h"
+#include "data/image_decode.h"
+#include "stderr_capture.h"
+
+static char dir[] = "/tmp/dt-test-images-XXXXXX";
+
+static int setup(void **state)
+{
+    (void)state;
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static char *path_of(const char *name)
+{
+    static char buf[8][512];
+    static int k;
+    char *p = buf[k++ % 8];
+    snprintf(p, 512, "%s/%s", dir, name);
+    return p;
+}
+
+static void mkdirs(const char *rel)
+{
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", path_of(rel));
+    assert_int_equal(system(cmd), 0);
+}
+
+static void write_bytes(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    fclose(f);
+}
+
+static dt_config_t *config_with(const char *const *kv)
+{
+    dt_config_t *cfg = NULL;
+    assert_int_equal(dt_config_new(&cfg), DT_OK);
+    for (; *kv; kv += 2)
+        assert_int_equal(dt_config_set(cfg, "data", kv[0], kv[1],
+                                       DT_SRC_CLI, "--set"), DT_OK);
+    return cfg;
+}
+
+/* ---- CIFAR-100 ------------------------------------------------------------ */
+
+/* records of (coarse, fine, 3072 pixels); record r: coarse r % 20, fine
+ * (r * 7) % 100, pixel i = (r * 3 + i) & 255. */
+static void write_cifar100(const char *path, int records, size_t cut,
+                           int bad_fine)
+{
+    size_t rec = 3074, len = (size_t)records * rec;
+    unsigned char *b = calloc(1, len);
+    assert_non_null(b);
+    for (int r = 0; r < records; r++) {
+        b[(size_t)r * rec] = (unsigned char)(r % 20);
+        b[(size_t)r * rec + 1] = (unsigned char)(bad_fine && r == 1
+                                                     ? 100 : (r * 7) % 100);
+        for (int i = 0; i < 3072; i++)
+            b[(size_t)r * rec + 2 + i] = (unsigned char)(r * 3 + i);
+    }
+    write_bytes(path, b, len - cut);
+    free(b);
+}
+
+static void test_cifar100(void **state)
+{
+    (void)state;
+    mkdirs("c100/cifar-100-binary");
+    write_cifar100(path_of("c100/cifar-100-binary/train.bin"), 25, 0, 0);
+    const char *kv[] = {"dataset", "cifar100", "path", path_of("c100"),
+                        NULL};
+    dt_config_t *cfg = config_with(kv);
+    dt_dataset_t ds;
+    assert_int_equal(dt_dataset_load(cfg, DT_SPLIT_TRAIN, &ds), DT_OK);
+    assert_int_equal(ds.n, 25);
+    assert_int_equal(ds.nclasses, 100);
+    assert_int_equal(ds.channels, 3);
+    assert_int_equal(ds.height, 32);
+    assert_int_equal(ds.sample_len, 3072);
+    for (int r = 0; r < 25; r++)
+        assert_int_equal(ds.labels[r], (r * 7) % 100);
+    /* red (0, 0), green (5, 6), blue (31, 31) of record 21 */
+    assert_int_equal(ds.pixels[21 * 3072 + 0], (21 * 3) & 255);
+    assert_int_equal(ds.pixels[21 * 3072 + 1024 + 5 * 32 + 6],
+                     (21 * 3 + 1024 + 5 * 32 + 6) & 255);
+    assert_int_equal(ds.pixels[21 * 3072 + 3071], (21 * 3 + 3071) & 255);
+    dt_dataset_free(&ds);
+    assert_int_equal(dt_config_set(cfg, "data", "cifar100_labels", "coarse",
+                                   DT_SRC_CLI, "--set"), DT_OK);
+    assert_int_equal(dt_dataset_load(cfg, DT_SPLIT_TRAIN, &ds), DT_OK);
+    assert_int_equal(ds.nclasses, 20);
+    assert_int_equal(ds.labels[23], 3);
+    dt_dataset_free(&ds);
+
+    capture_t c;
+    capture_begin(&c);
+    assert_int_equal(dt_config_set(cfg, "data", "cifar100_labels", "medium",
+                                   DT_SRC_CLI, "--set"), DT_OK);
+    assert_int_equal(dt_dataset_load(cfg, DT_SPLIT_TRAIN, &ds),
+                     DT_ERR_CONFIG);
+    /* no test.bin */
+    assert_int_equal(dt_dataset_load(cfg, DT_SPLIT_TEST, &ds),
+                     DT_ERR_CONFIG);
+    assert_int_equal(dt_config_set(cfg, "data", "cifar100_labels", "fine",
+                                   DT_SRC_CLI, "--set"), DT_OK);
+    assert_int_equal(dt_dataset_load(cfg, DT_SPLIT_TEST, &ds),
+                     DT_ERR_NOT_FOUND);
+    const char *p[1] = {path_of("cut100.bin")};
+    write_cifar100(p[0], 3, 1000, 0);
+    assert_int_equal(dt_dataset_load_cifar100(p, 1, 0, &ds), DT_ERR_INVALID);
+    write_cifar100(p[0], 3, 0, 1);
+    assert_int_equal(dt_dataset_load_cifar100(p, 1, 0, &ds), DT_ERR_INVALID);
+    char *log = capture_end(&c);
+    assert_non_null(strstr(log, "cifar100_labels = 'medium'"));
+    assert_non_null(strstr(log, "no CIFAR-100 binary file test.bin"));
+    assert_non_null(strstr(log, "cut100.bin: truncated: record 2 has 2074 "
+                                "of 3074 bytes"));
+    assert_non_null(strstr(log, "9222 bytes for 3 records"));
+    assert_non_null(strstr(log, "cut100.bin: record 1 has fine label 100, "
+                                "out of range 0..99"));
+    free(log);
+    assert_null(ds.pixels);
+    dt_config_free(cfg);
+}
+
+/* ---- STL-10 --------------------------------------------------------------- */
+
+/* Pixel (c, y, x) of image n: different along y and x, so a transposed
+ * read shows. */
+static unsigned char stl_px(int n, int c, int y, int x)
+{
+    return (unsigned char)(n * 11 + c * 70 + y * 3 + x * 5 + (y * x) % 7);
+}
+
+/* n images in the file's layout: channel planes, each column-major. */
+static void write_stl10(const char *xpath, const char *ypath, int n,
+                        size_t cut, unsigned char label0)
+{
+    size_t len = (size_t)n * 27648;
+    unsigned char *b = malloc(len), *l = malloc((size_t)n);
+    assert_non_null(b);
+    assert_non_null(l);
+    for (int i = 0; i < n; i++) {
+        for (int c = 0; c < 3; c++)
+            for (int x = 0; x < 96; x++)
+                for (int y = 0; y < 96; y++)
+                    b[(size_t)i * 27648 + (size_t)c * 9216 +
+                      (size_t)x * 96 + (size_t)y] = stl_px(i, c, y, x);
+        l[i] = (unsigned char)(i == 0 ? label0 : 1 + i % 10);
+    }
+    write_bytes(xpath, b, len - cut);
+    write_bytes(ypath, l, (size_t)n);
+    free(b);
+    free(l);
+}
+
+static void test_stl10(void **state)
+{
+    (void)state;
+    mkdirs("stl/stl10_binary");
+    write_stl10(path_of("stl/stl10_binary/test_X.bin"),
+                path_of("stl/stl10_binary/test_y.bin"), 3, 0, 10);
+    const char *kv[] = {"dataset", "stl10", "path", path_of("stl"), NULL};
+    dt_config_t *cfg = config_with(kv);
+    dt_dataset_t ds;
+    assert_int_equal(dt_dataset_load(cfg, DT_SPLIT_TEST, &ds), DT_OK);
+    assert_int_equal(ds.n, 3);
+    assert_int_equal(ds.channels, 3);
+    assert_int_equal(ds.height, 96);
+    assert_int_equal(ds.width, 96);
+    assert_int_equal(ds.sample_len, 27648);
+    assert_int_equal(ds.nclasses, 10);
+    assert_int_equal(ds.labels[0], 9); /* 10 in the file: truck */
+    assert_int_equal(ds.labels[1], 1);
+    assert_int_equal(ds.labels[2], 2);
+    /* row-major CHW now: (c, y, x) at c*9216 + y*96 + x */
+    const int pts[][4] = {{0, 0, 0, 1}, {2, 1, 10, 3}, {1, 2, 95, 0},
+                          {0, 1, 0, 95}, {2, 2, 40, 77}};
+    for (size_t k = 0; k < sizeof pts / sizeof *pts; k++) {
+        int n = pts[k][0], c = pts[k][1], y = pts[k][2], x = pts[k][3];
+        assert_int_equal(ds.pixels[(size_t)n * 27648 + (size_t)c * 9216 +
+                                   (size_t)y * 96 + (size_t)x],
+                         stl_px(n, c, y, x));
+    }
+    for (size_t i = 0; i < ds.n * ds.sample_len; i++) {
+        size_t n = i / 27648, c = i / 9216 % 3, y = i / 96 % 96, x = i % 96;
+        if (ds.pixels[i] != stl_px((int)n, (int)c, (int)y, (int)x))
+            fail_msg("pixel %zu (n %zu c %zu y %zu x %zu) is %u", i, n, c, y,
+                     x, ds.pixels[i]);
+    }
+    dt_dataset_free(&ds);
+
+    capture_t cap;
+    capture_begin(&cap);
+    assert_int_equal(dt_dataset_load(cfg, DT_SPLIT_TRAIN, &ds),
+                     DT_ERR_NOT_FOUND);
+    write_stl10(path_of("sx.bin"), path_of("sy.bin"), 2, 100, 1);
+    assert_int_equal(dt_dataset_load_stl10(path_of("sx.bin"),
+                                           path_of("sy.bin"), &ds),
+                     DT_ERR_INVALID);
+    write_stl10(path_of("sx.bin"), path_of("sy.bin"), 2, 0, 0);
+    assert_int_equal(dt_dataset_load_stl10(path_of("sx.bin"),
+                                           path_of("sy.bin"), &ds),
+                     DT_ERR_INVALID);
+    write_stl10(path_of("sx.bin"), path_of("sy.bin"), 2, 0, 1);
+    write_bytes(path_of("sy.bin"), "\001", 1); /* 1 label, 2 images */
+    assert_int_equal(dt_dataset_load_stl10(path_of("sx.bin"),
+                                           path_of("sy.bin"), &ds),
+                     DT_ERR_INVALID);
+    char *log = capture_end(&cap);
+    assert_non_null(strstr(log, "no STL-10 binary file train_X.bin"));
+    assert_non_null(strstr(log, "sx.bin: truncated: "));
+    assert_non_null(strstr(log, "has 2 labels, so the file should hold 2 "
+                                "images of 3x96x96 bytes (55296 bytes), but "
+                                "it ends after 55196 bytes"));
+    assert_non_null(strstr(log, "sy.bin: label 0 of image 0 is out of range "
+                                "1..10"));
+    assert_non_null(strstr(log, "sx.bin: is longer than expected: "));
+    assert_non_null(strstr(log, "sy.bin has 1 labels, so the file should "
+                                "be 27648 bytes"));
+    free(log);
+    assert_null(ds.pixels);
+    dt_config_free(cfg);
+}
+
+/* ---- image folders -------------------------------------------------------- */
+
+#if defined(DT_HAVE_PNG) && defined(DT_HAVE_JPEG)
+#define HAVE_CODECS 1
+
+/* h x w x ch interleaved bytes; ch 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA */
+static void write_png(const char *path, int w, int h, int ch,
+                      const uint8_t *px)
+{
+    static const int types[] = {0, PNG_COLOR_TYPE_GRAY,
+                                PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
+                                PNG_COLOR_TYPE_RGB_ALPHA};
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    png_structp p = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL,
+                                            NULL, NULL);
+    png_infop info = png_create_info_struct(p);
+    png_init_io(p, f);
+    png_set_IHDR(p, info, (png_uint_32)w, (png_uint_32)h, 8, types[ch],
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(p, info);
+    for (int y = 0; y < h; y++)
+        png_write_row(p, px + (size_t)y * (size_t)w * (size_t)ch);
+    png_write_end(p, NULL);
+    png_destroy_write_struct(&p, &info);
+    fclose(f);
+}
+
+static void write_jpeg(const char *path, int w, int h, int ch,
+                       const uint8_t *px)
+{
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr e;
+    c.err = jpeg_std_error(&e);
+    jpeg_create_compress(&c);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    jpeg_stdio_dest(&c, f);
+    c.image_width = (JDIMENSION)w;
+    c.image_height = (JDIMENSION)h;
+    c.input_components = ch;
+    c.in_color_space = ch == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    jpeg_set_defaults(&c);
+    jpeg_set_quality(&c, 95, TRUE);
+    jpeg_start_compress(&c, TRUE);
+    for (int y = 0; y < h; y++) {
+        JSAMPROW row = (JSAMPROW)(px + (size_t)y * (size_t)w * (size_t)ch);
+        jpeg_write_scanlines(&c, &row, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    fclose(f);
+}
+
+/* The pixels the files hold (and what they must decode to at 4x4). */
+static uint8_t a_px(int x, int y, int c) /* train/cat/a.png, 4x4 RGB */
+{
+    return (uint8_t)(16 * (y * 4 + x) + 5 * c);
+}
+static uint8_t c_px(int x, int y) /* train/dog/c.png, 4x4 gray */
+{
+    return (uint8_t)(200 - 12 * (y * 4 + x));
+}
+static uint8_t d_px(int x, int y, int c) /* train/dog/d.png, 8x4 RGBA */
+{
+    return (uint8_t)(x * 30 + y * 7 + c * 3);
+}
+static const uint8_t b_rgb[3] = {200, 100, 50}; /* train/cat/b.jpg, flat */
+
+static size_t png_bytes(const char *path, uint8_t *buf, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, cap, f);
+    fclose(f);
+    return n;
+}
+
+/* The folder: train/cat/{a.png, b.jpg, notes.txt}, train/dog/{c.png,
+ * d.png}, test/cat/t.png (2x2), test/dog/u.jpg (gray 16x8); with
+ * `corrupt`, train/cat/zz_bad.png is a PNG cut in half. */
+static void make_folder(const char *root, int corrupt)
+{
+    char rel[256];
+    const char *sub[] = {"train/cat", "train/dog", "test/cat", "test/dog"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(rel, sizeof rel, "%s/%s", root, sub[i]);
+        mkdirs(rel);
+    }
+    uint8_t px[16 * 8 * 4];
+    for (int y = 0; y < 4; y++)
+        for (int x = 0; x < 4; x++)
+            for (int c = 0; c < 3; c++)
+                px[(y * 4 + x) * 3 + c] = a_px(x, y, c);
+    snprintf(rel, sizeof rel, "%s/train/cat/a.png", root);
+    write_png(path_of(rel), 4, 4, 3, px);
+    for (int i = 0; i < 8 * 8; i++)
+        memcpy(px + 3 * i, b_rgb, 3);
+    snprintf(rel, sizeof rel, "%s/train/cat/b.jpg", root);
+    write_jpeg(path_of(rel), 8, 8, 3, px);
+    snprintf(rel, sizeof rel, "%s/train/cat/notes.txt", root);
+    write_bytes(path_of(rel), "not an image\n", 13);
+    for (int y = 0; y < 4; y++)
+        for (int x = 0; x < 4; x++)
+            px[y * 4 + x] = c_px(x, y);
+    snprintf(rel, sizeof rel, "%s/train/dog/c.png", root);
+    write_png(path_of(rel), 4, 4, 1, px);
+    for (int y = 0; y < 4; y++)
+        for (int x = 0; x < 8; x++) {
+            for (int c = 0; c < 3; c++)
+                px[(y * 8 + x) * 4 + c] = d_px(x, y, c);
+            px[(y * 8 + x) * 4 + 3] = (uint8_t)(x * 30); /* alpha */
+        }
+    snprintf(rel, sizeof rel, "%s/train/dog/d.png", root);
+    write_png(path_of(rel), 8, 4, 4, px);
+    memset(px, 90, 4);
+    snprintf(rel, sizeof rel, "%s/test/cat/t.png", root);
+    write_png(path_of(rel), 2, 2, 1, px);
+    memset(px, 77, 16 * 8);
+    snprintf(rel, sizeof rel, "%s/test/dog/u.jpg", root);
+    write_jpeg(path_of(rel), 16, 8, 1, px);
+    if (corrupt) {
+        uint8_t buf[4096];
+        snprintf(rel, sizeof rel, "%s/train/dog/d.png", root);
+        size_t n = png_bytes(path_of(rel), buf, sizeof buf);
+        snprintf(rel, sizeof rel, "%s/train/cat/zz_bad.png", root);
+        write_bytes(path_of(rel), buf, n / 2);
+    }
+}
+
+static dt_folder_opts_t opts_rgb4 = {3, 4, 4, 0};
+
+static void test_folder_pixels(void **state)
+{
+    (void)state;
+    make_folder("f1", 0);
+    dt_dataset_t ds;
+    assert_int_equal(dt_dataset_load_folder(path_of("f1"), DT_SPLIT_TRAIN,
+                                            &opts_rgb4, &ds), DT_OK);
+    assert_int_equal(ds.n, 4);
+    assert_int_equal(ds.nclasses, 2);
+    assert_string_equal(ds.class_names[0], "cat");
+    assert_string_equal(ds.class_names[1], "dog");
+    assert_int_equal(ds.channels, 3);
+    assert_int_equal(ds.sample_len, 48);
+    const uint8_t want_labels[4] = {0, 0, 1, 1};
+    assert_memory_equal(ds.labels, want_labels, 4);
+    assert_int_equal(ds.npaths, 4);
+    assert_string_equal(ds.paths[0], path_of("f1/train/cat/a.png"));
+    assert_string_equal(ds.paths[1], path_of("f1/train/cat/b.jpg"));
+    assert_string_equal(ds.paths[3], path_of("f1/train/dog/d.png"));
+    for (int c = 0; c < 3; c++)
+        for (int y = 0; y < 4; y++)
+            for (int x = 0; x < 4; x++) {
+                int i = c * 16 + y * 4 + x;
+                /* PNG, same size: exact */
+                assert_int_equal(ds.pixels[i], a_px(x, y, c));
+                /* flat JPEG 8x8 -> 4x4: within 3 */
+                assert_true(abs(ds.pixels[48 + i] - b_rgb[c]) <= 3);
+                /* gray PNG -> RGB: the plane thrice */
+                assert_int_equal(ds.pixels[96 + i], c_px(x, y));
+                /* 8x4 RGBA: alpha dropped, center 4x4 (x = 2..5) */
+                assert_int_equal(ds.pixels[144 + i], d_px(x + 2, y, c));
+            }
+    dt_dataset_free(&ds);
+
+    /* test split: labels from train/'s classes; 2x2 and 16x8 images */
+    assert_int_equal(dt_dataset_load_folder(path_of("f1"), DT_SPLIT_TEST,
+                                            &opts_rgb4, &ds), DT_OK);
+    assert_int_equal(ds.n, 2);
+    assert_int_equal(ds.nclasses, 2);
+    assert_int_equal(ds.labels[0], 0);
+    assert_int_equal(ds.labels[1], 1);
+    for (int i = 0; i < 48; i++) {
+        assert_int_equal(ds.pixels[i], 90);
+        assert_true(abs(ds.pixels[48 + i] - 77) <= 2);
+    }
+    dt_dataset_free(&ds);
+
+    /* one channel: RGB as ITU-R 601 luma, gray as it is */
+    dt_folder_opts_t gray = {1, 4, 4, 0};
+    assert_int_equal(dt_dataset_load_folder(path_of("f1"), DT_SPLIT_TRAIN,
+                                            &gray, &ds), DT_OK);
+    assert_int_equal(ds.sample_len, 16);
+    for (int y = 0; y < 4; y++)
+        for (int x = 0; x < 4; x++) {
+            unsigned luma = (299u * a_px(x, y, 0) + 587u * a_px(x, y, 1) +
+                             114u * a_px(x, y, 2) + 500u) / 1000u;
+            assert_int_equal(ds.pixels[y * 4 + x], luma);
+            assert_int_equal(ds.pixels[32 + y * 4 + x], c_px(x, y));
+        }
+    dt_dataset_free(&ds);
+
+    /* the per-sample decode on its own: floats pixel/255, CHW */
+    dt_image_spec_t spec = {3, 4, 4};
+    float f[48];
+    char err[256];
+    assert_int_equal(dt_image_decode(path_of("f1/train/dog/d.png"), &spec, f,
+                                     err, sizeof err), DT_OK);
+    for (int c = 0; c < 3; c++)
+        assert_true(fabsf(f[c * 16 + 2 * 4 + 1] -
+                          d_px(1 + 2, 2, c) / 255.0f) < 1e-5f);
+    /* a flat 2x2 image stays flat enlarged to any size (7x5) */
+    dt_image_spec_t big = {3, 7, 5};
+    float g[3 * 7 * 5];
+    assert_int_equal(dt_image_decode(path_of("f1/test/cat/t.png"), &big, g,
+                                     err, sizeof err), DT_OK);
+    for (int i = 0; i < 3 * 7 * 5; i++)
+        assert_true(fabsf(g[i] - 90 / 255.0f) < 1e-5f);
+}
+
+static void test_folder_bad_images(void **state)
+{
+    (void)state;
+    make_folder("f2", 1);
+    const char *bad = path_of("f2/train/cat/zz_bad.png");
+    dt_dataset_t ds;
+    capture_t c;
+    capture_begin(&c);
+    assert_int_equal(dt_dataset_load_folder(path_of("f2"), DT_SPLIT_TRAIN,
+                                            &opts_rgb4, &ds), DT_ERR_INVALID);
+    char *log = capture_end(&c);
+    char want[700];
+    snprintf(want, sizeof want, "%s: corrupt PNG: ", bad);
+    assert_non_null(strstr(log, want));
+    assert_non_null(strstr(log, "truncated"));
+    assert_non_null(strstr(log, "bad_images = skip"));
+    free(log);
+    assert_null(ds.pixels);
+
+    /* skip: exactly that file is left out, one line names it */
+    dt_folder_opts_t skip = opts_rgb4;
+    skip.skip_bad = 1;
+    capture_begin(&c);
+    assert_int_equal(dt_dataset_load_folder(path_of("f2"), DT_SPLIT_TRAIN,
+                                            &skip, &ds), DT_OK);
+    log = capture_end(&c);
+    snprintf(want, sizeof want, "skipping %s: corrupt PNG", bad);
+    assert_non_null(strstr(log, want));
+    assert_null(strstr(strstr(log, want) + 1, "skipping"));
+    free(log);
+    assert_int_equal(ds.n, 4);
+    assert_int_equal(ds.npaths, 4);
+    const char *names[4] = {"f2/train/cat/a.png", "f2/train/cat/b.jpg",
+                            "f2/train/dog/c.png", "f2/train/dog/d.png"};
+    const uint8_t want_labels[4] = {0, 0, 1, 1};
+    for (int i = 0; i < 4; i++)
+        assert_string_equal(ds.paths[i], path_of(names[i]));
+    assert_memory_equal(ds.labels, want_labels, 4);
+    assert_int_equal(ds.pixels[144 + 5], d_px(1 + 2, 1, 0));
+    dt_dataset_free(&ds);
+
+    /* many bad files: 10 named, then a count */
+    mkdirs("f3/train/a");
+    mkdirs("f3/train/b");
+    uint8_t px[4] = {1, 2, 3, 4};
+    write_png(path_of("f3/train/a/ok.png"), 2, 2, 1, px);
+    write_png(path_of("f3/train/b/ok.png"), 2, 2, 1, px);
+    for (int i = 0; i < 13; i++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "f3/train/b/bad%02d.jpg", i);
+        write_bytes(path_of(rel), "<html>oops</html>", 17);
+    }
+    capture_begin(&c);
+    assert_int_equal(dt_dataset_load_folder(path_of("f3"), DT_SPLIT_TRAIN,
+                                            &skip, &ds), DT_OK);
+    log = capture_end(&c);
+    int lines = 0;
+    for (char *p = log; (p = strstr(p, "skipping ")); p++)
+        lines++;
+    assert_int_equal(lines, 10);
+    assert_non_null(strstr(log, "bad09.jpg: not a PNG or JPEG image (the "
+                                "file starts with bytes 3c 68 74 6d)"));
+    assert_null(strstr(log, "bad10.jpg: not"));
+    assert_non_null(strstr(log, "skipped 3 more unreadable images"));
+    assert_non_null(strstr(log, "(13 in all)"));
+    free(log);
+    assert_int_equal(ds.n, 2);
+    dt_dataset_free(&ds);
+
+    /* a class whose every image is unreadable */
+    assert_int_equal(unlink(path_of("f3/train/b/ok.png")), 0);
+    capture_begin(&c);
+    assert_int_equal(dt_dataset_load_folder(path_of("f3"), DT_SPLIT_TRAIN,
+                                            &skip, &ds), DT_ERR_INVALID);
+    log = capture_end(&c);
+    assert_non_null(strstr(log, "f3/train/b: all 13 images of this class "
+                                "were skipped"));
+    free(log);
+
+    /* a truncated JPEG and an empty file, decoded on their own */
+    uint8_t buf[8192];
+    size_t n = png_bytes(path_of("f2/train/cat/b.jpg"), buf, sizeof buf);
+    write_bytes(path_of("cut.jpg"), buf, n - n / 3);
+    write_bytes(path_of("empty.png"), "", 0);
+    dt_image_spec_t spec = {3, 4, 4};
+    float f[48];
+    char err[512];
+    assert_int_equal(dt_image_decode(path_of("cut.jpg"), &spec, f, err,
+                                     sizeof err), DT_ERR_INVALID);
+    snprintf(want, sizeof want, "%s: corrupt JPEG: ", path_of("cut.jpg"));
+    assert_non_null(strstr(err, want));
+    assert_int_equal(dt_image_decode(path_of("empty.png"), &spec, f, err,
+                                     sizeof err), DT_ERR_INVALID);
+    assert_non_null(strstr(err, "empty.png: is empty"));
+    assert_int_equal(dt_image_decode(path_of("nothere.png"), &spec, f, err,
+                                     sizeof err), DT_ERR_NOT_FOUND);
+    assert_non_null(strstr(err, "nothere.png: cannot open"));
+}
+
+static void test_folder_layout_errors(void **state)
+{
+    (void)state;
+    make_folder("f4", 0);
+    dt_dataset_t ds;
+    capture_t c;
+    capture_begin(&c);
+    /* an empty class folder */
+    mkdirs("f4/train/eel");
+    assert_int_equal(dt_dataset_load_folder(path_of("f4"), DT_SPLIT_TRAIN,
+                                            &opts_rgb4, &ds), DT_ERR_INVALID);
+    assert_int_equal(rmdir(path_of("f4/train/eel")), 0);
+    /* a test class that training lacks */
+    mkdirs("f4/test/fox");
+    assert_int_equal(dt_dataset_load_folder(path_of("f4"), DT_SPLIT_TEST,
+                                            &opts_rgb4, &ds), DT_ERR_INVALID);
+    assert_int_equal(rmdir(path_of("f4/test/fox")), 0);
+    /* no train/ at all; no class folders */
+    mkdirs("f5/train");
+    assert_int_equal(dt_dataset_load_folder(path_of("f4/train"),
+                                            DT_SPLIT_TRAIN, &opts_rgb4, &ds),
+                     DT_ERR_NOT_FOUND);
+    assert_int_equal(dt_dataset_load_folder(path_of("f5"), DT_SPLIT_TRAIN,
+                                            &opts_rgb4, &ds), DT_ERR_INVALID);
+    char *log = capture_end(&c);
+    char want[700];
+    snprintf(want, sizeof want, "%s: empty class folder",
+             path_of("f4/train/eel"));
+    assert_non_null(strstr(log, want));
+    assert_non_null(strstr(log, "f4/test/fox: a class that"));
+    assert_non_null(strstr(log, "no train/ folder there"));
+    assert_non_null(strstr(log, "f5/train: no class folders"));
+    free(log);
+    assert_null(ds.pixels);
+}
+
+static void test_folder_config(void **state)
+{
+    (void)state;
+    make_folder("f6", 1);
+    const char *kv[] = {"dataset", "folder", "path", path_of("f6"),
+                        "image_size", "4", "bad_images", "skip",
+                        "mean", "0.5", "std", "0.5", NULL};
+    dt_config_t *cfg = config_with(kv);
+    dt_dataset_t ds;
+    capture_t c;
+    capture_begin(&c);
+    assert_int_equal(dt_dataset_load(cfg, DT_SPLIT_TRAIN, &ds), DT_OK);
+    free(capture_end(&c));
+    assert_int_equal(ds.n, 4);
+    assert_int_equal(ds.channels, 3);
+    assert_int_equal(ds.height, 4);
+    assert_true(fabsf(ds.std[2] - 0.5f) < 1e-6f);
+    dt_dataset_free(&ds);
+    assert_int_equal(dt_config_set(cfg, "data", "image_size", "2x3",
+                                   DT_SRC_CLI, "--set"), DT_OK);
+    assert_int_equal(dt_config_set(cfg, "data", "channels", "1", DT_SRC_CLI,
+                                   "--set"), DT_OK);
+    assert_int_equal(dt_dataset_load(cfg, DT_SPLIT_TEST, &ds), DT_OK);
+    assert_int_equal(ds.height, 2);
+    assert_int_equal(ds.width, 3);
+    assert_int_equal(ds.sample_len, 6);
+    dt_dataset_free(&ds);
+
+    const char *bad[][2] = {{"image_size", "4x"}, {"image_size", "0"},
+                            {"channels", "2"}, {"bad_images", "ignore"}};
+    capture_begin(&c);
+    for (size_t i = 0; i < 4; i++) {
+        dt_config_t *b = config_with(kv);
+        assert_int_equal(dt_config_set(b, "data", bad[i][0], bad[i][1],
+                                       DT_SRC_CLI, "--set"), DT_OK);
+        assert_int_equal(dt_dataset_load(b, DT_SPLIT_TRAIN, &ds),
+                         DT_ERR_CONFIG);
+        dt_config_free(b);
+    }
+    const char *nosize[] = {"dataset", "folder", "path", path_of("f6"),
+                            NULL};
+    dt_config_t *b = config_with(nosize);
+    assert_int_equal(dt_dataset_load(b, DT_SPLIT_TRAIN, &ds), DT_ERR_CONFIG);
+    dt_config_free(b);
+    /* channels is the folder's: elsewhere it may only confirm */
+    const char *stl[] = {"dataset", "stl10", "path", path_of("stl"),
+                         "channels", "1", NULL};
+    b = config_with(stl);
+    assert_int_equal(dt_dataset_load(b, DT_SPLIT_TEST, &ds), DT_ERR_CONFIG);
+    dt_config_free(b);
+    char *log = capture_end(&c);
+    assert_non_null(strstr(log, "image_size = '4x': give N"));
+    assert_non_null(strstr(log, "image_size = '0'"));
+    assert_non_null(strstr(log, "channels = 2: use 1 (grayscale) or 3"));
+    assert_non_null(strstr(log, "bad_images = 'ignore'"));
+    assert_non_null(strstr(log, "image_size is not set"));
+    assert_non_null(strstr(log, "channels = 1, but stl10 images have 3"));
+    free(log);
+    dt_config_free(cfg);
+}
+#endif /* PNG and JPEG */
+
+static void test_folder_without_codecs(void **state)
+{
+    (void)state;
+    if (dt_image_have_png() && dt_image_have_jpeg()) {
+        fprintf(stderr, "SKIP: dt was built with libpng and libjpeg; the "
+                        "messages for a build without them are not "
+                        "reachable\n");
+        skip();
+    }
+    /* Without either library, a folder is refused naming the package. */
+    mkdirs("nc/train/a");
+    write_bytes(path_of("nc/train/a/x.png"), "\x89PNG\r\n\x1a\n....", 12);
+    write_bytes(path_of("nc/train/a/y.jpg"), "\xff\xd8\xff\xe0....", 8);
+    dt_dataset_t ds;
+    capture_t c;
+    capture_begin(&c);
+    assert_int_equal(dt_dataset_load_folder(path_of("nc"), DT_SPLIT_TRAIN,
+                                            &(dt_folder_opts_t){3, 4, 4, 1},
+                                            &ds), DT_ERR_UNSUPPORTED);
+    char *log = capture_end(&c);
+    assert_true(strstr(log, "apt-get install libpng-dev") ||
+                strstr(log, "apt-get install libjpeg62-turbo-dev"));
+    free(log);
+}
+
+#ifndef HAVE_CODECS
+static void skip_without_codecs(void **state)
+{
+    (void)state;
+    fprintf(stderr, "SKIP: dt was built without %s%s%s: the image-folder "
+            "tests need both (apt-get install libpng-dev "
+            "libjpeg62-turbo-dev, then configure again)\n",
+            dt_image_have_png() ? "" : "libpng",
+            !dt_image_have_png() && !dt_image_have_jpeg() ? " and " : "",
+            dt_image_have_jpeg() ? "" : "libjpeg");
+    skip();
+}
+#endif
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cifar100),
+        cmocka_unit_test(test_stl10),
+#ifdef HAVE_CODECS
+        cmocka_unit_test(test_folder_pixels),
+        cmocka_unit_test(test_folder_bad_images),
+        cmocka_unit_test(test_folder_layout_errors),
+        cmocka_unit_test(test_folder_config),
+#else
+        cmocka_unit_test(skip_without_codecs),
+#endif
+        cmocka_unit_test(test_folder_without_codecs),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
