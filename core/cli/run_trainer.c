@@ -1,8 +1,10 @@
 /* run_trainer.c — find dt-train and preflight the model description. */
 #include "config.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <dt/log.h>
@@ -26,6 +28,45 @@ static void trainer_path(char *buf, size_t len)
         snprintf(buf, len, "%s/%s", DT_LIBEXEC_DIR, TRAINER);
 }
 
+/* An image folder's shape: [data] channels x image_size, and the class
+ * folders of path/train when this host can see them. DT_ERR_NOT_FOUND:
+ * not known here (the workers load the data and check the model). */
+static dt_status_t folder_shape(const dt_config_t *cfg, int shape[4])
+{
+    const char *size = dt_config_get(cfg, "data", "image_size");
+    const char *ch = dt_config_get(cfg, "data", "channels");
+    const char *dir = dt_config_get(cfg, "data", "path");
+    int h = 0, w = 0, n = 0;
+    char x = 0, extra = 0;
+    if (!size || !dir)
+        return DT_ERR_NOT_FOUND;
+    n = sscanf(size, "%d%c%d%c", &h, &x, &w, &extra);
+    if (n == 1)
+        w = h;
+    else if (n != 3 || (x != 'x' && x != 'X'))
+        return DT_ERR_NOT_FOUND;
+    char train[4096];
+    snprintf(train, sizeof train, "%s/train", dir);
+    DIR *d = opendir(train);
+    if (!d)
+        return DT_ERR_NOT_FOUND;
+    int classes = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char p[8192];
+        struct stat sb;
+        snprintf(p, sizeof p, "%s/%s", train, e->d_name);
+        if (e->d_name[0] != '.' && stat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
+            classes++;
+    }
+    closedir(d);
+    if (classes == 0 || h < 1 || w < 1)
+        return DT_ERR_NOT_FOUND;
+    shape[0] = ch && strcmp(ch, "1") == 0 ? 1 : 3;
+    shape[1] = h, shape[2] = w, shape[3] = classes;
+    return DT_OK;
+}
+
 /* Input shape of each data set the trainer reads. */
 static dt_status_t input_shape(const dt_config_t *cfg, int shape[4])
 {
@@ -38,10 +79,22 @@ static dt_status_t input_shape(const dt_config_t *cfg, int shape[4])
         shape[0] = 3, shape[1] = 32, shape[2] = 32, shape[3] = 10;
         return DT_OK;
     }
+    if (strcmp(ds, "cifar100") == 0) {
+        const char *l = dt_config_get(cfg, "data", "cifar100_labels");
+        shape[0] = 3, shape[1] = 32, shape[2] = 32;
+        shape[3] = l && strcmp(l, "coarse") == 0 ? 20 : 100;
+        return DT_OK;
+    }
+    if (strcmp(ds, "stl10") == 0) {
+        shape[0] = 3, shape[1] = 96, shape[2] = 96, shape[3] = 10;
+        return DT_OK;
+    }
+    if (strcmp(ds, "folder") == 0)
+        return folder_shape(cfg, shape);
     const char *where = "default";
     dt_config_origin(cfg, "data", "dataset", NULL, &where);
     dt_error("%s: [data] dataset '%s' is not known; use fashion-mnist, "
-             "mnist or cifar10", where, ds);
+             "mnist, cifar10, cifar100, stl10 or folder", where, ds);
     return DT_ERR_CONFIG;
 }
 
@@ -58,12 +111,20 @@ dt_status_t run_trainer_prepare(const dt_config_t *cfg, int np, char *path,
                  "'--'");
         return DT_ERR_CONFIG;
     }
-    DT_CHECK(input_shape(cfg, shape));
-    dt_config_origin(cfg, "model", "layers", NULL, &where);
-    dt_model_t *m = NULL;
-    dt_status_t st = dt_model_parse(layers, where, shape[0], shape[1],
-                                    shape[2], shape[3], &m, NULL);
-    dt_model_free(m);
+    dt_status_t st = input_shape(cfg, shape);
+    if (st == DT_ERR_NOT_FOUND) {
+        dt_debug("the model is checked by the workers: the image folder's "
+                 "shape is not known here");
+        st = DT_OK;
+    } else if (st != DT_OK) {
+        return st;
+    } else {
+        dt_config_origin(cfg, "model", "layers", NULL, &where);
+        dt_model_t *m = NULL;
+        st = dt_model_parse(layers, where, shape[0], shape[1], shape[2],
+                            shape[3], &m, NULL);
+        dt_model_free(m);
+    }
     if (st != DT_OK || dt_train_check_config(cfg, np) != DT_OK)
         return DT_ERR_CONFIG;
     trainer_path(path, len);
