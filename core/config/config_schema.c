@@ -125,6 +125,17 @@ static const dt_key_spec_t data_keys[] = {
      "use only the first N training samples (0: all)"},
     {"test_samples", DT_KEY_INT, "0",
      "use only the first N test samples (0: all)"},
+    {"loader_threads", DT_KEY_INT, "1",
+     "threads preparing the next training batches while the step computes "
+     "(0: gather inside the step)"},
+    {"prefetch", DT_KEY_INT, "2",
+     "training batches prepared ahead of the step (1-64)"},
+    {"random_crop", DT_KEY_INT, "0",
+     "augmentation: pad training images by P zero pixels, crop back to the "
+     "original size at a random offset (0: off)"},
+    {"hflip", DT_KEY_BOOL, "no",
+     "augmentation: flip training images left-right at random (off for "
+     "digits)"},
     {NULL, DT_KEY_STRING, NULL, NULL}};
 
 static const dt_core_schema_t core_schemas[] = {

@@ -48,20 +48,25 @@ static void pixels_to_float(const uint8_t *restrict s, float *restrict d,
         d[i] = (float)s[i] * scale + shift;
 }
 
+void dt_dataset_normalize(const dt_dataset_t *ds, const uint8_t *pixels,
+                          float *x)
+{
+    size_t plane = (size_t)ds->height * (size_t)ds->width;
+    for (int c = 0; c < ds->channels; c++) {
+        /* (p/255 - mean)/std as one multiply-add per pixel */
+        float scale = 1.0f / (255.0f * ds->std[c]);
+        float shift = -ds->mean[c] / ds->std[c];
+        pixels_to_float(pixels + (size_t)c * plane, x + (size_t)c * plane,
+                        plane, scale, shift);
+    }
+}
+
 void dt_dataset_gather(const dt_dataset_t *ds, const size_t *idx,
                        size_t count, float *x, int32_t *y)
 {
-    size_t plane = (size_t)ds->height * (size_t)ds->width;
     for (size_t b = 0; b < count; b++) {
-        const uint8_t *src = ds->pixels + idx[b] * ds->sample_len;
-        float *dst = x + b * ds->sample_len;
-        for (int c = 0; c < ds->channels; c++) {
-            /* (p/255 - mean)/std as one multiply-add per pixel */
-            float scale = 1.0f / (255.0f * ds->std[c]);
-            float shift = -ds->mean[c] / ds->std[c];
-            pixels_to_float(src + (size_t)c * plane, dst + (size_t)c * plane,
-                            plane, scale, shift);
-        }
+        dt_dataset_normalize(ds, ds->pixels + idx[b] * ds->sample_len,
+                             x + b * ds->sample_len);
         y[b] = ds->labels[idx[b]];
     }
 }

@@ -100,6 +100,11 @@ void dt_dataset_truncate(dt_dataset_t *ds, size_t n);
 void dt_dataset_gather(const dt_dataset_t *ds, const size_t *idx,
                        size_t count, float *x, int32_t *y);
 
+/* One sample's pixels (sample_len bytes, CHW) normalized into x
+ * (sample_len floats): what dt_dataset_gather does per sample. */
+void dt_dataset_normalize(const dt_dataset_t *ds, const uint8_t *pixels,
+                          float *x);
+
 void dt_dataset_free(dt_dataset_t *ds);
 
 #endif /* DT_DATA_DATASET_H */
