@@ -219,7 +219,8 @@ static void test_jsonl(void **state)
     dt_epoch_metrics_t m = {.epoch = 2, .step = 1876, .train_loss = 0.5,
                             .test_loss = NAN, .test_accuracy = 0.8912,
                             .lr = 0.05, .samples_per_sec = 12345.67,
-                            .comm_fraction = 0.125, .epoch_seconds = 4.5};
+                            .comm_fraction = 0.125, .data_wait = 0.03125,
+                            .epoch_seconds = 4.5};
     assert_int_equal(dt_jsonl_write_epoch(j, &m), DT_OK);
     m.epoch = 3;
     assert_int_equal(dt_jsonl_write_epoch(j, &m), DT_OK);
@@ -231,7 +232,7 @@ static void test_jsonl(void **state)
         "{\"epoch\":2,\"step\":1876,\"train_loss\":0.500000,"
         "\"test_loss\":null,\"test_accuracy\":0.891200,\"lr\":0.05,"
         "\"samples_per_sec\":12345.7,\"comm_fraction\":0.1250,"
-        "\"epoch_seconds\":4.500}\n");
+        "\"data_wait\":0.0312,\"epoch_seconds\":4.500}\n");
     assert_non_null(fgets(line, sizeof line, f));
     assert_non_null(strstr(line, "{\"epoch\":3,"));
     assert_null(fgets(line, sizeof line, f));
@@ -248,7 +249,7 @@ static void test_progress_plain(void **state)
     p.every = 2;
     dt_progress_epoch_start(&p);
     for (uint64_t s = 1; s <= 5; s++)
-        dt_progress_step(&p, 1, s, 5, 0.25, 1000.0);
+        dt_progress_step(&p, 1, s, 5, 0.25, 1000.0, 0.125);
     dt_epoch_metrics_t m = {.epoch = 1, .test_accuracy = 0.5};
     dt_progress_epoch_end(&p, &m);
     rewind(f);
@@ -258,6 +259,7 @@ static void test_progress_plain(void **state)
     fclose(f);
     assert_non_null(strstr(buf, "epoch 1/3  step 2/5  loss 0.2500"));
     assert_non_null(strstr(buf, "step 4/5"));
+    assert_non_null(strstr(buf, "data 12.5%"));
     assert_null(strstr(buf, "step 3/5"));
     assert_null(strchr(buf, '\r'));
     assert_non_null(strstr(buf, "test_accuracy 50.00%"));

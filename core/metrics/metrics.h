@@ -21,6 +21,7 @@ typedef struct dt_epoch_metrics {
     double lr;               /* learning rate at the end of the epoch      */
     double samples_per_sec;  /* global: all ranks together                 */
     double comm_fraction;    /* share of step time waiting for allreduce   */
+    double data_wait;        /* share of step time waiting for the batch   */
     double epoch_seconds;
 } dt_epoch_metrics_t;
 
@@ -72,9 +73,11 @@ typedef struct dt_progress {
 
 void dt_progress_init(dt_progress_t *p, FILE *out, uint64_t epochs);
 void dt_progress_epoch_start(dt_progress_t *p);
-/* step: 1-based within the epoch, of steps. */
+/* step: 1-based within the epoch, of steps; data_wait: the share of the
+ * epoch's step time so far spent waiting for batches. */
 void dt_progress_step(dt_progress_t *p, uint64_t epoch, uint64_t step,
-                      uint64_t steps, double loss, double samples_per_sec);
+                      uint64_t steps, double loss, double samples_per_sec,
+                      double data_wait);
 void dt_progress_epoch_end(dt_progress_t *p, const dt_epoch_metrics_t *m);
 
 /* Monotonic clock in seconds. */

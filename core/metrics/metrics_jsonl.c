@@ -56,6 +56,7 @@ dt_status_t dt_jsonl_write_epoch(dt_jsonl_t *j, const dt_epoch_metrics_t *m)
     num(f, "lr", m->lr, "%.8g", 0);
     num(f, "samples_per_sec", m->samples_per_sec, "%.1f", 0);
     num(f, "comm_fraction", m->comm_fraction, "%.4f", 0);
+    num(f, "data_wait", m->data_wait, "%.4f", 0);
     num(f, "epoch_seconds", m->epoch_seconds, "%.3f", 1);
     if (fflush(f) != 0 || ferror(f)) {
         dt_error("%s: cannot write metrics: %s", j->path, strerror(errno));

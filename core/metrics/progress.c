@@ -39,7 +39,8 @@ static void eta_text(char *buf, size_t len, double seconds)
 }
 
 void dt_progress_step(dt_progress_t *p, uint64_t epoch, uint64_t step,
-                      uint64_t steps, double loss, double samples_per_sec)
+                      uint64_t steps, double loss, double samples_per_sec,
+                      double data_wait)
 {
     double now = dt_clock_now();
     if (p->tty) {
@@ -54,10 +55,10 @@ void dt_progress_step(dt_progress_t *p, uint64_t epoch, uint64_t step,
     eta_text(eta, sizeof eta, per_step * (double)(steps - step));
     int n = snprintf(line, sizeof line,
                      "epoch %llu/%llu  step %llu/%llu  loss %.4f  "
-                     "%.0f samples/s  ETA %s",
+                     "%.0f samples/s  data %.1f%%  ETA %s",
                      (unsigned long long)epoch, (unsigned long long)p->epochs,
                      (unsigned long long)step, (unsigned long long)steps,
-                     loss, samples_per_sec, eta);
+                     loss, samples_per_sec, 100.0 * data_wait, eta);
     size_t len = n > 0 ? (size_t)n : 0;
     if (p->tty) {
         /* Pad with spaces over what a longer previous line left. */
@@ -79,9 +80,10 @@ void dt_progress_epoch_end(dt_progress_t *p, const dt_epoch_metrics_t *m)
     fprintf(p->out,
             "epoch %llu/%llu  train_loss %.4f  test_loss %.4f  "
             "test_accuracy %.2f%%  lr %.5g  %.0f samples/s  comm %.1f%%  "
-            "%.1fs\n",
+            "data %.1f%%  %.1fs\n",
             (unsigned long long)m->epoch, (unsigned long long)p->epochs,
             m->train_loss, m->test_loss, 100.0 * m->test_accuracy, m->lr,
-            m->samples_per_sec, 100.0 * m->comm_fraction, m->epoch_seconds);
+            m->samples_per_sec, 100.0 * m->comm_fraction,
+            100.0 * m->data_wait, m->epoch_seconds);
     fflush(p->out);
 }

@@ -1,5 +1,6 @@
 /* train.c — the training loop, read top to bottom: for each epoch, for
- * each step: gather the batch, forward, backward (gradient buckets are
+ * each step: take the batch the loader threads prepared (data/pipeline.c),
+ * forward, backward (gradient buckets are
  * averaged while backward runs), clipping and the finiteness vote
  * (train_guard.c), optimizer step; then evaluate, report, checkpoint. */
 #include <math.h>
@@ -28,14 +29,21 @@ static bool ckpt_due_after_epoch(const dt_trainer_t *t)
 static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
                               float *loss, bool *rolled_back)
 {
-    const dt_sampler_t *smp = &t->train_sampler;
-    size_t at = (size_t)s * t->batch;
-    size_t b = smp->count - at < t->batch ? smp->count - at : t->batch;
     double lr = dt_lr_at(&t->lr, (double)t->epoch + (double)s / steps);
-    double t0 = dt_clock_now(), wait = 0.0;
+    double t0 = dt_clock_now(), wait = 0.0, data_wait = 0.0;
+    dt_batch_t batch;
 
-    dt_dataset_gather(&t->train, smp->indices + at, b, t->x, t->y);
-    DT_CHECK(dt_model_forward(t->model, t->x, t->y, (int)b, 1, loss, NULL));
+    DT_CHECK(dt_pipeline_next(t->pipe, &batch, &data_wait));
+    if (batch.epoch != t->epoch || batch.step != s) {
+        dt_error("data pipeline: batch %llu of epoch %llu came for step %llu "
+                 "of epoch %llu", (unsigned long long)batch.step + 1,
+                 (unsigned long long)batch.epoch + 1,
+                 (unsigned long long)s + 1, (unsigned long long)t->epoch + 1);
+        return DT_ERR_INTERNAL;
+    }
+    size_t b = batch.count;
+    DT_CHECK(dt_model_forward(t->model, batch.x, batch.y, (int)b, 1, loss,
+                              NULL));
     DT_CHECK(dt_model_backward(t->model, dt_grad_sync_ready, t->sync));
     DT_CHECK(dt_grad_sync_finish(t->sync, &wait));
     DT_CHECK(dt_trainer_guard_step(t, *loss, lr, s, rolled_back));
@@ -62,6 +70,7 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
     t->epoch_samples += b;
     t->train_seconds += dt_clock_now() - t0;
     t->comm_wait_seconds += wait;
+    t->data_wait_seconds += data_wait;
     return DT_OK;
 }
 
@@ -81,6 +90,9 @@ static dt_status_t end_epoch(dt_trainer_t *t, double epoch_start)
     m.comm_fraction = t->train_seconds > 0
                           ? t->comm_wait_seconds / t->train_seconds
                           : 0.0;
+    m.data_wait = t->train_seconds > 0
+                      ? t->data_wait_seconds / t->train_seconds
+                      : 0.0;
     m.epoch_seconds = dt_clock_now() - epoch_start;
     t->final_accuracy = m.test_accuracy;
     if (t->rank == 0) {
@@ -98,6 +110,8 @@ static dt_status_t end_epoch(dt_trainer_t *t, double epoch_start)
                                   (float)m.samples_per_sec));
             DT_CHECK(dt_tb_scalar(t->tb, "perf/comm_fraction", x,
                                   (float)m.comm_fraction));
+            DT_CHECK(dt_tb_scalar(t->tb, "perf/data_wait", x,
+                                  (float)m.data_wait));
         }
     }
     return DT_OK;
@@ -109,13 +123,15 @@ static dt_status_t train_loop(dt_trainer_t *t, uint64_t max_steps)
     bool saved = false;
     DT_CHECK(dt_trainer_guard_begin(t));
 restart: /* after a rollback (on_divergence): from the checkpoint's step */
+    /* The loaders start (again) at the batch the loop needs next. */
+    DT_CHECK(dt_pipeline_seek(t->pipe, t->epoch, t->step_in_epoch));
     for (; t->epoch < t->epochs; t->epoch++, t->step_in_epoch = 0) {
         double start = dt_clock_now();
         t->train_seconds = t->comm_wait_seconds = 0.0;
+        t->data_wait_seconds = 0.0;
         t->epoch_samples = 0;
         if (t->step_in_epoch == 0)
             t->loss_sum = t->loss_count = 0.0;
-        DT_CHECK(dt_sampler_set_epoch(&t->train_sampler, t->epoch));
         if (t->rank == 0)
             dt_progress_epoch_start(&t->progress);
         for (uint64_t s = t->step_in_epoch; s < steps; s++) {
@@ -128,7 +144,9 @@ restart: /* after a rollback (on_divergence): from the checkpoint's step */
             if (t->rank == 0)
                 dt_progress_step(&t->progress, t->epoch + 1, s + 1, steps,
                                  loss, t->world * t->epoch_samples /
-                                           (t->train_seconds + 1e-12));
+                                           (t->train_seconds + 1e-12),
+                                 t->data_wait_seconds /
+                                     (t->train_seconds + 1e-12));
             if (ckpt_due_after_step(t)) {
                 DT_CHECK(dt_trainer_save(t));
                 saved = true;

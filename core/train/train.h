@@ -21,6 +21,7 @@
 #include <dt/train.h>
 
 #include "data/dataset.h"
+#include "data/pipeline.h"
 #include "data/sampler.h"
 #include "divergence.h"
 #include "grad_clip.h"
@@ -62,7 +63,8 @@ typedef struct dt_trainer {
     /* data */
     dt_dataset_t train, test;
     dt_sampler_t train_sampler, test_sampler;
-    float *x;                   /* batch inputs, host                      */
+    dt_pipeline_t *pipe;        /* training batches, loaded ahead          */
+    float *x;                   /* evaluation batch inputs, host           */
     int *y;
 
     /* progress: where training stands (what checkpoints hold) */
@@ -73,6 +75,7 @@ typedef struct dt_trainer {
 
     /* timing of the current epoch */
     double train_seconds, comm_wait_seconds;
+    double data_wait_seconds;   /* the step waiting for its batch          */
     uint64_t epoch_samples;     /* this rank's samples this epoch          */
 
     /* rank 0's outputs */

@@ -100,6 +100,12 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
         st = dt_config_get_int(cfg, "train", "log_every", &n);
     if (st == DT_OK)
         st = dt_config_get_int(cfg, "train", "max_steps", &n);
+    dt_pipeline_opts_t po;
+    dt_augment_t aug;
+    if (st == DT_OK)
+        st = dt_pipeline_opts_from_config(cfg, &po);
+    if (st == DT_OK)
+        st = dt_augment_from_config(cfg, NULL, 0, &aug);
     free(t.ckpt_dir);
     return st;
 }
@@ -113,6 +119,13 @@ static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
     DT_CHECK(dt_sampler_init(&t->test_sampler, t->test.n, t->rank, t->world,
                              t->seed, false, false));
     DT_CHECK(dt_sampler_set_epoch(&t->test_sampler, 0));
+    /* Training batches: the loader threads' own sampler, the same order. */
+    dt_pipeline_opts_t po = {.batch = t->batch, .rank = t->rank,
+                             .world = t->world, .seed = t->seed,
+                             .end_epoch = t->epochs};
+    DT_CHECK(dt_pipeline_opts_from_config(cfg, &po));
+    DT_CHECK(dt_augment_from_config(cfg, &t->train, t->seed, &po.aug));
+    DT_CHECK(dt_pipeline_new(&t->train, &po, &t->pipe));
     t->x = malloc(t->batch * t->train.sample_len * sizeof *t->x);
     t->y = malloc(t->batch * sizeof *t->y);
     if (!t->x || !t->y)
@@ -125,6 +138,14 @@ static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
                 "classes); %zu per rank per epoch", t->train.n, t->test.n,
                 t->train.channels, t->train.height, t->train.width,
                 t->train.nclasses, t->train_sampler.count);
+        if (po.aug.crop_pad > 0 || po.aug.hflip)
+            dt_info("augmentation of the training images: random crop with "
+                    "%d px padding %s, horizontal flip %s", po.aug.crop_pad,
+                    po.aug.crop_pad ? "on" : "off",
+                    po.aug.hflip ? "on" : "off");
+        dt_debug("input pipeline: %d loader thread%s, %d batch%s ahead",
+                 po.threads, po.threads == 1 ? "" : "s", po.prefetch,
+                 po.prefetch == 1 ? "" : "es");
         dt_lr_schedule_describe(&t->lr, lr, sizeof lr);
         dt_debug("%s", lr);
         if (dt_grad_clip_enabled(&t->clip))
@@ -302,6 +323,7 @@ uint64_t dt_trainer_steps_per_epoch(const dt_trainer_t *t)
 
 void dt_trainer_teardown(dt_trainer_t *t)
 {
+    dt_pipeline_free(t->pipe); /* first: its threads read t->train */
     dt_grad_sync_free(t->sync);
     if (t->clip_host)
         dt_device_host_free(t->dev, t->clip_host);
