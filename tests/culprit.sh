@@ -6,7 +6,10 @@
 # - rank 0 stopped (SIGSTOP) over tcp ([collectives] shm = off): the others
 #   wait on it directly or through a chain (3 waits on 2, 2 on 1, 1 on 0);
 #   every rank's tcp error and dtctl's line name rank 0 as hung, and dtctl
-#   exits 124.
+#   exits 124;
+# - the same through the shared segment ([collectives] shm = auto, the
+#   default on one host; its wait bounded by [cluster] timeout): every
+#   rank names rank 0 as gone silent, and so does dtctl (exit 124).
 # `timeout -s KILL` (137 by itself) only guards against a hang.
 set -u
 bench="$top_builddir/bench/dt_allreduce_bench"
@@ -21,18 +24,12 @@ trap 'rm -rf "$tmp"' EXIT
 unset DT_RANK DT_WORLD_SIZE DT_RENDEZVOUS DT_JOB_TOKEN 2>/dev/null
 status=0
 
-cat >"$tmp/worker.sh" <<EOS
-#!/bin/sh
-if [ "\$DT_RANK" = 3 ]; then
-    (sleep 2; kill -9 \$\$) &
-fi
-exec "$bench" --sizes 4M:4M --iters 100000 --warmup 0
-EOS
-chmod +x "$tmp/worker.sh"
+# Rank 3 kills itself after 5 allreduces (peer_exit's kill mode): mid-job
+# on either path, however fast the shared segment is.
 for shm in off auto; do
-    timeout -s KILL 90 "$DTCTL" run -n 4 --set transport.tcp.timeout=5s \
-        --set cluster.kill_grace=2s --set collectives.shm=$shm \
-        -- "$tmp/worker.sh" >"$tmp/out" 2>&1
+    PEER_EXIT_RANK=3 PEER_EXIT_MODE=kill timeout -s KILL 90 "$DTCTL" run -n 4 \
+        --set transport.tcp.timeout=5s --set cluster.kill_grace=2s \
+        --set collectives.shm=$shm -- "$pe" >"$tmp/out" 2>&1
     rc=$?
     if [ "$rc" -ne 137 ] ||
        ! grep -q "^dt: error: rank 3 on .* was killed by signal 9" "$tmp/out"; then
@@ -54,4 +51,18 @@ if grep -E "error: tcp: rank [0-9]+: " "$tmp/out" | grep -vE "error: tcp: rank [
     status=1
 fi
 [ "$status" -eq 0 ] || cat "$tmp/out"
+
+PEER_EXIT_RANK=0 PEER_EXIT_MODE=stop timeout -s KILL 90 "$DTCTL" run -n 4 \
+    --set cluster.timeout=3s --set cluster.kill_grace=1s \
+    --set collectives.shm=auto -- "$pe" >"$tmp/out" 2>&1
+rc=$?
+if [ "$rc" -ne 124 ] || ! grep -q "^dt: error: rank 0 on .* hung" "$tmp/out"; then
+    echo "FAIL (hang, shm): want rank 0 named as hung, exit 124; got $rc"
+    cat "$tmp/out"; status=1
+fi
+if grep -E "error: collectives: rank [0-9]+: " "$tmp/out" |
+    grep -vE "error: collectives: rank [123]: .*rank 0 went silent"; then
+    echo "FAIL (hang, shm): the errors above do not name rank 0"
+    cat "$tmp/out"; status=1
+fi
 exit $status

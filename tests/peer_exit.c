@@ -8,7 +8,9 @@
  * transport's own error line named the rank that left), or exits 0 if
  * every allreduce succeeded (which the test counts as a failure).
  * PEER_EXIT_MODE=stop: the rank stops itself (SIGSTOP) instead, a hung
- * peer that only the transport's timeout can catch. */
+ * peer that only the transport's timeout can catch. PEER_EXIT_MODE=kill:
+ * it runs the first 5 allreduces with the others, then kills itself
+ * (SIGKILL) in the middle of the job, whatever the speed of the path. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +26,17 @@ int main(void)
     int victim = v ? atoi(v) : 1;
     if (dt_init() != DT_OK)
         return 2;
+    size_t n = (size_t)4 << 20; /* 16 MiB of float32: a rendezvous path */
+    float *buf = calloc(n, sizeof *buf);
+    if (!buf)
+        return 2;
+    if (dt_rank() == victim && mode && strcmp(mode, "kill") == 0) {
+        for (int i = 0; i < 5; i++)
+            dt_allreduce(buf, buf, n, DT_FLOAT32, DT_SUM);
+        fprintf(stderr, "peer_exit: rank %d kills itself (SIGKILL) now\n",
+                victim);
+        raise(SIGKILL);
+    }
     if (dt_rank() == victim) {
         int stop = mode && strcmp(mode, "stop") == 0;
         fprintf(stderr, "peer_exit: rank %d %s now\n", victim,
@@ -32,10 +45,6 @@ int main(void)
             raise(SIGSTOP);
         _exit(0);
     }
-    size_t n = (size_t)4 << 20; /* 16 MiB of float32: a rendezvous path */
-    float *buf = calloc(n, sizeof *buf);
-    if (!buf)
-        return 2;
     for (int i = 0; i < 50; i++) {
         dt_status_t st = dt_allreduce(buf, buf, n, DT_FLOAT32, DT_SUM);
         if (st != DT_OK) {

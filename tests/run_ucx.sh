@@ -215,7 +215,7 @@ peer_fails() {
 peer_fails "dead peer (shared-memory collectives)" exit 120s \
     "collectives: rank [02]: allreduce (shared memory): rank 1 (pid [0-9]*) is gone\|rank 1 is gone (noticed by rank"
 peer_fails "hung peer (shared-memory collectives)" stop 20s \
-    "collectives: rank [02]: allreduce (shared memory): waiting on rank(s) 1: they are hung"
+    "collectives: rank [02]: allreduce (shared memory): rank 1 went silent: hung"
 # Collectives over UCX (shm = off). UCX itself names a peer that is gone
 # (peer_errors = report; auto picks it across hosts, ignore on one: see
 # below).

@@ -52,8 +52,18 @@ run_job() {
 }
 
 # Through shared memory (the default on one host): the segment's wait sees
-# rank 1's process gone; the others learn it from the segment.
-run_job
+# rank 1's process gone; the others learn it from the segment. Rank 1 kills
+# itself after 5 allreduces (tests/peer_exit's kill mode): the segment is
+# fast enough for the bench to end before a kill timed from outside.
+printf '#!/bin/sh\ntrap "" TERM\nexec "%s"\n' "$top_builddir/tests/peer_exit" \
+    >"$tmp/pe.sh"
+chmod +x "$tmp/pe.sh"
+PEER_EXIT_RANK=1 PEER_EXIT_MODE=kill timeout 60 "$DTCTL" run -n 4 \
+    --set cluster.kill_grace=30s -- "$tmp/pe.sh" >"$tmp/out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then
+    echo "FAIL: dtctl exited $rc (want non-zero, no hang)"; status=1
+fi
 for r in 0 2 3; do
     if ! grep -qE "^\[$r\] .*error: collectives: rank $r: .* rank 1 (\(pid [0-9]+\) )?is gone" "$tmp/out"; then
         echo "FAIL: rank $r did not report rank 1 gone through shared memory"

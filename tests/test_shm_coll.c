@@ -39,6 +39,7 @@ typedef struct rank {
     job_t *job;
     int rank;
     dt_shm_t *shm;
+    dt_store_t *store; /* the segment keeps it (the failure record) */
     dt_status_t st;
     char detail[200];
 } rank_t;
@@ -75,9 +76,8 @@ static dt_status_t open_rank(rank_t *r)
                        .rank = r->rank, .size = j->size,
                        .timeout = j->timeout > 0 ? j->timeout : 60.0,
                        .chunk = chunk, .spin = 100e-6};
-    dt_status_t st = dt_shm_open(&a, &r->shm);
-    dt_store_close(store);
-    return st;
+    r->store = store;
+    return dt_shm_open(&a, &r->shm);
 }
 
 static void *rank_main(void *p)
@@ -108,6 +108,8 @@ static void close_job(job_t *j)
 {
     for (int r = 0; r < j->size; r++)
         dt_shm_close(j->ranks[r].shm);
+    for (int r = 0; r < j->size; r++)
+        dt_store_close(j->ranks[r].store);
 }
 
 static void expect_ok(job_t *j)
@@ -411,8 +413,19 @@ static void test_hung_peer_is_named(void **state)
     char *log = capture_end(&cap);
     assert_int_equal(j.ranks[0].st, DT_ERR_PEER);
     assert_int_equal(j.ranks[2].st, DT_ERR_PEER);
-    assert_non_null(strstr(log, "waiting on rank(s) 1: they are hung"));
+    assert_non_null(strstr(log, "rank 1 went silent: hung"));
     free(log);
+    /* The job's failure record names it too, as hung (dtctl reads it). */
+    dt_store_t *store = NULL;
+    int culprit = -1, detector = -1;
+    char how[DT_CULPRIT_HOW_MAX] = "";
+    assert_int_equal(dt_store_connect(rdv, token, 10.0, &store), DT_OK);
+    assert_int_equal(dt_store_culprit_get(store, 1.0, &culprit, &detector,
+                                          how),
+                     DT_OK);
+    dt_store_close(store);
+    assert_int_equal(culprit, 1);
+    assert_string_equal(how, "hung");
     close_job(&j);
 }
 

@@ -36,6 +36,9 @@ typedef struct dt_shm_args {
     double timeout;      /* seconds a peer may stay silent                   */
     size_t chunk;        /* bytes per rank and round (0: the default)        */
     double spin;         /* seconds a wait polls before it sleeps            */
+    const int *global;   /* the job's rank of each of the size ranks here
+                            (a host's ranks in a job across hosts); NULL:
+                            the same numbers                               */
 } dt_shm_args_t;
 
 #define DT_SHM_DEFAULT_CHUNK ((size_t)256 * 1024)

@@ -29,7 +29,13 @@ typedef struct shm_rank_ctl {
     shm_flag_t posted, reduced, done;
     int32_t pid;     /* for telling a dead peer from a slow one */
     int32_t attached;
-    char pad[56];
+    /* While this rank sleeps in a wait: the rank it waits on (-1: none)
+     * and when it last woke (ms, monotonic), so that a rank that times out
+     * can follow the chain of waits to the rank that went silent first. */
+    int32_t waiting_on;
+    int32_t pad0;
+    uint64_t beat_ms;
+    char pad[40];
 } shm_rank_ctl_t;
 
 typedef struct shm_header {
@@ -54,7 +60,15 @@ struct dt_shm {
     char *data;           /* size * DT_SHM_SLOTS slots of 2 * chunk */
     uint32_t seq;         /* rounds run so far */
     dt_status_t failed;   /* sticky */
+    dt_store_t *store;    /* the job's: the failure record (dt/store.h) */
+    int *global;          /* the job's rank of each segment rank */
 };
+
+/* The job's rank of segment rank r (messages and the failure record). */
+static inline int shm_global(const dt_shm_t *s, int r)
+{
+    return r >= 0 && r < s->size ? s->global[r] : r;
+}
 
 /* Slot s of rank r: the input half, then the output half. */
 static inline char *shm_in(const dt_shm_t *s, int r, uint32_t seq)

@@ -184,6 +184,14 @@ dt_status_t dt_shm_open(const dt_shm_args_t *a, dt_shm_t **out)
     s->yield = online > 0 && a->size > online;
     snprintf(s->name, sizeof s->name, "%s", a->name ? a->name : "shm");
     s->len = segment_len(a->size, chunk);
+    s->store = a->store;
+    s->global = malloc((size_t)a->size * sizeof *s->global);
+    if (!s->global) {
+        free(s);
+        return DT_ERR_NOMEM;
+    }
+    for (int r = 0; r < a->size; r++)
+        s->global[r] = a->global ? a->global[r] : r;
 
     char k_name[128], k_attach[128], k_ok[128], k_agree[128];
     char name[64] = "", why[256] = "";
@@ -217,6 +225,7 @@ dt_status_t dt_shm_open(const dt_shm_args_t *a, dt_shm_t **out)
         s->data = (char *)s->base + ctl_len(a->size);
         __atomic_store_n(&s->ctl[a->rank].pid, (int32_t)getpid(),
                          __ATOMIC_RELEASE);
+        __atomic_store_n(&s->ctl[a->rank].waiting_on, -1, __ATOMIC_RELEASE);
         __atomic_store_n(&s->ctl[a->rank].attached, 1, __ATOMIC_RELEASE);
     }
     if (st == DT_OK)
@@ -243,6 +252,7 @@ dt_status_t dt_shm_open(const dt_shm_args_t *a, dt_shm_t **out)
                      "another rank cannot use shared memory",
                      s->name, a->rank);
         unmap(s);
+        free(s->global);
         free(s);
         return st;
     }
@@ -258,5 +268,6 @@ void dt_shm_close(dt_shm_t *s)
     if (!s)
         return;
     unmap(s);
+    free(s->global);
     free(s);
 }

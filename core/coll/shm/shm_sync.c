@@ -112,8 +112,9 @@ static dt_status_t failed_elsewhere(dt_shm_t *s, const char *what)
         return DT_OK;
     dt_error("%s: rank %d: %s: rank %d is gone (noticed by rank %d); the "
              "job cannot continue",
-             s->name, s->rank, what, f - 1,
-             __atomic_load_n(&s->hdr->failed_by, __ATOMIC_ACQUIRE));
+             s->name, shm_global(s, s->rank), what, shm_global(s, f - 1),
+             shm_global(s, __atomic_load_n(&s->hdr->failed_by,
+                                           __ATOMIC_ACQUIRE)));
     return s->failed = DT_ERR_PEER;
 }
 
@@ -135,6 +136,45 @@ static int poll_for(dt_shm_t *s, const shm_flag_t *f, uint32_t seq,
     }
 }
 
+/* The rank at the end of the chain of waits that starts at peer: while
+ * the rank waited on is itself asleep in a wait with a recent beat, the
+ * fault lies further on. A SIGSTOPped rank's beat stops; a rank busy
+ * outside the segment (computing, or across hosts) waits on nobody here. */
+static int silent_first(const dt_shm_t *s, int peer)
+{
+    uint64_t now = (uint64_t)(dt_clock_now() * 1000.0);
+    uint64_t fresh = s->timeout > 4.0 ? 2000 : (uint64_t)(s->timeout * 500);
+    int p = peer;
+    for (int hops = 0; hops < s->size; hops++) {
+        int w = __atomic_load_n(&s->ctl[p].waiting_on, __ATOMIC_ACQUIRE);
+        uint64_t beat = __atomic_load_n(&s->ctl[p].beat_ms, __ATOMIC_ACQUIRE);
+        if (w < 0 || w >= s->size || w == p || now - beat > fresh)
+            break;
+        p = w;
+    }
+    return p;
+}
+
+/* The failure record (dt/store.h): the first rank to record wins, so
+ * every rank and dtctl name the same root cause. */
+static void record(const dt_shm_t *s, int culprit, const char *how)
+{
+    if (s->store)
+        dt_store_culprit_record(s->store, shm_global(s, culprit),
+                                shm_global(s, s->rank), how);
+}
+
+static void beat(dt_shm_t *s, int waiting_on)
+{
+    __atomic_store_n(&s->ctl[s->rank].beat_ms,
+                     (uint64_t)(dt_clock_now() * 1000.0), __ATOMIC_RELEASE);
+    __atomic_store_n(&s->ctl[s->rank].waiting_on, waiting_on,
+                     __ATOMIC_RELEASE);
+}
+
+static dt_status_t sleep_until(dt_shm_t *s, int peer, shm_flag_t *f,
+                               uint32_t seq, const char *what, double start);
+
 dt_status_t dt_shm_wait(dt_shm_t *s, int peer, shm_flag_t *f, uint32_t seq,
                         const char *what)
 {
@@ -145,7 +185,17 @@ dt_status_t dt_shm_wait(dt_shm_t *s, int peer, shm_flag_t *f, uint32_t seq,
     double start = dt_clock_now();
     if (s->spin > 0 && poll_for(s, f, seq, start))
         return DT_OK;
+    beat(s, peer);
+    dt_status_t st = sleep_until(s, peer, f, seq, what, start);
+    beat(s, -1);
+    return st;
+}
+
+static dt_status_t sleep_until(dt_shm_t *s, int peer, shm_flag_t *f,
+                               uint32_t seq, const char *what, double start)
+{
     for (;;) {
+        beat(s, peer);
         __atomic_fetch_add(&f->sleepers, 1, __ATOMIC_SEQ_CST);
         uint32_t v = __atomic_load_n(&f->seq, __ATOMIC_SEQ_CST);
         if (!reached(v, seq))
@@ -157,15 +207,24 @@ dt_status_t dt_shm_wait(dt_shm_t *s, int peer, shm_flag_t *f, uint32_t seq,
         if (peer_gone(s, peer)) {
             dt_error("%s: rank %d: %s: rank %d (pid %d) is gone; the job "
                      "cannot continue",
-                     s->name, s->rank, what, peer, (int)s->ctl[peer].pid);
+                     s->name, shm_global(s, s->rank), what,
+                     shm_global(s, peer), (int)s->ctl[peer].pid);
+            record(s, peer, "exited");
             dt_shm_fail(s, peer);
             return s->failed = DT_ERR_PEER;
         }
         if (dt_clock_now() - start >= s->timeout) {
-            dt_error("%s: rank %d: %s: waiting on rank(s) %d: they are "
-                     "hung, stopped or unreachable (nothing for %.3g s; "
-                     "[transport.%s] timeout)",
-                     s->name, s->rank, what, peer, s->timeout, s->name);
+            int root = silent_first(s, peer);
+            char via[64] = "";
+            if (root != peer)
+                snprintf(via, sizeof via, " (reached through rank %d)",
+                         shm_global(s, peer));
+            dt_error("%s: rank %d: %s: rank %d went silent%s: hung, stopped "
+                     "or unreachable (nothing for %.3g s; [cluster] "
+                     "timeout)",
+                     s->name, shm_global(s, s->rank), what,
+                     shm_global(s, root), via, s->timeout);
+            record(s, root, "hung");
             return s->failed = DT_ERR_PEER;
         }
     }
