@@ -36,6 +36,13 @@ dt_status_t dt_ckpt_write(const char *dir, uint64_t step,
                           const dt_ckpt_section_t *secs, size_t nsecs,
                           int keep, char **path);
 
+/* The same under a fixed name in dir (e.g. "best.dtckpt"), outside the
+ * series of ckpt-<step> files: neither counted by `keep` nor found by
+ * dt_ckpt_load_latest; name NULL: dt_ckpt_write. */
+dt_status_t dt_ckpt_write_named(const char *dir, const char *name,
+                                uint64_t step, const dt_ckpt_section_t *secs,
+                                size_t nsecs, int keep, char **path);
+
 /* A checkpoint read back and verified. Sections point into buf. */
 typedef struct dt_ckpt {
     char *path;

@@ -229,6 +229,13 @@ dt_status_t dt_ckpt_write(const char *dir, uint64_t step,
                           const dt_ckpt_section_t *secs, size_t nsecs,
                           int keep, char **path)
 {
+    return dt_ckpt_write_named(dir, NULL, step, secs, nsecs, keep, path);
+}
+
+dt_status_t dt_ckpt_write_named(const char *dir, const char *name,
+                                uint64_t step, const dt_ckpt_section_t *secs,
+                                size_t nsecs, int keep, char **path)
+{
     char tmp[4096], final[4096];
     writer_t w = {-1, tmp, NULL};
     dt_status_t st;
@@ -241,8 +248,11 @@ dt_status_t dt_ckpt_write(const char *dir, uint64_t step,
             return DT_ERR_INVALID;
         }
     DT_CHECK(make_dir(dir));
-    snprintf(final, sizeof final, "%s/" CKPT_PREFIX "%012llu" CKPT_SUFFIX,
-             dir, (unsigned long long)step);
+    if (name)
+        snprintf(final, sizeof final, "%s/%s", dir, name);
+    else
+        snprintf(final, sizeof final, "%s/" CKPT_PREFIX "%012llu"
+                 CKPT_SUFFIX, dir, (unsigned long long)step);
     snprintf(tmp, sizeof tmp, "%s/" CKPT_TMP_PREFIX "%012llu.XXXXXX", dir,
              (unsigned long long)step);
     w.fd = create_tmp(tmp);
@@ -278,7 +288,7 @@ dt_status_t dt_ckpt_write(const char *dir, uint64_t step,
     tmp[0] = '\0';
     if ((st = sync_dir(dir)) != DT_OK)
         goto out;
-    prune(dir, keep);
+    prune(dir, name ? 0 : keep); /* a named file is not in the series */
     if (path && !(*path = strdup(final)))
         st = DT_ERR_NOMEM;
 out:

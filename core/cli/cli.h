@@ -28,6 +28,7 @@ typedef struct dt_cli {
     int no_stage;             /* --no-stage: dtctl run skips staging  */
     const char *metrics;      /* dtctl run --metrics FILE (JSONL)           */
     int resume;               /* dtctl run --resume                         */
+    const char *max_restarts; /* dtctl run --max-restarts K                 */
 } dt_cli_t;
 
 /* Build the effective configuration: built-in defaults, cluster file

@@ -2,10 +2,16 @@
  * hosts and placement, plugins, the worker environment, launch, then the
  * supervisor decides the exit code.
  *
- * Exit codes: 0 all workers succeeded; the first failing worker's code
- * (128+N when killed by signal N); 128+N when dtctl got signal N; 2 bad
- * usage, configuration or plugin; 127 the workers could not be started;
- * 1 any other failure of dtctl itself. */
+ * With [cluster] max_restarts (--max-restarts) the whole launch runs again
+ * after a worker failure (run_restart.c decides, logs and waits).
+ *
+ * Exit codes: 0 all workers succeeded; the root failure's code (the rank
+ * the workers named as failed first, else a rank killed by a signal, else
+ * the first to fail; 128+N when killed by signal N; 124 when the named
+ * rank hung; supervise.h) of the last attempt; 128+N when dtctl got
+ * signal N; 75 the job was preempted and is resumable; 2 bad usage,
+ * configuration or plugin; 127 the workers could not be started; 1 any
+ * other failure of dtctl itself. */
 #include <stddef.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -19,6 +25,7 @@
 #include "run_env.h"
 #include "run_culprit.h"
 #include "run_rendezvous.h"
+#include "run_restart.h"
 #include "run_stage.h"
 #include "run_trainer.h"
 #include "stop_signals.h"
@@ -42,6 +49,8 @@ typedef struct run_state {
     output_lines_t *lines;
     dt_store_server_t *store;   /* the job's rendezvous store */
     char rendezvous[160];       /* its "host:port" (DT_RENDEZVOUS) */
+    int trainer;                /* the workers run dt-train   */
+    int signals;                /* stop_signals installed     */
 } run_state_t;
 
 static int ends_with(const char *s, const char *suffix)
@@ -163,40 +172,69 @@ static int prepare(const dt_cli_t *cli, const char *job_file, run_state_t *s)
     return 0;
 }
 
-static int launch_and_supervise(const dt_cli_t *cli, run_state_t *s)
+/* What one attempt built for its workers, dropped before the next. */
+static void drop_attempt_env(run_state_t *s)
 {
-    double kill_grace = 5.0;
-    const char *workdir = NULL;
-    if (dt_config_get_duration(s->cfg, "cluster", "kill_grace", &kill_grace) !=
-        DT_OK)
-        return EXIT_USAGE;
-    dt_status_t st = dt_config_get_string(s->cfg, "cluster", "workdir",
-                                          &workdir);
-    if (st == DT_ERR_NOT_FOUND)
-        workdir = NULL;
-    else if (st != DT_OK)
-        return EXIT_USAGE;
-    if (workdir && !*workdir)
-        workdir = NULL;
+    for (int r = 0; s->per_rank && r < s->np; r++)
+        env_list_free(&s->per_rank[r]);
+    free(s->per_rank);
+    free(s->rank_env);
+    s->per_rank = NULL;
+    s->rank_env = NULL;
+    env_list_free(&s->common);
+    run_job_wipe(&s->job);
+}
+
+/* The end of an attempt: the launcher's fini kills and reaps anything
+ * left; the store stops. */
+static void end_attempt(run_state_t *s)
+{
+    if (s->ctx)
+        s->ops->fini(s->ctx);
+    s->ctx = NULL;
+    dt_store_server_stop(s->store);
+    s->store = NULL;
+    s->rendezvous[0] = '\0'; /* the next attempt has a store of its own */
+    output_lines_flush_all(s->lines);
+}
+
+/* One complete launch of the job: a fresh token, job id, store and
+ * launcher context, staging, the workers, supervision until all ended.
+ * *launched: the workers were started. */
+static int run_attempt(const dt_cli_t *cli, run_state_t *s,
+                       const run_restart_t *rs, const char *workdir,
+                       double kill_grace, supervise_result_t *res,
+                       int *launched)
+{
+    memset(res, 0, sizeof *res);
+    *launched = 0;
     if (run_job_prepare(s->cfg, &s->hosts, s->placement, s->np, &s->job) !=
             DT_OK ||
-        build_env(s) != DT_OK ||
-        output_lines_new(s->np, STDOUT_FILENO, STDERR_FILENO, OUTPUT_MAX_LINE,
-                         &s->lines) != DT_OK)
+        build_env(s) != DT_OK || run_restart_env(rs, &s->common) != DT_OK) {
+        end_attempt(s);
         return 1;
+    }
     if (s->ops->init(s->cfg, &s->ctx) != DT_OK) {
         dt_error("the launcher could not be set up (see above)");
         s->ctx = NULL;
+        end_attempt(s);
         return 1;
     }
     /* The data set before the workers (through the launcher's hosts). */
     run_stage_args_t stage = {s->cfg, &s->hosts, s->ops, s->ctx,
                               s->job.job_id,
                               cli->no_stage ? RUN_STAGE_SKIP : RUN_STAGE_COPY};
-    if (run_stage_env(&stage, &s->common) != DT_OK)
+    if (run_stage_env(&stage, &s->common) != DT_OK) {
+        end_attempt(s);
         return 1;
-    if (stop_signals_install() != DT_OK)
+    }
+    /* From the first launch on, stop signals are requests (also between
+     * attempts: they cancel a restart). */
+    if (!s->signals && stop_signals_install() != DT_OK) {
+        end_attempt(s);
         return 1;
+    }
+    s->signals = 1;
     dt_launch_spec_t spec = {
         .hosts = &s->hosts,
         .np = s->np,
@@ -214,20 +252,64 @@ static int launch_and_supervise(const dt_cli_t *cli, run_state_t *s)
                  "left running");
         code = EXIT_CANNOT_START;
     } else {
+        *launched = 1;
         dt_debug("job %s: %d workers started", s->job.job_id, s->np);
+        /* This attempt's store: a restart starts a new one (new token and
+         * port), so a failure record never outlives its attempt. */
         run_culprit_t rc = {s->rendezvous, s->job.token, &s->hosts,
                             s->placement, s->np, NULL};
-        supervise_args_t sa = {s->ops, s->ctx, s->lines, kill_grace,
-                               run_culprit_lookup, &rc};
+        supervise_args_t sa = {.ops = s->ops,
+                               .ctx = s->ctx,
+                               .lines = s->lines,
+                               .kill_grace = kill_grace,
+                               .culprit = run_culprit_lookup,
+                               .culprit_arg = &rc,
+                               .result = res};
         code = supervise_job(&sa);
         run_culprit_close(&rc);
     }
-    s->ops->fini(s->ctx); /* kills and reaps anything left */
-    s->ctx = NULL;
-    dt_store_server_stop(s->store);
-    s->store = NULL;
-    output_lines_flush_all(s->lines);
-    stop_signals_restore();
+    end_attempt(s);
+    return code;
+}
+
+static int launch_and_supervise(const dt_cli_t *cli, run_state_t *s)
+{
+    double kill_grace = 5.0;
+    const char *workdir = NULL;
+    if (dt_config_get_duration(s->cfg, "cluster", "kill_grace", &kill_grace) !=
+        DT_OK)
+        return EXIT_USAGE;
+    dt_status_t st = dt_config_get_string(s->cfg, "cluster", "workdir",
+                                          &workdir);
+    if (st == DT_ERR_NOT_FOUND)
+        workdir = NULL;
+    else if (st != DT_OK)
+        return EXIT_USAGE;
+    if (workdir && !*workdir)
+        workdir = NULL;
+    run_restart_t rs;
+    if (run_restart_init(s->cfg, s->trainer, workdir, &rs) != DT_OK)
+        return EXIT_USAGE;
+    if (output_lines_new(s->np, STDOUT_FILENO, STDERR_FILENO,
+                         OUTPUT_MAX_LINE, &s->lines) != DT_OK) {
+        run_restart_free(&rs);
+        return 1;
+    }
+    int code, launched;
+    supervise_result_t res;
+    do {
+        if (rs.used > 0)
+            drop_attempt_env(s);
+        code = run_attempt(cli, s, &rs, workdir, kill_grace, &res,
+                           &launched);
+        /* A first attempt that could not even start is not retried. */
+        if (!launched && rs.used == 0)
+            break;
+    } while (run_restart_next(&rs, &res, launched, &code));
+    if (s->signals)
+        stop_signals_restore();
+    s->signals = 0;
+    run_restart_free(&rs);
     return code;
 }
 
@@ -261,6 +343,7 @@ int dt_cmd_run(dt_cli_t *cli)
     char trainer[4200];
     char *trainer_argv[2] = {trainer, NULL};
     if (code == 0 && cli->exec_argc == 0) {
+        s.trainer = 1;
         if (run_trainer_prepare(s.cfg, s.np, trainer, sizeof trainer) != DT_OK)
             code = EXIT_USAGE;
         cli->exec_argv = trainer_argv;

@@ -63,7 +63,8 @@ static dt_status_t load_options(const dt_cli_t *cli, dt_config_t *cfg)
                 {"transport", cli->transport, "--transport"},
                 {"storage", cli->storage, "--storage"},
                 {"hosts", cli->hosts, "-H/--hosts"},
-                {"hostfile", cli->hostfile, "--hostfile"}};
+                {"hostfile", cli->hostfile, "--hostfile"},
+                {"max_restarts", cli->max_restarts, "--max-restarts"}};
     for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
         if (opts[i].value)
             DT_CHECK(dt_config_set(cfg, "cluster", opts[i].key, opts[i].value,

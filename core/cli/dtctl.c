@@ -41,6 +41,9 @@ static const char usage_text[] =
     "      --metrics FILE      trainer: append one JSON line per epoch to FILE\n"
     "      --resume            trainer: continue from the newest valid\n"
     "                          checkpoint in [train] checkpoint_dir\n"
+    "      --max-restarts K    dtctl run: start the job again up to K times\n"
+    "                          after a worker fails (the trainer resumes\n"
+    "                          from its newest checkpoint)\n"
     "  -v, --verbose           more detail (-vv: trace)\n"
     "  -q, --quiet             errors only\n"
     "      --version           print the version\n"
@@ -56,7 +59,8 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
 {
     enum { OPT_HOSTFILE = 256, OPT_LAUNCHER, OPT_TRANSPORT, OPT_STORAGE,
            OPT_CONFIG, OPT_SET, OPT_VERSION, OPT_SIZES, OPT_ITERS,
-           OPT_FACTOR, OPT_NO_STAGE, OPT_METRICS, OPT_RESUME };
+           OPT_FACTOR, OPT_NO_STAGE, OPT_METRICS, OPT_RESUME,
+           OPT_MAX_RESTARTS };
     static const struct option longopts[] = {
         {"np", required_argument, NULL, 'n'},
         {"hosts", required_argument, NULL, 'H'},
@@ -76,6 +80,7 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
         {"no-stage", no_argument, NULL, OPT_NO_STAGE},
         {"metrics", required_argument, NULL, OPT_METRICS},
         {"resume", no_argument, NULL, OPT_RESUME},
+        {"max-restarts", required_argument, NULL, OPT_MAX_RESTARTS},
         {NULL, 0, NULL, 0}};
     /* The program after "--" is never parsed as our options: cut it off. */
     int end = argc;
@@ -121,6 +126,7 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
         case OPT_NO_STAGE: cli->no_stage = 1; break;
         case OPT_METRICS: cli->metrics = optarg; break;
         case OPT_RESUME: cli->resume = 1; break;
+        case OPT_MAX_RESTARTS: cli->max_restarts = optarg; break;
         case 'v': cli->verbose++; break;
         case 'q': cli->quiet = 1; break;
         case OPT_VERSION: printf("dtctl (dt) %s\n", PACKAGE_VERSION); exit(0);

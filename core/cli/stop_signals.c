@@ -9,7 +9,7 @@
 #include <dt/log.h>
 #include "stop_signals.h"
 
-static const int stop_signos[] = {SIGINT, SIGTERM, SIGHUP};
+static const int stop_signos[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1};
 #define NSTOP (sizeof stop_signos / sizeof stop_signos[0])
 
 static int self_pipe[2] = {-1, -1};

@@ -1,6 +1,8 @@
-/* stop_signals.h — SIGINT, SIGTERM and SIGHUP to dtctl become requests
- * to stop the job (a self-pipe: the handler only writes one byte), and
- * SIGPIPE is ignored so a closed output pipe cannot kill the supervisor. */
+/* stop_signals.h — SIGINT, SIGTERM, SIGHUP and SIGUSR1 to dtctl become
+ * requests to stop the job (a self-pipe: the handler only writes one
+ * byte; SIGUSR1, like SIGTERM, reaches the workers as SIGTERM: a
+ * preemption notice for dt's trainer), and SIGPIPE is ignored so a closed
+ * output pipe cannot kill the supervisor. */
 #ifndef DT_CLI_STOP_SIGNALS_H
 #define DT_CLI_STOP_SIGNALS_H
 

@@ -126,6 +126,7 @@ static void decide(monitor_t *m, const dt_worker_exit_t *root)
 {
     const dt_worker_exit_t *first = &m->first.ev;
     char who[320], how[128], fwho[320], fhow[128];
+    char cause[sizeof m->a->result->cause];
     m->deciding = 0;
     describe(first, fwho, sizeof fwho);
     how_it_ended(first, fhow, sizeof fhow);
@@ -135,29 +136,37 @@ static void decide(monitor_t *m, const dt_worker_exit_t *root)
         m->exit_code = status_of(root);
         if (m->exit_code == 0) {
             m->exit_code = status_of(first);
-            dt_error("%s left the job early: it exited with code 0 while "
-                     "the others still needed it",
-                     who);
+            snprintf(cause, sizeof cause, "%s left the job early: it exited "
+                     "with code 0 while the others still needed it", who);
         } else {
-            dt_error("%s %s", who, how);
+            snprintf(cause, sizeof cause, "%s %s", who, how);
         }
+        dt_error("%s", cause);
         if (root->rank != first->rank)
             dt_info("%s %s after it (it is not the root cause)", fwho, fhow);
     } else {
         const supervise_culprit_t *c = &m->culprit;
         if (strcmp(c->how, "hung") == 0) {
             m->exit_code = SUPERVISE_EXIT_HUNG;
-            dt_error("rank %d on %s hung: it went silent for the transport's "
-                     "timeout while rank %d waited on it (stopped, hung or "
-                     "unreachable; the workers agree); %s %s after it",
-                     c->rank, c->host, c->detector, fwho, fhow);
+            snprintf(cause, sizeof cause, "rank %d on %s hung", c->rank,
+                     c->host);
+            dt_error("%s: it went silent for the transport's timeout while "
+                     "rank %d waited on it (stopped, hung or unreachable; the "
+                     "workers agree); %s %s after it",
+                     cause, c->detector, fwho, fhow);
         } else {
             m->exit_code = status_of(first);
+            snprintf(cause, sizeof cause, "rank %d on %s failed (%s, as rank "
+                     "%d found)", c->rank, c->host, c->how, c->detector);
             dt_error("rank %d on %s failed (%s, as rank %d found; it has "
                      "not ended yet); %s %s after it",
                      c->rank, c->host, c->how, c->detector, fwho, fhow);
         }
     }
+    /* The restart decision and its log line get the root cause. */
+    if (m->a->result)
+        snprintf(m->a->result->cause, sizeof m->a->result->cause, "%s",
+                 cause);
     dt_info("stopping the other workers (SIGTERM, then SIGKILL after %gs)",
             m->a->kill_grace);
     begin_stop(m);
@@ -212,8 +221,23 @@ static void on_exit_event(monitor_t *m, const dt_worker_exit_t *ev)
     note_end(m, ev);
     char who[320];
     describe(ev, who, sizeof who);
+    supervise_result_t *res = m->a->result;
     if (!failed(ev)) {
         dt_debug("%s finished", who);
+        return;
+    }
+    if (!ev->signaled && ev->code == SUPERVISE_EXIT_PREEMPTED) {
+        if (res)
+            res->npreempted++;
+        dt_info("%s was preempted: checkpoint written, resumable (exit "
+                "code %d)", who, ev->code);
+        /* After a failure (still deciding which is the root, or stopping)
+         * the failure's status stands. */
+        if (m->deciding)
+            return;
+        if (!m->stopping && m->exit_code == 0)
+            m->exit_code = ev->code;
+        begin_stop(m);
         return;
     }
     if (m->deciding) {
@@ -240,6 +264,8 @@ static void on_exit_event(monitor_t *m, const dt_worker_exit_t *ev)
 
 static void on_stop_signal(monitor_t *m, int signo)
 {
+    if (m->a->result && !m->a->result->stop_signo)
+        m->a->result->stop_signo = signo;
     if (m->deciding)
         decide_late(m); /* the job failed before the signal came */
     if (!m->stopping) {

@@ -22,12 +22,26 @@
  * silent for the transport's timeout), as timeout(1) says it. */
 #define SUPERVISE_EXIT_HUNG 124
 
+/* A worker's exit status that says "preempted, resumable": it wrote its
+ * checkpoint (dt-train, on SIGTERM or SIGUSR1) and can be resumed. */
+#define SUPERVISE_EXIT_PREEMPTED 75
+
 /* The workers' record of the rank that failed first (dt/store.h). */
 typedef struct supervise_culprit {
     int rank, detector;
     char how[16];    /* "exited", "hung", "error" */
     char host[256];
 } supervise_culprit_t;
+
+/* What happened, for the restart decision (run_restart.c). */
+typedef struct supervise_result {
+    int stop_signo;      /* the first stop signal dtctl got (0: none)     */
+    int npreempted;      /* workers that exited with SUPERVISE_EXIT_PREEMPTED */
+    char cause[512];     /* the root failure, as decided (the culprit the
+                            workers named, else a signalled rank, else the
+                            first to fail): "rank 2 on h1 was killed by
+                            signal 9 (Killed)", "rank 0 on h1 hung" */
+} supervise_result_t;
 
 typedef struct supervise_args {
     const dt_launcher_ops_t *ops;
@@ -37,6 +51,7 @@ typedef struct supervise_args {
     /* Optional: the workers' failure record; 1 when there is one. */
     int (*culprit)(void *arg, supervise_culprit_t *out);
     void *culprit_arg;
+    supervise_result_t *result; /* filled in when not NULL */
 } supervise_args_t;
 
 /* dtctl's exit code: 0 when every worker succeeded; else the root
@@ -44,7 +59,8 @@ typedef struct supervise_args {
  * the workers named as failed first, else of the first worker killed by a
  * signal, else of the first to fail; SUPERVISE_EXIT_HUNG when the named
  * rank hung; 128+signal when dtctl itself was told to stop, 1 when the
- * launcher failed. */
+ * launcher failed; 75 when a worker exited with 75 (preempted) before any
+ * failure. */
 int supervise_job(const supervise_args_t *a);
 
 #endif /* DT_CLI_SUPERVISE_H */

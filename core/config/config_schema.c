@@ -24,6 +24,12 @@ static const dt_key_spec_t cluster_keys[] = {
      "how long to wait for a connection or a silent peer"},
     {"kill_grace", DT_KEY_DURATION, "5s",
      "time between SIGTERM and SIGKILL when stopping workers"},
+    {"max_restarts", DT_KEY_INT, "0",
+     "dtctl run: restart the job this many times after a worker fails "
+     "(the trainer resumes from its newest checkpoint; 0: never)"},
+    {"restart_backoff", DT_KEY_DURATION, "2s",
+     "wait before the first restart; doubles with each further one (at "
+     "most 60s)"},
     {"master_port", DT_KEY_INT, NULL,
      "MASTER_PORT for torch-style workers on remote hosts (default 29500; "
      "a free port for local jobs)"},
@@ -82,6 +88,13 @@ static const dt_key_spec_t train_keys[] = {
      "\"500 steps\")"},
     {"checkpoint_keep", DT_KEY_INT, "3",
      "newest checkpoints to keep (0: keep all)"},
+    {"checkpoint_steps", DT_KEY_INT, "0",
+     "also checkpoint every N optimizer steps (0: off)"},
+    {"checkpoint_interval", DT_KEY_DURATION, "0",
+     "also checkpoint when this much wall time passed since the last one, "
+     "e.g. 10min (rank 0's clock decides for all; 0: off)"},
+    {"checkpoint_best", DT_KEY_BOOL, "no",
+     "also keep the checkpoint of the best test accuracy (best.dtckpt)"},
     {"log_dir", DT_KEY_STRING, NULL,
      "directory for TensorBoard event files (unset: none)"},
     {"metrics", DT_KEY_STRING, NULL,

@@ -33,11 +33,29 @@ dt_status_t dt_divergence_vote(dt_bad_kind_t kind, double value, int rank,
                                int world, dt_sum_fn sum, void *arg,
                                dt_divergence_t *out)
 {
+    return dt_divergence_vote_flags(kind, value, rank, world, sum, arg, NULL,
+                                    0, out);
+}
+
+dt_status_t dt_divergence_vote_flags(dt_bad_kind_t kind, double value,
+                                     int rank, int world, dt_sum_fn sum,
+                                     void *arg, double *flags, size_t nflags,
+                                     dt_divergence_t *out)
+{
     memset(out, 0, sizeof *out);
     out->first_rank = -1;
-    double bad = kind != DT_BAD_NONE ? 1.0 : 0.0;
+    if (nflags > DT_VOTE_MAX_FLAGS)
+        return DT_ERR_INVALID;
+    /* One allreduce: [bad, flags...]. */
+    double head[1 + DT_VOTE_MAX_FLAGS];
+    head[0] = kind != DT_BAD_NONE ? 1.0 : 0.0;
+    for (size_t i = 0; i < nflags; i++)
+        head[1 + i] = flags[i];
     if (world > 1)
-        DT_CHECK(sum(&bad, 1, arg));
+        DT_CHECK(sum(head, 1 + nflags, arg));
+    for (size_t i = 0; i < nflags; i++)
+        flags[i] = head[1 + i];
+    double bad = head[0];
     if (bad == 0.0)
         return DT_OK;
     /* Someone diverged (rare): slot r holds rank r's kind and value. */

@@ -51,4 +51,15 @@ dt_status_t dt_divergence_vote(dt_bad_kind_t kind, double value, int rank,
                                int world, dt_sum_fn sum, void *arg,
                                dt_divergence_t *out);
 
+/* The same vote carrying nflags (at most DT_VOTE_MAX_FLAGS) more numbers
+ * in the same allreduce: each rank's flags[i] in, their sum over ranks
+ * out. The trainer's per-step agreements ride on it at no extra
+ * collective: a preemption request, rank 0's "a checkpoint is due by the
+ * clock". */
+#define DT_VOTE_MAX_FLAGS 7
+dt_status_t dt_divergence_vote_flags(dt_bad_kind_t kind, double value,
+                                     int rank, int world, dt_sum_fn sum,
+                                     void *arg, double *flags, size_t nflags,
+                                     dt_divergence_t *out);
+
 #endif /* DT_DIVERGENCE_H */

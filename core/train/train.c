@@ -3,18 +3,25 @@
  * forward, backward (gradient buckets are
  * averaged while backward runs), clipping and the finiteness vote
  * (train_guard.c), optimizer step; then evaluate, report, checkpoint. */
+#define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <dt/dt.h>
 #include <dt/log.h>
+#include "preempt.h"
 #include "train.h"
 
+/* After a step: checkpoint_every = N steps, checkpoint_steps, the wall
+ * clock (checkpoint_interval) or a preemption, all agreed by every rank. */
 static bool ckpt_due_after_step(const dt_trainer_t *t)
 {
-    return t->ckpt_dir && t->ckpt_unit_steps &&
-           t->global_step % t->ckpt_every == 0;
+    if (!t->ckpt_dir)
+        return false;
+    return (t->ckpt_unit_steps && t->global_step % t->ckpt_every == 0) ||
+           (t->ckpt_steps && t->global_step % t->ckpt_steps == 0) ||
+           t->time_due || t->preempt_now;
 }
 
 static bool ckpt_due_after_epoch(const dt_trainer_t *t)
@@ -95,6 +102,12 @@ static dt_status_t end_epoch(dt_trainer_t *t, double epoch_start)
                       : 0.0;
     m.epoch_seconds = dt_clock_now() - epoch_start;
     t->final_accuracy = m.test_accuracy;
+    /* Every rank has the same (allreduced) accuracy: the same decision. */
+    t->best_improved = t->ckpt_best && m.test_accuracy > t->best_acc;
+    if (t->best_improved) {
+        t->best_acc = m.test_accuracy;
+        t->best_epoch = t->epoch + 1;
+    }
     if (t->rank == 0) {
         dt_progress_epoch_end(&t->progress, &m);
         if (t->jsonl)
@@ -117,10 +130,44 @@ static dt_status_t end_epoch(dt_trainer_t *t, double epoch_start)
     return DT_OK;
 }
 
+/* Every rank agreed on a preemption and the checkpoint is written (rank 0
+ * tells the others whether it was): stop with DT_ERR_INTERRUPTED. */
+static dt_status_t preempted(dt_trainer_t *t, uint64_t s)
+{
+    int32_t ok = 1;
+    if (t->rank == 0) {
+        bool written = false;
+        DT_CHECK(dt_trainer_save_as(t, NULL, &written));
+        ok = written;
+    } else {
+        DT_CHECK(dt_trainer_save_as(t, NULL, NULL));
+    }
+    if (t->world > 1)
+        DT_CHECK(dt_trainer_broadcast_host(&ok, sizeof ok));
+    if (t->rank == 0) {
+        int sig = dt_preempt_requested();
+        if (ok)
+            dt_warn("preempted (%s) at epoch %llu step %llu (step %llu of "
+                    "the job): checkpoint written to %s; exiting with %d "
+                    "(resumable: rerun with --resume)",
+                    sig ? strsignal(sig) : "a signal to another worker",
+                    (unsigned long long)t->epoch + 1, (unsigned long long)s,
+                    (unsigned long long)t->global_step, t->ckpt_dir,
+                    DT_TRAIN_EXIT_PREEMPTED);
+        else
+            dt_error("preempted at epoch %llu step %llu, but the checkpoint "
+                     "could not be written (see above)",
+                     (unsigned long long)t->epoch + 1,
+                     (unsigned long long)s);
+    }
+    return ok ? DT_ERR_INTERRUPTED : DT_ERR_IO;
+}
+
 static dt_status_t train_loop(dt_trainer_t *t, uint64_t max_steps)
 {
     uint64_t steps = dt_trainer_steps_per_epoch(t);
     bool saved = false;
+    t->last_ckpt_time = dt_clock_now();
     DT_CHECK(dt_trainer_guard_begin(t));
 restart: /* after a rollback (on_divergence): from the checkpoint's step */
     /* The loaders start (again) at the batch the loop needs next. */
@@ -147,6 +194,8 @@ restart: /* after a rollback (on_divergence): from the checkpoint's step */
                                            (t->train_seconds + 1e-12),
                                  t->data_wait_seconds /
                                      (t->train_seconds + 1e-12));
+            if (t->preempt_now)
+                return preempted(t, s + 1);
             if (ckpt_due_after_step(t)) {
                 DT_CHECK(dt_trainer_save(t));
                 saved = true;
@@ -166,6 +215,8 @@ restart: /* after a rollback (on_divergence): from the checkpoint's step */
         t->loss_sum = t->loss_count = 0.0;
         if (ckpt_due_after_epoch(t) || (t->ckpt_dir && t->epoch == t->epochs))
             DT_CHECK(dt_trainer_save(t));
+        if (t->best_improved)
+            DT_CHECK(dt_trainer_save_as(t, DT_TRAIN_BEST_NAME, NULL));
         t->epoch = done;
     }
     return DT_OK;
@@ -184,15 +235,25 @@ dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy)
             dt_info("the lr stays x%g, as on_divergence = halve_lr left it",
                     t.lr.scale);
     }
+    /* SIGTERM/SIGUSR1: a checkpoint at the next step, then a resumable
+     * exit (needs somewhere to write it). */
+    if (st == DT_OK && t.ckpt_dir)
+        dt_preempt_install();
     if (st == DT_OK)
         st = train_loop(&t, max_steps > 0 ? (uint64_t)max_steps : 0);
+    dt_preempt_restore();
     if (st == DT_OK && t.rank == 0) {
+        char best[4300] = "";
+        if (t.ckpt_best && t.best_epoch)
+            snprintf(best, sizeof best, "; best %.2f%% at epoch %llu (%s/%s)",
+                     100.0 * t.best_acc, (unsigned long long)t.best_epoch,
+                     t.ckpt_dir, DT_TRAIN_BEST_NAME);
         if (t.final_accuracy > 0)
             printf("final test accuracy: %.2f%% after %llu epochs (%llu "
-                   "steps, %d worker%s)\n", 100.0 * t.final_accuracy,
+                   "steps, %d worker%s)%s\n", 100.0 * t.final_accuracy,
                    (unsigned long long)t.epoch,
                    (unsigned long long)t.global_step, t.world,
-                   t.world == 1 ? "" : "s");
+                   t.world == 1 ? "" : "s", best);
         fflush(stdout);
     }
     if (final_accuracy)

@@ -29,6 +29,9 @@
 #include "lr_schedule.h"
 #include "metrics/metrics.h"
 
+/* checkpoint_best's file in checkpoint_dir, beside the ckpt-<step> ones. */
+#define DT_TRAIN_BEST_NAME "best.dtckpt"
+
 typedef struct dt_trainer {
     const dt_config_t *cfg;
     int rank, world, local_rank;
@@ -43,6 +46,9 @@ typedef struct dt_trainer {
     uint64_t ckpt_every;        /* in ckpt_unit_steps ? steps : epochs     */
     bool ckpt_unit_steps;
     int ckpt_keep;
+    uint64_t ckpt_steps;        /* also every N steps (0: off)             */
+    double ckpt_interval;       /* also every T seconds of wall time (0)   */
+    bool ckpt_best;             /* keep best.dtckpt (best test accuracy)   */
     bool resume;
     dt_grad_clip_t clip;
     dt_on_divergence_t on_divergence;
@@ -72,6 +78,15 @@ typedef struct dt_trainer {
     uint64_t step_in_epoch;     /* steps done in the current epoch         */
     uint64_t global_step;       /* optimizer steps done                    */
     double loss_sum, loss_count;/* this epoch's training loss so far       */
+    double best_acc;            /* checkpoint_best: best test accuracy ... */
+    uint64_t best_epoch;        /* ... and its epoch (1-based; 0: none)    */
+    bool best_improved;         /* the epoch just evaluated is the best    */
+
+    /* what every rank agreed on in this step's vote (train_guard.c) */
+    bool preempt_now;           /* SIGTERM/SIGUSR1 somewhere: save, stop   */
+    bool time_due;              /* rank 0: checkpoint_interval has passed  */
+    double last_ckpt_time;      /* rank 0: when the last checkpoint was    */
+    double last_vote_time, max_vote_gap; /* for the preemption watchdog    */
 
     /* timing of the current epoch */
     double train_seconds, comm_wait_seconds;
@@ -104,6 +119,11 @@ dt_status_t dt_trainer_evaluate(dt_trainer_t *t, double *loss,
 
 /* train_state.c */
 dt_status_t dt_trainer_save(dt_trainer_t *t);     /* collective          */
+/* The same under a fixed name (NULL: the series, ckpt-<step>); *written
+ * (may be NULL; rank 0's answer) says whether the file was written: a
+ * failed write is logged and training goes on. */
+dt_status_t dt_trainer_save_as(dt_trainer_t *t, const char *name,
+                               bool *written);
 /* Collective: the newest valid checkpoint of a step below `before`
  * (UINT64_MAX: any). *found: one was loaded; found NULL (--resume): none
  * is a warning and a fresh start. */

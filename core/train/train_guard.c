@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <dt/clock.h>
 #include <dt/dt.h>
 #include <dt/log.h>
+#include "preempt.h"
 #include "train.h"
 
 static dt_status_t sum_all(double *buf, size_t n, void *arg)
@@ -138,10 +140,33 @@ dt_status_t dt_trainer_guard_step(dt_trainer_t *t, float loss, double lr,
     dt_bad_kind_t kind = !isfinite(loss)  ? DT_BAD_LOSS
                          : !isfinite(norm) ? DT_BAD_GRAD
                                            : DT_BAD_NONE;
+    /* The same allreduce carries the step's agreements: a preemption
+     * request on any rank, and rank 0's clock saying checkpoint_interval
+     * has passed (clocks differ: rank 0 alone decides). */
+    double now = dt_clock_now();
+    double flags[2] = {
+        dt_preempt_requested() ? 1.0 : 0.0,
+        t->rank == 0 && t->ckpt_dir && t->ckpt_interval > 0 &&
+                now - t->last_ckpt_time >= t->ckpt_interval
+            ? 1.0
+            : 0.0};
     dt_divergence_t d;
-    DT_CHECK(dt_divergence_vote(kind, kind == DT_BAD_LOSS ? (double)loss
-                                                         : norm,
-                                t->rank, t->world, sum_all, NULL, &d));
+    DT_CHECK(dt_divergence_vote_flags(kind, kind == DT_BAD_LOSS
+                                                ? (double)loss
+                                                : norm,
+                                      t->rank, t->world, sum_all, NULL,
+                                      flags, 2, &d));
+    t->preempt_now = flags[0] > 0 && t->ckpt_dir;
+    t->time_due = flags[1] > 0;
+    if (t->preempt_now)
+        dt_preempt_agreed();
+    /* A request waits for the next vote at most 2 s + 3 x the longest
+     * time between two votes seen (a step, an evaluation, a checkpoint). */
+    if (t->last_vote_time > 0 && now - t->last_vote_time > t->max_vote_gap) {
+        t->max_vote_gap = now - t->last_vote_time;
+        dt_preempt_set_grace_ms(2000 + (long)(3000.0 * t->max_vote_gap));
+    }
+    t->last_vote_time = now;
     if (d.nbad == 0)
         return DT_OK;
     bool again = t->on_divergence == DT_DIVERGE_HALVE_LR &&

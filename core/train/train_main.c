@@ -6,7 +6,9 @@
  *   dt-train [JOB.ini]   (a job file given here is read below the
  *                         environment; handy for a single worker)
  *
- * Exit status: 0 trained, 1 failed (the reason is logged). */
+ * Exit status: 0 trained, 1 failed (the reason is logged), 75
+ * (DT_TRAIN_EXIT_PREEMPTED) preempted by SIGTERM or SIGUSR1 after every
+ * rank wrote its checkpoint: rerun with --resume. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -41,5 +43,7 @@ int main(int argc, char **argv)
     if (st == DT_OK)
         st = dt_finalize();
     dt_config_free(cfg);
+    if (st == DT_ERR_INTERRUPTED)
+        return DT_TRAIN_EXIT_PREEMPTED;
     return st == DT_OK ? 0 : 1;
 }

@@ -78,6 +78,24 @@ static dt_status_t read_settings(const dt_config_t *cfg, dt_trainer_t *t)
     DT_CHECK(parse_every(cfg, t));
     DT_CHECK(dt_config_get_int(cfg, "train", "checkpoint_keep", &keep));
     t->ckpt_keep = (int)keep;
+    long long steps = 0;
+    DT_CHECK(dt_config_get_int(cfg, "train", "checkpoint_steps", &steps));
+    if (steps < 0) {
+        dt_error("%s: [train] checkpoint_steps must be 0 (off) or more, not "
+                 "%lld", origin(cfg, "train", "checkpoint_steps"), steps);
+        return DT_ERR_CONFIG;
+    }
+    t->ckpt_steps = (uint64_t)steps;
+    DT_CHECK(dt_config_get_duration(cfg, "train", "checkpoint_interval",
+                                    &t->ckpt_interval));
+    DT_CHECK(dt_config_get_bool(cfg, "train", "checkpoint_best",
+                                &t->ckpt_best));
+    if (t->ckpt_best && !t->ckpt_dir) {
+        dt_error("%s: [train] checkpoint_best = yes needs [train] "
+                 "checkpoint_dir: the directory for best.dtckpt",
+                 origin(cfg, "train", "checkpoint_best"));
+        return DT_ERR_CONFIG;
+    }
     DT_CHECK(dt_config_get_bool(cfg, "train", "resume", &t->resume));
     if (t->resume && !t->ckpt_dir) {
         dt_error("--resume needs [train] checkpoint_dir: the directory to "

@@ -7,9 +7,11 @@
  * uninterrupted one: same data order (sampler epoch and step), same RNG
  * counter, same optimizer state. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <dt/clock.h>
 #include <dt/dt.h>
 #include <dt/log.h>
 #include "ckpt/ckpt.h"
@@ -25,9 +27,12 @@ enum {
     M_V1_COUNT,
     /* version 2 */
     M_LR_SCALE = M_V1_COUNT, /* double: lr factor left by on_divergence */
+    /* version 3 */
+    M_BEST_ACC,              /* double: checkpoint_best's best accuracy  */
+    M_BEST_EPOCH,            /* its epoch, 1-based (0: none yet)         */
     M_COUNT
 };
-#define META_VERSION 2
+#define META_VERSION 3
 
 static uint64_t dbits(double d)
 {
@@ -53,6 +58,15 @@ static dt_status_t fill_params(void *arg, size_t off, void *buf, size_t n)
 
 dt_status_t dt_trainer_save(dt_trainer_t *t)
 {
+    return dt_trainer_save_as(t, NULL, NULL);
+}
+
+dt_status_t dt_trainer_save_as(dt_trainer_t *t, const char *name,
+                               bool *written)
+{
+    if (written)
+        *written = false;
+    t->last_ckpt_time = dt_clock_now();
     /* The epoch's loss so far, summed over ranks, lives on in rank 0. */
     double sums[2] = {t->loss_sum, t->loss_count};
     if (t->world > 1)
@@ -71,7 +85,8 @@ dt_status_t dt_trainer_save(dt_trainer_t *t)
         [M_NPARAMS] = t->nparams, [M_SEED] = t->seed, [M_BATCH] = t->batch,
         [M_RNG_COUNTER] = rng_counter, [M_LOSS_SUM] = dbits(sums[0]),
         [M_LOSS_COUNT] = dbits(sums[1]), [M_TRAIN_N] = t->train.n,
-        [M_LR_SCALE] = dbits(t->lr.scale)};
+        [M_LR_SCALE] = dbits(t->lr.scale),
+        [M_BEST_ACC] = dbits(t->best_acc), [M_BEST_EPOCH] = t->best_epoch};
     unsigned char meta[8 * M_COUNT];
     for (int i = 0; i < M_COUNT; i++)
         ckpt_put64(meta + 8 * i, m[i]);
@@ -100,9 +115,11 @@ dt_status_t dt_trainer_save(dt_trainer_t *t)
         secs[1].arg = t;
     }
     char *path = NULL;
-    st = dt_ckpt_write(t->ckpt_dir, t->global_step, secs, 4, t->ckpt_keep,
-                       &path);
+    st = dt_ckpt_write_named(t->ckpt_dir, name, t->global_step, secs, 4,
+                             t->ckpt_keep, &path);
     free(opt);
+    if (written)
+        *written = st == DT_OK;
     if (st == DT_OK)
         dt_debug("checkpoint %s (%llu epochs and %llu steps done)", path,
                  (unsigned long long)t->epoch,
@@ -239,10 +256,37 @@ dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
     t->loss_count = t->rank == 0 ? bitsd(meta[M_LOSS_COUNT]) : 0.0;
     double scale = bitsd(meta[M_LR_SCALE]);
     t->lr.scale = isfinite(scale) && scale > 0 ? scale : 1.0;
+    double best = bitsd(meta[M_BEST_ACC]); /* 0 before version 3 */
+    t->best_acc = isfinite(best) ? best : 0.0;
+    t->best_epoch = meta[M_BEST_EPOCH];
     uint64_t steps = dt_trainer_steps_per_epoch(t);
     if (t->step_in_epoch > steps)
         t->step_in_epoch = steps;
     if (found_out)
         *found_out = true;
     return DT_OK;
+}
+
+dt_status_t dt_train_latest_checkpoint(const char *dir,
+                                       dt_train_checkpoint_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!dir || !*dir)
+        return DT_ERR_NOT_FOUND;
+    dt_ckpt_t c;
+    DT_CHECK(dt_ckpt_load_latest(dir, &c));
+    const dt_ckpt_section_t *ms = dt_ckpt_find(&c, TAG_META);
+    dt_status_t st = DT_OK;
+    if (!ms || ms->len < 8 * M_V1_COUNT) {
+        dt_error("%s: not a trainer checkpoint (sections missing)", c.path);
+        st = DT_ERR_INVALID;
+    } else {
+        const unsigned char *m = ms->data;
+        snprintf(out->path, sizeof out->path, "%s", c.path);
+        out->epoch = ckpt_get64(m + 8 * M_EPOCH) + 1;
+        out->step_in_epoch = ckpt_get64(m + 8 * M_STEP_IN_EPOCH);
+        out->global_step = ckpt_get64(m + 8 * M_GLOBAL_STEP);
+    }
+    dt_ckpt_free(&c);
+    return st;
 }

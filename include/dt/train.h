@@ -6,6 +6,7 @@
 #ifndef DT_PUBLIC_TRAIN_H
 #define DT_PUBLIC_TRAIN_H
 
+#include <stdint.h>
 #include <dt/config.h>
 #include <dt/status.h>
 
@@ -22,6 +23,27 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world);
  * evaluation, checkpoints and metrics as cfg says. *final_accuracy (may
  * be NULL) gets the last test accuracy (0..1). Every rank calls it. */
 dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy);
+
+/* dt_train_run returns DT_ERR_INTERRUPTED when SIGTERM or SIGUSR1 reached
+ * a worker (with [train] checkpoint_dir set, dt_train_run handles both
+ * while it trains): every rank wrote its checkpoint at the same step and
+ * stopped; dt-train then exits with DT_TRAIN_EXIT_PREEMPTED, which dtctl
+ * reports as "preempted, resumable". */
+#define DT_TRAIN_EXIT_PREEMPTED 75
+
+/* Where a checkpoint directory's newest valid checkpoint stands (what
+ * --resume would continue from; dtctl names it when it restarts a job). */
+typedef struct dt_train_checkpoint {
+    char path[4096];
+    uint64_t epoch;         /* the epoch it continues, from 1              */
+    uint64_t step_in_epoch; /* steps of that epoch already done            */
+    uint64_t global_step;   /* optimizer steps done                        */
+} dt_train_checkpoint_t;
+
+/* DT_ERR_NOT_FOUND when dir holds no valid checkpoint (corrupt newer ones
+ * are named in warnings and skipped, as --resume does). */
+dt_status_t dt_train_latest_checkpoint(const char *dir,
+                                       dt_train_checkpoint_t *out);
 
 #ifdef __cplusplus
 }

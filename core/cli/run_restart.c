@@ -1,0 +1,231 @@
+/* run_restart.c — restart decisions of `dtctl run` (see run_restart.h). */
+#define _GNU_SOURCE
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <dt/clock.h>
+#include <dt/log.h>
+#include <dt/train.h>
+#include "run_restart.h"
+#include "stop_signals.h"
+
+/* A path of the workers' configuration as dtctl sees it. */
+static char *worker_path(const char *path, const char *workdir)
+{
+    char *out = NULL;
+    if (!path || !*path)
+        return NULL;
+    if (path[0] == '/' || !workdir || !*workdir)
+        return strdup(path);
+    if (asprintf(&out, "%s/%s", workdir, path) < 0)
+        return NULL;
+    return out;
+}
+
+dt_status_t run_restart_init(const dt_config_t *cfg, int trainer,
+                             const char *workdir, run_restart_t *r)
+{
+    memset(r, 0, sizeof *r);
+    r->trainer = trainer;
+    r->backoff = 2.0;
+    DT_CHECK(dt_config_get_int(cfg, "cluster", "max_restarts", &r->max));
+    DT_CHECK(dt_config_get_duration(cfg, "cluster", "restart_backoff",
+                                    &r->backoff));
+    if (r->max < 0) {
+        const char *where = "default";
+        dt_config_origin(cfg, "cluster", "max_restarts", NULL, &where);
+        dt_error("%s: [cluster] max_restarts must be 0 (never) or more, not "
+                 "%lld", where, r->max);
+        return DT_ERR_CONFIG;
+    }
+    r->ckpt_dir = worker_path(dt_config_get(cfg, "train", "checkpoint_dir"),
+                              workdir);
+    r->metrics = worker_path(dt_config_get(cfg, "train", "metrics"),
+                             workdir);
+    if (r->max > 0 && trainer && !r->ckpt_dir)
+        dt_warn("[cluster] max_restarts = %lld without [train] "
+                "checkpoint_dir: a restart trains from the beginning",
+                r->max);
+    return DT_OK;
+}
+
+void run_restart_free(run_restart_t *r)
+{
+    free(r->ckpt_dir);
+    free(r->metrics);
+    memset(r, 0, sizeof *r);
+}
+
+dt_status_t run_restart_env(const run_restart_t *r, env_list_t *env)
+{
+    DT_CHECK(env_list_addf(env, "DT_RESTART_COUNT", "%d", r->used));
+    if (r->trainer && r->used > 0)
+        DT_CHECK(env_list_addf(env, "DT_TRAIN_RESUME", "yes"));
+    return DT_OK;
+}
+
+/* JSON string body: quotes, backslashes and control bytes escaped. */
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* One JSON line in the --metrics file, beside the trainer's epochs. */
+static void record(const run_restart_t *r, const char *event,
+                   const char *cause, int code,
+                   const dt_train_checkpoint_t *ck, double backoff)
+{
+    if (!r->metrics)
+        return;
+    FILE *f = fopen(r->metrics, "a");
+    if (!f) {
+        dt_warn("%s: cannot record the %s in the metrics file", r->metrics,
+                event);
+        return;
+    }
+    fprintf(f, "{\"event\":\"%s\",\"restarts\":%d,\"max_restarts\":%lld,"
+               "\"exit_code\":%d", event, r->used, r->max, code);
+    if (cause) {
+        fputs(",\"cause\":", f);
+        json_str(f, cause);
+    }
+    if (ck) {
+        fputs(",\"checkpoint\":", f);
+        json_str(f, ck->path);
+        fprintf(f, ",\"resume_epoch\":%llu,\"resume_step_in_epoch\":%llu,"
+                   "\"resume_global_step\":%llu",
+                (unsigned long long)ck->epoch,
+                (unsigned long long)ck->step_in_epoch,
+                (unsigned long long)ck->global_step);
+    }
+    if (backoff >= 0)
+        fprintf(f, ",\"backoff_seconds\":%g", backoff);
+    fprintf(f, ",\"time\":%lld}\n", (long long)time(NULL));
+    fclose(f);
+}
+
+/* "restarts used: 1 of 3" for the final line. */
+static void used_text(const run_restart_t *r, char *buf, size_t len)
+{
+    snprintf(buf, len, "restarts used: %d of %lld ([cluster] max_restarts)",
+             r->used, r->max);
+}
+
+/* The job was preempted (workers exited 75 after their checkpoint). */
+static void say_preempted(const run_restart_t *r, int code)
+{
+    dt_train_checkpoint_t ck;
+    if (r->trainer && r->ckpt_dir &&
+        dt_train_latest_checkpoint(r->ckpt_dir, &ck) == DT_OK)
+        dt_warn("%s at epoch %llu step %llu (step %llu of the job): "
+                "checkpoint %s; rerun with --resume to continue from it",
+                code == DT_TRAIN_EXIT_PREEMPTED ? "preempted" : "stopped",
+                (unsigned long long)ck.epoch,
+                (unsigned long long)ck.step_in_epoch,
+                (unsigned long long)ck.global_step, ck.path);
+    else
+        dt_warn("%s: the workers exited with %d after saving their state "
+                "(resumable); rerun the job to continue",
+                code == DT_TRAIN_EXIT_PREEMPTED ? "preempted" : "stopped",
+                DT_TRAIN_EXIT_PREEMPTED);
+}
+
+/* Sleep the backoff; a stop signal cuts it short (its code, else 0). */
+static int wait_backoff(double seconds)
+{
+    long long until = dt_clock_now_ms() + (long long)(seconds * 1000.0);
+    for (;;) {
+        int signo = stop_signals_take();
+        if (signo)
+            return signo;
+        long long left = until - dt_clock_now_ms();
+        if (left <= 0)
+            return 0;
+        poll(NULL, 0, left < 100 ? (int)left : 100);
+    }
+}
+
+int run_restart_next(run_restart_t *r, const supervise_result_t *res,
+                     int launched, int *code)
+{
+    char used[160];
+    used_text(r, used, sizeof used);
+    int by_term = res->stop_signo == SIGTERM || res->stop_signo == SIGUSR1;
+    if (res->npreempted > 0 &&
+        (*code == DT_TRAIN_EXIT_PREEMPTED || by_term)) {
+        *code = DT_TRAIN_EXIT_PREEMPTED;
+        say_preempted(r, *code);
+        return 0;
+    }
+    if (res->npreempted > 0 && res->stop_signo)
+        say_preempted(r, *code); /* Ctrl-C: stopped, still resumable */
+    if (*code == 0 || res->stop_signo) {
+        if (r->used > 0 || (r->max > 0 && *code == 0))
+            dt_info("the job %s; %s", *code == 0 ? "finished" : "ended",
+                    used);
+        if (r->used > 0)
+            record(r, "end", NULL, *code, NULL, -1);
+        return 0;
+    }
+    const char *cause = res->cause[0] ? res->cause
+                        : launched ? "the launcher lost track of the workers"
+                                   : "the workers could not be started";
+    if (r->used >= r->max) {
+        if (r->max > 0) {
+            dt_error("giving up: %s; the last failure: %s", used, cause);
+            record(r, "end", cause, *code, NULL, -1);
+        }
+        return 0;
+    }
+    r->used++;
+    double backoff = r->backoff;
+    for (int i = 1; i < r->used && backoff < RUN_RESTART_BACKOFF_MAX; i++)
+        backoff *= 2;
+    if (backoff > RUN_RESTART_BACKOFF_MAX)
+        backoff = RUN_RESTART_BACKOFF_MAX;
+    dt_train_checkpoint_t ck;
+    int have = r->trainer && r->ckpt_dir &&
+               dt_train_latest_checkpoint(r->ckpt_dir, &ck) == DT_OK;
+    char from[4400];
+    if (have)
+        snprintf(from, sizeof from, "resuming from checkpoint %s (epoch "
+                 "%llu, step %llu; step %llu of the job)", ck.path,
+                 (unsigned long long)ck.epoch,
+                 (unsigned long long)ck.step_in_epoch,
+                 (unsigned long long)ck.global_step);
+    else if (r->trainer && r->ckpt_dir)
+        snprintf(from, sizeof from, "no valid checkpoint in %s yet (seen "
+                 "from here): the trainer resumes from what it finds, else "
+                 "starts over", r->ckpt_dir);
+    else if (r->trainer)
+        snprintf(from, sizeof from, "no [train] checkpoint_dir: training "
+                 "starts over");
+    else
+        snprintf(from, sizeof from, "running the program again "
+                 "(DT_RESTART_COUNT=%d; it must resume by itself)", r->used);
+    dt_warn("restart %d of %lld: %s; %s, in %gs", r->used, r->max, cause,
+            from, backoff);
+    record(r, "restart", cause, *code, have ? &ck : NULL, backoff);
+    int signo = wait_backoff(backoff);
+    if (signo) {
+        dt_warn("received %s while waiting to restart: not restarting",
+                strsignal(signo));
+        *code = 128 + signo;
+        return 0;
+    }
+    return 1;
+}
