@@ -1,0 +1,163 @@
+#!/bin/sh
+# train_restarts.sh — fault tolerance of `dtctl run` with dt's trainer and
+# with any program, short and deterministic (issue 17, parts 1 and 3):
+#  (a) kill -9 of a worker with max_restarts = 1: the job restarts from the
+#      newest checkpoint, exits 0, and ends with exactly the parameters of
+#      an uninterrupted run (resume is bit-exact, wherever the kill fell);
+#  (b) SIGTERM to dtctl mid-epoch: exit 75, a checkpoint at that step, and
+#      --resume continues from it (to the same parameters);
+#  (c) checkpoint_steps writes at the right steps, checkpoint_keep keeps K,
+#      checkpoint_best keeps best.dtckpt and names it in the final line,
+#      checkpoint_interval writes by the clock;
+#  (d) restarts of a plain program: DT_RESTART_COUNT, max_restarts
+#      exhausted (non-zero, the last failure named), SIGINT never restarts.
+data=/usr/share/datasets/fashion-mnist
+if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
+    echo "SKIP: $data missing (apt-get install dataset-fashion-mnist)"
+    exit 77
+fi
+tmp=$(mktemp -d /tmp/dt-restarts-test.XXXXXX) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 99
+compare="$top_builddir/tests/ckpt_compare"
+fail() { echo "FAIL: $*"; exit 1; }
+
+# 4000 training samples, 2 workers x batch 16: 125 steps per epoch.
+cat >job.ini <<'INI'
+[train]
+seed = 3
+epochs = 6
+batch_size = 16
+lr = 0.02
+optimizer = sgd
+device = cpu
+log_every = 1000
+checkpoint_steps = 100
+[optimizer.sgd]
+momentum = 0.9
+[model]
+layers = flatten linear(64) relu dropout(0.1) linear(10)
+[data]
+mean = 0.286
+std = 0.353
+train_samples = 4000
+test_samples = 1000
+[cluster]
+restart_backoff = 100ms
+INI
+
+# wait_for FILE PID: until FILE exists (or PID ended: 1).
+wait_for() {
+    n=0
+    while [ ! -f "$1" ]; do
+        kill -0 "$2" 2>/dev/null || return 1
+        n=$((n + 1))
+        [ $n -lt 6000 ] || return 1
+        sleep 0.01
+    done
+}
+# The worker of rank $2 among dtctl's ($1) children.
+worker_pid() {
+    for p in $(pgrep -P "$1"); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null |
+            grep -qx "DT_RANK=$2" && { echo "$p"; return; }
+    done
+}
+
+# ---- the uninterrupted reference ------------------------------------------
+timeout 300 "$DTCTL" run -n 2 --set train.checkpoint_dir=full job.ini \
+    >out.full 2>&1 || { cat out.full; fail "reference run"; }
+ref=full/ckpt-000000000750.dtckpt
+[ -f $ref ] || { ls full; fail "no final checkpoint"; }
+
+# ---- (a) kill -9 of rank 1 right after the step-300 checkpoint -------------
+"$DTCTL" run -n 2 --max-restarts 1 --metrics m.jsonl \
+    --set train.checkpoint_dir=a job.ini >out.a 2>&1 &
+dp=$!
+wait_for a/ckpt-000000000300.dtckpt $dp || { cat out.a; fail "(a) no step-300 checkpoint"; }
+w=$(worker_pid $dp 1)
+[ -n "$w" ] || { cat out.a; fail "(a) rank 1 not found"; }
+kill -9 "$w"
+wait $dp; rc=$?
+[ $rc -eq 0 ] || { cat out.a; fail "(a) exit $rc after one restart, expected 0"; }
+grep -q "restart 1 of 1: rank 1 on localhost was killed by signal 9 (Killed); resuming from checkpoint a/ckpt-0000000003[0-9][0-9].dtckpt (epoch 3, step" out.a ||
+    { cat out.a; fail "(a) the restart line does not name the kill and the checkpoint"; }
+grep -q "info: the job finished; restarts used: 1 of 1" out.a ||
+    { cat out.a; fail "(a) no final line with the restarts used"; }
+grep -q '"event":"restart","restarts":1,"max_restarts":1,"exit_code":137,"cause":"rank 1 on localhost was killed by signal 9 (Killed)","checkpoint":"a/ckpt-' m.jsonl ||
+    { cat m.jsonl; fail "(a) --metrics has no restart record"; }
+"$compare" $ref a/ckpt-000000000750.dtckpt ||
+    fail "(a) the restarted job ended with other parameters than the uninterrupted one"
+echo "(a) kill -9 + restart: exit 0, parameters bit-identical to the uninterrupted run"
+
+# ---- (b) SIGTERM to dtctl mid-epoch: preempted, resumable ------------------
+"$DTCTL" run -n 2 --set train.checkpoint_dir=b job.ini >out.b 2>&1 &
+dp=$!
+wait_for b/ckpt-000000000200.dtckpt $dp || { cat out.b; fail "(b) no step-200 checkpoint"; }
+kill -TERM $dp
+wait $dp; rc=$?
+[ $rc -eq 75 ] || { cat out.b; fail "(b) exit $rc after SIGTERM, expected 75"; }
+line=$(grep "dt: warning: preempted at epoch" out.b)
+[ -n "$line" ] || { cat out.b; fail "(b) dtctl did not say where it was preempted"; }
+step=$(echo "$line" | sed -n 's/.*(step \([0-9]*\) of the job).*/\1/p')
+echo "(b) $line"
+[ -f "b/ckpt-$(printf %012d "$step").dtckpt" ] || { ls b; fail "(b) no checkpoint at step $step"; }
+case $step in 200|250|300|375|400|500|600|625|700|750)
+    fail "(b) step $step: no preemption checkpoint between the regular ones" ;;
+esac
+grep -q "rank 1 on localhost was preempted" out.b || { cat out.b; fail "(b) rank 1 not preempted"; }
+timeout 300 "$DTCTL" run -n 2 --resume --set train.checkpoint_dir=b job.ini \
+    >out.b2 2>&1 || { cat out.b2; fail "(b) --resume failed"; }
+grep -q "resuming from b/ckpt-$(printf %012d "$step").dtckpt: epoch [0-9]*, step $step" out.b2 ||
+    { cat out.b2; fail "(b) did not resume from step $step"; }
+"$compare" $ref b/ckpt-000000000750.dtckpt ||
+    fail "(b) preempted and resumed, the parameters differ from the uninterrupted run"
+echo "(b) SIGTERM: exit 75 at step $step, resumed to bit-identical parameters"
+
+# ---- (c) checkpoint_steps, checkpoint_keep, checkpoint_best, interval -------
+timeout 300 "$DTCTL" run -n 2 --set train.epochs=2 --set train.checkpoint_steps=40 \
+    --set train.checkpoint_keep=0 --set train.checkpoint_best=yes \
+    --set train.checkpoint_dir=c job.ini >out.c 2>&1 || { cat out.c; fail "(c) run"; }
+got=$(cd c && ls ckpt-*.dtckpt | sed 's/ckpt-0*\([0-9]*\).dtckpt/\1/' | sort -n | tr '\n' ' ')
+[ "$got" = "40 80 120 125 160 200 240 250 " ] ||
+    fail "(c) checkpoint_steps = 40 over 2 epochs of 125 wrote steps '$got'"
+[ -f c/best.dtckpt ] || fail "(c) no best.dtckpt"
+grep -q "final test accuracy: [0-9.]*% after 2 epochs .*; best [0-9.]*% at epoch [12] (c/best.dtckpt)" out.c ||
+    { cat out.c; fail "(c) the final line does not name the best accuracy"; }
+timeout 300 "$DTCTL" run -n 2 --set train.epochs=2 --set train.checkpoint_steps=40 \
+    --set train.checkpoint_keep=3 --set train.checkpoint_dir=k job.ini \
+    >out.k 2>&1 || { cat out.k; fail "(c) keep run"; }
+got=$(cd k && ls ckpt-*.dtckpt | tr '\n' ' ')
+[ "$got" = "ckpt-000000000200.dtckpt ckpt-000000000240.dtckpt ckpt-000000000250.dtckpt " ] ||
+    fail "(c) checkpoint_keep = 3 left '$got'"
+timeout 300 "$DTCTL" run -n 2 --set train.checkpoint_steps=0 \
+    --set train.checkpoint_interval=1ms --set train.checkpoint_keep=0 \
+    --set train.max_steps=30 --set train.checkpoint_dir=i job.ini \
+    >out.i 2>&1 || { cat out.i; fail "(c) interval run"; }
+n=$(ls i/ckpt-*.dtckpt | wc -l)
+[ "$n" -ge 10 ] || { ls i; fail "(c) checkpoint_interval = 1ms wrote $n checkpoints in 30 steps"; }
+echo "(c) checkpoint_steps: $got; checkpoint_interval 1ms: $n checkpoints in 30 steps"
+
+# ---- (d) a plain program: reruns, exhausted, SIGINT ------------------------
+"$DTCTL" run -n 2 --max-restarts 2 -- sh -c \
+    'echo "count=$DT_RESTART_COUNT"; [ "$DT_RESTART_COUNT" -ge 1 ] || exit 3' \
+    >out.d 2>&1; rc=$?
+[ $rc -eq 0 ] || { cat out.d; fail "(d) exit $rc, expected 0 after one rerun"; }
+grep -q "restart 1 of 2: rank [01] on localhost exited with code 3; running the program again (DT_RESTART_COUNT=1; it must resume by itself)" out.d ||
+    { cat out.d; fail "(d) the rerun is not logged"; }
+grep -q "^\[1\] count=1" out.d || { cat out.d; fail "(d) no DT_RESTART_COUNT=1"; }
+"$DTCTL" run -n 2 --max-restarts 2 -- sh -c \
+    '[ "$DT_RANK" = 1 ] && kill -9 $$; sleep 5' >out.e 2>&1; rc=$?
+[ $rc -eq 137 ] || { cat out.e; fail "(d) exit $rc when restarts ran out, expected 137"; }
+grep -q "restart 2 of 2: rank 1" out.e || { cat out.e; fail "(d) no second restart"; }
+grep -q "error: giving up: restarts used: 2 of 2 (\[cluster\] max_restarts); the last failure: rank 1 on localhost was killed by signal 9 (Killed)" out.e ||
+    { cat out.e; fail "(d) the last failure is not named"; }
+"$DTCTL" run -n 2 --max-restarts 3 -- sleep 30 >out.f 2>&1 &
+dp=$!
+sleep 1
+kill -INT $dp
+wait $dp; rc=$?
+[ $rc -eq 130 ] || { cat out.f; fail "(d) exit $rc after SIGINT, expected 130"; }
+grep -q "restart" out.f && { cat out.f; fail "(d) SIGINT restarted the job"; }
+echo "(d) reruns, exhausted restarts (exit 137, named) and SIGINT (130, no restart)"
+echo "PASS"
