@@ -255,6 +255,45 @@ static void test_vote(void **state)
     assert_int_equal(d.nbad, 0);
 }
 
+/* The trainer's agreements ride on the vote: one sum call carries them,
+ * and every rank gets the totals. */
+typedef struct flag_sum {
+    int calls;
+} flag_sum_t;
+
+static dt_status_t fake_sum(double *buf, size_t n, void *arg)
+{
+    flag_sum_t *f = arg;
+    f->calls++;
+    /* as if 3 other ranks voted: no divergence, flags 1 and 0 */
+    assert_int_equal(n, 3);
+    buf[1] += 1.0;
+    return DT_OK;
+}
+
+static void test_vote_flags(void **state)
+{
+    (void)state;
+    flag_sum_t f = {0};
+    double flags[2] = {0.0, 1.0}; /* no preemption here; clock due */
+    dt_divergence_t d;
+    assert_int_equal(dt_divergence_vote_flags(DT_BAD_NONE, 0, 0, 4, fake_sum,
+                                              &f, flags, 2, &d), DT_OK);
+    assert_int_equal(f.calls, 1); /* no extra collective */
+    assert_int_equal(d.nbad, 0);
+    assert_true(flags[0] == 1.0 && flags[1] == 1.0);
+    /* One rank: the flags stay as they are, nothing is called. */
+    double one[1] = {1.0};
+    assert_int_equal(dt_divergence_vote_flags(DT_BAD_NONE, 0, 0, 1, NULL,
+                                              NULL, one, 1, &d), DT_OK);
+    assert_true(one[0] == 1.0);
+    double many[DT_VOTE_MAX_FLAGS + 1];
+    assert_int_equal(dt_divergence_vote_flags(DT_BAD_NONE, 0, 0, 1, NULL,
+                                              NULL, many,
+                                              DT_VOTE_MAX_FLAGS + 1, &d),
+                     DT_ERR_INVALID);
+}
+
 static void expect_config_error(const char *key, const char *value,
                                 int has_ckpt, const char *text)
 {
@@ -315,6 +354,7 @@ int main(void)
         cmocka_unit_test(test_clip_matches_reference),
         cmocka_unit_test(test_clip_same_on_every_rank),
         cmocka_unit_test(test_vote),
+        cmocka_unit_test(test_vote_flags),
         cmocka_unit_test(test_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
