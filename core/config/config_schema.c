@@ -24,12 +24,6 @@ static const dt_key_spec_t cluster_keys[] = {
      "how long to wait for a connection or a silent peer"},
     {"kill_grace", DT_KEY_DURATION, "5s",
      "time between SIGTERM and SIGKILL when stopping workers"},
-    {"max_restarts", DT_KEY_INT, "0",
-     "dtctl run: restart the job this many times after a worker fails "
-     "(the trainer resumes from its newest checkpoint; 0: never)"},
-    {"restart_backoff", DT_KEY_DURATION, "2s",
-     "wait before the first restart; doubles with each further one (at "
-     "most 60s)"},
     {"master_port", DT_KEY_INT, NULL,
      "MASTER_PORT for torch-style workers on remote hosts (default 29500; "
      "a free port for local jobs)"},
@@ -39,6 +33,12 @@ static const dt_key_spec_t cluster_keys[] = {
      "CPU binding of dt workers: auto (each worker of a host on its own "
      "share of the CPUs it was given; oversubscribed: CPU i mod n, unless a "
      "launcher bound it already), cores (round robin even then) or none"},
+    {"max_restarts", DT_KEY_INT, "0",
+     "dtctl run: restart the job this many times after a worker fails "
+     "(the trainer resumes from its newest checkpoint; 0: never)"},
+    {"restart_backoff", DT_KEY_DURATION, "2s",
+     "wait before the first restart; doubles with each further one (at "
+     "most 60s)"},
     {NULL, DT_KEY_STRING, NULL, NULL}};
 
 static const dt_key_spec_t train_keys[] = {
