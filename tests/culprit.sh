@@ -10,6 +10,9 @@
 # - the same through the shared segment ([collectives] shm = auto, the
 #   default on one host; its wait bounded by [cluster] timeout): every
 #   rank names rank 0 as gone silent, and so does dtctl (exit 124).
+# - with --max-restarts 1: rank 0 hangs in the first attempt, rank 3 is
+#   killed in the second: each attempt names its own root failure (the
+#   first attempt's record does not leak into the second), exit 137.
 # `timeout -s KILL` (137 by itself) only guards against a hang.
 set -u
 bench="$top_builddir/bench/dt_allreduce_bench"
@@ -63,6 +66,32 @@ fi
 if grep -E "error: collectives: rank [0-9]+: " "$tmp/out" |
     grep -vE "error: collectives: rank [123]: .*rank 0 went silent"; then
     echo "FAIL (hang, shm): the errors above do not name rank 0"
+    cat "$tmp/out"; status=1
+fi
+
+# With a restart: each attempt has a store of its own, so the first
+# attempt's record (rank 0 hung) must not name the culprit of the second
+# (rank 3 killed by SIGKILL): the restart line names the hang, the final
+# line and the exit status the kill.
+cat >"$tmp/attempts.sh" <<EOS
+#!/bin/sh
+if [ "\$DT_RESTART_COUNT" = 0 ]; then
+    PEER_EXIT_RANK=0 PEER_EXIT_MODE=stop exec "$pe"
+fi
+PEER_EXIT_RANK=3 PEER_EXIT_MODE=kill exec "$pe"
+EOS
+chmod +x "$tmp/attempts.sh"
+timeout -s KILL 120 "$DTCTL" run -n 4 --max-restarts 1 \
+    --set cluster.restart_backoff=0.1s --set transport.tcp.timeout=3s \
+    --set cluster.kill_grace=1s --set collectives.shm=off \
+    -- "$tmp/attempts.sh" >"$tmp/out" 2>&1
+rc=$?
+if [ "$rc" -ne 137 ] ||
+   ! grep -q "warning: restart 1 of 1: rank 0 on [^ ]* hung; " "$tmp/out" ||
+   ! grep -q "^dt: error: rank 3 on .* was killed by signal 9" "$tmp/out" ||
+   ! grep -q "giving up: .*the last failure: rank 3 on [^ ]* was killed by signal 9" "$tmp/out" ||
+   [ "$(grep -c "^dt: error: rank 0 on .* hung" "$tmp/out")" -ne 1 ]; then
+    echo "FAIL (restart): want the hang named for attempt 1 only, then rank 3 killed, exit 137; got $rc"
     cat "$tmp/out"; status=1
 fi
 exit $status

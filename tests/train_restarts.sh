@@ -80,7 +80,9 @@ w=$(worker_pid $dp 1)
 kill -9 "$w"
 wait $dp; rc=$?
 [ $rc -eq 0 ] || { cat out.a; fail "(a) exit $rc after one restart, expected 0"; }
-grep -q "restart 1 of 1: rank 1 on localhost was killed by signal 9 (Killed); resuming from checkpoint a/ckpt-0000000003[0-9][0-9].dtckpt (epoch 3, step" out.a ||
+# The kill lands at step 300 or a little later (the end-of-epoch checkpoint
+# at 375, or 400, on a loaded machine): any of those is named.
+grep -q "restart 1 of 1: rank 1 on localhost was killed by signal 9 (Killed); resuming from checkpoint a/ckpt-000000000[3-7][0-9][0-9].dtckpt (epoch [3-6], step [0-9]*; step [3-7][0-9][0-9] of the job)" out.a ||
     { cat out.a; fail "(a) the restart line does not name the kill and the checkpoint"; }
 grep -q "info: the job finished; restarts used: 1 of 1" out.a ||
     { cat out.a; fail "(a) no final line with the restarts used"; }
