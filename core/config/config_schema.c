@@ -113,6 +113,10 @@ static const dt_key_spec_t model_keys[] = {
      "how the CPU computes convolutions: auto (Winograd F(2x2,3x3) for 3x3 "
      "stride-1 layers with at least 8 input channels, im2col + GEMM for the "
      "rest), im2col or winograd (every 3x3 stride-1 layer)"},
+    {"sync_bn", DT_KEY_BOOL, "no",
+     "batchnorm statistics over the global batch of all workers (an "
+     "allreduce per batchnorm layer in forward and in backward); no: each "
+     "worker's own batch, as PyTorch DDP"},
     {NULL, DT_KEY_STRING, NULL, NULL}};
 
 static const dt_key_spec_t data_keys[] = {

@@ -16,7 +16,17 @@
  * The scratch keeps each channel's mean and invstd between forward and
  * backward; xhat is recomputed from x (no batch-sized buffer). Sums run
  * over contiguous planes (memory order for both layouts) in float with
- * 8 partial sums, accumulated per channel in double. cpu only. */
+ * 8 partial sums, accumulated per channel in double. cpu only.
+ *
+ * sync_bn (l->allreduce set, dt_model_set_sync_bn): M, mean and var are
+ * those of the global batch. Forward sums, per channel, S = sum x and
+ * Q = sum x^2 and the count over the ranks in ONE call (2C+1 doubles);
+ * Q is formed locally as M2 + M md^2 from this rank's two-pass squared
+ * deviations M2 (md = S/M in double), so var = Q/N - (S/N)^2 cancels
+ * only the spread between the ranks' means, never a float sum of
+ * squares. Backward sums sum dy and sum dy x in ONE call (2C doubles)
+ * before dx; dgamma and dbeta stay this rank's sums (the trainer
+ * averages gradients). */
 #include "config.h"
 
 #include <math.h>
@@ -36,11 +46,12 @@ static dt_status_t bn_setup(dt_layer_t *l, char *why, size_t why_len)
     return DT_OK;
 }
 
-/* per channel: mean, invstd (kept for backward), then 2 doubles of
- * accumulators as 4 floats */
+/* per channel: mean, invstd (kept for backward) as floats, then 2C + 2
+ * doubles: the accumulators (2C + 1 of them go to the allreduce with
+ * sync_bn) and the global count M, kept for backward. */
 static size_t bn_scratch(const dt_layer_t *l, int batch)
 {
-    return 6 * (size_t)l->in_c;
+    return 6 * (size_t)l->in_c + 4;
 }
 
 static float sum8(const float *restrict v, int n)
@@ -85,7 +96,48 @@ static dt_status_t bn_forward(dt_layer_t *l, const float *x, float *y,
     double *acc = (double *)(void *)(invstd + C);
     float *rmean = l->buf, *rvar = l->buf + C;
     double eps = l->args[1], mom = l->args[0];
-    if (train) {
+    if (train && l->allreduce) {
+        double *count = acc + 2 * C, *keepM = acc + 2 * C + 1;
+        double M = (double)batch * plane;
+        double *S = acc, *Q = acc + C;
+        for (int c = 0; c < C; c++)
+            S[c] = Q[c] = 0.0;
+        for (int n = 0; n < batch; n++)
+            for (int c = 0; c < C; c++)
+                S[c] += sum8(x + n * len + (size_t)c * plane, plane);
+        for (int c = 0; c < C; c++)
+            mean[c] = (float)(S[c] / M); /* this rank's, for the M2 pass */
+        for (int n = 0; n < batch; n++)
+            for (int c = 0; c < C; c++)
+                Q[c] += sqdev8(x + n * len + (size_t)c * plane, plane,
+                               mean[c]);
+        for (int c = 0; c < C; c++) {
+            /* sum (x - md)^2 = sum (x - m)^2 - M (md - m)^2, m = mean[c] */
+            double md = S[c] / M, d = md - mean[c];
+            Q[c] = (Q[c] - M * d * d) + M * md * md;
+        }
+        *count = M;
+        dt_status_t st = l->allreduce(l->allreduce_arg, acc,
+                                      2 * (size_t)C + 1);
+        if (st != DT_OK) {
+            dt_error("batchnorm (layer %d): summing the batch statistics "
+                     "over the ranks failed (%s)", l->index,
+                     dt_status_str(st));
+            return st;
+        }
+        M = *count;
+        *keepM = M;
+        for (int c = 0; c < C; c++) {
+            double md = S[c] / M, var = Q[c] / M - md * md;
+            if (var < 0.0)
+                var = 0.0;
+            mean[c] = (float)md;
+            invstd[c] = (float)(1.0 / sqrt(var + eps));
+            double unbiased = M > 1 ? var * M / (M - 1) : var;
+            rmean[c] = (float)((1.0 - mom) * rmean[c] + mom * mean[c]);
+            rvar[c] = (float)((1.0 - mom) * rvar[c] + mom * unbiased);
+        }
+    } else if (train) {
         double M = (double)batch * plane;
         /* two passes (mean, then squared deviations): no cancellation */
         for (int c = 0; c < C; c++)
@@ -164,6 +216,21 @@ static dt_status_t bn_backward(dt_layer_t *l, const float *x, const float *y,
     }
     if (!dx)
         return DT_OK;
+    /* sync_bn: dx needs the global batch's sums (acc, accx become them)
+     * and the global sum dy xhat (then kept in accx). */
+    int global = l->allreduce != NULL;
+    if (global) {
+        dt_status_t st = l->allreduce(l->allreduce_arg, acc, 2 * (size_t)C);
+        if (st != DT_OK) {
+            dt_error("batchnorm (layer %d): summing the gradient statistics "
+                     "over the ranks failed (%s)", l->index,
+                     dt_status_str(st));
+            return st;
+        }
+        M = acc[2 * C + 1]; /* the forward's global count */
+        for (int c = 0; c < C; c++)
+            accx[c] = invstd[c] * (accx[c] - mean[c] * acc[c]);
+    }
     for (int n = 0; n < batch; n++)
         for (int c = 0; c < C; c++) {
             const float *restrict xr = x + n * len + (size_t)c * plane,
@@ -174,7 +241,8 @@ static dt_status_t bn_backward(dt_layer_t *l, const float *x, const float *y,
              * dx = k dy + (k xhat) coefficients folded per channel */
             float is = invstd[c], k = l->w[c] * is,
                   a = (float)(acc[c] / M),
-                  b = (float)(l->dw[c] / M) * is; /* per unit of x-mean */
+                  b = (float)((global ? (float)accx[c] : l->dw[c]) / M) *
+                      is; /* per unit of x-mean */
             float off = -a + mean[c] * b;
             for (int p = 0; p < plane; p++)
                 d[p] = k * (g[p] - xr[p] * b + off);

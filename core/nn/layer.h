@@ -70,6 +70,11 @@ struct dt_layer {
      * the model's conv algorithm. */
     int winograd;
     const uint64_t *rng_seed, *rng_counter; /* the model's (dropout)     */
+    /* batchnorm with synchronized statistics (dt_model_set_sync_bn): sums
+     * these doubles over every data-parallel rank; NULL: this rank's
+     * batch alone. */
+    dt_model_allreduce_fn allreduce;
+    void *allreduce_arg;
     int col, len;                  /* token in the layer string         */
     /* For the summary and messages: the layer as written ("conv(16,3,
      * pad=1)", or generated for a block's layers), and where a stage

@@ -377,3 +377,14 @@ void dt_model_free(dt_model_t *m)
     free(m->layers);
     free(m);
 }
+
+void dt_model_set_sync_bn(dt_model_t *m, dt_model_allreduce_fn fn, void *arg)
+{
+    m->allreduce = fn;
+    m->allreduce_arg = arg;
+    for (int i = 0; i < m->nlayers; i++)
+        if (m->layers[i].ops == &dt_layer_batchnorm) {
+            m->layers[i].allreduce = fn;
+            m->layers[i].allreduce_arg = arg;
+        }
+}

@@ -31,6 +31,10 @@ struct dt_model {
      * on the device; layers' buf point into it. */
     size_t nbuffers;
     float *buffers;
+    /* sync_bn: the collective the batchnorm layers sum their statistics
+     * with (dt_model_set_sync_bn); NULL: per-rank statistics. */
+    dt_model_allreduce_fn allreduce;
+    void *allreduce_arg;
     /* Residual blocks: an activation read by two layers gets the second
      * gradient through dtmp (cap * largest activation floats), and
      * dwritten[j] says whether dacts[j] holds a gradient yet in this

@@ -10,6 +10,7 @@
 
 typedef struct bucket {
     size_t lo, hi; /* float range [lo, hi) */
+    double *sum;   /* or, when set: sum hi doubles here (dt_grad_sync_sum) */
 } bucket_t;
 
 struct dt_grad_sync {
@@ -53,7 +54,9 @@ static void *comm_main(void *arg)
         pthread_mutex_unlock(&s->mu);
         dt_status_t st = DT_OK;
         /* After a failure the job stops: skip the rest, peers time out. */
-        if (prev == DT_OK)
+        if (prev == DT_OK && b.sum)
+            st = dt_allreduce(b.sum, b.sum, b.hi, DT_FLOAT64, DT_SUM);
+        else if (prev == DT_OK)
             st = dt_allreduce(s->buf + b.lo, s->buf + b.lo, b.hi - b.lo,
                               DT_FLOAT32, DT_AVG);
         pthread_mutex_lock(&s->mu);
@@ -89,9 +92,10 @@ dt_status_t dt_grad_sync_new(float *grads, size_t n, dt_device_t *dev,
     if (world <= 1)
         return DT_OK;
     dt_status_t st = DT_ERR_NOMEM;
-    s->qcap = n ? n : 1;
+    s->qcap = n + 1;
     if (s->qcap > 4096)
-        s->qcap = 4096; /* more buckets than layers cannot happen */
+        s->qcap = 4096; /* more buckets than layers cannot happen (and at
+                           most one dt_grad_sync_sum waits behind them) */
     if (!(s->queue = calloc(s->qcap, sizeof *s->queue)))
         goto fail;
     if (dev && dev->mem != DT_MEM_HOST) {
@@ -113,7 +117,8 @@ fail:
     return st;
 }
 
-static dt_status_t enqueue(dt_grad_sync_t *s, size_t lo, size_t hi)
+static dt_status_t enqueue(dt_grad_sync_t *s, size_t lo, size_t hi,
+                           double *sum)
 {
     pthread_mutex_lock(&s->mu);
     if (s->qlen == s->qcap) {
@@ -122,13 +127,29 @@ static dt_status_t enqueue(dt_grad_sync_t *s, size_t lo, size_t hi)
                  "error, please report", s->qcap);
         return DT_ERR_INTERNAL;
     }
-    s->queue[(s->qhead + s->qlen) % s->qcap] = (bucket_t){lo, hi};
+    s->queue[(s->qhead + s->qlen) % s->qcap] = (bucket_t){lo, hi, sum};
     s->qlen++;
     s->queued++;
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
-    s->step_buckets++;
+    if (!sum)
+        s->step_buckets++;
     return DT_OK;
+}
+
+dt_status_t dt_grad_sync_sum(void *arg, double *buf, size_t n)
+{
+    dt_grad_sync_t *s = arg;
+    if (s->world <= 1)
+        return DT_OK;
+    DT_CHECK(enqueue(s, 0, n, buf));
+    pthread_mutex_lock(&s->mu);
+    size_t ticket = s->queued; /* done when everything up to it is */
+    while (s->finished < ticket)
+        pthread_cond_wait(&s->done_cv, &s->mu);
+    dt_status_t st = s->error;
+    pthread_mutex_unlock(&s->mu);
+    return st;
 }
 
 dt_status_t dt_grad_sync_ready(void *arg, size_t offset, size_t len)
@@ -148,7 +169,7 @@ dt_status_t dt_grad_sync_ready(void *arg, size_t offset, size_t len)
                                 s->grads + offset, s->dev->mem,
                                 len * sizeof(float)));
     if (s->pending_hi - offset >= s->bucket_floats) {
-        DT_CHECK(enqueue(s, offset, s->pending_hi));
+        DT_CHECK(enqueue(s, offset, s->pending_hi, NULL));
         s->pending_hi = offset;
     }
     return DT_OK;

@@ -14,7 +14,8 @@
  * end: the transport only reads host memory.
  *
  * Only the communication thread calls collectives between the first
- * dt_grad_sync_ready() of a step and dt_grad_sync_finish(). */
+ * dt_grad_sync_ready() of a step and dt_grad_sync_finish(); batchnorm's
+ * sync_bn sums go through it too (dt_grad_sync_sum). */
 #ifndef DT_GRAD_SYNC_H
 #define DT_GRAD_SYNC_H
 
@@ -32,6 +33,13 @@ dt_status_t dt_grad_sync_new(float *grads, size_t n, dt_device_t *dev,
 
 /* A dt_grad_ready_fn: arg is the dt_grad_sync_t. */
 dt_status_t dt_grad_sync_ready(void *arg, size_t offset, size_t len);
+
+/* A dt_model_allreduce_fn (sync_bn): sum n doubles at buf in place over
+ * every rank, through the communication thread's queue, after the buckets
+ * queued before it (so every rank issues the same collectives in the same
+ * order even while backward hands over buckets); returns once buf holds
+ * the sums. arg is the dt_grad_sync_t. world 1: nothing to do. */
+dt_status_t dt_grad_sync_sum(void *arg, double *buf, size_t n);
 
 /* End of backward: send what is left, wait for every bucket, and leave
  * the averaged gradients in the gradient buffer. *wait_seconds: time spent

@@ -263,6 +263,29 @@ static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
     return dt_trainer_broadcast(t, t->params, t->nparams * sizeof(float));
 }
 
+/* [model] sync_bn: the batchnorm layers sum their statistics over the
+ * ranks through the gradient communication thread (grad_sync.h), which
+ * keeps those sums in order with the gradient buckets of backward. */
+static dt_status_t setup_sync_bn(const dt_config_t *cfg, dt_trainer_t *t)
+{
+    bool sync_bn = false;
+    DT_CHECK(dt_config_get_bool(cfg, "model", "sync_bn", &sync_bn));
+    if (!sync_bn)
+        return DT_OK;
+    if (dt_model_nbuffers(t->model) == 0) {
+        if (t->rank == 0)
+            dt_info("%s: [model] sync_bn = yes does nothing: the model has "
+                    "no batchnorm", origin(cfg, "model", "sync_bn"));
+        return DT_OK;
+    }
+    if (t->world > 1)
+        dt_model_set_sync_bn(t->model, dt_grad_sync_sum, t->sync);
+    if (t->rank == 0)
+        dt_info("sync_bn: batchnorm statistics over the global batch of %d "
+                "worker%s", t->world, t->world == 1 ? "" : "s");
+    return DT_OK;
+}
+
 static dt_status_t setup_optimizer(dt_config_t *cfg, dt_trainer_t *t)
 {
     const char *name = "sgd";
@@ -331,6 +354,7 @@ dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg)
     DT_CHECK(setup_optimizer(cfg, t));
     DT_CHECK(dt_grad_sync_new(t->grads, t->nparams, t->dev, t->bucket_bytes,
                               t->world, &t->sync));
+    DT_CHECK(setup_sync_bn(cfg, t));
     return setup_outputs(cfg, t);
 }
 

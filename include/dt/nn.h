@@ -185,6 +185,29 @@ size_t dt_model_nparams(const dt_model_t *m);
 dt_status_t dt_model_buffers(dt_model_t *m, float **buffers, size_t *n);
 size_t dt_model_nbuffers(const dt_model_t *m);
 
+/* Synchronized batch normalization across data-parallel ranks (PyTorch's
+ * SyncBatchNorm, the job file's [model] sync_bn). The model itself never
+ * communicates: a trainer hands it fn, which must sum the n doubles at buf
+ * in place over every rank (an allreduce with DT_SUM; every rank calls it
+ * with the same n in the same order, since every rank runs the same
+ * layers). With fn set, each train-mode batchnorm forward sums its
+ * per-channel sums, sums of squares and sample count (one call, 2C+1
+ * doubles) and normalizes with the statistics of the global batch, from
+ * which it also updates the running statistics (so they stay the same on
+ * every rank); its backward sums the per-channel sums of dy and dy*x (one
+ * call, 2C doubles; none when the layer needs no input gradient). Given
+ * the same dy, outputs and input gradients equal single-process
+ * batchnorm over the concatenation of all ranks' batches; the gradients of
+ * gamma and beta stay this rank's share (sums over its own batch), which
+ * averaging the gradients over ranks combines. Evaluation (train = 0) and
+ * a model without batchnorm never call fn. fn NULL (the default): each
+ * rank normalizes with its own batch's statistics, as PyTorch DDP does.
+ * May be called before or after dt_model_init. */
+typedef dt_status_t (*dt_model_allreduce_fn)(void *arg, double *buf,
+                                             size_t n);
+void dt_model_set_sync_bn(dt_model_t *m, dt_model_allreduce_fn fn,
+                          void *arg);
+
 /* Label smoothing eps in [0, 1) for the loss (default 0): the target of
  * the cross-entropy is (1 - eps) onehot + eps/K, as PyTorch's
  * CrossEntropyLoss(label_smoothing=eps). The reported loss is the
