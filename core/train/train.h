@@ -113,9 +113,16 @@ dt_status_t dt_trainer_broadcast_host(void *buf, size_t bytes);
 uint64_t dt_trainer_steps_per_epoch(const dt_trainer_t *t);
 
 /* train_eval.c: loss and accuracy on the whole test set, every rank its
- * shard, sums allreduced. */
+ * shard, sums allreduced; first dt_trainer_sync_buffers. */
 dt_status_t dt_trainer_evaluate(dt_trainer_t *t, double *loss,
                                 double *accuracy);
+/* Collective: every rank takes rank 0's model buffers (batchnorm running
+ * statistics; nothing without batchnorm or with one rank). Before each
+ * evaluation and each checkpoint. Rank 0's buffers never change here, so
+ * they evolve the same however often this runs (resume stays bit-exact
+ * whatever the checkpoint schedule); docs/TRAINING.md says why rank 0's
+ * rather than the average. */
+dt_status_t dt_trainer_sync_buffers(dt_trainer_t *t);
 
 /* train_state.c */
 dt_status_t dt_trainer_save(dt_trainer_t *t);     /* collective          */

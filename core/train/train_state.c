@@ -2,7 +2,10 @@
  * resumed job gets it back on every rank.
  *
  * Sections: META (progress counters, see meta_t), PARAMS (float32 values),
- * OPT_STATE (the optimizer plugin's own bytes), OPT_NAME. With the same
+ * OPT_STATE (the optimizer plugin's own bytes), OPT_NAME, BUFFERS (the
+ * model's buffers, dt_model_buffers: batchnorm running statistics, float32
+ * values, empty without batchnorm; absent from checkpoints written before
+ * it existed, which a model with batchnorm refuses). With the same
  * number of workers a resumed job ends with exactly the parameters of an
  * uninterrupted one: same data order (sampler epoch and step), same RNG
  * counter, same optimizer state. */
@@ -19,6 +22,9 @@
 #include "train.h"
 
 enum { TAG_META = 1, TAG_PARAMS = 2, TAG_OPT_STATE = 3, TAG_OPT_NAME = 4 };
+/* Its own section rather than a META version: META's layout is the
+ * progress counters', BUFFERS grows with the model. */
+enum { TAG_BUFFERS = 5 };
 
 /* META: little-endian u64 fields in this order. */
 enum {
@@ -56,6 +62,16 @@ static dt_status_t fill_params(void *arg, size_t off, void *buf, size_t n)
                           (const char *)t->params + off, t->dev->mem, n);
 }
 
+/* BUFFERS from device memory. */
+static dt_status_t fill_buffers(void *arg, size_t off, void *buf, size_t n)
+{
+    dt_trainer_t *t = arg;
+    float *b = NULL;
+    DT_CHECK(dt_model_buffers(t->model, &b, NULL));
+    return dt_device_copy(t->dev, buf, DT_MEM_HOST, (const char *)b + off,
+                          t->dev->mem, n);
+}
+
 dt_status_t dt_trainer_save(dt_trainer_t *t)
 {
     return dt_trainer_save_as(t, NULL, NULL);
@@ -67,6 +83,8 @@ dt_status_t dt_trainer_save_as(dt_trainer_t *t, const char *name,
     if (written)
         *written = false;
     t->last_ckpt_time = dt_clock_now();
+    /* Every rank holds what the checkpoint holds: rank 0's buffers. */
+    DT_CHECK(dt_trainer_sync_buffers(t));
     /* The epoch's loss so far, summed over ranks, lives on in rank 0. */
     double sums[2] = {t->loss_sum, t->loss_count};
     if (t->world > 1)
@@ -101,12 +119,20 @@ dt_status_t dt_trainer_save_as(dt_trainer_t *t, const char *name,
         free(opt);
         return st;
     }
-    dt_ckpt_section_t secs[4] = {
+    float *bufs = NULL;
+    size_t nbufs = 0;
+    st = dt_model_buffers(t->model, &bufs, &nbufs);
+    if (st != DT_OK) {
+        free(opt);
+        return st;
+    }
+    dt_ckpt_section_t secs[5] = {
         {.tag = TAG_META, .len = sizeof meta, .data = meta},
         {.tag = TAG_PARAMS, .len = t->nparams * sizeof(float)},
         {.tag = TAG_OPT_STATE, .len = opt_len, .data = opt},
         {.tag = TAG_OPT_NAME, .len = strlen(t->opt_plugin->name),
          .data = t->opt_plugin->name},
+        {.tag = TAG_BUFFERS, .len = nbufs * sizeof(float), .data = ""},
     };
     if (t->dev->mem == DT_MEM_HOST)
         secs[1].data = t->params;
@@ -114,8 +140,15 @@ dt_status_t dt_trainer_save_as(dt_trainer_t *t, const char *name,
         secs[1].fill = fill_params;
         secs[1].arg = t;
     }
+    if (nbufs && t->dev->mem == DT_MEM_HOST)
+        secs[4].data = bufs;
+    else if (nbufs) {
+        secs[4].data = NULL;
+        secs[4].fill = fill_buffers;
+        secs[4].arg = t;
+    }
     char *path = NULL;
-    st = dt_ckpt_write_named(t->ckpt_dir, name, t->global_step, secs, 4,
+    st = dt_ckpt_write_named(t->ckpt_dir, name, t->global_step, secs, 5,
                              t->ckpt_keep, &path);
     free(opt);
     if (written)
@@ -185,8 +218,32 @@ static dt_status_t load_on_root(dt_trainer_t *t, uint64_t before,
                 "different data order", c->path,
                 (unsigned long long)meta[M_WORLD],
                 (unsigned long long)meta[M_BATCH], t->world, t->batch);
+    /* BUFFERS: the batchnorm running statistics. Without them a model
+     * with batchnorm would evaluate with fresh ones (mean 0, variance 1)
+     * and resume would not be exact: refused, not guessed. */
+    const dt_ckpt_section_t *bs = dt_ckpt_find(c, TAG_BUFFERS);
+    float *bufs = NULL;
+    size_t nbufs = 0;
+    DT_CHECK(dt_model_buffers(t->model, &bufs, &nbufs));
+    if (!bs && nbufs) {
+        dt_error("checkpoint %s has no batchnorm running statistics (written "
+                 "by an older dt): the model's %zu buffer floats cannot be "
+                 "restored; start without --resume or with a new "
+                 "checkpoint_dir", c->path, nbufs);
+        return DT_ERR_INVALID;
+    }
+    if (bs && bs->len != nbufs * sizeof(float)) {
+        dt_error("%s holds %zu buffer floats (batchnorm running statistics) "
+                 "but [model] layers gives %zu: the model changed since the "
+                 "checkpoint; resume with the same layers or start a new "
+                 "checkpoint_dir", c->path, bs->len / sizeof(float), nbufs);
+        return DT_ERR_INVALID;
+    }
     DT_CHECK(dt_device_copy(t->dev, t->params, t->dev->mem, ps->data,
                             DT_MEM_HOST, ps->len));
+    if (nbufs)
+        DT_CHECK(dt_device_copy(t->dev, bufs, t->dev->mem, bs->data,
+                                DT_MEM_HOST, bs->len));
     *found = 1;
     dt_info("resuming from %s: epoch %llu, step %llu", c->path,
             (unsigned long long)meta[M_EPOCH] + 1,
@@ -231,6 +288,12 @@ dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
         st = DT_ERR_NOMEM;
     if (st == DT_OK)
         st = dt_trainer_broadcast(t, t->params, t->nparams * sizeof(float));
+    float *bufs = NULL;
+    size_t nbufs = 0;
+    if (st == DT_OK)
+        st = dt_model_buffers(t->model, &bufs, &nbufs);
+    if (st == DT_OK && nbufs)
+        st = dt_trainer_broadcast(t, bufs, nbufs * sizeof(float));
     if (st == DT_OK)
         st = dt_trainer_broadcast_host(opt, opt_len);
     if (st == DT_OK && t->opt->state_size(t->opt_state) != opt_len) {
