@@ -179,7 +179,8 @@ size_t dt_model_nparams(const dt_model_t *m);
  * batchnorm of C channels, C means then C variances. Train-mode forwards
  * update it (momentum), eval-mode forwards read it. A checkpoint must
  * save and restore it with the parameters; data-parallel ranks should
- * make it equal (e.g. average it) before evaluating or saving. n is 0
+ * make it equal before evaluating or saving (dt's trainer broadcasts rank
+ * 0's; dt_model_set_sync_bn keeps it equal as it goes). n is 0
  * for a model without batchnorm (then *buffers may be NULL). Valid after
  * dt_model_init until dt_model_free. */
 dt_status_t dt_model_buffers(dt_model_t *m, float **buffers, size_t *n);
