@@ -50,4 +50,16 @@ if "$DTCTL" config "$tmp/nope.ini" >"$tmp/out" 2>&1; then
     fail "a missing job file was accepted"
 fi
 expect "nope.ini does not exist"
+
+# A misspelt optimizer stops `dtctl run` before anything starts (issue 19
+# item 5: it used to fail in every worker after launch), naming the file
+# and line and the optimizers there are, lamb and lars among them.
+printf '[train]\noptimizer = lamp\n\n[model]\nlayers = flatten linear(10)\n' \
+    >"$tmp/opt.ini"
+if "$DTCTL" run -n 2 "$tmp/opt.ini" >"$tmp/out" 2>&1; then
+    fail "optimizer = lamp was accepted"
+fi
+expect "$tmp/opt.ini:2: \\[train\\] optimizer = lamp cannot be used; no worker was started"
+expect "available optimizers: .*lamb, lars"
+if grep -q '^\[[01]\]' "$tmp/out"; then fail "a worker started"; fi
 echo "PASS: config_cli"

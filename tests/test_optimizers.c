@@ -1,4 +1,4 @@
-/* test_optimizers.c — the sgd, adam and adamw plugins, loaded the way dt
+/* test_optimizers.c — the sgd, adam, adamw, lars and lamb plugins, loaded the way dt
  * loads them, against steps computed by hand (the numbers in comments),
  * and their state save/load round trip. */
 #include <setjmp.h>
@@ -116,6 +116,117 @@ static void test_adamw(void **state)
     two_steps("adamw", none, 0.5f, -1.0f, 0.900000002, 0.9366103542);
 }
 
+/* n parameters p, gradients g (one row of n per step), lr: p after the
+ * steps; tensors (ntensors + 1 boundaries) through set_tensors, or NULL. */
+static void steps(const char *name, const char *const *settings, size_t n,
+                  float *p, const float *g, int nsteps, float lr,
+                  const size_t *tensors, size_t ntensors)
+{
+    opt_t o;
+    assert_int_equal(opt_open(&o, name, n, settings), DT_OK);
+    assert_true(DT_OPS_HAS(o.ops, dt_optimizer_ops_t, set_tensors));
+    if (tensors)
+        assert_int_equal(o.ops->set_tensors(o.state, tensors, ntensors),
+                         DT_OK);
+    for (int t = 0; t < nsteps; t++)
+        assert_int_equal(o.ops->step(o.state, p, g + (size_t)t * n, lr,
+                                     (uint64_t)t + 1, NULL), DT_OK);
+    opt_close(&o);
+}
+
+static void test_lars(void **state)
+{
+    /* w = (3, 4), |w| = 5; g = (0.6, 0.8), |g| = 1; eta 0.1, lr 1:
+     * trust = 0.1 * 5 / 1 = 0.5, buf = (0.3, 0.4), w = (2.7, 3.6);
+     * then |w| = 4.5, trust = 0.45, buf = 0.9 * (0.3, 0.4) + (0.27, 0.36)
+     * = (0.54, 0.72), w = (2.16, 2.88) */
+    const char *eta[] = {"eta=0.1", NULL};
+    float p[2] = {3, 4}, g[4] = {0.6f, 0.8f, 0.6f, 0.8f};
+    steps("lars", eta, 2, p, g, 1, 1.0f, NULL, 0);
+    assert_float_equal(p[0], 2.7, 1e-6);
+    assert_float_equal(p[1], 3.6, 1e-6);
+    p[0] = 3, p[1] = 4;
+    steps("lars", eta, 2, p, g, 2, 1.0f, NULL, 0);
+    assert_float_equal(p[0], 2.16, 1e-6);
+    assert_float_equal(p[1], 2.88, 1e-6);
+    /* weight decay 0.1, g = (0, 1): trust = 0.1 * 5 / (1 + 0.1 * 5) = 1/3,
+     * g + wd w = (0.3, 1.4), w -= (0.1, 0.4666667) -> (2.9, 3.5333333) */
+    const char *wd[] = {"eta=0.1", "weight_decay=0.1", NULL};
+    float q[2] = {3, 4}, g2[2] = {0, 1};
+    steps("lars", wd, 2, q, g2, 1, 1.0f, NULL, 0);
+    assert_float_equal(q[0], 2.9, 1e-6);
+    assert_float_equal(q[1], 3.5333333, 1e-6);
+}
+
+static void test_lars_tensors(void **state)
+{
+    /* Two tensors, (3, 4) and (1) with g (0.6, 0.8) and (0.5): the first
+     * moves as above; the second: trust = 0.1 * 1 / 0.5 = 0.2, w = 1 -
+     * 0.2 * 0.5 = 0.9. As one tensor (|w| = sqrt 26, |g| = sqrt 1.25) the
+     * trust would be 0.456 for all three: 2.72636, 3.63514, 0.77196. */
+    const char *eta[] = {"eta=0.1", NULL};
+    const size_t tensors[] = {0, 2, 3};
+    float p[3] = {3, 4, 1}, g[3] = {0.6f, 0.8f, 0.5f};
+    steps("lars", eta, 3, p, g, 1, 1.0f, tensors, 2);
+    assert_float_equal(p[0], 2.7, 1e-6);
+    assert_float_equal(p[1], 3.6, 1e-6);
+    assert_float_equal(p[2], 0.9, 1e-6);
+    float q[3] = {3, 4, 1};
+    steps("lars", eta, 3, q, g, 1, 1.0f, NULL, 0);
+    assert_float_equal(q[0], 2.726357898, 1e-5);
+    assert_float_equal(q[2], 0.771964915, 1e-5);
+    /* A table that does not cover the vector is refused. */
+    opt_t o;
+    const size_t bad[] = {0, 2};
+    const size_t unordered[] = {0, 2, 2, 3};
+    assert_int_equal(opt_open(&o, "lars", 3, NULL), DT_OK);
+    assert_int_equal(o.ops->set_tensors(o.state, bad, 1), DT_ERR_INVALID);
+    assert_int_equal(o.ops->set_tensors(o.state, unordered, 3),
+                     DT_ERR_INVALID);
+    opt_close(&o);
+}
+
+static void test_lamb(void **state)
+{
+    /* t = 1, eps 0, wd 0: mhat = g, vhat = g^2, r = g / |g| = (1, -1),
+     * |r| = sqrt 2, |w| = 5: trust = 5 / sqrt 2,
+     * w = (3 - 0.1 * 5 / sqrt 2, 4 + 0.1 * 5 / sqrt 2)
+     *   = (2.646446609, 4.353553391).
+     * t = 2, g = (0.3, 0.4): m = (0.084, -0.032), mhat = m / 0.19,
+     * v = (0.00044964, 0.00079936), vhat = v / 0.001999,
+     * r = mhat / sqrt vhat = (0.932183, -0.266335), |w| = 5.0, trust =
+     * |w| / |r| -> (2.156568259, 4.493518634) */
+    const char *eps0[] = {"eps=0", "weight_decay=0", NULL};
+    float p[2] = {3, 4}, g[4] = {0.6f, -0.8f, 0.3f, 0.4f};
+    steps("lamb", eps0, 2, p, g, 1, 0.1f, NULL, 0);
+    assert_float_equal(p[0], 2.646446609, 1e-6);
+    assert_float_equal(p[1], 4.353553391, 1e-6);
+    p[0] = 3, p[1] = 4;
+    steps("lamb", eps0, 2, p, g, 2, 0.1f, NULL, 0);
+    assert_float_equal(p[0], 2.156568259, 1e-5);
+    assert_float_equal(p[1], 4.493518634, 1e-5);
+    /* weight decay 0.1 in the update: r = (1 + 0.3, -1 + 0.4) =
+     * (1.3, -0.6), |r| = sqrt 2.05, trust = 5 / sqrt 2.05,
+     * w = (3 - 0.5 * 1.3 / 1.431782, 4 + 0.5 * 0.6 / 1.431782)
+     *   = (2.546020, 4.209529) */
+    const char *wd[] = {"eps=0", "weight_decay=0.1", NULL};
+    float q[2] = {3, 4};
+    steps("lamb", wd, 2, q, g, 1, 0.1f, NULL, 0);
+    assert_float_equal(q[0], 2.546020244, 1e-5);
+    assert_float_equal(q[1], 4.209528950, 1e-5);
+    /* Two tensors: (3, 4) as above; (1) with g 0.5: r = 1, trust = 1,
+     * w = 1 - 0.1 = 0.9 */
+    const size_t tensors[] = {0, 2, 3};
+    float t3[3] = {3, 4, 1}, g3[3] = {0.6f, -0.8f, 0.5f};
+    steps("lamb", eps0, 3, t3, g3, 1, 0.1f, tensors, 2);
+    assert_float_equal(t3[0], 2.646446609, 1e-6);
+    assert_float_equal(t3[2], 0.9, 1e-6);
+    /* w = 0 (a fresh bias): trust 1, the plain Adam-like step of lr */
+    float z[1] = {0}, gz[1] = {2};
+    steps("lamb", eps0, 1, z, gz, 1, 0.1f, NULL, 0);
+    assert_float_equal(z[0], -0.1, 1e-6);
+}
+
 static void test_bad_settings(void **state)
 {
     opt_t o;
@@ -127,6 +238,12 @@ static void test_bad_settings(void **state)
     opt_close(&o);
     const char *nest[] = {"nesterov=yes", NULL};
     assert_int_equal(opt_open(&o, "sgd", 1, nest), DT_ERR_CONFIG);
+    opt_close(&o);
+    const char *eta0[] = {"eta=0", NULL};
+    assert_int_equal(opt_open(&o, "lars", 1, eta0), DT_ERR_CONFIG);
+    opt_close(&o);
+    const char *beta[] = {"beta2=1", NULL};
+    assert_int_equal(opt_open(&o, "lamb", 1, beta), DT_ERR_CONFIG);
     opt_close(&o);
 }
 
@@ -170,6 +287,10 @@ static void test_round_trip(void **state)
     round_trip("adam", NULL);
     const char *wd[] = {"weight_decay=0.05", NULL};
     round_trip("adamw", wd);
+    round_trip("lars", NULL);
+    const char *nomom[] = {"momentum=0", NULL};
+    round_trip("lars", nomom);
+    round_trip("lamb", wd);
 }
 
 /* adam's state does not load into adamw: the error names the owner. */
@@ -194,6 +315,9 @@ int main(void)
         cmocka_unit_test(test_sgd_momentum),
         cmocka_unit_test(test_adam),
         cmocka_unit_test(test_adamw),
+        cmocka_unit_test(test_lars),
+        cmocka_unit_test(test_lars_tensors),
+        cmocka_unit_test(test_lamb),
         cmocka_unit_test(test_bad_settings),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_foreign_state),

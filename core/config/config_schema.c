@@ -46,7 +46,7 @@ static const dt_key_spec_t train_keys[] = {
     {"epochs", DT_KEY_INT, "1", "passes over the training set"},
     {"batch_size", DT_KEY_INT, "64", "samples per step on each worker"},
     {"lr", DT_KEY_DOUBLE, "0.01", "learning rate"},
-    {"optimizer", DT_KEY_STRING, "sgd", "optimizer plugin (sgd, adam, ...)"},
+    {"optimizer", DT_KEY_STRING, "sgd", "optimizer plugin (sgd, adam, adamw, lars, lamb, ...)"},
     {"device", DT_KEY_STRING, "auto", "where to compute: auto, cpu or cuda"},
     {"threads", DT_KEY_INT, "1", "CPU threads per worker"},
     {"lr_scaling", DT_KEY_STRING, "none",

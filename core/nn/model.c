@@ -253,6 +253,35 @@ dt_status_t dt_model_params(dt_model_t *m, float **params, float **grads,
 
 size_t dt_model_nparams(const dt_model_t *m) { return m->nparams; }
 
+dt_status_t dt_model_param_tensors(const dt_model_t *m, size_t **offsets,
+                                   size_t *ntensors)
+{
+    size_t cap = 1, n = 0;
+    for (int i = 0; i < m->nlayers; i++)
+        cap += 2;
+    size_t *off = malloc(cap * sizeof *off);
+    if (!off)
+        return DT_ERR_NOMEM;
+    off[0] = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        const dt_layer_t *l = &m->layers[i];
+        size_t at = l->param_offset;
+        if (l->nweights > 0)
+            off[++n] = at += l->nweights;
+        if (l->nbias > 0)
+            off[++n] = at += l->nbias;
+    }
+    if (off[n] != m->nparams) {
+        dt_error("model: parameter tensors end at %zu of %zu", off[n],
+                 m->nparams);
+        free(off);
+        return DT_ERR_INVALID;
+    }
+    *offsets = off;
+    *ntensors = n;
+    return DT_OK;
+}
+
 dt_status_t dt_model_buffers(dt_model_t *m, float **buffers, size_t *n)
 {
     if (!m->params) {

@@ -124,6 +124,18 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
         st = dt_pipeline_opts_from_config(cfg, &po);
     if (st == DT_OK)
         st = dt_augment_from_config(cfg, NULL, 0, &aug);
+    /* A misspelt optimizer fails here, before any worker starts (the
+     * loader's message lists the optimizers it found). */
+    const char *opt = dt_config_get(cfg, "train", "optimizer");
+    const dt_plugin_t *plugin = NULL;
+    if (st == DT_OK && opt &&
+        dt_plugin_load(DT_KIND_OPTIMIZER, opt, &plugin, NULL) != DT_OK) {
+        const char *where = "default";
+        dt_config_origin(cfg, "train", "optimizer", NULL, &where);
+        dt_error("%s: [train] optimizer = %s cannot be used; no worker was "
+                 "started", where, opt);
+        st = DT_ERR_CONFIG;
+    }
     free(t.ckpt_dir);
     return st;
 }
@@ -320,6 +332,18 @@ static dt_status_t setup_optimizer(dt_config_t *cfg, dt_trainer_t *t)
         t->opt_state = NULL;
         dt_error("optimizer '%s' could not be created for %zu parameters "
                  "(%s)", name, t->nparams, dt_status_str(st));
+        return st;
+    }
+    /* Layer-wise optimizers (lars, lamb) step each tensor on its own. */
+    if (DT_OPS_HAS(ops, dt_optimizer_ops_t, set_tensors)) {
+        size_t *off = NULL, n = 0;
+        st = dt_model_param_tensors(t->model, &off, &n);
+        if (st == DT_OK && n > 0)
+            st = ops->set_tensors(t->opt_state, off, n);
+        free(off);
+        if (st != DT_OK)
+            dt_error("optimizer '%s' refused the model's %zu parameter "
+                     "tensors (%s)", name, n, dt_status_str(st));
     }
     return st;
 }

@@ -173,6 +173,16 @@ dt_status_t dt_model_params(dt_model_t *m, float **params, float **grads,
                             size_t *n);
 size_t dt_model_nparams(const dt_model_t *m);
 
+/* The parameter tensors inside the flat buffer, in layer order: each
+ * layer's weights, then its bias, each one tensor (layers without
+ * parameters have none). *offsets (malloc'd, free() it) holds
+ * *ntensors + 1 boundaries: 0 = offsets[0] < ... < offsets[*ntensors] =
+ * dt_model_nparams(m); tensor i is [offsets[i], offsets[i+1]). What the
+ * layer-wise optimizers take (set_tensors, dt/plugin.h). A model without
+ * parameters gives *ntensors = 0 and offsets = {0}. */
+dt_status_t dt_model_param_tensors(const dt_model_t *m, size_t **offsets,
+                                   size_t *ntensors);
+
 /* Non-trainable state that is part of the model but not optimized: the
  * running mean and variance of every batchnorm layer, in ONE flat buffer
  * on the model's device. Layout: layers in forward order; within a

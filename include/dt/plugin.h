@@ -347,6 +347,18 @@ typedef struct dt_optimizer_ops {
     dt_status_t (*save)(void *state, void *buf, size_t len);
     dt_status_t (*load)(void *state, const void *buf, size_t len);
     void (*destroy)(void *state);
+    /* Optional (appended; check with DT_OPS_HAS): where each parameter
+     * tensor lies in the flat vector, for per-tensor ("layer-wise")
+     * updates such as lars and lamb. The trainer calls it once, right
+     * after create, before any step or load, with each layer's weights
+     * and bias as separate tensors (dt_model_param_tensors, dt/nn.h);
+     * without this op, or when it is never called, the optimizer treats
+     * the whole vector as one tensor. offsets[0] = 0 < offsets[1] < ... <
+     * offsets[ntensors] = nparams: tensor i is [offsets[i],
+     * offsets[i+1]). offsets is host memory owned by the caller (copy
+     * what you keep). A wrong table is DT_ERR_INVALID. */
+    dt_status_t (*set_tensors)(void *state, const size_t *offsets,
+                               size_t ntensors);
 } dt_optimizer_ops_t;
 
 #ifdef __cplusplus
