@@ -26,6 +26,8 @@ static const char usage_text[] =
     "                                      interface, rendezvous port, tools\n"
     "  stage [verify] [JOB.ini]            only put [data] path on every host\n"
     "                                      (verify: only check it is there)\n"
+    "  plot METRICS.jsonl... [-o OUT.png|.svg]\n"
+    "                                      draw --metrics files with gnuplot\n"
     "\n"
     "options (before or after the command):\n"
     "  -n, --np N              number of worker processes\n"
@@ -156,6 +158,9 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
 int main(int argc, char **argv)
 {
     dt_cli_t cli = {.np = -1};
+    /* dtctl plot parses its own options (-o): cmd_plot.c. */
+    if (argc > 1 && strcmp(argv[1], "plot") == 0)
+        return dt_cmd_plot(argc - 1, argv + 1);
     int rc = parse_args(argc, argv, &cli);
     if (rc != 0) {
         free(cli.sets);
@@ -183,7 +188,7 @@ int main(int argc, char **argv)
     } else if (strcmp(cli.command, "stage") == 0) {
         rc = dt_cmd_stage(&cli);
     } else {
-        dt_error("unknown command '%s' (commands: run, plugins, config, bench, check, stage); "
+        dt_error("unknown command '%s' (commands: run, plugins, config, bench, check, stage, plot); "
                  "see dtctl --help",
                  cli.command);
         rc = 2;

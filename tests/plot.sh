@@ -1,0 +1,59 @@
+#!/bin/sh
+# plot.sh — `dtctl plot` (issue 19 item 12): two tiny --metrics files
+# (a null test loss, a resumed epoch written twice) drawn into a PNG and
+# an SVG that exist and are not empty; without gnuplot a message naming
+# the package; a picture type gnuplot is not asked for is refused.
+set -u
+: "${DTCTL:?run through make check}"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dt-plot.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; echo "--- output:"; cat "$tmp/out"; exit 1; }
+
+line() { # epoch loss test_loss acc lr sps
+    printf '{"epoch":%s,"step":%s0,"train_loss":%s,"test_loss":%s,"test_accuracy":%s,"lr":%s,"samples_per_sec":%s,"comm_fraction":0.1,"data_wait":0.01,"epoch_seconds":1.0}\n' \
+        "$1" "$1" "$2" "$3" "$4" "$5" "$6"
+}
+{ line 1 1.9 1.5 0.61 0.05 1000.0; line 2 1.2 null 0.70 0.1 1100.0
+  line 2 1.1 1.0 0.72 0.1 1150.0; line 3 0.8 0.9 0.80 0.05 1200.0; } >"$tmp/a.jsonl"
+{ line 1 2.1 1.8 0.55 0.1 900.0; line 2 1.4 1.2 0.66 0.1 950.0; } >"$tmp/b.jsonl"
+
+# The missing-gnuplot message (checked first: it needs no gnuplot here).
+mkdir "$tmp/empty"
+if env PATH="$tmp/empty" "$DTCTL" plot "$tmp/a.jsonl" -o "$tmp/x.png" \
+    >"$tmp/out" 2>&1; then
+    fail "dtctl plot succeeded without gnuplot on PATH"
+fi
+grep -q "needs gnuplot.*apt-get install gnuplot-nox" "$tmp/out" ||
+    fail "the missing-gnuplot message does not name gnuplot-nox"
+if GNUPLOT="$tmp/empty/gnuplot" "$DTCTL" plot "$tmp/a.jsonl" \
+    -o "$tmp/x.png" >"$tmp/out" 2>&1; then
+    fail "dtctl plot succeeded with GNUPLOT naming nothing"
+fi
+grep -q "needs gnuplot" "$tmp/out" || fail "GNUPLOT=missing: no message"
+
+if "$DTCTL" plot "$tmp/a.jsonl" -o "$tmp/x.pdf" >"$tmp/out" 2>&1; then
+    fail "-o x.pdf was accepted"
+fi
+grep -q "is a .png or .svg file" "$tmp/out" || fail "-o x.pdf: no reason"
+printf 'not json\n' >"$tmp/junk.jsonl"
+if "$DTCTL" plot "$tmp/junk.jsonl" -o "$tmp/j.png" >"$tmp/out" 2>&1; then
+    fail "a file without metrics lines was accepted"
+fi
+grep -q "no metrics lines" "$tmp/out" || fail "junk: no reason"
+
+if ! command -v gnuplot >/dev/null 2>&1; then
+    echo "SKIP: gnuplot is not installed (Debian: gnuplot-nox)"
+    exit 77
+fi
+"$DTCTL" plot "$tmp/a.jsonl" "$tmp/b.jsonl" -o "$tmp/curves.png" \
+    >"$tmp/out" 2>&1 || fail "dtctl plot -o curves.png exited $?"
+test -s "$tmp/curves.png" || fail "curves.png is missing or empty"
+# The PNG signature: \211PNG
+[ "$(head -c 4 "$tmp/curves.png" | od -An -c | tr -d ' ')" = '211PNG' ] ||
+    fail "curves.png is not a PNG"
+"$DTCTL" plot "$tmp/a.jsonl" --output "$tmp/curves.svg" >"$tmp/out" 2>&1 ||
+    fail "dtctl plot -o curves.svg exited $?"
+test -s "$tmp/curves.svg" || fail "curves.svg is missing or empty"
+grep -q '<svg' "$tmp/curves.svg" || fail "curves.svg is not SVG"
+grep -q 'a.jsonl' "$tmp/curves.svg" || fail "the run is not named in the legend"
+echo "PASS: plot"
