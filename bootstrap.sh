@@ -16,6 +16,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 # Debian packages dt builds and tests with (docs: README.md).
 packages="autoconf automake libtool pkg-config make gcc gnuplot-nox
+  groff-base man-db
   libltdl-dev libinih-dev libssl-dev zlib1g-dev libcmocka-dev
   libpng-dev libjpeg62-turbo-dev
   libssh-dev libopenmpi-dev openmpi-bin slurm-wlm munge libucx-dev ucx-utils
