@@ -10,21 +10,15 @@
 
 #include <dt/log.h>
 #include "cli.h"
+#include "run_trainer.h"
 
 #define BENCH_WORKER "dt_allreduce_bench"
 
-/* The worker next to this dtctl: the build tree's bench/ when dtctl runs
- * from the build tree (as the plugins are found), else the installed one. */
+/* The worker next to this dtctl (run_trainer.h: $DT_LIBEXECDIR, the
+ * build tree's bench/, beside the binary, the installed one). */
 static void worker_path(char *buf, size_t len)
 {
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[n > 0 ? n : 0] = '\0';
-    size_t bl = strlen(DT_BUILD_DIR);
-    if (strncmp(self, DT_BUILD_DIR, bl) == 0 && self[bl] == '/')
-        snprintf(buf, len, "%s/bench/%s", DT_BUILD_DIR, BENCH_WORKER);
-    else
-        snprintf(buf, len, "%s/%s", DT_LIBEXEC_DIR, BENCH_WORKER);
+    dt_cli_worker_program("bench", BENCH_WORKER, buf, len);
 }
 
 int dt_cmd_bench(dt_cli_t *cli)

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,18 +15,40 @@
 
 #define TRAINER "dt-train"
 
-/* The worker next to this dtctl: the build tree's when dtctl runs from
- * the build tree (as plugins are found), else the installed one. */
-static void trainer_path(char *buf, size_t len)
+void dt_cli_worker_program(const char *build_subdir, const char *name,
+                           char *buf, size_t len)
 {
+    const char *env = getenv("DT_LIBEXECDIR");
+    if (env && *env) {
+        snprintf(buf, len, "%s/%s", env, name);
+        return;
+    }
     char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     self[n > 0 ? n : 0] = '\0';
     size_t bl = strlen(DT_BUILD_DIR);
-    if (strncmp(self, DT_BUILD_DIR, bl) == 0 && self[bl] == '/')
-        snprintf(buf, len, "%s/core/%s", DT_BUILD_DIR, TRAINER);
-    else
-        snprintf(buf, len, "%s/%s", DT_LIBEXEC_DIR, TRAINER);
+    if (strncmp(self, DT_BUILD_DIR, bl) == 0 && self[bl] == '/') {
+        snprintf(buf, len, "%s/%s/%s", DT_BUILD_DIR, build_subdir, name);
+        return;
+    }
+    /* Beside this binary: a tree staged with DESTDIR (self is
+     * <root><bindir>/dtctl: <root><libexecdir>), or moved whole
+     * (<bin>/../libexec/dt). */
+    char *slash = strrchr(self, '/');
+    if (slash) {
+        *slash = '\0';
+        size_t sl = strlen(self), dl = strlen(DT_BIN_DIR);
+        if (sl > dl && strcmp(self + sl - dl, DT_BIN_DIR) == 0) {
+            snprintf(buf, len, "%.*s%s/%s", (int)(sl - dl), self,
+                     DT_LIBEXEC_DIR, name);
+            if (access(buf, X_OK) == 0)
+                return;
+        }
+        snprintf(buf, len, "%s/../libexec/dt/%s", self, name);
+        if (access(buf, X_OK) == 0)
+            return;
+    }
+    snprintf(buf, len, "%s/%s", DT_LIBEXEC_DIR, name);
 }
 
 /* An image folder's shape: [data] channels x image_size, and the class
@@ -127,10 +150,11 @@ dt_status_t run_trainer_prepare(const dt_config_t *cfg, int np, char *path,
     }
     if (st != DT_OK || dt_train_check_config(cfg, np) != DT_OK)
         return DT_ERR_CONFIG;
-    trainer_path(path, len);
+    dt_cli_worker_program("core", TRAINER, path, len);
     if (access(path, X_OK) != 0) {
         dt_error("the trainer program %s is missing or not executable: "
-                 "build (make) or install dt first", path);
+                 "build (make) or install dt first, or set DT_LIBEXECDIR "
+                 "to the directory holding %s", path, TRAINER);
         return DT_ERR_NOT_FOUND;
     }
     return DT_OK;

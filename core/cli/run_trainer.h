@@ -11,6 +11,14 @@
  * with the job file's line and a caret under the bad token; the [train]
  * settings for np workers), and write the worker program's path into
  * path. */
+/* Where a worker program of dt (dt-train, dt_allreduce_bench) is:
+ * $DT_LIBEXECDIR/name when set; the build tree's build_subdir/name when
+ * this dtctl runs from the build tree; else beside this binary (a tree
+ * staged with DESTDIR or moved whole: <root><libexecdir>, then
+ * <bindir>/../libexec/dt); else the configured libexecdir. */
+void dt_cli_worker_program(const char *build_subdir, const char *name,
+                           char *buf, size_t len);
+
 dt_status_t run_trainer_prepare(const dt_config_t *cfg, int np, char *path,
                                 size_t len);
 

@@ -84,6 +84,22 @@ char **dt_plugin_search_path(void)
     const char *build = build_tree_plugin_dir();
     if (build)
         strv_push(&dirs, &n, build);
+    /* <dir of this libdt>/dt: an installation staged with DESTDIR or moved
+     * whole finds its own plugins (the same as DT_PLUGIN_DIR when
+     * installed where configured). */
+    Dl_info info;
+    if (!build && dladdr((void *)&dt_plugin_search_path, &info) &&
+        info.dli_fname && strchr(info.dli_fname, '/')) {
+        char beside[4096];
+        const char *slash = strrchr(info.dli_fname, '/');
+        snprintf(beside, sizeof beside, "%.*s/dt",
+                 (int)(slash - info.dli_fname), info.dli_fname);
+        char *real = realpath(beside, NULL), *conf = realpath(DT_PLUGIN_DIR, NULL);
+        if (real && (!conf || strcmp(real, conf) != 0))
+            strv_push(&dirs, &n, beside);
+        free(real);
+        free(conf);
+    }
     strv_push(&dirs, &n, DT_PLUGIN_DIR);
     return dirs;
 }
