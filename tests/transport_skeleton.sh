@@ -23,16 +23,17 @@ unset DT_RANK DT_WORLD_SIZE DT_RENDEZVOUS DT_JOB_TOKEN DT_INTERFACE \
     make -C "$top_builddir" install-pkgconfigDATA DESTDIR="$tmp/root"; } \
     >"$tmp/install.log" 2>&1 ||
     { cat "$tmp/install.log" >&2; fail "make install into $tmp/root"; }
-prefix=$(sed -n 's/^prefix=//p' "$top_builddir/dt.pc")
-libdir=$(sed -n 's/^libdir=//p' "$top_builddir/dt.pc" |
-    sed "s|\${exec_prefix}|$prefix|; s|\${prefix}|$prefix|")
-test -f "$tmp/root$prefix/include/dt/auth.h" || fail "dt/auth.h not installed"
+# dt.pc is relocatable (${pcfiledir}): no PKG_CONFIG_SYSROOT_DIR needed.
+pc=$(find "$tmp/root" -name dt.pc | head -1)
+test -n "$pc" || fail "dt.pc not installed"
+export PKG_CONFIG_PATH="${pc%/dt.pc}"
+inc=$(pkg-config --variable=includedir dt) || fail "pkg-config dt"
+test -f "$inc/dt/auth.h" || fail "dt/auth.h not installed"
 
 build() { # DIR: build the skeleton copied there, against the installed SDK
-    PKG_CONFIG_PATH="$tmp/root$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$tmp/root" \
-        make -C "$1" >"$1.log" 2>&1 ||
+    env MAKEFLAGS= MFLAGS= make -C "$1" >"$1.log" 2>&1 ||
         { cat "$1.log" >&2; fail "building $1 against the installed headers"; }
-    grep -q -- "-I$tmp/root$prefix/include" "$1.log" ||
+    grep -q -- "-I$tmp/root" "$1.log" ||
         fail "$1 was not compiled against the installed headers"
 }
 cp -R "$top_srcdir/examples/transport-skeleton" "$tmp/skel"
