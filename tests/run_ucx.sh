@@ -193,11 +193,13 @@ refuses tls nosuchtransport "transport.ucx\] tls"
 # connection failure; a hung peer one just long enough to start.
 peer_fails() {
     label=$1 mode=$2 tmo=$3 pat=$4; shift 4
-    PEER_EXIT_MODE=$mode DT_CLUSTER_TIMEOUT=$tmo dtctl \
+    # dtctl exits 124 for a hung rank it names (docs/LAUNCHERS.md): the
+    # guard against a hung test is SIGKILL from timeout (137).
+    PEER_EXIT_MODE=$mode DT_CLUSTER_TIMEOUT=$tmo timeout -s KILL 600 dtctl \
         --set cluster.kill_grace=1s "$@" run -n 3 -- "$pe" \
         >"$tmp/out" 2>"$tmp/err"
     rc=$?
-    if [ $rc -eq 124 ]; then
+    if [ $rc -eq 137 ]; then
         fail "$label: the job hung"
     elif [ $rc -eq 0 ]; then
         fail "$label: the job succeeded although rank 1 is gone"

@@ -172,6 +172,16 @@ static void decide(monitor_t *m, const dt_worker_exit_t *root)
     begin_stop(m);
 }
 
+/* Killed by a signal that is no orderly stop: a crash, kill -9, the OOM
+ * killer. SIGTERM, SIGINT and SIGHUP are what schedulers (srun, mpirun,
+ * qdel) and dtctl send the other ranks once one has failed, so a rank
+ * they end is a consequence, not the root. */
+static int killed_abruptly(const dt_worker_exit_t *ev)
+{
+    return ev->signaled && ev->signo != SIGTERM && ev->signo != SIGINT &&
+           ev->signo != SIGHUP;
+}
+
 /* A first failure: decide at once when it is the root cause, else wait a
  * little for the end of the rank that is. */
 static void first_failure(monitor_t *m, const dt_worker_exit_t *ev)
@@ -193,7 +203,7 @@ static void first_failure(monitor_t *m, const dt_worker_exit_t *ev)
         }
         return;
     }
-    if (ev->signaled) /* nothing says otherwise: a killed rank is a root */
+    if (killed_abruptly(ev)) /* nothing says otherwise: a root */
         decide(m, &m->first.ev);
     else
         m->decide_at = dt_clock_now_ms() + SUPERVISE_SIGNAL_WAIT_MS;
@@ -241,7 +251,8 @@ static void on_exit_event(monitor_t *m, const dt_worker_exit_t *ev)
         return;
     }
     if (m->deciding) {
-        if (m->have_culprit ? ev->rank == m->culprit.rank : ev->signaled) {
+        if (m->have_culprit ? ev->rank == m->culprit.rank
+                            : killed_abruptly(ev)) {
             ended_t root;
             keep(&root, ev);
             decide(m, &root.ev);
