@@ -3,7 +3,9 @@
  * JPEG files the test writes itself with libpng and libjpeg: labels,
  * pixel values (PNG exactly, JPEG within a tolerance), mixed sizes,
  * grayscale/RGB/alpha mixes, a corrupt file (error names it; skip leaves
- * out exactly it), an empty class folder, and the [data] keys. */
+ * out exactly it), an empty class folder, and the [data] keys; decode =
+ * loader (each gather decodes its samples) gives the batches of decode =
+ * load bit for bit, also augmented and through the loader threads. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,8 +24,10 @@
 #include <jpeglib.h>
 #endif
 
+#include "data/augment.h"
 #include "data/dataset.h"
 #include "data/image_decode.h"
+#include "data/pipeline.h"
 #include "stderr_capture.h"
 
 static char dir[] = "/tmp/dt-test-images-XXXXXX";
@@ -389,7 +393,7 @@ static void make_folder(const char *root, int corrupt)
     }
 }
 
-static dt_folder_opts_t opts_rgb4 = {3, 4, 4, 0};
+static dt_folder_opts_t opts_rgb4 = {3, 4, 4, 0, 0};
 
 static void test_folder_pixels(void **state)
 {
@@ -439,7 +443,7 @@ static void test_folder_pixels(void **state)
     dt_dataset_free(&ds);
 
     /* one channel: RGB as ITU-R 601 luma, gray as it is */
-    dt_folder_opts_t gray = {1, 4, 4, 0};
+    dt_folder_opts_t gray = {1, 4, 4, 0, 0};
     assert_int_equal(dt_dataset_load_folder(path_of("f1"), DT_SPLIT_TRAIN,
                                             &gray, &ds), DT_OK);
     assert_int_equal(ds.sample_len, 16);
@@ -665,6 +669,162 @@ static void test_folder_config(void **state)
     free(log);
     dt_config_free(cfg);
 }
+
+/* ---- decode = loader ------------------------------------------------------ */
+
+/* 3 classes x 8 images of assorted sizes, PNG and JPEG (RGB and gray). */
+static void make_mixed_folder(const char *root)
+{
+    uint8_t px[12 * 10 * 3];
+    char rel[256];
+    for (int k = 0; k < 3; k++) {
+        snprintf(rel, sizeof rel, "%s/train/k%d", root, k);
+        mkdirs(rel);
+        for (int i = 0; i < 8; i++) {
+            int w = 6 + (i % 3) * 3, h = 6 + (i % 2) * 4;
+            int ch = i % 4 == 3 ? 1 : 3;
+            for (int j = 0; j < w * h * ch; j++)
+                px[j] = (uint8_t)(k * 70 + j * 13 + i * 29);
+            snprintf(rel, sizeof rel, "%s/train/k%d/%02d.%s", root, k, i,
+                     i % 2 ? "jpg" : "png");
+            if (i % 2)
+                write_jpeg(path_of(rel), w, h, ch, px);
+            else
+                write_png(path_of(rel), w, h, ch, px);
+        }
+    }
+}
+
+static void test_folder_decode_loader(void **state)
+{
+    (void)state;
+    make_mixed_folder("dl");
+    dt_folder_opts_t o = {3, 5, 5, 0, 0}, lz = o;
+    lz.lazy = 1;
+    dt_dataset_t a, b;
+    assert_int_equal(dt_dataset_load_folder(path_of("dl"), DT_SPLIT_TRAIN,
+                                            &o, &a), DT_OK);
+    assert_int_equal(dt_dataset_load_folder(path_of("dl"), DT_SPLIT_TRAIN,
+                                            &lz, &b), DT_OK);
+    assert_false(a.decode_on_gather);
+    assert_true(b.decode_on_gather);
+    assert_null(b.pixels); /* nothing decoded yet */
+    assert_int_equal(a.n, 24);
+    assert_int_equal(b.n, 24);
+    assert_int_equal(b.nclasses, 3);
+    assert_int_equal(b.sample_len, 75);
+    assert_memory_equal(a.labels, b.labels, 24);
+    for (size_t i = 0; i < 24; i++)
+        assert_string_equal(a.paths[i], b.paths[i]);
+    float mean[3] = {0.4f, 0.5f, 0.3f}, std[3] = {0.2f, 0.3f, 0.25f};
+    assert_int_equal(dt_dataset_set_norm(&a, mean, 3, std, 3), DT_OK);
+    assert_int_equal(dt_dataset_set_norm(&b, mean, 3, std, 3), DT_OK);
+
+    /* the plain gather, every sample in a shuffled order */
+    size_t idx[24];
+    for (size_t i = 0; i < 24; i++)
+        idx[i] = (i * 7 + 3) % 24;
+    float xa[24 * 75], xb[24 * 75];
+    int32_t ya[24], yb[24];
+    assert_int_equal(dt_dataset_gather(&a, idx, 24, xa, ya), DT_OK);
+    assert_int_equal(dt_dataset_gather(&b, idx, 24, xb, yb), DT_OK);
+    assert_memory_equal(xa, xb, sizeof xa);
+    assert_memory_equal(ya, yb, sizeof ya);
+
+    /* augmented */
+    dt_augment_t aug = {.crop_pad = 2, .hflip = true, .seed = 9};
+    uint8_t scratch[75];
+    for (uint64_t e = 0; e < 3; e++) {
+        memset(xb, 0, sizeof xb);
+        assert_int_equal(dt_augment_gather(&a, &aug, e, idx, 24, scratch,
+                                           xa, ya), DT_OK);
+        assert_int_equal(dt_augment_gather(&b, &aug, e, idx, 24, scratch,
+                                           xb, yb), DT_OK);
+        assert_memory_equal(xa, xb, sizeof xa);
+        assert_memory_equal(ya, yb, sizeof ya);
+    }
+
+    /* through the pipeline: 2 loader threads decoding vs the cache, two
+     * epochs of batches of 5 (the last of an epoch smaller) */
+    dt_pipeline_opts_t po = {.batch = 5, .rank = 1, .world = 2, .seed = 3,
+                             .end_epoch = 2, .threads = 2, .prefetch = 3,
+                             .aug = aug};
+    dt_pipeline_t *pa = NULL, *pb = NULL;
+    po.threads = 0;
+    assert_int_equal(dt_pipeline_new(&a, &po, &pa), DT_OK);
+    po.threads = 2;
+    assert_int_equal(dt_pipeline_new(&b, &po, &pb), DT_OK);
+    assert_int_equal(dt_pipeline_seek(pa, 0, 0), DT_OK);
+    assert_int_equal(dt_pipeline_seek(pb, 0, 0), DT_OK);
+    uint64_t steps = dt_pipeline_steps(pa);
+    assert_int_equal(steps, 3);
+    for (uint64_t s = 0; s < 2 * steps; s++) {
+        dt_batch_t ba, bb;
+        assert_int_equal(dt_pipeline_next(pa, &ba, NULL), DT_OK);
+        assert_int_equal(dt_pipeline_next(pb, &bb, NULL), DT_OK);
+        assert_int_equal(ba.count, bb.count);
+        assert_int_equal(ba.epoch, bb.epoch);
+        assert_int_equal(ba.step, bb.step);
+        assert_memory_equal(ba.x, bb.x, ba.count * 75 * sizeof(float));
+        assert_memory_equal(ba.y, bb.y, ba.count * sizeof(int32_t));
+    }
+    dt_pipeline_free(pa);
+    dt_pipeline_free(pb);
+    dt_dataset_free(&a);
+
+    /* an image that went bad after the listing: the batch that needs it
+     * fails, naming it, in the loader thread as in the step */
+    write_bytes(path_of("dl/train/k1/04.png"), "\x89PNG\r\n\x1a\nxx", 10);
+    capture_t c;
+    capture_begin(&c);
+    size_t one = 8 + 4;
+    assert_int_equal(dt_dataset_gather(&b, &one, 1, xb, yb), DT_ERR_INVALID);
+    po.threads = 1;
+    po.aug.crop_pad = 0;
+    po.aug.hflip = false;
+    po.batch = 24;
+    po.world = 1;
+    po.rank = 0;
+    assert_int_equal(dt_pipeline_new(&b, &po, &pb), DT_OK);
+    assert_int_equal(dt_pipeline_seek(pb, 0, 0), DT_OK);
+    dt_batch_t bb;
+    assert_int_equal(dt_pipeline_next(pb, &bb, NULL), DT_ERR_INVALID);
+    dt_pipeline_free(pb);
+    char *log = capture_end(&c);
+    char want[700];
+    snprintf(want, sizeof want, "%s: corrupt PNG",
+             path_of("dl/train/k1/04.png"));
+    assert_non_null(strstr(log, want));
+    assert_non_null(strstr(log, "decode = loader decodes each image when"));
+    free(log);
+    dt_dataset_free(&b);
+
+    /* bad_images = skip needs the images read at load */
+    lz.skip_bad = 1;
+    capture_begin(&c);
+    assert_int_equal(dt_dataset_load_folder(path_of("dl"), DT_SPLIT_TRAIN,
+                                            &lz, &b), DT_ERR_CONFIG);
+    log = capture_end(&c);
+    assert_non_null(strstr(log, "bad_images = skip needs decode = load"));
+    free(log);
+
+    /* the [data] key */
+    const char *kv[] = {"dataset", "folder", "path", path_of("dl"),
+                        "image_size", "5", "decode", "loader", NULL};
+    dt_config_t *cfg = config_with(kv);
+    assert_int_equal(dt_dataset_load(cfg, DT_SPLIT_TRAIN, &b), DT_OK);
+    assert_true(b.decode_on_gather);
+    assert_int_equal(b.n, 24);
+    dt_dataset_free(&b);
+    assert_int_equal(dt_config_set(cfg, "data", "decode", "lazy", DT_SRC_CLI,
+                                   "--set"), DT_OK);
+    capture_begin(&c);
+    assert_int_equal(dt_dataset_load(cfg, DT_SPLIT_TRAIN, &b), DT_ERR_CONFIG);
+    log = capture_end(&c);
+    assert_non_null(strstr(log, "[data] decode = 'lazy': use load"));
+    free(log);
+    dt_config_free(cfg);
+}
 #endif /* PNG and JPEG */
 
 static void test_folder_without_codecs(void **state)
@@ -684,7 +844,7 @@ static void test_folder_without_codecs(void **state)
     capture_t c;
     capture_begin(&c);
     assert_int_equal(dt_dataset_load_folder(path_of("nc"), DT_SPLIT_TRAIN,
-                                            &(dt_folder_opts_t){3, 4, 4, 1},
+                                            &(dt_folder_opts_t){3, 4, 4, 1, 0},
                                             &ds), DT_ERR_UNSUPPORTED);
     char *log = capture_end(&c);
     assert_true(strstr(log, "apt-get install libpng-dev") ||
@@ -716,6 +876,7 @@ int main(void)
         cmocka_unit_test(test_folder_bad_images),
         cmocka_unit_test(test_folder_layout_errors),
         cmocka_unit_test(test_folder_config),
+        cmocka_unit_test(test_folder_decode_loader),
 #else
         cmocka_unit_test(skip_without_codecs),
 #endif

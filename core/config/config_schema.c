@@ -134,6 +134,10 @@ static const dt_key_spec_t data_keys[] = {
     {"bad_images", DT_KEY_STRING, "error",
      "folder: an unreadable or corrupt image is an error, or skip: left out "
      "with a warning naming it"},
+    {"decode", DT_KEY_STRING, "load",
+     "folder: load (decode every image at start, keep the bytes in memory) "
+     "or loader (decode each image when a batch needs it, in the loader "
+     "threads: a folder larger than memory, a fast start)"},
     {"mean", DT_KEY_LIST, "0",
      "normalization: x = (pixel/255 - mean) / std; one value or one per "
      "channel"},

@@ -1,5 +1,6 @@
 /* augment.c — random crop (zero padding) and horizontal flip, drawn per
  * sample from (seed, epoch, index). */
+#include <stdlib.h>
 #include <string.h>
 
 #include <dt/log.h>
@@ -72,22 +73,31 @@ void dt_augment_apply(const dt_augment_draw_t *d, int pad, int channels,
     }
 }
 
-void dt_augment_gather(const dt_dataset_t *ds, const dt_augment_t *aug,
-                       uint64_t epoch, const size_t *idx, size_t count,
-                       uint8_t *scratch, float *x, int32_t *y)
+dt_status_t dt_augment_gather(const dt_dataset_t *ds,
+                              const dt_augment_t *aug, uint64_t epoch,
+                              const size_t *idx, size_t count,
+                              uint8_t *scratch, float *x, int32_t *y)
 {
-    if (!dt_augment_enabled(aug)) {
-        dt_dataset_gather(ds, idx, count, x, y);
-        return;
-    }
-    for (size_t b = 0; b < count; b++) {
+    if (!dt_augment_enabled(aug))
+        return dt_dataset_gather(ds, idx, count, x, y);
+    uint8_t *buf = NULL; /* a decoded image (decode on gather) */
+    if (ds->decode_on_gather && count > 0 &&
+        !(buf = malloc(ds->sample_len)))
+        return DT_ERR_NOMEM;
+    dt_status_t st = DT_OK;
+    for (size_t b = 0; b < count && st == DT_OK; b++) {
+        const uint8_t *px = NULL;
+        st = dt_dataset_sample(ds, idx[b], buf, &px);
+        if (st != DT_OK)
+            break;
         dt_augment_draw_t d = dt_augment_draw(aug, epoch, idx[b]);
         dt_augment_apply(&d, aug->crop_pad, ds->channels, ds->height,
-                         ds->width, ds->pixels + idx[b] * ds->sample_len,
-                         scratch);
+                         ds->width, px, scratch);
         dt_dataset_normalize(ds, scratch, x + b * ds->sample_len);
         y[b] = ds->labels[idx[b]];
     }
+    free(buf);
+    return st;
 }
 
 static const char *origin(const dt_config_t *cfg, const char *key)

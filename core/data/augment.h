@@ -54,9 +54,11 @@ void dt_augment_apply(const dt_augment_draw_t *d, int pad, int channels,
                       uint8_t *dst);
 
 /* dt_dataset_gather with augmentation of every sample (a NULL or disabled
- * aug: exactly dt_dataset_gather). scratch: ds->sample_len bytes. */
-void dt_augment_gather(const dt_dataset_t *ds, const dt_augment_t *aug,
-                       uint64_t epoch, const size_t *idx, size_t count,
-                       uint8_t *scratch, float *x, int32_t *y);
+ * aug: exactly dt_dataset_gather). scratch: ds->sample_len bytes. Fails
+ * only when the data set decodes on gather and an image cannot be read. */
+dt_status_t dt_augment_gather(const dt_dataset_t *ds, const dt_augment_t *aug,
+                              uint64_t epoch, const size_t *idx,
+                              size_t count, uint8_t *scratch, float *x,
+                              int32_t *y);
 
 #endif /* DT_DATA_AUGMENT_H */

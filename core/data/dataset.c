@@ -4,6 +4,7 @@
 
 #include <dt/log.h>
 #include "dataset.h"
+#include "image_decode.h"
 
 dt_status_t dt_dataset_set_norm(dt_dataset_t *ds, const float *mean,
                                 size_t nmean, const float *std, size_t nstd)
@@ -61,14 +62,47 @@ void dt_dataset_normalize(const dt_dataset_t *ds, const uint8_t *pixels,
     }
 }
 
-void dt_dataset_gather(const dt_dataset_t *ds, const size_t *idx,
-                       size_t count, float *x, int32_t *y)
+dt_status_t dt_dataset_sample(const dt_dataset_t *ds, size_t i, uint8_t *buf,
+                              const uint8_t **px)
 {
-    for (size_t b = 0; b < count; b++) {
-        dt_dataset_normalize(ds, ds->pixels + idx[b] * ds->sample_len,
-                             x + b * ds->sample_len);
+    if (!ds->decode_on_gather) {
+        *px = ds->pixels + i * ds->sample_len;
+        return DT_OK;
+    }
+    *px = buf;
+    if (!ds->paths || i >= ds->npaths) {
+        dt_error("data set: sample %zu has no image file to decode", i);
+        return DT_ERR_INVALID;
+    }
+    dt_image_spec_t spec = {ds->channels, ds->height, ds->width};
+    char err[1024];
+    dt_status_t st = dt_image_decode_u8(ds->paths[i], &spec, buf, err,
+                                        sizeof err);
+    if (st != DT_OK)
+        dt_error("%s (met while loading a batch: [data] decode = loader "
+                 "decodes each image when a batch needs it; decode = load "
+                 "checks every image at start, and bad_images = skip can "
+                 "then leave such files out)", err);
+    return st;
+}
+
+dt_status_t dt_dataset_gather(const dt_dataset_t *ds, const size_t *idx,
+                              size_t count, float *x, int32_t *y)
+{
+    uint8_t *buf = NULL;
+    if (ds->decode_on_gather && count > 0 &&
+        !(buf = malloc(ds->sample_len)))
+        return DT_ERR_NOMEM;
+    dt_status_t st = DT_OK;
+    for (size_t b = 0; b < count && st == DT_OK; b++) {
+        const uint8_t *px = NULL;
+        st = dt_dataset_sample(ds, idx[b], buf, &px);
+        if (st == DT_OK)
+            dt_dataset_normalize(ds, px, x + b * ds->sample_len);
         y[b] = ds->labels[idx[b]];
     }
+    free(buf);
+    return st;
 }
 
 void dt_dataset_free(dt_dataset_t *ds)

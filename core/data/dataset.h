@@ -31,6 +31,9 @@ typedef struct dt_dataset {
     char **paths;
     size_t npaths;
     char **class_names;       /* nclasses of them                          */
+    /* decode = loader: pixels is NULL and every gather decodes its samples
+     * from paths (dt_dataset_sample); nothing is decoded when loading. */
+    int decode_on_gather;
 } dt_dataset_t;
 
 /* Which part of a data set. */
@@ -65,15 +68,20 @@ typedef struct dt_folder_opts {
     int channels;      /* 1 or 3                                         */
     int height, width; /* every image is center-cropped and resized to it */
     int skip_bad;      /* unreadable/corrupt images: 1 skip, 0 error     */
+    int lazy;          /* 1: list the files only; gathers decode them
+                        * (decode = loader; needs skip_bad = 0)          */
 } dt_folder_opts_t;
 
 /* An image folder: dir/train/<class>/<image> or dir/test/<class>/<image>
  * (.png, .jpg, .jpeg). Classes are train/'s subfolders sorted by name
  * (bytewise), labels 0.. in that order, for both splits; test/ may lack a
  * class but has no class of its own. Every image is decoded now (the
- * decoded cache: out->pixels); out->paths keeps where each came from. An
+ * decoded cache: out->pixels), or with opts->lazy only listed (pixels
+ * NULL, decode_on_gather set: each gather decodes its samples, in the
+ * loader threads for training); out->paths keeps where each came from. An
  * empty class folder, a folder without images and (with skip_bad = 0) an
- * unreadable image are errors naming the path. */
+ * unreadable image are errors naming the path (with lazy: when a gather
+ * meets it). */
 dt_status_t dt_dataset_load_folder(const char *dir, dt_split_t split,
                                    const dt_folder_opts_t *opts,
                                    dt_dataset_t *out);
@@ -82,7 +90,7 @@ dt_status_t dt_dataset_load_folder(const char *dir, dt_split_t split,
  * (fashion-mnist, mnist, cifar10, cifar100, stl10, folder), path
  * (directory), mean/std, train_samples/test_samples (keep only the first
  * N; 0: all), and per data set cifar100_labels (fine, coarse), channels,
- * image_size and bad_images (folder). Files are found under path by their
+ * image_size, bad_images and decode (load, loader) (folder). Files are found under path by their
  * usual names, plain or .gz. */
 dt_status_t dt_dataset_load(const dt_config_t *cfg, dt_split_t split,
                             dt_dataset_t *out);
@@ -95,10 +103,18 @@ dt_status_t dt_dataset_set_norm(dt_dataset_t *ds, const float *mean,
 /* Keep only the first n samples (n >= ds->n: no change). */
 void dt_dataset_truncate(dt_dataset_t *ds, size_t n);
 
+/* Sample i's pixels (sample_len bytes, CHW): *px points into the decoded
+ * cache, or (decode_on_gather) at buf, which receives the image decoded
+ * from its file. A file that cannot be decoded is logged with its path
+ * (DT_ERR_INVALID, DT_ERR_IO, ...). Thread-safe. */
+dt_status_t dt_dataset_sample(const dt_dataset_t *ds, size_t i, uint8_t *buf,
+                              const uint8_t **px);
+
 /* Gather samples idx[0..count) normalized into x (count * sample_len
- * floats) and their labels into y. */
-void dt_dataset_gather(const dt_dataset_t *ds, const size_t *idx,
-                       size_t count, float *x, int32_t *y);
+ * floats) and their labels into y. Fails only when decoding on gather
+ * (an unreadable image, named in the log). */
+dt_status_t dt_dataset_gather(const dt_dataset_t *ds, const size_t *idx,
+                              size_t count, float *x, int32_t *y);
 
 /* One sample's pixels (sample_len bytes, CHW) normalized into x
  * (sample_len floats): what dt_dataset_gather does per sample. */

@@ -9,7 +9,10 @@
  * taken in name order. Hidden entries (a leading dot) and files with
  * other extensions are ignored. Every image is decoded when the data set
  * is loaded (data/image_decode.c) into the in-memory bytes the other data
- * sets use (the decoded cache).
+ * sets use (the decoded cache), or, with opts->lazy ([data] decode =
+ * loader), only listed: each gather decodes its samples (in the input
+ * pipeline's loader threads), so a folder larger than memory trains and
+ * the job starts at once.
  *
  * Errors, each naming the path: no train/ (or test/) folder, no class
  * folder, a class folder of test/ that train/ lacks, an empty class folder
@@ -251,6 +254,34 @@ dt_status_t dt_dataset_load_folder(const char *dir, dt_split_t split,
     dt_image_spec_t spec = {opts->channels, opts->height, opts->width};
     size_t len = (size_t)opts->channels * (size_t)opts->height *
                  (size_t)opts->width;
+    if (st == DT_OK && opts->lazy && opts->skip_bad) {
+        dt_error("[data] bad_images = skip needs decode = load: with decode "
+                 "= loader no image is read before a batch needs it, so an "
+                 "unreadable one cannot be left out of the sample list");
+        st = DT_ERR_CONFIG;
+    }
+    if (st == DT_OK && opts->lazy) { /* the list is the data set */
+        out->n = files.n;
+        out->channels = opts->channels;
+        out->height = opts->height;
+        out->width = opts->width;
+        out->sample_len = len;
+        out->nclasses = (int)classes.n;
+        out->labels = labels;
+        out->paths = files.v;
+        out->npaths = files.n;
+        out->class_names = classes.v;
+        out->decode_on_gather = 1;
+        for (int c = 0; c < opts->channels; c++) {
+            out->mean[c] = 0.0f;
+            out->std[c] = 1.0f;
+        }
+        dt_debug("%s/%s: %zu images in %zu classes, decoded to %dx%dx%d "
+                 "when a batch needs them (decode = loader)", dir, sub,
+                 files.n, classes.n, opts->channels, opts->height,
+                 opts->width);
+        return DT_OK;
+    }
     if (st == DT_OK && !(out->pixels = malloc(files.n * len)))
         st = DT_ERR_NOMEM;
     /* found[c]: files of class c; kept[c]: of them decoded */

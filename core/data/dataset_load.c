@@ -185,7 +185,7 @@ static dt_status_t get_image_size(const dt_config_t *cfg, int *h, int *w)
 static dt_status_t load_folder_split(const dt_config_t *cfg, const char *dir,
                                      dt_split_t split, dt_dataset_t *out)
 {
-    dt_folder_opts_t o = {3, 0, 0, 0};
+    dt_folder_opts_t o = {3, 0, 0, 0, 0};
     long long ch = 3;
     const char *bad = "error";
     dt_status_t st = dt_config_get_int(cfg, "data", "channels", &ch);
@@ -205,6 +205,20 @@ static dt_status_t load_folder_split(const dt_config_t *cfg, const char *dir,
         return DT_ERR_CONFIG;
     }
     o.skip_bad = strcmp(bad, "skip") == 0;
+    const char *decode = "load";
+    st = dt_config_get_string(cfg, "data", "decode", &decode);
+    if (st != DT_OK && st != DT_ERR_NOT_FOUND)
+        return st;
+    if (strcmp(decode, "load") != 0 && strcmp(decode, "loader") != 0) {
+        const char *where = "default";
+        dt_config_origin(cfg, "data", "decode", NULL, &where);
+        dt_error("%s: [data] decode = '%s': use load (decode every image "
+                 "when the job starts and keep the bytes in memory) or "
+                 "loader (decode each image when a batch needs it, in the "
+                 "loader threads)", where, decode);
+        return DT_ERR_CONFIG;
+    }
+    o.lazy = strcmp(decode, "loader") == 0;
     DT_CHECK(get_image_size(cfg, &o.height, &o.width));
     return dt_dataset_load_folder(dir, split, &o, out);
 }

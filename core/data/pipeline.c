@@ -97,10 +97,12 @@ static dt_status_t claim(dt_pipeline_t *p, uint64_t seq, size_t *idx,
     return DT_OK;
 }
 
-static void load(dt_pipeline_t *p, loader_t *l, slot_t *sl)
+/* Gather, decode (an image folder with decode = loader), augment and
+ * normalize one batch; outside the mutex. */
+static dt_status_t load(dt_pipeline_t *p, loader_t *l, slot_t *sl)
 {
-    dt_augment_gather(p->ds, &p->o.aug, sl->epoch, l->idx, sl->count,
-                      l->scratch, sl->x, sl->y);
+    return dt_augment_gather(p->ds, &p->o.aug, sl->epoch, l->idx, sl->count,
+                             l->scratch, sl->x, sl->y);
 }
 
 static bool can_claim(const dt_pipeline_t *p)
@@ -127,7 +129,7 @@ static void *loader_main(void *arg)
         p->busy++;
         pthread_mutex_unlock(&p->mu);
         if (sl->st == DT_OK)
-            load(p, l, sl);
+            sl->st = load(p, l, sl);
         pthread_mutex_lock(&p->mu);
         p->busy--;
         sl->state = SLOT_READY;
@@ -294,7 +296,8 @@ dt_status_t dt_pipeline_next(dt_pipeline_t *p, dt_batch_t *batch,
         /* Synchronous: this thread is the loader. */
         st = claim(p, seq, p->loaders[0].idx, sl);
         if (st == DT_OK)
-            load(p, &p->loaders[0], sl);
+            st = load(p, &p->loaders[0], sl);
+        sl->st = st;
         sl->state = SLOT_READY;
     } else {
         /* The batch before this one is done with: its slot is free. */
