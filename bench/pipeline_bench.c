@@ -83,7 +83,7 @@ int main(int argc, char **argv)
            threads == 1 ? "" : "s", ds.n, tload, cload,
            (unsigned long long)epochs, n, t, (double)n / t);
     if (step > 0)
-        printf(", data_wait %.1f%% of %.0f ms steps\n", 100.0 * waited / t,
+        printf(", data_wait %.1f%% of %.1f ms steps\n", 100.0 * waited / t,
                step * 1000.0);
     else
         printf(", %.1f us CPU a sample\n", c / (double)n * 1e6);
