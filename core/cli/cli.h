@@ -29,6 +29,8 @@ typedef struct dt_cli {
     const char *metrics;      /* dtctl run --metrics FILE (JSONL)           */
     int resume;               /* dtctl run --resume                         */
     const char *max_restarts; /* dtctl run --max-restarts K                 */
+    const char *min_np;       /* dtctl run --min-np M                       */
+    const char *max_np;       /* dtctl run --max-np N                       */
 } dt_cli_t;
 
 /* Build the effective configuration: built-in defaults, cluster file

@@ -24,6 +24,7 @@
 #include "plugin/plugin_loader.h"
 #include "run_env.h"
 #include "run_culprit.h"
+#include "run_members.h"
 #include "run_rendezvous.h"
 #include "run_restart.h"
 #include "run_stage.h"
@@ -40,9 +41,15 @@ typedef struct run_state {
     dt_hostlist_t hosts;
     dt_placement_t *placement;
     int np;
+    run_members_t members;      /* who takes part in each attempt      */
+    /* This attempt's hosts, placement and workers: the configured ones,
+     * or with [cluster] min_np those run_members_select chose. */
+    const dt_hostlist_t *att_hosts;
+    dt_placement_t *att_place;  /* owned when != placement    */
+    int att_np;
     run_job_t job;
     env_list_t common;
-    env_list_t *per_rank;       /* np lists                */
+    env_list_t *per_rank;       /* att_np lists            */
     const char *const **rank_env;
     const dt_launcher_ops_t *ops;
     void *ctx;
@@ -121,8 +128,8 @@ static dt_status_t check_launcher_ops(const dt_plugin_t *p)
 static dt_status_t start_rendezvous(run_state_t *s)
 {
     char **extra = NULL;
-    DT_CHECK(run_start_rendezvous(s->cfg, &s->hosts, s->job.token, &s->store,
-                                  &extra));
+    DT_CHECK(run_start_rendezvous(s->cfg, s->att_hosts, s->job.token,
+                                  &s->store, &extra));
     dt_status_t st = DT_OK;
     for (char **e = extra; st == DT_OK && *e; e++) {
         char *eq = strchr(*e, '=');
@@ -139,11 +146,11 @@ static dt_status_t build_env(run_state_t *s)
 {
     DT_CHECK(run_env_common(&s->job, &s->common));
     DT_CHECK(start_rendezvous(s));
-    s->per_rank = calloc((size_t)s->np, sizeof *s->per_rank);
-    s->rank_env = calloc((size_t)s->np, sizeof *s->rank_env);
+    s->per_rank = calloc((size_t)s->att_np, sizeof *s->per_rank);
+    s->rank_env = calloc((size_t)s->att_np, sizeof *s->rank_env);
     if (!s->per_rank || !s->rank_env)
         return DT_ERR_NOMEM;
-    for (int r = 0; r < s->np; r++) {
+    for (int r = 0; r < s->att_np; r++) {
         DT_CHECK(run_env_rank(&s->job, r, &s->per_rank[r]));
         s->rank_env[r] = env_list_strv(&s->per_rank[r]);
     }
@@ -175,7 +182,7 @@ static int prepare(const dt_cli_t *cli, const char *job_file, run_state_t *s)
 /* What one attempt built for its workers, dropped before the next. */
 static void drop_attempt_env(run_state_t *s)
 {
-    for (int r = 0; s->per_rank && r < s->np; r++)
+    for (int r = 0; s->per_rank && r < s->att_np; r++)
         env_list_free(&s->per_rank[r]);
     free(s->per_rank);
     free(s->rank_env);
@@ -201,27 +208,60 @@ static void end_attempt(run_state_t *s)
 /* One complete launch of the job: a fresh token, job id, store and
  * launcher context, staging, the workers, supervision until all ended.
  * *launched: the workers were started. */
+/* This attempt's hosts and workers (elastic membership: run_members.h;
+ * otherwise the configured ones). 0, or an exit code: *no_members when
+ * too few slots are left. */
+static int choose_members(run_state_t *s, const run_restart_t *rs,
+                          int *no_members)
+{
+    const dt_hostlist_t *hosts;
+    int np;
+    dt_status_t st = run_members_select(&s->members, rs->used, rs->max,
+                                        s->ops, s->ctx, &hosts, &np);
+    if (st == DT_ERR_NOT_FOUND)
+        *no_members = 1;
+    if (st != DT_OK)
+        return st == DT_ERR_NOT_FOUND ? EXIT_CANNOT_START : 1;
+    if (s->att_place != s->placement)
+        free(s->att_place);
+    s->att_place = NULL;
+    s->att_hosts = hosts;
+    s->att_np = np;
+    if (hosts == &s->hosts && np == s->np) {
+        s->att_place = s->placement;
+        return 0;
+    }
+    return dt_place_ranks(hosts, np, &s->att_place) == DT_OK ? 0 : 1;
+}
+
 static int run_attempt(const dt_cli_t *cli, run_state_t *s,
                        const run_restart_t *rs, const char *workdir,
                        double kill_grace, supervise_result_t *res,
-                       int *launched)
+                       int *launched, int *no_members)
 {
     memset(res, 0, sizeof *res);
+    res->root_rank = -1;
     *launched = 0;
-    if (run_job_prepare(s->cfg, &s->hosts, s->placement, s->np, &s->job) !=
-            DT_OK ||
-        build_env(s) != DT_OK || run_restart_env(rs, &s->common) != DT_OK) {
-        end_attempt(s);
-        return 1;
-    }
+    *no_members = 0;
     if (s->ops->init(s->cfg, &s->ctx) != DT_OK) {
         dt_error("the launcher could not be set up (see above)");
         s->ctx = NULL;
         end_attempt(s);
         return 1;
     }
+    int chosen = choose_members(s, rs, no_members);
+    if (chosen != 0) {
+        end_attempt(s);
+        return chosen;
+    }
+    if (run_job_prepare(s->cfg, s->att_hosts, s->att_place, s->att_np,
+                        &s->job) != DT_OK ||
+        build_env(s) != DT_OK || run_restart_env(rs, &s->common) != DT_OK) {
+        end_attempt(s);
+        return 1;
+    }
     /* The data set before the workers (through the launcher's hosts). */
-    run_stage_args_t stage = {s->cfg, &s->hosts, s->ops, s->ctx,
+    run_stage_args_t stage = {s->cfg, s->att_hosts, s->ops, s->ctx,
                               s->job.job_id,
                               cli->no_stage ? RUN_STAGE_SKIP : RUN_STAGE_COPY};
     if (run_stage_env(&stage, &s->common) != DT_OK) {
@@ -236,9 +276,9 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
     }
     s->signals = 1;
     dt_launch_spec_t spec = {
-        .hosts = &s->hosts,
-        .np = s->np,
-        .placement = s->placement,
+        .hosts = s->att_hosts,
+        .np = s->att_np,
+        .placement = s->att_place,
         .argv = (const char *const *)cli->exec_argv,
         .workdir = workdir,
         .env = env_list_strv(&s->common),
@@ -253,11 +293,11 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
         code = EXIT_CANNOT_START;
     } else {
         *launched = 1;
-        dt_debug("job %s: %d workers started", s->job.job_id, s->np);
+        dt_debug("job %s: %d workers started", s->job.job_id, s->att_np);
         /* This attempt's store: a restart starts a new one (new token and
          * port), so a failure record never outlives its attempt. */
-        run_culprit_t rc = {s->rendezvous, s->job.token, &s->hosts,
-                            s->placement, s->np, NULL};
+        run_culprit_t rc = {s->rendezvous, s->job.token, s->att_hosts,
+                            s->att_place, s->att_np, NULL};
         supervise_args_t sa = {.ops = s->ops,
                                .ctx = s->ctx,
                                .lines = s->lines,
@@ -290,21 +330,37 @@ static int launch_and_supervise(const dt_cli_t *cli, run_state_t *s)
     run_restart_t rs;
     if (run_restart_init(s->cfg, s->trainer, workdir, &rs) != DT_OK)
         return EXIT_USAGE;
-    if (output_lines_new(s->np, STDOUT_FILENO, STDERR_FILENO,
-                         OUTPUT_MAX_LINE, &s->lines) != DT_OK) {
+    if (run_members_init(s->cfg, &s->hosts, s->np, rs.max, &s->members) !=
+        DT_OK) {
+        run_restart_free(&rs);
+        return EXIT_USAGE;
+    }
+    if (output_lines_new(run_members_capacity(&s->members), STDOUT_FILENO,
+                         STDERR_FILENO, OUTPUT_MAX_LINE, &s->lines) !=
+        DT_OK) {
         run_restart_free(&rs);
         return 1;
     }
-    int code, launched;
+    int code, launched, no_members, last = 0;
     supervise_result_t res;
     do {
         if (rs.used > 0)
             drop_attempt_env(s);
         code = run_attempt(cli, s, &rs, workdir, kill_grace, &res,
-                           &launched);
+                           &launched, &no_members);
+        /* Too few hosts left (min_np): the job ends with the last
+         * attempt's failure (127 when none ran). */
+        if (no_members) {
+            if (last)
+                code = last;
+            break;
+        }
         /* A first attempt that could not even start is not retried. */
         if (!launched && rs.used == 0)
             break;
+        if (launched && code != 0 && !res.stop_signo)
+            run_members_failed(&s->members, &res);
+        last = code;
     } while (run_restart_next(&rs, &res, launched, &code));
     if (s->signals)
         stop_signals_restore();
@@ -319,13 +375,16 @@ static void release(run_state_t *s)
         s->ops->fini(s->ctx);
     dt_store_server_stop(s->store);
     output_lines_free(s->lines);
-    for (int r = 0; s->per_rank && r < s->np; r++)
+    for (int r = 0; s->per_rank && r < s->att_np; r++)
         env_list_free(&s->per_rank[r]);
     free(s->per_rank);
     free(s->rank_env);
     env_list_free(&s->common);
     run_job_wipe(&s->job);
+    if (s->att_place != s->placement)
+        free(s->att_place);
     free(s->placement);
+    run_members_free(&s->members);
     dt_hostlist_free(&s->hosts);
     dt_config_free(s->cfg);
 }

@@ -64,7 +64,9 @@ static dt_status_t load_options(const dt_cli_t *cli, dt_config_t *cfg)
                 {"storage", cli->storage, "--storage"},
                 {"hosts", cli->hosts, "-H/--hosts"},
                 {"hostfile", cli->hostfile, "--hostfile"},
-                {"max_restarts", cli->max_restarts, "--max-restarts"}};
+                {"max_restarts", cli->max_restarts, "--max-restarts"},
+                {"min_np", cli->min_np, "--min-np"},
+                {"max_np", cli->max_np, "--max-np"}};
     for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
         if (opts[i].value)
             DT_CHECK(dt_config_set(cfg, "cluster", opts[i].key, opts[i].value,

@@ -46,6 +46,10 @@ static const char usage_text[] =
     "      --max-restarts K    dtctl run: start the job again up to K times\n"
     "                          after a worker fails (the trainer resumes\n"
     "                          from its newest checkpoint)\n"
+    "      --min-np M          dtctl run, with restarts: go on with at least M\n"
+    "                          workers when hosts fail or cannot be reached\n"
+    "      --max-np N          dtctl run: at most N workers (hosts that come\n"
+    "                          back rejoin at a restart up to N)\n"
     "  -v, --verbose           more detail (-vv: trace)\n"
     "  -q, --quiet             errors only\n"
     "      --version           print the version\n"
@@ -62,7 +66,7 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
     enum { OPT_HOSTFILE = 256, OPT_LAUNCHER, OPT_TRANSPORT, OPT_STORAGE,
            OPT_CONFIG, OPT_SET, OPT_VERSION, OPT_SIZES, OPT_ITERS,
            OPT_FACTOR, OPT_NO_STAGE, OPT_METRICS, OPT_RESUME,
-           OPT_MAX_RESTARTS };
+           OPT_MAX_RESTARTS, OPT_MIN_NP, OPT_MAX_NP };
     static const struct option longopts[] = {
         {"np", required_argument, NULL, 'n'},
         {"hosts", required_argument, NULL, 'H'},
@@ -83,6 +87,8 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
         {"metrics", required_argument, NULL, OPT_METRICS},
         {"resume", no_argument, NULL, OPT_RESUME},
         {"max-restarts", required_argument, NULL, OPT_MAX_RESTARTS},
+        {"min-np", required_argument, NULL, OPT_MIN_NP},
+        {"max-np", required_argument, NULL, OPT_MAX_NP},
         {NULL, 0, NULL, 0}};
     /* The program after "--" is never parsed as our options: cut it off. */
     int end = argc;
@@ -129,6 +135,8 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
         case OPT_METRICS: cli->metrics = optarg; break;
         case OPT_RESUME: cli->resume = 1; break;
         case OPT_MAX_RESTARTS: cli->max_restarts = optarg; break;
+        case OPT_MIN_NP: cli->min_np = optarg; break;
+        case OPT_MAX_NP: cli->max_np = optarg; break;
         case 'v': cli->verbose++; break;
         case 'q': cli->quiet = 1; break;
         case OPT_VERSION: printf("dtctl (dt) %s\n", PACKAGE_VERSION); exit(0);

@@ -164,9 +164,14 @@ static void decide(monitor_t *m, const dt_worker_exit_t *root)
         }
     }
     /* The restart decision and its log line get the root cause. */
-    if (m->a->result)
+    if (m->a->result) {
         snprintf(m->a->result->cause, sizeof m->a->result->cause, "%s",
                  cause);
+        m->a->result->root_rank = root ? root->rank : m->culprit.rank;
+        snprintf(m->a->result->root_host, sizeof m->a->result->root_host,
+                 "%s", root ? (root->host ? root->host : "")
+                            : m->culprit.host);
+    }
     dt_info("stopping the other workers (SIGTERM, then SIGKILL after %gs)",
             m->a->kill_grace);
     begin_stop(m);

@@ -41,6 +41,8 @@ typedef struct supervise_result {
                             workers named, else a signalled rank, else the
                             first to fail): "rank 2 on h1 was killed by
                             signal 9 (Killed)", "rank 0 on h1 hung" */
+    int root_rank;       /* the root failure's rank (-1: none decided)   */
+    char root_host[256]; /* and its host, as the launcher named it       */
 } supervise_result_t;
 
 typedef struct supervise_args {

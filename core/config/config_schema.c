@@ -39,6 +39,19 @@ static const dt_key_spec_t cluster_keys[] = {
     {"restart_backoff", DT_KEY_DURATION, "2s",
      "wait before the first restart; doubles with each further one (at "
      "most 60s)"},
+    {"min_np", DT_KEY_INT, NULL,
+     "dtctl run with max_restarts: elastic membership; go on with at least "
+     "this many workers when hosts fail or cannot be reached (unset: "
+     "always np)"},
+    {"max_np", DT_KEY_INT, NULL,
+     "dtctl run, elastic: at most this many workers (default np); hosts "
+     "that come back rejoin at a restart up to it"},
+    {"host_failures", DT_KEY_INT, "2",
+     "dtctl run, elastic: a host whose workers were the root failure this "
+     "many times is excluded"},
+    {"host_cooldown", DT_KEY_DURATION, "0s",
+     "dtctl run, elastic: an excluded host is probed again at a restart "
+     "once this long has passed since it was excluded"},
     {NULL, DT_KEY_STRING, NULL, NULL}};
 
 static const dt_key_spec_t train_keys[] = {
