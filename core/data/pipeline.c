@@ -54,6 +54,10 @@ struct dt_pipeline {
     bool started;            /* a seek happened                            */
     bool seeking, stop;
     uint64_t base_epoch, base_step;
+    /* A resumed epoch that starts at a position of its order (another
+     * world size wrote the checkpoint): part_steps batches (0: none). */
+    uint64_t part_epoch, part_steps;
+    size_t part_start;
     uint64_t next_claim;     /* next sequence number to load               */
     uint64_t next_take;      /* next sequence number the step takes        */
     bool held;               /* the step holds next_take - 1               */
@@ -65,8 +69,17 @@ uint64_t dt_pipeline_steps(const dt_pipeline_t *p) { return p->steps; }
 static void position(const dt_pipeline_t *p, uint64_t seq, uint64_t *epoch,
                      uint64_t *step)
 {
-    uint64_t at = p->base_step + seq;
-    *epoch = p->base_epoch + at / p->steps;
+    uint64_t e = p->base_epoch, at = p->base_step + seq;
+    if (p->part_steps && e == p->part_epoch) {
+        if (at < p->part_steps) {
+            *epoch = e;
+            *step = at;
+            return;
+        }
+        at -= p->part_steps;
+        e++;
+    }
+    *epoch = e + at / p->steps;
     *step = at % p->steps;
 }
 
@@ -84,11 +97,13 @@ static dt_status_t claim(dt_pipeline_t *p, uint64_t seq, size_t *idx,
 {
     uint64_t e, s;
     position(p, seq, &e, &s);
-    if (p->smp.epoch != e)
-        DT_CHECK(dt_sampler_set_epoch(&p->smp, e));
+    size_t from = p->part_steps && e == p->part_epoch ? p->part_start : 0;
+    if (p->smp.epoch != e || p->smp.start != from)
+        DT_CHECK(dt_sampler_set_epoch_from(&p->smp, e, from));
     size_t at = (size_t)s * p->o.batch;
-    size_t b = p->smp.count - at < p->o.batch ? p->smp.count - at
-                                               : p->o.batch;
+    size_t b = p->smp.epoch_count - at < p->o.batch
+                   ? p->smp.epoch_count - at
+                   : p->o.batch;
     memcpy(idx, p->smp.indices + at, b * sizeof *idx);
     sl->seq = seq;
     sl->count = b;
@@ -243,6 +258,31 @@ dt_status_t dt_pipeline_new(const dt_dataset_t *ds,
 
 dt_status_t dt_pipeline_seek(dt_pipeline_t *p, uint64_t epoch, uint64_t step)
 {
+    return dt_pipeline_seek_from(p, epoch, 0, step);
+}
+
+uint64_t dt_pipeline_steps_from(const dt_pipeline_t *p, size_t start)
+{
+    size_t c = dt_sampler_count_from(p->ds->n, p->o.rank, p->o.world, start,
+                                     true);
+    return (c + p->o.batch - 1) / p->o.batch;
+}
+
+dt_status_t dt_pipeline_seek_from(dt_pipeline_t *p, uint64_t epoch,
+                                  size_t start, uint64_t step)
+{
+    uint64_t part = 0;
+    if (start >= p->ds->n)
+        return DT_ERR_INVALID;
+    if (start > 0) {
+        part = dt_pipeline_steps_from(p, start);
+        if (step >= part) { /* past the partial epoch: the next ones */
+            step -= part;
+            epoch++;
+            start = 0;
+            part = 0;
+        }
+    }
     if (step >= p->steps) {
         epoch += step / p->steps;
         step %= p->steps;
@@ -256,6 +296,9 @@ dt_status_t dt_pipeline_seek(dt_pipeline_t *p, uint64_t epoch, uint64_t step)
         p->slots[i].state = SLOT_FREE;
     p->base_epoch = epoch;
     p->base_step = step;
+    p->part_epoch = epoch;
+    p->part_start = start;
+    p->part_steps = part;
     p->next_claim = p->next_take = 0;
     p->held = false;
     p->started = true;

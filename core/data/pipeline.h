@@ -54,6 +54,13 @@ dt_status_t dt_pipeline_new(const dt_dataset_t *ds,
  * position are dropped (after the loaders finish the one in hand). */
 dt_status_t dt_pipeline_seek(dt_pipeline_t *p, uint64_t epoch,
                              uint64_t step);
+/* The same, where `epoch` starts at position `start` of its order (a job
+ * resumed at another world size, data/sampler.h): that epoch has
+ * dt_pipeline_steps_from(p, start) batches of this rank's share of the
+ * remaining positions; the epochs after it are whole. */
+dt_status_t dt_pipeline_seek_from(dt_pipeline_t *p, uint64_t epoch,
+                                  size_t start, uint64_t step);
+uint64_t dt_pipeline_steps_from(const dt_pipeline_t *p, size_t start);
 /* The next batch, waiting for it when it is not ready; *wait_seconds (if
  * not NULL) gets the time waited. An error of a loader is returned here. */
 dt_status_t dt_pipeline_next(dt_pipeline_t *p, dt_batch_t *batch,

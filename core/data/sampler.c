@@ -59,8 +59,8 @@ dt_status_t dt_sampler_init(dt_sampler_t *s, size_t n, int rank, int world,
     s->seed = seed;
     s->shuffle = shuffle;
     s->pad = pad;
-    size_t w = (size_t)world, r = (size_t)rank;
-    s->count = pad ? (n + w - 1) / w : (n > r ? (n - r + w - 1) / w : 0);
+    s->count = dt_sampler_count_from(n, rank, world, 0, pad);
+    s->epoch_count = s->count;
     s->indices = malloc((s->count ? s->count : 1) * sizeof *s->indices);
     s->order = malloc(n * sizeof *s->order);
     if (!s->indices || !s->order) {
@@ -71,21 +71,41 @@ dt_status_t dt_sampler_init(dt_sampler_t *s, size_t n, int rank, int world,
     return DT_OK;
 }
 
+size_t dt_sampler_count_from(size_t n, int rank, int world, size_t start,
+                             bool pad)
+{
+    if (world < 1 || start >= n)
+        return 0;
+    size_t m = n - start, w = (size_t)world, r = (size_t)rank;
+    return pad ? (m + w - 1) / w : (m > r ? (m - r + w - 1) / w : 0);
+}
+
 dt_status_t dt_sampler_set_epoch(dt_sampler_t *s, uint64_t epoch)
 {
-    if (!s->order)
+    return dt_sampler_set_epoch_from(s, epoch, 0);
+}
+
+dt_status_t dt_sampler_set_epoch_from(dt_sampler_t *s, uint64_t epoch,
+                                      size_t start)
+{
+    if (!s->order || start >= s->n)
         return DT_ERR_INVALID;
     if (s->shuffle)
         dt_shuffle_indices(s->order, s->n, s->seed, epoch);
     else
         for (size_t i = 0; i < s->n; i++)
             s->order[i] = i;
-    /* Position p of the padded order is order[p mod n] (wrapping). */
-    for (size_t k = 0; k < s->count; k++) {
+    /* Position p of the padded order (counted from start) is
+     * order[start + p mod (n - start)] (wrapping). */
+    size_t m = s->n - start;
+    s->epoch_count = dt_sampler_count_from(s->n, s->rank, s->world, start,
+                                           s->pad);
+    for (size_t k = 0; k < s->epoch_count; k++) {
         size_t p = (size_t)s->rank + k * (size_t)s->world;
-        s->indices[k] = s->order[p % s->n];
+        s->indices[k] = s->order[start + p % m];
     }
     s->epoch = epoch;
+    s->start = start;
     return DT_OK;
 }
 

@@ -183,6 +183,34 @@ double dt_lr_at(const dt_lr_schedule_t *s, double e)
     return lr_unscaled(s, e) * s->scale;
 }
 
+double dt_lr_target_for(const dt_lr_schedule_t *s, int world,
+                        long long batch)
+{
+    double workers = world > 0 ? world : 1;
+    if (batch < 1)
+        batch = 1;
+    if (s->max_batch > 0 &&
+        (double)s->max_batch < workers * (double)batch) {
+        workers = (double)s->max_batch / (double)batch;
+        if (workers < 1.0)
+            workers = 1.0;
+    }
+    double factor = s->scaling == DT_LR_SCALE_LINEAR ? workers
+                    : s->scaling == DT_LR_SCALE_SQRT ? sqrt(workers)
+                                                     : 1.0;
+    double target = s->base * factor;
+    if (s->max_lr > 0 && target > s->max_lr)
+        target = s->max_lr;
+    return target * s->scale;
+}
+
+static const char *scaling_name(dt_lr_scaling_t k);
+
+const char *dt_lr_scaling_name(const dt_lr_schedule_t *s)
+{
+    return scaling_name(s->scaling);
+}
+
 static const char *scaling_name(dt_lr_scaling_t k)
 {
     return k == DT_LR_SCALE_LINEAR ? "linear"

@@ -76,6 +76,12 @@ void dt_lr_schedule_set_steps(dt_lr_schedule_t *s, double steps_per_epoch);
 
 /* lr at epoch position e (>= 0). */
 double dt_lr_at(const dt_lr_schedule_t *s, double e);
+/* The scaled lr (target, caps applied, times scale) this schedule's rule
+ * gives world workers of batch each: what a checkpoint written at another
+ * world size ran with (train_state.c). */
+double dt_lr_target_for(const dt_lr_schedule_t *s, int world,
+                        long long batch);
+const char *dt_lr_scaling_name(const dt_lr_schedule_t *s);
 
 /* One line for -v: "lr 0.05 x 8 workers (linear) = 0.4, warmup 3 epochs
  * (351 steps) from 0.05, then cosine to 0". */

@@ -36,7 +36,13 @@ static bool ckpt_due_after_epoch(const dt_trainer_t *t)
 static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
                               float *loss, bool *rolled_back)
 {
-    double lr = dt_lr_at(&t->lr, (double)t->epoch + (double)s / steps);
+    /* The epoch's position by samples: a resumed epoch that starts at
+     * epoch_start (another world size) counts what was seen before. */
+    (void)steps;
+    double whole = (double)dt_trainer_steps_per_epoch(t);
+    double pos = (double)t->epoch_start /
+                     ((double)t->batch * (double)t->world) + (double)s;
+    double lr = dt_lr_at(&t->lr, (double)t->epoch + pos / whole);
     double t0 = dt_clock_now(), wait = 0.0, data_wait = 0.0;
     dt_batch_t batch;
 
@@ -165,15 +171,17 @@ static dt_status_t preempted(dt_trainer_t *t, uint64_t s)
 
 static dt_status_t train_loop(dt_trainer_t *t, uint64_t max_steps)
 {
-    uint64_t steps = dt_trainer_steps_per_epoch(t);
     bool saved = false;
     t->last_ckpt_time = dt_clock_now();
     DT_CHECK(dt_trainer_guard_begin(t));
 restart: /* after a rollback (on_divergence): from the checkpoint's step */
     /* The loaders start (again) at the batch the loop needs next. */
-    DT_CHECK(dt_pipeline_seek(t->pipe, t->epoch, t->step_in_epoch));
-    for (; t->epoch < t->epochs; t->epoch++, t->step_in_epoch = 0) {
+    DT_CHECK(dt_pipeline_seek_from(t->pipe, t->epoch, t->epoch_start,
+                                   t->step_in_epoch));
+    for (; t->epoch < t->epochs;
+         t->epoch++, t->step_in_epoch = 0, t->epoch_start = 0) {
         double start = dt_clock_now();
+        uint64_t steps = dt_trainer_epoch_steps(t);
         t->train_seconds = t->comm_wait_seconds = 0.0;
         t->data_wait_seconds = 0.0;
         t->epoch_samples = 0;
@@ -212,6 +220,7 @@ restart: /* after a rollback (on_divergence): from the checkpoint's step */
         uint64_t done = t->epoch;
         t->epoch++;
         t->step_in_epoch = 0;
+        t->epoch_start = 0;
         t->loss_sum = t->loss_count = 0.0;
         if (ckpt_due_after_epoch(t) || (t->ckpt_dir && t->epoch == t->epochs))
             DT_CHECK(dt_trainer_save(t));

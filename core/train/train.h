@@ -76,6 +76,10 @@ typedef struct dt_trainer {
     /* progress: where training stands (what checkpoints hold) */
     uint64_t epoch;             /* current epoch, 0-based                  */
     uint64_t step_in_epoch;     /* steps done in the current epoch         */
+    uint64_t epoch_start;       /* position of the epoch's order where this
+                                   world's shards begin: 0, or the samples
+                                   seen before a resume at another world
+                                   size (data/sampler.h)                   */
     uint64_t global_step;       /* optimizer steps done                    */
     double loss_sum, loss_count;/* this epoch's training loss so far       */
     double best_acc;            /* checkpoint_best: best test accuracy ... */
@@ -111,6 +115,9 @@ dt_status_t dt_trainer_broadcast(dt_trainer_t *t, void *dev_ptr,
 dt_status_t dt_trainer_broadcast_host(void *buf, size_t bytes);
 /* Steps per epoch for this rank. */
 uint64_t dt_trainer_steps_per_epoch(const dt_trainer_t *t);
+/* Steps of the current epoch: steps_per_epoch, fewer when it starts at
+ * epoch_start > 0. */
+uint64_t dt_trainer_epoch_steps(const dt_trainer_t *t);
 
 /* train_eval.c: loss and accuracy on the whole test set, every rank its
  * shard, sums allreduced; first dt_trainer_sync_buffers. */

@@ -382,6 +382,13 @@ dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg)
     return setup_outputs(cfg, t);
 }
 
+uint64_t dt_trainer_epoch_steps(const dt_trainer_t *t)
+{
+    if (t->epoch_start == 0)
+        return dt_trainer_steps_per_epoch(t);
+    return dt_pipeline_steps_from(t->pipe, (size_t)t->epoch_start);
+}
+
 uint64_t dt_trainer_steps_per_epoch(const dt_trainer_t *t)
 {
     return (t->train_sampler.count + t->batch - 1) / t->batch;

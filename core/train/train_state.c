@@ -8,7 +8,16 @@
  * it existed, which a model with batchnorm refuses). With the same
  * number of workers a resumed job ends with exactly the parameters of an
  * uninterrupted one: same data order (sampler epoch and step), same RNG
- * counter, same optimizer state. */
+ * counter, same optimizer state.
+ *
+ * At another world size (or batch_size) the position is translated by
+ * samples (reshard()): the workers that wrote the checkpoint had seen the
+ * first epoch_start + step_in_epoch x batch x world positions of the
+ * epoch's order; the new workers shard the rest of that epoch among
+ * themselves (data/sampler.h), so no sample of the epoch is skipped or
+ * seen twice. The per-worker batch is the job's batch_size, so the global
+ * batch follows the world size, and the lr follows lr_scaling; the
+ * optimizer state is loaded unchanged. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,9 +45,12 @@ enum {
     /* version 3 */
     M_BEST_ACC,              /* double: checkpoint_best's best accuracy  */
     M_BEST_EPOCH,            /* its epoch, 1-based (0: none yet)         */
+    /* version 4 */
+    M_EPOCH_START,           /* position of the epoch's order where the
+                                shards of this world size begin (0)     */
     M_COUNT
 };
-#define META_VERSION 3
+#define META_VERSION 4
 
 static uint64_t dbits(double d)
 {
@@ -104,7 +116,8 @@ dt_status_t dt_trainer_save_as(dt_trainer_t *t, const char *name,
         [M_RNG_COUNTER] = rng_counter, [M_LOSS_SUM] = dbits(sums[0]),
         [M_LOSS_COUNT] = dbits(sums[1]), [M_TRAIN_N] = t->train.n,
         [M_LR_SCALE] = dbits(t->lr.scale),
-        [M_BEST_ACC] = dbits(t->best_acc), [M_BEST_EPOCH] = t->best_epoch};
+        [M_BEST_ACC] = dbits(t->best_acc), [M_BEST_EPOCH] = t->best_epoch,
+        [M_EPOCH_START] = t->epoch_start};
     unsigned char meta[8 * M_COUNT];
     for (int i = 0; i < M_COUNT; i++)
         ckpt_put64(meta + 8 * i, m[i]);
@@ -212,12 +225,6 @@ static dt_status_t load_on_root(dt_trainer_t *t, uint64_t before,
                 c->path, (unsigned long long)meta[M_TRAIN_N],
                 (unsigned long long)meta[M_SEED], t->train.n,
                 (unsigned long long)t->seed);
-    if (meta[M_WORLD] != (uint64_t)t->world || meta[M_BATCH] != t->batch)
-        dt_warn("%s: written by %llu workers with batch %llu; now %d with "
-                "batch %zu: the rest of the interrupted epoch sees a "
-                "different data order", c->path,
-                (unsigned long long)meta[M_WORLD],
-                (unsigned long long)meta[M_BATCH], t->world, t->batch);
     /* BUFFERS: the batchnorm running statistics. Without them a model
      * with batchnorm would evaluate with fresh ones (mean 0, variance 1)
      * and resume would not be exact: refused, not guessed. */
@@ -249,6 +256,55 @@ static dt_status_t load_on_root(dt_trainer_t *t, uint64_t before,
             (unsigned long long)meta[M_EPOCH] + 1,
             (unsigned long long)meta[M_GLOBAL_STEP]);
     return DT_OK;
+}
+
+/* A checkpoint of old_world workers with batch old_batch each, resumed by
+ * t->world workers of t->batch: the epoch goes on where the old workers
+ * stopped, by samples. Every rank computes the same from the same META;
+ * rank 0 says what changed. */
+static void reshard(dt_trainer_t *t, uint64_t old_world, uint64_t old_batch)
+{
+    uint64_t n = t->train.n;
+    uint64_t seen = t->epoch_start + t->step_in_epoch * old_batch * old_world;
+    uint64_t per = (uint64_t)t->batch * (uint64_t)t->world;
+    char where[200];
+    if (seen >= n) {
+        /* Its steps were all done (the end of the epoch, evaluation and
+         * the epoch's checkpoint are still to come). */
+        t->epoch_start = 0;
+        t->step_in_epoch = dt_trainer_steps_per_epoch(t);
+        snprintf(where, sizeof where, "epoch %llu: all %llu samples seen",
+                 (unsigned long long)t->epoch + 1, (unsigned long long)n);
+    } else if (seen % per == 0) {
+        /* On this world's step grid: an ordinary position. */
+        t->epoch_start = 0;
+        t->step_in_epoch = seen / per;
+        snprintf(where, sizeof where, "epoch %llu goes on at step %llu of "
+                 "%llu (%llu of %llu samples seen)",
+                 (unsigned long long)t->epoch + 1,
+                 (unsigned long long)t->step_in_epoch + 1,
+                 (unsigned long long)dt_trainer_steps_per_epoch(t),
+                 (unsigned long long)seen, (unsigned long long)n);
+    } else {
+        t->epoch_start = seen;
+        t->step_in_epoch = 0;
+        snprintf(where, sizeof where, "epoch %llu: the remaining %llu of "
+                 "%llu samples resharded (%llu steps)",
+                 (unsigned long long)t->epoch + 1,
+                 (unsigned long long)(n - seen), (unsigned long long)n,
+                 (unsigned long long)dt_trainer_epoch_steps(t));
+    }
+    if (t->rank != 0)
+        return;
+    double before = dt_lr_target_for(&t->lr, (int)old_world,
+                                     (long long)old_batch);
+    double now = dt_lr_target_for(&t->lr, t->world, (long long)t->batch);
+    dt_info("resuming a checkpoint of %llu worker%s on %d: global batch "
+            "%llu -> %llu, lr %g -> %g (%s); %s",
+            (unsigned long long)old_world, old_world == 1 ? "" : "s",
+            t->world, (unsigned long long)(old_world * old_batch),
+            (unsigned long long)per, before, now,
+            dt_lr_scaling_name(&t->lr), where);
 }
 
 dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
@@ -322,7 +378,14 @@ dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
     double best = bitsd(meta[M_BEST_ACC]); /* 0 before version 3 */
     t->best_acc = isfinite(best) ? best : 0.0;
     t->best_epoch = meta[M_BEST_EPOCH];
-    uint64_t steps = dt_trainer_steps_per_epoch(t);
+    t->epoch_start = meta[M_EPOCH_START]; /* 0 before version 4 */
+    if (t->epoch_start >= t->train.n)
+        t->epoch_start = 0;
+    uint64_t old_world = meta[M_WORLD] ? meta[M_WORLD] : 1;
+    uint64_t old_batch = meta[M_BATCH] ? meta[M_BATCH] : t->batch;
+    if (old_world != (uint64_t)t->world || old_batch != t->batch)
+        reshard(t, old_world, old_batch);
+    uint64_t steps = dt_trainer_epoch_steps(t);
     if (t->step_in_epoch > steps)
         t->step_in_epoch = steps;
     if (found_out)
