@@ -218,6 +218,75 @@ static void test_global_batches_match(void **state)
     dt_sampler_free(&r1);
 }
 
+/* A job resumed at another world size in the middle of an epoch: the old
+ * workers (world w, batch b) had done `steps` steps, i.e. seen positions
+ * 0 .. steps*b*w - 1 of the epoch's order; the new ones (world w2) shard
+ * the rest from that position. Over the whole epoch every sample is seen,
+ * none by both the old and the new workers, and the only repeats are the
+ * new workers' padding (fewer than w2). Also: start 0 is the whole
+ * epoch, start >= n is refused. */
+static void check_resize(size_t n, int w, size_t b, size_t steps, int w2)
+{
+    size_t start = steps * b * (size_t)w;
+    assert_true(start < n);
+    int *old_seen = calloc(n, sizeof *old_seen);
+    int *new_seen = calloc(n, sizeof *new_seen);
+    assert_non_null(old_seen);
+    assert_non_null(new_seen);
+    for (int r = 0; r < w; r++) {
+        dt_sampler_t s;
+        assert_int_equal(dt_sampler_init(&s, n, r, w, 11, true, true), DT_OK);
+        assert_int_equal(dt_sampler_set_epoch(&s, 4), DT_OK);
+        assert_true(steps * b <= s.count);
+        for (size_t k = 0; k < steps * b; k++)
+            old_seen[s.indices[k]]++;
+        dt_sampler_free(&s);
+    }
+    size_t total = 0;
+    for (int r = 0; r < w2; r++) {
+        dt_sampler_t s;
+        assert_int_equal(dt_sampler_init(&s, n, r, w2, 11, true, true),
+                         DT_OK);
+        assert_int_equal(dt_sampler_set_epoch_from(&s, 4, start), DT_OK);
+        assert_int_equal(s.start, start);
+        assert_int_equal(s.epoch_count,
+                         dt_sampler_count_from(n, r, w2, start, true));
+        assert_int_equal(s.epoch_count,
+                         (n - start + (size_t)w2 - 1) / (size_t)w2);
+        for (size_t k = 0; k < s.epoch_count; k++)
+            new_seen[s.indices[k]]++;
+        total += s.epoch_count;
+        /* Back to a whole epoch: the ordinary shard again. */
+        assert_int_equal(dt_sampler_set_epoch(&s, 4), DT_OK);
+        assert_int_equal(s.epoch_count, s.count);
+        assert_int_equal(dt_sampler_set_epoch_from(&s, 4, n), DT_ERR_INVALID);
+        dt_sampler_free(&s);
+    }
+    size_t repeats = 0;
+    for (size_t i = 0; i < n; i++) {
+        assert_true(old_seen[i] <= 1);             /* old: no padding yet */
+        assert_true(old_seen[i] + new_seen[i] >= 1); /* nothing skipped    */
+        assert_false(old_seen[i] && new_seen[i]);  /* nothing seen twice  */
+        if (new_seen[i] > 1)
+            repeats += (size_t)new_seen[i] - 1;
+    }
+    assert_int_equal(total, n - start + repeats);
+    assert_true(repeats < (size_t)w2);
+    free(old_seen);
+    free(new_seen);
+}
+
+static void test_resume_other_world(void **state)
+{
+    (void)state;
+    check_resize(1000, 2, 16, 10, 3); /* 320 seen, off the 48 grid      */
+    check_resize(1000, 2, 16, 10, 1);
+    check_resize(1000, 4, 16, 7, 2);
+    check_resize(997, 3, 5, 20, 4);   /* padding at both sizes          */
+    check_resize(997, 1, 7, 100, 5);
+    check_resize(50, 4, 3, 4, 7);     /* 2 left for 7 workers: repeats  */
+}
+
 static void test_bad_arguments(void **state)
 {
     (void)state;
@@ -238,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_shuffle_per_epoch),
         cmocka_unit_test(test_set_epoch_changes_order),
         cmocka_unit_test(test_global_batches_match),
+        cmocka_unit_test(test_resume_other_world),
         cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
