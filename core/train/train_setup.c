@@ -321,6 +321,11 @@ static dt_status_t setup_optimizer(dt_config_t *cfg, dt_trainer_t *t)
         return DT_ERR_PLUGIN;
     }
     t->opt = ops;
+    /* From here on the plugin's own name: the schema and the environment
+     * loaded below replace the configuration's strings, so the value
+     * `name` points into is freed (and its memory reused for other
+     * names, such as DT_TRAIN_DEVICE). */
+    name = t->opt_plugin->name;
     /* Its [optimizer.NAME] keys reach the workers as DT_OPTIMIZER_NAME_*. */
     snprintf(section, sizeof section, "optimizer.%s", name);
     if (t->opt_plugin->keys) {

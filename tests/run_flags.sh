@@ -1,0 +1,63 @@
+#!/bin/sh
+# run_flags.sh — what people coming from mpirun, torchrun and horovodrun
+# type, and the rough edges a newcomer hit (issue 19), against the real
+# dtctl, trainer and processes (local launcher, tcp).
+set -u
+
+: "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
+T=$(mktemp -d "${TMPDIR:-/tmp}/dt-run-flags.XXXXXX") || exit 99
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 99            # no ./conf/cluster.ini here
+unset DT_CONFIG DT_CLUSTER_NP DT_TRANSPORT DT_LAUNCHER DT_STORAGE DT_INTERFACE \
+    DT_CLUSTER_INTERFACE NCCL_SOCKET_IFNAME GLOO_SOCKET_IFNAME UCX_NET_DEVICES
+fails=0 passed_at=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() {
+    if [ $fails -eq $passed_at ]; then echo "ok: $*"
+    else echo "FAILED: $* ($((fails - passed_at)) check(s) above)"; fi
+    passed_at=$fails
+}
+# Every dtctl call is bounded: a bug must fail the test, never hang it.
+dt() { timeout -k 5 120 "$DTCTL" "$@"; }
+if ! "$DTCTL" plugins | awk '$1 == "transport" && $2 == "tcp"' | grep -q available; then
+    echo "SKIP: the tcp transport is not available"
+    exit 77
+fi
+data=/usr/share/datasets/fashion-mnist
+have_data=0
+[ -r "$data/train-images-idx3-ubyte.gz" ] && have_data=1
+# A small job for dt's trainer: 500 samples, batch 50 (10 steps an epoch).
+cat >job.ini <<'INI'
+[train]
+seed = 1
+epochs = 3
+batch_size = 50
+lr = 0.05
+optimizer = sgd
+device = cpu
+[model]
+layers = flatten linear(32) relu linear(10)
+[data]
+mean = 0.286
+std = 0.353
+train_samples = 500
+test_samples = 200
+INI
+
+# --- a bad value of an optimizer key names the optimizer ---------------------
+# (it named an environment variable: the name pointed into a configuration
+# string that loading the optimizer's keys had freed)
+if [ $have_data -eq 1 ]; then
+    dt run -n 1 --set train.optimizer=sgd --set optimizer.sgd.momentum=-1 \
+        --set data.dataset=fashion-mnist job.ini >out 2>&1; rc=$?
+    [ $rc -ne 0 ] || fail "momentum = -1 was accepted"
+    grep -q "optimizer 'sgd' could not be created" out ||
+        fail "the error does not name optimizer 'sgd': $(grep -i optimizer out)"
+    grep -q "optimizer 'DT_" out && fail "an environment variable named as the optimizer: $(grep "optimizer 'DT_" out)"
+    ok "a bad optimizer key names the optimizer"
+else
+    echo "note: $data missing: the trainer checks are skipped"
+fi
+
+[ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+echo "all run_flags checks passed"
