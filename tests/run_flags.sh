@@ -55,6 +55,21 @@ if [ $have_data -eq 1 ]; then
         fail "the error does not name optimizer 'sgd': $(grep -i optimizer out)"
     grep -q "optimizer 'DT_" out && fail "an environment variable named as the optimizer: $(grep "optimizer 'DT_" out)"
     ok "a bad optimizer key names the optimizer"
+
+    # --- the final line names the best test accuracy and its epoch ----------
+    # (a high lr, so that accuracy goes up and down between epochs)
+    dt run -n 2 --metrics m.jsonl --set train.lr=1.5 --set train.epochs=4 \
+        job.ini >out 2>&1 || fail "the 4-epoch job failed: $(tail -5 out)"
+    line=$(grep "final test accuracy: " out)
+    # The best of m.jsonl (the first epoch that reached it) and the last.
+    want=$(awk -F'"test_accuracy":' 'NF > 1 { split($2, a, ","); e++;
+               if (a[1] + 0 > best + 0 || e == 1) { best = a[1]; be = e }; last = a[1] }
+           END { printf "%.2f %d %.2f", 100 * best, be, 100 * last }' m.jsonl)
+    set -- $want
+    echo "$line" | grep -q "final test accuracy: $3% after 4 epochs (.*); best $1% at epoch $2\$" ||
+        fail "want 'final test accuracy: $3% ...; best $1% at epoch $2', got: $line"
+    [ "$2" -lt 4 ] || echo "note: the best epoch was the last one this time ($line)"
+    ok "final line: last $3%, best $1% at epoch $2"
 else
     echo "note: $data missing: the trainer checks are skipped"
 fi

@@ -108,12 +108,15 @@ static dt_status_t end_epoch(dt_trainer_t *t, double epoch_start)
                       : 0.0;
     m.epoch_seconds = dt_clock_now() - epoch_start;
     t->final_accuracy = m.test_accuracy;
-    /* Every rank has the same (allreduced) accuracy: the same decision. */
-    t->best_improved = t->ckpt_best && m.test_accuracy > t->best_acc;
-    if (t->best_improved) {
+    /* Every rank has the same (allreduced) accuracy: the same decision.
+     * The best is always kept (the final line names it); best.dtckpt only
+     * with checkpoint_best. */
+    bool better = m.test_accuracy > t->best_acc || t->best_epoch == 0;
+    if (better) {
         t->best_acc = m.test_accuracy;
         t->best_epoch = t->epoch + 1;
     }
+    t->best_improved = t->ckpt_best && better;
     if (t->rank == 0) {
         dt_progress_epoch_end(&t->progress, &m);
         if (t->jsonl)
@@ -252,11 +255,15 @@ dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy)
         st = train_loop(&t, max_steps > 0 ? (uint64_t)max_steps : 0);
     dt_preempt_restore();
     if (st == DT_OK && t.rank == 0) {
+        /* The best test accuracy and its epoch, always; with
+         * checkpoint_best also the file that holds that epoch's model. */
         char best[4300] = "";
-        if (t.ckpt_best && t.best_epoch)
-            snprintf(best, sizeof best, "; best %.2f%% at epoch %llu (%s/%s)",
+        if (t.best_epoch)
+            snprintf(best, sizeof best, "; best %.2f%% at epoch %llu%s%s%s%s",
                      100.0 * t.best_acc, (unsigned long long)t.best_epoch,
-                     t.ckpt_dir, DT_TRAIN_BEST_NAME);
+                     t.ckpt_best ? " (" : "", t.ckpt_best ? t.ckpt_dir : "",
+                     t.ckpt_best ? "/" DT_TRAIN_BEST_NAME : "",
+                     t.ckpt_best ? ")" : "");
         if (t.final_accuracy > 0)
             printf("final test accuracy: %.2f%% after %llu epochs (%llu "
                    "steps, %d worker%s)%s\n", 100.0 * t.final_accuracy,

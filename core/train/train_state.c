@@ -43,7 +43,7 @@ enum {
     /* version 2 */
     M_LR_SCALE = M_V1_COUNT, /* double: lr factor left by on_divergence */
     /* version 3 */
-    M_BEST_ACC,              /* double: checkpoint_best's best accuracy  */
+    M_BEST_ACC,              /* double: the best test accuracy so far    */
     M_BEST_EPOCH,            /* its epoch, 1-based (0: none yet)         */
     /* version 4 */
     M_EPOCH_START,           /* position of the epoch's order where the
