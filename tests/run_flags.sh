@@ -70,9 +70,35 @@ if [ $have_data -eq 1 ]; then
         fail "want 'final test accuracy: $3% ...; best $1% at epoch $2', got: $line"
     [ "$2" -lt 4 ] || echo "note: the best epoch was the last one this time ($line)"
     ok "final line: last $3%, best $1% at epoch $2"
+
+    # --- a cluster file that describes the job runs alone --------------------
+    { printf '[cluster]\nlauncher = local\nnp = 2\n'; cat job.ini; } >cluster-job.ini
+    for how in "--config cluster-job.ini run" "run --config cluster-job.ini" \
+               "DT_CONFIG" "conf/cluster.ini"; do
+        rm -rf conf
+        case $how in
+        DT_CONFIG) DT_CONFIG=cluster-job.ini dt run -v >out 2>&1; rc=$? ;;
+        conf/*) mkdir conf && cp cluster-job.ini conf/cluster.ini
+                dt run -v >out 2>&1; rc=$? ;;
+        *) dt $how -v >out 2>&1; rc=$? ;;
+        esac
+        [ $rc -eq 0 ] && grep -q "final test accuracy: .* (15 steps, 2 workers)" out ||
+            fail "$how: the cluster file's job did not run (exit $rc): $(tail -3 out)"
+        grep -q "no job file: the configuration describes the job (\[model\] layers from .*cluster.*ini:" out ||
+            fail "$how: -v does not say where the job came from: $(grep 'job file' out)"
+    done
+    rm -rf conf
+    ok "a cluster file with [model], [data], [train] runs alone (--config, \$DT_CONFIG, ./conf/cluster.ini)"
 else
     echo "note: $data missing: the trainer checks are skipped"
 fi
+
+# Neither a job nor a program: still explained, exit 2.
+printf '[cluster]\nnp = 2\n' >plain.ini
+dt --config plain.ini run >out 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "nothing to run: give a job file" out ||
+    fail "no job and no program: want exit 2 and 'nothing to run', got $rc: $(cat out)"
+ok "nothing to run is explained"
 
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all run_flags checks passed"

@@ -85,12 +85,30 @@ static int check_usage(const dt_cli_t *cli, const char **job_file)
         }
         *job_file = cli->args[0];
     }
-    if (cli->exec_argc > 0 || *job_file)
-        return 0; /* a job file alone: the built-in trainer */
+    /* A job file alone: the built-in trainer. Neither a job file nor a
+     * program: the configuration may still describe a job (a cluster file
+     * with [model]); job_in_config decides once it is loaded. */
+    return 0;
+}
+
+/* No job file and no program: dt's trainer when the configuration (a
+ * cluster file with the job's sections, the environment, --set) has
+ * [model] layers; else nothing to run. */
+static int job_in_config(const dt_config_t *cfg)
+{
+    const char *layers = dt_config_get(cfg, "model", "layers");
+    const char *where = "default";
+    if (layers && *layers) {
+        dt_config_origin(cfg, "model", "layers", NULL, &where);
+        dt_debug("no job file: the configuration describes the job ([model] "
+                 "layers from %s); running dt's trainer", where);
+        return 0;
+    }
     dt_error("nothing to run: give a job file for dt's trainer (dtctl run "
-             "-n 2 conf/examples/fashion-mnist-mlp.ini) or a program after "
-             "'--', e.g. dtctl run -n 4 -- python train.py (see dtctl "
-             "--help)");
+             "-n 2 conf/examples/fashion-mnist-mlp.ini), a cluster file "
+             "with the job's [model], [data] and [train], or a program "
+             "after '--', e.g. dtctl run -n 4 -- python train.py (see "
+             "dtctl --help)");
     return EXIT_USAGE;
 }
 
@@ -398,6 +416,8 @@ int dt_cmd_run(dt_cli_t *cli)
     run_state_t s;
     memset(&s, 0, sizeof s);
     code = prepare(cli, job_file, &s);
+    if (code == 0 && cli->exec_argc == 0 && !job_file)
+        code = job_in_config(s.cfg);
     /* No program after '--': every worker runs dt's trainer. */
     char trainer[4200];
     char *trainer_argv[2] = {trainer, NULL};
