@@ -44,6 +44,39 @@ train_samples = 500
 test_samples = 200
 INI
 
+# --- [cluster] interface reaches the libraries a program uses ----------------
+# NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, UCX_NET_DEVICES: each from the
+# interface dt chose, unless dtctl's environment has it.
+ifvars() { grep -E '^\[0\] (NCCL_SOCKET_IFNAME|GLOO_SOCKET_IFNAME|UCX_NET_DEVICES)=' out | sort | tr '\n' ' '; }
+want_lo="[0] GLOO_SOCKET_IFNAME=lo [0] NCCL_SOCKET_IFNAME=lo [0] UCX_NET_DEVICES=lo "
+dt run --set cluster.interface=lo -n 1 -- env >out 2>&1 || fail "interface=lo: exit $?: $(tail -3 out)"
+[ "$(ifvars)" = "$want_lo" ] || fail "interface=lo: want '$want_lo', got '$(ifvars)'"
+dt run --set cluster.interface=127.0.0.0/8 -n 1 -- env >out 2>&1 || fail "interface=127.0.0.0/8: exit $?"
+[ "$(ifvars)" = "$want_lo" ] || fail "interface=127.0.0.0/8 (local launcher: resolved here): want '$want_lo', got '$(ifvars)'"
+NCCL_SOCKET_IFNAME=mine0 dt run -v --set cluster.interface=lo -n 1 -- env >out 2>&1 || fail "user's NCCL_SOCKET_IFNAME: exit $?"
+[ "$(ifvars)" = "[0] GLOO_SOCKET_IFNAME=lo [0] NCCL_SOCKET_IFNAME=mine0 [0] UCX_NET_DEVICES=lo " ] ||
+    fail "the user's NCCL_SOCKET_IFNAME was not kept: $(ifvars)"
+grep -q "NCCL_SOCKET_IFNAME=mine0 from dtctl's environment is kept" out || fail "-v does not say the user's value is kept"
+dt run -n 1 -- env >out 2>&1 || fail "no interface: exit $?"
+[ -z "$(ifvars)" ] || fail "no [cluster] interface, yet: $(ifvars)"
+DT_INTERFACE=lo dt run -n 1 -- env >out 2>&1 || fail "DT_INTERFACE=lo: exit $?"
+[ "$(ifvars)" = "$want_lo" ] || fail "DT_INTERFACE=lo: want '$want_lo', got '$(ifvars)'"
+ok "[cluster] interface gives a program NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, UCX_NET_DEVICES (the user's own kept)"
+# A launcher that starts workers on other hosts: names pass as they are;
+# a network means a different interface per host, so nothing is set.
+if command -v mpirun >/dev/null 2>&1 &&
+   "$DTCTL" plugins | awk '$1 == "launcher" && $2 == "mpi"' | grep -q available; then
+    dt run --launcher=mpi --set cluster.interface=lo,eth0 -n 1 -- env >out 2>&1 ||
+        fail "mpi, interface=lo,eth0: exit $?: $(tail -3 out)"
+    want="[0] GLOO_SOCKET_IFNAME=lo,eth0 [0] NCCL_SOCKET_IFNAME=lo,eth0 [0] UCX_NET_DEVICES=lo,eth0 "
+    [ "$(ifvars)" = "$want" ] || fail "mpi, interface=lo,eth0: want '$want', got '$(ifvars)'"
+    dt run -v --launcher=mpi --set cluster.interface=127.0.0.0/8 -n 1 -- env >out 2>&1 ||
+        fail "mpi, interface=127.0.0.0/8: exit $?"
+    [ -z "$(ifvars)" ] && grep -q "whose interface differs per host" out ||
+        fail "mpi, a network: want no variables and a -v note, got '$(ifvars)'"
+    ok "launcher mpi: interface names passed as they are; a network sets nothing (-v says why)"
+fi
+
 # --- a bad value of an optimizer key names the optimizer ---------------------
 # (it named an environment variable: the name pointed into a configuration
 # string that loading the optimizer's keys had freed)

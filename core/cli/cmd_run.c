@@ -163,6 +163,8 @@ static dt_status_t start_rendezvous(run_state_t *s)
 static dt_status_t build_env(run_state_t *s)
 {
     DT_CHECK(run_env_common(&s->job, &s->common));
+    if (!s->trainer)
+        DT_CHECK(run_env_interface(s->cfg, &s->common));
     DT_CHECK(start_rendezvous(s));
     s->per_rank = calloc((size_t)s->att_np, sizeof *s->per_rank);
     s->rank_env = calloc((size_t)s->att_np, sizeof *s->rank_env);

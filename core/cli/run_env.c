@@ -1,5 +1,13 @@
 /* run_env.c — the worker environment contract (see run_env.h). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
 #include <dt/log.h>
+#include <dt/netif.h>
 #include "run_env.h"
 
 dt_status_t run_env_common(const run_job_t *job, env_list_t *env)
@@ -29,5 +37,86 @@ dt_status_t run_env_rank(const run_job_t *job, int rank, env_list_t *env)
     DT_CHECK(env_list_addf(env, "LOCAL_RANK", "%d", p->local_rank));
     DT_CHECK(env_list_addf(env, "LOCAL_WORLD_SIZE", "%d", p->local_size));
     DT_CHECK(env_list_addf(env, "GROUP_RANK", "%d", p->node_rank));
+    return DT_OK;
+}
+
+/* An item of [cluster] interface that is a plain interface name (not an
+ * address, a CIDR network or an exclusion). */
+static int plain_name(const char *item)
+{
+    unsigned char buf[sizeof(struct in6_addr)];
+    return *item && item[0] != '^' && !strchr(item, '/') &&
+           inet_pton(AF_INET, item, buf) != 1 &&
+           inet_pton(AF_INET6, item, buf) != 1;
+}
+
+/* The interface names [cluster] interface stands for on every worker's
+ * host, comma-separated, into out; "" when that depends on the host. */
+static dt_status_t interface_names(const dt_config_t *cfg, char **items,
+                                   size_t n, char *out, size_t len)
+{
+    const char *launcher = "local", *where = "cluster.interface";
+    out[0] = '\0';
+    dt_config_get_string(cfg, "cluster", "launcher", &launcher);
+    dt_config_origin(cfg, "cluster", "interface", NULL, &where);
+    if (strcmp(launcher, "local") == 0) {
+        /* Every worker runs here: the interface dt itself would use. */
+        char addr[DT_NETIF_ADDR_LEN];
+        DT_CHECK(dt_netif_select(items, n, NULL, where, addr, sizeof addr));
+        dt_netif_name_of(addr, out, len);
+        return DT_OK;
+    }
+    size_t used = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!plain_name(items[i])) {
+            out[0] = '\0';
+            return DT_OK;
+        }
+        int w = snprintf(out + used, len - used, "%s%s", i ? "," : "",
+                         items[i]);
+        if (w < 0 || (size_t)w >= len - used) {
+            out[0] = '\0';
+            return DT_OK;
+        }
+        used += (size_t)w;
+    }
+    return DT_OK;
+}
+
+dt_status_t run_env_interface(const dt_config_t *cfg, env_list_t *env)
+{
+    static const char *const vars[] = {"NCCL_SOCKET_IFNAME",
+                                       "GLOO_SOCKET_IFNAME",
+                                       "UCX_NET_DEVICES"};
+    const char *spec = dt_config_get(cfg, "cluster", "interface");
+    char **items = NULL, names[512];
+    size_t n = 0;
+    if (!spec || !*spec)
+        return DT_OK; /* the libraries choose, as without dt */
+    DT_CHECK(dt_config_get_list(cfg, "cluster", "interface", &items, &n));
+    dt_status_t st = n ? interface_names(cfg, items, n, names, sizeof names)
+                       : DT_OK;
+    dt_strv_free(items);
+    if (st != DT_OK || n == 0)
+        return st;
+    if (!names[0]) {
+        dt_debug("[cluster] interface = '%s' names networks, addresses or "
+                 "exclusions, whose interface differs per host: the "
+                 "workers get no NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME or "
+                 "UCX_NET_DEVICES from it (set them in dtctl's "
+                 "environment, or name the interfaces)", spec);
+        return DT_OK;
+    }
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *mine = getenv(vars[i]);
+        if (mine) {
+            dt_debug("%s=%s from dtctl's environment is kept ([cluster] "
+                     "interface would give %s)", vars[i], mine, names);
+            continue;
+        }
+        DT_CHECK(env_list_addf(env, vars[i], "%s", names));
+        dt_debug("%s=%s (from [cluster] interface = '%s')", vars[i], names,
+                 spec);
+    }
     return DT_OK;
 }

@@ -42,6 +42,14 @@ dt_status_t run_env_common(const run_job_t *job, env_list_t *env);
 /* The variables of one rank. */
 dt_status_t run_env_rank(const run_job_t *job, int rank, env_list_t *env);
 
+/* For a program (not dt's trainer, whose transports choose themselves):
+ * NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME and UCX_NET_DEVICES from
+ * [cluster] interface, each unless dtctl's environment has it. With the
+ * local launcher the interface dt itself uses here; elsewhere a list of
+ * interface names as it is (networks, addresses and exclusions differ per
+ * host: nothing is set, -v says so). Nothing when the key is unset. */
+dt_status_t run_env_interface(const dt_config_t *cfg, env_list_t *env);
+
 /* A TCP port free on addr right now (bind to port 0 and ask). */
 dt_status_t run_free_port(const char *addr, int *port);
 
