@@ -56,11 +56,26 @@ if ! echo "$line" | grep -q "unavailable" ||
     cat "$tmp/plugins"
     exit 1
 fi
+# The reason is the host's (no driver, no GPU, an old driver), not the CUDA
+# runtime's "CUDA driver version is insufficient for CUDA runtime version",
+# which it says when there is no driver at all.
+if echo "$line" | grep -q "driver version is insufficient" ||
+   ! echo "$line" | grep -q "no NVIDIA driver on this host\|no NVIDIA GPU on this host\|no usable NVIDIA GPU on this host\|update the driver"; then
+    echo "FAIL: the reason does not say what this host lacks:"
+    cat "$tmp/plugins"
+    exit 1
+fi
+if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 ' &&
+   ! echo "$line" | grep -q "no NVIDIA driver on this host"; then
+    echo "FAIL: no libcuda.so.1 here, but the reason is not 'no NVIDIA driver':"
+    cat "$tmp/plugins"
+    exit 1
+fi
 echo "ok: dtctl plugins shows nccl unavailable with the reason"
 timeout 120 "$DTCTL" --transport=nccl run -n 2 -- "$ex" >"$tmp/out" 2>&1
 rc=$?
 if [ $rc -eq 0 ] || [ $rc -eq 124 ] ||
-   ! grep -q "transport plugin 'nccl'.*not available here: .*GPU" "$tmp/out"; then
+   ! grep -q "transport plugin 'nccl'.*not available here: .*NVIDIA" "$tmp/out"; then
     echo "FAIL: a job with --transport=nccl without a GPU (exit $rc):"
     cat "$tmp/out"
     exit 1

@@ -27,19 +27,36 @@ static const dt_key_spec_t nccl_keys[] = {
 
 static dt_status_t nccl_available(char *why, size_t len)
 {
-    int n = 0;
+    int n = 0, driver = 0, runtime = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-        snprintf(why, len, "no usable CUDA GPU (cudaGetDeviceCount: %s)",
+    if (e == cudaSuccess && n > 0)
+        return DT_OK;
+    /* Say what is missing in the words of the host, not of the runtime:
+     * without a driver CUDA answers "CUDA driver version is insufficient
+     * for CUDA runtime version", which reads like an old driver. */
+    cudaDriverGetVersion(&driver); /* 0: no driver (libcuda) at all */
+    cudaRuntimeGetVersion(&runtime);
+    if (driver == 0)
+        snprintf(why, len, "no NVIDIA driver on this host (libcuda.so.1 "
+                           "not found: no GPU, or its driver is not "
+                           "installed); NCCL needs an NVIDIA GPU");
+    else if (e == cudaErrorInsufficientDriver)
+        snprintf(why, len, "the NVIDIA driver on this host supports CUDA "
+                           "%d.%d, older than the CUDA %d.%d runtime dt was "
+                           "built with; update the driver",
+                 driver / 1000, driver % 1000 / 10, runtime / 1000,
+                 runtime % 1000 / 10);
+    else if (e == cudaSuccess || e == cudaErrorNoDevice)
+        snprintf(why, len, "no NVIDIA GPU on this host (the driver is "
+                           "there, but it sees no GPU%s)",
+                 getenv("CUDA_VISIBLE_DEVICES")
+                     ? "; check CUDA_VISIBLE_DEVICES"
+                     : "");
+    else
+        snprintf(why, len, "no usable NVIDIA GPU on this host "
+                           "(cudaGetDeviceCount: %s)",
                  cudaGetErrorString(e));
-        return DT_ERR_UNSUPPORTED;
-    }
-    if (n == 0) {
-        snprintf(why, len, "no CUDA GPU on this host (cudaGetDeviceCount "
-                           "found 0)");
-        return DT_ERR_UNSUPPORTED;
-    }
-    return DT_OK;
+    return DT_ERR_UNSUPPORTED;
 }
 
 static void nccl_fini(void *ctx)
