@@ -123,4 +123,11 @@ void dt_dataset_normalize(const dt_dataset_t *ds, const uint8_t *pixels,
 
 void dt_dataset_free(dt_dataset_t *ds);
 
+/* The directory a worker reads for the data set path p ([data] path, or
+ * DT_DATA_PATH from dtctl: staging's destination, which may hold "{host}",
+ * [storage.rsync] dst = /x/{host}): "{host}" replaced by $DT_HOST, and an
+ * interrupted copy (its in-progress mark) refused with the path named.
+ * malloc'd into *path (staging.c). */
+dt_status_t dt_data_dir_resolve(const char *p, char **path);
+
 #endif /* DT_DATA_DATASET_H */

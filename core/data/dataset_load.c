@@ -322,6 +322,7 @@ dt_status_t dt_dataset_load(const dt_config_t *cfg, dt_split_t split,
     if (st != DT_OK && st != DT_ERR_NOT_FOUND)
         return st;
     int is_fashion = strcmp(kind, "fashion-mnist") == 0;
+    char *staged = NULL;
     if (!dir || !*dir) {
         if (!is_fashion) {
             dt_error("[data] path is not set: name the directory holding "
@@ -329,6 +330,12 @@ dt_status_t dt_dataset_load(const dt_config_t *cfg, dt_split_t split,
             return DT_ERR_CONFIG;
         }
         dir = FASHION_MNIST_DIR;
+    } else {
+        /* Where staging put it on this host: dtctl gives the workers
+         * DT_DATA_PATH (their [data] path), in which {host} stands for
+         * this worker's host. */
+        DT_CHECK(dt_data_dir_resolve(dir, &staged));
+        dir = staged;
     }
     if (is_fashion || strcmp(kind, "mnist") == 0)
         st = load_idx_split(dir, split, out);
@@ -343,8 +350,10 @@ dt_status_t dt_dataset_load(const dt_config_t *cfg, dt_split_t split,
     else {
         dt_error("[data] dataset '%s' is not known; use fashion-mnist, "
                  "mnist, cifar10, cifar100, stl10 or folder", kind);
+        free(staged);
         return DT_ERR_CONFIG;
     }
+    free(staged);
     if (st == DT_OK && strcmp(kind, "folder") != 0 &&
         (st = check_channels(cfg, kind, out)) != DT_OK)
         dt_dataset_free(out);

@@ -8,6 +8,7 @@
 
 #include <dt/log.h>
 #include <dt/staging.h>
+#include "dataset.h"
 
 /* The same name as the storage plugins' STG_MARK_BUSY: present while a
  * copy is incomplete. */
@@ -43,6 +44,12 @@ dt_status_t dt_data_path(const dt_config_t *cfg, char **path)
                  "run stages it and passes DT_DATA_PATH to the workers)");
         return DT_ERR_NOT_FOUND;
     }
+    return dt_data_dir_resolve(p, path);
+}
+
+dt_status_t dt_data_dir_resolve(const char *p, char **path)
+{
+    *path = NULL;
     if (strstr(p, "{host}") && !getenv("DT_HOST")) {
         dt_error("the data set path %s names {host} but DT_HOST is not set: "
                  "start the workers with dtctl run",
