@@ -167,5 +167,38 @@ else
 fi
 wait_jobs_gone || fail "probe jobs left in qstat: $(qstat)"
 
+# --- 9. [launcher.sge] pe unset: the cell's one PE that fits is used ------
+# README's canonical command as written: no pe anywhere.
+unset DT_LAUNCHER_SGE_PE
+data=/usr/share/datasets/fashion-mnist
+tr=tcp
+"$DTCTL" plugins | awk '$1 == "transport" && $2 == "ucx"' | grep -q available && tr=ucx
+if [ -r "$data/train-images-idx3-ubyte.gz" ]; then
+    printf '[train]\nepochs = 1\nbatch_size = 50\ndevice = cpu\n[model]\nlayers = flatten linear(10)\n[data]\ntrain_samples = 500\ntest_samples = 200\n' >"$T/job.ini"
+    (cd "$T" && timeout -k 5 180 "$DTCTL" --launcher=sge --transport=$tr -n 2 run job.ini -v) >"$T/o" 2>"$T/e"; rc=$?
+    [ $rc -eq 0 ] && grep -q "final test accuracy: .*2 workers" "$T/o" ||
+        fail "dtctl --launcher=sge --transport=$tr -n 2 run job.ini (pe unset): exit $rc: $(grep -i error "$T/e" | head -3)"
+else
+    run -v -n 2 -- true >"$T/o" 2>"$T/e"; rc=$?
+    [ $rc -eq 0 ] || fail "pe unset, -n 2 -- true: exit $rc: $(grep -i error "$T/e" | head -3)"
+fi
+grep -q "sge: \[launcher.sge\] pe is not set: using parallel environment dtpe, the only one of this cell that can hold 2 workers" "$T/e" ||
+    fail "-v does not say which PE was chosen: $(grep -i 'pe\b\|parallel' "$T/e" | head -3)"
+wait_jobs_gone || fail "job still in qstat: $(qstat)"
+# A second PE with one slot cannot hold 2 workers: dtpe is still the one.
+sed -e 's/^pe_name .*/pe_name dtsmall/' -e 's/^slots .*/slots 1/' "$SGE_ROOT/pe.conf" >"$T/small.conf"
+qconf -Ap "$T/small.conf" >/dev/null 2>&1 || fail "qconf -Ap dtsmall failed"
+run -v -n 2 -- true >"$T/o" 2>"$T/e" || fail "pe unset with dtsmall (1 slot) beside dtpe: exit $?: $(grep -i error "$T/e" | head -3)"
+grep -q "using parallel environment dtpe, .*dtsmall (slots 1, control_slaves TRUE): too few slots" "$T/e" ||
+    fail "dtsmall was not set aside for its slots: $(grep -i 'parallel' "$T/e" | head -3)"
+# Two PEs that fit: no guess, the error lists them.
+sed -e 's/^pe_name .*/pe_name dtpe2/' "$SGE_ROOT/pe.conf" >"$T/pe2.conf"
+qconf -Ap "$T/pe2.conf" >/dev/null 2>&1 || fail "qconf -Ap dtpe2 failed"
+run -n 2 -- true >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -ne 0 ] && grep -q "pe is not set and more than one of this cell's parallel environments can hold 2 workers .*dtpe (slots 999, control_slaves TRUE).*dtpe2 (slots 999, control_slaves TRUE).*--set launcher.sge.pe=NAME" "$T/e" ||
+    fail "two fitting PEs: want an error listing dtpe and dtpe2, got exit $rc: $(grep -i 'error' "$T/e" | head -3)"
+no_jobs || fail "a job was submitted although no PE was chosen: $(qstat)"
+ok "pe unset: the one PE that fits is used (-v says so, a too-small one set aside); two that fit are listed"
+
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all launcher_sge checks passed"

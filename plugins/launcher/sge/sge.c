@@ -149,6 +149,7 @@ static void sge_fini(void *ctx)
     sb_free(&L->qsub_err);
     free(L->dir);
     free(L->name);
+    free(L->auto_pe);
     free_conf(&L->conf);
     free(L);
 }
@@ -201,17 +202,20 @@ static dt_status_t sge_check(void *ctx, const dt_hostlist_t *hosts,
                                             const char *problem),
                              void *arg)
 {
-    (void)hosts; /* SGE chooses the hosts */
+    /* SGE chooses the hosts; their slots only size an unset pe's pick. */
     sge_launcher_t *L = ctx;
     char why[256], msg[1024];
     if (sge_available(why, sizeof why) != DT_OK) {
         report(arg, "localhost", why);
         return DT_OK;
     }
-    if (!L->conf.pe || !*L->conf.pe) {
+    if ((!L->conf.pe || !*L->conf.pe) &&
+        sge_pick_pe(L, (int)(hosts && dt_hostlist_slots(hosts) > 0
+                                 ? dt_hostlist_slots(hosts)
+                                 : 1)) != DT_OK) {
         report(arg, "localhost",
-               "[launcher.sge] pe is not set; `qconf -spl` lists the "
-               "parallel environments");
+               "[launcher.sge] pe is not set and no single parallel "
+               "environment fits (see above); `qconf -spl` lists them");
     } else {
         const char *argv[] = {"qconf", "-sp", L->conf.pe, NULL};
         char *pe = qconf(argv, report, arg, "parallel environment");

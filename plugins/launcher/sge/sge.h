@@ -31,6 +31,7 @@ typedef struct sge_launcher {
     int qdel_sent;         /* 0, 1 (stop asked), 2 (asked again)      */
     jobdir_mon_t mon;
     int mon_ready;
+    char *auto_pe;         /* the PE chosen when [launcher.sge] pe is unset */
 } sge_launcher_t;
 
 /* script.c: the job script (no secret in it). */
@@ -38,6 +39,9 @@ dt_status_t sge_script(const dt_launch_spec_t *spec, const char *dir,
                        const char *workdir, strbuf_t *out);
 /* submit.c */
 dt_status_t sge_launch(void *ctx, const dt_launch_spec_t *spec);
+/* [launcher.sge] pe unset: the one PE that can hold np workers becomes
+ * conf.pe (said at -v); else DT_ERR_CONFIG, logged with every PE. */
+dt_status_t sge_pick_pe(sge_launcher_t *L, int np);
 /* watch.c */
 dt_status_t sge_wait(void *ctx, int timeout_ms, dt_worker_exit_t *ev);
 dt_status_t sge_signal(void *ctx, int signo);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -174,6 +175,100 @@ static dt_status_t prepare_dir(sge_launcher_t *L, const dt_launch_spec_t *spec,
     return st;
 }
 
+/* "slots N" / "control_slaves TRUE" of `qconf -sp NAME` output. */
+static long pe_field_slots(const char *conf)
+{
+    const char *p = strstr(conf, "\nslots");
+    if (!p && strncmp(conf, "slots", 5) == 0)
+        p = conf - 1;
+    return p ? strtol(p + 6, NULL, 10) : -1;
+}
+
+static int pe_controls_slaves(const char *conf)
+{
+    const char *p = strstr(conf, "control_slaves");
+    if (!p)
+        return 0;
+    p += strlen("control_slaves");
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return strncasecmp(p, "TRUE", 4) == 0;
+}
+
+/* [launcher.sge] pe unset: the cell's one parallel environment that can
+ * hold np workers started by qrsh -inherit (control_slaves TRUE, slots >=
+ * np), said at -v; otherwise an error that lists them all. */
+dt_status_t sge_pick_pe(sge_launcher_t *L, int np)
+{
+    const char *spl[] = {"qconf", "-spl", NULL};
+    char *list = NULL, *save = NULL;
+    int code = 0;
+    strbuf_t all = {0};
+    dt_status_t st = DT_ERR_CONFIG;
+    if (proc_run(spl, NULL, 30000, &list, &code) != DT_OK || code != 0) {
+        dt_error("sge: [launcher.sge] pe is not set and `qconf -spl` "
+                 "failed (%s): name the parallel environment, e.g. --set "
+                 "launcher.sge.pe=mpi",
+                 list && *list ? list : "no output");
+        free(list);
+        return DT_ERR_CONFIG;
+    }
+    int fits = 0, total = 0;
+    for (char *name = strtok_r(list, " \t\r\n", &save); name;
+         name = strtok_r(NULL, " \t\r\n", &save)) {
+        if (strncmp(name, "no_", 3) == 0 && strstr(name, "defined"))
+            break; /* "no parallel environment defined" */
+        const char *sp[] = {"qconf", "-sp", name, NULL};
+        char *conf = NULL;
+        long slots = -1;
+        int ctl = 0;
+        if (proc_run(sp, NULL, 30000, &conf, &code) == DT_OK && code == 0 &&
+            conf) {
+            slots = pe_field_slots(conf);
+            ctl = pe_controls_slaves(conf);
+        }
+        free(conf);
+        total++;
+        int ok = ctl && slots >= np;
+        sb_addf(&all, "%s%s (slots %ld, control_slaves %s)%s",
+                total > 1 ? ", " : "", name, slots, ctl ? "TRUE" : "FALSE",
+                ok ? "" : slots < np ? ": too few slots" : "");
+        if (ok && ++fits == 1) {
+            free(L->auto_pe);
+            L->auto_pe = strdup(name);
+        }
+    }
+    if (fits == 1 && L->auto_pe) {
+        L->conf.pe = L->auto_pe;
+        dt_debug("sge: [launcher.sge] pe is not set: using parallel "
+                 "environment %s, the only one of this cell that can hold "
+                 "%d workers (%s)",
+                 L->conf.pe, np, all.s ? all.s : "");
+        st = DT_OK;
+    } else if (total == 0) {
+        dt_error("sge: [launcher.sge] pe is not set and this cell has no "
+                 "parallel environment (`qconf -spl` lists none); an "
+                 "administrator adds one with control_slaves TRUE (qconf "
+                 "-ap), then --set launcher.sge.pe=NAME");
+    } else {
+        dt_error("sge: [launcher.sge] pe is not set and %s of this cell's "
+                 "parallel environments can hold %d workers started with "
+                 "qrsh -inherit (control_slaves TRUE, slots >= %d): %s; "
+                 "name one, e.g. --set launcher.sge.pe=NAME",
+                 fits ? "more than one" : "none", np, np,
+                 all.s ? all.s : "");
+    }
+    if (st != DT_OK) {
+        free(L->auto_pe);
+        L->auto_pe = NULL;
+    }
+    if (sb_status(&all) == DT_ERR_NOMEM)
+        st = DT_ERR_NOMEM;
+    sb_free(&all);
+    free(list);
+    return st;
+}
+
 dt_status_t sge_launch(void *ctx, const dt_launch_spec_t *spec)
 {
     sge_launcher_t *L = ctx;
@@ -186,13 +281,8 @@ dt_status_t sge_launch(void *ctx, const dt_launch_spec_t *spec)
         dt_error("sge: this launcher instance already submitted a job");
         return DT_ERR_INVALID;
     }
-    if (!L->conf.pe || !*L->conf.pe) {
-        dt_error("sge: [launcher.sge] pe is not set: name the parallel "
-                 "environment to request (`qconf -spl` lists them; it needs "
-                 "control_slaves TRUE for qrsh -inherit), e.g. "
-                 "--set launcher.sge.pe=mpi");
+    if ((!L->conf.pe || !*L->conf.pe) && sge_pick_pe(L, spec->np) != DT_OK)
         return DT_ERR_CONFIG;
-    }
     L->launched = 1;
     const char *job_id = env_find(spec->env, "DT_JOB_ID");
     if (!job_id)
