@@ -44,6 +44,58 @@ train_samples = 500
 test_samples = 200
 INI
 
+# --- mpirun's, torchrun's and horovodrun's spellings -------------------------
+ranks() { grep -E '^\[[0-9]+\] [0-9]+/[0-9]+$' out | sort | tr '\n' ' '; }
+dt run -np 2 -- sh -c 'echo $RANK/$WORLD_SIZE' >out 2>&1 || fail "-np 2: exit $?: $(cat out)"
+[ "$(ranks)" = "[0] 0/2 [1] 1/2 " ] || fail "-np 2: want 2 ranks, got: $(cat out)"
+dt -np 2 run -- sh -c 'echo $RANK/$WORLD_SIZE' >out 2>&1 || fail "-np 2 before run: exit $?: $(cat out)"
+[ "$(ranks)" = "[0] 0/2 [1] 1/2 " ] || fail "-np 2 before run: want 2 ranks, got: $(cat out)"
+for opt in "--nproc-per-node 3" "--nproc-per-node=3" "--nproc_per_node=3" "--standalone --nproc-per-node 3" "--nnodes 1 --nproc-per-node 3"; do
+    dt run $opt -- sh -c 'echo $RANK/$WORLD_SIZE' >out 2>&1 || fail "$opt: exit $?: $(cat out)"
+    [ "$(ranks)" = "[0] 0/3 [1] 1/3 [2] 2/3 " ] || fail "$opt: want 3 ranks on one host, got: $(cat out)"
+done
+# With a host list: N on every host (hosts, slots and np as dtctl config shows).
+dt config --nproc-per-node 4 -H node1,node2:2 >out 2>&1 || fail "--nproc-per-node with -H: exit $?: $(cat out)"
+grep -q '^hosts = node1:4,node2:4 .*(--nproc-per-node)' out && grep -q '^np = 8 .*(--nproc-per-node)' out ||
+    fail "--nproc-per-node 4 -H node1,node2:2: want hosts node1:4,node2:4 and np 8: $(grep -E '^(np|hosts)' out)"
+printf 'node1 slots=1\nnode2 slots=1\n' >hostfile
+dt config --nproc_per_node=2 --nnodes=2 --hostfile hostfile >out 2>&1 || fail "--hostfile with --nproc_per_node: exit $?: $(cat out)"
+grep -q '^hosts = node1:2,node2:2 ' out && grep -q '^np = 4 ' out ||
+    fail "--nproc_per_node=2 --hostfile: want node1:2,node2:2 and np 4: $(grep -E '^(np|hosts)' out)"
+dt config -hostfile hostfile -np 1 >out 2>&1 && grep -q '^hostfile = hostfile .*command line' out && grep -q '^np = 1 ' out ||
+    fail "mpirun's -hostfile FILE -np 1: $(grep -E '^(np|hostfile)' out)"
+dt config -H node1:2,node2:2 >out 2>&1 && grep -q '^hosts = node1:2,node2:2 ' out || fail "horovodrun's -H: $(cat out)"
+dt config --host node1:2 >out 2>&1 && grep -q '^hosts = node1:2 ' out || fail "--host: $(cat out)"
+dt config --network-interface eth7 >out 2>&1 && grep -q '^interface = eth7 .*(--network-interface)' out ||
+    fail "--network-interface: $(grep '^interface' out)"
+dt config --network_interfaces lo,eth7 >out 2>&1 && grep -q '^interface = lo,eth7 ' out ||
+    fail "--network_interfaces: $(grep '^interface' out)"
+ok "-np, --nproc-per-node (alone, with -H or --hostfile), --nnodes, -H, --host, -hostfile, --network-interface(s)"
+
+# Refused with what to write instead; exit 2, nothing started.
+refused() { # OPTIONS... : exit 2 and the pattern in $want
+    dt run "$@" -- sh -c 'echo STARTED' >out 2>&1; rc=$?
+    [ $rc -eq 2 ] && grep -q -- "$want" out && ! grep -q STARTED out ||
+        fail "$*: want exit 2 and /$want/, got $rc: $(cat out)"
+}
+want="--nnodes 2: dtctl starts the workers of every node itself.*-H node1:N,node2:N or --hostfile FILE"; refused --nnodes 2 --nproc-per-node 2
+want="--nnodes 3, but the host list names 2 hosts"; refused --nnodes 3 -H localhost:1,127.0.0.1:1
+want="--nnodes 1:4: dt does not resize a running job"; refused --nnodes 1:4
+want="option '--master-addr' has no dtctl equivalent: dtctl picks MASTER_ADDR itself"; refused --master_addr 10.0.0.1
+want="option '--master-port' has no dtctl equivalent: use --set cluster.master_port=N"; refused --master-port 29500
+want="option '--node-rank' has no dtctl equivalent: .*-H node1:N,node2:N"; refused --node_rank 0
+want="option '--rdzv-endpoint' has no dtctl equivalent"; refused --rdzv-endpoint h:1
+want="option '--mpi' has no dtctl equivalent: use --launcher=mpi"; refused --mpi
+want="-n 2 and --nproc-per-node 3 disagree"; refused -n 2 --nproc-per-node 3
+want="--nproc-per-node wants a positive number, got 'gpu'"; refused --nproc-per-node gpu
+# An unknown option: the nearest one, when one is near.
+want="unknown option '--trasnport'; did you mean '--transport'?"; refused --trasnport tcp
+want="unknown option '--max-restrats'; did you mean '--max-restarts'?"; refused --max-restrats=2
+want="unknown option '--hostfiles'; did you mean '--hostfile'?"; refused --hostfiles hostfile
+want="unknown option '--frobnicate'; see dtctl --help"; refused --frobnicate
+want="unknown option '-x'; see dtctl --help"; refused -x
+ok "others' options without a dt meaning are refused with dt's spelling; unknown ones suggest the nearest"
+
 # --- [cluster] interface reaches the libraries a program uses ----------------
 # NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, UCX_NET_DEVICES: each from the
 # interface dt chose, unless dtctl's environment has it.

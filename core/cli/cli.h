@@ -31,6 +31,9 @@ typedef struct dt_cli {
     const char *max_restarts; /* dtctl run --max-restarts K                 */
     const char *min_np;       /* dtctl run --min-np M                       */
     const char *max_np;       /* dtctl run --max-np N                       */
+    int nproc_per_node;       /* --nproc-per-node N (torchrun), 0: not given */
+    int nnodes;               /* --nnodes K (torchrun), 0: not given        */
+    const char *interface;    /* --network-interface(s) (horovodrun)        */
 } dt_cli_t;
 
 /* Build the effective configuration: built-in defaults, cluster file

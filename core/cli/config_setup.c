@@ -66,7 +66,8 @@ static dt_status_t load_options(const dt_cli_t *cli, dt_config_t *cfg)
                 {"hostfile", cli->hostfile, "--hostfile"},
                 {"max_restarts", cli->max_restarts, "--max-restarts"},
                 {"min_np", cli->min_np, "--min-np"},
-                {"max_np", cli->max_np, "--max-np"}};
+                {"max_np", cli->max_np, "--max-np"},
+                {"interface", cli->interface, "--network-interface"}};
     for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
         if (opts[i].value)
             DT_CHECK(dt_config_set(cfg, "cluster", opts[i].key, opts[i].value,
@@ -122,6 +123,98 @@ static void add_selected_plugin_schemas(dt_config_t *cfg)
     }
 }
 
+/* torchrun's --nproc-per-node N and --nnodes K, once the host list is
+ * known: on one host (no host list) N is the number of workers; with
+ * -H/--hostfile/[cluster] hosts every host gets N slots and the job N per
+ * host (unless -n says otherwise); K must be the number of hosts. */
+static dt_status_t apply_per_node(const dt_cli_t *cli, dt_config_t *cfg)
+{
+    if (cli->nproc_per_node <= 0 && cli->nnodes <= 0)
+        return DT_OK;
+    const char *spec = dt_config_get(cfg, "cluster", "hosts");
+    const char *file = dt_config_get(cfg, "cluster", "hostfile");
+    int listed = (spec && *spec) || (file && *file);
+    if (!listed) {
+        if (cli->nnodes > 1) {
+            dt_error("--nnodes %d: dtctl starts the workers of every node "
+                     "itself, from this one command: name the nodes with "
+                     "-H node1:N,node2:N or --hostfile FILE",
+                     cli->nnodes);
+            return DT_ERR_CONFIG;
+        }
+        if (cli->nproc_per_node <= 0)
+            return DT_OK;
+        if (cli->np > 0 && cli->np != cli->nproc_per_node) {
+            dt_error("-n %d and --nproc-per-node %d disagree on a job of one "
+                     "host; give one of them",
+                     cli->np, cli->nproc_per_node);
+            return DT_ERR_CONFIG;
+        }
+        char np[32];
+        snprintf(np, sizeof np, "%d", cli->nproc_per_node);
+        return dt_config_set(cfg, "cluster", "np", np, DT_SRC_CLI,
+                             "--nproc-per-node");
+    }
+    dt_hostlist_t hosts = {0};
+    int np = 0;
+    DT_CHECK(dt_cli_job_hosts(cfg, &hosts, &np));
+    dt_status_t st = DT_OK;
+    char *list = NULL;
+    size_t len = 0;
+    FILE *f = NULL;
+    if (cli->nnodes > 0 && (size_t)cli->nnodes != hosts.n) {
+        dt_error("--nnodes %d, but the host list names %zu host%s; dtctl "
+                 "runs on the hosts it is given (-H, --hostfile)",
+                 cli->nnodes, hosts.n, hosts.n == 1 ? "" : "s");
+        st = DT_ERR_CONFIG;
+        goto out;
+    }
+    if (cli->nproc_per_node <= 0)
+        goto out;
+    if (!(f = open_memstream(&list, &len))) {
+        st = DT_ERR_NOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < hosts.n; i++) {
+        if (hosts.hosts[i].port) {
+            dt_error("--nproc-per-node cannot rewrite host %s: the host "
+                     "list gives it an ssh port; write its slots in the "
+                     "hostfile (%s slots=%d port=%d) instead",
+                     hosts.hosts[i].name, hosts.hosts[i].name,
+                     cli->nproc_per_node, hosts.hosts[i].port);
+            st = DT_ERR_CONFIG;
+            goto out;
+        }
+        fprintf(f, "%s%s:%d", i ? "," : "", hosts.hosts[i].name,
+                cli->nproc_per_node);
+    }
+    if (fclose(f) != 0) {
+        f = NULL;
+        st = DT_ERR_NOMEM;
+        goto out;
+    }
+    f = NULL;
+    /* The rewritten list replaces hosts and hostfile alike. */
+    st = dt_config_set(cfg, "cluster", "hosts", list, DT_SRC_CLI,
+                       "--nproc-per-node");
+    if (st == DT_OK && file && *file)
+        st = dt_config_set(cfg, "cluster", "hostfile", "", DT_SRC_CLI,
+                           "--nproc-per-node");
+    if (st == DT_OK && cli->np <= 0) {
+        char total[32];
+        snprintf(total, sizeof total, "%lld",
+                 (long long)cli->nproc_per_node * (long long)hosts.n);
+        st = dt_config_set(cfg, "cluster", "np", total, DT_SRC_CLI,
+                           "--nproc-per-node");
+    }
+out:
+    if (f)
+        fclose(f);
+    free(list);
+    dt_hostlist_free(&hosts);
+    return st;
+}
+
 dt_status_t dt_cli_load_config(const dt_cli_t *cli, const char *job_file,
                                dt_config_t **out)
 {
@@ -171,6 +264,8 @@ dt_status_t dt_cli_load_config(const dt_cli_t *cli, const char *job_file,
     st = dt_config_validate(cfg, dt_plugin_schema_lookup, NULL);
     if (st == DT_OK)
         st = bad;
+    if (st == DT_OK)
+        st = apply_per_node(cli, cfg);
 out:
     if (st != DT_OK) {
         dt_config_free(cfg);

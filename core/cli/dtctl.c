@@ -30,9 +30,13 @@ static const char usage_text[] =
     "                                      draw --metrics files with gnuplot\n"
     "\n"
     "options (before or after the command):\n"
-    "  -n, --np N              number of worker processes\n"
-    "  -H, --hosts LIST        hosts and slots: h1:2,h2:4\n"
+    "  -n, --np N              number of worker processes (also -np N)\n"
+    "  -H, --hosts LIST        hosts and slots: h1:2,h2:4 (also --host)\n"
     "      --hostfile FILE     hosts file (host slots=N | host:N | host)\n"
+    "      --nproc-per-node N  workers per host (torchrun): -n N on one host;\n"
+    "                          with -H/--hostfile every host gets N slots\n"
+    "      --nnodes K          torchrun: must match the hosts of -H/--hostfile\n"
+    "      --network-interface IF  = --set cluster.interface=IF (horovodrun)\n"
     "      --launcher NAME     launcher plugin (local, ssh, mpi, slurm, sge, yarn)\n"
     "      --transport NAME    transport plugin (tcp, ucx, nccl)\n"
     "      --storage NAME      storage plugin (local, rsync, nfs, efs)\n"
@@ -61,15 +65,79 @@ static int ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
+/* Levenshtein distance of a and b (short strings). */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b), row[64];
+    if (n >= 63 || m >= 63)
+        return (size_t)-1;
+    for (size_t j = 0; j <= m; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= n; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= m; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[m];
+}
+
+/* Other launchers' options with no dt equivalent of the same meaning:
+ * refused with what to write instead. */
+static const struct foreign {
+    const char *name, *advice;
+} foreign_opts[] = {
+    {"master-addr", "dtctl picks MASTER_ADDR itself (rank 0's host, "
+                    "127.0.0.1 on one host); choose the network with "
+                    "--network-interface IF or --set cluster.interface=IF"},
+    {"master-port", "use --set cluster.master_port=N (a job on one host "
+                    "takes a free port)"},
+    {"node-rank", "dtctl starts the workers of every node from this one "
+                  "command: name the nodes with -H node1:N,node2:N or "
+                  "--hostfile FILE instead of one command per node"},
+    {"rdzv-endpoint", "dtctl runs the job's rendezvous itself: name the "
+                      "nodes with -H node1:N,node2:N or --hostfile FILE"},
+    {"rdzv-backend", "dtctl runs the job's rendezvous itself: name the "
+                     "nodes with -H node1:N,node2:N or --hostfile FILE"},
+    {"rdzv-id", "dtctl gives every job its own id (DT_JOB_ID)"},
+    {"mpi", "use --launcher=mpi to start the workers with Open MPI's mpirun"},
+    {"gloo", "dt's launchers start the workers without MPI already "
+             "(--launcher=local or ssh); drop --gloo"},
+};
+
 static int parse_args(int argc, char **argv, dt_cli_t *cli)
 {
     enum { OPT_HOSTFILE = 256, OPT_LAUNCHER, OPT_TRANSPORT, OPT_STORAGE,
            OPT_CONFIG, OPT_SET, OPT_VERSION, OPT_SIZES, OPT_ITERS,
            OPT_FACTOR, OPT_NO_STAGE, OPT_METRICS, OPT_RESUME,
-           OPT_MAX_RESTARTS, OPT_MIN_NP, OPT_MAX_NP };
+           OPT_MAX_RESTARTS, OPT_MIN_NP, OPT_MAX_NP, OPT_NPROC_PER_NODE,
+           OPT_NNODES, OPT_INTERFACE, OPT_STANDALONE, OPT_FOREIGN,
+           OPT_FOREIGN_ARG };
     static const struct option longopts[] = {
         {"np", required_argument, NULL, 'n'},
         {"hosts", required_argument, NULL, 'H'},
+        {"host", required_argument, NULL, 'H'},
+        {"nproc-per-node", required_argument, NULL, OPT_NPROC_PER_NODE},
+        {"nnodes", required_argument, NULL, OPT_NNODES},
+        {"network-interface", required_argument, NULL, OPT_INTERFACE},
+        {"network-interfaces", required_argument, NULL, OPT_INTERFACE},
+        {"standalone", no_argument, NULL, OPT_STANDALONE},
+        {"master-addr", required_argument, NULL, OPT_FOREIGN_ARG},
+        {"master-port", required_argument, NULL, OPT_FOREIGN_ARG},
+        {"node-rank", required_argument, NULL, OPT_FOREIGN_ARG},
+        {"rdzv-endpoint", required_argument, NULL, OPT_FOREIGN_ARG},
+        {"rdzv-backend", required_argument, NULL, OPT_FOREIGN_ARG},
+        {"rdzv-id", required_argument, NULL, OPT_FOREIGN_ARG},
+        {"mpi", no_argument, NULL, OPT_FOREIGN},
+        {"gloo", no_argument, NULL, OPT_FOREIGN},
         {"hostfile", required_argument, NULL, OPT_HOSTFILE},
         {"launcher", required_argument, NULL, OPT_LAUNCHER},
         {"transport", required_argument, NULL, OPT_TRANSPORT},
@@ -99,9 +167,27 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
             cli->exec_argc = argc - i - 1;
             break;
         }
-    int c;
+    /* The spellings of mpirun (-np, -host, -hostfile, -machinefile: one
+     * dash) and torchrun (--nproc_per_node: underscores) mean dt's. */
+    for (int i = 1; i < end; i++) {
+        char *a = argv[i];
+        if (strcmp(a, "-np") == 0)
+            argv[i] = (char *)"--np";
+        else if (strcmp(a, "-host") == 0)
+            argv[i] = (char *)"--hosts";
+        else if (strcmp(a, "-hostfile") == 0 ||
+                 strcmp(a, "-machinefile") == 0 ||
+                 strcmp(a, "--machinefile") == 0)
+            argv[i] = (char *)"--hostfile";
+        else if (a[0] == '-' && a[1] == '-')
+            for (char *p = a + 2; *p && *p != '='; p++)
+                if (*p == '_')
+                    *p = '-';
+    }
+    int c, index = -1;
     opterr = 0;
-    while ((c = getopt_long(end, argv, ":n:H:vqh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(end, argv, ":n:H:vqh", longopts, &index)) !=
+           -1) {
         switch (c) {
         case 'n': {
             char *e;
@@ -137,6 +223,43 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
         case OPT_MAX_RESTARTS: cli->max_restarts = optarg; break;
         case OPT_MIN_NP: cli->min_np = optarg; break;
         case OPT_MAX_NP: cli->max_np = optarg; break;
+        case OPT_NPROC_PER_NODE:
+        case OPT_NNODES: {
+            char *e;
+            long v = strtol(optarg, &e, 10);
+            const char *name = c == OPT_NNODES ? "--nnodes" : "--nproc-per-node";
+            if (*e == ':' && c == OPT_NNODES) {
+                dt_error("--nnodes %s: dt does not resize a running job; "
+                         "give the nodes with -H node1:N,node2:N or "
+                         "--hostfile FILE", optarg);
+                return 2;
+            }
+            if (*e || v < 1 || v > 1 << 20) {
+                dt_error("%s wants a positive number, got '%s'%s", name,
+                         optarg,
+                         c == OPT_NPROC_PER_NODE && strcmp(optarg, "gpu") == 0
+                             ? " (dt starts one worker per GPU when you "
+                               "give their number)"
+                             : "");
+                return 2;
+            }
+            if (c == OPT_NNODES)
+                cli->nnodes = (int)v;
+            else
+                cli->nproc_per_node = (int)v;
+            break;
+        }
+        case OPT_INTERFACE: cli->interface = optarg; break;
+        case OPT_STANDALONE: break; /* one node: dt's default already */
+        case OPT_FOREIGN:
+        case OPT_FOREIGN_ARG:
+            for (size_t i = 0;
+                 i < sizeof foreign_opts / sizeof *foreign_opts; i++)
+                if (index >= 0 &&
+                    strcmp(foreign_opts[i].name, longopts[index].name) == 0)
+                    dt_error("option '--%s' has no dtctl equivalent: %s",
+                             longopts[index].name, foreign_opts[i].advice);
+            return 2;
         case 'v': cli->verbose++; break;
         case 'q': cli->quiet = 1; break;
         case OPT_VERSION: printf("dtctl (dt) %s\n", PACKAGE_VERSION); exit(0);
@@ -145,11 +268,36 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
             dt_error("option '%s' needs a value; see dtctl --help",
                      argv[optind - 1]);
             return 2;
-        default:
-            dt_error("unknown option '%s'; see dtctl --help",
-                     argv[optind - 1]);
+        default: {
+            /* The nearest of dtctl's own long options, if one is near. */
+            char opt[64];
+            const char *given = argv[optind - 1], *near = NULL;
+            if (optopt)
+                snprintf(opt, sizeof opt, "-%c", optopt);
+            else
+                snprintf(opt, sizeof opt, "%.*s",
+                         (int)strcspn(given, "="), given);
+            size_t best = (size_t)-1;
+            const char *name = opt + strspn(opt, "-");
+            for (size_t i = 0; !optopt && longopts[i].name; i++) {
+                int refused = longopts[i].val == OPT_FOREIGN ||
+                              longopts[i].val == OPT_FOREIGN_ARG;
+                size_t d = edit_distance(name, longopts[i].name);
+                if (!refused && d < best) {
+                    best = d;
+                    near = longopts[i].name;
+                }
+            }
+            size_t len = strlen(name);
+            if (near && best <= (len < 6 ? 1 : len / 3))
+                dt_error("unknown option '%s'; did you mean '--%s'? (see "
+                         "dtctl --help)", opt, near);
+            else
+                dt_error("unknown option '%s'; see dtctl --help", opt);
             return 2;
         }
+        }
+        index = -1;
     }
     /* getopt_long moved the positional arguments to argv[optind..end). */
     if (optind < end) {
