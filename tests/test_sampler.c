@@ -287,6 +287,127 @@ static void test_resume_other_world(void **state)
     check_resize(50, 4, 3, 4, 7);     /* 2 left for 7 workers: repeats  */
 }
 
+/* Unequal shares: every global batch split in proportion, shares summing
+ * exactly; the ranks' shards together are the same global batches as with
+ * equal shares (the same positions of the same order), so an epoch still
+ * covers the set once apart from padding. */
+static void check_shares(size_t n, int world, size_t batch,
+                         const double *w, uint64_t epoch)
+{
+    uint64_t steps = dt_sampler_steps_from(n, world, batch, 0);
+    dt_sampler_t eq[world], un[world];
+    for (int r = 0; r < world; r++) {
+        assert_int_equal(dt_sampler_init(&eq[r], n, r, world, 9, true, true),
+                         DT_OK);
+        assert_int_equal(dt_sampler_init(&un[r], n, r, world, 9, true, true),
+                         DT_OK);
+        assert_int_equal(dt_sampler_set_shares(&un[r], batch, w), DT_OK);
+        assert_int_equal(dt_sampler_set_epoch(&eq[r], epoch), DT_OK);
+        assert_int_equal(dt_sampler_set_epoch(&un[r], epoch), DT_OK);
+    }
+    double wsum = 0;
+    for (int r = 0; r < world; r++)
+        wsum += w[r];
+    size_t total = 0;
+    for (uint64_t s = 0; s < steps; s++) {
+        /* The multiset of this step's indices: equal vs unequal. */
+        size_t *a = calloc(n, sizeof *a), *b = calloc(n, sizeof *b);
+        size_t ga = 0, gb = 0;
+        for (int r = 0; r < world; r++) {
+            size_t at, c, g;
+            dt_sampler_step(&eq[r], batch, s, &at, &c, &g);
+            for (size_t k = 0; k < c; k++)
+                a[eq[r].indices[at + k]]++;
+            ga += c;
+            dt_sampler_step(&un[r], batch, s, &at, &c, &g);
+            assert_true(c >= 1);
+            assert_true(at + c <= un[r].epoch_count);
+            for (size_t k = 0; k < c; k++)
+                b[un[r].indices[at + k]]++;
+            gb += c;
+            /* proportional: within one sample of G w_r / sum w (less
+             * the samples the smallest ranks took to keep one each) */
+            double ideal = (double)g * w[r] / wsum;
+            assert_true((double)c < ideal + 1.0 + 1e-9 || c == 1);
+            assert_true((double)c > ideal - (double)world - 1e-9);
+        }
+        assert_int_equal(ga, gb);
+        assert_memory_equal(a, b, n * sizeof *a);
+        total += gb;
+        free(a);
+        free(b);
+    }
+    assert_int_equal(total, (n + (size_t)world - 1) / (size_t)world *
+                                (size_t)world);
+    for (int r = 0; r < world; r++) {
+        dt_sampler_free(&eq[r]);
+        dt_sampler_free(&un[r]);
+    }
+}
+
+static void test_unequal_shares(void **state)
+{
+    (void)state;
+    double w1[] = {1, 1, 2, 2};
+    check_shares(1000, 4, 16, w1, 0);
+    check_shares(997, 4, 16, w1, 3); /* a short last global batch */
+    double w2[] = {1, 1, 0.48};
+    check_shares(600, 3, 64, w2, 1);
+    check_shares(61, 3, 64, w2, 2); /* one short global batch only */
+    double w3[] = {100, 1, 1};     /* small ranks keep at least one */
+    check_shares(300, 3, 8, w3, 0);
+}
+
+static void test_split_shares(void **state)
+{
+    (void)state;
+    size_t out[4];
+    double w[] = {1, 1, 2, 2};
+    dt_split_shares(64, w, 4, out);
+    assert_int_equal(out[0], 11); /* 10.67 10.67 21.33 21.33 */
+    assert_int_equal(out[1], 11);
+    assert_int_equal(out[2], 21);
+    assert_int_equal(out[3], 21);
+    double e[] = {1, 1, 1};
+    dt_split_shares(96, e, 3, out);
+    assert_int_equal(out[0], 32);
+    assert_int_equal(out[1], 32);
+    assert_int_equal(out[2], 32);
+    double z[] = {1000, 1, 1};
+    dt_split_shares(3, z, 3, out); /* nobody idle */
+    assert_int_equal(out[0], 1);
+    assert_int_equal(out[1], 1);
+    assert_int_equal(out[2], 1);
+}
+
+/* Equal weights: the equal layout, bit for bit (and N = 1). */
+static void test_equal_weights_identical(void **state)
+{
+    (void)state;
+    double w[] = {2, 2, 2};
+    for (int r = 0; r < 3; r++) {
+        dt_sampler_t a, b;
+        assert_int_equal(dt_sampler_init(&a, 1001, r, 3, 5, true, true),
+                         DT_OK);
+        assert_int_equal(dt_sampler_init(&b, 1001, r, 3, 5, true, true),
+                         DT_OK);
+        assert_int_equal(dt_sampler_set_shares(&b, 16, w), DT_OK);
+        assert_null(b.weights);
+        assert_int_equal(dt_sampler_set_epoch(&a, 2), DT_OK);
+        assert_int_equal(dt_sampler_set_epoch(&b, 2), DT_OK);
+        assert_int_equal(a.epoch_count, b.epoch_count);
+        assert_memory_equal(a.indices, b.indices,
+                            a.epoch_count * sizeof *a.indices);
+        dt_sampler_free(&a);
+        dt_sampler_free(&b);
+    }
+    double bad[] = {1, 0, 1};
+    dt_sampler_t s;
+    assert_int_equal(dt_sampler_init(&s, 10, 0, 3, 0, true, true), DT_OK);
+    assert_int_equal(dt_sampler_set_shares(&s, 4, bad), DT_ERR_INVALID);
+    dt_sampler_free(&s);
+}
+
 static void test_bad_arguments(void **state)
 {
     (void)state;
@@ -309,6 +430,9 @@ int main(void)
         cmocka_unit_test(test_global_batches_match),
         cmocka_unit_test(test_resume_other_world),
         cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_unequal_shares),
+        cmocka_unit_test(test_split_shares),
+        cmocka_unit_test(test_equal_weights_identical),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

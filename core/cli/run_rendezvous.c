@@ -67,7 +67,8 @@ static int forward_value(const char *section, const char *key,
                       strcmp(section, "data") == 0 ||
                       (strcmp(section, "cluster") == 0 &&
                        (strcmp(key, "timeout") == 0 ||
-                        strcmp(key, "bind") == 0));
+                        strcmp(key, "bind") == 0 ||
+                        strcmp(key, "work_load") == 0));
     if (!worker_side)
         return 0;
     char name[256];

@@ -52,6 +52,10 @@ static const dt_key_spec_t cluster_keys[] = {
     {"host_cooldown", DT_KEY_DURATION, "0s",
      "dtctl run, elastic: an excluded host is probed again at a restart "
      "once this long has passed since it was excluded"},
+    {"work_load", DT_KEY_STRING, NULL,
+     "unequal shares of each global batch: one weight per worker in rank "
+     "order (e.g. 1,1,2,2), or auto (rebalanced every epoch from measured "
+     "step times); unset: equal shares (or the hostfile's weight=)"},
     {NULL, DT_KEY_STRING, NULL, NULL}};
 
 static const dt_key_spec_t train_keys[] = {

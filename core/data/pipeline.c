@@ -26,7 +26,7 @@ typedef struct slot {
     int32_t *y;
     int state;
     uint64_t seq;
-    size_t count;
+    size_t count, global;
     uint64_t epoch, step;
     dt_status_t st;
 } slot_t;
@@ -100,13 +100,14 @@ static dt_status_t claim(dt_pipeline_t *p, uint64_t seq, size_t *idx,
     size_t from = p->part_steps && e == p->part_epoch ? p->part_start : 0;
     if (p->smp.epoch != e || p->smp.start != from)
         DT_CHECK(dt_sampler_set_epoch_from(&p->smp, e, from));
-    size_t at = (size_t)s * p->o.batch;
-    size_t b = p->smp.epoch_count - at < p->o.batch
-                   ? p->smp.epoch_count - at
-                   : p->o.batch;
+    size_t at, b, g;
+    dt_sampler_step(&p->smp, p->o.batch, s, &at, &b, &g);
+    if (b > p->o.max_batch || at + b > p->smp.epoch_count)
+        return DT_ERR_INTERNAL;
     memcpy(idx, p->smp.indices + at, b * sizeof *idx);
     sl->seq = seq;
     sl->count = b;
+    sl->global = g;
     sl->epoch = e;
     sl->step = s;
     return DT_OK;
@@ -201,6 +202,9 @@ dt_status_t dt_pipeline_new(const dt_dataset_t *ds,
         return DT_ERR_NOMEM;
     p->ds = ds;
     p->o = *opts;
+    p->o.weights = NULL;
+    if (p->o.max_batch < p->o.batch)
+        p->o.max_batch = p->o.batch;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->work, NULL);
     pthread_cond_init(&p->done, NULL);
@@ -210,7 +214,13 @@ dt_status_t dt_pipeline_new(const dt_dataset_t *ds,
         dt_pipeline_free(p);
         return st;
     }
-    p->steps = (p->smp.count + opts->batch - 1) / opts->batch;
+    if (st == DT_OK)
+        st = dt_sampler_set_shares(&p->smp, opts->batch, opts->weights);
+    if (st != DT_OK) {
+        dt_pipeline_free(p);
+        return st;
+    }
+    p->steps = dt_sampler_steps_from(ds->n, opts->world, opts->batch, 0);
     /* threads = 0: one buffer, filled inside next(). */
     p->nslots = opts->threads > 0 ? (size_t)opts->prefetch + 1 : 1;
     int nl = opts->threads > 0 ? opts->threads : 1;
@@ -219,14 +229,14 @@ dt_status_t dt_pipeline_new(const dt_dataset_t *ds,
     p->loaders = calloc((size_t)nl, sizeof *p->loaders);
     st = p->slots && p->loaders ? DT_OK : DT_ERR_NOMEM;
     for (size_t i = 0; st == DT_OK && i < p->nslots; i++) {
-        p->slots[i].x = malloc(opts->batch * len * sizeof(float));
-        p->slots[i].y = malloc(opts->batch * sizeof(int32_t));
+        p->slots[i].x = malloc(p->o.max_batch * len * sizeof(float));
+        p->slots[i].y = malloc(p->o.max_batch * sizeof(int32_t));
         if (!p->slots[i].x || !p->slots[i].y)
             st = DT_ERR_NOMEM;
     }
     for (int i = 0; st == DT_OK && i < nl; i++) {
         p->loaders[i].p = p;
-        p->loaders[i].idx = malloc(opts->batch * sizeof(size_t));
+        p->loaders[i].idx = malloc(p->o.max_batch * sizeof(size_t));
         p->loaders[i].scratch = malloc(len ? len : 1);
         if (!p->loaders[i].idx || !p->loaders[i].scratch)
             st = DT_ERR_NOMEM;
@@ -263,9 +273,28 @@ dt_status_t dt_pipeline_seek(dt_pipeline_t *p, uint64_t epoch, uint64_t step)
 
 uint64_t dt_pipeline_steps_from(const dt_pipeline_t *p, size_t start)
 {
-    size_t c = dt_sampler_count_from(p->ds->n, p->o.rank, p->o.world, start,
-                                     true);
-    return (c + p->o.batch - 1) / p->o.batch;
+    return dt_sampler_steps_from(p->ds->n, p->o.world, p->o.batch, start);
+}
+
+dt_status_t dt_pipeline_set_shares(dt_pipeline_t *p, const double *weights)
+{
+    if (weights) {
+        size_t share[p->o.world];
+        dt_split_shares((size_t)p->o.world * p->o.batch, weights,
+                        p->o.world, share);
+        for (int r = 0; r < p->o.world; r++)
+            if (share[r] > p->o.max_batch)
+                return DT_ERR_INVALID;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->seeking = true;
+    while (p->busy > 0)
+        pthread_cond_wait(&p->done, &p->mu);
+    dt_status_t st = dt_sampler_set_shares(&p->smp, p->o.batch, weights);
+    p->started = false; /* until the seek that must follow */
+    p->seeking = false;
+    pthread_mutex_unlock(&p->mu);
+    return st;
 }
 
 dt_status_t dt_pipeline_seek_from(dt_pipeline_t *p, uint64_t epoch,
@@ -313,6 +342,7 @@ static void fill(dt_batch_t *b, const slot_t *sl)
     b->x = sl->x;
     b->y = sl->y;
     b->count = sl->count;
+    b->global = sl->global;
     b->epoch = sl->epoch;
     b->step = sl->step;
 }

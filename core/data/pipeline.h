@@ -35,6 +35,12 @@ typedef struct dt_pipeline_opts {
     int threads;             /* loader threads (0: synchronous)            */
     int prefetch;            /* batches ready ahead (>= 1)                 */
     dt_augment_t aug;        /* disabled: plain gather                     */
+    /* Unequal shares ([cluster] work_load): world weights (copied; NULL:
+     * equal shares) and the largest batch a rank may get (buffers; 0:
+     * batch). Batches then hold this rank's share of each global batch
+     * of world x batch samples (data/sampler.h). */
+    const double *weights;
+    size_t max_batch;
 } dt_pipeline_opts_t;
 
 /* One batch: x (count * sample_len floats), y (count labels). */
@@ -42,6 +48,7 @@ typedef struct dt_batch {
     const float *x;
     const int32_t *y;
     size_t count;
+    size_t global;           /* samples of this step over all ranks        */
     uint64_t epoch, step;
 } dt_batch_t;
 
@@ -65,6 +72,10 @@ uint64_t dt_pipeline_steps_from(const dt_pipeline_t *p, size_t start);
  * not NULL) gets the time waited. An error of a loader is returned here. */
 dt_status_t dt_pipeline_next(dt_pipeline_t *p, dt_batch_t *batch,
                              double *wait_seconds);
+/* New weights (world entries; NULL: equal shares) from the next seek on,
+ * which must follow: batches prepared meanwhile are dropped. Weights with
+ * a share above max_batch are DT_ERR_INVALID. */
+dt_status_t dt_pipeline_set_shares(dt_pipeline_t *p, const double *weights);
 /* Batches per epoch for this rank. */
 uint64_t dt_pipeline_steps(const dt_pipeline_t *p);
 /* Stop and join the threads (a loader in the middle of a batch finishes

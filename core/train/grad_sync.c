@@ -11,6 +11,7 @@
 typedef struct bucket {
     size_t lo, hi; /* float range [lo, hi) */
     double *sum;   /* or, when set: sum hi doubles here (dt_grad_sync_sum) */
+    dt_redop_t op;   /* DT_AVG, or DT_SUM of scaled gradients          */
 } bucket_t;
 
 struct dt_grad_sync {
@@ -21,6 +22,7 @@ struct dt_grad_sync {
     int staged;          /* grads on the device, buf a host copy         */
     size_t bucket_floats;
     int world;
+    double scale;        /* > 0: scale then DT_SUM (unequal shares)      */
     size_t pending_hi;   /* [ready_lo, pending_hi) not yet in a bucket   */
     size_t ready_lo;     /* everything at or above this is final         */
     size_t step_buckets; /* buckets sent in the step under way        */
@@ -58,7 +60,7 @@ static void *comm_main(void *arg)
             st = dt_allreduce(b.sum, b.sum, b.hi, DT_FLOAT64, DT_SUM);
         else if (prev == DT_OK)
             st = dt_allreduce(s->buf + b.lo, s->buf + b.lo, b.hi - b.lo,
-                              DT_FLOAT32, DT_AVG);
+                              DT_FLOAT32, b.op);
         pthread_mutex_lock(&s->mu);
         if (st != DT_OK && s->error == DT_OK)
             s->error = st;
@@ -127,7 +129,8 @@ static dt_status_t enqueue(dt_grad_sync_t *s, size_t lo, size_t hi,
                  "error, please report", s->qcap);
         return DT_ERR_INTERNAL;
     }
-    s->queue[(s->qhead + s->qlen) % s->qcap] = (bucket_t){lo, hi, sum};
+    s->queue[(s->qhead + s->qlen) % s->qcap] =
+        (bucket_t){lo, hi, sum, s->scale > 0 ? DT_SUM : DT_AVG};
     s->qlen++;
     s->queued++;
     pthread_cond_signal(&s->cv);
@@ -152,6 +155,21 @@ dt_status_t dt_grad_sync_sum(void *arg, double *buf, size_t n)
     return st;
 }
 
+void dt_grad_sync_set_scale(dt_grad_sync_t *s, double scale)
+{
+    s->scale = scale;
+}
+
+/* Unequal shares: this rank's part of the global mean, before DT_SUM. */
+static void scale_range(dt_grad_sync_t *s, size_t lo, size_t hi)
+{
+    if (s->scale <= 0 || s->world <= 1)
+        return;
+    float f = (float)s->scale;
+    for (size_t i = lo; i < hi; i++)
+        s->buf[i] *= f;
+}
+
 dt_status_t dt_grad_sync_ready(void *arg, size_t offset, size_t len)
 {
     dt_grad_sync_t *s = arg;
@@ -168,6 +186,7 @@ dt_status_t dt_grad_sync_ready(void *arg, size_t offset, size_t len)
         DT_CHECK(dt_device_copy(s->dev, s->buf + offset, DT_MEM_HOST,
                                 s->grads + offset, s->dev->mem,
                                 len * sizeof(float)));
+    scale_range(s, offset, offset + len);
     if (s->pending_hi - offset >= s->bucket_floats) {
         DT_CHECK(enqueue(s, offset, s->pending_hi, NULL));
         s->pending_hi = offset;
@@ -184,6 +203,7 @@ dt_status_t dt_grad_sync_finish(dt_grad_sync_t *s, double *wait_seconds)
         if (s->staged && s->world > 1)
             st = dt_device_copy(s->dev, s->buf, DT_MEM_HOST, s->grads,
                                 s->dev->mem, s->ready_lo * sizeof(float));
+        scale_range(s, 0, s->ready_lo);
         s->ready_lo = 0;
     }
     if (s->world > 1) {
@@ -200,7 +220,7 @@ dt_status_t dt_grad_sync_finish(dt_grad_sync_t *s, double *wait_seconds)
          * still issues the buckets in the same order. */
         if (st == DT_OK && s->pending_hi > 0) {
             st = dt_allreduce(s->buf, s->buf, s->pending_hi, DT_FLOAT32,
-                              DT_AVG);
+                              s->scale > 0 ? DT_SUM : DT_AVG);
             s->step_buckets++;
         }
         if (st == DT_OK && s->staged)

@@ -45,6 +45,13 @@ dt_status_t dt_grad_sync_sum(void *arg, double *buf, size_t n);
  * the averaged gradients in the gradient buffer. *wait_seconds: time spent
  * waiting here (communication not hidden behind backward). */
 dt_status_t dt_grad_sync_finish(dt_grad_sync_t *s, double *wait_seconds);
+/* Unequal shares ([cluster] work_load): from the next step on, each rank's
+ * gradient (the mean over its own b_r samples) is multiplied by scale =
+ * b_r / B (B: the step's samples over all ranks) and summed over the ranks
+ * (DT_SUM instead of DT_AVG), which gives the mean over the global batch.
+ * scale <= 0: the plain average (equal shares; the default). Before the
+ * step's first dt_grad_sync_ready. */
+void dt_grad_sync_set_scale(dt_grad_sync_t *s, double scale);
 
 /* Number of buckets the last step used (for logs and tests). */
 size_t dt_grad_sync_buckets(const dt_grad_sync_t *s);

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <dt/dt.h>
 #include <dt/log.h>
@@ -55,9 +56,25 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
         return DT_ERR_INTERNAL;
     }
     size_t b = batch.count;
+    /* Unequal shares: this rank's mean gradient weighs b / global in the
+     * sum (grad_sync.h); equal ones (every rank b) the plain average. */
+    dt_grad_sync_set_scale(t->sync, b * (size_t)t->world != batch.global
+                                        ? (double)b / (double)batch.global
+                                        : 0.0);
+    double c0 = dt_clock_now();
     DT_CHECK(dt_model_forward(t->model, batch.x, batch.y, (int)b, 1, loss,
                               NULL));
     DT_CHECK(dt_model_backward(t->model, dt_grad_sync_ready, t->sync));
+    if (t->slow_rank == t->rank && t->slow_factor > 1.0) {
+        /* Test hook (DT_TEST_SLOW_RANK): this rank computes slower, as
+         * if its forward and backward took slow_factor times as long. */
+        double extra = (t->slow_factor - 1.0) * (dt_clock_now() - c0);
+        struct timespec ts = {(time_t)extra,
+                              (long)((extra - (double)(time_t)extra) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+    t->compute_seconds += dt_clock_now() - c0;
+    t->compute_samples += b;
     DT_CHECK(dt_grad_sync_finish(t->sync, &wait));
     DT_CHECK(dt_trainer_guard_step(t, *loss, lr, s, rolled_back));
     if (*rolled_back)
@@ -188,6 +205,8 @@ restart: /* after a rollback (on_divergence): from the checkpoint's step */
         t->train_seconds = t->comm_wait_seconds = 0.0;
         t->data_wait_seconds = 0.0;
         t->epoch_samples = 0;
+        t->compute_seconds = 0.0;
+        t->compute_samples = 0;
         if (t->step_in_epoch == 0)
             t->loss_sum = t->loss_count = 0.0;
         if (t->rank == 0)
@@ -219,6 +238,10 @@ restart: /* after a rollback (on_divergence): from the checkpoint's step */
             }
         }
         DT_CHECK(end_epoch(t, start));
+        /* work_load = auto: the next epoch's shares from this one's
+         * compute times (before the checkpoint, which records them). */
+        if (t->work_load_auto)
+            DT_CHECK(dt_trainer_rebalance(t));
         /* The checkpoint describes the start of the next epoch. */
         uint64_t done = t->epoch;
         t->epoch++;

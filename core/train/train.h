@@ -70,6 +70,13 @@ typedef struct dt_trainer {
     dt_dataset_t train, test;
     dt_sampler_t train_sampler, test_sampler;
     dt_pipeline_t *pipe;        /* training batches, loaded ahead          */
+    /* [cluster] work_load: unequal shares of each global batch */
+    double *work_load;          /* world weights (NULL: equal shares)      */
+    bool work_load_auto;        /* auto: rebalanced every epoch            */
+    double compute_seconds;     /* this epoch: forward + backward ...      */
+    uint64_t compute_samples;   /* ... over this many samples              */
+    int slow_rank;              /* DT_TEST_SLOW_RANK (-1: none)            */
+    double slow_factor;         /* DT_TEST_SLOW_FACTOR                     */
     float *x;                   /* evaluation batch inputs, host           */
     int *y;
 
@@ -118,6 +125,19 @@ uint64_t dt_trainer_steps_per_epoch(const dt_trainer_t *t);
 /* Steps of the current epoch: steps_per_epoch, fewer when it starts at
  * epoch_start > 0. */
 uint64_t dt_trainer_epoch_steps(const dt_trainer_t *t);
+
+/* [cluster] work_load for world ranks, checked (errors name the key and
+ * file:line): *weights (malloc'd, world entries) or NULL (unset: equal
+ * shares), *is_auto for "auto" (weights NULL: start equal). */
+dt_status_t dt_work_load_from_config(const dt_config_t *cfg, int world,
+                                     double **weights, bool *is_auto);
+/* Format weights as "1.00,1.00,0.48". */
+void dt_work_load_format(const double *w, int world, char *buf, size_t len);
+/* work_load = auto, at the end of an epoch (collective): every rank's
+ * compute time per sample, new weights proportional to speed (smoothed
+ * with the old ones, at least 1/20 of the largest), logged on rank 0, in
+ * force from the next epoch (the pipeline seeks to its start). */
+dt_status_t dt_trainer_rebalance(dt_trainer_t *t);
 
 /* train_eval.c: loss and accuracy on the whole test set, every rank its
  * shard, sums allreduced; first dt_trainer_sync_buffers. */

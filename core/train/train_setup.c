@@ -103,6 +103,8 @@ static dt_status_t read_settings(const dt_config_t *cfg, dt_trainer_t *t)
         return DT_ERR_CONFIG;
     }
     DT_CHECK(dt_grad_clip_from_config(cfg, &t->clip));
+    DT_CHECK(dt_work_load_from_config(cfg, t->world, &t->work_load,
+                                      &t->work_load_auto));
     return dt_on_divergence_from_config(cfg, t->ckpt_dir != NULL,
                                         &t->on_divergence);
 }
@@ -137,6 +139,7 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
         st = DT_ERR_CONFIG;
     }
     free(t.ckpt_dir);
+    free(t.work_load);
     return st;
 }
 
@@ -152,7 +155,11 @@ static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
     /* Training batches: the loader threads' own sampler, the same order. */
     dt_pipeline_opts_t po = {.batch = t->batch, .rank = t->rank,
                              .world = t->world, .seed = t->seed,
-                             .end_epoch = t->epochs};
+                             .end_epoch = t->epochs,
+                             .weights = t->work_load};
+    /* Unequal shares: a rank may get up to the whole global batch. */
+    if (t->work_load || t->work_load_auto)
+        po.max_batch = t->batch * (size_t)t->world;
     DT_CHECK(dt_pipeline_opts_from_config(cfg, &po));
     DT_CHECK(dt_augment_from_config(cfg, &t->train, t->seed, &po.aug));
     DT_CHECK(dt_pipeline_new(&t->train, &po, &t->pipe));
@@ -168,6 +175,28 @@ static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
                 "classes); %zu per rank per epoch", t->train.n, t->test.n,
                 t->train.channels, t->train.height, t->train.width,
                 t->train.nclasses, t->train_sampler.count);
+        if (t->work_load) {
+            char w[4096];
+            size_t *share = malloc((size_t)t->world * sizeof *share);
+            if (!share)
+                return DT_ERR_NOMEM;
+            dt_split_shares(t->batch * (size_t)t->world, t->work_load,
+                            t->world, share);
+            dt_work_load_format(t->work_load, t->world, w, sizeof w);
+            char sh[4096];
+            size_t at = 0;
+            sh[0] = '\0';
+            for (int r = 0; r < t->world && at < sizeof sh; r++)
+                at += (size_t)snprintf(sh + at, sizeof sh - at, "%s%zu",
+                                       r ? "," : "", share[r]);
+            free(share);
+            dt_info("work_load %s: each global batch of %zu split %s (the "
+                    "gradients weighted by share)", w,
+                    t->batch * (size_t)t->world, sh);
+        } else if (t->work_load_auto && t->world > 1) {
+            dt_info("work_load = auto: equal shares in the first epoch, then "
+                    "rebalanced every epoch from the measured step times");
+        }
         if (po.aug.crop_pad > 0 || po.aug.hflip)
             dt_info("augmentation of the training images: random crop with "
                     "%d px padding %s, horizontal flip %s", po.aug.crop_pad,
@@ -378,6 +407,16 @@ dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg)
     t->world = dt_size() < 1 ? 1 : dt_size();
     t->local_rank = dt_local_rank() < 0 ? 0 : dt_local_rank();
     DT_CHECK(read_settings(cfg, t));
+    /* Test hook (tests/, bench/work-load-auto.sh): one rank computes
+     * DT_TEST_SLOW_FACTOR times slower (it sleeps after each step's
+     * forward and backward in proportion to their time). */
+    const char *sr = getenv("DT_TEST_SLOW_RANK");
+    const char *sf = getenv("DT_TEST_SLOW_FACTOR");
+    t->slow_rank = sr && *sr ? atoi(sr) : -1;
+    t->slow_factor = sf && *sf ? atof(sf) : 2.0;
+    if (t->slow_rank == t->rank && t->slow_factor > 1.0)
+        dt_warn("rank %d: DT_TEST_SLOW_RANK: computing %.1fx slower (a "
+                "test hook)", t->rank, t->slow_factor);
     DT_CHECK(setup_data(cfg, t));
     DT_CHECK(setup_model(cfg, t));
     DT_CHECK(setup_optimizer(cfg, t));
@@ -396,7 +435,7 @@ uint64_t dt_trainer_epoch_steps(const dt_trainer_t *t)
 
 uint64_t dt_trainer_steps_per_epoch(const dt_trainer_t *t)
 {
-    return (t->train_sampler.count + t->batch - 1) / t->batch;
+    return dt_sampler_steps_from(t->train.n, t->world, t->batch, 0);
 }
 
 void dt_trainer_teardown(dt_trainer_t *t)
@@ -418,5 +457,6 @@ void dt_trainer_teardown(dt_trainer_t *t)
     dt_jsonl_close(t->jsonl);
     dt_tb_close(t->tb);
     free(t->ckpt_dir);
+    free(t->work_load);
     memset(t, 0, sizeof *t);
 }
