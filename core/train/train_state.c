@@ -34,6 +34,12 @@ enum { TAG_META = 1, TAG_PARAMS = 2, TAG_OPT_STATE = 3, TAG_OPT_NAME = 4 };
 /* Its own section rather than a META version: META's layout is the
  * progress counters', BUFFERS grows with the model. */
 enum { TAG_BUFFERS = 5 };
+/* [cluster] work_load in force for the rest of the epoch: world
+ * little-endian doubles, empty for equal shares. Resuming needs no more:
+ * the global batches are the same whatever the split (data/sampler.h), so
+ * other weights continue the same training to float rounding; auto takes
+ * the saved weights back. */
+enum { TAG_WORK_LOAD = 6 };
 
 /* META: little-endian u64 fields in this order. */
 enum {
@@ -139,13 +145,22 @@ dt_status_t dt_trainer_save_as(dt_trainer_t *t, const char *name,
         free(opt);
         return st;
     }
-    dt_ckpt_section_t secs[5] = {
+    size_t nwl = t->work_load ? (size_t)t->world : 0;
+    unsigned char *wl = malloc(8 * nwl + 1);
+    if (!wl) {
+        free(opt);
+        return DT_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < nwl; i++)
+        ckpt_put64(wl + 8 * i, dbits(t->work_load[i]));
+    dt_ckpt_section_t secs[6] = {
         {.tag = TAG_META, .len = sizeof meta, .data = meta},
         {.tag = TAG_PARAMS, .len = t->nparams * sizeof(float)},
         {.tag = TAG_OPT_STATE, .len = opt_len, .data = opt},
         {.tag = TAG_OPT_NAME, .len = strlen(t->opt_plugin->name),
          .data = t->opt_plugin->name},
         {.tag = TAG_BUFFERS, .len = nbufs * sizeof(float), .data = ""},
+        {.tag = TAG_WORK_LOAD, .len = 8 * nwl, .data = wl},
     };
     if (t->dev->mem == DT_MEM_HOST)
         secs[1].data = t->params;
@@ -161,9 +176,10 @@ dt_status_t dt_trainer_save_as(dt_trainer_t *t, const char *name,
         secs[4].arg = t;
     }
     char *path = NULL;
-    st = dt_ckpt_write_named(t->ckpt_dir, name, t->global_step, secs, 5,
+    st = dt_ckpt_write_named(t->ckpt_dir, name, t->global_step, secs, 6,
                              t->ckpt_keep, &path);
     free(opt);
+    free(wl);
     if (written)
         *written = st == DT_OK;
     if (st == DT_OK)
@@ -307,6 +323,71 @@ static void reshard(dt_trainer_t *t, uint64_t old_world, uint64_t old_batch)
             dt_lr_scaling_name(&t->lr), where);
 }
 
+static bool same_weights(const double *a, const double *b, int n)
+{
+    if (!a || !b) { /* NULL: equal shares */
+        const double *w = a ? a : b;
+        for (int r = 1; w && r < n; r++)
+            if (w[r] != w[0])
+                return false;
+        return true;
+    }
+    for (int r = 0; r < n; r++)
+        if (a[r] / a[0] != b[r] / b[0])
+            return false;
+    return true;
+}
+
+/* Collective: the checkpoint's work_load (rank 0 read it). auto takes it
+ * back (when the world size is the same); fixed weights that differ are
+ * said once: the same global batches, split otherwise. */
+static dt_status_t restore_work_load(dt_trainer_t *t, const dt_ckpt_t *c)
+{
+    uint64_t n = 0;
+    const dt_ckpt_section_t *ws = t->rank == 0
+                                      ? dt_ckpt_find(c, TAG_WORK_LOAD)
+                                      : NULL;
+    if (ws)
+        n = ws->len / 8;
+    DT_CHECK(dt_trainer_broadcast_host(&n, sizeof n));
+    if (n > 1u << 20)
+        return DT_ERR_INVALID;
+    double *w = n ? malloc(n * sizeof *w) : NULL;
+    if (n && !w)
+        return DT_ERR_NOMEM;
+    for (uint64_t i = 0; ws && i < n; i++)
+        w[i] = bitsd(ckpt_get64((const unsigned char *)ws->data + 8 * i));
+    dt_status_t st = n ? dt_trainer_broadcast_host(w, n * sizeof *w) : DT_OK;
+    char was[4096] = "equal", now[4096] = "equal";
+    if (w)
+        dt_work_load_format(w, (int)n, was, sizeof was);
+    if (st == DT_OK && t->work_load_auto) {
+        /* Another world size: the measured weights mean nothing there. */
+        bool keep = n == (uint64_t)t->world;
+        free(t->work_load);
+        t->work_load = keep ? w : NULL;
+        if (keep)
+            w = NULL;
+        st = dt_pipeline_set_shares(t->pipe, t->work_load);
+        if (st == DT_OK && t->rank == 0 && n)
+            dt_info("work_load = auto: %s from the checkpoint%s", was,
+                    keep ? "" : " is for another number of workers; equal "
+                                "shares until the next rebalancing");
+    } else if (st == DT_OK && t->rank == 0 &&
+               (n ? (int)n != t->world ||
+                        !same_weights(w, t->work_load, t->world)
+                  : !same_weights(NULL, t->work_load, t->world))) {
+        if (t->work_load)
+            dt_work_load_format(t->work_load, t->world, now, sizeof now);
+        dt_info("the checkpoint was written with work_load %s, this run "
+                "has %s: the same global batches, split otherwise (the "
+                "weighted gradient average is the same to float rounding)",
+                was, now);
+    }
+    free(w);
+    return st;
+}
+
 dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
                                bool *found_out)
 {
@@ -363,6 +444,8 @@ dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
         st = t->opt->load(t->opt_state, opt, opt_len);
     if (t->rank != 0)
         free(opt);
+    if (st == DT_OK)
+        st = restore_work_load(t, &c);
     dt_ckpt_free(&c);
     DT_CHECK(st);
     t->epoch = meta[M_EPOCH];
