@@ -108,4 +108,13 @@ DT_TEST_SLOW_RANK=2 DT_TEST_SLOW_FACTOR=2 run -n 3 --resume \
     --set train.checkpoint_dir=a job.ini || { cat out; fail "auto resume"; }
 grep -q "work_load = auto: .* from the checkpoint" out ||
     { cat out; fail "auto did not take the checkpoint's weights"; }
+# ---- the hostfile's weight= ---------------------------------------------------
+printf 'localhost slots=2\n127.0.0.1 slots=1 weight=2\n' >hosts
+run -n 3 --hostfile hosts --set train.epochs=1 job.ini ||
+    { cat out; fail "hostfile weights"; }
+grep -q "hostfile weights: work_load = 1,1,2" out &&
+    grep -q "split 12,12,24" out || { cat out; fail "weight= not used"; }
+printf 'localhost slots=2 weight=-1\n' >hosts
+run -n 2 --hostfile hosts job.ini && fail "weight=-1 accepted"
+grep -q "hosts:1: weight='-1'" out || { cat out; fail "weight=-1 message"; }
 echo "OK"

@@ -160,12 +160,47 @@ static dt_status_t start_rendezvous(run_state_t *s)
     return st;
 }
 
+/* The hostfile's weight=W per host: each worker's weight, in rank order,
+ * reaches the workers as [cluster] work_load (unequal shares). */
+static dt_status_t host_weights(run_state_t *s)
+{
+    const dt_hostlist_t *h = s->att_hosts;
+    int any = 0;
+    for (size_t i = 0; i < h->n; i++)
+        any |= h->hosts[i].weight > 0;
+    if (!any)
+        return DT_OK;
+    if (dt_config_get(s->cfg, "cluster", "work_load")) {
+        const char *where = "default";
+        dt_config_origin(s->cfg, "cluster", "work_load", NULL, &where);
+        dt_error("%s: [cluster] work_load is set and the hostfile gives "
+                 "weight= too; keep one", where);
+        return DT_ERR_CONFIG;
+    }
+    size_t cap = (size_t)s->att_np * 24 + 1, at = 0;
+    char *list = malloc(cap);
+    if (!list)
+        return DT_ERR_NOMEM;
+    list[0] = '\0';
+    for (int r = 0; r < s->att_np; r++) {
+        double w = h->hosts[s->att_place[r].host].weight;
+        at += (size_t)snprintf(list + at, cap - at, "%s%.17g", r ? "," : "",
+                               w > 0 ? w : 1.0);
+    }
+    dt_info("hostfile weights: work_load = %s", list);
+    dt_status_t st = env_list_addf(&s->common, "DT_CLUSTER_WORK_LOAD", "%s",
+                                   list);
+    free(list);
+    return st;
+}
+
 static dt_status_t build_env(run_state_t *s)
 {
     DT_CHECK(run_env_common(&s->job, &s->common));
     if (!s->trainer)
         DT_CHECK(run_env_interface(s->cfg, &s->common));
     DT_CHECK(start_rendezvous(s));
+    DT_CHECK(host_weights(s));
     s->per_rank = calloc((size_t)s->att_np, sizeof *s->per_rank);
     s->rank_env = calloc((size_t)s->att_np, sizeof *s->rank_env);
     if (!s->per_rank || !s->rank_env)

@@ -185,13 +185,30 @@ out:
 
 /* One "key=value" field after the host on a hostfile line. */
 static int parse_field(const char *path, int lineno, const char *field,
-                       int *slots, int *port)
+                       int *slots, int *port, double *weight)
 {
     const char *eq = strchr(field, '=');
     long v;
+    if (eq && eq - field == 6 && strncmp(field, "weight", 6) == 0) {
+        char *end;
+        errno = 0;
+        double w = strtod(eq + 1, &end);
+        if (*weight > 0) {
+            dt_error("%s:%d: weight given twice; keep one", path, lineno);
+            return -1;
+        }
+        if (end == eq + 1 || *end || errno || !(w > 0) || w > 1e6) {
+            dt_error("%s:%d: weight='%s': want a number above 0 (the share "
+                     "of each of the host's workers, e.g. weight=0.5)",
+                     path, lineno, eq + 1);
+            return -1;
+        }
+        *weight = w;
+        return 0;
+    }
     if (!eq || parse_number(eq + 1, strlen(eq + 1), &v) != 0) {
-        dt_error("%s:%d: cannot read '%s'; want slots=N or port=P", path,
-                 lineno, field);
+        dt_error("%s:%d: cannot read '%s'; want slots=N, port=P or weight=W",
+                 path, lineno, field);
         return -1;
     }
     size_t klen = (size_t)(eq - field);
@@ -220,8 +237,8 @@ static int parse_field(const char *path, int lineno, const char *field,
     } else if (klen == 9 && strncmp(field, "max_slots", 9) == 0) {
         /* Open MPI's oversubscription cap: we never go past slots. */
     } else {
-        dt_error("%s:%d: unknown field '%s'; want slots=N or port=P", path,
-                 lineno, field);
+        dt_error("%s:%d: unknown field '%s'; want slots=N, port=P or "
+                 "weight=W", path, lineno, field);
         return -1;
     }
     return 0;
@@ -236,6 +253,7 @@ static dt_status_t parse_line(const char *path, int lineno, char *line,
     size_t name_len;
     long num;
     int slots = 0, port = 0;
+    double weight = 0;
     if (split_host(tok, strlen(tok), &name, &name_len, &num) != 0 ||
         !name_ok(name, name_len)) {
         dt_error("%s:%d: cannot read host '%s'; want 'host slots=N', "
@@ -259,7 +277,7 @@ static dt_status_t parse_line(const char *path, int lineno, char *line,
         slots = (int)num;
     }
     while ((tok = strtok_r(NULL, " \t\r\n", &save)))
-        if (parse_field(path, lineno, tok, &slots, &port) != 0)
+        if (parse_field(path, lineno, tok, &slots, &port, &weight) != 0)
             return DT_ERR_CONFIG;
     char *dup = strndup(name, name_len);
     if (!dup)
@@ -277,7 +295,9 @@ static dt_status_t parse_line(const char *path, int lineno, char *line,
         return DT_ERR_NOMEM;
     *lines = nl;
     nl[list->n] = lineno;
-    return push_host(list, name, name_len, slots ? slots : 1, port);
+    DT_CHECK(push_host(list, name, name_len, slots ? slots : 1, port));
+    list->hosts[list->n - 1].weight = weight;
+    return DT_OK;
 }
 
 dt_status_t dt_hostfile_parse(const char *path, dt_hostlist_t *out)

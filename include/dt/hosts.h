@@ -7,6 +7,8 @@
  *   node2:4               host:slots
  *   node3                 a bare host: one slot
  *   10.0.0.5:2222         MXNet style ip:sshport
+ *   node4 slots=2 weight=0.5   each worker there gets weight 0.5 of the
+ *                         [cluster] work_load split (unequal shares)
  * After ':' a number N is the ssh port when N == 22 or N >= 1024 (MXNet's
  * "ip:port"), otherwise the slot count. The same host twice is an error
  * with file:line.
@@ -25,6 +27,7 @@ typedef struct dt_host {
     char *name;  /* host name or address                      */
     int slots;   /* worker processes it may run (>= 1)        */
     int port;    /* ssh port, 0 for the launcher's default    */
+    double weight; /* weight=W: work_load of its workers (0: unset) */
 } dt_host_t;
 
 typedef struct dt_hostlist {
