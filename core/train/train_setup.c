@@ -319,6 +319,14 @@ static dt_status_t setup_sync_bn(const dt_config_t *cfg, dt_trainer_t *t)
                     "no batchnorm", origin(cfg, "model", "sync_bn"));
         return DT_OK;
     }
+    if (t->world > 1 && (t->work_load || t->work_load_auto)) {
+        /* Its backward sums the ranks' dy, each scaled by its own
+         * 1 / b_r: not the global batch's gradient with unequal b_r. */
+        dt_error("%s: [model] sync_bn = yes does not work with [cluster] "
+                 "work_load (unequal shares) yet; drop one of them",
+                 origin(cfg, "model", "sync_bn"));
+        return DT_ERR_CONFIG;
+    }
     if (t->world > 1)
         dt_model_set_sync_bn(t->model, dt_grad_sync_sum, t->sync);
     if (t->rank == 0)
