@@ -69,7 +69,7 @@ static int setup(void **state)
     f->ops = p->ops;
     if (f->ops->init(NULL, &f->ctx) != DT_OK)
         return -1;
-    f->host = (dt_host_t){"localhost", MAX_RANKS, 0};
+    f->host = (dt_host_t){"localhost", MAX_RANKS, 0, 0};
     f->hosts = (dt_hostlist_t){&f->host, 1};
     for (int r = 0; r < MAX_RANKS; r++)
         f->placement[r] = (dt_placement_t){r, 0, r, MAX_RANKS, 0, 1};

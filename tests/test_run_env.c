@@ -28,7 +28,7 @@ static void expect(const env_list_t *l, const char *key, const char *value)
     assert_string_equal(v, value);
 }
 
-static dt_host_t hosts_v[2] = {{"node-a", 3, 0}, {"node-b", 2, 0}};
+static dt_host_t hosts_v[2] = {{"node-a", 3, 0, 0}, {"node-b", 2, 0, 0}};
 static dt_hostlist_t hosts = {hosts_v, 2};
 /* ranks 0-2 on node-a, 3-4 on node-b, as dt_place_ranks fills them */
 static dt_placement_t placement[5] = {
