@@ -57,6 +57,8 @@ typedef struct run_state {
     dt_store_server_t *store;   /* the job's rendezvous store */
     char rendezvous[160];       /* its "host:port" (DT_RENDEZVOUS) */
     int trainer;                /* the workers run dt-train   */
+    int nworkers, nservers;     /* [train] mode = async: np = workers +
+                                   servers; else nservers 0  */
     int signals;                /* stop_signals installed     */
 } run_state_t;
 
@@ -205,11 +207,90 @@ static dt_status_t build_env(run_state_t *s)
     s->rank_env = calloc((size_t)s->att_np, sizeof *s->rank_env);
     if (!s->per_rank || !s->rank_env)
         return DT_ERR_NOMEM;
+    if (s->nservers) {
+        DT_CHECK(env_list_addf(&s->common, "DT_NUM_SERVERS", "%d",
+                               s->nservers));
+        DT_CHECK(env_list_addf(&s->common, "DT_NUM_WORKERS", "%d",
+                               s->nworkers));
+    }
     for (int r = 0; r < s->att_np; r++) {
         DT_CHECK(run_env_rank(&s->job, r, &s->per_rank[r]));
+        if (s->nservers)
+            DT_CHECK(env_list_addf(&s->per_rank[r], "DT_ROLE", "%s",
+                                   r < s->nworkers ? "worker" : "server"));
         s->rank_env[r] = env_list_strv(&s->per_rank[r]);
     }
     return DT_OK;
+}
+
+/* [train] mode = async: S parameter servers ([cluster] servers, default
+ * one per host) join the W workers as ranks W..W+S-1, server i on host
+ * i mod hosts (beside the workers' slots: a server is mostly waiting).
+ * Replaces s->placement and s->np. */
+static int place_servers(const dt_cli_t *cli, run_state_t *s)
+{
+    const char *mode = dt_config_get(s->cfg, "train", "mode");
+    if (!mode || strcmp(mode, "async") != 0)
+        return 0;
+    const char *where = "default";
+    dt_config_origin(s->cfg, "train", "mode", NULL, &where);
+    if (cli->exec_argc > 0) {
+        dt_error("%s: [train] mode = async is a mode of dt's trainer (a job "
+                 "file without a program); a program after '--' uses the "
+                 "collectives of dt.h, which are synchronous", where);
+        return EXIT_USAGE;
+    }
+    if (dt_config_get(s->cfg, "cluster", "min_np")) {
+        dt_error("%s: [train] mode = async cannot yet run with elastic "
+                 "membership ([cluster] min_np)", where);
+        return EXIT_USAGE;
+    }
+    long long S = (long long)s->hosts.n;
+    if (dt_config_get(s->cfg, "cluster", "servers") &&
+        dt_config_get_int(s->cfg, "cluster", "servers", &S) != DT_OK)
+        return EXIT_USAGE;
+    if (S < 1 || S > 4096) {
+        const char *sw = "default";
+        dt_config_origin(s->cfg, "cluster", "servers", NULL, &sw);
+        dt_error("%s: [cluster] servers = %lld: async training needs at "
+                 "least 1 parameter server", sw, S);
+        return EXIT_USAGE;
+    }
+    int W = s->np, n = W + (int)S;
+    dt_placement_t *p = calloc((size_t)n, sizeof *p);
+    if (!p)
+        return 1;
+    memcpy(p, s->placement, (size_t)W * sizeof *p);
+    int nodes = W ? p[W - 1].num_nodes : 0;
+    for (int i = 0; i < (int)S; i++) {
+        size_t h = (size_t)i % s->hosts.n;
+        int node = -1, local = 0;
+        for (int r = 0; r < W + i; r++)
+            if (p[r].host == h) {
+                node = p[r].node_rank;
+                local++;
+            }
+        if (node < 0)
+            node = nodes++;
+        p[W + i] = (dt_placement_t){.rank = W + i, .host = h,
+                                    .local_rank = local,
+                                    .node_rank = node};
+    }
+    for (int r = 0; r < n; r++) {
+        int here = 0;
+        for (int q = 0; q < n; q++)
+            here += p[q].host == p[r].host;
+        p[r].local_size = here;
+        p[r].num_nodes = nodes;
+    }
+    free(s->placement);
+    s->placement = p;
+    s->nworkers = W;
+    s->nservers = (int)S;
+    s->np = n;
+    dt_info("async: %d worker%s and %lld parameter server%s (ranks %d..%d)",
+            W, W == 1 ? "" : "s", S, S == 1 ? "" : "s", W, n - 1);
+    return 0;
 }
 
 /* Configuration, hosts, placement and plugins: 0 or an exit code. */
@@ -229,6 +310,9 @@ static int prepare(const dt_cli_t *cli, const char *job_file, run_state_t *s)
         check_launcher_ops(launcher) != DT_OK)
         return EXIT_USAGE;
     s->ops = launcher->ops;
+    int code = place_servers(cli, s);
+    if (code != 0)
+        return code;
     dt_debug("run: %d worker%s, launcher %s, transport %s", s->np,
              s->np == 1 ? "" : "s", launcher->name, transport->name);
     return 0;
@@ -460,7 +544,8 @@ int dt_cmd_run(dt_cli_t *cli)
     char *trainer_argv[2] = {trainer, NULL};
     if (code == 0 && cli->exec_argc == 0) {
         s.trainer = 1;
-        if (run_trainer_prepare(s.cfg, s.np, trainer, sizeof trainer) != DT_OK)
+        if (run_trainer_prepare(s.cfg, s.nservers ? s.nworkers : s.np,
+                                trainer, sizeof trainer) != DT_OK)
             code = EXIT_USAGE;
         cli->exec_argv = trainer_argv;
         cli->exec_argc = 1;

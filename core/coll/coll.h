@@ -42,6 +42,11 @@ typedef struct dt_comm {
  * c->caps and log them at debug level, naming the transport. */
 void dt_comm_query_caps(dt_comm_t *c, const char *transport);
 
+/* The worker's communicator after dt_init (comm/worker.c), for the
+ * core's own point-to-point users (the parameter servers, train/ps.c);
+ * NULL before dt_init or in a job of one. */
+dt_comm_t *dt_worker_comm(void);
+
 dt_status_t dt_coll_allreduce(dt_comm_t *c, const void *send, void *recv,
                               size_t count, dt_dtype_t t, dt_redop_t op);
 dt_status_t dt_coll_broadcast(dt_comm_t *c, void *buf, size_t count,

@@ -37,6 +37,11 @@ static struct worker {
     uint8_t token[DT_TOKEN_BYTES];
 } W;
 
+dt_comm_t *dt_worker_comm(void)
+{
+    return W.up && W.ops ? &W.comm : NULL;
+}
+
 int dt_rank(void) { return W.up ? W.id.rank : -1; }
 int dt_size(void) { return W.up ? W.id.size : -1; }
 int dt_local_rank(void) { return W.up ? W.id.local_rank : -1; }

@@ -49,6 +49,9 @@ static const dt_key_spec_t cluster_keys[] = {
     {"host_failures", DT_KEY_INT, "2",
      "dtctl run, elastic: a host whose workers were the root failure this "
      "many times is excluded"},
+    {"servers", DT_KEY_INT, NULL,
+     "[train] mode = async: parameter server processes dtctl starts beside "
+     "the workers (default: one per host; at least 1)"},
     {"host_cooldown", DT_KEY_DURATION, "0s",
      "dtctl run, elastic: an excluded host is probed again at a restart "
      "once this long has passed since it was excluded"},
@@ -116,6 +119,12 @@ static const dt_key_spec_t train_keys[] = {
      "directory for TensorBoard event files (unset: none)"},
     {"metrics", DT_KEY_STRING, NULL,
      "JSONL file, one line per epoch (dtctl run --metrics FILE)"},
+    {"mode", DT_KEY_STRING, "sync",
+     "sync (gradients averaged by allreduce every step) or async "
+     "(parameter servers apply each worker's gradient as it arrives)"},
+    {"max_staleness", DT_KEY_INT, "0",
+     "async: a worker more than this many pushes ahead of the slowest "
+     "waits (0: unbounded; 0 is not sync)"},
     {"max_steps", DT_KEY_INT, "0",
      "stop after this many optimizer steps (0: run all epochs)"},
     {"resume", DT_KEY_BOOL, "no",

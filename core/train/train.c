@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -29,6 +30,25 @@ static bool ckpt_due_after_epoch(const dt_trainer_t *t)
 {
     return t->ckpt_dir && !t->ckpt_unit_steps &&
            t->epoch % t->ckpt_every == 0; /* t->epoch: epochs completed */
+}
+
+/* async: the gradients to the servers, their fresh parameters back. A
+ * non-finite loss stops the job (no vote: workers are not in step). */
+static dt_status_t async_update(dt_trainer_t *t, float loss, double lr,
+                                uint64_t s, double *wait)
+{
+    if (!isfinite(loss)) {
+        dt_error("worker %d: the loss is %g at epoch %llu step %llu: "
+                 "diverged (lower [train] lr); stopping", t->rank,
+                 (double)loss, (unsigned long long)t->epoch + 1,
+                 (unsigned long long)s + 1);
+        return DT_ERR_INVALID;
+    }
+    double before = dt_ps_wait_seconds(t->ps);
+    DT_CHECK(dt_ps_push_pull(t->ps, t->params, t->grads, (float)lr,
+                             t->global_step + 1));
+    *wait += dt_ps_wait_seconds(t->ps) - before;
+    return DT_OK;
 }
 
 /* One optimizer step on this rank's batch `s` of the epoch; or, when the
@@ -76,18 +96,26 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
     t->compute_seconds += dt_clock_now() - c0;
     t->compute_samples += b;
     DT_CHECK(dt_grad_sync_finish(t->sync, &wait));
+    *rolled_back = false;
+    dt_status_t st;
+    if (t->async) {
+        st = async_update(t, *loss, lr, s, &wait);
+        if (st != DT_OK)
+            return st;
+        goto stepped;
+    }
     DT_CHECK(dt_trainer_guard_step(t, *loss, lr, s, rolled_back));
     if (*rolled_back)
         return DT_OK;
-    dt_status_t st = t->opt->step(t->opt_state, t->params, t->grads,
-                                  (float)lr, t->global_step + 1,
-                                  t->dev->stream);
+    st = t->opt->step(t->opt_state, t->params, t->grads,
+                      (float)lr, t->global_step + 1, t->dev->stream);
     if (st != DT_OK) {
         dt_error("optimizer '%s' failed at step %llu (%s)",
                  t->opt_plugin->name,
                  (unsigned long long)t->global_step + 1, dt_status_str(st));
         return st;
     }
+stepped:
     DT_CHECK(dt_device_sync(t->dev));
     t->global_step++;
     if (t->global_step == 1 && t->rank == 0 && t->world > 1)
@@ -108,10 +136,28 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
 static dt_status_t end_epoch(dt_trainer_t *t, double epoch_start)
 {
     double sums[3] = {t->loss_sum, t->loss_count, (double)t->epoch_samples};
-    if (t->world > 1)
+    if (t->world > 1 && !t->async)
         DT_CHECK(dt_allreduce(sums, sums, 3, DT_FLOAT64, DT_SUM));
     dt_epoch_metrics_t m = {.epoch = t->epoch + 1, .step = t->global_step};
     m.train_loss = sums[1] > 0 ? sums[0] / sums[1] : NAN;
+    if (t->async) {
+        /* Each worker its own pace; rank 0 evaluates the servers' current
+         * parameters alone, the others go on. Its loss and samples/s are
+         * its own (each worker logs its samples/s). */
+        dt_info("async worker %d: epoch %llu: %llu samples in %.2f s (%.1f "
+                "samples/s), %.0f%% of it waiting for the servers", t->rank,
+                (unsigned long long)t->epoch + 1,
+                (unsigned long long)t->epoch_samples, t->train_seconds,
+                t->train_seconds > 0 ? (double)t->epoch_samples /
+                                           t->train_seconds
+                                     : 0.0,
+                t->train_seconds > 0
+                    ? 100.0 * t->comm_wait_seconds / t->train_seconds
+                    : 0.0);
+        if (t->rank != 0)
+            return DT_OK;
+        DT_CHECK(dt_ps_pull(t->ps, t->params));
+    }
     DT_CHECK(dt_trainer_evaluate(t, &m.test_loss, &m.test_accuracy));
     m.lr = dt_lr_at(&t->lr, (double)t->epoch + 1.0 - 1e-9);
     /* Steps run in lockstep: rank 0's time is the job's time. */
@@ -133,6 +179,8 @@ static dt_status_t end_epoch(dt_trainer_t *t, double epoch_start)
         t->best_acc = m.test_accuracy;
         t->best_epoch = t->epoch + 1;
     }
+    if (t->async)
+        m.samples_per_sec *= t->world; /* rank 0's pace x the workers */
     t->best_improved = t->ckpt_best && better;
     if (t->rank == 0) {
         dt_progress_epoch_end(&t->progress, &m);
@@ -257,14 +305,65 @@ restart: /* after a rollback (on_divergence): from the checkpoint's step */
     return DT_OK;
 }
 
+/* async: rank 0 hands the servers their shards (from the checkpoint with
+ * --resume), then every worker takes the servers' parameters and the
+ * position to start at. */
+static dt_status_t async_start(dt_trainer_t *t)
+{
+    dt_ps_pos_t pos = {0, 0, 0, 0};
+    dt_status_t st = DT_OK;
+    if (t->rank == 0) {
+        void **opt = calloc((size_t)t->nservers, sizeof *opt);
+        size_t *len = calloc((size_t)t->nservers, sizeof *len);
+        bool found = false;
+        if (!opt || !len)
+            st = DT_ERR_NOMEM;
+        if (st == DT_OK && t->resume)
+            st = dt_trainer_restore_async(t, opt, len, &pos, &found);
+        if (st == DT_OK)
+            st = dt_ps_init_servers(t->ps, t->params, opt, len, &pos);
+        for (int s = 0; opt && s < t->nservers; s++)
+            free(opt[s]);
+        free(opt);
+        free(len);
+        if (st == DT_OK)
+            dt_info("async: %d worker%s, %d parameter server%s (ranks %d..%d)"
+                    ", max_staleness %d%s", t->world,
+                    t->world == 1 ? "" : "s", t->nservers,
+                    t->nservers == 1 ? "" : "s", t->world,
+                    t->world + t->nservers - 1, t->max_staleness,
+                    t->max_staleness ? "" : " (unbounded)");
+    }
+    if (st == DT_OK)
+        st = dt_ps_join(t->ps, t->params, &pos);
+    if (st != DT_OK)
+        return st;
+    t->epoch = pos.epoch;
+    t->step_in_epoch = pos.step_in_epoch;
+    t->epoch_start = pos.epoch_start;
+    t->global_step = pos.global_step;
+    return DT_OK;
+}
+
 dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy)
 {
     dt_trainer_t t;
     long long max_steps = 0;
+    /* async: ranks from the number of workers on are parameter servers. */
+    const char *mode = dt_config_get(cfg, "train", "mode");
+    int servers = dt_train_async_servers();
+    if (mode && strcmp(mode, "async") == 0 && servers > 0 &&
+        dt_rank() >= dt_size() - servers && dt_size() > servers) {
+        if (final_accuracy)
+            *final_accuracy = 0.0;
+        return dt_ps_serve(cfg, dt_size() - servers, servers);
+    }
     dt_status_t st = dt_trainer_setup(&t, cfg);
     if (st == DT_OK)
         st = dt_config_get_int(cfg, "train", "max_steps", &max_steps);
-    if (st == DT_OK && t.resume) {
+    if (st == DT_OK && t.async) {
+        st = async_start(&t);
+    } else if (st == DT_OK && t.resume) {
         st = dt_trainer_restore(&t, UINT64_MAX, NULL);
         if (st == DT_OK && t.lr.scale != 1.0 && t.rank == 0)
             dt_info("the lr stays x%g, as on_divergence = halve_lr left it",
@@ -272,11 +371,14 @@ dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy)
     }
     /* SIGTERM/SIGUSR1: a checkpoint at the next step, then a resumable
      * exit (needs somewhere to write it). */
-    if (st == DT_OK && t.ckpt_dir)
+    if (st == DT_OK && t.ckpt_dir && !t.async)
         dt_preempt_install();
     if (st == DT_OK)
         st = train_loop(&t, max_steps > 0 ? (uint64_t)max_steps : 0);
     dt_preempt_restore();
+    /* async: this worker is done; the servers answer once all are. */
+    if (st == DT_OK && t.async)
+        st = dt_ps_done(t.ps, t.params);
     if (st == DT_OK && t.rank == 0) {
         /* The best test accuracy and its epoch, always; with
          * checkpoint_best also the file that holds that epoch's model. */

@@ -28,6 +28,7 @@
 #include "grad_sync.h"
 #include "lr_schedule.h"
 #include "metrics/metrics.h"
+#include "ps.h"
 
 /* checkpoint_best's file in checkpoint_dir, beside the ckpt-<step> ones. */
 #define DT_TRAIN_BEST_NAME "best.dtckpt"
@@ -104,6 +105,14 @@ typedef struct dt_trainer {
     double data_wait_seconds;   /* the step waiting for its batch          */
     uint64_t epoch_samples;     /* this rank's samples this epoch          */
 
+    /* [train] mode = async (ps.h): world is the number of workers, the
+     * servers are ranks world .. world + nservers - 1 */
+    bool async;
+    int nservers;
+    int max_staleness;
+    dt_ps_client_t *ps;
+    double ps_wait_seconds;     /* this epoch's waits for the servers      */
+
     /* rank 0's outputs */
     dt_jsonl_t *jsonl;
     dt_tb_t *tb;
@@ -120,6 +129,9 @@ dt_status_t dt_trainer_broadcast(dt_trainer_t *t, void *dev_ptr,
                                  size_t bytes);
 /* Broadcast bytes of host memory from rank 0 (any length). */
 dt_status_t dt_trainer_broadcast_host(void *buf, size_t bytes);
+/* mode = async: the number of parameter servers dtctl started
+ * (DT_NUM_SERVERS; 0 when unset). */
+int dt_train_async_servers(void);
 /* Steps per epoch for this rank. */
 uint64_t dt_trainer_steps_per_epoch(const dt_trainer_t *t);
 /* Steps of the current epoch: steps_per_epoch, fewer when it starts at
@@ -177,6 +189,15 @@ dt_status_t dt_trainer_guard_step(dt_trainer_t *t, float loss, double lr,
 /* With on_divergence = halve_lr, a fresh job's first checkpoint (step 0),
  * so there is always one to go back to. */
 dt_status_t dt_trainer_guard_begin(dt_trainer_t *t);
+
+/* train_state.c, mode = async, rank 0 with --resume: the newest
+ * checkpoint's parameters into t->params and its position; opt[s] /
+ * opt_len[s] the optimizer state of server s's shard when the checkpoint
+ * was written by as many servers (else NULL: fresh state, warned).
+ * *found: one was loaded. */
+dt_status_t dt_trainer_restore_async(dt_trainer_t *t, void **opt,
+                                     size_t *opt_len, dt_ps_pos_t *pos,
+                                     bool *found);
 
 /* dt_train_check_config, dt_train_run: the public dt/train.h. */
 

@@ -23,7 +23,7 @@ dt_status_t dt_trainer_sync_buffers(dt_trainer_t *t)
 {
     float *b = NULL;
     size_t n = 0;
-    if (t->world <= 1)
+    if (t->world <= 1 || t->async)
         return DT_OK;
     DT_CHECK(dt_model_buffers(t->model, &b, &n));
     if (n == 0)
@@ -57,7 +57,8 @@ dt_status_t dt_trainer_evaluate(dt_trainer_t *t, double *loss,
         sums[1] += correct;
         sums[2] += (double)b;
     }
-    if (t->world > 1)
+    /* async: rank 0 evaluated the whole test set alone. */
+    if (t->world > 1 && !t->async)
         DT_CHECK(dt_allreduce(sums, sums, 3, DT_FLOAT64, DT_SUM));
     *loss = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
     *accuracy = sums[2] > 0 ? sums[1] / sums[2] : 0.0;

@@ -58,15 +58,65 @@ static dt_status_t parse_every(const dt_config_t *cfg, dt_trainer_t *t)
     return DT_OK;
 }
 
+/* [train] mode and max_staleness; async's limits. */
+static dt_status_t read_mode(const dt_config_t *cfg, dt_trainer_t *t)
+{
+    const char *mode = "sync";
+    long long k = 0;
+    DT_CHECK(dt_config_get_string(cfg, "train", "mode", &mode));
+    if (strcmp(mode, "sync") != 0 && strcmp(mode, "async") != 0) {
+        dt_error("%s: [train] mode = '%s': use sync or async",
+                 origin(cfg, "train", "mode"), mode);
+        return DT_ERR_CONFIG;
+    }
+    t->async = strcmp(mode, "async") == 0;
+    DT_CHECK(dt_config_get_int(cfg, "train", "max_staleness", &k));
+    if (k < 0 || k > 1000000) {
+        dt_error("%s: [train] max_staleness = %lld: use 0 (unbounded) or a "
+                 "number of pushes >= 1", origin(cfg, "train",
+                                                 "max_staleness"), k);
+        return DT_ERR_CONFIG;
+    }
+    t->max_staleness = (int)k;
+    return DT_OK;
+}
+
+/* What async mode does not do (yet): refused by name, before any worker
+ * starts (dtctl runs this check too). */
+static dt_status_t check_async(const dt_config_t *cfg, const dt_trainer_t *t)
+{
+    bool sync_bn = false;
+    DT_CHECK(dt_config_get_bool(cfg, "model", "sync_bn", &sync_bn));
+    const char *what = dt_grad_clip_enabled(&t->clip) ? "clip_grad_value / "
+                                                        "clip_grad_norm"
+                       : t->on_divergence == DT_DIVERGE_HALVE_LR
+                           ? "on_divergence = halve_lr"
+                       : sync_bn ? "[model] sync_bn"
+                       : t->work_load || t->work_load_auto
+                           ? "[cluster] work_load (every push is one "
+                             "worker's whole batch)"
+                           : NULL;
+    if (!what)
+        return DT_OK;
+    dt_error("%s: [train] mode = async does not support %s (it needs every "
+             "worker's gradients in one step); use mode = sync or drop it",
+             origin(cfg, "train", "mode"), what);
+    return DT_ERR_CONFIG;
+}
+
 static dt_status_t read_settings(const dt_config_t *cfg, dt_trainer_t *t)
 {
     long long seed = 0, epochs, batch, keep = 3;
     uint64_t bucket = 0;
+    DT_CHECK(read_mode(cfg, t));
     DT_CHECK(dt_config_get_int(cfg, "train", "seed", &seed));
     DT_CHECK(get_positive(cfg, "epochs", &epochs));
     DT_CHECK(get_positive(cfg, "batch_size", &batch));
     DT_CHECK(dt_config_get_size(cfg, "train", "bucket", &bucket));
-    DT_CHECK(dt_lr_schedule_from_config(cfg, t->world, &t->lr));
+    /* async: every push is one worker's batch, applied alone: the lr of
+     * one worker (no scaling by the number of workers). */
+    DT_CHECK(dt_lr_schedule_from_config(cfg, t->async ? 1 : t->world,
+                                        &t->lr));
     t->seed = (uint64_t)seed;
     t->epochs = (uint64_t)epochs;
     t->batch = (size_t)batch;
@@ -105,8 +155,9 @@ static dt_status_t read_settings(const dt_config_t *cfg, dt_trainer_t *t)
     DT_CHECK(dt_grad_clip_from_config(cfg, &t->clip));
     DT_CHECK(dt_work_load_from_config(cfg, t->world, &t->work_load,
                                       &t->work_load_auto));
-    return dt_on_divergence_from_config(cfg, t->ckpt_dir != NULL,
-                                        &t->on_divergence);
+    DT_CHECK(dt_on_divergence_from_config(cfg, t->ckpt_dir != NULL,
+                                          &t->on_divergence));
+    return t->async ? check_async(cfg, t) : DT_OK;
 }
 
 dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
@@ -149,7 +200,9 @@ static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
     DT_CHECK(dt_dataset_load(cfg, DT_SPLIT_TEST, &t->test));
     DT_CHECK(dt_sampler_init(&t->train_sampler, t->train.n, t->rank,
                              t->world, t->seed, true, true));
-    DT_CHECK(dt_sampler_init(&t->test_sampler, t->test.n, t->rank, t->world,
+    /* async: rank 0 evaluates the whole test set alone. */
+    DT_CHECK(dt_sampler_init(&t->test_sampler, t->test.n,
+                             t->async ? 0 : t->rank, t->async ? 1 : t->world,
                              t->seed, false, false));
     DT_CHECK(dt_sampler_set_epoch(&t->test_sampler, 0));
     /* Training batches: the loader threads' own sampler, the same order. */
@@ -234,7 +287,9 @@ dt_status_t dt_trainer_broadcast_host(void *buf, size_t bytes)
 dt_status_t dt_trainer_broadcast(dt_trainer_t *t, void *dev_ptr,
                                  size_t bytes)
 {
-    if (t->world <= 1 || bytes == 0)
+    /* async: workers share parameters through the servers, never by a
+     * collective (the servers do not take part in collectives). */
+    if (t->world <= 1 || t->async || bytes == 0)
         return DT_OK;
     if (t->dev->mem == DT_MEM_HOST)
         return dt_trainer_broadcast_host(dev_ptr, bytes);
@@ -327,7 +382,7 @@ static dt_status_t setup_sync_bn(const dt_config_t *cfg, dt_trainer_t *t)
                  origin(cfg, "model", "sync_bn"));
         return DT_ERR_CONFIG;
     }
-    if (t->world > 1)
+    if (t->world > 1 && !t->async)
         dt_model_set_sync_bn(t->model, dt_grad_sync_sum, t->sync);
     if (t->rank == 0)
         dt_info("sync_bn: batchnorm statistics over the global batch of %d "
@@ -414,6 +469,18 @@ dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg)
     t->rank = dt_rank() < 0 ? 0 : dt_rank();
     t->world = dt_size() < 1 ? 1 : dt_size();
     t->local_rank = dt_local_rank() < 0 ? 0 : dt_local_rank();
+    DT_CHECK(read_mode(cfg, t));
+    if (t->async) {
+        t->nservers = dt_train_async_servers();
+        if (t->nservers < 1 || t->nservers >= t->world) {
+            dt_error("[train] mode = async: this job of %d rank%s has no "
+                     "parameter servers (DT_NUM_SERVERS=%d); start it with "
+                     "dtctl run, which starts them", t->world,
+                     t->world == 1 ? "" : "s", t->nservers);
+            return DT_ERR_CONFIG;
+        }
+        t->world -= t->nservers; /* the workers */
+    }
     DT_CHECK(read_settings(cfg, t));
     /* Test hook (tests/, bench/work-load-auto.sh): one rank computes
      * DT_TEST_SLOW_FACTOR times slower (it sleeps after each step's
@@ -427,11 +494,28 @@ dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg)
                 "test hook)", t->rank, t->slow_factor);
     DT_CHECK(setup_data(cfg, t));
     DT_CHECK(setup_model(cfg, t));
+    if (t->async && t->dev->mem != DT_MEM_HOST) {
+        dt_error("[train] mode = async runs on the CPU for now ([train] "
+                 "device = cpu): the servers' shards travel from host "
+                 "memory");
+        return DT_ERR_UNSUPPORTED;
+    }
     DT_CHECK(setup_optimizer(cfg, t));
+    /* async: nothing is averaged (grad_sync of one worker does nothing);
+     * the gradients go to the servers after backward. */
     DT_CHECK(dt_grad_sync_new(t->grads, t->nparams, t->dev, t->bucket_bytes,
-                              t->world, &t->sync));
+                              t->async ? 1 : t->world, &t->sync));
+    if (t->async)
+        DT_CHECK(dt_ps_client_new(t->world, t->nservers, t->nparams,
+                                  &t->ps));
     DT_CHECK(setup_sync_bn(cfg, t));
     return setup_outputs(cfg, t);
+}
+
+int dt_train_async_servers(void)
+{
+    const char *s = getenv("DT_NUM_SERVERS");
+    return s && *s ? atoi(s) : 0;
 }
 
 uint64_t dt_trainer_epoch_steps(const dt_trainer_t *t)
@@ -450,6 +534,7 @@ void dt_trainer_teardown(dt_trainer_t *t)
 {
     dt_pipeline_free(t->pipe); /* first: its threads read t->train */
     dt_grad_sync_free(t->sync);
+    dt_ps_client_free(t->ps);
     if (t->clip_host)
         dt_device_host_free(t->dev, t->clip_host);
     if (t->opt_state)

@@ -40,6 +40,10 @@ enum { TAG_BUFFERS = 5 };
  * other weights continue the same training to float rounding; auto takes
  * the saved weights back. */
 enum { TAG_WORK_LOAD = 6 };
+/* mode = async: OPT_STATE is the servers' shard states one after the
+ * other; SHARDS says how: u64 number of servers S, then S u64 lengths.
+ * Only a job with as many servers takes that state back. */
+enum { TAG_SHARDS = 7 };
 
 /* META: little-endian u64 fields in this order. */
 enum {
@@ -72,6 +76,13 @@ static double bitsd(uint64_t u)
     return d;
 }
 
+static dt_status_t write_ckpt(dt_trainer_t *t, const char *name,
+                              bool *written, const double *sums,
+                              void *opt_in, size_t opt_in_len,
+                              const unsigned char *shards, size_t shards_len);
+static dt_status_t save_async(dt_trainer_t *t, const char *name,
+                              bool *written);
+
 /* PARAMS from device memory, one chunk at a time. */
 static dt_status_t fill_params(void *arg, size_t off, void *buf, size_t n)
 {
@@ -101,6 +112,12 @@ dt_status_t dt_trainer_save_as(dt_trainer_t *t, const char *name,
     if (written)
         *written = false;
     t->last_ckpt_time = dt_clock_now();
+    /* async: rank 0 alone, with the servers' shards and their optimizer
+     * state; the other workers go on training. */
+    if (t->async && t->rank != 0)
+        return DT_OK;
+    if (t->async)
+        return save_async(t, name, written);
     /* Every rank holds what the checkpoint holds: rank 0's buffers. */
     DT_CHECK(dt_trainer_sync_buffers(t));
     /* The epoch's loss so far, summed over ranks, lives on in rank 0. */
@@ -112,6 +129,17 @@ dt_status_t dt_trainer_save_as(dt_trainer_t *t, const char *name,
     if (t->rank != 0)
         return DT_OK;
 
+    return write_ckpt(t, name, written, sums, NULL, 0, NULL, 0);
+}
+
+/* Rank 0 writes the file: META from t and sums (the epoch's loss so
+ * far); OPT_STATE is opt (opt_len bytes), or the local optimizer's when
+ * opt is NULL; SHARDS when shards is not NULL (async). */
+static dt_status_t write_ckpt(dt_trainer_t *t, const char *name,
+                              bool *written, const double *sums,
+                              void *opt_in, size_t opt_in_len,
+                              const unsigned char *shards, size_t shards_len)
+{
     uint64_t rng_seed, rng_counter;
     dt_model_get_rng(t->model, &rng_seed, &rng_counter);
     uint64_t m[M_COUNT] = {
@@ -127,11 +155,15 @@ dt_status_t dt_trainer_save_as(dt_trainer_t *t, const char *name,
     unsigned char meta[8 * M_COUNT];
     for (int i = 0; i < M_COUNT; i++)
         ckpt_put64(meta + 8 * i, m[i]);
-    size_t opt_len = t->opt->state_size(t->opt_state);
+    size_t opt_len = opt_in ? opt_in_len : t->opt->state_size(t->opt_state);
     void *opt = malloc(opt_len ? opt_len : 1);
     if (!opt)
         return DT_ERR_NOMEM;
-    dt_status_t st = t->opt->save(t->opt_state, opt, opt_len);
+    dt_status_t st = DT_OK;
+    if (opt_in)
+        memcpy(opt, opt_in, opt_len);
+    else
+        st = t->opt->save(t->opt_state, opt, opt_len);
     if (st != DT_OK) {
         dt_error("optimizer '%s' could not save its state (%s)",
                  t->opt_plugin->name, dt_status_str(st));
@@ -153,7 +185,7 @@ dt_status_t dt_trainer_save_as(dt_trainer_t *t, const char *name,
     }
     for (size_t i = 0; i < nwl; i++)
         ckpt_put64(wl + 8 * i, dbits(t->work_load[i]));
-    dt_ckpt_section_t secs[6] = {
+    dt_ckpt_section_t secs[7] = {
         {.tag = TAG_META, .len = sizeof meta, .data = meta},
         {.tag = TAG_PARAMS, .len = t->nparams * sizeof(float)},
         {.tag = TAG_OPT_STATE, .len = opt_len, .data = opt},
@@ -161,6 +193,7 @@ dt_status_t dt_trainer_save_as(dt_trainer_t *t, const char *name,
          .data = t->opt_plugin->name},
         {.tag = TAG_BUFFERS, .len = nbufs * sizeof(float), .data = ""},
         {.tag = TAG_WORK_LOAD, .len = 8 * nwl, .data = wl},
+        {.tag = TAG_SHARDS, .len = shards_len, .data = shards},
     };
     if (t->dev->mem == DT_MEM_HOST)
         secs[1].data = t->params;
@@ -176,8 +209,8 @@ dt_status_t dt_trainer_save_as(dt_trainer_t *t, const char *name,
         secs[4].arg = t;
     }
     char *path = NULL;
-    st = dt_ckpt_write_named(t->ckpt_dir, name, t->global_step, secs, 6,
-                             t->ckpt_keep, &path);
+    st = dt_ckpt_write_named(t->ckpt_dir, name, t->global_step, secs,
+                             shards ? 7 : 6, t->ckpt_keep, &path);
     free(opt);
     free(wl);
     if (written)
@@ -192,6 +225,48 @@ dt_status_t dt_trainer_save_as(dt_trainer_t *t, const char *name,
                  (unsigned long long)t->global_step);
     free(path);
     return DT_OK;
+}
+
+/* async, rank 0: the servers' shards into t->params and their optimizer
+ * states, one after the other, described by SHARDS. */
+static dt_status_t save_async(dt_trainer_t *t, const char *name,
+                              bool *written)
+{
+    int S = t->nservers;
+    void **opt = calloc((size_t)S, sizeof *opt);
+    size_t *len = calloc((size_t)S, sizeof *len);
+    unsigned char *shards = calloc((size_t)S + 1, 8);
+    uint64_t steps = 0;
+    dt_status_t st = opt && len && shards ? DT_OK : DT_ERR_NOMEM;
+    if (st == DT_OK)
+        st = dt_ps_save(t->ps, t->params, opt, len, &steps);
+    size_t total = 0;
+    for (int s = 0; st == DT_OK && s < S; s++)
+        total += len[s];
+    unsigned char *all = st == DT_OK ? malloc(total ? total : 1) : NULL;
+    if (st == DT_OK && !all)
+        st = DT_ERR_NOMEM;
+    if (st == DT_OK) {
+        size_t at = 0;
+        ckpt_put64(shards, (uint64_t)S);
+        for (int s = 0; s < S; s++) {
+            memcpy(all + at, opt[s], len[s]);
+            at += len[s];
+            ckpt_put64(shards + 8 * (s + 1), len[s]);
+        }
+        double sums[2] = {t->loss_sum, t->loss_count};
+        dt_debug("async checkpoint: %d shard%s, the servers applied %llu "
+                 "pushes", S, S == 1 ? "" : "s", (unsigned long long)steps);
+        st = write_ckpt(t, name, written, sums, all, total, shards,
+                        8 * ((size_t)S + 1));
+    }
+    for (int s = 0; opt && s < S; s++)
+        free(opt[s]);
+    free(opt);
+    free(len);
+    free(shards);
+    free(all);
+    return st;
 }
 
 /* Rank 0: read the newest valid checkpoint of a step below `before` into
@@ -405,6 +480,16 @@ dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
                           &found);
         const dt_ckpt_section_t *os = found ? dt_ckpt_find(&c, TAG_OPT_STATE)
                                             : NULL;
+        /* Written in async mode: the state of the servers' shards, which
+         * the one optimizer of a sync worker cannot take. */
+        if (os && dt_ckpt_find(&c, TAG_SHARDS)) {
+            dt_warn("%s was written in [train] mode = async: its optimizer "
+                    "state belongs to the parameter servers' shards; this "
+                    "job starts with a fresh optimizer state (momentum)",
+                    c.path);
+            os = NULL;
+            found = 3; /* found, without optimizer state */
+        }
         head[0] = st != DT_OK ? 2 : (uint64_t)found; /* 2: failed */
         head[1] = os ? os->len : 0;
     }
@@ -416,10 +501,11 @@ dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
     }
     if (head[0] == 0)
         return DT_OK;
+    bool no_opt = head[0] == 3;
     const uint64_t *meta = head + 2;
     size_t opt_len = (size_t)head[1];
     void *opt = NULL;
-    if (t->rank == 0)
+    if (t->rank == 0 && !no_opt)
         opt = (void *)dt_ckpt_find(&c, TAG_OPT_STATE)->data;
     else if (!(opt = malloc(opt_len ? opt_len : 1)))
         st = DT_ERR_NOMEM;
@@ -433,16 +519,17 @@ dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
         st = dt_trainer_broadcast(t, bufs, nbufs * sizeof(float));
     if (st == DT_OK)
         st = dt_trainer_broadcast_host(opt, opt_len);
-    if (st == DT_OK && t->opt->state_size(t->opt_state) != opt_len) {
+    if (st == DT_OK && !no_opt &&
+        t->opt->state_size(t->opt_state) != opt_len) {
         dt_error("checkpoint optimizer state is %zu bytes, optimizer '%s' "
                  "expects %zu: different optimizer settings or version",
                  opt_len, t->opt_plugin->name,
                  t->opt->state_size(t->opt_state));
         st = DT_ERR_INVALID;
     }
-    if (st == DT_OK)
+    if (st == DT_OK && !no_opt)
         st = t->opt->load(t->opt_state, opt, opt_len);
-    if (t->rank != 0)
+    if (t->rank != 0 || no_opt)
         free(opt);
     if (st == DT_OK)
         st = restore_work_load(t, &c);
@@ -473,6 +560,72 @@ dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
         t->step_in_epoch = steps;
     if (found_out)
         *found_out = true;
+    return DT_OK;
+}
+
+dt_status_t dt_trainer_restore_async(dt_trainer_t *t, void **opt,
+                                     size_t *opt_len, dt_ps_pos_t *pos,
+                                     bool *found_out)
+{
+    dt_ckpt_t c;
+    memset(&c, 0, sizeof c);
+    uint64_t meta[M_COUNT];
+    memset(meta, 0, sizeof meta);
+    int found = 0;
+    *found_out = false;
+    dt_status_t st = load_on_root(t, UINT64_MAX, false, &c, meta, &found);
+    if (st != DT_OK || !found) {
+        dt_ckpt_free(&c);
+        return st;
+    }
+    const dt_ckpt_section_t *os = dt_ckpt_find(&c, TAG_OPT_STATE),
+                            *ss = dt_ckpt_find(&c, TAG_SHARDS);
+    uint64_t nshards = ss && ss->len >= 8 ? ckpt_get64(ss->data) : 0;
+    int usable = nshards == (uint64_t)t->nservers &&
+                 ss->len == 8 * ((size_t)nshards + 1);
+    size_t total = 0;
+    for (int s = 0; usable && s < t->nservers; s++)
+        total += ckpt_get64((const unsigned char *)ss->data + 8 * (s + 1));
+    if (usable && total == os->len) {
+        size_t at = 0;
+        for (int s = 0; st == DT_OK && s < t->nservers; s++) {
+            opt_len[s] = ckpt_get64((const unsigned char *)ss->data +
+                                    8 * (s + 1));
+            if (!(opt[s] = malloc(opt_len[s] ? opt_len[s] : 1)))
+                st = DT_ERR_NOMEM;
+            else
+                memcpy(opt[s], (const char *)os->data + at, opt_len[s]);
+            at += opt_len[s];
+        }
+    } else {
+        dt_warn("%s was written %s: the parameter servers start with a "
+                "fresh optimizer state (momentum)", c.path,
+                ss ? "by another number of parameter servers"
+                   : "in [train] mode = sync");
+    }
+    dt_ckpt_free(&c);
+    DT_CHECK(st);
+    t->epoch = meta[M_EPOCH];
+    t->step_in_epoch = meta[M_STEP_IN_EPOCH];
+    t->global_step = meta[M_GLOBAL_STEP];
+    t->epoch_start = meta[M_EPOCH_START];
+    if (t->epoch_start >= t->train.n)
+        t->epoch_start = 0;
+    uint64_t rng_seed, counter;
+    dt_model_get_rng(t->model, &rng_seed, &counter);
+    dt_model_set_rng(t->model, rng_seed, meta[M_RNG_COUNTER]);
+    t->loss_sum = bitsd(meta[M_LOSS_SUM]);
+    t->loss_count = bitsd(meta[M_LOSS_COUNT]);
+    double best = bitsd(meta[M_BEST_ACC]);
+    t->best_acc = isfinite(best) ? best : 0.0;
+    t->best_epoch = meta[M_BEST_EPOCH];
+    uint64_t old_world = meta[M_WORLD] ? meta[M_WORLD] : 1;
+    uint64_t old_batch = meta[M_BATCH] ? meta[M_BATCH] : t->batch;
+    if (old_world != (uint64_t)t->world || old_batch != t->batch)
+        reshard(t, old_world, old_batch);
+    *pos = (dt_ps_pos_t){t->epoch, t->step_in_epoch, t->epoch_start,
+                         t->global_step};
+    *found_out = true;
     return DT_OK;
 }
 
