@@ -288,6 +288,7 @@ static int place_servers(const dt_cli_t *cli, run_state_t *s)
     s->nworkers = W;
     s->nservers = (int)S;
     s->np = n;
+    supervise_set_first_server(W);
     dt_info("async: %d worker%s and %lld parameter server%s (ranks %d..%d)",
             W, W == 1 ? "" : "s", S, S == 1 ? "" : "s", W, n - 1);
     return 0;

@@ -90,11 +90,30 @@ static int failed(const dt_worker_exit_t *ev)
     return ev->signaled || ev->code != 0;
 }
 
+/* [train] mode = async: ranks from here on are parameter servers. */
+static int first_server = -1;
+
+void supervise_set_first_server(int rank)
+{
+    first_server = rank;
+}
+
+/* " (parameter server k)" for a server's rank, else "". */
+static const char *role_of(int rank, char *buf, size_t len)
+{
+    if (first_server < 0 || rank < first_server)
+        return "";
+    snprintf(buf, len, " (parameter server %d)", rank - first_server);
+    return buf;
+}
+
 static void describe(const dt_worker_exit_t *ev, char *who, size_t len)
 {
     const char *host = ev->host ? ev->host : "?";
+    char role[48];
     if (ev->rank >= 0)
-        snprintf(who, len, "rank %d on %s", ev->rank, host);
+        snprintf(who, len, "rank %d%s on %s", ev->rank,
+                 role_of(ev->rank, role, sizeof role), host);
     else
         snprintf(who, len, "the job on %s", host);
 }
@@ -148,19 +167,23 @@ static void decide(monitor_t *m, const dt_worker_exit_t *root)
         const supervise_culprit_t *c = &m->culprit;
         if (strcmp(c->how, "hung") == 0) {
             m->exit_code = SUPERVISE_EXIT_HUNG;
-            snprintf(cause, sizeof cause, "rank %d on %s hung", c->rank,
-                     c->host);
+            char role[48];
+            snprintf(cause, sizeof cause, "rank %d%s on %s hung", c->rank,
+                     role_of(c->rank, role, sizeof role), c->host);
             dt_error("%s: it went silent for the transport's timeout while "
                      "rank %d waited on it (stopped, hung or unreachable; the "
                      "workers agree); %s %s after it",
                      cause, c->detector, fwho, fhow);
         } else {
             m->exit_code = status_of(first);
-            snprintf(cause, sizeof cause, "rank %d on %s failed (%s, as rank "
-                     "%d found)", c->rank, c->host, c->how, c->detector);
-            dt_error("rank %d on %s failed (%s, as rank %d found; it has "
-                     "not ended yet); %s %s after it",
-                     c->rank, c->host, c->how, c->detector, fwho, fhow);
+            char role[48];
+            role_of(c->rank, role, sizeof role);
+            snprintf(cause, sizeof cause, "rank %d%s on %s failed (%s, as "
+                     "rank %d found)", c->rank, role, c->host, c->how,
+                     c->detector);
+            dt_error("rank %d%s on %s failed (%s, as rank %d found; it has "
+                     "not ended yet); %s %s after it", c->rank, role,
+                     c->host, c->how, c->detector, fwho, fhow);
         }
     }
     /* The restart decision and its log line get the root cause. */

@@ -65,4 +65,8 @@ typedef struct supervise_args {
  * failure. */
 int supervise_job(const supervise_args_t *a);
 
+/* [train] mode = async: ranks from `rank` on are parameter servers, and
+ * the messages naming a rank say so (-1: none). */
+void supervise_set_first_server(int rank);
+
 #endif /* DT_CLI_SUPERVISE_H */
