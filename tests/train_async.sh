@@ -1,6 +1,6 @@
 #!/bin/sh
 # train_async.sh — [train] mode = async: 2 workers + 1 parameter server
-# train the Fashion-MNIST MLP on a subset far above chance; max_staleness
+# train the Fashion-MNIST MLP on a subset far above chance (> 70%); max_staleness
 # holds a worker that ran ahead of a slowed one (the server's count of
 # held replies, and the largest lead it answered, within the bound); a
 # server killed with SIGKILL is named by dtctl; a checkpoint written by
@@ -51,12 +51,17 @@ grep -q "mode = async does not support clip_grad" out || { cat out; fail "clip m
 grep -q "^\[" out && { cat out; fail "workers were started"; }
 
 # ---- 1 epoch: far above chance ---------------------------------------------
-run -n 2 job.ini || { cat out; fail "async training failed"; }
+# 8000 samples: 250 pushes per worker; lr 0.01 (each push is applied
+# alone: with momentum 0.9, sync's 0.02 for a global batch of 32 is too
+# much for batches of 16 arriving interleaved). max_staleness = 1 keeps
+# the workers interleaved however the scheduler runs them (79-81% seen).
+run -n 2 --set data.train_samples=8000 --set train.lr=0.01 \
+    --set train.max_staleness=1 job.ini || { cat out; fail "async training failed"; }
 grep -q "async: 2 workers and 1 parameter server (ranks 2..2)" out || { cat out; fail "no layout line"; }
-grep -q "parameter server 0 (rank 2): 250 pushes applied from 2 workers" out ||
-    { cat out; fail "the server did not apply 250 pushes"; }
+grep -q "parameter server 0 (rank 2): 500 pushes applied from 2 workers" out ||
+    { cat out; fail "the server did not apply 500 pushes"; }
 acc=$(sed -n 's/.*final test accuracy: \([0-9.]*\)%.*/\1/p' out)
-echo "async accuracy after 1 epoch on 4000 samples: $acc%"
+echo "async accuracy after 1 epoch on 8000 samples: $acc%"
 awk -v a="$acc" 'BEGIN { exit !(a >= 70.0) }' ||
     { cat out; fail "accuracy '$acc' is not above 70% (chance is 10%)"; }
 
@@ -73,7 +78,8 @@ set -- $held
 
 # ---- a killed server is named ----------------------------------------------
 DT_TEST_PS_DIE_AFTER=40 run -n 2 job.ini && { cat out; fail "survived a dead server"; }
-tail -3 out | grep -q "error: rank 2 (parameter server 0) on localhost was killed by signal 9" ||
+# dtctl's own line (workers' lines about the lost peer may come after it)
+grep -q "^dt: error: rank 2 (parameter server 0) on localhost was killed by signal 9" out ||
     { cat out; fail "dtctl did not name the killed server"; }
 
 # ---- checkpoints: 2 servers, adam's sharded state, resumed -----------------
