@@ -353,7 +353,9 @@ dt_status_t dt_ps_serve(dt_config_t *cfg, int nworkers, int nservers)
         if (progress) {
             idle = 0;
         } else if (++idle > 64) {
-            struct timespec ts = {0, 100000}; /* 0.1 ms */
+            /* Polls yield the CPU (ranks may outnumber cores): 50 us
+             * while requests keep coming, 1 ms once idle for a while. */
+            struct timespec ts = {0, idle > 2000 ? 1000000 : 50000};
             nanosleep(&ts, NULL);
         }
     }

@@ -44,8 +44,12 @@ static dt_status_t async_update(dt_trainer_t *t, float loss, double lr,
                  (unsigned long long)s + 1);
         return DT_ERR_INVALID;
     }
+    /* Sync applies lr to the average of W batches' gradients; here each
+     * batch's gradient is applied alone, so W pushes at lr / W move the
+     * parameters as far as one sync step of the same job. */
     double before = dt_ps_wait_seconds(t->ps);
-    DT_CHECK(dt_ps_push_pull(t->ps, t->params, t->grads, (float)lr,
+    DT_CHECK(dt_ps_push_pull(t->ps, t->params, t->grads,
+                             (float)(lr / (double)t->world),
                              t->global_step + 1));
     *wait += dt_ps_wait_seconds(t->ps) - before;
     return DT_OK;

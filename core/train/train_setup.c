@@ -113,10 +113,7 @@ static dt_status_t read_settings(const dt_config_t *cfg, dt_trainer_t *t)
     DT_CHECK(get_positive(cfg, "epochs", &epochs));
     DT_CHECK(get_positive(cfg, "batch_size", &batch));
     DT_CHECK(dt_config_get_size(cfg, "train", "bucket", &bucket));
-    /* async: every push is one worker's batch, applied alone: the lr of
-     * one worker (no scaling by the number of workers). */
-    DT_CHECK(dt_lr_schedule_from_config(cfg, t->async ? 1 : t->world,
-                                        &t->lr));
+    DT_CHECK(dt_lr_schedule_from_config(cfg, t->world, &t->lr));
     t->seed = (uint64_t)seed;
     t->epochs = (uint64_t)epochs;
     t->batch = (size_t)batch;
