@@ -36,6 +36,11 @@ typedef struct dt_comm {
     void *stage;            /* host copy of device buffers for a transport
                                that cannot read them; reused, grows        */
     size_t stage_len;
+    dt_dtype_t wire;        /* [collectives] compression: DT_FLOAT32 (none),
+                               DT_BFLOAT16 or DT_FLOAT16: float32 sum/avg
+                               allreduce over the transport in 16 bits    */
+    int feedback;           /* compression_feedback: error feedback        */
+    struct dt_coll_ef *ef;  /* its residuals, by buffer (coll_half.c)      */
 } dt_comm_t;
 
 /* Ask the transport's caps once (0 when it has no caps op), keep them in
@@ -89,6 +94,9 @@ extern const dt_key_spec_t dt_coll_keys[];
 /* Set small_bytes, ring_bytes and chunk_bytes from [collectives] (a core section:
  * every dt_config_t knows it). */
 dt_status_t dt_comm_configure(dt_comm_t *c, const dt_config_t *cfg);
+/* [collectives] compression's text to the wire type (DT_FLOAT32: none);
+ * DT_ERR_CONFIG, logged, for anything else. */
+dt_status_t dt_coll_parse_compression(const char *s, dt_dtype_t *out);
 
 /* Where the ranks are, for the collectives within a host (coll_hosts.c). */
 typedef struct dt_comm_hosts_args {

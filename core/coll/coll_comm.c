@@ -113,6 +113,7 @@ void dt_comm_release(dt_comm_t *c)
     if (!c)
         return;
     dt_comm_release_hosts(c);
+    dt_coll_feedback_free(c);
     free(c->scratch);
     c->scratch = NULL;
     c->scratch_len = 0;

@@ -15,11 +15,17 @@
  *   shm_spin = 200us
  *   hier_min = 512K         across hosts: hierarchical allreduce from this
  *                           size on, flat below
+ *   compression = none      bf16 | fp16: float32 sum/avg allreduce goes
+ *                           over the transport in 16 bits, reduced in 32
+ *                           (coll_half.c; docs/COLLECTIVES.md#compression)
+ *   compression_feedback = no  yes: error feedback per buffer
  *
  * Environment: DT_COLLECTIVES_<KEY> (e.g. DT_COLLECTIVES_ALLREDUCE_SMALL).
  * Defaults measured on loopback TCP (docs/PERFORMANCE.md#allreduce_small,
  * #allreduce_ring, #ring_chunk). */
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <dt/config.h>
 #include <dt/log.h>
@@ -51,7 +57,35 @@ const dt_key_spec_t dt_coll_keys[] = {
     {"shm_spin", DT_KEY_DURATION, "200us",
      "how long a rank waiting on the shared segment polls before it "
      "sleeps on a futex"},
+    {"compression", DT_KEY_STRING, "none",
+     "none | bf16 | fp16: float32 sum/avg allreduce over the transport "
+     "(ring, halving, recursive doubling, the hierarchy's cross-host "
+     "step) sends 16-bit values and reduces in float32; within a host "
+     "through shared memory it stays float32. fp16 saturates at +-65504"},
+    {"compression_feedback", DT_KEY_BOOL, "no",
+     "with compression: error feedback, the rounding error of this rank's "
+     "contribution added to the next allreduce of the same buffer "
+     "(address and count); costs 4 bytes per element of each buffer"},
     {NULL, 0, NULL, NULL}};
+
+/* "none" | "bf16" | "fp16" (also bfloat16, float16, half, off). */
+dt_status_t dt_coll_parse_compression(const char *s, dt_dtype_t *out)
+{
+    if (!strcmp(s, "none") || !strcmp(s, "off") || !strcmp(s, "no") ||
+        !*s)
+        *out = DT_FLOAT32;
+    else if (!strcmp(s, "bf16") || !strcmp(s, "bfloat16"))
+        *out = DT_BFLOAT16;
+    else if (!strcmp(s, "fp16") || !strcmp(s, "float16") ||
+             !strcmp(s, "half"))
+        *out = DT_FLOAT16;
+    else {
+        dt_error("[collectives] compression = %s: expected none, bf16 or "
+                 "fp16", s);
+        return DT_ERR_CONFIG;
+    }
+    return DT_OK;
+}
 
 dt_status_t dt_comm_configure(dt_comm_t *c, const dt_config_t *cfg)
 {
@@ -71,5 +105,12 @@ dt_status_t dt_comm_configure(dt_comm_t *c, const dt_config_t *cfg)
     c->ring_bytes = (size_t)ring;
     c->chunk_bytes = (size_t)chunk;
     c->hier_bytes = (size_t)hier;
+    const char *comp = NULL;
+    bool fb = false;
+    DT_CHECK(dt_config_get_string(cfg, "collectives", "compression", &comp));
+    DT_CHECK(dt_coll_parse_compression(comp ? comp : "none", &c->wire));
+    DT_CHECK(dt_config_get_bool(cfg, "collectives", "compression_feedback",
+                                &fb));
+    c->feedback = fb && c->wire != DT_FLOAT32;
     return DT_OK;
 }

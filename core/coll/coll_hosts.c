@@ -20,6 +20,7 @@
 #include <dt/log.h>
 #include <dt/store.h>
 #include "coll_host.h"
+#include "coll_internal.h"
 
 #define KEY_ADDR "coll/host/%d"
 
@@ -169,6 +170,7 @@ static dt_status_t setup_hier(dt_comm_t *c, const dt_comm_hosts_args_t *a,
         h->cross.scratch = NULL;
         h->cross.scratch_len = 0;
         h->cross.host = NULL;
+        h->cross.ef = NULL; /* its own residuals: its own buffers */
     }
     if (st == DT_OK)
         st = agree(a, c->size, ok, &all);
@@ -202,6 +204,7 @@ static void host_free(dt_coll_host_t *h)
     dt_shm_close(h->shm);
     free(h->group.ranks);
     free(h->cross.scratch);
+    dt_coll_feedback_free(&h->cross);
     free(h);
 }
 

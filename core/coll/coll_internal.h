@@ -75,6 +75,9 @@ typedef struct dt_ring_args {
     dt_redop_t op;
     int rs, ag;
     int tag;
+    dt_dtype_t wire; /* DT_FLOAT32, or the 16-bit wire type (rs and ag,
+                        float32 sum/avg only): coll_ring.c */
+    float *res;      /* compressed with feedback: the residual (count)  */
 } dt_ring_args_t;
 dt_status_t dt_coll_ring(dt_comm_t *c, const dt_ring_args_t *a);
 
@@ -82,9 +85,46 @@ dt_status_t dt_coll_ring(dt_comm_t *c, const dt_ring_args_t *a);
  * reduce-scatter by recursive halving, allgather by recursive doubling.
  * send may equal recv. */
 dt_status_t dt_coll_halving(dt_comm_t *c, const void *send, void *recv,
-                            size_t count, dt_dtype_t t, dt_redop_t op);
+                            size_t count, dt_dtype_t t, dt_redop_t op,
+                            dt_dtype_t wire, float *res);
 /* The size from which allreduce uses the ring (below: halving, down to
  * small_bytes); 0 when the ring is used from small_bytes on. */
 size_t dt_coll_ring_bytes(const dt_comm_t *c);
+
+/* Compressed float32 allreduce ([collectives] compression; coll_half.c).
+ * The wire type of an allreduce: DT_BFLOAT16 or DT_FLOAT16 when the comm
+ * compresses and the call is float32 sum/avg, else DT_FLOAT32 (as is). */
+static inline dt_dtype_t dt_coll_wire(const dt_comm_t *c, dt_dtype_t t,
+                                      dt_redop_t op)
+{
+    return t == DT_FLOAT32 && (op == DT_SUM || op == DT_AVG) ? c->wire
+                                                             : DT_FLOAT32;
+}
+/* Bytes per element on the wire: 2 for the 16-bit types, else 4. */
+size_t dt_wire_size(dt_dtype_t wire);
+/* Round n floats to the wire type (nearest even; fp16 saturates at
+ * ±65504) / widen them back / dst = a + widen(b) (dst may equal a). */
+void dt_wire_from_f32(void *dst, const float *src, size_t n, dt_dtype_t wire);
+void dt_wire_to_f32(float *dst, const void *src, size_t n, dt_dtype_t wire);
+void dt_wire_add(float *dst, const float *a, const void *b, size_t n,
+                 dt_dtype_t wire);
+/* Tests: 1 makes fp16 use the portable loops even where F16C exists. */
+void dt_wire_set_portable(int on);
+/* x = widen(round(x)) in place. */
+void dt_wire_round_f32(float *x, size_t n, dt_dtype_t wire);
+/* Error feedback: buf += the residual kept for (buf, count), then buf is
+ * rounded to the wire type and the new residual (what rounding lost) is
+ * kept for the next call on the same buffer; *res (count floats, indexed
+ * like buf) is where the algorithm adds the error of every other rounding
+ * this rank does (partial sums it forwards, the final value of a block it
+ * owns), so that the next call's contribution makes up for all of it.
+ * *res is NULL when the table is full (no feedback for this buffer). */
+dt_status_t dt_coll_feedback(dt_comm_t *c, float *buf, size_t count,
+                             dt_dtype_t wire, float **res);
+/* res[i] += (x[i] - widen(h[i])) * f: the error of rounding x to h, in the
+ * units of this rank's next contribution (f = n for an average). */
+void dt_wire_residual(float *res, const float *x, const void *h, size_t n,
+                      dt_dtype_t wire, float f);
+void dt_coll_feedback_free(dt_comm_t *c);
 
 #endif /* DT_COLL_INTERNAL_H */

@@ -9,7 +9,18 @@
  * Reduce-scatter step s sends block r-s-1 and receives block r-s-2 (into a
  * scratch slot, then work[b] = src[b] op slot), so after n-1 steps rank r
  * holds block r. Allgather step s sends block r-s and receives block r-s-1
- * straight into work: no copy of large data anywhere. */
+ * straight into work: no copy of large data anywhere.
+ *
+ * Compressed (a->wire 16-bit: float32 sum/avg allreduce, [collectives]
+ * compression): every message carries 16-bit values, so the ring moves
+ * half the bytes. Step 0 sends the rounding of src; each received chunk is
+ * widened and added to src in float32 (work), and rounded again only to be
+ * forwarded (into w16, a 16-bit image of the vector that the next step's
+ * send reads). The owner of a block scales it (avg), rounds it into g16 and
+ * keeps the widened value, which is what the allgather hands round (in
+ * g16, widened into work as each chunk arrives): every rank ends with the
+ * same bits. w16 and g16 are separate so that no receive lands where a
+ * send may still be reading. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +37,8 @@ typedef struct ring {
     const dt_ring_args_t *a;
     size_t esize, nch, total;
     int rs_steps, n, r;
+    size_t wes;      /* bytes per element on the wire                     */
+    char *w16, *g16; /* compressed: the rs and ag images (count elements) */
 } ring_t;
 
 typedef struct chunk {
@@ -67,6 +80,14 @@ static dt_status_t post_send(ring_t *g, size_t m, dt_request_t **req)
 {
     chunk_t ch;
     describe(g, m, 1, &ch);
+    if (g->w16) {
+        char *img = (ch.reduce ? g->w16 : g->g16) + ch.off * g->wes;
+        if (ch.from_src)
+            dt_wire_from_f32(img, (const float *)g->a->src + ch.off, ch.len,
+                             g->a->wire);
+        return dt_coll_isend(g->c, dt_mod(g->r + 1, g->n), img,
+                             ch.len * g->wes, g->a->tag, req);
+    }
     const char *base = ch.from_src ? g->a->src : g->a->work;
     return dt_coll_isend(g->c, dt_mod(g->r + 1, g->n),
                          base + ch.off * g->esize, ch.len * g->esize,
@@ -79,9 +100,41 @@ static dt_status_t post_recv(ring_t *g, size_t m, char *slots,
     chunk_t ch;
     describe(g, m, 0, &ch);
     char *dst = ch.reduce ? slots + (m % RING_DEPTH) * slot_bytes
+                : g->w16  ? g->g16 + ch.off * g->wes
                           : (char *)g->a->work + ch.off * g->esize;
     return dt_coll_irecv(g->c, dt_mod(g->r - 1, g->n), dst,
-                         ch.len * g->esize, g->a->tag, req);
+                         ch.len * g->wes, g->a->tag, req);
+}
+
+/* Compressed: reduce a received 16-bit chunk (or widen an allgathered
+ * one), and round what is forwarded next. */
+static dt_status_t finish_recv16(ring_t *g, const chunk_t *ch,
+                                 const char *slot)
+{
+    const dt_ring_args_t *a = g->a;
+    float *dst = (float *)a->work + ch->off;
+    if (!ch->reduce) {
+        dt_wire_to_f32(dst, g->g16 + ch->off * g->wes, ch->len, a->wire);
+        return DT_OK;
+    }
+    dt_wire_add(dst, (const float *)a->src + ch->off, slot, ch->len,
+                a->wire);
+    if (!ch->last_rs) {
+        char *fw = g->w16 + ch->off * g->wes;
+        dt_wire_from_f32(fw, dst, ch->len, a->wire);
+        if (a->res)
+            dt_wire_residual(a->res + ch->off, dst, fw, ch->len, a->wire, 1);
+        return DT_OK;
+    }
+    if (a->op == DT_AVG)
+        DT_CHECK(dt_reduce_scale(dst, ch->len, a->t, 1.0 / g->n));
+    char *img = g->g16 + ch->off * g->wes;
+    dt_wire_from_f32(img, dst, ch->len, a->wire);
+    if (a->res) /* the block's final rounding, made up by its owner */
+        dt_wire_residual(a->res + ch->off, dst, img, ch->len, a->wire,
+                         a->op == DT_AVG ? (float)g->n : 1.0f);
+    dt_wire_to_f32(dst, img, ch->len, a->wire);
+    return DT_OK;
 }
 
 static dt_status_t finish_recv(ring_t *g, size_t m, const char *slots,
@@ -89,9 +142,11 @@ static dt_status_t finish_recv(ring_t *g, size_t m, const char *slots,
 {
     chunk_t ch;
     describe(g, m, 0, &ch);
+    const dt_ring_args_t *a = g->a;
+    if (g->w16)
+        return finish_recv16(g, &ch, slots + (m % RING_DEPTH) * slot_bytes);
     if (!ch.reduce)
         return DT_OK;
-    const dt_ring_args_t *a = g->a;
     char *dst = (char *)a->work + ch.off * g->esize;
     const char *mine = (const char *)a->src + ch.off * g->esize;
     DT_CHECK(dt_coll_reduce3(dst, mine, slots + (m % RING_DEPTH) * slot_bytes,
@@ -112,22 +167,31 @@ dt_status_t dt_coll_ring(dt_comm_t *c, const dt_ring_args_t *a)
 {
     ring_t g = {.c = c, .a = a, .n = c->size, .r = c->rank};
     g.esize = dt_dtype_size(a->t);
+    int wire = a->wire != DT_FLOAT32 && a->t == DT_FLOAT32 && a->rs && a->ag;
+    g.wes = wire ? dt_wire_size(a->wire) : g.esize;
     g.rs_steps = a->rs ? g.n - 1 : 0;
     int steps = g.rs_steps + (a->ag ? g.n - 1 : 0);
     if (steps == 0 || g.esize == 0)
         return DT_OK;
-    size_t block_bytes = dt_block_len(a->count, g.n, 0) * g.esize;
+    /* The chunk is counted in wire bytes. */
+    size_t block_bytes = dt_block_len(a->count, g.n, 0) * g.wes;
     size_t chunk = dt_coll_chunk_bytes(c);
     g.nch = block_bytes / chunk + (block_bytes % chunk != 0);
     if (g.nch == 0)
         g.nch = 1;
     g.total = (size_t)steps * g.nch;
 
-    size_t slot_bytes = max_chunk(&g) * g.esize;
+    size_t slot_bytes = max_chunk(&g) * g.wes;
+    size_t slots_len = RING_DEPTH * (slot_bytes ? slot_bytes : 1);
+    size_t img_len = wire ? (a->count * g.wes + 31) / 32 * 32 : 0;
     char *slots = NULL;
     if (a->rs)
-        DT_CHECK(dt_coll_scratch(c, RING_DEPTH * (slot_bytes ? slot_bytes : 1),
+        DT_CHECK(dt_coll_scratch(c, slots_len + 2 * img_len,
                                  (void **)&slots));
+    if (wire) {
+        g.w16 = slots + slots_len;
+        g.g16 = g.w16 + img_len;
+    }
     dt_request_t **sends = calloc(g.total, sizeof *sends);
     if (!sends)
         return DT_ERR_NOMEM;
