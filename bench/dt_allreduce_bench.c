@@ -2,10 +2,19 @@
  * dt_allreduce over a range of sizes and prints (rank 0) an nccl-tests
  * style table. Each sample is the slowest rank's time for one call, all
  * ranks released together by a barrier; the table shows the median. The
- * check column verifies every element of the last result on every rank. */
+ * check column verifies every element of the last result on every rank.
+ *
+ * With [collectives] compression = bf16 | fp16 (e.g. --set
+ * collectives.compression=bf16; workers see DT_COLLECTIVES_COMPRESSION)
+ * the sizes, algbw and busbw stay those of the float32 vector the caller
+ * reduces: the effective bandwidth, the wire carrying half of it. The
+ * check then allows the 16-bit rounding (relative 2^-7 for bf16, 2^-10
+ * for fp16, per rounding step: 1% and 0.2% of the value). */
 #include <stdint.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <dt/dt.h>
@@ -16,6 +25,16 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Relative error the check allows: 0 without compression. */
+static double tolerance(void)
+{
+    const char *z = getenv("DT_COLLECTIVES_COMPRESSION");
+    if (!z || !*z || !strcmp(z, "none") || !strcmp(z, "off") ||
+        !strcmp(z, "no"))
+        return 0;
+    return strstr(z, "bf") ? 1e-2 : 2e-3;
 }
 
 static int run_size(size_t bytes, const bench_args_t *a, float *send,
@@ -41,8 +60,11 @@ static int run_size(size_t bytes, const bench_args_t *a, float *send,
             return 1;
     }
     int32_t wrong = 0;
-    for (size_t i = 0; i < count; i++)
-        wrong += recv[i] != bench_expect(size, i);
+    double tol = tolerance();
+    for (size_t i = 0; i < count; i++) {
+        float e = bench_expect(size, i);
+        wrong += tol ? fabs(recv[i] - e) > tol * fabs(e) : recv[i] != e;
+    }
     if (dt_allreduce(&wrong, wrong_out, 1, DT_INT32, DT_SUM) != DT_OK)
         return 1;
     *median = bench_median(samples, n);
@@ -61,8 +83,13 @@ int main(int argc, char **argv)
     float *send = malloc(maxcount * sizeof *send);
     float *recv = malloc(maxcount * sizeof *recv);
     int rc = send && recv ? 0 : 1, bad = 0;
-    if (dt_rank() == 0 && rc == 0)
+    if (dt_rank() == 0 && rc == 0) {
         bench_header("dt", dt_size(), &a);
+        if (tolerance() > 0)
+            printf("# compression = %s: bytes, algbw and busbw count the "
+                   "float32 vector (the wire carries half)\n",
+                   getenv("DT_COLLECTIVES_COMPRESSION"));
+    }
     for (size_t b = a.min_bytes; rc == 0 && b <= a.max_bytes;
          b *= (size_t)a.factor) {
         int wrong = 0;
