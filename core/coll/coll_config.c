@@ -112,5 +112,10 @@ dt_status_t dt_comm_configure(dt_comm_t *c, const dt_config_t *cfg)
     DT_CHECK(dt_config_get_bool(cfg, "collectives", "compression_feedback",
                                 &fb));
     c->feedback = fb && c->wire != DT_FLOAT32;
+    if (c->wire != DT_FLOAT32 && c->rank == 0)
+        dt_info("collectives: compression %s%s: float32 sum/avg allreduce "
+                "over the transport in 16 bits, reduced in float32",
+                c->wire == DT_BFLOAT16 ? "bf16" : "fp16",
+                c->feedback ? " with error feedback" : "");
     return DT_OK;
 }

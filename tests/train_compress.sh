@@ -1,0 +1,66 @@
+#!/bin/sh
+# train_compress.sh — [collectives] compression in the trainer: the
+# Fashion-MNIST MLP on 2 workers over tcp (shm off, so the gradients
+# cross the transport, where compression applies) trains to within 1 point
+# of the float32 run with bf16 on the wire, and with fp16 plus error
+# feedback.
+data=/usr/share/datasets/fashion-mnist
+if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
+    echo "SKIP: $data missing (apt-get install dataset-fashion-mnist)"
+    exit 77
+fi
+tmp=$(mktemp -d /tmp/dt-train-compress.XXXXXX) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 99
+fail() { echo "FAIL: $*"; exit 1; }
+
+cat >job.ini <<'INI'
+[train]
+seed = 3
+epochs = 2
+batch_size = 16
+lr = 0.02
+optimizer = sgd
+device = cpu
+log_every = 0
+[optimizer.sgd]
+momentum = 0.9
+[model]
+layers = flatten linear(64) relu linear(10)
+[data]
+mean = 0.286
+std = 0.353
+train_samples = 4000
+test_samples = 1000
+[collectives]
+shm = off
+INI
+
+accuracy() { # name, then --set arguments
+    name=$1
+    shift
+    timeout 300 "$DTCTL" run -n 2 "$@" job.ini >"out.$name" 2>&1 ||
+        { cat "out.$name"; fail "training with $name failed"; }
+    a=$(sed -n 's/.*final test accuracy: \([0-9.]*\)%.*/\1/p' "out.$name")
+    [ -n "$a" ] || { cat "out.$name"; fail "$name: no final accuracy"; }
+    echo "$a"
+}
+none=$(accuracy none) || exit 1
+bf16=$(accuracy bf16 --set collectives.compression=bf16) || exit 1
+fp16=$(accuracy fp16 --set collectives.compression=fp16 \
+    --set collectives.compression_feedback=yes) || exit 1
+echo "final test accuracy: none $none%, bf16 $bf16%, fp16 + feedback $fp16%"
+for v in "bf16 $bf16" "fp16 $fp16"; do
+    set -- $v
+    awk -v a="$2" -v b="$none" 'BEGIN { d = a - b; exit !(d <= 1.0 && d >= -1.0) }' ||
+        fail "$1: accuracy $2% is more than 1 point from float32's $none%"
+done
+awk -v a="$none" 'BEGIN { exit !(a >= 70.0) }' || fail "float32 run at $none%"
+# The compressed runs said so, and did reduce differently.
+grep -q "collectives: compression bf16:" out.bf16 || { cat out.bf16; fail "no compression line (bf16)"; }
+grep -q "collectives: compression fp16 with error feedback:" out.fp16 ||
+    { cat out.fp16; fail "no compression line (fp16)"; }
+grep -q "collectives: compression" out.none && fail "compression line without compression"
+loss() { sed -n 's/.*epoch 2\/2 .*test_loss \([0-9.]*\).*/\1/p' "out.$1"; }
+[ "$(loss none)" != "$(loss bf16)" ] || fail "bf16 test loss identical to float32's"
+exit 0
