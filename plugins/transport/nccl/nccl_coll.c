@@ -2,7 +2,10 @@
  * reduce-scatter. CUDA buffers go to NCCL directly on the caller's stream
  * (or the worker's); host buffers are staged through one device buffer
  * that grows as needed. Each call returns when its result is in place. */
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <dt/log.h>
 #include "nccl_tp.h"
@@ -103,11 +106,117 @@ static call_t call(nccl_ctx_t *c, const void *send, size_t sbytes, void *recv,
                     .rbytes = rbytes};
 }
 
+/* ---- [collectives] compression = bf16: float32 sum/avg as ncclBfloat16.
+ * NCCL widens each bf16 value it receives, adds in float32 and rounds to
+ * bf16 for the next hop, the same scheme as the core's compressed
+ * algorithms, so the wire (NVLink, PCIe, the network) carries half the
+ * bytes. Host buffers: rounded on the CPU (nearest even), so the upload
+ * and download are halved too; CUDA buffers: nccl_half.cu's kernels on
+ * the stream. The result is the widened bf16 value on every rank.
+ * Written without a GPU at hand: compiled, not run. */
+
+static uint16_t f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40); /* NaN stays NaN */
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+static dt_status_t grow_device(nccl_ctx_t *c, size_t need)
+{
+    if (need <= c->dhalf_len)
+        return DT_OK;
+    if (c->dhalf)
+        cudaFree(c->dhalf);
+    c->dhalf = NULL;
+    c->dhalf_len = 0;
+    DT_CHECK(nccl_cuda_check(c, cudaMalloc(&c->dhalf, need),
+                             "allocating the bf16 buffer"));
+    c->dhalf_len = need;
+    return DT_OK;
+}
+
+/* DT_DECLINED: not for bf16 (the caller goes on in float32). */
+static dt_status_t allreduce_bf16(nccl_ctx_t *c, const void *send,
+                                  void *recv, size_t count, dt_redop_t op,
+                                  dt_mem_t mem, void *stream)
+{
+    const char *what = "allreduce (bf16)";
+    cudaStream_t s = stream ? (cudaStream_t)stream : c->stream;
+    size_t hbytes = count * sizeof(uint16_t);
+    ncclRedOp_t no = op == DT_AVG ? ncclAvg : ncclSum;
+    if (c->failed != DT_OK)
+        return c->failed;
+    if (mem == DT_MEM_CUDA) {
+#ifdef DT_NCCL_KERNELS
+        DT_CHECK(grow_device(c, hbytes));
+        DT_CHECK(nccl_cuda_check(c, nccl_f32_to_bf16(send, c->dhalf, count,
+                                                     s),
+                                 what));
+        c->seq++;
+        DT_CHECK(nccl_check(c,
+                            ncclAllReduce(c->dhalf, c->dhalf, count,
+                                          ncclBfloat16, no, c->comm, s),
+                            what));
+        DT_CHECK(nccl_cuda_check(c, nccl_bf16_to_f32(c->dhalf, recv, count,
+                                                     s),
+                                 what));
+        return nccl_sync(c, s, what);
+#else
+        if (!c->warned_cuda && c->rank == 0)
+            dt_warn("nccl: compression = bf16 on CUDA buffers needs the "
+                    "conversion kernels (built with nvcc): float32");
+        c->warned_cuda = 1;
+        return DT_DECLINED;
+#endif
+    }
+    if (hbytes > c->hhalf_len) {
+        uint16_t *p = realloc(c->hhalf, hbytes);
+        if (!p)
+            return DT_ERR_NOMEM;
+        c->hhalf = p;
+        c->hhalf_len = hbytes;
+    }
+    const float *in = send;
+    for (size_t i = 0; i < count; i++)
+        c->hhalf[i] = f32_to_bf16(in[i]);
+    DT_CHECK(grow_device(c, hbytes));
+    DT_CHECK(nccl_cuda_check(c,
+                             cudaMemcpyAsync(c->dhalf, c->hhalf, hbytes,
+                                             cudaMemcpyHostToDevice, s),
+                             what));
+    c->seq++;
+    DT_CHECK(nccl_check(c,
+                        ncclAllReduce(c->dhalf, c->dhalf, count, ncclBfloat16,
+                                      no, c->comm, s),
+                        what));
+    DT_CHECK(nccl_cuda_check(c,
+                             cudaMemcpyAsync(c->hhalf, c->dhalf, hbytes,
+                                             cudaMemcpyDeviceToHost, s),
+                             what));
+    DT_CHECK(nccl_sync(c, s, what));
+    float *out = recv;
+    for (size_t i = 0; i < count; i++) {
+        uint32_t u = (uint32_t)c->hhalf[i] << 16;
+        memcpy(&out[i], &u, sizeof u);
+    }
+    return DT_OK;
+}
+
 dt_status_t nccl_allreduce(void *ctx, const void *send, void *recv,
                            size_t count, dt_dtype_t t, dt_redop_t op,
                            dt_mem_t mem, void *stream)
 {
     nccl_ctx_t *c = ctx;
+    if (c->bf16 && t == DT_FLOAT32 && (op == DT_SUM || op == DT_AVG) &&
+        count > 0 && c->size > 1) {
+        dt_status_t st =
+            allreduce_bf16(c, send, recv, count, op, mem, stream);
+        if (st != DT_DECLINED)
+            return st;
+    }
     ncclDataType_t nt;
     ncclRedOp_t no;
     DT_CHECK(map_type(t, &nt));

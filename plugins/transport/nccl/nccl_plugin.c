@@ -72,6 +72,9 @@ static void nccl_fini(void *ctx)
         else
             ncclCommDestroy(c->comm);
     }
+    if (c->dhalf)
+        cudaFree(c->dhalf);
+    free(c->hhalf);
     if (c->stage)
         cudaFree(c->stage);
     if (c->stream)
@@ -109,6 +112,22 @@ static dt_status_t nccl_init(const dt_config_t *cfg,
                    DT_OK &&
         src != DT_SRC_DEFAULT)
         st = dt_config_get_duration(cfg, SECTION, "timeout", &c->timeout);
+    /* [collectives] compression (a core section: every config has it). */
+    const char *comp = NULL;
+    if (st == DT_OK && cfg &&
+        dt_config_get_string(cfg, "collectives", "compression", &comp) ==
+            DT_OK &&
+        comp) {
+        c->bf16 = !strcmp(comp, "bf16") || !strcmp(comp, "bfloat16");
+        c->warned_fp16 = !(!strcmp(comp, "fp16") || !strcmp(comp, "float16") ||
+                           !strcmp(comp, "half"));
+    } else {
+        c->warned_fp16 = 1;
+    }
+    if (!c->warned_fp16 && c->rank == 0)
+        dt_warn("nccl: [collectives] compression = fp16 is not native to "
+                "the nccl transport (fp16 sums in NCCL overflow to inf): "
+                "float32 allreduce; use bf16");
     if (st == DT_OK)
         st = nccl_apply_env(cfg, a);
     if (st == DT_OK)

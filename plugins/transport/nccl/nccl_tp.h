@@ -45,7 +45,20 @@ struct nccl_ctx {
     size_t stage_len;
     struct dt_request *posted, **posted_tail;
     dt_status_t failed;      /* sticky */
+    int bf16;                /* [collectives] compression = bf16         */
+    int warned_fp16, warned_cuda; /* said once: fp16 / no kernels        */
+    uint16_t *hhalf;         /* host bf16 image (host buffers)           */
+    size_t hhalf_len;
+    void *dhalf;             /* device bf16 buffer                        */
+    size_t dhalf_len;
 };
+
+/* nccl_half.cu (DT_NCCL_KERNELS): round-to-nearest-even conversions on
+ * the stream. */
+cudaError_t nccl_f32_to_bf16(const float *src, void *dst, size_t n,
+                             cudaStream_t s);
+cudaError_t nccl_bf16_to_f32(const void *src, float *dst, size_t n,
+                             cudaStream_t s);
 
 /* nccl_env.c: [transport.nccl] keys to NCCL_* variables. */
 dt_status_t nccl_apply_env(const dt_config_t *cfg,
