@@ -392,6 +392,7 @@ static void test_one_rank_cannot_so_none_do(void **state)
                                 "transport, not shared memory"));
     assert_non_null(strstr(log, "does not match this job's layout"));
     free(log);
+    close_job(&j);
 }
 
 /* A rank that is alive but never joins the collective: the others say

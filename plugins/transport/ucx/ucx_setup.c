@@ -158,6 +158,11 @@ dt_status_t ucx_read_config(ucx_ctx_t *c, const dt_config_t *cfg,
         if (ifname[0])
             snprintf(c->devices, sizeof c->devices, "%s", ifname);
     }
+    /* dtctl exports it from [cluster] interface for programs it starts:
+     * say so, as for the value the plugin sets itself. */
+    if (!c->devices[0] && getenv("UCX_NET_DEVICES"))
+        dt_debug("ucx: rank %d: UCX_NET_DEVICES=%s (from the environment)",
+                 c->rank, getenv("UCX_NET_DEVICES"));
     return DT_OK;
 }
 
