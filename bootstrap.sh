@@ -23,6 +23,7 @@ packages="autoconf automake libtool pkg-config make gcc gnuplot-nox
   libopenblas-dev rsync iproute2 procps
   gridengine-master gridengine-exec gridengine-client
   libcurl4-openssl-dev libjansson-dev python3
+  g++ libsimgrid-dev
   openssh-server
   dataset-fashion-mnist"
 
