@@ -61,5 +61,6 @@ int dt_cmd_check(dt_cli_t *cli);
 int dt_cmd_stage(dt_cli_t *cli);
 /* dtctl plot FILES... [-o OUT]: argv[0] is "plot"; parses its own options. */
 int dt_cmd_plot(int argc, char **argv);
+int dt_cmd_plan(int argc, char **argv);
 
 #endif /* DT_CLI_H */

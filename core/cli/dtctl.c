@@ -28,6 +28,10 @@ static const char usage_text[] =
     "                                      (verify: only check it is there)\n"
     "  plot METRICS.jsonl... [-o OUT.png|.svg]\n"
     "                                      draw --metrics files with gnuplot\n"
+    "  plan JOB.ini --hosts H [--gpus-per-host G] --network 25Gbit\n"
+    "                                      predict step time and scaling on\n"
+    "                                      a cluster (SimGrid; docs/PLAN.md)\n"
+    "  plan --measure                      fit the transports' costs here\n"
     "\n"
     "options (before or after the command):\n"
     "  -n, --np N              number of worker processes (also -np N)\n"
@@ -317,6 +321,9 @@ int main(int argc, char **argv)
     /* dtctl plot parses its own options (-o): cmd_plot.c. */
     if (argc > 1 && strcmp(argv[1], "plot") == 0)
         return dt_cmd_plot(argc - 1, argv + 1);
+    /* dtctl plan too (cmd_plan.c). */
+    if (argc > 1 && strcmp(argv[1], "plan") == 0)
+        return dt_cmd_plan(argc - 1, argv + 1);
     int rc = parse_args(argc, argv, &cli);
     if (rc != 0) {
         free(cli.sets);
@@ -344,7 +351,7 @@ int main(int argc, char **argv)
     } else if (strcmp(cli.command, "stage") == 0) {
         rc = dt_cmd_stage(&cli);
     } else {
-        dt_error("unknown command '%s' (commands: run, plugins, config, bench, check, stage, plot); "
+        dt_error("unknown command '%s' (commands: run, plugins, config, bench, check, stage, plot, plan); "
                  "see dtctl --help",
                  cli.command);
         rc = 2;

@@ -1,0 +1,587 @@
+/* cmd_plan.c — `dtctl plan`: predict a job's step time, throughput and
+ * scaling efficiency on N = 1..max workers of a cluster we do not have
+ * (docs/PLAN.md). dtctl measures the model here (forward, and backward
+ * between consecutive gradient-ready callbacks: the order and sizes
+ * grad_sync sees), takes the transport costs from a profile fitted from
+ * `dtctl bench allreduce` (`dtctl plan --measure`), writes a spec and runs
+ * dt-plan-sim, which simulates the step in SimGrid (C++, built only when
+ * configure found libsimgrid-dev: libdt stays C). */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <dt/clock.h>
+#include <dt/config.h>
+#include <dt/log.h>
+#include <dt/nn.h>
+#include "cli.h"
+#include "plan/plan_model.h"
+#include "run_trainer.h"
+
+#define SIM "dt-plan-sim"
+#define INSTALL_HINT                                                        \
+    "dtctl plan simulates with SimGrid, which this build of dt lacks: "    \
+    "install it (Debian/Ubuntu: apt-get install libsimgrid-dev; "          \
+    "./bootstrap.sh deps does), then configure and build dt again "        \
+    "(./bootstrap.sh build)"
+
+typedef struct {
+    const char *job, *platform, *profile, *layer_times, *spec_out, *input;
+    const char *net_transport, *intra_transport;
+    int hosts, gpus, max_workers, measure, batch;
+    double net_bw, net_lat, intra_bw, intra_lat, compute_scale, data_wait;
+    uint64_t bucket;
+} plan_args_t;
+
+static int usage(void)
+{
+    fputs("usage: dtctl plan JOB.ini --hosts H [--gpus-per-host G] "
+          "--network RATE\n"
+          "                  [--latency 5us] [--intra RATE] "
+          "[--intra-latency 1us] [--platform FILE.xml]\n"
+          "                  [--profile FILE] [--bucket SIZE] "
+          "[--max-workers N] [--layer-times FILE]\n"
+          "                  [--compute-scale X] [--data-wait T] "
+          "[--input C,H,W,CLASSES] [--spec FILE]\n"
+          "       dtctl plan --measure [--profile FILE]\n"
+          "RATE: 25Gbit, 100Gbit, 12GB/s. See docs/PLAN.md.\n",
+          stderr);
+    return 2;
+}
+
+/* ---- the model, measured here -------------------------------------- */
+
+typedef struct {
+    double last, *t, *bytes;
+    size_t n, cap;
+} ready_log_t;
+
+static dt_status_t on_ready(void *arg, size_t offset, size_t len)
+{
+    (void)offset;
+    ready_log_t *r = arg;
+    double now = dt_clock_now();
+    if (r->n < r->cap) {
+        r->t[r->n] = now - r->last;
+        r->bytes[r->n] = (double)len * sizeof(float);
+        r->n++;
+    }
+    r->last = now;
+    return DT_OK;
+}
+
+typedef struct {
+    double forward, optimizer;
+    double *bwd, *bytes; /* in the order they are ready (reverse layers) */
+    size_t n;
+} model_prof_t;
+
+static int input_dims(const dt_config_t *cfg, const char *given, int d[4])
+{
+    if (given)
+        return sscanf(given, "%d,%d,%d,%d", &d[0], &d[1], &d[2], &d[3]) == 4
+                   ? 0 : -1;
+    const char *ds = dt_config_get(cfg, "data", "dataset");
+    if (ds && !strncmp(ds, "cifar", 5)) {
+        d[0] = 3, d[1] = d[2] = 32, d[3] = strstr(ds, "100") ? 100 : 10;
+        return 0;
+    }
+    if (!ds || !strcmp(ds, "fashion-mnist") || !strcmp(ds, "mnist") ||
+        !strcmp(ds, "synthetic")) {
+        d[0] = 1, d[1] = d[2] = 28, d[3] = 10;
+        return 0;
+    }
+    dt_error("plan: input shape of dataset '%s' unknown: give --input "
+             "C,H,W,CLASSES", ds);
+    return -1;
+}
+
+static int measure_model(const char *layers, const int d[4], int batch,
+                         model_prof_t *mp)
+{
+    int rc = -1;
+    dt_model_t *m = NULL;
+    dt_device_t *dev = NULL;
+    size_t in = (size_t)d[0] * d[1] * d[2];
+    float *x = malloc((size_t)batch * in * sizeof *x);
+    int *y = malloc((size_t)batch * sizeof *y);
+    ready_log_t r = {0};
+    double *best = NULL;
+    if (!x || !y)
+        goto out;
+    uint32_t s = 12345;
+    for (size_t i = 0; i < (size_t)batch * in; i++) {
+        s = s * 1664525u + 1013904223u;
+        x[i] = (float)(s >> 8) / 16777216.0f - 0.5f;
+    }
+    for (int i = 0; i < batch; i++)
+        y[i] = i % d[3];
+    if (dt_device_open("cpu", 0, 1, &dev) != DT_OK ||
+        dt_model_parse(layers, "[model] layers", d[0], d[1], d[2], d[3], &m,
+                       NULL) != DT_OK ||
+        dt_model_init(m, dev, 1) != DT_OK)
+        goto out;
+    r.cap = 4096;
+    r.t = calloc(r.cap, sizeof *r.t);
+    r.bytes = calloc(r.cap, sizeof *r.bytes);
+    best = calloc(r.cap + 1, sizeof *best);
+    if (!r.t || !r.bytes || !best)
+        goto out;
+    mp->forward = 1e30;
+    size_t events = 0;
+    for (int rep = 0; rep < 6; rep++) { /* the first warms up */
+        float loss;
+        double t0 = dt_clock_now();
+        if (dt_model_forward(m, x, y, batch, 1, &loss, NULL) != DT_OK)
+            goto out;
+        double t1 = dt_clock_now();
+        r.n = 0;
+        r.last = t1;
+        if (dt_model_backward(m, on_ready, &r) != DT_OK)
+            goto out;
+        double tail = dt_clock_now() - r.last;
+        if (rep == 0) {
+            events = r.n;
+            for (size_t i = 0; i <= events; i++)
+                best[i] = 1e30;
+            continue;
+        }
+        if (t1 - t0 < mp->forward)
+            mp->forward = t1 - t0;
+        for (size_t i = 0; i < events && i < r.n; i++)
+            if (r.t[i] < best[i])
+                best[i] = r.t[i];
+        if (tail < best[events])
+            best[events] = tail;
+    }
+    /* The optimizer: SGD with momentum over every parameter (3 streams). */
+    size_t np = dt_model_nparams(m);
+    float *p, *g;
+    if (dt_model_params(m, &p, &g, &np) != DT_OK)
+        goto out;
+    float *v = calloc(np ? np : 1, sizeof *v);
+    if (!v)
+        goto out;
+    mp->optimizer = 1e30;
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = dt_clock_now();
+        for (size_t i = 0; i < np; i++) {
+            v[i] = 0.9f * v[i] + g[i];
+            p[i] -= 1e-9f * v[i];
+        }
+        double t = dt_clock_now() - t0;
+        if (t < mp->optimizer)
+            mp->optimizer = t;
+    }
+    free(v);
+    mp->n = events + 1;
+    mp->bwd = malloc(mp->n * sizeof *mp->bwd);
+    mp->bytes = malloc(mp->n * sizeof *mp->bytes);
+    if (!mp->bwd || !mp->bytes)
+        goto out;
+    for (size_t i = 0; i < events; i++) {
+        mp->bwd[i] = best[i];
+        mp->bytes[i] = r.bytes[i];
+    }
+    mp->bwd[events] = best[events]; /* after the last gradient: no bytes */
+    mp->bytes[events] = 0;
+    rc = 0;
+out:
+    if (rc)
+        dt_error("plan: cannot run the model '%s' here", layers);
+    dt_model_free(m);
+    if (dev)
+        dt_device_close(dev);
+    free(x);
+    free(y);
+    free(r.t);
+    free(r.bytes);
+    free(best);
+    return rc;
+}
+
+/* --layer-times FILE: "SECONDS BYTES" a line, in the order the gradients
+ * are ready (last layer first), e.g. from a GPU run; "forward S" and
+ * "optimizer S" lines set those. */
+static int read_layer_times(const char *path, model_prof_t *mp)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        dt_error("plan: cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[256];
+    size_t cap = 0;
+    int ln = 0;
+    mp->n = 0;
+    while (fgets(line, sizeof line, f)) {
+        ln++;
+        double a, b;
+        if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
+            continue;
+        if (sscanf(line, "forward %lf", &a) == 1) {
+            mp->forward = a;
+            continue;
+        }
+        if (sscanf(line, "optimizer %lf", &a) == 1) {
+            mp->optimizer = a;
+            continue;
+        }
+        if (sscanf(line, "%lf %lf", &a, &b) != 2 || a < 0 || b < 0) {
+            dt_error("plan: %s:%d: expected 'SECONDS BYTES', 'forward S' "
+                     "or 'optimizer S'", path, ln);
+            fclose(f);
+            return -1;
+        }
+        if (mp->n == cap) {
+            cap = cap ? 2 * cap : 64;
+            mp->bwd = realloc(mp->bwd, cap * sizeof *mp->bwd);
+            mp->bytes = realloc(mp->bytes, cap * sizeof *mp->bytes);
+            if (!mp->bwd || !mp->bytes) {
+                fclose(f);
+                return -1;
+            }
+        }
+        mp->bwd[mp->n] = a;
+        mp->bytes[mp->n++] = b;
+    }
+    fclose(f);
+    if (!mp->n) {
+        dt_error("plan: %s has no layer line", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the transport profile ----------------------------------------- */
+
+typedef struct {
+    double alpha, beta, gamma;
+    int found;
+} tprof_t;
+
+static void read_profile(const char *path, const char *transport, tprof_t *t)
+{
+    t->found = 0;
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (!f)
+        return;
+    char line[256], want[96], sec[96] = "";
+    snprintf(want, sizeof want, "transport.%s", transport);
+    while (fgets(line, sizeof line, f)) {
+        char k[64];
+        double v;
+        if (sscanf(line, " [%95[^]]]", sec) == 1)
+            continue;
+        if (strcmp(sec, want) || sscanf(line, " %63[a-z] = %lf", k, &v) != 2)
+            continue;
+        if (!strcmp(k, "alpha"))
+            t->alpha = v, t->found |= 1;
+        else if (!strcmp(k, "beta"))
+            t->beta = v, t->found |= 2;
+        else if (!strcmp(k, "gamma"))
+            t->gamma = v, t->found |= 4;
+    }
+    fclose(f);
+}
+
+static int run_capture(char *const argv[], const char *env, FILE **out)
+{
+    *out = tmpfile();
+    if (!*out)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        dup2(fileno(*out), 1);
+        if (env)
+            putenv((char *)env);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int st;
+    if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+        return -1;
+    rewind(*out);
+    return 0;
+}
+
+static int measure_profile(const char *path)
+{
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0)
+        return 1;
+    self[len] = '\0';
+    struct {
+        const char *name, *env;
+    } tr[] = {{"shm", NULL}, {"tcp", "DT_COLLECTIVES_SHM=off"}};
+    FILE *pf = fopen(path, "w");
+    if (!pf) {
+        dt_error("plan: cannot write %s: %s", path, strerror(errno));
+        return 1;
+    }
+    fprintf(pf, "# dtctl plan --measure: allreduce costs fitted from dtctl "
+                "bench allreduce at N = 2, 4 on this host\n"
+                "# t = c_a(N) alpha + c_b(N, bytes) beta + c_g(N, bytes) "
+                "gamma (docs/PLAN.md)\n");
+    dt_plan_thresholds_t th;
+    dt_plan_thresholds_default(&th);
+    for (size_t k = 0; k < sizeof tr / sizeof tr[0]; k++) {
+        dt_plan_sample_t s[128];
+        size_t m = 0;
+        for (int n = 2; n <= 4; n += 2) {
+            char ns[8];
+            snprintf(ns, sizeof ns, "%d", n);
+            char *argv[] = {self, "-q", "-n", ns, "bench", "allreduce",
+                            "--sizes", "4K:16M", "--iters", "50", NULL};
+            FILE *o;
+            dt_info("plan: dtctl bench allreduce -n %d (%s)", n, tr[k].name);
+            if (run_capture(argv, tr[k].env, &o) != 0) {
+                dt_error("plan: dtctl bench allreduce -n %d failed", n);
+                fclose(pf);
+                return 1;
+            }
+            /* shm: the whole job on one host is one algorithm (the shared
+             * segment), fitted in the ring's form; tcp: dt's choice. */
+            dt_plan_parse_bench(o, n, k == 0 ? NULL : &th, s, &m, 128);
+            fclose(o);
+        }
+        double a, b, g;
+        if (dt_plan_fit(s, m, &a, &b, &g) != 0) {
+            dt_error("plan: cannot fit %s (%zu samples)", tr[k].name, m);
+            fclose(pf);
+            return 1;
+        }
+        fprintf(pf, "\n[transport.%s]\nalpha = %.6g\nbeta = %.6g\n"
+                    "gamma = %.6g\nsamples = %zu\n",
+                tr[k].name, a, b, g, m);
+        printf("%s: alpha %.2f us, beta %.4f ns/B (%.2f GB/s), gamma %.4f "
+               "ns/B (%zu samples)\n",
+               tr[k].name, a * 1e6, b * 1e9, b > 0 ? 1e-9 / b : 0, g * 1e9,
+               m);
+    }
+    fclose(pf);
+    printf("profile written: %s\n", path);
+    return 0;
+}
+
+/* ---- dtctl plan ----------------------------------------------------- */
+
+int dt_cmd_plan(int argc, char **argv)
+{
+    plan_args_t a = {.gpus = 1, .net_lat = 5e-6, .intra_lat = 1e-6,
+                     .compute_scale = 1, .profile = "dt-plan-profile.ini",
+                     .net_transport = "tcp", .intra_transport = "shm"};
+    static const struct option opts[] = {
+        {"hosts", 1, 0, 'H'},         {"gpus-per-host", 1, 0, 'G'},
+        {"network", 1, 0, 'N'},       {"latency", 1, 0, 'L'},
+        {"intra", 1, 0, 'I'},         {"intra-latency", 1, 0, 'J'},
+        {"platform", 1, 0, 'P'},      {"profile", 1, 0, 'p'},
+        {"bucket", 1, 0, 'B'},        {"max-workers", 1, 0, 'M'},
+        {"layer-times", 1, 0, 'T'},   {"compute-scale", 1, 0, 'S'},
+        {"data-wait", 1, 0, 'D'},     {"input", 1, 0, 'i'},
+        {"spec", 1, 0, 'o'},          {"measure", 0, 0, 'm'},
+        {"help", 0, 0, 'h'},          {0, 0, 0, 0}};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        char *end = NULL;
+        switch (c) {
+        case 'H': a.hosts = (int)strtol(optarg, &end, 10); break;
+        case 'G': a.gpus = (int)strtol(optarg, &end, 10); break;
+        case 'M': a.max_workers = (int)strtol(optarg, &end, 10); break;
+        case 'N':
+            if (dt_plan_parse_rate(optarg, &a.net_bw)) {
+                dt_error("plan: --network %s: a rate like 25Gbit, 100Gbit "
+                         "or 12GB/s", optarg);
+                return 2;
+            }
+            break;
+        case 'I':
+            if (dt_plan_parse_rate(optarg, &a.intra_bw)) {
+                dt_error("plan: --intra %s: a rate like 100Gbit or 50GB/s",
+                         optarg);
+                return 2;
+            }
+            break;
+        case 'L':
+        case 'J':
+        case 'D': {
+            double *d = c == 'L' ? &a.net_lat : c == 'J' ? &a.intra_lat
+                                                         : &a.data_wait;
+            if (dt_parse_duration(optarg, d) != DT_OK) {
+                dt_error("plan: %s: a duration like 5us", optarg);
+                return 2;
+            }
+            break;
+        }
+        case 'P': a.platform = optarg; break;
+        case 'p': a.profile = optarg; break;
+        case 'B':
+            if (dt_parse_size(optarg, &a.bucket) != DT_OK || !a.bucket) {
+                dt_error("plan: --bucket %s: a size like 25M", optarg);
+                return 2;
+            }
+            break;
+        case 'T': a.layer_times = optarg; break;
+        case 'S': a.compute_scale = strtod(optarg, &end); break;
+        case 'i': a.input = optarg; break;
+        case 'o': a.spec_out = optarg; break;
+        case 'm': a.measure = 1; break;
+        default: return usage();
+        }
+        if (end && *end) {
+            dt_error("plan: --%s %s: not a number", opts[0].name, optarg);
+            return 2;
+        }
+    }
+    if (a.measure)
+        return optind == argc ? measure_profile(a.profile) : usage();
+    if (optind != argc - 1)
+        return usage();
+    a.job = argv[optind];
+
+    char sim[4200];
+    dt_cli_worker_program("core", SIM, sim, sizeof sim);
+    if (access(sim, X_OK) != 0) {
+        /* Without SimGrid configure builds no dt-plan-sim; with it, a
+         * missing one is an unfinished build or install. */
+        dt_error("plan: the simulator %s is missing. " INSTALL_HINT, sim);
+        return 1;
+    }
+    if (a.hosts < 1 || a.gpus < 1) {
+        dt_error("plan: --hosts and --gpus-per-host must be at least 1");
+        return 2;
+    }
+    if (!a.platform && !(a.net_bw > 0)) {
+        dt_error("plan: --network RATE (e.g. 25Gbit) or --platform FILE.xml "
+                 "is needed");
+        return 2;
+    }
+    if (a.max_workers == 0)
+        a.max_workers = a.hosts * a.gpus;
+    if (a.max_workers < 1 || a.max_workers > a.hosts * a.gpus) {
+        dt_error("plan: --max-workers %d: the platform has %d x %d = %d "
+                 "GPUs", a.max_workers, a.hosts, a.gpus, a.hosts * a.gpus);
+        return 2;
+    }
+    if (!(a.compute_scale > 0)) {
+        dt_error("plan: --compute-scale must be positive");
+        return 2;
+    }
+
+    dt_config_t *cfg = NULL;
+    if (dt_config_new(&cfg) != DT_OK ||
+        dt_config_load_file(cfg, a.job, DT_SRC_JOB_FILE) != DT_OK) {
+        dt_config_free(cfg);
+        return 1;
+    }
+    uint64_t bucket = 0, small = 0, ring = 0, hier = 0;
+    long long batch = 64;
+    const char *layers = dt_config_get(cfg, "model", "layers");
+    if (dt_config_get_size(cfg, "train", "bucket", &bucket) != DT_OK ||
+        dt_config_get_int(cfg, "train", "batch_size", &batch) != DT_OK ||
+        dt_config_get_size(cfg, "collectives", "allreduce_small", &small) !=
+            DT_OK ||
+        dt_config_get_size(cfg, "collectives", "allreduce_ring", &ring) !=
+            DT_OK ||
+        dt_config_get_size(cfg, "collectives", "hier_min", &hier) != DT_OK) {
+        dt_config_free(cfg);
+        return 1;
+    }
+    if (a.bucket)
+        bucket = a.bucket;
+    model_prof_t mp = {0};
+    int d[4];
+    if (a.layer_times) {
+        if (read_layer_times(a.layer_times, &mp) != 0) {
+            dt_config_free(cfg);
+            return 1;
+        }
+    } else if (!layers || !*layers) {
+        dt_error("plan: %s has no [model] layers (or give --layer-times)",
+                 a.job);
+        dt_config_free(cfg);
+        return 1;
+    } else if (input_dims(cfg, a.input, d) != 0 ||
+               measure_model(layers, d, (int)batch, &mp) != 0) {
+        dt_config_free(cfg);
+        return 1;
+    }
+    dt_config_free(cfg);
+
+    tprof_t net = {20e-6, 0, 0.25e-9, 0}, intra = {5e-6, 0.2e-9, 0.25e-9, 0};
+    read_profile(a.profile, a.net_transport, &net);
+    read_profile(a.profile, a.intra_transport, &intra);
+    if (!net.found || !intra.found)
+        dt_warn("plan: no profile %s (run dtctl plan --measure): assumed "
+                "alpha %.0f/%.0f us, gamma %.2f ns/B, intra %.1f GB/s",
+                a.profile, net.alpha * 1e6, intra.alpha * 1e6,
+                net.gamma * 1e9, 1e-9 / intra.beta);
+    if (!(a.intra_bw > 0))
+        a.intra_bw = intra.beta > 0 ? 1.0 / intra.beta : 10e9;
+
+    char tmpl[] = "/tmp/dt-plan-XXXXXX";
+    const char *spec = a.spec_out;
+    FILE *f;
+    int fd = -1;
+    if (spec) {
+        f = fopen(spec, "w");
+    } else {
+        fd = mkstemp(tmpl);
+        f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        spec = tmpl;
+    }
+    if (!f) {
+        dt_error("plan: cannot write the simulation spec: %s",
+                 strerror(errno));
+        return 1;
+    }
+    fprintf(f, "# dtctl plan %s\nhosts = %d\ngpus_per_host = %d\n"
+               "max_workers = %d\nnetwork_bw = %.9g\nnetwork_latency = %.9g\n"
+               "intra_bw = %.9g\nintra_latency = %.9g\nalpha = %.9g\n"
+               "gamma = %.9g\nalpha_intra = %.9g\ngamma_intra = %.9g\n"
+               "bucket = %llu\nallreduce_small = %llu\nallreduce_ring = %llu\n"
+               "hier_min = %llu\nbatch = %lld\nforward = %.9g\n"
+               "optimizer = %.9g\ndata_wait = %.9g\n",
+            a.job, a.hosts, a.gpus, a.max_workers, a.net_bw, a.net_lat,
+            a.intra_bw, a.intra_lat, net.alpha, net.gamma, intra.alpha,
+            intra.gamma, (unsigned long long)bucket,
+            (unsigned long long)small, (unsigned long long)ring,
+            (unsigned long long)hier, batch, mp.forward * a.compute_scale,
+            mp.optimizer * a.compute_scale, a.data_wait);
+    if (a.platform)
+        fprintf(f, "platform = %s\n", a.platform);
+    /* The spec lists layers in model order; measured in ready order. */
+    for (size_t i = mp.n; i-- > 0;)
+        fprintf(f, "layer = %.9g %.0f\n", mp.bwd[i] * a.compute_scale,
+                mp.bytes[i]);
+    fclose(f);
+    free(mp.bwd);
+    free(mp.bytes);
+    printf("# plan %s: %d host(s) x %d GPU(s), network %.3g Gbit/s %.3g us, "
+           "intra %.3g GB/s, bucket %llu, per-worker batch %lld\n",
+           a.job, a.hosts, a.gpus, a.net_bw * 8e-9, a.net_lat * 1e6,
+           a.intra_bw * 1e-9, (unsigned long long)bucket, batch);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl(sim, sim, spec, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (!a.spec_out)
+        unlink(spec);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}

@@ -1,0 +1,528 @@
+// dt-plan-sim — the SimGrid (S4U) half of `dtctl plan` (docs/PLAN.md).
+// C++ because S4U is; libdt stays C. dtctl writes a spec (key = value
+// lines) and runs:
+//   dt-plan-sim SPEC              the step-time table for N = 1..max
+//   dt-plan-sim --ring N BYTES SPEC   one ring allreduce on N workers:
+//                                 simulated and closed-form seconds
+//   dt-plan-sim --order SPEC      the buckets in the order they are ready
+//
+// One training step as dt runs it: forward, backward layer by layer (the
+// backward actor), each gradient bucket handed to the communication actor
+// through a mailbox when grad_sync would cut it, the last remainder
+// reduced after backward on the main thread, then the optimizer and the
+// data wait. Workers are symmetric: one worker's compute is simulated, the
+// network flows of all N are. A collective is a sequence of phases; a
+// phase is every participant's message started at once (Comm::sendto_async
+// between hosts, so links are shared as SimGrid's flow model shares them),
+// then alpha (the transport's per-round software cost) and gamma x the
+// bytes reduced. The ring's 2(N-1) steps are identical on a homogeneous
+// platform (same neighbours every step): its first reduce-scatter and
+// first allgather step are simulated and the others counted from them.
+#include <simgrid/s4u.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace sg4 = simgrid::s4u;
+
+XBT_LOG_NEW_DEFAULT_CATEGORY(dt_plan, "dt-plan-sim");
+
+struct Layer {
+    double bwd;    // seconds of backward
+    double bytes;  // gradient bytes (float32)
+};
+
+struct Spec {
+    int hosts = 1, gpus = 1, max_workers = 0;
+    double net_bw = 0, net_lat = 0, intra_bw = 0, intra_lat = 0;
+    double alpha = 0, gamma = 0, alpha_intra = -1, gamma_intra = -1;
+    double bucket = 25e6, small = 256 * 1024, ring = 0, hier = 512 * 1024;
+    double forward = 0, optimizer = 0, data_wait = 0;
+    int batch = 64;
+    std::string platform;
+    std::vector<Layer> layers; // model order
+};
+
+static void die(const std::string& m)
+{
+    std::fprintf(stderr, "dt-plan-sim: %s\n", m.c_str());
+    std::exit(2);
+}
+
+static Spec read_spec(const char* path)
+{
+    std::ifstream in(path);
+    if (!in)
+        die(std::string("cannot read ") + path);
+    Spec s;
+    std::string line;
+    int ln = 0;
+    while (std::getline(in, line)) {
+        ln++;
+        if (line.empty() || line[0] == '#')
+            continue;
+        auto eq = line.find('=');
+        if (eq == std::string::npos)
+            die(std::string(path) + ":" + std::to_string(ln) + ": no '='");
+        std::string k = line.substr(0, eq), v = line.substr(eq + 1);
+        k.erase(k.find_last_not_of(" \t") + 1);
+        v.erase(0, v.find_first_not_of(" \t"));
+        std::istringstream vs(v);
+        if (k == "layer") {
+            Layer l;
+            if (!(vs >> l.bwd >> l.bytes))
+                die(std::string(path) + ":" + std::to_string(ln) + ": layer = SECONDS BYTES");
+            s.layers.push_back(l);
+            continue;
+        }
+        if (k == "platform") {
+            s.platform = v;
+            continue;
+        }
+        double x;
+        if (!(vs >> x))
+            die(std::string(path) + ":" + std::to_string(ln) + ": " + k + ": not a number");
+        std::map<std::string, double*> d = {
+            {"network_bw", &s.net_bw}, {"network_latency", &s.net_lat},
+            {"intra_bw", &s.intra_bw}, {"intra_latency", &s.intra_lat},
+            {"alpha", &s.alpha},       {"gamma", &s.gamma},
+            {"alpha_intra", &s.alpha_intra}, {"gamma_intra", &s.gamma_intra},
+            {"bucket", &s.bucket},     {"allreduce_small", &s.small},
+            {"allreduce_ring", &s.ring}, {"hier_min", &s.hier},
+            {"forward", &s.forward},   {"optimizer", &s.optimizer},
+            {"data_wait", &s.data_wait}};
+        if (k == "hosts")
+            s.hosts = (int)x;
+        else if (k == "gpus_per_host")
+            s.gpus = (int)x;
+        else if (k == "max_workers")
+            s.max_workers = (int)x;
+        else if (k == "batch")
+            s.batch = (int)x;
+        else if (d.count(k))
+            *d[k] = x;
+        else
+            die(std::string(path) + ":" + std::to_string(ln) + ": unknown key " + k);
+    }
+    if (s.hosts < 1 || s.gpus < 1)
+        die("hosts and gpus_per_host must be at least 1");
+    if (s.platform.empty() && (s.net_bw <= 0 || s.intra_bw <= 0))
+        die("network_bw and intra_bw must be positive");
+    if (s.alpha_intra < 0)
+        s.alpha_intra = s.alpha;
+    if (s.gamma_intra < 0)
+        s.gamma_intra = s.gamma;
+    if (s.max_workers <= 0)
+        s.max_workers = s.hosts * s.gpus;
+    return s;
+}
+
+// ---- the platform: hosts x GPUs, one switch ---------------------------
+static std::vector<sg4::Host*> g_workers; // worker r: host r / G, GPU r % G
+static Spec g;
+
+static void build_platform(sg4::Engine& e)
+{
+    if (!g.platform.empty()) {
+        try {
+            e.load_platform(g.platform);
+        } catch (const std::exception& ex) {
+            die("platform " + g.platform + ": " + ex.what());
+        }
+        auto hs = e.get_all_hosts();
+        std::sort(hs.begin(), hs.end(),
+                  [](sg4::Host* a, sg4::Host* b) { return a->get_name() < b->get_name(); });
+        if ((int)hs.size() < g.max_workers)
+            die("platform " + g.platform + " has " + std::to_string(hs.size()) +
+                " hosts (one per GPU), " + std::to_string(g.max_workers) + " workers asked");
+        g_workers.assign(hs.begin(), hs.begin() + g.max_workers);
+        return;
+    }
+    auto* root = sg4::create_star_zone("switch");
+    for (int h = 0; h < g.hosts; h++) {
+        std::string hn = "host" + std::to_string(h);
+        auto* z = sg4::create_star_zone(hn);
+        z->set_parent(root);
+        auto* gw = z->create_router(hn + "-nic");
+        z->add_route(gw, nullptr, nullptr, nullptr, {}, true);
+        for (int k = 0; k < g.gpus; k++) {
+            std::string gn = hn + "-gpu" + std::to_string(k);
+            auto* host = z->create_host(gn, 1e9);
+            if (g.gpus == 1) { // the worker is the host: only its NIC
+                z->add_route(host->get_netpoint(), nullptr, nullptr, nullptr, {}, true);
+            } else {
+                auto* l = z->create_split_duplex_link(gn + "-bus", g.intra_bw)
+                              ->set_latency(g.intra_lat / 2); // up + down: one intra hop
+                l->seal();
+                z->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
+                             {sg4::LinkInRoute(l, sg4::LinkInRoute::Direction::UP)}, true);
+            }
+            g_workers.push_back(host);
+        }
+        z->seal();
+        auto* nic = root->create_split_duplex_link(hn + "-link", g.net_bw)
+                        ->set_latency(g.net_lat / 2); // host -> switch -> host
+        nic->seal();
+        root->add_route(z->get_netpoint(), nullptr, gw, nullptr,
+                        {sg4::LinkInRoute(nic, sg4::LinkInRoute::Direction::UP)}, true);
+    }
+    root->seal();
+    if ((int)g_workers.size() > g.max_workers)
+        g_workers.resize(g.max_workers);
+}
+
+// ---- collectives as phases of point-to-point flows -------------------
+struct Flow {
+    int src, dst;
+    double bytes;
+};
+
+static bool same_host(int a, int b) { return a / g.gpus == b / g.gpus; }
+
+// All flows at once; then alpha and gamma x reduced bytes (the slowest).
+static double phase(const std::vector<Flow>& flows, double reduced)
+{
+    double t0 = sg4::Engine::get_clock();
+    std::vector<sg4::CommPtr> cs;
+    bool inter = false;
+    for (auto& f : flows) {
+        if (f.bytes > 0)
+            cs.push_back(sg4::Comm::sendto_async(g_workers[f.src], g_workers[f.dst],
+                                                 (uint64_t)std::llround(f.bytes)));
+        inter = inter || !same_host(f.src, f.dst);
+    }
+    sg4::Comm::wait_all(cs);
+    double a = inter ? g.alpha : g.alpha_intra, gm = inter ? g.gamma : g.gamma_intra;
+    sg4::this_actor::sleep_for(a + gm * reduced);
+    return sg4::Engine::get_clock() - t0;
+}
+
+enum Alg { RD, HALVING, RING };
+
+static Alg choose(int n, double bytes)
+{
+    if (n <= 1 || bytes < g.small)
+        return RD;
+    double ring = g.ring;
+    if (ring == 0)
+        ring = n <= 2 ? 0 : n == 3 ? 128.0 * (1 << 20)
+                                   : (n & (n - 1)) == 0 ? 32.0 * (1 << 20) : 1.0 * (1 << 20);
+    return bytes < ring ? HALVING : RING;
+}
+
+using Groups = std::vector<std::vector<int>>; // equal-sized, run side by side
+
+static void ring_allreduce(const Groups& gs, double bytes, bool rs, bool ag)
+{
+    int n = (int)gs[0].size();
+    if (n <= 1)
+        return;
+    double blk = bytes / n;
+    std::vector<Flow> fl;
+    for (auto& grp : gs)
+        for (int i = 0; i < n; i++)
+            fl.push_back({grp[i], grp[(i + 1) % n], blk});
+    if (rs) {
+        double t = phase(fl, blk);
+        sg4::this_actor::sleep_for(t * (n - 2));
+    }
+    if (ag) {
+        double t = phase(fl, 0);
+        sg4::this_actor::sleep_for(t * (n - 2));
+    }
+}
+
+static void pow2_allreduce(const Groups& gs, double bytes, Alg a)
+{
+    int n = (int)gs[0].size(), p2 = 1;
+    while (p2 * 2 <= n)
+        p2 *= 2;
+    int rem = n - p2;
+    auto real = [&](int vr) { return vr < rem ? vr * 2 + 1 : vr + rem; };
+    std::vector<Flow> fl;
+    if (rem) { // fold: even ranks of the first 2*rem send to the odd ones
+        for (auto& grp : gs)
+            for (int r = 0; r < 2 * rem; r += 2)
+                fl.push_back({grp[r], grp[r + 1], bytes});
+        phase(fl, bytes);
+    }
+    if (a == RD) {
+        for (int mask = 1; mask < p2; mask <<= 1) {
+            fl.clear();
+            for (auto& grp : gs)
+                for (int v = 0; v < p2; v++)
+                    fl.push_back({grp[real(v)], grp[real(v ^ mask)], bytes});
+            phase(fl, bytes);
+        }
+    } else {
+        std::vector<double> sizes;
+        double sz = bytes;
+        for (int mask = p2 / 2; mask >= 1; mask >>= 1) {
+            sz /= 2;
+            sizes.push_back(sz);
+        }
+        int step = 0;
+        for (int mask = p2 / 2; mask >= 1; mask >>= 1, step++) { // reduce-scatter
+            fl.clear();
+            for (auto& grp : gs)
+                for (int v = 0; v < p2; v++)
+                    fl.push_back({grp[real(v)], grp[real(v ^ mask)], sizes[step]});
+            phase(fl, sizes[step]);
+        }
+        for (int mask = 1; mask < p2; mask <<= 1) { // allgather
+            step--;
+            fl.clear();
+            for (auto& grp : gs)
+                for (int v = 0; v < p2; v++)
+                    fl.push_back({grp[real(v)], grp[real(v ^ mask)], sizes[step]});
+            phase(fl, 0);
+        }
+    }
+    if (rem) {
+        fl.clear();
+        for (auto& grp : gs)
+            for (int r = 0; r < 2 * rem; r += 2)
+                fl.push_back({grp[r + 1], grp[r], bytes});
+        phase(fl, 0);
+    }
+}
+
+static void flat_allreduce(const Groups& gs, double bytes)
+{
+    int n = (int)gs[0].size();
+    if (n <= 1 || bytes <= 0)
+        return;
+    Alg a = choose(n, bytes);
+    if (a == RING)
+        ring_allreduce(gs, bytes, true, true);
+    else
+        pow2_allreduce(gs, bytes, a);
+}
+
+// dt_coll_allreduce on the first n workers.
+static const char* allreduce(int n, double bytes)
+{
+    if (n <= 1 || bytes <= 0)
+        return "-";
+    int hosts = (n + g.gpus - 1) / g.gpus;
+    std::vector<int> all(n);
+    for (int i = 0; i < n; i++)
+        all[i] = i;
+    if (hosts == 1) { // the whole job on one host: the shared segment
+        ring_allreduce({all}, bytes, true, true);
+        return "shm";
+    }
+    if (g.gpus > 1 && n % g.gpus == 0 && bytes >= g.hier) {
+        Groups intra(hosts), inter(g.gpus);
+        for (int i = 0; i < n; i++) {
+            intra[i / g.gpus].push_back(i);
+            inter[i % g.gpus].push_back(i);
+        }
+        ring_allreduce(intra, bytes, true, false);
+        flat_allreduce(inter, bytes / g.gpus);
+        ring_allreduce(intra, bytes, false, true);
+        return "hier";
+    }
+    flat_allreduce({all}, bytes);
+    Alg a = choose(n, bytes);
+    return a == RD ? "doubling" : a == HALVING ? "halving" : "ring";
+}
+
+// ---- one step ---------------------------------------------------------
+struct Bucket {
+    double bytes;
+    size_t first_layer, last_layer; // model-order indices it covers
+};
+
+// grad_sync.c: layers report in reverse order; a bucket is cut when the
+// pending range reaches the bucket size; what is left goes at the end.
+static std::vector<Bucket> buckets(std::vector<Bucket>* tail)
+{
+    std::vector<Bucket> out;
+    double pending = 0;
+    size_t hi = g.layers.size();
+    for (size_t i = g.layers.size(); i-- > 0;) {
+        if (g.layers[i].bytes <= 0)
+            continue;
+        pending += g.layers[i].bytes;
+        if (pending >= g.bucket) {
+            out.push_back({pending, i, hi - 1});
+            pending = 0;
+            hi = i;
+        }
+    }
+    if (tail) {
+        tail->clear();
+        if (pending > 0)
+            tail->push_back({pending, 0, hi - 1});
+    }
+    return out;
+}
+
+struct Result {
+    double step = 0, comm = 0, exposed = 0, backward_end = 0;
+    std::string algs;
+};
+static Result g_res;
+static int g_n;
+
+static void comm_actor(int nb)
+{
+    auto* mb = sg4::Mailbox::by_name("buckets");
+    auto* done = sg4::Mailbox::by_name("done");
+    for (int i = 0; i < nb; i++) {
+        auto* b = mb->get<Bucket>();
+        double t0 = sg4::Engine::get_clock();
+        const char* a = allreduce(g_n, b->bytes);
+        g_res.comm += sg4::Engine::get_clock() - t0;
+        if (g_res.algs.find(a) == std::string::npos)
+            g_res.algs += std::string(g_res.algs.empty() ? "" : ",") + a;
+        delete b;
+    }
+    done->put(new int(0), 0);
+}
+
+static void step_actor()
+{
+    std::vector<Bucket> tail;
+    auto bs = buckets(&tail);
+    int nb = g_n > 1 ? (int)bs.size() : 0;
+    sg4::Actor::create("comm", g_workers[0], comm_actor, nb);
+    auto* mb = sg4::Mailbox::by_name("buckets");
+    sg4::this_actor::sleep_for(g.forward);
+    size_t next = 0;
+    for (size_t i = g.layers.size(); i-- > 0;) {
+        sg4::this_actor::sleep_for(g.layers[i].bwd);
+        if (next < bs.size() && bs[next].first_layer == i) {
+            if (g_n > 1)
+                mb->put_init(new Bucket(bs[next]), 0)->detach();
+            next++;
+        }
+    }
+    g_res.backward_end = sg4::Engine::get_clock();
+    delete sg4::Mailbox::by_name("done")->get<int>();
+    for (auto& b : tail) {
+        double c0 = sg4::Engine::get_clock();
+        const char* a = allreduce(g_n, b.bytes);
+        g_res.comm += sg4::Engine::get_clock() - c0;
+        if (g_res.algs.find(a) == std::string::npos)
+            g_res.algs += std::string(g_res.algs.empty() ? "" : ",") + a;
+    }
+    g_res.exposed = sg4::Engine::get_clock() - g_res.backward_end;
+    sg4::this_actor::sleep_for(g.optimizer + g.data_wait);
+    g_res.step = sg4::Engine::get_clock();
+}
+
+static double g_ring_time;
+static void ring_actor(int n, double bytes)
+{
+    std::vector<int> all(n);
+    for (int i = 0; i < n; i++)
+        all[i] = i;
+    ring_allreduce({all}, bytes, true, true);
+    g_ring_time = sg4::Engine::get_clock();
+}
+
+static void engine_args(int* ac, char** av, std::vector<std::string>& keep)
+{
+    keep = {av[0], "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
+            "--log=root.thres:critical"};
+    *ac = (int)keep.size();
+    for (int i = 0; i < *ac; i++)
+        av[i] = (char*)keep[i].c_str();
+}
+
+int main(int argc, char** argv)
+{
+    std::vector<std::string> keep;
+    std::vector<char*> av(argv, argv + argc);
+    av.resize(8);
+    int mode = 0, ring_n = 0;
+    double ring_bytes = 0;
+    const char* spec;
+    if (argc == 5 && std::string(argv[1]) == "--ring") {
+        mode = 1;
+        ring_n = std::atoi(argv[2]);
+        ring_bytes = std::atof(argv[3]);
+        spec = argv[4];
+    } else if (argc == 3 && std::string(argv[1]) == "--order") {
+        mode = 2;
+        spec = argv[2];
+    } else if (argc == 2) {
+        spec = argv[1];
+    } else {
+        std::fprintf(stderr, "usage: dt-plan-sim [--ring N BYTES | --order] SPEC\n");
+        return 2;
+    }
+    g = read_spec(spec);
+    if (mode == 2) {
+        std::vector<Bucket> tail;
+        auto bs = buckets(&tail);
+        for (auto& b : tail)
+            bs.push_back(b);
+        for (auto& b : bs)
+            std::printf("bucket layers %zu-%zu bytes %.0f\n", b.first_layer, b.last_layer, b.bytes);
+        return 0;
+    }
+    int ac;
+    engine_args(&ac, av.data(), keep);
+    if (mode == 1) {
+        if (ring_n < 2 || ring_n > g.hosts * g.gpus)
+            die("--ring N: 2 to hosts x gpus_per_host");
+        g.max_workers = ring_n;
+        sg4::Engine e(&ac, av.data());
+        build_platform(e);
+        sg4::Actor::create("ring", g_workers[0], ring_actor, ring_n, ring_bytes);
+        e.run();
+        // closed form: per step 2 link latencies + alpha, the block over the link
+        double n = ring_n, lat = g.gpus > 1 ? g.intra_lat : g.net_lat,
+               bw = g.gpus > 1 ? g.intra_bw : g.net_bw;
+        double cf = 2 * (n - 1) * (g.alpha + lat) + 2 * (n - 1) / n * ring_bytes / bw +
+                    (n - 1) / n * ring_bytes * g.gamma;
+        std::printf("simulated %.9f closed_form %.9f\n", g_ring_time, cf);
+        return 0;
+    }
+    if (g.max_workers > g.hosts * g.gpus)
+        die("more workers asked than the platform has GPUs");
+    sg4::Engine e(&ac, av.data());
+    build_platform(e);
+    // One engine, the steps one after another: each N runs in its own
+    // actor once the previous one finished (the clock is reset by offset).
+    std::vector<int> ns;
+    for (int n = 1; n <= g.max_workers; n *= 2)
+        ns.push_back(n);
+    if (ns.back() != g.max_workers)
+        ns.push_back(g.max_workers);
+    std::vector<Result> rs;
+    sg4::Actor::create("driver", g_workers[0], [&ns, &rs]() {
+        for (int n : ns) {
+            g_n = n;
+            g_res = Result();
+            double t0 = sg4::Engine::get_clock();
+            auto a = sg4::Actor::create("step", g_workers[0], step_actor);
+            a->join();
+            g_res.step -= t0;
+            g_res.backward_end -= t0;
+            rs.push_back(g_res);
+        }
+    });
+    e.run();
+    std::printf("# %6s %12s %12s %10s %9s %11s %11s  %s\n", "N", "step(ms)", "samples/s",
+                "efficiency", "comm(%)", "exposed(ms)", "comm(ms)", "allreduce");
+    double one = rs[0].step;
+    for (size_t i = 0; i < ns.size(); i++) {
+        auto& r = rs[i];
+        double sps = g.batch * ns[i] / r.step;
+        std::printf("  %6d %12.3f %12.1f %9.1f%% %8.1f%% %11.3f %11.3f  %s\n", ns[i], r.step * 1e3,
+                    sps, 100.0 * one / r.step, 100.0 * r.comm / r.step, r.exposed * 1e3,
+                    r.comm * 1e3, r.algs.empty() ? "-" : r.algs.c_str());
+    }
+    return 0;
+}

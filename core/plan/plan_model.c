@@ -1,0 +1,237 @@
+/* plan_model.c — see plan_model.h. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan_model.h"
+
+/* The library's defaults (core/coll/coll_internal.h), restated: dtctl
+ * plan must not link the collectives' internals. */
+#define SMALL (256u << 10)
+#define RING_POW2 (32u << 20)
+#define RING_3 (128u << 20)
+#define RING_ODD (1u << 20)
+#define HIER (512u << 10)
+
+void dt_plan_thresholds_default(dt_plan_thresholds_t *t)
+{
+    t->small_bytes = SMALL;
+    t->ring_bytes = 0;
+    t->hier_bytes = HIER;
+}
+
+static size_t ring_from(const dt_plan_thresholds_t *t, int n)
+{
+    if (t->ring_bytes)
+        return t->ring_bytes;
+    if (n <= 2)
+        return 0;
+    if (n == 3)
+        return RING_3;
+    if ((n & (n - 1)) == 0)
+        return RING_POW2;
+    return RING_ODD;
+}
+
+dt_plan_alg_t dt_plan_choose(const dt_plan_thresholds_t *t, int n,
+                             size_t bytes)
+{
+    if (n <= 1 || bytes < t->small_bytes)
+        return DT_PLAN_RD;
+    if (bytes < ring_from(t, n))
+        return DT_PLAN_HALVING;
+    return DT_PLAN_RING;
+}
+
+const char *dt_plan_alg_name(dt_plan_alg_t a)
+{
+    return a == DT_PLAN_RD ? "doubling" : a == DT_PLAN_HALVING ? "halving"
+                                                                : "ring";
+}
+
+void dt_plan_coeffs(dt_plan_alg_t a, int n, double bytes, double c[3])
+{
+    c[0] = c[1] = c[2] = 0;
+    if (n <= 1)
+        return;
+    int p2 = 1, lg = 0;
+    while (p2 * 2 <= n) {
+        p2 *= 2;
+        lg++;
+    }
+    int fold = n > p2;
+    if (a == DT_PLAN_RING) {
+        c[0] = 2.0 * (n - 1);
+        c[1] = 2.0 * (n - 1) / n * bytes;
+        c[2] = (double)(n - 1) / n * bytes;
+        return;
+    }
+    if (a == DT_PLAN_RD) {
+        c[0] = lg;
+        c[1] = lg * bytes;
+        c[2] = lg * bytes;
+    } else {
+        c[0] = 2.0 * lg;
+        c[1] = 2.0 * (p2 - 1) / p2 * bytes;
+        c[2] = (double)(p2 - 1) / p2 * bytes;
+    }
+    if (fold) { /* the extra ranks hand their vector in and get it back */
+        c[0] += 2;
+        c[1] += 2 * bytes;
+        c[2] += bytes;
+    }
+}
+
+double dt_plan_cost(dt_plan_alg_t a, int n, double bytes, double alpha,
+                    double beta, double gamma)
+{
+    double c[3];
+    dt_plan_coeffs(a, n, bytes, c);
+    return c[0] * alpha + c[1] * beta + c[2] * gamma;
+}
+
+/* Solve the k x k normal equations (k <= 3) by Gaussian elimination. */
+static int solve(int k, double A[3][3], double b[3], double x[3])
+{
+    for (int i = 0; i < k; i++) {
+        int p = i;
+        for (int r = i + 1; r < k; r++)
+            if (fabs(A[r][i]) > fabs(A[p][i]))
+                p = r;
+        if (fabs(A[p][i]) < 1e-300)
+            return -1;
+        for (int j = 0; j < k; j++) {
+            double t = A[i][j];
+            A[i][j] = A[p][j];
+            A[p][j] = t;
+        }
+        double t = b[i];
+        b[i] = b[p];
+        b[p] = t;
+        for (int r = i + 1; r < k; r++) {
+            double f = A[r][i] / A[i][i];
+            for (int j = i; j < k; j++)
+                A[r][j] -= f * A[i][j];
+            b[r] -= f * b[i];
+        }
+    }
+    for (int i = k - 1; i >= 0; i--) {
+        double s = b[i];
+        for (int j = i + 1; j < k; j++)
+            s -= A[i][j] * x[j];
+        x[i] = s / A[i][i];
+    }
+    return 0;
+}
+
+static int fit_k(const dt_plan_sample_t *s, size_t m, int k, double x[3])
+{
+    /* Columns scaled to unit size so that seconds-per-byte terms (1e-10)
+     * and per-round terms (1e-5) condition alike. */
+    double scale[3] = {0, 0, 0};
+    for (size_t i = 0; i < m; i++) {
+        double c[3];
+        dt_plan_coeffs(s[i].alg, s[i].n, s[i].bytes, c);
+        for (int j = 0; j < k; j++)
+            if (fabs(c[j]) / s[i].seconds > scale[j])
+                scale[j] = fabs(c[j]) / s[i].seconds;
+    }
+    for (int j = 0; j < k; j++)
+        if (scale[j] == 0)
+            return -1;
+    double A[3][3] = {{0}}, b[3] = {0};
+    for (size_t i = 0; i < m; i++) {
+        double c[3], w = 1.0 / s[i].seconds; /* relative residuals */
+        dt_plan_coeffs(s[i].alg, s[i].n, s[i].bytes, c);
+        for (int j = 0; j < k; j++)
+            c[j] = c[j] * w / scale[j];
+        for (int r = 0; r < k; r++) {
+            for (int j = 0; j < k; j++)
+                A[r][j] += c[r] * c[j];
+            b[r] += c[r] * s[i].seconds * w;
+        }
+    }
+    /* Collinear columns (ring-only samples: beta and gamma in a fixed
+     * ratio) give a singular system or a negative coefficient: the caller
+     * then fits alpha and one per-byte cost. */
+    if (solve(k, A, b, x) != 0)
+        return -1;
+    for (int j = 0; j < k; j++)
+        x[j] /= scale[j];
+    return 0;
+}
+
+int dt_plan_fit(const dt_plan_sample_t *s, size_t m, double *alpha,
+                double *beta, double *gamma)
+{
+    double x[3] = {0, 0, 0};
+    if (m >= 3 && fit_k(s, m, 3, x) == 0 && x[0] >= 0 && x[1] >= 0 &&
+        x[2] >= 0) {
+        *alpha = x[0];
+        *beta = x[1];
+        *gamma = x[2];
+        return 0;
+    }
+    if (m < 2 || fit_k(s, m, 2, x) != 0)
+        return -1;
+    if (x[0] < 0)
+        x[0] = 0;
+    if (x[1] < 0)
+        x[1] = 0;
+    *alpha = x[0];
+    *beta = x[1]; /* the reduction is folded into the per-byte cost */
+    *gamma = 0;
+    return 0;
+}
+
+size_t dt_plan_parse_bench(FILE *f, int n, const dt_plan_thresholds_t *t,
+                           dt_plan_sample_t *s, size_t *m, size_t cap)
+{
+    char line[512];
+    size_t added = 0;
+    while (*m < cap && fgets(line, sizeof line, f)) {
+        unsigned long long bytes, count;
+        double us;
+        char check[16];
+        if (line[0] == '#' ||
+            sscanf(line, "%llu %llu %lf %*f %*f %15s", &bytes, &count, &us,
+                   check) != 4 ||
+            strcmp(check, "ok") != 0 || us <= 0)
+            continue;
+        s[*m] = (dt_plan_sample_t){n, (double)bytes, us * 1e-6,
+                                   t ? dt_plan_choose(t, n, bytes)
+                                     : DT_PLAN_RING};
+        (*m)++;
+        added++;
+    }
+    return added;
+}
+
+/* "25Gbit", "100Gbit/s", "800Mbit", "12GB/s", "3e9B/s" -> bytes/s. */
+int dt_plan_parse_rate(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || !(v > 0))
+        return -1;
+    double mult = 1;
+    const char *u = end;
+    if (*u == 'K' || *u == 'k')
+        mult = 1e3, u++;
+    else if (*u == 'M')
+        mult = 1e6, u++;
+    else if (*u == 'G')
+        mult = 1e9, u++;
+    else if (*u == 'T')
+        mult = 1e12, u++;
+    if (!strcmp(u, "bit") || !strcmp(u, "bit/s") || !strcmp(u, "bps") ||
+        !strcmp(u, "b"))
+        *out = v * mult / 8;
+    else if (!strcmp(u, "B/s") || !strcmp(u, "Bps") || !strcmp(u, "B"))
+        *out = v * mult;
+    else
+        return -1;
+    return 0;
+}

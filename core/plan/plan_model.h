@@ -1,0 +1,59 @@
+/* plan_model.h — dtctl plan's cost model (docs/PLAN.md): the allreduce
+ * algorithm dt picks for a size and rank count (mirrors coll_allreduce.c
+ * and dt_coll_ring_bytes), its alpha-beta-gamma cost, and the least-squares
+ * fit of alpha (s per message round), beta (s per byte on the wire) and
+ * gamma (s per byte reduced) from `dtctl bench allreduce` tables. Plain C,
+ * no SimGrid: dtctl and the tests use it; dt-plan-sim mirrors the choice. */
+#ifndef DT_PLAN_MODEL_H
+#define DT_PLAN_MODEL_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef enum {
+    DT_PLAN_RD = 0,      /* recursive doubling (below allreduce_small)   */
+    DT_PLAN_HALVING = 1, /* recursive halving/doubling (Rabenseifner)    */
+    DT_PLAN_RING = 2     /* pipelined ring                               */
+} dt_plan_alg_t;
+
+typedef struct {
+    size_t small_bytes; /* [collectives] allreduce_small (256K)           */
+    size_t ring_bytes;  /* [collectives] allreduce_ring (0: by N)         */
+    size_t hier_bytes;  /* [collectives] hier_min (512K)                  */
+} dt_plan_thresholds_t;
+
+void dt_plan_thresholds_default(dt_plan_thresholds_t *t);
+dt_plan_alg_t dt_plan_choose(const dt_plan_thresholds_t *t, int n,
+                             size_t bytes);
+const char *dt_plan_alg_name(dt_plan_alg_t a);
+
+/* Coefficients of alpha, beta, gamma in the cost of algorithm a on n
+ * ranks and `bytes` bytes: t = c[0] alpha + c[1] beta + c[2] gamma. */
+void dt_plan_coeffs(dt_plan_alg_t a, int n, double bytes, double c[3]);
+double dt_plan_cost(dt_plan_alg_t a, int n, double bytes, double alpha,
+                    double beta, double gamma);
+
+typedef struct {
+    int n;
+    double bytes, seconds;
+    dt_plan_alg_t alg;
+} dt_plan_sample_t;
+
+/* Least squares of the samples' times (weighted by 1/t: relative error)
+ * on the three coefficients; gamma is dropped (0) and alpha, beta refitted
+ * when it comes out negative or the samples cannot separate it.
+ * Returns 0, or -1 when fewer than 2 samples or a singular system. */
+int dt_plan_fit(const dt_plan_sample_t *s, size_t m, double *alpha,
+                double *beta, double *gamma);
+
+/* Rows of a `dtctl bench allreduce` table ("  bytes count time(us) ...")
+ * into samples for n ranks, each with the algorithm t picks (t NULL: the
+ * ring). Returns how many were added (at most cap - *m). */
+size_t dt_plan_parse_bench(FILE *f, int n, const dt_plan_thresholds_t *t,
+                           dt_plan_sample_t *s, size_t *m, size_t cap);
+
+/* "25Gbit", "100Gbit/s", "800Mbit", "12GB/s" -> bytes per second.
+ * Returns 0, or -1 (not a positive rate with a unit). */
+int dt_plan_parse_rate(const char *s, double *out);
+
+#endif
