@@ -1,0 +1,90 @@
+#!/bin/sh
+# plan.sh — `dtctl plan` (issue 21): without dt-plan-sim it says how to
+# get SimGrid; dt-plan-sim's ring allreduce on a one-switch platform
+# matches the closed-form alpha-beta cost 2(N-1)(alpha+latency) +
+# 2(N-1)/N n/bandwidth (+ (N-1)/N n gamma) within 2%; buckets are ready
+# last layer first, cut as grad_sync cuts them; a bad platform file, more
+# workers than GPUs and a nonsense rate are refused; 512 workers answer in
+# under a minute. Skips (77) when configure found no SimGrid.
+set -u
+: "${DTCTL:?run through make check}"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dt-plan.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; echo "--- output:"; cat "$tmp/out"; exit 1; }
+job="$top_srcdir/conf/examples/fashion-mnist-mlp.ini"
+
+# No helper: the message names the package (checked first: needs nothing).
+if DT_LIBEXECDIR="$tmp" "$DTCTL" plan "$job" --hosts 2 --network 25Gbit \
+    >"$tmp/out" 2>&1; then
+    fail "dtctl plan succeeded without dt-plan-sim"
+fi
+grep -q "apt-get install libsimgrid-dev" "$tmp/out" ||
+    fail "the missing-SimGrid message does not say how to install it"
+
+sim="$top_builddir/core/dt-plan-sim"
+if [ ! -x "$sim" ]; then
+    echo "SKIP: dt-plan-sim not built: configure found no SimGrid" \
+        "(apt-get install libsimgrid-dev, then configure again)"
+    exit 77
+fi
+
+# The ring against the closed form.
+cat >"$tmp/switch.spec" <<EOS
+hosts = 64
+gpus_per_host = 1
+network_bw = 3.125e9
+network_latency = 5e-6
+intra_bw = 1e10
+intra_latency = 1e-6
+alpha = 20e-6
+gamma = 0.2e-9
+EOS
+for case in "2 1048576" "8 67108864" "16 4096" "64 104857600"; do
+    set -- $case
+    "$sim" --ring "$1" "$2" "$tmp/switch.spec" >"$tmp/out" 2>&1 ||
+        fail "dt-plan-sim --ring $1 $2"
+    awk '{ e = ($2 - $4) / $4; if (e < 0) e = -e; exit !(e < 0.02) }' \
+        "$tmp/out" || fail "ring N=$1 n=$2 is off the closed form by 2% or more"
+done
+
+# Bucket order: 6 layers of 10 MB, bucket 25 MB: layers 3-5 first (30 MB,
+# cut when the pending range reaches 25 MB), then 0-2 (the remainder,
+# reduced after backward).
+cp "$tmp/switch.spec" "$tmp/order.spec"
+echo "bucket = 25000000" >>"$tmp/order.spec"
+for i in 0 1 2 3 4 5; do echo "layer = 0.001 10000000"; done >>"$tmp/order.spec"
+"$sim" --order "$tmp/order.spec" >"$tmp/out" 2>&1 || fail "dt-plan-sim --order"
+printf 'bucket layers 3-5 bytes 30000000\nbucket layers 0-2 bytes 30000000\n' \
+    | cmp -s - "$tmp/out" || fail "buckets not ready last layer first"
+
+# Refusals.
+printf '<platform version="4.1"><zone id="z" routing="Full">\n' >"$tmp/bad.xml"
+if "$DTCTL" plan "$job" --hosts 2 --platform "$tmp/bad.xml" \
+    >"$tmp/out" 2>&1; then fail "a broken platform file was accepted"; fi
+grep -q "platform" "$tmp/out" || fail "the platform error does not say so"
+cat >"$tmp/small.xml" <<EOS
+<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+  <cluster id="c" prefix="gpu" suffix="" radical="0-1" speed="1Gf"
+           bw="25Gbps" lat="5us"/>
+</platform>
+EOS
+if "$DTCTL" plan "$job" --hosts 4 --platform "$tmp/small.xml" \
+    >"$tmp/out" 2>&1; then fail "4 workers planned on a 2-host platform"; fi
+grep -q "has 2 hosts" "$tmp/out" || fail "no 'has 2 hosts' in the refusal"
+if "$DTCTL" plan "$job" --hosts 2 --gpus-per-host 2 --max-workers 5 \
+    --network 25Gbit >"$tmp/out" 2>&1; then fail "5 workers on 4 GPUs"; fi
+grep -q "2 x 2 = 4" "$tmp/out" || fail "the GPU count is not named"
+if "$DTCTL" plan "$job" --hosts 2 --network 25Gfoo >"$tmp/out" 2>&1; then
+    fail "--network 25Gfoo accepted"; fi
+grep -q "25Gbit" "$tmp/out" || fail "the rate error shows no example"
+
+# A real plan: the MLP on 64 hosts x 8 GPUs, under a minute.
+start=$(date +%s)
+"$DTCTL" plan "$job" --hosts 64 --gpus-per-host 8 --network 25Gbit \
+    --profile "$tmp/none.ini" >"$tmp/out" 2>&1 || fail "dtctl plan 512"
+[ $(( $(date +%s) - start )) -lt 60 ] || fail "512 workers took a minute"
+grep -q "^ *512 " "$tmp/out" || fail "no row for N = 512"
+grep -q "^ *1 .*100.0%" "$tmp/out" || fail "N = 1 is not 100% efficient"
+echo "ok"
