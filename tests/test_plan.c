@@ -108,15 +108,18 @@ static void parse_bench_table(void **state)
         "#        bytes        count    time(us) algbw(GB/s) busbw(GB/s)  check\n"
         "          4096         1024       12.50       0.328       0.328     ok\n"
         "       1048576       262144      800.00       1.311       1.311     ok\n"
-        "       2097152       524288     1600.00       1.311       1.311  3 bad\n";
+        "       2097152       524288     1600.00       1.311       1.311  3 bad\n"
+        "[0] #        bytes        count    time(us)\n"
+        "[0]           8192         2048       20.00       0.410       0.410     ok\n";
     FILE *f = fmemopen((void *)txt, strlen(txt), "r");
     dt_plan_sample_t s[8];
     size_t m = 0;
     dt_plan_thresholds_t t;
     dt_plan_thresholds_default(&t);
-    assert_int_equal(dt_plan_parse_bench(f, 2, &t, s, &m, 8), 2);
+    assert_int_equal(dt_plan_parse_bench(f, 2, &t, s, &m, 8), 3);
     fclose(f);
-    assert_int_equal(m, 2);
+    assert_int_equal(m, 3);
+    assert_true(s[2].bytes == 8192);
     assert_true(s[0].bytes == 4096 && fabs(s[0].seconds - 12.5e-6) < 1e-12);
     assert_int_equal(s[0].alg, DT_PLAN_RD);
     assert_int_equal(s[1].alg, DT_PLAN_RING);

@@ -463,6 +463,8 @@ int dt_cmd_plan(int argc, char **argv)
         dt_error("plan: --hosts and --gpus-per-host must be at least 1");
         return 2;
     }
+    if (!a.platform && a.hosts == 1 && !(a.net_bw > 0))
+        a.net_bw = 1e12; /* one host: no network on any path */
     if (!a.platform && !(a.net_bw > 0)) {
         dt_error("plan: --network RATE (e.g. 25Gbit) or --platform FILE.xml "
                  "is needed");

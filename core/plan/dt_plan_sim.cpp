@@ -8,7 +8,7 @@
 //
 // One training step as dt runs it: forward, backward layer by layer (the
 // backward actor), each gradient bucket handed to the communication actor
-// through a mailbox when grad_sync would cut it, the last remainder
+// (a queue and a semaphore, as grad_sync's) when grad_sync would cut it, the last remainder
 // reduced after backward on the main thread, then the optimizer and the
 // data wait. Workers are symmetric: one worker's compute is simulated, the
 // network flows of all N are. A collective is a sequence of phases; a
@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -373,20 +374,30 @@ struct Result {
 static Result g_res;
 static int g_n;
 
+// grad_sync's queue and condition variable: the backward actor appends a
+// bucket and releases the semaphore; the comm actor takes them in order.
+// (No mailbox: a zero-byte message between actors of one host would still
+// pay the host's link latency, which dt's in-process handoff does not.)
+static std::deque<Bucket> g_queue;
+static sg4::SemaphorePtr g_ready, g_done;
+
+static void note_alg(const char* a)
+{
+    if (g_res.algs.find(a) == std::string::npos)
+        g_res.algs += std::string(g_res.algs.empty() ? "" : ",") + a;
+}
+
 static void comm_actor(int nb)
 {
-    auto* mb = sg4::Mailbox::by_name("buckets");
-    auto* done = sg4::Mailbox::by_name("done");
     for (int i = 0; i < nb; i++) {
-        auto* b = mb->get<Bucket>();
+        g_ready->acquire();
+        Bucket b = g_queue.front();
+        g_queue.pop_front();
         double t0 = sg4::Engine::get_clock();
-        const char* a = allreduce(g_n, b->bytes);
+        note_alg(allreduce(g_n, b.bytes));
         g_res.comm += sg4::Engine::get_clock() - t0;
-        if (g_res.algs.find(a) == std::string::npos)
-            g_res.algs += std::string(g_res.algs.empty() ? "" : ",") + a;
-        delete b;
     }
-    done->put(new int(0), 0);
+    g_done->release();
 }
 
 static void step_actor()
@@ -394,26 +405,28 @@ static void step_actor()
     std::vector<Bucket> tail;
     auto bs = buckets(&tail);
     int nb = g_n > 1 ? (int)bs.size() : 0;
+    g_queue.clear();
+    g_ready = sg4::Semaphore::create(0);
+    g_done = sg4::Semaphore::create(0);
     sg4::Actor::create("comm", g_workers[0], comm_actor, nb);
-    auto* mb = sg4::Mailbox::by_name("buckets");
     sg4::this_actor::sleep_for(g.forward);
     size_t next = 0;
     for (size_t i = g.layers.size(); i-- > 0;) {
         sg4::this_actor::sleep_for(g.layers[i].bwd);
         if (next < bs.size() && bs[next].first_layer == i) {
-            if (g_n > 1)
-                mb->put_init(new Bucket(bs[next]), 0)->detach();
+            if (g_n > 1) {
+                g_queue.push_back(bs[next]);
+                g_ready->release();
+            }
             next++;
         }
     }
     g_res.backward_end = sg4::Engine::get_clock();
-    delete sg4::Mailbox::by_name("done")->get<int>();
-    for (auto& b : tail) {
+    g_done->acquire(); // dt_grad_sync_finish: every queued bucket reduced
+    for (auto& b : tail) { // the remainder, on the main thread
         double c0 = sg4::Engine::get_clock();
-        const char* a = allreduce(g_n, b.bytes);
+        note_alg(allreduce(g_n, b.bytes));
         g_res.comm += sg4::Engine::get_clock() - c0;
-        if (g_res.algs.find(a) == std::string::npos)
-            g_res.algs += std::string(g_res.algs.empty() ? "" : ",") + a;
     }
     g_res.exposed = sg4::Engine::get_clock() - g_res.backward_end;
     sg4::this_actor::sleep_for(g.optimizer + g.data_wait);

@@ -193,9 +193,12 @@ size_t dt_plan_parse_bench(FILE *f, int n, const dt_plan_thresholds_t *t,
     while (*m < cap && fgets(line, sizeof line, f)) {
         unsigned long long bytes, count;
         double us;
-        char check[16];
-        if (line[0] == '#' ||
-            sscanf(line, "%llu %llu %lf %*f %*f %15s", &bytes, &count, &us,
+        char check[16], *p = line;
+        if (*p == '[' && strchr(p, ']')) /* dtctl run's "[rank] " prefix */
+            p = strchr(p, ']') + 1;
+        p += strspn(p, " ");
+        if (*p == '#' ||
+            sscanf(p, "%llu %llu %lf %*f %*f %15s", &bytes, &count, &us,
                    check) != 4 ||
             strcmp(check, "ok") != 0 || us <= 0)
             continue;
