@@ -35,6 +35,7 @@
 
 typedef struct {
     const char *job, *platform, *profile, *layer_times, *spec_out, *input;
+    const char *save_layers;
     const char *net_transport, *intra_transport;
     int hosts, gpus, max_workers, measure, batch;
     double net_bw, net_lat, intra_bw, intra_lat, compute_scale, data_wait;
@@ -51,6 +52,7 @@ static int usage(void)
           "[--max-workers N] [--layer-times FILE]\n"
           "                  [--compute-scale X] [--data-wait T] "
           "[--input C,H,W,CLASSES] [--spec FILE]\n"
+          "                  [--save-layers FILE]\n"
           "       dtctl plan --measure [--profile FILE]\n"
           "RATE: 25Gbit, 100Gbit, 12GB/s. See docs/PLAN.md.\n",
           stderr);
@@ -390,7 +392,7 @@ int dt_cmd_plan(int argc, char **argv)
         {"bucket", 1, 0, 'B'},        {"max-workers", 1, 0, 'M'},
         {"layer-times", 1, 0, 'T'},   {"compute-scale", 1, 0, 'S'},
         {"data-wait", 1, 0, 'D'},     {"input", 1, 0, 'i'},
-        {"spec", 1, 0, 'o'},          {"measure", 0, 0, 'm'},
+        {"spec", 1, 0, 'o'},          {"save-layers", 1, 0, 'W'},          {"measure", 0, 0, 'm'},
         {"help", 0, 0, 'h'},          {0, 0, 0, 0}};
     int c;
     optind = 1;
@@ -437,6 +439,7 @@ int dt_cmd_plan(int argc, char **argv)
         case 'S': a.compute_scale = strtod(optarg, &end); break;
         case 'i': a.input = optarg; break;
         case 'o': a.spec_out = optarg; break;
+        case 'W': a.save_layers = optarg; break;
         case 'm': a.measure = 1; break;
         default: return usage();
         }
@@ -521,6 +524,21 @@ int dt_cmd_plan(int argc, char **argv)
         return 1;
     }
     dt_config_free(cfg);
+    if (a.save_layers) { /* measured once, planned many times */
+        FILE *w = fopen(a.save_layers, "w");
+        if (!w) {
+            dt_error("plan: cannot write %s: %s", a.save_layers,
+                     strerror(errno));
+            return 1;
+        }
+        fprintf(w, "# dtctl plan --save-layers: seconds and gradient bytes "
+                   "per gradient event, last layer first\n"
+                   "forward %.9g\noptimizer %.9g\n", mp.forward,
+                mp.optimizer);
+        for (size_t i = 0; i < mp.n; i++)
+            fprintf(w, "%.9g %.0f\n", mp.bwd[i], mp.bytes[i]);
+        fclose(w);
+    }
 
     tprof_t net = {20e-6, 0, 0.25e-9, 0}, intra = {5e-6, 0.2e-9, 0.25e-9, 0};
     read_profile(a.profile, a.net_transport, &net);
