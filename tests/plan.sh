@@ -5,7 +5,8 @@
 # 2(N-1)/N n/bandwidth (+ (N-1)/N n gamma) within 2%; buckets are ready
 # last layer first, cut as grad_sync cuts them; a bad platform file, more
 # workers than GPUs and a nonsense rate are refused; 512 workers answer in
-# under a minute. Skips (77) when configure found no SimGrid.
+# under a minute; --fit recovers alpha and beta from a bench table.
+# Skips (77) when configure found no SimGrid.
 set -u
 : "${DTCTL:?run through make check}"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dt-plan.XXXXXX") || exit 99
@@ -20,6 +21,20 @@ if DT_LIBEXECDIR="$tmp" "$DTCTL" plan "$job" --hosts 2 --network 25Gbit \
 fi
 grep -q "apt-get install libsimgrid-dev" "$tmp/out" ||
     fail "the missing-SimGrid message does not say how to install it"
+
+# --fit: a bench table of N = 2 made from alpha 10 us, beta 1 ns/B
+# (doubling below 256K: alpha + n beta; the ring from it: 2 alpha + n beta).
+awk 'BEGIN { for (b = 4096; b <= 16777216; b *= 2) {
+    t = (b < 262144 ? 1 : 2) * 10e-6 + b * 1e-9
+    printf "[0] %12d %12d %11.3f %11.3f %11.3f %6s\n", b, b / 4, t * 1e6, 0, 0, "ok" } }' \
+    >"$tmp/bench2"
+"$DTCTL" plan --fit net "2:$tmp/bench2" >"$tmp/out" 2>&1 || fail "dtctl plan --fit"
+awk -F' = ' '/^alpha/ { a = $2 } /^beta/ { b = $2 }
+    END { exit !(a > 9.9e-6 && a < 10.1e-6 && b > 0.99e-9 && b < 1.01e-9) }' \
+    "$tmp/out" || fail "--fit did not recover alpha 10 us, beta 1 ns/B"
+if "$DTCTL" plan --fit net "$tmp/bench2" >"$tmp/out" 2>&1; then
+    fail "--fit without N: accepted"; fi
+grep -q "expected N:FILE" "$tmp/out" || fail "--fit's usage error unclear"
 
 sim="$top_builddir/core/dt-plan-sim"
 if [ ! -x "$sim" ]; then

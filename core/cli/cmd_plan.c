@@ -35,7 +35,7 @@
 
 typedef struct {
     const char *job, *platform, *profile, *layer_times, *spec_out, *input;
-    const char *save_layers;
+    const char *save_layers, *fit;
     const char *net_transport, *intra_transport;
     int hosts, gpus, max_workers, measure, batch;
     double net_bw, net_lat, intra_bw, intra_lat, compute_scale, data_wait;
@@ -54,6 +54,8 @@ static int usage(void)
           "[--input C,H,W,CLASSES] [--spec FILE]\n"
           "                  [--save-layers FILE]\n"
           "       dtctl plan --measure [--profile FILE]\n"
+          "       dtctl plan --fit NAME N:BENCH_OUTPUT...  (prints a "
+          "[transport.NAME] section)\n"
           "RATE: 25Gbit, 100Gbit, 12GB/s. See docs/PLAN.md.\n",
           stderr);
     return 2;
@@ -377,6 +379,41 @@ static int measure_profile(const char *path)
     return 0;
 }
 
+/* --fit NAME N:FILE...: tables of `dtctl bench allreduce` run elsewhere
+ * (other hosts, other links), each at N ranks, with dt's algorithm choice;
+ * prints the profile section. */
+static int fit_files(const char *name, int n, char **files)
+{
+    dt_plan_sample_t s[512];
+    size_t m = 0;
+    dt_plan_thresholds_t th;
+    dt_plan_thresholds_default(&th);
+    if (n < 1)
+        return usage();
+    for (int i = 0; i < n; i++) {
+        char *colon = strchr(files[i], ':');
+        int ranks = colon ? atoi(files[i]) : 0;
+        FILE *f = colon ? fopen(colon + 1, "r") : NULL;
+        if (ranks < 2 || !f) {
+            dt_error("plan: --fit: '%s': expected N:FILE, N >= 2, a "
+                     "readable dtctl bench allreduce output", files[i]);
+            if (f)
+                fclose(f);
+            return 2;
+        }
+        dt_plan_parse_bench(f, ranks, &th, s, &m, 512);
+        fclose(f);
+    }
+    double al, be, ga;
+    if (dt_plan_fit(s, m, &al, &be, &ga) != 0) {
+        dt_error("plan: --fit: cannot fit %s (%zu samples)", name, m);
+        return 1;
+    }
+    printf("[transport.%s]\nalpha = %.6g\nbeta = %.6g\ngamma = %.6g\n"
+           "samples = %zu\n", name, al, be, ga, m);
+    return 0;
+}
+
 /* ---- dtctl plan ----------------------------------------------------- */
 
 int dt_cmd_plan(int argc, char **argv)
@@ -392,7 +429,8 @@ int dt_cmd_plan(int argc, char **argv)
         {"bucket", 1, 0, 'B'},        {"max-workers", 1, 0, 'M'},
         {"layer-times", 1, 0, 'T'},   {"compute-scale", 1, 0, 'S'},
         {"data-wait", 1, 0, 'D'},     {"input", 1, 0, 'i'},
-        {"spec", 1, 0, 'o'},          {"save-layers", 1, 0, 'W'},          {"measure", 0, 0, 'm'},
+        {"spec", 1, 0, 'o'},          {"save-layers", 1, 0, 'W'},
+        {"fit", 1, 0, 'F'},           {"net-transport", 1, 0, 'X'},          {"measure", 0, 0, 'm'},
         {"help", 0, 0, 'h'},          {0, 0, 0, 0}};
     int c;
     optind = 1;
@@ -440,6 +478,8 @@ int dt_cmd_plan(int argc, char **argv)
         case 'i': a.input = optarg; break;
         case 'o': a.spec_out = optarg; break;
         case 'W': a.save_layers = optarg; break;
+        case 'F': a.fit = optarg; break;
+        case 'X': a.net_transport = optarg; break;
         case 'm': a.measure = 1; break;
         default: return usage();
         }
@@ -450,6 +490,8 @@ int dt_cmd_plan(int argc, char **argv)
     }
     if (a.measure)
         return optind == argc ? measure_profile(a.profile) : usage();
+    if (a.fit)
+        return fit_files(a.fit, argc - optind, argv + optind);
     if (optind != argc - 1)
         return usage();
     a.job = argv[optind];
