@@ -5,7 +5,7 @@
 # 2(N-1)/N n/bandwidth (+ (N-1)/N n gamma) within 2%; buckets are ready
 # last layer first, cut as grad_sync cuts them; a bad platform file, more
 # workers than GPUs and a nonsense rate are refused; 512 workers answer in
-# under a minute; --fit recovers alpha and beta from a bench table.
+# under a minute; --sweep names the fastest bucket/hierarchy; --fit recovers alpha and beta from a bench table.
 # Skips (77) when configure found no SimGrid.
 set -u
 : "${DTCTL:?run through make check}"
@@ -62,6 +62,14 @@ for case in "2 1048576" "8 67108864" "16 4096" "64 104857600"; do
         "$tmp/out" || fail "ring N=$1 n=$2 is off the closed form by 2% or more"
 done
 
+# The ring inside one host of 4 GPUs: the intra links' closed form.
+sed 's/^hosts = 64/hosts = 1/; s/^gpus_per_host = 1/gpus_per_host = 4/' \
+    "$tmp/switch.spec" >"$tmp/intra.spec"
+"$sim" --ring 4 8388608 "$tmp/intra.spec" >"$tmp/out" 2>&1 ||
+    fail "dt-plan-sim --ring 4 (intra)"
+awk '{ e = ($2 - $4) / $4; if (e < 0) e = -e; exit !(e < 0.02) }' \
+    "$tmp/out" || fail "the intra-host ring is off the closed form by 2% or more"
+
 # Bucket order: 6 layers of 10 MB, bucket 25 MB: layers 3-5 first (30 MB,
 # cut when the pending range reaches 25 MB), then 0-2 (the remainder,
 # reduced after backward).
@@ -102,4 +110,13 @@ start=$(date +%s)
 [ $(( $(date +%s) - start )) -lt 60 ] || fail "512 workers took a minute"
 grep -q "^ *512 " "$tmp/out" || fail "no row for N = 512"
 grep -q "^ *1 .*100.0%" "$tmp/out" || fail "N = 1 is not 100% efficient"
+# --sweep: bucket sizes x hierarchy on/off at the largest N, the fastest.
+printf 'forward 0.03\noptimizer 0.002\n' >"$tmp/layers"
+i=0; while [ $i -lt 20 ]; do echo "0.001 2000000"; i=$((i + 1)); done >>"$tmp/layers"
+"$DTCTL" plan "$job" --hosts 4 --gpus-per-host 2 --network 10Gbit \
+    --layer-times "$tmp/layers" --profile "$tmp/none.ini" --sweep \
+    >"$tmp/out" 2>&1 || fail "dtctl plan --sweep"
+[ "$(grep -c '  off' "$tmp/out")" -eq 9 ] || fail "--sweep: not 9 sizes with the hierarchy off"
+grep -q "^# fastest: bucket [0-9]*M, hierarchy o[nf]*" "$tmp/out" ||
+    fail "--sweep names no fastest setting"
 echo "ok"

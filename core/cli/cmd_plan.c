@@ -37,7 +37,7 @@ typedef struct {
     const char *job, *platform, *profile, *layer_times, *spec_out, *input;
     const char *save_layers, *fit;
     const char *net_transport, *intra_transport;
-    int hosts, gpus, max_workers, measure, batch;
+    int hosts, gpus, max_workers, measure, batch, sweep;
     double net_bw, net_lat, intra_bw, intra_lat, compute_scale, data_wait;
     uint64_t bucket;
 } plan_args_t;
@@ -52,7 +52,7 @@ static int usage(void)
           "[--max-workers N] [--layer-times FILE]\n"
           "                  [--compute-scale X] [--data-wait T] "
           "[--input C,H,W,CLASSES] [--spec FILE]\n"
-          "                  [--save-layers FILE]\n"
+          "                  [--save-layers FILE] [--sweep]\n"
           "       dtctl plan --measure [--profile FILE]\n"
           "       dtctl plan --fit NAME N:BENCH_OUTPUT...  (prints a "
           "[transport.NAME] section)\n"
@@ -414,6 +414,60 @@ static int fit_files(const char *name, int n, char **files)
     return 0;
 }
 
+/* --sweep: the same step at the largest N with other bucket sizes, and
+ * with the hierarchy off (hier_min beyond any bucket) where hosts have
+ * several GPUs: later keys of a spec override earlier ones. */
+static int sweep(const char *sim, const char *spec, int n, int hier,
+                 uint64_t job_bucket)
+{
+    static const unsigned mib[] = {1, 2, 4, 8, 16, 25, 32, 64, 128};
+    char path[] = "/tmp/dt-plan-sweep-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return 1;
+    close(fd);
+    double best = 1e30;
+    char best_what[96] = "";
+    printf("\n# sweep at N = %d: bucket, hierarchy -> step\n"
+           "# %10s %9s %12s %10s %11s\n", n, "bucket", "hierarchy",
+           "step(ms)", "efficiency", "exposed(ms)");
+    for (int h = 0; h <= hier; h++)
+        for (size_t i = 0; i < sizeof mib / sizeof mib[0]; i++) {
+            char cmd[8400];
+            snprintf(cmd, sizeof cmd, "cat '%s' > '%s' && printf "
+                     "'bucket = %u\\n%s' >> '%s'", spec, path,
+                     mib[i] << 20, h ? "hier_min = 4e18\\n" : "", path);
+            if (system(cmd) != 0)
+                break;
+            snprintf(cmd, sizeof cmd, "'%s' '%s'", sim, path);
+            FILE *p = popen(cmd, "r");
+            char line[512], last[512] = "";
+            while (p && fgets(line, sizeof line, p))
+                if (line[0] != '#')
+                    snprintf(last, sizeof last, "%s", line);
+            if (!p || pclose(p) != 0)
+                break;
+            int rn;
+            double step, sps, eff, cf, exp;
+            if (sscanf(last, "%d %lf %lf %lf%% %lf%% %lf", &rn, &step, &sps,
+                       &eff, &cf, &exp) != 6)
+                break;
+            printf("  %9uM %9s %12.3f %9.1f%% %11.3f%s\n", mib[i],
+                   h ? "off" : "on", step, eff, exp,
+                   (uint64_t)mib[i] << 20 == job_bucket ? "  (the job's)"
+                                                        : "");
+            if (step < best) {
+                best = step;
+                snprintf(best_what, sizeof best_what, "bucket %uM, "
+                         "hierarchy %s", mib[i], h ? "off" : "on");
+            }
+        }
+    unlink(path);
+    if (best < 1e30)
+        printf("# fastest: %s (%.3f ms)\n", best_what, best);
+    return 0;
+}
+
 /* ---- dtctl plan ----------------------------------------------------- */
 
 int dt_cmd_plan(int argc, char **argv)
@@ -430,7 +484,7 @@ int dt_cmd_plan(int argc, char **argv)
         {"layer-times", 1, 0, 'T'},   {"compute-scale", 1, 0, 'S'},
         {"data-wait", 1, 0, 'D'},     {"input", 1, 0, 'i'},
         {"spec", 1, 0, 'o'},          {"save-layers", 1, 0, 'W'},
-        {"fit", 1, 0, 'F'},           {"net-transport", 1, 0, 'X'},          {"measure", 0, 0, 'm'},
+        {"fit", 1, 0, 'F'},           {"sweep", 0, 0, 'w'},           {"net-transport", 1, 0, 'X'},          {"measure", 0, 0, 'm'},
         {"help", 0, 0, 'h'},          {0, 0, 0, 0}};
     int c;
     optind = 1;
@@ -481,6 +535,7 @@ int dt_cmd_plan(int argc, char **argv)
         case 'F': a.fit = optarg; break;
         case 'X': a.net_transport = optarg; break;
         case 'm': a.measure = 1; break;
+        case 'w': a.sweep = 1; break;
         default: return usage();
         }
         if (end && *end) {
@@ -643,7 +698,11 @@ int dt_cmd_plan(int argc, char **argv)
     }
     int st = 0;
     waitpid(pid, &st, 0);
+    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+    if (rc == 0 && a.sweep)
+        rc = sweep(sim, spec, a.max_workers, a.hosts > 1 && a.gpus > 1,
+                   bucket);
     if (!a.spec_out)
         unlink(spec);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+    return rc;
 }
