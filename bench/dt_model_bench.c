@@ -3,12 +3,15 @@
  * communication) on a fixed pseudo-random batch, one thread.
  *
  *   dt_model_bench [-l LAYERS] [-b BATCH] [-s STEPS] [-r REPEAT] [-g FILE]
+ *                  [-a auto|im2col|winograd] [-p]
  *
  * Prints the best of REPEAT runs of STEPS steps as microseconds per step,
  * both in this thread's CPU time (steadier on a shared machine than the
  * wall clock) and wall time, and samples/s from the CPU time. -g FILE
  * writes the gradients of the first step (raw floats) so two builds can
- * be compared for equality up to rounding. */
+ * be compared for equality up to rounding. -p adds one more run of STEPS
+ * steps with per-layer timing (dt_model_set_profiling) and prints each
+ * layer's forward and backward ms per step. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,11 +37,13 @@ static dt_status_t step(dt_model_t *m, const float *x, const int *y, int b)
     return dt_model_backward(m, NULL, NULL);
 }
 
+static void print_line(void *arg, const char *line) { puts(line); }
+
 static int usage(void)
 {
     fprintf(stderr, "usage: dt_model_bench [-l LAYERS] [-b BATCH] "
                     "[-s STEPS] [-r REPEAT] [-g GRADS_FILE]\n"
-                    "                      [-a auto|im2col|winograd]\n");
+                    "                      [-a auto|im2col|winograd] [-p]\n");
     return 2;
 }
 
@@ -46,8 +51,12 @@ int main(int argc, char **argv)
 {
     const char *layers = CNN, *grads_file = NULL;
     dt_conv_algo_t algo = DT_CONV_AUTO;
-    int batch = 64, steps = 20, repeat = 3;
+    int batch = 64, steps = 20, repeat = 3, profile = 0;
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-p")) {
+            profile = 1;
+            continue;
+        }
         if (i + 1 >= argc)
             return usage();
         if (!strcmp(argv[i], "-l"))
@@ -118,6 +127,14 @@ int main(int argc, char **argv)
     printf("batch %d: %.0f us/step cpu, %.0f us/step wall, %.0f samples/s "
            "(cpu)\n", batch, 1e6 * best_cpu / steps, 1e6 * best_wall / steps,
            batch * steps / best_cpu);
+    if (profile) {
+        if (dt_model_set_profiling(m, 1) != DT_OK)
+            goto out;
+        for (int s = 0; s < steps; s++)
+            if (step(m, x, y, batch) != DT_OK)
+                goto out;
+        dt_model_profile(m, steps, print_line, NULL);
+    }
     rc = 0;
 out:
     if (rc)

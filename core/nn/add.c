@@ -2,7 +2,10 @@
  * block's main path (acts[src]) and x2 its shortcut (acts[skip], set by
  * the model before forward). Backward writes dx = dy for the main path;
  * the model passes dy on to the shortcut's activation itself (model.c),
- * adding it to what other readers of that activation put there. Made by
+ * adding it to what other readers of that activation put there. On the
+ * cpu the block's closing relu is applied here (l->fused, model_init.c):
+ * y = max(x + x2, 0) in one pass, and backward writes dx = dy where
+ * y > 0, which the model then passes to the shortcut as well. Made by
  * model_parse.c's block expansion, not written by users. cpu only. */
 #include "config.h"
 
@@ -26,16 +29,33 @@ static dt_status_t add_forward(dt_layer_t *l, const float *x, float *y,
     size_t n = (size_t)batch * dt_layer_in_size(l);
     const float *restrict a = x, *restrict b = l->x2;
     float *restrict o = y;
-    for (size_t i = 0; i < n; i++)
-        o[i] = a[i] + b[i];
+    if (l->fused)
+        for (size_t i = 0; i < n; i++) {
+            float v = a[i] + b[i];
+            o[i] = v > 0.0f ? v : 0.0f;
+        }
+    else
+        for (size_t i = 0; i < n; i++)
+            o[i] = a[i] + b[i];
     return DT_OK;
 }
 
 static dt_status_t add_backward(dt_layer_t *l, const float *x, const float *y,
                                 const float *dy, float *dx, int batch)
 {
-    if (dx)
-        memcpy(dx, dy, (size_t)batch * dt_layer_in_size(l) * sizeof *dx);
+    size_t n = (size_t)batch * dt_layer_in_size(l);
+    if (!dx)
+        return DT_OK;
+    if (!l->fused) {
+        memcpy(dx, dy, n * sizeof *dx);
+        return DT_OK;
+    }
+    const float *restrict yr = y, *restrict g = dy;
+    float *restrict d = dx;
+    for (size_t i = 0; i < n; i++) {
+        float v = g[i];
+        d[i] = yr[i] > 0.0f ? v : 0.0f;
+    }
     return DT_OK;
 }
 

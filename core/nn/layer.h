@@ -60,7 +60,8 @@ struct dt_layer {
     dt_device_t *dev;
     int index;                     /* position in the model             */
     /* On the cpu a conv followed by relu (and maxpool 2x2, stride 2)
-     * applies them itself to each sample while it is in cache; model.c
+     * applies them itself to each sample while it is in cache, and a
+     * batchnorm followed by relu applies the relu in its passes; model.c
      * then skips those layers. fused: how many layers after this one it
      * applies (0, 1 relu, 2 relu + maxpool); absorbed: applied by an
      * earlier layer. Set by dt_model_init. */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <dt/log.h>
 #include "model.h"
@@ -28,6 +29,22 @@ static void free_buffers(dt_model_t *m)
     m->scratch = m->probs = m->rows = m->dtmp = NULL;
     m->labels = NULL;
     m->cap = 0;
+}
+
+/* Thread CPU seconds, for dt_model_set_profiling (0 when off). */
+static double prof_now(const dt_model_t *m)
+{
+    if (!m->prof)
+        return 0.0;
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void prof_add(dt_model_t *m, int slot, double t0)
+{
+    if (m->prof)
+        m->prof[slot] += prof_now(m) - t0;
 }
 
 static dt_status_t dev_floats(dt_model_t *m, size_t n, float **out)
@@ -151,8 +168,10 @@ dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
         int out = i + 1 + l->fused;
         if (l->skip >= 0)
             l->x2 = m->acts[l->skip];
+        double t0 = prof_now(m);
         DT_CHECK(l->ops->forward(l, m->acts[l->src], m->acts[out], batch,
                                  train));
+        prof_add(m, 2 * i, t0);
         i = out - 1;
     }
     m->batch = batch;
@@ -165,10 +184,12 @@ dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
     m->output.mem = mem;
     if (train)
         m->rng_counter++;
+    double t0 = prof_now(m);
     DT_CHECK(dt_softmax_xent_forward(m->dev, m->acts[m->nlayers],
                                      labels ? m->labels : NULL, m->probs,
                                      m->rows, batch, m->nclasses,
                                      m->label_smoothing, loss, correct));
+    prof_add(m, 2 * m->nlayers, t0);
     m->trained = train && labels;
     return DT_OK;
 }
@@ -188,9 +209,11 @@ dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
         return DT_ERR_INVALID;
     }
     int batch = m->batch, L = m->nlayers;
+    double t0 = prof_now(m);
     DT_CHECK(dt_softmax_xent_backward(m->dev, m->probs, m->labels,
                                       m->dacts[L], batch, m->nclasses,
                                       m->label_smoothing));
+    prof_add(m, 2 * L + 1, t0);
     /* Below the first layer with parameters nothing needs a gradient: that
      * layer computes no dx (for an MLP the largest of its matrix
      * products) and the layers before it are not run backward. */
@@ -212,20 +235,29 @@ dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
         int accumulate = dx && m->dwritten && m->dwritten[l->src];
         if (accumulate)
             dx = m->dtmp;
+        /* an add with its relu fused masks dy: the shortcut gets dx, so
+         * it needs one even where the main path does not */
+        float *masked = l->skip >= 0 && l->fused ? (dx ? dx : m->dtmp)
+                                                 : NULL;
+        if (masked)
+            dx = masked;
+        t0 = prof_now(m);
         DT_CHECK(l->ops->backward(l, m->acts[l->src], m->acts[out],
                                   m->dacts[out], dx, batch));
         size_t n = (size_t)batch * dt_layer_in_size(l);
         if (accumulate)
             add_into(m->dacts[l->src], m->dtmp, n);
-        if (dx && m->dwritten)
+        if (dx && m->dwritten && l->src > first)
             m->dwritten[l->src] = 1;
         if (l->skip > first) { /* the add's shortcut gets dy as well */
+            const float *g = masked ? masked : m->dacts[out];
             if (m->dwritten[l->skip])
-                add_into(m->dacts[l->skip], m->dacts[out], n);
+                add_into(m->dacts[l->skip], g, n);
             else
-                memcpy(m->dacts[l->skip], m->dacts[out], n * sizeof(float));
+                memcpy(m->dacts[l->skip], g, n * sizeof(float));
             m->dwritten[l->skip] = 1;
         }
+        prof_add(m, 2 * i + 1, t0);
         size_t len = l->nweights + l->nbias;
         if (cb && len) {
             DT_CHECK(dt_device_sync(m->dev));
@@ -389,10 +421,55 @@ void dt_model_log_summary(const dt_model_t *m)
     dt_model_summary(m, log_line, NULL);
 }
 
+dt_status_t dt_model_set_profiling(dt_model_t *m, int on)
+{
+    free(m->prof);
+    m->prof = NULL;
+    if (on && !(m->prof = calloc(2 * (size_t)m->nlayers + 2,
+                                 sizeof *m->prof)))
+        return DT_ERR_NOMEM;
+    return DT_OK;
+}
+
+void dt_model_profile(const dt_model_t *m, int steps, dt_model_line_fn fn,
+                      void *arg)
+{
+    if (!m->prof || steps < 1)
+        return;
+    char line[200];
+    double total = 0.0;
+    for (int i = 0; i < 2 * m->nlayers + 2; i++)
+        total += m->prof[i];
+    snprintf(line, sizeof line, "%-4s %-44s %9s %9s %6s", "#", "layer",
+             "fwd_ms", "bwd_ms", "share");
+    fn(arg, line);
+    for (int i = 0; i <= m->nlayers; i++) {
+        double f = m->prof[2 * i], b = m->prof[2 * i + 1];
+        if (f == 0.0 && b == 0.0)
+            continue;
+        const dt_layer_t *l = i < m->nlayers ? &m->layers[i] : NULL;
+        char name[80];
+        if (l)
+            snprintf(name, sizeof name, "%s%s%s", l->shortcut ? "sc: " : "",
+                     l->desc, l->fused == 2 ? " +relu+pool"
+                              : l->fused ? " +relu" : "");
+        else
+            snprintf(name, sizeof name, "softmax_xent");
+        snprintf(line, sizeof line, "%-4d %-44s %9.3f %9.3f %5.1f%%", i,
+                 name, 1e3 * f / steps, 1e3 * b / steps,
+                 total > 0 ? 100.0 * (f + b) / total : 0.0);
+        fn(arg, line);
+    }
+    snprintf(line, sizeof line, "%-4s %-44s %9s %9.3f", "", "total", "",
+             1e3 * total / steps);
+    fn(arg, line);
+}
+
 void dt_model_free(dt_model_t *m)
 {
     if (!m)
         return;
+    free(m->prof);
     if (m->dev) {
         free_buffers(m);
         dt_device_free(m->dev, m->params);

@@ -69,17 +69,20 @@ static int read_once(const dt_model_t *m, int j)
     return 1;
 }
 
-/* cpu: conv relu [maxpool(2)] run as one layer (see layer.h), when the
- * activations in between are read by nothing else. */
+/* cpu: conv relu [maxpool(2)], batchnorm relu and add relu run as one layer (see
+ * layer.h), when the activations in between are read by nothing else. */
 static void fuse_layers(dt_model_t *m)
 {
     for (int i = 0; i + 1 < m->nlayers; i++) {
         dt_layer_t *l = m->layers + i;
-        if (l->ops != &dt_layer_conv2d || l[1].ops != &dt_layer_relu ||
+        if ((l->ops != &dt_layer_conv2d && l->ops != &dt_layer_batchnorm &&
+             l->ops != &dt_layer_add) ||
+            l[1].ops != &dt_layer_relu || l[1].src != i + 1 ||
             !read_once(m, i + 1))
             continue;
         l->fused = 1;
-        if (i + 2 < m->nlayers && l[2].ops == &dt_layer_maxpool2d &&
+        if (l->ops == &dt_layer_conv2d && i + 2 < m->nlayers &&
+            l[2].ops == &dt_layer_maxpool2d &&
             dt_maxpool2_fusable(&l[2]) && read_once(m, i + 2))
             l->fused = 2;
         for (int j = 1; j <= l->fused; j++)

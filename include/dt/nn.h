@@ -266,6 +266,17 @@ void dt_model_summary(const dt_model_t *m, dt_model_line_fn fn, void *arg);
 /* The summary to the info log. */
 void dt_model_log_summary(const dt_model_t *m);
 
+/* Per-layer timing, for benchmarks: with profiling on, each forward and
+ * backward adds every layer's thread CPU time to its totals (a layer that
+ * applies the next ones, conv + relu say, counts for all of them; the
+ * loss counts as its own line). dt_model_set_profiling(m, 1) (re)starts
+ * the totals; dt_model_profile writes one line per layer that ran: index,
+ * description, forward and backward ms per step over `steps` steps, and
+ * its share of the total. */
+dt_status_t dt_model_set_profiling(dt_model_t *m, int on);
+void dt_model_profile(const dt_model_t *m, int steps, dt_model_line_fn fn,
+                      void *arg);
+
 /* The model's device (NULL before dt_model_init). */
 dt_device_t *dt_model_device(const dt_model_t *m);
 
