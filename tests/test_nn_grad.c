@@ -154,6 +154,14 @@ static void test_conv_stride_nobias(void **state)
                 "linear(3)", 2, 5, 5, 2);
 }
 
+/* 1x1 convs: stride 1 unpadded (a GEMM on the input itself, no
+ * im2col), and strided. */
+static void test_conv_pointwise(void **state)
+{
+    check_model("conv(3,3,pad=1) conv(4,1,bias=no) relu conv(2,1,stride=2) "
+                "flatten linear(3)", 2, 5, 5, 2);
+}
+
 static void test_gap(void **state)
 {
     check_model("conv(3,3,pad=1) gap flatten linear(3)", 2, 5, 4, 3);
@@ -261,6 +269,7 @@ int main(void)
         cmocka_unit_test(test_batchnorm_2d),
         cmocka_unit_test(test_batchnorm_4d),
         cmocka_unit_test(test_conv_stride_nobias),
+        cmocka_unit_test(test_conv_pointwise),
         cmocka_unit_test(test_gap),
         cmocka_unit_test(test_avgpool),
         cmocka_unit_test(test_residual_identity),

@@ -32,6 +32,15 @@ static dt_conv_geom_t sample_geom(const dt_layer_t *l)
 
 /* sum of row[0..n), in 8 interleaved partial sums: one running sum is a
  * chain of dependent adds (4 cycles each), eight of them vectorize. */
+/* A 1x1, stride 1, unpadded conv's columns are its input itself: the
+ * GEMMs read x_b directly, no im2col copy (nor col2im: dx_b is W^T dy_b
+ * written in place). */
+static int is_pointwise(const dt_layer_t *l)
+{
+    return (int)l->args[1] == 1 && (int)l->args[2] == 1 &&
+           (int)l->args[3] == 0;
+}
+
 static float row_sum(const float *row, int n)
 {
     float part[8] = {0};
@@ -82,8 +91,12 @@ dt_status_t dt_conv2d_cpu_forward(dt_layer_t *l, const float *x, float *y,
         /* With the pool fused the conv's output stays in scratch and y is
          * the pool's output. */
         float *yb = pool ? conv : y + (size_t)b * out_len;
-        dt_im2col_cpu(&g, x + (size_t)b * in_len, col);
-        DT_CHECK(dt_gemm(l->dev, 0, 0, out, plane, kk, 1.0f, l->w, kk, col,
+        const float *cb = x + (size_t)b * in_len;
+        if (!is_pointwise(l)) {
+            dt_im2col_cpu(&g, cb, col);
+            cb = col;
+        }
+        DT_CHECK(dt_gemm(l->dev, 0, 0, out, plane, kk, 1.0f, l->w, kk, cb,
                          plane, 0.0f, yb, plane));
         bias_relu(l, yb, plane);
         if (!pool)
@@ -141,15 +154,22 @@ dt_status_t dt_conv2d_cpu_backward(dt_layer_t *l, const float *x,
                                     : dy + (size_t)b * out_len;
         for (int o = 0; o < out; o++)
             l->db[o] += row_sum(dyb + (size_t)o * plane, plane);
-        dt_im2col_cpu(&g, x + (size_t)b * in_len, col);
-        DT_CHECK(dt_gemm(l->dev, 0, 1, out, kk, plane, 1.0f, dyb, plane, col,
+        const float *cb = x + (size_t)b * in_len;
+        int direct = is_pointwise(l);
+        if (!direct) {
+            dt_im2col_cpu(&g, cb, col);
+            cb = col;
+        }
+        DT_CHECK(dt_gemm(l->dev, 0, 1, out, kk, plane, 1.0f, dyb, plane, cb,
                          plane, b ? 1.0f : 0.0f, l->dw, kk));
         if (!dx)
             continue;
         /* col is free again: dcol = W^T dy_b. */
+        float *dcol = direct ? dx + (size_t)b * in_len : col;
         DT_CHECK(dt_gemm(l->dev, 1, 0, kk, plane, out, 1.0f, l->w, kk, dyb,
-                         plane, 0.0f, col, plane));
-        dt_col2im_cpu(&g, col, dx + (size_t)b * in_len);
+                         plane, 0.0f, dcol, plane));
+        if (!direct)
+            dt_col2im_cpu(&g, col, dx + (size_t)b * in_len);
     }
     return DT_OK;
 }
