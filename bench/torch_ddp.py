@@ -43,25 +43,79 @@ def read_idx(path):
     return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
+class BasicBlock(nn.Module):
+    """dt's stage(basic,...) block (core/nn/model_parse.c): conv3x3(stride)
+    BN ReLU conv3x3 BN, plus the input or a 1x1 strided conv + BN of it
+    where the shape changes, then ReLU."""
+
+    def __init__(self, c_in, c_out, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c_in, c_out, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c_out)
+        self.conv2 = nn.Conv2d(c_out, c_out, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c_out)
+        self.relu = nn.ReLU(inplace=True)
+        self.shortcut = None
+        if stride != 1 or c_in != c_out:
+            self.shortcut = nn.Sequential(
+                nn.Conv2d(c_in, c_out, 1, stride=stride, bias=False),
+                nn.BatchNorm2d(c_out))
+
+    def forward(self, x):
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return self.relu(out + (x if self.shortcut is None else self.shortcut(x)))
+
+
+def yes(v):
+    return v in ("yes", "true", "on", "1")
+
+
 def build_model(text):
-    """dt's layer syntax -> nn.Sequential (the layers dt's examples use)."""
+    """dt's layer syntax -> nn.Sequential, so both sides train the same
+    model: conv (stride, pad, bias), maxpool, avgpool, gap, relu,
+    batchnorm (2-D or 1-D by its input), stage(basic,C,n,stride=s),
+    flatten, linear, dropout."""
     layers, c, h, w, flat = [], 1, 28, 28, None
     for tok in re.findall(r"[a-z0-9_]+(?:\([^)]*\))?", text):
         name, _, args = tok.partition("(")
-        pos = [a for a in args.rstrip(")").split(",") if a and "=" not in a]
-        kw = dict(a.split("=") for a in args.rstrip(")").split(",") if "=" in a)
-        if name == "conv":
+        items = [a.strip() for a in args.rstrip(")").split(",") if a.strip()]
+        kw = dict(a.split("=", 1) for a in items if "=" in a)
+        pos = [a for a in items if "=" not in a]
+        if name in ("conv", "conv2d"):
             out, k = int(pos[0]), int(pos[1])
-            pad = int(kw.get("pad", 0))
-            stride = int(kw.get("stride", 1))
-            layers.append(nn.Conv2d(c, out, k, stride=stride, padding=pad))
+            stride = int(kw.get("stride", pos[2] if len(pos) > 2 else 1))
+            pad = int(kw.get("pad", pos[3] if len(pos) > 3 else 0))
+            bias = yes(kw.get("bias", pos[4] if len(pos) > 4 else "yes"))
+            layers.append(nn.Conv2d(c, out, k, stride=stride, padding=pad, bias=bias))
             c, h, w = out, (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
-        elif name == "maxpool":
+        elif name in ("maxpool", "maxpool2d", "avgpool", "avgpool2d"):
             k = int(pos[0])
-            layers.append(nn.MaxPool2d(k))
-            h, w = h // k, w // k
+            stride = int(kw.get("stride", pos[1] if len(pos) > 1 else k))
+            pool = nn.MaxPool2d if name.startswith("max") else nn.AvgPool2d
+            layers.append(pool(k, stride=stride))
+            h, w = (h - k) // stride + 1, (w - k) // stride + 1
+        elif name == "gap":
+            layers.append(nn.AdaptiveAvgPool2d(1))
+            h = w = 1
         elif name == "relu":
-            layers.append(nn.ReLU())
+            layers.append(nn.ReLU(inplace=True))
+        elif name in ("batchnorm", "bn"):
+            mom = float(kw.get("momentum", pos[0] if pos else 0.1))
+            eps = float(kw.get("eps", pos[1] if len(pos) > 1 else 1e-5))
+            if flat is None:
+                layers.append(nn.BatchNorm2d(c, eps=eps, momentum=mom))
+            else:
+                layers.append(nn.BatchNorm1d(flat, eps=eps, momentum=mom))
+        elif name == "stage":
+            if pos[0] != "basic":
+                sys.exit("torch_ddp.py: stage block %r not supported" % pos[0])
+            out, n = int(pos[1]), int(pos[2])
+            stride = int(kw.get("stride", pos[3] if len(pos) > 3 else 1))
+            for b in range(n):
+                s = stride if b == 0 else 1
+                layers.append(BasicBlock(c, out, s))
+                c, h, w = out, (h + 2 - 3) // s + 1, (w + 2 - 3) // s + 1
         elif name == "flatten":
             layers.append(nn.Flatten())
             flat = c * h * w
@@ -70,7 +124,7 @@ def build_model(text):
             layers.append(nn.Linear(n_in, int(pos[0])))
             flat = int(pos[0])
         elif name == "dropout":
-            layers.append(nn.Dropout(float(pos[0]) if pos else 0.5))
+            layers.append(nn.Dropout(float(kw.get("p", pos[0] if pos else 0.5))))
         else:
             sys.exit("torch_ddp.py: layer %r not supported" % name)
     return nn.Sequential(*layers)
