@@ -104,7 +104,8 @@ static void test_conv_relu_maxpool_fused(void **state)
 /* The Winograd F(2x2,3x3) path (conv2d_winograd.c) is the exact adjoint
  * of its own forward: checked plain (pad 0, 1, 2; odd planes, where the
  * last tile hangs over the edge), with the relu fused, and with relu and
- * pool fused (even and odd planes, pad 1 and 0). */
+ * pool fused (even and odd planes, pad 1 and 0); with 8 or more channels
+ * as well. */
 static void test_conv_winograd(void **state)
 {
     check_model_with("conv(3,3) conv(2,3,pad=2) flatten linear(3)", 2, 7, 6,
@@ -118,6 +119,14 @@ static void test_conv_winograd(void **state)
                      7, 5, 3, DT_CONV_WINOGRAD);
     check_model_with("conv(3,3) relu maxpool(2) flatten linear(3)", 2, 8, 9,
                      2, DT_CONV_WINOGRAD);
+    /* 8 and more channels: the 8x8 blocked transposes between NCHW and
+     * the channels-innermost planes (pixel groups across rows, channels
+     * left over), and with the pool's crop (pad 0, odd plane; a 3e-4
+     * step: at 1e-3 one difference crosses a relu or pool kink) */
+    check_model_with("conv(8,3,pad=1) relu conv(9,3,pad=1) flatten linear(3)",
+                     2, 6, 5, 2, DT_CONV_WINOGRAD);
+    check_model_step("conv(8,3,pad=1) relu conv(8,3) relu maxpool(2) flatten "
+                     "linear(3)", 2, 9, 13, 1, DT_CONV_WINOGRAD, 3e-4f);
 }
 
 static void test_maxpool_overlapping(void **state)

@@ -21,7 +21,11 @@
  * Layout: V, M/Z and dV are [tile][xi][channel] and the input plane is
  * padded with the channels innermost, so every transform runs along
  * contiguous channels (vectorized) and each GEMM reads or writes its xi
- * with a leading dimension of 16 x channels.
+ * with a leading dimension of 16 x channels. The output transform writes
+ * (and dY is gathered into) a plane of the tile grid with the channels
+ * innermost as well; between those planes and the layers' NCHW the data
+ * goes by 8x8 blocked transposes (8 channels by 8 consecutive pixels, in
+ * GCC vector extensions: SSE, AVX2 or AVX-512 by simd_clones.h).
  *
  * The tiles of a 2x2, stride 2 max pooling after the conv are its
  * windows, so with l->fused == 2 the output transform pools directly
@@ -32,6 +36,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "conv2d_winograd.h"
@@ -86,10 +91,12 @@ static wino_shape_t shape_of(const dt_layer_t *l, int batch)
     return s;
 }
 
-/* output_tiles' and dy_tiles' tmp */
+/* output_tiles' and dy_tiles' tmp: the tile grid's (2 th x 2 tw) pixels
+ * with the out channels innermost (also the pooled case's 2 x tiles x
+ * out) */
 static size_t tmp_floats(const wino_shape_t *s)
 {
-    return (size_t)2 * (s->tiles > 2 ? s->tiles : 2) * s->o;
+    return (size_t)4 * s->tiles * s->o;
 }
 
 size_t dt_conv2d_winograd_scratch(const dt_layer_t *l, int batch)
@@ -150,42 +157,221 @@ static void du_to_weights(const float *du, int o_n, int c_n, float *dw)
         }
 }
 
+/* Where the pixels of an NCHW plane (h x w, channel c's pixel i = r w +
+ * q at c h w + i) sit in a plane with the channels innermost: pixel (r,
+ * q) at ((r + off) ld + q + off) c floats, for r < rows and q < cols
+ * (the others have no place there). */
+typedef struct pix_map {
+    int c, h, w, off, ld, rows, cols;
+} pix_map_t;
+
+#define NPX 8 /* pixels (and channels) per transposed block */
+
+/* The places of pixels i .. i+7 (r, q: pixel i's row and column, moved on
+ * by 8; at0: pixel i's place); 0 when one of them has no place (or i + 8
+ * > h w). */
+static inline __attribute__((always_inline)) int
+pix_places(const pix_map_t *mp, int full, size_t i, int *r, int *q,
+           size_t *at0, size_t at[NPX])
+{
+    int ok = i + NPX <= (size_t)mp->h * mp->w;
+    size_t skip = (size_t)(mp->ld - mp->w) * mp->c;
+    #pragma GCC unroll 8
+    for (int k = 0; k < NPX; k++) {
+        if (!full && (*r >= mp->rows || *q >= mp->cols))
+            ok = 0;
+        at[k] = *at0;
+        *at0 += mp->c;
+        if (++*q == mp->w)
+            *q = 0, ++*r, *at0 += skip;
+    }
+    return ok;
+}
+
+/* Every pixel has a place. */
+static int map_full(const pix_map_t *mp)
+{
+    return mp->rows == mp->h && mp->cols == mp->w;
+}
+
+/* 8 floats, loaded and stored at any float's alignment */
+typedef float v8f __attribute__((vector_size(32), aligned(4), may_alias));
+typedef int32_t v8i __attribute__((vector_size(32), aligned(4), may_alias));
+
+/* A two-vector shuffle: element k of the result is element i_k of a:b */
+#if defined(__clang__)
+#define SHUF8(a, b, i0, i1, i2, i3, i4, i5, i6, i7)                          \
+    __builtin_shufflevector(a, b, i0, i1, i2, i3, i4, i5, i6, i7)
+#else
+#define SHUF8(a, b, i0, i1, i2, i3, i4, i5, i6, i7)                          \
+    __builtin_shuffle(a, b, (v8i){i0, i1, i2, i3, i4, i5, i6, i7})
+#endif
+
+/* r[k][j] -> r[j][k] in three rounds of two-vector shuffles (the
+ * unpack, shuffle, permute of an AVX 8x8 transpose) */
+static inline __attribute__((always_inline)) void transpose8(v8f r[8])
+{
+    v8f t[8], u[8];
+    #pragma GCC unroll 8
+    for (int k = 0; k < 8; k += 2) { /* rows k, k+1 interleaved */
+        t[k] = SHUF8(r[k], r[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[k + 1] = SHUF8(r[k], r[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+    #pragma GCC unroll 8
+    for (int k = 0; k < 8; k += 4) { /* rows k..k+3 of each column */
+        u[k] = SHUF8(t[k], t[k + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[k + 1] = SHUF8(t[k], t[k + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        u[k + 2] = SHUF8(t[k + 1], t[k + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[k + 3] = SHUF8(t[k + 1], t[k + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+    #pragma GCC unroll 8
+    for (int k = 0; k < 4; k++) { /* the halves of the 8 rows joined */
+        r[k] = SHUF8(u[k], u[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        r[k + 4] = SHUF8(u[k], u[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+}
+
+/* p[place of (r, q)][c] = x[c][r][q], where relu_y is NULL; else x where
+ * relu_y[c][r][q] > 0 and 0 elsewhere (a fused relu's mask on dY).
+ * Pixels without a place are skipped and p's other floats untouched. */
+ALONG_CHANNELS
+static void nchw_to_inner(const pix_map_t *mp, const float *restrict x,
+                          const float *restrict relu_y, float *restrict p)
+{
+    size_t plane = (size_t)mp->h * mp->w,
+           at0 = ((size_t)mp->off * mp->ld + mp->off) * mp->c;
+    int C = mp->c, r = 0, q = 0, full = map_full(mp);
+    for (size_t i = 0; i < plane; i += NPX) {
+        int r0 = r, q0 = q;
+        size_t at[NPX];
+        int c = 0;
+        if (pix_places(mp, full, i, &r, &q, &at0, at)) {
+            for (; c + NPX <= C; c += NPX) {
+                const float *xc = x + (size_t)c * plane + i;
+                v8f v[8];
+                #pragma GCC unroll 8
+                for (int k = 0; k < 8; k++)
+                    v[k] = *(const v8f *)(xc + k * plane);
+                if (relu_y) {
+                    const float *yc = relu_y + (size_t)c * plane + i;
+                    #pragma GCC unroll 8
+                    for (int k = 0; k < 8; k++) {
+                        v8f yk = *(const v8f *)(yc + k * plane);
+                        v[k] = (v8f)((v8i)v[k] & (yk > 0.0f));
+                    }
+                }
+                transpose8(v);
+                #pragma GCC unroll 8
+                for (int k = 0; k < 8; k++)
+                    *(v8f *)(p + at[k] + c) = v[k];
+            }
+            for (; c < C; c++) /* the channels left over, 8 pixels */
+                for (int k = 0; k < NPX; k++) {
+                    size_t j = (size_t)c * plane + i + k;
+                    p[at[k] + c] =
+                        !relu_y || relu_y[j] > 0.0f ? x[j] : 0.0f;
+                }
+            continue;
+        }
+        for (int k = 0; k < NPX && i + k < plane; k++) { /* one by one */
+            if (r0 < mp->rows && q0 < mp->cols) {
+                size_t a = ((size_t)(r0 + mp->off) * mp->ld + q0 + mp->off) *
+                           C;
+                for (c = 0; c < C; c++) {
+                    size_t j = (size_t)c * plane + i + k;
+                    p[a + c] = !relu_y || relu_y[j] > 0.0f ? x[j] : 0.0f;
+                }
+            }
+            if (++q0 == mp->w)
+                q0 = 0, ++r0;
+        }
+    }
+}
+
+/* x[c][r][q] = p[place of (r, q)][c], 0 for pixels without a place. */
+ALONG_CHANNELS
+static void inner_to_nchw(const pix_map_t *mp, const float *restrict p,
+                          float *restrict x)
+{
+    size_t plane = (size_t)mp->h * mp->w,
+           at0 = ((size_t)mp->off * mp->ld + mp->off) * mp->c;
+    int C = mp->c, r = 0, q = 0, full = map_full(mp);
+    for (size_t i = 0; i < plane; i += NPX) {
+        int r0 = r, q0 = q;
+        size_t at[NPX];
+        int c = 0;
+        if (pix_places(mp, full, i, &r, &q, &at0, at)) {
+            for (; c + NPX <= C; c += NPX) {
+                float *xc = x + (size_t)c * plane + i;
+                v8f v[8];
+                #pragma GCC unroll 8
+                for (int k = 0; k < 8; k++)
+                    v[k] = *(const v8f *)(p + at[k] + c);
+                transpose8(v);
+                #pragma GCC unroll 8
+                for (int k = 0; k < 8; k++)
+                    *(v8f *)(xc + k * plane) = v[k];
+            }
+            for (; c < C; c++)
+                for (int k = 0; k < NPX; k++)
+                    x[(size_t)c * plane + i + k] = p[at[k] + c];
+            continue;
+        }
+        for (int k = 0; k < NPX && i + k < plane; k++) {
+            int in = r0 < mp->rows && q0 < mp->cols;
+            size_t a = in ? ((size_t)(r0 + mp->off) * mp->ld + q0 +
+                             mp->off) * C
+                          : 0;
+            for (c = 0; c < C; c++)
+                x[(size_t)c * plane + i + k] = in ? p[a + c] : 0.0f;
+            if (++q0 == mp->w)
+                q0 = 0, ++r0;
+        }
+    }
+}
+
+/* The input plane's place in the padded plane. */
+static pix_map_t padded_map(const wino_shape_t *s)
+{
+    pix_map_t mp = {s->c, s->h, s->w, s->pad, s->wp,
+                    s->h < s->hp - s->pad ? s->h : s->hp - s->pad,
+                    s->w < s->wp - s->pad ? s->w : s->wp - s->pad};
+    return mp;
+}
+
 /* p[(r + pad) * wp + q + pad][c] = x[c][r][q]: one sample's input as a
  * zero-padded (hp x wp) plane with the channels innermost, so that every
- * transform below runs along contiguous channels. */
+ * transform below runs along contiguous channels. Only the border is
+ * zeroed; the image part is written once. */
 static void pad_plane(const wino_shape_t *s, const float *x, float *p)
 {
-    memset(p, 0, (size_t)s->hp * s->wp * s->c * sizeof *p);
-    int rows = s->h < s->hp - s->pad ? s->h : s->hp - s->pad,
-        cols = s->w < s->wp - s->pad ? s->w : s->wp - s->pad;
-    size_t plane = (size_t)s->h * s->w;
-    for (int r = 0; r < rows; r++)
-        for (int q = 0; q < cols; q++) {
-            float *pc = p + ((size_t)(r + s->pad) * s->wp + q + s->pad) * s->c;
-            const float *xc = x + (size_t)r * s->w + q;
-            for (int c = 0; c < s->c; c++)
-                pc[c] = xc[c * plane];
-        }
+    pix_map_t mp = padded_map(s);
+    size_t px = (size_t)s->c, row = (size_t)s->wp * px;
+    int top = s->pad < s->hp ? s->pad : s->hp, bottom = s->pad + mp.rows;
+    memset(p, 0, top * row * sizeof *p);
+    memset(p + bottom * row, 0, (size_t)(s->hp - bottom) * row * sizeof *p);
+    for (int r = top; r < bottom; r++) {
+        float *pr = p + r * row;
+        memset(pr, 0, s->pad * px * sizeof *p);
+        memset(pr + (s->pad + mp.cols) * px, 0,
+               (size_t)(s->wp - s->pad - mp.cols) * px * sizeof *p);
+    }
+    nchw_to_inner(&mp, x, NULL, p);
 }
 
 /* dx[c][r][q] = the part of the padded plane p over the image; pixels no
  * tile covers get 0 (they reach no computed output). */
 static void unpad_plane(const wino_shape_t *s, const float *p, float *dx)
 {
-    size_t plane = (size_t)s->h * s->w;
-    for (int r = 0; r < s->h; r++)
-        for (int q = 0; q < s->w; q++) {
-            float *dc = dx + (size_t)r * s->w + q;
-            if (r + s->pad >= s->hp || q + s->pad >= s->wp) {
-                for (int c = 0; c < s->c; c++)
-                    dc[c * plane] = 0.0f;
-                continue;
-            }
-            const float *pc =
-                p + ((size_t)(r + s->pad) * s->wp + q + s->pad) * s->c;
-            for (int c = 0; c < s->c; c++)
-                dc[c * plane] = pc[c];
-        }
+    pix_map_t mp = padded_map(s);
+    inner_to_nchw(&mp, p, dx);
+}
+
+/* The conv's output plane inside the tile grid's (2 th x 2 tw) plane. */
+static pix_map_t grid_map(const wino_shape_t *s)
+{
+    pix_map_t mp = {s->o, s->oh, s->ow, 0, 2 * s->tw, s->oh, s->ow};
+    return mp;
 }
 
 /* The transforms below are written out element by element (no inner
@@ -279,11 +465,13 @@ tile_outputs(const float *restrict m, int n, int o,
     v[3] = a11 - a12 - a13 + bias;
 }
 
-/* out[k][o] = output k of channel o (then the relu if relu). Written
- * out without inner loops, so the loop over channels vectorizes. */
+/* The tile's 2x2 outputs of channel o (then the relu if relu) at
+ * out[o], out[n + o] (top row) and out[row + o], out[row + n + o]: its
+ * pixels in the grid plane. Written out without inner loops, so the loop
+ * over channels vectorizes. */
 ALONG_CHANNELS
 static void output_tile(const float *restrict m, const float *restrict bias,
-                        int relu, float *restrict out, int n)
+                        int relu, float *restrict out, size_t row, int n)
 {
     float floor = relu ? 0.0f : -INFINITY;
     #pragma GCC ivdep /* the 16 rows of a tile are n apart */
@@ -292,8 +480,8 @@ static void output_tile(const float *restrict m, const float *restrict bias,
         tile_outputs(m, n, o, bias[o], v);
         out[o] = v[0] > floor ? v[0] : floor;
         out[n + o] = v[1] > floor ? v[1] : floor;
-        out[2 * n + o] = v[2] > floor ? v[2] : floor;
-        out[3 * n + o] = v[3] > floor ? v[3] : floor;
+        out[row + o] = v[2] > floor ? v[2] : floor;
+        out[row + n + o] = v[3] > floor ? v[3] : floor;
     }
 }
 
@@ -340,13 +528,19 @@ put_z(float *restrict z, int n, int o, float d0,
 #undef Z
 }
 
-/* z for dY[k][o], the 2x2 gradient in row order. */
+/* z for the 2x2 gradient at g[o], g[n + o] (top row), g[row + o],
+ * g[row + n + o] (the tile's pixels in the grid plane); db += the four,
+ * in that order. */
 ALONG_CHANNELS
-static void dy_tile(const float *restrict dy, float *restrict z, int n)
+static void dy_tile(const float *restrict g, size_t row, float *restrict z,
+                    float *restrict db, int n)
 {
     #pragma GCC ivdep /* the 16 rows of a tile are n apart */
-    for (int o = 0; o < n; o++)
-        put_z(z, n, o, dy[o], dy[n + o], dy[2 * n + o], dy[3 * n + o]);
+    for (int o = 0; o < n; o++) {
+        float d0 = g[o], d1 = g[n + o], d2 = g[row + o], d3 = g[row + n + o];
+        db[o] = db[o] + d0 + d1 + d2 + d3;
+        put_z(z, n, o, d0, d1, d2, d3);
+    }
 }
 
 /* z for the pooled case: all of g[o] at place which[o]; db += g. */
@@ -408,20 +602,16 @@ static void output_tiles(const dt_layer_t *l, const wino_shape_t *s,
                 }
         return;
     }
-    size_t plane = (size_t)s->oh * s->ow;
+    /* the tiles into the grid plane (channels innermost), then that to
+     * y by transposes */
+    size_t row = (size_t)2 * s->tw * n;
     for (int ty = 0; ty < s->th; ty++)
-        for (int tx = 0; tx < s->tw; tx++) {
-            int t = ty * s->tw + tx;
-            output_tile(m + (size_t)t * NXI * n, l->b, l->fused != 0, tmp, n);
-            for (int k = 0; k < 4; k++) {
-                int yy = 2 * ty + k / 2, xx = 2 * tx + k % 2;
-                if (yy >= s->oh || xx >= s->ow)
-                    continue;
-                float *yk = y + (size_t)yy * s->ow + xx;
-                for (int o = 0; o < n; o++)
-                    yk[o * plane] = tmp[k * n + o];
-            }
-        }
+        for (int tx = 0; tx < s->tw; tx++)
+            output_tile(m + (size_t)(ty * s->tw + tx) * NXI * n, l->b,
+                        l->fused != 0, tmp + 2 * ty * row + (size_t)2 * tx * n,
+                        row, n);
+    pix_map_t mp = grid_map(s);
+    inner_to_nchw(&mp, tmp, y);
 }
 
 /* z[t][xi][o] for one sample, dY from the gradient at the last layer the
@@ -449,26 +639,20 @@ static void dy_tiles(const dt_layer_t *l, const wino_shape_t *s,
                            z + (size_t)t * NXI * n, db, n);
         return;
     }
-    size_t plane = (size_t)s->oh * s->ow;
+    /* dY (masked by the fused relu) into the grid plane by transposes,
+     * the grid's pixels past the output zeroed; then per tile */
+    size_t row = (size_t)2 * s->tw * n;
+    if (s->oh & 1)
+        memset(tmp + (size_t)s->oh * row, 0, row * sizeof *tmp);
+    if (s->ow & 1)
+        for (int r = 0; r < s->oh; r++)
+            memset(tmp + r * row + (size_t)s->ow * n, 0, n * sizeof *tmp);
+    pix_map_t mp = grid_map(s);
+    nchw_to_inner(&mp, dy, l->fused ? y : NULL, tmp);
     for (int ty = 0; ty < s->th; ty++)
-        for (int tx = 0; tx < s->tw; tx++) {
-            int t = ty * s->tw + tx;
-            for (int k = 0; k < 4; k++) {
-                int yy = 2 * ty + k / 2, xx = 2 * tx + k % 2;
-                float *dk = tmp + k * n;
-                if (yy >= s->oh || xx >= s->ow) {
-                    memset(dk, 0, (size_t)n * sizeof *dk);
-                    continue;
-                }
-                size_t at = (size_t)yy * s->ow + xx;
-                for (int o = 0; o < n; o++) {
-                    float g = dy[o * plane + at];
-                    dk[o] = !l->fused || y[o * plane + at] > 0.0f ? g : 0.0f;
-                    db[o] += dk[o];
-                }
-            }
-            dy_tile(tmp, z + (size_t)t * NXI * n, n);
-        }
+        for (int tx = 0; tx < s->tw; tx++)
+            dy_tile(tmp + 2 * ty * row + (size_t)2 * tx * n, row,
+                    z + (size_t)(ty * s->tw + tx) * NXI * n, db, n);
 }
 
 typedef struct wino_bufs {
