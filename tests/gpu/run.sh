@@ -1,0 +1,391 @@
+#!/bin/bash
+# tests/gpu/run.sh — dt's one-call GPU check, run THERE on a lent H100/H200
+# (one device-tool call, about 8 minutes at most) over the bundle that
+# tests/gpu/prepare.sh built HERE into _gpu/. See tests/gpu/README.md.
+#
+#   tests/gpu/run.sh          on the device machine ($OUT: where logs go)
+#   tests/gpu/run.sh --dry    anywhere, without a GPU: the script's logic,
+#                             the bundle's layout, ldd, and a CPU rehearsal
+#                             of each job's command line; every step that
+#                             needs the GPU says SKIP(no GPU)
+#
+# Steps (each with its own timeout, all under one budget, $DT_GPU_BUDGET
+# seconds, default 480): environment and library discovery; ldd of every
+# ELF file in _gpu; the GPU unit tests; the MLP, CNN (and ResNet) examples
+# on the GPU with transport nccl at N = 1, fixed epochs, accuracy floor;
+# `dtctl bench allreduce --transport=nccl -n 1`; 2 ranks over tcp on CUDA
+# buffers (tests/gpu/allreduce_mem.c: dt_allreduce_mem's host staging);
+# 2 ranks over nccl on the one GPU (expected to fail clearly, not hang);
+# PyTorch on the same models. Ends with ONE summary table.
+#
+# Uses bash, coreutils (timeout, mktemp, tar, ...), grep/sed/awk, python3
+# and nvidia-smi: all on the device machine. Nothing from dt's Debian
+# packages: those it needs travel in _gpu/lib.
+#
+# What comes back from the device: at most 8 files in $OUT, so the step
+# logs go into $OUT/logs.tar.gz (and the tail of each into $OUT/all.log);
+# the table is $OUT/summary.txt.
+set -u
+export LC_ALL=C
+
+dry=no
+for a in "$@"; do
+    case "$a" in
+        --dry) dry=yes ;;
+        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+        *) echo "run.sh: unknown argument $a" >&2; exit 2 ;;
+    esac
+done
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+G="$top/_gpu"
+T0=$(date +%s)
+BUDGET=${DT_GPU_BUDGET:-480}
+if [ -z "${OUT:-}" ]; then
+    OUT=$(mktemp -d "${TMPDIR:-/tmp}/dt-gpu-out.XXXXXX")
+fi
+mkdir -p "$OUT"
+W=$(mktemp -d "${TMPDIR:-/tmp}/dt-gpu-work.XXXXXX")
+L="$W/logs"
+mkdir -p "$L"
+SUM="$W/summary.rows"
+: >"$SUM"
+
+[ -d "$G/bin" ] || { echo "run.sh: no bundle at $G: run tests/gpu/prepare.sh first (here), and carry _gpu"; exit 2; }
+
+echo "== dt GPU check ($([ $dry = yes ] && echo 'DRY: no GPU used' || echo 'on the device')), logs: $OUT"
+cat "$G/MANIFEST.txt" 2>/dev/null | sed -n '1,6p'
+
+# ---- helpers ----------------------------------------------------------------
+elapsed() { echo $(( $(date +%s) - T0 )); }
+# row STEP RESULT KEY [NOTE]
+row() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4:-}" >>"$SUM"; echo "-- $1: $2  $3  ${4:-}"; }
+# tmo WANTED: the timeout a step gets: WANTED, or what is left of the budget.
+tmo() {
+    local left=$(( BUDGET - $(elapsed) - 15 ))
+    [ "$left" -lt "$1" ] && echo "$left" || echo "$1"
+}
+# run_step NAME SECONDS CMD...: runs CMD under timeout with output in
+# $L/NAME.log; sets RC (124: timed out; -1: no time left).
+run_step() {
+    local name=$1 secs; secs=$(tmo "$2"); shift 2
+    if [ "$secs" -lt 10 ]; then
+        echo "(no time left for $name)" >"$L/$name.log"; RC=-1; return
+    fi
+    echo "== $name (timeout ${secs}s, at $(elapsed)s): $*"
+    local t=$(date +%s)
+    timeout -k 10 "$secs" "$@" >"$L/$name.log" 2>&1
+    RC=$?
+    echo "   exit $RC after $(( $(date +%s) - t ))s"
+}
+
+# ---- 1. environment ---------------------------------------------------------
+{
+    echo "date: $(date -u)"; echo "host: $(uname -a)"
+    echo "cpus: $(nproc)"; grep -m1 'model name' /proc/cpuinfo
+    echo "--- nvidia-smi"; nvidia-smi 2>&1 | head -20
+    echo "--- nvidia-smi -L"; nvidia-smi -L 2>&1
+    echo "--- nvcc"; (nvcc --version || /usr/local/cuda/bin/nvcc --version) 2>&1 | tail -2
+    echo "--- ldconfig libcuda"; ldconfig -p 2>/dev/null | grep -E 'libcuda\.so|libnccl|libcudnn\.so' | head
+} >"$L/env.log" 2>&1
+
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ') || gpus=0
+[ "$dry" = yes ] && gpus=0
+gpu_name=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
+driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
+
+# Where CUDA's libraries are: the toolkit, then the Python wheels
+# (site-packages/nvidia/*/lib: cuBLAS, NCCL, cuDNN come with PyTorch), then
+# the driver's folder for libcuda.so.1.
+cuda=${CUDA_HOME:-/usr/local/cuda}
+cands="$cuda/lib64 $cuda/targets/x86_64-linux/lib"
+if command -v python3 >/dev/null; then
+    wheels=$(python3 - <<'EOF' 2>/dev/null
+import glob, os, site
+roots = set(site.getsitepackages() + [site.getusersitepackages()])
+try:
+    import nvidia
+    roots.update(os.path.dirname(p) for p in nvidia.__path__)
+except Exception:
+    pass
+for r in sorted(roots):
+    for d in sorted(glob.glob(os.path.join(r, "nvidia", "*", "lib"))):
+        print(d)
+EOF
+)
+    cands="$cands $wheels"
+fi
+cands="$cands /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu /usr/lib64"
+libpath=""
+found=""
+for lib in libcuda.so.1 libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libnccl.so.2 libcudnn.so.9; do
+    where=""
+    for d in $cands; do
+        if [ -e "$d/$lib" ]; then where=$d; break; fi
+    done
+    if [ -z "$where" ] && [ "$lib" = libcuda.so.1 ]; then
+        where=$(ldconfig -p 2>/dev/null | awk -v l="$lib" '$1 == l {print $NF; exit}')
+        where=${where%/*}
+    fi
+    found="$found $lib=${where:-MISSING}"
+    if [ -n "$where" ]; then
+        case ":$libpath:" in *":$where:"*) ;; *) libpath="${libpath:+$libpath:}$where" ;; esac
+    fi
+done
+vers() { # the version a library file's real name carries
+    local d=${1#*=}; local l=${1%%=*}
+    [ "$d" = MISSING ] && { echo "$l: MISSING"; return; }
+    echo "$l: $(basename "$(readlink -f "$d/$l")") in $d"
+}
+{
+    echo "--- libraries found (search: $cands)"
+    for f in $found; do vers "$f"; done
+    echo "--- LD_LIBRARY_PATH for dt: $G/lib:$libpath"
+    echo "--- python3: $(command -v python3)"
+    python3 - <<'EOF' 2>&1
+try:
+    import torch
+    print("torch", torch.__version__, "cuda", torch.version.cuda,
+          "cudnn", torch.backends.cudnn.version(),
+          "nccl", ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else "-",
+          "gpu", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")
+except Exception as e:
+    print("torch: not usable:", e)
+EOF
+} >>"$L/env.log" 2>&1
+sed -n '/--- libraries found/,$p' "$L/env.log"
+DTLIBS="$G/lib:$libpath"
+if [ $gpus -gt 0 ]; then
+    row env PASS "$gpus GPU" "$gpu_name"
+else
+    row env "$([ $dry = yes ] && echo 'SKIP(no GPU)' || echo FAIL)" "0 GPU" \
+        "$([ $dry = yes ] && echo 'dry run' || echo 'nvidia-smi -L lists none')"
+fi
+for f in $found; do
+    case "$f" in *=MISSING)
+        [ "${f%%=*}" = libcudnn.so.9 ] && continue   # dt does not use it yet
+        [ "${f%%=*}" = libcuda.so.1 ] && [ $dry = yes ] && continue
+        row "lib ${f%%=*}" FAIL missing "searched: toolkit, wheels, driver folder" ;;
+    esac
+done
+
+# Everything dt runs gets these (and nothing of ours leaks into python3).
+# (An array, not a function: timeout runs it.)
+DTENV=(env LD_LIBRARY_PATH="$DTLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+       DT_PLUGIN_PATH="$G/plugins/modules" DT_LIBEXECDIR="$G/bin"
+       top_builddir="$G" DT_LOG_LEVEL="${DT_LOG_LEVEL:-info}")
+DTCTL="$G/bin/dtctl"
+
+# ---- 2. ldd -------------------------------------------------------------------
+nf=0; outside=0; n=0
+: >"$L/ldd.log"
+for f in "$G"/bin/* "$G"/lib/* "$G"/plugins/modules/* "$G"/tests/*; do
+    [ "$(head -c4 "$f" | od -An -c | tr -d ' ')" = "177ELF" ] || continue
+    n=$((n + 1))
+    echo "== ${f#"$G"/}" >>"$L/ldd.log"
+    "${DTENV[@]}" ldd "$f" >>"$L/ldd.log" 2>&1
+done
+nf=$(grep -c 'not found' "$L/ldd.log")
+# Resolved outside _gpu and CUDA's folders: Debian's own (dry run here) or
+# the device's system (fine there; listed for the record).
+outside=$(grep '=> /' "$L/ldd.log" | grep -v -e "=> $G/" -e 'linux-vdso' |
+          grep -v -E '/(libc|libm|libdl|libpthread|librt|libutil|libresolv|libstdc\+\+|libgcc_s|ld-linux[^ ]*)\.so' |
+          grep -v -E 'libcuda|libcudart|libcublas|libnccl|libcudnn' | awk '{print $1}' | sort -u | tr '\n' ' ')
+if [ "$nf" -eq 0 ]; then
+    row ldd PASS "$n ELF files" "${outside:+also from the system: $outside}"
+else
+    row ldd FAIL "$nf not found" "$(grep 'not found' "$L/ldd.log" | awk '{print $1}' | sort -u | tr '\n' ' ')"
+fi
+
+# ---- 3. dtctl plugins -----------------------------------------------------------
+run_step plugins 30 "${DTENV[@]}" "$DTCTL" plugins
+nccl_line=$(grep -A1 '^transport  *nccl ' "$L/plugins.log" | tr -s ' ' | head -2 | tr '\n' ' ')
+if [ $RC -ne 0 ]; then
+    row plugins FAIL "exit $RC" "dtctl plugins"
+elif echo "$nccl_line" | grep -q ' available '; then
+    row plugins PASS "nccl available" ""
+else
+    row plugins "$([ $gpus -gt 0 ] && echo FAIL || echo 'SKIP(no GPU)')" "nccl unavailable" "$(echo "$nccl_line" | cut -c1-90)"
+fi
+
+# ---- 4. unit tests ----------------------------------------------------------------
+# They skip themselves (exit 77) without a GPU: in a dry run they still
+# load (libdt, cmocka, the backend) and say so.
+for t in test_cuda_backend test_optimizers_cuda test_nn_cuda; do
+    run_step "$t" 120 "${DTENV[@]}" "$G/tests/$t"
+    key=""
+    if [ $t = test_nn_cuda ]; then
+        # the worst |cpu - cuda| / tolerance over every model (tolerance:
+        # 1e-3 |cpu| + 4e-6 max|cpu|, tests/test_nn_cuda.c); < 1 passes
+        key=$(grep -o 'logits [0-9.e+-]* (element\|gradients [0-9.e+-]* (parameter' "$L/$t.log" |
+              awk '{print $2}' | sort -g | tail -1)
+        key=${key:+worst/tol $key}
+    fi
+    passed=$(grep -c '^\[       OK \]' "$L/$t.log")
+    failed=$(grep -c '^\[  FAILED  \]' "$L/$t.log")
+    case $RC in
+        0) row "$t" PASS "${key:-$passed ok}" "" ;;
+        77) row "$t" "SKIP(no GPU)" "" "$(grep -m1 SKIP "$L/$t.log" | cut -c1-80)" ;;
+        124|137) row "$t" TIMEOUT "" "" ;;
+        -1) row "$t" "SKIP(time)" "" "" ;;
+        *) row "$t" FAIL "${key:-$failed failed}" "$(grep -m1 -E 'FAILED|error|Error' "$L/$t.log" | cut -c1-80)" ;;
+    esac
+done
+
+# ---- GPU memory while a job runs: the peak of nvidia-smi's "used" -------------
+mem_start() {
+    MEMF="$W/mem.$1"; : >"$MEMF"; MEMPID=""
+    [ $gpus -gt 0 ] || return 0
+    ( while :; do nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1 >>"$MEMF"; sleep 0.2; done ) &
+    MEMPID=$!
+}
+mem_stop() { # prints the peak in MiB minus the first reading (idle)
+    [ -n "$MEMPID" ] && { kill "$MEMPID" 2>/dev/null; wait "$MEMPID" 2>/dev/null; }
+    awk 'NR == 1 {b = $1} {if ($1 > m) m = $1} END {if (NR) printf "%d", m - b}' "$MEMF"
+}
+
+# ---- 5. training: MLP, CNN, ResNet on the GPU, nccl, N = 1 -------------------
+# Fixed epochs and an accuracy floor. CPU references (this repo's build
+# with OpenBLAS, same seed, 2 epochs, N = 1): MLP 87.76%, CNN see README.
+# The floor is 1 point under the CPU's; the target (issue 18) is within 0.3.
+declare -A FLOOR=([mlp]=86.7 [cnn]=88.5 [resnet]=0)
+declare -A CPUREF=([mlp]=87.76 [cnn]=89.9 [resnet]=0)
+declare -A EPOCHS=([mlp]=2 [cnn]=2 [resnet]=1)
+declare -A TLIM=([mlp]=120 [cnn]=150 [resnet]=90)
+declare -A DTSPS DTACC DTMEM
+train() { # MODEL
+    local m=$1 job="$G/conf/fashion-mnist-$1.ini" dev=cuda tr=nccl extra=()
+    [ "$m" = resnet ] && extra=(--set train.max_steps=300)
+    if [ $gpus -eq 0 ]; then
+        # CPU rehearsal of the same command line (data, plugins, trainer);
+        # tcp, since dtctl refuses nccl up front without a GPU
+        dev=cpu; tr=tcp; extra=(--set train.max_steps=30)
+    fi
+    mem_start "$m"
+    run_step "train_$m" "${TLIM[$m]}" "${DTENV[@]}" "$DTCTL" --transport=$tr run -n 1 "$job" \
+        --set train.device=$dev --set train.epochs="${EPOCHS[$m]}" \
+        --set data.path="$G/data/fashion-mnist" "${extra[@]}"
+    local mem; mem=$(mem_stop)
+    local log="$L/train_$m.log"
+    local acc; acc=$(grep -o 'final test accuracy: [0-9.]*' "$log" | awk '{print $4}' | tail -1)
+    local sps; sps=$(grep 'test_accuracy' "$log" | grep -o '[0-9]* samples/s' | tail -1 | awk '{print $1}')
+    [ -z "$sps" ] && sps=$(grep -o '[0-9]* samples/s' "$log" | tail -1 | awk '{print $1}')
+    DTSPS[$m]=$sps; DTACC[$m]=$acc; DTMEM[$m]=$mem
+    local used; used=$(grep -o 'device: [^ ]*' "$log" | head -1)
+    if [ $gpus -eq 0 ]; then
+        if grep -q 'stopping after' "$log" || [ $RC -eq 0 ]; then
+            row "train_$m" "SKIP(no GPU)" "cpu rehearsal ok" "$used, $sps samples/s"
+        else
+            row "train_$m" "SKIP(no GPU)" "cpu rehearsal FAILED" "exit $RC: $(grep -m1 -i error "$log" | cut -c1-70)"
+        fi
+        return
+    fi
+    if [ $RC -eq -1 ]; then row "train_$m" "SKIP(time)" "" ""; return; fi
+    if [ $RC -ne 0 ] && grep -q 'no CUDA implementation' "$log"; then
+        row "train_$m" "NOT-YET" "" "$(grep -m1 -o 'layer [^:]*: it has no CUDA implementation' "$log" | cut -c1-70)"
+        return
+    fi
+    if [ $RC -ne 0 ] && [ "$m" = resnet ] && grep -q 'stopping after' "$log"; then RC=0; fi
+    if [ $RC -ne 0 ]; then
+        row "train_$m" FAIL "exit $RC" "$(grep -m1 -i -E 'error|fail' "$log" | cut -c1-80)"
+    elif [ "$m" = resnet ]; then
+        row "train_$m" PASS "${sps:-?} samples/s" "300 steps; $used; peak mem +${mem}MiB"
+    elif awk -v a="${acc:-0}" -v f="${FLOOR[$m]}" 'BEGIN {exit !(a >= f)}'; then
+        row "train_$m" PASS "acc ${acc}% (cpu ${CPUREF[$m]})" "${sps} samples/s; $used; peak mem +${mem}MiB"
+    else
+        row "train_$m" FAIL "acc ${acc:-?}% < ${FLOOR[$m]}" "${sps} samples/s; $used"
+    fi
+}
+train mlp
+train cnn
+
+# ---- 6. 2 ranks over tcp on CUDA buffers (one GPU shared) -------------------------
+run_step tcp_cuda_mem 90 "${DTENV[@]}" "$DTCTL" --transport=tcp run -n 2 -- "$G/tests/allreduce_mem"
+if grep -q 'all sizes correct' "$L/tcp_cuda_mem.log" && [ $RC -eq 0 ]; then
+    row tcp_cuda_mem PASS "$(grep -o '16777216 floats.*algbw' "$L/tcp_cuda_mem.log" | grep -o '[0-9.]* GB/s') 64MiB" "2 ranks, dt_allreduce_mem DT_MEM_CUDA"
+elif grep -q 'no GPU' "$L/tcp_cuda_mem.log" && [ $gpus -eq 0 ]; then
+    row tcp_cuda_mem "SKIP(no GPU)" "ran, 2 ranks said no GPU" ""
+elif [ $RC -eq -1 ]; then row tcp_cuda_mem "SKIP(time)" "" ""
+else
+    row tcp_cuda_mem FAIL "exit $RC" "$(grep -m1 -E 'allreduce_mem|error' "$L/tcp_cuda_mem.log" | cut -c1-80)"
+fi
+
+# ---- 7. dtctl bench allreduce --transport=nccl -n 1 ------------------------------
+# A job of one never loads the transport (worker.c joins only when size >
+# 1): this times dt's own path, not NCCL; the -n 2 step below reaches NCCL.
+btr=nccl; [ $gpus -eq 0 ] && btr=tcp  # rehearsal: nccl is refused without a GPU
+run_step bench_nccl_n1 60 "${DTENV[@]}" "$DTCTL" --transport=$btr bench allreduce -n 1 --sizes 4K:16M --iters 20
+last=$(grep -E '^\[0\] +[0-9]+ ' "$L/bench_nccl_n1.log" | tail -1 | awk '{print $2" B: "$4" us"}')
+if [ $RC -eq 0 ] && [ -n "$last" ]; then
+    row bench_nccl_n1 "$([ $gpus -gt 0 ] && echo PASS || echo 'SKIP(no GPU)')" "$last" "n=1: no NCCL call (host buffers)$([ $gpus -eq 0 ] && echo '; tcp rehearsal ok')"
+elif [ $RC -eq -1 ]; then row bench_nccl_n1 "SKIP(time)" "" ""
+else
+    row bench_nccl_n1 "$([ $gpus -gt 0 ] && echo FAIL || echo 'SKIP(no GPU)')" "exit $RC" "$(grep -m1 -i error "$L/bench_nccl_n1.log" | cut -c1-80)"
+fi
+
+# ---- 8. PyTorch 2.11 on the same models ----------------------------------------
+declare -A PTSPS PTACC PTMEM
+for m in mlp cnn; do
+    if [ $gpus -eq 0 ]; then
+        if python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' "$here/torch_side.py" 2>"$L/torch_$m.log"; then
+            row "torch_$m" "SKIP(no GPU)" "script compiles" ""
+        else
+            row "torch_$m" FAIL "syntax" "$(head -1 "$L/torch_$m.log")"
+        fi
+        continue
+    fi
+    mem_start "torch_$m"
+    run_step "torch_$m" 150 env PYTHONUNBUFFERED=1 python3 "$here/torch_side.py" \
+        "$G/conf/fashion-mnist-$m.ini" --data "$G/data/fashion-mnist" --epochs "${EPOCHS[$m]}"
+    mem=$(mem_stop)
+    line=$(grep '^torch: ' "$L/torch_$m.log" | tail -1)
+    PTSPS[$m]=$(echo "$line" | awk '{print $3}')
+    PTACC[$m]=$(echo "$line" | grep -o 'test_accuracy [0-9.]*' | awk '{print $2}')
+    PTMEM[$m]=$mem
+    if [ -n "$line" ]; then
+        ratio=$(awk -v d="${DTSPS[$m]:-0}" -v p="${PTSPS[$m]:-0}" 'BEGIN {if (p > 0) printf "%.2f", d / p; else print "?"}')
+        row "torch_$m" PASS "dt/torch ${ratio}x" "torch ${PTSPS[$m]} samples/s, acc ${PTACC[$m]}%, peak +${mem}MiB (dt +${DTMEM[$m]:-?}MiB)"
+    elif [ $RC -eq -1 ]; then row "torch_$m" "SKIP(time)" "" ""
+    else row "torch_$m" FAIL "exit $RC" "$(tail -1 "$L/torch_$m.log" | cut -c1-80)"
+    fi
+done
+
+# ---- 9. ResNet example on the GPU (batchnorm: no CUDA path yet, issue 18) ----------
+train resnet
+
+# ---- 10. 2 ranks over nccl on ONE GPU: NCCL refuses a duplicate GPU; dt must
+# fail clearly and promptly (gpu-review defect 4), never hang. Last: it may
+# take its whole timeout.
+if [ $gpus -gt 0 ]; then
+    run_step nccl_n2_one_gpu 60 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 2 -- "$G/tests/allreduce_mem"
+    case $RC in
+        0) row nccl_n2_one_gpu INFO "ran (NCCL accepted 2 ranks on 1 GPU)" "$(grep -o '16777216 floats.*algbw' "$L/nccl_n2_one_gpu.log" | grep -o '[0-9.]* GB/s')" ;;
+        124|137) row nccl_n2_one_gpu FAIL "hung (timeout)" "gpu-review defect 4: check local_size <= GPUs" ;;
+        -1) row nccl_n2_one_gpu "SKIP(time)" "" "" ;;
+        *) row nccl_n2_one_gpu INFO "failed, exit $RC" "$(grep -m1 -i -E 'nccl|GPU' "$L/nccl_n2_one_gpu.log" | cut -c1-80)" ;;
+    esac
+else
+    row nccl_n2_one_gpu "SKIP(no GPU)" "" ""
+fi
+
+# ---- summary ------------------------------------------------------------------
+{
+    echo
+    echo "== dt GPU check summary ($([ $dry = yes ] && echo DRY || echo device): ${gpu_name:-no GPU}; $(elapsed)s of ${BUDGET}s)"
+    printf '%-20s %-14s %-32s %s\n' step result key note
+    printf '%-20s %-14s %-32s %s\n' ---- ------ --- ----
+    while IFS=$'\t' read -r s r k nt; do
+        printf '%-20s %-14s %-32s %s\n' "$s" "$r" "$k" "$nt"
+    done <"$SUM"
+    fails=$(awk -F'\t' '$2 == "FAIL" || $2 == "TIMEOUT"' "$SUM" | wc -l)
+    echo "failures: $fails  (logs: $OUT/logs.tar.gz, tails: $OUT/all.log)"
+} >"$W/summary.txt"
+for f in "$L"/*.log; do
+    echo "===== $(basename "$f") (last 60 lines)"; tail -60 "$f"
+done >"$OUT/all.log" 2>&1
+cp "$W/summary.txt" "$OUT/summary.txt"
+tar czf "$OUT/logs.tar.gz" -C "$W" logs summary.txt 2>/dev/null
+rm -rf "$W"
+cat "$OUT/summary.txt"
+awk '/^failures:/ {exit ($2 > 0)}' "$OUT/summary.txt"
