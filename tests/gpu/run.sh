@@ -237,6 +237,7 @@ done
 mem_start() {
     MEMF="$W/mem.$1"; : >"$MEMF"; MEMPID=""
     [ $gpus -gt 0 ] || return 0
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1 >"$MEMF"
     ( while :; do nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1 >>"$MEMF"; sleep 0.2; done ) &
     MEMPID=$!
 }
@@ -260,7 +261,7 @@ train() { # MODEL
     if [ $gpus -eq 0 ]; then
         # CPU rehearsal of the same command line (data, plugins, trainer);
         # tcp, since dtctl refuses nccl up front without a GPU
-        dev=cpu; tr=tcp; extra=(--set train.max_steps=30)
+        dev=cpu; tr=tcp; extra=(--set train.max_steps=30 --set train.log_every=10)
     fi
     mem_start "$m"
     run_step "train_$m" "${TLIM[$m]}" "${DTENV[@]}" "$DTCTL" --transport=$tr run -n 1 "$job" \
@@ -283,7 +284,7 @@ train() { # MODEL
     fi
     if [ $RC -eq -1 ]; then row "train_$m" "SKIP(time)" "" ""; return; fi
     if [ $RC -ne 0 ] && grep -q 'no CUDA implementation' "$log"; then
-        row "train_$m" "NOT-YET" "" "$(grep -m1 -o 'layer [^:]*: it has no CUDA implementation' "$log" | cut -c1-70)"
+        row "train_$m" "NOT-YET" "" "$(grep -m1 'no CUDA implementation' "$log" | sed 's/.*error: //' | cut -c1-90)"
         return
     fi
     if [ $RC -ne 0 ] && [ "$m" = resnet ] && grep -q 'stopping after' "$log"; then RC=0; fi
