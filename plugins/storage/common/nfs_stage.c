@@ -227,6 +227,25 @@ static dt_status_t same_source(nfs_run_t *r)
     return st;
 }
 
+/* Whether text holds line as one whole line. The marker is looked for
+ * among the lines, not compared with the whole output: a login shell on
+ * the host may print lines of its own around the command's (seen: pyenv's
+ * "cannot rehash" from a root .bashrc when two sessions start at once). */
+static int has_line(const char *text, const char *line)
+{
+    size_t n = strlen(line);
+    for (const char *p = text; p && *p;) {
+        const char *end = strchr(p, '\n');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len && p[len - 1] == '\r')
+            len--;
+        if (len == n && strncmp(p, line, n) == 0)
+            return 1;
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
 static dt_status_t read_back(void *arg, size_t i, const dt_host_t *h)
 {
     nfs_run_t *r = arg;
@@ -241,7 +260,7 @@ static dt_status_t read_back(void *arg, size_t i, const dt_host_t *h)
     while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
         out[--n] = '\0';
     dt_status_t st = DT_OK;
-    if (strcmp(out, r->marker_text) != 0) {
+    if (!has_line(out, r->marker_text)) {
         int missing = strstr(out, "DT-VIEW-MISSING") != NULL;
         dt_error("%s: host %s does not see the file %s/%s that rank 0's "
                  "host %s wrote (%s%s%s): the hosts do not share %s (a local "
