@@ -1,8 +1,9 @@
 /* cmd_check.c — `dtctl check [JOB.ini]`: a preflight of the job's hosts
  * before anything is started. For every host: the launcher's own checks
  * (reachable, host key known, login, its tools: the plugin's `check` op),
- * the [cluster] interface present there, and the rendezvous port on this
- * machine reachable from there. Prints one table row per host and check,
+ * the [cluster] interface present there, the rendezvous port on this
+ * machine reachable from there, and its GPUs, driver and CUDA libraries
+ * (dt-train --gpus there) against the job's device and transport. Prints one table row per host and check,
  * with how to fix each failure. Exit 0: all passed; 1: something failed;
  * 2: bad usage or configuration. */
 #define _GNU_SOURCE
@@ -17,10 +18,12 @@
 #include <unistd.h>
 
 #include <dt/log.h>
+#include "check_gpu.h"
 #include "check_iface.h"
 #include "cli.h"
 #include <dt/netif.h>
 #include "plugin/plugin_loader.h"
+#include "run_trainer.h"
 
 enum { CHK_OK = 0, CHK_FAIL = 1, CHK_SKIP = 2 };
 
@@ -225,6 +228,28 @@ static void rendezvous_check(table_t *t, const dt_launcher_ops_t *ops,
     free(out);
 }
 
+/* dt-train --gpus on the host: its GPUs and libraries for this job. */
+static void gpu_check(table_t *t, const dt_launcher_ops_t *ops, void *ctx,
+                      size_t i, const check_gpu_job_t *job)
+{
+    const dt_host_t *h = &t->hosts->hosts[i];
+    char trainer[4096], detail[2048];
+    dt_cli_worker_program("core", "dt-train", trainer, sizeof trainer);
+    const char *argv[] = {trainer, "--gpus", NULL};
+    char *out = NULL;
+    int code = 0;
+    if (ops->run_on_host(ctx, h, argv, &out, &code) != DT_OK || code != 0) {
+        free(out);
+        out = NULL;
+    }
+    int r = check_gpu_judge(out, job, detail, sizeof detail);
+    free(out);
+    add_row(t, h->name, "gpu", r == CHECK_GPU_OK     ? CHK_OK
+                               : r == CHECK_GPU_FAIL ? CHK_FAIL
+                                                     : CHK_SKIP,
+            "%s", detail);
+}
+
 static void print_table(const table_t *t)
 {
     static const char *const names[] = {"ok", "FAIL", "skip"};
@@ -301,18 +326,28 @@ int dt_cmd_check(dt_cli_t *cli)
     launcher_checks(&t, p, ctx);
     int can_run = DT_OPS_HAS(ops, dt_launcher_ops_t, run_on_host);
     const char *spec_text = dt_config_get(cfg, "cluster", "interface");
+    const char *device = dt_config_get(cfg, "train", "device");
+    const char *transport = dt_config_get(cfg, "cluster", "transport");
+    check_gpu_job_t job = {
+        .want_cuda = device && strcmp(device, "cuda") == 0,
+        .nccl = transport && strcmp(transport, "nccl") == 0};
+    int left = np; /* ranks fill the hosts' slots in order */
     for (size_t i = 0; i < hosts.n; i++) {
         const char *h = hosts.hosts[i].name;
+        job.ranks = left < hosts.hosts[i].slots ? left : hosts.hosts[i].slots;
+        left -= job.ranks;
         if (t.bad[i] || !can_run) {
             const char *why = t.bad[i] ? "the launcher cannot reach the host"
                                        : "the launcher cannot run commands "
                                          "on hosts";
             add_row(&t, h, "interface", CHK_SKIP, "%s", why);
             add_row(&t, h, "rendezvous", CHK_SKIP, "%s", why);
+            add_row(&t, h, "gpu", CHK_SKIP, "%s", why);
             continue;
         }
         interface_check(&t, ops, ctx, i, spec, n, spec_text ? spec_text : "");
         rendezvous_check(&t, ops, ctx, i, spec, n);
+        gpu_check(&t, ops, ctx, i, &job);
     }
     print_table(&t);
     code = t.failed ? 1 : 0;

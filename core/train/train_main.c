@@ -5,15 +5,19 @@
  *
  *   dt-train [JOB.ini]   (a job file given here is read below the
  *                         environment; handy for a single worker)
+ *   dt-train --gpus      this host's GPUs, driver and CUDA library
+ *                         versions, one fact per line (dtctl check)
  *
  * Exit status: 0 trained, 1 failed (the reason is logged), 75
  * (DT_TRAIN_EXIT_PREEMPTED) preempted by SIGTERM or SIGUSR1 after every
  * rank wrote its checkpoint: rerun with --resume. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <dt/dt.h>
 #include <dt/log.h>
+#include "nn/gpu_inventory.h"
 #include "train.h"
 
 extern char **environ;
@@ -21,9 +25,17 @@ extern char **environ;
 int main(int argc, char **argv)
 {
     dt_config_t *cfg = NULL;
+    if (argc == 2 && strcmp(argv[1], "--gpus") == 0) {
+        dt_gpu_inventory_t inv;
+        dt_gpu_inventory(&inv);
+        dt_gpu_inventory_print(stdout, &inv);
+        return 0;
+    }
     if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
         fprintf(stderr, "usage: dt-train [JOB.ini]  (normally started by "
-                        "dtctl run JOB.ini)\n");
+                        "dtctl run JOB.ini)\n"
+                        "       dt-train --gpus     (this host's GPUs and "
+                        "CUDA libraries)\n");
         return 2;
     }
     if (dt_config_new(&cfg) != DT_OK ||

@@ -1,0 +1,66 @@
+#!/bin/sh
+# check_gpu.sh — `dt-train --gpus` and the gpu row of `dtctl check`
+# (issue 18 part 5: dtctl check reports each host's GPUs, driver and
+# library versions, and refuses nccl with more ranks than GPUs).
+#
+# This machine has no GPU: the GPUs come from a STAND-IN libcuda.so.1
+# (tests/fixtures/fixture_libcuda.c, the driver API calls the inventory
+# makes), put first on LD_LIBRARY_PATH. The CUDA libraries' versions are
+# the real ones where CUDA is installed (dlopen of the files dt loads).
+trainer="$top_builddir/core/dt-train"
+standin="$top_builddir/tests/fixtures/standin_libcuda/.libs/libcuda.so"
+[ -x "$trainer" ] || { echo "FAIL: $trainer missing"; exit 1; }
+[ -f "$standin" ] || { echo "FAIL: $standin missing"; exit 1; }
+tmp=$(mktemp -d /tmp/dt-check-gpu.XXXXXX) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+mkdir "$tmp/lib" && ln -s "$standin" "$tmp/lib/libcuda.so.1"
+
+# ---- no driver: the reason, and the libraries found anyway -----------------
+# (a machine with a real driver would list its GPUs: skip this part there)
+if LD_LIBRARY_PATH=/nonexistent "$trainer" --gpus >"$tmp/none" 2>&1 &&
+   grep -q '^none no NVIDIA driver' "$tmp/none"; then
+    grep -q '^end$' "$tmp/none" || { cat "$tmp/none"; fail "no end line"; }
+    grep -q '^gpu ' "$tmp/none" && { cat "$tmp/none"; fail "GPUs listed without a driver"; }
+    "$DTCTL" --set train.device=cuda check >"$tmp/c0" 2>&1 &&
+        { cat "$tmp/c0"; fail "device = cuda without a GPU passed dtctl check"; }
+    grep -q "gpu  *FAIL  *\[train\] device = cuda, but no GPU here: no NVIDIA driver" "$tmp/c0" ||
+        { cat "$tmp/c0"; fail "no gpu FAIL row naming the missing driver"; }
+    "$DTCTL" check >"$tmp/c1" 2>&1 || { cat "$tmp/c1"; fail "a cpu job failed dtctl check"; }
+    grep -q "gpu  *skip  *no GPU (no NVIDIA driver" "$tmp/c1" ||
+        { cat "$tmp/c1"; fail "no gpu skip row"; }
+    echo "no driver: named; device = cuda refused, a cpu job passes"
+fi
+
+# ---- the stand-in driver: two GPUs ----------------------------------------
+LD_LIBRARY_PATH="$tmp/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH
+"$trainer" --gpus >"$tmp/two" 2>&1 || { cat "$tmp/two"; fail "dt-train --gpus exit $?"; }
+cat "$tmp/two"
+[ "$(grep -c '^gpu ' "$tmp/two")" = 2 ] || fail "not 2 gpu lines"
+grep -q '^gpu 1 81559 9.0 Stand-in GPU A$' "$tmp/two" || fail "gpu 1 line"
+grep -q '^driver [^ ]* cuda 13.0$' "$tmp/two" || fail "driver line"
+DT_STANDIN_GPUS=fail "$trainer" --gpus >"$tmp/nodev" 2>&1
+grep -q '^none the NVIDIA driver reports no usable GPU: no CUDA-capable device is detected (CUDA driver error 100)$' "$tmp/nodev" ||
+    { cat "$tmp/nodev"; fail "cuInit's error not reported"; }
+
+# nccl: one rank per GPU. 4 ranks on a host with 2 GPUs: refused.
+"$DTCTL" -H localhost:4 --transport=nccl check >"$tmp/c2" 2>&1 &&
+    { cat "$tmp/c2"; fail "nccl with 4 ranks on 2 GPUs passed"; }
+grep -q "gpu  *FAIL  *nccl runs one rank per GPU: 4 ranks would share 2 GPUs (2 x Stand-in GPU A (81559 MiB, compute 9.0)); give the host 2 slots" "$tmp/c2" ||
+    { cat "$tmp/c2"; fail "the nccl row does not name ranks and GPUs"; }
+# Only -n 2 of 4 slots used: 2 ranks there, fine for the gpu row.
+"$DTCTL" -H localhost:4 -n 2 --transport=nccl check >"$tmp/c3" 2>&1
+grep -q "gpu  *\(ok\|FAIL\)  *2 x Stand-in GPU A\|needs nccl" "$tmp/c3" ||
+    { cat "$tmp/c3"; fail "-n 2 of 4 slots judged as 4 ranks"; }
+grep -q "would share" "$tmp/c3" && { cat "$tmp/c3"; fail "-n 2 counted as 4 ranks"; }
+if grep -q '^lib cudart [0-9]' "$tmp/two" && grep -q '^lib cublas [0-9]' "$tmp/two"; then
+    "$DTCTL" --set train.device=cuda -H localhost:2 check >"$tmp/c4" 2>&1 ||
+        { cat "$tmp/c4"; fail "device = cuda with 2 (stand-in) GPUs and CUDA failed dtctl check"; }
+    grep -q "gpu  *ok  *2 x Stand-in GPU A (81559 MiB, compute 9.0); driver [^(]* (CUDA 13.0); cudart [0-9.]*, cublas [0-9.]*" "$tmp/c4" ||
+        { cat "$tmp/c4"; fail "the ok row does not list GPUs and versions"; }
+    grep "gpu  *ok" "$tmp/c4"
+else
+    echo "the CUDA runtime is not installed here: the ok row not checked"
+fi
+echo PASS
