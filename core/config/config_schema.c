@@ -93,6 +93,19 @@ static const dt_key_spec_t train_keys[] = {
      "larger (0: off)"},
     {"clip_grad_value", DT_KEY_DOUBLE, "0",
      "clamp each averaged gradient value to [-X, X] (0: off)"},
+    {"precision", DT_KEY_STRING, "fp32",
+     "fp32, bf16 or fp16: bf16/fp16 compute on a GPU's tensor cores with "
+     "16-bit inputs; parameters, gradients and optimizer state stay "
+     "float32 (cuda)"},
+    {"loss_scale", DT_KEY_STRING, NULL,
+     "none, dynamic or a power of two: backward on S x the loss, "
+     "gradients divided by S, overflowing steps skipped (default: dynamic "
+     "with precision = fp16, else none)"},
+    {"loss_scale_init", DT_KEY_DOUBLE, "65536",
+     "dynamic loss scaling: the first S (a power of two)"},
+    {"loss_scale_growth_interval", DT_KEY_INT, "2000",
+     "dynamic loss scaling: double S after this many finite steps in a row "
+     "(it halves on each overflow)"},
     {"label_smoothing", DT_KEY_DOUBLE, "0",
      "label smoothing of the cross-entropy loss, in [0, 1): the target is "
      "(1 - x) onehot + x / classes (cpu)"},

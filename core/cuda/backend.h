@@ -32,6 +32,10 @@ extern "C" {
  * dt_gpu_adam_args_t (dt/device.h), under the name the kernels use. */
 typedef dt_gpu_adam_args_t dt_cuda_adam_args_t;
 
+/* [train] precision: float32 storage everywhere; bf16/fp16 let the
+ * libraries compute on tensor cores with 16-bit inputs. */
+enum { DT_PRECISION_FP32 = 0, DT_PRECISION_BF16 = 1, DT_PRECISION_FP16 = 2 };
+
 typedef struct dt_cuda_backend {
     size_t size;   /* sizeof(dt_cuda_backend_t) as the module was built */
     unsigned abi;  /* DT_CUDA_BACKEND_ABI                               */
@@ -117,6 +121,15 @@ typedef struct dt_cuda_backend {
     dt_status_t (*mem_set)(void *stream, void *dst, int value, size_t bytes);
     /* Wait for the work queued on stream. */
     dt_status_t (*stream_sync)(void *stream);
+
+    /* ---- Precision and loss scaling (cuBLAS; precision.c). --------- */
+    /* DT_PRECISION_*: the math the GEMMs use from now on. */
+    dt_status_t (*set_precision)(dt_device_t *dev, int precision);
+    /* x *= alpha, queued on dev->stream. */
+    dt_status_t (*scal)(dt_device_t *dev, float *x, size_t n, float alpha);
+    /* *out = sum |x_i| (inf or nan when any element is): waits for it. */
+    dt_status_t (*asum)(dt_device_t *dev, const float *x, size_t n,
+                        double *out);
 } dt_cuda_backend_t;
 
 /* ---- libdt's side (core/nn/cuda_*.c), for libdt and the tests; plugins

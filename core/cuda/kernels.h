@@ -86,6 +86,12 @@ dt_status_t dt_cuda_gemm(dt_device_t *dev, int trans_a, int trans_b, int m,
                          const float *b, int ldb, float beta, float *c,
                          int ldc);
 
+/* [train] precision and loss scaling (precision.c). */
+dt_status_t dt_cuda_set_precision(dt_device_t *dev, int precision);
+dt_status_t dt_cuda_scal(dt_device_t *dev, float *x, size_t n, float alpha);
+dt_status_t dt_cuda_asum(dt_device_t *dev, const float *x, size_t n,
+                         double *out);
+
 /* Optimizer steps (optim.cu). */
 dt_status_t dt_cuda_sgd_step(void *stream, float *p, const float *grad,
                              float *buf, size_t n, float lr, float mu,

@@ -47,4 +47,7 @@ __attribute__((visibility("default"))) const dt_cuda_backend_t
         .adam_step = dt_cuda_adam_step,
         .mem_set = dt_cuda_mem_set,
         .stream_sync = dt_cuda_stream_sync,
+        .set_precision = dt_cuda_set_precision,
+        .scal = dt_cuda_scal,
+        .asum = dt_cuda_asum,
 };

@@ -2,12 +2,14 @@
  * buffers, and the small accessors of dt/nn.h. */
 #include "config.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include <dt/log.h>
+#include "device_math.h"
 #include "model.h"
 
 static void free_buffers(dt_model_t *m)
@@ -213,6 +215,10 @@ dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
     DT_CHECK(dt_softmax_xent_backward(m->dev, m->probs, m->labels,
                                       m->dacts[L], batch, m->nclasses,
                                       m->label_smoothing));
+    if (m->loss_scale != 1.0f)
+        DT_CHECK(dt_device_scale(m->dev, m->dacts[L],
+                                 (size_t)batch * (size_t)m->nclasses,
+                                 m->loss_scale));
     prof_add(m, 2 * L + 1, t0);
     /* Below the first layer with parameters nothing needs a gradient: that
      * layer computes no dx (for an MLP the largest of its matrix
@@ -328,6 +334,17 @@ dt_status_t dt_model_buffers(dt_model_t *m, float **buffers, size_t *n)
 }
 
 size_t dt_model_nbuffers(const dt_model_t *m) { return m->nbuffers; }
+
+dt_status_t dt_model_set_loss_scale(dt_model_t *m, float scale)
+{
+    if (!(scale > 0.0f) || !isfinite(scale)) {
+        dt_error("loss scale %g: must be a finite number > 0",
+                 (double)scale);
+        return DT_ERR_INVALID;
+    }
+    m->loss_scale = scale;
+    return DT_OK;
+}
 
 dt_status_t dt_model_set_label_smoothing(dt_model_t *m, float eps)
 {

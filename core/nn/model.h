@@ -27,6 +27,7 @@ struct dt_model {
     uint64_t rng_seed, rng_counter;
     dt_conv_algo_t conv_algo;
     float label_smoothing;
+    float loss_scale;     /* dt_model_set_loss_scale (1: off)            */
     /* Non-trainable state (batchnorm running statistics), nbuffers floats
      * on the device; layers' buf point into it. */
     size_t nbuffers;

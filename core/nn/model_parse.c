@@ -487,6 +487,7 @@ dt_status_t dt_model_parse(const char *layers, const char *origin, int in_c,
     if (!m)
         return DT_ERR_NOMEM;
     m->in_c = in_c, m->in_h = in_h, m->in_w = in_w, m->nclasses = nclasses;
+    m->loss_scale = 1.0f;
     dt_status_t st = parse_all(&p, m);
     if (st != DT_OK) {
         dt_model_free(m);

@@ -13,6 +13,7 @@
 #include <dt/dt.h>
 #include <dt/log.h>
 #include "preempt.h"
+#include "nn/device_math.h"
 #include "train.h"
 
 /* After a step: checkpoint_every = N steps, checkpoint_steps, the wall
@@ -55,6 +56,27 @@ static dt_status_t async_update(dt_trainer_t *t, float loss, double lr,
     return DT_OK;
 }
 
+/* Loss scaling: the averaged gradients back to their true size, or the
+ * step skipped when they overflowed (loss_scale.h). Every rank holds the
+ * same allreduced gradients, so every rank decides alike. */
+static dt_status_t unscale(dt_trainer_t *t)
+{
+    double sum = 0.0;
+    DT_CHECK(dt_device_abs_sum(t->dev, t->grads, t->nparams, &sum));
+    bool finite = isfinite(sum);
+    double scale = t->ls.scale;
+    t->skip_update = !dt_loss_scale_update(&t->ls, finite);
+    if (t->skip_update) {
+        dt_debug("step %llu: gradients overflowed at loss scale %g: step "
+                 "skipped, scale now %g",
+                 (unsigned long long)t->global_step + 1, scale, t->ls.scale);
+        return DT_OK;
+    }
+    return scale == 1.0 ? DT_OK
+                        : dt_device_scale(t->dev, t->grads, t->nparams,
+                                          (float)(1.0 / scale));
+}
+
 /* One optimizer step on this rank's batch `s` of the epoch; or, when the
  * step diverged and on_divergence rolled every rank back to the last
  * checkpoint, *rolled_back and no step. */
@@ -86,6 +108,8 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
                                         ? (double)b / (double)batch.global
                                         : 0.0);
     double c0 = dt_clock_now();
+    if (t->ls.enabled)
+        DT_CHECK(dt_model_set_loss_scale(t->model, (float)t->ls.scale));
     DT_CHECK(dt_model_forward(t->model, batch.x, batch.y, (int)b, 1, loss,
                               NULL));
     DT_CHECK(dt_model_backward(t->model, dt_grad_sync_ready, t->sync));
@@ -100,6 +124,8 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
     t->compute_seconds += dt_clock_now() - c0;
     t->compute_samples += b;
     DT_CHECK(dt_grad_sync_finish(t->sync, &wait));
+    if (t->ls.enabled)
+        DT_CHECK(unscale(t));
     *rolled_back = false;
     dt_status_t st;
     if (t->async) {
@@ -111,6 +137,8 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
     DT_CHECK(dt_trainer_guard_step(t, *loss, lr, s, rolled_back));
     if (*rolled_back)
         return DT_OK;
+    if (t->skip_update)
+        goto stepped; /* overflowed: the batch is spent, nothing applied */
     st = t->opt->step(t->opt_state, t->params, t->grads,
                       (float)lr, t->global_step + 1, t->dev->stream);
     if (st != DT_OK) {
@@ -186,6 +214,14 @@ static dt_status_t end_epoch(dt_trainer_t *t, double epoch_start)
     if (t->async)
         m.samples_per_sec *= t->world; /* rank 0's pace x the workers */
     t->best_improved = t->ckpt_best && better;
+    if (t->rank == 0 && t->ls.enabled)
+        dt_info("epoch %llu: loss scale %g; %llu step%s skipped for "
+                "overflowing gradients (%llu in the job)",
+                (unsigned long long)t->epoch + 1, t->ls.scale,
+                (unsigned long long)t->ls.skipped_epoch,
+                t->ls.skipped_epoch == 1 ? "" : "s",
+                (unsigned long long)t->ls.skipped);
+    t->ls.skipped_epoch = 0;
     if (t->rank == 0) {
         dt_progress_epoch_end(&t->progress, &m);
         if (t->jsonl)

@@ -26,6 +26,7 @@
 #include "divergence.h"
 #include "grad_clip.h"
 #include "grad_sync.h"
+#include "loss_scale.h"
 #include "lr_schedule.h"
 #include "metrics/metrics.h"
 #include "ps.h"
@@ -52,6 +53,8 @@ typedef struct dt_trainer {
     bool ckpt_best;             /* keep best.dtckpt (best test accuracy)   */
     bool resume;
     dt_grad_clip_t clip;
+    dt_loss_scale_t ls;         /* [train] precision, loss_scale          */
+    bool skip_update;           /* this step's gradients overflowed       */
     dt_on_divergence_t on_divergence;
     int restarts;               /* on_divergence = halve_lr rollbacks done */
     uint64_t rollback_step;     /* the checkpoint the last one went to     */

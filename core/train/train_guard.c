@@ -135,7 +135,8 @@ dt_status_t dt_trainer_guard_step(dt_trainer_t *t, float loss, double lr,
 {
     double norm = 0.0;
     *rolled_back = false;
-    if (dt_grad_clip_enabled(&t->clip))
+    /* A step skipped for overflow (loss scaling) still votes below. */
+    if (dt_grad_clip_enabled(&t->clip) && !t->skip_update)
         DT_CHECK(clip(t, &norm));
     dt_bad_kind_t kind = !isfinite(loss)  ? DT_BAD_LOSS
                          : !isfinite(norm) ? DT_BAD_GRAD

@@ -10,6 +10,7 @@
 
 #include <dt/dt.h>
 #include <dt/log.h>
+#include "cuda/backend.h"
 #include "plugin/plugin_loader.h"
 #include "train.h"
 
@@ -95,6 +96,7 @@ static dt_status_t check_async(const dt_config_t *cfg, const dt_trainer_t *t)
                        : t->work_load || t->work_load_auto
                            ? "[cluster] work_load (every push is one "
                              "worker's whole batch)"
+                       : t->ls.enabled ? "[train] loss_scale"
                            : NULL;
     if (!what)
         return DT_OK;
@@ -154,6 +156,7 @@ static dt_status_t read_settings(const dt_config_t *cfg, dt_trainer_t *t)
                                       &t->work_load_auto));
     DT_CHECK(dt_on_divergence_from_config(cfg, t->ckpt_dir != NULL,
                                           &t->on_divergence));
+    DT_CHECK(dt_loss_scale_setup(&t->ls, cfg));
     return t->async ? check_async(cfg, t) : DT_OK;
 }
 
@@ -189,6 +192,40 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
     free(t.ckpt_dir);
     free(t.work_load);
     return st;
+}
+
+/* [train] precision on the device just opened: bf16/fp16 are tensor-core
+ * math on a GPU; the CPU computes in fp32 (device = cpu: refused; auto
+ * that found no GPU: said, and fp32). */
+static dt_status_t setup_precision(const dt_config_t *cfg, dt_trainer_t *t)
+{
+    int p = t->ls.precision;
+    if (p == DT_PRECISION_FP32)
+        return DT_OK;
+    if (t->dev->kind != DT_DEVICE_CUDA) {
+        const char *device = dt_config_get(cfg, "train", "device");
+        if (device && strcmp(device, "cpu") == 0) {
+            dt_error("%s: [train] precision = %s is tensor-core math on a "
+                     "GPU ([train] device = cuda); the CPU computes in "
+                     "fp32: set precision = fp32", origin(cfg, "train",
+                                                           "precision"),
+                     dt_precision_name(p));
+            return DT_ERR_CONFIG;
+        }
+        if (t->rank == 0)
+            dt_warn("[train] precision = %s: no GPU here (device = auto), "
+                    "so fp32 on the CPU", dt_precision_name(p));
+        t->ls.precision = DT_PRECISION_FP32;
+        return DT_OK;
+    }
+    const dt_cuda_backend_t *cu = dt_cuda_backend_loaded();
+    DT_CHECK(cu->set_precision(t->dev, p));
+    if (t->rank == 0)
+        dt_info("precision %s: float32 parameters, gradients and optimizer "
+                "state; tensor-core math with %s inputs%s",
+                dt_precision_name(p), dt_precision_name(p),
+                t->ls.dynamic ? "; dynamic loss scaling" : "");
+    return DT_OK;
 }
 
 static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
@@ -328,6 +365,7 @@ static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
         return DT_ERR_CONFIG;
     }
     DT_CHECK(dt_device_open(device, t->local_rank, (int)threads, &t->dev));
+    DT_CHECK(setup_precision(cfg, t));
     DT_CHECK(dt_model_parse(layers, origin(cfg, "model", "layers"),
                             t->train.channels, t->train.height,
                             t->train.width, t->train.nclasses, &t->model,

@@ -58,9 +58,13 @@ enum {
     /* version 4 */
     M_EPOCH_START,           /* position of the epoch's order where the
                                 shards of this world size begin (0)     */
+    /* version 5 */
+    M_LOSS_SCALE,            /* double: loss scaling's S (0: none)       */
+    M_SCALE_GOOD,            /* finite steps since S last changed        */
+    M_SCALE_SKIPPED,         /* steps skipped for overflow in the job    */
     M_COUNT
 };
-#define META_VERSION 4
+#define META_VERSION 5
 
 static uint64_t dbits(double d)
 {
@@ -151,7 +155,9 @@ static dt_status_t write_ckpt(dt_trainer_t *t, const char *name,
         [M_LOSS_COUNT] = dbits(sums[1]), [M_TRAIN_N] = t->train.n,
         [M_LR_SCALE] = dbits(t->lr.scale),
         [M_BEST_ACC] = dbits(t->best_acc), [M_BEST_EPOCH] = t->best_epoch,
-        [M_EPOCH_START] = t->epoch_start};
+        [M_EPOCH_START] = t->epoch_start,
+        [M_LOSS_SCALE] = t->ls.enabled ? dbits(t->ls.scale) : 0,
+        [M_SCALE_GOOD] = t->ls.good, [M_SCALE_SKIPPED] = t->ls.skipped};
     unsigned char meta[8 * M_COUNT];
     for (int i = 0; i < M_COUNT; i++)
         ckpt_put64(meta + 8 * i, m[i]);
@@ -549,6 +555,15 @@ dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
     t->best_acc = isfinite(best) ? best : 0.0;
     t->best_epoch = meta[M_BEST_EPOCH];
     t->epoch_start = meta[M_EPOCH_START]; /* 0 before version 4 */
+    /* Loss scaling goes on where it was (0 before version 5, or written
+     * without it: this job's loss_scale_init stands). */
+    double ls_scale = bitsd(meta[M_LOSS_SCALE]);
+    if (t->ls.dynamic && isfinite(ls_scale) && ls_scale > 0) {
+        t->ls.scale = ls_scale;
+        t->ls.good = meta[M_SCALE_GOOD];
+    }
+    if (t->ls.enabled)
+        t->ls.skipped = meta[M_SCALE_SKIPPED];
     if (t->epoch_start >= t->train.n)
         t->epoch_start = 0;
     uint64_t old_world = meta[M_WORLD] ? meta[M_WORLD] : 1;

@@ -225,6 +225,13 @@ void dt_model_set_sync_bn(dt_model_t *m, dt_model_allreduce_fn fn,
  * smoothed one. cpu only (a CUDA model refuses eps > 0). */
 dt_status_t dt_model_set_label_smoothing(dt_model_t *m, float eps);
 
+/* Loss scaling (fp16 training, dt_train's [train] loss_scale): backward
+ * starts from scale times the loss gradient, so every parameter gradient
+ * comes out multiplied by scale (exactly so for a power of two, barring
+ * overflow). The caller divides them back and skips a step whose
+ * gradients overflowed. scale > 0; default 1. */
+dt_status_t dt_model_set_loss_scale(dt_model_t *m, float scale);
+
 /* Forward a batch. x: host memory, batch*in_c*in_h*in_w floats; labels:
  * host memory, batch ints in [0, nclasses) (NULL: no loss, inference only).
  * train: 1 applies dropout and keeps what backward needs; 0 evaluates.

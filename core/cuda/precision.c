@@ -1,0 +1,77 @@
+/* precision.c (CUDA backend) — [train] precision and loss scaling on the
+ * GPU, through cuBLAS alone:
+ *  - set_precision: bf16 and fp16 let cuBLAS run the float32 GEMMs on
+ *    tensor cores with 16-bit inputs and float32 accumulation
+ *    (CUBLAS_COMPUTE_32F_FAST_16BF / _16F); parameters, gradients and
+ *    optimizer state stay float32 (the master copy).
+ *  - scal / asum: the loss-scaled gradients multiplied back by 1/S and
+ *    their sum of magnitudes, whose finiteness says whether any element
+ *    overflowed (inf and nan survive the sum): cublasSscal, cublasSasum.
+ * One process drives one GPU (one trainer, one cuBLAS handle), so the
+ * mode is the module's. */
+#include "config.h"
+
+#include <cublas_v2.h>
+
+#include <dt/log.h>
+#include "cuda/kernels.h"
+#include "cuda/precision.h"
+
+static int precision = DT_PRECISION_FP32;
+
+dt_status_t dt_cuda_set_precision(dt_device_t *dev, int p)
+{
+    (void)dev;
+    if (p != DT_PRECISION_FP32 && p != DT_PRECISION_BF16 &&
+        p != DT_PRECISION_FP16)
+        return DT_ERR_INVALID;
+    precision = p;
+    return DT_OK;
+}
+
+cublasComputeType_t dt_cuda_gemm_compute_type(void)
+{
+    return precision == DT_PRECISION_BF16   ? CUBLAS_COMPUTE_32F_FAST_16BF
+           : precision == DT_PRECISION_FP16 ? CUBLAS_COMPUTE_32F_FAST_16F
+                                            : CUBLAS_COMPUTE_32F;
+}
+
+dt_status_t dt_cuda_scal(dt_device_t *dev, float *x, size_t n, float alpha)
+{
+    cublasHandle_t h = (cublasHandle_t)dev->blas;
+    /* cuBLAS counts in int: large vectors go in pieces. */
+    const size_t piece = (size_t)1 << 30;
+    for (size_t at = 0; at < n; at += piece) {
+        int len = (int)(n - at < piece ? n - at : piece);
+        cublasStatus_t st = cublasSscal(h, len, &alpha, x + at, 1);
+        if (st != CUBLAS_STATUS_SUCCESS) {
+            dt_error("cuBLAS sscal of %d floats failed: %s (on %s)", len,
+                     cublasGetStatusString(st), dev->name);
+            return DT_ERR_INTERNAL;
+        }
+    }
+    return DT_OK;
+}
+
+dt_status_t dt_cuda_asum(dt_device_t *dev, const float *x, size_t n,
+                         double *out)
+{
+    cublasHandle_t h = (cublasHandle_t)dev->blas;
+    const size_t piece = (size_t)1 << 30;
+    double sum = 0.0;
+    /* The result to host memory: cuBLAS waits for it (pointer mode host),
+     * after the work queued before on the handle's stream. */
+    for (size_t at = 0; at < n; at += piece) {
+        int len = (int)(n - at < piece ? n - at : piece);
+        float part = 0.0f;
+        cublasStatus_t st = cublasSasum(h, len, x + at, 1, &part);
+        if (st != CUBLAS_STATUS_SUCCESS) {
+            dt_error("cuBLAS sasum of %d floats failed: %s (on %s)", len,
+                     cublasGetStatusString(st), dev->name);
+            return DT_ERR_INTERNAL;
+        }
+        sum += (double)part;
+    }
+    *out = sum;
+    return DT_OK;
+}

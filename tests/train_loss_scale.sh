@@ -1,0 +1,94 @@
+#!/bin/sh
+# train_loss_scale.sh — [train] precision and loss scaling (issue 18 part
+# 3) on the CPU, where they can run here: loss scaling is the same code on
+# every device (cuBLAS sscal/sasum on a GPU, loops here).
+#  (a) loss_scale = dynamic at the default 65536 trains bit-identically to
+#      no scaling (a power of two scales exactly);
+#  (b) a scale so large that gradients overflow: steps are skipped, the
+#      scale halves, training goes on; each epoch says how many;
+#  (c) the scaler's state is in the checkpoint: a resumed run ends
+#      bit-identical to the uninterrupted one;
+#  (d) bad values and precision = bf16 on the CPU are refused by name.
+# What bf16/fp16 change on a GPU (tensor-core math) is checked by
+# tests/gpu/run.sh on a lent GPU.
+data=/usr/share/datasets/fashion-mnist
+if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
+    echo "SKIP: $data missing (apt-get install dataset-fashion-mnist)"
+    exit 77
+fi
+tmp=$(mktemp -d /tmp/dt-loss-scale-test.XXXXXX) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 99
+compare="$top_builddir/tests/ckpt_compare"
+fail() { echo "FAIL: $*"; exit 1; }
+
+cat >job.ini <<'INI'
+[train]
+seed = 5
+epochs = 2
+batch_size = 16
+lr = 0.02
+device = cpu
+log_every = 1000
+[optimizer.sgd]
+momentum = 0.9
+[model]
+layers = flatten linear(64) relu linear(10)
+[data]
+mean = 0.286
+std = 0.353
+train_samples = 4000
+test_samples = 1000
+INI
+run() { timeout 300 "$DTCTL" run -n 2 "$@" job.ini; }
+
+# ---- (a) exact at 65536 ----------------------------------------------------
+run --set train.checkpoint_dir=none >out.none 2>&1 || { cat out.none; fail "(a) reference"; }
+run --set train.checkpoint_dir=dyn --set train.loss_scale=dynamic >out.dyn 2>&1 ||
+    { cat out.dyn; fail "(a) dynamic"; }
+"$compare" none/ckpt-000000000250.dtckpt dyn/ckpt-000000000250.dtckpt ||
+    fail "(a) loss_scale = dynamic (65536) changed the parameters"
+echo "(a) loss_scale = dynamic at 65536: bit-identical to none"
+
+# ---- (b) overflow: skipped steps, the scale halves ---------------------------
+big="--set train.loss_scale=dynamic --set train.loss_scale_init=1.7014118346046923e38 --set train.loss_scale_growth_interval=20"
+# shellcheck disable=SC2086
+run $big --set train.checkpoint_dir=big >out.big 2>&1 || { cat out.big; fail "(b) run"; }
+grep -q "info: epoch 1: loss scale 1.70141e+38; [1-9][0-9]* steps\? skipped for overflowing gradients" out.big ||
+    { cat out.big; fail "(b) no skipped steps reported at 2^127"; }
+skipped=$(sed -n 's/.*epoch 2: loss scale .*(\([0-9]*\) in the job).*/\1/p' out.big)
+[ -n "$skipped" ] && [ "$skipped" -ge 1 ] || { cat out.big; fail "(b) job total"; }
+acc=$(sed -n 's/.*final test accuracy: \([0-9]*\)\..*/\1/p' out.big)
+[ -n "$acc" ] && [ "$acc" -ge 70 ] || { cat out.big; fail "(b) accuracy $acc% < 70%"; }
+"$compare" none/ckpt-000000000250.dtckpt big/ckpt-000000000250.dtckpt >/dev/null 2>&1 &&
+    fail "(b) skipped steps left the parameters identical to the reference"
+echo "(b) at 2^127: $skipped steps skipped over 2 epochs, $acc% accuracy"
+
+# ---- (c) the scaler resumes where it was -----------------------------------
+# shellcheck disable=SC2086
+run $big --set train.epochs=1 --set train.checkpoint_dir=res >out.r1 2>&1 ||
+    { cat out.r1; fail "(c) first part"; }
+# shellcheck disable=SC2086
+run $big --resume --set train.checkpoint_dir=res >out.r2 2>&1 ||
+    { cat out.r2; fail "(c) resume"; }
+"$compare" big/ckpt-000000000250.dtckpt res/ckpt-000000000250.dtckpt ||
+    fail "(c) resumed with loss scaling: parameters differ from the uninterrupted run"
+grep -q "(${skipped} in the job)" out.r2 || { cat out.r2; fail "(c) the job's skipped count was not carried over"; }
+echo "(c) resumed: bit-identical, skipped count carried over"
+
+# ---- (d) refusals -----------------------------------------------------------
+{ cat job.ini; printf '[train]\nprecision = fp8\n'; } >bad.ini
+line=$(grep -c '' bad.ini)
+"$DTCTL" run -n 1 bad.ini >out.d1 2>&1 && fail "(d) precision = fp8 accepted"
+grep -q "bad.ini:$line: \[train\] precision = 'fp8': use fp32, bf16 or fp16" out.d1 ||
+    { cat out.d1; fail "(d) fp8 not named with file:line"; }
+run --set train.loss_scale=dynamic --set train.loss_scale_init=1000 >out.d2 2>&1 &&
+    fail "(d) loss_scale_init = 1000 accepted"
+grep -q "loss_scale_init = 1000: must be a power of two" out.d2 || { cat out.d2; fail "(d) 1000"; }
+run --set train.loss_scale=3 >out.d3 2>&1 && fail "(d) loss_scale = 3 accepted"
+grep -q "loss_scale = '3': use none, dynamic or a power of two" out.d3 || { cat out.d3; fail "(d) 3"; }
+run --set train.precision=bf16 >out.d4 2>&1 && fail "(d) bf16 on device = cpu accepted"
+grep -q "precision = bf16 is tensor-core math on a GPU (\[train\] device = cuda); the CPU computes in fp32" out.d4 ||
+    { cat out.d4; fail "(d) bf16 on the cpu not explained"; }
+echo "(d) fp8, a scale not a power of two and bf16 on the CPU refused by name"
+echo PASS
