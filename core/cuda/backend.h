@@ -130,6 +130,36 @@ typedef struct dt_cuda_backend {
     /* *out = sum |x_i| (inf or nan when any element is): waits for it. */
     dt_status_t (*asum)(dt_device_t *dev, const float *x, size_t n,
                         double *out);
+
+    /* ==== Device-resident step (issue 18): streams, events, queued
+     * copies, for grad_sync and the model. One block, kept at the END of
+     * the table (other additions go after it). `stream` NULL means
+     * dev->stream; events and streams are opaque cudaEvent_t and
+     * cudaStream_t. Each entry first makes dev the calling thread's
+     * current GPU, so the gradient thread may call them. ============= */
+    /* Make dev the calling thread's current GPU (cudaSetDevice). */
+    dt_status_t (*set_current)(dt_device_t *dev);
+    /* A non-blocking stream on dev (for copies beside the compute). */
+    dt_status_t (*stream_create)(dt_device_t *dev, void **out);
+    void (*stream_destroy)(dt_device_t *dev, void *stream);
+    /* An event without timing; *out NULL on failure. */
+    dt_status_t (*event_create)(dt_device_t *dev, void **out);
+    void (*event_destroy)(dt_device_t *dev, void *event);
+    /* Record event after the work queued on stream so far. */
+    dt_status_t (*event_record)(dt_device_t *dev, void *event, void *stream);
+    /* Work queued on stream from now on waits for event (no host wait). */
+    dt_status_t (*stream_wait_event)(dt_device_t *dev, void *stream,
+                                     void *event);
+    /* The host waits until event has happened. */
+    dt_status_t (*event_sync)(dt_device_t *dev, void *event);
+    /* Any direction, queued on stream; returns at once (host memory must
+     * be pinned and stay untouched until an event after it happened). */
+    dt_status_t (*copy_async)(dt_device_t *dev, void *dst, const void *src,
+                              size_t bytes, void *stream);
+    /* x[i] *= f for n floats of device memory, queued on stream. */
+    dt_status_t (*scale)(dt_device_t *dev, float *x, float f, size_t n,
+                         void *stream);
+    /* ==== end of the device-resident step block ==================== */
 } dt_cuda_backend_t;
 
 /* ---- libdt's side (core/nn/cuda_*.c), for libdt and the tests; plugins

@@ -92,9 +92,16 @@ dt_status_t dt_cuda_sync(dt_device_t *dev)
 
 dt_status_t dt_cuda_alloc(dt_device_t *dev, size_t bytes, void **out)
 {
+    *out = NULL;
     DT_CHECK(check(cudaMalloc(out, bytes), dev->name, "cudaMalloc", bytes));
-    return check(cudaMemsetAsync(*out, 0, bytes, (cudaStream_t)dev->stream),
-                 dev->name, "cudaMemset", bytes);
+    dt_status_t st = check(cudaMemsetAsync(*out, 0, bytes,
+                                           (cudaStream_t)dev->stream),
+                           dev->name, "cudaMemset", bytes);
+    if (st != DT_OK) { /* no error with *out still allocated */
+        cudaFree(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 void dt_cuda_free(dt_device_t *dev, void *ptr)
@@ -182,4 +189,90 @@ dt_status_t dt_cuda_stream_sync(void *stream)
 {
     return check(cudaStreamSynchronize((cudaStream_t)stream),
                  "the current GPU", "waiting for the GPU stream", 0);
+}
+
+/* ---- Device-resident step (backend.h's last block): streams, events and
+ * queued copies. Every entry makes dev current first: the gradient
+ * thread calls them, and cudaSetDevice is per thread. ------------------ */
+
+dt_status_t dt_cuda_set_current(dt_device_t *dev)
+{
+    return check(cudaSetDevice(dev->ordinal), dev->name, "cudaSetDevice", 0);
+}
+
+static cudaStream_t stream_of(dt_device_t *dev, void *stream)
+{
+    return stream ? (cudaStream_t)stream : (cudaStream_t)dev->stream;
+}
+
+dt_status_t dt_cuda_stream_create(dt_device_t *dev, void **out)
+{
+    *out = NULL;
+    DT_CHECK(dt_cuda_set_current(dev));
+    cudaStream_t s;
+    DT_CHECK(check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
+                   dev->name, "cudaStreamCreate", 0));
+    *out = s;
+    return DT_OK;
+}
+
+void dt_cuda_stream_destroy(dt_device_t *dev, void *stream)
+{
+    if (!stream)
+        return;
+    cudaSetDevice(dev->ordinal);
+    cudaStreamDestroy((cudaStream_t)stream);
+}
+
+dt_status_t dt_cuda_event_create(dt_device_t *dev, void **out)
+{
+    *out = NULL;
+    DT_CHECK(dt_cuda_set_current(dev));
+    cudaEvent_t e;
+    DT_CHECK(check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
+                   dev->name, "cudaEventCreate", 0));
+    *out = e;
+    return DT_OK;
+}
+
+void dt_cuda_event_destroy(dt_device_t *dev, void *event)
+{
+    if (!event)
+        return;
+    cudaSetDevice(dev->ordinal);
+    cudaEventDestroy((cudaEvent_t)event);
+}
+
+dt_status_t dt_cuda_event_record(dt_device_t *dev, void *event, void *stream)
+{
+    DT_CHECK(dt_cuda_set_current(dev));
+    return check(cudaEventRecord((cudaEvent_t)event, stream_of(dev, stream)),
+                 dev->name, "cudaEventRecord", 0);
+}
+
+dt_status_t dt_cuda_stream_wait_event(dt_device_t *dev, void *stream,
+                                      void *event)
+{
+    DT_CHECK(dt_cuda_set_current(dev));
+    return check(cudaStreamWaitEvent(stream_of(dev, stream),
+                                     (cudaEvent_t)event, 0),
+                 dev->name, "cudaStreamWaitEvent", 0);
+}
+
+dt_status_t dt_cuda_event_sync(dt_device_t *dev, void *event)
+{
+    DT_CHECK(dt_cuda_set_current(dev));
+    return check(cudaEventSynchronize((cudaEvent_t)event), dev->name,
+                 "waiting for a GPU event (a kernel before it failed?)", 0);
+}
+
+dt_status_t dt_cuda_copy_async(dt_device_t *dev, void *dst, const void *src,
+                               size_t bytes, void *stream)
+{
+    if (bytes == 0)
+        return DT_OK;
+    DT_CHECK(dt_cuda_set_current(dev));
+    return check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
+                                 stream_of(dev, stream)),
+                 dev->name, "cudaMemcpyAsync (queued)", bytes);
 }

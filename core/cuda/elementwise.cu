@@ -56,6 +56,12 @@ static __global__ void bias_grad(const float *dy, float *db, int rows,
     }
 }
 
+/* x *= f, the float product the CPU's scale loop does (grad_sync.c). */
+static __global__ void scale_kernel(float *x, float f, size_t n)
+{
+    DT_GRID_STRIDE(i, n) x[i] *= f;
+}
+
 extern "C" {
 
 dt_status_t dt_cuda_relu_forward(dt_device_t *dev, const float *x, float *y,
@@ -107,6 +113,23 @@ dt_status_t dt_cuda_bias_grad(dt_device_t *dev, const float *dy, float *db,
     bias_grad<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0,
                 dt_cuda_stream(dev)>>>(dy, db, rows, cols, per_column);
     return dt_cuda_launched(dev, "bias_grad");
+}
+
+/* Device-resident step: grad_sync's unequal-share scaling in place. */
+dt_status_t dt_cuda_scale(dt_device_t *dev, float *x, float f, size_t n,
+                          void *stream)
+{
+    if (n == 0)
+        return DT_OK;
+    cudaStream_t s = stream ? (cudaStream_t)stream : dt_cuda_stream(dev);
+    cudaError_t ce = cudaSetDevice(dev->ordinal);
+    if (ce != cudaSuccess) {
+        dt_error("cannot make %s current: %s", dev->name,
+                 cudaGetErrorString(ce));
+        return DT_ERR_IO;
+    }
+    scale_kernel<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, s>>>(x, f, n);
+    return dt_cuda_launched(dev, "scale");
 }
 
 } /* extern "C" */

@@ -79,6 +79,21 @@ dt_status_t dt_cuda_mem_copy(void *stream, void *dst, const void *src,
 dt_status_t dt_cuda_mem_set(void *stream, void *dst, int value,
                             size_t bytes);
 dt_status_t dt_cuda_stream_sync(void *stream);
+/* Device-resident step: streams, events, queued copies (device.c) and
+ * the gradient scale kernel (elementwise.cu). */
+dt_status_t dt_cuda_set_current(dt_device_t *dev);
+dt_status_t dt_cuda_stream_create(dt_device_t *dev, void **out);
+void dt_cuda_stream_destroy(dt_device_t *dev, void *stream);
+dt_status_t dt_cuda_event_create(dt_device_t *dev, void **out);
+void dt_cuda_event_destroy(dt_device_t *dev, void *event);
+dt_status_t dt_cuda_event_record(dt_device_t *dev, void *event, void *stream);
+dt_status_t dt_cuda_stream_wait_event(dt_device_t *dev, void *stream,
+                                      void *event);
+dt_status_t dt_cuda_event_sync(dt_device_t *dev, void *event);
+dt_status_t dt_cuda_copy_async(dt_device_t *dev, void *dst, const void *src,
+                               size_t bytes, void *stream);
+dt_status_t dt_cuda_scale(dt_device_t *dev, float *x, float f, size_t n,
+                          void *stream);
 
 /* Matrix product (gemm.c). */
 dt_status_t dt_cuda_gemm(dt_device_t *dev, int trans_a, int trans_b, int m,

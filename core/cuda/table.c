@@ -50,4 +50,15 @@ __attribute__((visibility("default"))) const dt_cuda_backend_t
         .set_precision = dt_cuda_set_precision,
         .scal = dt_cuda_scal,
         .asum = dt_cuda_asum,
+        /* device-resident step block (end of the table) */
+        .set_current = dt_cuda_set_current,
+        .stream_create = dt_cuda_stream_create,
+        .stream_destroy = dt_cuda_stream_destroy,
+        .event_create = dt_cuda_event_create,
+        .event_destroy = dt_cuda_event_destroy,
+        .event_record = dt_cuda_event_record,
+        .stream_wait_event = dt_cuda_stream_wait_event,
+        .event_sync = dt_cuda_event_sync,
+        .copy_async = dt_cuda_copy_async,
+        .scale = dt_cuda_scale,
 };

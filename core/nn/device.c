@@ -10,6 +10,7 @@
 #include <dt/log.h>
 #include <dt/nn.h>
 #include "cuda/backend.h"
+#include "nn/device_step.h"
 
 #ifdef HAVE_OPENBLAS_CBLAS
 #include <cblas.h>
@@ -156,4 +157,74 @@ dt_status_t dt_device_copy(dt_device_t *dev, void *dst, dt_mem_t dst_mem,
     dt_error("copy of %zu bytes involves CUDA memory but the device is %s",
              bytes, dev ? dev->name : "none");
     return DT_ERR_INVALID;
+}
+
+/* ---- Streams, events and queued copies (nn/device_step.h). ------------ */
+
+dt_status_t dt_device_make_current(dt_device_t *dev)
+{
+    return gpu(dev) ? gpu(dev)->set_current(dev) : DT_OK;
+}
+
+dt_status_t dt_device_stream_new(dt_device_t *dev, void **out)
+{
+    *out = NULL;
+    return gpu(dev) ? gpu(dev)->stream_create(dev, out) : DT_OK;
+}
+
+void dt_device_stream_free(dt_device_t *dev, void *stream)
+{
+    if (gpu(dev) && stream)
+        gpu(dev)->stream_destroy(dev, stream);
+}
+
+dt_status_t dt_device_event_new(dt_device_t *dev, void **out)
+{
+    *out = NULL;
+    return gpu(dev) ? gpu(dev)->event_create(dev, out) : DT_OK;
+}
+
+void dt_device_event_free(dt_device_t *dev, void *event)
+{
+    if (gpu(dev) && event)
+        gpu(dev)->event_destroy(dev, event);
+}
+
+dt_status_t dt_device_event_record(dt_device_t *dev, void *event,
+                                   void *stream)
+{
+    return gpu(dev) ? gpu(dev)->event_record(dev, event, stream) : DT_OK;
+}
+
+dt_status_t dt_device_stream_wait(dt_device_t *dev, void *stream,
+                                  void *event)
+{
+    return gpu(dev) ? gpu(dev)->stream_wait_event(dev, stream, event)
+                    : DT_OK;
+}
+
+dt_status_t dt_device_event_sync(dt_device_t *dev, void *event)
+{
+    return gpu(dev) ? gpu(dev)->event_sync(dev, event) : DT_OK;
+}
+
+dt_status_t dt_device_copy_async(dt_device_t *dev, void *dst,
+                                 const void *src, size_t bytes, void *stream)
+{
+    if (bytes == 0 || dst == src)
+        return DT_OK;
+    if (gpu(dev))
+        return gpu(dev)->copy_async(dev, dst, src, bytes, stream);
+    memmove(dst, src, bytes);
+    return DT_OK;
+}
+
+dt_status_t dt_device_scale(dt_device_t *dev, float *x, float f, size_t n,
+                            void *stream)
+{
+    if (gpu(dev))
+        return gpu(dev)->scale(dev, x, f, n, stream);
+    for (size_t i = 0; i < n; i++)
+        x[i] *= f;
+    return DT_OK;
 }
