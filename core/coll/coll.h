@@ -81,6 +81,9 @@ typedef enum dt_mem_path {
  * a native allreduce. */
 dt_mem_path_t dt_coll_mem_path(uint32_t caps, int native_allreduce,
                                dt_mem_t mem);
+/* The path a DT_MEM_CUDA allreduce takes on comm c (NULL: no comm, a job
+ * of one): DT_PATH_DEVICE when c's transport reads device memory. */
+dt_mem_path_t dt_comm_device_path(const dt_comm_t *c);
 /* Allreduce on buffers of kind mem, ordered after the work queued on
  * stream (a cudaStream_t for DT_MEM_CUDA; NULL: the default stream).
  * Returns when recv holds the result. */

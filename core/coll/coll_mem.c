@@ -24,6 +24,15 @@ dt_mem_path_t dt_coll_mem_path(uint32_t caps, int native_allreduce,
     return DT_PATH_STAGE;
 }
 
+dt_mem_path_t dt_comm_device_path(const dt_comm_t *c)
+{
+    if (!c || !c->ops)
+        return DT_PATH_STAGE;
+    return dt_coll_mem_path(c->caps,
+                            DT_OPS_HAS(c->ops, dt_transport_ops_t, allreduce),
+                            DT_MEM_CUDA);
+}
+
 /* The comm's staging buffer, at least len bytes (kept for the next call). */
 static dt_status_t stage_buffer(dt_comm_t *c, size_t len, void **out)
 {

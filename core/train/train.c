@@ -152,8 +152,11 @@ stepped:
     t->global_step++;
     if (t->global_step == 1 && t->rank == 0 && t->world > 1)
         dt_debug("gradients of %zu parameters averaged in %zu bucket%s per "
-                 "step", t->nparams, dt_grad_sync_buckets(t->sync),
-                 dt_grad_sync_buckets(t->sync) == 1 ? "" : "s");
+                 "step, %s (d2h_grad_copies=%zu per step)", t->nparams,
+                 dt_grad_sync_buckets(t->sync),
+                 dt_grad_sync_buckets(t->sync) == 1 ? "" : "s",
+                 dt_grad_sync_path(t->sync),
+                 dt_grad_sync_d2h_copies(t->sync));
     t->step_in_epoch = s + 1;
     t->loss_sum += (double)*loss * (double)b;
     t->loss_count += (double)b;

@@ -244,8 +244,11 @@ dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
 /* Called during backward each time a layer's gradients are final: floats
  * [offset, offset+len) of the gradient buffer. Calls come in backward
  * order (decreasing offsets) and together cover the whole buffer exactly
- * once. On cuda the device stream is synchronized before each call, so the
- * range may be read by another stream or copied at once. A non-DT_OK
+ * once. On cuda the range's kernels are only QUEUED on dev->stream (no
+ * synchronization per layer): a callback that reads the range from another
+ * stream or thread must first order itself after them, e.g. record an
+ * event on dev->stream and wait for it (the trainer's gradient sync does;
+ * core/train/grad_sync.c). A non-DT_OK
  * return stops backward and is returned by dt_model_backward. */
 typedef dt_status_t (*dt_grad_ready_fn)(void *arg, size_t offset, size_t len);
 
