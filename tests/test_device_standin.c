@@ -11,7 +11,12 @@
  * transport under a recording wrapper, N threads as N ranks) never get a
  * device pointer unless their caps report DT_CAP_CUDA_MEM and they have a
  * native allreduce, and then they get DT_MEM_CUDA with the caller's
- * stream. The values are checked element by element. Real CUDA copies,
+ * stream. The values are checked element by element. The trainer's
+ * gradient sync (grad_sync.c) runs one simulated backward per rank on a
+ * hand-made "cuda" dt_device_t: with a transport that reads device memory
+ * no gradient is copied to the host and every bucket is read only after an
+ * event recorded behind its gradients; with a tcp-like one each bucket is
+ * copied once, to pinned memory, on a copy stream. Real CUDA copies,
  * kernels and the nccl transport are tested on a GPU (test_optimizers_cuda,
  * test_nn_cuda, run_nccl.sh). */
 #include <dlfcn.h>
@@ -31,15 +36,13 @@
 #include <dt/dt.h>
 #include "coll/coll.h"
 #include "cuda/backend.h"
+#include "fixtures/standin_cuda.h"
 #include "inproc_transport.h"
+#include "train/grad_sync.h"
 #include "plugin/plugin_loader.h"
 
 /* ---- the stand-in backend's counters (fixture_cuda_backend.c) -------- */
 
-typedef struct standin_stats {
-    unsigned long copies, to_dev, from_dev, steps;
-    int (*is_device)(const void *p);
-} standin_stats_t;
 
 static standin_stats_t *standin;
 static char standin_dir[4096];
@@ -569,6 +572,324 @@ static void test_cap_without_native(void **state)
     assert_int_equal(extra, 2ul * RANKS * NONEMPTY_CALLS);
 }
 
+
+/* ---- grad_sync: the trainer's gradient buckets on "device" memory ----- */
+
+/* Parameter ranges of a made-up model, forward order. Backward reports
+ * them last to first; with 2000-float buckets: [90, 3, 1500, 15, 700] is
+ * one bucket, [7, 3000] another, [30] the last (reduced in finish). */
+static const size_t gs_len[] = {30, 3000, 7, 700, 15, 1500, 3, 90};
+#define GS_LAYERS (sizeof gs_len / sizeof gs_len[0])
+#define GS_BUCKET_BYTES (2000 * sizeof(float))
+#define GS_BUCKETS 3
+#define GS_STEPS 2
+
+typedef struct gs_rank {
+    inproc_world_t *w;
+    rec_t rec;
+    dt_comm_t comm;
+    dt_device_t dev;
+    char stream_marker; /* &stream_marker is this rank's compute stream */
+    const char *grads_lo, *grads_hi; /* the gradient buffer (freed at the
+                                        end: the log is checked after) */
+    long reads_cuda, reads_host, reads_devptr, reads_pinned;
+    size_t buckets[GS_STEPS], d2h[GS_STEPS];
+    long wrong; /* -1: a call failed */
+} gs_rank_t;
+
+static float gs_grad(int rank, size_t i, int step)
+{
+    return input(rank, i) + (float)step;
+}
+
+/* The dt_grad_sync_comm_t: logs what the reduction reads, then hands the
+ * buffer to dt_allreduce_mem's decision (dt_coll_allreduce_mem). */
+static dt_status_t gs_allreduce(void *arg, const void *send, void *recv,
+                                size_t count, dt_dtype_t t, dt_redop_t op,
+                                dt_mem_t mem, void *stream)
+{
+    gs_rank_t *g = arg;
+    if (t == DT_FLOAT32 && count) {
+        standin->note(SI_TEST_READ, &g->dev, stream, NULL, send, NULL,
+                      count * sizeof(float));
+        if (mem == DT_MEM_CUDA)
+            g->reads_cuda++;
+        else
+            g->reads_host++;
+        if (standin->is_device(send))
+            g->reads_devptr++;
+        if (standin->is_pinned(send))
+            g->reads_pinned++;
+    }
+    return dt_coll_allreduce_mem(&g->comm, send, recv, count, t, op, mem,
+                                 stream);
+}
+
+static void *gs_rank_main(void *p)
+{
+    gs_rank_t *g = p;
+    g->comm = (dt_comm_t){.ops = g->rec.sc->native ? &rec_native_ops
+                                                   : &rec_ops,
+                          .ctx = &g->rec,
+                          .rank = g->rec.rank,
+                          .size = RANKS,
+                          .timeout_ms = 20000};
+    dt_comm_query_caps(&g->comm, "recording");
+    g->dev = (dt_device_t){.kind = DT_DEVICE_CUDA,
+                           .mem = DT_MEM_CUDA,
+                           .ordinal = 0,
+                           .stream = &g->stream_marker};
+    snprintf(g->dev.name, sizeof g->dev.name, "stand-in rank %d",
+             g->rec.rank);
+    size_t n = 0;
+    for (size_t l = 0; l < GS_LAYERS; l++)
+        n += gs_len[l];
+    float *grads = NULL;
+    dt_grad_sync_t *s = NULL;
+    dt_grad_sync_comm_t comm = {
+        .allreduce = gs_allreduce,
+        .arg = g,
+        .device_mem = dt_comm_device_path(&g->comm) == DT_PATH_DEVICE};
+    if (dt_device_alloc(&g->dev, n * sizeof(float), (void **)&grads) !=
+            DT_OK ||
+        dt_grad_sync_new_comm(grads, n, &g->dev, GS_BUCKET_BYTES, RANKS,
+                              &comm, &s) != DT_OK) {
+        g->wrong = -1;
+        goto out;
+    }
+    g->grads_lo = (const char *)grads;
+    g->grads_hi = (const char *)(grads + n);
+    for (int step = 0; step < GS_STEPS && g->wrong == 0; step++) {
+        /* The second step has unequal shares: scale 1/2, then DT_SUM. */
+        dt_grad_sync_set_scale(s, step == 1 ? 0.5 : 0.0);
+        size_t hi = n;
+        for (size_t l = GS_LAYERS; l-- > 0 && g->wrong == 0;) {
+            size_t lo = hi - gs_len[l];
+            /* The layer's backward "kernel" writes its gradients on the
+             * compute stream (the stand-in's device memory is host). */
+            for (size_t i = lo; i < hi; i++)
+                grads[i] = gs_grad(g->rec.rank, i, step);
+            standin->note(SI_TEST_WRITE, &g->dev, g->dev.stream, NULL,
+                          grads + lo, NULL, (hi - lo) * sizeof(float));
+            if (dt_grad_sync_ready(s, lo, hi - lo) != DT_OK)
+                g->wrong = -1;
+            hi = lo;
+        }
+        if (g->wrong == 0 && dt_grad_sync_finish(s, NULL) != DT_OK)
+            g->wrong = -1;
+        g->buckets[step] = dt_grad_sync_buckets(s);
+        g->d2h[step] = dt_grad_sync_d2h_copies(s);
+        for (size_t i = 0; g->wrong >= 0 && i < n; i++) {
+            float want = 0;
+            for (int q = 0; q < RANKS; q++)
+                want += step == 1 ? gs_grad(q, i, step) * 0.5f
+                                  : gs_grad(q, i, step);
+            if (step == 0)
+                want *= 1.0f / RANKS;
+            if (fabsf(grads[i] - want) > 1e-5f * (1 + fabsf(want)))
+                g->wrong++;
+        }
+    }
+out:
+    dt_grad_sync_free(s);
+    dt_device_free(&g->dev, grads);
+    dt_comm_release(&g->comm);
+    return NULL;
+}
+
+static int overlaps(const standin_entry_t *e, const void *p, size_t bytes)
+{
+    const char *a = e->dst, *b = p;
+    return a < b + bytes && b < a + e->bytes;
+}
+
+/* Index of an entry before `before` and after `after` matching op, dev,
+ * stream (NULL: any) and event (NULL: any); -1 if none. Latest first. */
+static long find(const standin_entry_t *log, long after, long before,
+                 standin_op_t op, const void *dev, const void *stream,
+                 const void *event)
+{
+    for (long k = before - 1; k > after; k--)
+        if (log[k].op == op && log[k].dev == dev &&
+            (!stream || log[k].stream == stream) &&
+            (!event || log[k].event == event))
+            return k;
+    return -1;
+}
+
+/* The latest write of [p, p + bytes) on the compute stream before i. */
+static long last_write(const standin_entry_t *log, long i, const void *dev,
+                       const void *p, size_t bytes)
+{
+    for (long k = i - 1; k >= 0; k--)
+        if (log[k].dev == dev &&
+            (log[k].op == SI_TEST_WRITE || log[k].op == SI_SCALE) &&
+            overlaps(&log[k], p, bytes))
+            return k;
+    return -1;
+}
+
+/* An event recorded on `on` after w and waited for (op SI_WAIT on
+ * waiter, or SI_EVSYNC) after that and before i. */
+static int ordered(const standin_entry_t *log, long w, long i,
+                   const void *dev, const void *on, standin_op_t wait_op,
+                   const void *waiter)
+{
+    for (long j = i - 1; j > w; j--) {
+        if (log[j].op != wait_op || log[j].dev != dev ||
+            (waiter && log[j].stream != waiter))
+            continue;
+        if (find(log, w, j, SI_RECORD, dev, on, log[j].event) >= 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void gs_run(const scenario_t *sc, gs_rank_t g[RANKS])
+{
+    inproc_world_t *w;
+    assert_int_equal(inproc_world_new(RANKS, &w), DT_OK);
+    standin->nlog = 0;
+    unsigned long d2h0 = standin->dev_d2h;
+    pthread_t th[RANKS];
+    for (int r = 0; r < RANKS; r++) {
+        memset(&g[r], 0, sizeof g[r]);
+        g[r].rec = (rec_t){.inner = inproc_rank_ctx(w, r), .rank = r,
+                           .sc = sc};
+        assert_int_equal(pthread_create(&th[r], NULL, gs_rank_main, &g[r]),
+                         0);
+    }
+    for (int r = 0; r < RANKS; r++)
+        pthread_join(th[r], NULL);
+    assert_true(standin->nlog < MAX_LOG);
+    for (int r = 0; r < RANKS; r++) {
+        if (g[r].wrong)
+            fail_msg("caps 0x%x: rank %d: %ld wrong gradients (-1: a call "
+                     "failed)", (unsigned)sc->caps, r, g[r].wrong);
+        for (int step = 0; step < GS_STEPS; step++)
+            assert_int_equal(g[r].buckets[step], GS_BUCKETS);
+    }
+    assert_int_equal(inproc_unreceived(w), 0);
+    inproc_world_free(w);
+    /* Copies device to host through the dt_device_t, over every rank. */
+    d2h0 = standin->dev_d2h - d2h0;
+    g[0].wrong = (long)d2h0; /* handed back through rank 0 */
+}
+
+/* A transport that reads device memory (like nccl): zero device-to-host
+ * copies; every bucket reaches the transport as a device pointer, on the
+ * collectives' stream, which first waited for an event recorded on the
+ * compute stream after the bucket's last write; no device-wide sync. */
+static void test_grad_sync_device_resident(void **state)
+{
+    (void)state;
+    static const scenario_t sc = {.caps = DT_CAP_CUDA_MEM,
+                                  .native = NATIVE_ALL};
+    gs_rank_t g[RANKS];
+    gs_run(&sc, g);
+    assert_int_equal(g[0].wrong, 0); /* no d2h copy on any rank */
+    const standin_entry_t *log = standin->log;
+    long n = (long)standin->nlog;
+    for (int r = 0; r < RANKS; r++) {
+        const void *dev = &g[r].dev, *compute = g[r].dev.stream;
+        for (int step = 0; step < GS_STEPS; step++)
+            assert_int_equal(g[r].d2h[step], 0);
+        assert_int_equal(g[r].reads_cuda, GS_STEPS * GS_BUCKETS);
+        assert_int_equal(g[r].reads_devptr, GS_STEPS * GS_BUCKETS);
+        assert_int_equal(g[r].reads_host, 0);
+        assert_int_equal(g[r].rec.nat_cuda, GS_STEPS * GS_BUCKETS);
+        assert_int_equal(g[r].rec.p2p_cuda, 0);
+        long reads = 0, last_read = -1;
+        for (long i = 0; i < n; i++) {
+            const standin_entry_t *e = &log[i];
+            if (e->dev != dev)
+                continue;
+            assert_int_not_equal(e->op, SI_DEVSYNC);
+            assert_int_not_equal(e->op, SI_EVSYNC); /* no host waits */
+            assert_int_not_equal(e->op, SI_COPY);
+            assert_int_not_equal(e->op, SI_COPY_ASYNC);
+            if (e->op != SI_TEST_READ)
+                continue;
+            reads++;
+            last_read = i;
+            /* Not the compute stream: the reduction overlaps backward. */
+            assert_non_null(e->stream);
+            assert_ptr_not_equal(e->stream, compute);
+            long wr = last_write(log, i, dev, e->dst, e->bytes);
+            assert_true(wr >= 0);
+            if (!ordered(log, wr, i, dev, compute, SI_WAIT, e->stream))
+                fail_msg("rank %d: a bucket of %zu bytes was reduced "
+                         "without waiting for an event recorded after its "
+                         "gradients were written", r, e->bytes);
+        }
+        assert_int_equal(reads, GS_STEPS * GS_BUCKETS);
+        /* The compute stream (the optimizer) waits for the reductions. */
+        assert_true(find(log, last_read, n, SI_WAIT, dev, compute, NULL) >
+                    last_read);
+    }
+}
+
+/* A host-memory transport (no caps, like tcp): one device-to-host copy
+ * per bucket, queued on a copy stream (not the compute stream) after an
+ * event behind the bucket's gradients, into pinned memory; the reduction
+ * reads the pinned copy only after an event behind that copy. */
+static void test_grad_sync_staged_per_bucket(void **state)
+{
+    (void)state;
+    static const scenario_t sc = {.caps = 0, .native = NATIVE_NONE};
+    gs_rank_t g[RANKS];
+    gs_run(&sc, g);
+    assert_int_equal(g[0].wrong, RANKS * GS_STEPS * GS_BUCKETS);
+    const standin_entry_t *log = standin->log;
+    long n = (long)standin->nlog;
+    for (int r = 0; r < RANKS; r++) {
+        const void *dev = &g[r].dev, *compute = g[r].dev.stream;
+        for (int step = 0; step < GS_STEPS; step++)
+            assert_int_equal(g[r].d2h[step], GS_BUCKETS);
+        assert_int_equal(g[r].reads_cuda, 0);
+        assert_int_equal(g[r].reads_devptr, 0);
+        assert_int_equal(g[r].reads_host, GS_STEPS * GS_BUCKETS);
+        assert_int_equal(g[r].reads_pinned, GS_STEPS * GS_BUCKETS);
+        long copies = 0, reads = 0;
+        for (long i = 0; i < n; i++) {
+            const standin_entry_t *e = &log[i];
+            if (e->dev != dev)
+                continue;
+            assert_int_not_equal(e->op, SI_DEVSYNC);
+            if (e->op == SI_COPY_ASYNC &&
+                (const char *)e->src >= g[r].grads_lo &&
+                (const char *)e->src < g[r].grads_hi) {
+                copies++;
+                assert_ptr_not_equal(e->stream, compute);
+                long wr = last_write(log, i, dev, e->src, e->bytes);
+                assert_true(wr >= 0);
+                if (!ordered(log, wr, i, dev, compute, SI_WAIT, e->stream))
+                    fail_msg("rank %d: a bucket was copied to the host "
+                             "without waiting for its gradients", r);
+            }
+            if (e->op != SI_TEST_READ)
+                continue;
+            reads++;
+            /* The latest copy into this range, and an event behind it
+             * that the host waited for before reading. */
+            long c = -1;
+            for (long k = i - 1; k >= 0 && c < 0; k--)
+                if (log[k].dev == dev && log[k].op == SI_COPY_ASYNC &&
+                    overlaps(&log[k], e->dst, e->bytes))
+                    c = k;
+            assert_true(c >= 0);
+            assert_true((const char *)log[c].dst <= (const char *)e->dst &&
+                        (const char *)log[c].dst + log[c].bytes >=
+                            (const char *)e->dst + e->bytes);
+            if (!ordered(log, c, i, dev, log[c].stream, SI_EVSYNC, NULL))
+                fail_msg("rank %d: a bucket's host copy was reduced before "
+                         "its copy was waited for", r);
+        }
+        assert_int_equal(copies, GS_STEPS * GS_BUCKETS);
+        assert_int_equal(reads, GS_STEPS * GS_BUCKETS);
+    }
+}
+
 /* ---- dt_allreduce_mem in a job of one (no dtctl, no transport) --------- */
 
 static void test_job_of_one(void **state)
@@ -609,6 +930,8 @@ int main(void)
         cmocka_unit_test(test_device_to_transport),
         cmocka_unit_test(test_declined_is_staged),
         cmocka_unit_test(test_cap_without_native),
+        cmocka_unit_test(test_grad_sync_device_resident),
+        cmocka_unit_test(test_grad_sync_staged_per_bucket),
         cmocka_unit_test(test_job_of_one),
     };
     return cmocka_run_group_tests(tests, setup_standin, NULL);
