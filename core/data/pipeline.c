@@ -48,6 +48,8 @@ struct dt_pipeline {
     loader_t *loaders;       /* threads entries; [0] also serves threads=0 */
     int nthreads;            /* started                                    */
 
+    dt_device_t *pin;        /* slots in its pinned memory (dt_pipeline_pin) */
+
     pthread_mutex_t mu;
     pthread_cond_t work;     /* loaders: something to claim, or stop       */
     pthread_cond_t done;     /* a batch is ready, or the loaders are idle  */
@@ -177,6 +179,11 @@ void dt_pipeline_free(dt_pipeline_t *p)
         free(p->loaders[i].scratch);
     }
     for (size_t i = 0; p->slots && i < p->nslots; i++) {
+        if (p->pin) {
+            dt_device_host_free(p->pin, p->slots[i].x);
+            dt_device_host_free(p->pin, p->slots[i].y);
+            continue;
+        }
         free(p->slots[i].x);
         free(p->slots[i].y);
     }
@@ -264,6 +271,49 @@ dt_status_t dt_pipeline_new(const dt_dataset_t *ds,
     }
     *out = p;
     return DT_OK;
+}
+
+dt_status_t dt_pipeline_pin(dt_pipeline_t *p, dt_device_t *dev)
+{
+    if (!dev || dev->mem == DT_MEM_HOST || p->pin)
+        return DT_OK;
+    size_t xb = p->o.max_batch * p->ds->sample_len * sizeof(float),
+           yb = p->o.max_batch * sizeof(int32_t);
+    pthread_mutex_lock(&p->mu);
+    if (p->started) {
+        pthread_mutex_unlock(&p->mu);
+        dt_error("dt_pipeline_pin after a seek: internal error, please "
+                 "report");
+        return DT_ERR_INTERNAL;
+    }
+    /* All or nothing: the new buffers first, then the swap. */
+    dt_status_t st = DT_OK;
+    void **nx = calloc(p->nslots, sizeof *nx),
+         **ny = calloc(p->nslots, sizeof *ny);
+    if (!nx || !ny)
+        st = DT_ERR_NOMEM;
+    for (size_t i = 0; st == DT_OK && i < p->nslots; i++) {
+        st = dt_device_host_alloc(dev, xb, &nx[i]);
+        if (st == DT_OK)
+            st = dt_device_host_alloc(dev, yb, &ny[i]);
+    }
+    for (size_t i = 0; i < p->nslots && nx && ny; i++) {
+        if (st != DT_OK) {
+            dt_device_host_free(dev, nx[i]);
+            dt_device_host_free(dev, ny[i]);
+            continue;
+        }
+        free(p->slots[i].x);
+        free(p->slots[i].y);
+        p->slots[i].x = nx[i];
+        p->slots[i].y = ny[i];
+    }
+    if (st == DT_OK)
+        p->pin = dev;
+    pthread_mutex_unlock(&p->mu);
+    free(nx);
+    free(ny);
+    return st;
 }
 
 dt_status_t dt_pipeline_seek(dt_pipeline_t *p, uint64_t epoch, uint64_t step)

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <dt/config.h>
+#include <dt/nn.h>
 #include <dt/status.h>
 
 #include "augment.h"
@@ -78,6 +79,11 @@ dt_status_t dt_pipeline_next(dt_pipeline_t *p, dt_batch_t *batch,
 dt_status_t dt_pipeline_set_shares(dt_pipeline_t *p, const double *weights);
 /* Batches per epoch for this rank. */
 uint64_t dt_pipeline_steps(const dt_pipeline_t *p);
+/* Before the first seek: put the batch buffers in dev's pinned host memory
+ * (dt_device_host_alloc), so that the copy of each batch to the device is
+ * a DMA rather than a copy out of pageable memory. No-op on cpu. dev must
+ * outlive the pipeline (dt_pipeline_free releases the buffers with it). */
+dt_status_t dt_pipeline_pin(dt_pipeline_t *p, dt_device_t *dev);
 /* Stop and join the threads (a loader in the middle of a batch finishes
  * it first), free everything. NULL: nothing. */
 void dt_pipeline_free(dt_pipeline_t *p);

@@ -113,11 +113,12 @@ const char *dt_layer_cpu_only(const dt_layer_t *l);
  * NULL: probabilities only); backward gives dlogits = (p - q)/batch with
  * q the target: onehot, or with label smoothing eps (cpu only)
  * (1 - eps) onehot + eps/k. All buffers, labels included, are on the
- * device. */
+ * device, but host_rows: on cuda, 2*batch floats of pinned host memory the
+ * rows are read back into (NULL: a malloc'd buffer per call). */
 dt_status_t dt_softmax_xent_forward(dt_device_t *dev, const float *logits,
                                     const int *labels, float *probs,
-                                    float *rows, int batch, int k,
-                                    float smoothing, float *loss,
+                                    float *rows, float *host_rows, int batch,
+                                    int k, float smoothing, float *loss,
                                     int *correct);
 dt_status_t dt_softmax_xent_backward(dt_device_t *dev, const float *probs,
                                      const int *labels, float *dlogits,

@@ -11,6 +11,7 @@
 #include <dt/log.h>
 #include "device_math.h"
 #include "model.h"
+#include "nn/device_step.h"
 
 static void free_buffers(dt_model_t *m)
 {
@@ -23,6 +24,8 @@ static void free_buffers(dt_model_t *m)
     dt_device_free(m->dev, m->scratch);
     dt_device_free(m->dev, m->probs);
     dt_device_free(m->dev, m->rows);
+    dt_device_host_free(m->dev, m->host_rows);
+    m->host_rows = NULL;
     dt_device_free(m->dev, m->labels);
     dt_device_free(m->dev, m->dtmp);
     free(m->dwritten);
@@ -96,6 +99,12 @@ static dt_status_t ensure_capacity(dt_model_t *m, int batch)
     }
     DT_CHECK(dev_floats(m, (size_t)batch * m->nclasses, &m->probs));
     DT_CHECK(dev_floats(m, (size_t)batch * 2, &m->rows));
+    /* The loss and the correct count come back through pinned memory,
+     * allocated here once, not per step. */
+    if (m->dev->mem != DT_MEM_HOST)
+        DT_CHECK(dt_device_host_alloc(m->dev, (size_t)batch * 2 *
+                                                  sizeof(float),
+                                      (void **)&m->host_rows));
     DT_CHECK(dt_device_alloc(m->dev, (size_t)batch * sizeof(int),
                              (void **)&m->labels));
     m->cap = batch;
@@ -159,11 +168,15 @@ dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
     DT_CHECK(ensure_capacity(m, batch));
     dt_mem_t mem = m->dev->mem;
     size_t in = (size_t)m->in_c * m->in_h * m->in_w;
-    DT_CHECK(dt_device_copy(m->dev, m->acts[0], mem, x, DT_MEM_HOST,
-                            (size_t)batch * in * sizeof *x));
+    /* Queued on the stream, no wait: from pinned memory (the trainer's
+     * batches are, dt_pipeline_opts_t.pin) a DMA. The caller may reuse x
+     * and labels once forward returns: the loss read-back below waits for
+     * the stream, and without labels forward waits at its end. */
+    DT_CHECK(dt_device_copy_async(m->dev, m->acts[0], x,
+                                  (size_t)batch * in * sizeof *x, NULL));
     if (labels)
-        DT_CHECK(dt_device_copy(m->dev, m->labels, mem, labels, DT_MEM_HOST,
-                                (size_t)batch * sizeof *labels));
+        DT_CHECK(dt_device_copy_async(m->dev, m->labels, labels,
+                                      (size_t)batch * sizeof *labels, NULL));
     for (int i = 0; i < m->nlayers; i++) {
         dt_layer_t *l = &m->layers[i];
         /* A layer that applies the next ones writes their output. */
@@ -189,9 +202,12 @@ dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
     double t0 = prof_now(m);
     DT_CHECK(dt_softmax_xent_forward(m->dev, m->acts[m->nlayers],
                                      labels ? m->labels : NULL, m->probs,
-                                     m->rows, batch, m->nclasses,
+                                     m->rows, m->host_rows, batch,
+                                     m->nclasses,
                                      m->label_smoothing, loss, correct));
     prof_add(m, 2 * m->nlayers, t0);
+    if (!labels) /* no read-back waited for the input copies */
+        DT_CHECK(dt_device_sync(m->dev));
     m->trained = train && labels;
     return DT_OK;
 }

@@ -20,6 +20,7 @@ struct dt_model {
     float **acts, **dacts;
     float *scratch;
     float *probs, *rows;
+    float *host_rows;     /* cuda: rows read back here (pinned, 2*cap)   */
     int *labels;          /* on the device                               */
     int batch;            /* of the last forward                         */
     int trained;          /* last forward was train=1 with labels        */

@@ -46,8 +46,8 @@ static void softmax_rows_cpu(const float *z, const int *labels, float *p,
 
 dt_status_t dt_softmax_xent_forward(dt_device_t *dev, const float *logits,
                                     const int *labels, float *probs,
-                                    float *rows, int batch, int k,
-                                    float smoothing, float *loss,
+                                    float *rows, float *host_rows, int batch,
+                                    int k, float smoothing, float *loss,
                                     int *correct)
 {
     int on_gpu = dev->kind == DT_DEVICE_CUDA;
@@ -66,14 +66,16 @@ dt_status_t dt_softmax_xent_forward(dt_device_t *dev, const float *logits,
         return DT_OK;
     float *host = rows;
     if (on_gpu) {
-        host = malloc((size_t)batch * 2 * sizeof *host);
+        host = host_rows ? host_rows
+                         : malloc((size_t)batch * 2 * sizeof *host);
         if (!host)
             return DT_ERR_NOMEM;
         dt_status_t st = dt_device_copy(dev, host, DT_MEM_HOST, rows,
                                         DT_MEM_CUDA,
                                         (size_t)batch * 2 * sizeof *host);
         if (st != DT_OK) {
-            free(host);
+            if (host != host_rows)
+                free(host);
             return st;
         }
     }
@@ -83,7 +85,7 @@ dt_status_t dt_softmax_xent_forward(dt_device_t *dev, const float *logits,
         sum += host[2 * i];
         right += host[2 * i + 1] != 0.0f;
     }
-    if (host != rows)
+    if (host != rows && host != host_rows)
         free(host);
     if (loss)
         *loss = batch > 0 ? (float)(sum / batch) : 0.0f;

@@ -83,6 +83,7 @@ typedef struct dt_trainer {
     double slow_factor;         /* DT_TEST_SLOW_FACTOR                     */
     float *x;                   /* evaluation batch inputs, host           */
     int *y;
+    int xy_pinned;              /* x, y pinned (dt_device_host_alloc)      */
 
     /* progress: where training stands (what checkpoints hold) */
     uint64_t epoch;             /* current epoch, 0-based                  */

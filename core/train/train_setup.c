@@ -340,6 +340,32 @@ dt_status_t dt_trainer_broadcast(dt_trainer_t *t, void *dev_ptr,
     return st;
 }
 
+/* On a GPU: the training batches (the pipeline's buffers) and the
+ * evaluation batch in pinned host memory, so every step's input copy is a
+ * DMA, not a copy out of pageable memory. */
+static dt_status_t pin_batches(dt_trainer_t *t)
+{
+    if (t->dev->mem == DT_MEM_HOST)
+        return DT_OK;
+    DT_CHECK(dt_pipeline_pin(t->pipe, t->dev));
+    float *x;
+    int *y;
+    DT_CHECK(dt_device_host_alloc(t->dev, t->batch * t->train.sample_len *
+                                              sizeof *t->x,
+                                  (void **)&x));
+    if (dt_device_host_alloc(t->dev, t->batch * sizeof *t->y,
+                             (void **)&y) != DT_OK) {
+        dt_device_host_free(t->dev, x);
+        return DT_ERR_NOMEM;
+    }
+    free(t->x);
+    free(t->y);
+    t->x = x;
+    t->y = y;
+    t->xy_pinned = 1;
+    return DT_OK;
+}
+
 static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
 {
     const char *device = "auto", *layers = NULL, *conv = "auto";
@@ -529,6 +555,7 @@ dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg)
                 "test hook)", t->rank, t->slow_factor);
     DT_CHECK(setup_data(cfg, t));
     DT_CHECK(setup_model(cfg, t));
+    DT_CHECK(pin_batches(t));
     if (t->async && t->dev->mem != DT_MEM_HOST) {
         dt_error("[train] mode = async runs on the CPU for now ([train] "
                  "device = cpu): the servers' shards travel from host "
@@ -575,6 +602,12 @@ void dt_trainer_teardown(dt_trainer_t *t)
     if (t->opt_state)
         t->opt->destroy(t->opt_state);
     dt_model_free(t->model);
+    if (t->xy_pinned) {
+        dt_device_host_free(t->dev, t->x);
+        dt_device_host_free(t->dev, t->y);
+        t->x = NULL;
+        t->y = NULL;
+    }
     dt_device_close(t->dev);
     free(t->x);
     free(t->y);
