@@ -1,7 +1,12 @@
 /* nccl_coll.c — NCCL's own allreduce, broadcast, allgather and
  * reduce-scatter. CUDA buffers go to NCCL directly on the caller's stream
- * (or the worker's); host buffers are staged through one device buffer
- * that grows as needed. Each call returns when its result is in place. */
+ * (or the transport's own); the caller orders that stream after the work
+ * that wrote them (the trainer: an event per gradient bucket). Host
+ * buffers are bounced through one pinned host buffer and one device
+ * buffer, both grown geometrically: every copy is queued on the stream and
+ * waited for under the deadline (nccl_sync), so a dead peer cannot hang a
+ * rank inside a copy into pageable memory. Each call returns when its
+ * result is in place. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,8 +56,7 @@ typedef struct call {
 static dt_status_t begin(call_t *k, const char *what)
 {
     nccl_ctx_t *c = k->c;
-    if (c->failed != DT_OK)
-        return c->failed;
+    DT_CHECK(nccl_enter(c));
     if (k->mem == DT_MEM_CUDA) {
         k->dsend = (void *)k->send;
         k->drecv = k->recv;
@@ -60,23 +64,22 @@ static dt_status_t begin(call_t *k, const char *what)
     }
     /* Separate input and output regions: every in-place form works. */
     size_t need = k->sbytes + k->rbytes;
-    if (need > c->stage_len) {
-        if (c->stage)
-            cudaFree(c->stage);
-        c->stage = NULL;
-        c->stage_len = 0;
-        DT_CHECK(nccl_cuda_check(c, cudaMalloc(&c->stage, need),
-                                 "allocating device staging memory"));
-        c->stage_len = need;
-    }
+    DT_CHECK(nccl_grow_device(c, &c->stage, &c->stage_len, need,
+                              "allocating device staging memory"));
+    DT_CHECK(nccl_grow_pinned(c, &c->hstage, &c->hstage_len,
+                              k->sbytes > k->rbytes ? k->sbytes : k->rbytes,
+                              "allocating pinned staging memory"));
     k->dsend = c->stage;
     k->drecv = (char *)c->stage + k->sbytes;
-    if (k->sbytes)
+    if (k->sbytes) {
+        /* The previous call's copies finished (it waited): reuse. */
+        memcpy(c->hstage, k->send, k->sbytes);
         DT_CHECK(nccl_cuda_check(
             c,
-            cudaMemcpyAsync(k->dsend, k->send, k->sbytes,
+            cudaMemcpyAsync(k->dsend, c->hstage, k->sbytes,
                             cudaMemcpyHostToDevice, k->s),
             what));
+    }
     return DT_OK;
 }
 
@@ -88,10 +91,13 @@ static dt_status_t end(call_t *k, ncclResult_t r, const char *what)
     if (k->mem == DT_MEM_HOST && k->rbytes)
         DT_CHECK(nccl_cuda_check(
             c,
-            cudaMemcpyAsync(k->recv, k->drecv, k->rbytes,
+            cudaMemcpyAsync(c->hstage, k->drecv, k->rbytes,
                             cudaMemcpyDeviceToHost, k->s),
             what));
-    return nccl_sync(c, k->s, what);
+    DT_CHECK(nccl_sync(c, k->s, what));
+    if (k->mem == DT_MEM_HOST && k->rbytes)
+        memcpy(k->recv, c->hstage, k->rbytes);
+    return DT_OK;
 }
 
 static call_t call(nccl_ctx_t *c, const void *send, size_t sbytes, void *recv,
@@ -126,16 +132,8 @@ static uint16_t f32_to_bf16(float f)
 
 static dt_status_t grow_device(nccl_ctx_t *c, size_t need)
 {
-    if (need <= c->dhalf_len)
-        return DT_OK;
-    if (c->dhalf)
-        cudaFree(c->dhalf);
-    c->dhalf = NULL;
-    c->dhalf_len = 0;
-    DT_CHECK(nccl_cuda_check(c, cudaMalloc(&c->dhalf, need),
-                             "allocating the bf16 buffer"));
-    c->dhalf_len = need;
-    return DT_OK;
+    return nccl_grow_device(c, &c->dhalf, &c->dhalf_len, need,
+                            "allocating the bf16 buffer");
 }
 
 /* DT_DECLINED: not for bf16 (the caller goes on in float32). */
@@ -147,8 +145,7 @@ static dt_status_t allreduce_bf16(nccl_ctx_t *c, const void *send,
     cudaStream_t s = stream ? (cudaStream_t)stream : c->stream;
     size_t hbytes = count * sizeof(uint16_t);
     ncclRedOp_t no = op == DT_AVG ? ncclAvg : ncclSum;
-    if (c->failed != DT_OK)
-        return c->failed;
+    DT_CHECK(nccl_enter(c));
     if (mem == DT_MEM_CUDA) {
 #ifdef DT_NCCL_KERNELS
         DT_CHECK(grow_device(c, hbytes));
@@ -172,13 +169,13 @@ static dt_status_t allreduce_bf16(nccl_ctx_t *c, const void *send,
         return DT_DECLINED;
 #endif
     }
-    if (hbytes > c->hhalf_len) {
-        uint16_t *p = realloc(c->hhalf, hbytes);
-        if (!p)
-            return DT_ERR_NOMEM;
-        c->hhalf = p;
-        c->hhalf_len = hbytes;
-    }
+    /* Pinned: the copy back is waited for under the deadline. */
+    void *hh = c->hhalf;
+    dt_status_t gst = nccl_grow_pinned(c, &hh, &c->hhalf_len, hbytes,
+                                       "allocating the pinned bf16 buffer");
+    c->hhalf = hh;
+    if (gst != DT_OK)
+        return gst;
     const float *in = send;
     for (size_t i = 0; i < count; i++)
         c->hhalf[i] = f32_to_bf16(in[i]);

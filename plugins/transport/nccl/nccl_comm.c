@@ -9,6 +9,7 @@
  * grace period are the dead or hung ones, named in the error. */
 #include <poll.h>
 #include <sched.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,53 @@ void nccl_nap(int *round)
         nanosleep(&ts, NULL);
     }
     (*round)++;
+}
+
+dt_status_t nccl_enter(nccl_ctx_t *c)
+{
+    if (c->failed != DT_OK)
+        return c->failed;
+    return nccl_cuda_check(c, cudaSetDevice(c->device), "cudaSetDevice");
+}
+
+/* Geometric growth: a buffer is replaced O(log size) times over a job,
+ * not on every call that is a little larger. */
+static size_t grown(size_t have, size_t need)
+{
+    size_t cap = have > 0 ? have : (size_t)1 << 20;
+    while (cap < need)
+        cap *= 2;
+    return cap;
+}
+
+dt_status_t nccl_grow_device(nccl_ctx_t *c, void **buf, size_t *len,
+                             size_t need, const char *what)
+{
+    if (need <= *len && *buf)
+        return DT_OK;
+    size_t cap = grown(*len, need);
+    if (*buf)
+        cudaFree(*buf);
+    *buf = NULL;
+    *len = 0;
+    DT_CHECK(nccl_cuda_check(c, cudaMalloc(buf, cap), what));
+    *len = cap;
+    return DT_OK;
+}
+
+dt_status_t nccl_grow_pinned(nccl_ctx_t *c, void **buf, size_t *len,
+                             size_t need, const char *what)
+{
+    if (need <= *len && *buf)
+        return DT_OK;
+    size_t cap = grown(*len, need);
+    if (*buf)
+        cudaFreeHost(*buf);
+    *buf = NULL;
+    *len = 0;
+    DT_CHECK(nccl_cuda_check(c, cudaMallocHost(buf, cap), what));
+    *len = cap;
+    return DT_OK;
 }
 
 dt_status_t nccl_cuda_check(nccl_ctx_t *c, cudaError_t e, const char *what)
@@ -185,6 +233,24 @@ dt_status_t nccl_comm_open(nccl_ctx_t *c, const dt_transport_args_t *a)
     int64_t n = 0;
     double deadline = dt_clock_now() + c->timeout;
     DT_CHECK(nccl_cuda_check(c, cudaGetDeviceCount(&ndev), "counting GPUs"));
+    /* One GPU per rank: NCCL rejects a communicator with two ranks on one
+     * GPU ("invalid usage"), so say what is wrong before it does. */
+    if (a->local_size > ndev) {
+        char host[256] = "this host";
+        if (gethostname(host, sizeof host - 1) != 0)
+            snprintf(host, sizeof host, "this host");
+        host[sizeof host - 1] = '\0';
+        const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+        dt_error("nccl: rank %d: %d ranks run on host %s but it has only %d "
+                 "GPU%s%s%s%s: NCCL needs a GPU of its own for every rank; "
+                 "start at most %d rank%s per host (dtctl run -n, or more "
+                 "hosts), or use --transport=tcp or ucx",
+                 c->rank, a->local_size, host, ndev, ndev == 1 ? "" : "s",
+                 vis ? " visible (CUDA_VISIBLE_DEVICES=" : "",
+                 vis ? vis : "", vis ? ")" : "", ndev, ndev == 1 ? "" : "s");
+        c->failed = DT_ERR_CONFIG;
+        return DT_ERR_CONFIG;
+    }
     c->device = a->local_rank % (ndev > 0 ? ndev : 1);
     DT_CHECK(nccl_cuda_check(c, cudaSetDevice(c->device), "cudaSetDevice"));
     DT_CHECK(nccl_cuda_check(
@@ -202,10 +268,54 @@ dt_status_t nccl_comm_open(nccl_ctx_t *c, const dt_transport_args_t *a)
     if (r != ncclSuccess && r != ncclInProgress) {
         dt_error("nccl: rank %d: ncclCommInitRankConfig failed: %s",
                  c->rank, ncclGetErrorString(r));
+        c->failed = DT_ERR_IO; /* fini aborts what init left, if anything */
+        if (c->comm) {
+            ncclCommAbort(c->comm);
+            c->comm = NULL;
+        }
         return DT_ERR_IO;
     }
     DT_CHECK(settle(c, "creating the NCCL communicator", "init-stuck"));
     dt_debug("nccl: rank %d of %d on GPU %d (%d present), NCCL %d", c->rank,
              c->size, c->device, ndev, NCCL_VERSION_CODE);
     return DT_OK;
+}
+
+void nccl_comm_close(nccl_ctx_t *c)
+{
+    if (!c->comm)
+        return;
+    cudaSetDevice(c->device);
+    if (c->failed == DT_OK) {
+        /* Finalize flushes the communicator's outstanding work; on the
+         * non-blocking communicator it returns at once, so poll it under
+         * the deadline: a dead peer must not hang the rank here. */
+        ncclResult_t r = ncclCommFinalize(c->comm);
+        double deadline = dt_clock_now() + c->timeout;
+        int round = 0;
+        while (r == ncclInProgress) {
+            if (ncclCommGetAsyncError(c->comm, &r) != ncclSuccess)
+                break;
+            if (r != ncclInProgress)
+                break;
+            if (dt_clock_now() > deadline) {
+                dt_warn("nccl: rank %d: finalizing the communicator made no "
+                        "progress for %.0f s: aborting it", c->rank,
+                        c->timeout);
+                break;
+            }
+            nccl_nap(&round);
+        }
+        if (r == ncclSuccess) {
+            ncclCommDestroy(c->comm);
+            c->comm = NULL;
+            return;
+        }
+        if (r != ncclInProgress)
+            dt_warn("nccl: rank %d: finalizing the communicator failed: %s; "
+                    "aborting it", c->rank, ncclGetErrorString(r));
+    }
+    /* A failed job (or a failed finalize) must not hang here. */
+    ncclCommAbort(c->comm);
+    c->comm = NULL;
 }

@@ -2,27 +2,86 @@
  * and receives in the order they are issued on a stream, so a send posted
  * before its matching receive on the other side would block both ranks;
  * therefore isend/irecv only queue, and the next test or wait issues every
- * queued operation as one NCCL group. Host buffers go through a device
- * buffer per request. Completion is a CUDA event polled with naps. */
+ * queued operation as one NCCL group. Host buffers go through a staging
+ * pair per request (a device buffer and a pinned host bounce buffer,
+ * taken from a free list and given back, never cudaFree'd per request);
+ * a receive lands in the pinned buffer and is copied to the caller's
+ * memory once its event has happened, so no copy into pageable memory can
+ * block inside CUDA. Completion is a CUDA event polled with naps, under
+ * the deadline. */
 #include <stdlib.h>
+#include <string.h>
 
 #include <dt/log.h>
 #include "nccl_tp.h"
 
-static void req_free(dt_request_t *q)
+/* A staging pair of at least len bytes: from the free list, or new. */
+static dt_status_t take_buf(nccl_ctx_t *c, size_t len, nccl_buf_t **out)
+{
+    for (nccl_buf_t **p = &c->free_bufs; *p; p = &(*p)->next)
+        if ((*p)->cap >= len) {
+            *out = *p;
+            *p = (*p)->next;
+            (*out)->next = NULL;
+            return DT_OK;
+        }
+    nccl_buf_t *b = calloc(1, sizeof *b);
+    if (!b)
+        return DT_ERR_NOMEM;
+    size_t cap = 4096;
+    while (cap < len)
+        cap *= 2;
+    b->cap = cap;
+    dt_status_t st = nccl_cuda_check(c, cudaMalloc(&b->dev, cap),
+                                     "allocating device staging memory");
+    if (st == DT_OK)
+        st = nccl_cuda_check(c, cudaMallocHost(&b->host, cap),
+                             "allocating pinned staging memory");
+    if (st != DT_OK) {
+        if (b->dev)
+            cudaFree(b->dev);
+        free(b);
+        return st;
+    }
+    *out = b;
+    return DT_OK;
+}
+
+void nccl_free_bufs(nccl_ctx_t *c)
+{
+    while (c->free_bufs) {
+        nccl_buf_t *b = c->free_bufs;
+        c->free_bufs = b->next;
+        cudaFree(b->dev);
+        cudaFreeHost(b->host);
+        free(b);
+    }
+}
+
+/* The request's staging pair goes back to ctx's free list. */
+static void req_free(nccl_ctx_t *c, dt_request_t *q)
 {
     if (q->done)
         cudaEventDestroy(q->done);
-    if (q->mem == DT_MEM_HOST && q->dev)
-        cudaFree(q->dev);
+    if (q->buf) {
+        q->buf->next = c->free_bufs;
+        c->free_bufs = q->buf;
+    }
     free(q);
+}
+
+/* A finished request: a host receive is copied out of the pinned buffer. */
+static void req_done(nccl_ctx_t *c, dt_request_t *q)
+{
+    if (q->is_recv && q->buf && q->len)
+        memcpy(q->user, q->buf->host, q->len);
+    req_free(c, q);
 }
 
 static dt_status_t post(nccl_ctx_t *c, int is_recv, int peer, void *buf,
                         size_t len, dt_mem_t mem, dt_request_t **out)
 {
-    if (c->failed != DT_OK)
-        return c->failed;
+    DT_CHECK(nccl_enter(c));
     if (peer < 0 || peer >= c->size || peer == c->rank) {
         dt_error("nccl: rank %d: %s with rank %d: not another rank of 0..%d",
                  c->rank, is_recv ? "receive" : "send", peer, c->size - 1);
@@ -37,12 +96,11 @@ static dt_status_t post(nccl_ctx_t *c, int is_recv, int peer, void *buf,
         c, cudaEventCreateWithFlags(&q->done, cudaEventDisableTiming),
         "creating a completion event");
     if (st == DT_OK && mem == DT_MEM_HOST) {
-        q->dev = NULL;
-        st = nccl_cuda_check(c, cudaMalloc(&q->dev, len ? len : 1),
-                             "allocating device staging memory");
+        st = take_buf(c, len ? len : 1, &q->buf);
+        q->dev = st == DT_OK ? q->buf->dev : NULL;
     }
     if (st != DT_OK) {
-        req_free(q);
+        req_free(c, q);
         return st;
     }
     *c->posted_tail = q;
@@ -75,13 +133,18 @@ static dt_status_t launch(nccl_ctx_t *c)
     c->posted = NULL;
     c->posted_tail = &c->posted;
     for (q = list; q; q = q->next)
-        if (!q->is_recv && q->mem == DT_MEM_HOST && q->len)
+        if (!q->is_recv && q->mem == DT_MEM_HOST && q->len) {
+            memcpy(q->buf->host, q->user, q->len);
             DT_CHECK(nccl_cuda_check(
                 c,
-                cudaMemcpyAsync(q->dev, q->user, q->len,
+                cudaMemcpyAsync(q->dev, q->buf->host, q->len,
                                 cudaMemcpyHostToDevice, c->stream),
                 "copying a send to the GPU"));
-    ncclGroupStart();
+        }
+    ncclResult_t gr = ncclGroupStart();
+    if (gr != ncclSuccess)
+        return nccl_give_up(c, "starting a point-to-point group", "stuck",
+                            gr);
     for (q = list; q; q = q->next) {
         ncclResult_t r = q->is_recv ? ncclRecv(q->dev, q->len, ncclInt8,
                                                q->peer, c->comm, c->stream)
@@ -97,7 +160,7 @@ static dt_status_t launch(nccl_ctx_t *c)
         if (q->is_recv && q->mem == DT_MEM_HOST && q->len)
             DT_CHECK(nccl_cuda_check(
                 c,
-                cudaMemcpyAsync(q->user, q->dev, q->len,
+                cudaMemcpyAsync(q->buf->host, q->dev, q->len,
                                 cudaMemcpyDeviceToHost, c->stream),
                 "copying a receive from the GPU"));
         DT_CHECK(nccl_cuda_check(c, cudaEventRecord(q->done, c->stream),
@@ -111,12 +174,24 @@ dt_status_t nccl_test(void *ctx, dt_request_t *req, int *done)
 {
     nccl_ctx_t *c = ctx;
     *done = 0;
+    DT_CHECK(nccl_enter(c));
     DT_CHECK(launch(c));
     cudaError_t e = cudaEventQuery(req->done);
-    if (e == cudaErrorNotReady)
+    if (e == cudaErrorNotReady) {
+        /* Not done: an asynchronous NCCL error ends it (the caller's
+         * test loop bounds the time). */
+        ncclResult_t r = ncclSuccess;
+        ncclCommGetAsyncError(c->comm, &r);
+        if (r != ncclSuccess && r != ncclInProgress)
+            return nccl_give_up(c, "point-to-point", "stuck", r);
         return DT_OK;
+    }
     *done = 1;
-    req_free(req);
+    if (e == cudaSuccess) {
+        req_done(c, req);
+        return DT_OK;
+    }
+    req_free(c, req);
     return nccl_cuda_check(c, e, "point-to-point");
 }
 
@@ -124,7 +199,9 @@ dt_status_t nccl_wait(void *ctx, dt_request_t **reqs, size_t n,
                       int timeout_ms)
 {
     nccl_ctx_t *c = ctx;
-    dt_status_t st = launch(c);
+    dt_status_t st = nccl_enter(c);
+    if (st == DT_OK)
+        st = launch(c);
     double start = dt_clock_now(), last = start;
     int round = 0;
     for (size_t i = 0; i < n && st == DT_OK;) {
@@ -152,8 +229,12 @@ dt_status_t nccl_wait(void *ctx, dt_request_t **reqs, size_t n,
         }
         nccl_nap(&round);
     }
-    for (size_t i = 0; i < n; i++)
-        req_free(reqs[i]);
+    for (size_t i = 0; i < n; i++) {
+        if (st == DT_OK)
+            req_done(c, reqs[i]);
+        else
+            req_free(c, reqs[i]);
+    }
     return st;
 }
 
@@ -162,7 +243,7 @@ void nccl_free_posted(nccl_ctx_t *c)
     while (c->posted) {
         dt_request_t *q = c->posted;
         c->posted = q->next;
-        req_free(q);
+        req_free(c, q);
     }
     c->posted_tail = &c->posted;
 }

@@ -64,17 +64,17 @@ static void nccl_fini(void *ctx)
     nccl_ctx_t *c = ctx;
     if (!c)
         return;
+    if (c->stream) /* only once a device was chosen */
+        cudaSetDevice(c->device);
     nccl_free_posted(c);
-    if (c->comm) {
-        /* A failed job must not hang here: abort instead of destroy. */
-        if (c->failed != DT_OK)
-            ncclCommAbort(c->comm);
-        else
-            ncclCommDestroy(c->comm);
-    }
+    nccl_comm_close(c);
+    nccl_free_bufs(c);
     if (c->dhalf)
         cudaFree(c->dhalf);
-    free(c->hhalf);
+    if (c->hhalf)
+        cudaFreeHost(c->hhalf);
+    if (c->hstage)
+        cudaFreeHost(c->hstage);
     if (c->stage)
         cudaFree(c->stage);
     if (c->stream)

@@ -23,10 +23,20 @@ typedef struct nccl_ctx nccl_ctx_t;
 
 /* A point-to-point operation; posted ones start together (one NCCL group)
  * at the next test or wait, so any order of isend/irecv is safe. */
+/* A device buffer and a pinned host bounce buffer of cap bytes, for a
+ * point-to-point request on host memory; kept in the ctx's free list and
+ * reused (cudaMalloc/cudaFree synchronize the device). */
+typedef struct nccl_buf {
+    void *dev, *host;
+    size_t cap;
+    struct nccl_buf *next;
+} nccl_buf_t;
+
 struct dt_request {
     int is_recv, peer, launched;
     void *user;          /* caller's buffer                               */
     void *dev;           /* device buffer NCCL uses (staging for host)    */
+    nccl_buf_t *buf;     /* host memory: the staging pair (dev, host)     */
     size_t len;
     dt_mem_t mem;
     cudaEvent_t done;    /* recorded after the operation (and its copy)   */
@@ -41,13 +51,20 @@ struct nccl_ctx {
     unsigned long long seq;  /* collectives issued: names a hang's place  */
     ncclComm_t comm;
     cudaStream_t stream;
-    void *stage;             /* device staging for host buffers          */
+    void *stage;             /* device staging for host buffers (grows
+                                geometrically, never per call)           */
     size_t stage_len;
+    void *hstage;            /* pinned bounce for host buffers: copies
+                                device to host land here and are waited
+                                for under the deadline (a copy into
+                                pageable memory blocks inside CUDA)       */
+    size_t hstage_len;
+    nccl_buf_t *free_bufs;   /* p2p staging pairs, reusable              */
     struct dt_request *posted, **posted_tail;
     dt_status_t failed;      /* sticky */
     int bf16;                /* [collectives] compression = bf16         */
     int warned_fp16, warned_cuda; /* said once: fp16 / no kernels        */
-    uint16_t *hhalf;         /* host bf16 image (host buffers)           */
+    uint16_t *hhalf;         /* host bf16 image (host buffers), pinned   */
     size_t hhalf_len;
     void *dhalf;             /* device bf16 buffer                        */
     size_t dhalf_len;
@@ -66,6 +83,19 @@ dt_status_t nccl_apply_env(const dt_config_t *cfg,
 
 /* nccl_comm.c: communicator setup, bounded waits, failure naming. */
 dt_status_t nccl_comm_open(nccl_ctx_t *c, const dt_transport_args_t *a);
+/* Teardown: ncclCommFinalize, polled under the deadline, then
+ * ncclCommDestroy; ncclCommAbort after a failure or on timeout. */
+void nccl_comm_close(nccl_ctx_t *c);
+/* Every entry point that may run on another thread (the trainer's
+ * gradient thread) starts here: cudaSetDevice is per thread, and without
+ * it the calls would run on GPU 0. Returns c->failed or a CUDA error. */
+dt_status_t nccl_enter(nccl_ctx_t *c);
+/* At least need bytes of device memory (grown geometrically), or of
+ * pinned host memory; *buf and *len updated. */
+dt_status_t nccl_grow_device(nccl_ctx_t *c, void **buf, size_t *len,
+                             size_t need, const char *what);
+dt_status_t nccl_grow_pinned(nccl_ctx_t *c, void **buf, size_t *len,
+                             size_t need, const char *what);
 /* Wait for everything on the stream; on error or timeout (seconds of no
  * completion) abort the communicator and name the ranks that stopped. */
 dt_status_t nccl_sync(nccl_ctx_t *c, cudaStream_t s, const char *what);
@@ -101,5 +131,7 @@ dt_status_t nccl_test(void *ctx, dt_request_t *req, int *done);
 dt_status_t nccl_wait(void *ctx, dt_request_t **reqs, size_t n,
                       int timeout_ms);
 void nccl_free_posted(nccl_ctx_t *c);
+/* Frees the p2p staging pairs (fini). */
+void nccl_free_bufs(nccl_ctx_t *c);
 
 #endif /* DT_NCCL_TP_H */
