@@ -16,7 +16,8 @@
  * hand-made "cuda" dt_device_t: with a transport that reads device memory
  * no gradient is copied to the host and every bucket is read only after an
  * event recorded behind its gradients; with a tcp-like one each bucket is
- * copied once, to pinned memory, on a copy stream. Real CUDA copies,
+ * copied once, to pinned memory, on a copy stream. The input pipeline's
+ * batches on such a device come from pinned memory. Real CUDA copies,
  * kernels and the nccl transport are tested on a GPU (test_optimizers_cuda,
  * test_nn_cuda, run_nccl.sh). */
 #include <dlfcn.h>
@@ -35,6 +36,7 @@
 #include <dt/device.h>
 #include <dt/dt.h>
 #include "coll/coll.h"
+#include "data/pipeline.h"
 #include "cuda/backend.h"
 #include "fixtures/standin_cuda.h"
 #include "inproc_transport.h"
@@ -890,6 +892,71 @@ static void test_grad_sync_staged_per_bucket(void **state)
     }
 }
 
+
+/* ---- pinned input batches (dt_pipeline_pin) ---------------------------- */
+
+/* The pipeline's batches on a "cuda" device come from pinned memory (the
+ * stand-in's host_alloc) and hold the same samples as unpinned ones. */
+static void test_pipeline_pinned(void **state)
+{
+    (void)state;
+    enum { NS = 40, C = 1, H = 4, W = 4, B = 6 };
+    dt_dataset_t ds;
+    memset(&ds, 0, sizeof ds);
+    ds.n = NS;
+    ds.channels = C;
+    ds.height = H;
+    ds.width = W;
+    ds.sample_len = C * H * W;
+    ds.nclasses = 10;
+    ds.pixels = malloc(NS * ds.sample_len);
+    ds.labels = malloc(NS);
+    assert_non_null(ds.pixels);
+    assert_non_null(ds.labels);
+    for (size_t i = 0; i < NS * ds.sample_len; i++)
+        ds.pixels[i] = (uint8_t)(i * 37 + 11);
+    for (size_t i = 0; i < NS; i++)
+        ds.labels[i] = (uint8_t)(i % 10);
+    float mean[1] = {0.5f}, sd[1] = {0.25f};
+    assert_int_equal(dt_dataset_set_norm(&ds, mean, 1, sd, 1), DT_OK);
+    char marker;
+    dt_device_t dev = {.kind = DT_DEVICE_CUDA, .mem = DT_MEM_CUDA,
+                       .stream = &marker};
+    dt_pipeline_opts_t o = {.batch = B, .world = 1, .seed = 3,
+                            .end_epoch = 2, .threads = 2, .prefetch = 2};
+    dt_pipeline_t *pin = NULL, *plain = NULL;
+    assert_int_equal(dt_pipeline_new(&ds, &o, &pin), DT_OK);
+    assert_int_equal(dt_pipeline_new(&ds, &o, &plain), DT_OK);
+    assert_int_equal(dt_pipeline_pin(pin, &dev), DT_OK);
+    assert_int_equal(dt_pipeline_seek(pin, 0, 0), DT_OK);
+    assert_int_equal(dt_pipeline_seek(plain, 0, 0), DT_OK);
+    /* Too late once it runs. */
+    dt_device_t dev2 = dev;
+    dt_pipeline_t *late = NULL;
+    assert_int_equal(dt_pipeline_new(&ds, &o, &late), DT_OK);
+    assert_int_equal(dt_pipeline_seek(late, 0, 0), DT_OK);
+    assert_int_equal(dt_pipeline_pin(late, &dev2), DT_ERR_INTERNAL);
+    dt_pipeline_free(late);
+    uint64_t steps = dt_pipeline_steps(pin);
+    for (uint64_t e = 0; e < 2; e++)
+        for (uint64_t st = 0; st < steps; st++) {
+            dt_batch_t a, b;
+            assert_int_equal(dt_pipeline_next(pin, &a, NULL), DT_OK);
+            assert_int_equal(dt_pipeline_next(plain, &b, NULL), DT_OK);
+            assert_true(standin->is_pinned(a.x));
+            assert_true(standin->is_pinned(a.y));
+            assert_false(standin->is_pinned(b.x));
+            assert_int_equal(a.count, b.count);
+            assert_memory_equal(a.x, b.x,
+                                a.count * ds.sample_len * sizeof(float));
+            assert_memory_equal(a.y, b.y, a.count * sizeof(int32_t));
+        }
+    dt_pipeline_free(pin);
+    dt_pipeline_free(plain);
+    free(ds.pixels);
+    free(ds.labels);
+}
+
 /* ---- dt_allreduce_mem in a job of one (no dtctl, no transport) --------- */
 
 static void test_job_of_one(void **state)
@@ -932,6 +999,7 @@ int main(void)
         cmocka_unit_test(test_cap_without_native),
         cmocka_unit_test(test_grad_sync_device_resident),
         cmocka_unit_test(test_grad_sync_staged_per_bucket),
+        cmocka_unit_test(test_pipeline_pinned),
         cmocka_unit_test(test_job_of_one),
     };
     return cmocka_run_group_tests(tests, setup_standin, NULL);
