@@ -104,6 +104,9 @@ run -n 2 -v --set train.batch_size=16 --set train.checkpoint_dir=two \
     job.ini || { cat out; fail "N=2 run"; }
 grep -q "averaged in 2 buckets per step" out ||
     { cat out; fail "8K buckets should split the gradients in two"; }
+# On the CPU the buckets are reduced where they are: no device copy.
+grep -q "averaged in 2 buckets per step, reduced in place in host memory (d2h_grad_copies=0 per step)" out ||
+    { cat out; fail "the first step's debug line should name the host path and 0 d2h copies"; }
 "$compare" one/ckpt-000000000040.dtckpt two/ckpt-000000000040.dtckpt 1e-4 ||
     fail "N=1 batch 32 and N=2 batch 16 differ after 40 steps"
 
