@@ -1,7 +1,7 @@
 #!/bin/sh
 # train_loss_scale.sh — [train] precision and loss scaling (issue 18 part
 # 3) on the CPU, where they can run here: loss scaling is the same code on
-# every device (cuBLAS sscal/sasum on a GPU, loops here).
+# every device (a scale kernel and cuBLAS sasum on a GPU, loops here).
 #  (a) loss_scale = dynamic at the default 65536 trains bit-identically to
 #      no scaling (a power of two scales exactly);
 #  (b) a scale so large that gradients overflow: steps are skipped, the

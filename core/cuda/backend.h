@@ -125,8 +125,6 @@ typedef struct dt_cuda_backend {
     /* ---- Precision and loss scaling (cuBLAS; precision.c). --------- */
     /* DT_PRECISION_*: the math the GEMMs use from now on. */
     dt_status_t (*set_precision)(dt_device_t *dev, int precision);
-    /* x *= alpha, queued on dev->stream. */
-    dt_status_t (*scal)(dt_device_t *dev, float *x, size_t n, float alpha);
     /* *out = sum |x_i| (inf or nan when any element is): waits for it. */
     dt_status_t (*asum)(dt_device_t *dev, const float *x, size_t n,
                         double *out);

@@ -103,7 +103,6 @@ dt_status_t dt_cuda_gemm(dt_device_t *dev, int trans_a, int trans_b, int m,
 
 /* [train] precision and loss scaling (precision.c). */
 dt_status_t dt_cuda_set_precision(dt_device_t *dev, int precision);
-dt_status_t dt_cuda_scal(dt_device_t *dev, float *x, size_t n, float alpha);
 dt_status_t dt_cuda_asum(dt_device_t *dev, const float *x, size_t n,
                          double *out);
 

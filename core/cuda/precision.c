@@ -4,9 +4,10 @@
  *    tensor cores with 16-bit inputs and float32 accumulation
  *    (CUBLAS_COMPUTE_32F_FAST_16BF / _16F); parameters, gradients and
  *    optimizer state stay float32 (the master copy).
- *  - scal / asum: the loss-scaled gradients multiplied back by 1/S and
- *    their sum of magnitudes, whose finiteness says whether any element
- *    overflowed (inf and nan survive the sum): cublasSscal, cublasSasum.
+ *  - asum: the loss-scaled gradients' sum of magnitudes, whose
+ *    finiteness says whether any element overflowed (inf and nan survive
+ *    the sum): cublasSasum. (Dividing them back by S is the backend's
+ *    scale kernel, which grad_sync also queues on its own stream.)
  * One process drives one GPU (one trainer, one cuBLAS handle), so the
  * mode is the module's. */
 #include "config.h"
@@ -34,23 +35,6 @@ cublasComputeType_t dt_cuda_gemm_compute_type(void)
     return precision == DT_PRECISION_BF16   ? CUBLAS_COMPUTE_32F_FAST_16BF
            : precision == DT_PRECISION_FP16 ? CUBLAS_COMPUTE_32F_FAST_16F
                                             : CUBLAS_COMPUTE_32F;
-}
-
-dt_status_t dt_cuda_scal(dt_device_t *dev, float *x, size_t n, float alpha)
-{
-    cublasHandle_t h = (cublasHandle_t)dev->blas;
-    /* cuBLAS counts in int: large vectors go in pieces. */
-    const size_t piece = (size_t)1 << 30;
-    for (size_t at = 0; at < n; at += piece) {
-        int len = (int)(n - at < piece ? n - at : piece);
-        cublasStatus_t st = cublasSscal(h, len, &alpha, x + at, 1);
-        if (st != CUBLAS_STATUS_SUCCESS) {
-            dt_error("cuBLAS sscal of %d floats failed: %s (on %s)", len,
-                     cublasGetStatusString(st), dev->name);
-            return DT_ERR_INTERNAL;
-        }
-    }
-    return DT_OK;
 }
 
 dt_status_t dt_cuda_asum(dt_device_t *dev, const float *x, size_t n,

@@ -48,7 +48,6 @@ __attribute__((visibility("default"))) const dt_cuda_backend_t
         .mem_set = dt_cuda_mem_set,
         .stream_sync = dt_cuda_stream_sync,
         .set_precision = dt_cuda_set_precision,
-        .scal = dt_cuda_scal,
         .asum = dt_cuda_asum,
         /* device-resident step block (end of the table) */
         .set_current = dt_cuda_set_current,

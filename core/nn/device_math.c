@@ -1,5 +1,6 @@
-/* device_math.c — x *= alpha and sum |x| on the cpu or through the CUDA
- * backend's cuBLAS calls (loss scaling: core/train/loss_scale.c). */
+/* device_math.c — sum |x| on the cpu or through the CUDA backend's
+ * cuBLAS sasum, for loss scaling (core/train/loss_scale.c); x *= f is
+ * dt_device_scale (device_step.h). */
 #include "config.h"
 
 #include <math.h>
@@ -11,16 +12,6 @@ static const dt_cuda_backend_t *gpu(const dt_device_t *dev)
 {
     return dev && dev->kind == DT_DEVICE_CUDA ? dt_cuda_backend_loaded()
                                               : NULL;
-}
-
-dt_status_t dt_device_scale(dt_device_t *dev, float *x, size_t n,
-                            float alpha)
-{
-    if (gpu(dev))
-        return gpu(dev)->scal(dev, x, n, alpha);
-    for (size_t i = 0; i < n; i++)
-        x[i] *= alpha;
-    return DT_OK;
 }
 
 dt_status_t dt_device_abs_sum(dt_device_t *dev, const float *x, size_t n,

@@ -1,14 +1,10 @@
-/* device_math.h — the two vector operations loss scaling needs, on the
- * model's device (cpu loops, cuBLAS on CUDA). Internal to libdt. */
+/* device_math.h — the finiteness check loss scaling needs, on the
+ * model's device (a cpu loop, cuBLAS on CUDA). Internal to libdt. */
 #ifndef DT_NN_DEVICE_MATH_H
 #define DT_NN_DEVICE_MATH_H
 
 #include <stddef.h>
 #include <dt/nn.h>
-
-/* x *= alpha (n floats on dev). */
-dt_status_t dt_device_scale(dt_device_t *dev, float *x, size_t n,
-                            float alpha);
 
 /* *out = sum of |x_i| in double: inf or nan when any element is. */
 dt_status_t dt_device_abs_sum(dt_device_t *dev, const float *x, size_t n,

@@ -9,7 +9,6 @@
 #include <time.h>
 
 #include <dt/log.h>
-#include "device_math.h"
 #include "model.h"
 #include "nn/device_step.h"
 
@@ -232,9 +231,8 @@ dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
                                       m->dacts[L], batch, m->nclasses,
                                       m->label_smoothing));
     if (m->loss_scale != 1.0f)
-        DT_CHECK(dt_device_scale(m->dev, m->dacts[L],
-                                 (size_t)batch * (size_t)m->nclasses,
-                                 m->loss_scale));
+        DT_CHECK(dt_device_scale(m->dev, m->dacts[L], m->loss_scale,
+                                 (size_t)batch * (size_t)m->nclasses, NULL));
     prof_add(m, 2 * L + 1, t0);
     /* Below the first layer with parameters nothing needs a gradient: that
      * layer computes no dx (for an MLP the largest of its matrix

@@ -14,6 +14,7 @@
 #include <dt/log.h>
 #include "preempt.h"
 #include "nn/device_math.h"
+#include "nn/device_step.h"
 #include "train.h"
 
 /* After a step: checkpoint_every = N steps, checkpoint_steps, the wall
@@ -73,8 +74,9 @@ static dt_status_t unscale(dt_trainer_t *t)
         return DT_OK;
     }
     return scale == 1.0 ? DT_OK
-                        : dt_device_scale(t->dev, t->grads, t->nparams,
-                                          (float)(1.0 / scale));
+                        : dt_device_scale(t->dev, t->grads,
+                                          (float)(1.0 / scale), t->nparams,
+                                          NULL);
 }
 
 /* One optimizer step on this rank's batch `s` of the epoch; or, when the
