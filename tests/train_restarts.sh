@@ -70,9 +70,16 @@ timeout 300 "$DTCTL" run -n 2 --set train.checkpoint_dir=full job.ini \
 ref=full/ckpt-000000000750.dtckpt
 [ -f $ref ] || { ls full; fail "no final checkpoint"; }
 
+# A step of this model takes ~0.1 ms on a 2-core VM: the 450 steps after
+# the step-300 checkpoint (550 after step 200) are over in ~50 ms, which a
+# loaded machine may well take to run pgrep and kill, and then the signal
+# finds the training done. Rank 1 is slowed 20x in (a) and (b) (the test
+# hook only sleeps: the parameters stay bit-identical to the reference),
+# so that the signals land mid-training however late the shell sends them.
+
 # ---- (a) kill -9 of rank 1 right after the step-300 checkpoint -------------
-"$DTCTL" run -n 2 --max-restarts 1 --metrics m.jsonl \
-    --set train.checkpoint_dir=a job.ini >out.a 2>&1 &
+DT_TEST_SLOW_RANK=1 DT_TEST_SLOW_FACTOR=20 "$DTCTL" run -n 2 --max-restarts 1 \
+    --metrics m.jsonl --set train.checkpoint_dir=a job.ini >out.a 2>&1 &
 dp=$!
 wait_for a/ckpt-000000000300.dtckpt $dp || { cat out.a; fail "(a) no step-300 checkpoint"; }
 w=$(worker_pid $dp 1)
@@ -93,7 +100,8 @@ grep -q '"event":"restart","restarts":1,"max_restarts":1,"exit_code":137,"cause"
 echo "(a) kill -9 + restart: exit 0, parameters bit-identical to the uninterrupted run"
 
 # ---- (b) SIGTERM to dtctl mid-epoch: preempted, resumable ------------------
-"$DTCTL" run -n 2 --set train.checkpoint_dir=b job.ini >out.b 2>&1 &
+DT_TEST_SLOW_RANK=1 DT_TEST_SLOW_FACTOR=20 "$DTCTL" run -n 2 \
+    --set train.checkpoint_dir=b job.ini >out.b 2>&1 &
 dp=$!
 wait_for b/ckpt-000000000200.dtckpt $dp || { cat out.b; fail "(b) no step-200 checkpoint"; }
 kill -TERM $dp
