@@ -112,11 +112,15 @@ stop_test TERM 143
 ok "SIGINT/SIGTERM stop the job"
 
 # --- 4. the job token stays secret ----------------------------------------
-run -vv -n 2 -- sh -c 'echo "$DT_JOB_TOKEN" >"$0.$DT_RANK"; sleep 1' "$T/tok-$MARK" \
-    >"$T/o" 2>"$T/e" &
+# The workers stay until the snapshot is taken (a fixed `sleep 1` let a
+# test shell delayed that long on a loaded machine snapshot an ended job).
+run -vv -n 2 -- sh -c 'echo "$DT_JOB_TOKEN" >"$0.$DT_RANK"
+    i=0; while [ ! -e "$0.release" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done' \
+    "$T/tok-$MARK" >"$T/o" 2>"$T/e" &
 bg=$!
-for i in $(seq 50); do [ -s "$T/tok-$MARK.1" ] && break; sleep 0.1; done
+for i in $(seq 300); do [ -s "$T/tok-$MARK.0" ] && [ -s "$T/tok-$MARK.1" ] && break; sleep 0.1; done
 ps -eo args >"$T/ps"
+: >"$T/tok-$MARK.release"
 wait $bg || fail "token job failed: $(cat "$T/e")"
 tok=$(cat "$T/tok-$MARK.0")
 [ ${#tok} -eq 64 ] || fail "DT_JOB_TOKEN has ${#tok} characters, want 64"
