@@ -54,7 +54,9 @@ export DT_CLUSTER_KILL_GRACE=2s
 # Bounded: a bug must fail the test, never hang it.
 run() { timeout -k 5 120 "$DTCTL" run $TR --launcher=sge "$@"; }
 no_jobs() { [ -z "$(qstat 2>/dev/null)" ]; }
-leftovers() { pgrep -f "$1" >/dev/null 2>&1; }
+# A worker that exec'ed sleep has lost the marker from its argv: its
+# sleep carries this test's PID instead (sleep 100.PID).
+leftovers() { pgrep -f "$1" >/dev/null 2>&1 || pgrep -f "sleep 100\\.$$\$" >/dev/null 2>&1; }
 wait_jobs_gone() { # SGE may need a moment to clean up after qdel
     for i in $(seq 100); do no_jobs && return 0; sleep 0.2; done
     return 1
@@ -98,7 +100,7 @@ if grep -rqs "$tok" "$SGE_ROOT/execd" 2>/dev/null; then fail "the token is in SG
 ok "token not in argv, qstat -j, spool or logs"
 
 # --- 4. a failing rank: its code and host, the others stopped -------------
-run -n 4 -- sh -c 'if [ $DT_RANK = 2 ]; then sleep 1; exit 7; fi; exec sleep 100' "$MARK-fail" \
+run -n 4 -- sh -c 'if [ $DT_RANK = 2 ]; then sleep 1; exit 7; fi; exec sleep "100.$1"' "$MARK-fail" "$$" \
     >"$T/o" 2>"$T/e"; rc=$?
 [ $rc -eq 7 ] || fail "want exit 7 from rank 2, got $rc: $(cat "$T/e")"
 grep -q "rank 2 on $HOST exited with code 7" "$T/e" || fail "error does not name rank 2 and host: $(cat "$T/e")"
@@ -108,7 +110,7 @@ if leftovers "$MARK-fail"; then fail "workers left: $(pgrep -fa "$MARK-fail")"; 
 ok "failure: exit code, rank and host, nothing left"
 
 # --- 5. SIGINT to dtctl qdels the job -------------------------------------
-"$DTCTL" run $TR --launcher=sge -n 3 -- sh -c 'echo up; exec sleep 100' "$MARK-int" >"$T/o" 2>"$T/e" &
+"$DTCTL" run $TR --launcher=sge -n 3 -- sh -c 'echo up; exec sleep "100.$1"' "$MARK-int" "$$" >"$T/o" 2>"$T/e" &
 bg=$!
 for i in $(seq 300); do [ "$(grep -c up "$T/o")" -eq 3 ] && break; sleep 0.1; done
 [ "$(grep -c up "$T/o")" -eq 3 ] || fail "SIGINT test: workers did not start: $(cat "$T/e")"

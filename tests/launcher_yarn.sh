@@ -55,7 +55,9 @@ echo "ResourceManager STAND-IN (not Hadoop) at $RM"
 export DT_LAUNCHER_YARN_RM_URL="$RM" DT_LAUNCHER_YARN_SHARED_DIR="$T/shared"
 export DT_LAUNCHER_YARN_POLL_INTERVAL=100ms DT_CLUSTER_KILL_GRACE=2s
 run() { timeout -k 5 120 "$DTCTL" run $TR --launcher=yarn "$@"; }
-leftovers() { pgrep -f "$1" >/dev/null 2>&1; }
+# A worker that exec'ed sleep has lost the marker from its argv: its
+# sleep carries this test's PID instead (sleep 100.PID).
+leftovers() { pgrep -f "$1" >/dev/null 2>&1 || pgrep -f "sleep 100\\.$$\$" >/dev/null 2>&1; }
 # YARN answers a kill with 202 Accepted and changes state afterwards (the
 # stand-in does the same): wait, bounded, for the state a test expects.
 state_becomes() { # WANT -> 0 once the state is WANT, 1 after ~10 s
@@ -114,7 +116,7 @@ fi
 ok "token not in argv, submission or logs"
 
 # --- 3. failure: code, rank, host; the application killed; nothing left --
-run -n 3 -- sh -c 'if [ $DT_RANK = 1 ]; then sleep 0.5; exit 4; fi; exec sleep 100' "$MARK-fail" \
+run -n 3 -- sh -c 'if [ $DT_RANK = 1 ]; then sleep 0.5; exit 4; fi; exec sleep "100.$1"' "$MARK-fail" "$$" \
     >"$T/o" 2>"$T/e"; rc=$?
 [ $rc -eq 4 ] || fail "want exit 4 from rank 1, got $rc: $(cat "$T/e")"
 grep -q "rank 1 on localhost exited with code 4" "$T/e" || fail "error does not name rank 1 and host: $(cat "$T/e")"
@@ -124,7 +126,7 @@ if leftovers "$MARK-fail"; then fail "containers left: $(pgrep -fa "$MARK-fail")
 ok "failure: exit code, rank and host, application KILLED, nothing left"
 
 # --- 4. SIGINT kills the application ---------------------------------------
-"$DTCTL" run $TR --launcher=yarn -n 2 -- sh -c 'echo up; exec sleep 100' "$MARK-int" >"$T/o" 2>"$T/e" &
+"$DTCTL" run $TR --launcher=yarn -n 2 -- sh -c 'echo up; exec sleep "100.$1"' "$MARK-int" "$$" >"$T/o" 2>"$T/e" &
 bg=$!
 for i in $(seq 300); do [ "$(grep -c up "$T/o")" -eq 2 ] && break; sleep 0.1; done
 [ "$(grep -c up "$T/o")" -eq 2 ] || fail "SIGINT test: containers did not start: $(cat "$T/e")"
