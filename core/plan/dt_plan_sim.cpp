@@ -46,6 +46,12 @@ struct Spec {
     double alpha = 0, gamma = 0, alpha_intra = -1, gamma_intra = -1;
     double bucket = 25e6, small = 256 * 1024, ring = 0, hier = 512 * 1024;
     double forward = 0, optimizer = 0, data_wait = 0;
+    // wire: bytes on the wire per gradient byte (0.5: bf16/fp16
+    // compression, the reduction still in float32); force_ring: the ring
+    // at every size (Horovod's NCCL); cycle > 0: Horovod's fusion loop
+    // instead of grad_sync's buckets (every cycle seconds, the ready
+    // tensors up to `fusion` bytes in one allreduce).
+    double wire = 1, force_ring = 0, cycle = 0, fusion = 64.0 * (1 << 20);
     int batch = 64;
     std::string platform;
     std::vector<Layer> layers; // model order
@@ -98,7 +104,9 @@ static Spec read_spec(const char* path)
             {"bucket", &s.bucket},     {"allreduce_small", &s.small},
             {"allreduce_ring", &s.ring}, {"hier_min", &s.hier},
             {"forward", &s.forward},   {"optimizer", &s.optimizer},
-            {"data_wait", &s.data_wait}};
+            {"data_wait", &s.data_wait}, {"wire", &s.wire},
+            {"force_ring", &s.force_ring}, {"cycle", &s.cycle},
+            {"fusion", &s.fusion}};
         if (k == "hosts")
             s.hosts = (int)x;
         else if (k == "gpus_per_host")
@@ -122,6 +130,10 @@ static Spec read_spec(const char* path)
         s.gamma_intra = s.gamma;
     if (s.max_workers <= 0)
         s.max_workers = s.hosts * s.gpus;
+    if (!(s.wire > 0) || s.wire > 1)
+        die("wire must be in (0, 1]");
+    if (s.cycle < 0 || !(s.fusion > 0))
+        die("cycle must be >= 0 and fusion positive");
     return s;
 }
 
@@ -196,7 +208,7 @@ static double phase(const std::vector<Flow>& flows, double reduced)
     for (auto& f : flows) {
         if (f.bytes > 0)
             cs.push_back(sg4::Comm::sendto_async(g_workers[f.src], g_workers[f.dst],
-                                                 (uint64_t)std::llround(f.bytes)));
+                                                 (uint64_t)std::llround(f.bytes * g.wire)));
         inter = inter || !same_host(f.src, f.dst);
     }
     sg4::Comm::wait_all(cs);
@@ -209,6 +221,8 @@ enum Alg { RD, HALVING, RING };
 
 static Alg choose(int n, double bytes)
 {
+    if (g.force_ring > 0 && n > 1)
+        return RING;
     if (n <= 1 || bytes < g.small)
         return RD;
     double ring = g.ring;
@@ -400,8 +414,70 @@ static void comm_actor(int nb)
     g_done->release();
 }
 
+// Horovod's background loop (horovod/common/operations.cc): every cycle it
+// takes the tensors reported ready since, fuses them up to the fusion
+// buffer (a bigger tensor goes alone) and allreduces them; the next cycle
+// starts when that allreduce is done. Here the backward actor queues every
+// layer's gradient as it is ready.
+static double g_step_t0;
+static void fusion_actor(int nl)
+{
+    int taken = 0;
+    while (taken < nl) {
+        g_ready->acquire();
+        double now = sg4::Engine::get_clock();
+        double ticks = std::ceil((now - g_step_t0) / g.cycle - 1e-12);
+        sg4::this_actor::sleep_until(g_step_t0 + ticks * g.cycle);
+        Bucket b = g_queue.front();
+        g_queue.pop_front();
+        taken++;
+        double bytes = b.bytes;
+        while (!g_queue.empty() && bytes + g_queue.front().bytes <= g.fusion) {
+            g_ready->acquire(); // counted: does not block
+            bytes += g_queue.front().bytes;
+            g_queue.pop_front();
+            taken++;
+        }
+        double t0 = sg4::Engine::get_clock();
+        note_alg(allreduce(g_n, bytes));
+        g_res.comm += sg4::Engine::get_clock() - t0;
+    }
+    g_done->release();
+}
+
+static void step_fusion()
+{
+    int nl = 0;
+    for (auto& l : g.layers)
+        nl += l.bytes > 0;
+    if (g_n <= 1)
+        nl = 0;
+    g_queue.clear();
+    g_ready = sg4::Semaphore::create(0);
+    g_done = sg4::Semaphore::create(0);
+    g_step_t0 = sg4::Engine::get_clock();
+    sg4::Actor::create("fusion", g_workers[0], fusion_actor, nl);
+    sg4::this_actor::sleep_for(g.forward);
+    for (size_t i = g.layers.size(); i-- > 0;) {
+        sg4::this_actor::sleep_for(g.layers[i].bwd);
+        if (nl && g.layers[i].bytes > 0) {
+            g_queue.push_back({g.layers[i].bytes, i, i});
+            g_ready->release();
+        }
+    }
+    g_res.backward_end = sg4::Engine::get_clock();
+    g_done->acquire();
+    g_res.exposed = sg4::Engine::get_clock() - g_res.backward_end;
+    sg4::this_actor::sleep_for(g.optimizer + g.data_wait);
+    g_res.step = sg4::Engine::get_clock();
+}
+
 static void step_actor()
 {
+    if (g.cycle > 0) {
+        step_fusion();
+        return;
+    }
     std::vector<Bucket> tail;
     auto bs = buckets(&tail);
     int nb = g_n > 1 ? (int)bs.size() : 0;
