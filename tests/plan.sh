@@ -123,4 +123,49 @@ i=0; while [ $i -lt 20 ]; do echo "0.001 2000000"; i=$((i + 1)); done >>"$tmp/la
 [ "$(grep -c '  off' "$tmp/out")" -eq 9 ] || fail "--sweep: not 9 sizes with the hierarchy off"
 grep -q "^# fastest: bucket [0-9]*M, hierarchy o[nf]*" "$tmp/out" ||
     fail "--sweep names no fastest setting"
+
+# A model given by its size and one GPU's throughput (no job file): bad
+# values are refused, each with a message naming the option.
+refuse() { # expected-text, then the arguments
+    want=$1; shift
+    if "$DTCTL" plan "$@" --hosts 4 --gpus-per-host 4 --network 25Gbit \
+        --profile "$tmp/none.ini" >"$tmp/out" 2>&1; then
+        fail "accepted: $*"; fi
+    grep -q -- "$want" "$tmp/out" || fail "'$*': no '$want' in the message"
+}
+refuse "--model-params 0" --model-params 0 --samples-per-sec 100
+refuse "--model-params 12MB" --model-params 12MB --samples-per-sec 100
+refuse "--samples-per-sec -3" --model-params 25M --samples-per-sec -3
+refuse "--samples-per-sec fast" --model-params 25M --samples-per-sec fast
+refuse "needs --samples-per-sec" --model-params 25M
+refuse "--model-layers 0" --model-params 25M --samples-per-sec 100 --model-layers 0
+refuse "goes with --model-params" "$job" --model-layers 10
+refuse "one of them" --model-params 25M --samples-per-sec 100 --layer-times "$tmp/layers"
+refuse "one of them" --model-params 25M --samples-per-sec 100 --compute-scale 2
+refuse "--baseline mpi" --model-params 25M --samples-per-sec 100 --baseline mpi
+refuse "--compression zip" --model-params 25M --samples-per-sec 100 --compression zip
+refuse "--hierarchy maybe" --model-params 25M --samples-per-sec 100 --hierarchy maybe
+refuse "--batch 0" --model-params 25M --samples-per-sec 100 --batch 0
+
+# Structure: a bandwidth-bound model (138M parameters, 300 samples/s of
+# batch 64) on 8 hosts x 4 GPUs over 10 Gbit/s: N = 1 takes batch / X;
+# the Horovod-like baseline's efficiency does not rise from N = 8 to 32
+# (more hosts on one network only add ring steps); bf16 on the wire is not
+# slower than float32 at N = 32.
+plan_eff() { # prints "N step(ms) efficiency" rows
+    "$DTCTL" plan --model-params 138M --samples-per-sec 300 --hosts 8 \
+        --gpus-per-host 4 --network 10Gbit --profile "$tmp/none.ini" "$@" \
+        2>"$tmp/err" | awk '/^ +[0-9]/ { sub("%", "", $4); print $1, $2, $4 }'
+}
+plan_eff --baseline horovod >"$tmp/hvd" || fail "dtctl plan --baseline horovod"
+awk '$1 == 1 { ok = ($2 > 213.2 && $2 < 213.4) } END { exit !ok }' "$tmp/hvd" ||
+    fail "N = 1 is not batch / samples-per-sec (213.3 ms): $(cat "$tmp/hvd" "$tmp/err")"
+awk '$1 >= 8 { if (seen && $3 > last + 0.05) bad = 1; last = $3; seen = 1 }
+    END { exit !(seen && !bad) }' "$tmp/hvd" ||
+    fail "Horovod-like efficiency rises with N: $(cat "$tmp/hvd")"
+plan_eff --compression none >"$tmp/fp32" || fail "dtctl plan --compression none"
+plan_eff --compression bf16 >"$tmp/bf16" || fail "dtctl plan --compression bf16"
+f=$(awk '$1 == 32 { print $2 }' "$tmp/fp32"); b=$(awk '$1 == 32 { print $2 }' "$tmp/bf16")
+awk -v f="$f" -v b="$b" 'BEGIN { exit !(f > 0 && b > 0 && b <= f) }' ||
+    fail "bf16 ($b ms) slower than float32 ($f ms) at N = 32"
 echo "ok"

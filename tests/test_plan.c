@@ -140,12 +140,34 @@ static void rates(void **state)
     assert_int_equal(dt_plan_parse_rate("fast", &v), -1);
 }
 
+/* --model-params: plain counts, decimal suffixes; nothing else. */
+static void counts(void **state)
+{
+    (void)state;
+    double v;
+    assert_int_equal(dt_plan_parse_count("138357544", &v), 0);
+    assert_true(v == 138357544.0);
+    assert_int_equal(dt_plan_parse_count("44.7M", &v), 0);
+    assert_true(fabs(v - 44.7e6) < 1);
+    assert_int_equal(dt_plan_parse_count("25.6e6", &v), 0);
+    assert_true(fabs(v - 25.6e6) < 1);
+    assert_int_equal(dt_plan_parse_count("1.5G", &v), 0);
+    assert_true(fabs(v - 1.5e9) < 1);
+    assert_int_equal(dt_plan_parse_count("0", &v), -1);
+    assert_int_equal(dt_plan_parse_count("-5M", &v), -1);
+    assert_int_equal(dt_plan_parse_count("12MB", &v), -1);
+    assert_int_equal(dt_plan_parse_count("many", &v), -1);
+    assert_int_equal(dt_plan_parse_count("0.5", &v), -1);
+    assert_int_equal(dt_plan_parse_count("inf", &v), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fit_exact),        cmocka_unit_test(fit_noisy),
         cmocka_unit_test(fit_ring_only),    cmocka_unit_test(choice_mirrors_dt),
         cmocka_unit_test(parse_bench_table), cmocka_unit_test(rates),
+        cmocka_unit_test(counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,14 +37,16 @@ typedef struct {
     const char *job, *platform, *profile, *layer_times, *spec_out, *input;
     const char *save_layers, *fit;
     const char *net_transport, *intra_transport;
-    int hosts, gpus, max_workers, measure, batch, sweep;
+    const char *baseline, *compression, *hierarchy;
+    int hosts, gpus, max_workers, measure, batch, sweep, model_layers;
     double net_bw, net_lat, intra_bw, intra_lat, compute_scale, data_wait;
+    double model_params, sps;
     uint64_t bucket;
 } plan_args_t;
 
 static int usage(void)
 {
-    fputs("usage: dtctl plan JOB.ini --hosts H [--gpus-per-host G] "
+    fputs("usage: dtctl plan [JOB.ini] --hosts H [--gpus-per-host G] "
           "--network RATE\n"
           "                  [--latency 5us] [--intra RATE] "
           "[--intra-latency 1us] [--platform FILE.xml]\n"
@@ -53,6 +55,12 @@ static int usage(void)
           "                  [--compute-scale X] [--data-wait T] "
           "[--input C,H,W,CLASSES] [--spec FILE]\n"
           "                  [--save-layers FILE] [--sweep]\n"
+          "                  [--model-params N [--model-layers L]] "
+          "[--samples-per-sec X] [--batch B]\n"
+          "                  [--baseline horovod] [--compression "
+          "none|bf16|fp16] [--hierarchy on|off]\n"
+          "       (JOB.ini may be left out with --model-params or "
+          "--layer-times)\n"
           "       dtctl plan --measure [--profile FILE]\n"
           "       dtctl plan --fit NAME N:BENCH_OUTPUT...  (prints a "
           "[transport.NAME] section)\n"
@@ -261,6 +269,27 @@ static int read_layer_times(const char *path, model_prof_t *mp)
     if (!mp->n) {
         dt_error("plan: %s has no layer line", path);
         return -1;
+    }
+    return 0;
+}
+
+/* --model-params N: a model given by its size alone (docs/PLAN.md): N
+ * float32 gradients split evenly into L layers; compute in unit times,
+ * forward 1/3 and backward 2/3 of the step (backward costs about twice
+ * the forward), spread evenly over the layers, no separate optimizer;
+ * --samples-per-sec then scales the whole to batch / X. */
+static int synthetic_model(double params, int layers, model_prof_t *mp)
+{
+    mp->n = (size_t)layers;
+    mp->bwd = malloc(mp->n * sizeof *mp->bwd);
+    mp->bytes = malloc(mp->n * sizeof *mp->bytes);
+    if (!mp->bwd || !mp->bytes)
+        return -1;
+    mp->forward = 1.0 / 3;
+    mp->optimizer = 0;
+    for (size_t i = 0; i < mp->n; i++) {
+        mp->bwd[i] = 2.0 / 3 / layers;
+        mp->bytes[i] = params * sizeof(float) / layers;
     }
     return 0;
 }
@@ -484,13 +513,73 @@ int dt_cmd_plan(int argc, char **argv)
         {"layer-times", 1, 0, 'T'},   {"compute-scale", 1, 0, 'S'},
         {"data-wait", 1, 0, 'D'},     {"input", 1, 0, 'i'},
         {"spec", 1, 0, 'o'},          {"save-layers", 1, 0, 'W'},
-        {"fit", 1, 0, 'F'},           {"sweep", 0, 0, 'w'},           {"net-transport", 1, 0, 'X'},          {"measure", 0, 0, 'm'},
+        {"fit", 1, 0, 'F'},           {"sweep", 0, 0, 'w'},
+        {"net-transport", 1, 0, 'X'}, {"measure", 0, 0, 'm'},
+        {"model-params", 1, 0, 'a'},  {"model-layers", 1, 0, 'l'},
+        {"samples-per-sec", 1, 0, 'x'}, {"batch", 1, 0, 'b'},
+        {"baseline", 1, 0, 'z'},      {"compression", 1, 0, 'c'},
+        {"hierarchy", 1, 0, 'y'},
         {"help", 0, 0, 'h'},          {0, 0, 0, 0}};
-    int c;
+    int c, li = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "", opts, &li)) != -1) {
         char *end = NULL;
         switch (c) {
+        case 'a':
+            if (dt_plan_parse_count(optarg, &a.model_params)) {
+                dt_error("plan: --model-params %s: a parameter count like "
+                         "138357544 or 44.7M", optarg);
+                return 2;
+            }
+            break;
+        case 'l':
+            a.model_layers = (int)strtol(optarg, &end, 10);
+            if (*end || a.model_layers < 1 || a.model_layers > 100000) {
+                dt_error("plan: --model-layers %s: 1 to 100000", optarg);
+                return 2;
+            }
+            break;
+        case 'x':
+            a.sps = strtod(optarg, &end);
+            if (*end || !(a.sps > 0) || !isfinite(a.sps)) {
+                dt_error("plan: --samples-per-sec %s: one GPU's positive "
+                         "training throughput, e.g. 142", optarg);
+                return 2;
+            }
+            break;
+        case 'b':
+            a.batch = (int)strtol(optarg, &end, 10);
+            if (*end || a.batch < 1) {
+                dt_error("plan: --batch %s: a positive per-worker batch",
+                         optarg);
+                return 2;
+            }
+            break;
+        case 'z':
+            if (strcmp(optarg, "horovod") && strcmp(optarg, "dt")) {
+                dt_error("plan: --baseline %s: horovod (ring of fused "
+                         "64 MB buffers every 5 ms, no hierarchy) or dt",
+                         optarg);
+                return 2;
+            }
+            a.baseline = optarg;
+            break;
+        case 'c':
+            if (strcmp(optarg, "none") && strcmp(optarg, "bf16") &&
+                strcmp(optarg, "fp16")) {
+                dt_error("plan: --compression %s: none, bf16 or fp16",
+                         optarg);
+                return 2;
+            }
+            a.compression = optarg;
+            break;
+        case 'y':
+            if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+                dt_error("plan: --hierarchy %s: on or off", optarg);
+                return 2;
+            }
+            a.hierarchy = optarg;
+            break;
         case 'H': a.hosts = (int)strtol(optarg, &end, 10); break;
         case 'G': a.gpus = (int)strtol(optarg, &end, 10); break;
         case 'M': a.max_workers = (int)strtol(optarg, &end, 10); break;
@@ -539,7 +628,7 @@ int dt_cmd_plan(int argc, char **argv)
         default: return usage();
         }
         if (end && *end) {
-            dt_error("plan: --%s %s: not a number", opts[0].name, optarg);
+            dt_error("plan: --%s %s: not a number", opts[li].name, optarg);
             return 2;
         }
     }
@@ -547,9 +636,31 @@ int dt_cmd_plan(int argc, char **argv)
         return optind == argc ? measure_profile(a.profile) : usage();
     if (a.fit)
         return fit_files(a.fit, argc - optind, argv + optind);
-    if (optind != argc - 1)
+    if (optind == argc && (a.model_params > 0 || a.layer_times))
+        a.job = NULL; /* the model is given: dt's defaults for the rest */
+    else if (optind != argc - 1)
         return usage();
-    a.job = argv[optind];
+    else
+        a.job = argv[optind];
+    if (a.model_params > 0 && a.layer_times) {
+        dt_error("plan: --model-params and --layer-times both give the "
+                 "model: one of them");
+        return 2;
+    }
+    if (a.model_params > 0 && !(a.sps > 0)) {
+        dt_error("plan: --model-params needs --samples-per-sec (one GPU's "
+                 "training throughput at the batch)");
+        return 2;
+    }
+    if (a.model_layers && !(a.model_params > 0)) {
+        dt_error("plan: --model-layers goes with --model-params");
+        return 2;
+    }
+    if (a.sps > 0 && a.compute_scale != 1) {
+        dt_error("plan: --samples-per-sec and --compute-scale both set the "
+                 "compute: one of them");
+        return 2;
+    }
 
     char sim[4200];
     dt_cli_worker_program("core", SIM, sim, sizeof sim);
@@ -584,7 +695,7 @@ int dt_cmd_plan(int argc, char **argv)
 
     dt_config_t *cfg = NULL;
     if (dt_config_new(&cfg) != DT_OK ||
-        dt_config_load_file(cfg, a.job, DT_SRC_JOB_FILE) != DT_OK) {
+        (a.job && dt_config_load_file(cfg, a.job, DT_SRC_JOB_FILE) != DT_OK)) {
         dt_config_free(cfg);
         return 1;
     }
@@ -603,16 +714,32 @@ int dt_cmd_plan(int argc, char **argv)
     }
     if (a.bucket)
         bucket = a.bucket;
+    if (a.batch)
+        batch = a.batch;
+    int horovod = a.baseline && !strcmp(a.baseline, "horovod");
+    const char *comp = a.compression ? a.compression
+                       : horovod     ? "none"
+                                     : dt_config_get(cfg, "collectives",
+                                                     "compression");
+    double wire = comp && strcmp(comp, "none") ? 0.5 : 1;
+    char comp_name[16];
+    snprintf(comp_name, sizeof comp_name, "%s", comp ? comp : "none");
     model_prof_t mp = {0};
     int d[4];
-    if (a.layer_times) {
+    if (a.model_params > 0) {
+        if (synthetic_model(a.model_params,
+                            a.model_layers ? a.model_layers : 50, &mp)) {
+            dt_config_free(cfg);
+            return 1;
+        }
+    } else if (a.layer_times) {
         if (read_layer_times(a.layer_times, &mp) != 0) {
             dt_config_free(cfg);
             return 1;
         }
     } else if (!layers || !*layers) {
-        dt_error("plan: %s has no [model] layers (or give --layer-times)",
-                 a.job);
+        dt_error("plan: %s has no [model] layers (or give --layer-times "
+                 "or --model-params)", a.job);
         dt_config_free(cfg);
         return 1;
     } else if (input_dims(cfg, a.input, d) != 0 ||
@@ -621,6 +748,17 @@ int dt_cmd_plan(int argc, char **argv)
         return 1;
     }
     dt_config_free(cfg);
+    if (a.sps > 0) { /* one worker's step = batch / X */
+        double tot = mp.forward + mp.optimizer;
+        for (size_t i = 0; i < mp.n; i++)
+            tot += mp.bwd[i];
+        if (!(tot > 0)) {
+            dt_error("plan: --samples-per-sec: the model has no compute "
+                     "time to scale");
+            return 1;
+        }
+        a.compute_scale = (double)batch / a.sps / tot;
+    }
     if (a.save_layers) { /* measured once, planned many times */
         FILE *w = fopen(a.save_layers, "w");
         if (!w) {
@@ -671,7 +809,8 @@ int dt_cmd_plan(int argc, char **argv)
                "bucket = %llu\nallreduce_small = %llu\nallreduce_ring = %llu\n"
                "hier_min = %llu\nbatch = %lld\nforward = %.9g\n"
                "optimizer = %.9g\ndata_wait = %.9g\n",
-            a.job, a.hosts, a.gpus, a.max_workers, a.net_bw, a.net_lat,
+            a.job ? a.job : "(no job file)", a.hosts, a.gpus,
+            a.max_workers, a.net_bw, a.net_lat,
             a.intra_bw, a.intra_lat, net.alpha, net.gamma, intra.alpha,
             intra.gamma, (unsigned long long)bucket,
             (unsigned long long)small, (unsigned long long)ring,
@@ -679,6 +818,12 @@ int dt_cmd_plan(int argc, char **argv)
             mp.optimizer * a.compute_scale, a.data_wait);
     if (a.platform)
         fprintf(f, "platform = %s\n", a.platform);
+    fprintf(f, "wire = %g\n", wire);
+    if (horovod) /* NCCL's flat ring, Tensor Fusion's 64 MB, 5 ms cycle */
+        fprintf(f, "force_ring = 1\ncycle = 0.005\nfusion = %llu\n",
+                a.bucket ? (unsigned long long)a.bucket : 64ULL << 20);
+    if (horovod || (a.hierarchy && !strcmp(a.hierarchy, "off")))
+        fprintf(f, "hier_min = 4e18\n");
     /* The spec lists layers in model order; measured in ready order. */
     for (size_t i = mp.n; i-- > 0;)
         fprintf(f, "layer = %.9g %.0f\n", mp.bwd[i] * a.compute_scale,
@@ -688,8 +833,16 @@ int dt_cmd_plan(int argc, char **argv)
     free(mp.bytes);
     printf("# plan %s: %d host(s) x %d GPU(s), network %.3g Gbit/s %.3g us, "
            "intra %.3g GB/s, bucket %llu, per-worker batch %lld\n",
-           a.job, a.hosts, a.gpus, a.net_bw * 8e-9, a.net_lat * 1e6,
-           a.intra_bw * 1e-9, (unsigned long long)bucket, batch);
+           a.job ? a.job : "(no job file)", a.hosts, a.gpus,
+           a.net_bw * 8e-9, a.net_lat * 1e6, a.intra_bw * 1e-9,
+           (unsigned long long)bucket, batch);
+    printf("# %s: %s allreduce, hierarchy %s, wire %s%s\n",
+           horovod ? "Horovod-like baseline" : "dt",
+           horovod ? "ring (NCCL)" : "dt's choice of",
+           horovod || (a.hierarchy && !strcmp(a.hierarchy, "off")) ? "off"
+                                                                    : "on",
+           wire < 1 ? comp_name : "float32",
+           horovod ? ", tensor fusion every 5 ms" : "");
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {

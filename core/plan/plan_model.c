@@ -238,3 +238,24 @@ int dt_plan_parse_rate(const char *s, double *out)
         return -1;
     return 0;
 }
+
+/* "138357544", "138.4M", "44.7M", "25.6e6", "1.5G": a positive count
+ * (decimal k, M, G suffixes: parameters, not bytes). */
+int dt_plan_parse_count(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || !(v > 0) || !isfinite(v))
+        return -1;
+    if (*end == 'k' || *end == 'K')
+        v *= 1e3, end++;
+    else if (*end == 'M')
+        v *= 1e6, end++;
+    else if (*end == 'G')
+        v *= 1e9, end++;
+    if (*end || v < 1)
+        return -1;
+    *out = v;
+    return 0;
+}

@@ -56,4 +56,7 @@ size_t dt_plan_parse_bench(FILE *f, int n, const dt_plan_thresholds_t *t,
  * Returns 0, or -1 (not a positive rate with a unit). */
 int dt_plan_parse_rate(const char *s, double *out);
 
+/* A parameter count: 138357544, 138.4M, 25.6e6 (decimal k/M/G). 0 or -1. */
+int dt_plan_parse_count(const char *s, double *out);
+
 #endif
