@@ -146,6 +146,7 @@ refuse "--baseline mpi" --model-params 25M --samples-per-sec 100 --baseline mpi
 refuse "--compression zip" --model-params 25M --samples-per-sec 100 --compression zip
 refuse "--hierarchy maybe" --model-params 25M --samples-per-sec 100 --hierarchy maybe
 refuse "--batch 0" --model-params 25M --samples-per-sec 100 --batch 0
+refuse "leave out --baseline horovod" --model-params 25M --samples-per-sec 100 --baseline horovod --sweep
 
 # Structure: a bandwidth-bound model (138M parameters, 300 samples/s of
 # batch 64) on 8 hosts x 4 GPUs over 10 Gbit/s: N = 1 takes batch / X;

@@ -656,6 +656,11 @@ int dt_cmd_plan(int argc, char **argv)
         dt_error("plan: --model-layers goes with --model-params");
         return 2;
     }
+    if (a.sweep && a.baseline && !strcmp(a.baseline, "horovod")) {
+        dt_error("plan: --sweep varies dt's buckets and hierarchy, not "
+                 "Horovod's fusion: leave out --baseline horovod");
+        return 2;
+    }
     if (a.sps > 0 && a.compute_scale != 1) {
         dt_error("plan: --samples-per-sec and --compute-scale both set the "
                  "compute: one of them");
