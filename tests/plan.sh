@@ -65,6 +65,16 @@ for case in "2 1048576" "8 67108864" "16 4096" "64 104857600"; do
         "$tmp/out" || fail "ring N=$1 n=$2 is off the closed form by 2% or more"
 done
 
+# 16-bit compression: half the bytes on the wire, the closed form's
+# bandwidth term halved (the reduction still per float32 element).
+cp "$tmp/switch.spec" "$tmp/wire.spec"; echo "wire = 0.5" >>"$tmp/wire.spec"
+"$sim" --ring 16 67108864 "$tmp/wire.spec" >"$tmp/out" 2>"$tmp/err" ||
+    fail "dt-plan-sim --ring (wire 0.5): $(cat "$tmp/err")"
+awk "$closer" "$tmp/out" || fail "the bf16 ring is off its closed form by 2% or more"
+"$sim" --ring 16 67108864 "$tmp/switch.spec" >"$tmp/out32" 2>"$tmp/err" || fail "ring"
+awk 'NR == FNR { f = $2; next } { exit !($2 < 0.7 * f) }' "$tmp/out32" "$tmp/out" ||
+    fail "wire 0.5 does not cut a 64 MB ring under 0.7 of float32 (0.62 expected: bandwidth halved, gamma kept)"
+
 # The ring inside one host of 4 GPUs: the intra links' closed form.
 sed 's/^hosts = 64/hosts = 1/; s/^gpus_per_host = 1/gpus_per_host = 4/' \
     "$tmp/switch.spec" >"$tmp/intra.spec"

@@ -573,7 +573,7 @@ int main(int argc, char** argv)
         // closed form: per step 2 link latencies + alpha, the block over the link
         double n = ring_n, lat = g.gpus > 1 ? g.intra_lat : g.net_lat,
                bw = g.gpus > 1 ? g.intra_bw : g.net_bw;
-        double cf = 2 * (n - 1) * (g.alpha + lat) + 2 * (n - 1) / n * ring_bytes / bw +
+        double cf = 2 * (n - 1) * (g.alpha + lat) + 2 * (n - 1) / n * ring_bytes * g.wire / bw +
                     (n - 1) / n * ring_bytes * g.gamma;
         std::printf("simulated %.9f closed_form %.9f\n", g_ring_time, cf);
         return 0;
