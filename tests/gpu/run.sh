@@ -209,6 +209,20 @@ else
     row plugins "$([ $gpus -gt 0 ] && echo FAIL || echo 'SKIP(no GPU)')" "nccl unavailable" "$(echo "$nccl_line" | cut -c1-90)"
 fi
 
+# ---- 3b. dt-train --gpus: what dtctl check reports of a host -------------------
+run_step gpus_inventory 30 "${DTENV[@]}" "$G/bin/dt-train" --gpus
+inv_gpus=$(grep -c '^gpu ' "$L/gpus_inventory.log")
+inv_line="$(grep -m1 '^gpu 0 ' "$L/gpus_inventory.log" | cut -d' ' -f3-) $(grep -m1 '^driver ' "$L/gpus_inventory.log") $(grep '^lib ' "$L/gpus_inventory.log" | cut -d' ' -f2- | tr '\n' ' ')"
+if [ $RC -ne 0 ]; then
+    row gpus_inventory FAIL "exit $RC" "dt-train --gpus"
+elif [ "$inv_gpus" -eq "$gpus" ] && [ "$gpus" -gt 0 ]; then
+    row gpus_inventory PASS "$inv_gpus GPU" "$(echo "$inv_line" | cut -c1-110)"
+elif [ "$gpus" -eq 0 ]; then
+    row gpus_inventory "SKIP(no GPU)" "$inv_gpus GPU" "$(grep -m1 '^none ' "$L/gpus_inventory.log" | cut -c1-90)"
+else
+    row gpus_inventory FAIL "$inv_gpus GPU, nvidia-smi $gpus" "$(echo "$inv_line" | cut -c1-90)"
+fi
+
 # ---- 4. unit tests ----------------------------------------------------------------
 # They skip themselves (exit 77) without a GPU: in a dry run they still
 # load (libdt, cmocka, the backend) and say so.
@@ -300,6 +314,48 @@ train() { # MODEL
 }
 train mlp
 train cnn
+
+# ---- 5b. precision = bf16 (tensor-core GEMMs, fp32 master copy) on the CNN:
+# within 0.3 pt of fp32 is the target; the floor here is fp32's floor.
+bf16() {
+    local log="$L/train_cnn_bf16.log"
+    if [ $gpus -eq 0 ]; then row train_cnn_bf16 "SKIP(no GPU)" "" "bf16 is refused on the CPU (tests/train_loss_scale.sh)"; return; fi
+    run_step train_cnn_bf16 150 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 1 "$G/conf/fashion-mnist-cnn.ini" \
+        --set train.device=cuda --set train.epochs=2 --set train.precision=bf16 \
+        --set data.path="$G/data/fashion-mnist"
+    local acc; acc=$(grep -o 'final test accuracy: [0-9.]*' "$log" | awk '{print $4}' | tail -1)
+    local sps; sps=$(grep 'test_accuracy' "$log" | grep -o '[0-9]* samples/s' | tail -1 | awk '{print $1}')
+    if [ $RC -eq -1 ]; then row train_cnn_bf16 "SKIP(time)" "" ""; return; fi
+    if [ $RC -ne 0 ]; then
+        row train_cnn_bf16 FAIL "exit $RC" "$(grep -m1 -i -E 'error|fail' "$log" | cut -c1-80)"
+    elif awk -v a="${acc:-0}" -v f="${FLOOR[cnn]}" 'BEGIN {exit !(a >= f)}'; then
+        row train_cnn_bf16 PASS "acc ${acc}% (fp32 ${DTACC[cnn]:-?})" "${sps} samples/s (fp32 ${DTSPS[cnn]:-?})"
+    else
+        row train_cnn_bf16 FAIL "acc ${acc:-?}% < ${FLOOR[cnn]}" "${sps} samples/s"
+    fi
+}
+bf16
+
+# ---- 5c. the trainer at N = 2 over tcp on one GPU: grad_sync's staged path
+# (a copy stream, one pinned copy per bucket, events) on a real device; the
+# first step's debug line says the path and the device-to-host copies.
+tcp2() {
+    local log="$L/train_mlp_tcp2.log"
+    if [ $gpus -eq 0 ]; then row train_mlp_tcp2 "SKIP(no GPU)" "" "staged path: test_device_standin"; return; fi
+    run_step train_mlp_tcp2 120 "${DTENV[@]}" DT_LOG_LEVEL=debug "$DTCTL" --transport=tcp run -n 2 \
+        "$G/conf/fashion-mnist-mlp.ini" --set train.device=cuda --set train.epochs=2 \
+        --set data.path="$G/data/fashion-mnist"
+    local acc; acc=$(grep -o 'final test accuracy: [0-9.]*' "$log" | awk '{print $4}' | tail -1)
+    local path; path=$(grep -m1 -o 'd2h_grad_copies=[0-9]*' "$log")
+    if [ $RC -ne 0 ]; then
+        row train_mlp_tcp2 FAIL "exit $RC" "$(grep -m1 -i -E 'error|fail' "$log" | cut -c1-80)"
+    elif awk -v a="${acc:-0}" -v f="${FLOOR[mlp]}" 'BEGIN {exit !(a >= f)}'; then
+        row train_mlp_tcp2 PASS "acc ${acc}%" "${path:-no debug line}; $(grep -m1 -o 'averaged in [0-9]* bucket[s]*' "$log")"
+    else
+        row train_mlp_tcp2 FAIL "acc ${acc:-?}% < ${FLOOR[mlp]}" "${path}"
+    fi
+}
+tcp2
 
 # ---- 6. 2 ranks over tcp on CUDA buffers (one GPU shared) -------------------------
 run_step tcp_cuda_mem 90 "${DTENV[@]}" "$DTCTL" --transport=tcp run -n 2 -- "$G/tests/allreduce_mem"
