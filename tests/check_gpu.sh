@@ -29,6 +29,10 @@ if LD_LIBRARY_PATH=/nonexistent "$trainer" --gpus >"$tmp/none" 2>&1 &&
     "$DTCTL" check >"$tmp/c1" 2>&1 || { cat "$tmp/c1"; fail "a cpu job failed dtctl check"; }
     grep -q "gpu  *skip  *no GPU (no NVIDIA driver" "$tmp/c1" ||
         { cat "$tmp/c1"; fail "no gpu skip row"; }
+    LD_LIBRARY_PATH=/nonexistent "$DTCTL" --nproc-per-node gpu run -- true >"$tmp/n0" 2>&1 &&
+        fail "--nproc-per-node gpu started workers without a GPU"
+    grep -q "error: --nproc-per-node gpu: no GPU here (no NVIDIA driver" "$tmp/n0" ||
+        { cat "$tmp/n0"; fail "--nproc-per-node gpu without a GPU not explained"; }
     echo "no driver: named; device = cuda refused, a cpu job passes"
 fi
 
@@ -43,6 +47,19 @@ grep -q '^driver [^ ]* cuda 13.0$' "$tmp/two" || fail "driver line"
 DT_STANDIN_GPUS=fail "$trainer" --gpus >"$tmp/nodev" 2>&1
 grep -q '^none the NVIDIA driver reports no usable GPU: no CUDA-capable device is detected (CUDA driver error 100)$' "$tmp/nodev" ||
     { cat "$tmp/nodev"; fail "cuInit's error not reported"; }
+
+# -n counts GPUs: --nproc-per-node gpu (torchrun's spelling) starts one
+# worker per GPU of this machine; a host list must give its slots.
+DT_STANDIN_GPUS=3 "$DTCTL" --nproc-per-node gpu run -- sh -c 'echo "ws=$WORLD_SIZE"' >"$tmp/n3" 2>&1 ||
+    { cat "$tmp/n3"; fail "--nproc-per-node gpu with 3 GPUs"; }
+[ "$(grep -c 'ws=3$' "$tmp/n3")" = 3 ] || { cat "$tmp/n3"; fail "--nproc-per-node gpu did not start 3 workers of 3"; }
+grep -q "info: --nproc-per-node gpu: 3 GPUs here (Stand-in GPU A): 3 workers" "$tmp/n3" ||
+    { cat "$tmp/n3"; fail "no line saying how many GPUs were counted"; }
+"$DTCTL" --nproc-per-node gpu -H localhost:2 run -- true >"$tmp/n4" 2>&1 &&
+    fail "--nproc-per-node gpu with a host list accepted"
+grep -q "counts this machine's GPUs; with a host list give each host's slots" "$tmp/n4" ||
+    { cat "$tmp/n4"; fail "--nproc-per-node gpu with -H not explained"; }
+echo "--nproc-per-node gpu: 3 workers on 3 (stand-in) GPUs; refused without a GPU and with -H"
 
 # nccl: one rank per GPU. 4 ranks on a host with 2 GPUs: refused.
 "$DTCTL" -H localhost:4 --transport=nccl check >"$tmp/c2" 2>&1 &&

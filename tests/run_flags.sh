@@ -87,7 +87,7 @@ want="option '--node-rank' has no dtctl equivalent: .*-H node1:N,node2:N"; refus
 want="option '--rdzv-endpoint' has no dtctl equivalent"; refused --rdzv-endpoint h:1
 want="option '--mpi' has no dtctl equivalent: use --launcher=mpi"; refused --mpi
 want="-n 2 and --nproc-per-node 3 disagree"; refused -n 2 --nproc-per-node 3
-want="--nproc-per-node wants a positive number, got 'gpu'"; refused --nproc-per-node gpu
+want="--nproc-per-node wants a positive number or gpu, got 'two'"; refused --nproc-per-node two
 # An unknown option: the nearest one, when one is near.
 want="unknown option '--trasnport'; did you mean '--transport'?"; refused --trasnport tcp
 want="unknown option '--max-restrats'; did you mean '--max-restarts'?"; refused --max-restrats=2

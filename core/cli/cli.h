@@ -5,6 +5,10 @@
 #include <dt/config.h>
 #include <dt/hosts.h>
 
+/* --nproc-per-node gpu (torchrun's spelling): one worker per GPU of this
+ * machine, counted when the host list is known (config_setup.c). */
+#define DT_NPROC_GPU (-2)
+
 typedef struct dt_cli {
     int np;                 /* -n, -1 when not given                      */
     const char *hosts;      /* -H h1:2,h2:4                               */
@@ -31,7 +35,8 @@ typedef struct dt_cli {
     const char *max_restarts; /* dtctl run --max-restarts K                 */
     const char *min_np;       /* dtctl run --min-np M                       */
     const char *max_np;       /* dtctl run --max-np N                       */
-    int nproc_per_node;       /* --nproc-per-node N (torchrun), 0: not given */
+    int nproc_per_node;       /* --nproc-per-node N (torchrun), 0: not given,
+                                 DT_NPROC_GPU: "gpu", one per GPU here    */
     int nnodes;               /* --nnodes K (torchrun), 0: not given        */
     const char *interface;    /* --network-interface(s) (horovodrun)        */
 } dt_cli_t;

@@ -10,6 +10,7 @@
 #include <dt/hosts.h>
 #include <dt/log.h>
 #include "cli.h"
+#include "nn/gpu_inventory.h"
 #include "plugin/plugin_loader.h"
 
 #define DEFAULT_CLUSTER_FILE "conf/cluster.ini"
@@ -127,13 +128,40 @@ static void add_selected_plugin_schemas(dt_config_t *cfg)
  * known: on one host (no host list) N is the number of workers; with
  * -H/--hostfile/[cluster] hosts every host gets N slots and the job N per
  * host (unless -n says otherwise); K must be the number of hosts. */
-static dt_status_t apply_per_node(const dt_cli_t *cli, dt_config_t *cfg)
+static dt_status_t apply_per_node(const dt_cli_t *cli_in, dt_config_t *cfg)
 {
-    if (cli->nproc_per_node <= 0 && cli->nnodes <= 0)
+    if (cli_in->nproc_per_node <= 0 && cli_in->nproc_per_node != DT_NPROC_GPU &&
+        cli_in->nnodes <= 0)
         return DT_OK;
     const char *spec = dt_config_get(cfg, "cluster", "hosts");
     const char *file = dt_config_get(cfg, "cluster", "hostfile");
     int listed = (spec && *spec) || (file && *file);
+    dt_cli_t gpu_cli;
+    const dt_cli_t *cli = cli_in;
+    if (cli_in->nproc_per_node == DT_NPROC_GPU) {
+        /* Counted here, on this machine: the hosts of a list may differ
+         * (dtctl check shows each host's GPUs). */
+        if (listed) {
+            dt_error("--nproc-per-node gpu counts this machine's GPUs; with "
+                     "a host list give each host's slots (-H host:GPUS or "
+                     "the hostfile's slots=; `dtctl check` lists each "
+                     "host's GPUs)");
+            return DT_ERR_CONFIG;
+        }
+        dt_gpu_inventory_t inv;
+        dt_gpu_inventory(&inv);
+        if (inv.count == 0) {
+            dt_error("--nproc-per-node gpu: no GPU here (%s); give a number "
+                     "of workers instead", inv.why);
+            return DT_ERR_CONFIG;
+        }
+        dt_info("--nproc-per-node gpu: %d GPU%s here (%s): %d worker%s",
+                inv.count, inv.count == 1 ? "" : "s", inv.gpu[0].name,
+                inv.count, inv.count == 1 ? "" : "s");
+        gpu_cli = *cli_in;
+        gpu_cli.nproc_per_node = inv.count;
+        cli = &gpu_cli;
+    }
     if (!listed) {
         if (cli->nnodes > 1) {
             dt_error("--nnodes %d: dtctl starts the workers of every node "

@@ -38,7 +38,8 @@ static const char usage_text[] =
     "  -H, --hosts LIST        hosts and slots: h1:2,h2:4 (also --host)\n"
     "      --hostfile FILE     hosts file (host slots=N | host:N | host)\n"
     "      --nproc-per-node N  workers per host (torchrun): -n N on one host;\n"
-    "                          with -H/--hostfile every host gets N slots\n"
+    "                          with -H/--hostfile every host gets N slots;\n"
+    "                          gpu: one per GPU of this machine\n"
     "      --nnodes K          torchrun: must match the hosts of -H/--hostfile\n"
     "      --network-interface IF  = --set cluster.interface=IF (horovodrun)\n"
     "      --launcher NAME     launcher plugin (local, ssh, mpi, slurm, sge, yarn)\n"
@@ -232,6 +233,10 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
             char *e;
             long v = strtol(optarg, &e, 10);
             const char *name = c == OPT_NNODES ? "--nnodes" : "--nproc-per-node";
+            if (c == OPT_NPROC_PER_NODE && strcmp(optarg, "gpu") == 0) {
+                cli->nproc_per_node = DT_NPROC_GPU;
+                break;
+            }
             if (*e == ':' && c == OPT_NNODES) {
                 dt_error("--nnodes %s: dt does not resize a running job; "
                          "give the nodes with -H node1:N,node2:N or "
@@ -239,12 +244,8 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
                 return 2;
             }
             if (*e || v < 1 || v > 1 << 20) {
-                dt_error("%s wants a positive number, got '%s'%s", name,
-                         optarg,
-                         c == OPT_NPROC_PER_NODE && strcmp(optarg, "gpu") == 0
-                             ? " (dt starts one worker per GPU when you "
-                               "give their number)"
-                             : "");
+                dt_error("%s wants a positive number%s, got '%s'", name,
+                         c == OPT_NPROC_PER_NODE ? " or gpu" : "", optarg);
                 return 2;
             }
             if (c == OPT_NNODES)
