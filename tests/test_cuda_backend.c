@@ -3,6 +3,8 @@
  * comes with it), its table is complete, and without a GPU it says so and
  * the optimizers' CUDA path fails cleanly instead of crashing. Skipped
  * when dt was built without CUDA. */
+#include "config.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -43,9 +45,26 @@ static void test_loads_complete_table(void **state)
     HAS(cnhw_to_nchw); HAS(nchw_to_cnhw); HAS(maxpool_forward);
     HAS(maxpool_backward); HAS(softmax_xent); HAS(softmax_xent_backward);
     HAS(mem_alloc); HAS(mem_free); HAS(mem_copy); HAS(sgd_step);
-    HAS(adam_step); HAS(mem_set); HAS(stream_sync);
+    HAS(adam_step); HAS(mem_set); HAS(stream_sync); HAS(add);
+    /* cuDNN: every entry, or none and the reason */
+#ifdef DT_HAVE_CUDNN
+    assert_null(be->cudnn_missing);
+    assert_null(dt_cuda_cudnn_missing());
+    assert_int_equal(maps_has("libcudnn"), 1);
+#endif
+    if (be->cudnn_missing) {
+        assert_non_null(strstr(be->cudnn_missing, "built without cuDNN"));
+        assert_null((void *)be->conv_forward);
+        assert_null((void *)be->bn_forward);
+        assert_null((void *)be->pool_forward);
+    } else {
+        HAS(conv_forward); HAS(conv_backward); HAS(bn_forward);
+        HAS(bn_backward); HAS(pool_forward); HAS(pool_backward);
+    }
 #undef HAS
-    printf("CUDA backend loaded (%s)\n", be->built_with);
+    printf("CUDA backend loaded (%s)%s%s\n", be->built_with,
+           be->cudnn_missing ? ": " : "",
+           be->cudnn_missing ? be->cudnn_missing : "");
 }
 
 /* The runtime's own view agrees with the driver probe on this machine. */

@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-#define DT_CUDA_BACKEND_ABI 1
+#define DT_CUDA_BACKEND_ABI 2
 #define DT_CUDA_BACKEND_SYMBOL "dt_cuda_backend_v1"
 /* Not dt_<kind>_<name>.so, so the plugin scan never lists it. */
 #define DT_CUDA_BACKEND_FILE "dt-cuda-backend.so"
@@ -35,6 +35,31 @@ typedef dt_gpu_adam_args_t dt_cuda_adam_args_t;
 /* [train] precision: float32 storage everywhere; bf16/fp16 let the
  * libraries compute on tensor cores with 16-bit inputs. */
 enum { DT_PRECISION_FP32 = 0, DT_PRECISION_BF16 = 1, DT_PRECISION_FP16 = 2 };
+
+/* One batchnorm call (cuDNN): x and y are n x c x h x w floats, NCHW; a
+ * flat input is (n, c, 1, 1) with per_activation = 1 (statistics of each
+ * feature over the batch), an image per_activation = 0 (each channel over
+ * n, h, w). The running statistics keep the unbiased variance (PyTorch's,
+ * and dt's cpu layer's). */
+typedef struct dt_cuda_bn {
+    int n, c, h, w;
+    int per_activation;
+    double momentum, eps;
+    const float *gamma, *beta;          /* c floats each                 */
+    float *running_mean, *running_var;  /* c floats each (l->buf)        */
+    float *save_mean, *save_invstd;     /* c floats each: the training
+                                           forward's, for backward      */
+} dt_cuda_bn_t;
+
+/* One pooling call (cuDNN): windows kh x kw at strides sh, sw, without
+ * padding, over n*c planes of h x w giving oh x ow; avg: average, else
+ * max. Global average pooling is the h x w window. */
+typedef struct dt_cuda_pool {
+    int avg;
+    int n, c, h, w;
+    int kh, kw, sh, sw;
+    int oh, ow;
+} dt_cuda_pool_t;
 
 typedef struct dt_cuda_backend {
     size_t size;   /* sizeof(dt_cuda_backend_t) as the module was built */
@@ -92,13 +117,13 @@ typedef struct dt_cuda_backend {
     dt_status_t (*maxpool_backward)(dt_device_t *dev, const float *dy,
                                     const int *arg, float *dx, int planes,
                                     int in_plane, int out_plane);
+    /* smoothing: label smoothing eps (0: none), see layer.h. */
     dt_status_t (*softmax_xent)(dt_device_t *dev, const float *logits,
                                 const int *labels, float *probs, float *rows,
-                                int batch, int k);
+                                int batch, int k, float smoothing);
     dt_status_t (*softmax_xent_backward)(dt_device_t *dev, const float *probs,
                                          const int *labels, float *dlogits,
-                                         int batch, int k);
-
+                                         int batch, int k, float smoothing);
     /* ---- Optimizers: raw streams (cudaStream_t; NULL: the default
      * stream) on the calling thread's current device, which
      * dt_device_open made the trainer's GPU. -------------------------- */
@@ -158,6 +183,44 @@ typedef struct dt_cuda_backend {
     dt_status_t (*scale)(dt_device_t *dev, float *x, float f, size_t n,
                          void *stream);
     /* ==== end of the device-resident step block ==================== */
+
+    /* ---- ABI 2: the residual add and cuDNN (issue 18 part 2). ------- */
+    /* out = a + b, n floats, through cuBLAS; out may be a or b (the
+     * residual add and the model's gradient sums). */
+    dt_status_t (*add)(dt_device_t *dev, const float *a, const float *b,
+                       float *out, size_t n);
+
+    /* ---- cuDNN (cudnn_*.c): one cudnnHandle_t per device, bound to
+     * dev->stream and made on first use; NCHW float tensors. Built
+     * without cuDNN these are NULL and cudnn_missing says why; else
+     * cudnn_missing is NULL. -------------------------------------------- */
+    const char *cudnn_missing;
+    /* y = conv(x, w) (+ bias per output channel unless bias is NULL);
+     * w is (out_c, c, k, k). */
+    dt_status_t (*conv_forward)(dt_device_t *dev, const dt_conv_geom_t *g,
+                                int out_c, const float *x, const float *w,
+                                const float *bias, float *y);
+    /* dw (overwritten); db (NULL: none) = sums of dy per channel; dx
+     * (NULL: not wanted) = the gradient at x. */
+    dt_status_t (*conv_backward)(dt_device_t *dev, const dt_conv_geom_t *g,
+                                 int out_c, const float *x, const float *w,
+                                 const float *dy, float *dw, float *db,
+                                 float *dx);
+    /* train: batch statistics, running ones updated, save_* written;
+     * else the running statistics. */
+    dt_status_t (*bn_forward)(dt_device_t *dev, const dt_cuda_bn_t *bn,
+                              int train, const float *x, float *y);
+    /* after a training forward: dgamma, dbeta overwritten; dx (NULL: not
+     * wanted) */
+    dt_status_t (*bn_backward)(dt_device_t *dev, const dt_cuda_bn_t *bn,
+                               const float *x, const float *dy, float *dx,
+                               float *dgamma, float *dbeta);
+    dt_status_t (*pool_forward)(dt_device_t *dev, const dt_cuda_pool_t *p,
+                                const float *x, float *y);
+    /* dx overwritten; x and y are the forward's */
+    dt_status_t (*pool_backward)(dt_device_t *dev, const dt_cuda_pool_t *p,
+                                 const float *x, const float *y,
+                                 const float *dy, float *dx);
 } dt_cuda_backend_t;
 
 /* ---- libdt's side (core/nn/cuda_*.c), for libdt and the tests; plugins
@@ -174,6 +237,10 @@ const dt_cuda_backend_t *dt_cuda_backend_try(char *why, size_t why_len);
 /* The backend if it is already loaded, else NULL. Every CUDA device was
  * opened through it, so code holding a CUDA dt_device_t may use this. */
 const dt_cuda_backend_t *dt_cuda_backend_loaded(void);
+
+/* NULL when the loaded backend has cuDNN (its conv, batchnorm and pooling
+ * entries), else why not: for the layers' cuda_missing. */
+const char *dt_cuda_cudnn_missing(void);
 
 /* Load and check one module file; the reason for a failure in why. */
 dt_status_t dt_cuda_backend_open_file(const char *path,

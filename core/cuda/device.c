@@ -67,6 +67,9 @@ dt_status_t dt_cuda_open(dt_device_t *dev, int local_rank, int ngpus)
 
 void dt_cuda_close(dt_device_t *dev)
 {
+#ifdef DT_HAVE_CUDNN
+    dt_cudnn_release(dev);
+#endif
     if (dev->blas)
         cublasDestroy((cublasHandle_t)dev->blas);
     if (dev->stream)

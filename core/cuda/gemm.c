@@ -3,7 +3,10 @@
  * C^T = op(B)^T op(A)^T is computed by swapping the operands. */
 #include "config.h"
 
+#include <limits.h>
+
 #include <cublas_v2.h>
+#include <cuda_runtime_api.h>
 
 #include <dt/log.h>
 #include "cuda/kernels.h"
@@ -32,6 +35,39 @@ dt_status_t dt_cuda_gemm(dt_device_t *dev, int trans_a, int trans_b, int m,
         dt_error("cuBLAS sgemm (%dx%dx%d) failed with status %d on %s", m, n,
                  k, (int)st, dev->name);
         return DT_ERR_INTERNAL;
+    }
+    return DT_OK;
+}
+
+/* out = a + b: a copy (unless out is already a or b) and a saxpy, in
+ * pieces of at most INT_MAX floats (cuBLAS counts in int). */
+dt_status_t dt_cuda_add(dt_device_t *dev, const float *a, const float *b,
+                        float *out, size_t n)
+{
+    if (out == b) { /* out = b + a */
+        b = a;
+        a = out;
+    }
+    if (out != a && n > 0) {
+        cudaError_t ce = cudaMemcpyAsync(out, a, n * sizeof *out,
+                                         cudaMemcpyDeviceToDevice,
+                                         (cudaStream_t)dev->stream);
+        if (ce != cudaSuccess) {
+            dt_error("cudaMemcpyAsync (%zu floats, residual add) failed on "
+                     "%s: %s", n, dev->name, cudaGetErrorString(ce));
+            return DT_ERR_INTERNAL;
+        }
+    }
+    const float one = 1.0f;
+    for (size_t at = 0; at < n; at += INT_MAX) {
+        int len = n - at > (size_t)INT_MAX ? INT_MAX : (int)(n - at);
+        cublasStatus_t st = cublasSaxpy((cublasHandle_t)dev->blas, len, &one,
+                                        b + at, 1, out + at, 1);
+        if (st != CUBLAS_STATUS_SUCCESS) {
+            dt_error("cuBLAS saxpy (%d floats, residual add) failed with "
+                     "status %d on %s", len, (int)st, dev->name);
+            return DT_ERR_INTERNAL;
+        }
     }
     return DT_OK;
 }

@@ -56,10 +56,10 @@ dt_status_t dt_cuda_maxpool_backward(dt_device_t *dev, const float *dy,
  * when labels is not NULL. */
 dt_status_t dt_cuda_softmax_xent(dt_device_t *dev, const float *logits,
                                  const int *labels, float *probs, float *rows,
-                                 int batch, int k);
+                                 int batch, int k, float smoothing);
 dt_status_t dt_cuda_softmax_xent_backward(dt_device_t *dev, const float *probs,
                                           const int *labels, float *dlogits,
-                                          int batch, int k);
+                                          int batch, int k, float smoothing);
 
 /* Devices and memory (device.c). */
 int dt_cuda_count(char *why, size_t why_len);
@@ -100,6 +100,30 @@ dt_status_t dt_cuda_gemm(dt_device_t *dev, int trans_a, int trans_b, int m,
                          int n, int k, float alpha, const float *a, int lda,
                          const float *b, int ldb, float beta, float *c,
                          int ldc);
+/* out = a + b through cuBLAS saxpy (gemm.c). */
+dt_status_t dt_cuda_add(dt_device_t *dev, const float *a, const float *b,
+                        float *out, size_t n);
+
+/* cuDNN (cudnn_*.c, built with DT_HAVE_CUDNN; see cuda/cudnn.h). */
+dt_status_t dt_cudnn_conv_forward(dt_device_t *dev, const dt_conv_geom_t *g,
+                                  int out_c, const float *x, const float *w,
+                                  const float *bias, float *y);
+dt_status_t dt_cudnn_conv_backward(dt_device_t *dev, const dt_conv_geom_t *g,
+                                   int out_c, const float *x, const float *w,
+                                   const float *dy, float *dw, float *db,
+                                   float *dx);
+dt_status_t dt_cudnn_bn_forward(dt_device_t *dev, const dt_cuda_bn_t *bn,
+                                int train, const float *x, float *y);
+dt_status_t dt_cudnn_bn_backward(dt_device_t *dev, const dt_cuda_bn_t *bn,
+                                 const float *x, const float *dy, float *dx,
+                                 float *dgamma, float *dbeta);
+dt_status_t dt_cudnn_pool_forward(dt_device_t *dev, const dt_cuda_pool_t *p,
+                                  const float *x, float *y);
+dt_status_t dt_cudnn_pool_backward(dt_device_t *dev, const dt_cuda_pool_t *p,
+                                   const float *x, const float *y,
+                                   const float *dy, float *dx);
+/* The device's cuDNN state goes with it (dt_cuda_close). */
+void dt_cudnn_release(dt_device_t *dev);
 
 /* [train] precision and loss scaling (precision.c). */
 dt_status_t dt_cuda_set_precision(dt_device_t *dev, int precision);

@@ -4,6 +4,9 @@
 
 #include <cublas_api.h>
 #include <cuda_runtime_api.h>
+#ifdef DT_HAVE_CUDNN
+#include <cudnn_version.h>
+#endif
 
 #include "cuda/kernels.h"
 
@@ -15,7 +18,14 @@ __attribute__((visibility("default"))) const dt_cuda_backend_t
         .size = sizeof(dt_cuda_backend_t),
         .abi = DT_CUDA_BACKEND_ABI,
         .built_with = "CUDART_VERSION " STR(CUDART_VERSION) ", cuBLAS " STR(
-            CUBLAS_VER_MAJOR) "." STR(CUBLAS_VER_MINOR) "." STR(CUBLAS_VER_PATCH),
+            CUBLAS_VER_MAJOR) "." STR(CUBLAS_VER_MINOR) "." STR(CUBLAS_VER_PATCH)
+#ifdef DT_HAVE_CUDNN
+            ", cuDNN " STR(CUDNN_MAJOR) "." STR(CUDNN_MINOR) "." STR(
+                CUDNN_PATCHLEVEL)
+#else
+            ", without cuDNN"
+#endif
+        ,
         .device_count = dt_cuda_count,
         .open = dt_cuda_open,
         .close = dt_cuda_close,
@@ -40,6 +50,19 @@ __attribute__((visibility("default"))) const dt_cuda_backend_t
         .maxpool_backward = dt_cuda_maxpool_backward,
         .softmax_xent = dt_cuda_softmax_xent,
         .softmax_xent_backward = dt_cuda_softmax_xent_backward,
+        .add = dt_cuda_add,
+#ifdef DT_HAVE_CUDNN
+        .cudnn_missing = NULL,
+        .conv_forward = dt_cudnn_conv_forward,
+        .conv_backward = dt_cudnn_conv_backward,
+        .bn_forward = dt_cudnn_bn_forward,
+        .bn_backward = dt_cudnn_bn_backward,
+        .pool_forward = dt_cudnn_pool_forward,
+        .pool_backward = dt_cudnn_pool_backward,
+#else
+        .cudnn_missing = "built without cuDNN: install cuDNN 9 under "
+                         "/usr/local/cuda and reconfigure",
+#endif
         .mem_alloc = dt_cuda_mem_alloc,
         .mem_free = dt_cuda_mem_free,
         .mem_copy = dt_cuda_mem_copy,

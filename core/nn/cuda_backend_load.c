@@ -157,3 +157,16 @@ int dt_cuda_device_count(void)
 {
     return dt_cuda_usable(NULL, 0);
 }
+
+const char *dt_cuda_cudnn_missing(void)
+{
+    const dt_cuda_backend_t *be = dt_cuda_backend_loaded();
+    if (!be)
+        return "the CUDA backend is not loaded";
+    if (be->cudnn_missing)
+        return be->cudnn_missing;
+    if (!be->conv_forward || !be->conv_backward || !be->bn_forward ||
+        !be->bn_backward || !be->pool_forward || !be->pool_backward)
+        return "the CUDA backend has no cuDNN entries";
+    return NULL;
+}

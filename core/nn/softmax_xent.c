@@ -2,7 +2,7 @@
  * loss = mean_i (log sum_j exp z_ij - z_i,label_i); dz = (p - onehot)/n.
  * With label smoothing eps the target is q = (1 - eps) onehot + eps/k:
  * loss = mean_i (lse_i - (1 - eps) z_i,label_i - eps/k sum_j z_ij) and
- * dz = (p - q)/n (cpu only; the CUDA kernels know only eps = 0).
+ * dz = (p - q)/n (the CUDA kernels' arithmetic: core/cuda/elem_math.h).
  * Per-row results (loss, 1 if argmax == label) go through `rows` (2*batch
  * floats on the device) and are summed on the host in double. */
 #include "config.h"
@@ -51,15 +51,9 @@ dt_status_t dt_softmax_xent_forward(dt_device_t *dev, const float *logits,
                                     int *correct)
 {
     int on_gpu = dev->kind == DT_DEVICE_CUDA;
-    if (on_gpu && smoothing != 0.0f) {
-        dt_error("label smoothing has no CUDA implementation yet: use "
-                 "[train] device = cpu or label_smoothing = 0");
-        return DT_ERR_UNSUPPORTED;
-    }
     if (on_gpu)
-        DT_CHECK(dt_cuda_backend_loaded()->softmax_xent(dev, logits, labels,
-                                                        probs, rows, batch,
-                                                        k));
+        DT_CHECK(dt_cuda_backend_loaded()->softmax_xent(
+            dev, logits, labels, probs, rows, batch, k, smoothing));
     else
         softmax_rows_cpu(logits, labels, probs, rows, batch, k, smoothing);
     if (!labels)
@@ -98,8 +92,8 @@ dt_status_t dt_softmax_xent_backward(dt_device_t *dev, const float *probs,
                                      const int *labels, float *dlogits,
                                      int batch, int k, float smoothing)
 {
-    DT_CUDA_DISPATCH(dev, softmax_xent_backward(dev, probs, labels,
-                                                        dlogits, batch, k));
+    DT_CUDA_DISPATCH(dev, softmax_xent_backward(dev, probs, labels, dlogits,
+                                                batch, k, smoothing));
     float inv = 1.0f / (float)batch, off = smoothing / (float)k,
           on = 1.0f - smoothing + off;
     for (int i = 0; i < batch; i++)

@@ -63,6 +63,9 @@ typedef struct dt_device {
     void *stream;    /* cudaStream_t all compute is queued on; NULL: cpu */
     void *blas;      /* cublasHandle_t bound to stream; NULL: cpu        */
     char name[128];  /* "cpu (OpenBLAS, 1 thread)", "cuda:0 (NVIDIA ...)" */
+    void *dnn;       /* the CUDA backend's cuDNN state (handle bound to
+                        stream, algorithm cache, workspace), made on first
+                        use; NULL: none yet, or cpu                    */
 } dt_device_t;
 
 /* Number of usable CUDA GPUs: 0 when dt was built without CUDA or the

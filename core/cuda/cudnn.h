@@ -1,0 +1,58 @@
+/* cudnn.h (CUDA backend) — the per-device cuDNN state the cudnn_*.c files
+ * share: one cudnnHandle_t bound to dev->stream, reusable descriptors, the
+ * convolution algorithms chosen per shape and one workspace, grown when a
+ * shape needs more. Kept at dev->dnn, made on the first cuDNN call on that
+ * device (cudnn_handle.c), freed by dt_cuda_close. A dt_device_t is used
+ * by one thread at a time (its trainer), so none of this is locked.
+ * Built only with DT_HAVE_CUDNN. */
+#ifndef DT_CUDA_CUDNN_H
+#define DT_CUDA_CUDNN_H
+
+#include <stddef.h>
+
+#include <cudnn.h>
+
+#include "cuda/kernels.h"
+
+/* The algorithms picked for one convolution shape (cudnn_conv.c). */
+typedef struct dt_cudnn_algos {
+    int n, c, h, w, out_c, k, stride, pad; /* the key                     */
+    cudnnConvolutionFwdAlgo_t fwd;
+    cudnnConvolutionBwdDataAlgo_t bwd_data;
+    cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+} dt_cudnn_algos_t;
+
+typedef struct dt_cudnn {
+    cudnnHandle_t handle;
+    cudnnTensorDescriptor_t x, y, per_channel;
+    cudnnFilterDescriptor_t filter;
+    cudnnConvolutionDescriptor_t conv;
+    cudnnPoolingDescriptor_t pool;
+    void *workspace;          /* device memory for the conv algorithms   */
+    size_t workspace_bytes;
+    void *spare;              /* a dx nobody reads (batchnorm first)     */
+    size_t spare_bytes;
+    dt_cudnn_algos_t *algos;  /* the cache, one entry per shape seen     */
+    int nalgos, cap;
+} dt_cudnn_t;
+
+/* The device's state, made on first use. */
+dt_status_t dt_cudnn_get(dt_device_t *dev, dt_cudnn_t **out);
+
+/* DT_OK for CUDNN_STATUS_SUCCESS; else logs the call, cuDNN's own words
+ * and the device, and returns DT_ERR_INTERNAL (DT_ERR_NOMEM when cuDNN
+ * could not allocate). */
+dt_status_t dt_cudnn_check(dt_device_t *dev, cudnnStatus_t st,
+                           const char *call);
+
+/* *buf holds at least bytes of device memory afterwards (*have: what it
+ * holds). Growing waits for the stream first: earlier calls may still
+ * use the old block. */
+dt_status_t dt_cudnn_grow(dt_device_t *dev, void **buf, size_t *have,
+                          size_t bytes, const char *what);
+
+/* d = n x c x h x w floats, NCHW packed. */
+dt_status_t dt_cudnn_tensor(dt_device_t *dev, cudnnTensorDescriptor_t d,
+                            int n, int c, int h, int w);
+
+#endif /* DT_CUDA_CUDNN_H */

@@ -1,0 +1,238 @@
+/* cudnn_conv.c (CUDA backend) — convolution forward and backward through
+ * cuDNN's convolution API (cudnnConvolutionForward, BackwardData,
+ * BackwardFilter, BackwardBias), NCHW float with cross-correlation (what
+ * dt's cpu conv computes).
+ *
+ * Precision: the math type is CUDNN_FMA_MATH, FMA kernels only. cuDNN's
+ * CUDNN_DEFAULT_MATH lets Ampere and Hopper GPUs run float convolutions
+ * on tensor cores in TF32 (10-bit mantissa), which would not match the
+ * cpu layers within float tolerance; a reduced-precision mode would opt
+ * into TENSOR_OP math explicitly.
+ *
+ * Algorithms: per shape (n, c, h, w, out channels, k, stride, pad) the
+ * three algorithms are picked once from cuDNN's heuristics
+ * (cudnnGet*Algorithm_v7, no trial runs), preferring deterministic
+ * FMA algorithms within DT_CUDNN_WORKSPACE_MAX of workspace, and cached in
+ * the device's state (cuda/cudnn.h). The workspace is grown to the
+ * largest the shapes seen need, once per new shape at most. */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include <dt/log.h>
+#include "cuda/cudnn.h"
+
+#define DT_CUDNN_WORKSPACE_MAX ((size_t)512 << 20)
+#define DT_CUDNN_NALGO 16
+
+/* Index of the perf result to use: the first usable one (they come sorted
+ * by expected speed) that is FMA math and deterministic, then any FMA
+ * one, then anything that ran; -1 if none. */
+#define DT_CUDNN_PICK(perf, n, out)                                           \
+    do {                                                                      \
+        (out) = -1;                                                           \
+        for (int pass = 0; pass < 3 && (out) < 0; pass++)                     \
+            for (int i_ = 0; i_ < (n) && (out) < 0; i_++) {                   \
+                if ((perf)[i_].status != CUDNN_STATUS_SUCCESS)                \
+                    continue;                                                 \
+                int fma_ = (perf)[i_].mathType == CUDNN_FMA_MATH;             \
+                int det_ = (perf)[i_].determinism == CUDNN_DETERMINISTIC;     \
+                int fits_ = (perf)[i_].memory <= DT_CUDNN_WORKSPACE_MAX;      \
+                if ((pass == 0 && fma_ && det_ && fits_) ||                   \
+                    (pass == 1 && fma_ && fits_) || pass == 2)                \
+                    (out) = i_;                                               \
+            }                                                                 \
+    } while (0)
+
+/* Describe x, w, y and the convolution for this shape. */
+static dt_status_t describe(dt_device_t *dev, dt_cudnn_t *s,
+                            const dt_conv_geom_t *g, int out_c)
+{
+    DT_CHECK(dt_cudnn_tensor(dev, s->x, g->n, g->c, g->h, g->w));
+    DT_CHECK(dt_cudnn_tensor(dev, s->y, g->n, out_c, g->oh, g->ow));
+    DT_CHECK(dt_cudnn_check(
+        dev,
+        cudnnSetFilter4dDescriptor(s->filter, CUDNN_DATA_FLOAT,
+                                   CUDNN_TENSOR_NCHW, out_c, g->c, g->k,
+                                   g->k),
+        "cudnnSetFilter4dDescriptor"));
+    DT_CHECK(dt_cudnn_check(
+        dev,
+        cudnnSetConvolution2dDescriptor(s->conv, g->pad, g->pad, g->s, g->s,
+                                        1, 1, CUDNN_CROSS_CORRELATION,
+                                        CUDNN_DATA_FLOAT),
+        "cudnnSetConvolution2dDescriptor"));
+    DT_CHECK(dt_cudnn_check(dev,
+                            cudnnSetConvolutionMathType(s->conv,
+                                                        CUDNN_FMA_MATH),
+                            "cudnnSetConvolutionMathType"));
+    int n, c, h, w;
+    DT_CHECK(dt_cudnn_check(
+        dev,
+        cudnnGetConvolution2dForwardOutputDim(s->conv, s->x, s->filter, &n,
+                                              &c, &h, &w),
+        "cudnnGetConvolution2dForwardOutputDim"));
+    if (n != g->n || c != out_c || h != g->oh || w != g->ow) {
+        dt_error("cuDNN sees a %dx%dx%dx%d output for the conv with a "
+                 "%dx%dx%dx%d output on %s", n, c, h, w, g->n, out_c, g->oh,
+                 g->ow, dev->name);
+        return DT_ERR_INTERNAL;
+    }
+    return DT_OK;
+}
+
+/* The algorithms for the shape just described: from the cache, or picked
+ * now (and the workspace grown for them). */
+static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
+                         const dt_conv_geom_t *g, int out_c,
+                         const dt_cudnn_algos_t **out)
+{
+    for (int i = 0; i < s->nalgos; i++) {
+        const dt_cudnn_algos_t *a = &s->algos[i];
+        if (a->n == g->n && a->c == g->c && a->h == g->h && a->w == g->w &&
+            a->out_c == out_c && a->k == g->k && a->stride == g->s &&
+            a->pad == g->pad) {
+            *out = a;
+            return DT_OK;
+        }
+    }
+    dt_cudnn_algos_t a = {g->n, g->c, g->h, g->w, out_c, g->k, g->s, g->pad,
+                          0, 0, 0};
+    int got = 0, pick;
+    size_t need = 0, bytes = 0;
+
+    cudnnConvolutionFwdAlgoPerf_t fwd[DT_CUDNN_NALGO];
+    DT_CHECK(dt_cudnn_check(
+        dev,
+        cudnnGetConvolutionForwardAlgorithm_v7(s->handle, s->x, s->filter,
+                                               s->conv, s->y, DT_CUDNN_NALGO,
+                                               &got, fwd),
+        "cudnnGetConvolutionForwardAlgorithm_v7"));
+    DT_CUDNN_PICK(fwd, got, pick);
+    if (pick < 0)
+        goto none;
+    a.fwd = fwd[pick].algo;
+    DT_CHECK(dt_cudnn_check(
+        dev,
+        cudnnGetConvolutionForwardWorkspaceSize(s->handle, s->x, s->filter,
+                                                s->conv, s->y, a.fwd, &bytes),
+        "cudnnGetConvolutionForwardWorkspaceSize"));
+    need = bytes > need ? bytes : need;
+
+    cudnnConvolutionBwdDataAlgoPerf_t bd[DT_CUDNN_NALGO];
+    DT_CHECK(dt_cudnn_check(
+        dev,
+        cudnnGetConvolutionBackwardDataAlgorithm_v7(
+            s->handle, s->filter, s->y, s->conv, s->x, DT_CUDNN_NALGO, &got,
+            bd),
+        "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
+    DT_CUDNN_PICK(bd, got, pick);
+    if (pick < 0)
+        goto none;
+    a.bwd_data = bd[pick].algo;
+    DT_CHECK(dt_cudnn_check(
+        dev,
+        cudnnGetConvolutionBackwardDataWorkspaceSize(
+            s->handle, s->filter, s->y, s->conv, s->x, a.bwd_data, &bytes),
+        "cudnnGetConvolutionBackwardDataWorkspaceSize"));
+    need = bytes > need ? bytes : need;
+
+    cudnnConvolutionBwdFilterAlgoPerf_t bf[DT_CUDNN_NALGO];
+    DT_CHECK(dt_cudnn_check(
+        dev,
+        cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+            s->handle, s->x, s->y, s->conv, s->filter, DT_CUDNN_NALGO, &got,
+            bf),
+        "cudnnGetConvolutionBackwardFilterAlgorithm_v7"));
+    DT_CUDNN_PICK(bf, got, pick);
+    if (pick < 0)
+        goto none;
+    a.bwd_filter = bf[pick].algo;
+    DT_CHECK(dt_cudnn_check(
+        dev,
+        cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            s->handle, s->x, s->y, s->conv, s->filter, a.bwd_filter, &bytes),
+        "cudnnGetConvolutionBackwardFilterWorkspaceSize"));
+    need = bytes > need ? bytes : need;
+
+    DT_CHECK(dt_cudnn_grow(dev, &s->workspace, &s->workspace_bytes, need,
+                           "convolution workspace"));
+    if (s->nalgos == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 16;
+        dt_cudnn_algos_t *more = realloc(s->algos, (size_t)cap * sizeof *more);
+        if (!more)
+            return DT_ERR_NOMEM;
+        s->algos = more;
+        s->cap = cap;
+    }
+    s->algos[s->nalgos] = a;
+    *out = &s->algos[s->nalgos++];
+    return DT_OK;
+none:
+    dt_error("cuDNN offers no algorithm for the conv over %dx%dx%dx%d "
+             "(%d out channels, %dx%d kernel, stride %d, pad %d) on %s",
+             g->n, g->c, g->h, g->w, out_c, g->k, g->k, g->s, g->pad,
+             dev->name);
+    return DT_ERR_UNSUPPORTED;
+}
+
+dt_status_t dt_cudnn_conv_forward(dt_device_t *dev, const dt_conv_geom_t *g,
+                                  int out_c, const float *x, const float *w,
+                                  const float *bias, float *y)
+{
+    dt_cudnn_t *s;
+    const dt_cudnn_algos_t *a;
+    const float one = 1.0f, zero = 0.0f;
+    DT_CHECK(dt_cudnn_get(dev, &s));
+    DT_CHECK(describe(dev, s, g, out_c));
+    DT_CHECK(algos(dev, s, g, out_c, &a));
+    DT_CHECK(dt_cudnn_check(
+        dev,
+        cudnnConvolutionForward(s->handle, &one, s->x, x, s->filter, w,
+                                s->conv, a->fwd, s->workspace,
+                                s->workspace_bytes, &zero, s->y, y),
+        "cudnnConvolutionForward"));
+    if (!bias)
+        return DT_OK;
+    DT_CHECK(dt_cudnn_tensor(dev, s->per_channel, 1, out_c, 1, 1));
+    return dt_cudnn_check(dev,
+                          cudnnAddTensor(s->handle, &one, s->per_channel,
+                                         bias, &one, s->y, y),
+                          "cudnnAddTensor (conv bias)");
+}
+
+dt_status_t dt_cudnn_conv_backward(dt_device_t *dev, const dt_conv_geom_t *g,
+                                   int out_c, const float *x, const float *w,
+                                   const float *dy, float *dw, float *db,
+                                   float *dx)
+{
+    dt_cudnn_t *s;
+    const dt_cudnn_algos_t *a;
+    const float one = 1.0f, zero = 0.0f;
+    DT_CHECK(dt_cudnn_get(dev, &s));
+    DT_CHECK(describe(dev, s, g, out_c));
+    DT_CHECK(algos(dev, s, g, out_c, &a));
+    if (db) {
+        DT_CHECK(dt_cudnn_tensor(dev, s->per_channel, 1, out_c, 1, 1));
+        DT_CHECK(dt_cudnn_check(
+            dev,
+            cudnnConvolutionBackwardBias(s->handle, &one, s->y, dy, &zero,
+                                         s->per_channel, db),
+            "cudnnConvolutionBackwardBias"));
+    }
+    DT_CHECK(dt_cudnn_check(
+        dev,
+        cudnnConvolutionBackwardFilter(s->handle, &one, s->x, x, s->y, dy,
+                                       s->conv, a->bwd_filter, s->workspace,
+                                       s->workspace_bytes, &zero, s->filter,
+                                       dw),
+        "cudnnConvolutionBackwardFilter"));
+    if (!dx)
+        return DT_OK;
+    return dt_cudnn_check(
+        dev,
+        cudnnConvolutionBackwardData(s->handle, &one, s->filter, w, s->y, dy,
+                                     s->conv, a->bwd_data, s->workspace,
+                                     s->workspace_bytes, &zero, s->x, dx),
+        "cudnnConvolutionBackwardData");
+}

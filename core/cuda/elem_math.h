@@ -1,0 +1,51 @@
+/* elem_math.h — the per-element arithmetic of dt's own CUDA kernels, as
+ * inline functions both compilers build: nvcc as __host__ __device__ (the
+ * kernels call them), the C compiler as plain static inline, so that a
+ * cmocka test (tests/test_elem_math.c) runs the very same arithmetic on
+ * the CPU against the CPU layers. A kernel added to core/cuda keeps its
+ * arithmetic here and only its indexing in the .cu file.
+ *
+ * Header-only; no CUDA header needed from C. */
+#ifndef DT_CUDA_ELEM_MATH_H
+#define DT_CUDA_ELEM_MATH_H
+
+#ifdef __CUDACC__
+#define DT_HD __host__ __device__
+#else
+#define DT_HD
+#endif
+
+/* Softmax cross-entropy with label smoothing eps over k classes: the
+ * target is q = (1 - eps) onehot + eps/k (eps = 0: onehot). */
+
+/* The target probability of class j (label: the row's true class). */
+static inline DT_HD float dt_elem_xent_target(int j, int label, int k,
+                                              float eps)
+{
+    float off = eps / (float)k, on = 1.0f - eps + off;
+    return j == label ? on : off;
+}
+
+/* dlogits of one element: (p - q) / batch. The same operations, in the
+ * same order, as the CPU's dt_softmax_xent_backward. */
+static inline DT_HD float dt_elem_xent_grad(float p, int j, int label, int k,
+                                            float eps, int batch)
+{
+    float inv = 1.0f / (float)batch;
+    return (p - dt_elem_xent_target(j, label, k, eps)) * inv;
+}
+
+/* The row's loss: log(sum) + max - target logit, the target logit being
+ * (1 - eps) z_label + eps/k sum_j z_j with smoothing. lse_part is
+ * logf(sum) + max, as the caller computed it; zsum the row's sum of
+ * logits (unused without smoothing). Matches softmax_xent.c. */
+static inline DT_HD float dt_elem_xent_loss(float lse_part, float z_label,
+                                            float zsum, int k, float eps)
+{
+    float target = z_label;
+    if (eps > 0.0f)
+        target = (1.0f - eps) * target + eps / (float)k * zsum;
+    return lse_part - target;
+}
+
+#endif /* DT_CUDA_ELEM_MATH_H */
