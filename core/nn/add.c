@@ -6,7 +6,9 @@
  * cpu the block's closing relu is applied here (l->fused, model_init.c):
  * y = max(x + x2, 0) in one pass, and backward writes dx = dy where
  * y > 0, which the model then passes to the shortcut as well. Made by
- * model_parse.c's block expansion, not written by users. cpu only. */
+ * model_parse.c's block expansion, not written by users. On CUDA (no
+ * fused relu there) the sum is the backend's add (cuBLAS saxpy) and
+ * dx = dy a device copy. */
 #include "config.h"
 
 #include <string.h>
@@ -27,6 +29,7 @@ static dt_status_t add_forward(dt_layer_t *l, const float *x, float *y,
                                int batch, int train)
 {
     size_t n = (size_t)batch * dt_layer_in_size(l);
+    DT_CUDA_DISPATCH(l->dev, add(l->dev, x, l->x2, y, n));
     const float *restrict a = x, *restrict b = l->x2;
     float *restrict o = y;
     if (l->fused)
@@ -46,6 +49,9 @@ static dt_status_t add_backward(dt_layer_t *l, const float *x, const float *y,
     size_t n = (size_t)batch * dt_layer_in_size(l);
     if (!dx)
         return DT_OK;
+    if (l->dev->kind == DT_DEVICE_CUDA)
+        return dt_device_copy(l->dev, dx, l->dev->mem, dy, l->dev->mem,
+                              n * sizeof *dx);
     if (!l->fused) {
         memcpy(dx, dy, n * sizeof *dx);
         return DT_OK;
@@ -60,5 +66,4 @@ static dt_status_t add_backward(dt_layer_t *l, const float *x, const float *y,
 }
 
 const dt_layer_ops_t dt_layer_add = {"add", add_setup, add_scratch,
-                                     add_forward, add_backward,
-                                     dt_layer_cpu_only};
+                                     add_forward, add_backward, NULL};

@@ -1,9 +1,13 @@
 /* avgpool.c — average pooling: avgpool(k, stride=k) over k x k windows
  * without padding, and gap (global average pooling: the whole plane, to
- * C x 1 x 1, which flatten then makes a vector of C). cpu only.
+ * C x 1 x 1, which flatten then makes a vector of C).
  *
  * Forward:  y = mean of the window.
- * Backward: each input gets dy/(k*k) from every window it is in. */
+ * Backward: each input gets dy/(k*k) from every window it is in.
+ *
+ * On CUDA both are cuDNN average pooling (the backend's pool_forward /
+ * pool_backward, core/cuda/cudnn_pool.c); gap is the window of the whole
+ * plane. */
 #include "config.h"
 
 #include <stdio.h>
@@ -31,9 +35,39 @@ static dt_status_t gap_setup(dt_layer_t *l, char *why, size_t why_len)
 
 static size_t no_scratch(const dt_layer_t *l, int batch) { return 0; }
 
+/* The cuDNN pooling of this layer: k x k at stride s, or (gap) the plane. */
+static dt_cuda_pool_t cuda_pool(const dt_layer_t *l, int batch, int gap)
+{
+    int k = gap ? 0 : (int)l->args[0], s = gap ? 0 : (int)l->args[1];
+    dt_cuda_pool_t p = {1, batch, l->in_c, l->in_h, l->in_w,
+                        gap ? l->in_h : k, gap ? l->in_w : k,
+                        gap ? l->in_h : s, gap ? l->in_w : s,
+                        l->out_h, l->out_w};
+    return p;
+}
+
+static dt_status_t pool_forward_cuda(dt_layer_t *l, const float *x, float *y,
+                                     int batch, int gap)
+{
+    dt_cuda_pool_t p = cuda_pool(l, batch, gap);
+    return dt_cuda_backend_loaded()->pool_forward(l->dev, &p, x, y);
+}
+
+static dt_status_t pool_backward_cuda(dt_layer_t *l, const float *x,
+                                      const float *y, const float *dy,
+                                      float *dx, int batch, int gap)
+{
+    if (!dx)
+        return DT_OK;
+    dt_cuda_pool_t p = cuda_pool(l, batch, gap);
+    return dt_cuda_backend_loaded()->pool_backward(l->dev, &p, x, y, dy, dx);
+}
+
 static dt_status_t gap_forward(dt_layer_t *l, const float *x, float *y,
                                int batch, int train)
 {
+    if (l->dev->kind == DT_DEVICE_CUDA)
+        return pool_forward_cuda(l, x, y, batch, 1);
     int plane = l->in_h * l->in_w;
     size_t rows = (size_t)batch * l->in_c;
     float inv = 1.0f / (float)plane;
@@ -56,6 +90,8 @@ static dt_status_t gap_forward(dt_layer_t *l, const float *x, float *y,
 static dt_status_t gap_backward(dt_layer_t *l, const float *x, const float *y,
                                 const float *dy, float *dx, int batch)
 {
+    if (l->dev->kind == DT_DEVICE_CUDA)
+        return pool_backward_cuda(l, x, y, dy, dx, batch, 1);
     if (!dx)
         return DT_OK;
     int plane = l->in_h * l->in_w;
@@ -72,7 +108,7 @@ static dt_status_t gap_backward(dt_layer_t *l, const float *x, const float *y,
 
 const dt_layer_ops_t dt_layer_gap = {"gap", gap_setup, no_scratch,
                                      gap_forward, gap_backward,
-                                     dt_layer_cpu_only};
+                                     dt_layer_needs_cudnn};
 
 static dt_status_t avg_setup(dt_layer_t *l, char *why, size_t why_len)
 {
@@ -93,6 +129,8 @@ static dt_status_t avg_setup(dt_layer_t *l, char *why, size_t why_len)
 static dt_status_t avg_forward(dt_layer_t *l, const float *x, float *y,
                                int batch, int train)
 {
+    if (l->dev->kind == DT_DEVICE_CUDA)
+        return pool_forward_cuda(l, x, y, batch, 0);
     int k = (int)l->args[0], s = (int)l->args[1], W = l->in_w;
     size_t in_plane = (size_t)l->in_h * W,
            out_plane = (size_t)l->out_h * l->out_w,
@@ -117,6 +155,8 @@ static dt_status_t avg_forward(dt_layer_t *l, const float *x, float *y,
 static dt_status_t avg_backward(dt_layer_t *l, const float *x, const float *y,
                                 const float *dy, float *dx, int batch)
 {
+    if (l->dev->kind == DT_DEVICE_CUDA)
+        return pool_backward_cuda(l, x, y, dy, dx, batch, 0);
     if (!dx)
         return DT_OK;
     int k = (int)l->args[0], s = (int)l->args[1], W = l->in_w;
@@ -142,4 +182,4 @@ static dt_status_t avg_backward(dt_layer_t *l, const float *x, const float *y,
 
 const dt_layer_ops_t dt_layer_avgpool = {"avgpool", avg_setup, no_scratch,
                                          avg_forward, avg_backward,
-                                         dt_layer_cpu_only};
+                                         dt_layer_needs_cudnn};

@@ -40,7 +40,13 @@
  * only the spread between the ranks' means, never a float sum of
  * squares. Backward sums sum dy and sum dy x in ONE call (2C doubles)
  * before dx; dgamma and dbeta stay this rank's sums (the trainer
- * averages gradients). */
+ * averages gradients).
+ *
+ * On CUDA through cuDNN (the backend's bn_forward / bn_backward,
+ * core/cuda/cudnn_bn.c): spatial mode for an image, per-activation for a
+ * flat input, the running statistics updated in place in l->buf on the
+ * device, the batch mean and invstd kept in the scratch for backward.
+ * sync_bn is cpu only for now (refused at the first training forward). */
 #include "config.h"
 
 #include <math.h>
@@ -66,6 +72,28 @@ static dt_status_t bn_setup(dt_layer_t *l, char *why, size_t why_len)
 static size_t bn_scratch(const dt_layer_t *l, int batch)
 {
     return 6 * (size_t)l->in_c + 4;
+}
+
+/* The cuDNN call's shape, parameters and buffers. */
+static dt_cuda_bn_t cuda_bn(dt_layer_t *l, int batch)
+{
+    int C = l->in_c;
+    dt_cuda_bn_t bn = {batch, C, l->in_h, l->in_w, l->in_flat,
+                       l->args[0], l->args[1], l->w, l->b, l->buf,
+                       l->buf + C, l->scratch, l->scratch + C};
+    return bn;
+}
+
+static dt_status_t bn_forward_cuda(dt_layer_t *l, const float *x, float *y,
+                                   int batch, int train)
+{
+    if (train && l->allreduce) {
+        dt_error("batchnorm (layer %d): sync_bn has no CUDA implementation "
+                 "yet: use [train] device = cpu or sync_bn = no", l->index);
+        return DT_ERR_UNSUPPORTED;
+    }
+    dt_cuda_bn_t bn = cuda_bn(l, batch);
+    return dt_cuda_backend_loaded()->bn_forward(l->dev, &bn, train, x, y);
 }
 
 static float sum8(const float *restrict v, int n)
@@ -104,6 +132,8 @@ static float sqdev8(const float *restrict v, int n, float m)
 static dt_status_t bn_forward(dt_layer_t *l, const float *x, float *y,
                               int batch, int train)
 {
+    if (l->dev->kind == DT_DEVICE_CUDA)
+        return bn_forward_cuda(l, x, y, batch, train);
     int C = l->in_c, plane = l->in_h * l->in_w, relu = l->fused;
     size_t len = (size_t)C * plane;
     float *mean = l->scratch, *invstd = mean + C;
@@ -201,6 +231,11 @@ static dt_status_t bn_forward(dt_layer_t *l, const float *x, float *y,
 static dt_status_t bn_backward(dt_layer_t *l, const float *x, const float *y,
                                const float *dy, float *dx, int batch)
 {
+    if (l->dev->kind == DT_DEVICE_CUDA) {
+        dt_cuda_bn_t bn = cuda_bn(l, batch);
+        return dt_cuda_backend_loaded()->bn_backward(l->dev, &bn, x, dy, dx,
+                                                     l->dw, l->db);
+    }
     int C = l->in_c, plane = l->in_h * l->in_w, relu = l->fused;
     size_t len = (size_t)C * plane;
     const float *mean = l->scratch, *invstd = mean + C;
@@ -293,6 +328,12 @@ const char *dt_layer_cpu_only(const dt_layer_t *l)
     return "it has no CUDA implementation yet";
 }
 
+const char *dt_layer_needs_cudnn(const dt_layer_t *l)
+{
+    (void)l;
+    return dt_cuda_cudnn_missing();
+}
+
 const dt_layer_ops_t dt_layer_batchnorm = {
     "batchnorm", bn_setup, bn_scratch, bn_forward, bn_backward,
-    dt_layer_cpu_only};
+    dt_layer_needs_cudnn};

@@ -5,12 +5,18 @@
  * model's zeros and junk floats (model_init.c), so every path below adds
  * a zero bias and writes a gradient nobody reads. On the cpu one sample at
  * a time (conv2d_cpu.c), or by Winograd F(2x2,3x3) for the 3x3 stride 1
- * layers the model picks (conv2d_winograd.c); on CUDA one GEMM over the
- * whole batch:
+ * layers the model picks (conv2d_winograd.c). On CUDA through cuDNN
+ * (the backend's conv_forward / conv_backward: algorithms picked per shape
+ * and cached, FMA math; core/cuda/cudnn_conv.c), or, in a backend built
+ * without cuDNN, one GEMM over the whole batch:
  *
  * Forward:  col = im2col(x); Y = W col (out x n*oh*ow); y = Y + b as nchw.
  * Backward: dY = dy as (out x n*oh*ow); dW = dY col^T; db = row sums of
- *           dY; dcol = W^T dY (reusing col's space); dx = col2im(dcol). */
+ *           dY; dcol = W^T dY (reusing col's space); dx = col2im(dcol).
+ *
+ * That fallback's im2col, col2im and layout kernels (conv.cu) stay
+ * hand-written: they exist only for a machine without cuDNN, whose own
+ * convolutions replace them everywhere else. */
 #include "config.h"
 
 #include <stdio.h>
@@ -61,13 +67,23 @@ static dt_status_t conv_setup(dt_layer_t *l, char *why, size_t why_len)
     return DT_OK;
 }
 
-/* cpu: one sample's columns; CUDA: col (c*k*k x n*oh*ow) then Y (out x
+/* CUDA through cuDNN (the backend has it)? */
+static int use_cudnn(const dt_layer_t *l)
+{
+    return l->dev && l->dev->kind == DT_DEVICE_CUDA &&
+           dt_cuda_cudnn_missing() == NULL;
+}
+
+/* cpu: one sample's columns; CUDA with cuDNN: none (the backend keeps the
+ * workspace); CUDA without: col (c*k*k x n*oh*ow) then Y (out x
  * n*oh*ow). */
 static size_t conv_scratch(const dt_layer_t *l, int batch)
 {
     if (l->dev && l->dev->kind != DT_DEVICE_CUDA)
         return l->winograd ? dt_conv2d_winograd_scratch(l, batch)
                            : dt_conv2d_cpu_scratch(l);
+    if (use_cudnn(l))
+        return 0;
     size_t cols = (size_t)batch * l->out_h * l->out_w;
     return l->fan_in * cols + (size_t)l->out_c * cols;
 }
@@ -80,6 +96,9 @@ static dt_status_t conv_forward(dt_layer_t *l, const float *x, float *y,
                            : dt_conv2d_cpu_forward(l, x, y, batch);
     const dt_cuda_backend_t *cu = dt_cuda_backend_loaded();
     dt_conv_geom_t g = geom(l, batch);
+    if (use_cudnn(l))
+        return cu->conv_forward(l->dev, &g, l->out_c, x, l->w,
+                                l->no_bias ? NULL : l->b, y);
     int cols = batch * l->out_h * l->out_w, kk = (int)l->fan_in;
     float *col = l->scratch, *Y = l->scratch + (size_t)kk * cols;
     DT_CHECK(cu->im2col(l->dev, &g, x, col));
@@ -99,9 +118,12 @@ static dt_status_t conv_backward(dt_layer_t *l, const float *x,
                    ? dt_conv2d_winograd_backward(l, x, y, dy, dx, batch)
                    : dt_conv2d_cpu_backward(l, x, y, dy, dx, batch);
     dt_conv_geom_t g = geom(l, batch);
+    const dt_cuda_backend_t *cu = dt_cuda_backend_loaded();
+    if (use_cudnn(l))
+        return cu->conv_backward(l->dev, &g, l->out_c, x, l->w, dy, l->dw,
+                                 l->no_bias ? NULL : l->db, dx);
     int cols = batch * l->out_h * l->out_w, kk = (int)l->fan_in;
     float *col = l->scratch, *dY = l->scratch + (size_t)kk * cols;
-    const dt_cuda_backend_t *cu = dt_cuda_backend_loaded();
     /* the inverse rearrangement, and db[o] = sum of dy over batch, plane */
     DT_CHECK(cu->nchw_to_cnhw(l->dev, dy, dY, l->db, batch, l->out_c,
                               (size_t)l->out_h * l->out_w));

@@ -107,11 +107,14 @@ extern const dt_layer_ops_t dt_layer_add;
 
 /* The cuda_missing of the cpu-only layers: "no CUDA implementation". */
 const char *dt_layer_cpu_only(const dt_layer_t *l);
+/* The cuda_missing of the layers that run through cuDNN (batchnorm,
+ * avgpool, gap): NULL when the loaded CUDA backend has it. */
+const char *dt_layer_needs_cudnn(const dt_layer_t *l);
 
 /* Softmax cross-entropy over (batch, k) logits: probs (batch*k floats),
  * rows (2*batch floats of scratch), mean loss and correct count (labels
  * NULL: probabilities only); backward gives dlogits = (p - q)/batch with
- * q the target: onehot, or with label smoothing eps (cpu only)
+ * q the target: onehot, or with label smoothing eps
  * (1 - eps) onehot + eps/k. All buffers, labels included, are on the
  * device, but host_rows: on cuda, 2*batch floats of pinned host memory the
  * rows are read back into (NULL: a malloc'd buffer per call). */

@@ -211,11 +211,20 @@ dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
     return DT_OK;
 }
 
-/* dst += src (cpu: the layers that branch have no CUDA path) */
-static void add_into(float *restrict dst, const float *restrict src, size_t n)
+/* dst += src, n floats on the model's device */
+static void add_into_cpu(float *restrict dst, const float *restrict src,
+                         size_t n)
 {
     for (size_t i = 0; i < n; i++)
         dst[i] += src[i];
+}
+
+static dt_status_t add_into(dt_device_t *dev, float *dst, const float *src,
+                            size_t n)
+{
+    DT_CUDA_DISPATCH(dev, add(dev, dst, src, dst, n));
+    add_into_cpu(dst, src, n);
+    return DT_OK;
 }
 
 dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
@@ -266,13 +275,17 @@ dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
                                   m->dacts[out], dx, batch));
         size_t n = (size_t)batch * dt_layer_in_size(l);
         if (accumulate)
-            add_into(m->dacts[l->src], m->dtmp, n);
+            DT_CHECK(add_into(m->dev, m->dacts[l->src], m->dtmp, n));
         if (dx && m->dwritten && l->src > first)
             m->dwritten[l->src] = 1;
         if (l->skip > first) { /* the add's shortcut gets dy as well */
             const float *g = masked ? masked : m->dacts[out];
             if (m->dwritten[l->skip])
-                add_into(m->dacts[l->skip], g, n);
+                DT_CHECK(add_into(m->dev, m->dacts[l->skip], g, n));
+            else if (m->dev->kind == DT_DEVICE_CUDA)
+                DT_CHECK(dt_device_copy(m->dev, m->dacts[l->skip],
+                                        m->dev->mem, g, m->dev->mem,
+                                        n * sizeof(float)));
             else
                 memcpy(m->dacts[l->skip], g, n * sizeof(float));
             m->dwritten[l->skip] = 1;
@@ -366,11 +379,6 @@ dt_status_t dt_model_set_label_smoothing(dt_model_t *m, float eps)
     if (!(eps >= 0.0f && eps < 1.0f)) {
         dt_error("label smoothing %g is outside [0, 1)", (double)eps);
         return DT_ERR_INVALID;
-    }
-    if (eps > 0.0f && m->dev && m->dev->kind == DT_DEVICE_CUDA) {
-        dt_error("label smoothing has no CUDA implementation yet: use "
-                 "[train] device = cpu or label_smoothing = 0");
-        return DT_ERR_UNSUPPORTED;
     }
     m->label_smoothing = eps;
     return DT_OK;

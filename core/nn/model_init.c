@@ -120,11 +120,6 @@ dt_status_t dt_model_init(dt_model_t *m, dt_device_t *dev, uint64_t seed)
                 return DT_ERR_UNSUPPORTED;
             }
         }
-        if (m->label_smoothing > 0.0f) {
-            dt_error("label smoothing has no CUDA implementation yet: use "
-                     "[train] device = cpu or label_smoothing = 0");
-            return DT_ERR_UNSUPPORTED;
-        }
     }
     if (!dev) {
         DT_CHECK(dt_device_open("cpu", 0, 1, &dev));
