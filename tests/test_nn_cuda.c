@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -43,13 +44,44 @@ static double worst_ratio(const float *cpu, const float *gpu, size_t n,
     return worst;
 }
 
-static void compare(const char *layers, int c, int h, int w)
+/* The worst ratio of n floats of device memory against the cpu's; what
+ * is printed names them. */
+static double worst_dev(dt_device_t *gpu, const float *cpu, const float *dev,
+                        size_t n, const char *what, const char *layers)
+{
+    float *host = malloc((n ? n : 1) * sizeof *host);
+    assert_non_null(host);
+    assert_int_equal(dt_device_copy(gpu, host, DT_MEM_HOST, dev, DT_MEM_CUDA,
+                                    n * sizeof *host), DT_OK);
+    size_t at;
+    double w = worst_ratio(cpu, host, n, &at);
+    fprintf(stderr, "%s: %s worst difference / tolerance %.2g (element %zu: "
+            "%.7g vs %.7g)\n", layers, what, w, at, n ? cpu[at] : 0.0,
+            n ? host[at] : 0.0);
+    free(host);
+    return w;
+}
+
+typedef struct opts {
+    float smoothing; /* label smoothing eps                              */
+    int eval;        /* after the training step, an eval forward as well:
+                        the running statistics (buffers) and its logits  */
+} opts_t;
+
+static void compare_with(const char *layers, int c, int h, int w,
+                         const opts_t *o)
 {
     dt_device_t *gpu = NULL;
     dt_model_t *mc = NULL, *mg = NULL;
     assert_int_equal(dt_device_open("cuda", 0, 1, &gpu), DT_OK);
     assert_int_equal(dt_model_parse(layers, NULL, c, h, w, 10, &mc, NULL), 0);
     assert_int_equal(dt_model_parse(layers, NULL, c, h, w, 10, &mg, NULL), 0);
+    if (o->smoothing > 0.0f) {
+        assert_int_equal(dt_model_set_label_smoothing(mc, o->smoothing),
+                         DT_OK);
+        assert_int_equal(dt_model_set_label_smoothing(mg, o->smoothing),
+                         DT_OK);
+    }
     assert_int_equal(dt_model_init(mc, NULL, 3), DT_OK);
     assert_int_equal(dt_model_init(mg, gpu, 3), DT_OK);
     size_t in = (size_t)BATCH * c * h * w, n = dt_model_nparams(mc);
@@ -102,6 +134,27 @@ static void compare(const char *layers, int c, int h, int w)
             gc[gi], gg[gi]);
     assert_true(lw < 1);
     assert_true(gw < 1);
+    if (o->eval) {
+        /* batchnorm's running statistics after the step (the model's
+         * buffers, on the device), then an eval forward that uses them */
+        float *bc, *bd;
+        size_t nb, nbd;
+        assert_int_equal(dt_model_buffers(mc, &bc, &nb), DT_OK);
+        assert_int_equal(dt_model_buffers(mg, &bd, &nbd), DT_OK);
+        assert_int_equal(nb, nbd);
+        assert_true(nb > 0);
+        assert_true(worst_dev(gpu, bc, bd, nb, "running statistics",
+                              layers) < 1);
+        assert_int_equal(dt_model_forward(mc, x, y, BATCH, 0, &lc, &cc),
+                         DT_OK);
+        assert_int_equal(dt_model_forward(mg, x, y, BATCH, 0, &lg, &cg),
+                         DT_OK);
+        assert_float_equal(lc, lg, 1e-5 * (1 + fabs(lc)));
+        oc = dt_model_output(mc);
+        og = dt_model_output(mg);
+        assert_true(worst_dev(gpu, oc->data, og->data, oc->numel,
+                              "eval logits", layers) < 1);
+    }
     free(logits);
     free(x);
     free(gg);
@@ -109,6 +162,12 @@ static void compare(const char *layers, int c, int h, int w)
     dt_model_free(mc);
     dt_model_free(mg);
     dt_device_close(gpu);
+}
+
+static void compare(const char *layers, int c, int h, int w)
+{
+    const opts_t o = {0.0f, 0};
+    compare_with(layers, c, h, w, &o);
 }
 
 static void test_mlp(void **state)
@@ -123,6 +182,62 @@ static void test_cnn(void **state)
             16);
 }
 
+/* cuDNN convolutions: strided, without bias (bias=no: no parameters and
+ * no cudnnAddTensor), a 1x1 projection. */
+static void test_conv_strided_nobias(void **state)
+{
+    compare("conv(8,3,stride=2,pad=1,bias=no) relu conv(8,3,pad=1) relu "
+            "conv(4,1,stride=2,bias=no) flatten linear(10)", 3, 16, 16);
+}
+
+/* batchnorm through cuDNN: spatial (after a conv) and per-activation (a
+ * flat input), train then eval with the running statistics. */
+static void test_batchnorm(void **state)
+{
+    const opts_t o = {0.0f, 1};
+    compare_with("conv(8,3,pad=1,bias=no) batchnorm relu flatten linear(16) "
+                 "batchnorm relu linear(10)", 3, 8, 8, &o);
+}
+
+/* batchnorm as the first layer with parameters: its dx is not wanted,
+ * but cuDNN writes one (the backend's spare block). */
+static void test_batchnorm_first(void **state)
+{
+    const opts_t o = {0.0f, 1};
+    compare_with("batchnorm conv(4,3) relu flatten linear(10)", 2, 6, 6, &o);
+}
+
+/* average pooling and global average pooling (cuDNN pooling) */
+static void test_avgpool_gap(void **state)
+{
+    compare("conv(8,3,pad=1) relu avgpool(2) conv(8,3,pad=1) relu gap "
+            "flatten linear(10)", 3, 12, 12);
+}
+
+/* the residual join (cuBLAS add) and the gradient sums of a branch, in a
+ * small ResNet: one basic block with a stride-2 projection shortcut */
+static void test_resnet_block(void **state)
+{
+    const opts_t o = {0.0f, 1};
+    compare_with("conv(8,3,pad=1,bias=no) batchnorm relu "
+                 "stage(basic,8,1,stride=2) gap flatten linear(10)", 3, 8,
+                 8, &o);
+}
+
+/* an identity shortcut (no projection) and two blocks in a row */
+static void test_resnet_identity(void **state)
+{
+    compare("conv(8,3,pad=1,bias=no) batchnorm relu stage(basic,8,2) gap "
+            "flatten linear(10)", 3, 8, 8);
+}
+
+/* label smoothing in the softmax cross-entropy kernels */
+static void test_label_smoothing(void **state)
+{
+    const opts_t o = {0.1f, 0};
+    compare_with("flatten linear(64) relu linear(10)", 1, 8, 8, &o);
+}
+
 int main(void)
 {
     if (dt_cuda_device_count() == 0) {
@@ -133,6 +248,13 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp),
         cmocka_unit_test(test_cnn),
+        cmocka_unit_test(test_conv_strided_nobias),
+        cmocka_unit_test(test_batchnorm),
+        cmocka_unit_test(test_batchnorm_first),
+        cmocka_unit_test(test_avgpool_gap),
+        cmocka_unit_test(test_resnet_block),
+        cmocka_unit_test(test_resnet_identity),
+        cmocka_unit_test(test_label_smoothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
