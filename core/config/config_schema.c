@@ -108,7 +108,7 @@ static const dt_key_spec_t train_keys[] = {
      "(it halves on each overflow)"},
     {"label_smoothing", DT_KEY_DOUBLE, "0",
      "label smoothing of the cross-entropy loss, in [0, 1): the target is "
-     "(1 - x) onehot + x / classes (cpu)"},
+     "(1 - x) onehot + x / classes"},
     {"on_divergence", DT_KEY_STRING, "stop",
      "when the loss is not finite: stop, or halve_lr (back to the last "
      "checkpoint with half the lr, at most 3 times)"},
