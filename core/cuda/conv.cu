@@ -1,5 +1,10 @@
 /* conv.cu — im2col/col2im and the layout changes of conv2d (see
- * core/nn/im2col.h for the column layout). */
+ * core/nn/im2col.h for the column layout).
+ *
+ * Not a library call because it is the fallback: with cuDNN (DT_HAVE_CUDNN)
+ * conv2d runs through cudnnConvolution* (cudnn_conv.c) and none of these
+ * kernels is launched; they keep a backend built without cuDNN able to
+ * train a CNN on the GPU (im2col + cuBLAS GEMM). */
 #include "cuda/launch.h"
 
 static __global__ void im2col(dt_conv_geom_t g, const float *x, float *col)

@@ -1,4 +1,17 @@
-/* elementwise.cu — relu, dropout, products and bias kernels. */
+/* elementwise.cu — relu, dropout, products and bias kernels.
+ *
+ * Why these are not library calls (issue 18: libraries first):
+ * - relu: cudnnActivationForward/Backward would do it, but the backward
+ *   here reads only y and dy (cuDNN's also wants x) and relu must run
+ *   without cuDNN too (a backend built without it keeps linear and the
+ *   MLP on the GPU); one line each.
+ * - dropout: the mask must be the CPU's bit for bit (a hash of seed,
+ *   counter and element, nn/rng.h) so runs and resumes match across
+ *   devices; cudnnDropout draws from its own generator state.
+ * - mul, add_bias, bias_grad: the linear layer's bias and dropout's mask
+ *   product without cuDNN; cuBLAS has no broadcast add, and a GEMV with a
+ *   ones vector for the bias sums would need a ones buffer per shape for
+ *   sums this short (a batch). */
 #include "cuda/launch.h"
 #include "nn/rng.h"
 

@@ -1,7 +1,12 @@
 /* optim.cu — the optimizer plugins' steps on the GPU (sgd, adam, adamw).
  * The same arithmetic, in the same order, as their CPU loops
  * (plugins/optimizer/sgd/sgd.c, adam_core.h); the scalars of a step are
- * computed on the host by the plugin. */
+ * computed on the host by the plugin.
+ *
+ * Hand-written because no CUDA library has these steps (cuBLAS axpy/scal
+ * would take 3 to 6 passes over the parameters for what is one pass here,
+ * and cuDNN has no optimizers); their arithmetic is the CPU plugins' own,
+ * which test_optimizers_cuda checks on a GPU. */
 #include "cuda/launch.h"
 
 static __global__ void sgd_plain(float *p, const float *grad, size_t n,

@@ -1,4 +1,11 @@
-/* pool.cu — max pooling forward (with argmax) and backward. */
+/* pool.cu — max pooling forward (with argmax) and backward.
+ *
+ * Not cuDNN's max pooling (cudnn_pool.c could: CUDNN_POOLING_MAX*):
+ * these kernels keep the argmax of the forward, the first maximum of the
+ * window as the cpu layer picks it, so that ties (common after relu: many
+ * zeros) route the gradient to the same input as on the CPU; cuDNN's
+ * backward recomputes the maximum and documents no tie rule. They also
+ * keep maxpool on the GPU in a backend built without cuDNN. */
 #include "cuda/launch.h"
 
 static __global__ void maxpool_fwd(const float *x, float *y, int *arg,

@@ -29,7 +29,8 @@ static dt_status_t add_forward(dt_layer_t *l, const float *x, float *y,
                                int batch, int train)
 {
     size_t n = (size_t)batch * dt_layer_in_size(l);
-    DT_CUDA_DISPATCH(l->dev, add(l->dev, x, l->x2, y, n));
+    if (dt_layer_on_cuda(l))
+        return dt_cuda_backend_loaded()->add(l->dev, x, l->x2, y, n);
     const float *restrict a = x, *restrict b = l->x2;
     float *restrict o = y;
     if (l->fused)
@@ -49,7 +50,7 @@ static dt_status_t add_backward(dt_layer_t *l, const float *x, const float *y,
     size_t n = (size_t)batch * dt_layer_in_size(l);
     if (!dx)
         return DT_OK;
-    if (l->dev->kind == DT_DEVICE_CUDA)
+    if (dt_layer_on_cuda(l))
         return dt_device_copy(l->dev, dx, l->dev->mem, dy, l->dev->mem,
                               n * sizeof *dx);
     if (!l->fused) {

@@ -66,7 +66,7 @@ static dt_status_t pool_backward_cuda(dt_layer_t *l, const float *x,
 static dt_status_t gap_forward(dt_layer_t *l, const float *x, float *y,
                                int batch, int train)
 {
-    if (l->dev->kind == DT_DEVICE_CUDA)
+    if (dt_layer_on_cuda(l))
         return pool_forward_cuda(l, x, y, batch, 1);
     int plane = l->in_h * l->in_w;
     size_t rows = (size_t)batch * l->in_c;
@@ -90,7 +90,7 @@ static dt_status_t gap_forward(dt_layer_t *l, const float *x, float *y,
 static dt_status_t gap_backward(dt_layer_t *l, const float *x, const float *y,
                                 const float *dy, float *dx, int batch)
 {
-    if (l->dev->kind == DT_DEVICE_CUDA)
+    if (dt_layer_on_cuda(l))
         return pool_backward_cuda(l, x, y, dy, dx, batch, 1);
     if (!dx)
         return DT_OK;
@@ -129,7 +129,7 @@ static dt_status_t avg_setup(dt_layer_t *l, char *why, size_t why_len)
 static dt_status_t avg_forward(dt_layer_t *l, const float *x, float *y,
                                int batch, int train)
 {
-    if (l->dev->kind == DT_DEVICE_CUDA)
+    if (dt_layer_on_cuda(l))
         return pool_forward_cuda(l, x, y, batch, 0);
     int k = (int)l->args[0], s = (int)l->args[1], W = l->in_w;
     size_t in_plane = (size_t)l->in_h * W,
@@ -155,7 +155,7 @@ static dt_status_t avg_forward(dt_layer_t *l, const float *x, float *y,
 static dt_status_t avg_backward(dt_layer_t *l, const float *x, const float *y,
                                 const float *dy, float *dx, int batch)
 {
-    if (l->dev->kind == DT_DEVICE_CUDA)
+    if (dt_layer_on_cuda(l))
         return pool_backward_cuda(l, x, y, dy, dx, batch, 0);
     if (!dx)
         return DT_OK;

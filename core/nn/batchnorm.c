@@ -132,7 +132,7 @@ static float sqdev8(const float *restrict v, int n, float m)
 static dt_status_t bn_forward(dt_layer_t *l, const float *x, float *y,
                               int batch, int train)
 {
-    if (l->dev->kind == DT_DEVICE_CUDA)
+    if (dt_layer_on_cuda(l))
         return bn_forward_cuda(l, x, y, batch, train);
     int C = l->in_c, plane = l->in_h * l->in_w, relu = l->fused;
     size_t len = (size_t)C * plane;
@@ -231,7 +231,7 @@ static dt_status_t bn_forward(dt_layer_t *l, const float *x, float *y,
 static dt_status_t bn_backward(dt_layer_t *l, const float *x, const float *y,
                                const float *dy, float *dx, int batch)
 {
-    if (l->dev->kind == DT_DEVICE_CUDA) {
+    if (dt_layer_on_cuda(l)) {
         dt_cuda_bn_t bn = cuda_bn(l, batch);
         return dt_cuda_backend_loaded()->bn_backward(l->dev, &bn, x, dy, dx,
                                                      l->dw, l->db);

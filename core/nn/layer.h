@@ -85,6 +85,13 @@ struct dt_layer {
     int stage, block, shortcut;
 };
 
+/* Does the layer run on a GPU? (Tests drive some layers with no device:
+ * the cpu.) */
+static inline int dt_layer_on_cuda(const dt_layer_t *l)
+{
+    return l->dev && l->dev->kind == DT_DEVICE_CUDA;
+}
+
 static inline size_t dt_layer_in_size(const dt_layer_t *l)
 {
     return (size_t)l->in_c * (size_t)l->in_h * (size_t)l->in_w;
