@@ -20,6 +20,9 @@ typedef struct dt_cudnn_algos {
     cudnnConvolutionFwdAlgo_t fwd;
     cudnnConvolutionBwdDataAlgo_t bwd_data;
     cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+    /* the math type each runs with: CUDNN_FMA_MATH unless cuDNN offered
+     * only tensor-op algorithms for the shape (cudnn_conv.c) */
+    cudnnMathType_t fwd_math, bwd_data_math, bwd_filter_math;
 } dt_cudnn_algos_t;
 
 typedef struct dt_cudnn {

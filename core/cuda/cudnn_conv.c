@@ -12,7 +12,8 @@
  * Algorithms: per shape (n, c, h, w, out channels, k, stride, pad) the
  * three algorithms are picked once from cuDNN's heuristics
  * (cudnnGet*Algorithm_v7, no trial runs), preferring deterministic
- * FMA algorithms within DT_CUDNN_WORKSPACE_MAX of workspace, and cached in
+ * full-precision algorithms within DT_CUDNN_WORKSPACE_MAX of workspace
+ * (DT_CUDNN_PICK), and cached with the math type to run each with in
  * the device's state (cuda/cudnn.h). The workspace is grown to the
  * largest the shapes seen need, once per new shape at most. */
 #include "config.h"
@@ -25,24 +26,49 @@
 #define DT_CUDNN_WORKSPACE_MAX ((size_t)512 << 20)
 #define DT_CUDNN_NALGO 16
 
-/* Index of the perf result to use: the first usable one (they come sorted
- * by expected speed) that is FMA math and deterministic, then any FMA
- * one, then anything that ran; -1 if none. */
+/* Index of the perf result to use, -1 if none: of those that ran (they
+ * come sorted by expected speed) the first in full float precision (not
+ * a tensor-op math type) and deterministic within the workspace limit,
+ * then the first in full precision within the limit, then in full
+ * precision, and only then anything (its math type is then used for the
+ * call, with a warning: cuDNN offered nothing else for this shape). */
 #define DT_CUDNN_PICK(perf, n, out)                                           \
     do {                                                                      \
         (out) = -1;                                                           \
-        for (int pass = 0; pass < 3 && (out) < 0; pass++)                     \
+        for (int pass = 0; pass < 4 && (out) < 0; pass++)                     \
             for (int i_ = 0; i_ < (n) && (out) < 0; i_++) {                   \
                 if ((perf)[i_].status != CUDNN_STATUS_SUCCESS)                \
                     continue;                                                 \
-                int fma_ = (perf)[i_].mathType == CUDNN_FMA_MATH;             \
+                int fp32_ = (perf)[i_].mathType == CUDNN_FMA_MATH ||          \
+                            (perf)[i_].mathType == CUDNN_DEFAULT_MATH;        \
                 int det_ = (perf)[i_].determinism == CUDNN_DETERMINISTIC;     \
                 int fits_ = (perf)[i_].memory <= DT_CUDNN_WORKSPACE_MAX;      \
-                if ((pass == 0 && fma_ && det_ && fits_) ||                   \
-                    (pass == 1 && fma_ && fits_) || pass == 2)                \
+                if ((pass == 0 && fp32_ && det_ && fits_) ||                  \
+                    (pass == 1 && fp32_ && fits_) || (pass == 2 && fp32_) ||  \
+                    pass == 3)                                                \
                     (out) = i_;                                               \
             }                                                                 \
     } while (0)
+
+/* The math type to run a picked algorithm with: FMA (full float
+ * precision) unless cuDNN offered only a tensor-op one. */
+static cudnnMathType_t math_of(dt_device_t *dev, cudnnMathType_t offered,
+                               const char *which)
+{
+    if (offered == CUDNN_FMA_MATH || offered == CUDNN_DEFAULT_MATH)
+        return CUDNN_FMA_MATH;
+    dt_warn("cuDNN offers only a tensor-op (reduced precision) %s "
+            "algorithm for a conv shape on %s: using it", which, dev->name);
+    return offered;
+}
+
+/* Set the convolution's math type for the call about to be made. */
+static dt_status_t set_math(dt_device_t *dev, dt_cudnn_t *s,
+                            cudnnMathType_t math)
+{
+    return dt_cudnn_check(dev, cudnnSetConvolutionMathType(s->conv, math),
+                          "cudnnSetConvolutionMathType");
+}
 
 /* Describe x, w, y and the convolution for this shape. */
 static dt_status_t describe(dt_device_t *dev, dt_cudnn_t *s,
@@ -97,7 +123,8 @@ static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
         }
     }
     dt_cudnn_algos_t a = {g->n, g->c, g->h, g->w, out_c, g->k, g->s, g->pad,
-                          0, 0, 0};
+                          0, 0, 0, CUDNN_FMA_MATH, CUDNN_FMA_MATH,
+                          CUDNN_FMA_MATH};
     int got = 0, pick;
     size_t need = 0, bytes = 0;
 
@@ -112,12 +139,15 @@ static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
     if (pick < 0)
         goto none;
     a.fwd = fwd[pick].algo;
+    a.fwd_math = math_of(dev, fwd[pick].mathType, "forward");
+    DT_CHECK(set_math(dev, s, a.fwd_math));
     DT_CHECK(dt_cudnn_check(
         dev,
         cudnnGetConvolutionForwardWorkspaceSize(s->handle, s->x, s->filter,
                                                 s->conv, s->y, a.fwd, &bytes),
         "cudnnGetConvolutionForwardWorkspaceSize"));
     need = bytes > need ? bytes : need;
+    DT_CHECK(set_math(dev, s, CUDNN_FMA_MATH));
 
     cudnnConvolutionBwdDataAlgoPerf_t bd[DT_CUDNN_NALGO];
     DT_CHECK(dt_cudnn_check(
@@ -130,12 +160,15 @@ static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
     if (pick < 0)
         goto none;
     a.bwd_data = bd[pick].algo;
+    a.bwd_data_math = math_of(dev, bd[pick].mathType, "backward data");
+    DT_CHECK(set_math(dev, s, a.bwd_data_math));
     DT_CHECK(dt_cudnn_check(
         dev,
         cudnnGetConvolutionBackwardDataWorkspaceSize(
             s->handle, s->filter, s->y, s->conv, s->x, a.bwd_data, &bytes),
         "cudnnGetConvolutionBackwardDataWorkspaceSize"));
     need = bytes > need ? bytes : need;
+    DT_CHECK(set_math(dev, s, CUDNN_FMA_MATH));
 
     cudnnConvolutionBwdFilterAlgoPerf_t bf[DT_CUDNN_NALGO];
     DT_CHECK(dt_cudnn_check(
@@ -148,6 +181,8 @@ static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
     if (pick < 0)
         goto none;
     a.bwd_filter = bf[pick].algo;
+    a.bwd_filter_math = math_of(dev, bf[pick].mathType, "backward filter");
+    DT_CHECK(set_math(dev, s, a.bwd_filter_math));
     DT_CHECK(dt_cudnn_check(
         dev,
         cudnnGetConvolutionBackwardFilterWorkspaceSize(
@@ -186,6 +221,7 @@ dt_status_t dt_cudnn_conv_forward(dt_device_t *dev, const dt_conv_geom_t *g,
     DT_CHECK(dt_cudnn_get(dev, &s));
     DT_CHECK(describe(dev, s, g, out_c));
     DT_CHECK(algos(dev, s, g, out_c, &a));
+    DT_CHECK(set_math(dev, s, a->fwd_math));
     DT_CHECK(dt_cudnn_check(
         dev,
         cudnnConvolutionForward(s->handle, &one, s->x, x, s->filter, w,
@@ -220,6 +256,7 @@ dt_status_t dt_cudnn_conv_backward(dt_device_t *dev, const dt_conv_geom_t *g,
                                          s->per_channel, db),
             "cudnnConvolutionBackwardBias"));
     }
+    DT_CHECK(set_math(dev, s, a->bwd_filter_math));
     DT_CHECK(dt_cudnn_check(
         dev,
         cudnnConvolutionBackwardFilter(s->handle, &one, s->x, x, s->y, dy,
@@ -229,6 +266,7 @@ dt_status_t dt_cudnn_conv_backward(dt_device_t *dev, const dt_conv_geom_t *g,
         "cudnnConvolutionBackwardFilter"));
     if (!dx)
         return DT_OK;
+    DT_CHECK(set_math(dev, s, a->bwd_data_math));
     return dt_cudnn_check(
         dev,
         cudnnConvolutionBackwardData(s->handle, &one, s->filter, w, s->y, dy,
