@@ -55,7 +55,7 @@ static double worst_dev(dt_device_t *gpu, const float *cpu, const float *dev,
                                     n * sizeof *host), DT_OK);
     size_t at;
     double w = worst_ratio(cpu, host, n, &at);
-    fprintf(stderr, "%s: %s worst difference / tolerance %.2g (element %zu: "
+    fprintf(stderr, "%s: worst difference / tolerance: %s %.2g (element %zu: "
             "%.7g vs %.7g)\n", layers, what, w, at, n ? cpu[at] : 0.0,
             n ? host[at] : 0.0);
     free(host);

@@ -231,7 +231,8 @@ for t in test_cuda_backend test_optimizers_cuda test_nn_cuda; do
     if [ $t = test_nn_cuda ]; then
         # the worst |cpu - cuda| / tolerance over every model (tolerance:
         # 1e-3 |cpu| + 4e-6 max|cpu|, tests/test_nn_cuda.c); < 1 passes
-        key=$(grep -o 'logits [0-9.e+-]* (element\|gradients [0-9.e+-]* (parameter' "$L/$t.log" |
+        # (and, for batchnorm, the running statistics and eval logits)
+        key=$(grep -o 'logits [0-9.e+-]* (element\|gradients [0-9.e+-]* (parameter\|statistics [0-9.e+-]* (element' "$L/$t.log" |
               awk '{print $2}' | sort -g | tail -1)
         key=${key:+worst/tol $key}
     fi
