@@ -50,6 +50,13 @@ dt_status_t dt_cudnn_get(dt_device_t *dev, dt_cudnn_t **out)
         return DT_OK;
     }
     *out = NULL;
+    /* the handle belongs to the GPU current at cudnnCreate: this one */
+    cudaError_t ce = cudaSetDevice(dev->ordinal);
+    if (ce != cudaSuccess) {
+        dt_error("cannot make %s current for cuDNN: %s", dev->name,
+                 cudaGetErrorString(ce));
+        return DT_ERR_INTERNAL;
+    }
     dt_cudnn_t *s = calloc(1, sizeof *s);
     if (!s)
         return DT_ERR_NOMEM;
@@ -84,6 +91,11 @@ dt_status_t dt_cudnn_get(dt_device_t *dev, dt_cudnn_t **out)
         destroy(s);
         return st;
     }
+    /* the library found at run time may be another 9.x than the headers */
+    size_t v = cudnnGetVersion();
+    dt_info("cuDNN %zu.%zu.%zu on %s (built with %d.%d.%d)", v / 10000,
+            v / 100 % 100, v % 100, dev->name, CUDNN_MAJOR, CUDNN_MINOR,
+            CUDNN_PATCHLEVEL);
     dev->dnn = s;
     *out = s;
     return DT_OK;
