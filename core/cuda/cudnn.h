@@ -16,7 +16,8 @@
 
 /* The algorithms picked for one convolution shape (cudnn_conv.c). */
 typedef struct dt_cudnn_algos {
-    int n, c, h, w, out_c, k, stride, pad; /* the key                     */
+    int n, c, h, w, out_c, k, stride, pad; /* the key, with:              */
+    int precision;                         /* DT_PRECISION_* (precision.c) */
     cudnnConvolutionFwdAlgo_t fwd;
     cudnnConvolutionBwdDataAlgo_t bwd_data;
     cudnnConvolutionBwdFilterAlgo_t bwd_filter;

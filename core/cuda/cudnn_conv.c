@@ -3,11 +3,13 @@
  * BackwardFilter, BackwardBias), NCHW float with cross-correlation (what
  * dt's cpu conv computes).
  *
- * Precision: the math type is CUDNN_FMA_MATH, FMA kernels only. cuDNN's
- * CUDNN_DEFAULT_MATH lets Ampere and Hopper GPUs run float convolutions
- * on tensor cores in TF32 (10-bit mantissa), which would not match the
- * cpu layers within float tolerance; a reduced-precision mode would opt
- * into TENSOR_OP math explicitly.
+ * Precision ([train] precision, precision.c): in fp32 the math type is
+ * CUDNN_FMA_MATH, FMA kernels only. cuDNN's CUDNN_DEFAULT_MATH lets
+ * Ampere and Hopper GPUs run float convolutions on tensor cores in TF32
+ * (10-bit mantissa), which would not match the cpu layers within float
+ * tolerance. In bf16/fp16 (as cuBLAS's GEMMs then) the convolution opts
+ * into CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: tensor cores, the float
+ * inputs converted down, float storage and accumulation.
  *
  * Algorithms: per shape (n, c, h, w, out channels, k, stride, pad) the
  * three algorithms are picked once from cuDNN's heuristics
@@ -22,24 +24,27 @@
 
 #include <dt/log.h>
 #include "cuda/cudnn.h"
+#include "cuda/precision.h"
 
 #define DT_CUDNN_WORKSPACE_MAX ((size_t)512 << 20)
 #define DT_CUDNN_NALGO 16
 
 /* Index of the perf result to use, -1 if none: of those that ran (they
  * come sorted by expected speed) the first in full float precision (not
- * a tensor-op math type) and deterministic within the workspace limit,
- * then the first in full precision within the limit, then in full
- * precision, and only then anything (its math type is then used for the
- * call, with a warning: cuDNN offered nothing else for this shape). */
-#define DT_CUDNN_PICK(perf, n, out)                                           \
+ * a tensor-op math type; in bf16/fp16 any math type counts) and
+ * deterministic within the workspace limit, then the first in full
+ * precision within the limit, then in full precision, and only then
+ * anything (its math type is then used for the call, with a warning in
+ * fp32: cuDNN offered nothing else for this shape). */
+#define DT_CUDNN_PICK(perf, n, out, exact)                                    \
     do {                                                                      \
         (out) = -1;                                                           \
         for (int pass = 0; pass < 4 && (out) < 0; pass++)                     \
             for (int i_ = 0; i_ < (n) && (out) < 0; i_++) {                   \
                 if ((perf)[i_].status != CUDNN_STATUS_SUCCESS)                \
                     continue;                                                 \
-                int fp32_ = (perf)[i_].mathType == CUDNN_FMA_MATH ||          \
+                int fp32_ = !(exact) ||                                       \
+                            (perf)[i_].mathType == CUDNN_FMA_MATH ||          \
                             (perf)[i_].mathType == CUDNN_DEFAULT_MATH;        \
                 int det_ = (perf)[i_].determinism == CUDNN_DETERMINISTIC;     \
                 int fits_ = (perf)[i_].memory <= DT_CUDNN_WORKSPACE_MAX;      \
@@ -50,11 +55,23 @@
             }                                                                 \
     } while (0)
 
-/* The math type to run a picked algorithm with: FMA (full float
- * precision) unless cuDNN offered only a tensor-op one. */
+/* The math type the descriptor asks for while algorithms are picked:
+ * FMA in fp32, tensor ops with conversion in bf16/fp16. */
+static cudnnMathType_t wanted_math(void)
+{
+    return dt_cuda_precision() == DT_PRECISION_FP32
+               ? CUDNN_FMA_MATH
+               : CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
+/* The math type to run a picked algorithm with: in fp32, FMA (full float
+ * precision) unless cuDNN offered only a tensor-op one; in bf16/fp16 the
+ * one it was offered with. */
 static cudnnMathType_t math_of(dt_device_t *dev, cudnnMathType_t offered,
                                const char *which)
 {
+    if (dt_cuda_precision() != DT_PRECISION_FP32)
+        return offered;
     if (offered == CUDNN_FMA_MATH || offered == CUDNN_DEFAULT_MATH)
         return CUDNN_FMA_MATH;
     dt_warn("cuDNN offers only a tensor-op (reduced precision) %s "
@@ -90,7 +107,7 @@ static dt_status_t describe(dt_device_t *dev, dt_cudnn_t *s,
         "cudnnSetConvolution2dDescriptor"));
     DT_CHECK(dt_cudnn_check(dev,
                             cudnnSetConvolutionMathType(s->conv,
-                                                        CUDNN_FMA_MATH),
+                                                        wanted_math()),
                             "cudnnSetConvolutionMathType"));
     int n, c, h, w;
     DT_CHECK(dt_cudnn_check(
@@ -117,15 +134,15 @@ static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
         const dt_cudnn_algos_t *a = &s->algos[i];
         if (a->n == g->n && a->c == g->c && a->h == g->h && a->w == g->w &&
             a->out_c == out_c && a->k == g->k && a->stride == g->s &&
-            a->pad == g->pad) {
+            a->pad == g->pad && a->precision == dt_cuda_precision()) {
             *out = a;
             return DT_OK;
         }
     }
     dt_cudnn_algos_t a = {g->n, g->c, g->h, g->w, out_c, g->k, g->s, g->pad,
-                          0, 0, 0, CUDNN_FMA_MATH, CUDNN_FMA_MATH,
-                          CUDNN_FMA_MATH};
-    int got = 0, pick;
+                          dt_cuda_precision(), 0, 0, 0, CUDNN_FMA_MATH,
+                          CUDNN_FMA_MATH, CUDNN_FMA_MATH};
+    int got = 0, pick, exact = a.precision == DT_PRECISION_FP32;
     size_t need = 0, bytes = 0;
 
     cudnnConvolutionFwdAlgoPerf_t fwd[DT_CUDNN_NALGO];
@@ -135,7 +152,7 @@ static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
                                                s->conv, s->y, DT_CUDNN_NALGO,
                                                &got, fwd),
         "cudnnGetConvolutionForwardAlgorithm_v7"));
-    DT_CUDNN_PICK(fwd, got, pick);
+    DT_CUDNN_PICK(fwd, got, pick, exact);
     if (pick < 0)
         goto none;
     a.fwd = fwd[pick].algo;
@@ -147,7 +164,7 @@ static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
                                                 s->conv, s->y, a.fwd, &bytes),
         "cudnnGetConvolutionForwardWorkspaceSize"));
     need = bytes > need ? bytes : need;
-    DT_CHECK(set_math(dev, s, CUDNN_FMA_MATH));
+    DT_CHECK(set_math(dev, s, wanted_math()));
 
     cudnnConvolutionBwdDataAlgoPerf_t bd[DT_CUDNN_NALGO];
     DT_CHECK(dt_cudnn_check(
@@ -156,7 +173,7 @@ static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
             s->handle, s->filter, s->y, s->conv, s->x, DT_CUDNN_NALGO, &got,
             bd),
         "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
-    DT_CUDNN_PICK(bd, got, pick);
+    DT_CUDNN_PICK(bd, got, pick, exact);
     if (pick < 0)
         goto none;
     a.bwd_data = bd[pick].algo;
@@ -168,7 +185,7 @@ static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
             s->handle, s->filter, s->y, s->conv, s->x, a.bwd_data, &bytes),
         "cudnnGetConvolutionBackwardDataWorkspaceSize"));
     need = bytes > need ? bytes : need;
-    DT_CHECK(set_math(dev, s, CUDNN_FMA_MATH));
+    DT_CHECK(set_math(dev, s, wanted_math()));
 
     cudnnConvolutionBwdFilterAlgoPerf_t bf[DT_CUDNN_NALGO];
     DT_CHECK(dt_cudnn_check(
@@ -177,7 +194,7 @@ static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
             s->handle, s->x, s->y, s->conv, s->filter, DT_CUDNN_NALGO, &got,
             bf),
         "cudnnGetConvolutionBackwardFilterAlgorithm_v7"));
-    DT_CUDNN_PICK(bf, got, pick);
+    DT_CUDNN_PICK(bf, got, pick, exact);
     if (pick < 0)
         goto none;
     a.bwd_filter = bf[pick].algo;

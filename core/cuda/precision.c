@@ -9,7 +9,8 @@
  *    the sum): cublasSasum. (Dividing them back by S is the backend's
  *    scale kernel, which grad_sync also queues on its own stream.)
  * One process drives one GPU (one trainer, one cuBLAS handle), so the
- * mode is the module's. */
+ * mode is the module's. cuDNN's convolutions follow it too (cudnn_conv.c:
+ * FMA math in fp32, tensor-op math with conversion in bf16/fp16). */
 #include "config.h"
 
 #include <cublas_v2.h>
@@ -29,6 +30,8 @@ dt_status_t dt_cuda_set_precision(dt_device_t *dev, int p)
     precision = p;
     return DT_OK;
 }
+
+int dt_cuda_precision(void) { return precision; }
 
 cublasComputeType_t dt_cuda_gemm_compute_type(void)
 {

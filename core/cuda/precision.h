@@ -9,4 +9,7 @@
  * = bf16 / fp16. */
 cublasComputeType_t dt_cuda_gemm_compute_type(void);
 
+/* DT_PRECISION_*, as set_precision last set it (cudnn_conv.c's math). */
+int dt_cuda_precision(void);
+
 #endif /* DT_CUDA_PRECISION_H */
