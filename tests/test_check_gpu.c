@@ -1,5 +1,7 @@
 /* test_check_gpu.c — dtctl check's gpu row: a host's `dt-train --gpus`
  * report judged against the job (device, transport, ranks there). */
+#include "config.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -88,8 +90,14 @@ static void test_libraries_missing(void **state)
     assert_int_equal(judge(no_runtime, 1, 0, 1, d), CHECK_GPU_FAIL);
     assert_non_null(strstr(d, "needs cudart"));
     assert_int_equal(judge(no_runtime, 0, 0, 1, d), CHECK_GPU_OK);
+#ifdef DT_HAVE_CUDNN
+    /* built with cuDNN, the CUDA backend links it: no GPU job without it */
+    assert_int_equal(judge(mixed, 1, 0, 1, d), CHECK_GPU_FAIL);
+    assert_non_null(strstr(d, "needs cudnn"));
+#else
     assert_int_equal(judge(mixed, 1, 0, 1, d), CHECK_GPU_OK);
     assert_non_null(strstr(d, "without cuDNN"));
+#endif
 }
 
 static void test_no_report(void **state)

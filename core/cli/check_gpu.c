@@ -1,6 +1,8 @@
 /* check_gpu.c — judge a host's `dt-train --gpus` report (the format is
  * dt_gpu_inventory_print's, core/nn/gpu_inventory.h) for `dtctl check`. */
 #define _GNU_SOURCE
+#include "config.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -134,6 +136,11 @@ int check_gpu_judge(const char *out, const check_gpu_job_t *job,
         missing = 0;
     else if (job->want_cuda && strcmp(r.lib[1], "-") == 0)
         missing = 1;
+#ifdef DT_HAVE_CUDNN
+    /* this dt's CUDA backend links libcudnn.so.9: it loads only with it */
+    else if (job->want_cuda && strcmp(r.lib[2], "-") == 0)
+        missing = 2;
+#endif
     else if (job->nccl && strcmp(r.lib[3], "-") == 0)
         missing = 3;
     if (missing >= 0) {
