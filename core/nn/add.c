@@ -8,12 +8,13 @@
  * y > 0, which the model then passes to the shortcut as well. Made by
  * model_parse.c's block expansion, not written by users. On CUDA (no
  * fused relu there) the sum is the backend's add (cuBLAS saxpy) and
- * dx = dy a device copy. */
+ * dx = dy a device-to-device copy queued on the stream. */
 #include "config.h"
 
 #include <string.h>
 
 #include "layer.h"
+#include "nn/device_step.h"
 
 static dt_status_t add_setup(dt_layer_t *l, char *why, size_t why_len)
 {
@@ -50,9 +51,8 @@ static dt_status_t add_backward(dt_layer_t *l, const float *x, const float *y,
     size_t n = (size_t)batch * dt_layer_in_size(l);
     if (!dx)
         return DT_OK;
-    if (dt_layer_on_cuda(l))
-        return dt_device_copy(l->dev, dx, l->dev->mem, dy, l->dev->mem,
-                              n * sizeof *dx);
+    if (dt_layer_on_cuda(l)) /* device to device, queued on its stream */
+        return dt_device_copy_async(l->dev, dx, dy, n * sizeof *dx, NULL);
     if (!l->fused) {
         memcpy(dx, dy, n * sizeof *dx);
         return DT_OK;

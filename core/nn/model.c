@@ -282,10 +282,9 @@ dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
             const float *g = masked ? masked : m->dacts[out];
             if (m->dwritten[l->skip])
                 DT_CHECK(add_into(m->dev, m->dacts[l->skip], g, n));
-            else if (m->dev->kind == DT_DEVICE_CUDA)
-                DT_CHECK(dt_device_copy(m->dev, m->dacts[l->skip],
-                                        m->dev->mem, g, m->dev->mem,
-                                        n * sizeof(float)));
+            else if (m->dev->kind == DT_DEVICE_CUDA) /* queued, no wait */
+                DT_CHECK(dt_device_copy_async(m->dev, m->dacts[l->skip], g,
+                                              n * sizeof(float), NULL));
             else
                 memcpy(m->dacts[l->skip], g, n * sizeof(float));
             m->dwritten[l->skip] = 1;
