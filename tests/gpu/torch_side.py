@@ -7,6 +7,14 @@ every step from pinned memory, as dt's trainer does; no schedule or warmup
 (dt's cosine schedule does not change the speed).
 
     python3 tests/gpu/torch_side.py JOB.ini --data DIR [--epochs E]
+        [--max-steps N] [--batch B] [--amp bf16] [--channels-last]
+        [--benchmark]
+
+--amp bf16 --channels-last --benchmark is PyTorch's fast path for CNNs
+(autocast to bf16, NHWC tensors, cudnn.benchmark), what the issue's
+ResNet target compares dt's precision = bf16 with. The model comes from
+bench/torch_ddp.py's builder of dt's layer syntax (ResNet stages,
+batchnorm, gap included).
 
 Prints one line that run.sh parses:
     torch: samples/s S  test_accuracy A%  peak_mem_MiB M  epochs E  steps N
@@ -16,7 +24,7 @@ warm-up; peak_mem: torch.cuda.max_memory_allocated). Exit 77 without a GPU.
 import argparse
 import configparser
 import gzip
-import re
+import os
 import sys
 import time
 
@@ -29,6 +37,11 @@ except ImportError as e:  # this machine: no torch
     print("torch_side: SKIP: no torch (%s)" % e)
     sys.exit(77)
 
+# dt's layer syntax -> nn.Sequential: the same builder as the CPU bench.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "bench"))
+from torch_ddp import build_model  # noqa: E402
+
 
 def read_idx(path):
     with gzip.open(path, "rb") as f:
@@ -38,47 +51,18 @@ def read_idx(path):
     return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
-def build_model(text):
-    """dt's layer syntax -> nn.Sequential (bench/torch_ddp.py's subset)."""
-    layers, c, h, w, flat = [], 1, 28, 28, None
-    for tok in re.findall(r"[a-z0-9_]+(?:\([^)]*\))?", text):
-        name, _, args = tok.partition("(")
-        pos = [a for a in args.rstrip(")").split(",") if a and "=" not in a]
-        kw = dict(a.split("=") for a in args.rstrip(")").split(",") if "=" in a)
-        if name in ("conv", "conv2d"):
-            out, k = int(pos[0]), int(pos[1])
-            pad = int(kw.get("pad", 0))
-            stride = int(kw.get("stride", 1))
-            layers.append(nn.Conv2d(c, out, k, stride=stride, padding=pad,
-                                    bias=kw.get("bias", "yes") != "no"))
-            c, h, w = out, (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
-        elif name == "maxpool":
-            k = int(pos[0])
-            layers.append(nn.MaxPool2d(k))
-            h, w = h // k, w // k
-        elif name == "relu":
-            layers.append(nn.ReLU())
-        elif name == "flatten":
-            layers.append(nn.Flatten())
-            flat = c * h * w
-        elif name == "linear":
-            n_in = flat if flat is not None else c * h * w
-            layers.append(nn.Linear(n_in, int(pos[0])))
-            flat = int(pos[0])
-        elif name == "dropout":
-            layers.append(nn.Dropout(float(pos[0]) if pos else 0.5))
-        else:
-            print("torch_side: SKIP: layer %r not supported here" % name)
-            sys.exit(77)
-    return nn.Sequential(*layers)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("job")
     ap.add_argument("--data", required=True)
     ap.add_argument("--epochs", type=int, default=0)
+    ap.add_argument("--max-steps", type=int, default=0)
+    ap.add_argument("--batch", type=int, default=0)
+    ap.add_argument("--amp", choices=("none", "bf16"), default="none")
+    ap.add_argument("--channels-last", action="store_true")
+    ap.add_argument("--benchmark", action="store_true")
     a = ap.parse_args()
+    torch.backends.cudnn.benchmark = a.benchmark
     cfg = configparser.ConfigParser(inline_comment_prefixes=("#", ";"))
     cfg.read(a.job)
     if not torch.cuda.is_available():
@@ -87,7 +71,8 @@ def main():
     dev = torch.device("cuda")
     seed = cfg.getint("train", "seed", fallback=0)
     torch.manual_seed(seed)
-    batch = cfg.getint("train", "batch_size", fallback=64)
+    batch = a.batch or cfg.getint("train", "batch_size", fallback=64)
+    fmt = torch.channels_last if a.channels_last else torch.contiguous_format
     lr = cfg.getfloat("train", "lr", fallback=0.01)  # N = 1: linear scaling x1
     epochs = a.epochs or cfg.getint("train", "epochs", fallback=1)
     mean = cfg.getfloat("data", "mean", fallback=0.0)
@@ -105,7 +90,7 @@ def main():
     yte = torch.from_numpy(read_idx(a.data + "/t10k-labels-idx1-ubyte.gz")
                            .astype(np.int64)).to(dev)
 
-    model = build_model(cfg.get("model", "layers")).to(dev)
+    model = build_model(cfg.get("model", "layers")).to(dev, memory_format=fmt)
     opt = torch.optim.SGD(
         model.parameters(), lr=lr,
         momentum=cfg.getfloat(sgd, "momentum", fallback=0.0),
@@ -129,25 +114,37 @@ def main():
                 t0 = time.perf_counter()
             b = perm[at:at + batch]
             x = xtr[b].pin_memory().to(dev, non_blocking=True)
+            x = x.contiguous(memory_format=fmt)
             y = ytr[b].pin_memory().to(dev, non_blocking=True)
             opt.zero_grad(set_to_none=True)
-            loss = loss_fn(model(x), y)
+            with torch.autocast("cuda", dtype=torch.bfloat16,
+                                enabled=a.amp == "bf16"):
+                loss = loss_fn(model(x), y)
             loss.backward()
             opt.step()
             steps += 1
             if steps > warm:
                 samples += batch
+            if a.max_steps and steps >= a.max_steps:
+                break
         torch.cuda.synchronize()
         timed += time.perf_counter() - t0
+        if a.max_steps and steps >= a.max_steps:
+            break
     model.eval()
     correct = 0
     with torch.no_grad():
         for at in range(0, len(yte), 1000):
-            correct += (model(xte[at:at + 1000]).argmax(1) == yte[at:at + 1000]).sum().item()
+            xb = xte[at:at + 1000].contiguous(memory_format=fmt)
+            with torch.autocast("cuda", dtype=torch.bfloat16,
+                                enabled=a.amp == "bf16"):
+                correct += (model(xb).argmax(1) == yte[at:at + 1000]).sum().item()
     print("torch: samples/s %.0f  test_accuracy %.2f%%  peak_mem_MiB %.0f  "
-          "epochs %d  steps %d  (torch %s, cuda %s, cudnn %s, %s)"
+          "epochs %d  steps %d  amp %s%s%s  (torch %s, cuda %s, cudnn %s, %s)"
           % (samples / timed if timed > 0 else 0, 100.0 * correct / len(yte),
              torch.cuda.max_memory_allocated() / 2**20, epochs, steps,
+             a.amp, " channels_last" if a.channels_last else "",
+             " cudnn.benchmark" if a.benchmark else "",
              torch.__version__, torch.version.cuda,
              torch.backends.cudnn.version(), torch.cuda.get_device_name(0)),
           flush=True)
