@@ -64,6 +64,19 @@ echo "async accuracy after 1 epoch on 8000 samples: $acc%"
 awk -v a="$acc" 'BEGIN { exit !(a >= 70.0) }' ||
     { cat out; fail "accuracy '$acc' is not above 70% (chance is 10%)"; }
 
+# ---- push_overlap: every push still applied, training far above chance ----
+# The last push of each worker is still in flight when its loop ends: it
+# must complete before DONE (500 applied, not 498). One push staler, so
+# a lower floor (68-75% seen here, against 79% without overlap).
+run -n 2 --set data.train_samples=8000 --set train.max_staleness=1 \
+    --set train.push_overlap=yes job.ini || { cat out; fail "push_overlap run failed"; }
+grep -q "parameter server 0 (rank 2): 500 pushes applied from 2 workers" out ||
+    { cat out; fail "push_overlap: the server did not apply all 500 pushes"; }
+acc=$(sed -n 's/.*final test accuracy: \([0-9.]*\)%.*/\1/p' out)
+echo "push_overlap = yes: $acc% after 1 epoch"
+awk -v a="$acc" 'BEGIN { exit !(a >= 50.0) }' ||
+    { cat out; fail "push_overlap: accuracy '$acc' is not above 50%"; }
+
 # ---- max_staleness = 2 with worker 1 slowed 20x ----------------------------
 DT_TEST_SLOW_RANK=1 DT_TEST_SLOW_FACTOR=20 \
     run -n 2 --set train.max_staleness=2 job.ini || { cat out; fail "staleness run"; }

@@ -138,6 +138,10 @@ static const dt_key_spec_t train_keys[] = {
     {"max_staleness", DT_KEY_INT, "0",
      "async: a worker more than this many pushes ahead of the slowest "
      "waits (0: unbounded; 0 is not sync)"},
+    {"push_overlap", DT_KEY_BOOL, "no",
+     "async: send a step's gradients and receive the fresh parameters "
+     "while the next step computes (on parameters one push older: faster "
+     "steps, staler gradients)"},
     {"max_steps", DT_KEY_INT, "0",
      "stop after this many optimizer steps (0: run all epochs)"},
     {"resume", DT_KEY_BOOL, "no",

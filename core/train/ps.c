@@ -390,6 +390,11 @@ struct dt_ps_client {
     ctl_t *out, *in;       /* per server                              */
     dt_request_t **reqs;   /* 4 per server                            */
     double wait;
+    /* A push in flight (dt_ps_push_begin): its requests, the gradients
+     * being sent (a copy: backward rewrites the caller's), the fresh
+     * parameters arriving, and where they go when it completes. */
+    size_t inflight;       /* requests posted, 0: none                */
+    float *sendbuf, *fresh, *dst;
 };
 
 dt_status_t dt_ps_client_new(int nworkers, int nservers, size_t nparams,
@@ -418,6 +423,8 @@ void dt_ps_client_free(dt_ps_client_t *c)
 {
     if (!c)
         return;
+    free(c->sendbuf);
+    free(c->fresh);
     free(c->out);
     free(c->in);
     free(c->reqs);
@@ -433,10 +440,9 @@ double dt_ps_wait_seconds(const dt_ps_client_t *c)
  * the caller), payload from send (its shard) when not NULL, and when recv
  * is not NULL the answer's control block into c->in[s] and the shard into
  * recv. */
-static dt_status_t exchange(dt_ps_client_t *c, const float *send, float *recv,
-                            int patient)
+static dt_status_t post(dt_ps_client_t *c, const float *send, float *recv,
+                        size_t *posted)
 {
-    double t0 = dt_clock_now();
     size_t k = 0;
     dt_status_t st = DT_OK;
     for (int s = 0; st == DT_OK && s < c->S; s++) {
@@ -466,6 +472,15 @@ static dt_status_t exchange(dt_ps_client_t *c, const float *send, float *recv,
                 k++;
         }
     }
+    *posted = k;
+    return st;
+}
+
+/* Wait for k posted requests (st: how posting went). */
+static dt_status_t complete(dt_ps_client_t *c, size_t k, dt_status_t st,
+                            int patient)
+{
+    double t0 = dt_clock_now();
     dt_status_t ws;
     /* patient: the answer may take longer than the transport's timeout
      * (DONE waits for the slowest worker); a dead server still fails it. */
@@ -482,6 +497,28 @@ static dt_status_t exchange(dt_ps_client_t *c, const float *send, float *recv,
                  "failed (%s); the transport's message above names the rank",
                  dt_rank(), c->W, c->W + c->S - 1, dt_status_str(st));
     return st;
+}
+
+/* A push still in flight completes first: every other request waits for
+ * it (one request per server at a time), and its parameters land. */
+static dt_status_t drain(dt_ps_client_t *c)
+{
+    if (!c->inflight)
+        return DT_OK;
+    size_t k = c->inflight;
+    c->inflight = 0;
+    DT_CHECK(complete(c, k, DT_OK, 0));
+    memcpy(c->dst, c->fresh, c->n * sizeof(float));
+    return DT_OK;
+}
+
+static dt_status_t exchange(dt_ps_client_t *c, const float *send, float *recv,
+                            int patient)
+{
+    size_t k = 0;
+    DT_CHECK(drain(c));
+    dt_status_t st = post(c, send, recv, &k);
+    return complete(c, k, st, patient);
 }
 
 static void set_all(dt_ps_client_t *c, int type, uint64_t a, uint64_t b)
@@ -551,6 +588,32 @@ dt_status_t dt_ps_push_pull(dt_ps_client_t *c, float *params,
 {
     set_all(c, PS_PUSH, fbits((double)lr), step);
     return exchange(c, grads, params, 0);
+}
+
+dt_status_t dt_ps_push_begin(dt_ps_client_t *c, float *params,
+                             const float *grads, float lr, uint64_t step)
+{
+    DT_CHECK(drain(c));
+    if (!c->sendbuf) {
+        c->sendbuf = malloc(c->n * sizeof(float));
+        c->fresh = malloc(c->n * sizeof(float));
+        if (!c->sendbuf || !c->fresh)
+            return DT_ERR_NOMEM;
+    }
+    memcpy(c->sendbuf, grads, c->n * sizeof(float));
+    set_all(c, PS_PUSH, fbits((double)lr), step);
+    size_t k = 0;
+    dt_status_t st = post(c, c->sendbuf, c->fresh, &k);
+    if (st != DT_OK)
+        return complete(c, k, st, 0);
+    c->inflight = k;
+    c->dst = params;
+    return DT_OK;
+}
+
+dt_status_t dt_ps_push_end(dt_ps_client_t *c)
+{
+    return drain(c);
 }
 
 dt_status_t dt_ps_pull(dt_ps_client_t *c, float *params)

@@ -53,6 +53,14 @@ dt_status_t dt_ps_join(dt_ps_client_t *c, float *params, dt_ps_pos_t *pos);
 /* Push grads (every shard to its server), then receive the fresh params. */
 dt_status_t dt_ps_push_pull(dt_ps_client_t *c, float *params,
                             const float *grads, float lr, uint64_t step);
+/* The same, overlapped with the next step (push_overlap): the gradients
+ * are copied and sent, the call returns; the fresh parameters are written
+ * into params when the push completes: at the next dt_ps_push_begin (so
+ * the step in between computed on parameters one push older), at
+ * dt_ps_push_end, or before any other request. */
+dt_status_t dt_ps_push_begin(dt_ps_client_t *c, float *params,
+                             const float *grads, float lr, uint64_t step);
+dt_status_t dt_ps_push_end(dt_ps_client_t *c);
 dt_status_t dt_ps_pull(dt_ps_client_t *c, float *params);
 /* Rank 0: every shard and its optimizer state (opt[s] malloc'd, the
  * caller frees), *steps: the optimizer steps server 0 applied. */

@@ -50,9 +50,16 @@ static dt_status_t async_update(dt_trainer_t *t, float loss, double lr,
      * batch's gradient is applied alone, so W pushes at lr / W move the
      * parameters as far as one sync step of the same job. */
     double before = dt_ps_wait_seconds(t->ps);
-    DT_CHECK(dt_ps_push_pull(t->ps, t->params, t->grads,
-                             (float)(lr / (double)t->world),
-                             t->global_step + 1));
+    /* push_overlap: the fresh parameters land at the next push, so this
+     * push's communication runs under the next step's compute. */
+    if (t->push_overlap)
+        DT_CHECK(dt_ps_push_begin(t->ps, t->params, t->grads,
+                                  (float)(lr / (double)t->world),
+                                  t->global_step + 1));
+    else
+        DT_CHECK(dt_ps_push_pull(t->ps, t->params, t->grads,
+                                 (float)(lr / (double)t->world),
+                                 t->global_step + 1));
     *wait += dt_ps_wait_seconds(t->ps) - before;
     return DT_OK;
 }

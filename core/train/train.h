@@ -114,6 +114,7 @@ typedef struct dt_trainer {
     bool async;
     int nservers;
     int max_staleness;
+    bool push_overlap;          /* async: dt_ps_push_begin, not push_pull */
     dt_ps_client_t *ps;
     double ps_wait_seconds;     /* this epoch's waits for the servers      */
 

@@ -79,7 +79,7 @@ static dt_status_t read_mode(const dt_config_t *cfg, dt_trainer_t *t)
         return DT_ERR_CONFIG;
     }
     t->max_staleness = (int)k;
-    return DT_OK;
+    return dt_config_get_bool(cfg, "train", "push_overlap", &t->push_overlap);
 }
 
 /* What async mode does not do (yet): refused by name, before any worker
