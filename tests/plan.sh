@@ -179,4 +179,33 @@ plan_eff --compression bf16 >"$tmp/bf16" || fail "dtctl plan --compression bf16"
 f=$(awk '$1 == 32 { print $2 }' "$tmp/fp32"); b=$(awk '$1 == 32 { print $2 }' "$tmp/bf16")
 awk -v f="$f" -v b="$b" 'BEGIN { exit !(f > 0 && b > 0 && b <= f) }' ||
     fail "bf16 ($b ms) slower than float32 ($f ms) at N = 32"
+
+# --plot: the same table on stdout, and a picture of efficiency and
+# communication share against N (gnuplot, when installed: Debian's
+# gnuplot-nox is in bootstrap.sh's list).
+plot_plan() { # the plan of plan_eff, its exit status kept
+    "$DTCTL" plan --model-params 138M --samples-per-sec 300 --hosts 8 \
+        --gpus-per-host 4 --network 10Gbit --profile "$tmp/none.ini" \
+        --compression none "$@" >"$tmp/plot.out" 2>"$tmp/err"
+}
+plot_plan --plot "$tmp/scale.txt" && fail "--plot to a .txt file accepted"
+grep -q "the picture is a .png or .svg file" "$tmp/err" || fail "--plot .txt: $(cat "$tmp/err")"
+GNUPLOT=/nonexistent/gnuplot plot_plan --plot "$tmp/scale.png" &&
+    fail "--plot without gnuplot succeeded"
+grep -q "needs gnuplot, which is not installed here.*gnuplot-nox" "$tmp/err" ||
+    fail "--plot without gnuplot: $(cat "$tmp/err")"
+if command -v gnuplot >/dev/null 2>&1; then
+    plot_plan --plot "$tmp/scale.png" || fail "--plot: $(cat "$tmp/err")"
+    awk '/^ +[0-9]/ { sub("%", "", $4); print $1, $2, $4 }' "$tmp/plot.out" >"$tmp/plotted"
+    cmp -s "$tmp/plotted" "$tmp/fp32" || fail "--plot changed the table: $(diff "$tmp/plotted" "$tmp/fp32")"
+    [ "$(head -c 8 "$tmp/scale.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] ||
+        fail "--plot did not write a PNG"
+    grep -q "scale.png: efficiency and communication share for N up to 32 ([0-9]* points)" "$tmp/err" ||
+        fail "--plot: no line naming the picture: $(cat "$tmp/err")"
+    plot_plan --plot "$tmp/scale.svg" || fail "--plot svg: $(cat "$tmp/err")"
+    grep -q "scaling efficiency" "$tmp/scale.svg" || fail "the SVG has no efficiency axis"
+    echo "--plot: PNG and SVG, the table unchanged"
+else
+    echo "gnuplot not installed: --plot's picture not checked (apt-get install gnuplot-nox)"
+fi
 echo "ok"

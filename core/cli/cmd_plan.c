@@ -23,6 +23,7 @@
 #include <dt/log.h>
 #include <dt/nn.h>
 #include "cli.h"
+#include "gnuplot.h"
 #include "plan/plan_model.h"
 #include "run_trainer.h"
 
@@ -35,6 +36,7 @@
 
 typedef struct {
     const char *job, *platform, *profile, *layer_times, *spec_out, *input;
+    const char *plot;
     const char *save_layers, *fit;
     const char *net_transport, *intra_transport;
     const char *baseline, *compression, *hierarchy;
@@ -59,6 +61,7 @@ static int usage(void)
           "[--samples-per-sec X] [--batch B]\n"
           "                  [--baseline horovod] [--compression "
           "none|bf16|fp16] [--hierarchy on|off]\n"
+          "                  [--plot FILE.png|FILE.svg]\n"
           "       (JOB.ini may be left out with --model-params or "
           "--layer-times)\n"
           "       dtctl plan --measure [--profile FILE]\n"
@@ -443,6 +446,85 @@ static int fit_files(const char *name, int n, char **files)
     return 0;
 }
 
+/* --plot: the simulation's table passes through as usual, its rows (N,
+ * step, samples/s, efficiency %, communication %) go to a data file, and
+ * gnuplot draws efficiency and communication share against N (log 2). */
+static int simulate_and_plot(const char *sim, const char *spec,
+                             const char *out, const char *title)
+{
+    char term_buf[128], gnuplot[4096];
+    const char *term = dt_gnuplot_terminal("dtctl plan --plot", out, 900,
+                                           600, term_buf, sizeof term_buf);
+    if (!term)
+        return 2;
+    if (!dt_gnuplot_find("dtctl plan --plot", gnuplot, sizeof gnuplot))
+        return 1;
+    char dir[] = "/tmp/dt-plan-plot.XXXXXX";
+    if (!mkdtemp(dir)) {
+        dt_error("plan: temporary directory: %s", strerror(errno));
+        return 1;
+    }
+    char data[128], script[128], cmd[8300];
+    snprintf(data, sizeof data, "%s/plan.dat", dir);
+    snprintf(script, sizeof script, "%s/plan.gp", dir);
+    snprintf(cmd, sizeof cmd, "'%s' '%s'", sim, spec);
+    int rc = 1, rows = 0;
+    double maxn = 0;
+    FILE *d = fopen(data, "w");
+    FILE *p = d ? popen(cmd, "r") : NULL;
+    if (p) {
+        char line[1024];
+        while (fgets(line, sizeof line, p)) {
+            fputs(line, stdout);
+            double n, step, sps, eff, comm;
+            if (line[0] != '#' &&
+                sscanf(line, "%lf %lf %lf %lf%% %lf%%", &n, &step, &sps,
+                       &eff, &comm) == 5) {
+                fprintf(d, "%g %g %g %g %g\n", n, step, sps, eff, comm);
+                rows++;
+                maxn = n > maxn ? n : maxn;
+            }
+        }
+        int st = pclose(p);
+        rc = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+    }
+    if (d && fclose(d) != 0)
+        rc = 1;
+    if (rc == 0 && rows == 0) {
+        dt_error("plan: the simulation printed no rows to plot");
+        rc = 1;
+    }
+    FILE *g = rc == 0 ? fopen(script, "w") : NULL;
+    if (g) {
+        fprintf(g, "set terminal %s\nset output ", term);
+        dt_gnuplot_quote(g, out);
+        fputs("\nset termoption noenhanced\nset title ", g);
+        dt_gnuplot_quote(g, title);
+        fputs("\nset grid\nset logscale x 2\nset xlabel 'workers'\n"
+              "set ylabel 'scaling efficiency (%)'\nset yrange [0:105]\n"
+              "set y2label 'communication (% of the step)'\n"
+              "set y2range [0:105]\nset y2tics\n"
+              "set key center right opaque box\nplot ", g);
+        dt_gnuplot_quote(g, data);
+        fputs(" using 1:4 with linespoints pointtype 7 title 'efficiency', ",
+              g);
+        dt_gnuplot_quote(g, data);
+        fputs(" using 1:5 axes x1y2 with linespoints dashtype 2 "
+              "pointtype 6 title 'communication'\nset output\n", g);
+        rc = fclose(g) != 0;
+        if (rc == 0)
+            rc = dt_gnuplot_run("dtctl plan --plot", gnuplot, script, out)
+                     ? 1 : 0;
+        if (rc == 0)
+            dt_info("%s: efficiency and communication share for N up to "
+                    "%g (%d points)", out, maxn, rows);
+    }
+    unlink(data);
+    unlink(script);
+    rmdir(dir);
+    return rc;
+}
+
 /* --sweep: the same step at the largest N with other bucket sizes, and
  * with the hierarchy off (hier_min beyond any bucket) where hosts have
  * several GPUs: later keys of a spec override earlier ones. */
@@ -518,7 +600,7 @@ int dt_cmd_plan(int argc, char **argv)
         {"model-params", 1, 0, 'a'},  {"model-layers", 1, 0, 'l'},
         {"samples-per-sec", 1, 0, 'x'}, {"batch", 1, 0, 'b'},
         {"baseline", 1, 0, 'z'},      {"compression", 1, 0, 'c'},
-        {"hierarchy", 1, 0, 'y'},
+        {"hierarchy", 1, 0, 'y'},     {"plot", 1, 0, 'g'},
         {"help", 0, 0, 'h'},          {0, 0, 0, 0}};
     int c, li = 0;
     optind = 1;
@@ -625,6 +707,7 @@ int dt_cmd_plan(int argc, char **argv)
         case 'X': a.net_transport = optarg; break;
         case 'm': a.measure = 1; break;
         case 'w': a.sweep = 1; break;
+        case 'g': a.plot = optarg; break;
         default: return usage();
         }
         if (end && *end) {
@@ -849,14 +932,23 @@ int dt_cmd_plan(int argc, char **argv)
            wire < 1 ? comp_name : "float32",
            horovod ? ", tensor fusion every 5 ms" : "");
     fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        execl(sim, sim, spec, (char *)NULL);
-        _exit(127);
+    int rc;
+    if (a.plot) {
+        char title[512];
+        snprintf(title, sizeof title, "dt plan: %d host(s) x %d GPU(s), "
+                 "%.3g Gbit/s, %s", a.hosts, a.gpus, a.net_bw * 8e-9,
+                 horovod ? "Horovod-like baseline" : "dt");
+        rc = simulate_and_plot(sim, spec, a.plot, title);
+    } else {
+        pid_t pid = fork();
+        if (pid == 0) {
+            execl(sim, sim, spec, (char *)NULL);
+            _exit(127);
+        }
+        int st = 0;
+        waitpid(pid, &st, 0);
+        rc = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
     }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
     if (rc == 0 && a.sweep)
         rc = sweep(sim, spec, a.max_workers, a.hosts > 1 && a.gpus > 1,
                    bucket);

@@ -22,6 +22,7 @@
 
 #include <dt/log.h>
 #include "cli.h"
+#include "gnuplot.h"
 
 static const char plot_usage[] =
     "usage: dtctl plot METRICS.jsonl [MORE.jsonl...] [-o curves.png|.svg]\n"
@@ -118,40 +119,6 @@ static int cmp_epoch(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* gnuplot on PATH (or $GNUPLOT): its path in buf, 0 when absent. */
-static int find_gnuplot(char *buf, size_t len)
-{
-    const char *env = getenv("GNUPLOT");
-    if (env && *env) {
-        snprintf(buf, len, "%s", env);
-        return strchr(env, '/') ? access(env, X_OK) == 0 : 1;
-    }
-    const char *path = getenv("PATH");
-    if (!path)
-        return 0;
-    char *copy = strdup(path), *save = NULL;
-    int found = 0;
-    for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d && !found;
-         d = strtok_r(NULL, ":", &save)) {
-        snprintf(buf, len, "%s/gnuplot", *d ? d : ".");
-        found = access(buf, X_OK) == 0;
-    }
-    free(copy);
-    return found;
-}
-
-/* A gnuplot single-quoted string: ' doubled. */
-static void put_quoted(FILE *f, const char *s)
-{
-    fputc('\'', f);
-    for (; *s; s++) {
-        if (*s == '\'')
-            fputc('\'', f);
-        fputc(*s, f);
-    }
-    fputc('\'', f);
-}
-
 static void put_plot(FILE *f, const char *dir, char *const *files, int nfiles,
                      int col, const char *what, int dashed_test_loss)
 {
@@ -165,41 +132,21 @@ static void put_plot(FILE *f, const char *dir, char *const *files, int nfiles,
         snprintf(title, sizeof title, "%s%s", base, what);
         if (i)
             fputs(", ", f);
-        put_quoted(f, data);
+        dt_gnuplot_quote(f, data);
         fprintf(f, " using 1:%d with linespoints linecolor %d pointtype 7 "
                    "pointsize 0.5 title ", col, i + 1);
-        put_quoted(f, title);
+        dt_gnuplot_quote(f, title);
         if (dashed_test_loss) {
             fputs(", ", f);
-            put_quoted(f, data);
+            dt_gnuplot_quote(f, data);
             snprintf(title, sizeof title, "%s test", base);
             fprintf(f, " using 1:%d with linespoints linecolor %d "
                        "dashtype 2 pointtype 6 pointsize 0.5 title ",
                     col + 1, i + 1);
-            put_quoted(f, title);
+            dt_gnuplot_quote(f, title);
         }
     }
     fputc('\n', f);
-}
-
-static int run_gnuplot(const char *gnuplot, const char *script)
-{
-    pid_t pid = fork();
-    if (pid < 0) {
-        dt_error("fork: %s", strerror(errno));
-        return -1;
-    }
-    if (pid == 0) {
-        execlp(gnuplot, gnuplot, script, (char *)NULL);
-        fprintf(stderr, "dtctl plot: cannot run %s: %s\n", gnuplot,
-                strerror(errno));
-        _exit(127);
-    }
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
 int dt_cmd_plot(int argc, char **argv)
@@ -231,26 +178,15 @@ int dt_cmd_plot(int argc, char **argv)
         fputs(plot_usage, stderr);
         return 2;
     }
-    const char *ext = strrchr(out, '.');
-    const char *term;
-    if (ext && strcmp(ext, ".png") == 0)
-        term = "pngcairo size 1280,900 font ',10'";
-    else if (ext && strcmp(ext, ".svg") == 0)
-        term = "svg size 1280,900 dynamic font 'sans,10'";
-    else {
-        dt_error("dtctl plot: -o %s: the picture is a .png or .svg file",
-                 out);
+    char term_buf[128];
+    const char *term = dt_gnuplot_terminal("dtctl plot -o", out, 1280, 900,
+                                           term_buf, sizeof term_buf);
+    if (!term)
         return 2;
-    }
     char gnuplot[4096];
     double last_epoch = 0;
-    if (!find_gnuplot(gnuplot, sizeof gnuplot)) {
-        dt_error("dtctl plot needs gnuplot, which is not installed here (not "
-                 "on PATH%s): install it, on Debian with 'apt-get install "
-                 "gnuplot-nox', or set GNUPLOT to the program",
-                 getenv("GNUPLOT") ? " or at $GNUPLOT" : "");
+    if (!dt_gnuplot_find("dtctl plot", gnuplot, sizeof gnuplot))
         return 1;
-    }
 
     char dir[] = "/tmp/dtctl-plot.XXXXXX";
     if (!mkdtemp(dir)) {
@@ -302,7 +238,7 @@ int dt_cmd_plot(int argc, char **argv)
         goto done;
     }
     fprintf(g, "set terminal %s\nset output ", term);
-    put_quoted(g, out);
+    dt_gnuplot_quote(g, out);
     fputs("\nset termoption noenhanced\n"
           "set key top right opaque box\n"
           "set grid\n"
@@ -327,14 +263,7 @@ int dt_cmd_plot(int argc, char **argv)
         dt_error("%s: %s", script, strerror(errno));
         goto done;
     }
-    int st = run_gnuplot(gnuplot, script);
-    struct stat sb;
-    if (st != 0) {
-        dt_error("dtctl plot: gnuplot (%s) failed with status %d; its "
-                 "messages are above", gnuplot, st);
-    } else if (stat(out, &sb) != 0 || sb.st_size == 0) {
-        dt_error("dtctl plot: gnuplot wrote no picture to %s", out);
-    } else {
+    if (dt_gnuplot_run("dtctl plot", gnuplot, script, out) == 0) {
         dt_info("%s: %d run%s, %s", out, nfiles, nfiles == 1 ? "" : "s",
                 "loss, accuracy, learning rate and samples/s per epoch");
         rc = 0;
