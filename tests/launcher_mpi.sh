@@ -2,7 +2,8 @@
 # launcher_mpi.sh — `dtctl run --launcher=mpi` against the real Open MPI
 # mpirun on this machine: a real dt job (examples/allreduce), the worker
 # environment (dt's and torchrun's names from mpirun's ranks), output per
-# rank, the exit status and name of a failing rank, a killed worker, Ctrl-C,
+# rank, the exit status and name of a failing rank, a restart after it
+# (--max-restarts), a killed worker, Ctrl-C,
 # no process left behind, the job token in no argv, and `dtctl check`.
 set -u
 
@@ -68,6 +69,15 @@ grep -q 'rank 2 on localhost exited with code 7' "$T/e" ||
     fail "stderr does not name rank 2: $(cat "$T/e")"
 leftovers && fail "workers left after a failing rank: $(pgrep -fa "$MARK")"
 ok "exit status 7 of rank 2 propagated, nothing left"
+
+# --- 3b. restart (--max-restarts): a new mpirun runs every rank again -------
+P='[ "$DT_RESTART_COUNT" -ge 1 ] || { [ "$DT_RANK" = 1 ] && exit 3; }; echo "ok-$DT_RANK-$DT_RESTART_COUNT"'
+run -n 2 --max-restarts 1 --set cluster.restart_backoff=100ms -- sh -c "$P" \
+    >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 0 ] && grep -q "restart 1 of 1: rank 1 on localhost exited with code 3" "$T/e" &&
+    grep -qx '\[0\] ok-0-1' "$T/o" && grep -qx '\[1\] ok-1-1' "$T/o" ||
+    fail "restart under mpirun: rc=$rc: $(cat "$T/o" "$T/e")"
+ok "restart 1 of 1 after rank 1 exited 3: the second mpirun ran both ranks"
 
 # --- 4. a worker killed by SIGKILL: the others are stopped ------------------
 # Each rank leaves a background child too: it must go with the job.

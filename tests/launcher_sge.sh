@@ -6,6 +6,7 @@
 # Checks: worker environment and ranks, output per rank, argument
 # quoting, the token in no argv and not in qstat -j, exit status of a
 # failing rank with its host, a failure stops every worker (none left),
+# a restart after a failure (--max-restarts: a new job),
 # SIGINT qdels the job, a rejected submission is explained.
 set -u
 
@@ -108,6 +109,17 @@ grep -q "qdel" "$T/e" || fail "the job was not qdel'ed: $(cat "$T/e")"
 wait_jobs_gone || fail "job still in qstat after the failure: $(qstat)"
 if leftovers "$MARK-fail"; then fail "workers left: $(pgrep -fa "$MARK-fail")"; fi
 ok "failure: exit code, rank and host, nothing left"
+
+# --- 4b. restart (--max-restarts): a new job (qsub) per attempt ----------
+P='[ "$DT_RESTART_COUNT" -ge 1 ] || { [ "$DT_RANK" = 1 ] && exit 3; }; echo "ok-$DT_RANK-$DT_RESTART_COUNT job=$JOB_ID"'
+run -n 2 --max-restarts 1 --set cluster.restart_backoff=100ms -- sh -c "$P" \
+    >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 0 ] && grep -q "restart 1 of 1: rank 1 on $HOST exited with code 3" "$T/e" &&
+    grep -q '^\[0\] ok-0-1 job=[0-9]' "$T/o" && grep -q '^\[1\] ok-1-1 job=[0-9]' "$T/o" &&
+    [ "$(grep -c "sge: job [0-9]* (dt-" "$T/e")" -eq 2 ] ||
+    fail "restart under SGE: rc=$rc: $(cat "$T/o" "$T/e")"
+wait_jobs_gone || fail "job still in qstat after the restart: $(qstat)"
+ok "restart 1 of 1 after rank 1 exited 3: a second SGE job ran both ranks"
 
 # --- 5. SIGINT to dtctl qdels the job -------------------------------------
 "$DTCTL" run $TR --launcher=sge -n 3 -- sh -c 'echo up; exec sleep "100.$1"' "$MARK-int" "$$" >"$T/o" 2>"$T/e" &

@@ -5,8 +5,10 @@
 # stops them. Checks: a real dt job (examples/allreduce) in a new
 # allocation (salloc + srun) and inside one (srun only), the worker
 # environment from Slurm's variables, the exit status and name of a
-# failing rank, a killed worker, Ctrl-C (scancel) leaving no process and
-# no job, an impossible request failing at once, and `dtctl check`.
+# failing rank, a restart after a failure (--max-restarts; in a new
+# allocation and inside one), a killed worker, Ctrl-C (scancel) leaving no
+# process and no job, an impossible request failing at once, and `dtctl
+# check`.
 set -u
 
 : "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
@@ -87,6 +89,28 @@ outer=$(sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p' "$T/e")
 [ $rc -eq 0 ] && [ "$n" -eq 1 ] && grep -q "^\[0\] job=$outer rank=0" "$T/o" ||
     fail "inside salloc (job $outer): rc=$rc: $(cat "$T/o" "$T/e")"
 ok "inside an allocation the ranks run in it (job $outer)"
+
+# --- 3b. restarts (--max-restarts): a new allocation per attempt outside
+# one; inside one, the attempts are steps of that same allocation ----------
+P='[ "$DT_RESTART_COUNT" -ge 1 ] || { [ "$DT_RANK" = 1 ] && exit 3; }; echo "ok-$DT_RANK-$DT_RESTART_COUNT job=$SLURM_JOB_ID"'
+run -n 2 --max-restarts 1 --set cluster.restart_backoff=100ms -- sh -c "$P" \
+    >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 0 ] && grep -q "restart 1 of 1: rank 1 on $host exited with code 3" "$T/e" &&
+    grep -q '^\[0\] ok-0-1 job=[0-9]' "$T/o" && grep -q '^\[1\] ok-1-1 job=[0-9]' "$T/o" ||
+    fail "restart in new allocations: rc=$rc: $(cat "$T/o" "$T/e")"
+ok "restart 1 of 1 after rank 1 exited 3: the second attempt ran both ranks (new allocation)"
+salloc -n 2 --job-name=rst timeout -k 5 90 "$DTCTL" run --launcher=slurm -n 2 \
+    --max-restarts 1 --set cluster.restart_backoff=100ms -- sh -c "$P" >"$T/o" 2>"$T/e"
+rc=$?
+outer=$(sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p' "$T/e")
+jobs=$(sed -n 's/^\[[0-9]\] ok-.* job=\([0-9]*\)$/\1/p' "$T/o" | sort -u)
+[ $rc -eq 0 ] && [ -n "$outer" ] && [ "$jobs" = "$outer" ] &&
+    grep -q "restart 1 of 1: rank 1 on $host exited with code 3" "$T/e" &&
+    grep -q "^\[0\] ok-0-1 job=$outer\$" "$T/o" && grep -q "^\[1\] ok-1-1 job=$outer\$" "$T/o" ||
+    fail "restart inside allocation $outer: rc=$rc: $(cat "$T/o" "$T/e")"
+settle
+jobs_left && fail "jobs left after the restarts: $(squeue)"
+ok "restart inside an allocation: both attempts are steps of job $outer"
 
 # --- 4. failure: rank and exit status ---------------------------------------------
 run -n 3 -- sh -c "if [ \$DT_RANK = 1 ]; then exit 7; fi; sleep 60 # $MARK" \

@@ -9,7 +9,8 @@
 # ApplicationMaster: it really starts the containers as local processes.
 # Checks: submission, the worker environment contract, per-rank output,
 # the token in no argv and not in the submission, failure propagation
-# (code, rank, host; the application killed; nothing left), SIGINT kills
+# (code, rank, host; the application killed; nothing left), a restart
+# (--max-restarts: a new application), SIGINT kills
 # the application, rejected submissions explained.
 set -u
 
@@ -124,6 +125,18 @@ grep -q "^PUT /ws/v1/cluster/apps/application_[0-9_]*/state" "$T/rm/access.log" 
 state_becomes "KILLED KILLED" || fail "application state after the failure: $(app_state)"
 if leftovers "$MARK-fail"; then fail "containers left: $(pgrep -fa "$MARK-fail")"; fi
 ok "failure: exit code, rank and host, application KILLED, nothing left"
+
+# --- 3b. restart (--max-restarts): a new application, new containers -----
+P='[ "$DT_RESTART_COUNT" -ge 1 ] || { [ "$DT_RANK" = 1 ] && exit 3; }; echo "ok-$DT_RANK-$DT_RESTART_COUNT"'
+napps=$(ls "$T/rm"/application_*.json | wc -l)
+run -n 2 --max-restarts 1 --set cluster.restart_backoff=100ms -- sh -c "$P" \
+    >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 0 ] && grep -q "restart 1 of 1: rank 1 on localhost exited with code 3" "$T/e" &&
+    grep -qx '\[0\] ok-0-1' "$T/o" && grep -qx '\[1\] ok-1-1' "$T/o" &&
+    [ "$(ls "$T/rm"/application_*.json | wc -l)" -eq $((napps + 2)) ] ||
+    fail "restart under YARN: rc=$rc, $(ls "$T/rm"/application_*.json | wc -l) applications (had $napps): $(cat "$T/o" "$T/e")"
+state_becomes "FINISHED SUCCEEDED" || fail "application state after the restart: $(app_state)"
+ok "restart 1 of 1 after rank 1 exited 3: a second application's containers ran both ranks"
 
 # --- 4. SIGINT kills the application ---------------------------------------
 "$DTCTL" run $TR --launcher=yarn -n 2 -- sh -c 'echo up; exec sleep "100.$1"' "$MARK-int" "$$" >"$T/o" 2>"$T/e" &
