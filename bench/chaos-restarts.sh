@@ -67,7 +67,7 @@ ref=$(acc_of ref.out)
 # in training, else it would rarely find a checkpoint to resume from.
 # Polls out (each 0.05 s) for that line; 1 when dtctl ended before it.
 wait_training() {
-    while ! grep -q 'info: model: ' "$1"; do
+    while ! grep -qs 'info: model: ' "$1"; do
         kill -0 "$2" 2>/dev/null || return 1
         sleep 0.05
     done
