@@ -4,7 +4,7 @@
 #
 #   tests/fuzz/run-fuzz.sh [-t SECONDS] [--save] [TARGET...]
 #
-# SECONDS per target (default 60); targets: config idx cifar ckpt store
+# SECONDS per target (default 60); targets: config idx cifar ckpt store image
 # auth (default all). Each starts from a copy of tests/fuzz/corpus/TARGET;
 # --save copies the new inputs that grew coverage back there (what make
 # check then replays). A crash leaves its input as crash-* in the work
@@ -21,7 +21,7 @@ while [ $# -gt 0 ]; do
     *) targets="$targets $1"; shift ;;
     esac
 done
-[ -n "$targets" ] || targets="config idx cifar ckpt store auth"
+[ -n "$targets" ] || targets="config idx cifar ckpt store auth image"
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 command -v clang >/dev/null || { echo "run-fuzz: clang is missing (apt-get install clang)" >&2; exit 1; }
@@ -38,7 +38,7 @@ fi
 make -C "$b/core" -s -j"$(nproc)" WARN_CFLAGS=-w libdt_private.la >/dev/null
 lib=$(ls "$b"/core/.libs/libdt_private.a 2>/dev/null || true)
 [ -n "$lib" ] || { echo "run-fuzz: no static libdt_private in $b/core" >&2; exit 1; }
-libs="$(sed -n 's/^LIBS = //p' "$b/core/Makefile") $(sed -n 's/^LTDL_LIBS = //p;s/^INIH_LIBS = //p;s/^CRYPTO_LIBS = //p;s/^ZLIB_LIBS = //p' "$b/core/Makefile" | tr '\n' ' ') -lm -ldl -lpthread"
+libs="$(sed -n 's/^LIBS = //p' "$b/core/Makefile") $(sed -n 's/^LTDL_LIBS = //p;s/^INIH_LIBS = //p;s/^CRYPTO_LIBS = //p;s/^ZLIB_LIBS = //p;s/^PNG_LIBS = //p;s/^JPEG_LIBS = //p' "$b/core/Makefile" | tr '\n' ' ') -lm -ldl -lpthread"
 work=$(mktemp -d "${TMPDIR:-/tmp}/dt-fuzz.XXXXXX")
 echo "run-fuzz: work directory $work"
 status=0
