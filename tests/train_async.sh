@@ -6,15 +6,8 @@
 # server killed with SIGKILL is named by dtctl; a checkpoint written by
 # the servers' shards resumes, in async and in sync mode; 2 servers shard
 # adam's state; bad settings are refused before anything starts.
-data=/usr/share/datasets/fashion-mnist
-if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
-    echo "SKIP: $data missing (apt-get install dataset-fashion-mnist)"
-    exit 77
-fi
-tmp=$(mktemp -d /tmp/dt-async-test.XXXXXX) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 99
-fail() { echo "FAIL: $*"; exit 1; }
+name=async
+. "$top_srcdir/tests/train_common.sh"
 
 # 4000 training samples, 2 workers x batch 16: 125 pushes each per epoch.
 cat >job.ini <<'INI'

@@ -8,17 +8,9 @@
 # broadcast and makes N=2 x B match N=1 x 2B; a checkpoint without them
 # (an older dt) or with another count is refused for a model with
 # batchnorm, and still loads for a model without.
-data=/usr/share/datasets/fashion-mnist
-if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
-    echo "SKIP: $data missing (apt-get install dataset-fashion-mnist)"
-    exit 77
-fi
+name=bn
+. "$top_srcdir/tests/train_common.sh"
 command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
-tmp=$(mktemp -d /tmp/dt-bn-test.XXXXXX) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 99
-compare="$top_builddir/tests/ckpt_compare"
-fail() { echo "FAIL: $*"; exit 1; }
 
 # 2000 training samples, 2 workers x batch 16: 63 steps per epoch.
 cat >job.ini <<'INI'

@@ -4,15 +4,8 @@
 # cross the transport, where compression applies) trains to within 1 point
 # of the float32 run with bf16 on the wire, and with fp16 plus error
 # feedback.
-data=/usr/share/datasets/fashion-mnist
-if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
-    echo "SKIP: $data missing (apt-get install dataset-fashion-mnist)"
-    exit 77
-fi
-tmp=$(mktemp -d /tmp/dt-train-compress.XXXXXX) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 99
-fail() { echo "FAIL: $*"; exit 1; }
+name=train-compress
+. "$top_srcdir/tests/train_common.sh"
 
 cat >job.ini <<'INI'
 [train]

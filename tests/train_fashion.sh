@@ -6,16 +6,8 @@
 # bit-identical parameters; a corrupt newest checkpoint is named and the
 # previous one used; N=1 with batch 2B matches N=2 with batch B, also for
 # a CNN whose second conv runs by Winograd, which ends where im2col ends.
-data=/usr/share/datasets/fashion-mnist
-if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
-    echo "SKIP: $data missing (apt-get install dataset-fashion-mnist)"
-    exit 77
-fi
-tmp=$(mktemp -d /tmp/dt-train-test.XXXXXX) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 99
-compare="$top_builddir/tests/ckpt_compare"
-fail() { echo "FAIL: $*"; exit 1; }
+name=train
+. "$top_srcdir/tests/train_common.sh"
 
 # 4000 training samples, 2 workers x batch 16: 125 steps per epoch.
 cat >job.ini <<'INI'

@@ -11,16 +11,8 @@
 #  (d) bad values and precision = bf16 on the CPU are refused by name.
 # What bf16/fp16 change on a GPU (tensor-core math) is checked by
 # tests/gpu/run.sh on a lent GPU.
-data=/usr/share/datasets/fashion-mnist
-if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
-    echo "SKIP: $data missing (apt-get install dataset-fashion-mnist)"
-    exit 77
-fi
-tmp=$(mktemp -d /tmp/dt-loss-scale-test.XXXXXX) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 99
-compare="$top_builddir/tests/ckpt_compare"
-fail() { echo "FAIL: $*"; exit 1; }
+name=loss-scale
+. "$top_srcdir/tests/train_common.sh"
 
 cat >job.ini <<'INI'
 [train]

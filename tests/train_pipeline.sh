@@ -6,16 +6,8 @@
 # batch B ends (the same augmented samples); a job stopped mid-epoch and
 # resumed is bit-identical; a step failing mid-epoch ends the job (loader
 # threads shut down, no hang); bad [data] keys are named with their line.
-data=/usr/share/datasets/fashion-mnist
-if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
-    echo "SKIP: $data missing (apt-get install dataset-fashion-mnist)"
-    exit 77
-fi
-tmp=$(mktemp -d /tmp/dt-pipeline-test.XXXXXX) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 99
-compare="$top_builddir/tests/ckpt_compare"
-fail() { echo "FAIL: $*"; exit 1; }
+name=pipeline
+. "$top_srcdir/tests/train_common.sh"
 run() { timeout 300 "$DTCTL" run "$@" >"$tmp/out" 2>&1; }
 
 # 2000 training samples, 2 workers x batch 16: 63 steps per epoch.

@@ -11,16 +11,8 @@
 #      checkpoint_interval writes by the clock;
 #  (d) restarts of a plain program: DT_RESTART_COUNT, max_restarts
 #      exhausted (non-zero, the last failure named), SIGINT never restarts.
-data=/usr/share/datasets/fashion-mnist
-if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
-    echo "SKIP: $data missing (apt-get install dataset-fashion-mnist)"
-    exit 77
-fi
-tmp=$(mktemp -d /tmp/dt-restarts-test.XXXXXX) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 99
-compare="$top_builddir/tests/ckpt_compare"
-fail() { echo "FAIL: $*"; exit 1; }
+name=restarts
+. "$top_srcdir/tests/train_common.sh"
 
 # 4000 training samples, 2 workers x batch 16: 125 steps per epoch.
 cat >job.ini <<'INI'

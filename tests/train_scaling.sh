@@ -5,15 +5,8 @@
 # with a message naming the epoch, step, rank, effective lr and global
 # batch and the keys that help; on_divergence = halve_lr goes back to a
 # checkpoint with half the lr, at most 3 times, on every rank together.
-data=/usr/share/datasets/fashion-mnist
-if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
-    echo "SKIP: $data missing (apt-get install dataset-fashion-mnist)"
-    exit 77
-fi
-tmp=$(mktemp -d /tmp/dt-scaling-test.XXXXXX) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 99
-fail() { echo "FAIL: $*"; exit 1; }
+name=scaling
+. "$top_srcdir/tests/train_common.sh"
 run() { timeout 300 "$DTCTL" run "$@" >"$tmp/out" 2>&1; }
 mlp="$top_srcdir/conf/examples/fashion-mnist-mlp.ini"
 

@@ -14,16 +14,8 @@
 set -u
 : "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
 : "${top_builddir:?}"
-data=/usr/share/datasets/fashion-mnist
-if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
-    echo "SKIP: $data missing (apt-get install dataset-fashion-mnist)"
-    exit 77
-fi
-tmp=$(mktemp -d /tmp/dt-work-load.XXXXXX) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 99
-compare="$top_builddir/tests/ckpt_compare"
-fail() { echo "FAIL: $*"; exit 1; }
+name=work-load
+. "$top_srcdir/tests/train_common.sh"
 run() { timeout 300 "$DTCTL" run "$@" >out 2>&1; }
 
 cat >job.ini <<'INI'

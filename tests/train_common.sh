@@ -1,0 +1,17 @@
+# train_common.sh — the start the Fashion-MNIST training tests share,
+# sourced after setting `name` (. "$top_srcdir/tests/train_common.sh"):
+# SKIP (exit 77) without the data set; a private work directory
+# /tmp/dt-$name-test.XXXXXX, removed at exit, as the current directory;
+# $data, $compare (tests/ckpt_compare: two checkpoints' parameters bit for
+# bit) and fail() for the test.
+data=/usr/share/datasets/fashion-mnist
+if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
+    echo "SKIP: $data missing (apt-get install dataset-fashion-mnist)"
+    exit 77
+fi
+tmp=$(mktemp -d "/tmp/dt-$name-test.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 99
+# shellcheck disable=SC2034 # used by the sourcing test
+compare="$top_builddir/tests/ckpt_compare"
+fail() { echo "FAIL: $*"; exit 1; }
