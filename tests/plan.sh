@@ -208,4 +208,22 @@ if command -v gnuplot >/dev/null 2>&1; then
 else
     echo "gnuplot not installed: --plot's picture not checked (apt-get install gnuplot-nox)"
 fi
+# --device-flops: the job's FLOPs (dt_model_flops) at a given rate make one
+# worker's step 3 x F x batch / rate; bad rates and clashing options refused.
+"$DTCTL" plan "$top_srcdir/bench/resnet20.ini" --hosts 2 --gpus-per-host 2 \
+    --network 25Gbit --profile "$tmp/none.ini" --device-flops 100T \
+    >"$tmp/df" 2>"$tmp/err" || fail "--device-flops: $(cat "$tmp/err")"
+grep -q "0.06204 GFLOP per sample forward, x3 per training step: 0.119 ms for a batch of 64 at 100 TFLOP/s" "$tmp/err" ||
+    fail "--device-flops: the FLOP count or the step: $(cat "$tmp/err")"
+awk '$1 == 1 { ok = ($2 > 0.1185 && $2 < 0.1197) } END { exit !ok }' "$tmp/df" ||
+    fail "--device-flops: N = 1's step is not 3 x F x 64 / 1e14: $(cat "$tmp/df")"
+for bad in 100X -5T abc; do
+    "$DTCTL" plan "$top_srcdir/bench/resnet20.ini" --hosts 2 --network 25Gbit \
+        --device-flops "$bad" >/dev/null 2>"$tmp/err" && fail "--device-flops $bad accepted"
+    grep -q "device-flops $bad: one worker's achieved rate" "$tmp/err" || fail "--device-flops $bad: $(cat "$tmp/err")"
+done
+"$DTCTL" plan --model-params 25M --hosts 2 --network 25Gbit --device-flops 100T \
+    >/dev/null 2>"$tmp/err" && fail "--device-flops with --model-params accepted"
+grep -q "device-flops counts the FLOPs of a job file's" "$tmp/err" || fail "--device-flops with --model-params: $(cat "$tmp/err")"
+echo "--device-flops: ResNet-20 62.04 MFLOP/sample, the step from the rate"
 echo "ok"

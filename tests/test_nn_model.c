@@ -389,6 +389,27 @@ static void test_resnet20_params(void **state)
     dt_model_free(m);
 }
 
+/* dt_model_flops: 2 per multiply-add of convolutions and linear layers.
+ * ResNet-20 on CIFAR-10 is the often-quoted ~41M multiply-adds:
+ * stem 3->16 at 32x32, 6 convs 16->16 at 32x32, per later stage one
+ * strided 3x3, a 1x1 projection and 5 3x3 at 16x16 (32 ch) / 8x8 (64),
+ * the classifier: 40,813,184 multiply-adds. */
+static void test_flops(void **state)
+{
+    (void)state;
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse("conv(16,3,pad=1) relu maxpool(2) "
+                                    "flatten linear(10)", NULL, 1, 28, 28,
+                                    10, &m, NULL), DT_OK);
+    /* 2*9*1*16*28*28 + 2*(16*14*14)*10 */
+    assert_true(dt_model_flops(m) == 225792.0 + 62720.0);
+    dt_model_free(m);
+    assert_int_equal(dt_model_parse(RESNET20, NULL, 3, 32, 32, 10, &m, NULL),
+                     DT_OK);
+    assert_true(dt_model_flops(m) == 2.0 * 40813184.0);
+    dt_model_free(m);
+}
+
 /* stage() expands to blocks: layer counts, the projection only where the
  * shape changes, output shapes, and the summary's indentation. */
 static void test_stage_expansion(void **state)
@@ -604,6 +625,7 @@ int main(void)
         cmocka_unit_test(test_conv_algos_agree),
         cmocka_unit_test(test_device_open),
         cmocka_unit_test(test_resnet20_params),
+        cmocka_unit_test(test_flops),
         cmocka_unit_test(test_stage_expansion),
         cmocka_unit_test(test_stage_errors),
         cmocka_unit_test(test_batchnorm_running_stats),

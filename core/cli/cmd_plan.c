@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,7 +43,7 @@ typedef struct {
     const char *baseline, *compression, *hierarchy;
     int hosts, gpus, max_workers, measure, batch, sweep, model_layers;
     double net_bw, net_lat, intra_bw, intra_lat, compute_scale, data_wait;
-    double model_params, sps;
+    double model_params, sps, device_flops;
     uint64_t bucket;
 } plan_args_t;
 
@@ -61,7 +62,8 @@ static int usage(void)
           "[--samples-per-sec X] [--batch B]\n"
           "                  [--baseline horovod] [--compression "
           "none|bf16|fp16] [--hierarchy on|off]\n"
-          "                  [--plot FILE.png|FILE.svg]\n"
+          "                  [--plot FILE.png|FILE.svg] [--device-flops "
+          "RATE]\n"
           "       (JOB.ini may be left out with --model-params or "
           "--layer-times)\n"
           "       dtctl plan --measure [--profile FILE]\n"
@@ -70,6 +72,29 @@ static int usage(void)
           "RATE: 25Gbit, 100Gbit, 12GB/s. See docs/PLAN.md.\n",
           stderr);
     return 2;
+}
+
+/* "150T", "1.5e14", "312 TFLOP/s": FLOP/s. */
+static int parse_flops(const char *s, double *out)
+{
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (end == s || !(v > 0) || !isfinite(v))
+        return -1;
+    while (*end == ' ')
+        end++;
+    static const char units[] = "KMGTP";
+    const char *u = *end ? strchr(units, *end) : NULL;
+    if (u) {
+        for (const char *k = units; k <= u; k++)
+            v *= 1e3;
+        end++;
+    }
+    if (*end && strcasecmp(end, "FLOP/s") && strcasecmp(end, "FLOPS") &&
+        strcasecmp(end, "FLOP"))
+        return -1;
+    *out = v;
+    return 0;
 }
 
 /* ---- the model, measured here -------------------------------------- */
@@ -97,6 +122,8 @@ typedef struct {
     double forward, optimizer;
     double *bwd, *bytes; /* in the order they are ready (reverse layers) */
     size_t n;
+    double flops;        /* one sample's forward (dt_model_flops); 0:
+                            not known (a model given by size or times) */
 } model_prof_t;
 
 static int input_dims(const dt_config_t *cfg, const char *given, int d[4])
@@ -177,6 +204,7 @@ static int measure_model(const char *layers, const int d[4], int batch,
         if (tail < best[events])
             best[events] = tail;
     }
+    mp->flops = dt_model_flops(m);
     /* The optimizer: SGD with momentum over every parameter (3 streams). */
     size_t np = dt_model_nparams(m);
     float *p, *g;
@@ -601,6 +629,7 @@ int dt_cmd_plan(int argc, char **argv)
         {"samples-per-sec", 1, 0, 'x'}, {"batch", 1, 0, 'b'},
         {"baseline", 1, 0, 'z'},      {"compression", 1, 0, 'c'},
         {"hierarchy", 1, 0, 'y'},     {"plot", 1, 0, 'g'},
+        {"device-flops", 1, 0, 'f'},
         {"help", 0, 0, 'h'},          {0, 0, 0, 0}};
     int c, li = 0;
     optind = 1;
@@ -708,6 +737,13 @@ int dt_cmd_plan(int argc, char **argv)
         case 'm': a.measure = 1; break;
         case 'w': a.sweep = 1; break;
         case 'g': a.plot = optarg; break;
+        case 'f':
+            if (parse_flops(optarg, &a.device_flops)) {
+                dt_error("plan: --device-flops %s: one worker's achieved "
+                         "rate, e.g. 150T or 1.5e14 (FLOP/s)", optarg);
+                return 2;
+            }
+            break;
         default: return usage();
         }
         if (end && *end) {
@@ -730,6 +766,12 @@ int dt_cmd_plan(int argc, char **argv)
                  "model: one of them");
         return 2;
     }
+    if (a.device_flops > 0 && (a.model_params > 0 || a.layer_times)) {
+        dt_error("plan: --device-flops counts the FLOPs of a job file's "
+                 "[model] layers; with --model-params or --layer-times "
+                 "give --samples-per-sec instead");
+        return 2;
+    }
     if (a.model_params > 0 && !(a.sps > 0)) {
         dt_error("plan: --model-params needs --samples-per-sec (one GPU's "
                  "training throughput at the batch)");
@@ -742,6 +784,11 @@ int dt_cmd_plan(int argc, char **argv)
     if (a.sweep && a.baseline && !strcmp(a.baseline, "horovod")) {
         dt_error("plan: --sweep varies dt's buckets and hierarchy, not "
                  "Horovod's fusion: leave out --baseline horovod");
+        return 2;
+    }
+    if (a.device_flops > 0 && (a.sps > 0 || a.compute_scale != 1)) {
+        dt_error("plan: --device-flops, --samples-per-sec and "
+                 "--compute-scale each set the compute: one of them");
         return 2;
     }
     if (a.sps > 0 && a.compute_scale != 1) {
@@ -846,6 +893,23 @@ int dt_cmd_plan(int argc, char **argv)
             return 1;
         }
         a.compute_scale = (double)batch / a.sps / tot;
+    }
+    if (a.device_flops > 0) { /* the step at that rate, this machine's
+                                 proportions between the layers */
+        double tot = mp.forward + mp.optimizer;
+        for (size_t i = 0; i < mp.n; i++)
+            tot += mp.bwd[i];
+        if (!(mp.flops > 0) || !(tot > 0)) {
+            dt_error("plan: --device-flops: the model has no convolution or "
+                     "linear layer to count");
+            return 1;
+        }
+        double step = 3.0 * mp.flops * (double)batch / a.device_flops;
+        a.compute_scale = step / tot;
+        dt_info("plan: --device-flops: %.4g GFLOP per sample forward, x3 "
+                "per training step: %.3f ms for a batch of %lld at %.4g "
+                "TFLOP/s (the layers in this machine's proportions)",
+                mp.flops * 1e-9, step * 1e3, batch, a.device_flops * 1e-12);
     }
     if (a.save_layers) { /* measured once, planned many times */
         FILE *w = fopen(a.save_layers, "w");

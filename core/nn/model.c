@@ -318,6 +318,21 @@ dt_status_t dt_model_params(dt_model_t *m, float **params, float **grads,
 
 size_t dt_model_nparams(const dt_model_t *m) { return m->nparams; }
 
+double dt_model_flops(const dt_model_t *m)
+{
+    double f = 0.0;
+    for (int i = 0; i < m->nlayers; i++) {
+        const dt_layer_t *l = &m->layers[i];
+        if (l->ops == &dt_layer_conv2d) {
+            double k = l->args[1];
+            f += 2.0 * k * k * (double)l->in_c * (double)dt_layer_out_size(l);
+        } else if (l->ops == &dt_layer_linear) {
+            f += 2.0 * (double)dt_layer_in_size(l) * (double)dt_layer_out_size(l);
+        }
+    }
+    return f;
+}
+
 dt_status_t dt_model_param_tensors(const dt_model_t *m, size_t **offsets,
                                    size_t *ntensors)
 {

@@ -176,6 +176,13 @@ dt_status_t dt_model_params(dt_model_t *m, float **params, float **grads,
                             size_t *n);
 size_t dt_model_nparams(const dt_model_t *m);
 
+/* Floating-point operations of one sample's forward pass: 2 per
+ * multiply-add of the convolutions and linear layers (what dominates;
+ * elementwise layers, pooling and batchnorm are left out). A training
+ * step costs about 3x that per sample (forward, and backward's two
+ * products). Works before dt_model_init. */
+double dt_model_flops(const dt_model_t *m);
+
 /* The parameter tensors inside the flat buffer, in layer order: each
  * layer's weights, then its bias, each one tensor (layers without
  * parameters have none). *offsets (malloc'd, free() it) holds
