@@ -158,6 +158,9 @@ run -n 2 --set launcher.yarn.queue=nosuchqueue -- true >"$T/o" 2>"$T/e"; rc=$?
     || fail "unknown queue: rc=$rc $(cat "$T/e")"
 run -n 2 --set launcher.yarn.memory=16G -- true >"$T/o" 2>"$T/e"; rc=$?
 [ $rc -eq 127 ] && grep -q "16384 MiB .* at most 4096 MiB" "$T/e" || fail "too much memory: rc=$rc $(cat "$T/e")"
+# refused before submitting: nothing to kill (it used to poll and kill the
+# never-submitted id for 30 s)
+grep -q "killing application\|not KILLED" "$T/e" && fail "too much memory: dtctl tried to kill an application never submitted: $(cat "$T/e")"
 run -n 2 --set launcher.yarn.rm_url=http://127.0.0.1:1 -- true >"$T/o" 2>"$T/e"; rc=$?
 [ $rc -eq 127 ] && grep -q "rm_url" "$T/e" || fail "unreachable RM: rc=$rc $(cat "$T/e")"
 ok "rejected submissions"

@@ -186,7 +186,13 @@ dt_status_t yarn_launch(void *ctx, const dt_launch_spec_t *spec)
     DT_CHECK(jobdir_mon_init(&L->mon, L->dir, spec->np, "?", spec->output,
                              spec->output_arg));
     L->mon_ready = 1;
-    DT_CHECK(new_application(L));
+    dt_status_t nst = new_application(L);
+    if (nst != DT_OK) {
+        /* Refused before submitting: YARN forgets an application id that
+         * was never submitted, so there is nothing to poll or kill. */
+        L->app_over = 1;
+        return nst;
+    }
     json_t *sub = submission(L, name, spec->np);
     if (!sub)
         return DT_ERR_NOMEM;
