@@ -3,7 +3,7 @@
  * communication) on a fixed pseudo-random batch, one thread.
  *
  *   dt_model_bench [-l LAYERS] [-b BATCH] [-s STEPS] [-r REPEAT] [-g FILE]
- *                  [-a auto|im2col|winograd] [-p]
+ *                  [-a auto|im2col|winograd|winograd4] [-p]
  *
  * Prints the best of REPEAT runs of STEPS steps as microseconds per step,
  * both in this thread's CPU time (steadier on a shared machine than the
@@ -43,7 +43,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: dt_model_bench [-l LAYERS] [-b BATCH] "
                     "[-s STEPS] [-r REPEAT] [-g GRADS_FILE]\n"
-                    "                      [-a auto|im2col|winograd] [-p]\n");
+                    "                      [-a auto|im2col|winograd|winograd4] [-p]\n");
     return 2;
 }
 

@@ -17,7 +17,9 @@ static void check_model_step(const char *layers, int c, int h, int w,
 {
     dt_model_t *m = NULL;
     fprintf(stderr, "%s on %dx%dx%d, batch %d%s\n", layers, c, h, w, batch,
-            algo == DT_CONV_WINOGRAD ? " (winograd)" : "");
+            algo == DT_CONV_WINOGRAD    ? " (winograd)"
+            : algo == DT_CONV_WINOGRAD4 ? " (winograd4)"
+                                        : "");
     assert_int_equal(dt_model_parse(layers, "test", c, h, w, 3, &m, NULL),
                      DT_OK);
     assert_int_equal(dt_model_set_conv_algo(m, algo), DT_OK);
@@ -127,6 +129,27 @@ static void test_conv_winograd(void **state)
                      2, 6, 5, 2, DT_CONV_WINOGRAD);
     check_model_step("conv(8,3,pad=1) relu conv(8,3) relu maxpool(2) flatten "
                      "linear(3)", 2, 9, 13, 1, DT_CONV_WINOGRAD, 3e-4f);
+}
+
+/* The same for F(4x4, 3x3) (6x6 tiles): even planes (8x8, 16x16) and
+ * odd ones (7x7, 5x6, pad 0 and 2), where the last tiles hang over the
+ * output's edge by 1 to 3 pixels; the relu fused; a fused pool (that conv
+ * stays F(2x2), the next one F(4x4)); 8 and more channels. */
+static void test_conv_winograd4(void **state)
+{
+    check_model_with("conv(3,3,pad=1) conv(2,3,pad=1) flatten linear(3)", 2,
+                     8, 8, 2, DT_CONV_WINOGRAD4);
+    check_model_with("conv(3,3) conv(2,3,pad=2) flatten linear(3)", 2, 7, 6,
+                     2, DT_CONV_WINOGRAD4);
+    check_model_with("conv(3,3,pad=1) relu flatten linear(3)", 3, 7, 7, 2,
+                     DT_CONV_WINOGRAD4);
+    check_model_step("conv(3,3,pad=1) relu maxpool(2) conv(2,3,pad=1) relu "
+                     "flatten linear(3)", 2, 8, 8, 2, DT_CONV_WINOGRAD4,
+                     3e-4f);
+    check_model_with("conv(8,3,pad=1) relu conv(9,3,pad=1) flatten linear(3)",
+                     4, 5, 6, 2, DT_CONV_WINOGRAD4);
+    check_model_with("conv(8,3,pad=1) conv(8,3,pad=1) flatten linear(3)", 8,
+                     16, 16, 1, DT_CONV_WINOGRAD4);
 }
 
 static void test_maxpool_overlapping(void **state)
@@ -274,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_conv_relu_maxpool_fused),
         cmocka_unit_test(test_conv_stride3_pad2),
         cmocka_unit_test(test_conv_winograd),
+        cmocka_unit_test(test_conv_winograd4),
         cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_batchnorm_2d),
         cmocka_unit_test(test_batchnorm_4d),

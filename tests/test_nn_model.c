@@ -298,10 +298,86 @@ static void test_conv_algos_agree(void **state)
     dt_conv_algo_t a;
     assert_int_equal(dt_conv_algo_parse("winograd", &a), DT_OK);
     assert_int_equal(a, DT_CONV_WINOGRAD);
+    assert_int_equal(dt_conv_algo_parse("winograd4", &a), DT_OK);
+    assert_int_equal(a, DT_CONV_WINOGRAD4);
     assert_int_equal(dt_conv_algo_parse("fft", &a), DT_ERR_INVALID);
     free(g[0]);
     free(g[1]);
     dt_model_free(m);
+}
+
+/* One batch of layers on (c, h, w) inputs, 10 classes, by im2col and by
+ * algo: loss, logits and every gradient agree to float rounding (logits
+ * within tol, gradients within tol x the largest). */
+static void algos_agree(const char *layers, int c, int h, int w, int batch,
+                        dt_conv_algo_t algo, float tol)
+{
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse(layers, NULL, c, h, w, 10, &m, NULL),
+                     DT_OK);
+    assert_int_equal(dt_model_init(m, NULL, 5), DT_OK);
+    size_t n = dt_model_nparams(m), in = (size_t)batch * c * h * w;
+    float *x = malloc(in * sizeof *x),
+          *logits[2] = {malloc((size_t)batch * 10 * sizeof(float)),
+                        malloc((size_t)batch * 10 * sizeof(float))},
+          *g[2] = {malloc(n * sizeof(float)), malloc(n * sizeof(float))};
+    int *y = malloc((size_t)batch * sizeof *y);
+    assert_non_null(x);
+    assert_non_null(y);
+    assert_non_null(logits[0]);
+    assert_non_null(logits[1]);
+    assert_non_null(g[0]);
+    assert_non_null(g[1]);
+    fill_random(x, in, 17);
+    for (int i = 0; i < batch; i++)
+        y[i] = (i * 3) % 10;
+    float l0 = conv_pass(m, DT_CONV_IM2COL, x, y, batch, g[0], logits[0]);
+    float l1 = conv_pass(m, algo, x, y, batch, g[1], logits[1]);
+    float lmax = 0.0f, ldiff = 0.0f, gmax = 0.0f, dmax = 0.0f;
+    for (int i = 0; i < batch * 10; i++) {
+        lmax = fmaxf(lmax, fabsf(logits[0][i]));
+        ldiff = fmaxf(ldiff, fabsf(logits[0][i] - logits[1][i]));
+    }
+    for (size_t i = 0; i < n; i++) {
+        gmax = fmaxf(gmax, fabsf(g[0][i]));
+        dmax = fmaxf(dmax, fabsf(g[0][i] - g[1][i]));
+    }
+    fprintf(stderr,
+            "%s on %dx%dx%d: loss %.7f / %.7f, logits max %.3g diff %.3g, "
+            "gradients max %.3g diff %.3g\n",
+            layers, c, h, w, l0, l1, lmax, ldiff, gmax, dmax);
+    assert_float_equal(l0, l1, 1e-5 * fabsf(l0));
+    assert_true(ldiff <= tol * fmaxf(lmax, 1.0f));
+    assert_true(gmax > 0.0f);
+    assert_true(dmax <= tol * gmax);
+    free(x);
+    free(y);
+    free(logits[0]);
+    free(logits[1]);
+    free(g[0]);
+    free(g[1]);
+    dt_model_free(m);
+}
+
+/* Winograd F(4x4, 3x3) against im2col: plain, with the relu fused and
+ * with a pool fused (that conv stays F(2x2)); even planes and odd ones
+ * (7x7, 5x9: the last tiles hang over the output's edge by 1 to 3
+ * pixels), pad 1 and 0, several and many channels (the blocked
+ * transposes and their left-over channels); batch 7 makes partial
+ * groups. The same 1e-4 as F(2x2) above holds. */
+static void test_conv_winograd4_agrees(void **state)
+{
+    algos_agree("conv(16,3,pad=1) relu conv(12,3,pad=1) flatten linear(10)",
+                3, 8, 8, 7, DT_CONV_WINOGRAD4, 1e-4f);
+    algos_agree("conv(16,3,pad=1) relu conv(9,3,pad=1) relu flatten "
+                "linear(10)", 5, 7, 7, 3, DT_CONV_WINOGRAD4, 1e-4f);
+    algos_agree("conv(8,3) conv(16,3,pad=1) relu flatten linear(10)", 4, 9,
+                5, 2, DT_CONV_WINOGRAD4, 1e-4f);
+    algos_agree("conv(32,3,pad=1) relu conv(32,3,pad=1) relu maxpool(2) "
+                "conv(64,3,pad=1) relu flatten linear(10)",
+                16, 16, 16, 7, DT_CONV_WINOGRAD4, 1e-4f);
+    algos_agree("conv(16,3,pad=1) batchnorm relu stage(basic,16,2) gap "
+                "flatten linear(10)", 3, 16, 16, 4, DT_CONV_WINOGRAD4, 1e-4f);
 }
 
 static void test_device_open(void **state)
@@ -623,6 +699,7 @@ int main(void)
         cmocka_unit_test(test_grad_callback),
         cmocka_unit_test(test_learns),
         cmocka_unit_test(test_conv_algos_agree),
+        cmocka_unit_test(test_conv_winograd4_agrees),
         cmocka_unit_test(test_device_open),
         cmocka_unit_test(test_resnet20_params),
         cmocka_unit_test(test_flops),

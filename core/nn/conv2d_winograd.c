@@ -42,7 +42,10 @@
 #include "conv2d_winograd.h"
 #include "coll/simd_clones.h"
 
-#define NXI 16          /* points of a transformed 4x4 tile */
+#define NXI 16          /* points of a transformed F(2x2) tile (4x4) */
+#ifndef WINO4_MIN_IN    /* auto: F(4x4) from this many input channels */
+#define WINO4_MIN_IN 0  /* (0: never) */
+#endif
 
 /* The per-tile transforms run along the channels; built for AVX-512 and
  * AVX2 as well as the baseline (simd_clones.h). */
@@ -57,12 +60,19 @@ typedef struct wino_shape {
     int hp, wp;          /* padded input plane covering every tile      */
     int pooled;          /* tiles are the fused pool's windows          */
     int group;           /* samples per group                           */
+    int m, nxi;          /* outputs per tile side (2 or 4), points of a
+                          * transformed tile ((m + 2)^2: 16 or 36)      */
 } wino_shape_t;
 
 int dt_conv2d_winograd_applies(const dt_layer_t *l)
 {
     return l->ops == &dt_layer_conv2d && (int)l->args[1] == 3 &&
            (int)l->args[2] == 1;
+}
+
+int dt_conv2d_winograd4_pays(const dt_layer_t *l)
+{
+    return WINO4_MIN_IN > 0 && l->in_c >= WINO4_MIN_IN;
 }
 
 static wino_shape_t shape_of(const dt_layer_t *l, int batch)
@@ -76,14 +86,20 @@ static wino_shape_t shape_of(const dt_layer_t *l, int batch)
     s.oh = l->out_h;
     s.ow = l->out_w;
     s.pooled = l->fused == 2;
+    /* F(4x4) where the model picked it, except under a fused pool (its
+     * windows are F(2x2)'s tiles) */
+    s.m = l->winograd == 4 && !s.pooled ? 4 : 2;
+    s.nxi = (s.m + 2) * (s.m + 2);
     /* pooled: only whole windows (an odd last row or column of the conv
      * output is dropped by the pool, so it is not computed) */
-    s.th = s.pooled ? l[2].out_h : (s.oh + 1) / 2;
-    s.tw = s.pooled ? l[2].out_w : (s.ow + 1) / 2;
+    s.th = s.pooled ? l[2].out_h : (s.oh + s.m - 1) / s.m;
+    s.tw = s.pooled ? l[2].out_w : (s.ow + s.m - 1) / s.m;
     s.tiles = s.th * s.tw;
-    s.hp = 2 * s.th + 2;
-    s.wp = 2 * s.tw + 2;
-    s.group = GROUP_TILES / s.tiles;
+    s.hp = s.m * s.th + 2;
+    s.wp = s.m * s.tw + 2;
+    /* GROUP_TILES counts F(2x2) tiles: F(4x4)'s cover 4 times the
+     * pixels */
+    s.group = GROUP_TILES * 4 / (s.m * s.m) / s.tiles;
     if (s.group > batch)
         s.group = batch;
     if (s.group < 1)
@@ -91,12 +107,12 @@ static wino_shape_t shape_of(const dt_layer_t *l, int batch)
     return s;
 }
 
-/* output_tiles' and dy_tiles' tmp: the tile grid's (2 th x 2 tw) pixels
+/* output_tiles' and dy_tiles' tmp: the tile grid's (m th x m tw) pixels
  * with the out channels innermost (also the pooled case's 2 x tiles x
  * out) */
 static size_t tmp_floats(const wino_shape_t *s)
 {
-    return (size_t)4 * s->tiles * s->o;
+    return (size_t)s->m * s->m * s->tiles * s->o;
 }
 
 size_t dt_conv2d_winograd_scratch(const dt_layer_t *l, int batch)
@@ -104,8 +120,8 @@ size_t dt_conv2d_winograd_scratch(const dt_layer_t *l, int batch)
     wino_shape_t s = shape_of(l, batch);
     size_t t = (size_t)s.group * s.tiles;
     /* U, dU; V, Z (also forward's M), dV; one padded plane */
-    return (size_t)2 * NXI * s.o * s.c +
-           (size_t)NXI * t * (2 * (size_t)s.c + s.o) +
+    return (size_t)2 * s.nxi * s.o * s.c +
+           (size_t)s.nxi * t * (2 * (size_t)s.c + s.o) +
            (size_t)s.hp * s.wp * s.c + tmp_floats(&s);
 }
 
@@ -370,7 +386,7 @@ static void unpad_plane(const wino_shape_t *s, const float *p, float *dx)
 /* The conv's output plane inside the tile grid's (2 th x 2 tw) plane. */
 static pix_map_t grid_map(const wino_shape_t *s)
 {
-    pix_map_t mp = {s->o, s->oh, s->ow, 0, 2 * s->tw, s->oh, s->ow};
+    pix_map_t mp = {s->o, s->oh, s->ow, 0, s->m * s->tw, s->oh, s->ow};
     return mp;
 }
 
@@ -557,14 +573,250 @@ static void dy_tile_pooled(const float *restrict g, const float *restrict which,
     }
 }
 
+/* F(4x4, 3x3): 6x6 input tiles, 36 points, with Lavin & Gray's matrices
+ * for the points 0, 1, -1, 2, -2 and infinity:
+ *   B^T = [4  0 -5  0 1 0]   G = [ 1/4     0    0 ]  A^T = [1 1  1 1  1 0]
+ *         [0 -4 -4  1 1 0]       [-1/6  -1/6 -1/6 ]        [0 1 -1 2 -2 0]
+ *         [0  4 -4 -1 1 0]       [-1/6   1/6 -1/6 ]        [0 1  1 4  4 0]
+ *         [0 -2 -1  2 1 0]       [ 1/24 1/12  1/6 ]        [0 1 -1 8 -8 1]
+ *         [0  2 -1 -2 1 0]       [ 1/24 -1/12 1/6 ]
+ *         [0  4  0 -5 0 1]       [  0     0    1  ]
+ * 36 multiplies per tile, input and output channel where im2col needs
+ * 16 x 9 = 144: 4x fewer (F(2x2)'s 2.25x), at the price of larger
+ * transforms and somewhat larger rounding (the 4s, 5s and 8s). Each
+ * 1-d transform below is applied to the columns of a tile, then to the
+ * rows of the result; the backward ones are their transposes. */
+
+/* r = B^T d (6 -> 6) */
+static inline __attribute__((always_inline)) void
+bt6(float d0, float d1, float d2, float d3, float d4, float d5, float r[6])
+{
+    float a = d4 - 4.0f * d2, b = d3 - 4.0f * d1, e = d4 - d2,
+          f = 2.0f * (d3 - d1);
+    r[0] = 4.0f * d0 - 5.0f * d2 + d4;
+    r[1] = a + b;
+    r[2] = a - b;
+    r[3] = e + f;
+    r[4] = e - f;
+    r[5] = 4.0f * d1 - 5.0f * d3 + d5;
+}
+
+/* r = B x (6 -> 6): the transpose of bt6 */
+static inline __attribute__((always_inline)) void
+b6(float x0, float x1, float x2, float x3, float x4, float x5, float r[6])
+{
+    float s12 = x1 + x2, d12 = x2 - x1, s34 = x3 + x4, d34 = x3 - x4;
+    r[0] = 4.0f * x0;
+    r[1] = 4.0f * (d12 + x5) - 2.0f * d34;
+    r[2] = -5.0f * x0 - 4.0f * s12 - s34;
+    r[3] = -d12 + 2.0f * d34 - 5.0f * x5;
+    r[4] = x0 + s12 + s34;
+    r[5] = x5;
+}
+
+/* r = A^T m (6 -> 4) */
+static inline __attribute__((always_inline)) void
+at6(float m0, float m1, float m2, float m3, float m4, float m5, float r[4])
+{
+    float s12 = m1 + m2, d12 = m1 - m2, s34 = m3 + m4, d34 = m3 - m4;
+    r[0] = m0 + s12 + s34;
+    r[1] = d12 + 2.0f * d34;
+    r[2] = s12 + 4.0f * s34;
+    r[3] = d12 + 8.0f * d34 + m5;
+}
+
+/* r = A y (4 -> 6): the transpose of at6 */
+static inline __attribute__((always_inline)) void
+a6(float y0, float y1, float y2, float y3, float r[6])
+{
+    float e = y0 + y2, o = y1 + y3, e4 = y0 + 4.0f * y2,
+          o8 = 2.0f * y1 + 8.0f * y3;
+    r[0] = y0;
+    r[1] = e + o;
+    r[2] = e - o;
+    r[3] = e4 + o8;
+    r[4] = e4 - o8;
+    r[5] = y3;
+}
+
+/* r = G g (3 -> 6) */
+static inline __attribute__((always_inline)) void
+g6(float g0, float g1, float g2, float r[6])
+{
+    float s = g0 + g2, t = g0 / 24.0f + g2 / 6.0f;
+    r[0] = g0 / 4.0f;
+    r[1] = -(s + g1) / 6.0f;
+    r[2] = -(s - g1) / 6.0f;
+    r[3] = t + g1 / 12.0f;
+    r[4] = t - g1 / 12.0f;
+    r[5] = g2;
+}
+
+/* r = G^T x (6 -> 3): the transpose of g6 */
+static inline __attribute__((always_inline)) void
+gt6(float x0, float x1, float x2, float x3, float x4, float x5, float r[3])
+{
+    float s12 = x1 + x2, s34 = x3 + x4;
+    r[0] = x0 / 4.0f - s12 / 6.0f + s34 / 24.0f;
+    r[1] = (x2 - x1) / 6.0f + (x3 - x4) / 12.0f;
+    r[2] = -s12 / 6.0f + s34 / 6.0f + x5;
+}
+
+/* U[xi][o][c] = (G g G^T)[xi] (36 points) for every filter g = w[o][c]. */
+static void weights_to_u4(const float *w, int o_n, int c_n, float *u)
+{
+    size_t xs = (size_t)o_n * c_n;
+    for (int o = 0; o < o_n; o++)
+        for (int c = 0; c < c_n; c++) {
+            const float *g = w + ((size_t)o * c_n + c) * 9;
+            float h[3][6], r[6]; /* h[j][i]: (G g)[i][j] */
+            for (int j = 0; j < 3; j++)
+                g6(g[j], g[3 + j], g[6 + j], h[j]);
+            float *uo = u + (size_t)o * c_n + c;
+            for (int i = 0; i < 6; i++) {
+                g6(h[0][i], h[1][i], h[2][i], r);
+                for (int j = 0; j < 6; j++)
+                    uo[(6 * i + j) * xs] = r[j];
+            }
+        }
+}
+
+/* dw[o][c] = G^T dU[.][o][c] G (36 points): the adjoint of
+ * weights_to_u4. */
+static void du_to_weights4(const float *du, int o_n, int c_n, float *dw)
+{
+    size_t xs = (size_t)o_n * c_n;
+    for (int o = 0; o < o_n; o++)
+        for (int c = 0; c < c_n; c++) {
+            const float *x = du + (size_t)o * c_n + c;
+            float k[6][3], r[3]; /* k[j][i]: (G^T X)[i][j] */
+            for (int j = 0; j < 6; j++)
+                gt6(x[j * xs], x[(6 + j) * xs], x[(12 + j) * xs],
+                    x[(18 + j) * xs], x[(24 + j) * xs], x[(30 + j) * xs],
+                    k[j]);
+            float *g = dw + ((size_t)o * c_n + c) * 9;
+            for (int i = 0; i < 3; i++) {
+                gt6(k[0][i], k[1][i], k[2][i], k[3][i], k[4][i], k[5][i], r);
+                for (int j = 0; j < 3; j++)
+                    g[3 * i + j] = r[j];
+            }
+        }
+}
+
+/* v[xi][c] = (B^T d B)[xi] of the 6x6 tile whose top left is d (as
+ * input_tile). */
+ALONG_CHANNELS
+static void input_tile4(const float *restrict d, size_t pix, size_t row,
+                        float *restrict v, int n)
+{
+#define D(i, j) d[(i) * row + (j) * pix + c]
+    #pragma GCC ivdep /* the 36 rows of a tile are n apart */
+    for (int c = 0; c < n; c++) {
+        float t[6][6], r[6]; /* t[j][i]: (B^T d)[i][j] */
+        #pragma GCC unroll 6
+        for (int j = 0; j < 6; j++)
+            bt6(D(0, j), D(1, j), D(2, j), D(3, j), D(4, j), D(5, j), t[j]);
+        #pragma GCC unroll 6
+        for (int i = 0; i < 6; i++) {
+            bt6(t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], t[5][i], r);
+            #pragma GCC unroll 6
+            for (int j = 0; j < 6; j++)
+                v[(6 * i + j) * n + c] = r[j];
+        }
+    }
+#undef D
+}
+
+/* d += B x B^T for one 6x6 tile (the adjoint of input_tile4). */
+ALONG_CHANNELS
+static void scatter_tile4(const float *restrict x, float *restrict d,
+                          size_t pix, size_t row, int n)
+{
+#define X(i, j) x[(6 * (i) + (j)) * n + c]
+    #pragma GCC ivdep /* the 36 rows of a tile are n apart */
+    for (int c = 0; c < n; c++) {
+        float t[6][6], r[6]; /* t[j][i]: (B X)[i][j] */
+        #pragma GCC unroll 6
+        for (int j = 0; j < 6; j++)
+            b6(X(0, j), X(1, j), X(2, j), X(3, j), X(4, j), X(5, j), t[j]);
+        #pragma GCC unroll 6
+        for (int i = 0; i < 6; i++) {
+            b6(t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], t[5][i], r);
+            #pragma GCC unroll 6
+            for (int j = 0; j < 6; j++)
+                d[i * row + j * pix + c] += r[j];
+        }
+    }
+#undef X
+}
+
+/* The tile's 4x4 outputs of each channel o, A^T M A + bias (then the
+ * relu if relu), at out[r row + q n + o]: its pixels in the grid plane. */
+ALONG_CHANNELS
+static void output_tile4(const float *restrict m, const float *restrict bias,
+                         int relu, float *restrict out, size_t row, int n)
+{
+    float floor = relu ? 0.0f : -INFINITY;
+#define M(i, j) m[(6 * (i) + (j)) * n + o]
+    #pragma GCC ivdep /* the 36 rows of a tile are n apart */
+    for (int o = 0; o < n; o++) {
+        float t[6][4], r[4]; /* t[j][i]: (A^T M)[i][j] */
+        #pragma GCC unroll 6
+        for (int j = 0; j < 6; j++)
+            at6(M(0, j), M(1, j), M(2, j), M(3, j), M(4, j), M(5, j), t[j]);
+        #pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            at6(t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], t[5][i], r);
+            #pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                float v = r[j] + bias[o];
+                out[i * row + j * n + o] = v > floor ? v : floor;
+            }
+        }
+    }
+#undef M
+}
+
+/* z[xi][o] = (A dY A^T)[xi] for the 4x4 gradient at g[r row + q n + o]
+ * (the tile's pixels in the grid plane); db += its sum. */
+ALONG_CHANNELS
+static void dy_tile4(const float *restrict g, size_t row, float *restrict z,
+                     float *restrict db, int n)
+{
+#define G(i, j) g[(i) * row + (j) * n + o]
+    #pragma GCC ivdep /* the 36 rows of a tile are n apart */
+    for (int o = 0; o < n; o++) {
+        float t[4][6], r[6], sum = 0.0f; /* t[j][i]: (A dY)[i][j] */
+        #pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            sum += G(0, j) + G(1, j) + G(2, j) + G(3, j);
+            a6(G(0, j), G(1, j), G(2, j), G(3, j), t[j]);
+        }
+        db[o] += sum;
+        #pragma GCC unroll 6
+        for (int i = 0; i < 6; i++) {
+            a6(t[0][i], t[1][i], t[2][i], t[3][i], r);
+            #pragma GCC unroll 6
+            for (int j = 0; j < 6; j++)
+                z[(6 * i + j) * n + o] = r[j];
+        }
+    }
+#undef G
+}
+
 /* v[t][xi][c] for each tile t of one padded plane. */
 static void input_tiles(const wino_shape_t *s, const float *p, float *v)
 {
     size_t pix = (size_t)s->c, row = (size_t)s->wp * s->c;
     for (int ty = 0; ty < s->th; ty++)
-        for (int tx = 0; tx < s->tw; tx++)
-            input_tile(p + 2 * ty * row + 2 * tx * pix, pix, row,
-                       v + (size_t)(ty * s->tw + tx) * NXI * s->c, s->c);
+        for (int tx = 0; tx < s->tw; tx++) {
+            const float *d = p + s->m * (ty * row + tx * pix);
+            float *vt = v + (size_t)(ty * s->tw + tx) * s->nxi * s->c;
+            if (s->m == 4)
+                input_tile4(d, pix, row, vt, s->c);
+            else
+                input_tile(d, pix, row, vt, s->c);
+        }
 }
 
 /* The padded plane p = sum over tiles of B dV B^T. */
@@ -573,9 +825,14 @@ static void scatter_tiles(const wino_shape_t *s, const float *dv, float *p)
     size_t pix = (size_t)s->c, row = (size_t)s->wp * s->c;
     memset(p, 0, (size_t)s->hp * row * sizeof *p);
     for (int ty = 0; ty < s->th; ty++)
-        for (int tx = 0; tx < s->tw; tx++)
-            scatter_tile(dv + (size_t)(ty * s->tw + tx) * NXI * s->c,
-                         p + 2 * ty * row + 2 * tx * pix, pix, row, s->c);
+        for (int tx = 0; tx < s->tw; tx++) {
+            const float *x = dv + (size_t)(ty * s->tw + tx) * s->nxi * s->c;
+            float *d = p + s->m * (ty * row + tx * pix);
+            if (s->m == 4)
+                scatter_tile4(x, d, pix, row, s->c);
+            else
+                scatter_tile(x, d, pix, row, s->c);
+        }
 }
 
 /* One sample's outputs from M (m[t][xi][o]): per l->fused the relu and
@@ -588,7 +845,7 @@ static void output_tiles(const dt_layer_t *l, const wino_shape_t *s,
     if (s->pooled) { /* per tile along the channels, then transposed */
         float *best = tmp, *which = tmp + (size_t)s->tiles * n;
         for (int t = 0; t < s->tiles; t++)
-            output_tile_pooled(m + (size_t)t * NXI * n, l->b,
+            output_tile_pooled(m + (size_t)t * s->nxi * n, l->b,
                                best + (size_t)t * n, which + (size_t)t * n,
                                n);
         for (int o = 0; o < n; o++)
@@ -604,12 +861,16 @@ static void output_tiles(const dt_layer_t *l, const wino_shape_t *s,
     }
     /* the tiles into the grid plane (channels innermost), then that to
      * y by transposes */
-    size_t row = (size_t)2 * s->tw * n;
+    size_t row = (size_t)s->m * s->tw * n;
     for (int ty = 0; ty < s->th; ty++)
-        for (int tx = 0; tx < s->tw; tx++)
-            output_tile(m + (size_t)(ty * s->tw + tx) * NXI * n, l->b,
-                        l->fused != 0, tmp + 2 * ty * row + (size_t)2 * tx * n,
-                        row, n);
+        for (int tx = 0; tx < s->tw; tx++) {
+            const float *mt = m + (size_t)(ty * s->tw + tx) * s->nxi * n;
+            float *out = tmp + s->m * (ty * row + (size_t)tx * n);
+            if (s->m == 4)
+                output_tile4(mt, l->b, l->fused != 0, out, row, n);
+            else
+                output_tile(mt, l->b, l->fused != 0, out, row, n);
+        }
     pix_map_t mp = grid_map(s);
     inner_to_nchw(&mp, tmp, y);
 }
@@ -636,23 +897,31 @@ static void dy_tiles(const dt_layer_t *l, const wino_shape_t *s,
                 }
         for (int t = 0; t < s->tiles; t++)
             dy_tile_pooled(g + (size_t)t * n, which + (size_t)t * n,
-                           z + (size_t)t * NXI * n, db, n);
+                           z + (size_t)t * s->nxi * n, db, n);
         return;
     }
     /* dY (masked by the fused relu) into the grid plane by transposes,
      * the grid's pixels past the output zeroed; then per tile */
-    size_t row = (size_t)2 * s->tw * n;
-    if (s->oh & 1)
-        memset(tmp + (size_t)s->oh * row, 0, row * sizeof *tmp);
-    if (s->ow & 1)
+    size_t row = (size_t)s->m * s->tw * n;
+    int gh = s->m * s->th, gw = s->m * s->tw;
+    if (s->oh < gh)
+        memset(tmp + (size_t)s->oh * row, 0,
+               (gh - s->oh) * row * sizeof *tmp);
+    if (s->ow < gw)
         for (int r = 0; r < s->oh; r++)
-            memset(tmp + r * row + (size_t)s->ow * n, 0, n * sizeof *tmp);
+            memset(tmp + r * row + (size_t)s->ow * n, 0,
+                   (size_t)(gw - s->ow) * n * sizeof *tmp);
     pix_map_t mp = grid_map(s);
     nchw_to_inner(&mp, dy, l->fused ? y : NULL, tmp);
     for (int ty = 0; ty < s->th; ty++)
-        for (int tx = 0; tx < s->tw; tx++)
-            dy_tile(tmp + 2 * ty * row + (size_t)2 * tx * n, row,
-                    z + (size_t)(ty * s->tw + tx) * NXI * n, db, n);
+        for (int tx = 0; tx < s->tw; tx++) {
+            const float *g = tmp + s->m * (ty * row + (size_t)tx * n);
+            float *zt = z + (size_t)(ty * s->tw + tx) * s->nxi * n;
+            if (s->m == 4)
+                dy_tile4(g, row, zt, db, n);
+            else
+                dy_tile(g, row, zt, db, n);
+        }
 }
 
 typedef struct wino_bufs {
@@ -661,15 +930,15 @@ typedef struct wino_bufs {
 
 static wino_bufs_t bufs_of(const dt_layer_t *l, const wino_shape_t *s)
 {
-    size_t uc = (size_t)NXI * s->o * s->c,
+    size_t uc = (size_t)s->nxi * s->o * s->c,
            t = (size_t)s->group * s->tiles;
     wino_bufs_t b;
     b.u = l->scratch;
     b.du = b.u + uc;
     b.v = b.du + uc;
-    b.z = b.v + NXI * t * s->c;
-    b.dv = b.z + NXI * t * s->o;
-    b.plane = b.dv + NXI * t * s->c;
+    b.z = b.v + s->nxi * t * s->c;
+    b.dv = b.z + s->nxi * t * s->o;
+    b.plane = b.dv + s->nxi * t * s->c;
     b.tmp = b.plane + (size_t)s->hp * s->wp * s->c; /* tmp_floats() */
     return b;
 }
@@ -682,7 +951,7 @@ static void group_input(const dt_layer_t *l, const wino_shape_t *s,
     for (int bl = 0; bl < n; bl++) {
         pad_plane(s, x + (size_t)(b0 + bl) * in_len, b->plane);
         input_tiles(s, b->plane,
-                    b->v + (size_t)bl * s->tiles * NXI * s->c);
+                    b->v + (size_t)bl * s->tiles * s->nxi * s->c);
     }
 }
 
@@ -693,20 +962,23 @@ dt_status_t dt_conv2d_winograd_forward(dt_layer_t *l, const float *x,
     wino_bufs_t b = bufs_of(l, &s);
     size_t plane_out = s.pooled ? (size_t)s.tiles : (size_t)s.oh * s.ow,
            uc = (size_t)s.o * s.c;
-    weights_to_u(l->w, s.o, s.c, b.u);
+    if (s.m == 4)
+        weights_to_u4(l->w, s.o, s.c, b.u);
+    else
+        weights_to_u(l->w, s.o, s.c, b.u);
     for (int b0 = 0; b0 < batch; b0 += s.group) {
         int n = batch - b0 < s.group ? batch - b0 : s.group;
         group_input(l, &s, &b, x, b0, n);
         /* M[.][xi][.] (t x out) = V[.][xi][.] (t x in) U[xi]^T */
-        for (int xi = 0; xi < NXI; xi++)
+        for (int xi = 0; xi < s.nxi; xi++)
             DT_CHECK(dt_gemm(l->dev, 0, 1, n * s.tiles, s.o, s.c, 1.0f,
-                             b.v + (size_t)xi * s.c, NXI * s.c,
+                             b.v + (size_t)xi * s.c, s.nxi * s.c,
                              b.u + xi * uc, s.c, 0.0f,
-                             b.z + (size_t)xi * s.o, NXI * s.o));
+                             b.z + (size_t)xi * s.o, s.nxi * s.o));
         for (int bl = 0; bl < n; bl++) {
             size_t at = (size_t)(b0 + bl) * s.o * plane_out;
             int *arg = s.pooled ? (int *)(void *)l[2].scratch + at : NULL;
-            output_tiles(l, &s, b.z + (size_t)bl * s.tiles * NXI * s.o,
+            output_tiles(l, &s, b.z + (size_t)bl * s.tiles * s.nxi * s.o,
                          y + at, arg, b.tmp);
         }
     }
@@ -721,7 +993,10 @@ dt_status_t dt_conv2d_winograd_backward(dt_layer_t *l, const float *x,
     wino_bufs_t b = bufs_of(l, &s);
     size_t plane_out = s.pooled ? (size_t)s.tiles : (size_t)s.oh * s.ow,
            in_len = dt_layer_in_size(l), uc = (size_t)s.o * s.c;
-    weights_to_u(l->w, s.o, s.c, b.u);
+    if (s.m == 4)
+        weights_to_u4(l->w, s.o, s.c, b.u);
+    else
+        weights_to_u(l->w, s.o, s.c, b.u);
     for (int o = 0; o < s.o; o++)
         l->db[o] = 0.0f;
     for (int b0 = 0; b0 < batch; b0 += s.group) {
@@ -733,28 +1008,31 @@ dt_status_t dt_conv2d_winograd_backward(dt_layer_t *l, const float *x,
                 s.pooled ? (const int *)(const void *)l[2].scratch + at
                          : NULL;
             dy_tiles(l, &s, y + at, dy + at, arg,
-                     b.z + (size_t)bl * s.tiles * NXI * s.o, l->db, b.tmp);
+                     b.z + (size_t)bl * s.tiles * s.nxi * s.o, l->db, b.tmp);
         }
         /* dU[xi] (out x in) += Z[.][xi][.]^T V[.][xi][.] */
-        for (int xi = 0; xi < NXI; xi++)
+        for (int xi = 0; xi < s.nxi; xi++)
             DT_CHECK(dt_gemm(l->dev, 1, 0, s.o, s.c, t, 1.0f,
-                             b.z + (size_t)xi * s.o, NXI * s.o,
-                             b.v + (size_t)xi * s.c, NXI * s.c,
+                             b.z + (size_t)xi * s.o, s.nxi * s.o,
+                             b.v + (size_t)xi * s.c, s.nxi * s.c,
                              b0 ? 1.0f : 0.0f, b.du + xi * uc, s.c));
         if (!dx)
             continue;
         /* dV[.][xi][.] (t x in) = Z[.][xi][.] U[xi] */
-        for (int xi = 0; xi < NXI; xi++)
+        for (int xi = 0; xi < s.nxi; xi++)
             DT_CHECK(dt_gemm(l->dev, 0, 0, t, s.c, s.o, 1.0f,
-                             b.z + (size_t)xi * s.o, NXI * s.o,
+                             b.z + (size_t)xi * s.o, s.nxi * s.o,
                              b.u + xi * uc, s.c, 0.0f,
-                             b.dv + (size_t)xi * s.c, NXI * s.c));
+                             b.dv + (size_t)xi * s.c, s.nxi * s.c));
         for (int bl = 0; bl < n; bl++) {
-            scatter_tiles(&s, b.dv + (size_t)bl * s.tiles * NXI * s.c,
+            scatter_tiles(&s, b.dv + (size_t)bl * s.tiles * s.nxi * s.c,
                           b.plane);
             unpad_plane(&s, b.plane, dx + (size_t)(b0 + bl) * in_len);
         }
     }
-    du_to_weights(b.du, s.o, s.c, l->dw);
+    if (s.m == 4)
+        du_to_weights4(b.du, s.o, s.c, l->dw);
+    else
+        du_to_weights(b.du, s.o, s.c, l->dw);
     return DT_OK;
 }

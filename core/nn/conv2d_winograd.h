@@ -13,6 +13,10 @@
 
 /* Whether l can run by F(2x2, 3x3): a 3x3 kernel with stride 1. */
 int dt_conv2d_winograd_applies(const dt_layer_t *l);
+/* Whether F(4x4, 3x3) is the faster of the two tile sizes for l (by
+ * its shape alone; measured in docs/PERFORMANCE.md#conv_algo): what
+ * DT_CONV_AUTO runs. */
+int dt_conv2d_winograd4_pays(const dt_layer_t *l);
 /* Scratch floats for batches of up to `batch` samples. */
 size_t dt_conv2d_winograd_scratch(const dt_layer_t *l, int batch);
 dt_status_t dt_conv2d_winograd_forward(dt_layer_t *l, const float *x,

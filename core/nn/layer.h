@@ -66,9 +66,10 @@ struct dt_layer {
      * applies (0, 1 relu, 2 relu + maxpool); absorbed: applied by an
      * earlier layer. Set by dt_model_init. */
     int fused, absorbed;
-    /* cpu, 3x3 stride 1 conv: run by Winograd F(2x2,3x3)
-     * (conv2d_winograd.c) instead of im2col. Set by dt_model_init from
-     * the model's conv algorithm. */
+    /* cpu, 3x3 stride 1 conv: run by Winograd (conv2d_winograd.c)
+     * instead of im2col: 0 no, 2 F(2x2,3x3), 4 F(4x4,3x3). Set by
+     * dt_model_init from the model's conv algorithm and the layer's
+     * shape. */
     int winograd;
     const uint64_t *rng_seed, *rng_counter; /* the model's (dropout)     */
     /* batchnorm with synchronized statistics (dt_model_set_sync_bn): sums

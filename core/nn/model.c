@@ -113,7 +113,7 @@ static dt_status_t ensure_capacity(dt_model_t *m, int batch)
 dt_status_t dt_model_set_conv_algo(dt_model_t *m, dt_conv_algo_t algo)
 {
     if (algo != DT_CONV_AUTO && algo != DT_CONV_IM2COL &&
-        algo != DT_CONV_WINOGRAD) {
+        algo != DT_CONV_WINOGRAD && algo != DT_CONV_WINOGRAD4) {
         dt_error("dt_model_set_conv_algo: unknown algorithm %d", (int)algo);
         return DT_ERR_INVALID;
     }
@@ -128,8 +128,9 @@ dt_status_t dt_model_set_conv_algo(dt_model_t *m, dt_conv_algo_t algo)
 
 dt_status_t dt_conv_algo_parse(const char *name, dt_conv_algo_t *algo)
 {
-    static const char *const names[] = {"auto", "im2col", "winograd"};
-    for (int i = 0; i < 3; i++)
+    static const char *const names[] = {"auto", "im2col", "winograd",
+                                        "winograd4"};
+    for (int i = 0; i < 4; i++)
         if (name && strcmp(name, names[i]) == 0) {
             *algo = (dt_conv_algo_t)i;
             return DT_OK;

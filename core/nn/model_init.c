@@ -96,10 +96,17 @@ void dt_model_pick_conv(dt_model_t *m)
     for (int i = 0; i < m->nlayers; i++) {
         dt_layer_t *l = m->layers + i;
         int wanted = m->conv_algo == DT_CONV_WINOGRAD ||
+                     m->conv_algo == DT_CONV_WINOGRAD4 ||
                      (m->conv_algo == DT_CONV_AUTO &&
                       l->in_c >= DT_CONV_WINOGRAD_MIN_IN);
         l->winograd = m->dev && m->dev->kind == DT_DEVICE_CPU && wanted &&
                       dt_conv2d_winograd_applies(l);
+        if (l->winograd)
+            l->winograd = m->conv_algo == DT_CONV_WINOGRAD4 ||
+                                  (m->conv_algo == DT_CONV_AUTO &&
+                                   dt_conv2d_winograd4_pays(l))
+                              ? 4
+                              : 2;
     }
 }
 

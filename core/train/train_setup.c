@@ -386,7 +386,8 @@ static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
     }
     DT_CHECK(dt_config_get_string(cfg, "model", "conv_algo", &conv));
     if (dt_conv_algo_parse(conv, &conv_algo) != DT_OK) {
-        dt_error("%s: [model] conv_algo = '%s': use auto, im2col or winograd",
+        dt_error("%s: [model] conv_algo = '%s': use auto, im2col, winograd "
+                 "or winograd4",
                  origin(cfg, "model", "conv_algo"), conv);
         return DT_ERR_CONFIG;
     }

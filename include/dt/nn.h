@@ -156,18 +156,23 @@ dt_status_t dt_model_init(dt_model_t *m, dt_device_t *dev, uint64_t seed);
  *                     im2col + GEMM for the rest (the default; measured in
  *                     docs/PERFORMANCE.md#conv_algo)
  *   DT_CONV_IM2COL    im2col + GEMM for every layer
- *   DT_CONV_WINOGRAD  Winograd for every 3x3, stride 1 layer
+ *   DT_CONV_WINOGRAD  Winograd F(2x2, 3x3) for every 3x3, stride 1 layer
+ *   DT_CONV_WINOGRAD4 Winograd F(4x4, 3x3) for every 3x3, stride 1 layer
+ *                     (F(2x2) where a 2x2 max pool is fused: its windows
+ *                     are F(2x2)'s tiles)
  * Both give the same results up to float rounding. May be called before
  * or after dt_model_init; takes effect at the next forward (a backward
  * must follow a forward made after the call). */
 typedef enum dt_conv_algo {
     DT_CONV_AUTO = 0,
     DT_CONV_IM2COL,
-    DT_CONV_WINOGRAD
+    DT_CONV_WINOGRAD,
+    DT_CONV_WINOGRAD4
 } dt_conv_algo_t;
 #define DT_CONV_WINOGRAD_MIN_IN 8
 dt_status_t dt_model_set_conv_algo(dt_model_t *m, dt_conv_algo_t algo);
-/* Parse "auto", "im2col" or "winograd"; DT_ERR_INVALID otherwise. */
+/* Parse "auto", "im2col", "winograd" or "winograd4"; DT_ERR_INVALID
+ * otherwise. */
 dt_status_t dt_conv_algo_parse(const char *name, dt_conv_algo_t *algo);
 
 /* The flat parameter and gradient buffers (device memory) and their
