@@ -43,9 +43,11 @@
 #include "coll/simd_clones.h"
 
 #define NXI 16          /* points of a transformed F(2x2) tile (4x4) */
-#ifndef WINO4_MIN_IN    /* auto: F(4x4) from this many input channels */
-#define WINO4_MIN_IN 0  /* (0: never) */
-#endif
+/* DT_CONV_AUTO: F(4x4) from this many input channels, which is every
+ * layer auto gives Winograd (DT_CONV_WINOGRAD_MIN_IN): ResNet-20's 16-,
+ * 32- and 64-channel layers on 28x28, 14x14 and 7x7 all measured faster
+ * by F(4x4) (docs/PERFORMANCE.md#conv_algo) */
+#define WINO4_MIN_IN DT_CONV_WINOGRAD_MIN_IN
 
 /* The per-tile transforms run along the channels; built for AVX-512 and
  * AVX2 as well as the baseline (simd_clones.h). */
@@ -72,7 +74,7 @@ int dt_conv2d_winograd_applies(const dt_layer_t *l)
 
 int dt_conv2d_winograd4_pays(const dt_layer_t *l)
 {
-    return WINO4_MIN_IN > 0 && l->in_c >= WINO4_MIN_IN;
+    return l->in_c >= WINO4_MIN_IN;
 }
 
 static wino_shape_t shape_of(const dt_layer_t *l, int batch)
