@@ -153,9 +153,11 @@ static const dt_key_spec_t train_keys[] = {
 static const dt_key_spec_t model_keys[] = {
     {"layers", DT_KEY_STRING, NULL, "the network's layers, in order"},
     {"conv_algo", DT_KEY_STRING, "auto",
-     "how the CPU computes convolutions: auto (Winograd F(2x2,3x3) for 3x3 "
-     "stride-1 layers with at least 8 input channels, im2col + GEMM for the "
-     "rest), im2col or winograd (every 3x3 stride-1 layer)"},
+     "how the CPU computes convolutions: auto (Winograd F(4x4,3x3) for 3x3 "
+     "stride-1 layers with at least 8 input channels, F(2x2,3x3) where a "
+     "2x2 max pool is fused, im2col + GEMM for the rest), im2col, winograd "
+     "(F(2x2,3x3) for every 3x3 stride-1 layer) or winograd4 (F(4x4,3x3) "
+     "for every one)"},
     {"sync_bn", DT_KEY_BOOL, "no",
      "batchnorm statistics over the global batch of all workers (an "
      "allreduce per batchnorm layer in forward and in backward); no: each "

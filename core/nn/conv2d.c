@@ -4,8 +4,8 @@
  * redundant) the layer has no bias parameters: b and db point at the
  * model's zeros and junk floats (model_init.c), so every path below adds
  * a zero bias and writes a gradient nobody reads. On the cpu one sample at
- * a time (conv2d_cpu.c), or by Winograd F(2x2,3x3) for the 3x3 stride 1
- * layers the model picks (conv2d_winograd.c). On CUDA through cuDNN
+ * a time (conv2d_cpu.c), or by Winograd F(4x4,3x3) or F(2x2,3x3) for
+ * the 3x3 stride 1 layers the model picks (conv2d_winograd.c). On CUDA through cuDNN
  * (the backend's conv_forward / conv_backward: algorithms picked per shape
  * and cached, FMA math; core/cuda/cudnn_conv.c), or, in a backend built
  * without cuDNN, one GEMM over the whole batch:

@@ -1,8 +1,8 @@
 /* conv2d_winograd.h — 3x3, stride 1 conv2d on the cpu by Winograd's
- * minimal filtering F(2x2, 3x3): the same results as im2col + GEMM up to
- * float rounding with 2.25x fewer multiplies in the GEMMs (16 products of
- * (out x in) by (in x tiles) per group of samples instead of one
- * (out x 9 in) by (9 in x pixels)). Used by conv2d.c for the layers
+ * minimal filtering F(2x2, 3x3) or F(4x4, 3x3) (l->winograd): the same
+ * results as im2col + GEMM up to float rounding with 2.25x (4x) fewer
+ * multiplies in the GEMMs (16 (36) products of (out x in) by (in x tiles)
+ * per group of samples instead of one (out x 9 in) by (9 in x pixels)). Used by conv2d.c for the layers
  * dt_conv2d_winograd_applies() accepts when the model's conv algorithm
  * (dt_model_set_conv_algo) allows it; fuses relu and 2x2 max pooling like
  * the im2col path (l->fused, layer.h). */
@@ -11,7 +11,7 @@
 
 #include "layer.h"
 
-/* Whether l can run by F(2x2, 3x3): a 3x3 kernel with stride 1. */
+/* Whether l can run by Winograd: a 3x3 kernel with stride 1. */
 int dt_conv2d_winograd_applies(const dt_layer_t *l);
 /* Whether F(4x4, 3x3) is the faster of the two tile sizes for l (by
  * its shape alone; measured in docs/PERFORMANCE.md#conv_algo): what

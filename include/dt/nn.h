@@ -151,7 +151,8 @@ dt_status_t dt_model_parse(const char *layers, const char *origin, int in_c,
 dt_status_t dt_model_init(dt_model_t *m, dt_device_t *dev, uint64_t seed);
 
 /* How the cpu computes convolutions (CUDA always uses im2col + cuBLAS):
- *   DT_CONV_AUTO      Winograd F(2x2, 3x3) for 3x3, stride 1 layers with
+ *   DT_CONV_AUTO      Winograd F(4x4, 3x3) (F(2x2) under a fused 2x2
+ *                     max pool) for 3x3, stride 1 layers with
  *                     at least DT_CONV_WINOGRAD_MIN_IN input channels,
  *                     im2col + GEMM for the rest (the default; measured in
  *                     docs/PERFORMANCE.md#conv_algo)
