@@ -50,7 +50,6 @@
 #include "conv2d_winograd.h"
 #include "coll/simd_clones.h"
 
-#define NXI 16          /* points of a transformed F(2x2) tile (4x4) */
 /* DT_CONV_AUTO: F(4x4) from this many input channels, which is every
  * layer auto gives Winograd (DT_CONV_WINOGRAD_MIN_IN): ResNet-20's 16-,
  * 32- and 64-channel layers on 28x28, 14x14 and 7x7 all measured faster
@@ -393,7 +392,7 @@ static void unpad_plane(const wino_shape_t *s, const float *p, float *dx)
     inner_to_nchw(&mp, p, dx);
 }
 
-/* The conv's output plane inside the tile grid's (2 th x 2 tw) plane. */
+/* The conv's output plane inside the tile grid's (m th x m tw) plane. */
 static pix_map_t grid_map(const wino_shape_t *s)
 {
     pix_map_t mp = {s->o, s->oh, s->ow, 0, s->m * s->tw, s->oh, s->ow};
@@ -847,7 +846,7 @@ static void scatter_tiles(const wino_shape_t *s, const float *dv, float *p)
 
 /* One sample's outputs from M (m[t][xi][o]): per l->fused the relu and
  * the pool (y and argmax as dt_maxpool2_plane writes them). y, arg: the
- * sample's first; tmp: 2 x tiles x out channels of scratch. */
+ * sample's first; tmp: tmp_floats() of scratch. */
 static void output_tiles(const dt_layer_t *l, const wino_shape_t *s,
                          const float *m, float *y, int *arg, float *tmp)
 {
@@ -886,8 +885,8 @@ static void output_tiles(const dt_layer_t *l, const wino_shape_t *s,
 }
 
 /* z[t][xi][o] for one sample, dY from the gradient at the last layer the
- * conv applies (y, dy, arg: the sample's first); db += dY's sums. tmp: 2
- * x tiles x out channels of scratch. */
+ * conv applies (y, dy, arg: the sample's first); db += dY's sums. tmp:
+ * tmp_floats() of scratch. */
 static void dy_tiles(const dt_layer_t *l, const wino_shape_t *s,
                      const float *y, const float *dy, const int *arg,
                      float *z, float *db, float *tmp)
