@@ -62,17 +62,29 @@ static float rnd(uint32_t *s)
     return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
 }
 
+/* Each element within 1e-4 of its value plus 1e-6 of the largest: an
+ * element that several steps brought near zero carries the absolute
+ * rounding of the larger values it was computed from (seen on an H200:
+ * Adam, relative 1.7e-4 at such an element, 2e-8 absolute), while a wrong
+ * update rule is off by about the step itself (lr = 0.01). */
 static void assert_close(const float *a, const float *b, size_t n,
                          const char *what)
 {
-    double worst = 0;
+    double worst = 0, rel = 0, big = 0;
+    for (size_t i = 0; i < n; i++)
+        if (fabs((double)a[i]) > big)
+            big = fabs((double)a[i]);
     for (size_t i = 0; i < n; i++) {
-        double e = fabs((double)a[i] - b[i]) / (1e-6 + fabs((double)a[i]));
+        double d = fabs((double)a[i] - b[i]);
+        double e = d / (1e-4 * fabs((double)a[i]) + 1e-6 * big);
         if (e > worst)
             worst = e;
+        if (d / (1e-6 + fabs((double)a[i])) > rel)
+            rel = d / (1e-6 + fabs((double)a[i]));
     }
-    printf("%s: max relative difference cpu/cuda %.2g\n", what, worst);
-    assert_true(worst < 1e-4);
+    printf("%s: max relative difference cpu/cuda %.2g, worst/tolerance "
+           "%.2g\n", what, rel, worst);
+    assert_true(worst < 1.0);
 }
 
 /* STEPS steps on the CPU and on the GPU from the same start; then save

@@ -72,7 +72,7 @@ echo "(c) resumed: bit-identical, skipped count carried over"
 { cat job.ini; printf '[train]\nprecision = fp8\n'; } >bad.ini
 line=$(grep -c '' bad.ini)
 "$DTCTL" run -n 1 bad.ini >out.d1 2>&1 && fail "(d) precision = fp8 accepted"
-grep -q "bad.ini:$line: \[train\] precision = 'fp8': use fp32, bf16 or fp16" out.d1 ||
+grep -q "bad.ini:$line: \[train\] precision = 'fp8': use fp32, tf32, bf16 or fp16" out.d1 ||
     { cat out.d1; fail "(d) fp8 not named with file:line"; }
 run --set train.loss_scale=dynamic --set train.loss_scale_init=1000 >out.d2 2>&1 &&
     fail "(d) loss_scale_init = 1000 accepted"

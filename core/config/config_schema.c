@@ -94,9 +94,14 @@ static const dt_key_spec_t train_keys[] = {
     {"clip_grad_value", DT_KEY_DOUBLE, "0",
      "clamp each averaged gradient value to [-X, X] (0: off)"},
     {"precision", DT_KEY_STRING, "fp32",
-     "fp32, bf16 or fp16: bf16/fp16 compute on a GPU's tensor cores with "
-     "16-bit inputs; parameters, gradients and optimizer state stay "
-     "float32 (cuda)"},
+     "fp32, tf32, bf16 or fp16: tf32/bf16/fp16 compute on a GPU's tensor "
+     "cores with TF32/16-bit inputs; parameters, gradients and optimizer "
+     "state stay float32 (cuda)"},
+    {"cudnn_benchmark", DT_KEY_BOOL, "no",
+     "cuda: pick each convolution's algorithms by timing cuDNN's "
+     "candidates once per shape (the fastest within the workspace limit, "
+     "deterministic or not), as PyTorch's cudnn.benchmark; no: cuDNN's "
+     "heuristics, deterministic algorithms preferred"},
     {"loss_scale", DT_KEY_STRING, NULL,
      "none, dynamic or a power of two: backward on S x the loss, "
      "gradients divided by S, overflowing steps skipped (default: dynamic "

@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-#define DT_CUDA_BACKEND_ABI 2
+#define DT_CUDA_BACKEND_ABI 3
 #define DT_CUDA_BACKEND_SYMBOL "dt_cuda_backend_v1"
 /* Not dt_<kind>_<name>.so, so the plugin scan never lists it. */
 #define DT_CUDA_BACKEND_FILE "dt-cuda-backend.so"
@@ -33,8 +33,15 @@ extern "C" {
 typedef dt_gpu_adam_args_t dt_cuda_adam_args_t;
 
 /* [train] precision: float32 storage everywhere; bf16/fp16 let the
- * libraries compute on tensor cores with 16-bit inputs. */
-enum { DT_PRECISION_FP32 = 0, DT_PRECISION_BF16 = 1, DT_PRECISION_FP16 = 2 };
+ * libraries compute on tensor cores with 16-bit inputs, tf32 with
+ * float32 inputs rounded to TF32 (10-bit mantissa; PyTorch's default for
+ * convolutions on Ampere and later). */
+enum {
+    DT_PRECISION_FP32 = 0,
+    DT_PRECISION_BF16 = 1,
+    DT_PRECISION_FP16 = 2,
+    DT_PRECISION_TF32 = 3
+};
 
 /* One batchnorm call (cuDNN): x and y are n x c x h x w floats, NCHW; a
  * flat input is (n, c, 1, 1) with per_activation = 1 (statistics of each
@@ -221,6 +228,11 @@ typedef struct dt_cuda_backend {
     dt_status_t (*pool_backward)(dt_device_t *dev, const dt_cuda_pool_t *p,
                                  const float *x, const float *y,
                                  const float *dy, float *dx);
+
+    /* ---- ABI 3: [train] cudnn_benchmark (cudnn_conv.c): on, the
+     * convolutions' algorithms are picked by timing cuDNN's candidates
+     * (cudnnFind*); off, from its heuristics. NULL without cuDNN. ------- */
+    dt_status_t (*set_conv_benchmark)(dt_device_t *dev, int on);
 } dt_cuda_backend_t;
 
 /* ---- libdt's side (core/nn/cuda_*.c), for libdt and the tests; plugins

@@ -7,17 +7,21 @@
  * CUDNN_FMA_MATH, FMA kernels only. cuDNN's CUDNN_DEFAULT_MATH lets
  * Ampere and Hopper GPUs run float convolutions on tensor cores in TF32
  * (10-bit mantissa), which would not match the cpu layers within float
- * tolerance. In bf16/fp16 (as cuBLAS's GEMMs then) the convolution opts
- * into CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: tensor cores, the float
- * inputs converted down, float storage and accumulation.
+ * tolerance: that is precision = tf32 (CUDNN_TENSOR_OP_MATH, what
+ * PyTorch does by default). In bf16/fp16 (as cuBLAS's GEMMs then) the
+ * convolution opts into CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: tensor
+ * cores, the float inputs converted down, float storage and accumulation.
  *
  * Algorithms: per shape (n, c, h, w, out channels, k, stride, pad) the
- * three algorithms are picked once from cuDNN's heuristics
- * (cudnnGet*Algorithm_v7, no trial runs), preferring deterministic
- * full-precision algorithms within DT_CUDNN_WORKSPACE_MAX of workspace
- * (DT_CUDNN_PICK), and cached with the math type to run each with in
- * the device's state (cuda/cudnn.h). The workspace is grown to the
- * largest the shapes seen need, once per new shape at most. */
+ * three algorithms are picked once and cached with the math type to run
+ * each with in the device's state (cuda/cudnn.h). By default from cuDNN's
+ * heuristics (cudnnGet*Algorithm_v7, no trial runs), preferring
+ * deterministic full-precision algorithms within DT_CUDNN_WORKSPACE_MAX
+ * of workspace (DT_CUDNN_PICK); with [train] cudnn_benchmark = yes by
+ * timing them (cudnnFind*Algorithm: one trial run of each candidate, on
+ * cuDNN's own scratch buffers), the fastest within the workspace limit,
+ * deterministic or not. The workspace is grown to the largest the shapes
+ * seen need, once per new shape at most. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -46,7 +50,8 @@
                 int fp32_ = !(exact) ||                                       \
                             (perf)[i_].mathType == CUDNN_FMA_MATH ||          \
                             (perf)[i_].mathType == CUDNN_DEFAULT_MATH;        \
-                int det_ = (perf)[i_].determinism == CUDNN_DETERMINISTIC;     \
+                int det_ = benchmark ||                                       \
+                           (perf)[i_].determinism == CUDNN_DETERMINISTIC;     \
                 int fits_ = (perf)[i_].memory <= DT_CUDNN_WORKSPACE_MAX;      \
                 if ((pass == 0 && fp32_ && det_ && fits_) ||                  \
                     (pass == 1 && fp32_ && fits_) || (pass == 2 && fp32_) ||  \
@@ -55,18 +60,31 @@
             }                                                                 \
     } while (0)
 
+/* [train] cudnn_benchmark: time the candidates (the process drives one
+ * GPU with one trainer, so the mode is the module's, as precision's). */
+static int benchmark;
+
+dt_status_t dt_cudnn_set_benchmark(dt_device_t *dev, int on)
+{
+    (void)dev;
+    benchmark = on != 0;
+    return DT_OK;
+}
+
 /* The math type the descriptor asks for while algorithms are picked:
- * FMA in fp32, tensor ops with conversion in bf16/fp16. */
+ * FMA in fp32, tensor ops (TF32) in tf32, tensor ops with conversion in
+ * bf16/fp16. */
 static cudnnMathType_t wanted_math(void)
 {
-    return dt_cuda_precision() == DT_PRECISION_FP32
-               ? CUDNN_FMA_MATH
-               : CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    int p = dt_cuda_precision();
+    return p == DT_PRECISION_FP32   ? CUDNN_FMA_MATH
+           : p == DT_PRECISION_TF32 ? CUDNN_TENSOR_OP_MATH
+                                    : CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
 /* The math type to run a picked algorithm with: in fp32, FMA (full float
- * precision) unless cuDNN offered only a tensor-op one; in bf16/fp16 the
- * one it was offered with. */
+ * precision) unless cuDNN offered only a tensor-op one; in tf32, bf16 and
+ * fp16 the one it was offered with. */
 static cudnnMathType_t math_of(dt_device_t *dev, cudnnMathType_t offered,
                                const char *which)
 {
@@ -148,10 +166,15 @@ static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
     cudnnConvolutionFwdAlgoPerf_t fwd[DT_CUDNN_NALGO];
     DT_CHECK(dt_cudnn_check(
         dev,
-        cudnnGetConvolutionForwardAlgorithm_v7(s->handle, s->x, s->filter,
-                                               s->conv, s->y, DT_CUDNN_NALGO,
-                                               &got, fwd),
-        "cudnnGetConvolutionForwardAlgorithm_v7"));
+        benchmark
+            ? cudnnFindConvolutionForwardAlgorithm(s->handle, s->x, s->filter,
+                                                   s->conv, s->y,
+                                                   DT_CUDNN_NALGO, &got, fwd)
+            : cudnnGetConvolutionForwardAlgorithm_v7(
+                  s->handle, s->x, s->filter, s->conv, s->y, DT_CUDNN_NALGO,
+                  &got, fwd),
+        benchmark ? "cudnnFindConvolutionForwardAlgorithm"
+                  : "cudnnGetConvolutionForwardAlgorithm_v7"));
     DT_CUDNN_PICK(fwd, got, pick, exact);
     if (pick < 0)
         goto none;
@@ -169,10 +192,14 @@ static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
     cudnnConvolutionBwdDataAlgoPerf_t bd[DT_CUDNN_NALGO];
     DT_CHECK(dt_cudnn_check(
         dev,
-        cudnnGetConvolutionBackwardDataAlgorithm_v7(
-            s->handle, s->filter, s->y, s->conv, s->x, DT_CUDNN_NALGO, &got,
-            bd),
-        "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
+        benchmark ? cudnnFindConvolutionBackwardDataAlgorithm(
+                        s->handle, s->filter, s->y, s->conv, s->x,
+                        DT_CUDNN_NALGO, &got, bd)
+                  : cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                        s->handle, s->filter, s->y, s->conv, s->x,
+                        DT_CUDNN_NALGO, &got, bd),
+        benchmark ? "cudnnFindConvolutionBackwardDataAlgorithm"
+                  : "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
     DT_CUDNN_PICK(bd, got, pick, exact);
     if (pick < 0)
         goto none;
@@ -190,10 +217,14 @@ static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
     cudnnConvolutionBwdFilterAlgoPerf_t bf[DT_CUDNN_NALGO];
     DT_CHECK(dt_cudnn_check(
         dev,
-        cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-            s->handle, s->x, s->y, s->conv, s->filter, DT_CUDNN_NALGO, &got,
-            bf),
-        "cudnnGetConvolutionBackwardFilterAlgorithm_v7"));
+        benchmark ? cudnnFindConvolutionBackwardFilterAlgorithm(
+                        s->handle, s->x, s->y, s->conv, s->filter,
+                        DT_CUDNN_NALGO, &got, bf)
+                  : cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                        s->handle, s->x, s->y, s->conv, s->filter,
+                        DT_CUDNN_NALGO, &got, bf),
+        benchmark ? "cudnnFindConvolutionBackwardFilterAlgorithm"
+                  : "cudnnGetConvolutionBackwardFilterAlgorithm_v7"));
     DT_CUDNN_PICK(bf, got, pick, exact);
     if (pick < 0)
         goto none;

@@ -122,6 +122,8 @@ dt_status_t dt_cudnn_pool_forward(dt_device_t *dev, const dt_cuda_pool_t *p,
 dt_status_t dt_cudnn_pool_backward(dt_device_t *dev, const dt_cuda_pool_t *p,
                                    const float *x, const float *y,
                                    const float *dy, float *dx);
+/* [train] cudnn_benchmark: pick algorithms by timing (cudnn_conv.c). */
+dt_status_t dt_cudnn_set_benchmark(dt_device_t *dev, int on);
 /* The device's cuDNN state goes with it (dt_cuda_close). */
 void dt_cudnn_release(dt_device_t *dev);
 

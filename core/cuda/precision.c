@@ -2,7 +2,8 @@
  * GPU, through cuBLAS alone:
  *  - set_precision: bf16 and fp16 let cuBLAS run the float32 GEMMs on
  *    tensor cores with 16-bit inputs and float32 accumulation
- *    (CUBLAS_COMPUTE_32F_FAST_16BF / _16F); parameters, gradients and
+ *    (CUBLAS_COMPUTE_32F_FAST_16BF / _16F), tf32 with TF32 inputs
+ *    (CUBLAS_COMPUTE_32F_FAST_TF32); parameters, gradients and
  *    optimizer state stay float32 (the master copy).
  *  - asum: the loss-scaled gradients' sum of magnitudes, whose
  *    finiteness says whether any element overflowed (inf and nan survive
@@ -25,7 +26,7 @@ dt_status_t dt_cuda_set_precision(dt_device_t *dev, int p)
 {
     (void)dev;
     if (p != DT_PRECISION_FP32 && p != DT_PRECISION_BF16 &&
-        p != DT_PRECISION_FP16)
+        p != DT_PRECISION_FP16 && p != DT_PRECISION_TF32)
         return DT_ERR_INVALID;
     precision = p;
     return DT_OK;
@@ -37,6 +38,7 @@ cublasComputeType_t dt_cuda_gemm_compute_type(void)
 {
     return precision == DT_PRECISION_BF16   ? CUBLAS_COMPUTE_32F_FAST_16BF
            : precision == DT_PRECISION_FP16 ? CUBLAS_COMPUTE_32F_FAST_16F
+           : precision == DT_PRECISION_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
                                             : CUBLAS_COMPUTE_32F;
 }
 

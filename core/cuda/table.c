@@ -83,4 +83,7 @@ __attribute__((visibility("default"))) const dt_cuda_backend_t
         .event_sync = dt_cuda_event_sync,
         .copy_async = dt_cuda_copy_async,
         .scale = dt_cuda_scale,
+#ifdef DT_HAVE_CUDNN
+        .set_conv_benchmark = dt_cudnn_set_benchmark,
+#endif
 };

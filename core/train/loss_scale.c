@@ -19,6 +19,7 @@ const char *dt_precision_name(int precision)
 {
     return precision == DT_PRECISION_BF16   ? "bf16"
            : precision == DT_PRECISION_FP16 ? "fp16"
+           : precision == DT_PRECISION_TF32 ? "tf32"
                                             : "fp32";
 }
 
@@ -39,8 +40,11 @@ dt_status_t dt_loss_scale_setup(dt_loss_scale_t *ls, const dt_config_t *cfg)
         ls->precision = DT_PRECISION_BF16;
     else if (strcasecmp(p, "fp16") == 0)
         ls->precision = DT_PRECISION_FP16;
+    else if (strcasecmp(p, "tf32") == 0)
+        ls->precision = DT_PRECISION_TF32;
     else {
-        dt_error("%s: [train] precision = '%s': use fp32, bf16 or fp16",
+        dt_error("%s: [train] precision = '%s': use fp32, tf32, bf16 or "
+                 "fp16",
                  where(cfg, "precision"), p);
         return DT_ERR_CONFIG;
     }

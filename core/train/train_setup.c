@@ -194,11 +194,34 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
     return st;
 }
 
-/* [train] precision on the device just opened: bf16/fp16 are tensor-core
- * math on a GPU; the CPU computes in fp32 (device = cpu: refused; auto
- * that found no GPU: said, and fp32). */
+/* [train] cudnn_benchmark on a GPU (ignored on the CPU: nothing to pick). */
+static dt_status_t setup_conv_benchmark(const dt_config_t *cfg,
+                                        dt_trainer_t *t)
+{
+    bool on = false;
+    DT_CHECK(dt_config_get_bool(cfg, "train", "cudnn_benchmark", &on));
+    if (!on || t->dev->kind != DT_DEVICE_CUDA)
+        return DT_OK;
+    const dt_cuda_backend_t *cu = dt_cuda_backend_loaded();
+    if (!cu->set_conv_benchmark) {
+        dt_warn("%s: [train] cudnn_benchmark = yes: this dt was built "
+                "without cuDNN, nothing to pick",
+                origin(cfg, "train", "cudnn_benchmark"));
+        return DT_OK;
+    }
+    DT_CHECK(cu->set_conv_benchmark(t->dev, 1));
+    if (t->rank == 0)
+        dt_info("cudnn_benchmark: convolution algorithms picked by timing, "
+                "once per shape");
+    return DT_OK;
+}
+
+/* [train] precision on the device just opened: tf32/bf16/fp16 are
+ * tensor-core math on a GPU; the CPU computes in fp32 (device = cpu:
+ * refused; auto that found no GPU: said, and fp32). */
 static dt_status_t setup_precision(const dt_config_t *cfg, dt_trainer_t *t)
 {
+    DT_CHECK(setup_conv_benchmark(cfg, t));
     int p = t->ls.precision;
     if (p == DT_PRECISION_FP32)
         return DT_OK;

@@ -339,6 +339,28 @@ bf16() {
 }
 bf16
 
+# ---- 5b'. precision = fp16 with dynamic loss scaling (GradScaler's rules)
+# on the CNN: the same floor; the log's skipped-step count is the key.
+fp16() {
+    local log="$L/train_cnn_fp16.log"
+    if [ $gpus -eq 0 ]; then row train_cnn_fp16 "SKIP(no GPU)" "" "loss scaling on the CPU: tests/train_loss_scale.sh"; return; fi
+    run_step train_cnn_fp16 150 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 1 "$G/conf/fashion-mnist-cnn.ini" \
+        --set train.device=cuda --set train.epochs=2 --set train.precision=fp16 \
+        --set data.path="$G/data/fashion-mnist"
+    local acc; acc=$(grep -o 'final test accuracy: [0-9.]*' "$log" | awk '{print $4}' | tail -1)
+    local sps; sps=$(grep 'test_accuracy' "$log" | grep -o '[0-9]* samples/s' | tail -1 | awk '{print $1}')
+    local ls; ls=$(grep -o -i -E '(loss scale|skipped)[^;,]*' "$log" | tail -2 | tr '\n' ' ' | cut -c1-60)
+    if [ $RC -eq -1 ]; then row train_cnn_fp16 "SKIP(time)" "" ""; return; fi
+    if [ $RC -ne 0 ]; then
+        row train_cnn_fp16 FAIL "exit $RC" "$(grep -m1 -i -E 'error|fail' "$log" | cut -c1-80)"
+    elif awk -v a="${acc:-0}" -v f="${FLOOR[cnn]}" 'BEGIN {exit !(a >= f)}'; then
+        row train_cnn_fp16 PASS "acc ${acc}% (fp32 ${DTACC[cnn]:-?})" "${sps} samples/s; ${ls}"
+    else
+        row train_cnn_fp16 FAIL "acc ${acc:-?}% < ${FLOOR[cnn]}" "${sps} samples/s; ${ls}"
+    fi
+}
+fp16
+
 # ---- 5c. the trainer at N = 2 over tcp on one GPU: grad_sync's staged path
 # (a copy stream, one pinned copy per bucket, events) on a real device; the
 # first step's debug line says the path and the device-to-host copies.
@@ -416,55 +438,67 @@ train resnet
 
 # ---- 9b. ResNets against PyTorch (issue 18's targets): ResNet-20 (the
 # example, batch 64) and a CIFAR-style ResNet-18 (batch 256), fixed steps,
-# augmentation off on dt's side (torch_side has none). fp32 both sides, then
-# dt precision = bf16 against PyTorch AMP bf16 + channels_last +
-# cudnn.benchmark; samples/s and peak GPU memory, dt/torch as a ratio.
+# augmentation off on dt's side (torch_side has none). Pairs, each the same
+# math on both sides: fp32 (TF32 off in PyTorch too), tf32 (PyTorch with
+# TF32 on: its default for convolutions), dt bf16 against PyTorch AMP bf16
+# + channels_last + cudnn.benchmark, then dt bf16 with cudnn_benchmark
+# against the same. samples/s and peak GPU memory, dt/torch as a ratio.
 declare -A RN_JOB=([resnet20]="$G/conf/fashion-mnist-resnet.ini" [resnet18]="$here/resnet18-fmnist.ini")
 declare -A RN_STEPS=([resnet20]=300 [resnet18]=120)
-rn_dt() { # MODEL PRECISION
-    local m=$1 p=$2 name="dt_$1_$2"
+declare -A TORCH_SPS TORCH_MEM
+rn_dt() { # MODEL PRECISION BENCHMARK(yes|no)
+    local m=$1 p=$2 b=$3 name="dt_$1_$2$([ "$3" = yes ] && echo _bench)"
     mem_start "$name"
     run_step "$name" 120 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 1 "${RN_JOB[$m]}" \
-        --set train.device=cuda --set train.precision="$p" --set train.max_steps="${RN_STEPS[$m]}" \
+        --set train.device=cuda --set train.precision="$p" --set train.cudnn_benchmark="$b" \
+        --set train.max_steps="${RN_STEPS[$m]}" \
         --set train.log_every=50 --set data.random_crop=0 --set data.hflip=no \
         --set data.path="$G/data/fashion-mnist"
     RN_MEM=$(mem_stop)
     RN_SPS=$(grep -o '[0-9]* samples/s' "$L/$name.log" | tail -1 | awk '{print $1}')
     grep -q 'stopping after' "$L/$name.log" && RC=0
 }
-rn_torch() { # MODEL fp32|amp
+rn_torch() { # MODEL fp32|tf32|amp: once per model and mode
     local m=$1 name="torch_$1_$2" extra=()
-    [ "$2" = amp ] && extra=(--amp bf16 --channels-last --benchmark)
+    if [ -n "${TORCH_SPS[$name]:-}" ]; then RN_SPS=${TORCH_SPS[$name]}; RN_MEM=${TORCH_MEM[$name]}; return; fi
+    case $2 in
+        amp) extra=(--amp bf16 --channels-last --benchmark) ;;
+        tf32) extra=(--tf32) ;;
+    esac
     mem_start "$name"
     run_step "$name" 120 env PYTHONUNBUFFERED=1 python3 "$here/torch_side.py" "${RN_JOB[$m]}" \
         --data "$G/data/fashion-mnist" --epochs 1 --max-steps "${RN_STEPS[$m]}" "${extra[@]}"
     RN_MEM=$(mem_stop)
     RN_SPS=$(grep '^torch: ' "$L/$name.log" | tail -1 | awk '{print $3}')
+    TORCH_SPS[$name]=$RN_SPS; TORCH_MEM[$name]=$RN_MEM
 }
 resnets() {
-    local m p dsps dmem drc
+    local m c p b t label dsps dmem drc
     for m in resnet20 resnet18; do
-        for p in fp32 bf16; do
+        for c in fp32:no:fp32 tf32:no:tf32 bf16:no:amp bf16:yes:amp; do
+            IFS=: read -r p b t <<<"$c"
+            label=$p$([ "$b" = yes ] && echo _bench)
             if [ $gpus -eq 0 ]; then
                 # rehearsal: the job file and every --set key as dtctl reads them
-                run_step "cfg_${m}_$p" 30 "${DTENV[@]}" "$DTCTL" config "${RN_JOB[$m]}" \
-                    --set train.precision="$p" --set train.max_steps="${RN_STEPS[$m]}" \
+                run_step "cfg_${m}_$label" 30 "${DTENV[@]}" "$DTCTL" config "${RN_JOB[$m]}" \
+                    --set train.precision="$p" --set train.cudnn_benchmark="$b" \
+                    --set train.max_steps="${RN_STEPS[$m]}" \
                     --set train.log_every=50 --set data.random_crop=0 --set data.hflip=no \
                     --set data.path="$G/data/fashion-mnist"
-                row "vs_torch_${m}_$p" "SKIP(no GPU)" "$([ $RC -eq 0 ] && echo 'job ok' || echo "job FAILED: exit $RC")" "dt $p vs torch $([ $p = bf16 ] && echo 'AMP bf16, channels_last, cudnn.benchmark' || echo fp32)"
+                row "vs_torch_${m}_$label" "SKIP(no GPU)" "$([ $RC -eq 0 ] && echo 'job ok' || echo "job FAILED: exit $RC")" "dt $label vs torch $t"
                 continue
             fi
-            rn_dt "$m" "$p"; dsps=$RN_SPS; dmem=$RN_MEM; drc=$RC
-            if [ "$drc" -eq -1 ]; then row "vs_torch_${m}_$p" "SKIP(time)" "" ""; continue; fi
+            rn_dt "$m" "$p" "$b"; dsps=$RN_SPS; dmem=$RN_MEM; drc=$RC
+            if [ "$drc" -eq -1 ]; then row "vs_torch_${m}_$label" "SKIP(time)" "" ""; continue; fi
             if [ "$drc" -ne 0 ]; then
-                row "vs_torch_${m}_$p" FAIL "dt exit $drc" "$(grep -m1 -i -E 'error|fail' "$L/dt_${m}_$p.log" | cut -c1-80)"; continue
+                row "vs_torch_${m}_$label" FAIL "dt exit $drc" "$(grep -m1 -i -E 'error|fail' "$L/dt_${m}_$label.log" | cut -c1-80)"; continue
             fi
-            rn_torch "$m" "$([ $p = bf16 ] && echo amp || echo fp32)"
-            if [ -z "$RN_SPS" ]; then row "vs_torch_${m}_$p" FAIL "torch exit $RC" "dt ${dsps} samples/s"; continue; fi
+            rn_torch "$m" "$t"
+            if [ -z "$RN_SPS" ]; then row "vs_torch_${m}_$label" FAIL "torch exit $RC" "dt ${dsps} samples/s"; continue; fi
             local ratio; ratio=$(awk -v d="${dsps:-0}" -v t="$RN_SPS" 'BEGIN {printf "%.2f", d / t}')
             # The target: >= 1.0x PyTorch (bf16 vs AMP); a lower ratio is a
             # number to act on, not a broken build: PASS with the ratio.
-            row "vs_torch_${m}_$p" PASS "dt/torch ${ratio}x" "dt ${dsps} vs ${RN_SPS} samples/s; peak +${dmem} vs +${RN_MEM} MiB"
+            row "vs_torch_${m}_$label" PASS "dt/torch ${ratio}x" "dt ${dsps} vs ${RN_SPS} samples/s ($t); peak +${dmem} vs +${RN_MEM} MiB"
         done
     done
 }

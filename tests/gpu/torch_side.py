@@ -2,13 +2,15 @@
 """torch_side.py — PyTorch on one GPU, side by side with dt's run of the same
 job file (tests/gpu/run.sh): the same model ([model] layers), batch, lr,
 optimizer (SGD, momentum, Nesterov, weight decay), epochs and data
-(Fashion-MNIST from --data), fp32, eager. Batches are copied host to device
+(Fashion-MNIST from --data), fp32 (TF32 off: PyTorch's default lets
+cuDNN's convolutions use TF32; --tf32 turns it on for convolutions and
+matrix products, dt's precision = tf32), eager. Batches are copied host to device
 every step from pinned memory, as dt's trainer does; no schedule or warmup
 (dt's cosine schedule does not change the speed).
 
     python3 tests/gpu/torch_side.py JOB.ini --data DIR [--epochs E]
         [--max-steps N] [--batch B] [--amp bf16] [--channels-last]
-        [--benchmark]
+        [--benchmark] [--tf32]
 
 --amp bf16 --channels-last --benchmark is PyTorch's fast path for CNNs
 (autocast to bf16, NHWC tensors, cudnn.benchmark), what the issue's
@@ -61,8 +63,11 @@ def main():
     ap.add_argument("--amp", choices=("none", "bf16"), default="none")
     ap.add_argument("--channels-last", action="store_true")
     ap.add_argument("--benchmark", action="store_true")
+    ap.add_argument("--tf32", action="store_true")
     a = ap.parse_args()
     torch.backends.cudnn.benchmark = a.benchmark
+    torch.backends.cudnn.allow_tf32 = a.tf32
+    torch.backends.cuda.matmul.allow_tf32 = a.tf32
     cfg = configparser.ConfigParser(inline_comment_prefixes=("#", ";"))
     cfg.read(a.job)
     if not torch.cuda.is_available():
@@ -140,11 +145,12 @@ def main():
                                 enabled=a.amp == "bf16"):
                 correct += (model(xb).argmax(1) == yte[at:at + 1000]).sum().item()
     print("torch: samples/s %.0f  test_accuracy %.2f%%  peak_mem_MiB %.0f  "
-          "epochs %d  steps %d  amp %s%s%s  (torch %s, cuda %s, cudnn %s, %s)"
+          "epochs %d  steps %d  amp %s%s%s%s  (torch %s, cuda %s, cudnn %s, %s)"
           % (samples / timed if timed > 0 else 0, 100.0 * correct / len(yte),
              torch.cuda.max_memory_allocated() / 2**20, epochs, steps,
              a.amp, " channels_last" if a.channels_last else "",
              " cudnn.benchmark" if a.benchmark else "",
+             " tf32" if a.tf32 else "",
              torch.__version__, torch.version.cuda,
              torch.backends.cudnn.version(), torch.cuda.get_device_name(0)),
           flush=True)
