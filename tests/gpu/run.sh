@@ -444,18 +444,28 @@ train resnet
 # + channels_last + cudnn.benchmark, then dt bf16 with cudnn_benchmark
 # against the same. samples/s and peak GPU memory, dt/torch as a ratio.
 declare -A RN_JOB=([resnet20]="$G/conf/fashion-mnist-resnet.ini" [resnet18]="$here/resnet18-fmnist.ini")
-declare -A RN_STEPS=([resnet20]=300 [resnet18]=120)
+declare -A RN_STEPS=([resnet20]=400 [resnet18]=240)
 declare -A TORCH_SPS TORCH_MEM
+# dt's steady rate from its progress lines, as torch_side's (which times
+# after 20 warm-up steps): a line's samples/s is the epoch's so far, R_k
+# at step k, so the rate between steps a and b is (b - a) / (b/R_b - a/R_a)
+# (the batch cancels); a = the first line at step >= 20, b = the last.
+dt_rate() { # LOG
+    grep -o 'step [0-9]*/[0-9]* .* [0-9]* samples/s' "$1" |
+        awk '{split($2, s, "/"); k = s[1]; r = $(NF - 1)
+              if (k >= 20 && !a) {a = k; ra = r} if (k >= 20) {b = k; rb = r}}
+             END {if (a && b > a) printf "%.0f", (b - a) / (b / rb - a / ra)}'
+}
 rn_dt() { # MODEL PRECISION BENCHMARK(yes|no)
     local m=$1 p=$2 b=$3 name="dt_$1_$2$([ "$3" = yes ] && echo _bench)"
     mem_start "$name"
     run_step "$name" 120 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 1 "${RN_JOB[$m]}" \
         --set train.device=cuda --set train.precision="$p" --set train.cudnn_benchmark="$b" \
         --set train.max_steps="${RN_STEPS[$m]}" \
-        --set train.log_every=50 --set data.random_crop=0 --set data.hflip=no \
+        --set train.log_every=20 --set data.random_crop=0 --set data.hflip=no \
         --set data.path="$G/data/fashion-mnist"
     RN_MEM=$(mem_stop)
-    RN_SPS=$(grep -o '[0-9]* samples/s' "$L/$name.log" | tail -1 | awk '{print $1}')
+    RN_SPS=$(dt_rate "$L/$name.log")
     grep -q 'stopping after' "$L/$name.log" && RC=0
 }
 rn_torch() { # MODEL fp32|tf32|amp: once per model and mode
@@ -483,7 +493,7 @@ resnets() {
                 run_step "cfg_${m}_$label" 30 "${DTENV[@]}" "$DTCTL" config "${RN_JOB[$m]}" \
                     --set train.precision="$p" --set train.cudnn_benchmark="$b" \
                     --set train.max_steps="${RN_STEPS[$m]}" \
-                    --set train.log_every=50 --set data.random_crop=0 --set data.hflip=no \
+                    --set train.log_every=20 --set data.random_crop=0 --set data.hflip=no \
                     --set data.path="$G/data/fashion-mnist"
                 row "vs_torch_${m}_$label" "SKIP(no GPU)" "$([ $RC -eq 0 ] && echo 'job ok' || echo "job FAILED: exit $RC")" "dt $label vs torch $t"
                 continue
