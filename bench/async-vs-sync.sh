@@ -8,7 +8,8 @@
 # accuracy.
 #
 #   bench/async-vs-sync.sh [DTCTL]   (env: N=4 S=2 SLOW=3 EPOCHS=1
-#                                     SAMPLES=12000 BATCH=32)
+#                                     SAMPLES=12000 BATCH=32
+#                                     DATA=fashion-mnist folder)
 dtctl=${1:-${DTCTL:-_build/core/dtctl}}
 N=${N:-4} S=${S:-2} SLOW=${SLOW:-3} EPOCHS=${EPOCHS:-1}
 SAMPLES=${SAMPLES:-12000} BATCH=${BATCH:-32}
@@ -29,6 +30,7 @@ momentum = 0.9
 [model]
 layers = flatten linear(256) relu linear(128) relu linear(10)
 [data]
+path = ${DATA:-/usr/share/datasets/fashion-mnist}
 mean = 0.286
 std = 0.353
 train_samples = $SAMPLES

@@ -7,7 +7,8 @@
 # (auto's first epoch is equal shares: it measures), and the improvement.
 #
 #   bench/work-load-auto.sh [EPOCHS] [SLOW_FACTOR]     (from the build dir
-#                                   or with DTCTL=path/to/dtctl)
+#                                   or with DTCTL=path/to/dtctl; DATA=
+#                                   the fashion-mnist folder)
 set -eu
 epochs=${1:-5}
 factor=${2:-2}
@@ -26,6 +27,7 @@ log_every = 100000
 [model]
 layers = flatten linear(512) relu linear(256) relu linear(10)
 [data]
+path = ${DATA:-/usr/share/datasets/fashion-mnist}
 mean = 0.286
 std = 0.353
 train_samples = 12000
