@@ -8,7 +8,7 @@
 #      scale halves, training goes on; each epoch says how many;
 #  (c) the scaler's state is in the checkpoint: a resumed run ends
 #      bit-identical to the uninterrupted one;
-#  (d) bad values and precision = bf16 on the CPU are refused by name.
+#  (d) bad values and precision = bf16/tf32 on the CPU are refused by name.
 # What bf16/fp16 change on a GPU (tensor-core math) is checked by
 # tests/gpu/run.sh on a lent GPU.
 name=loss-scale
@@ -82,5 +82,8 @@ grep -q "loss_scale = '3': use none, dynamic or a power of two" out.d3 || { cat 
 run --set train.precision=bf16 >out.d4 2>&1 && fail "(d) bf16 on device = cpu accepted"
 grep -q "precision = bf16 is tensor-core math on a GPU (\[train\] device = cuda); the CPU computes in fp32" out.d4 ||
     { cat out.d4; fail "(d) bf16 on the cpu not explained"; }
-echo "(d) fp8, a scale not a power of two and bf16 on the CPU refused by name"
+run --set train.precision=tf32 >out.d5 2>&1 && fail "(d) tf32 on device = cpu accepted"
+grep -q "precision = tf32 is tensor-core math on a GPU" out.d5 ||
+    { cat out.d5; fail "(d) tf32 on the cpu not explained"; }
+echo "(d) fp8, a scale not a power of two, bf16 and tf32 on the CPU refused by name"
 echo PASS
