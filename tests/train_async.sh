@@ -3,7 +3,8 @@
 # train the Fashion-MNIST MLP on a subset far above chance (> 70%); max_staleness
 # holds a worker that ran ahead of a slowed one (the server's count of
 # held replies, and the largest lead it answered, within the bound); a
-# server killed with SIGKILL is named by dtctl; a checkpoint written by
+# server killed with SIGKILL is named by dtctl (and, with --max-restarts,
+# the job restarts from the last checkpoint and finishes); a checkpoint written by
 # the servers' shards resumes, in async and in sync mode; 2 servers shard
 # adam's state; bad settings are refused before anything starts.
 name=async
@@ -86,6 +87,16 @@ DT_TEST_PS_DIE_AFTER=40 run -n 2 job.ini && { cat out; fail "survived a dead ser
 # dtctl's own line (workers' lines about the lost peer may come after it)
 grep -q "^dt: error: rank 2 (parameter server 0) on localhost was killed by signal 9" out ||
     { cat out; fail "dtctl did not name the killed server"; }
+# ... and with restarts, the job starts again from the servers' last
+# checkpoint (the hook kills only in the first attempt) and finishes
+DT_TEST_PS_DIE_AFTER=140 run -n 2 --max-restarts 1 --set cluster.restart_backoff=100ms \
+    --set train.checkpoint_dir=ck_restart --set train.checkpoint_steps=50 job.ini ||
+    { cat out; fail "a killed server was not restarted"; }
+grep -q "restart 1 of 1: rank 2 (parameter server 0) on localhost was killed by signal 9" out ||
+    { cat out; fail "the restart did not name the killed server"; }
+grep -q "resuming from ck_restart/ckpt-0000000000[0-9]*.dtckpt" out || { cat out; fail "the restart did not resume"; }
+acc=$(sed -n 's/.*final test accuracy: \([0-9.]*\)%.*/\1/p' out)
+awk -v a="$acc" 'BEGIN { exit !(a >= 70.0) }' || { cat out; fail "restarted accuracy '$acc'"; }
 
 # ---- checkpoints: 2 servers, adam's sharded state, resumed -----------------
 run -n 2 --set cluster.servers=2 --set train.optimizer=adam \

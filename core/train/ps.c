@@ -308,8 +308,11 @@ dt_status_t dt_ps_serve(dt_config_t *cfg, int nworkers, int nservers)
     long long k = 0;
     DT_CHECK(dt_config_get_int(cfg, "train", "max_staleness", &k));
     v.K = (int)k;
+    /* Test hook: die after n pushes, in the first attempt only (so that
+     * a job restarted by dtctl --max-restarts can finish). */
     const char *die = getenv("DT_TEST_PS_DIE_AFTER");
-    v.die_after = die ? atol(die) : 0;
+    const char *attempt = getenv("DT_RESTART_COUNT");
+    v.die_after = die && (!attempt || atoi(attempt) == 0) ? atol(die) : 0;
     if (!v.c) {
         dt_error("parameter server: no transport (a job of one?)");
         return DT_ERR_INVALID;
