@@ -53,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "coll/simd_clones.h"
 #include "layer.h"
 
 static dt_status_t bn_setup(dt_layer_t *l, char *why, size_t why_len)
@@ -96,7 +97,8 @@ static dt_status_t bn_forward_cuda(dt_layer_t *l, const float *x, float *y,
     return dt_cuda_backend_loaded()->bn_forward(l->dev, &bn, train, x, y);
 }
 
-static float sum8(const float *restrict v, int n)
+static inline __attribute__((always_inline)) float
+sum8(const float *restrict v, int n)
 {
     float part[8] = {0};
     int p = 0;
@@ -112,7 +114,8 @@ static float sum8(const float *restrict v, int n)
 }
 
 /* sum of (v - m)^2 */
-static float sqdev8(const float *restrict v, int n, float m)
+static inline __attribute__((always_inline)) float
+sqdev8(const float *restrict v, int n, float m)
 {
     float part[8] = {0};
     int p = 0;
@@ -129,6 +132,10 @@ static float sqdev8(const float *restrict v, int n, float m)
     return s;
 }
 
+/* Built for AVX-512 and AVX2 as well as the baseline (simd_clones.h):
+ * every loop below runs along a plane; the partial sums keep their
+ * lanes (part[j]) whatever the vector width. */
+DT_SIMD_CLONES
 static dt_status_t bn_forward(dt_layer_t *l, const float *x, float *y,
                               int batch, int train)
 {
@@ -228,6 +235,7 @@ static dt_status_t bn_forward(dt_layer_t *l, const float *x, float *y,
 
 /* With the relu fused, y and dy are the relu's: the gradient at the
  * batchnorm's output is dy where y > 0, recomputed in both passes. */
+DT_SIMD_CLONES
 static dt_status_t bn_backward(dt_layer_t *l, const float *x, const float *y,
                                const float *dy, float *dx, int batch)
 {
