@@ -80,4 +80,36 @@ static inline int grad_check(dt_model_t *m, const float *x, const int *y,
     return bad;
 }
 
+/* sync_bn's allreduce, with a second rank made up: it adds that rank's
+ * sums (the forward's 2C + 1: sum x, sum x^2, count; the backward's 2C:
+ * sum dy, sum dy x) as if it held 24 values per channel of mean 0.25 and
+ * variance 1.5, and gradients of sum 0.5 and sum dy x of -0.75 per
+ * channel. Both models get the same rank, so the CPU layer and the
+ * CUDA path must agree; and the statistics differ from this rank's
+ * alone. (test_nn_standin, test_nn_cuda) */
+static int test_synthetic_calls;
+
+static inline dt_status_t test_synthetic_rank(void *arg, double *v,
+                                             size_t n)
+{
+    (void)arg;
+    test_synthetic_calls++;
+    if (n % 2) { /* forward: S, Q, M */
+        size_t C = (n - 1) / 2;
+        double M = 24.0; /* its count: 24 values per channel */
+        for (size_t c = 0; c < C; c++) {
+            v[c] += 0.25 * M;
+            v[C + c] += (1.5 + 0.25 * 0.25) * M;
+        }
+        v[2 * C] += M;
+    } else {
+        size_t C = n / 2;
+        for (size_t c = 0; c < C; c++) {
+            v[c] += 0.5;
+            v[C + c] += -0.75;
+        }
+    }
+    return DT_OK;
+}
+
 #endif /* DT_TEST_NN_TESTUTIL_H */

@@ -66,6 +66,8 @@ typedef struct opts {
     float smoothing; /* label smoothing eps                              */
     int eval;        /* after the training step, an eval forward as well:
                         the running statistics (buffers) and its logits  */
+    int sync_bn;     /* sync_bn on both, with the same made-up second rank
+                        (nn_testutil.h): core/cuda/bn_sync.cu's kernels  */
 } opts_t;
 
 static void compare_with(const char *layers, int c, int h, int w,
@@ -84,6 +86,10 @@ static void compare_with(const char *layers, int c, int h, int w,
     }
     assert_int_equal(dt_model_init(mc, NULL, 3), DT_OK);
     assert_int_equal(dt_model_init(mg, gpu, 3), DT_OK);
+    if (o->sync_bn) {
+        dt_model_set_sync_bn(mc, test_synthetic_rank, NULL);
+        dt_model_set_sync_bn(mg, test_synthetic_rank, NULL);
+    }
     size_t in = (size_t)BATCH * c * h * w, n = dt_model_nparams(mc);
     float *x = malloc(in * sizeof *x), *gg = malloc(n * sizeof *gg);
     float *pg = malloc(n * sizeof *pg);
@@ -166,7 +172,7 @@ static void compare_with(const char *layers, int c, int h, int w,
 
 static void compare(const char *layers, int c, int h, int w)
 {
-    const opts_t o = {0.0f, 0};
+    const opts_t o = {0.0f, 0, 0};
     compare_with(layers, c, h, w, &o);
 }
 
@@ -194,7 +200,7 @@ static void test_conv_strided_nobias(void **state)
  * flat input), train then eval with the running statistics. */
 static void test_batchnorm(void **state)
 {
-    const opts_t o = {0.0f, 1};
+    const opts_t o = {0.0f, 1, 0};
     compare_with("conv(8,3,pad=1,bias=no) batchnorm relu flatten linear(16) "
                  "batchnorm relu linear(10)", 3, 8, 8, &o);
 }
@@ -203,7 +209,7 @@ static void test_batchnorm(void **state)
  * but cuDNN writes one (the backend's spare block). */
 static void test_batchnorm_first(void **state)
 {
-    const opts_t o = {0.0f, 1};
+    const opts_t o = {0.0f, 1, 0};
     compare_with("batchnorm conv(4,3) relu flatten linear(10)", 2, 6, 6, &o);
 }
 
@@ -218,7 +224,7 @@ static void test_avgpool_gap(void **state)
  * small ResNet: one basic block with a stride-2 projection shortcut */
 static void test_resnet_block(void **state)
 {
-    const opts_t o = {0.0f, 1};
+    const opts_t o = {0.0f, 1, 0};
     compare_with("conv(8,3,pad=1,bias=no) batchnorm relu "
                  "stage(basic,8,1,stride=2) gap flatten linear(10)", 3, 8,
                  8, &o);
@@ -231,10 +237,22 @@ static void test_resnet_identity(void **state)
             "flatten linear(10)", 3, 8, 8);
 }
 
+/* sync_bn: the per-channel sums, normalization and input gradient of
+ * core/cuda/bn_sync.cu against the CPU layer, both given the same
+ * made-up second rank; the eval forward after it is cuDNN's, from the
+ * running statistics the synchronized step left */
+static void test_sync_bn(void **state)
+{
+    const opts_t o = {0.0f, 1, 1};
+    compare_with("conv(8,3,pad=1,bias=no) batchnorm relu "
+                 "stage(basic,8,1,stride=2) gap flatten linear(16) batchnorm "
+                 "relu linear(10)", 3, 8, 8, &o);
+}
+
 /* label smoothing in the softmax cross-entropy kernels */
 static void test_label_smoothing(void **state)
 {
-    const opts_t o = {0.1f, 0};
+    const opts_t o = {0.1f, 0, 0};
     compare_with("flatten linear(64) relu linear(10)", 1, 8, 8, &o);
 }
 
@@ -255,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_resnet_block),
         cmocka_unit_test(test_resnet_identity),
         cmocka_unit_test(test_label_smoothing),
+        cmocka_unit_test(test_sync_bn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

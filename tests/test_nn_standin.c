@@ -115,6 +115,76 @@ static void compare(const char *layers, int c, int h, int w, float smoothing)
     dt_model_free(mg);
 }
 
+/* sync_bn with a made-up second rank (nn_testutil.h's
+ * test_test_synthetic_rank): the CUDA path on the stand-in against the CPU
+ * layer given the same rank; and the rank must change the result. */
+static void test_sync_bn(void **state)
+{
+    (void)state;
+    const char *layers = "conv(3,3,pad=1,bias=no) batchnorm relu flatten "
+                         "linear(6) batchnorm relu linear(10)";
+    dt_model_t *mc = NULL, *mg = NULL, *mp = NULL;
+    assert_int_equal(dt_model_parse(layers, NULL, 2, 4, 4, 10, &mc, NULL), 0);
+    assert_int_equal(dt_model_parse(layers, NULL, 2, 4, 4, 10, &mg, NULL), 0);
+    assert_int_equal(dt_model_parse(layers, NULL, 2, 4, 4, 10, &mp, NULL), 0);
+    assert_int_equal(dt_model_init(mc, NULL, 5), DT_OK);
+    assert_int_equal(dt_model_init(mg, &standin_dev, 5), DT_OK);
+    assert_int_equal(dt_model_init(mp, NULL, 5), DT_OK);
+    dt_model_set_sync_bn(mc, test_synthetic_rank, NULL);
+    dt_model_set_sync_bn(mg, test_synthetic_rank, NULL);
+    size_t in = (size_t)BATCH * 2 * 4 * 4, n = dt_model_nparams(mc);
+    float *x = malloc(in * sizeof *x);
+    assert_non_null(x);
+    fill_random(x, in, 23);
+    int y[BATCH];
+    for (int i = 0; i < BATCH; i++)
+        y[i] = (5 * i + 2) % 10;
+    float *pc, *gc, *pg, *gg, *pp, *gp, *bc, *bg, *bp;
+    size_t nb, nbg, nbp;
+    assert_int_equal(dt_model_params(mc, &pc, &gc, NULL), DT_OK);
+    assert_int_equal(dt_model_params(mg, &pg, &gg, NULL), DT_OK);
+    assert_int_equal(dt_model_params(mp, &pp, &gp, NULL), DT_OK);
+    float lc, lg, lp;
+    test_synthetic_calls = 0;
+    assert_int_equal(dt_model_forward(mc, x, y, BATCH, 1, &lc, NULL), DT_OK);
+    assert_int_equal(dt_model_backward(mc, NULL, NULL), DT_OK);
+    int cpu_calls = test_synthetic_calls;
+    test_synthetic_calls = 0;
+    assert_int_equal(dt_model_forward(mg, x, y, BATCH, 1, &lg, NULL), DT_OK);
+    assert_int_equal(dt_model_backward(mg, NULL, NULL), DT_OK);
+    assert_int_equal(dt_model_forward(mp, x, y, BATCH, 1, &lp, NULL), DT_OK);
+    assert_int_equal(dt_model_backward(mp, NULL, NULL), DT_OK);
+    /* 2 layers x (forward + backward) on both paths */
+    assert_int_equal(cpu_calls, 4);
+    assert_int_equal(test_synthetic_calls, 4);
+    assert_int_equal(dt_model_buffers(mc, &bc, &nb), DT_OK);
+    assert_int_equal(dt_model_buffers(mg, &bg, &nbg), DT_OK);
+    assert_int_equal(dt_model_buffers(mp, &bp, &nbp), DT_OK);
+    double dl = fabs(lc - lg) / (1e-6 + fabs(lc));
+    double dg = rel_diff(gc, gg, n), db = rel_diff(bc, bg, nb);
+    double own = rel_diff(gc, gp, n), ownb = rel_diff(bc, bp, nb);
+    float ec, eg;
+    assert_int_equal(dt_model_forward(mc, x, y, BATCH, 0, &ec, NULL), DT_OK);
+    assert_int_equal(dt_model_forward(mg, x, y, BATCH, 0, &eg, NULL), DT_OK);
+    double de = fabs(ec - eg) / (1e-6 + fabs(ec));
+    fprintf(stderr, "sync_bn with a made-up second rank: loss %.7f vs "
+            "%.7f (%.2g), gradients %.2g, running statistics %.2g, eval "
+            "loss %.2g; against this rank's statistics alone: gradients "
+            "%.2g, running statistics %.2g\n", lc, lg, dl, dg, db, de, own,
+            ownb);
+    assert_true(dl < 1e-5);
+    assert_true(dg < 1e-4);
+    assert_true(db < 1e-5);
+    assert_true(de < 1e-5);
+    /* and the made-up rank did change something */
+    assert_true(own > 1e-3);
+    assert_true(ownb > 1e-3);
+    free(x);
+    dt_model_free(mc);
+    dt_model_free(mg);
+    dt_model_free(mp);
+}
+
 static void test_resnet_block(void **state)
 {
     (void)state;
@@ -142,6 +212,7 @@ int main(void)
         cmocka_unit_test(test_resnet_block),
         cmocka_unit_test(test_first_batchnorm_avgpool_flat),
         cmocka_unit_test(test_label_smoothing),
+        cmocka_unit_test(test_sync_bn),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

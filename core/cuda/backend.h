@@ -233,6 +233,22 @@ typedef struct dt_cuda_backend {
      * convolutions' algorithms are picked by timing cuDNN's candidates
      * (cudnnFind*); off, from its heuristics. NULL without cuDNN. ------- */
     dt_status_t (*set_conv_benchmark)(dt_device_t *dev, int on);
+
+    /* ---- ABI 3: sync_bn (bn_sync.cu; no cuDNN needed). NCHW floats
+     * (n, c, hw) on dev's stream; per channel arrays of c floats in
+     * device memory. ------------------------------------------------- */
+    /* out (2c doubles, device) = per channel: sum a, then sum a b (b
+     * NULL: sum a a), over n and hw. */
+    dt_status_t (*bn_sums)(dt_device_t *dev, int n, int c, int hw,
+                           const float *a, const float *b, double *out);
+    /* y = x s_c + t_c (elem_math.h dt_elem_bn_apply) */
+    dt_status_t (*bn_apply)(dt_device_t *dev, int n, int c, int hw,
+                            const float *x, const float *s, const float *t,
+                            float *y);
+    /* dx = k_c (dy - x b_c + off_c) (dt_elem_bn_dx) */
+    dt_status_t (*bn_dx)(dt_device_t *dev, int n, int c, int hw,
+                         const float *dy, const float *x, const float *k,
+                         const float *b, const float *off, float *dx);
 } dt_cuda_backend_t;
 
 /* ---- libdt's side (core/nn/cuda_*.c), for libdt and the tests; plugins

@@ -48,4 +48,25 @@ static inline DT_HD float dt_elem_xent_loss(float lse_part, float z_label,
     return lse_part - target;
 }
 
+/* Batch normalization with the statistics already known (sync_bn on
+ * CUDA: core/cuda/bn_sync.cu; the CPU layer: core/nn/batchnorm.c), per
+ * channel c folded into a multiply-add: y = x s_c + t_c with s_c = gamma_c
+ * invstd_c and t_c = beta_c - mean_c s_c, clamped at floor (0 with a
+ * fused relu, else -inf). */
+static inline DT_HD float dt_elem_bn_apply(float x, float s, float t,
+                                           float floor)
+{
+    float v = x * s + t;
+    return v > floor ? v : floor;
+}
+
+/* Its input gradient, from the batch sums: dx = k (g - x b + off) with
+ * k = gamma invstd, b = (sum g xhat / M) invstd, off = mean b - sum g / M
+ * (g: the gradient at the output, masked by a fused relu). */
+static inline DT_HD float dt_elem_bn_dx(float g, float x, float k, float b,
+                                        float off)
+{
+    return k * (g - x * b + off);
+}
+
 #endif /* DT_CUDA_ELEM_MATH_H */

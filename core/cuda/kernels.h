@@ -127,6 +127,16 @@ dt_status_t dt_cudnn_set_benchmark(dt_device_t *dev, int on);
 /* The device's cuDNN state goes with it (dt_cuda_close). */
 void dt_cudnn_release(dt_device_t *dev);
 
+/* sync_bn (bn_sync.cu). */
+dt_status_t dt_cuda_bn_sums(dt_device_t *dev, int n, int c, int hw,
+                            const float *a, const float *b, double *out);
+dt_status_t dt_cuda_bn_apply(dt_device_t *dev, int n, int c, int hw,
+                             const float *x, const float *s, const float *t,
+                             float *y);
+dt_status_t dt_cuda_bn_dx(dt_device_t *dev, int n, int c, int hw,
+                          const float *dy, const float *x, const float *k,
+                          const float *b, const float *off, float *dx);
+
 /* [train] precision and loss scaling (precision.c). */
 dt_status_t dt_cuda_set_precision(dt_device_t *dev, int precision);
 dt_status_t dt_cuda_asum(dt_device_t *dev, const float *x, size_t n,

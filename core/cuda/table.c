@@ -86,4 +86,7 @@ __attribute__((visibility("default"))) const dt_cuda_backend_t
 #ifdef DT_HAVE_CUDNN
         .set_conv_benchmark = dt_cudnn_set_benchmark,
 #endif
+        .bn_sums = dt_cuda_bn_sums,
+        .bn_apply = dt_cuda_bn_apply,
+        .bn_dx = dt_cuda_bn_dx,
 };

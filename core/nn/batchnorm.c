@@ -46,7 +46,13 @@
  * core/cuda/cudnn_bn.c): spatial mode for an image, per-activation for a
  * flat input, the running statistics updated in place in l->buf on the
  * device, the batch mean and invstd kept in the scratch for backward.
- * sync_bn is cpu only for now (refused at the first training forward). */
+ * sync_bn on CUDA (bn_forward_sync_cuda, bn_backward_sync_cuda): the same
+ * sums and arithmetic as here, the sums by the backend's bn_sums kernel
+ * (in double, device to host), the allreduce and the per-channel
+ * coefficients on the host, the passes over the data by its bn_apply /
+ * bn_dx kernels (core/cuda/bn_sync.cu); the relu is never fused on
+ * CUDA. Every such layer waits for its sums (a small copy): sync_bn is a
+ * barrier per layer anyway. */
 #include "config.h"
 
 #include <math.h>
@@ -54,6 +60,7 @@
 #include <stdlib.h>
 
 #include "coll/simd_clones.h"
+#include "cuda/elem_math.h"
 #include "layer.h"
 
 static dt_status_t bn_setup(dt_layer_t *l, char *why, size_t why_len)
@@ -69,10 +76,11 @@ static dt_status_t bn_setup(dt_layer_t *l, char *why, size_t why_len)
 
 /* per channel: mean, invstd (kept for backward) as floats, then 2C + 2
  * doubles: the accumulators (2C + 1 of them go to the allreduce with
- * sync_bn) and the global count M, kept for backward. */
+ * sync_bn) and the global count M, kept for backward; then 3C floats for
+ * sync_bn on CUDA: the per-channel coefficients its kernels read. */
 static size_t bn_scratch(const dt_layer_t *l, int batch)
 {
-    return 6 * (size_t)l->in_c + 4;
+    return 9 * (size_t)l->in_c + 4;
 }
 
 /* The cuDNN call's shape, parameters and buffers. */
@@ -85,14 +93,166 @@ static dt_cuda_bn_t cuda_bn(dt_layer_t *l, int batch)
     return bn;
 }
 
+/* ---- sync_bn on CUDA ---------------------------------------------------
+ * Device scratch as on the cpu: mean, invstd (C floats each), 2C + 2
+ * doubles (the sums, then M at 2C + 1), then 3C floats of coefficients.
+ * The host side works on copies (hbuf: 2C + 2 doubles and 6C floats). */
+typedef struct bn_sync {
+    const dt_cuda_backend_t *cu;
+    int C, hw;
+    float *dmean, *dinvstd, *dcoef; /* device */
+    double *dsums;                  /* device */
+    double *h;                      /* host: 2C + 2 doubles             */
+    float *mean, *invstd, *w, *b, *coef; /* host: C, C, C, C, 3C floats */
+    void *hbuf;
+} bn_sync_t;
+
+static dt_status_t bn_sync_open(dt_layer_t *l, bn_sync_t *s)
+{
+    int C = l->in_c;
+    s->cu = dt_cuda_backend_loaded();
+    s->C = C;
+    s->hw = l->in_h * l->in_w;
+    s->dmean = l->scratch;
+    s->dinvstd = s->dmean + C;
+    s->dsums = (double *)(void *)(s->dinvstd + C);
+    s->dcoef = (float *)(void *)(s->dsums + 2 * C + 2);
+    s->hbuf = malloc((2 * (size_t)C + 2) * sizeof(double) +
+                     7 * (size_t)C * sizeof(float));
+    if (!s->hbuf)
+        return DT_ERR_NOMEM;
+    s->h = s->hbuf;
+    s->mean = (float *)(void *)(s->h + 2 * C + 2);
+    s->invstd = s->mean + C;
+    s->w = s->invstd + C;
+    s->b = s->w + C;
+    s->coef = s->b + C;
+    return DT_OK;
+}
+
+static dt_status_t bn_sync_failed(const dt_layer_t *l, const char *what,
+                                  dt_status_t st)
+{
+    dt_error("batchnorm (layer %d): summing the %s over the ranks failed "
+             "(%s)", l->index, what, dt_status_str(st));
+    return st;
+}
+
+#define TO_HOST(l, dst, src, bytes)                                           \
+    dt_device_copy((l)->dev, dst, DT_MEM_HOST, src, DT_MEM_CUDA, bytes)
+#define TO_DEV(l, dst, src, bytes)                                            \
+    dt_device_copy((l)->dev, dst, DT_MEM_CUDA, src, DT_MEM_HOST, bytes)
+
+static dt_status_t bn_forward_sync_cuda_(dt_layer_t *l, bn_sync_t *s,
+                                         const float *x, float *y, int batch)
+{
+    int C = s->C;
+    size_t fc = (size_t)C * sizeof(float);
+    double eps = l->args[1], mom = l->args[0];
+    DT_CHECK(s->cu->bn_sums(l->dev, batch, C, s->hw, x, NULL, s->dsums));
+    DT_CHECK(TO_HOST(l, s->h, s->dsums, 2 * C * sizeof(double)));
+    s->h[2 * C] = (double)batch * s->hw;
+    dt_status_t st = l->allreduce(l->allreduce_arg, s->h, 2 * (size_t)C + 1);
+    if (st != DT_OK)
+        return bn_sync_failed(l, "batch statistics", st);
+    double M = s->h[2 * C];
+    s->h[2 * C + 1] = M; /* kept for backward */
+    /* the running statistics (device) and gamma, beta, by copies */
+    float *run = s->coef; /* 2C of the 3C floats */
+    DT_CHECK(TO_HOST(l, run, l->buf, 2 * fc));
+    DT_CHECK(TO_HOST(l, s->w, l->w, fc));
+    DT_CHECK(TO_HOST(l, s->b, l->b, fc));
+    for (int c = 0; c < C; c++) {
+        double md = s->h[c] / M, var = s->h[C + c] / M - md * md;
+        if (var < 0.0)
+            var = 0.0;
+        s->mean[c] = (float)md;
+        s->invstd[c] = (float)(1.0 / sqrt(var + eps));
+        double unbiased = M > 1 ? var * M / (M - 1) : var;
+        run[c] = (float)((1.0 - mom) * run[c] + mom * s->mean[c]);
+        run[C + c] = (float)((1.0 - mom) * run[C + c] + mom * unbiased);
+    }
+    DT_CHECK(TO_DEV(l, l->buf, run, 2 * fc));
+    /* y = x s + t, as the cpu's pass */
+    float *sc = s->coef, *sh = s->coef + C;
+    for (int c = 0; c < C; c++) {
+        sc[c] = s->w[c] * s->invstd[c];
+        sh[c] = s->b[c] - s->mean[c] * sc[c];
+    }
+    DT_CHECK(TO_DEV(l, s->dmean, s->mean, 2 * fc)); /* mean, invstd */
+    DT_CHECK(TO_DEV(l, s->dsums + 2 * C + 1, &s->h[2 * C + 1],
+                    sizeof(double)));
+    DT_CHECK(TO_DEV(l, s->dcoef, s->coef, 2 * fc));
+    return s->cu->bn_apply(l->dev, batch, C, s->hw, x, s->dcoef,
+                           s->dcoef + C, y);
+}
+
+static dt_status_t bn_forward_sync_cuda(dt_layer_t *l, const float *x,
+                                        float *y, int batch)
+{
+    bn_sync_t s;
+    DT_CHECK(bn_sync_open(l, &s));
+    dt_status_t st = bn_forward_sync_cuda_(l, &s, x, y, batch);
+    free(s.hbuf);
+    return st;
+}
+
+static dt_status_t bn_backward_sync_cuda_(dt_layer_t *l, bn_sync_t *s,
+                                          const float *x, const float *dy,
+                                          float *dx, int batch)
+{
+    int C = s->C;
+    size_t fc = (size_t)C * sizeof(float);
+    /* sum dy, sum dy x; M (the forward's global count) after them */
+    DT_CHECK(s->cu->bn_sums(l->dev, batch, C, s->hw, dy, x, s->dsums));
+    DT_CHECK(TO_HOST(l, s->h, s->dsums, (2 * (size_t)C + 2) *
+                                           sizeof(double)));
+    DT_CHECK(TO_HOST(l, s->mean, s->dmean, 2 * fc)); /* mean, invstd */
+    double M = s->h[2 * C + 1];
+    double *acc = s->h, *accx = s->h + C;
+    /* this rank's dgamma, dbeta (the trainer averages gradients) */
+    float *dg = s->coef, *dbeta = s->coef + C;
+    for (int c = 0; c < C; c++) {
+        dg[c] = (float)(s->invstd[c] * (accx[c] - s->mean[c] * acc[c]));
+        dbeta[c] = (float)acc[c];
+    }
+    DT_CHECK(TO_DEV(l, l->dw, dg, fc));
+    DT_CHECK(TO_DEV(l, l->db, dbeta, fc));
+    if (!dx)
+        return DT_OK;
+    dt_status_t st = l->allreduce(l->allreduce_arg, s->h, 2 * (size_t)C);
+    if (st != DT_OK)
+        return bn_sync_failed(l, "gradient statistics", st);
+    DT_CHECK(TO_HOST(l, s->w, l->w, fc));
+    float *k = s->coef, *b = s->coef + C, *off = s->coef + 2 * C;
+    for (int c = 0; c < C; c++) {
+        double gx = s->invstd[c] * (accx[c] - s->mean[c] * acc[c]);
+        float is = s->invstd[c], a = (float)(acc[c] / M);
+        k[c] = s->w[c] * is;
+        b[c] = (float)((float)gx / M) * is;
+        off[c] = -a + s->mean[c] * b[c];
+    }
+    DT_CHECK(TO_DEV(l, s->dcoef, s->coef, 3 * fc));
+    return s->cu->bn_dx(l->dev, batch, C, s->hw, dy, x, s->dcoef,
+                        s->dcoef + C, s->dcoef + 2 * C, dx);
+}
+
+static dt_status_t bn_backward_sync_cuda(dt_layer_t *l, const float *x,
+                                         const float *dy, float *dx,
+                                         int batch)
+{
+    bn_sync_t s;
+    DT_CHECK(bn_sync_open(l, &s));
+    dt_status_t st = bn_backward_sync_cuda_(l, &s, x, dy, dx, batch);
+    free(s.hbuf);
+    return st;
+}
+
 static dt_status_t bn_forward_cuda(dt_layer_t *l, const float *x, float *y,
                                    int batch, int train)
 {
-    if (train && l->allreduce) {
-        dt_error("batchnorm (layer %d): sync_bn has no CUDA implementation "
-                 "yet: use [train] device = cpu or sync_bn = no", l->index);
-        return DT_ERR_UNSUPPORTED;
-    }
+    if (train && l->allreduce)
+        return bn_forward_sync_cuda(l, x, y, batch);
     dt_cuda_bn_t bn = cuda_bn(l, batch);
     return dt_cuda_backend_loaded()->bn_forward(l->dev, &bn, train, x, y);
 }
@@ -225,10 +385,8 @@ static dt_status_t bn_forward(dt_layer_t *l, const float *x, float *y,
             const float *restrict xr = x + n * len + (size_t)c * plane;
             float *restrict yr = y + n * len + (size_t)c * plane;
             float s = l->w[c] * invstd[c], t = l->b[c] - mean[c] * s;
-            for (int p = 0; p < plane; p++) {
-                float v = xr[p] * s + t;
-                yr[p] = v > floor ? v : floor;
-            }
+            for (int p = 0; p < plane; p++)
+                yr[p] = dt_elem_bn_apply(xr[p], s, t, floor);
         }
     return DT_OK;
 }
@@ -239,6 +397,8 @@ DT_SIMD_CLONES
 static dt_status_t bn_backward(dt_layer_t *l, const float *x, const float *y,
                                const float *dy, float *dx, int batch)
 {
+    if (dt_layer_on_cuda(l) && l->allreduce)
+        return bn_backward_sync_cuda(l, x, dy, dx, batch);
     if (dt_layer_on_cuda(l)) {
         dt_cuda_bn_t bn = cuda_bn(l, batch);
         return dt_cuda_backend_loaded()->bn_backward(l->dev, &bn, x, dy, dx,
@@ -322,11 +482,11 @@ static dt_status_t bn_backward(dt_layer_t *l, const float *x, const float *y,
             if (relu)
                 for (int p = 0; p < plane; p++) {
                     float gv = g[p], gm = yr[p] > 0.0f ? gv : 0.0f;
-                    d[p] = k * (gm - xr[p] * b + off);
+                    d[p] = dt_elem_bn_dx(gm, xr[p], k, b, off);
                 }
             else
                 for (int p = 0; p < plane; p++)
-                    d[p] = k * (g[p] - xr[p] * b + off);
+                    d[p] = dt_elem_bn_dx(g[p], xr[p], k, b, off);
         }
     return DT_OK;
 }

@@ -467,13 +467,6 @@ static dt_status_t setup_sync_bn(const dt_config_t *cfg, dt_trainer_t *t)
                  origin(cfg, "model", "sync_bn"));
         return DT_ERR_CONFIG;
     }
-    if (t->world > 1 && !t->async && t->dev->kind == DT_DEVICE_CUDA) {
-        /* the CUDA batchnorm (cuDNN) has no allreduce of its sums yet */
-        dt_error("%s: [model] sync_bn = yes has no CUDA implementation yet: "
-                 "use [train] device = cpu or sync_bn = no",
-                 origin(cfg, "model", "sync_bn"));
-        return DT_ERR_UNSUPPORTED;
-    }
     if (t->world > 1 && !t->async)
         dt_model_set_sync_bn(t->model, dt_grad_sync_sum, t->sync);
     if (t->rank == 0)

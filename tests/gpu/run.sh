@@ -80,6 +80,17 @@ run_step() {
     echo "   exit $RC after $(( $(date +%s) - t ))s"
 }
 
+# dt's steady rate from its progress lines, as torch_side's (which times
+# after 20 warm-up steps): a line's samples/s is the epoch's so far, R_k
+# at step k, so the rate between steps a and b is (b - a) / (b/R_b - a/R_a)
+# (the batch cancels); a = the first line at step >= 20, b = the last.
+dt_rate() { # LOG
+    grep -o 'step [0-9]*/[0-9]* .* [0-9]* samples/s' "$1" |
+        awk '{split($2, s, "/"); k = s[1]; r = $(NF - 1)
+              if (k >= 20 && !a) {a = k; ra = r} if (k >= 20) {b = k; rb = r}}
+             END {if (a && b > a) printf "%.0f", (b - a) / (b / rb - a / ra)}'
+}
+
 # ---- 1. environment ---------------------------------------------------------
 {
     echo "date: $(date -u)"; echo "host: $(uname -a)"
@@ -382,6 +393,29 @@ tcp2() {
 }
 tcp2
 
+# ---- 5d. sync_bn on the GPU (core/cuda/bn_sync.cu) in the trainer: the
+# ResNet example at N = 2 over tcp on the one GPU, 200 steps; the
+# kernels' arithmetic against the CPU is test_nn_cuda's test_sync_bn.
+syncbn2() {
+    local log="$L/train_resnet_syncbn2.log"
+    if [ $gpus -eq 0 ]; then row train_resnet_syncbn2 "SKIP(no GPU)" "" "stand-in: test_nn_standin test_sync_bn"; return; fi
+    run_step train_resnet_syncbn2 120 "${DTENV[@]}" "$DTCTL" --transport=tcp run -n 2 \
+        "$G/conf/fashion-mnist-resnet.ini" --set train.device=cuda --set model.sync_bn=yes \
+        --set train.max_steps=200 --set train.log_every=50 \
+        --set data.path="$G/data/fashion-mnist"
+    local loss; loss=$(grep -o 'loss [0-9.]*' "$log" | awk '{print $2}' | tr '\n' ' ')
+    grep -q 'stopping after' "$log" && RC=0
+    if [ $RC -eq -1 ]; then row train_resnet_syncbn2 "SKIP(time)" "" ""; return; fi
+    if [ $RC -ne 0 ]; then
+        row train_resnet_syncbn2 FAIL "exit $RC" "$(grep -m1 -i -E 'error|fail' "$log" | cut -c1-80)"
+    elif grep -q 'sync_bn: batchnorm statistics over the global batch' "$log"; then
+        row train_resnet_syncbn2 PASS "$(dt_rate "$log") samples/s" "2 ranks, tcp, one GPU; loss ${loss}"
+    else
+        row train_resnet_syncbn2 FAIL "no sync_bn line" "$(grep -m1 -i sync_bn "$log" | cut -c1-80)"
+    fi
+}
+syncbn2
+
 # ---- 6. 2 ranks over tcp on CUDA buffers (one GPU shared) -------------------------
 run_step tcp_cuda_mem 90 "${DTENV[@]}" "$DTCTL" --transport=tcp run -n 2 -- "$G/tests/allreduce_mem"
 if grep -q 'all sizes correct' "$L/tcp_cuda_mem.log" && [ $RC -eq 0 ]; then
@@ -446,16 +480,6 @@ train resnet
 declare -A RN_JOB=([resnet20]="$G/conf/fashion-mnist-resnet.ini" [resnet18]="$here/resnet18-fmnist.ini")
 declare -A RN_STEPS=([resnet20]=400 [resnet18]=240)
 declare -A TORCH_SPS TORCH_MEM
-# dt's steady rate from its progress lines, as torch_side's (which times
-# after 20 warm-up steps): a line's samples/s is the epoch's so far, R_k
-# at step k, so the rate between steps a and b is (b - a) / (b/R_b - a/R_a)
-# (the batch cancels); a = the first line at step >= 20, b = the last.
-dt_rate() { # LOG
-    grep -o 'step [0-9]*/[0-9]* .* [0-9]* samples/s' "$1" |
-        awk '{split($2, s, "/"); k = s[1]; r = $(NF - 1)
-              if (k >= 20 && !a) {a = k; ra = r} if (k >= 20) {b = k; rb = r}}
-             END {if (a && b > a) printf "%.0f", (b - a) / (b / rb - a / ra)}'
-}
 rn_dt() { # MODEL PRECISION BENCHMARK(yes|no)
     local m=$1 p=$2 b=$3 name="dt_$1_$2$([ "$3" = yes ] && echo _bench)"
     mem_start "$name"
