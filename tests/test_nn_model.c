@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <dt/log.h>
+#include "nn/model.h"
 #include "nn_testutil.h"
 #include "stderr_capture.h"
 
@@ -465,6 +466,57 @@ static void test_resnet20_params(void **state)
     dt_model_free(m);
 }
 
+/* Backward's gradients share buffers (core/nn/model_grads.c): a chain
+ * needs two, ResNet-20 a few, far fewer than its activations; a layer's
+ * dy and dx are never the same memory, and training is unchanged (the
+ * finite-difference checks of test_nn_grad run on shared buffers too). */
+static int pool_after_step(const char *layers, int c, int h, int w,
+                           dt_model_t **out)
+{
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse(layers, NULL, c, h, w, 10, &m, NULL),
+                     DT_OK);
+    assert_int_equal(dt_model_init(m, NULL, 1), DT_OK);
+    size_t in = (size_t)4 * c * h * w;
+    float *x = malloc(in * sizeof *x);
+    assert_non_null(x);
+    fill_random(x, in, 5);
+    int y[4] = {1, 2, 3, 4};
+    float loss;
+    assert_int_equal(dt_model_forward(m, x, y, 4, 1, &loss, NULL), DT_OK);
+    assert_int_equal(dt_model_backward(m, NULL, NULL), DT_OK);
+    free(x);
+    int first = dt_model_first_backward(m);
+    for (int i = first; i < m->nlayers; i++) {
+        const dt_layer_t *l = &m->layers[i];
+        int o = i + 1 + l->fused;
+        if (l->absorbed)
+            continue;
+        assert_non_null(m->dacts[o]);
+        if (l->src > first)
+            assert_ptr_not_equal(m->dacts[l->src], m->dacts[o]);
+        if (l->skip > first)
+            assert_ptr_not_equal(m->dacts[l->skip], m->dacts[o]);
+    }
+    *out = m;
+    return m->npool;
+}
+
+static void test_grad_buffers_shared(void **state)
+{
+    (void)state;
+    dt_model_t *m;
+    assert_int_equal(pool_after_step("flatten linear(32) relu linear(32) "
+                                     "relu linear(32) relu linear(10)",
+                                     1, 8, 8, &m), 2);
+    dt_model_free(m);
+    int n = pool_after_step(RESNET20, 1, 12, 12, &m);
+    print_message("ResNet-20: %d gradient buffers for %d layers\n", n,
+                  m->nlayers);
+    assert_true(n >= 3 && n <= 4);
+    dt_model_free(m);
+}
+
 /* dt_model_flops: 2 per multiply-add of convolutions and linear layers.
  * ResNet-20 on CIFAR-10 is the often-quoted ~41M multiply-adds:
  * stem 3->16 at 32x32, 6 convs 16->16 at 32x32, per later stage one
@@ -702,6 +754,7 @@ int main(void)
         cmocka_unit_test(test_conv_winograd4_agrees),
         cmocka_unit_test(test_device_open),
         cmocka_unit_test(test_resnet20_params),
+        cmocka_unit_test(test_grad_buffers_shared),
         cmocka_unit_test(test_flops),
         cmocka_unit_test(test_stage_expansion),
         cmocka_unit_test(test_stage_errors),

@@ -14,10 +14,13 @@
 
 static void free_buffers(dt_model_t *m)
 {
-    for (int i = 0; m->acts && i <= m->nlayers; i++) {
+    for (int i = 0; m->acts && i <= m->nlayers; i++)
         dt_device_free(m->dev, m->acts[i]);
-        dt_device_free(m->dev, m->dacts[i]);
-    }
+    for (int j = 0; m->dpool && j < m->npool; j++)
+        dt_device_free(m->dev, m->dpool[j]);
+    free(m->dpool);
+    m->dpool = NULL;
+    m->npool = 0;
     free(m->acts);
     free(m->dacts);
     dt_device_free(m->dev, m->scratch);
@@ -79,11 +82,11 @@ static dt_status_t ensure_capacity(dt_model_t *m, int batch)
     for (int i = 0; i < m->nlayers; i++) {
         size_t n = (size_t)batch * dt_layer_out_size(&m->layers[i]);
         DT_CHECK(dev_floats(m, n, &m->acts[i + 1]));
-        DT_CHECK(dev_floats(m, n, &m->dacts[i + 1]));
         scratch += scratch_of(&m->layers[i], batch);
         if (dt_layer_out_size(&m->layers[i]) > largest)
             largest = dt_layer_out_size(&m->layers[i]);
     }
+    DT_CHECK(dt_model_plan_grads(m, batch));
     DT_CHECK(dev_floats(m, scratch, &m->scratch));
     size_t off = 0;
     for (int i = 0; i < m->nlayers; i++) {
@@ -247,10 +250,7 @@ dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
     /* Below the first layer with parameters nothing needs a gradient: that
      * layer computes no dx (for an MLP the largest of its matrix
      * products) and the layers before it are not run backward. */
-    int first = 0;
-    while (first < L - 1 &&
-           m->layers[first].nweights + m->layers[first].nbias == 0)
-        first++;
+    int first = dt_model_first_backward(m);
     if (m->dwritten)
         memset(m->dwritten, 0, (size_t)L + 1);
     for (int i = L - 1; i >= first; i--) {

@@ -15,9 +15,13 @@ struct dt_model {
     int own_dev;          /* dev was opened by dt_model_init (cpu)       */
     float *params, *grads;
     /* Activations acts[0] (input) .. acts[nlayers] (logits) and their
-     * gradients, sized for cap samples; one scratch block for all layers. */
+     * gradients, sized for cap samples; one scratch block for all layers.
+     * The gradients point into npool shared buffers dpool
+     * (model_grads.c); dacts[k] NULL: never needed. */
     int cap;
     float **acts, **dacts;
+    float **dpool;
+    int npool;
     float *scratch;
     float *probs, *rows;
     float *host_rows;     /* cuda: rows read back here (pinned, 2*cap)   */
@@ -49,6 +53,12 @@ struct dt_model {
      * [2i], backward at [2i+1]; the loss at [2 nlayers]. NULL: off. */
     double *prof;
 };
+
+/* The gradient buffers for batch samples: dacts[] into shared dpool
+ * buffers (model_grads.c). */
+dt_status_t dt_model_plan_grads(dt_model_t *m, int batch);
+/* The lowest layer backward runs (model_grads.c). */
+int dt_model_first_backward(const dt_model_t *m);
 
 /* Mark the cpu convs that run by Winograd under m->conv_algo (model_init.c). */
 void dt_model_pick_conv(dt_model_t *m);
