@@ -21,6 +21,7 @@
 
 #include <dt/device.h>
 #include "cuda/backend.h"
+#include "nn/model.h"
 #include "nn_testutil.h"
 
 #define BATCH 4
@@ -63,7 +64,9 @@ static double rel_diff(const float *a, const float *b, size_t n)
     return worst / (1e-5 + big);
 }
 
-static void compare(const char *layers, int c, int h, int w, float smoothing)
+/* Returns how many relus ran in place on the stand-in (layer.h
+ * inplace: their output is their input's buffer). */
+static int compare(const char *layers, int c, int h, int w, float smoothing)
 {
     dt_model_t *mc = NULL, *mg = NULL;
     assert_int_equal(dt_model_parse(layers, NULL, c, h, w, 10, &mc, NULL), 0);
@@ -110,9 +113,16 @@ static void compare(const char *layers, int c, int h, int w, float smoothing)
     assert_true(dg < 1e-4);
     assert_true(db < 1e-5);
     assert_true(de < 1e-5);
+    int inplace = 0;
+    for (int i = 0; i < mg->nlayers; i++)
+        if (mg->layers[i].inplace) {
+            assert_ptr_equal(mg->acts[i + 1], mg->acts[i]);
+            inplace++;
+        }
     free(x);
     dt_model_free(mc);
     dt_model_free(mg);
+    return inplace;
 }
 
 /* sync_bn with a made-up second rank (nn_testutil.h's
@@ -188,8 +198,12 @@ static void test_sync_bn(void **state)
 static void test_resnet_block(void **state)
 {
     (void)state;
-    compare("conv(4,3,pad=1,bias=no) batchnorm relu stage(basic,4,1,stride=2)"
-            " stage(basic,4,1) gap flatten linear(10)", 2, 6, 6, 0.0f);
+    /* the stem's relu and each block's two: in place; none reads a
+     * block's input (a branch point) */
+    assert_int_equal(
+        compare("conv(4,3,pad=1,bias=no) batchnorm relu "
+                "stage(basic,4,1,stride=2) stage(basic,4,1) gap flatten "
+                "linear(10)", 2, 6, 6, 0.0f), 5);
 }
 
 static void test_first_batchnorm_avgpool_flat(void **state)

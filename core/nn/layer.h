@@ -66,6 +66,11 @@ struct dt_layer {
      * applies (0, 1 relu, 2 relu + maxpool); absorbed: applied by an
      * earlier layer. Set by dt_model_init. */
     int fused, absorbed;
+    /* cuda: a relu writing over its input, which it alone reads and whose
+     * producer (conv, linear, batchnorm, add) never reads its own output
+     * in backward: acts[i + 1] is acts[i] (model.c). Set by
+     * dt_model_init. */
+    int inplace;
     /* cpu, 3x3 stride 1 conv: run by Winograd (conv2d_winograd.c)
      * instead of im2col: 0 no, 2 F(2x2,3x3), 4 F(4x4,3x3). Set by
      * dt_model_init from the model's conv algorithm and the layer's

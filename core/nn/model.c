@@ -15,7 +15,8 @@
 static void free_buffers(dt_model_t *m)
 {
     for (int i = 0; m->acts && i <= m->nlayers; i++)
-        dt_device_free(m->dev, m->acts[i]);
+        if (i == 0 || !m->layers[i - 1].inplace) /* else acts[i - 1]'s */
+            dt_device_free(m->dev, m->acts[i]);
     for (int j = 0; m->dpool && j < m->npool; j++)
         dt_device_free(m->dev, m->dpool[j]);
     free(m->dpool);
@@ -80,9 +81,16 @@ static dt_status_t ensure_capacity(dt_model_t *m, int batch)
            largest = in;
     DT_CHECK(dev_floats(m, (size_t)batch * in, &m->acts[0]));
     for (int i = 0; i < m->nlayers; i++) {
-        size_t n = (size_t)batch * dt_layer_out_size(&m->layers[i]);
-        DT_CHECK(dev_floats(m, n, &m->acts[i + 1]));
-        scratch += scratch_of(&m->layers[i], batch);
+        const dt_layer_t *l = &m->layers[i];
+        size_t n = (size_t)batch * dt_layer_out_size(l);
+        /* a relu in place writes its input's buffer; inside a fused
+         * chain (cpu) the outputs before the chain's last are never
+         * written: no buffer */
+        if (l->inplace)
+            m->acts[i + 1] = m->acts[i];
+        else if (!(i + 1 < m->nlayers && m->layers[i + 1].absorbed))
+            DT_CHECK(dev_floats(m, n, &m->acts[i + 1]));
+        scratch += scratch_of(l, batch);
         if (dt_layer_out_size(&m->layers[i]) > largest)
             largest = dt_layer_out_size(&m->layers[i]);
     }

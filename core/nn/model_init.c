@@ -91,6 +91,22 @@ static void fuse_layers(dt_model_t *m)
     }
 }
 
+/* cuda: a relu over an activation only it reads, made by a layer whose
+ * backward does not read its own output, runs in place (layer.h): one
+ * activation buffer less per such relu (PyTorch's ReLU(inplace=True) in
+ * its ResNets). The cpu fuses these instead (fuse_layers). */
+static void relu_in_place(dt_model_t *m)
+{
+    for (int i = 1; i < m->nlayers; i++) {
+        dt_layer_t *l = m->layers + i;
+        const dt_layer_ops_t *p = l[-1].ops;
+        l->inplace = l->ops == &dt_layer_relu && l->src == i &&
+                     read_once(m, i) &&
+                     (p == &dt_layer_conv2d || p == &dt_layer_linear ||
+                      p == &dt_layer_batchnorm || p == &dt_layer_add);
+    }
+}
+
 void dt_model_pick_conv(dt_model_t *m)
 {
     for (int i = 0; i < m->nlayers; i++) {
@@ -190,6 +206,8 @@ dt_status_t dt_model_init(dt_model_t *m, dt_device_t *dev, uint64_t seed)
     }
     if (dev->kind == DT_DEVICE_CPU)
         fuse_layers(m);
+    else
+        relu_in_place(m);
     dt_model_pick_conv(m);
     dt_status_t st = dt_device_copy(dev, m->params, dev->mem, host,
                                     DT_MEM_HOST, bytes);
