@@ -30,18 +30,13 @@ builddir=$(cd "$builddir" && pwd)
 dtctl=$builddir/core/dtctl bench=$builddir/bench/dt_allreduce_bench
 [ -x "$dtctl" ] && [ -x "$bench" ] || { echo "build dt first ($builddir)" >&2; exit 1; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/dt-compress.XXXXXX")
-FX=$top/tests/fixtures/netns-hosts.sh
-trap 'sh "$FX" stop "$T/ns" >/dev/null 2>&1; rm -rf "$T"' EXIT
-trap 'exit 130' INT TERM
-sh "$FX" start "$T/ns" 2 || { echo "cannot start the namespace hosts" >&2; exit 1; }
-. "$T/ns/env"
+. "$here/netns-lib.sh"
+netns_up "$T" 2
 k=${NETNS_BRIDGE#dtbr}
 for i in 1 2; do
     tc qdisc add dev "dt${k}v$i" root tbf rate "$rate" burst 256kb latency 50ms ||
         { echo "cannot shape dt${k}v$i (tc tbf)" >&2; exit 1; }
 done
-export DT_LAUNCHER_SSH_IDENTITY="$SSH_KEY" DT_LAUNCHER_SSH_KNOWN_HOSTS="$SSH_KNOWN_HOSTS"
-export DT_LAUNCHER_SSH_USE_AGENT=no DT_CLUSTER_INTERFACE="$NETNS_SUBNET"
 set -- $NETNS_HOSTS
 printf '%s slots=1\n%s slots=1\n' "$1" "$2" >"$T/hosts"
 

@@ -28,13 +28,8 @@ builddir=$(cd "$builddir" && pwd)
 dtctl=$builddir/core/dtctl bench=$builddir/bench/dt_allreduce_bench
 [ -x "$dtctl" ] && [ -x "$bench" ] || { echo "build dt first ($builddir)" >&2; exit 1; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/dt-hier.XXXXXX")
-FX=$top/tests/fixtures/netns-hosts.sh
-trap 'sh "$FX" stop "$T/ns" >/dev/null 2>&1; rm -rf "$T"' EXIT
-trap 'exit 130' INT TERM
-sh "$FX" start "$T/ns" 2 || { echo "cannot start the namespace hosts" >&2; exit 1; }
-. "$T/ns/env"
-export DT_LAUNCHER_SSH_IDENTITY="$SSH_KEY" DT_LAUNCHER_SSH_KNOWN_HOSTS="$SSH_KNOWN_HOSTS"
-export DT_LAUNCHER_SSH_USE_AGENT=no DT_CLUSTER_INTERFACE="$NETNS_SUBNET"
+. "$here/netns-lib.sh"
+netns_up "$T" 2
 set -- $NETNS_HOSTS
 printf '%s slots=2\n%s slots=2\n' "$1" "$2" >"$T/hosts"
 

@@ -32,17 +32,14 @@ done
 builddir=$(cd "$builddir" && pwd)
 dtctl=$builddir/core/dtctl
 T=$(mktemp -d "${TMPDIR:-/tmp}/dt-plannet.XXXXXX")
-FX=$top/tests/fixtures/netns-hosts.sh
-trap 'sh "$FX" stop "$T/ns" >/dev/null 2>&1; rm -rf "$T"' EXIT
+trap 'rm -rf "$T"' EXIT
 trap 'exit 130' INT TERM
 if [ -z "$profile" ]; then
     profile=$T/profile.ini
     "$dtctl" plan --measure --profile "$profile" >&2
 fi
-sh "$FX" start "$T/ns" 2 || { echo "cannot start the namespace hosts" >&2; exit 1; }
-. "$T/ns/env"
-export DT_LAUNCHER_SSH_IDENTITY="$SSH_KEY" DT_LAUNCHER_SSH_KNOWN_HOSTS="$SSH_KNOWN_HOSTS"
-export DT_LAUNCHER_SSH_USE_AGENT=no DT_CLUSTER_INTERFACE="$NETNS_SUBNET"
+. "$here/netns-lib.sh"
+netns_up "$T" 2
 set -- "$@" -- $NETNS_HOSTS
 jobs=
 while [ "$1" != -- ]; do jobs="$jobs $1"; shift; done
