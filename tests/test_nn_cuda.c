@@ -18,6 +18,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "cuda/backend.h"
 #include "nn_testutil.h"
 
 #define BATCH 8
@@ -249,6 +250,80 @@ static void test_sync_bn(void **state)
                  "relu linear(10)", 3, 8, 8, &o);
 }
 
+/* ||cuda - cpu|| / ||cpu|| of the eval logits with [train] precision p on
+ * the GPU (the backend's set_precision, as the trainer sets it). */
+static double mode_error(const char *layers, int c, int h, int w, int p)
+{
+    dt_device_t *gpu = NULL;
+    dt_model_t *mc = NULL, *mg = NULL;
+    assert_int_equal(dt_device_open("cuda", 0, 1, &gpu), DT_OK);
+    assert_int_equal(dt_model_parse(layers, NULL, c, h, w, 10, &mc, NULL), 0);
+    assert_int_equal(dt_model_parse(layers, NULL, c, h, w, 10, &mg, NULL), 0);
+    assert_int_equal(dt_model_init(mc, NULL, 4), DT_OK);
+    assert_int_equal(dt_model_init(mg, gpu, 4), DT_OK);
+    const dt_cuda_backend_t *cu = dt_cuda_backend_loaded();
+    assert_int_equal(cu->set_precision(gpu, p), DT_OK);
+    size_t in = (size_t)BATCH * c * h * w;
+    float *x = malloc(in * sizeof *x), lc, lg;
+    assert_non_null(x);
+    fill_random(x, in, 7);
+    int y[BATCH] = {0};
+    assert_int_equal(dt_model_forward(mc, x, y, BATCH, 0, &lc, NULL), DT_OK);
+    assert_int_equal(dt_model_forward(mg, x, y, BATCH, 0, &lg, NULL), DT_OK);
+    const dt_tensor_t *oc = dt_model_output(mc), *og = dt_model_output(mg);
+    float *got = malloc(og->numel * sizeof *got);
+    assert_non_null(got);
+    assert_int_equal(dt_device_copy(gpu, got, DT_MEM_HOST, og->data,
+                                    DT_MEM_CUDA, og->numel * sizeof *got),
+                     DT_OK);
+    double d2 = 0.0, r2 = 0.0;
+    for (size_t i = 0; i < oc->numel; i++) {
+        double d = (double)got[i] - oc->data[i];
+        d2 += d * d;
+        r2 += (double)oc->data[i] * oc->data[i];
+    }
+    assert_int_equal(cu->set_precision(gpu, DT_PRECISION_FP32), DT_OK);
+    free(x);
+    free(got);
+    dt_model_free(mc);
+    dt_model_free(mg);
+    dt_device_close(gpu);
+    return sqrt(d2 / (r2 > 0 ? r2 : 1e-30));
+}
+
+/* What [train] precision really computes on the GPU. The first H200 run
+ * (2026-11-26) gave bit-identical losses for bf16 and fp16 on the CNN
+ * example: cuDNN's CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION picks the 16-bit
+ * type itself, and cuBLAS's FAST_16BF / FAST_16F only allow tensor cores.
+ * For convolutions large enough for tensor cores, the logits' relative
+ * error against the CPU must sit in each mode's band: fp32 at float
+ * rounding; tf32 and fp16 about 2^-11 (10-bit stored mantissas); bf16
+ * about 2^-8. A bf16 that is really fp16 (or really fp32) fails here. An
+ * MLP's small GEMMs are printed, not held to a band: cuBLAS may keep
+ * them off tensor cores. */
+static void test_precision_modes(void **state)
+{
+    (void)state;
+    const char *conv = "conv(64,3,pad=1,bias=no) conv(64,3,pad=1,bias=no) "
+                       "gap flatten linear(10)";
+    const char *mlp = "flatten linear(256) relu linear(10)";
+    const char *name[] = {"fp32", "bf16", "fp16", "tf32"};
+    double lo[] = {0.0, 1e-3, 5e-5, 5e-5}, hi[] = {1e-5, 3e-2, 5e-3, 5e-3};
+    double e[4];
+    for (int p = 0; p < 4; p++) {
+        e[p] = mode_error(conv, 16, 16, 16, p);
+        double em = mode_error(mlp, 1, 16, 16, p);
+        fprintf(stderr, "precision %s: conv logits relative error %.2g "
+                "(band %.0e..%.0e); mlp %.2g\n", name[p], e[p], lo[p],
+                hi[p], em);
+    }
+    for (int p = 0; p < 4; p++) {
+        assert_true(e[p] >= lo[p]);
+        assert_true(e[p] <= hi[p]);
+    }
+    assert_true(e[DT_PRECISION_BF16] != e[DT_PRECISION_FP16]);
+}
+
 /* label smoothing in the softmax cross-entropy kernels */
 static void test_label_smoothing(void **state)
 {
@@ -274,6 +349,7 @@ int main(void)
         cmocka_unit_test(test_resnet_identity),
         cmocka_unit_test(test_label_smoothing),
         cmocka_unit_test(test_sync_bn),
+        cmocka_unit_test(test_precision_modes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
