@@ -70,6 +70,52 @@ static void check_eps(float eps)
     dt_device_close(cpu);
 }
 
+/* bf16 rounding (the cuDNN copies under precision = bf16): against the
+ * nearest of the two bf16 values around each float, ties to the even
+ * one, computed in double; NaN stays NaN, infinities and the largest
+ * finite values round as the format says. */
+static void test_bf16_rounding(void **state)
+{
+    (void)state;
+    uint64_t seed = 1;
+    int checked = 0;
+    for (int i = 0; i < 200000; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t u = (uint32_t)(seed >> 32);
+        if (i < 8) /* ties and edges first */
+            u = (uint32_t[]){0x3f808000u, 0x3f818000u, 0x7f7fffffu,
+                             0x80000000u, 0x00008000u, 0x7f800000u,
+                             0xff800000u, 0x00018000u}[i];
+        float f;
+        memcpy(&f, &u, sizeof f);
+        unsigned short h = dt_elem_to_bf16(f);
+        float back = dt_elem_from_bf16(h);
+        if (isnan(f)) {
+            assert_true(isnan(back));
+            continue;
+        }
+        uint32_t lo_bits = u & 0xffff0000u, hi_bits = lo_bits + 0x10000u;
+        float lo, hi;
+        memcpy(&lo, &lo_bits, sizeof lo);
+        memcpy(&hi, &hi_bits, sizeof hi);
+        if (isinf(f)) {
+            assert_true(back == f);
+            continue;
+        }
+        /* the distance to the bf16 above in magnitude, in exact steps:
+         * one bf16 ulp of lo (2^(E - 134), subnormals 2^-133), even when
+         * that neighbour is infinity (IEEE rounds past the largest
+         * finite value plus half an ulp to infinity) */
+        int e = (int)((lo_bits >> 23) & 0xff);
+        double ulp = ldexp(1.0, (e ? e : 1) - 134);
+        double dl = fabs((double)f - lo), dh = ulp - dl;
+        float want = dl < dh ? lo : dh < dl ? hi : ((lo_bits >> 16) & 1) ? hi : lo;
+        assert_true(memcmp(&back, &want, sizeof back) == 0);
+        checked++;
+    }
+    assert_true(checked > 190000);
+}
+
 static void test_xent_plain(void **state) { check_eps(0.0f); }
 static void test_xent_smoothed(void **state) { check_eps(0.1f); }
 static void test_xent_heavy(void **state) { check_eps(0.5f); }
@@ -77,6 +123,7 @@ static void test_xent_heavy(void **state) { check_eps(0.5f); }
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bf16_rounding),
         cmocka_unit_test(test_xent_plain),
         cmocka_unit_test(test_xent_smoothed),
         cmocka_unit_test(test_xent_heavy),

@@ -36,6 +36,9 @@ typedef struct dt_cudnn {
     size_t workspace_bytes;
     void *spare;              /* a dx nobody reads (batchnorm first)     */
     size_t spare_bytes;
+    void *half;               /* precision = bf16: the bf16 copies of a
+                                 conv's x, w, y and dw (cudnn_conv.c)   */
+    size_t half_bytes;
     dt_cudnn_algos_t *algos;  /* the cache, one entry per shape seen     */
     int nalgos, cap;
 } dt_cudnn_t;

@@ -8,9 +8,15 @@
  * Ampere and Hopper GPUs run float convolutions on tensor cores in TF32
  * (10-bit mantissa), which would not match the cpu layers within float
  * tolerance: that is precision = tf32 (CUDNN_TENSOR_OP_MATH, what
- * PyTorch does by default). In bf16/fp16 (as cuBLAS's GEMMs then) the
+ * PyTorch does by default). In fp16 (as cuBLAS's GEMMs then) the
  * convolution opts into CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: tensor
  * cores, the float inputs converted down, float storage and accumulation.
+ * That conversion's 16-bit type is cuDNN's choice (fp16, the one it is
+ * documented for; on an H200 bf16 and fp16 runs gave bit-identical
+ * losses, 2026-11-26), so in bf16 dt converts itself: x, w and dy to
+ * bf16 copies (the backend's to_bf16 kernel), cuDNN on BF16 tensors with
+ * float accumulation (PSEUDO_BFLOAT16, compute capability 8.0 and up),
+ * its outputs widened back to float (the "bf16 copies" below).
  *
  * Algorithms: per shape (n, c, h, w, out channels, k, stride, pad) the
  * three algorithms are picked once and cached with the math type to run
@@ -79,7 +85,15 @@ static cudnnMathType_t wanted_math(void)
     int p = dt_cuda_precision();
     return p == DT_PRECISION_FP32   ? CUDNN_FMA_MATH
            : p == DT_PRECISION_TF32 ? CUDNN_TENSOR_OP_MATH
+           : p == DT_PRECISION_BF16 ? CUDNN_TENSOR_OP_MATH
                                     : CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
+/* The element type cuDNN sees: bf16 copies under precision = bf16. */
+static cudnnDataType_t data_type(void)
+{
+    return dt_cuda_precision() == DT_PRECISION_BF16 ? CUDNN_DATA_BFLOAT16
+                                                    : CUDNN_DATA_FLOAT;
 }
 
 /* The math type to run a picked algorithm with: in fp32, FMA (full float
@@ -105,17 +119,35 @@ static dt_status_t set_math(dt_device_t *dev, dt_cudnn_t *s,
                           "cudnnSetConvolutionMathType");
 }
 
-/* Describe x, w, y and the convolution for this shape. */
+/* y's descriptor with elements of type t. */
+static dt_status_t describe_y(dt_device_t *dev, dt_cudnn_t *s,
+                              const dt_conv_geom_t *g, int out_c,
+                              cudnnDataType_t t)
+{
+    return dt_cudnn_check(dev,
+                          cudnnSetTensor4dDescriptor(s->y, CUDNN_TENSOR_NCHW,
+                                                     t, g->n, out_c, g->oh,
+                                                     g->ow),
+                          "cudnnSetTensor4dDescriptor");
+}
+
+/* Describe x, w, y (of data_type()) and the convolution for this shape;
+ * the convolution accumulates in float. */
 static dt_status_t describe(dt_device_t *dev, dt_cudnn_t *s,
                             const dt_conv_geom_t *g, int out_c)
 {
-    DT_CHECK(dt_cudnn_tensor(dev, s->x, g->n, g->c, g->h, g->w));
-    DT_CHECK(dt_cudnn_tensor(dev, s->y, g->n, out_c, g->oh, g->ow));
+    cudnnDataType_t t = data_type();
+    DT_CHECK(dt_cudnn_check(dev,
+                            cudnnSetTensor4dDescriptor(s->x,
+                                                       CUDNN_TENSOR_NCHW, t,
+                                                       g->n, g->c, g->h,
+                                                       g->w),
+                            "cudnnSetTensor4dDescriptor"));
+    DT_CHECK(describe_y(dev, s, g, out_c, t));
     DT_CHECK(dt_cudnn_check(
         dev,
-        cudnnSetFilter4dDescriptor(s->filter, CUDNN_DATA_FLOAT,
-                                   CUDNN_TENSOR_NCHW, out_c, g->c, g->k,
-                                   g->k),
+        cudnnSetFilter4dDescriptor(s->filter, t, CUDNN_TENSOR_NCHW, out_c,
+                                   g->c, g->k, g->k),
         "cudnnSetFilter4dDescriptor"));
     DT_CHECK(dt_cudnn_check(
         dev,
@@ -253,11 +285,41 @@ static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
     return DT_OK;
 none:
     dt_error("cuDNN offers no algorithm for the conv over %dx%dx%dx%d "
-             "(%d out channels, %dx%d kernel, stride %d, pad %d) on %s",
+             "(%d out channels, %dx%d kernel, stride %d, pad %d) on %s%s",
              g->n, g->c, g->h, g->w, out_c, g->k, g->k, g->s, g->pad,
-             dev->name);
+             dev->name,
+             a.precision == DT_PRECISION_BF16
+                 ? " in bf16 (bf16 convolutions need compute capability "
+                   "8.0 or newer: use [train] precision = fp16 or fp32)"
+                 : "");
     return DT_ERR_UNSUPPORTED;
 }
+
+/* ---- bf16 copies --------------------------------------------------------
+ * One device block per device (s->half), grown to the largest shape:
+ * [X: n c h w][W: o c k k][Y: n o oh ow][DW: o c k k] bf16 elements. */
+typedef struct half_bufs {
+    void *x, *w, *y, *dw;
+} half_bufs_t;
+
+static dt_status_t half_bufs(dt_device_t *dev, dt_cudnn_t *s,
+                             const dt_conv_geom_t *g, int out_c,
+                             half_bufs_t *h)
+{
+    size_t nx = (size_t)g->n * g->c * g->h * g->w,
+           nw = (size_t)out_c * g->c * g->k * g->k,
+           ny = (size_t)g->n * out_c * g->oh * g->ow;
+    DT_CHECK(dt_cudnn_grow(dev, &s->half, &s->half_bytes,
+                           2 * (nx + 2 * nw + ny), "bf16 conv copies"));
+    uint16_t *b = s->half;
+    h->x = b;
+    h->w = b + nx;
+    h->y = b + nx + nw;
+    h->dw = b + nx + nw + ny;
+    return DT_OK;
+}
+
+static int bf16(void) { return dt_cuda_precision() == DT_PRECISION_BF16; }
 
 dt_status_t dt_cudnn_conv_forward(dt_device_t *dev, const dt_conv_geom_t *g,
                                   int out_c, const float *x, const float *w,
@@ -270,12 +332,28 @@ dt_status_t dt_cudnn_conv_forward(dt_device_t *dev, const dt_conv_geom_t *g,
     DT_CHECK(describe(dev, s, g, out_c));
     DT_CHECK(algos(dev, s, g, out_c, &a));
     DT_CHECK(set_math(dev, s, a->fwd_math));
+    const void *cx = x, *cw = w;
+    void *cy = y;
+    half_bufs_t h;
+    if (bf16()) {
+        DT_CHECK(half_bufs(dev, s, g, out_c, &h));
+        DT_CHECK(dt_cuda_to_bf16(dev, x, h.x,
+                                 (size_t)g->n * g->c * g->h * g->w));
+        DT_CHECK(dt_cuda_to_bf16(dev, w, h.w,
+                                 (size_t)out_c * g->c * g->k * g->k));
+        cx = h.x, cw = h.w, cy = h.y;
+    }
     DT_CHECK(dt_cudnn_check(
         dev,
-        cudnnConvolutionForward(s->handle, &one, s->x, x, s->filter, w,
+        cudnnConvolutionForward(s->handle, &one, s->x, cx, s->filter, cw,
                                 s->conv, a->fwd, s->workspace,
-                                s->workspace_bytes, &zero, s->y, y),
+                                s->workspace_bytes, &zero, s->y, cy),
         "cudnnConvolutionForward"));
+    if (bf16()) {
+        DT_CHECK(dt_cuda_from_bf16(dev, h.y, y,
+                                   (size_t)g->n * out_c * g->oh * g->ow));
+        DT_CHECK(describe_y(dev, s, g, out_c, CUDNN_DATA_FLOAT));
+    }
     if (!bias)
         return DT_OK;
     DT_CHECK(dt_cudnn_tensor(dev, s->per_channel, 1, out_c, 1, 1));
@@ -296,29 +374,51 @@ dt_status_t dt_cudnn_conv_backward(dt_device_t *dev, const dt_conv_geom_t *g,
     DT_CHECK(dt_cudnn_get(dev, &s));
     DT_CHECK(describe(dev, s, g, out_c));
     DT_CHECK(algos(dev, s, g, out_c, &a));
-    if (db) {
+    size_t nx = (size_t)g->n * g->c * g->h * g->w,
+           nw = (size_t)out_c * g->c * g->k * g->k,
+           ny = (size_t)g->n * out_c * g->oh * g->ow;
+    if (db) { /* from the float dy, whatever the precision */
+        if (bf16())
+            DT_CHECK(describe_y(dev, s, g, out_c, CUDNN_DATA_FLOAT));
         DT_CHECK(dt_cudnn_tensor(dev, s->per_channel, 1, out_c, 1, 1));
         DT_CHECK(dt_cudnn_check(
             dev,
             cudnnConvolutionBackwardBias(s->handle, &one, s->y, dy, &zero,
                                          s->per_channel, db),
             "cudnnConvolutionBackwardBias"));
+        if (bf16())
+            DT_CHECK(describe_y(dev, s, g, out_c, CUDNN_DATA_BFLOAT16));
+    }
+    /* bf16: the copies of x, w and dy; dw and dx come back in bf16 and
+     * are widened (dx into the x copy's room, free by then) */
+    const void *cx = x, *cw = w, *cdy = dy;
+    void *cdw = dw, *cdx = dx;
+    half_bufs_t h;
+    if (bf16()) {
+        DT_CHECK(half_bufs(dev, s, g, out_c, &h));
+        DT_CHECK(dt_cuda_to_bf16(dev, x, h.x, nx));
+        DT_CHECK(dt_cuda_to_bf16(dev, w, h.w, nw));
+        DT_CHECK(dt_cuda_to_bf16(dev, dy, h.y, ny));
+        cx = h.x, cw = h.w, cdy = h.y, cdw = h.dw, cdx = h.x;
     }
     DT_CHECK(set_math(dev, s, a->bwd_filter_math));
     DT_CHECK(dt_cudnn_check(
         dev,
-        cudnnConvolutionBackwardFilter(s->handle, &one, s->x, x, s->y, dy,
+        cudnnConvolutionBackwardFilter(s->handle, &one, s->x, cx, s->y, cdy,
                                        s->conv, a->bwd_filter, s->workspace,
                                        s->workspace_bytes, &zero, s->filter,
-                                       dw),
+                                       cdw),
         "cudnnConvolutionBackwardFilter"));
+    if (bf16())
+        DT_CHECK(dt_cuda_from_bf16(dev, h.dw, dw, nw));
     if (!dx)
         return DT_OK;
     DT_CHECK(set_math(dev, s, a->bwd_data_math));
-    return dt_cudnn_check(
+    DT_CHECK(dt_cudnn_check(
         dev,
-        cudnnConvolutionBackwardData(s->handle, &one, s->filter, w, s->y, dy,
-                                     s->conv, a->bwd_data, s->workspace,
-                                     s->workspace_bytes, &zero, s->x, dx),
-        "cudnnConvolutionBackwardData");
+        cudnnConvolutionBackwardData(s->handle, &one, s->filter, cw, s->y,
+                                     cdy, s->conv, a->bwd_data, s->workspace,
+                                     s->workspace_bytes, &zero, s->x, cdx),
+        "cudnnConvolutionBackwardData"));
+    return bf16() ? dt_cuda_from_bf16(dev, h.x, dx, nx) : DT_OK;
 }

@@ -39,6 +39,8 @@ static void destroy(dt_cudnn_t *s)
         cudaFree(s->workspace);
     if (s->spare)
         cudaFree(s->spare);
+    if (s->half)
+        cudaFree(s->half);
     free(s->algos);
     free(s);
 }

@@ -69,4 +69,23 @@ static inline DT_HD float dt_elem_bn_dx(float g, float x, float k, float b,
     return k * (g - x * b + off);
 }
 
+/* float32 <-> bfloat16 (the upper 16 bits), round to nearest even; a NaN
+ * stays a (quiet) NaN. The same rounding as the core's compressed
+ * allreduce (core/coll/coll_half.c bf16_round). */
+static inline DT_HD unsigned short dt_elem_to_bf16(float f)
+{
+    union { float f; unsigned int u; } v;
+    v.f = f;
+    if ((v.u & 0x7fffffffu) > 0x7f800000u)
+        return (unsigned short)((v.u >> 16) | 0x40u);
+    return (unsigned short)((v.u + 0x7fffu + ((v.u >> 16) & 1u)) >> 16);
+}
+
+static inline DT_HD float dt_elem_from_bf16(unsigned short h)
+{
+    union { float f; unsigned int u; } v;
+    v.u = (unsigned int)h << 16;
+    return v.f;
+}
+
 #endif /* DT_CUDA_ELEM_MATH_H */

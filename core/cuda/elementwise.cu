@@ -12,6 +12,7 @@
  *   product without cuDNN; cuBLAS has no broadcast add, and a GEMV with a
  *   ones vector for the bias sums would need a ones buffer per shape for
  *   sums this short (a batch). */
+#include "cuda/elem_math.h"
 #include "cuda/launch.h"
 #include "nn/rng.h"
 
@@ -75,7 +76,39 @@ static __global__ void scale_kernel(float *x, float f, size_t n)
     DT_GRID_STRIDE(i, n) x[i] *= f;
 }
 
+static __global__ void to_bf16(const float *x, unsigned short *y, size_t n)
+{
+    DT_GRID_STRIDE(i, n) y[i] = dt_elem_to_bf16(x[i]);
+}
+
+static __global__ void from_bf16(const unsigned short *x, float *y, size_t n)
+{
+    DT_GRID_STRIDE(i, n) y[i] = dt_elem_from_bf16(x[i]);
+}
+
 extern "C" {
+
+/* bf16 copies for cuDNN (cudnn_conv.c, precision = bf16): a pass each
+ * way, as PyTorch's autocast casts; the rounding in elem_math.h. */
+dt_status_t dt_cuda_to_bf16(dt_device_t *dev, const float *x, void *y,
+                            size_t n)
+{
+    if (n == 0)
+        return DT_OK;
+    to_bf16<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, dt_cuda_stream(dev)>>>(
+        x, (unsigned short *)y, n);
+    return dt_cuda_launched(dev, "to_bf16");
+}
+
+dt_status_t dt_cuda_from_bf16(dt_device_t *dev, const void *x, float *y,
+                              size_t n)
+{
+    if (n == 0)
+        return DT_OK;
+    from_bf16<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0,
+                dt_cuda_stream(dev)>>>((const unsigned short *)x, y, n);
+    return dt_cuda_launched(dev, "from_bf16");
+}
 
 dt_status_t dt_cuda_relu_forward(dt_device_t *dev, const float *x, float *y,
                                  size_t n)

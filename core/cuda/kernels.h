@@ -127,6 +127,12 @@ dt_status_t dt_cudnn_set_benchmark(dt_device_t *dev, int on);
 /* The device's cuDNN state goes with it (dt_cuda_close). */
 void dt_cudnn_release(dt_device_t *dev);
 
+/* float <-> bf16 copies, n elements (elementwise.cu). */
+dt_status_t dt_cuda_to_bf16(dt_device_t *dev, const float *x, void *y,
+                            size_t n);
+dt_status_t dt_cuda_from_bf16(dt_device_t *dev, const void *x, float *y,
+                              size_t n);
+
 /* sync_bn (bn_sync.cu). */
 dt_status_t dt_cuda_bn_sums(dt_device_t *dev, int n, int c, int hw,
                             const float *a, const float *b, double *out);
