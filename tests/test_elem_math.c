@@ -2,7 +2,8 @@
  * (core/cuda/elem_math.h), compiled here by the C compiler and run on the
  * CPU against the CPU layers: the smoothed softmax cross-entropy's loss
  * rows and gradient must be the CPU's bit for bit (the same operations in
- * the same order). The residual add has no kernel of dt's own (cuBLAS
+ * the same order); the bf16 rounding of the cuDNN copies under precision
+ * = bf16 against the nearest bf16, ties to even. The residual add has no kernel of dt's own (cuBLAS
  * saxpy; its backward is a copy), so nothing of it is here. Needs no GPU
  * and no CUDA. */
 #include <setjmp.h>
