@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <cublas_v2.h>
+#include <cuda_runtime_api.h>
 
 #include <dt/log.h>
 #include "cuda/kernels.h"
@@ -24,10 +25,21 @@ static int precision = DT_PRECISION_FP32;
 
 dt_status_t dt_cuda_set_precision(dt_device_t *dev, int p)
 {
-    (void)dev;
     if (p != DT_PRECISION_FP32 && p != DT_PRECISION_BF16 &&
         p != DT_PRECISION_FP16 && p != DT_PRECISION_TF32)
         return DT_ERR_INVALID;
+    /* bf16 and tf32 tensor cores (and cuDNN's bf16 convolutions) start
+     * with Ampere */
+    int major = 0;
+    if ((p == DT_PRECISION_BF16 || p == DT_PRECISION_TF32) &&
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                               dev->ordinal) == cudaSuccess &&
+        major < 8) {
+        dt_error("[train] precision = %s needs a GPU of compute capability "
+                 "8.0 or newer (Ampere); %s is %d.x: use fp16 or fp32",
+                 p == DT_PRECISION_BF16 ? "bf16" : "tf32", dev->name, major);
+        return DT_ERR_UNSUPPORTED;
+    }
     precision = p;
     return DT_OK;
 }
