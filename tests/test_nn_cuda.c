@@ -297,7 +297,8 @@ static double mode_error(const char *layers, int c, int h, int w, int p)
  * type itself, and cuBLAS's FAST_16BF / FAST_16F only allow tensor cores.
  * For convolutions large enough for tensor cores, the logits' relative
  * error against the CPU must sit in each mode's band: fp32 at float
- * rounding; tf32 and fp16 about 2^-11 (10-bit stored mantissas); bf16
+ * rounding (under 1e-4: the CPU side runs Winograd, ~1e-5 off im2col);
+ * tf32 and fp16 about 2^-11 (10-bit stored mantissas); bf16
  * about 2^-8. A bf16 that is really fp16 (or really fp32) fails here. An
  * MLP's small GEMMs are printed, not held to a band: cuBLAS may keep
  * them off tensor cores. */
@@ -308,7 +309,7 @@ static void test_precision_modes(void **state)
                        "gap flatten linear(10)";
     const char *mlp = "flatten linear(256) relu linear(10)";
     const char *name[] = {"fp32", "bf16", "fp16", "tf32"};
-    double lo[] = {0.0, 1e-3, 5e-5, 5e-5}, hi[] = {1e-5, 3e-2, 5e-3, 5e-3};
+    double lo[] = {0.0, 1e-3, 5e-5, 5e-5}, hi[] = {1e-4, 3e-2, 5e-3, 5e-3};
     double e[4];
     for (int p = 0; p < 4; p++) {
         e[p] = mode_error(conv, 16, 16, 16, p);
