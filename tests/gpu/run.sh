@@ -329,48 +329,30 @@ train() { # MODEL
 train mlp
 train cnn
 
-# ---- 5b. precision = bf16 (tensor-core GEMMs, fp32 master copy) on the CNN:
-# within 0.3 pt of fp32 is the target; the floor here is fp32's floor.
-bf16() {
-    local log="$L/train_cnn_bf16.log"
-    if [ $gpus -eq 0 ]; then row train_cnn_bf16 "SKIP(no GPU)" "" "bf16 is refused on the CPU (tests/train_loss_scale.sh)"; return; fi
-    run_step train_cnn_bf16 150 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 1 "$G/conf/fashion-mnist-cnn.ini" \
-        --set train.device=cuda --set train.epochs=2 --set train.precision=bf16 \
+# ---- 5b. the CNN at precision = bf16 (target: within 0.3 pt of fp32) and
+# fp16 with dynamic loss scaling (GradScaler's rules; the log's skipped
+# steps in the note): fp32's floor.
+cnn_precision() { # bf16|fp16
+    local p=$1 name="train_cnn_$1" log="$L/train_cnn_$1.log"
+    if [ $gpus -eq 0 ]; then row "$name" "SKIP(no GPU)" "" "refused on the CPU; loss scaling: tests/train_loss_scale.sh"; return; fi
+    run_step "$name" 150 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 1 "$G/conf/fashion-mnist-cnn.ini" \
+        --set train.device=cuda --set train.epochs=2 --set train.precision="$p" \
         --set data.path="$G/data/fashion-mnist"
     local acc; acc=$(grep -o 'final test accuracy: [0-9.]*' "$log" | awk '{print $4}' | tail -1)
     local sps; sps=$(grep 'test_accuracy' "$log" | grep -o '[0-9]* samples/s' | tail -1 | awk '{print $1}')
-    if [ $RC -eq -1 ]; then row train_cnn_bf16 "SKIP(time)" "" ""; return; fi
+    local note="${sps} samples/s (fp32 ${DTSPS[cnn]:-?})"
+    [ "$p" = fp16 ] && note="$note; $(grep -o -i -E '(loss scale|skipped)[^;,]*' "$log" | tail -2 | tr '\n' ' ' | cut -c1-60)"
+    if [ $RC -eq -1 ]; then row "$name" "SKIP(time)" "" ""; return; fi
     if [ $RC -ne 0 ]; then
-        row train_cnn_bf16 FAIL "exit $RC" "$(grep -m1 -i -E 'error|fail' "$log" | cut -c1-80)"
+        row "$name" FAIL "exit $RC" "$(grep -m1 -i -E 'error|fail' "$log" | cut -c1-80)"
     elif awk -v a="${acc:-0}" -v f="${FLOOR[cnn]}" 'BEGIN {exit !(a >= f)}'; then
-        row train_cnn_bf16 PASS "acc ${acc}% (fp32 ${DTACC[cnn]:-?})" "${sps} samples/s (fp32 ${DTSPS[cnn]:-?})"
+        row "$name" PASS "acc ${acc}% (fp32 ${DTACC[cnn]:-?})" "$note"
     else
-        row train_cnn_bf16 FAIL "acc ${acc:-?}% < ${FLOOR[cnn]}" "${sps} samples/s"
+        row "$name" FAIL "acc ${acc:-?}% < ${FLOOR[cnn]}" "$note"
     fi
 }
-bf16
-
-# ---- 5b'. precision = fp16 with dynamic loss scaling (GradScaler's rules)
-# on the CNN: the same floor; the log's skipped-step count is the key.
-fp16() {
-    local log="$L/train_cnn_fp16.log"
-    if [ $gpus -eq 0 ]; then row train_cnn_fp16 "SKIP(no GPU)" "" "loss scaling on the CPU: tests/train_loss_scale.sh"; return; fi
-    run_step train_cnn_fp16 150 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 1 "$G/conf/fashion-mnist-cnn.ini" \
-        --set train.device=cuda --set train.epochs=2 --set train.precision=fp16 \
-        --set data.path="$G/data/fashion-mnist"
-    local acc; acc=$(grep -o 'final test accuracy: [0-9.]*' "$log" | awk '{print $4}' | tail -1)
-    local sps; sps=$(grep 'test_accuracy' "$log" | grep -o '[0-9]* samples/s' | tail -1 | awk '{print $1}')
-    local ls; ls=$(grep -o -i -E '(loss scale|skipped)[^;,]*' "$log" | tail -2 | tr '\n' ' ' | cut -c1-60)
-    if [ $RC -eq -1 ]; then row train_cnn_fp16 "SKIP(time)" "" ""; return; fi
-    if [ $RC -ne 0 ]; then
-        row train_cnn_fp16 FAIL "exit $RC" "$(grep -m1 -i -E 'error|fail' "$log" | cut -c1-80)"
-    elif awk -v a="${acc:-0}" -v f="${FLOOR[cnn]}" 'BEGIN {exit !(a >= f)}'; then
-        row train_cnn_fp16 PASS "acc ${acc}% (fp32 ${DTACC[cnn]:-?})" "${sps} samples/s; ${ls}"
-    else
-        row train_cnn_fp16 FAIL "acc ${acc:-?}% < ${FLOOR[cnn]}" "${sps} samples/s; ${ls}"
-    fi
-}
-fp16
+cnn_precision bf16
+cnn_precision fp16
 
 # ---- 5c. the trainer at N = 2 over tcp on one GPU: grad_sync's staged path
 # (a copy stream, one pinned copy per bucket, events) on a real device; the
