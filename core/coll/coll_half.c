@@ -24,6 +24,7 @@
 
 #include <dt/log.h>
 #include "coll.h"
+#include "cuda/elem_math.h"
 #include "coll_internal.h"
 #include "simd_clones.h"
 
@@ -54,15 +55,10 @@ static inline float bits_f32(uint32_t u)
     return f;
 }
 
-static inline uint16_t bf16_round(float f)
-{
-    uint32_t u = f32_bits(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((u >> 16) | 0x40);
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
-}
+/* bf16: the rounding the CUDA kernels use too (cuda/elem_math.h) */
+static inline uint16_t bf16_round(float f) { return dt_elem_to_bf16(f); }
 
-static inline float bf16_widen(uint16_t h) { return bits_f32((uint32_t)h << 16); }
+static inline float bf16_widen(uint16_t h) { return dt_elem_from_bf16(h); }
 
 /* float32 -> binary16, round to nearest even, saturating finite values. */
 static uint16_t fp16_round(float f)
