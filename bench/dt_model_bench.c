@@ -3,13 +3,15 @@
  * communication) on a fixed pseudo-random batch, one thread.
  *
  *   dt_model_bench [-l LAYERS] [-b BATCH] [-s STEPS] [-r REPEAT] [-g FILE]
- *                  [-a auto|im2col|winograd|winograd4] [-p]
+ *                  [-a auto|im2col|winograd|winograd4]
+ *                  [-o auto|nchw|nhwc] [-p]
  *
  * Prints the best of REPEAT runs of STEPS steps as microseconds per step,
  * both in this thread's CPU time (steadier on a shared machine than the
  * wall clock) and wall time, and samples/s from the CPU time. -g FILE
  * writes the gradients of the first step (raw floats) so two builds can
- * be compared for equality up to rounding. -p adds one more run of STEPS
+ * be compared for equality up to rounding. -o picks the activations'
+ * layout (dt_model_set_layout). -p adds one more run of STEPS
  * steps with per-layer timing (dt_model_set_profiling) and prints each
  * layer's forward and backward ms per step. */
 #include <stdio.h>
@@ -43,7 +45,8 @@ static int usage(void)
 {
     fprintf(stderr, "usage: dt_model_bench [-l LAYERS] [-b BATCH] "
                     "[-s STEPS] [-r REPEAT] [-g GRADS_FILE]\n"
-                    "                      [-a auto|im2col|winograd|winograd4] [-p]\n");
+                    "                      [-a auto|im2col|winograd|winograd4]"
+                    " [-o auto|nchw|nhwc] [-p]\n");
     return 2;
 }
 
@@ -51,6 +54,7 @@ int main(int argc, char **argv)
 {
     const char *layers = CNN, *grads_file = NULL;
     dt_conv_algo_t algo = DT_CONV_AUTO;
+    dt_layout_t layout = DT_LAYOUT_AUTO;
     int batch = 64, steps = 20, repeat = 3, profile = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-p")) {
@@ -71,6 +75,9 @@ int main(int argc, char **argv)
             grads_file = argv[++i];
         else if (!strcmp(argv[i], "-a")) {
             if (dt_conv_algo_parse(argv[++i], &algo) != DT_OK)
+                return usage();
+        } else if (!strcmp(argv[i], "-o")) {
+            if (dt_layout_parse(argv[++i], &layout) != DT_OK)
                 return usage();
         }
         else
@@ -98,6 +105,7 @@ int main(int argc, char **argv)
     if (dt_device_open("cpu", 0, 1, &dev) != DT_OK ||
         dt_model_parse(layers, "-l", 1, 28, 28, 10, &m, NULL) != DT_OK ||
         dt_model_set_conv_algo(m, algo) != DT_OK ||
+        dt_model_set_layout(m, layout) != DT_OK ||
         dt_model_init(m, dev, 1) != DT_OK || step(m, x, y, batch) != DT_OK)
         goto out;
     if (grads_file) {
@@ -124,8 +132,10 @@ int main(int argc, char **argv)
         if (w < best_wall)
             best_wall = w;
     }
-    printf("batch %d: %.0f us/step cpu, %.0f us/step wall, %.0f samples/s "
-           "(cpu)\n", batch, 1e6 * best_cpu / steps, 1e6 * best_wall / steps,
+    printf("%s, batch %d: %.0f us/step cpu, %.0f us/step wall, %.0f "
+           "samples/s (cpu)\n",
+           dt_model_layout(m) == DT_LAYOUT_NHWC ? "nhwc" : "nchw", batch,
+           1e6 * best_cpu / steps, 1e6 * best_wall / steps,
            batch * steps / best_cpu);
     if (profile) {
         if (dt_model_set_profiling(m, 1) != DT_OK)

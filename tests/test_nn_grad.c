@@ -11,19 +11,28 @@
 #include "nn_testutil.h"
 
 /* Build, init and check one model on (c, h, w) inputs with 3 classes,
- * its convolutions computed by algo, with finite-difference step step. */
-static void check_model_step(const char *layers, int c, int h, int w,
-                             int batch, dt_conv_algo_t algo, float step)
+ * its convolutions computed by algo, its activations in layout, with
+ * finite-difference step step. */
+static void check_model_in(const char *layers, int c, int h, int w,
+                           int batch, dt_conv_algo_t algo, float step,
+                           dt_layout_t layout)
 {
     dt_model_t *m = NULL;
-    fprintf(stderr, "%s on %dx%dx%d, batch %d%s\n", layers, c, h, w, batch,
-            algo == DT_CONV_WINOGRAD    ? " (winograd)"
-            : algo == DT_CONV_WINOGRAD4 ? " (winograd4)"
-                                        : "");
     assert_int_equal(dt_model_parse(layers, "test", c, h, w, 3, &m, NULL),
                      DT_OK);
     assert_int_equal(dt_model_set_conv_algo(m, algo), DT_OK);
+    assert_int_equal(dt_model_set_layout(m, layout), DT_OK);
     assert_int_equal(dt_model_init(m, NULL, 42), DT_OK);
+    if (layout != DT_LAYOUT_NCHW && dt_model_layout(m) == DT_LAYOUT_NCHW) {
+        dt_model_free(m); /* no NHWC form: the NCHW check was it */
+        return;
+    }
+    fprintf(stderr, "%s on %dx%dx%d, batch %d%s (%s)\n", layers, c, h, w,
+            batch,
+            algo == DT_CONV_WINOGRAD    ? " (winograd)"
+            : algo == DT_CONV_WINOGRAD4 ? " (winograd4)"
+                                        : "",
+            dt_model_layout(m) == DT_LAYOUT_NHWC ? "nhwc" : "nchw");
     size_t in = (size_t)c * h * w * batch;
     float *x = malloc(in * sizeof *x);
     int *y = malloc((size_t)batch * sizeof *y);
@@ -36,6 +45,14 @@ static void check_model_step(const char *layers, int c, int h, int w,
     free(x);
     free(y);
     dt_model_free(m);
+}
+
+/* In both layouts: NCHW, and NHWC where the model has it. */
+static void check_model_step(const char *layers, int c, int h, int w,
+                             int batch, dt_conv_algo_t algo, float step)
+{
+    check_model_in(layers, c, h, w, batch, algo, step, DT_LAYOUT_NCHW);
+    check_model_in(layers, c, h, w, batch, algo, step, DT_LAYOUT_AUTO);
 }
 
 static void check_model_with(const char *layers, int c, int h, int w,
@@ -63,6 +80,11 @@ static void test_conv_stride_pad(void **state)
 {
     check_model("conv(3,3,stride=2,pad=1) conv(2,2) flatten linear(3)", 2, 5,
                 5, 2);
+    /* 8 and more input channels: NHWC's columns by channel runs (fewer
+     * go through NCHW's columns), the weights reordered both ways */
+    check_model("conv(8,3,pad=1) relu conv(3,3,stride=2,pad=1) relu "
+                "conv(9,1,stride=2) batchnorm relu conv(2,2) flatten "
+                "linear(3)", 2, 6, 5, 2);
 }
 
 static void test_conv_plain(void **state)

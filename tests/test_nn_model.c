@@ -260,6 +260,9 @@ static float conv_pass(dt_model_t *m, dt_conv_algo_t algo, const float *x,
  * rounding) with its convs by im2col and by Winograd, switched on one
  * model after init; batch 13 makes conv2's last group of samples a
  * partial one (groups of 5). */
+#define RESNET_SMALL "conv(16,3,pad=1,bias=no) batchnorm relu " \
+    "stage(basic,16,1) stage(basic,32,1,stride=2) gap flatten linear(10)"
+
 static void test_conv_algos_agree(void **state)
 {
     enum { B = 13 };
@@ -307,16 +310,47 @@ static void test_conv_algos_agree(void **state)
     dt_model_free(m);
 }
 
+/* Two passes over one batch (losses l0, l1; logits, 10 per sample, and
+ * n gradients each) agree: the losses to 1e-5, logits within tol of the
+ * largest (or 1), gradients within tol x the largest. */
+static void passes_agree(float l0, float l1, float *logits[2], float *g[2],
+                         int batch, size_t n, float tol)
+{
+    float lmax = 0.0f, ldiff = 0.0f, gmax = 0.0f, dmax = 0.0f;
+    for (int i = 0; i < batch * 10; i++) {
+        lmax = fmaxf(lmax, fabsf(logits[0][i]));
+        ldiff = fmaxf(ldiff, fabsf(logits[0][i] - logits[1][i]));
+    }
+    for (size_t i = 0; i < n; i++) {
+        gmax = fmaxf(gmax, fabsf(g[0][i]));
+        dmax = fmaxf(dmax, fabsf(g[0][i] - g[1][i]));
+    }
+    fprintf(stderr, "loss %.7f / %.7f, logits max %.3g diff %.3g, "
+            "gradients max %.3g diff %.3g\n", l0, l1, lmax, ldiff, gmax,
+            dmax);
+    assert_float_equal(l0, l1, 1e-5 * fabsf(l0));
+    assert_true(ldiff <= tol * fmaxf(lmax, 1.0f));
+    assert_true(gmax > 0.0f);
+    assert_true(dmax <= tol * gmax);
+}
+
 /* One batch of layers on (c, h, w) inputs, 10 classes, by im2col and by
- * algo: loss, logits and every gradient agree to float rounding (logits
- * within tol, gradients within tol x the largest). */
-static void algos_agree(const char *layers, int c, int h, int w, int batch,
-                        dt_conv_algo_t algo, float tol)
+ * algo, with the activations in layout: loss, logits and every gradient
+ * agree to float rounding (logits within tol, gradients within tol x the
+ * largest). */
+static void algos_agree_in(const char *layers, int c, int h, int w,
+                           int batch, dt_conv_algo_t algo, float tol,
+                           dt_layout_t layout)
 {
     dt_model_t *m = NULL;
     assert_int_equal(dt_model_parse(layers, NULL, c, h, w, 10, &m, NULL),
                      DT_OK);
+    assert_int_equal(dt_model_set_layout(m, layout), DT_OK);
     assert_int_equal(dt_model_init(m, NULL, 5), DT_OK);
+    if (layout != DT_LAYOUT_NCHW && dt_model_layout(m) == DT_LAYOUT_NCHW) {
+        dt_model_free(m); /* no NHWC form: the NCHW call checked it */
+        return;
+    }
     size_t n = dt_model_nparams(m), in = (size_t)batch * c * h * w;
     float *x = malloc(in * sizeof *x),
           *logits[2] = {malloc((size_t)batch * 10 * sizeof(float)),
@@ -334,23 +368,9 @@ static void algos_agree(const char *layers, int c, int h, int w, int batch,
         y[i] = (i * 3) % 10;
     float l0 = conv_pass(m, DT_CONV_IM2COL, x, y, batch, g[0], logits[0]);
     float l1 = conv_pass(m, algo, x, y, batch, g[1], logits[1]);
-    float lmax = 0.0f, ldiff = 0.0f, gmax = 0.0f, dmax = 0.0f;
-    for (int i = 0; i < batch * 10; i++) {
-        lmax = fmaxf(lmax, fabsf(logits[0][i]));
-        ldiff = fmaxf(ldiff, fabsf(logits[0][i] - logits[1][i]));
-    }
-    for (size_t i = 0; i < n; i++) {
-        gmax = fmaxf(gmax, fabsf(g[0][i]));
-        dmax = fmaxf(dmax, fabsf(g[0][i] - g[1][i]));
-    }
-    fprintf(stderr,
-            "%s on %dx%dx%d: loss %.7f / %.7f, logits max %.3g diff %.3g, "
-            "gradients max %.3g diff %.3g\n",
-            layers, c, h, w, l0, l1, lmax, ldiff, gmax, dmax);
-    assert_float_equal(l0, l1, 1e-5 * fabsf(l0));
-    assert_true(ldiff <= tol * fmaxf(lmax, 1.0f));
-    assert_true(gmax > 0.0f);
-    assert_true(dmax <= tol * gmax);
+    fprintf(stderr, "%s on %dx%dx%d (%s): ", layers, c, h, w,
+            dt_model_layout(m) == DT_LAYOUT_NHWC ? "nhwc" : "nchw");
+    passes_agree(l0, l1, logits, g, batch, n, tol);
     free(x);
     free(y);
     free(logits[0]);
@@ -358,6 +378,155 @@ static void algos_agree(const char *layers, int c, int h, int w, int batch,
     free(g[0]);
     free(g[1]);
     dt_model_free(m);
+}
+
+/* Both layouts (NHWC where the model has one) */
+static void algos_agree(const char *layers, int c, int h, int w, int batch,
+                        dt_conv_algo_t algo, float tol)
+{
+    algos_agree_in(layers, c, h, w, batch, algo, tol, DT_LAYOUT_NCHW);
+    algos_agree_in(layers, c, h, w, batch, algo, tol, DT_LAYOUT_AUTO);
+}
+
+/* Logits and gradients of one batch in layout; returns the loss. */
+static float layout_pass(dt_model_t *m, dt_layout_t layout, const float *x,
+                         const int *y, int batch, float *grads,
+                         float *logits)
+{
+    float loss = NAN, *p, *g;
+    size_t n;
+    assert_int_equal(dt_model_set_layout(m, layout), DT_OK);
+    assert_int_equal(dt_model_layout(m), layout);
+    assert_int_equal(dt_model_forward(m, x, y, batch, 1, &loss, NULL), DT_OK);
+    memcpy(logits, dt_model_output(m)->data,
+           (size_t)batch * 10 * sizeof(float));
+    assert_int_equal(dt_model_backward(m, NULL, NULL), DT_OK);
+    assert_int_equal(dt_model_params(m, &p, &g, &n), DT_OK);
+    memcpy(grads, g, n * sizeof *g);
+    return loss;
+}
+
+/* NCHW and NHWC give one model (switched after init) the same loss,
+ * logits and gradients to float rounding. Batchnorm is in eval mode for
+ * neither: its batch statistics make deep nets amplify rounding, so
+ * these models are shallow. */
+static void layouts_agree(const char *layers, int c, int h, int w,
+                          int batch, dt_conv_algo_t algo)
+{
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse(layers, NULL, c, h, w, 10, &m, NULL),
+                     DT_OK);
+    assert_int_equal(dt_model_set_conv_algo(m, algo), DT_OK);
+    assert_int_equal(dt_model_init(m, NULL, 11), DT_OK);
+    size_t n = dt_model_nparams(m), in = (size_t)batch * c * h * w;
+    float *x = malloc(in * sizeof *x), *logits[2], *g[2];
+    int *y = malloc((size_t)batch * sizeof *y);
+    assert_non_null(x);
+    assert_non_null(y);
+    for (int k = 0; k < 2; k++) {
+        logits[k] = malloc((size_t)batch * 10 * sizeof(float));
+        g[k] = malloc(n * sizeof(float));
+        assert_non_null(logits[k]);
+        assert_non_null(g[k]);
+    }
+    fill_random(x, in, 23);
+    for (int i = 0; i < batch; i++)
+        y[i] = (i * 7) % 10;
+    float l0 = layout_pass(m, DT_LAYOUT_NCHW, x, y, batch, g[0], logits[0]);
+    float l1 = layout_pass(m, DT_LAYOUT_NHWC, x, y, batch, g[1], logits[1]);
+    fprintf(stderr, "%s on %dx%dx%d, nchw / nhwc: ", layers, c, h, w);
+    passes_agree(l0, l1, logits, g, batch, n, 1e-4f);
+    free(x);
+    free(y);
+    for (int k = 0; k < 2; k++) {
+        free(logits[k]);
+        free(g[k]);
+    }
+    dt_model_free(m);
+}
+
+/* Every layer's NHWC form against its NCHW one: gray and RGB inputs (the
+ * first conv by NCHW columns, RGB transposed), Winograd F(4x4) and
+ * F(2x2) on exact and odd planes (border tiles through the patch, tiles
+ * past the output), its relu fused, stride 2 and 1x1 projections,
+ * pointwise convs, batchnorm (+relu) with 16, 24 (not folding into 64
+ * lanes) and 64 channels, residual adds, gap, flatten of a 3x3 plane
+ * (transposed back to NCHW order); batch 7
+ * makes partial sample groups. */
+static void test_layouts_agree(void **state)
+{
+    layouts_agree("conv(16,3,pad=1,bias=no) batchnorm relu "
+                  "stage(basic,16,1) stage(basic,32,1,stride=2) gap flatten "
+                  "linear(10)", 1, 12, 12, 7, DT_CONV_AUTO);
+    layouts_agree("conv(24,3,pad=1) batchnorm relu conv(24,3,pad=1) relu "
+                  "conv(8,3) relu flatten linear(10)",
+                  3, 9, 7, 5, DT_CONV_AUTO);
+    layouts_agree("conv(16,3,pad=1) relu conv(16,3,pad=1) relu "
+                  "conv(64,1) batchnorm relu conv(12,3,stride=2,pad=1) "
+                  "flatten linear(10)", 2, 10, 10, 3, DT_CONV_WINOGRAD);
+    layouts_agree("conv(16,3,pad=1) relu conv(16,3,pad=2) relu flatten "
+                  "linear(10)", 3, 7, 9, 4, DT_CONV_WINOGRAD4);
+    layouts_agree("conv(16,3,pad=1) relu conv(16,3,pad=1) flatten "
+                  "linear(10)", 3, 8, 8, 2, DT_CONV_IM2COL);
+}
+
+/* auto picks NHWC only where every layer has it; NHWC asked for where
+ * one has not is refused naming it; bad values are refused */
+static void test_layout_choice(void **state)
+{
+    static const struct {
+        const char *layers;
+        dt_layout_t want;
+    } cases[] = {
+        {RESNET_SMALL, DT_LAYOUT_NHWC},
+        {CNN, DT_LAYOUT_NCHW}, /* maxpool */
+        {"conv(8,3) relu avgpool(2) flatten linear(10)", DT_LAYOUT_NCHW},
+        {"conv(8,3) dropout(0.5) flatten linear(10)", DT_LAYOUT_NCHW},
+        {"flatten linear(16) relu linear(10)", DT_LAYOUT_NCHW}, /* no conv */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        dt_model_t *m = NULL;
+        assert_int_equal(dt_model_parse(cases[i].layers, NULL, 1, 28, 28,
+                                        10, &m, NULL),
+                         DT_OK);
+        assert_int_equal(dt_model_init(m, NULL, 1), DT_OK);
+        assert_int_equal(dt_model_layout(m), cases[i].want);
+        if (cases[i].want == DT_LAYOUT_NCHW &&
+            strstr(cases[i].layers, "conv")) {
+            capture_t cap;
+            capture_begin(&cap);
+            dt_status_t st = dt_model_set_layout(m, DT_LAYOUT_NHWC);
+            char *err = capture_end(&cap);
+            assert_int_equal(st, DT_ERR_UNSUPPORTED);
+            assert_non_null(strstr(err, "cannot run with [model] layout = "
+                                        "nhwc"));
+            free(err);
+            assert_int_equal(dt_model_layout(m), DT_LAYOUT_NCHW);
+        }
+        assert_int_equal(dt_model_set_layout(m, DT_LAYOUT_NCHW), DT_OK);
+        assert_int_equal(dt_model_layout(m), DT_LAYOUT_NCHW);
+        dt_model_free(m);
+    }
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse(CNN, NULL, 1, 28, 28, 10, &m, NULL),
+                     DT_OK);
+    assert_int_equal(dt_model_set_layout(m, DT_LAYOUT_NHWC), DT_OK);
+    capture_t cap;
+    capture_begin(&cap);
+    assert_int_equal(dt_model_init(m, NULL, 1), DT_ERR_UNSUPPORTED);
+    char *err = capture_end(&cap);
+    assert_non_null(strstr(err, "max pool"));
+    free(err);
+    dt_log_set_level(DT_LOG_ERROR);
+    assert_int_equal(dt_model_set_layout(m, (dt_layout_t)9), DT_ERR_INVALID);
+    dt_log_set_level(DT_LOG_INFO);
+    dt_model_free(m);
+    dt_layout_t l;
+    assert_int_equal(dt_layout_parse("nhwc", &l), DT_OK);
+    assert_int_equal(l, DT_LAYOUT_NHWC);
+    assert_int_equal(dt_layout_parse("nchw", &l), DT_OK);
+    assert_int_equal(l, DT_LAYOUT_NCHW);
+    assert_int_equal(dt_layout_parse("NHWC", &l), DT_ERR_INVALID);
 }
 
 /* Winograd F(4x4, 3x3) against im2col: plain, with the relu fused and
@@ -752,6 +921,8 @@ int main(void)
         cmocka_unit_test(test_learns),
         cmocka_unit_test(test_conv_algos_agree),
         cmocka_unit_test(test_conv_winograd4_agrees),
+        cmocka_unit_test(test_layouts_agree),
+        cmocka_unit_test(test_layout_choice),
         cmocka_unit_test(test_device_open),
         cmocka_unit_test(test_resnet20_params),
         cmocka_unit_test(test_grad_buffers_shared),

@@ -163,6 +163,10 @@ static const dt_key_spec_t model_keys[] = {
      "2x2 max pool is fused, im2col + GEMM for the rest), im2col, winograd "
      "(F(2x2,3x3) for every 3x3 stride-1 layer) or winograd4 (F(4x4,3x3) "
      "for every one)"},
+    {"layout", DT_KEY_STRING, "auto",
+     "how the CPU lays out activations between layers: auto (channels "
+     "innermost, NHWC, when every layer can: conv, batchnorm, relu, add, "
+     "gap, flatten, linear; NCHW otherwise), nchw or nhwc"},
     {"sync_bn", DT_KEY_BOOL, "no",
      "batchnorm statistics over the global batch of all workers (an "
      "allreduce per batchnorm layer in forward and in backward); no: each "

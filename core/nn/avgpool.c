@@ -7,7 +7,8 @@
  *
  * On CUDA both are cuDNN average pooling (the backend's pool_forward /
  * pool_backward, core/cuda/cudnn_pool.c); gap is the window of the whole
- * plane. */
+ * plane. gap also runs on an NHWC model's activations (layer.h), avgpool
+ * does not (model_layout.c). */
 #include "config.h"
 
 #include <stdio.h>
@@ -68,9 +69,23 @@ static dt_status_t gap_forward(dt_layer_t *l, const float *x, float *y,
 {
     if (dt_layer_on_cuda(l))
         return pool_forward_cuda(l, x, y, batch, 1);
-    int plane = l->in_h * l->in_w;
-    size_t rows = (size_t)batch * l->in_c;
+    int plane = l->in_h * l->in_w, C = l->in_c;
+    size_t rows = (size_t)batch * C;
     float inv = 1.0f / (float)plane;
+    if (l->nhwc) { /* (plane, C) per sample: sums along the pixels */
+        for (int b = 0; b < batch; b++) {
+            const float *restrict xb = x + (size_t)b * plane * C;
+            float *restrict yb = y + (size_t)b * C;
+            for (int c = 0; c < C; c++)
+                yb[c] = 0.0f;
+            for (int p = 0; p < plane; p++)
+                for (int c = 0; c < C; c++)
+                    yb[c] += xb[(size_t)p * C + c];
+            for (int c = 0; c < C; c++)
+                yb[c] *= inv;
+        }
+        return DT_OK;
+    }
     for (size_t r = 0; r < rows; r++) {
         const float *restrict xr = x + r * plane;
         float part[8] = {0}, s = 0.0f;
@@ -94,9 +109,17 @@ static dt_status_t gap_backward(dt_layer_t *l, const float *x, const float *y,
         return pool_backward_cuda(l, x, y, dy, dx, batch, 1);
     if (!dx)
         return DT_OK;
-    int plane = l->in_h * l->in_w;
-    size_t rows = (size_t)batch * l->in_c;
+    int plane = l->in_h * l->in_w, C = l->in_c;
+    size_t rows = (size_t)batch * C;
     float inv = 1.0f / (float)plane;
+    if (l->nhwc) { /* every pixel of a sample gets its dy / plane */
+        for (int b = 0; b < batch; b++)
+            for (int p = 0; p < plane; p++)
+                for (int c = 0; c < C; c++)
+                    dx[((size_t)b * plane + p) * C + c] =
+                        dy[(size_t)b * C + c] * inv;
+        return DT_OK;
+    }
     for (size_t r = 0; r < rows; r++) {
         float g = dy[r] * inv;
         float *restrict d = dx + r * plane;

@@ -25,6 +25,9 @@
  * ResNet-20's 175 ms step (batch 64), within the noise. The output
  * takes one pass (normalize and affine as one multiply-add).
  *
+ * An NHWC model's activations (layer.h): the same sums and coefficients,
+ * the passes along the channels (batchnorm_nhwc.c).
+ *
  * On the cpu a relu right after (read by nothing else) is applied here,
  * l->fused = 1 (model_init.c): forward writes max(y, 0) in the same
  * pass, backward masks dy by y > 0 as it reads it (so the sums below,
@@ -59,6 +62,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "batchnorm_nhwc.h"
 #include "coll/simd_clones.h"
 #include "cuda/elem_math.h"
 #include "layer.h"
@@ -292,6 +296,37 @@ sqdev8(const float *restrict v, int n, float m)
     return s;
 }
 
+/* S[c] += the sum of channel c over the batch, in either layout */
+static inline __attribute__((always_inline)) void
+channel_sums(const dt_layer_t *l, const float *x, int batch, double *S)
+{
+    int C = l->in_c, plane = l->in_h * l->in_w;
+    if (l->nhwc) {
+        dt_bn_nhwc_sums(x, (size_t)batch * plane, C, S);
+        return;
+    }
+    size_t len = (size_t)C * plane;
+    for (int n = 0; n < batch; n++)
+        for (int c = 0; c < C; c++)
+            S[c] += sum8(x + n * len + (size_t)c * plane, plane);
+}
+
+/* Q[c] += the sum of channel c's squared deviations from mean[c] */
+static inline __attribute__((always_inline)) void
+channel_sqdevs(const dt_layer_t *l, const float *x, int batch,
+               const float *mean, double *Q)
+{
+    int C = l->in_c, plane = l->in_h * l->in_w;
+    if (l->nhwc) {
+        dt_bn_nhwc_sqdev(x, (size_t)batch * plane, C, mean, Q);
+        return;
+    }
+    size_t len = (size_t)C * plane;
+    for (int n = 0; n < batch; n++)
+        for (int c = 0; c < C; c++)
+            Q[c] += sqdev8(x + n * len + (size_t)c * plane, plane, mean[c]);
+}
+
 /* Built for AVX-512 and AVX2 as well as the baseline (simd_clones.h):
  * every loop below runs along a plane; the partial sums keep their
  * lanes (part[j]) whatever the vector width. */
@@ -313,15 +348,10 @@ static dt_status_t bn_forward(dt_layer_t *l, const float *x, float *y,
         double *S = acc, *Q = acc + C;
         for (int c = 0; c < C; c++)
             S[c] = Q[c] = 0.0;
-        for (int n = 0; n < batch; n++)
-            for (int c = 0; c < C; c++)
-                S[c] += sum8(x + n * len + (size_t)c * plane, plane);
+        channel_sums(l, x, batch, S);
         for (int c = 0; c < C; c++)
             mean[c] = (float)(S[c] / M); /* this rank's, for the M2 pass */
-        for (int n = 0; n < batch; n++)
-            for (int c = 0; c < C; c++)
-                Q[c] += sqdev8(x + n * len + (size_t)c * plane, plane,
-                               mean[c]);
+        channel_sqdevs(l, x, batch, mean, Q);
         for (int c = 0; c < C; c++) {
             /* sum (x - md)^2 = sum (x - m)^2 - M (md - m)^2, m = mean[c] */
             double md = S[c] / M, d = md - mean[c];
@@ -353,17 +383,12 @@ static dt_status_t bn_forward(dt_layer_t *l, const float *x, float *y,
         /* two passes (mean, then squared deviations): no cancellation */
         for (int c = 0; c < C; c++)
             acc[c] = 0.0;
-        for (int n = 0; n < batch; n++)
-            for (int c = 0; c < C; c++)
-                acc[c] += sum8(x + n * len + (size_t)c * plane, plane);
+        channel_sums(l, x, batch, acc);
         for (int c = 0; c < C; c++) {
             mean[c] = (float)(acc[c] / M);
             acc[c] = 0.0;
         }
-        for (int n = 0; n < batch; n++)
-            for (int c = 0; c < C; c++)
-                acc[c] += sqdev8(x + n * len + (size_t)c * plane, plane,
-                                 mean[c]);
+        channel_sqdevs(l, x, batch, mean, acc);
         for (int c = 0; c < C; c++) {
             double var = acc[c] / M;
             invstd[c] = (float)(1.0 / sqrt(var + eps));
@@ -380,6 +405,16 @@ static dt_status_t bn_forward(dt_layer_t *l, const float *x, float *y,
     /* normalize and scale folded into one multiply-add; with the relu
      * fused (l->fused), its max in the same pass */
     float floor = relu ? 0.0f : -INFINITY;
+    if (l->nhwc) { /* the coefficients per channel, in the cpu's 3C
+                    * floats of scratch that sync_bn on CUDA uses */
+        float *s = (float *)(void *)(acc + 2 * C + 2), *t = s + C;
+        for (int c = 0; c < C; c++) {
+            s[c] = l->w[c] * invstd[c];
+            t[c] = l->b[c] - mean[c] * s[c];
+        }
+        dt_bn_nhwc_apply(x, y, (size_t)batch * plane, C, s, t, floor);
+        return DT_OK;
+    }
     for (int n = 0; n < batch; n++)
         for (int c = 0; c < C; c++) {
             const float *restrict xr = x + n * len + (size_t)c * plane;
@@ -411,7 +446,10 @@ static dt_status_t bn_backward(dt_layer_t *l, const float *x, const float *y,
     double *accx = acc + C;                              /* sum dy*x */
     for (int c = 0; c < C; c++)
         acc[c] = accx[c] = 0.0;
-    for (int n = 0; n < batch; n++)
+    if (l->nhwc)
+        dt_bn_nhwc_grad_sums(x, y, dy, (size_t)batch * plane, C, relu, acc,
+                             accx);
+    for (int n = 0; n < batch && !l->nhwc; n++)
         for (int c = 0; c < C; c++) {
             size_t at = n * len + (size_t)c * plane;
             const float *restrict xr = x + at, *restrict g = dy + at,
@@ -465,6 +503,19 @@ static dt_status_t bn_backward(dt_layer_t *l, const float *x, const float *y,
         M = acc[2 * C + 1]; /* the forward's global count */
         for (int c = 0; c < C; c++)
             accx[c] = invstd[c] * (accx[c] - mean[c] * acc[c]);
+    }
+    if (l->nhwc) { /* the same coefficients, per channel, then one pass */
+        float *k = (float *)(void *)(acc + 2 * C + 2), *b = k + C,
+              *off = b + C;
+        for (int c = 0; c < C; c++) {
+            float is = invstd[c], a = (float)(acc[c] / M);
+            k[c] = l->w[c] * is;
+            b[c] = (float)((global ? (float)accx[c] : l->dw[c]) / M) * is;
+            off[c] = -a + mean[c] * b[c];
+        }
+        dt_bn_nhwc_dx(x, y, dy, dx, (size_t)batch * plane, C, relu, k, b,
+                      off);
+        return DT_OK;
     }
     for (int n = 0; n < batch; n++)
         for (int c = 0; c < C; c++) {

@@ -4,8 +4,9 @@
  * redundant) the layer has no bias parameters: b and db point at the
  * model's zeros and junk floats (model_init.c), so every path below adds
  * a zero bias and writes a gradient nobody reads. On the cpu one sample at
- * a time (conv2d_cpu.c), or by Winograd F(4x4,3x3) or F(2x2,3x3) for
- * the 3x3 stride 1 layers the model picks (conv2d_winograd.c). On CUDA through cuDNN
+ * a time (conv2d_cpu.c; conv2d_nhwc.c in an NHWC model), or by Winograd
+ * F(4x4,3x3) or F(2x2,3x3) for the 3x3 stride 1 layers the model picks
+ * (conv2d_winograd.c). On CUDA through cuDNN
  * (the backend's conv_forward / conv_backward: algorithms picked per shape
  * and cached, FMA math; core/cuda/cudnn_conv.c), or, in a backend built
  * without cuDNN, one GEMM over the whole batch:
@@ -23,6 +24,7 @@
 #include <string.h>
 
 #include "conv2d_cpu.h"
+#include "conv2d_nhwc.h"
 #include "conv2d_winograd.h"
 #include "im2col.h"
 #include "layer.h"
@@ -81,6 +83,7 @@ static size_t conv_scratch(const dt_layer_t *l, int batch)
 {
     if (l->dev && l->dev->kind != DT_DEVICE_CUDA)
         return l->winograd ? dt_conv2d_winograd_scratch(l, batch)
+               : l->nhwc   ? dt_conv2d_nhwc_scratch(l)
                            : dt_conv2d_cpu_scratch(l);
     if (use_cudnn(l))
         return 0;
@@ -93,6 +96,7 @@ static dt_status_t conv_forward(dt_layer_t *l, const float *x, float *y,
 {
     if (l->dev->kind != DT_DEVICE_CUDA)
         return l->winograd ? dt_conv2d_winograd_forward(l, x, y, batch)
+               : l->nhwc   ? dt_conv2d_nhwc_forward(l, x, y, batch)
                            : dt_conv2d_cpu_forward(l, x, y, batch);
     const dt_cuda_backend_t *cu = dt_cuda_backend_loaded();
     dt_conv_geom_t g = geom(l, batch);
@@ -116,7 +120,8 @@ static dt_status_t conv_backward(dt_layer_t *l, const float *x,
     if (l->dev->kind != DT_DEVICE_CUDA)
         return l->winograd
                    ? dt_conv2d_winograd_backward(l, x, y, dy, dx, batch)
-                   : dt_conv2d_cpu_backward(l, x, y, dy, dx, batch);
+               : l->nhwc ? dt_conv2d_nhwc_backward(l, x, y, dy, dx, batch)
+                         : dt_conv2d_cpu_backward(l, x, y, dy, dx, batch);
     dt_conv_geom_t g = geom(l, batch);
     const dt_cuda_backend_t *cu = dt_cuda_backend_loaded();
     if (use_cudnn(l))

@@ -39,6 +39,10 @@
  * windows, so with l->fused == 2 the output transform pools directly
  * (bias, relu, max, argmax) and the conv's output plane is never
  * written; with l->fused == 1 the relu is applied on the way out.
+ * In an NHWC model (layer.h) x, y, dy and dx are channels innermost
+ * already: the tiles read and write them in place (the *_nhwc functions;
+ * a border tile through a small zero-padded patch), with no padded or
+ * grid plane and no transposes.
  * Samples go in groups of about GROUP_TILES tiles: products wide enough
  * for OpenBLAS to run near peak, buffers small enough to stay in cache. */
 #include "config.h"
@@ -71,6 +75,8 @@ typedef struct wino_shape {
     int group;           /* samples per group                           */
     int m, nxi;          /* outputs per tile side (2 or 4), points of a
                           * transformed tile ((m + 2)^2: 16 or 36)      */
+    int nhwc;            /* x, y, dy, dx channels innermost (layer.h):
+                          * the *_nhwc functions below                  */
 } wino_shape_t;
 
 int dt_conv2d_winograd_applies(const dt_layer_t *l)
@@ -108,6 +114,7 @@ static wino_shape_t shape_of(const dt_layer_t *l, int batch)
     s.wp = s.m * s.tw + 2;
     /* GROUP_TILES counts F(2x2) tiles: F(4x4)'s cover 4 times the
      * pixels */
+    s.nhwc = l->nhwc;
     s.group = GROUP_TILES * 4 / (s.m * s.m) / s.tiles;
     if (s.group > batch)
         s.group = batch;
@@ -124,6 +131,13 @@ static size_t tmp_floats(const wino_shape_t *s)
     return (size_t)s->m * s->m * s->tiles * s->o;
 }
 
+/* NHWC: one tile's input patch ((m + 2)^2 pixels) or output block (m^2)
+ * of in or out channels (the *_nhwc functions below) */
+static size_t patch_floats(const wino_shape_t *s)
+{
+    return (size_t)s->nxi * (s->c > s->o ? s->c : s->o);
+}
+
 size_t dt_conv2d_winograd_scratch(const dt_layer_t *l, int batch)
 {
     wino_shape_t s = shape_of(l, batch);
@@ -131,7 +145,7 @@ size_t dt_conv2d_winograd_scratch(const dt_layer_t *l, int batch)
     /* U, dU; V, Z (also forward's M), dV; one padded plane */
     return (size_t)2 * s.nxi * s.o * s.c +
            (size_t)s.nxi * t * (2 * (size_t)s.c + s.o) +
-           (size_t)s.hp * s.wp * s.c + tmp_floats(&s);
+           (size_t)s.hp * s.wp * s.c + tmp_floats(&s) + patch_floats(&s);
 }
 
 /* U[xi][o][c] = (G g G^T)[xi] for every 3x3 filter g = w[o][c]. */
@@ -977,8 +991,185 @@ static void dy_tiles(const dt_layer_t *l, const wino_shape_t *s,
         }
 }
 
+/* ---- NHWC: the tiles read x, dy and write y, dx where they lie ------
+ * In an NHWC model (s->nhwc) a tile's pixels are already channels
+ * innermost in x itself, so the transforms read and write the layer's
+ * buffers directly (pixels c floats apart, rows w c): no padded plane
+ * and no grid plane, whose copies were whole extra passes over
+ * activations that no longer sit in cache. A tile over the border (or
+ * past the image: the grid is rounded up to whole tiles) goes through
+ * a small zero-padded patch instead. */
+
+/* Does the span x span block at (y0, x0) lie inside an h x w plane? */
+static int block_inside(int y0, int x0, int span, int h, int w)
+{
+    return y0 >= 0 && x0 >= 0 && y0 + span <= h && x0 + span <= w;
+}
+
+/* The columns [*qa, *qb) of a span-wide block at x0 that lie on a plane
+ * w wide. */
+static void block_cols(int x0, int span, int w, int *qa, int *qb)
+{
+    *qa = x0 < 0 ? -x0 : 0;
+    *qb = x0 + span > w ? w - x0 : span;
+    if (*qb < *qa)
+        *qb = *qa;
+}
+
+/* patch = the span x span pixels at (y0, x0) of plane (h x w, c
+ * channels innermost), 0 off the plane; relu_y: masked where it is <= 0
+ * (the fused relu's dy). Each row's pixels on the plane are one run. */
+static void gather_block(const float *restrict plane,
+                         const float *restrict relu_y, int h, int w, int c,
+                         int y0, int x0, int span, float *restrict patch)
+{
+    int qa, qb;
+    block_cols(x0, span, w, &qa, &qb);
+    size_t prow = (size_t)span * c, lo = (size_t)qa * c,
+           n = (size_t)(qb - qa) * c;
+    for (int r = 0; r < span; r++) {
+        int y = y0 + r;
+        float *restrict d = patch + r * prow;
+        if (y < 0 || y >= h || n == 0) {
+            memset(d, 0, prow * sizeof *d);
+            continue;
+        }
+        memset(d, 0, lo * sizeof *d);
+        memset(d + lo + n, 0, (prow - lo - n) * sizeof *d);
+        size_t at = ((size_t)y * w + x0 + qa) * c;
+        if (!relu_y) {
+            memcpy(d + lo, plane + at, n * sizeof *d);
+            continue;
+        }
+        for (size_t k = 0; k < n; k++) {
+            float v = plane[at + k];
+            d[lo + k] = relu_y[at + k] > 0.0f ? v : 0.0f;
+        }
+    }
+}
+
+/* plane (h x w) += (add) or = the patch's pixels on it */
+static void put_block(const float *restrict patch, float *restrict plane,
+                      int h, int w, int c, int y0, int x0, int span, int add)
+{
+    int qa, qb;
+    block_cols(x0, span, w, &qa, &qb);
+    size_t n = (size_t)(qb - qa) * c;
+    for (int r = 0; r < span; r++) {
+        int y = y0 + r;
+        if (y < 0 || y >= h || n == 0)
+            continue;
+        float *restrict d = plane + ((size_t)y * w + x0 + qa) * c;
+        const float *restrict p = patch + ((size_t)r * span + qa) * c;
+        if (add)
+            for (size_t k = 0; k < n; k++)
+                d[k] += p[k];
+        else
+            memcpy(d, p, n * sizeof *d);
+    }
+}
+
+/* v[t][xi][c] for each tile of one NHWC sample x */
+static void input_tiles_nhwc(const wino_shape_t *s, const float *x,
+                             float *v, float *patch)
+{
+    int span = s->m + 2;
+    size_t C = (size_t)s->c, row = (size_t)s->w * C;
+    for (int ty = 0; ty < s->th; ty++)
+        for (int tx = 0; tx < s->tw; tx++) {
+            int y0 = s->m * ty - s->pad, x0 = s->m * tx - s->pad;
+            float *vt = v + (size_t)(ty * s->tw + tx) * s->nxi * C;
+            const float *d = patch;
+            size_t rd = span * C;
+            if (block_inside(y0, x0, span, s->h, s->w))
+                d = x + y0 * row + x0 * C, rd = row;
+            else
+                gather_block(x, NULL, s->h, s->w, s->c, y0, x0, span,
+                             patch);
+            if (s->m == 4)
+                input_tile4(d, C, rd, vt, s->c);
+            else
+                input_tile(d, C, rd, vt, s->c);
+        }
+}
+
+/* dx (one NHWC sample) = sum over tiles of B dV B^T */
+static void scatter_tiles_nhwc(const wino_shape_t *s, const float *dv,
+                               float *dx, float *patch)
+{
+    int span = s->m + 2;
+    size_t C = (size_t)s->c, row = (size_t)s->w * C;
+    memset(dx, 0, (size_t)s->h * row * sizeof *dx);
+    for (int ty = 0; ty < s->th; ty++)
+        for (int tx = 0; tx < s->tw; tx++) {
+            int y0 = s->m * ty - s->pad, x0 = s->m * tx - s->pad;
+            const float *xt = dv + (size_t)(ty * s->tw + tx) * s->nxi * C;
+            int inside = block_inside(y0, x0, span, s->h, s->w);
+            float *d = inside ? dx + y0 * row + x0 * C : patch;
+            size_t rd = inside ? row : span * C;
+            if (!inside)
+                memset(patch, 0, (size_t)span * span * C * sizeof *patch);
+            if (s->m == 4)
+                scatter_tile4(xt, d, C, rd, s->c);
+            else
+                scatter_tile(xt, d, C, rd, s->c);
+            if (!inside)
+                put_block(patch, dx, s->h, s->w, s->c, y0, x0, span, 1);
+        }
+}
+
+/* y (one NHWC sample) from M, bias and the fused relu; tiles past the
+ * output (the grid rounded up) through the patch */
+static void output_tiles_nhwc(const dt_layer_t *l, const wino_shape_t *s,
+                              const float *m, float *y, float *patch)
+{
+    int n = s->o, mm = s->m;
+    size_t row = (size_t)s->ow * n;
+    for (int ty = 0; ty < s->th; ty++)
+        for (int tx = 0; tx < s->tw; tx++) {
+            const float *mt = m + (size_t)(ty * s->tw + tx) * s->nxi * n;
+            int inside = block_inside(mm * ty, mm * tx, mm, s->oh, s->ow);
+            float *out = inside ? y + mm * (ty * row + (size_t)tx * n)
+                                : patch;
+            size_t ro = inside ? row : (size_t)mm * n;
+            if (mm == 4)
+                output_tile4(mt, l->b, l->fused != 0, out, ro, n);
+            else
+                output_tile(mt, l->b, l->fused != 0, out, ro, n);
+            if (!inside)
+                put_block(patch, y, s->oh, s->ow, n, mm * ty, mm * tx, mm,
+                          0);
+        }
+}
+
+/* z[t][xi][o] for one NHWC sample's dy (masked where relu_y <= 0 with
+ * the relu fused); db += its sums */
+static void dy_tiles_nhwc(const wino_shape_t *s, const float *relu_y,
+                          const float *dy, float *z, float *db,
+                          float *patch)
+{
+    int n = s->o, mm = s->m;
+    size_t row = (size_t)s->ow * n;
+    for (int ty = 0; ty < s->th; ty++)
+        for (int tx = 0; tx < s->tw; tx++) {
+            float *zt = z + (size_t)(ty * s->tw + tx) * s->nxi * n;
+            const float *g = patch;
+            size_t rg = (size_t)mm * n;
+            if (!relu_y &&
+                block_inside(mm * ty, mm * tx, mm, s->oh, s->ow))
+                g = dy + mm * (ty * row + (size_t)tx * n), rg = row;
+            else
+                gather_block(dy, relu_y, s->oh, s->ow, n, mm * ty, mm * tx,
+                             mm, patch);
+            if (mm == 4)
+                dy_tile4(g, rg, zt, db, n);
+            else
+                dy_tile(g, rg, zt, db, n);
+        }
+}
+
 typedef struct wino_bufs {
-    float *u, *du, *v, *z, *dv, *plane, *tmp;
+    float *u, *du, *v, *z, *dv, *plane, *tmp, *patch;
 } wino_bufs_t;
 
 static wino_bufs_t bufs_of(const dt_layer_t *l, const wino_shape_t *s)
@@ -993,6 +1184,7 @@ static wino_bufs_t bufs_of(const dt_layer_t *l, const wino_shape_t *s)
     b.dv = b.z + s->nxi * t * s->o;
     b.plane = b.dv + s->nxi * t * s->c;
     b.tmp = b.plane + (size_t)s->hp * s->wp * s->c; /* tmp_floats() */
+    b.patch = b.tmp + tmp_floats(s);
     return b;
 }
 
@@ -1002,6 +1194,12 @@ static void group_input(const dt_layer_t *l, const wino_shape_t *s,
 {
     size_t in_len = dt_layer_in_size(l);
     for (int bl = 0; bl < n; bl++) {
+        if (s->nhwc) {
+            input_tiles_nhwc(s, x + (size_t)(b0 + bl) * in_len,
+                             b->v + (size_t)bl * s->tiles * s->nxi * s->c,
+                             b->patch);
+            continue;
+        }
         pad_plane(s, x + (size_t)(b0 + bl) * in_len, b->plane);
         input_tiles(s, b->plane,
                     b->v + (size_t)bl * s->tiles * s->nxi * s->c);
@@ -1031,6 +1229,12 @@ dt_status_t dt_conv2d_winograd_forward(dt_layer_t *l, const float *x,
         for (int bl = 0; bl < n; bl++) {
             size_t at = (size_t)(b0 + bl) * s.o * plane_out;
             int *arg = s.pooled ? (int *)(void *)l[2].scratch + at : NULL;
+            if (s.nhwc) {
+                output_tiles_nhwc(l, &s,
+                                  b.z + (size_t)bl * s.tiles * s.nxi * s.o,
+                                  y + at, b.patch);
+                continue;
+            }
             output_tiles(l, &s, b.z + (size_t)bl * s.tiles * s.nxi * s.o,
                          y + at, arg, b.tmp);
         }
@@ -1060,6 +1264,12 @@ dt_status_t dt_conv2d_winograd_backward(dt_layer_t *l, const float *x,
             const int *arg =
                 s.pooled ? (const int *)(const void *)l[2].scratch + at
                          : NULL;
+            if (s.nhwc) {
+                dy_tiles_nhwc(&s, l->fused ? y + at : NULL, dy + at,
+                              b.z + (size_t)bl * s.tiles * s.nxi * s.o,
+                              l->db, b.patch);
+                continue;
+            }
             dy_tiles(l, &s, y + at, dy + at, arg,
                      b.z + (size_t)bl * s.tiles * s.nxi * s.o, l->db, b.tmp);
         }
@@ -1078,6 +1288,12 @@ dt_status_t dt_conv2d_winograd_backward(dt_layer_t *l, const float *x,
                              b.u + xi * uc, s.c, 0.0f,
                              b.dv + (size_t)xi * s.c, s.nxi * s.c));
         for (int bl = 0; bl < n; bl++) {
+            if (s.nhwc) {
+                scatter_tiles_nhwc(&s,
+                                   b.dv + (size_t)bl * s.tiles * s.nxi * s.c,
+                                   dx + (size_t)(b0 + bl) * in_len, b.patch);
+                continue;
+            }
             scatter_tiles(&s, b.dv + (size_t)bl * s.tiles * s.nxi * s.c,
                           b.plane);
             unpad_plane(&s, b.plane, dx + (size_t)(b0 + bl) * in_len);

@@ -1,8 +1,11 @@
 /* flatten.c — (c, h, w) -> (c*h*w): the data is already in that order,
- * so forward and backward are copies. */
+ * so forward and backward are copies; from an NHWC model's (h, w, c)
+ * (layer.h) transposes, so the features (and the next linear layer's
+ * weights) keep NCHW order in both layouts. */
 #include "config.h"
 
 #include "layer.h"
+#include "model.h"
 
 static dt_status_t flatten_setup(dt_layer_t *l, char *why, size_t why_len)
 {
@@ -13,9 +16,19 @@ static dt_status_t flatten_setup(dt_layer_t *l, char *why, size_t why_len)
 
 static size_t flatten_scratch(const dt_layer_t *l, int batch) { return 0; }
 
+/* an NHWC input with more than one pixel: not in NCHW order */
+static int transposes(const dt_layer_t *l)
+{
+    return l->nhwc && l->in_h * l->in_w > 1 && l->in_c > 1;
+}
+
 static dt_status_t flatten_forward(dt_layer_t *l, const float *x, float *y,
                                    int batch, int train)
 {
+    if (transposes(l)) {
+        dt_nhwc_to_nchw(x, y, batch, l->in_c, l->in_h * l->in_w);
+        return DT_OK;
+    }
     return dt_device_copy(l->dev, y, l->dev->mem, x, l->dev->mem,
                           (size_t)batch * dt_layer_in_size(l) * sizeof *x);
 }
@@ -26,6 +39,10 @@ static dt_status_t flatten_backward(dt_layer_t *l, const float *x,
 {
     if (!dx)
         return DT_OK;
+    if (transposes(l)) {
+        dt_nchw_to_nhwc(dy, dx, batch, l->in_c, l->in_h * l->in_w);
+        return DT_OK;
+    }
     return dt_device_copy(l->dev, dx, l->dev->mem, dy, l->dev->mem,
                           (size_t)batch * dt_layer_in_size(l) * sizeof *dy);
 }

@@ -76,6 +76,11 @@ struct dt_layer {
      * dt_model_init from the model's conv algorithm and the layer's
      * shape. */
     int winograd;
+    /* cpu: this layer's input and output (and their gradients) hold
+     * each sample channels innermost, [h][w][c] (NHWC), instead of
+     * [c][h][w]. The same for every layer of a model; set by
+     * dt_model_init (model_layout.c). */
+    int nhwc;
     const uint64_t *rng_seed, *rng_counter; /* the model's (dropout)     */
     /* batchnorm with synchronized statistics (dt_model_set_sync_bn): sums
      * these doubles over every data-parallel rank; NULL: this rank's

@@ -134,6 +134,30 @@ dt_status_t dt_model_set_conv_algo(dt_model_t *m, dt_conv_algo_t algo)
     free_buffers(m); /* the scratch sizes change */
     m->trained = 0;  /* and the last forward's activations are gone */
     dt_model_pick_conv(m);
+    return dt_model_pick_layout(m);
+}
+
+dt_status_t dt_model_set_layout(dt_model_t *m, dt_layout_t layout)
+{
+    if (layout != DT_LAYOUT_AUTO && layout != DT_LAYOUT_NCHW &&
+        layout != DT_LAYOUT_NHWC) {
+        dt_error("dt_model_set_layout: unknown layout %d", (int)layout);
+        return DT_ERR_INVALID;
+    }
+    dt_layout_t was = m->layout;
+    m->layout = layout;
+    if (!m->dev)
+        return DT_OK; /* dt_model_init picks */
+    int nhwc = m->nhwc;
+    dt_status_t st = dt_model_pick_layout(m);
+    if (st != DT_OK) {
+        m->layout = was;
+        return st;
+    }
+    if (m->nhwc != nhwc) {
+        free_buffers(m); /* the convs' scratch sizes change */
+        m->trained = 0;  /* and the last forward's activations are gone */
+    }
     return DT_OK;
 }
 
@@ -183,8 +207,11 @@ dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
      * batches are, dt_pipeline_opts_t.pin) a DMA. The caller may reuse x
      * and labels once forward returns: the loss read-back below waits for
      * the stream, and without labels forward waits at its end. */
-    DT_CHECK(dt_device_copy_async(m->dev, m->acts[0], x,
-                                  (size_t)batch * in * sizeof *x, NULL));
+    if (m->nhwc && m->in_c > 1) /* cpu: the input comes as NCHW */
+        dt_nchw_to_nhwc(x, m->acts[0], batch, m->in_c, m->in_h * m->in_w);
+    else
+        DT_CHECK(dt_device_copy_async(m->dev, m->acts[0], x,
+                                      (size_t)batch * in * sizeof *x, NULL));
     if (labels)
         DT_CHECK(dt_device_copy_async(m->dev, m->labels, labels,
                                       (size_t)batch * sizeof *labels, NULL));

@@ -31,6 +31,8 @@ struct dt_model {
     dt_tensor_t output;
     uint64_t rng_seed, rng_counter;
     dt_conv_algo_t conv_algo;
+    dt_layout_t layout;   /* as asked (dt_model_set_layout)             */
+    int nhwc;             /* as run: cpu activations channels innermost  */
     float label_smoothing;
     float loss_scale;     /* dt_model_set_loss_scale (1: off)            */
     /* Non-trainable state (batchnorm running statistics), nbuffers floats
@@ -62,5 +64,13 @@ int dt_model_first_backward(const dt_model_t *m);
 
 /* Mark the cpu convs that run by Winograd under m->conv_algo (model_init.c). */
 void dt_model_pick_conv(dt_model_t *m);
+
+/* Set every layer's nhwc from m->layout, the device and the layers
+ * (model_layout.c); DT_ERR_UNSUPPORTED, naming the layer, when NHWC was
+ * asked for and a layer has no NHWC form. */
+dt_status_t dt_model_pick_layout(dt_model_t *m);
+/* Per sample (c x plane) <-> (plane x c), on the host. */
+void dt_nchw_to_nhwc(const float *x, float *y, int batch, int c, int plane);
+void dt_nhwc_to_nchw(const float *x, float *y, int batch, int c, int plane);
 
 #endif /* DT_NN_MODEL_H */

@@ -209,8 +209,10 @@ dt_status_t dt_model_init(dt_model_t *m, dt_device_t *dev, uint64_t seed)
     else
         relu_in_place(m);
     dt_model_pick_conv(m);
-    dt_status_t st = dt_device_copy(dev, m->params, dev->mem, host,
-                                    DT_MEM_HOST, bytes);
+    dt_status_t st = dt_model_pick_layout(m);
+    if (st == DT_OK)
+        st = dt_device_copy(dev, m->params, dev->mem, host, DT_MEM_HOST,
+                            bytes);
     free(host);
     m->rng_seed = seed;
     m->rng_counter = 0;

@@ -391,9 +391,11 @@ static dt_status_t pin_batches(dt_trainer_t *t)
 
 static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
 {
-    const char *device = "auto", *layers = NULL, *conv = "auto";
+    const char *device = "auto", *layers = NULL, *conv = "auto",
+               *layout_name = "auto";
     long long threads = 1;
     dt_conv_algo_t conv_algo;
+    dt_layout_t layout;
     DT_CHECK(dt_config_get_string(cfg, "train", "device", &device));
     DT_CHECK(dt_config_get_int(cfg, "train", "threads", &threads));
     if (threads < 1) {
@@ -414,6 +416,12 @@ static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
                  origin(cfg, "model", "conv_algo"), conv);
         return DT_ERR_CONFIG;
     }
+    DT_CHECK(dt_config_get_string(cfg, "model", "layout", &layout_name));
+    if (dt_layout_parse(layout_name, &layout) != DT_OK) {
+        dt_error("%s: [model] layout = '%s': use auto, nchw or nhwc",
+                 origin(cfg, "model", "layout"), layout_name);
+        return DT_ERR_CONFIG;
+    }
     DT_CHECK(dt_device_open(device, t->local_rank, (int)threads, &t->dev));
     DT_CHECK(setup_precision(cfg, t));
     DT_CHECK(dt_model_parse(layers, origin(cfg, "model", "layers"),
@@ -421,6 +429,7 @@ static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
                             t->train.width, t->train.nclasses, &t->model,
                             NULL));
     DT_CHECK(dt_model_set_conv_algo(t->model, conv_algo));
+    DT_CHECK(dt_model_set_layout(t->model, layout));
     double smoothing = 0.0;
     DT_CHECK(dt_config_get_double(cfg, "train", "label_smoothing",
                                   &smoothing));

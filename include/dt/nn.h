@@ -176,6 +176,32 @@ dt_status_t dt_model_set_conv_algo(dt_model_t *m, dt_conv_algo_t algo);
  * otherwise. */
 dt_status_t dt_conv_algo_parse(const char *name, dt_conv_algo_t *algo);
 
+/* How the cpu lays out a sample's activations between layers:
+ *   DT_LAYOUT_AUTO  channels innermost (NHWC) when every layer of the
+ *                   model runs so (conv without a fused max pool,
+ *                   batchnorm, relu, add, gap, flatten, linear; dropout
+ *                   on flat vectors), NCHW otherwise (the default)
+ *   DT_LAYOUT_NCHW  each channel's plane contiguous, as the input comes
+ *   DT_LAYOUT_NHWC  channels innermost: Winograd's transforms and
+ *                   im2col read contiguous channels and no layer
+ *                   transposes (measured: docs/PERFORMANCE.md#layout);
+ *                   refused, naming the layer, where one cannot
+ * Inputs, logits, parameters, gradients and checkpoints are the same in
+ * both (the model transposes a multi-channel input itself; flatten
+ * gives NCHW order); results agree up to float rounding. CUDA is always
+ * NCHW. Called like dt_model_set_conv_algo (before or after
+ * dt_model_init). */
+typedef enum dt_layout {
+    DT_LAYOUT_AUTO = 0,
+    DT_LAYOUT_NCHW,
+    DT_LAYOUT_NHWC
+} dt_layout_t;
+dt_status_t dt_model_set_layout(dt_model_t *m, dt_layout_t layout);
+/* Parse "auto", "nchw" or "nhwc"; DT_ERR_INVALID otherwise. */
+dt_status_t dt_layout_parse(const char *name, dt_layout_t *layout);
+/* The layout the model runs in now (after dt_model_init): NCHW or NHWC. */
+dt_layout_t dt_model_layout(const dt_model_t *m);
+
 /* The flat parameter and gradient buffers (device memory) and their
  * length in floats. Stay valid until dt_model_free. */
 dt_status_t dt_model_params(dt_model_t *m, float **params, float **grads,
