@@ -3,9 +3,10 @@
  * CPU against the CPU layers: the smoothed softmax cross-entropy's loss
  * rows and gradient must be the CPU's bit for bit (the same operations in
  * the same order); the bf16 rounding of the cuDNN copies under precision
- * = bf16 against the nearest bf16, ties to even. The residual add has no kernel of dt's own (cuBLAS
- * saxpy; its backward is a copy), so nothing of it is here. Needs no GPU
- * and no CUDA. */
+ * = bf16 against the nearest bf16, ties to even; sync_bn's per-channel
+ * statistics and coefficients against their definitions. The residual
+ * add has no kernel of dt's own (cuBLAS saxpy; its backward is a copy),
+ * so nothing of it is here. Needs no GPU and no CUDA. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -117,6 +118,44 @@ static void test_bf16_rounding(void **state)
     assert_true(checked > 190000);
 }
 
+/* sync_bn's per-channel arithmetic against the definitions, in double:
+ * the batch statistics from the sums S, Q over M values (biased variance
+ * for normalizing, unbiased for the running one), dgamma = sum g xhat,
+ * and dx = gamma invstd (g - mean g - xhat mean(g xhat)) through
+ * dt_elem_bn_dx's folded coefficients. */
+static void test_bn_channel(void **state)
+{
+    enum { M = 37 };
+    double x[M], g[M], S = 0, Q = 0, sg = 0, sgx = 0;
+    for (int i = 0; i < M; i++) {
+        x[i] = 3.0 + sin(1.7 * i) * 2.5;
+        g[i] = cos(0.9 * i) - 0.2;
+        S += x[i], Q += x[i] * x[i], sg += g[i], sgx += g[i] * x[i];
+    }
+    double mu = S / M, var = 0;
+    for (int i = 0; i < M; i++)
+        var += (x[i] - mu) * (x[i] - mu) / M;
+    float mean, invstd, rmean = 0.5f, rvar = 2.0f;
+    double eps = 1e-5, mom = 0.1;
+    dt_elem_bn_stats(S, Q, M, eps, mom, &mean, &invstd, &rmean, &rvar);
+    assert_float_equal(mean, mu, 1e-6);
+    assert_float_equal(invstd, 1.0 / sqrt(var + eps), 1e-5 * invstd);
+    assert_float_equal(rmean, 0.9 * 0.5 + 0.1 * mu, 1e-6);
+    assert_float_equal(rvar, 0.9 * 2.0 + 0.1 * var * M / (M - 1), 1e-5);
+    double gxhat = dt_elem_bn_gxhat(sg, sgx, mean, invstd), want = 0;
+    for (int i = 0; i < M; i++)
+        want += g[i] * (x[i] - mean) * invstd;
+    assert_float_equal(gxhat, want, 1e-5);
+    float gamma = 1.3f, k, b, off;
+    dt_elem_bn_dx_coef(sg, gxhat, M, mean, invstd, gamma, &k, &b, &off);
+    for (int i = 0; i < M; i++) {
+        double xh = (x[i] - mean) * invstd;
+        double dx = gamma * invstd * (g[i] - sg / M - xh * gxhat / M);
+        float got = dt_elem_bn_dx((float)g[i], (float)x[i], k, b, off);
+        assert_float_equal(got, dx, 1e-5);
+    }
+}
+
 static void test_xent_plain(void **state) { check_eps(0.0f); }
 static void test_xent_smoothed(void **state) { check_eps(0.1f); }
 static void test_xent_heavy(void **state) { check_eps(0.5f); }
@@ -125,6 +164,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bf16_rounding),
+        cmocka_unit_test(test_bn_channel),
         cmocka_unit_test(test_xent_plain),
         cmocka_unit_test(test_xent_smoothed),
         cmocka_unit_test(test_xent_heavy),

@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-#define DT_CUDA_BACKEND_ABI 3
+#define DT_CUDA_BACKEND_ABI 4
 #define DT_CUDA_BACKEND_SYMBOL "dt_cuda_backend_v1"
 /* Not dt_<kind>_<name>.so, so the plugin scan never lists it. */
 #define DT_CUDA_BACKEND_FILE "dt-cuda-backend.so"
@@ -249,6 +249,26 @@ typedef struct dt_cuda_backend {
     dt_status_t (*bn_dx)(dt_device_t *dev, int n, int c, int hw,
                          const float *dy, const float *x, const float *k,
                          const float *b, const float *off, float *dx);
+
+    /* ---- ABI 4: sync_bn's per-channel arithmetic on the device
+     * (elem_math.h dt_elem_bn_*), one thread per channel; sums: 2c
+     * doubles (device), the count M at [2c] where used. --------------- */
+    /* From the global S, Q and M: mean, invstd; rmean, rvar moved by
+     * momentum mom (in place); the apply coefficients s = gamma invstd,
+     * t = beta - mean s. */
+    dt_status_t (*bn_stats)(dt_device_t *dev, int c, const double *sums,
+                            double eps, double mom, const float *gamma,
+                            const float *beta, float *mean, float *invstd,
+                            float *rmean, float *rvar, float *s, float *t);
+    /* From this rank's sum g and sum g x: dgamma, dbeta. */
+    dt_status_t (*bn_grads)(dt_device_t *dev, int c, const double *sums,
+                            const float *mean, const float *invstd,
+                            float *dgamma, float *dbeta);
+    /* From the global sums and M: bn_dx's k, b, off. */
+    dt_status_t (*bn_dx_coef)(dt_device_t *dev, int c, const double *sums,
+                              const float *mean, const float *invstd,
+                              const float *gamma, float *k, float *b,
+                              float *off);
 } dt_cuda_backend_t;
 
 /* ---- libdt's side (core/nn/cuda_*.c), for libdt and the tests; plugins

@@ -7,8 +7,11 @@
  * Backward) and exposes neither the sums to allreduce nor a way to give
  * it global ones for the backward pass; PyTorch's SyncBatchNorm has CUDA
  * kernels of its own for the same reason. The per-element arithmetic is
- * in elem_math.h (dt_elem_bn_apply, dt_elem_bn_dx), shared with the CPU
- * layer; the sums accumulate in double, as the CPU's do. */
+ * in elem_math.h (dt_elem_bn_apply, dt_elem_bn_dx, and per channel
+ * dt_elem_bn_stats, dt_elem_bn_gxhat, dt_elem_bn_dx_coef), shared with
+ * the CPU layer; the sums accumulate in double, as the CPU's do. The
+ * per-channel kernels (one thread a channel) keep everything but the
+ * allreduce on the device: the host sees the sums only. */
 #include <math.h>
 
 #include "cuda/elem_math.h"
@@ -96,4 +99,86 @@ dt_status_t dt_cuda_bn_dx(dt_device_t *dev, int n, int c, int hw,
     bn_dx_kernel<<<dt_cuda_blocks(len), DT_CUDA_THREADS, 0,
                    dt_cuda_stream(dev)>>>(dy, x, k, b, off, c, hw, len, dx);
     return dt_cuda_launched(dev, "bn_dx");
+}
+
+#define BN_COEF_THREADS 128
+
+static int coef_blocks(int c)
+{
+    return (c + BN_COEF_THREADS - 1) / BN_COEF_THREADS;
+}
+
+static __global__ void bn_stats_kernel(const double *sums, int C, double eps,
+                                       double mom, const float *gamma,
+                                       const float *beta, float *mean,
+                                       float *invstd, float *rmean,
+                                       float *rvar, float *s, float *t)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C)
+        return;
+    dt_elem_bn_stats(sums[c], sums[C + c], sums[2 * C], eps, mom, &mean[c],
+                     &invstd[c], &rmean[c], &rvar[c]);
+    s[c] = gamma[c] * invstd[c];
+    t[c] = beta[c] - mean[c] * s[c];
+}
+
+static __global__ void bn_grads_kernel(const double *sums, int C,
+                                       const float *mean,
+                                       const float *invstd, float *dgamma,
+                                       float *dbeta)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C)
+        return;
+    dgamma[c] = (float)dt_elem_bn_gxhat(sums[c], sums[C + c], mean[c],
+                                        invstd[c]);
+    dbeta[c] = (float)sums[c];
+}
+
+static __global__ void bn_dx_coef_kernel(const double *sums, int C,
+                                         const float *mean,
+                                         const float *invstd,
+                                         const float *gamma, float *k,
+                                         float *b, float *off)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C)
+        return;
+    double gx = dt_elem_bn_gxhat(sums[c], sums[C + c], mean[c], invstd[c]);
+    dt_elem_bn_dx_coef(sums[c], gx, sums[2 * C], mean[c], invstd[c],
+                       gamma[c], &k[c], &b[c], &off[c]);
+}
+
+dt_status_t dt_cuda_bn_stats(dt_device_t *dev, int c, const double *sums,
+                             double eps, double mom, const float *gamma,
+                             const float *beta, float *mean, float *invstd,
+                             float *rmean, float *rvar, float *s, float *t)
+{
+    bn_stats_kernel<<<coef_blocks(c), BN_COEF_THREADS, 0,
+                      dt_cuda_stream(dev)>>>(sums, c, eps, mom, gamma, beta,
+                                             mean, invstd, rmean, rvar, s,
+                                             t);
+    return dt_cuda_launched(dev, "bn_stats");
+}
+
+dt_status_t dt_cuda_bn_grads(dt_device_t *dev, int c, const double *sums,
+                             const float *mean, const float *invstd,
+                             float *dgamma, float *dbeta)
+{
+    bn_grads_kernel<<<coef_blocks(c), BN_COEF_THREADS, 0,
+                      dt_cuda_stream(dev)>>>(sums, c, mean, invstd, dgamma,
+                                             dbeta);
+    return dt_cuda_launched(dev, "bn_grads");
+}
+
+dt_status_t dt_cuda_bn_dx_coef(dt_device_t *dev, int c, const double *sums,
+                               const float *mean, const float *invstd,
+                               const float *gamma, float *k, float *b,
+                               float *off)
+{
+    bn_dx_coef_kernel<<<coef_blocks(c), BN_COEF_THREADS, 0,
+                        dt_cuda_stream(dev)>>>(sums, c, mean, invstd, gamma,
+                                               k, b, off);
+    return dt_cuda_launched(dev, "bn_dx_coef");
 }

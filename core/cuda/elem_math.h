@@ -13,6 +13,7 @@
 #define DT_HD __host__ __device__
 #else
 #define DT_HD
+#include <math.h>
 #endif
 
 /* Softmax cross-entropy with label smoothing eps over k classes: the
@@ -67,6 +68,49 @@ static inline DT_HD float dt_elem_bn_dx(float g, float x, float k, float b,
                                         float off)
 {
     return k * (g - x * b + off);
+}
+
+/* sync_bn's per-channel arithmetic (the CPU layer, core/nn/batchnorm.c,
+ * and the CUDA kernels of core/cuda/bn_sync.cu both call these). */
+
+/* Forward, from the global sums S = sum x and Q = sum x^2 over M
+ * values: the batch mean and invstd; the running mean and variance (in
+ * and out) moved by momentum mom toward the batch's, the variance
+ * unbiased (M / (M - 1)) as PyTorch keeps it. */
+static inline DT_HD void dt_elem_bn_stats(double S, double Q, double M,
+                                          double eps, double mom,
+                                          float *mean, float *invstd,
+                                          float *rmean, float *rvar)
+{
+    double md = S / M, var = Q / M - md * md;
+    if (var < 0.0)
+        var = 0.0;
+    *mean = (float)md;
+    *invstd = (float)(1.0 / sqrt(var + eps));
+    double unbiased = M > 1 ? var * M / (M - 1) : var;
+    *rmean = (float)((1.0 - mom) * *rmean + mom * *mean);
+    *rvar = (float)((1.0 - mom) * *rvar + mom * unbiased);
+}
+
+/* sum g xhat = invstd (sum g x - mean sum g): dgamma, from acc = sum g
+ * and accx = sum g x */
+static inline DT_HD double dt_elem_bn_gxhat(double acc, double accx,
+                                            float mean, float invstd)
+{
+    return invstd * (accx - mean * acc);
+}
+
+/* dt_elem_bn_dx's k, b, off for one channel, from the sums over M values
+ * (gxhat: dt_elem_bn_gxhat of the same sums) */
+static inline DT_HD void dt_elem_bn_dx_coef(double acc, double gxhat,
+                                            double M, float mean,
+                                            float invstd, float gamma,
+                                            float *k, float *b, float *off)
+{
+    float a = (float)(acc / M);
+    *k = gamma * invstd;
+    *b = (float)((float)gxhat / M) * invstd;
+    *off = -a + mean * *b;
 }
 
 /* float32 <-> bfloat16 (the upper 16 bits), round to nearest even; a NaN

@@ -142,6 +142,17 @@ dt_status_t dt_cuda_bn_apply(dt_device_t *dev, int n, int c, int hw,
 dt_status_t dt_cuda_bn_dx(dt_device_t *dev, int n, int c, int hw,
                           const float *dy, const float *x, const float *k,
                           const float *b, const float *off, float *dx);
+dt_status_t dt_cuda_bn_stats(dt_device_t *dev, int c, const double *sums,
+                             double eps, double mom, const float *gamma,
+                             const float *beta, float *mean, float *invstd,
+                             float *rmean, float *rvar, float *s, float *t);
+dt_status_t dt_cuda_bn_grads(dt_device_t *dev, int c, const double *sums,
+                             const float *mean, const float *invstd,
+                             float *dgamma, float *dbeta);
+dt_status_t dt_cuda_bn_dx_coef(dt_device_t *dev, int c, const double *sums,
+                               const float *mean, const float *invstd,
+                               const float *gamma, float *k, float *b,
+                               float *off);
 
 /* [train] precision and loss scaling (precision.c). */
 dt_status_t dt_cuda_set_precision(dt_device_t *dev, int precision);

@@ -89,4 +89,7 @@ __attribute__((visibility("default"))) const dt_cuda_backend_t
         .bn_sums = dt_cuda_bn_sums,
         .bn_apply = dt_cuda_bn_apply,
         .bn_dx = dt_cuda_bn_dx,
+        .bn_stats = dt_cuda_bn_stats,
+        .bn_grads = dt_cuda_bn_grads,
+        .bn_dx_coef = dt_cuda_bn_dx_coef,
 };

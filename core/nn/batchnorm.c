@@ -50,11 +50,10 @@
  * flat input, the running statistics updated in place in l->buf on the
  * device, the batch mean and invstd kept in the scratch for backward.
  * sync_bn on CUDA (bn_forward_sync_cuda, bn_backward_sync_cuda): the same
- * sums and arithmetic as here, the sums by the backend's bn_sums kernel
- * (in double, device to host), the allreduce and the per-channel
- * coefficients on the host, the passes over the data by its bn_apply /
- * bn_dx kernels (core/cuda/bn_sync.cu); the relu is never fused on
- * CUDA. Every such layer waits for its sums (a small copy): sync_bn is a
+ * sums and arithmetic as here (elem_math.h's dt_elem_bn_*), all on the
+ * device (core/cuda/bn_sync.cu) but the allreduce: the sums go to the
+ * host and back, two small copies per layer and pass; the relu is never
+ * fused on CUDA. Every such layer waits for its sums: sync_bn is a
  * barrier per layer anyway. */
 #include "config.h"
 
@@ -99,16 +98,16 @@ static dt_cuda_bn_t cuda_bn(dt_layer_t *l, int batch)
 
 /* ---- sync_bn on CUDA ---------------------------------------------------
  * Device scratch as on the cpu: mean, invstd (C floats each), 2C + 2
- * doubles (the sums, then M at 2C + 1), then 3C floats of coefficients.
- * The host side works on copies (hbuf: 2C + 2 doubles and 6C floats). */
+ * doubles (the sums, then the global count M at 2C), then 3C floats of
+ * coefficients. Only the sums cross to the host, for the allreduce, and
+ * back; the per-channel arithmetic runs on the device (the backend's
+ * bn_stats, bn_grads, bn_dx_coef: elem_math.h's functions, as here). */
 typedef struct bn_sync {
     const dt_cuda_backend_t *cu;
     int C, hw;
     float *dmean, *dinvstd, *dcoef; /* device */
-    double *dsums;                  /* device */
-    double *h;                      /* host: 2C + 2 doubles             */
-    float *mean, *invstd, *w, *b, *coef; /* host: C, C, C, C, 3C floats */
-    void *hbuf;
+    double *dsums;                  /* device: 2C sums, M at 2C         */
+    double *h;                      /* host: 2C + 1 doubles              */
 } bn_sync_t;
 
 static dt_status_t bn_sync_open(dt_layer_t *l, bn_sync_t *s)
@@ -121,17 +120,8 @@ static dt_status_t bn_sync_open(dt_layer_t *l, bn_sync_t *s)
     s->dinvstd = s->dmean + C;
     s->dsums = (double *)(void *)(s->dinvstd + C);
     s->dcoef = (float *)(void *)(s->dsums + 2 * C + 2);
-    s->hbuf = malloc((2 * (size_t)C + 2) * sizeof(double) +
-                     7 * (size_t)C * sizeof(float));
-    if (!s->hbuf)
-        return DT_ERR_NOMEM;
-    s->h = s->hbuf;
-    s->mean = (float *)(void *)(s->h + 2 * C + 2);
-    s->invstd = s->mean + C;
-    s->w = s->invstd + C;
-    s->b = s->w + C;
-    s->coef = s->b + C;
-    return DT_OK;
+    s->h = malloc((2 * (size_t)C + 1) * sizeof(double));
+    return s->h ? DT_OK : DT_ERR_NOMEM;
 }
 
 static dt_status_t bn_sync_failed(const dt_layer_t *l, const char *what,
@@ -142,53 +132,35 @@ static dt_status_t bn_sync_failed(const dt_layer_t *l, const char *what,
     return st;
 }
 
-#define TO_HOST(l, dst, src, bytes)                                           \
-    dt_device_copy((l)->dev, dst, DT_MEM_HOST, src, DT_MEM_CUDA, bytes)
-#define TO_DEV(l, dst, src, bytes)                                            \
-    dt_device_copy((l)->dev, dst, DT_MEM_CUDA, src, DT_MEM_HOST, bytes)
+/* The first n of the device's sums summed over the ranks, in place: the
+ * one round trip through the host. */
+static dt_status_t bn_sync_allreduce(dt_layer_t *l, bn_sync_t *s, size_t n,
+                                     const char *what)
+{
+    size_t bytes = 2 * (size_t)s->C * sizeof(double);
+    DT_CHECK(dt_device_copy(l->dev, s->h, DT_MEM_HOST, s->dsums, DT_MEM_CUDA,
+                            bytes));
+    dt_status_t st = l->allreduce(l->allreduce_arg, s->h, n);
+    if (st != DT_OK)
+        return bn_sync_failed(l, what, st);
+    return dt_device_copy(l->dev, s->dsums, DT_MEM_CUDA, s->h, DT_MEM_HOST,
+                          n * sizeof(double));
+}
 
 static dt_status_t bn_forward_sync_cuda_(dt_layer_t *l, bn_sync_t *s,
                                          const float *x, float *y, int batch)
 {
     int C = s->C;
-    size_t fc = (size_t)C * sizeof(float);
-    double eps = l->args[1], mom = l->args[0];
     DT_CHECK(s->cu->bn_sums(l->dev, batch, C, s->hw, x, NULL, s->dsums));
-    DT_CHECK(TO_HOST(l, s->h, s->dsums, 2 * C * sizeof(double)));
-    s->h[2 * C] = (double)batch * s->hw;
-    dt_status_t st = l->allreduce(l->allreduce_arg, s->h, 2 * (size_t)C + 1);
-    if (st != DT_OK)
-        return bn_sync_failed(l, "batch statistics", st);
-    double M = s->h[2 * C];
-    s->h[2 * C + 1] = M; /* kept for backward */
-    /* the running statistics (device) and gamma, beta, by copies */
-    float *run = s->coef; /* 2C of the 3C floats */
-    DT_CHECK(TO_HOST(l, run, l->buf, 2 * fc));
-    DT_CHECK(TO_HOST(l, s->w, l->w, fc));
-    DT_CHECK(TO_HOST(l, s->b, l->b, fc));
-    for (int c = 0; c < C; c++) {
-        double md = s->h[c] / M, var = s->h[C + c] / M - md * md;
-        if (var < 0.0)
-            var = 0.0;
-        s->mean[c] = (float)md;
-        s->invstd[c] = (float)(1.0 / sqrt(var + eps));
-        double unbiased = M > 1 ? var * M / (M - 1) : var;
-        run[c] = (float)((1.0 - mom) * run[c] + mom * s->mean[c]);
-        run[C + c] = (float)((1.0 - mom) * run[C + c] + mom * unbiased);
-    }
-    DT_CHECK(TO_DEV(l, l->buf, run, 2 * fc));
-    /* y = x s + t, as the cpu's pass */
-    float *sc = s->coef, *sh = s->coef + C;
-    for (int c = 0; c < C; c++) {
-        sc[c] = s->w[c] * s->invstd[c];
-        sh[c] = s->b[c] - s->mean[c] * sc[c];
-    }
-    DT_CHECK(TO_DEV(l, s->dmean, s->mean, 2 * fc)); /* mean, invstd */
-    DT_CHECK(TO_DEV(l, s->dsums + 2 * C + 1, &s->h[2 * C + 1],
-                    sizeof(double)));
-    DT_CHECK(TO_DEV(l, s->dcoef, s->coef, 2 * fc));
-    return s->cu->bn_apply(l->dev, batch, C, s->hw, x, s->dcoef,
-                           s->dcoef + C, y);
+    s->h[2 * C] = (double)batch * s->hw; /* the count, summed with them */
+    DT_CHECK(bn_sync_allreduce(l, s, 2 * (size_t)C + 1,
+                               "batch statistics"));
+    /* mean, invstd; the running statistics in place; y = x s + t */
+    float *sc = s->dcoef, *sh = s->dcoef + C;
+    DT_CHECK(s->cu->bn_stats(l->dev, C, s->dsums, l->args[1], l->args[0],
+                             l->w, l->b, s->dmean, s->dinvstd, l->buf,
+                             l->buf + C, sc, sh));
+    return s->cu->bn_apply(l->dev, batch, C, s->hw, x, sc, sh, y);
 }
 
 static dt_status_t bn_forward_sync_cuda(dt_layer_t *l, const float *x,
@@ -197,7 +169,7 @@ static dt_status_t bn_forward_sync_cuda(dt_layer_t *l, const float *x,
     bn_sync_t s;
     DT_CHECK(bn_sync_open(l, &s));
     dt_status_t st = bn_forward_sync_cuda_(l, &s, x, y, batch);
-    free(s.hbuf);
+    free(s.h);
     return st;
 }
 
@@ -206,39 +178,18 @@ static dt_status_t bn_backward_sync_cuda_(dt_layer_t *l, bn_sync_t *s,
                                           float *dx, int batch)
 {
     int C = s->C;
-    size_t fc = (size_t)C * sizeof(float);
-    /* sum dy, sum dy x; M (the forward's global count) after them */
+    /* sum dy, sum dy x; this rank's dgamma, dbeta from them (the trainer
+     * averages gradients); M stays at 2C from forward */
     DT_CHECK(s->cu->bn_sums(l->dev, batch, C, s->hw, dy, x, s->dsums));
-    DT_CHECK(TO_HOST(l, s->h, s->dsums, (2 * (size_t)C + 2) *
-                                           sizeof(double)));
-    DT_CHECK(TO_HOST(l, s->mean, s->dmean, 2 * fc)); /* mean, invstd */
-    double M = s->h[2 * C + 1];
-    double *acc = s->h, *accx = s->h + C;
-    /* this rank's dgamma, dbeta (the trainer averages gradients) */
-    float *dg = s->coef, *dbeta = s->coef + C;
-    for (int c = 0; c < C; c++) {
-        dg[c] = (float)(s->invstd[c] * (accx[c] - s->mean[c] * acc[c]));
-        dbeta[c] = (float)acc[c];
-    }
-    DT_CHECK(TO_DEV(l, l->dw, dg, fc));
-    DT_CHECK(TO_DEV(l, l->db, dbeta, fc));
+    DT_CHECK(s->cu->bn_grads(l->dev, C, s->dsums, s->dmean, s->dinvstd,
+                             l->dw, l->db));
     if (!dx)
         return DT_OK;
-    dt_status_t st = l->allreduce(l->allreduce_arg, s->h, 2 * (size_t)C);
-    if (st != DT_OK)
-        return bn_sync_failed(l, "gradient statistics", st);
-    DT_CHECK(TO_HOST(l, s->w, l->w, fc));
-    float *k = s->coef, *b = s->coef + C, *off = s->coef + 2 * C;
-    for (int c = 0; c < C; c++) {
-        double gx = s->invstd[c] * (accx[c] - s->mean[c] * acc[c]);
-        float is = s->invstd[c], a = (float)(acc[c] / M);
-        k[c] = s->w[c] * is;
-        b[c] = (float)((float)gx / M) * is;
-        off[c] = -a + s->mean[c] * b[c];
-    }
-    DT_CHECK(TO_DEV(l, s->dcoef, s->coef, 3 * fc));
-    return s->cu->bn_dx(l->dev, batch, C, s->hw, dy, x, s->dcoef,
-                        s->dcoef + C, s->dcoef + 2 * C, dx);
+    DT_CHECK(bn_sync_allreduce(l, s, 2 * (size_t)C, "gradient statistics"));
+    float *k = s->dcoef, *b = s->dcoef + C, *off = s->dcoef + 2 * C;
+    DT_CHECK(s->cu->bn_dx_coef(l->dev, C, s->dsums, s->dmean, s->dinvstd,
+                               l->w, k, b, off));
+    return s->cu->bn_dx(l->dev, batch, C, s->hw, dy, x, k, b, off, dx);
 }
 
 static dt_status_t bn_backward_sync_cuda(dt_layer_t *l, const float *x,
@@ -248,7 +199,7 @@ static dt_status_t bn_backward_sync_cuda(dt_layer_t *l, const float *x,
     bn_sync_t s;
     DT_CHECK(bn_sync_open(l, &s));
     dt_status_t st = bn_backward_sync_cuda_(l, &s, x, dy, dx, batch);
-    free(s.hbuf);
+    free(s.h);
     return st;
 }
 
@@ -368,16 +319,9 @@ static dt_status_t bn_forward(dt_layer_t *l, const float *x, float *y,
         }
         M = *count;
         *keepM = M;
-        for (int c = 0; c < C; c++) {
-            double md = S[c] / M, var = Q[c] / M - md * md;
-            if (var < 0.0)
-                var = 0.0;
-            mean[c] = (float)md;
-            invstd[c] = (float)(1.0 / sqrt(var + eps));
-            double unbiased = M > 1 ? var * M / (M - 1) : var;
-            rmean[c] = (float)((1.0 - mom) * rmean[c] + mom * mean[c]);
-            rvar[c] = (float)((1.0 - mom) * rvar[c] + mom * unbiased);
-        }
+        for (int c = 0; c < C; c++)
+            dt_elem_bn_stats(S[c], Q[c], M, eps, mom, &mean[c], &invstd[c],
+                             &rmean[c], &rvar[c]);
     } else if (train) {
         double M = (double)batch * plane;
         /* two passes (mean, then squared deviations): no cancellation */
@@ -482,9 +426,8 @@ static dt_status_t bn_backward(dt_layer_t *l, const float *x, const float *y,
         }
     double M = (double)batch * plane;
     for (int c = 0; c < C; c++) {
-        /* sum dy xhat = invstd (sum dy x - mean sum dy) */
-        double dgamma = invstd[c] * (accx[c] - mean[c] * acc[c]);
-        l->dw[c] = (float)dgamma;
+        l->dw[c] = (float)dt_elem_bn_gxhat(acc[c], accx[c], mean[c],
+                                           invstd[c]);
         l->db[c] = (float)acc[c];
     }
     if (!dx)
@@ -502,17 +445,15 @@ static dt_status_t bn_backward(dt_layer_t *l, const float *x, const float *y,
         }
         M = acc[2 * C + 1]; /* the forward's global count */
         for (int c = 0; c < C; c++)
-            accx[c] = invstd[c] * (accx[c] - mean[c] * acc[c]);
+            accx[c] = dt_elem_bn_gxhat(acc[c], accx[c], mean[c], invstd[c]);
     }
     if (l->nhwc) { /* the same coefficients, per channel, then one pass */
         float *k = (float *)(void *)(acc + 2 * C + 2), *b = k + C,
               *off = b + C;
-        for (int c = 0; c < C; c++) {
-            float is = invstd[c], a = (float)(acc[c] / M);
-            k[c] = l->w[c] * is;
-            b[c] = (float)((global ? (float)accx[c] : l->dw[c]) / M) * is;
-            off[c] = -a + mean[c] * b[c];
-        }
+        for (int c = 0; c < C; c++)
+            dt_elem_bn_dx_coef(acc[c], global ? accx[c] : l->dw[c], M,
+                               mean[c], invstd[c], l->w[c], &k[c], &b[c],
+                               &off[c]);
         dt_bn_nhwc_dx(x, y, dy, dx, (size_t)batch * plane, C, relu, k, b,
                       off);
         return DT_OK;
@@ -525,11 +466,9 @@ static dt_status_t bn_backward(dt_layer_t *l, const float *x, const float *y,
             float *restrict d = dx + at;
             /* dx = k (dy - a - xhat b) with xhat = (x - mean) invstd:
              * dx = k dy + (k xhat) coefficients folded per channel */
-            float is = invstd[c], k = l->w[c] * is,
-                  a = (float)(acc[c] / M),
-                  b = (float)((global ? (float)accx[c] : l->dw[c]) / M) *
-                      is; /* per unit of x-mean */
-            float off = -a + mean[c] * b;
+            float k, b, off;
+            dt_elem_bn_dx_coef(acc[c], global ? accx[c] : l->dw[c], M,
+                               mean[c], invstd[c], l->w[c], &k, &b, &off);
             if (relu)
                 for (int p = 0; p < plane; p++) {
                     float gv = g[p], gm = yr[p] > 0.0f ? gv : 0.0f;
