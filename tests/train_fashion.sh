@@ -5,7 +5,8 @@
 # checkpoints are written; a job stopped mid-epoch and resumed ends with
 # bit-identical parameters; a corrupt newest checkpoint is named and the
 # previous one used; N=1 with batch 2B matches N=2 with batch B, also for
-# a CNN whose second conv runs by Winograd, which ends where im2col ends.
+# a CNN whose second conv runs by Winograd, which ends where im2col ends;
+# a small ResNet ends where it ends in NCHW when it runs NHWC.
 name=train
 . "$top_srcdir/tests/train_common.sh"
 
@@ -118,4 +119,28 @@ run -n 1 --set train.batch_size=32 --set train.checkpoint_dir=ci \
     fail "CNN: Winograd and im2col differ after 20 steps"
 "$compare" c1/ckpt-000000000020.dtckpt ci/ckpt-000000000020.dtckpt >/dev/null &&
     fail "CNN: conv_algo=im2col gave bit-identical results: not a second path"
+
+# ---- a small ResNet: layout = auto runs it NHWC; nchw ends in the same
+# place; a bad layout is named with where it was set; nhwc for a model
+# with max pooling is refused naming the layer. 5 steps: batch statistics
+# amplify float rounding step by step (after 20, NHWC and NCHW are 3e-4
+# apart, and so are Winograd and im2col in NCHW: 1.3e-4); after 5, 5e-6.
+res="model.layers=conv(8,3,pad=1,bias=no) batchnorm relu stage(basic,8,1) stage(basic,16,1,stride=2) gap flatten linear(10)"
+run -n 1 --set train.batch_size=32 --set train.checkpoint_dir=rh \
+    --set train.max_steps=5 --set "$res" job.ini || { cat out; fail "ResNet NHWC"; }
+run -n 1 --set train.batch_size=32 --set train.checkpoint_dir=rc \
+    --set train.max_steps=5 --set model.layout=nchw --set "$res" job.ini ||
+    { cat out; fail "ResNet NCHW"; }
+"$compare" rh/ckpt-000000000005.dtckpt rc/ckpt-000000000005.dtckpt 1e-4 ||
+    fail "ResNet: layout auto (NHWC) and nchw differ after 5 steps"
+"$compare" rh/ckpt-000000000005.dtckpt rc/ckpt-000000000005.dtckpt >/dev/null &&
+    fail "ResNet: layout nchw gave bit-identical results: not a second path"
+"$DTCTL" run -n 1 --set model.layout=sideways job.ini >out2 2>&1 &&
+    fail "layout = sideways was accepted"
+grep -q "\[model\] layout = 'sideways': use auto, nchw or nhwc" out2 ||
+    { cat out2; fail "bad layout not named"; }
+"$DTCTL" run -n 1 --set model.layout=nhwc --set "$cnn" job.ini >out2 2>&1 &&
+    fail "layout = nhwc was accepted for a model with max pooling"
+grep -q "cannot run with \[model\] layout = nhwc" out2 ||
+    { cat out2; fail "nhwc refusal does not name the layer"; }
 echo "PASS"
