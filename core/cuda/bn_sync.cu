@@ -119,8 +119,8 @@ static __global__ void bn_stats_kernel(const double *sums, int C, double eps,
         return;
     dt_elem_bn_stats(sums[c], sums[C + c], sums[2 * C], eps, mom, &mean[c],
                      &invstd[c], &rmean[c], &rvar[c]);
-    s[c] = gamma[c] * invstd[c];
-    t[c] = beta[c] - mean[c] * s[c];
+    dt_elem_bn_scale_shift(gamma[c], beta[c], mean[c], invstd[c], &s[c],
+                           &t[c]);
 }
 
 static __global__ void bn_grads_kernel(const double *sums, int C,

@@ -61,6 +61,15 @@ static inline DT_HD float dt_elem_bn_apply(float x, float s, float t,
     return v > floor ? v : floor;
 }
 
+/* dt_elem_bn_apply's s and t of one channel */
+static inline DT_HD void dt_elem_bn_scale_shift(float gamma, float beta,
+                                                float mean, float invstd,
+                                                float *s, float *t)
+{
+    *s = gamma * invstd;
+    *t = beta - mean * *s;
+}
+
 /* Its input gradient, from the batch sums: dx = k (g - x b + off) with
  * k = gamma invstd, b = (sum g xhat / M) invstd, off = mean b - sum g / M
  * (g: the gradient at the output, masked by a fused relu). */

@@ -352,10 +352,9 @@ static dt_status_t bn_forward(dt_layer_t *l, const float *x, float *y,
     if (l->nhwc) { /* the coefficients per channel, in the cpu's 3C
                     * floats of scratch that sync_bn on CUDA uses */
         float *s = (float *)(void *)(acc + 2 * C + 2), *t = s + C;
-        for (int c = 0; c < C; c++) {
-            s[c] = l->w[c] * invstd[c];
-            t[c] = l->b[c] - mean[c] * s[c];
-        }
+        for (int c = 0; c < C; c++)
+            dt_elem_bn_scale_shift(l->w[c], l->b[c], mean[c], invstd[c],
+                                   &s[c], &t[c]);
         dt_bn_nhwc_apply(x, y, (size_t)batch * plane, C, s, t, floor);
         return DT_OK;
     }
@@ -363,7 +362,9 @@ static dt_status_t bn_forward(dt_layer_t *l, const float *x, float *y,
         for (int c = 0; c < C; c++) {
             const float *restrict xr = x + n * len + (size_t)c * plane;
             float *restrict yr = y + n * len + (size_t)c * plane;
-            float s = l->w[c] * invstd[c], t = l->b[c] - mean[c] * s;
+            float s, t;
+            dt_elem_bn_scale_shift(l->w[c], l->b[c], mean[c], invstd[c], &s,
+                                   &t);
             for (int p = 0; p < plane; p++)
                 yr[p] = dt_elem_bn_apply(xr[p], s, t, floor);
         }

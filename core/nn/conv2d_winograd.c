@@ -125,27 +125,34 @@ static wino_shape_t shape_of(const dt_layer_t *l, int batch)
 
 /* output_tiles' and dy_tiles' tmp: the tile grid's (m th x m tw) pixels
  * with the out channels innermost (also the pooled case's 2 x tiles x
- * out) */
+ * out); none in NHWC (the *_nhwc functions below) */
 static size_t tmp_floats(const wino_shape_t *s)
 {
-    return (size_t)s->m * s->m * s->tiles * s->o;
+    return s->nhwc ? 0 : (size_t)s->m * s->m * s->tiles * s->o;
+}
+
+/* pad_plane's padded input plane; none in NHWC */
+static size_t plane_floats(const wino_shape_t *s)
+{
+    return s->nhwc ? 0 : (size_t)s->hp * s->wp * s->c;
 }
 
 /* NHWC: one tile's input patch ((m + 2)^2 pixels) or output block (m^2)
  * of in or out channels (the *_nhwc functions below) */
 static size_t patch_floats(const wino_shape_t *s)
 {
-    return (size_t)s->nxi * (s->c > s->o ? s->c : s->o);
+    return s->nhwc ? (size_t)s->nxi * (s->c > s->o ? s->c : s->o) : 0;
 }
 
 size_t dt_conv2d_winograd_scratch(const dt_layer_t *l, int batch)
 {
     wino_shape_t s = shape_of(l, batch);
     size_t t = (size_t)s.group * s.tiles;
-    /* U, dU; V, Z (also forward's M), dV; one padded plane */
+    /* U, dU; V, Z (also forward's M), dV; one padded plane (NCHW) or
+     * one patch (NHWC) */
     return (size_t)2 * s.nxi * s.o * s.c +
-           (size_t)s.nxi * t * (2 * (size_t)s.c + s.o) +
-           (size_t)s.hp * s.wp * s.c + tmp_floats(&s) + patch_floats(&s);
+           (size_t)s.nxi * t * (2 * (size_t)s.c + s.o) + plane_floats(&s) +
+           tmp_floats(&s) + patch_floats(&s);
 }
 
 /* U[xi][o][c] = (G g G^T)[xi] for every 3x3 filter g = w[o][c]. */
@@ -1183,7 +1190,7 @@ static wino_bufs_t bufs_of(const dt_layer_t *l, const wino_shape_t *s)
     b.z = b.v + s->nxi * t * s->c;
     b.dv = b.z + s->nxi * t * s->o;
     b.plane = b.dv + s->nxi * t * s->c;
-    b.tmp = b.plane + (size_t)s->hp * s->wp * s->c; /* tmp_floats() */
+    b.tmp = b.plane + plane_floats(s);
     b.patch = b.tmp + tmp_floats(s);
     return b;
 }

@@ -4,7 +4,9 @@
  * NHWC (channels innermost) is what Winograd's transforms and im2col
  * read and write along (contiguous channels, vectorized); in NCHW the
  * Winograd layers transposed every input, output and gradient to and
- * from it, about 14% of a ResNet-20 step (docs/PERFORMANCE.md#layout).
+ * from it. Those transposes were ~12% of a ResNet-20 step by perf, but
+ * NHWC's own copies run at memory speed too: measured 2% per step
+ * (docs/PERFORMANCE.md#layout).
  * A layer that has no NHWC form keeps the whole model in NCHW (auto) or
  * refuses NHWC (asked for), naming itself: one layout per model, no
  * conversions between layers. */
