@@ -22,6 +22,18 @@ fi
 grep -q "apt-get install libsimgrid-dev" "$tmp/out" ||
     fail "the missing-SimGrid message does not say how to install it"
 
+# --save-layers without a platform measures the model and stops: it needs
+# no simulator (a GPU node without SimGrid measures, a laptop plans); the
+# file has the forward, the optimizer and one line per gradient event
+# (the MLP: 3 linear layers, their weights and biases as float32 bytes).
+DT_LIBEXECDIR="$tmp" "$DTCTL" plan "$job" --save-layers "$tmp/layers" \
+    >"$tmp/out" 2>&1 || fail "--save-layers alone needed the simulator"
+grep -q "plan with --layer-times" "$tmp/out" || fail "--save-layers alone: no word on the file"
+awk '/^forward / { f = $2 > 0 } /^optimizer / { o = $2 >= 0 }
+     /^[0-9.e-]+ [0-9]+$/ && $2 > 0 { n++; b += $2 }
+     END { exit !(f && o && n == 3 && b == 4 * 235146) }' "$tmp/layers" ||
+    fail "--save-layers: not the MLP's forward, optimizer and 3 gradients of 235146 floats"
+
 # --fit: a bench table of N = 2 made from alpha 10 us, beta 1 ns/B
 # (doubling below 256K: alpha + n beta; the ring from it: 2 alpha + n beta).
 awk 'BEGIN { for (b = 4096; b <= 16777216; b *= 2) {

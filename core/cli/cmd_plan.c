@@ -69,6 +69,8 @@ static int usage(void)
           "       dtctl plan --measure [--profile FILE]\n"
           "       dtctl plan --fit NAME N:BENCH_OUTPUT...  (prints a "
           "[transport.NAME] section)\n"
+          "       dtctl plan JOB.ini --save-layers FILE  (only measure "
+          "the model; plan elsewhere)\n"
           "RATE: 25Gbit, 100Gbit, 12GB/s. See docs/PLAN.md.\n",
           stderr);
     return 2;
@@ -797,14 +799,20 @@ int dt_cmd_plan(int argc, char **argv)
         return 2;
     }
 
+    /* --save-layers with no platform: measure the model here and stop,
+     * to plan elsewhere (a GPU or cluster node without SimGrid). */
+    int layers_only = a.save_layers && a.hosts == 0 && !a.platform &&
+                      !(a.net_bw > 0);
     char sim[4200];
     dt_cli_worker_program("core", SIM, sim, sizeof sim);
-    if (access(sim, X_OK) != 0) {
+    if (!layers_only && access(sim, X_OK) != 0) {
         /* Without SimGrid configure builds no dt-plan-sim; with it, a
          * missing one is an unfinished build or install. */
         dt_error("plan: the simulator %s is missing. " INSTALL_HINT, sim);
         return 1;
     }
+    if (layers_only)
+        a.hosts = a.max_workers = 1;
     if (a.hosts < 1 || a.gpus < 1) {
         dt_error("plan: --hosts and --gpus-per-host must be at least 1");
         return 2;
@@ -924,7 +932,19 @@ int dt_cmd_plan(int argc, char **argv)
                 mp.optimizer);
         for (size_t i = 0; i < mp.n; i++)
             fprintf(w, "%.9g %.0f\n", mp.bwd[i], mp.bytes[i]);
-        fclose(w);
+        if (fclose(w) != 0) {
+            dt_error("plan: cannot write %s: %s", a.save_layers,
+                     strerror(errno));
+            return 1;
+        }
+        if (layers_only) {
+            printf("# layers of %s (per-worker batch %lld) written to %s: "
+                   "plan with --layer-times\n", a.job ? a.job : "the model",
+                   batch, a.save_layers);
+            free(mp.bwd);
+            free(mp.bytes);
+            return 0;
+        }
     }
 
     tprof_t net = {20e-6, 0, 0.25e-9, 0}, intra = {5e-6, 0.2e-9, 0.25e-9, 0};

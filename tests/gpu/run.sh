@@ -520,6 +520,21 @@ resnets() {
 }
 resnets
 
+# ---- 9c. issue 21: dtctl plan's inputs and the trainer at N = 1, 2, 4, 8 on
+# this machine's 16 cores (the 2-vCPU VM cannot give 4 workers a core each).
+# CPU only; measured here, predicted back home (no SimGrid on the device):
+#   tar xzf logs.tar.gz logs/plan && bench/plan-validate.sh --predict logs/plan
+if [ $gpus -gt 0 ]; then PV=(--workers "1 2 4 8" --rounds 2)
+else PV=(--workers "1 2" --rounds 1 --samples 1280); fi # rehearsal
+run_step plan_measure 150 "${DTENV[@]}" sh "$top/bench/plan-validate.sh" \
+    --dtctl "$DTCTL" "${PV[@]}" --set data.path="$G/data/fashion-mnist" \
+    --measure-only "$L/plan" "$G/conf/fashion-mnist-mlp.ini" "$G/conf/fashion-mnist-cnn.ini"
+case $RC in
+    0) row plan_measure PASS "$(cat "$L"/plan/*.sps.* 2>/dev/null | wc -l) runs" "cores $(nproc); predict at home: bench/plan-validate.sh --predict logs/plan" ;;
+    -1) row plan_measure "SKIP(time)" "" "" ;;
+    *) row plan_measure FAIL "exit $RC" "$(tail -3 "$L/plan_measure.log" | tr '\n' ' ' | cut -c1-90)" ;;
+esac
+
 # ---- 10. 2 ranks over nccl on ONE GPU: NCCL refuses a duplicate GPU; dt must
 # fail clearly and promptly (gpu-review defect 4), never hang. Last: it may
 # take its whole timeout.
