@@ -10,6 +10,7 @@
  * add and the gradient sums at a branch through the backend, label
  * smoothing handed to the softmax entries. Not the kernels or cuDNN
  * (test_nn_cuda, on a GPU). */
+#include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +24,7 @@
 #include "cuda/backend.h"
 #include "nn/model.h"
 #include "nn_testutil.h"
+#include "fixtures/standin_cuda.h"
 
 #define BATCH 4
 
@@ -195,6 +197,142 @@ static void test_sync_bn(void **state)
     dt_model_free(mp);
 }
 
+/* The stand-in's counters (the module is opened RTLD_LOCAL: by path). */
+static standin_stats_t *stats(void)
+{
+    static standin_stats_t *st;
+    if (!st) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/dt-cuda-backend.so",
+                 getenv("DT_PLUGIN_PATH"));
+        void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+        st = h ? dlsym(h, "standin_cuda_stats") : NULL;
+    }
+    assert_non_null(st);
+    return st;
+}
+
+/* Device bytes the model's first forward allocates. */
+static size_t forward_bytes(dt_model_t *m, const float *x, const int *y,
+                            float *loss)
+{
+    standin_stats_t *st = stats();
+    size_t before = st->device_bytes;
+    st->device_peak = before;
+    assert_int_equal(dt_model_forward(m, x, y, BATCH, 1, loss, NULL), DT_OK);
+    return st->device_peak - before;
+}
+
+/* The CPU refuses bf16 activation storage: at init, and when set after. */
+static void test_activations_bf16_cpu(void **state)
+{
+    (void)state;
+    const char *layers = "flatten linear(8) relu linear(10)";
+    dt_model_t *cpu = NULL;
+    assert_int_equal(dt_model_parse(layers, NULL, 1, 4, 4, 10, &cpu, NULL), 0);
+    assert_int_equal(dt_model_set_activations(cpu, DT_ACTIVATIONS_BF16),
+                     DT_OK);
+    assert_int_equal(dt_model_activations(cpu), DT_ACTIVATIONS_BF16);
+    assert_int_equal(dt_model_init(cpu, NULL, 5), DT_ERR_UNSUPPORTED);
+    dt_model_free(cpu);
+    cpu = NULL;
+    assert_int_equal(dt_model_parse(layers, NULL, 1, 4, 4, 10, &cpu, NULL), 0);
+    assert_int_equal(dt_model_init(cpu, NULL, 5), DT_OK);
+    assert_int_equal(dt_model_set_activations(cpu, DT_ACTIVATIONS_BF16),
+                     DT_ERR_UNSUPPORTED);
+    assert_int_equal(dt_model_activations(cpu), DT_ACTIVATIONS_FLOAT32);
+    dt_model_free(cpu);
+}
+
+/* [train] activations = bf16 on the stand-in: the same model with float32
+ * and with bf16 storage. bf16 stores every activation between the input
+ * and the logits through to_bf16 (once per forward: the count), takes
+ * exactly the memory it should (each stored activation in half the bytes,
+ * plus the float32 copies the layers run on), and its loss and gradients
+ * are float32's up to bf16 rounding (2^-9 relative per rounding, summed
+ * over the layers: max_dg), but not equal to them: the rounding happened. */
+static void act16_compare(const char *layers, int c, int h, int w,
+                          double max_dg)
+{
+    dt_model_t *m32 = NULL, *m16 = NULL;
+    assert_int_equal(dt_model_parse(layers, NULL, c, h, w, 10, &m32, NULL), 0);
+    assert_int_equal(dt_model_parse(layers, NULL, c, h, w, 10, &m16, NULL), 0);
+    assert_int_equal(dt_model_init(m32, &standin_dev, 5), DT_OK);
+    assert_int_equal(dt_model_init(m16, &standin_dev, 5), DT_OK);
+    assert_int_equal(dt_model_set_activations(m16, DT_ACTIVATIONS_BF16),
+                     DT_OK);
+    size_t in = (size_t)BATCH * c * h * w, n = dt_model_nparams(m32);
+    float *x = malloc(in * sizeof *x);
+    assert_non_null(x);
+    fill_random(x, in, 31);
+    int y[BATCH];
+    for (int i = 0; i < BATCH; i++)
+        y[i] = (7 * i + 3) % 10;
+    float l32, l16;
+    size_t b32 = forward_bytes(m32, x, y, &l32);
+    standin_stats_t *st = stats();
+    unsigned long narrowed = st->bf16_narrowed;
+    size_t b16 = forward_bytes(m16, x, y, &l16);
+    narrowed = st->bf16_narrowed - narrowed;
+
+    /* what bf16 storage should save: the activations between input and
+     * logits that have a buffer of their own, each in half the bytes;
+     * and what it adds: wx, wy (and wx2 for a residual add) */
+    size_t stored = 0, saved = 0, largest = (size_t)c * h * w;
+    for (int i = 0; i < m16->nlayers; i++) {
+        size_t o = (size_t)BATCH * dt_layer_out_size(&m16->layers[i]);
+        if (dt_layer_out_size(&m16->layers[i]) > largest)
+            largest = dt_layer_out_size(&m16->layers[i]);
+        if (i + 1 < m16->nlayers) {
+            stored += o;
+            if (!m16->layers[i].inplace)
+                saved += o * sizeof(float) - (o + 1) / 2 * sizeof(float);
+        }
+    }
+    size_t added = (2 + (size_t)m16->branched) * BATCH * largest *
+                   sizeof(float);
+    fprintf(stderr, "%s, bf16 activations: forward allocates %zu vs %zu "
+            "bytes (saved %zu, float32 copies %zu); %lu floats narrowed, "
+            "%zu stored\n", layers, b16, b32, saved, added, narrowed,
+            stored);
+    assert_int_equal(narrowed, stored);
+    assert_int_equal(b32 + added - saved, b16);
+
+    float *p32, *g32, *p16, *g16;
+    assert_int_equal(dt_model_params(m32, &p32, &g32, NULL), DT_OK);
+    assert_int_equal(dt_model_params(m16, &p16, &g16, NULL), DT_OK);
+    unsigned long widened = st->bf16_widened;
+    assert_int_equal(dt_model_backward(m32, NULL, NULL), DT_OK);
+    assert_int_equal(dt_model_backward(m16, NULL, NULL), DT_OK);
+    assert_true(st->bf16_widened > widened);
+    double dl = fabs(l32 - l16) / fabs(l32), dg = rel_diff(g32, g16, n);
+    float e32, e16;
+    assert_int_equal(dt_model_forward(m32, x, y, BATCH, 0, &e32, NULL), DT_OK);
+    assert_int_equal(dt_model_forward(m16, x, y, BATCH, 0, &e16, NULL), DT_OK);
+    double de = fabs(e32 - e16) / fabs(e32);
+    fprintf(stderr, "  loss %.7f vs %.7f (%.2g), gradients %.2g (at most "
+            "%.2g), eval loss %.2g\n", l32, l16, dl, dg, max_dg, de);
+    assert_true(dl > 0.0 && dl < 1e-2);
+    assert_true(dg > 1e-6 && dg < max_dg);
+    assert_true(de > 0.0 && de < 1e-2);
+    free(x);
+    dt_model_free(m32);
+    dt_model_free(m16);
+}
+
+static void test_activations_bf16(void **state)
+{
+    (void)state;
+    /* two stored activations before the last matrix product: one or two
+     * roundings' worth (measured 0.0025) */
+    act16_compare("flatten linear(32) relu linear(10)", 3, 8, 8, 5e-3);
+    /* a ResNet: batchnorm over 4 samples and the convolutions' sums of
+     * mixed signs amplify the roundings (measured 0.041) */
+    act16_compare("conv(8,3,pad=1,bias=no) batchnorm relu "
+                  "stage(basic,8,1) stage(basic,16,1,stride=2) avgpool(2) "
+                  "gap flatten linear(10)", 3, 8, 8, 0.1);
+}
+
 static void test_resnet_block(void **state)
 {
     (void)state;
@@ -227,6 +365,8 @@ int main(void)
         cmocka_unit_test(test_first_batchnorm_avgpool_flat),
         cmocka_unit_test(test_label_smoothing),
         cmocka_unit_test(test_sync_bn),
+        cmocka_unit_test(test_activations_bf16_cpu),
+        cmocka_unit_test(test_activations_bf16),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -8,7 +8,8 @@
 #      scale halves, training goes on; each epoch says how many;
 #  (c) the scaler's state is in the checkpoint: a resumed run ends
 #      bit-identical to the uninterrupted one;
-#  (d) bad values and precision = bf16/tf32 on the CPU are refused by name.
+#  (d) bad values, precision = bf16/tf32 and activations = bf16 on the
+#      CPU are refused by name.
 # What bf16/fp16 change on a GPU (tensor-core math) is checked by
 # tests/gpu/run.sh on a lent GPU.
 name=loss-scale
@@ -85,5 +86,13 @@ grep -q "precision = bf16 is tensor-core math on a GPU (\[train\] device = cuda)
 run --set train.precision=tf32 >out.d5 2>&1 && fail "(d) tf32 on device = cpu accepted"
 grep -q "precision = tf32 is tensor-core math on a GPU" out.d5 ||
     { cat out.d5; fail "(d) tf32 on the cpu not explained"; }
-echo "(d) fp8, a scale not a power of two, bf16 and tf32 on the CPU refused by name"
+{ cat job.ini; printf '[train]\nactivations = bf16\n'; } >act.ini
+line=$(grep -c '' act.ini)
+"$DTCTL" run -n 1 act.ini >out.d6 2>&1 && fail "(d) activations = bf16 on the cpu accepted"
+grep -q "act.ini:$line: \[train\] activations = bf16 stores a GPU's activations in 16 bits" out.d6 ||
+    { cat out.d6; fail "(d) activations = bf16 on the cpu not named with file:line"; }
+run --set train.activations=half >out.d7 2>&1 && fail "(d) activations = half accepted"
+grep -q "\[train\] activations = 'half': use auto, float32 or bf16" out.d7 ||
+    { cat out.d7; fail "(d) activations = half"; }
+echo "(d) fp8, a scale not a power of two, bf16 and tf32 on the CPU, bf16 activations on the CPU and an unknown storage refused by name"
 echo PASS

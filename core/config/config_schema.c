@@ -97,6 +97,11 @@ static const dt_key_spec_t train_keys[] = {
      "fp32, tf32, bf16 or fp16: tf32/bf16/fp16 compute on a GPU's tensor "
      "cores with TF32/16-bit inputs; parameters, gradients and optimizer "
      "state stay float32 (cuda)"},
+    {"activations", DT_KEY_STRING, "auto",
+     "auto, float32 or bf16: how a GPU stores the activations backward "
+     "keeps; bf16 halves their memory (layers compute in float32 from "
+     "widened copies); auto: bf16 with precision = bf16 on a GPU, else "
+     "float32"},
     {"cudnn_benchmark", DT_KEY_BOOL, "no",
      "cuda: pick each convolution's algorithms by timing cuDNN's "
      "candidates once per shape (the fastest within the workspace limit, "

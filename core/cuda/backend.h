@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-#define DT_CUDA_BACKEND_ABI 4
+#define DT_CUDA_BACKEND_ABI 5
 #define DT_CUDA_BACKEND_SYMBOL "dt_cuda_backend_v1"
 /* Not dt_<kind>_<name>.so, so the plugin scan never lists it. */
 #define DT_CUDA_BACKEND_FILE "dt-cuda-backend.so"
@@ -269,6 +269,14 @@ typedef struct dt_cuda_backend {
                               const float *mean, const float *invstd,
                               const float *gamma, float *k, float *b,
                               float *off);
+
+    /* ---- ABI 5: 16-bit activation storage (model.c, [train]
+     * activations = bf16): n floats to bf16 (round to nearest even,
+     * elem_math.h dt_elem_to_bf16) and back, queued on dev's stream. --- */
+    dt_status_t (*to_bf16)(dt_device_t *dev, const float *x, void *y,
+                           size_t n);
+    dt_status_t (*from_bf16)(dt_device_t *dev, const void *x, float *y,
+                             size_t n);
 } dt_cuda_backend_t;
 
 /* ---- libdt's side (core/nn/cuda_*.c), for libdt and the tests; plugins

@@ -92,4 +92,6 @@ __attribute__((visibility("default"))) const dt_cuda_backend_t
         .bn_stats = dt_cuda_bn_stats,
         .bn_grads = dt_cuda_bn_grads,
         .bn_dx_coef = dt_cuda_bn_dx_coef,
+        .to_bf16 = dt_cuda_to_bf16,
+        .from_bf16 = dt_cuda_from_bf16,
 };

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "layer.h"
+#include "nn/device_step.h"
 #include "model.h"
 
 static dt_status_t flatten_setup(dt_layer_t *l, char *why, size_t why_len)
@@ -29,8 +30,10 @@ static dt_status_t flatten_forward(dt_layer_t *l, const float *x, float *y,
         dt_nhwc_to_nchw(x, y, batch, l->in_c, l->in_h * l->in_w);
         return DT_OK;
     }
-    return dt_device_copy(l->dev, y, l->dev->mem, x, l->dev->mem,
-                          (size_t)batch * dt_layer_in_size(l) * sizeof *x);
+    /* queued on the device's stream: no host wait inside forward */
+    return dt_device_copy_async(l->dev, y, x,
+                                (size_t)batch * dt_layer_in_size(l) *
+                                    sizeof *x, NULL);
 }
 
 static dt_status_t flatten_backward(dt_layer_t *l, const float *x,
@@ -43,8 +46,10 @@ static dt_status_t flatten_backward(dt_layer_t *l, const float *x,
         dt_nchw_to_nhwc(dy, dx, batch, l->in_c, l->in_h * l->in_w);
         return DT_OK;
     }
-    return dt_device_copy(l->dev, dx, l->dev->mem, dy, l->dev->mem,
-                          (size_t)batch * dt_layer_in_size(l) * sizeof *dy);
+    /* queued on the device's stream: no host wait inside backward */
+    return dt_device_copy_async(l->dev, dx, dy,
+                                (size_t)batch * dt_layer_in_size(l) *
+                                    sizeof *dy, NULL);
 }
 
 const dt_layer_ops_t dt_layer_flatten = {

@@ -12,7 +12,7 @@
 #include "model.h"
 #include "nn/device_step.h"
 
-static void free_buffers(dt_model_t *m)
+void dt_model_free_buffers(dt_model_t *m)
 {
     for (int i = 0; m->acts && i <= m->nlayers; i++)
         if (i == 0 || !m->layers[i - 1].inplace) /* else acts[i - 1]'s */
@@ -31,6 +31,10 @@ static void free_buffers(dt_model_t *m)
     m->host_rows = NULL;
     dt_device_free(m->dev, m->labels);
     dt_device_free(m->dev, m->dtmp);
+    dt_device_free(m->dev, m->wx);
+    dt_device_free(m->dev, m->wy);
+    dt_device_free(m->dev, m->wx2);
+    m->wx = m->wy = m->wx2 = NULL;
     free(m->dwritten);
     m->dwritten = NULL;
     m->acts = m->dacts = NULL;
@@ -72,7 +76,7 @@ static dt_status_t ensure_capacity(dt_model_t *m, int batch)
 {
     if (batch <= m->cap)
         return DT_OK;
-    free_buffers(m);
+    dt_model_free_buffers(m);
     m->acts = calloc((size_t)m->nlayers + 1, sizeof *m->acts);
     m->dacts = calloc((size_t)m->nlayers + 1, sizeof *m->dacts);
     if (!m->acts || !m->dacts)
@@ -88,6 +92,8 @@ static dt_status_t ensure_capacity(dt_model_t *m, int batch)
          * written: no buffer */
         if (l->inplace)
             m->acts[i + 1] = m->acts[i];
+        else if (dt_model_act16(m, i + 1)) /* bf16: 2 bytes each */
+            DT_CHECK(dev_floats(m, (n + 1) / 2, &m->acts[i + 1]));
         else if (!(i + 1 < m->nlayers && m->layers[i + 1].absorbed))
             DT_CHECK(dev_floats(m, n, &m->acts[i + 1]));
         scratch += scratch_of(l, batch);
@@ -100,6 +106,12 @@ static dt_status_t ensure_capacity(dt_model_t *m, int batch)
     for (int i = 0; i < m->nlayers; i++) {
         m->layers[i].scratch = m->scratch + off;
         off += scratch_of(&m->layers[i], batch);
+    }
+    if (m->act16) { /* the float32 copies the layers run on */
+        DT_CHECK(dev_floats(m, (size_t)batch * largest, &m->wx));
+        DT_CHECK(dev_floats(m, (size_t)batch * largest, &m->wy));
+        if (m->branched)
+            DT_CHECK(dev_floats(m, (size_t)batch * largest, &m->wx2));
     }
     if (m->branched) {
         DT_CHECK(dev_floats(m, (size_t)batch * largest, &m->dtmp));
@@ -131,7 +143,7 @@ dt_status_t dt_model_set_conv_algo(dt_model_t *m, dt_conv_algo_t algo)
     m->conv_algo = algo;
     if (!m->dev)
         return DT_OK; /* dt_model_init picks */
-    free_buffers(m); /* the scratch sizes change */
+    dt_model_free_buffers(m); /* the scratch sizes change */
     m->trained = 0;  /* and the last forward's activations are gone */
     dt_model_pick_conv(m);
     return dt_model_pick_layout(m);
@@ -155,7 +167,7 @@ dt_status_t dt_model_set_layout(dt_model_t *m, dt_layout_t layout)
         return st;
     }
     if (m->nhwc != nhwc) {
-        free_buffers(m); /* the convs' scratch sizes change */
+        dt_model_free_buffers(m); /* the convs' scratch sizes change */
         m->trained = 0;  /* and the last forward's activations are gone */
     }
     return DT_OK;
@@ -219,11 +231,16 @@ dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
         dt_layer_t *l = &m->layers[i];
         /* A layer that applies the next ones writes their output. */
         int out = i + 1 + l->fused;
-        if (l->skip >= 0)
-            l->x2 = m->acts[l->skip];
+        size_t nin = (size_t)batch * dt_layer_in_size(l),
+               nout = (size_t)batch * dt_layer_out_size(&m->layers[out - 1]);
+        const float *x;
+        float *y = dt_model_act16(m, out) ? m->wy : m->acts[out];
         double t0 = prof_now(m);
-        DT_CHECK(l->ops->forward(l, m->acts[l->src], m->acts[out], batch,
-                                 train));
+        DT_CHECK(dt_model_act_read(m, l->src, m->wx, nin, &x));
+        if (l->skip >= 0)
+            DT_CHECK(dt_model_act_read(m, l->skip, m->wx2, nin, &l->x2));
+        DT_CHECK(l->ops->forward(l, x, y, batch, train));
+        DT_CHECK(dt_model_act_store(m, out, y, nout));
         prof_add(m, 2 * i, t0);
         i = out - 1;
     }
@@ -307,9 +324,18 @@ dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
         if (masked)
             dx = masked;
         t0 = prof_now(m);
-        DT_CHECK(l->ops->backward(l, m->acts[l->src], m->acts[out],
-                                  m->dacts[out], dx, batch));
         size_t n = (size_t)batch * dt_layer_in_size(l);
+        const float *x = m->acts[l->src], *y = m->acts[out];
+        if (m->act16) { /* widen what backward reads */
+            int rx, ry;
+            dt_model_backward_reads(l, &rx, &ry);
+            size_t nout = (size_t)batch * dt_layer_out_size(l);
+            if (rx)
+                DT_CHECK(dt_model_act_read(m, l->src, m->wx, n, &x));
+            if (ry)
+                DT_CHECK(dt_model_act_read(m, out, m->wy, nout, &y));
+        }
+        DT_CHECK(l->ops->backward(l, x, y, m->dacts[out], dx, batch));
         if (accumulate)
             DT_CHECK(add_into(m->dev, m->dacts[l->src], m->dtmp, n));
         if (dx && m->dwritten && l->src > first)
@@ -561,7 +587,7 @@ void dt_model_free(dt_model_t *m)
         return;
     free(m->prof);
     if (m->dev) {
-        free_buffers(m);
+        dt_model_free_buffers(m);
         dt_device_free(m->dev, m->params);
         dt_device_free(m->dev, m->grads);
         dt_device_free(m->dev, m->buffers);

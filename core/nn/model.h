@@ -51,6 +51,12 @@ struct dt_model {
     float *dtmp;
     unsigned char *dwritten;
     float *zeros, *junk;
+    /* dt_model_set_activations (model_act16.c): acts[1 .. nlayers-1]
+     * hold bf16 (2 bytes per element behind the float pointer); layers
+     * run on float32 copies in wx (input), wx2 (the add's second input)
+     * and wy (output), cap * largest activation floats each. */
+    int act16;
+    float *wx, *wy, *wx2;
     /* dt_model_set_profiling: thread CPU seconds per layer, forward at
      * [2i], backward at [2i+1]; the loss at [2 nlayers]. NULL: off. */
     double *prof;
@@ -61,6 +67,26 @@ struct dt_model {
 dt_status_t dt_model_plan_grads(dt_model_t *m, int batch);
 /* The lowest layer backward runs (model_grads.c). */
 int dt_model_first_backward(const dt_model_t *m);
+
+/* Free the activation, gradient and scratch buffers (model.c); the next
+ * forward allocates them again. */
+void dt_model_free_buffers(dt_model_t *m);
+
+/* 16-bit activation storage (model_act16.c). */
+/* Whether acts[k] is stored in bf16. */
+int dt_model_act16(const dt_model_t *m, int k);
+/* acts[k] as float32: itself, or widened into tmp (n floats). */
+dt_status_t dt_model_act_read(dt_model_t *m, int k, float *tmp, size_t n,
+                              const float **out);
+/* Store the float32 output y (n floats) as acts[k] when it is bf16. */
+dt_status_t dt_model_act_store(dt_model_t *m, int k, const float *y,
+                               size_t n);
+/* Whether l's backward reads its forward's x and y. */
+void dt_model_backward_reads(const dt_layer_t *l, int *x, int *y);
+/* DT_ERR_UNSUPPORTED, said, when bf16 storage was asked for and dev is
+ * not a GPU (dt_model_init). */
+dt_status_t dt_model_check_activations(const dt_model_t *m,
+                                       const dt_device_t *dev);
 
 /* Mark the cpu convs that run by Winograd under m->conv_algo (model_init.c). */
 void dt_model_pick_conv(dt_model_t *m);

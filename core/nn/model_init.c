@@ -132,6 +132,7 @@ dt_status_t dt_model_init(dt_model_t *m, dt_device_t *dev, uint64_t seed)
         dt_error("dt_model_init called twice on one model");
         return DT_ERR_INVALID;
     }
+    DT_CHECK(dt_model_check_activations(m, dev));
     if (dev && dev->kind == DT_DEVICE_CUDA) {
         for (int i = 0; i < m->nlayers; i++) {
             const dt_layer_t *l = &m->layers[i];

@@ -160,6 +160,9 @@ static dt_status_t read_settings(const dt_config_t *cfg, dt_trainer_t *t)
     return t->async ? check_async(cfg, t) : DT_OK;
 }
 
+static dt_status_t read_activations(const dt_config_t *cfg, int gpu,
+                                    const char *dev_name, int *out);
+
 dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
 {
     dt_trainer_t t;
@@ -177,6 +180,11 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
         st = dt_pipeline_opts_from_config(cfg, &po);
     if (st == DT_OK)
         st = dt_augment_from_config(cfg, NULL, 0, &aug);
+    const char *device = dt_config_get(cfg, "train", "device");
+    int act;
+    if (st == DT_OK)
+        st = read_activations(cfg, !device || strcmp(device, "cpu") != 0,
+                              NULL, &act);
     /* A misspelt optimizer fails here, before any worker starts (the
      * loader's message lists the optimizers it found). */
     const char *opt = dt_config_get(cfg, "train", "optimizer");
@@ -249,6 +257,52 @@ static dt_status_t setup_precision(const dt_config_t *cfg, dt_trainer_t *t)
                 dt_precision_name(p), dt_precision_name(p),
                 t->ls.dynamic ? "; dynamic loss scaling" : "");
     return DT_OK;
+}
+
+/* [train] activations: auto (-1), float32 or bf16; bf16 refused on a
+ * device that is not a GPU (dev_name: a device; NULL: [train] device =
+ * cpu, dtctl's check before any worker starts). */
+static dt_status_t read_activations(const dt_config_t *cfg, int gpu,
+                                    const char *dev_name, int *out)
+{
+    const char *name = "auto";
+    dt_activations_t a = DT_ACTIVATIONS_FLOAT32;
+    DT_CHECK(dt_config_get_string(cfg, "train", "activations", &name));
+    *out = -1;
+    if (strcmp(name, "auto") == 0)
+        return DT_OK;
+    if (dt_activations_parse(name, &a) != DT_OK) {
+        dt_error("%s: [train] activations = '%s': use auto, float32 or "
+                 "bf16", origin(cfg, "train", "activations"), name);
+        return DT_ERR_CONFIG;
+    }
+    if (a == DT_ACTIVATIONS_BF16 && !gpu) {
+        dt_error("%s: [train] activations = bf16 stores a GPU's "
+                 "activations in 16 bits; on %s they stay float32: set "
+                 "activations = auto or float32",
+                 origin(cfg, "train", "activations"),
+                 dev_name ? dev_name : "the CPU ([train] device = cpu)");
+        return DT_ERR_CONFIG;
+    }
+    *out = (int)a;
+    return DT_OK;
+}
+
+/* [train] activations: bf16 storage on a GPU (auto: with precision =
+ * bf16, as PyTorch's autocast keeps bf16 outputs); the CPU keeps
+ * float32 (bf16 asked for there: refused). */
+static dt_status_t setup_activations(const dt_config_t *cfg, dt_trainer_t *t)
+{
+    int gpu = t->dev->kind == DT_DEVICE_CUDA, asked;
+    DT_CHECK(read_activations(cfg, gpu, t->dev->name, &asked));
+    dt_activations_t a = asked >= 0 ? (dt_activations_t)asked
+                         : gpu && t->ls.precision == DT_PRECISION_BF16
+                             ? DT_ACTIVATIONS_BF16
+                             : DT_ACTIVATIONS_FLOAT32;
+    if (a == DT_ACTIVATIONS_BF16 && t->rank == 0)
+        dt_info("activations: stored in bf16 (half the memory); layers "
+                "compute in float32");
+    return dt_model_set_activations(t->model, a);
 }
 
 static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
@@ -430,6 +484,7 @@ static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
                             NULL));
     DT_CHECK(dt_model_set_conv_algo(t->model, conv_algo));
     DT_CHECK(dt_model_set_layout(t->model, layout));
+    DT_CHECK(setup_activations(cfg, t));
     double smoothing = 0.0;
     DT_CHECK(dt_config_get_double(cfg, "train", "label_smoothing",
                                   &smoothing));

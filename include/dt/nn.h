@@ -202,6 +202,26 @@ dt_status_t dt_layout_parse(const char *name, dt_layout_t *layout);
 /* The layout the model runs in now (after dt_model_init): NCHW or NHWC. */
 dt_layout_t dt_model_layout(const dt_model_t *m);
 
+/* How the activations that backward keeps are stored:
+ *   DT_ACTIVATIONS_FLOAT32  float32 (the default)
+ *   DT_ACTIVATIONS_BF16     bf16, on a CUDA device only: half their
+ *                           memory (PyTorch's autocast keeps its outputs
+ *                           in bf16 too). The layers compute in float32
+ *                           from widened copies; each output is rounded
+ *                           to bf16 (nearest even) as it is stored, and
+ *                           backward sees the rounded values forward
+ *                           used. The input and the logits stay float32.
+ * Refused (DT_ERR_UNSUPPORTED, said) on the CPU. Called before or after
+ * dt_model_init. */
+typedef enum dt_activations {
+    DT_ACTIVATIONS_FLOAT32 = 0,
+    DT_ACTIVATIONS_BF16
+} dt_activations_t;
+dt_status_t dt_model_set_activations(dt_model_t *m, dt_activations_t a);
+/* Parse "float32" or "bf16"; DT_ERR_INVALID otherwise. */
+dt_status_t dt_activations_parse(const char *name, dt_activations_t *a);
+dt_activations_t dt_model_activations(const dt_model_t *m);
+
 /* The flat parameter and gradient buffers (device memory) and their
  * length in floats. Stay valid until dt_model_free. */
 dt_status_t dt_model_params(dt_model_t *m, float **params, float **grads,

@@ -462,11 +462,12 @@ train resnet
 declare -A RN_JOB=([resnet20]="$G/conf/fashion-mnist-resnet.ini" [resnet18]="$here/resnet18-fmnist.ini")
 declare -A RN_STEPS=([resnet20]=400 [resnet18]=240)
 declare -A TORCH_SPS TORCH_MEM
-rn_dt() { # MODEL PRECISION BENCHMARK(yes|no)
-    local m=$1 p=$2 b=$3 name="dt_$1_$2$([ "$3" = yes ] && echo _bench)"
+rn_dt() { # MODEL PRECISION BENCHMARK(yes|no) ACTIVATIONS(auto|float32|bf16)
+    local m=$1 p=$2 b=$3 a=${4:-auto} name="dt_$1_$2$([ "$3" = yes ] && echo _bench)$([ "${4:-auto}" = float32 ] && echo _act32)"
     mem_start "$name"
     run_step "$name" 120 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 1 "${RN_JOB[$m]}" \
         --set train.device=cuda --set train.precision="$p" --set train.cudnn_benchmark="$b" \
+        --set train.activations="$a" \
         --set train.max_steps="${RN_STEPS[$m]}" \
         --set train.log_every=20 --set data.random_crop=0 --set data.hflip=no \
         --set data.path="$G/data/fashion-mnist"
@@ -489,22 +490,26 @@ rn_torch() { # MODEL fp32|tf32|amp: once per model and mode
     TORCH_SPS[$name]=$RN_SPS; TORCH_MEM[$name]=$RN_MEM
 }
 resnets() {
-    local m c p b t label dsps dmem drc
+    local m c p b t a label dsps dmem drc
     for m in resnet20 resnet18; do
-        for c in fp32:no:fp32 tf32:no:tf32 bf16:no:amp bf16:yes:amp; do
-            IFS=: read -r p b t <<<"$c"
-            label=$p$([ "$b" = yes ] && echo _bench)
+        # bf16 stores activations in bf16 (auto); the act32 row keeps them
+        # float32 (the memory and speed that storage costs or saves)
+        for c in fp32:no:fp32:auto tf32:no:tf32:auto bf16:no:amp:auto bf16:yes:amp:auto bf16:yes:amp:float32; do
+            IFS=: read -r p b t a <<<"$c"
+            [ "$m" = resnet20 ] && [ "$a" = float32 ] && continue
+            label=$p$([ "$b" = yes ] && echo _bench)$([ "$a" = float32 ] && echo _act32)
             if [ $gpus -eq 0 ]; then
                 # rehearsal: the job file and every --set key as dtctl reads them
                 run_step "cfg_${m}_$label" 30 "${DTENV[@]}" "$DTCTL" config "${RN_JOB[$m]}" \
                     --set train.precision="$p" --set train.cudnn_benchmark="$b" \
+                    --set train.activations="$a" \
                     --set train.max_steps="${RN_STEPS[$m]}" \
                     --set train.log_every=20 --set data.random_crop=0 --set data.hflip=no \
                     --set data.path="$G/data/fashion-mnist"
                 row "vs_torch_${m}_$label" "SKIP(no GPU)" "$([ $RC -eq 0 ] && echo 'job ok' || echo "job FAILED: exit $RC")" "dt $label vs torch $t"
                 continue
             fi
-            rn_dt "$m" "$p" "$b"; dsps=$RN_SPS; dmem=$RN_MEM; drc=$RC
+            rn_dt "$m" "$p" "$b" "$a"; dsps=$RN_SPS; dmem=$RN_MEM; drc=$RC
             if [ "$drc" -eq -1 ]; then row "vs_torch_${m}_$label" "SKIP(time)" "" ""; continue; fi
             if [ "$drc" -ne 0 ]; then
                 row "vs_torch_${m}_$label" FAIL "dt exit $drc" "$(grep -m1 -i -E 'error|fail' "$L/dt_${m}_$label.log" | cut -c1-80)"; continue
