@@ -194,6 +194,7 @@ static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
                           CUDNN_FMA_MATH, CUDNN_FMA_MATH};
     int got = 0, pick, exact = a.precision == DT_PRECISION_FP32;
     size_t need = 0, bytes = 0;
+    const char *stage = "forward";
 
     cudnnConvolutionFwdAlgoPerf_t fwd[DT_CUDNN_NALGO];
     DT_CHECK(dt_cudnn_check(
@@ -232,6 +233,7 @@ static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
                         DT_CUDNN_NALGO, &got, bd),
         benchmark ? "cudnnFindConvolutionBackwardDataAlgorithm"
                   : "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
+    stage = "backward data";
     DT_CUDNN_PICK(bd, got, pick, exact);
     if (pick < 0)
         goto none;
@@ -257,6 +259,7 @@ static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
                         DT_CUDNN_NALGO, &got, bf),
         benchmark ? "cudnnFindConvolutionBackwardFilterAlgorithm"
                   : "cudnnGetConvolutionBackwardFilterAlgorithm_v7"));
+    stage = "backward filter";
     DT_CUDNN_PICK(bf, got, pick, exact);
     if (pick < 0)
         goto none;
@@ -284,20 +287,31 @@ static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
     *out = &s->algos[s->nalgos++];
     return DT_OK;
 none:
-    dt_error("cuDNN offers no algorithm for the conv over %dx%dx%dx%d "
+    /* bf16 below compute capability 8.0 was refused at set-up
+     * (precision.c): here cuDNN has no bf16 engine for this shape */
+    dt_error("cuDNN offers no %s algorithm for the conv over %dx%dx%dx%d "
              "(%d out channels, %dx%d kernel, stride %d, pad %d) on %s%s",
-             g->n, g->c, g->h, g->w, out_c, g->k, g->k, g->s, g->pad,
+             stage, g->n, g->c, g->h, g->w, out_c, g->k, g->k, g->s, g->pad,
              dev->name,
              a.precision == DT_PRECISION_BF16
-                 ? " in bf16 (bf16 convolutions need compute capability "
-                   "8.0 or newer: use [train] precision = fp16 or fp32)"
+                 ? " in bf16: use [train] precision = tf32 or fp32 for "
+                   "this model, and tell dt's developers the shape"
                  : "");
     return DT_ERR_UNSUPPORTED;
 }
 
 /* ---- bf16 copies --------------------------------------------------------
  * One device block per device (s->half), grown to the largest shape:
- * [X: n c h w][W: o c k k][Y: n o oh ow][DW: o c k k] bf16 elements. */
+ * [X: n c h w][W: o c k k][Y: n o oh ow][DW: o c k k] bf16 elements, each
+ * starting on a 256-byte boundary (as cudaMalloc's blocks do): cuDNN's
+ * tensor-core kernels want 16-byte aligned operands, and a weight count
+ * like 3x3x3x5 = 135 would leave the next copy on a 2-byte one. */
+#define HALF_ALIGN 128 /* bf16 elements: 256 bytes */
+static size_t half_up(size_t n)
+{
+    return (n + HALF_ALIGN - 1) / HALF_ALIGN * HALF_ALIGN;
+}
+
 typedef struct half_bufs {
     void *x, *w, *y, *dw;
 } half_bufs_t;
@@ -309,13 +323,14 @@ static dt_status_t half_bufs(dt_device_t *dev, dt_cudnn_t *s,
     size_t nx = (size_t)g->n * g->c * g->h * g->w,
            nw = (size_t)out_c * g->c * g->k * g->k,
            ny = (size_t)g->n * out_c * g->oh * g->ow;
+    size_t ax = half_up(nx), aw = half_up(nw), ay = half_up(ny);
     DT_CHECK(dt_cudnn_grow(dev, &s->half, &s->half_bytes,
-                           2 * (nx + 2 * nw + ny), "bf16 conv copies"));
+                           2 * (ax + 2 * aw + ay), "bf16 conv copies"));
     uint16_t *b = s->half;
     h->x = b;
-    h->w = b + nx;
-    h->y = b + nx + nw;
-    h->dw = b + nx + nw + ny;
+    h->w = b + ax;
+    h->y = b + ax + aw;
+    h->dw = b + ax + aw + ay;
     return DT_OK;
 }
 
