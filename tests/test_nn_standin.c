@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include <dt/device.h>
@@ -25,6 +26,7 @@
 #include "nn/model.h"
 #include "nn_testutil.h"
 #include "fixtures/standin_cuda.h"
+#include "train/train.h"
 
 #define BATCH 4
 
@@ -297,6 +299,27 @@ static void act16_compare(const char *layers, int c, int h, int w,
             stored);
     assert_int_equal(narrowed, stored);
     assert_int_equal(b32 + added - saved, b16);
+    /* dt_model_memory accounts for every byte forward allocated */
+    dt_model_memory_t k32, k16;
+    dt_model_memory(m32, &k32);
+    dt_model_memory(m16, &k16);
+    fprintf(stderr, "  dt_model_memory float32: activations %zu, gradients "
+            "%zu, copies %zu, scratch %zu (npool %d); bf16: %zu %zu %zu %zu\n",
+            k32.activations, k32.act_grads, k32.act_copies, k32.scratch,
+            m32->npool, k16.activations, k16.act_grads, k16.act_copies,
+            k16.scratch);
+    assert_int_equal(k32.activations + k32.act_grads + k32.act_copies +
+                         k32.scratch, b32);
+    assert_int_equal(k16.activations + k16.act_grads + k16.act_copies +
+                         k16.scratch, b16);
+    assert_int_equal(k32.act_copies, 0);
+    assert_int_equal(k16.act_copies, added);
+    assert_int_equal(k32.activations - k16.activations, saved);
+    assert_int_equal(k32.params, k16.params);
+    /* and the trainer's auto gets the difference right, with its sign */
+    assert_true(dt_model_bf16_saving(m32, BATCH) ==
+                (long long)b32 - (long long)b16);
+    assert_true(k32.params >= 2 * n * sizeof(float));
 
     float *p32, *g32, *p16, *g16;
     assert_int_equal(dt_model_params(m32, &p32, &g32, NULL), DT_OK);
@@ -333,6 +356,59 @@ static void test_activations_bf16(void **state)
                   "gap flatten linear(10)", 3, 8, 8, 0.1);
 }
 
+/* The trainer's line of where a GPU's memory goes (train_memory.c), on
+ * the stand-in: its used bytes (what was allocated), its made-up 80 GB,
+ * the model's activations by storage, and no cuDNN state. */
+static void test_memory_report(void **state)
+{
+    (void)state;
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse("flatten linear(512) relu linear(10)",
+                                    NULL, 3, 32, 32, 10, &m, NULL), 0);
+    assert_int_equal(dt_model_init(m, &standin_dev, 5), DT_OK);
+    assert_int_equal(dt_model_set_activations(m, DT_ACTIVATIONS_BF16), DT_OK);
+    enum { B = 64 };
+    float *x = calloc((size_t)B * 3 * 32 * 32, sizeof *x), loss;
+    int y[B] = {0};
+    assert_non_null(x);
+    assert_int_equal(dt_model_forward(m, x, y, B, 1, &loss, NULL), DT_OK);
+    dt_trainer_t t;
+    memset(&t, 0, sizeof t);
+    t.dev = &standin_dev;
+    t.model = m;
+    char path[] = "/tmp/dt-memreport-XXXXXX";
+    int fd = mkstemp(path), saved = dup(2);
+    assert_true(fd >= 0 && saved >= 0);
+    fflush(stderr);
+    dup2(fd, 2);
+    dt_trainer_report_memory(&t);
+    t.rank = 1; /* only rank 0 says it */
+    dt_trainer_report_memory(&t);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char line[2048] = "";
+    FILE *f = fdopen(fd, "r");
+    assert_non_null(f);
+    rewind(f);
+    size_t got = fread(line, 1, sizeof line - 1, f);
+    fclose(f);
+    unlink(path);
+    line[got] = '\0';
+    fprintf(stderr, "%s", line);
+    dt_model_memory_t k;
+    dt_model_memory(m, &k);
+    char want[256];
+    snprintf(want, sizeof want, "MiB in use of 81920.0 on cuda:0 "
+             "(stand-in): activations %.1f (bf16)",
+             (double)k.activations / (1 << 20));
+    assert_non_null(strstr(line, want));
+    assert_non_null(strstr(line, "cuDNN workspace 0.0 and bf16 conv copies 0.0"));
+    assert_null(strstr(strstr(line, "first step") + 1, "first step"));
+    free(x);
+    dt_model_free(m);
+}
+
 static void test_resnet_block(void **state)
 {
     (void)state;
@@ -367,6 +443,7 @@ int main(void)
         cmocka_unit_test(test_sync_bn),
         cmocka_unit_test(test_activations_bf16_cpu),
         cmocka_unit_test(test_activations_bf16),
+        cmocka_unit_test(test_memory_report),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

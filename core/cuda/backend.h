@@ -277,6 +277,12 @@ typedef struct dt_cuda_backend {
                            size_t n);
     dt_status_t (*from_bf16)(dt_device_t *dev, const void *x, float *y,
                              size_t n);
+    /* Memory, in bytes: in use on the GPU (cudaMemGetInfo: every process
+     * and context on it), its total, and what dt's cuDNN state holds
+     * there (the conv workspace and the bf16 conv copies; 0 without
+     * cuDNN). For the trainer's report of where memory goes. */
+    dt_status_t (*mem_info)(dt_device_t *dev, size_t *used, size_t *total,
+                            size_t *workspace, size_t *copies);
 } dt_cuda_backend_t;
 
 /* ---- libdt's side (core/nn/cuda_*.c), for libdt and the tests; plugins

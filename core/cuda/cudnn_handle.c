@@ -146,3 +146,11 @@ dt_status_t dt_cudnn_tensor(dt_device_t *dev, cudnnTensorDescriptor_t d,
                                                      h, w),
                           "cudnnSetTensor4dDescriptor");
 }
+
+void dt_cudnn_sizes(const dt_device_t *dev, size_t *workspace,
+                    size_t *copies)
+{
+    const dt_cudnn_t *s = dev->dnn;
+    *workspace = s ? s->workspace_bytes : 0;
+    *copies = s ? s->half_bytes : 0;
+}

@@ -279,3 +279,20 @@ dt_status_t dt_cuda_copy_async(dt_device_t *dev, void *dst, const void *src,
                                  stream_of(dev, stream)),
                  dev->name, "cudaMemcpyAsync (queued)", bytes);
 }
+
+dt_status_t dt_cuda_mem_info(dt_device_t *dev, size_t *used, size_t *total,
+                             size_t *workspace, size_t *copies)
+{
+    size_t free_b = 0, total_b = 0;
+    DT_CHECK(check(cudaSetDevice(dev->ordinal), dev->name, "cudaSetDevice",
+                   0));
+    DT_CHECK(check(cudaMemGetInfo(&free_b, &total_b), dev->name,
+                   "cudaMemGetInfo", 0));
+    *used = total_b - free_b;
+    *total = total_b;
+    *workspace = *copies = 0;
+#ifdef DT_HAVE_CUDNN
+    dt_cudnn_sizes(dev, workspace, copies);
+#endif
+    return DT_OK;
+}

@@ -126,6 +126,13 @@ dt_status_t dt_cudnn_pool_backward(dt_device_t *dev, const dt_cuda_pool_t *p,
 dt_status_t dt_cudnn_set_benchmark(dt_device_t *dev, int on);
 /* The device's cuDNN state goes with it (dt_cuda_close). */
 void dt_cudnn_release(dt_device_t *dev);
+/* The bytes of the cuDNN state's conv workspace and bf16 copies (0, 0
+ * before its first use). */
+void dt_cudnn_sizes(const dt_device_t *dev, size_t *workspace,
+                    size_t *copies);
+/* used/total/workspace/copies (cuda/backend.h mem_info; device.c). */
+dt_status_t dt_cuda_mem_info(dt_device_t *dev, size_t *used, size_t *total,
+                             size_t *workspace, size_t *copies);
 
 /* float <-> bf16 copies, n elements (elementwise.cu). */
 dt_status_t dt_cuda_to_bf16(dt_device_t *dev, const float *x, void *y,

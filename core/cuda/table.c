@@ -94,4 +94,5 @@ __attribute__((visibility("default"))) const dt_cuda_backend_t
         .bn_dx_coef = dt_cuda_bn_dx_coef,
         .to_bf16 = dt_cuda_to_bf16,
         .from_bf16 = dt_cuda_from_bf16,
+        .mem_info = dt_cuda_mem_info,
 };

@@ -66,7 +66,7 @@ static dt_status_t dev_floats(dt_model_t *m, size_t n, float **out)
 
 /* A layer's scratch floats, rounded up to 16 (64 bytes): every layer's
  * scratch starts aligned for vectors and for doubles. */
-static size_t scratch_of(const dt_layer_t *l, int batch)
+size_t dt_model_scratch_floats(const dt_layer_t *l, int batch)
 {
     return (l->ops->scratch_floats(l, batch) + 15) & ~(size_t)15;
 }
@@ -96,16 +96,17 @@ static dt_status_t ensure_capacity(dt_model_t *m, int batch)
             DT_CHECK(dev_floats(m, (n + 1) / 2, &m->acts[i + 1]));
         else if (!(i + 1 < m->nlayers && m->layers[i + 1].absorbed))
             DT_CHECK(dev_floats(m, n, &m->acts[i + 1]));
-        scratch += scratch_of(l, batch);
+        scratch += dt_model_scratch_floats(l, batch);
         if (dt_layer_out_size(&m->layers[i]) > largest)
             largest = dt_layer_out_size(&m->layers[i]);
     }
     DT_CHECK(dt_model_plan_grads(m, batch));
-    DT_CHECK(dev_floats(m, scratch, &m->scratch));
+    if (scratch) /* no layer needing any: no block (cudaMalloc(0)) */
+        DT_CHECK(dev_floats(m, scratch, &m->scratch));
     size_t off = 0;
     for (int i = 0; i < m->nlayers; i++) {
-        m->layers[i].scratch = m->scratch + off;
-        off += scratch_of(&m->layers[i], batch);
+        m->layers[i].scratch = m->scratch ? m->scratch + off : NULL;
+        off += dt_model_scratch_floats(&m->layers[i], batch);
     }
     if (m->act16) { /* the float32 copies the layers run on */
         DT_CHECK(dev_floats(m, (size_t)batch * largest, &m->wx));

@@ -22,6 +22,7 @@ struct dt_model {
     float **acts, **dacts;
     float **dpool;
     int npool;
+    size_t dpool_floats;  /* each dpool buffer's floats                  */
     float *scratch;
     float *probs, *rows;
     float *host_rows;     /* cuda: rows read back here (pinned, 2*cap)   */
@@ -67,6 +68,9 @@ struct dt_model {
 dt_status_t dt_model_plan_grads(dt_model_t *m, int batch);
 /* The lowest layer backward runs (model_grads.c). */
 int dt_model_first_backward(const dt_model_t *m);
+
+/* A layer's scratch floats for batch samples, rounded up to 16 (model.c). */
+size_t dt_model_scratch_floats(const dt_layer_t *l, int batch);
 
 /* Free the activation, gradient and scratch buffers (model.c); the next
  * forward allocates them again. */

@@ -85,6 +85,7 @@ dt_status_t dt_model_plan_grads(dt_model_t *m, int batch)
     m->dpool = calloc((size_t)n + 1, sizeof *m->dpool);
     dt_status_t st = busy && m->dpool ? DT_OK : DT_ERR_NOMEM;
     m->npool = 0;
+    m->dpool_floats = (size_t)batch * largest;
     for (int a = 0; st == DT_OK && a < n; a++) {
         int k = order[a], j = 0;
         while (j < m->npool && !(w[k] < busy[j]))

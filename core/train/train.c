@@ -159,6 +159,8 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
 stepped:
     DT_CHECK(dt_device_sync(t->dev));
     t->global_step++;
+    if (t->global_step == 1)
+        dt_trainer_report_memory(t);
     if (t->global_step == 1 && t->rank == 0 && t->world > 1)
         dt_debug("gradients of %zu parameters averaged in %zu bucket%s per "
                  "step, %s (d2h_grad_copies=%zu per step)", t->nparams,

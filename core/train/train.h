@@ -128,6 +128,9 @@ typedef struct dt_trainer {
 /* train_setup.c */
 dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg);
 void dt_trainer_teardown(dt_trainer_t *t);
+/* Rank 0 on a GPU: one info line of where its memory goes (the device's
+ * count, the model's parts, cuDNN's) (train_memory.c). */
+void dt_trainer_report_memory(dt_trainer_t *t);
 /* Broadcast a device buffer from rank 0 (staged through host memory when
  * the device is a GPU). */
 dt_status_t dt_trainer_broadcast(dt_trainer_t *t, void *dev_ptr,

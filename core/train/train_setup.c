@@ -295,8 +295,12 @@ static dt_status_t setup_activations(const dt_config_t *cfg, dt_trainer_t *t)
 {
     int gpu = t->dev->kind == DT_DEVICE_CUDA, asked;
     DT_CHECK(read_activations(cfg, gpu, t->dev->name, &asked));
+    /* auto: where it saves memory (a small model's float32 copies cost
+     * more than its activations save, and the conversions cost time) */
     dt_activations_t a = asked >= 0 ? (dt_activations_t)asked
-                         : gpu && t->ls.precision == DT_PRECISION_BF16
+                         : gpu && t->ls.precision == DT_PRECISION_BF16 &&
+                                   dt_model_bf16_saving(t->model,
+                                                        (int)t->batch) > 0
                              ? DT_ACTIVATIONS_BF16
                              : DT_ACTIVATIONS_FLOAT32;
     if (a == DT_ACTIVATIONS_BF16 && t->rank == 0)

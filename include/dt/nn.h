@@ -218,9 +218,24 @@ typedef enum dt_activations {
     DT_ACTIVATIONS_BF16
 } dt_activations_t;
 dt_status_t dt_model_set_activations(dt_model_t *m, dt_activations_t a);
+/* The bytes bf16 storage would save at this batch (negative: what it
+ * would cost: the float32 copies outweigh a small model's activations). */
+long long dt_model_bf16_saving(const dt_model_t *m, int batch);
 /* Parse "float32" or "bf16"; DT_ERR_INVALID otherwise. */
 dt_status_t dt_activations_parse(const char *name, dt_activations_t *a);
 dt_activations_t dt_model_activations(const dt_model_t *m);
+
+/* The device memory a model holds, in bytes, by what it is for (after a
+ * forward: the activation buffers exist from the first one on, sized
+ * for the largest batch so far). */
+typedef struct dt_model_memory {
+    size_t params;      /* parameters, their gradients, batchnorm buffers */
+    size_t activations; /* layer outputs kept for backward (and input)   */
+    size_t act_grads;   /* backward's shared activation-gradient buffers */
+    size_t act_copies;  /* bf16 storage: the float32 copies layers use   */
+    size_t scratch;     /* layers' scratch, probabilities, labels        */
+} dt_model_memory_t;
+void dt_model_memory(const dt_model_t *m, dt_model_memory_t *out);
 
 /* The flat parameter and gradient buffers (device memory) and their
  * length in floats. Stay valid until dt_model_free. */

@@ -530,6 +530,17 @@ resnets() {
 }
 resnets
 
+# ---- 9b'. where dt's GPU memory goes (the trainer's line after its first
+# step): ResNet-18 with bf16 activations and with float32 ones, for the
+# peak-memory target against PyTorch AMP
+for f in dt_resnet18_bf16_bench dt_resnet18_bf16_bench_act32; do
+    [ -f "$L/$f.log" ] || continue
+    line=$(grep -m1 'GPU memory after the first step' "$L/$f.log" | sed 's/.*first step: //')
+    [ -n "$line" ] || { row "mem_${f#dt_}" FAIL "no memory line" ""; continue; }
+    row "mem_${f#dt_}" INFO "$(echo "$line" | grep -o '^[0-9.]* MiB')" \
+        "$(echo "$line" | sed 's/^.*): activations/activations/; s/parameters and gradients/params/; s/(CUDA context, libraries, optimizer state, other processes)/(context etc.)/' | cut -c1-200)"
+done
+
 # ---- 9c. issue 21: dtctl plan's inputs and the trainer at N = 1, 2, 4, 8 on
 # this machine's 16 cores (the 2-vCPU VM cannot give 4 workers a core each).
 # CPU only; measured here, predicted back home (no SimGrid on the device):
