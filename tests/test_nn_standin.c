@@ -343,6 +343,71 @@ static void act16_compare(const char *layers, int c, int h, int w,
     dt_model_free(m16);
 }
 
+/* Under precision = bf16 the convolutions read and write the stored bf16
+ * activations as they are (cudnn_conv.c's x16/y16; the stand-in conv
+ * widens and rounds at the same points): the same numbers to the bit as
+ * the widened copies give, with fewer conversions by the model (one
+ * narrowing less per conv without bias, one widening less per conv
+ * reading a stored input, each way). */
+static void act16_native(const char *layers, int c, int h, int w)
+{
+    const dt_cuda_backend_t *cu = dt_cuda_backend_loaded();
+    dt_model_t *a = NULL, *b = NULL;
+    assert_int_equal(dt_model_parse(layers, NULL, c, h, w, 10, &a, NULL), 0);
+    assert_int_equal(dt_model_parse(layers, NULL, c, h, w, 10, &b, NULL), 0);
+    assert_int_equal(dt_model_init(a, &standin_dev, 5), DT_OK);
+    assert_int_equal(dt_model_init(b, &standin_dev, 5), DT_OK);
+    assert_int_equal(dt_model_set_activations(a, DT_ACTIVATIONS_BF16), DT_OK);
+    assert_int_equal(dt_model_set_activations(b, DT_ACTIVATIONS_BF16), DT_OK);
+    size_t in = (size_t)BATCH * c * h * w, n = dt_model_nparams(a);
+    float *x = malloc(in * sizeof *x), la, lb, *pa, *ga, *pb, *gb;
+    assert_non_null(x);
+    fill_random(x, in, 37);
+    int y[BATCH];
+    for (int i = 0; i < BATCH; i++)
+        y[i] = (5 * i + 1) % 10;
+    standin_stats_t *st = stats();
+    unsigned long na = st->bf16_narrowed, wa = st->bf16_widened;
+    assert_int_equal(dt_model_forward(a, x, y, BATCH, 1, &la, NULL), DT_OK);
+    assert_int_equal(dt_model_backward(a, NULL, NULL), DT_OK);
+    na = st->bf16_narrowed - na, wa = st->bf16_widened - wa;
+    assert_int_equal(cu->set_precision(&standin_dev, DT_PRECISION_BF16),
+                     DT_OK);
+    unsigned long nb = st->bf16_narrowed, wb = st->bf16_widened;
+    assert_int_equal(dt_model_forward(b, x, y, BATCH, 1, &lb, NULL), DT_OK);
+    assert_int_equal(dt_model_backward(b, NULL, NULL), DT_OK);
+    nb = st->bf16_narrowed - nb, wb = st->bf16_widened - wb;
+    /* what the convs spared the model */
+    unsigned long spared_n = 0, spared_w = 0;
+    for (int i = 0; i < b->nlayers; i++) {
+        const dt_layer_t *l = &b->layers[i];
+        if (l->ops != &dt_layer_conv2d)
+            continue;
+        size_t xin = (size_t)BATCH * dt_layer_in_size(l),
+               yout = (size_t)BATCH * dt_layer_out_size(l);
+        assert_int_equal(l->io16 & 1, dt_model_act16(b, l->src));
+        if (l->io16 & 1)
+            spared_w += 2 * xin; /* forward and backward */
+        if (l->io16 & 2)
+            spared_n += yout;
+    }
+    assert_int_equal(cu->set_precision(&standin_dev, DT_PRECISION_FP32),
+                     DT_OK);
+    fprintf(stderr, "%s: convs on stored bf16: %lu/%lu narrowed, %lu/%lu "
+            "widened by the model (spared %lu, %lu)\n", layers, nb, na, wb,
+            wa, spared_n, spared_w);
+    assert_true(spared_n > 0 && spared_w > 0);
+    assert_int_equal(na - nb, spared_n);
+    assert_int_equal(wa - wb, spared_w);
+    assert_true(la == lb);
+    assert_int_equal(dt_model_params(a, &pa, &ga, NULL), DT_OK);
+    assert_int_equal(dt_model_params(b, &pb, &gb, NULL), DT_OK);
+    assert_memory_equal(ga, gb, n * sizeof *ga);
+    free(x);
+    dt_model_free(a);
+    dt_model_free(b);
+}
+
 static void test_activations_bf16(void **state)
 {
     (void)state;
@@ -354,6 +419,9 @@ static void test_activations_bf16(void **state)
     act16_compare("conv(8,3,pad=1,bias=no) batchnorm relu "
                   "stage(basic,8,1) stage(basic,16,1,stride=2) avgpool(2) "
                   "gap flatten linear(10)", 3, 8, 8, 0.1);
+    act16_native("conv(8,3,pad=1,bias=no) batchnorm relu "
+                 "stage(basic,8,1) stage(basic,16,1,stride=2) conv(8,3,pad=1) "
+                 "relu gap flatten linear(10)", 3, 8, 8);
 }
 
 /* The trainer's line of where a GPU's memory goes (train_memory.c), on

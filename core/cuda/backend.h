@@ -283,6 +283,9 @@ typedef struct dt_cuda_backend {
      * cuDNN). For the trainer's report of where memory goes. */
     dt_status_t (*mem_info)(dt_device_t *dev, size_t *used, size_t *total,
                             size_t *workspace, size_t *copies);
+    /* The DT_PRECISION_* set_precision set last (the model's convs read
+     * and write stored bf16 activations as they are under bf16). */
+    int (*get_precision)(void);
 } dt_cuda_backend_t;
 
 /* ---- libdt's side (core/nn/cuda_*.c), for libdt and the tests; plugins

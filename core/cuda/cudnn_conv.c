@@ -336,6 +336,24 @@ static dt_status_t half_bufs(dt_device_t *dev, dt_cudnn_t *s,
 
 static int bf16(void) { return dt_cuda_precision() == DT_PRECISION_BF16; }
 
+/* Stored bf16 activations reach a conv only under precision = bf16, and
+ * its output only without a bias (added in float32): the model decides
+ * so (model_act16.c); anything else is a bug, said rather than run. */
+static dt_status_t check_io16(dt_device_t *dev, const dt_conv_geom_t *g,
+                              int bias)
+{
+    if (!g->x16 && !g->y16)
+        return DT_OK;
+    if (!bf16() || (g->y16 && bias)) {
+        dt_error("conv on %s handed bf16 activations (x %d, y %d) with "
+                 "precision %d and %s bias: dt's model should not do that",
+                 dev->name, g->x16, g->y16, dt_cuda_precision(),
+                 bias ? "a" : "no");
+        return DT_ERR_INTERNAL;
+    }
+    return DT_OK;
+}
+
 dt_status_t dt_cudnn_conv_forward(dt_device_t *dev, const dt_conv_geom_t *g,
                                   int out_c, const float *x, const float *w,
                                   const float *bias, float *y)
@@ -347,16 +365,19 @@ dt_status_t dt_cudnn_conv_forward(dt_device_t *dev, const dt_conv_geom_t *g,
     DT_CHECK(describe(dev, s, g, out_c));
     DT_CHECK(algos(dev, s, g, out_c, &a));
     DT_CHECK(set_math(dev, s, a->fwd_math));
+    DT_CHECK(check_io16(dev, g, bias != NULL));
     const void *cx = x, *cw = w;
     void *cy = y;
     half_bufs_t h;
-    if (bf16()) {
+    if (bf16()) { /* x (unless stored bf16) and w to bf16 copies */
         DT_CHECK(half_bufs(dev, s, g, out_c, &h));
-        DT_CHECK(dt_cuda_to_bf16(dev, x, h.x,
-                                 (size_t)g->n * g->c * g->h * g->w));
+        if (!g->x16)
+            DT_CHECK(dt_cuda_to_bf16(dev, x, h.x,
+                                     (size_t)g->n * g->c * g->h * g->w));
         DT_CHECK(dt_cuda_to_bf16(dev, w, h.w,
                                  (size_t)out_c * g->c * g->k * g->k));
-        cx = h.x, cw = h.w, cy = h.y;
+        cx = g->x16 ? (const void *)x : h.x, cw = h.w;
+        cy = g->y16 ? (void *)y : h.y; /* stored bf16: written in place */
     }
     DT_CHECK(dt_cudnn_check(
         dev,
@@ -364,7 +385,7 @@ dt_status_t dt_cudnn_conv_forward(dt_device_t *dev, const dt_conv_geom_t *g,
                                 s->conv, a->fwd, s->workspace,
                                 s->workspace_bytes, &zero, s->y, cy),
         "cudnnConvolutionForward"));
-    if (bf16()) {
+    if (bf16() && !g->y16) {
         DT_CHECK(dt_cuda_from_bf16(dev, h.y, y,
                                    (size_t)g->n * out_c * g->oh * g->ow));
         DT_CHECK(describe_y(dev, s, g, out_c, CUDNN_DATA_FLOAT));
@@ -404,17 +425,21 @@ dt_status_t dt_cudnn_conv_backward(dt_device_t *dev, const dt_conv_geom_t *g,
         if (bf16())
             DT_CHECK(describe_y(dev, s, g, out_c, CUDNN_DATA_BFLOAT16));
     }
-    /* bf16: the copies of x, w and dy; dw and dx come back in bf16 and
-     * are widened (dx into the x copy's room, free by then) */
+    /* bf16: the copies of x (unless stored bf16), w and dy; dw and dx
+     * come back in bf16 and are widened (dx into the x copy's room, free
+     * by then; never into a stored x) */
+    DT_CHECK(check_io16(dev, g, 0));
     const void *cx = x, *cw = w, *cdy = dy;
     void *cdw = dw, *cdx = dx;
     half_bufs_t h;
     if (bf16()) {
         DT_CHECK(half_bufs(dev, s, g, out_c, &h));
-        DT_CHECK(dt_cuda_to_bf16(dev, x, h.x, nx));
+        if (!g->x16)
+            DT_CHECK(dt_cuda_to_bf16(dev, x, h.x, nx));
         DT_CHECK(dt_cuda_to_bf16(dev, w, h.w, nw));
         DT_CHECK(dt_cuda_to_bf16(dev, dy, h.y, ny));
-        cx = h.x, cw = h.w, cdy = h.y, cdw = h.dw, cdx = h.x;
+        cx = g->x16 ? (const void *)x : h.x;
+        cw = h.w, cdy = h.y, cdw = h.dw, cdx = h.x;
     }
     DT_CHECK(set_math(dev, s, a->bwd_filter_math));
     DT_CHECK(dt_cudnn_check(

@@ -9,6 +9,7 @@
 #endif
 
 #include "cuda/kernels.h"
+#include "cuda/precision.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -95,4 +96,5 @@ __attribute__((visibility("default"))) const dt_cuda_backend_t
         .to_bf16 = dt_cuda_to_bf16,
         .from_bf16 = dt_cuda_from_bf16,
         .mem_info = dt_cuda_mem_info,
+        .get_precision = dt_cuda_precision,
 };

@@ -31,8 +31,11 @@
 
 static dt_conv_geom_t geom(const dt_layer_t *l, int batch)
 {
-    dt_conv_geom_t g = {batch, l->in_c, l->in_h, l->in_w, (int)l->args[1],
-                        (int)l->args[2], (int)l->args[3], l->out_h, l->out_w};
+    dt_conv_geom_t g = {.n = batch, .c = l->in_c, .h = l->in_h,
+                        .w = l->in_w, .k = (int)l->args[1],
+                        .s = (int)l->args[2], .pad = (int)l->args[3],
+                        .oh = l->out_h, .ow = l->out_w, .x16 = l->io16 & 1,
+                        .y16 = (l->io16 >> 1) & 1};
     return g;
 }
 

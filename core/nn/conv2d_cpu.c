@@ -25,8 +25,10 @@
 
 static dt_conv_geom_t sample_geom(const dt_layer_t *l)
 {
-    dt_conv_geom_t g = {1, l->in_c, l->in_h, l->in_w, (int)l->args[1],
-                        (int)l->args[2], (int)l->args[3], l->out_h, l->out_w};
+    dt_conv_geom_t g = {.n = 1, .c = l->in_c, .h = l->in_h, .w = l->in_w,
+                        .k = (int)l->args[1], .s = (int)l->args[2],
+                        .pad = (int)l->args[3], .oh = l->out_h,
+                        .ow = l->out_w};
     return g;
 }
 

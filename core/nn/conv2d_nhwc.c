@@ -52,8 +52,8 @@ static int planar(const dt_layer_t *l) { return l->in_c < PLANAR_C; }
 /* the NCHW geometry of one sample, for dt_im2col_cpu */
 static dt_conv_geom_t planar_geom(const nhwc_geom_t *g)
 {
-    dt_conv_geom_t cg = {1, g->c, g->h, g->w, g->k, g->s, g->pad, g->oh,
-                         g->ow};
+    dt_conv_geom_t cg = {.n = 1, .c = g->c, .h = g->h, .w = g->w, .k = g->k,
+                         .s = g->s, .pad = g->pad, .oh = g->oh, .ow = g->ow};
     return cg;
 }
 

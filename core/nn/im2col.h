@@ -12,6 +12,10 @@ typedef struct dt_conv_geom {
     int n, c, h, w;   /* input batch                      */
     int k, s, pad;    /* square kernel, stride, padding   */
     int oh, ow;       /* output height and width          */
+    /* CUDA with [train] activations = bf16 and precision = bf16: x (and
+     * y) are the model's stored bf16 activations, read (written) by
+     * cuDNN as they are, without a float32 copy (model_act16.c) */
+    int x16, y16;
 } dt_conv_geom_t;
 
 void dt_im2col_cpu(const dt_conv_geom_t *g, const float *x, float *col);

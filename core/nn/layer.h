@@ -51,6 +51,9 @@ struct dt_layer {
      * second input, acts[skip], at x2 during forward. */
     int src, skip;
     const float *x2;
+    /* set by the model for the forward and backward that follow
+     * (model_act16.c): 1, x is bf16 storage; 2, y is; conv on CUDA only */
+    int io16;
     int no_bias;                   /* conv bias=no: b, db point at the
                                       model's zeros and junk, nbias = 0 */
     size_t fan_in, fan_out;        /* for initialization                */

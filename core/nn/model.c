@@ -234,14 +234,18 @@ dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
         int out = i + 1 + l->fused;
         size_t nin = (size_t)batch * dt_layer_in_size(l),
                nout = (size_t)batch * dt_layer_out_size(&m->layers[out - 1]);
-        const float *x;
-        float *y = dt_model_act16(m, out) ? m->wy : m->acts[out];
+        const float *x = m->acts[l->src];
+        dt_model_io16(m, l, out); /* a bf16 conv takes stored bf16 as is */
+        float *y = l->io16 & 2 || !dt_model_act16(m, out) ? m->acts[out]
+                                                          : m->wy;
         double t0 = prof_now(m);
-        DT_CHECK(dt_model_act_read(m, l->src, m->wx, nin, &x));
+        if (!(l->io16 & 1))
+            DT_CHECK(dt_model_act_read(m, l->src, m->wx, nin, &x));
         if (l->skip >= 0)
             DT_CHECK(dt_model_act_read(m, l->skip, m->wx2, nin, &l->x2));
         DT_CHECK(l->ops->forward(l, x, y, batch, train));
-        DT_CHECK(dt_model_act_store(m, out, y, nout));
+        if (!(l->io16 & 2))
+            DT_CHECK(dt_model_act_store(m, out, y, nout));
         prof_add(m, 2 * i, t0);
         i = out - 1;
     }
@@ -331,7 +335,7 @@ dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
             int rx, ry;
             dt_model_backward_reads(l, &rx, &ry);
             size_t nout = (size_t)batch * dt_layer_out_size(l);
-            if (rx)
+            if (rx && !(l->io16 & 1)) /* else the conv reads bf16 */
                 DT_CHECK(dt_model_act_read(m, l->src, m->wx, n, &x));
             if (ry)
                 DT_CHECK(dt_model_act_read(m, out, m->wy, nout, &y));

@@ -85,6 +85,9 @@ dt_status_t dt_model_act_read(dt_model_t *m, int k, float *tmp, size_t n,
 /* Store the float32 output y (n floats) as acts[k] when it is bf16. */
 dt_status_t dt_model_act_store(dt_model_t *m, int k, const float *y,
                                size_t n);
+/* Set l->io16 for the forward (and backward) that follows: which of
+ * its x and y a conv reads and writes as stored bf16. */
+void dt_model_io16(dt_model_t *m, dt_layer_t *l, int out);
 /* Whether l's backward reads its forward's x and y. */
 void dt_model_backward_reads(const dt_layer_t *l, int *x, int *y);
 /* DT_ERR_UNSUPPORTED, said, when bf16 storage was asked for and dev is
