@@ -250,7 +250,7 @@ static void test_activations_bf16_cpu(void **state)
  * and with bf16 storage. bf16 stores every activation between the input
  * and the logits through to_bf16 (once per forward: the count), takes
  * exactly the memory it should (each stored activation in half the bytes,
- * plus the float32 copies the layers run on), and its loss and gradients
+ * plus the two float32 copies the layers run on), and its loss and gradients
  * are float32's up to bf16 rounding (2^-9 relative per rounding, summed
  * over the layers: max_dg), but not equal to them: the rounding happened. */
 static void act16_compare(const char *layers, int c, int h, int w,
@@ -279,7 +279,8 @@ static void act16_compare(const char *layers, int c, int h, int w,
 
     /* what bf16 storage should save: the activations between input and
      * logits that have a buffer of their own, each in half the bytes;
-     * and what it adds: wx, wy (and wx2 for a residual add) */
+     * and what it adds: wx, wy (a residual add's second input is widened
+     * into its output) */
     size_t stored = 0, saved = 0, largest = (size_t)c * h * w;
     for (int i = 0; i < m16->nlayers; i++) {
         size_t o = (size_t)BATCH * dt_layer_out_size(&m16->layers[i]);
@@ -291,8 +292,7 @@ static void act16_compare(const char *layers, int c, int h, int w,
                 saved += o * sizeof(float) - (o + 1) / 2 * sizeof(float);
         }
     }
-    size_t added = (2 + (size_t)m16->branched) * BATCH * largest *
-                   sizeof(float);
+    size_t added = 2 * (size_t)BATCH * largest * sizeof(float);
     fprintf(stderr, "%s, bf16 activations: forward allocates %zu vs %zu "
             "bytes (saved %zu, float32 copies %zu); %lu floats narrowed, "
             "%zu stored\n", layers, b16, b32, saved, added, narrowed,

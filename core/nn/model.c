@@ -33,8 +33,7 @@ void dt_model_free_buffers(dt_model_t *m)
     dt_device_free(m->dev, m->dtmp);
     dt_device_free(m->dev, m->wx);
     dt_device_free(m->dev, m->wy);
-    dt_device_free(m->dev, m->wx2);
-    m->wx = m->wy = m->wx2 = NULL;
+    m->wx = m->wy = NULL;
     free(m->dwritten);
     m->dwritten = NULL;
     m->acts = m->dacts = NULL;
@@ -111,8 +110,6 @@ static dt_status_t ensure_capacity(dt_model_t *m, int batch)
     if (m->act16) { /* the float32 copies the layers run on */
         DT_CHECK(dev_floats(m, (size_t)batch * largest, &m->wx));
         DT_CHECK(dev_floats(m, (size_t)batch * largest, &m->wy));
-        if (m->branched)
-            DT_CHECK(dev_floats(m, (size_t)batch * largest, &m->wx2));
     }
     if (m->branched) {
         DT_CHECK(dev_floats(m, (size_t)batch * largest, &m->dtmp));
@@ -241,8 +238,9 @@ dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
         double t0 = prof_now(m);
         if (!(l->io16 & 1))
             DT_CHECK(dt_model_act_read(m, l->src, m->wx, nin, &x));
-        if (l->skip >= 0)
-            DT_CHECK(dt_model_act_read(m, l->skip, m->wx2, nin, &l->x2));
+        if (l->skip >= 0) /* the add: widened into its own output (a
+                              float buffer of its size; out may be b) */
+            DT_CHECK(dt_model_act_read(m, l->skip, y, nin, &l->x2));
         DT_CHECK(l->ops->forward(l, x, y, batch, train));
         if (!(l->io16 & 2))
             DT_CHECK(dt_model_act_store(m, out, y, nout));

@@ -54,10 +54,11 @@ struct dt_model {
     float *zeros, *junk;
     /* dt_model_set_activations (model_act16.c): acts[1 .. nlayers-1]
      * hold bf16 (2 bytes per element behind the float pointer); layers
-     * run on float32 copies in wx (input), wx2 (the add's second input)
-     * and wy (output), cap * largest activation floats each. */
+     * run on float32 copies in wx (input) and wy (output; the add's
+     * second input is widened there too), cap * largest activation
+     * floats each. */
     int act16;
-    float *wx, *wy, *wx2;
+    float *wx, *wy;
     /* dt_model_set_profiling: thread CPU seconds per layer, forward at
      * [2i], backward at [2i+1]; the loss at [2 nlayers]. NULL: off. */
     double *prof;

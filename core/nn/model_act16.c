@@ -5,8 +5,9 @@
  * reads a widened copy of its stored input and writes a float32 output
  * that is rounded to bf16 as it is stored, so every layer sees in
  * backward exactly the values its forward used. The widened copies are
- * three shared float32 buffers of the largest activation (wx, wy, wx2),
- * not one per layer. The model's input (acts[0]) and the logits stay
+ * two shared float32 buffers of the largest activation (wx, wy; the
+ * residual add widens its second input into its own output), not one per
+ * layer. The model's input (acts[0]) and the logits stay
  * float32. Why not bf16 kernels in every layer: one conversion pass per
  * stored tensor serves every layer type, cuDNN's batchnorm backward
  * wants x, dy and dx of one type, and the float32 layers are what the

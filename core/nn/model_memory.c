@@ -38,7 +38,7 @@ void dt_model_memory(const dt_model_t *m, dt_model_memory_t *out)
     out->act_grads = (size_t)m->npool * m->dpool_floats * f +
                      (m->dtmp ? cap * largest * f : 0);
     if (m->act16)
-        out->act_copies = (2 + (m->wx2 != NULL)) * cap * largest * f;
+        out->act_copies = 2 * cap * largest * f;
     out->scratch += cap * ((size_t)m->nclasses + 2) * f + cap * sizeof(int);
 }
 
@@ -47,18 +47,16 @@ long long dt_model_bf16_saving(const dt_model_t *m, int batch)
     const long long f = (long long)sizeof(float), b = batch;
     long long saved = 0;
     size_t largest = (size_t)m->in_c * m->in_h * m->in_w;
-    int branched = 0;
     for (int i = 0; i < m->nlayers; i++) {
         const dt_layer_t *l = &m->layers[i];
         long long n = b * (long long)dt_layer_out_size(l);
         if (dt_layer_out_size(l) > largest)
             largest = dt_layer_out_size(l);
-        branched |= l->src != i || l->skip >= 0;
         /* stored between the input and the logits, in a buffer of its own
          * (relus in place write their input's: decided at init, so a
          * relu is counted as in place here whenever it may be) */
         if (i + 1 < m->nlayers && !(l->ops == &dt_layer_relu && l->src == i))
             saved += n * f - (n + 1) / 2 * f;
     }
-    return saved - (2 + branched) * b * (long long)largest * f;
+    return saved - 2 * b * (long long)largest * f; /* wx, wy */
 }
