@@ -123,6 +123,26 @@ static void test_bf16_rounding(void **state)
  * for normalizing, unbiased for the running one), dgamma = sum g xhat,
  * and dx = gamma invstd (g - mean g - xhat mean(g xhat)) through
  * dt_elem_bn_dx's folded coefficients. */
+/* relu on stored bf16 (activations = bf16), all 65536 patterns: exactly
+ * the float layer's x > 0 ? x : 0 on the widened value, rounded back; and
+ * its gradient passes dy exactly where that output is positive. */
+static void test_relu_bf16(void **state)
+{
+    (void)state;
+    int positive = 0;
+    for (unsigned h = 0; h < 65536; h++) {
+        float v = dt_elem_from_bf16((unsigned short)h);
+        unsigned short want = dt_elem_to_bf16(v > 0.0f ? v : 0.0f);
+        unsigned short got = dt_elem_relu_bf16((unsigned short)h);
+        assert_int_equal(got, want);
+        float g = dt_elem_relu_grad_bf16(got, 1.5f);
+        assert_true(g == (dt_elem_from_bf16(got) > 0.0f ? 1.5f : 0.0f));
+        positive += g != 0.0f;
+    }
+    /* positive finite values and +inf: 0x0001..0x7f80 */
+    assert_int_equal(positive, 0x7f80);
+}
+
 static void test_bn_channel(void **state)
 {
     enum { M = 37 };
@@ -164,6 +184,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bf16_rounding),
+        cmocka_unit_test(test_relu_bf16),
         cmocka_unit_test(test_bn_channel),
         cmocka_unit_test(test_xent_plain),
         cmocka_unit_test(test_xent_smoothed),

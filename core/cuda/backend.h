@@ -286,6 +286,12 @@ typedef struct dt_cuda_backend {
     /* The DT_PRECISION_* set_precision set last (the model's convs read
      * and write stored bf16 activations as they are under bf16). */
     int (*get_precision)(void);
+    /* relu on stored bf16 activations, n elements: y = x > 0 ? x : 0 (y
+     * may be x); dx = y > 0 ? dy : 0 from the bf16 output. */
+    dt_status_t (*relu16_forward)(dt_device_t *dev, const void *x, void *y,
+                                  size_t n);
+    dt_status_t (*relu16_backward)(dt_device_t *dev, const void *y,
+                                   const float *dy, float *dx, size_t n);
 } dt_cuda_backend_t;
 
 /* ---- libdt's side (core/nn/cuda_*.c), for libdt and the tests; plugins

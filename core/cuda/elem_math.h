@@ -141,4 +141,18 @@ static inline DT_HD float dt_elem_from_bf16(unsigned short h)
     return v.f;
 }
 
+/* relu on a stored bf16 activation: exactly to_bf16(relu(from_bf16(h)))
+ * (the value itself or +0; nan and -0 give +0, as the float layer's
+ * x > 0 ? x : 0 does), without the float round trip. */
+static inline DT_HD unsigned short dt_elem_relu_bf16(unsigned short h)
+{
+    return dt_elem_from_bf16(h) > 0.0f ? h : (unsigned short)0;
+}
+
+/* relu's input gradient from its stored bf16 output y: dy where y > 0. */
+static inline DT_HD float dt_elem_relu_grad_bf16(unsigned short y, float dy)
+{
+    return dt_elem_from_bf16(y) > 0.0f ? dy : 0.0f;
+}
+
 #endif /* DT_CUDA_ELEM_MATH_H */

@@ -86,7 +86,43 @@ static __global__ void from_bf16(const unsigned short *x, float *y, size_t n)
     DT_GRID_STRIDE(i, n) y[i] = dt_elem_from_bf16(x[i]);
 }
 
+/* relu on stored bf16 activations ([train] activations = bf16): in place
+ * or not, the mask from the bf16 output; the arithmetic in elem_math.h
+ * (tested exhaustively on the CPU). */
+static __global__ void relu16_fwd(const unsigned short *x, unsigned short *y,
+                                  size_t n)
+{
+    DT_GRID_STRIDE(i, n) y[i] = dt_elem_relu_bf16(x[i]);
+}
+
+static __global__ void relu16_bwd(const unsigned short *y, const float *dy,
+                                  float *dx, size_t n)
+{
+    DT_GRID_STRIDE(i, n) dx[i] = dt_elem_relu_grad_bf16(y[i], dy[i]);
+}
+
 extern "C" {
+
+dt_status_t dt_cuda_relu16_forward(dt_device_t *dev, const void *x, void *y,
+                                   size_t n)
+{
+    if (n == 0)
+        return DT_OK;
+    relu16_fwd<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0,
+                 dt_cuda_stream(dev)>>>((const unsigned short *)x,
+                                        (unsigned short *)y, n);
+    return dt_cuda_launched(dev, "relu16_forward");
+}
+
+dt_status_t dt_cuda_relu16_backward(dt_device_t *dev, const void *y,
+                                    const float *dy, float *dx, size_t n)
+{
+    if (n == 0)
+        return DT_OK;
+    relu16_bwd<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0,
+                 dt_cuda_stream(dev)>>>((const unsigned short *)y, dy, dx, n);
+    return dt_cuda_launched(dev, "relu16_backward");
+}
 
 /* bf16 copies for cuDNN (cudnn_conv.c, precision = bf16): a pass each
  * way, as PyTorch's autocast casts; the rounding in elem_math.h. */

@@ -140,6 +140,12 @@ dt_status_t dt_cuda_to_bf16(dt_device_t *dev, const float *x, void *y,
 dt_status_t dt_cuda_from_bf16(dt_device_t *dev, const void *x, float *y,
                               size_t n);
 
+/* relu on stored bf16 activations (elementwise.cu). */
+dt_status_t dt_cuda_relu16_forward(dt_device_t *dev, const void *x, void *y,
+                                   size_t n);
+dt_status_t dt_cuda_relu16_backward(dt_device_t *dev, const void *y,
+                                    const float *dy, float *dx, size_t n);
+
 /* sync_bn (bn_sync.cu). */
 dt_status_t dt_cuda_bn_sums(dt_device_t *dev, int n, int c, int hw,
                             const float *a, const float *b, double *out);

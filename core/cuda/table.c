@@ -97,4 +97,6 @@ __attribute__((visibility("default"))) const dt_cuda_backend_t
         .from_bf16 = dt_cuda_from_bf16,
         .mem_info = dt_cuda_mem_info,
         .get_precision = dt_cuda_precision,
+        .relu16_forward = dt_cuda_relu16_forward,
+        .relu16_backward = dt_cuda_relu16_backward,
 };

@@ -335,7 +335,7 @@ dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
             size_t nout = (size_t)batch * dt_layer_out_size(l);
             if (rx && !(l->io16 & 1)) /* else the conv reads bf16 */
                 DT_CHECK(dt_model_act_read(m, l->src, m->wx, n, &x));
-            if (ry)
+            if (ry && !(l->io16 & 2)) /* else the relu reads bf16 */
                 DT_CHECK(dt_model_act_read(m, out, m->wy, nout, &y));
         }
         DT_CHECK(l->ops->backward(l, x, y, m->dacts[out], dx, batch));

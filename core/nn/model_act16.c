@@ -97,7 +97,8 @@ dt_status_t dt_model_act_store(dt_model_t *m, int k, const float *y,
     return dt_cuda_backend_loaded()->to_bf16(m->dev, y, m->acts[k], n);
 }
 
-/* A conv under precision = bf16 with cuDNN already runs on bf16 copies
+/* A relu between stored activations runs on the bf16 itself. A conv
+ * under precision = bf16 with cuDNN already runs on bf16 copies
  * of x and y: it reads and writes the stored bf16 activations as they are
  * instead (the geometry's x16/y16, cudnn_conv.c), sparing the widened
  * copy and its own rounding pass on each side. Not its output with a
@@ -105,11 +106,18 @@ dt_status_t dt_model_act_store(dt_model_t *m, int k, const float *y,
 void dt_model_io16(dt_model_t *m, dt_layer_t *l, int out)
 {
     l->io16 = 0;
-    if (!m->act16 || l->ops != &dt_layer_conv2d ||
-        m->dev->kind != DT_DEVICE_CUDA || dt_cuda_cudnn_missing())
+    if (!m->act16 || m->dev->kind != DT_DEVICE_CUDA)
         return;
     const dt_cuda_backend_t *cu = dt_cuda_backend_loaded();
-    if (!cu->get_precision || cu->get_precision() != DT_PRECISION_BF16)
+    /* a relu between stored bf16 activations (in place, the usual one):
+     * on the bf16 itself, the same values as on the widened copy */
+    if (l->ops == &dt_layer_relu) {
+        if (dt_model_act16(m, l->src) && dt_model_act16(m, out))
+            l->io16 = 3;
+        return;
+    }
+    if (l->ops != &dt_layer_conv2d || dt_cuda_cudnn_missing() ||
+        !cu->get_precision || cu->get_precision() != DT_PRECISION_BF16)
         return;
     l->io16 = dt_model_act16(m, l->src) |
               (dt_model_act16(m, out) && l->no_bias) << 1;

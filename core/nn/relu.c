@@ -1,6 +1,7 @@
 /* relu.c — y = max(x, 0); dx = dy where y > 0. */
 #include "config.h"
 
+#include "cuda/backend.h"
 #include "layer.h"
 
 static dt_status_t relu_setup(dt_layer_t *l, char *why, size_t why_len)
@@ -16,6 +17,8 @@ static dt_status_t relu_forward(dt_layer_t *l, const float *x, float *y,
                                 int batch, int train)
 {
     size_t n = (size_t)batch * dt_layer_in_size(l);
+    if (l->io16) /* stored bf16 on both sides (model_act16.c) */
+        return dt_cuda_backend_loaded()->relu16_forward(l->dev, x, y, n);
     DT_CUDA_DISPATCH(l->dev, relu_forward(l->dev, x, y, n));
     const float *restrict xr = x;
     float *restrict yr = y;
@@ -31,6 +34,9 @@ static dt_status_t relu_backward(dt_layer_t *l, const float *x,
     if (!dx)
         return DT_OK;
     size_t n = (size_t)batch * dt_layer_in_size(l);
+    if (l->io16) /* y is stored bf16 */
+        return dt_cuda_backend_loaded()->relu16_backward(l->dev, y, dy, dx,
+                                                         n);
     DT_CUDA_DISPATCH(l->dev, relu_backward(l->dev, y, dy, dx, n));
     const float *restrict yr = y, *restrict dyr = dy;
     float *restrict dxr = dx;
