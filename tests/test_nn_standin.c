@@ -348,11 +348,12 @@ static void act16_compare(const char *layers, int c, int h, int w,
 }
 
 /* Under precision = bf16 the convolutions read and write the stored bf16
- * activations as they are (cudnn_conv.c's x16/y16; the stand-in conv
- * widens and rounds at the same points): the same numbers to the bit as
- * the widened copies give, with fewer conversions by the model (one
- * narrowing less per conv without bias, one widening less per conv
- * reading a stored input, each way). */
+ * activations as they are (cudnn_conv.c's x16/y16), and so do the
+ * batchnorms' forwards (cudnn_bn.c; the stand-in's widen and round at the
+ * same points): the same numbers to the bit as the widened copies give,
+ * with fewer conversions by the model (one narrowing less per conv
+ * without bias and per batchnorm, one widening less per conv reading a
+ * stored input, each way, and per batchnorm forward). */
 static void act16_native(const char *layers, int c, int h, int w)
 {
     const dt_cuda_backend_t *cu = dt_cuda_backend_loaded();
@@ -381,23 +382,33 @@ static void act16_native(const char *layers, int c, int h, int w)
     assert_int_equal(dt_model_forward(b, x, y, BATCH, 1, &lb, NULL), DT_OK);
     assert_int_equal(dt_model_backward(b, NULL, NULL), DT_OK);
     nb = st->bf16_narrowed - nb, wb = st->bf16_widened - wb;
-    /* what the convs spared the model */
+    /* what the convs and batchnorms spared the model */
     unsigned long spared_n = 0, spared_w = 0;
+    int nbn = 0;
     for (int i = 0; i < b->nlayers; i++) {
         const dt_layer_t *l = &b->layers[i];
-        if (l->ops != &dt_layer_conv2d)
-            continue;
         size_t xin = (size_t)BATCH * dt_layer_in_size(l),
                yout = (size_t)BATCH * dt_layer_out_size(l);
+        if (l->ops == &dt_layer_batchnorm) {
+            /* forward only: backward widens x for cuDNN */
+            assert_int_equal(l->io16, 3);
+            spared_w += xin;
+            spared_n += yout;
+            nbn++;
+            continue;
+        }
+        if (l->ops != &dt_layer_conv2d)
+            continue;
         assert_int_equal(l->io16 & 1, dt_model_act16(b, l->src));
         if (l->io16 & 1)
             spared_w += 2 * xin; /* forward and backward */
         if (l->io16 & 2)
             spared_n += yout;
     }
+    assert_true(nbn > 0);
     assert_int_equal(cu->set_precision(&standin_dev, DT_PRECISION_FP32),
                      DT_OK);
-    fprintf(stderr, "%s: convs on stored bf16: %lu/%lu narrowed, %lu/%lu "
+    fprintf(stderr, "%s: convs, batchnorms on stored bf16: %lu/%lu narrowed, %lu/%lu "
             "widened by the model (spared %lu, %lu)\n", layers, nb, na, wb,
             wa, spared_n, spared_w);
     assert_true(spared_n > 0 && spared_w > 0);

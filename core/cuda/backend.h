@@ -56,6 +56,9 @@ typedef struct dt_cuda_bn {
     float *running_mean, *running_var;  /* c floats each (l->buf)        */
     float *save_mean, *save_invstd;     /* c floats each: the training
                                            forward's, for backward      */
+    int x16; /* forward only: x and y are stored bf16 activations
+                (activations = bf16 under precision = bf16), read and
+                written as they are; backward takes float32 */
 } dt_cuda_bn_t;
 
 /* One pooling call (cuDNN): windows kh x kw at strides sh, sw, without

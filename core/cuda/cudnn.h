@@ -39,6 +39,10 @@ typedef struct dt_cudnn {
     void *half;               /* precision = bf16: the bf16 copies of a
                                  conv's x, w, y and dw (cudnn_conv.c)   */
     size_t half_bytes;
+    int bn16_refused;         /* cuDNN ran no bf16 batchnorm here: it
+                                 runs on float copies in bnf instead    */
+    void *bnf;
+    size_t bnf_bytes;
     dt_cudnn_algos_t *algos;  /* the cache, one entry per shape seen     */
     int nalgos, cap;
 } dt_cudnn_t;

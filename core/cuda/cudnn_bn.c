@@ -12,9 +12,11 @@
 #include <dt/log.h>
 #include "cuda/cudnn.h"
 
-static dt_status_t describe(dt_device_t *dev, dt_cudnn_t *s,
-                            const dt_cuda_bn_t *bn,
-                            cudnnBatchNormMode_t *mode)
+/* x (and y: the same shape and type) as t; the per-channel parameters'
+ * descriptor derived from it (float for float and bf16 data). */
+static dt_status_t describe_as(dt_device_t *dev, dt_cudnn_t *s,
+                               const dt_cuda_bn_t *bn, cudnnDataType_t t,
+                               cudnnBatchNormMode_t *mode)
 {
     if (bn->eps < CUDNN_BN_MIN_EPSILON) {
         dt_error("batchnorm eps %g is below cuDNN's minimum %g on %s",
@@ -23,11 +25,72 @@ static dt_status_t describe(dt_device_t *dev, dt_cudnn_t *s,
     }
     *mode = bn->per_activation ? CUDNN_BATCHNORM_PER_ACTIVATION
                                : CUDNN_BATCHNORM_SPATIAL;
-    DT_CHECK(dt_cudnn_tensor(dev, s->x, bn->n, bn->c, bn->h, bn->w));
+    DT_CHECK(dt_cudnn_check(dev,
+                            cudnnSetTensor4dDescriptor(s->x,
+                                                       CUDNN_TENSOR_NCHW, t,
+                                                       bn->n, bn->c, bn->h,
+                                                       bn->w),
+                            "cudnnSetTensor4dDescriptor"));
     return dt_cudnn_check(dev,
                           cudnnDeriveBNTensorDescriptor(s->per_channel, s->x,
                                                         *mode),
                           "cudnnDeriveBNTensorDescriptor");
+}
+
+static dt_status_t describe(dt_device_t *dev, dt_cudnn_t *s,
+                            const dt_cuda_bn_t *bn,
+                            cudnnBatchNormMode_t *mode)
+{
+    return describe_as(dev, s, bn, CUDNN_DATA_FLOAT, mode);
+}
+
+/* The forward call on data of the descriptor's type; cuDNN's status. */
+static cudnnStatus_t forward_call(dt_cudnn_t *s, const dt_cuda_bn_t *bn,
+                                  cudnnBatchNormMode_t mode, int train,
+                                  const void *x, void *y)
+{
+    const float one = 1.0f, zero = 0.0f;
+    if (!train)
+        return cudnnBatchNormalizationForwardInference(
+            s->handle, mode, &one, &zero, s->x, x, s->x, y, s->per_channel,
+            bn->gamma, bn->beta, bn->running_mean, bn->running_var, bn->eps);
+    return cudnnBatchNormalizationForwardTraining(
+        s->handle, mode, &one, &zero, s->x, x, s->x, y, s->per_channel,
+        bn->gamma, bn->beta, bn->momentum, bn->running_mean,
+        bn->running_var, bn->eps, bn->save_mean, bn->save_invstd);
+}
+
+/* bf16 in and out (bn->x16). cuDNN's batchnorm takes bf16 data with
+ * float parameters from Ampere on (TensorFlow's and NNlib's bf16 batch
+ * norms use it); where this cuDNN refuses it, once said, the data goes
+ * through float copies (bnf: the widened x, then the float y). */
+static dt_status_t forward16(dt_device_t *dev, dt_cudnn_t *s,
+                             const dt_cuda_bn_t *bn, int train,
+                             const void *x, void *y)
+{
+    cudnnBatchNormMode_t mode;
+    if (!s->bn16_refused) {
+        DT_CHECK(describe_as(dev, s, bn, CUDNN_DATA_BFLOAT16, &mode));
+        cudnnStatus_t st = forward_call(s, bn, mode, train, x, y);
+        if (st == CUDNN_STATUS_SUCCESS)
+            return DT_OK;
+        if (st != CUDNN_STATUS_NOT_SUPPORTED && st != CUDNN_STATUS_BAD_PARAM)
+            return dt_cudnn_check(dev, st, "cudnnBatchNormalization (bf16)");
+        s->bn16_refused = 1;
+        dt_warn("cuDNN %zu runs no bf16 batchnorm on %s (%s): its "
+                "activations go through float32 copies",
+                (size_t)cudnnGetVersion(), dev->name,
+                cudnnGetErrorString(st));
+    }
+    size_t n = (size_t)bn->n * bn->c * bn->h * bn->w;
+    DT_CHECK(dt_cudnn_grow(dev, &s->bnf, &s->bnf_bytes, 2 * n * sizeof(float),
+                           "batchnorm float copies"));
+    float *xf = s->bnf, *yf = xf + n;
+    DT_CHECK(dt_cuda_from_bf16(dev, x, xf, n));
+    DT_CHECK(describe(dev, s, bn, &mode));
+    DT_CHECK(dt_cudnn_check(dev, forward_call(s, bn, mode, train, xf, yf),
+                            "cudnnBatchNormalization"));
+    return dt_cuda_to_bf16(dev, yf, y, n);
 }
 
 dt_status_t dt_cudnn_bn_forward(dt_device_t *dev, const dt_cuda_bn_t *bn,
@@ -35,24 +98,13 @@ dt_status_t dt_cudnn_bn_forward(dt_device_t *dev, const dt_cuda_bn_t *bn,
 {
     dt_cudnn_t *s;
     cudnnBatchNormMode_t mode;
-    const float one = 1.0f, zero = 0.0f;
     DT_CHECK(dt_cudnn_get(dev, &s));
+    if (bn->x16)
+        return forward16(dev, s, bn, train, x, y);
     DT_CHECK(describe(dev, s, bn, &mode));
-    if (!train)
-        return dt_cudnn_check(
-            dev,
-            cudnnBatchNormalizationForwardInference(
-                s->handle, mode, &one, &zero, s->x, x, s->x, y,
-                s->per_channel, bn->gamma, bn->beta, bn->running_mean,
-                bn->running_var, bn->eps),
-            "cudnnBatchNormalizationForwardInference");
-    return dt_cudnn_check(
-        dev,
-        cudnnBatchNormalizationForwardTraining(
-            s->handle, mode, &one, &zero, s->x, x, s->x, y, s->per_channel,
-            bn->gamma, bn->beta, bn->momentum, bn->running_mean,
-            bn->running_var, bn->eps, bn->save_mean, bn->save_invstd),
-        "cudnnBatchNormalizationForwardTraining");
+    return dt_cudnn_check(dev, forward_call(s, bn, mode, train, x, y),
+                          train ? "cudnnBatchNormalizationForwardTraining"
+                                : "cudnnBatchNormalizationForwardInference");
 }
 
 dt_status_t dt_cudnn_bn_backward(dt_device_t *dev, const dt_cuda_bn_t *bn,

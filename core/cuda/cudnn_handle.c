@@ -41,6 +41,8 @@ static void destroy(dt_cudnn_t *s)
         cudaFree(s->spare);
     if (s->half)
         cudaFree(s->half);
+    if (s->bnf)
+        cudaFree(s->bnf);
     free(s->algos);
     free(s);
 }
@@ -152,5 +154,5 @@ void dt_cudnn_sizes(const dt_device_t *dev, size_t *workspace,
 {
     const dt_cudnn_t *s = dev->dnn;
     *workspace = s ? s->workspace_bytes : 0;
-    *copies = s ? s->half_bytes : 0;
+    *copies = s ? s->half_bytes + s->bnf_bytes : 0;
 }

@@ -90,9 +90,13 @@ static size_t bn_scratch(const dt_layer_t *l, int batch)
 static dt_cuda_bn_t cuda_bn(dt_layer_t *l, int batch)
 {
     int C = l->in_c;
-    dt_cuda_bn_t bn = {batch, C, l->in_h, l->in_w, l->in_flat,
-                       l->args[0], l->args[1], l->w, l->b, l->buf,
-                       l->buf + C, l->scratch, l->scratch + C};
+    dt_cuda_bn_t bn = {.n = batch, .c = C, .h = l->in_h, .w = l->in_w,
+                       .per_activation = l->in_flat,
+                       .momentum = l->args[0], .eps = l->args[1],
+                       .gamma = l->w, .beta = l->b,
+                       .running_mean = l->buf, .running_var = l->buf + C,
+                       .save_mean = l->scratch,
+                       .save_invstd = l->scratch + C};
     return bn;
 }
 
@@ -209,6 +213,7 @@ static dt_status_t bn_forward_cuda(dt_layer_t *l, const float *x, float *y,
     if (train && l->allreduce)
         return bn_forward_sync_cuda(l, x, y, batch);
     dt_cuda_bn_t bn = cuda_bn(l, batch);
+    bn.x16 = (l->io16 & 3) == 3; /* stored bf16 in and out */
     return dt_cuda_backend_loaded()->bn_forward(l->dev, &bn, train, x, y);
 }
 

@@ -52,7 +52,8 @@ struct dt_layer {
     int src, skip;
     const float *x2;
     /* set by the model for the forward and backward that follow
-     * (model_act16.c): 1, x is bf16 storage; 2, y is; conv on CUDA only */
+     * (model_act16.c): 1, forward's x is bf16 storage; 2, y is (forward;
+     * a relu's backward too); 4, backward's x is (a conv's) */
     int io16;
     int no_bias;                   /* conv bias=no: b, db point at the
                                       model's zeros and junk, nbias = 0 */

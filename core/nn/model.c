@@ -333,7 +333,7 @@ dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
             int rx, ry;
             dt_model_backward_reads(l, &rx, &ry);
             size_t nout = (size_t)batch * dt_layer_out_size(l);
-            if (rx && !(l->io16 & 1)) /* else the conv reads bf16 */
+            if (rx && !(l->io16 & 4)) /* else the conv reads bf16 */
                 DT_CHECK(dt_model_act_read(m, l->src, m->wx, n, &x));
             if (ry && !(l->io16 & 2)) /* else the relu reads bf16 */
                 DT_CHECK(dt_model_act_read(m, out, m->wy, nout, &y));

@@ -97,9 +97,10 @@ dt_status_t dt_model_act_store(dt_model_t *m, int k, const float *y,
     return dt_cuda_backend_loaded()->to_bf16(m->dev, y, m->acts[k], n);
 }
 
-/* A relu between stored activations runs on the bf16 itself. A conv
- * under precision = bf16 with cuDNN already runs on bf16 copies
- * of x and y: it reads and writes the stored bf16 activations as they are
+/* A relu between stored activations runs on the bf16 itself. Under
+ * precision = bf16 with cuDNN, a batchnorm's forward reads and writes the
+ * stored bf16 (cuDNN's bf16 batchnorm), and a conv, which runs on bf16
+ * copies of x and y anyway, reads and writes the stored ones as they are
  * instead (the geometry's x16/y16, cudnn_conv.c), sparing the widened
  * copy and its own rounding pass on each side. Not its output with a
  * bias: cuDNN adds that in float32. */
@@ -116,11 +117,23 @@ void dt_model_io16(dt_model_t *m, dt_layer_t *l, int out)
             l->io16 = 3;
         return;
     }
-    if (l->ops != &dt_layer_conv2d || dt_cuda_cudnn_missing() ||
-        !cu->get_precision || cu->get_precision() != DT_PRECISION_BF16)
+    if (dt_cuda_cudnn_missing() || !cu->get_precision ||
+        cu->get_precision() != DT_PRECISION_BF16)
         return;
-    l->io16 = dt_model_act16(m, l->src) |
-              (dt_model_act16(m, out) && l->no_bias) << 1;
+    /* batchnorm through cuDNN (not sync_bn's kernels), stored bf16 on
+     * both sides: its forward reads and writes them (cudnn_bn.c); its
+     * backward takes the widened x (cuDNN wants x, dy and dx of one
+     * type, and dy is float32) */
+    if (l->ops == &dt_layer_batchnorm) {
+        if (!l->allreduce && dt_model_act16(m, l->src) &&
+            dt_model_act16(m, out))
+            l->io16 = 3;
+        return;
+    }
+    if (l->ops != &dt_layer_conv2d)
+        return;
+    int x16 = dt_model_act16(m, l->src);
+    l->io16 = x16 | (dt_model_act16(m, out) && l->no_bias) << 1 | x16 << 2;
 }
 
 /* Which of its forward's input and output a layer's CUDA backward reads
