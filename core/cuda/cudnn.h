@@ -24,6 +24,8 @@ typedef struct dt_cudnn_algos {
     /* the math type each runs with: CUDNN_FMA_MATH unless cuDNN offered
      * only tensor-op algorithms for the shape (cudnn_conv.c) */
     cudnnMathType_t fwd_math, bwd_data_math, bwd_filter_math;
+    /* bf16 asked, no bf16 algorithm: float data, ALLOW_CONVERSION math */
+    int float_io;
 } dt_cudnn_algos_t;
 
 typedef struct dt_cudnn {
@@ -39,6 +41,9 @@ typedef struct dt_cudnn {
     void *half;               /* precision = bf16: the bf16 copies of a
                                  conv's x, w, y and dw (cudnn_conv.c)   */
     size_t half_bytes;
+    void *fio;                /* float_io shapes: float copies of a
+                                 stored bf16 x and y (cudnn_conv.c)     */
+    size_t fio_bytes;
     int bn16_refused;         /* cuDNN ran no bf16 batchnorm here: it
                                  runs on float copies in bnf instead    */
     void *bnf;

@@ -68,13 +68,24 @@ static dt_status_t forward16(dt_device_t *dev, dt_cudnn_t *s,
                              const dt_cuda_bn_t *bn, int train,
                              const void *x, void *y)
 {
-    cudnnBatchNormMode_t mode;
+    cudnnBatchNormMode_t mode = bn->per_activation
+                                    ? CUDNN_BATCHNORM_PER_ACTIVATION
+                                    : CUDNN_BATCHNORM_SPATIAL;
     if (!s->bn16_refused) {
-        DT_CHECK(describe_as(dev, s, bn, CUDNN_DATA_BFLOAT16, &mode));
-        cudnnStatus_t st = forward_call(s, bn, mode, train, x, y);
+        /* cuDNN 9's codes are finer than its categories (3003: not
+         * supported, data type): a refusal is the category; describing
+         * bf16 data may already be one */
+        cudnnStatus_t st = cudnnSetTensor4dDescriptor(
+            s->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_BFLOAT16, bn->n, bn->c,
+            bn->h, bn->w);
+        if (st == CUDNN_STATUS_SUCCESS)
+            st = cudnnDeriveBNTensorDescriptor(s->per_channel, s->x, mode);
+        if (st == CUDNN_STATUS_SUCCESS)
+            st = forward_call(s, bn, mode, train, x, y);
         if (st == CUDNN_STATUS_SUCCESS)
             return DT_OK;
-        if (st != CUDNN_STATUS_NOT_SUPPORTED && st != CUDNN_STATUS_BAD_PARAM)
+        cudnnStatus_t cat = (cudnnStatus_t)CUDNN_STATUS_CATEGORY(st);
+        if (cat != CUDNN_STATUS_NOT_SUPPORTED && cat != CUDNN_STATUS_BAD_PARAM)
             return dt_cudnn_check(dev, st, "cudnnBatchNormalization (bf16)");
         s->bn16_refused = 1;
         dt_warn("cuDNN %zu runs no bf16 batchnorm on %s (%s): its "
@@ -99,8 +110,11 @@ dt_status_t dt_cudnn_bn_forward(dt_device_t *dev, const dt_cuda_bn_t *bn,
     dt_cudnn_t *s;
     cudnnBatchNormMode_t mode;
     DT_CHECK(dt_cudnn_get(dev, &s));
-    if (bn->x16)
+    if (bn->x16) {
+        if (bn->eps < CUDNN_BN_MIN_EPSILON) /* said by describe */
+            return describe(dev, s, bn, &mode);
         return forward16(dev, s, bn, train, x, y);
+    }
     DT_CHECK(describe(dev, s, bn, &mode));
     return dt_cudnn_check(dev, forward_call(s, bn, mode, train, x, y),
                           train ? "cudnnBatchNormalizationForwardTraining"

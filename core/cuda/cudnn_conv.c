@@ -131,12 +131,12 @@ static dt_status_t describe_y(dt_device_t *dev, dt_cudnn_t *s,
                           "cudnnSetTensor4dDescriptor");
 }
 
-/* Describe x, w, y (of data_type()) and the convolution for this shape;
- * the convolution accumulates in float. */
-static dt_status_t describe(dt_device_t *dev, dt_cudnn_t *s,
-                            const dt_conv_geom_t *g, int out_c)
+/* Describe x, w, y (of type t) and the convolution (math type math) for
+ * this shape; the convolution accumulates in float. */
+static dt_status_t describe_as(dt_device_t *dev, dt_cudnn_t *s,
+                               const dt_conv_geom_t *g, int out_c,
+                               cudnnDataType_t t, cudnnMathType_t math)
 {
-    cudnnDataType_t t = data_type();
     DT_CHECK(dt_cudnn_check(dev,
                             cudnnSetTensor4dDescriptor(s->x,
                                                        CUDNN_TENSOR_NCHW, t,
@@ -155,9 +155,7 @@ static dt_status_t describe(dt_device_t *dev, dt_cudnn_t *s,
                                         1, 1, CUDNN_CROSS_CORRELATION,
                                         CUDNN_DATA_FLOAT),
         "cudnnSetConvolution2dDescriptor"));
-    DT_CHECK(dt_cudnn_check(dev,
-                            cudnnSetConvolutionMathType(s->conv,
-                                                        wanted_math()),
+    DT_CHECK(dt_cudnn_check(dev, cudnnSetConvolutionMathType(s->conv, math),
                             "cudnnSetConvolutionMathType"));
     int n, c, h, w;
     DT_CHECK(dt_cudnn_check(
@@ -174,8 +172,27 @@ static dt_status_t describe(dt_device_t *dev, dt_cudnn_t *s,
     return DT_OK;
 }
 
+/* In the precision's own element type and math. */
+static dt_status_t describe(dt_device_t *dev, dt_cudnn_t *s,
+                            const dt_conv_geom_t *g, int out_c)
+{
+    return describe_as(dev, s, g, out_c, data_type(), wanted_math());
+}
+
+/* A bf16 shape for which cuDNN had no bf16 algorithm (float_io): float
+ * data, tensor-op math with conversion (what fp16 uses). */
+static dt_status_t describe_float_io(dt_device_t *dev, dt_cudnn_t *s,
+                                     const dt_conv_geom_t *g, int out_c)
+{
+    return describe_as(dev, s, g, out_c, CUDNN_DATA_FLOAT,
+                       CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
+}
+
 /* The algorithms for the shape just described: from the cache, or picked
- * now (and the workspace grown for them). */
+ * now (and the workspace grown for them). Under bf16, a shape with no bf16
+ * algorithm for a pass is searched again on float data (float_io): said
+ * once per shape, and the conv then converts stored bf16 activations
+ * around the call instead (forward, backward below). */
 static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
                          const dt_conv_geom_t *g, int out_c,
                          const dt_cudnn_algos_t **out)
@@ -191,10 +208,13 @@ static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
     }
     dt_cudnn_algos_t a = {g->n, g->c, g->h, g->w, out_c, g->k, g->s, g->pad,
                           dt_cuda_precision(), 0, 0, 0, CUDNN_FMA_MATH,
-                          CUDNN_FMA_MATH, CUDNN_FMA_MATH};
+                          CUDNN_FMA_MATH, CUDNN_FMA_MATH, 0};
     int got = 0, pick, exact = a.precision == DT_PRECISION_FP32;
     size_t need = 0, bytes = 0;
-    const char *stage = "forward";
+    const char *stage;
+retry:
+    stage = "forward";
+    need = 0;
 
     cudnnConvolutionFwdAlgoPerf_t fwd[DT_CUDNN_NALGO];
     DT_CHECK(dt_cudnn_check(
@@ -287,8 +307,18 @@ static dt_status_t algos(dt_device_t *dev, dt_cudnn_t *s,
     *out = &s->algos[s->nalgos++];
     return DT_OK;
 none:
+    if (a.precision == DT_PRECISION_BF16 && !a.float_io) {
+        dt_warn("cuDNN offers no bf16 %s algorithm for the conv over "
+                "%dx%dx%dx%d (%d out channels, %dx%d kernel, stride %d) on "
+                "%s: this shape runs on float32 data with tensor-op math",
+                stage, g->n, g->c, g->h, g->w, out_c, g->k, g->k, g->s,
+                dev->name);
+        a.float_io = 1;
+        DT_CHECK(describe_float_io(dev, s, g, out_c));
+        goto retry;
+    }
     /* bf16 below compute capability 8.0 was refused at set-up
-     * (precision.c): here cuDNN has no bf16 engine for this shape */
+     * (precision.c): here cuDNN has no algorithm even on float data */
     dt_error("cuDNN offers no %s algorithm for the conv over %dx%dx%dx%d "
              "(%d out channels, %dx%d kernel, stride %d, pad %d) on %s%s",
              stage, g->n, g->c, g->h, g->w, out_c, g->k, g->k, g->s, g->pad,
@@ -364,20 +394,35 @@ dt_status_t dt_cudnn_conv_forward(dt_device_t *dev, const dt_conv_geom_t *g,
     DT_CHECK(dt_cudnn_get(dev, &s));
     DT_CHECK(describe(dev, s, g, out_c));
     DT_CHECK(algos(dev, s, g, out_c, &a));
+    int b16 = bf16() && !a->float_io; /* cuDNN on bf16 data */
+    if (a->float_io)
+        DT_CHECK(describe_float_io(dev, s, g, out_c));
     DT_CHECK(set_math(dev, s, a->fwd_math));
     DT_CHECK(check_io16(dev, g, bias != NULL));
+    size_t nx = (size_t)g->n * g->c * g->h * g->w,
+           ny = (size_t)g->n * out_c * g->oh * g->ow;
     const void *cx = x, *cw = w;
     void *cy = y;
     half_bufs_t h;
-    if (bf16()) { /* x (unless stored bf16) and w to bf16 copies */
+    if (b16) { /* x (unless stored bf16) and w to bf16 copies */
         DT_CHECK(half_bufs(dev, s, g, out_c, &h));
         if (!g->x16)
-            DT_CHECK(dt_cuda_to_bf16(dev, x, h.x,
-                                     (size_t)g->n * g->c * g->h * g->w));
+            DT_CHECK(dt_cuda_to_bf16(dev, x, h.x, nx));
         DT_CHECK(dt_cuda_to_bf16(dev, w, h.w,
                                  (size_t)out_c * g->c * g->k * g->k));
         cx = g->x16 ? (const void *)x : h.x, cw = h.w;
         cy = g->y16 ? (void *)y : h.y; /* stored bf16: written in place */
+    } else if (g->x16 || g->y16) { /* float_io: float copies of them */
+        DT_CHECK(dt_cudnn_grow(dev, &s->fio, &s->fio_bytes,
+                               (nx + ny) * sizeof(float),
+                               "conv float copies"));
+        float *xf = s->fio, *yf = xf + nx;
+        if (g->x16) {
+            DT_CHECK(dt_cuda_from_bf16(dev, x, xf, nx));
+            cx = xf;
+        }
+        if (g->y16)
+            cy = yf;
     }
     DT_CHECK(dt_cudnn_check(
         dev,
@@ -385,10 +430,11 @@ dt_status_t dt_cudnn_conv_forward(dt_device_t *dev, const dt_conv_geom_t *g,
                                 s->conv, a->fwd, s->workspace,
                                 s->workspace_bytes, &zero, s->y, cy),
         "cudnnConvolutionForward"));
-    if (bf16() && !g->y16) {
-        DT_CHECK(dt_cuda_from_bf16(dev, h.y, y,
-                                   (size_t)g->n * out_c * g->oh * g->ow));
+    if (b16 && !g->y16) {
+        DT_CHECK(dt_cuda_from_bf16(dev, h.y, y, ny));
         DT_CHECK(describe_y(dev, s, g, out_c, CUDNN_DATA_FLOAT));
+    } else if (!b16 && g->y16) {
+        DT_CHECK(dt_cuda_to_bf16(dev, cy, y, ny));
     }
     if (!bias)
         return DT_OK;
@@ -410,11 +456,14 @@ dt_status_t dt_cudnn_conv_backward(dt_device_t *dev, const dt_conv_geom_t *g,
     DT_CHECK(dt_cudnn_get(dev, &s));
     DT_CHECK(describe(dev, s, g, out_c));
     DT_CHECK(algos(dev, s, g, out_c, &a));
+    int b16 = bf16() && !a->float_io; /* cuDNN on bf16 data */
+    if (a->float_io)
+        DT_CHECK(describe_float_io(dev, s, g, out_c));
     size_t nx = (size_t)g->n * g->c * g->h * g->w,
            nw = (size_t)out_c * g->c * g->k * g->k,
            ny = (size_t)g->n * out_c * g->oh * g->ow;
     if (db) { /* from the float dy, whatever the precision */
-        if (bf16())
+        if (b16)
             DT_CHECK(describe_y(dev, s, g, out_c, CUDNN_DATA_FLOAT));
         DT_CHECK(dt_cudnn_tensor(dev, s->per_channel, 1, out_c, 1, 1));
         DT_CHECK(dt_cudnn_check(
@@ -422,17 +471,17 @@ dt_status_t dt_cudnn_conv_backward(dt_device_t *dev, const dt_conv_geom_t *g,
             cudnnConvolutionBackwardBias(s->handle, &one, s->y, dy, &zero,
                                          s->per_channel, db),
             "cudnnConvolutionBackwardBias"));
-        if (bf16())
+        if (b16)
             DT_CHECK(describe_y(dev, s, g, out_c, CUDNN_DATA_BFLOAT16));
     }
     /* bf16: the copies of x (unless stored bf16), w and dy; dw and dx
      * come back in bf16 and are widened (dx into the x copy's room, free
-     * by then; never into a stored x) */
+     * by then; never into a stored x). float_io: a stored x widened. */
     DT_CHECK(check_io16(dev, g, 0));
     const void *cx = x, *cw = w, *cdy = dy;
     void *cdw = dw, *cdx = dx;
     half_bufs_t h;
-    if (bf16()) {
+    if (b16) {
         DT_CHECK(half_bufs(dev, s, g, out_c, &h));
         if (!g->x16)
             DT_CHECK(dt_cuda_to_bf16(dev, x, h.x, nx));
@@ -440,6 +489,11 @@ dt_status_t dt_cudnn_conv_backward(dt_device_t *dev, const dt_conv_geom_t *g,
         DT_CHECK(dt_cuda_to_bf16(dev, dy, h.y, ny));
         cx = g->x16 ? (const void *)x : h.x;
         cw = h.w, cdy = h.y, cdw = h.dw, cdx = h.x;
+    } else if (g->x16) {
+        DT_CHECK(dt_cudnn_grow(dev, &s->fio, &s->fio_bytes,
+                               nx * sizeof(float), "conv float copies"));
+        DT_CHECK(dt_cuda_from_bf16(dev, x, s->fio, nx));
+        cx = s->fio;
     }
     DT_CHECK(set_math(dev, s, a->bwd_filter_math));
     DT_CHECK(dt_cudnn_check(
@@ -449,7 +503,7 @@ dt_status_t dt_cudnn_conv_backward(dt_device_t *dev, const dt_conv_geom_t *g,
                                        s->workspace_bytes, &zero, s->filter,
                                        cdw),
         "cudnnConvolutionBackwardFilter"));
-    if (bf16())
+    if (b16)
         DT_CHECK(dt_cuda_from_bf16(dev, h.dw, dw, nw));
     if (!dx)
         return DT_OK;
@@ -460,5 +514,5 @@ dt_status_t dt_cudnn_conv_backward(dt_device_t *dev, const dt_conv_geom_t *g,
                                      cdy, s->conv, a->bwd_data, s->workspace,
                                      s->workspace_bytes, &zero, s->x, cdx),
         "cudnnConvolutionBackwardData"));
-    return bf16() ? dt_cuda_from_bf16(dev, h.x, dx, nx) : DT_OK;
+    return b16 ? dt_cuda_from_bf16(dev, h.x, dx, nx) : DT_OK;
 }

@@ -43,6 +43,8 @@ static void destroy(dt_cudnn_t *s)
         cudaFree(s->half);
     if (s->bnf)
         cudaFree(s->bnf);
+    if (s->fio)
+        cudaFree(s->fio);
     free(s->algos);
     free(s);
 }
@@ -154,5 +156,5 @@ void dt_cudnn_sizes(const dt_device_t *dev, size_t *workspace,
 {
     const dt_cudnn_t *s = dev->dnn;
     *workspace = s ? s->workspace_bytes : 0;
-    *copies = s ? s->half_bytes + s->bnf_bytes : 0;
+    *copies = s ? s->half_bytes + s->bnf_bytes + s->fio_bytes : 0;
 }

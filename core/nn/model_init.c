@@ -100,8 +100,10 @@ static void relu_in_place(dt_model_t *m)
     for (int i = 1; i < m->nlayers; i++) {
         dt_layer_t *l = m->layers + i;
         const dt_layer_ops_t *p = l[-1].ops;
+        /* not the last layer: the logits stay float32 while the relu's
+         * input may be stored in bf16 (activations = bf16) */
         l->inplace = l->ops == &dt_layer_relu && l->src == i &&
-                     read_once(m, i) &&
+                     i + 1 < m->nlayers && read_once(m, i) &&
                      (p == &dt_layer_conv2d || p == &dt_layer_linear ||
                       p == &dt_layer_batchnorm || p == &dt_layer_add);
     }

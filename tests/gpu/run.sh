@@ -535,6 +535,8 @@ resnets
 # peak-memory target against PyTorch AMP
 for f in dt_resnet18_bf16_bench dt_resnet18_bf16_bench_act32; do
     [ -f "$L/$f.log" ] || continue
+    # skipped for time, or failed (its vs_torch row says so): no second row
+    if grep -q '^(no time left' "$L/$f.log"; then row "mem_${f#dt_}" "SKIP(time)" "" ""; continue; fi
     line=$(grep -m1 'GPU memory after the first step' "$L/$f.log" | sed 's/.*first step: //')
     [ -n "$line" ] || { row "mem_${f#dt_}" FAIL "no memory line" ""; continue; }
     row "mem_${f#dt_}" INFO "$(echo "$line" | grep -o '^[0-9.]* MiB')" \
