@@ -10,7 +10,8 @@
 #                             needs the GPU says SKIP(no GPU)
 #
 # Steps (each with its own timeout, all under one budget, $DT_GPU_BUDGET
-# seconds, default 480): environment and library discovery; ldd of every
+# seconds, default 480; DT_GPU_STEPS, an extended regex of step names,
+# runs only those, for a rerun of what failed): environment and library discovery; ldd of every
 # ELF file in _gpu; the GPU unit tests; the MLP, CNN (and ResNet) examples
 # on the GPU with transport nccl at N = 1, fixed epochs, accuracy floor;
 # `dtctl bench allreduce --transport=nccl -n 1`; 2 ranks over tcp on CUDA
@@ -60,7 +61,14 @@ cat "$G/MANIFEST.txt" 2>/dev/null | sed -n '1,6p'
 # ---- helpers ----------------------------------------------------------------
 elapsed() { echo $(( $(date +%s) - T0 )); }
 # row STEP RESULT KEY [NOTE]
-row() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4:-}" >>"$SUM"; echo "-- $1: $2  $3  ${4:-}"; }
+# (a step DT_GPU_STEPS filtered out: its row says SKIP(filter), whatever
+# the step's own code made of RC = -1)
+FILTERED=0
+row() {
+    local r=$2 k=$3 n=${4:-}
+    [ "$FILTERED" = 1 ] && { r="SKIP(filter)"; k=""; n=""; FILTERED=0; }
+    printf '%s\t%s\t%s\t%s\n' "$1" "$r" "$k" "$n" >>"$SUM"; echo "-- $1: $r  $k  $n"
+}
 # tmo WANTED: the timeout a step gets: WANTED, or what is left of the budget.
 tmo() {
     local left=$(( BUDGET - $(elapsed) - 15 ))
@@ -70,6 +78,12 @@ tmo() {
 # $L/NAME.log; sets RC (124: timed out; -1: no time left).
 run_step() {
     local name=$1 secs; secs=$(tmo "$2"); shift 2
+    # DT_GPU_STEPS (an extended regex of step names): a rerun of only
+    # what failed, e.g. DT_GPU_STEPS='test_nn_cuda|dt_resnet18'
+    FILTERED=0
+    if [ -n "${DT_GPU_STEPS:-}" ] && ! echo "$name" | grep -Eq "$DT_GPU_STEPS"; then
+        echo "(filtered out by DT_GPU_STEPS)" >"$L/$name.log"; RC=-1; FILTERED=1; return
+    fi
     if [ "$secs" -lt 10 ]; then
         echo "(no time left for $name)" >"$L/$name.log"; RC=-1; return
     fi
@@ -536,7 +550,7 @@ resnets
 for f in dt_resnet18_bf16_bench dt_resnet18_bf16_bench_act32; do
     [ -f "$L/$f.log" ] || continue
     # skipped for time, or failed (its vs_torch row says so): no second row
-    if grep -q '^(no time left' "$L/$f.log"; then row "mem_${f#dt_}" "SKIP(time)" "" ""; continue; fi
+    if grep -q '^(no time left\|^(filtered out' "$L/$f.log"; then row "mem_${f#dt_}" "SKIP(time)" "" ""; continue; fi
     line=$(grep -m1 'GPU memory after the first step' "$L/$f.log" | sed 's/.*first step: //')
     [ -n "$line" ] || { row "mem_${f#dt_}" FAIL "no memory line" ""; continue; }
     row "mem_${f#dt_}" INFO "$(echo "$line" | grep -o '^[0-9.]* MiB')" \
@@ -577,6 +591,7 @@ fi
 {
     echo
     echo "== dt GPU check summary ($([ $dry = yes ] && echo DRY || echo device): ${gpu_name:-no GPU}; $(elapsed)s of ${BUDGET}s)"
+    [ -n "${DT_GPU_STEPS:-}" ] && echo "DT_GPU_STEPS='$DT_GPU_STEPS': the steps it does not match were skipped (SKIP(filter))"
     printf '%-20s %-14s %-32s %s\n' step result key note
     printf '%-20s %-14s %-32s %s\n' ---- ------ --- ----
     while IFS=$'\t' read -r s r k nt; do
