@@ -143,6 +143,44 @@ static void test_relu_bf16(void **state)
     assert_int_equal(positive, 0x7f80);
 }
 
+/* The residual add on stored bf16 (the widened values' float sum,
+ * rounded as stored: the widened path's saxpy then to_bf16): properties
+ * any correct bf16 add has, over every pattern. x + 0 is x (-0 + 0 is
+ * +0, nan stays nan); the add commutes; x + x is 2x exactly (a power of
+ * two scales the exponent only, short of overflow); and exact cases:
+ * 1 + 1 = 2, 1 + (-1) = +0, ties to even, inf + -inf is a nan. */
+static void test_add_bf16(void **state)
+{
+    (void)state;
+    for (unsigned a = 0; a < 65536; a++) {
+        unsigned short x = (unsigned short)a;
+        float v = dt_elem_from_bf16(x);
+        unsigned short z = dt_elem_add_bf16(x, 0x0000);
+        if (v != v)
+            assert_true(dt_elem_from_bf16(z) != dt_elem_from_bf16(z));
+        else
+            assert_int_equal(z, x == 0x8000 ? 0x0000 : x);
+        for (unsigned b = a & 255; b < 65536; b += 4099) {
+            unsigned short y = (unsigned short)b;
+            unsigned short p = dt_elem_add_bf16(x, y),
+                           q = dt_elem_add_bf16(y, x);
+            if (dt_elem_from_bf16(p) == dt_elem_from_bf16(p))
+                assert_int_equal(p, q);
+        }
+        if (v == v && fabsf(v) < 1e38f && fabsf(v) > 1e-37f)
+            assert_true(dt_elem_from_bf16(dt_elem_add_bf16(x, x)) == 2 * v);
+    }
+    assert_int_equal(dt_elem_add_bf16(0x3f80, 0x3f80), 0x4000);
+    assert_int_equal(dt_elem_add_bf16(0x3f80, 0xbf80), 0x0000);
+    /* bf16's ulp at 1 is 2^-7: 1 + 2^-8 is a tie, to even (1); 1 +
+     * 1.5 * 2^-7 is a tie between 1 + 2^-7 and 1 + 2^-6, to even */
+    assert_int_equal(dt_elem_add_bf16(0x3f80, 0x3b80), 0x3f80);
+    assert_int_equal(dt_elem_add_bf16(0x3f80, 0x3c40), 0x3f82);
+    assert_int_equal(dt_elem_add_bf16(0x3f80, 0x3c00), 0x3f81); /* exact */
+    unsigned short nan = dt_elem_add_bf16(0x7f80, 0xff80);
+    assert_true((nan & 0x7f80) == 0x7f80 && (nan & 0x7f) != 0);
+}
+
 static void test_bn_channel(void **state)
 {
     enum { M = 37 };
@@ -185,6 +223,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bf16_rounding),
         cmocka_unit_test(test_relu_bf16),
+        cmocka_unit_test(test_add_bf16),
         cmocka_unit_test(test_bn_channel),
         cmocka_unit_test(test_xent_plain),
         cmocka_unit_test(test_xent_smoothed),

@@ -288,9 +288,12 @@ static void act16_compare(const char *layers, int c, int h, int w,
             largest = dt_layer_out_size(&m16->layers[i]);
         if (i + 1 < m16->nlayers) {
             const dt_layer_t *l = &m16->layers[i];
-            /* a relu between stored activations writes bf16 itself */
-            int native = l->ops == &dt_layer_relu && l->src > 0;
-            assert_int_equal(l->io16, native ? 3 : 0);
+            /* a relu between stored activations and a residual add of
+             * two into a third write bf16 themselves */
+            int relu = l->ops == &dt_layer_relu && l->src > 0,
+                add = l->ops == &dt_layer_add && l->src > 0 && l->skip > 0;
+            int native = relu || add;
+            assert_int_equal(l->io16, relu ? 3 : add ? 11 : 0);
             stored += native ? 0 : o;
             if (!l->inplace)
                 saved += o * sizeof(float) - (o + 1) / 2 * sizeof(float);
@@ -299,7 +302,7 @@ static void act16_compare(const char *layers, int c, int h, int w,
     size_t added = 2 * (size_t)BATCH * largest * sizeof(float);
     fprintf(stderr, "%s, bf16 activations: forward allocates %zu vs %zu "
             "bytes (saved %zu, float32 copies %zu); %lu floats narrowed, "
-            "%zu stored by narrowing (the rest by the relus)\n", layers, b16,
+            "%zu stored by narrowing (the rest by relus and adds)\n", layers, b16,
             b32, saved, added, narrowed, stored);
     assert_int_equal(narrowed, stored);
     assert_int_equal(b32 + added - saved, b16);

@@ -295,6 +295,10 @@ typedef struct dt_cuda_backend {
                                   size_t n);
     dt_status_t (*relu16_backward)(dt_device_t *dev, const void *y,
                                    const float *dy, float *dx, size_t n);
+    /* The residual add on stored bf16: out = a + b (float sum, rounded
+     * to nearest even); out may be a or b. */
+    dt_status_t (*add16)(dt_device_t *dev, const void *a, const void *b,
+                         void *out, size_t n);
 } dt_cuda_backend_t;
 
 /* ---- libdt's side (core/nn/cuda_*.c), for libdt and the tests; plugins

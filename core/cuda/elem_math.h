@@ -155,4 +155,12 @@ static inline DT_HD float dt_elem_relu_grad_bf16(unsigned short y, float dy)
     return dt_elem_from_bf16(y) > 0.0f ? dy : 0.0f;
 }
 
+/* The residual add on stored bf16: exactly to_bf16(from(a) + from(b)),
+ * the widened path's float sum rounded as it is stored. */
+static inline DT_HD unsigned short dt_elem_add_bf16(unsigned short a,
+                                                    unsigned short b)
+{
+    return dt_elem_to_bf16(dt_elem_from_bf16(a) + dt_elem_from_bf16(b));
+}
+
 #endif /* DT_CUDA_ELEM_MATH_H */

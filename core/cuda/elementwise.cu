@@ -101,7 +101,25 @@ static __global__ void relu16_bwd(const unsigned short *y, const float *dy,
     DT_GRID_STRIDE(i, n) dx[i] = dt_elem_relu_grad_bf16(y[i], dy[i]);
 }
 
+static __global__ void add16(const unsigned short *a,
+                             const unsigned short *b, unsigned short *out,
+                             size_t n)
+{
+    DT_GRID_STRIDE(i, n) out[i] = dt_elem_add_bf16(a[i], b[i]);
+}
+
 extern "C" {
+
+dt_status_t dt_cuda_add16(dt_device_t *dev, const void *a, const void *b,
+                          void *out, size_t n)
+{
+    if (n == 0)
+        return DT_OK;
+    add16<<<dt_cuda_blocks(n), DT_CUDA_THREADS, 0, dt_cuda_stream(dev)>>>(
+        (const unsigned short *)a, (const unsigned short *)b,
+        (unsigned short *)out, n);
+    return dt_cuda_launched(dev, "add16");
+}
 
 dt_status_t dt_cuda_relu16_forward(dt_device_t *dev, const void *x, void *y,
                                    size_t n)

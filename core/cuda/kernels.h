@@ -140,6 +140,9 @@ dt_status_t dt_cuda_to_bf16(dt_device_t *dev, const float *x, void *y,
 dt_status_t dt_cuda_from_bf16(dt_device_t *dev, const void *x, float *y,
                               size_t n);
 
+/* The residual add on stored bf16 activations (elementwise.cu). */
+dt_status_t dt_cuda_add16(dt_device_t *dev, const void *a, const void *b,
+                          void *out, size_t n);
 /* relu on stored bf16 activations (elementwise.cu). */
 dt_status_t dt_cuda_relu16_forward(dt_device_t *dev, const void *x, void *y,
                                    size_t n);

@@ -99,4 +99,5 @@ __attribute__((visibility("default"))) const dt_cuda_backend_t
         .get_precision = dt_cuda_precision,
         .relu16_forward = dt_cuda_relu16_forward,
         .relu16_backward = dt_cuda_relu16_backward,
+        .add16 = dt_cuda_add16,
 };

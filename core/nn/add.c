@@ -30,6 +30,8 @@ static dt_status_t add_forward(dt_layer_t *l, const float *x, float *y,
                                int batch, int train)
 {
     size_t n = (size_t)batch * dt_layer_in_size(l);
+    if (l->io16 & 8) /* all three stored bf16 (model_act16.c) */
+        return dt_cuda_backend_loaded()->add16(l->dev, x, l->x2, y, n);
     if (dt_layer_on_cuda(l))
         return dt_cuda_backend_loaded()->add(l->dev, x, l->x2, y, n);
     const float *restrict a = x, *restrict b = l->x2;

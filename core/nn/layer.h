@@ -53,7 +53,8 @@ struct dt_layer {
     const float *x2;
     /* set by the model for the forward and backward that follow
      * (model_act16.c): 1, forward's x is bf16 storage; 2, y is (forward;
-     * a relu's backward too); 4, backward's x is (a conv's) */
+     * a relu's backward too); 4, backward's x is (a conv's); 8, the
+     * add's x2 is */
     int io16;
     int no_bias;                   /* conv bias=no: b, db point at the
                                       model's zeros and junk, nbias = 0 */

@@ -238,8 +238,11 @@ dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
         double t0 = prof_now(m);
         if (!(l->io16 & 1))
             DT_CHECK(dt_model_act_read(m, l->src, m->wx, nin, &x));
-        if (l->skip >= 0) /* the add: widened into its own output (a
-                              float buffer of its size; out may be b) */
+        if (l->io16 & 8) /* the add on stored bf16 */
+            l->x2 = m->acts[l->skip];
+        else if (l->skip >= 0) /* the add: widened into its own output
+                                  (a float buffer of its size; out may
+                                  be b) */
             DT_CHECK(dt_model_act_read(m, l->skip, y, nin, &l->x2));
         DT_CHECK(l->ops->forward(l, x, y, batch, train));
         if (!(l->io16 & 2))

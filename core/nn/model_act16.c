@@ -97,7 +97,8 @@ dt_status_t dt_model_act_store(dt_model_t *m, int k, const float *y,
     return dt_cuda_backend_loaded()->to_bf16(m->dev, y, m->acts[k], n);
 }
 
-/* A relu between stored activations runs on the bf16 itself. Under
+/* A relu between stored activations, and a residual add of two into a
+ * third, run on the bf16 itself. Under
  * precision = bf16 with cuDNN, a batchnorm's forward reads and writes the
  * stored bf16 (cuDNN's bf16 batchnorm), and a conv, which runs on bf16
  * copies of x and y anyway, reads and writes the stored ones as they are
@@ -115,6 +116,13 @@ void dt_model_io16(dt_model_t *m, dt_layer_t *l, int out)
     if (l->ops == &dt_layer_relu) {
         if (dt_model_act16(m, l->src) && dt_model_act16(m, out))
             l->io16 = 3;
+        return;
+    }
+    /* the residual add, all three stored: a bf16 kernel (8: x2 is) */
+    if (l->ops == &dt_layer_add) {
+        if (dt_model_act16(m, l->src) && dt_model_act16(m, l->skip) &&
+            dt_model_act16(m, out) && cu->add16)
+            l->io16 = 1 | 2 | 8;
         return;
     }
     if (dt_cuda_cudnn_missing() || !cu->get_precision ||
