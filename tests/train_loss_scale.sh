@@ -91,6 +91,14 @@ line=$(grep -c '' act.ini)
 "$DTCTL" run -n 1 act.ini >out.d6 2>&1 && fail "(d) activations = bf16 on the cpu accepted"
 grep -q "act.ini:$line: \[train\] activations = bf16 stores a GPU's activations in 16 bits" out.d6 ||
     { cat out.d6; fail "(d) activations = bf16 on the cpu not named with file:line"; }
+# device = auto without a GPU (here): bf16 storage is said and dropped, as
+# precision's bf16 is (on a machine with a GPU, auto would take it)
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    run --set train.device=auto --set train.activations=bf16 >out.d8 2>&1 ||
+        { cat out.d8; fail "(d) activations = bf16 with device = auto and no GPU: the job failed"; }
+    grep -q "activations = bf16: no GPU here (device = auto), so float32 on the CPU" out.d8 ||
+        { cat out.d8; fail "(d) activations = bf16 with device = auto and no GPU: not said"; }
+fi
 run --set train.activations=half >out.d7 2>&1 && fail "(d) activations = half accepted"
 grep -q "\[train\] activations = 'half': use auto, float32 or bf16" out.d7 ||
     { cat out.d7; fail "(d) activations = half"; }

@@ -294,7 +294,17 @@ static dt_status_t read_activations(const dt_config_t *cfg, int gpu,
 static dt_status_t setup_activations(const dt_config_t *cfg, dt_trainer_t *t)
 {
     int gpu = t->dev->kind == DT_DEVICE_CUDA, asked;
-    DT_CHECK(read_activations(cfg, gpu, t->dev->name, &asked));
+    /* device = auto that found no GPU: bf16 is said and dropped, as
+     * precision's is; device = cpu: refused */
+    const char *device = dt_config_get(cfg, "train", "device");
+    int auto_cpu = !gpu && !(device && strcmp(device, "cpu") == 0);
+    DT_CHECK(read_activations(cfg, gpu || auto_cpu, t->dev->name, &asked));
+    if (auto_cpu && asked == DT_ACTIVATIONS_BF16) {
+        if (t->rank == 0)
+            dt_warn("[train] activations = bf16: no GPU here (device = "
+                    "auto), so float32 on the CPU");
+        asked = DT_ACTIVATIONS_FLOAT32;
+    }
     /* auto: where it saves memory (a small model's float32 copies cost
      * more than its activations save, and the conversions cost time) */
     dt_activations_t a = asked >= 0 ? (dt_activations_t)asked
