@@ -232,7 +232,7 @@ dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
         size_t nin = (size_t)batch * dt_layer_in_size(l),
                nout = (size_t)batch * dt_layer_out_size(&m->layers[out - 1]);
         const float *x = m->acts[l->src];
-        dt_model_io16(m, l, out); /* a bf16 conv takes stored bf16 as is */
+        dt_model_io16(m, l, out); /* layers that take stored bf16 as is */
         float *y = l->io16 & 2 || !dt_model_act16(m, out) ? m->acts[out]
                                                           : m->wy;
         double t0 = prof_now(m);

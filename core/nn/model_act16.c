@@ -8,10 +8,10 @@
  * two shared float32 buffers of the largest activation (wx, wy; the
  * residual add widens its second input into its own output), not one per
  * layer. The model's input (acts[0]) and the logits stay
- * float32. Why not bf16 kernels in every layer: one conversion pass per
- * stored tensor serves every layer type, cuDNN's batchnorm backward
- * wants x, dy and dx of one type, and the float32 layers are what the
- * GPU suite checks against the CPU. */
+ * float32. The layers that can read and write the bf16 themselves do
+ * (dt_model_io16: relu, the residual add; under precision = bf16 conv
+ * and batchnorm's forward); the copies serve every other layer type
+ * (batchnorm's backward too: cuDNN wants x, dy and dx of one type). */
 #include "config.h"
 
 #include <string.h>
