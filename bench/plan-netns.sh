@@ -20,6 +20,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 builddir=$top/_build rounds=2 profile= rates="1gbit 10gbit" samples=12800 slots=1
+fit_sizes=4K:16M
 while [ $# -gt 0 ]; do
     case $1 in
     --builddir) builddir=$2; shift 2 ;;
@@ -27,6 +28,7 @@ while [ $# -gt 0 ]; do
     --profile) profile=$2; shift 2 ;;
     --rates) rates=$2; shift 2 ;;
     --slots) slots=$2; shift 2 ;;
+    --fit-sizes) fit_sizes=$2; shift 2 ;;
     *) break ;;
     esac
 done
@@ -78,7 +80,7 @@ for job in $jobs; do
         done
         "$dtctl" -q run --launcher=ssh --hostfile "$T/hosts1" -n 2 \
             --transport=tcp --set collectives.shm=off -- \
-            "$builddir/bench/dt_allreduce_bench" --sizes 4K:16M --iters 20 \
+            "$builddir/bench/dt_allreduce_bench" --sizes "$fit_sizes" --iters 20 \
             >"$T/bench" 2>"$T/err" || { cat "$T/err" >&2; exit 1; }
         { cat "$profile"; "$dtctl" plan --fit net "2:$T/bench"; } >"$T/prof"
         rate_bps=$(awk -F' = ' '/^\[transport.net\]/ { s = 1 }

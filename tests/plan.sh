@@ -5,7 +5,9 @@
 # 2(N-1)/N n/bandwidth (+ (N-1)/N n gamma) within 2%; buckets are ready
 # last layer first, cut as grad_sync cuts them; a bad platform file, more
 # workers than GPUs and a nonsense rate are refused; 512 workers answer in
-# under a minute; --sweep names the fastest bucket/hierarchy; --fit recovers alpha and beta from a bench table.
+# under a minute; --sweep names the fastest bucket/hierarchy; --fit recovers alpha and beta from a bench table;
+# fat trees (--topology) match the switch when non-blocking and slow
+# cross-leaf traffic when oversubscribed; bad trees are refused.
 # Skips (77) when configure found no SimGrid.
 set -u
 : "${DTCTL:?run through make check}"
@@ -86,6 +88,17 @@ awk "$closer" "$tmp/out" || fail "the bf16 ring is off its closed form by 2% or 
 "$sim" --ring 16 67108864 "$tmp/switch.spec" >"$tmp/out32" 2>"$tmp/err" || fail "ring"
 awk 'NR == FNR { f = $2; next } { exit !($2 < 0.7 * f) }' "$tmp/out32" "$tmp/out" ||
     fail "wire 0.5 does not cut a 64 MB ring under 0.7 of float32 (0.62 expected: bandwidth halved, gamma kept)"
+
+# Fat trees (--topology): one leaf switch of all 64 hosts is the one
+# switch (same closed form); two levels of 8-host leaves, non-blocking,
+# still match it for a 100 MB ring (its 8 hops between leaves cross a
+# spine: more latency, no less bandwidth).
+for t in fat-tree:64 fat-tree:8 "fat-tree:2;8,8;1,8;1,1"; do
+    { cat "$tmp/switch.spec"; echo "topology = $t"; } >"$tmp/tree.spec"
+    "$sim" --ring 64 104857600 "$tmp/tree.spec" >"$tmp/out" 2>"$tmp/err" ||
+        fail "dt-plan-sim --ring on $t: $(cat "$tmp/err")"
+    awk "$closer" "$tmp/out" || fail "the ring on $t is off the closed form by 2% or more"
+done
 
 # The ring inside one host of 4 GPUs: the intra links' closed form.
 sed 's/^hosts = 64/hosts = 1/; s/^gpus_per_host = 1/gpus_per_host = 4/' \
@@ -169,6 +182,27 @@ refuse "--compression zip" --model-params 25M --samples-per-sec 100 --compressio
 refuse "--hierarchy maybe" --model-params 25M --samples-per-sec 100 --hierarchy maybe
 refuse "--batch 0" --model-params 25M --samples-per-sec 100 --batch 0
 refuse "leave out --baseline horovod" --model-params 25M --samples-per-sec 100 --baseline horovod --sweep
+
+refuse "--topology ring" --model-params 25M --samples-per-sec 100 --topology ring
+refuse "the oversubscription dividing L" --model-params 25M --samples-per-sec 100 --topology fat-tree:4:3
+refuse "the oversubscription dividing L" --model-params 25M --samples-per-sec 100 --topology fat-tree:0
+refuse "SimGrid's form" --model-params 25M --samples-per-sec 100 --topology "fat-tree:2;4,4;1,2"
+refuse "has 2 hosts, 4 asked" --model-params 25M --samples-per-sec 100 --topology "fat-tree:1;2;1;1"
+refuse "leave out --topology" --model-params 25M --samples-per-sec 100 --topology fat-tree:4 --platform "$tmp/small.xml"
+
+# An oversubscribed fat tree slows what crosses it: 16 hosts in leaves of
+# 4, a 4 MB allreduce (halving/doubling: its last rounds pair hosts of
+# different leaves). Non-blocking (4 up-links per leaf) is within 2% of
+# the one switch; 4:1 (one up-link) at least doubles the communication.
+tree_comm() { # the comm(ms) column at N = 16
+    "$DTCTL" plan --model-params 1M --samples-per-sec 1000 --hosts 16 \
+        --network 10Gbit --profile "$tmp/none.ini" "$@" 2>"$tmp/err" |
+        awk '$1 == 16 { print $7 }'
+}
+sw=$(tree_comm) nb=$(tree_comm --topology fat-tree:4) os=$(tree_comm --topology fat-tree:4:4)
+awk -v s="$sw" -v n="$nb" -v o="$os" 'BEGIN { exit !(s > 0 && n >= s && n < 1.02 * s && o > 2 * n) }' ||
+    fail "fat trees: switch $sw ms, non-blocking $nb ms, 4:1 $os ms (expected n within 2% of s, o > 2n)"
+echo "fat trees: one switch $sw ms, non-blocking $nb ms, 4:1 oversubscribed $os ms"
 
 # Structure: a bandwidth-bound model (138M parameters, 300 samples/s of
 # batch 64) on 8 hosts x 4 GPUs over 10 Gbit/s: N = 1 takes batch / X;

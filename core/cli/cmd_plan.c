@@ -40,7 +40,7 @@ typedef struct {
     const char *plot;
     const char *save_layers, *fit;
     const char *net_transport, *intra_transport;
-    const char *baseline, *compression, *hierarchy;
+    const char *baseline, *compression, *hierarchy, *topology;
     int hosts, gpus, max_workers, measure, batch, sweep, model_layers;
     double net_bw, net_lat, intra_bw, intra_lat, compute_scale, data_wait;
     double model_params, sps, device_flops;
@@ -53,6 +53,8 @@ static int usage(void)
           "--network RATE\n"
           "                  [--latency 5us] [--intra RATE] "
           "[--intra-latency 1us] [--platform FILE.xml]\n"
+          "                  [--topology switch|fat-tree:L[:R]|"
+          "fat-tree:LEVELS;DOWN;UP;COUNT]\n"
           "                  [--profile FILE] [--bucket SIZE] "
           "[--max-workers N] [--layer-times FILE]\n"
           "                  [--compute-scale X] [--data-wait T] "
@@ -631,7 +633,7 @@ int dt_cmd_plan(int argc, char **argv)
         {"samples-per-sec", 1, 0, 'x'}, {"batch", 1, 0, 'b'},
         {"baseline", 1, 0, 'z'},      {"compression", 1, 0, 'c'},
         {"hierarchy", 1, 0, 'y'},     {"plot", 1, 0, 'g'},
-        {"device-flops", 1, 0, 'f'},
+        {"device-flops", 1, 0, 'f'}, {"topology", 1, 0, 't'},
         {"help", 0, 0, 'h'},          {0, 0, 0, 0}};
     int c, li = 0;
     optind = 1;
@@ -722,6 +724,20 @@ int dt_cmd_plan(int argc, char **argv)
             break;
         }
         case 'P': a.platform = optarg; break;
+        case 't':
+            if (!strcmp(optarg, "switch")) {
+                a.topology = NULL;
+            } else if (!strncmp(optarg, "fat-tree:", 9) && optarg[9]) {
+                a.topology = optarg; /* the simulator checks the rest */
+            } else {
+                dt_error("plan: --topology %s: switch (every host on one "
+                         "switch, the default), fat-tree:L[:R] (leaf "
+                         "switches of L hosts, R:1 oversubscribed) or "
+                         "fat-tree:LEVELS;DOWN;UP;COUNT (SimGrid's form)",
+                         optarg);
+                return 2;
+            }
+            break;
         case 'p': a.profile = optarg; break;
         case 'B':
             if (dt_parse_size(optarg, &a.bucket) != DT_OK || !a.bucket) {
@@ -822,6 +838,11 @@ int dt_cmd_plan(int argc, char **argv)
     if (!a.platform && !(a.net_bw > 0)) {
         dt_error("plan: --network RATE (e.g. 25Gbit) or --platform FILE.xml "
                  "is needed");
+        return 2;
+    }
+    if (a.platform && a.topology) {
+        dt_error("plan: --platform %s describes the network itself: leave "
+                 "out --topology", a.platform);
         return 2;
     }
     if (a.max_workers == 0)
@@ -990,6 +1011,8 @@ int dt_cmd_plan(int argc, char **argv)
             mp.optimizer * a.compute_scale, a.data_wait);
     if (a.platform)
         fprintf(f, "platform = %s\n", a.platform);
+    if (a.topology)
+        fprintf(f, "topology = %s\n", a.topology);
     fprintf(f, "wire = %g\n", wire);
     if (horovod) /* NCCL's flat ring, Tensor Fusion's 64 MB, 5 ms cycle */
         fprintf(f, "force_ring = 1\ncycle = 0.005\nfusion = %llu\n",
@@ -1008,6 +1031,9 @@ int dt_cmd_plan(int argc, char **argv)
            a.job ? a.job : "(no job file)", a.hosts, a.gpus,
            a.net_bw * 8e-9, a.net_lat * 1e6, a.intra_bw * 1e-9,
            (unsigned long long)bucket, batch);
+    if (a.topology)
+        printf("# topology %s: every link %.3g Gbit/s, %.3g us per switch "
+               "crossed\n", a.topology, a.net_bw * 8e-9, a.net_lat * 1e6);
     printf("# %s: %s allreduce, hierarchy %s, wire %s%s\n",
            horovod ? "Horovod-like baseline" : "dt",
            horovod ? "ring (NCCL)" : "dt's choice of",

@@ -54,6 +54,7 @@ struct Spec {
     double wire = 1, force_ring = 0, cycle = 0, fusion = 64.0 * (1 << 20);
     int batch = 64;
     std::string platform;
+    std::string topology; // "" (one switch) or "fat-tree:..." (docs/PLAN.md)
     std::vector<Layer> layers; // model order
 };
 
@@ -91,6 +92,10 @@ static Spec read_spec(const char* path)
         }
         if (k == "platform") {
             s.platform = v;
+            continue;
+        }
+        if (k == "topology") {
+            s.topology = v;
             continue;
         }
         double x;
@@ -137,9 +142,112 @@ static Spec read_spec(const char* path)
     return s;
 }
 
-// ---- the platform: hosts x GPUs, one switch ---------------------------
+// ---- the platform: hosts x GPUs, one switch or a fat tree ---------------
 static std::vector<sg4::Host*> g_workers; // worker r: host r / G, GPU r % G
 static Spec g;
+
+// One host: with one GPU the worker is the host itself (its netpoint);
+// with G GPUs a star zone of G hosts, each linked to the host's NIC (a
+// router, the zone's gateway) by an intra link. The host's link to the
+// network is its caller's. Returns (netpoint, gateway).
+static std::pair<simgrid::kernel::routing::NetPoint*, simgrid::kernel::routing::NetPoint*>
+make_host(sg4::NetZone* parent, int h, std::vector<sg4::Host*>* gpus)
+{
+    std::string hn = "host" + std::to_string(h);
+    if (g.gpus == 1) {
+        auto* host = parent->create_host(hn + "-gpu0", 1e9);
+        gpus->push_back(host);
+        return {host->get_netpoint(), nullptr};
+    }
+    auto* z = sg4::create_star_zone(hn);
+    z->set_parent(parent);
+    auto* gw = z->create_router(hn + "-nic");
+    z->add_route(gw, nullptr, nullptr, nullptr, {}, true);
+    for (int k = 0; k < g.gpus; k++) {
+        std::string gn = hn + "-gpu" + std::to_string(k);
+        auto* host = z->create_host(gn, 1e9);
+        auto* l = z->create_split_duplex_link(gn + "-bus", g.intra_bw)
+                      ->set_latency(g.intra_lat / 2); // up + down: one intra hop
+        l->seal();
+        z->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
+                     {sg4::LinkInRoute(l, sg4::LinkInRoute::Direction::UP)}, true);
+        gpus->push_back(host);
+    }
+    z->seal();
+    return {z->get_netpoint(), gw};
+}
+
+// "fat-tree:L[:R]": two levels, leaf switches of L hosts, each leaf with
+// L/R up-links (R: the oversubscription, down:up) to as many spines,
+// every spine linked to every leaf; or "fat-tree:LEVELS;DOWN;UP;COUNT",
+// SimGrid's own description of any fat tree. Every link runs at the
+// network rate with half the host-to-host latency (host, switch, host is
+// two links, as on the one switch).
+static sg4::FatTreeParams fat_tree_params(const std::string& t, int* leaves_total)
+{
+    std::string arg = t.substr(t.find(':') + 1);
+    if (arg.find(';') != std::string::npos) { // LEVELS;DOWN,..;UP,..;COUNT,..
+        std::vector<std::vector<unsigned>> part;
+        std::istringstream in(arg);
+        std::string field;
+        while (std::getline(in, field, ';')) {
+            std::vector<unsigned> v;
+            std::istringstream fs(field);
+            std::string num;
+            while (std::getline(fs, num, ',')) {
+                char* end = nullptr;
+                unsigned long x = std::strtoul(num.c_str(), &end, 10);
+                if (num.empty() || *end || x < 1 || x > 1u << 20)
+                    die("--topology " + t + ": '" + num + "' is not a positive count");
+                v.push_back((unsigned)x);
+            }
+            part.push_back(v);
+        }
+        if (part.size() != 4 || part[0].size() != 1 || part[1].size() != part[0][0] ||
+            part[2].size() != part[0][0] || part[3].size() != part[0][0])
+            die("--topology " + t + ": fat-tree:LEVELS;DOWN;UP;COUNT with LEVELS numbers in each "
+                "of the last three (SimGrid's form, e.g. 2;4,4;1,2;1,2)");
+        unsigned long n = 1;
+        for (auto d : part[1])
+            n *= d;
+        *leaves_total = (int)std::min(n, 1ul << 30);
+        return sg4::FatTreeParams(part[0][0], part[1], part[2], part[3]);
+    }
+    unsigned L = 0, R = 1;
+    char extra = 0;
+    if (std::sscanf(arg.c_str(), "%u:%u%c", &L, &R, &extra) < 1 || extra || L < 1 || R < 1 ||
+        L % R)
+        die("--topology " + t + ": fat-tree:L[:R], L hosts per leaf switch, R (default 1) the "
+            "oversubscription dividing L");
+    unsigned leaves = (unsigned)((g.hosts + (int)L - 1) / (int)L);
+    *leaves_total = (int)(L * leaves);
+    return sg4::FatTreeParams(2, {L, leaves}, {1, L / R}, {1, 1});
+}
+
+static void build_fat_tree()
+{
+    int total = 0;
+    auto params = fat_tree_params(g.topology, &total);
+    if (total < g.hosts)
+        die("--topology " + g.topology + " has " + std::to_string(total) + " hosts, " +
+            std::to_string(g.hosts) + " asked");
+    // The callback sees leaves in id order; hosts beyond --hosts (a
+    // partly filled last leaf) stay empty: no worker runs there.
+    std::vector<std::vector<sg4::Host*>> by_leaf(total);
+    auto leaf = [&by_leaf](sg4::NetZone* zone, const std::vector<unsigned long>&, unsigned long id) {
+        return make_host(zone, (int)id, &by_leaf.at(id));
+    };
+    try {
+        sg4::create_fatTree_zone("fat-tree", nullptr, params, sg4::ClusterCallbacks(leaf),
+                                 g.net_bw, g.net_lat / 2, sg4::Link::SharingPolicy::SPLITDUPLEX)
+            ->seal();
+    } catch (const std::exception& ex) {
+        die("--topology " + g.topology + ": " + ex.what());
+    }
+    for (int h = 0; h < g.hosts; h++)
+        for (auto* w : by_leaf[h])
+            g_workers.push_back(w);
+}
 
 static void build_platform(sg4::Engine& e)
 {
@@ -158,35 +266,21 @@ static void build_platform(sg4::Engine& e)
         g_workers.assign(hs.begin(), hs.begin() + g.max_workers);
         return;
     }
-    auto* root = sg4::create_star_zone("switch");
-    for (int h = 0; h < g.hosts; h++) {
-        std::string hn = "host" + std::to_string(h);
-        auto* z = sg4::create_star_zone(hn);
-        z->set_parent(root);
-        auto* gw = z->create_router(hn + "-nic");
-        z->add_route(gw, nullptr, nullptr, nullptr, {}, true);
-        for (int k = 0; k < g.gpus; k++) {
-            std::string gn = hn + "-gpu" + std::to_string(k);
-            auto* host = z->create_host(gn, 1e9);
-            if (g.gpus == 1) { // the worker is the host: only its NIC
-                z->add_route(host->get_netpoint(), nullptr, nullptr, nullptr, {}, true);
-            } else {
-                auto* l = z->create_split_duplex_link(gn + "-bus", g.intra_bw)
-                              ->set_latency(g.intra_lat / 2); // up + down: one intra hop
-                l->seal();
-                z->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
-                             {sg4::LinkInRoute(l, sg4::LinkInRoute::Direction::UP)}, true);
-            }
-            g_workers.push_back(host);
+    if (!g.topology.empty()) {
+        build_fat_tree();
+    } else {
+        auto* root = sg4::create_star_zone("switch");
+        for (int h = 0; h < g.hosts; h++) {
+            std::string hn = "host" + std::to_string(h);
+            auto np = make_host(root, h, &g_workers);
+            auto* nic = root->create_split_duplex_link(hn + "-link", g.net_bw)
+                            ->set_latency(g.net_lat / 2); // host -> switch -> host
+            nic->seal();
+            root->add_route(np.first, nullptr, np.second, nullptr,
+                            {sg4::LinkInRoute(nic, sg4::LinkInRoute::Direction::UP)}, true);
         }
-        z->seal();
-        auto* nic = root->create_split_duplex_link(hn + "-link", g.net_bw)
-                        ->set_latency(g.net_lat / 2); // host -> switch -> host
-        nic->seal();
-        root->add_route(z->get_netpoint(), nullptr, gw, nullptr,
-                        {sg4::LinkInRoute(nic, sg4::LinkInRoute::Direction::UP)}, true);
+        root->seal();
     }
-    root->seal();
     if ((int)g_workers.size() > g.max_workers)
         g_workers.resize(g.max_workers);
 }
