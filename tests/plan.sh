@@ -36,6 +36,29 @@ awk '/^forward / { f = $2 > 0 } /^optimizer / { o = $2 >= 0 }
      END { exit !(f && o && n == 3 && b == 4 * 235146) }' "$tmp/layers" ||
     fail "--save-layers: not the MLP's forward, optimizer and 3 gradients of 235146 floats"
 
+# [train] layer_times: the trainer times its own steps 3-7 layer by layer
+# on its device (a GPU run's times for a plan of GPU clusters) in the same
+# form: the MLP's 3 gradient events of 235,146 floats in all, then the
+# tail after the last one; forward and optimizer measured. A run too short
+# to time says so and writes nothing.
+train_lt() { # samples, then dtctl run's further arguments
+    n=$1; shift
+    "$DTCTL" run -n 1 --set data.train_samples="$n" --set data.test_samples=100 \
+        --set train.epochs=1 --set train.device=cpu "$@" "$job" >"$tmp/out" 2>&1
+}
+train_lt 640 --set train.layer_times="$tmp/trained.layers" || fail "training with layer_times"
+grep -q "layer times of cpu.*(fastest of steps 3-7, device synchronized at each gradient) written to $tmp/trained.layers: plan with dtctl plan --layer-times" \
+    "$tmp/out" || fail "layer_times: no line naming the file"
+awk '/^forward / { f = $2 > 0 } /^optimizer / { o = $2 > 0 }
+     /^[0-9.e-]+ [0-9]+$/ { n++; b += $2; last = $2; t = t && $2 >= 0 }
+     BEGIN { t = 1 }
+     END { exit !(f && o && t && n == 4 && b == 4 * 235146 && last == 0) }' \
+    "$tmp/trained.layers" || fail "layer_times: not the MLP's forward, optimizer, 3 gradients of 235146 floats and a tail: $(cat "$tmp/trained.layers")"
+train_lt 128 --set train.layer_times="$tmp/short.layers" || fail "a 2-step run with layer_times"
+grep -q "layer_times = $tmp/short.layers: training ended before step 3, nothing timed" "$tmp/out" ||
+    fail "a run too short to time: no warning"
+[ ! -e "$tmp/short.layers" ] || fail "a run too short to time wrote a file"
+
 # --fit: a bench table of N = 2 made from alpha 10 us, beta 1 ns/B
 # (doubling below 256K: alpha + n beta; the ring from it: 2 alpha + n beta).
 awk 'BEGIN { for (b = 4096; b <= 16777216; b *= 2) {
@@ -118,6 +141,15 @@ for i in 0 1 2 3 4 5; do echo "layer = 0.001 10000000"; done >>"$tmp/order.spec"
     fail "dt-plan-sim --order: $(cat "$tmp/err")"
 printf 'bucket layers 3-5 bytes 30000000\nbucket layers 0-2 bytes 30000000\n' \
     | cmp -s - "$tmp/out" || fail "buckets not ready last layer first"
+
+# The trainer's layer times plan as they are: N = 1 is forward + every
+# event + optimizer.
+"$DTCTL" plan --layer-times "$tmp/trained.layers" --hosts 2 --network 10Gbit \
+    --profile "$tmp/none.ini" >"$tmp/out" 2>&1 || fail "plan --layer-times from the trainer"
+sum=$(awk '/^(forward|optimizer) / { s += $2; next } /^[0-9.e-]+ [0-9]+$/ { s += $1 }
+           END { printf "%.6f", s * 1e3 }' "$tmp/trained.layers")
+awk -v s="$sum" '$1 == 1 { d = $2 - s; if (d < 0) d = -d; ok = s > 0 && d <= 0.01 * s + 0.001 }
+    END { exit !ok }' "$tmp/out" || fail "N = 1 is not the trainer's layer times summed ($sum ms): $(cat "$tmp/out")"
 
 # Refusals.
 printf '<platform version="4.1"><zone id="z" routing="Full">\n' >"$tmp/bad.xml"

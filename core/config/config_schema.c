@@ -124,6 +124,9 @@ static const dt_key_spec_t train_keys[] = {
      "checkpoint with half the lr, at most 3 times)"},
     {"bucket", DT_KEY_SIZE, "25M",
      "gradient allreduce bucket size (bytes of float32 gradients)"},
+    {"layer_times", DT_KEY_STRING, NULL,
+     "rank 0 times steps 3-7 layer by layer on its device and writes them "
+     "here, for dtctl plan --layer-times (unset: off)"},
     {"checkpoint_dir", DT_KEY_STRING, NULL,
      "directory for checkpoints (rank 0 writes; unset: none)"},
     {"checkpoint_every", DT_KEY_STRING, "1 epoch",

@@ -119,9 +119,20 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
     double c0 = dt_clock_now();
     if (t->ls.enabled)
         DT_CHECK(dt_model_set_loss_scale(t->model, (float)t->ls.scale));
+    dt_layer_timer_t *lt = dt_layer_timer_on(t->layer_timer, t->global_step)
+                               ? t->layer_timer
+                               : NULL;
+    if (lt)
+        DT_CHECK(dt_layer_timer_begin(lt, dt_grad_sync_ready, t->sync));
     DT_CHECK(dt_model_forward(t->model, batch.x, batch.y, (int)b, 1, loss,
                               NULL));
-    DT_CHECK(dt_model_backward(t->model, dt_grad_sync_ready, t->sync));
+    if (lt)
+        DT_CHECK(dt_layer_timer_mark(lt, DT_LT_FORWARD_DONE));
+    DT_CHECK(dt_model_backward(t->model,
+                               lt ? dt_layer_timer_ready : dt_grad_sync_ready,
+                               lt ? (void *)lt : (void *)t->sync));
+    if (lt)
+        DT_CHECK(dt_layer_timer_mark(lt, DT_LT_BACKWARD_DONE));
     if (t->slow_rank == t->rank && t->slow_factor > 1.0) {
         /* Test hook (DT_TEST_SLOW_RANK): this rank computes slower, as
          * if its forward and backward took slow_factor times as long. */
@@ -148,8 +159,12 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
         return DT_OK;
     if (t->skip_update)
         goto stepped; /* overflowed: the batch is spent, nothing applied */
+    if (lt)
+        DT_CHECK(dt_layer_timer_mark(lt, DT_LT_OPT_BEGIN));
     st = t->opt->step(t->opt_state, t->params, t->grads,
                       (float)lr, t->global_step + 1, t->dev->stream);
+    if (st == DT_OK && lt)
+        st = dt_layer_timer_mark(lt, DT_LT_OPT_DONE);
     if (st != DT_OK) {
         dt_error("optimizer '%s' failed at step %llu (%s)",
                  t->opt_plugin->name,
@@ -158,6 +173,8 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
     }
 stepped:
     DT_CHECK(dt_device_sync(t->dev));
+    if (lt)
+        DT_CHECK(dt_layer_timer_step_done(lt));
     t->global_step++;
     if (t->global_step == 1)
         dt_trainer_report_memory(t);

@@ -26,6 +26,7 @@
 #include "divergence.h"
 #include "grad_clip.h"
 #include "grad_sync.h"
+#include "layer_times.h"
 #include "loss_scale.h"
 #include "lr_schedule.h"
 #include "metrics/metrics.h"
@@ -68,6 +69,7 @@ typedef struct dt_trainer {
     const dt_optimizer_ops_t *opt;
     void *opt_state;
     dt_grad_sync_t *sync;
+    dt_layer_timer_t *layer_timer; /* [train] layer_times (rank 0)      */
     float *clip_host;           /* host copy of device gradients (clipping) */
 
     /* data */

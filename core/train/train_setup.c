@@ -673,6 +673,10 @@ dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg)
         DT_CHECK(dt_ps_client_new(t->world, t->nservers, t->nparams,
                                   &t->ps));
     DT_CHECK(setup_sync_bn(cfg, t));
+    if (t->rank == 0) {
+        const char *lt = dt_config_get(cfg, "train", "layer_times");
+        DT_CHECK(dt_layer_timer_new(lt, t->dev, &t->layer_timer));
+    }
     return setup_outputs(cfg, t);
 }
 
@@ -698,6 +702,7 @@ void dt_trainer_teardown(dt_trainer_t *t)
 {
     dt_pipeline_free(t->pipe); /* first: its threads read t->train */
     dt_grad_sync_free(t->sync);
+    dt_layer_timer_free(t->layer_timer);
     dt_ps_client_free(t->ps);
     if (t->clip_host)
         dt_device_host_free(t->dev, t->clip_host);
