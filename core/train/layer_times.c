@@ -25,6 +25,8 @@ struct dt_layer_timer {
     double *cur, *best, *bytes; /* per event; the tail after the last */
     size_t n, cap, events;      /* this step's count; the first step's */
     int timed;                  /* steps folded in                     */
+    uint64_t base;              /* the first step this process ran     */
+    bool started;
     bool broken;                /* a step with another event count     */
 };
 
@@ -53,8 +55,8 @@ void dt_layer_timer_free(dt_layer_timer_t *lt)
         dt_info("layer times: %d of %d steps timed before training ended "
                 "(%s has their fastest)", lt->timed, STEPS, lt->path);
     else if (lt->timed == 0)
-        dt_warn("[train] layer_times = %s: training ended before step %d, "
-                "nothing timed (train more steps)", lt->path,
+        dt_warn("[train] layer_times = %s: this run took fewer than %d "
+                "steps, nothing timed (train more steps)", lt->path,
                 FIRST_STEP + 1);
     free(lt->cur);
     free(lt->best);
@@ -63,10 +65,16 @@ void dt_layer_timer_free(dt_layer_timer_t *lt)
     free(lt);
 }
 
-bool dt_layer_timer_on(const dt_layer_timer_t *lt, uint64_t step)
+bool dt_layer_timer_on(dt_layer_timer_t *lt, uint64_t step)
 {
-    return lt && !lt->broken && step >= FIRST_STEP &&
-           step < FIRST_STEP + STEPS;
+    if (!lt || lt->broken)
+        return false;
+    if (!lt->started) {
+        lt->started = true;
+        lt->base = step;
+    }
+    return step - lt->base >= FIRST_STEP &&
+           step - lt->base < FIRST_STEP + STEPS;
 }
 
 static double synced_now(dt_layer_timer_t *lt, dt_status_t *st)

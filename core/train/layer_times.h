@@ -22,8 +22,9 @@ dt_status_t dt_layer_timer_new(const char *path, dt_device_t *dev,
                                dt_layer_timer_t **out);
 void dt_layer_timer_free(dt_layer_timer_t *lt);
 
-/* Whether optimizer step `step` (0-based) is timed. */
-bool dt_layer_timer_on(const dt_layer_timer_t *lt, uint64_t step);
+/* Whether optimizer step `step` is timed: the 3rd to 7th step of this
+ * process (a resumed run counts from where it resumed). */
+bool dt_layer_timer_on(dt_layer_timer_t *lt, uint64_t step);
 
 /* The marks of one timed step, in order: begin (before forward),
  * forward_done, the gradient events (dt_layer_timer_ready, which calls
