@@ -188,8 +188,18 @@ i=0; while [ $i -lt 20 ]; do echo "0.001 2000000"; i=$((i + 1)); done >>"$tmp/la
     --layer-times "$tmp/layers" --profile "$tmp/none.ini" --sweep \
     >"$tmp/out" 2>&1 || fail "dtctl plan --sweep"
 [ "$(grep -c '  off' "$tmp/out")" -eq 9 ] || fail "--sweep: not 9 sizes with the hierarchy off"
-grep -q "^# fastest: bucket [0-9]*M, hierarchy o[nf]*" "$tmp/out" ||
-    fail "--sweep names no fastest setting"
+grep -q "^# fastest: bucket [0-9]*M, hierarchy o[nf]*, .*: \[train\] bucket = [0-9]*M; \[collectives\] .*allreduce_ring = [0-9G]*, compression = [a-z0-9]*" "$tmp/out" ||
+    fail "--sweep names no fastest setting with its keys"
+# then the algorithm (by size, ring, halving) x wire (float32, bf16) at
+# that bucket: 6 rows; bf16 on the wire is never slower than float32
+[ "$(grep -cE '^ +(by size|ring|halving) +(float32|bf16) ' "$tmp/out")" -eq 6 ] ||
+    fail "--sweep: not 6 algorithm x wire rows"
+awk '/^ +(by size|ring|halving) +(float32|bf16) / { k = $1 == "by" ? "size" : $1
+        w = $1 == "by" ? $3 : $2; t = $1 == "by" ? $4 : $3; st[k, w] = t }
+     END { split("size ring halving", a, " ")
+           for (i = 1; i <= 3; i++) { if (!((a[i], "bf16") in st)) exit 1
+               if (st[a[i], "bf16"] > st[a[i], "float32"] + 1e-6) exit 1 } }' "$tmp/out" ||
+    fail "--sweep: bf16 slower than float32 for some algorithm"
 
 # A model given by its size and one GPU's throughput (no job file): bad
 # values are refused, each with a message naming the option.

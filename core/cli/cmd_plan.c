@@ -557,11 +557,62 @@ static int simulate_and_plot(const char *sim, const char *spec,
     return rc;
 }
 
+/* One simulation of `spec` with `extra` lines appended (later keys of a
+ * spec override earlier ones): the last row's step, efficiency and
+ * exposed communication. 0 on success. */
+static int sweep_one(const char *sim, const char *spec, const char *path,
+                     const char *extra, double *step, double *eff,
+                     double *exp)
+{
+    FILE *in = fopen(spec, "r"), *out = fopen(path, "w");
+    int ok = in && out;
+    char line[512], last[512] = "";
+    while (ok && fgets(line, sizeof line, in))
+        ok = fputs(line, out) >= 0;
+    ok = ok && fputs(extra, out) >= 0;
+    if (in)
+        fclose(in);
+    if (out && fclose(out) != 0)
+        ok = 0;
+    if (!ok)
+        return -1;
+    pid_t pid;
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    if ((pid = fork()) == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execl(sim, sim, path, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *p = fdopen(fds[0], "r");
+    while (p && fgets(line, sizeof line, p))
+        if (line[0] != '#')
+            snprintf(last, sizeof last, "%s", line);
+    if (p)
+        fclose(p);
+    else
+        close(fds[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return -1;
+    int rn;
+    double sps, cf;
+    return sscanf(last, "%d %lf %lf %lf%% %lf%% %lf", &rn, step, &sps, eff,
+                  &cf, exp) == 6 ? 0 : -1;
+}
+
 /* --sweep: the same step at the largest N with other bucket sizes, and
  * with the hierarchy off (hier_min beyond any bucket) where hosts have
- * several GPUs: later keys of a spec override earlier ones. */
+ * several GPUs; then, at the fastest of those, the allreduce algorithm
+ * (dt's choice by size, the ring or halving/doubling at every size) with
+ * float32 or bf16 on the wire. Each row says the keys that give it. */
 static int sweep(const char *sim, const char *spec, int n, int hier,
-                 uint64_t job_bucket)
+                 uint64_t job_bucket, double job_wire)
 {
     static const unsigned mib[] = {1, 2, 4, 8, 16, 25, 32, 64, 128};
     char path[] = "/tmp/dt-plan-sweep-XXXXXX";
@@ -569,31 +620,18 @@ static int sweep(const char *sim, const char *spec, int n, int hier,
     if (fd < 0)
         return 1;
     close(fd);
-    double best = 1e30;
-    char best_what[96] = "";
+    double best = 1e30, step, eff, exp;
+    unsigned best_mib = 0;
+    int best_h = 0;
+    char extra[256];
     printf("\n# sweep at N = %d: bucket, hierarchy -> step\n"
            "# %10s %9s %12s %10s %11s\n", n, "bucket", "hierarchy",
            "step(ms)", "efficiency", "exposed(ms)");
     for (int h = 0; h <= hier; h++)
         for (size_t i = 0; i < sizeof mib / sizeof mib[0]; i++) {
-            char cmd[8400];
-            snprintf(cmd, sizeof cmd, "cat '%s' > '%s' && printf "
-                     "'bucket = %u\\n%s' >> '%s'", spec, path,
-                     mib[i] << 20, h ? "hier_min = 4e18\\n" : "", path);
-            if (system(cmd) != 0)
-                break;
-            snprintf(cmd, sizeof cmd, "'%s' '%s'", sim, path);
-            FILE *p = popen(cmd, "r");
-            char line[512], last[512] = "";
-            while (p && fgets(line, sizeof line, p))
-                if (line[0] != '#')
-                    snprintf(last, sizeof last, "%s", line);
-            if (!p || pclose(p) != 0)
-                break;
-            int rn;
-            double step, sps, eff, cf, exp;
-            if (sscanf(last, "%d %lf %lf %lf%% %lf%% %lf", &rn, &step, &sps,
-                       &eff, &cf, &exp) != 6)
+            snprintf(extra, sizeof extra, "bucket = %u\n%s", mib[i] << 20,
+                     h ? "hier_min = 4e18\n" : "");
+            if (sweep_one(sim, spec, path, extra, &step, &eff, &exp) != 0)
                 break;
             printf("  %9uM %9s %12.3f %9.1f%% %11.3f%s\n", mib[i],
                    h ? "off" : "on", step, eff, exp,
@@ -601,13 +639,53 @@ static int sweep(const char *sim, const char *spec, int n, int hier,
                                                         : "");
             if (step < best) {
                 best = step;
-                snprintf(best_what, sizeof best_what, "bucket %uM, "
-                         "hierarchy %s", mib[i], h ? "off" : "on");
+                best_mib = mib[i];
+                best_h = h;
+            }
+        }
+    if (!(best < 1e30)) {
+        unlink(path);
+        return 0;
+    }
+    /* The algorithm and the wire at that bucket and hierarchy: what
+     * [collectives] allreduce_ring and compression would give. */
+    static const struct {
+        const char *spec, *name, *key;
+    } alg[] = {{"", "by size", "allreduce_ring = 0"},
+               {"allreduce_ring = 1\n", "ring", "allreduce_ring = 1"},
+               {"allreduce_ring = 1.7e10\n", "halving", "allreduce_ring = 16G"}};
+    printf("\n# at bucket %uM, hierarchy %s: allreduce algorithm, wire -> "
+           "step ([collectives] keys)\n# %10s %9s %12s %10s %11s\n",
+           best_mib, best_h ? "off" : "on", "algorithm", "wire", "step(ms)",
+           "efficiency", "exposed(ms)");
+    int best_a = 0, best_w = job_wire < 1, any = 0;
+    for (int w = 0; w <= 1; w++)
+        for (size_t k = 0; k < sizeof alg / sizeof alg[0]; k++) {
+            snprintf(extra, sizeof extra, "bucket = %u\n%s%swire = %s\n",
+                     best_mib << 20, best_h ? "hier_min = 4e18\n" : "",
+                     alg[k].spec, w ? "0.5" : "1");
+            if (sweep_one(sim, spec, path, extra, &step, &eff, &exp) != 0)
+                continue;
+            any = 1;
+            printf("  %10s %9s %12.3f %9.1f%% %11.3f  %s, compression = "
+                   "%s%s\n", alg[k].name, w ? "bf16" : "float32", step,
+                   eff, exp, alg[k].key, w ? "bf16" : "none",
+                   !k && w == (job_wire < 1) ? "  (the job's)" : "");
+            if (step < best - 1e-9) {
+                best = step;
+                best_a = (int)k;
+                best_w = w;
             }
         }
     unlink(path);
-    if (best < 1e30)
-        printf("# fastest: %s (%.3f ms)\n", best_what, best);
+    printf("# fastest: bucket %uM, hierarchy %s, %s, %s (%.3f ms): [train] "
+           "bucket = %uM; [collectives] %s%s, compression = %s%s\n",
+           best_mib, best_h ? "off" : "on", any ? alg[best_a].name : "by size",
+           best_w ? "bf16" : "float32", best, best_mib,
+           best_h ? "hier_min = 16G, " : "", alg[best_a].key,
+           best_w ? "bf16" : "none",
+           best_w ? " (bf16 rounds the gradients: compression_feedback = "
+                    "yes keeps the error)" : "");
     return 0;
 }
 
@@ -1061,7 +1139,7 @@ int dt_cmd_plan(int argc, char **argv)
     }
     if (rc == 0 && a.sweep)
         rc = sweep(sim, spec, a.max_workers, a.hosts > 1 && a.gpus > 1,
-                   bucket);
+                   bucket, wire);
     if (!a.spec_out)
         unlink(spec);
     return rc;
