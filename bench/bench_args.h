@@ -14,6 +14,7 @@ typedef struct bench_args {
     int factor;    /* next size = size * factor                      */
     int iters;     /* timed iterations per size (fewer for big ones) */
     int warmup;
+    int allgather; /* --op allgather: dt_allreduce_bench only      */
 } bench_args_t;
 
 /* "4K", "256M", "1G" -> bytes; 0 on error. */
@@ -46,10 +47,11 @@ static inline const char *bench_opt(int argc, char **argv, int *i,
     return NULL;
 }
 
-/* --sizes MIN:MAX  --factor F  --iters K  --warmup W. 0 on success. */
+/* --sizes MIN:MAX  --factor F  --iters K  --warmup W  --op allreduce|
+ * allgather. 0 on success. */
 static inline int bench_parse_args(int argc, char **argv, bench_args_t *a)
 {
-    *a = (bench_args_t){4096, 256u << 20, 2, 20, 3};
+    *a = (bench_args_t){4096, 256u << 20, 2, 20, 3, 0};
     for (int i = 1; i < argc; i++) {
         const char *v;
         if ((v = bench_opt(argc, argv, &i, "--sizes"))) {
@@ -69,6 +71,10 @@ static inline int bench_parse_args(int argc, char **argv, bench_args_t *a)
             a->factor = atoi(v);
         } else if ((v = bench_opt(argc, argv, &i, "--warmup"))) {
             a->warmup = atoi(v);
+        } else if ((v = bench_opt(argc, argv, &i, "--op"))) {
+            if (strcmp(v, "allreduce") && strcmp(v, "allgather"))
+                goto usage;
+            a->allgather = !strcmp(v, "allgather");
         } else {
             goto usage;
         }
@@ -79,8 +85,9 @@ static inline int bench_parse_args(int argc, char **argv, bench_args_t *a)
 usage:
     fprintf(stderr,
             "usage: %s [--sizes MIN:MAX] [--factor F] [--iters K] "
-            "[--warmup W]\n  sizes in bytes with K/M/G (default 4K:256M), "
-            "next size = size * F (default 2)\n",
+            "[--warmup W] [--op allreduce|allgather]\n  sizes in bytes "
+            "with K/M/G (default 4K:256M), next size = size * F (default "
+            "2); allgather: the size is every rank's gathered total\n",
             argv[0]);
     return 2;
 }
@@ -120,17 +127,25 @@ static inline float bench_expect(int n, size_t i)
 
 static inline void bench_header(const char *who, int n, const bench_args_t *a)
 {
-    printf("# %s allreduce: %d ranks, float32 sum, out of place, median of "
-           "up to %d iterations (%d warm-up)\n",
-           who, n, a->iters, a->warmup);
+    if (a->allgather)
+        printf("# %s allgather: %d ranks, float32, bytes = the gathered "
+               "total (each rank sends bytes / %d), median of up to %d "
+               "iterations (%d warm-up)\n", who, n, n, a->iters, a->warmup);
+    else
+        printf("# %s allreduce: %d ranks, float32 sum, out of place, median "
+               "of up to %d iterations (%d warm-up)\n",
+               who, n, a->iters, a->warmup);
     printf("# %12s %12s %11s %11s %11s %6s\n", "bytes", "count",
            "time(us)", "algbw(GB/s)", "busbw(GB/s)", "check");
 }
 
-static inline void bench_row(size_t bytes, double secs, int n, long wrong)
+/* busbw = algbw x bus: 2(n-1)/n for allreduce, (n-1)/n for allgather
+ * (nccl-tests' factors: what each rank's link carries). */
+static inline void bench_row_bus(size_t bytes, double secs, double bus,
+                                 long wrong)
 {
     double algbw = (double)bytes / secs / 1e9;
-    double busbw = algbw * 2.0 * (n - 1) / n;
+    double busbw = algbw * bus;
     char check[32];
     if (wrong)
         snprintf(check, sizeof check, "%ld bad", wrong);
@@ -139,6 +154,11 @@ static inline void bench_row(size_t bytes, double secs, int n, long wrong)
     printf("  %12zu %12zu %11.2f %11.3f %11.3f %6s\n", bytes, bytes / 4,
            secs * 1e6, algbw, busbw, check);
     fflush(stdout);
+}
+
+static inline void bench_row(size_t bytes, double secs, int n, long wrong)
+{
+    bench_row_bus(bytes, secs, 2.0 * (n - 1) / n, wrong);
 }
 
 #endif /* DT_BENCH_ARGS_H */

@@ -9,7 +9,12 @@
  * the sizes, algbw and busbw stay those of the float32 vector the caller
  * reduces: the effective bandwidth, the wire carrying half of it. The
  * check then allows the 16-bit rounding (relative 2^-7 for bf16, 2^-10
- * for fp16, per rounding step: 1% and 0.2% of the value). */
+ * for fp16, per rounding step: 1% and 0.2% of the value).
+ *
+ * --op allgather (`dtctl bench allgather`) times dt_allgather instead:
+ * the size is the gathered total, each rank sending size / N; no
+ * reduction, so its rounds cost the transport alone (what `dtctl plan
+ * --measure` fits alpha and beta from, apart from the reduction). */
 #include <stdint.h>
 #include <stdio.h>
 #include <math.h>
@@ -47,11 +52,16 @@ static int run_size(size_t bytes, const bench_args_t *a, float *send,
         return 1;
     for (size_t i = 0; i < count; i++)
         send[i] = bench_input(rank, i);
+    size_t per = count / (size_t)size; /* allgather: each rank's part */
     for (int it = -a->warmup; it < n; it++) {
         if (dt_barrier() != DT_OK)
             return 1;
         double t0 = now();
-        if (dt_allreduce(send, recv, count, DT_FLOAT32, DT_SUM) != DT_OK)
+        dt_status_t st = a->allgather
+                             ? dt_allgather(send, recv, per, DT_FLOAT32)
+                             : dt_allreduce(send, recv, count, DT_FLOAT32,
+                                            DT_SUM);
+        if (st != DT_OK)
             return 1;
         double t = now() - t0;
         if (it < 0)
@@ -61,10 +71,14 @@ static int run_size(size_t bytes, const bench_args_t *a, float *send,
     }
     int32_t wrong = 0;
     double tol = tolerance();
-    for (size_t i = 0; i < count; i++) {
-        float e = bench_expect(size, i);
-        wrong += tol ? fabs(recv[i] - e) > tol * fabs(e) : recv[i] != e;
-    }
+    if (a->allgather) /* rank r's part holds its inputs */
+        for (size_t i = 0; i < per * (size_t)size; i++)
+            wrong += recv[i] != bench_input((int)(i / per), i % per);
+    else
+        for (size_t i = 0; i < count; i++) {
+            float e = bench_expect(size, i);
+            wrong += tol ? fabs(recv[i] - e) > tol * fabs(e) : recv[i] != e;
+        }
     if (dt_allreduce(&wrong, wrong_out, 1, DT_INT32, DT_SUM) != DT_OK)
         return 1;
     *median = bench_median(samples, n);
@@ -95,8 +109,15 @@ int main(int argc, char **argv)
         int wrong = 0;
         double med = 0;
         rc = run_size(b, &a, send, recv, &wrong, &med);
+        /* allgather: the bytes every rank's equal part adds up to */
+        size_t n = (size_t)dt_size(), shown = a.allgather
+                                               ? b / sizeof(float) / n * n *
+                                                     sizeof(float)
+                                               : b;
         if (rc == 0 && dt_rank() == 0)
-            bench_row(b, med, dt_size(), wrong);
+            bench_row_bus(shown, med, (a.allgather ? 1.0 : 2.0) *
+                                          (double)(n - 1) / (double)n,
+                          wrong);
         bad |= wrong != 0;
     }
     free(send);

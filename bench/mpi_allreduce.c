@@ -12,7 +12,10 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     bench_args_t a;
-    if (bench_parse_args(argc, argv, &a) != 0) {
+    if (bench_parse_args(argc, argv, &a) != 0 || a.allgather) {
+        if (a.allgather)
+            fprintf(stderr, "mpi_allreduce: --op allgather is "
+                            "dt_allreduce_bench's only\n");
         MPI_Finalize();
         return 2;
     }

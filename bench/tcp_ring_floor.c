@@ -158,6 +158,11 @@ int main(int argc, char **argv)
     bench_args_t a;
     if (bench_parse_args(argc, argv, &a) != 0)
         return 2;
+    if (a.allgather) {
+        fprintf(stderr, "tcp_ring_floor: --op allgather is "
+                        "dt_allreduce_bench's only\n");
+        return 2;
+    }
     if (n < 2 || n > MAX_RANKS) {
         fprintf(stderr, "tcp_ring_floor: -n takes 2 to %d ranks\n",
                 MAX_RANKS);

@@ -6,6 +6,7 @@
 # last layer first, cut as grad_sync cuts them; a bad platform file, more
 # workers than GPUs and a nonsense rate are refused; 512 workers answer in
 # under a minute; --sweep names the fastest bucket/hierarchy; --fit recovers alpha and beta from a bench table;
+# dtctl bench allgather checks every row; [train] layer_times writes the trainer's own layers;
 # fat trees (--topology) match the switch when non-blocking and slow
 # cross-leaf traffic when oversubscribed; bad trees are refused.
 # Skips (77) when configure found no SimGrid.
@@ -58,6 +59,19 @@ train_lt 128 --set train.layer_times="$tmp/short.layers" || fail "a 2-step run w
 grep -q "layer_times = $tmp/short.layers: this run took fewer than 3 steps, nothing timed" "$tmp/out" ||
     fail "a run too short to time: no warning"
 [ ! -e "$tmp/short.layers" ] || fail "a run too short to time wrote a file"
+
+# dtctl bench allgather (what --measure fits tcp's alpha and beta from,
+# apart from the reduction): 3 ranks over tcp, every row's check ok, the
+# size the gathered total of 3 equal parts (4K -> 4092 bytes); a benchmark
+# dtctl does not have is refused naming the two it has.
+DT_COLLECTIVES_SHM=off "$DTCTL" bench allgather -n 3 --transport tcp \
+    --sizes 4K:64K --factor 4 --iters 5 >"$tmp/out" 2>&1 || fail "dtctl bench allgather"
+grep -q "# dt allgather: 3 ranks" "$tmp/out" || fail "bench allgather: no allgather header"
+[ "$(grep -cE '^\[0\] +[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +ok$' "$tmp/out")" = 3 ] ||
+    fail "bench allgather: want 3 rows checked ok"
+grep -qE '^\[0\] +4092 +1023 ' "$tmp/out" || fail "bench allgather: 4K at N = 3 is not 4092 bytes"
+if "$DTCTL" bench alltoall -n 2 >"$tmp/out" 2>&1; then fail "bench alltoall accepted"; fi
+grep -q "usage: dtctl bench allreduce|allgather" "$tmp/out" || fail "bench alltoall: no usage"
 
 # --fit: a bench table of N = 2 made from alpha 10 us, beta 1 ns/B
 # (doubling below 256K: alpha + n beta; the ring from it: 2 alpha + n beta).

@@ -1,4 +1,4 @@
-/* cmd_bench.c — `dtctl bench allreduce`: run the allreduce benchmark worker
+/* cmd_bench.c — `dtctl bench allreduce|allgather`: run the benchmark worker
  * (bench/dt_allreduce_bench.c) on N workers through `dtctl run`, so the
  * launcher, transport and every option behave exactly as for a real job.
  * Rank 0 prints the nccl-tests style table. */
@@ -23,10 +23,11 @@ static void worker_path(char *buf, size_t len)
 
 int dt_cmd_bench(dt_cli_t *cli)
 {
-    if (cli->nargs != 1 || strcmp(cli->args[0], "allreduce") != 0) {
-        dt_error("usage: dtctl bench allreduce [-n N] [--transport NAME] "
-                 "[--sizes 4K:256M] [--iters K] [--factor F] (the only "
-                 "benchmark is allreduce)");
+    if (cli->nargs != 1 || (strcmp(cli->args[0], "allreduce") != 0 &&
+                            strcmp(cli->args[0], "allgather") != 0)) {
+        dt_error("usage: dtctl bench allreduce|allgather [-n N] "
+                 "[--transport NAME] [--sizes 4K:256M] [--iters K] "
+                 "[--factor F]");
         return 2;
     }
     if (cli->exec_argv) {
@@ -41,9 +42,13 @@ int dt_cmd_bench(dt_cli_t *cli)
                  path);
         return 1;
     }
-    char *argv[10];
+    char *argv[12];
     int k = 0;
     argv[k++] = path;
+    if (!strcmp(cli->args[0], "allgather")) {
+        argv[k++] = "--op";
+        argv[k++] = "allgather";
+    }
     if (cli->bench_sizes) {
         argv[k++] = "--sizes";
         argv[k++] = (char *)cli->bench_sizes;

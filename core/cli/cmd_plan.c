@@ -399,7 +399,8 @@ static int measure_profile(const char *path)
         return 1;
     }
     fprintf(pf, "# dtctl plan --measure: allreduce costs fitted from dtctl "
-                "bench allreduce at N = 2, 4 on this host\n"
+                "bench allreduce (tcp: and allgather, which has no "
+                "reduction) at N = 2, 4 on this host\n"
                 "# t = c_a(N) alpha + c_b(N, bytes) beta + c_g(N, bytes) "
                 "gamma (docs/PLAN.md)\n");
     dt_plan_thresholds_t th;
@@ -407,15 +408,20 @@ static int measure_profile(const char *path)
     for (size_t k = 0; k < sizeof tr / sizeof tr[0]; k++) {
         dt_plan_sample_t s[128];
         size_t m = 0;
-        for (int n = 2; n <= 4; n += 2) {
+        /* tcp's allgather (the ring's second half over the transport,
+         * no sums) pins alpha and beta apart from gamma; the shared
+         * segment's allgather is another algorithm: allreduce only. */
+        for (int j = 0; j < (k == 0 ? 2 : 4); j++) {
+            int n = j % 2 ? 4 : 2;
+            const char *op = j < 2 ? "allreduce" : "allgather";
             char ns[8];
             snprintf(ns, sizeof ns, "%d", n);
-            char *argv[] = {self, "-q", "-n", ns, "bench", "allreduce",
+            char *argv[] = {self, "-q", "-n", ns, "bench", (char *)op,
                             "--sizes", "4K:16M", "--iters", "50", NULL};
             FILE *o;
-            dt_info("plan: dtctl bench allreduce -n %d (%s)", n, tr[k].name);
+            dt_info("plan: dtctl bench %s -n %d (%s)", op, n, tr[k].name);
             if (run_capture(argv, tr[k].env, &o) != 0) {
-                dt_error("plan: dtctl bench allreduce -n %d failed", n);
+                dt_error("plan: dtctl bench %s -n %d failed", op, n);
                 fclose(pf);
                 return 1;
             }

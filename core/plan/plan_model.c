@@ -46,8 +46,10 @@ dt_plan_alg_t dt_plan_choose(const dt_plan_thresholds_t *t, int n,
 
 const char *dt_plan_alg_name(dt_plan_alg_t a)
 {
-    return a == DT_PLAN_RD ? "doubling" : a == DT_PLAN_HALVING ? "halving"
-                                                                : "ring";
+    return a == DT_PLAN_RD          ? "doubling"
+           : a == DT_PLAN_HALVING   ? "halving"
+           : a == DT_PLAN_ALLGATHER ? "allgather"
+                                    : "ring";
 }
 
 void dt_plan_coeffs(dt_plan_alg_t a, int n, double bytes, double c[3])
@@ -61,6 +63,11 @@ void dt_plan_coeffs(dt_plan_alg_t a, int n, double bytes, double c[3])
         lg++;
     }
     int fold = n > p2;
+    if (a == DT_PLAN_ALLGATHER) { /* n - 1 steps of bytes / n, no sums */
+        c[0] = n - 1.0;
+        c[1] = (double)(n - 1) / n * bytes;
+        return;
+    }
     if (a == DT_PLAN_RING) {
         c[0] = 2.0 * (n - 1);
         c[1] = 2.0 * (n - 1) / n * bytes;
@@ -190,6 +197,7 @@ size_t dt_plan_parse_bench(FILE *f, int n, const dt_plan_thresholds_t *t,
 {
     char line[512];
     size_t added = 0;
+    int gather = 0; /* the table's header names its collective */
     while (*m < cap && fgets(line, sizeof line, f)) {
         unsigned long long bytes, count;
         double us;
@@ -197,14 +205,19 @@ size_t dt_plan_parse_bench(FILE *f, int n, const dt_plan_thresholds_t *t,
         if (*p == '[' && strchr(p, ']')) /* dtctl run's "[rank] " prefix */
             p = strchr(p, ']') + 1;
         p += strspn(p, " ");
+        if (*p == '#' && strstr(p, " allgather: "))
+            gather = 1;
+        else if (*p == '#' && strstr(p, " allreduce: "))
+            gather = 0;
         if (*p == '#' ||
             sscanf(p, "%llu %llu %lf %*f %*f %15s", &bytes, &count, &us,
                    check) != 4 ||
             strcmp(check, "ok") != 0 || us <= 0)
             continue;
         s[*m] = (dt_plan_sample_t){n, (double)bytes, us * 1e-6,
-                                   t ? dt_plan_choose(t, n, bytes)
-                                     : DT_PLAN_RING};
+                                   gather ? DT_PLAN_ALLGATHER
+                                   : t    ? dt_plan_choose(t, n, bytes)
+                                          : DT_PLAN_RING};
         (*m)++;
         added++;
     }

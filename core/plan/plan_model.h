@@ -13,7 +13,9 @@
 typedef enum {
     DT_PLAN_RD = 0,      /* recursive doubling (below allreduce_small)   */
     DT_PLAN_HALVING = 1, /* recursive halving/doubling (Rabenseifner)    */
-    DT_PLAN_RING = 2     /* pipelined ring                               */
+    DT_PLAN_RING = 2,    /* pipelined ring                               */
+    DT_PLAN_ALLGATHER = 3 /* a measured allgather (the ring's second half:
+                             no reduction), for the fit only          */
 } dt_plan_alg_t;
 
 typedef struct {
@@ -48,7 +50,9 @@ int dt_plan_fit(const dt_plan_sample_t *s, size_t m, double *alpha,
 
 /* Rows of a `dtctl bench allreduce` table ("  bytes count time(us) ...")
  * into samples for n ranks, each with the algorithm t picks (t NULL: the
- * ring). Returns how many were added (at most cap - *m). */
+ * ring); a `dtctl bench allgather` table (its header says "allgather:")
+ * gives DT_PLAN_ALLGATHER samples, which pin alpha and beta apart from
+ * gamma. Returns how many were added (at most cap - *m). */
 size_t dt_plan_parse_bench(FILE *f, int n, const dt_plan_thresholds_t *t,
                            dt_plan_sample_t *s, size_t *m, size_t cap);
 
