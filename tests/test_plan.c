@@ -172,6 +172,25 @@ static void parse_bench_table(void **state)
     assert_int_equal(s[1].alg, DT_PLAN_RD);
 }
 
+/* Two sweeps of the same table: one sample per size, the faster. */
+static void keep_fastest(void **state)
+{
+    (void)state;
+    dt_plan_sample_t s[] = {{2, 4096, 10e-6, DT_PLAN_RD},
+                            {2, 8192, 30e-6, DT_PLAN_RD},
+                            {4, 4096, 12e-6, DT_PLAN_RD},
+                            {2, 4096, 8e-6, DT_PLAN_RD},
+                            {2, 8192, 50e-6, DT_PLAN_RD},
+                            {2, 4096, 9e-6, DT_PLAN_ALLGATHER}};
+    size_t m = 6;
+    dt_plan_keep_fastest(s, &m);
+    assert_int_equal(m, 4);
+    assert_true(s[0].bytes == 4096 && s[0].n == 2 && s[0].seconds == 8e-6);
+    assert_true(s[1].bytes == 8192 && s[1].seconds == 30e-6);
+    assert_true(s[2].n == 4 && s[2].seconds == 12e-6);
+    assert_true(s[3].alg == DT_PLAN_ALLGATHER && s[3].seconds == 9e-6);
+}
+
 static void rates(void **state)
 {
     (void)state;
@@ -214,6 +233,7 @@ int main(void)
         cmocka_unit_test(fit_exact),        cmocka_unit_test(fit_noisy),
         cmocka_unit_test(fit_ring_only),    cmocka_unit_test(choice_mirrors_dt),
         cmocka_unit_test(fit_ring_and_allgather),
+        cmocka_unit_test(keep_fastest),
         cmocka_unit_test(parse_bench_table), cmocka_unit_test(rates),
         cmocka_unit_test(counts),
     };

@@ -400,20 +400,22 @@ static int measure_profile(const char *path)
     }
     fprintf(pf, "# dtctl plan --measure: allreduce costs fitted from dtctl "
                 "bench allreduce (tcp: and allgather, which has no "
-                "reduction) at N = 2, 4 on this host\n"
+                "reduction) at N = 2, 4 on this host, the faster of two "
+                "sweeps per size\n"
                 "# t = c_a(N) alpha + c_b(N, bytes) beta + c_g(N, bytes) "
                 "gamma (docs/PLAN.md)\n");
     dt_plan_thresholds_t th;
     dt_plan_thresholds_default(&th);
     for (size_t k = 0; k < sizeof tr / sizeof tr[0]; k++) {
-        dt_plan_sample_t s[128];
+        dt_plan_sample_t s[256];
         size_t m = 0;
         /* tcp's allgather (the ring's second half over the transport,
          * no sums) pins alpha and beta apart from gamma; the shared
-         * segment's allgather is another algorithm: allreduce only. */
-        for (int j = 0; j < (k == 0 ? 2 : 4); j++) {
+         * segment's allgather is another algorithm: allreduce only. Each
+         * sweep twice, the faster of each size kept (keep_fastest). */
+        for (int j = 0; j < (k == 0 ? 4 : 8); j++) {
             int n = j % 2 ? 4 : 2;
-            const char *op = j < 2 ? "allreduce" : "allgather";
+            const char *op = j % 4 < 2 ? "allreduce" : "allgather";
             char ns[8];
             snprintf(ns, sizeof ns, "%d", n);
             char *argv[] = {self, "-q", "-n", ns, "bench", (char *)op,
@@ -427,9 +429,10 @@ static int measure_profile(const char *path)
             }
             /* shm: the whole job on one host is one algorithm (the shared
              * segment), fitted in the ring's form; tcp: dt's choice. */
-            dt_plan_parse_bench(o, n, k == 0 ? NULL : &th, s, &m, 128);
+            dt_plan_parse_bench(o, n, k == 0 ? NULL : &th, s, &m, 256);
             fclose(o);
         }
+        dt_plan_keep_fastest(s, &m);
         double a, b, g;
         if (dt_plan_fit(s, m, &a, &b, &g) != 0) {
             dt_error("plan: cannot fit %s (%zu samples)", tr[k].name, m);

@@ -224,6 +224,22 @@ size_t dt_plan_parse_bench(FILE *f, int n, const dt_plan_thresholds_t *t,
     return added;
 }
 
+void dt_plan_keep_fastest(dt_plan_sample_t *s, size_t *m)
+{
+    size_t out = 0;
+    for (size_t i = 0; i < *m; i++) {
+        size_t j = 0;
+        while (j < out && !(s[j].n == s[i].n && s[j].bytes == s[i].bytes &&
+                            s[j].alg == s[i].alg))
+            j++;
+        if (j == out)
+            s[out++] = s[i];
+        else if (s[i].seconds < s[j].seconds)
+            s[j].seconds = s[i].seconds;
+    }
+    *m = out;
+}
+
 /* "25Gbit", "100Gbit/s", "800Mbit", "12GB/s", "3e9B/s" -> bytes/s. */
 int dt_plan_parse_rate(const char *s, double *out)
 {

@@ -56,6 +56,11 @@ int dt_plan_fit(const dt_plan_sample_t *s, size_t m, double *alpha,
 size_t dt_plan_parse_bench(FILE *f, int n, const dt_plan_thresholds_t *t,
                            dt_plan_sample_t *s, size_t *m, size_t cap);
 
+/* Samples of the same rank count, size and algorithm (repeated sweeps)
+ * merged into the fastest of them, in place: a sweep that another
+ * process slowed for a moment does not become the link's cost. */
+void dt_plan_keep_fastest(dt_plan_sample_t *s, size_t *m);
+
 /* "25Gbit", "100Gbit/s", "800Mbit", "12GB/s" -> bytes per second.
  * Returns 0, or -1 (not a positive rate with a unit). */
 int dt_plan_parse_rate(const char *s, double *out);
