@@ -9,6 +9,9 @@
 #   calibrated  compute scaled so that N = 1 matches the run's N = 1 step
 #               (the trainer's data pipeline, loss, the VM's speed), and by
 #               N / cores where workers outnumber cores (they share them)
+#   trainer     the layers as the trainer times them itself ([train]
+#               layer_times, one extra run at N = 1), scaled only by
+#               N / cores where workers outnumber cores
 # Prints measured and predicted step times (ms) and the errors.
 #
 # Two halves, for a host without SimGrid (the GPU check's 16-core device
@@ -74,6 +77,14 @@ measure() {
         cp "$job" "$dir/$name.ini"
         # the model measured once (the load can vary from call to call)
         "$dtctl" plan "$job" --save-layers "$dir/$name.layers" >/dev/null
+        # and as the trainer times its own steps (a run of its own: its
+        # timed steps are slower, kept out of the samples/s rounds)
+        # shellcheck disable=SC2086
+        "$dtctl" -q run -n 1 $sets --set train.max_steps=8 \
+            --set train.layer_times="$dir/$name.trained" \
+            "$job" >"$tmp/run.log" 2>&1 || {
+            echo "plan-validate: $name with layer_times failed:" >&2
+            tail -5 "$tmp/run.log" >&2; exit 1; }
         echo "# $name: load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
         for n in $workers; do : >"$dir/$name.sps.$n"; done
         for r in $(seq "$rounds"); do
@@ -98,17 +109,18 @@ predict() {
     ns=$(sed -n 's/^workers //p' "$dir/meta")
     max=$(echo "$ns" | tr ' ' '\n' | sort -n | tail -1)
     sed -n 's/^/# measured: /p' "$dir/meta"
-    printf '# %-28s %2s %9s %9s %7s %9s %7s\n' job N meas_ms raw_ms raw_err cal_ms cal_err
+    printf '# %-28s %2s %9s %9s %7s %9s %7s %9s %7s\n' job N meas_ms raw_ms raw_err \
+        cal_ms cal_err trn_ms trn_err
     for layers in "$dir"/*.layers; do
         name=$(basename "$layers" .layers) job=${layers%.layers}.ini
         batch=$(sed -n 's/^batch_size *= *\([0-9]*\).*/\1/p' "$job" | head -1)
         # best of the rounds, as compare-train.sh: step = batch x N / samples/s
         meas() { sort -g "$dir/$name.sps.$1" | tail -1 |
             awk -v b="$batch" -v n="$1" '{ printf "%.4f", 1e3 * b * n / $1 }'; }
-        plan() { # N SCALE -> predicted step ms for N
+        plan() { # N SCALE [LAYERS] -> predicted step ms for N
             "$dtctl" plan "$job" --hosts 1 --gpus-per-host "$max" \
                 --max-workers "$max" --intra-latency 0 --profile "$dir/profile.ini" \
-                --compute-scale "$2" --layer-times "$layers" 2>/dev/null |
+                --compute-scale "$2" --layer-times "${3:-$layers}" 2>/dev/null |
                 awk -v n="$1" '$1 == n { print $2 }'; }
         m1=$(meas 1)
         r1=$(plan 1 1)
@@ -119,9 +131,16 @@ predict() {
             s=$(awk -v s="$scale" -v n="$n" -v c="$cores" \
                 'BEGIN { printf "%.4f", (n > c ? s * n / c : s) }')
             cal=$(plan "$n" "$s")
-            awk -v j="$name" -v n="$n" -v m="$m" -v r="$raw" -v c="$cal" \
-                'BEGIN { printf "  %-28s %2d %9.3f %9.3f %+6.1f%% %9.3f %+6.1f%%\n",
-                         j, n, m, r, 100 * (r - m) / m, c, 100 * (c - m) / m }'
+            trn=
+            if [ -s "$dir/$name.trained" ]; then
+                trn=$(plan "$n" "$(awk -v n="$n" -v c="$cores" \
+                    'BEGIN { print (n > c ? n / c : 1) }')" "$dir/$name.trained")
+            fi
+            awk -v j="$name" -v n="$n" -v m="$m" -v r="$raw" -v c="$cal" -v t="$trn" \
+                'BEGIN { printf "  %-28s %2d %9.3f %9.3f %+6.1f%% %9.3f %+6.1f%%",
+                         j, n, m, r, 100 * (r - m) / m, c, 100 * (c - m) / m
+                         if (t != "") printf " %9.3f %+6.1f%%\n", t, 100 * (t - m) / m
+                         else printf " %9s %7s\n", "-", "-" }'
         done
     done
 }
