@@ -242,7 +242,11 @@ refuse "leave out --baseline horovod" --model-params 25M --samples-per-sec 100 -
 refuse "--topology ring" --model-params 25M --samples-per-sec 100 --topology ring
 refuse "the oversubscription dividing L" --model-params 25M --samples-per-sec 100 --topology fat-tree:4:3
 refuse "the oversubscription dividing L" --model-params 25M --samples-per-sec 100 --topology fat-tree:0
+for bad in fat-tree:4294967297 fat-tree:4: fat-tree:-4 fat-tree:4:-2 "fat-tree:4 :2"; do
+    refuse "L (1 to 65536) hosts per leaf" --model-params 25M --samples-per-sec 100 --topology "$bad"
+done
 refuse "SimGrid's form" --model-params 25M --samples-per-sec 100 --topology "fat-tree:2;4,4;1,2"
+refuse "1073741824 leaves; at most 1048576" --model-params 25M --samples-per-sec 100 --topology "fat-tree:3;1024,1024,1024;1,1,1;1,1,1"
 refuse "has 2 hosts, 4 asked" --model-params 25M --samples-per-sec 100 --topology "fat-tree:1;2;1;1"
 refuse "leave out --topology" --model-params 25M --samples-per-sec 100 --topology fat-tree:4 --platform "$tmp/small.xml"
 

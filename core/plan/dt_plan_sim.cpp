@@ -21,6 +21,7 @@
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -209,19 +210,28 @@ static sg4::FatTreeParams fat_tree_params(const std::string& t, int* leaves_tota
                 "of the last three (SimGrid's form, e.g. 2;4,4;1,2;1,2)");
         unsigned long n = 1;
         for (auto d : part[1])
-            n *= d;
-        *leaves_total = (int)std::min(n, 1ul << 30);
+            n = std::min(n * d, 1ul << 40);
+        if (n > 1ul << 20) // every leaf is built, used or not
+            die("--topology " + t + ": " + std::to_string(n) +
+                " leaves; at most 1048576");
+        *leaves_total = (int)n;
         return sg4::FatTreeParams(part[0][0], part[1], part[2], part[3]);
     }
-    unsigned L = 0, R = 1;
-    char extra = 0;
-    if (std::sscanf(arg.c_str(), "%u:%u%c", &L, &R, &extra) < 1 || extra || L < 1 || R < 1 ||
-        L % R)
-        die("--topology " + t + ": fat-tree:L[:R], L hosts per leaf switch, R (default 1) the "
-            "oversubscription dividing L");
-    unsigned leaves = (unsigned)((g.hosts + (int)L - 1) / (int)L);
+    unsigned long L = 0, R = 1;
+    char* end = nullptr;
+    L = std::strtoul(arg.c_str(), &end, 10);
+    bool ok = end != arg.c_str() && std::isdigit((unsigned char)arg[0]);
+    if (ok && *end == ':') {
+        const char* r = end + 1;
+        R = std::strtoul(r, &end, 10);
+        ok = end != r && std::isdigit((unsigned char)*r);
+    }
+    if (!ok || *end || L < 1 || L > 1u << 16 || R < 1 || L % R)
+        die("--topology " + t + ": fat-tree:L[:R], L (1 to 65536) hosts per leaf switch, R "
+            "(default 1) the oversubscription dividing L");
+    unsigned leaves = (unsigned)((g.hosts + (long)L - 1) / (long)L);
     *leaves_total = (int)(L * leaves);
-    return sg4::FatTreeParams(2, {L, leaves}, {1, L / R}, {1, 1});
+    return sg4::FatTreeParams(2, {(unsigned)L, leaves}, {1, (unsigned)(L / R)}, {1, 1});
 }
 
 static void build_fat_tree()
