@@ -113,6 +113,7 @@ predict() {
         cal_ms cal_err trn_ms trn_err
     for layers in "$dir"/*.layers; do
         name=$(basename "$layers" .layers) job=${layers%.layers}.ini
+        [ -f "$job" ] && [ -s "$dir/$name.sps.1" ] || continue # not a measured job
         batch=$(sed -n 's/^batch_size *= *\([0-9]*\).*/\1/p' "$job" | head -1)
         # best of the rounds, as compare-train.sh: step = batch x N / samples/s
         meas() { sort -g "$dir/$name.sps.$1" | tail -1 |

@@ -560,22 +560,22 @@ done
 # ---- 9b''. issue 21: the trainer's own per-layer times on the GPU
 # ([train] layer_times: steps 3-7, the device synchronized at each
 # gradient), ResNet-18 bf16 at batch 256, for plans of GPU clusters at home:
-#   dtctl plan --layer-times logs/plan/resnet18-bf16.layers --hosts 64 \
+#   dtctl plan --layer-times logs/layers/resnet18-gpu.layers --hosts 64 \
 #       --gpus-per-host 8 --network 100Gbit
 # (rehearsal: ResNet-20 on the CPU, the same key and file)
-mkdir -p "$L/plan"
+mkdir -p "$L/layers"
 if [ $gpus -gt 0 ]; then LT=(resnet18 "${RN_JOB[resnet18]}" --set train.device=cuda --set train.precision=bf16 --set train.cudnn_benchmark=yes)
 else LT=(resnet20 "${RN_JOB[resnet20]}" --set train.device=cpu --set data.train_samples=640); fi
 run_step layer_times 90 "${DTENV[@]}" "$DTCTL" run -n 1 "${LT[1]}" "${LT[@]:2}" \
     --set train.max_steps=8 --set train.log_every=1 --set data.random_crop=0 --set data.hflip=no \
-    --set data.path="$G/data/fashion-mnist" --set train.layer_times="$L/plan/${LT[0]}-gpu.layers"
+    --set data.path="$G/data/fashion-mnist" --set train.layer_times="$L/layers/${LT[0]}-gpu.layers"
 grep -q 'stopping after' "$L/layer_times.log" && RC=0
-ltf="$L/plan/${LT[0]}-gpu.layers"
+ltf="$L/layers/${LT[0]}-gpu.layers"
 if [ $RC -eq -1 ]; then row layer_times "SKIP(time)" "" ""
 elif [ $RC -eq 0 ] && [ -s "$ltf" ]; then
     row layer_times PASS "$(awk '/^[0-9.e-]+ [0-9]+$/ { n++; b += $1 } /^forward/ { f = $2 } /^optimizer/ { o = $2 }
         END { printf "%d events: fwd %.2f bwd %.2f opt %.2f ms", n, f * 1e3, b * 1e3, o * 1e3 }' "$ltf")" \
-        "${LT[0]}; plan at home: dtctl plan --layer-times logs/plan/${LT[0]}-gpu.layers ..."
+        "${LT[0]}; plan at home: dtctl plan --layer-times logs/layers/${LT[0]}-gpu.layers ..."
 else row layer_times FAIL "exit $RC" "$(grep -m1 -i -E 'error|layer_times' "$L/layer_times.log" | cut -c1-90)"
 fi
 
