@@ -22,22 +22,45 @@
  * three algorithms are picked once and cached with the math type to run
  * each with in the device's state (cuda/cudnn.h). By default from cuDNN's
  * heuristics (cudnnGet*Algorithm_v7, no trial runs), preferring
- * deterministic full-precision algorithms within DT_CUDNN_WORKSPACE_MAX
- * of workspace (DT_CUDNN_PICK); with [train] cudnn_benchmark = yes by
+ * deterministic full-precision algorithms within the workspace limit
+ * (512 MiB; the environment's DT_CUDNN_WORKSPACE_MAX, a size like 64M,
+ * changes it: less memory, maybe slower algorithms) (DT_CUDNN_PICK); with [train] cudnn_benchmark = yes by
  * timing them (cudnnFind*Algorithm: one trial run of each candidate, on
  * cuDNN's own scratch buffers), the fastest within the workspace limit,
  * deterministic or not. The workspace is grown to the largest the shapes
  * seen need, once per new shape at most. */
 #include "config.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
+#include <dt/config.h>
 #include <dt/log.h>
 #include "cuda/cudnn.h"
 #include "cuda/precision.h"
 
-#define DT_CUDNN_WORKSPACE_MAX ((size_t)512 << 20)
+#define DT_CUDNN_WORKSPACE_DEFAULT ((uint64_t)512 << 20)
 #define DT_CUDNN_NALGO 16
+
+/* The workspace an algorithm may need to be preferred: read once. */
+static uint64_t workspace_max(void)
+{
+    static uint64_t max;
+    if (!max) {
+        const char *e = getenv("DT_CUDNN_WORKSPACE_MAX");
+        uint64_t v = DT_CUDNN_WORKSPACE_DEFAULT;
+        if (e && *e && dt_parse_size(e, &v) != DT_OK) {
+            dt_warn("DT_CUDNN_WORKSPACE_MAX=%s: not a size like 64M; "
+                    "using 512M", e);
+            v = DT_CUDNN_WORKSPACE_DEFAULT;
+        } else if (e && *e) {
+            dt_info("cuDNN: algorithms needing at most %s of workspace "
+                    "preferred (DT_CUDNN_WORKSPACE_MAX)", e);
+        }
+        max = v ? v : 1;
+    }
+    return max;
+}
 
 /* Index of the perf result to use, -1 if none: of those that ran (they
  * come sorted by expected speed) the first in full float precision (not
@@ -58,7 +81,7 @@
                             (perf)[i_].mathType == CUDNN_DEFAULT_MATH;        \
                 int det_ = benchmark ||                                       \
                            (perf)[i_].determinism == CUDNN_DETERMINISTIC;     \
-                int fits_ = (perf)[i_].memory <= DT_CUDNN_WORKSPACE_MAX;      \
+                int fits_ = (perf)[i_].memory <= workspace_max();            \
                 if ((pass == 0 && fp32_ && det_ && fits_) ||                  \
                     (pass == 1 && fp32_ && fits_) || (pass == 2 && fp32_) ||  \
                     pass == 3)                                                \

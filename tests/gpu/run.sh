@@ -557,6 +557,29 @@ for f in dt_resnet18_bf16_bench dt_resnet18_bf16_bench_act32; do
         "$(echo "$line" | sed 's/^.*): activations/activations/; s/parameters and gradients/params/; s/(CUDA context, libraries, optimizer state, other processes)/(context etc.)/' | cut -c1-200)"
 done
 
+# ---- 9b'-ws. the cuDNN workspace lever for the memory target: the same
+# ResNet-18 bf16 job preferring algorithms within 64 MiB of workspace
+# (DT_CUDNN_WORKSPACE_MAX; 512M by default): its samples/s, peak and
+# memory line beside the row above, against the same PyTorch AMP
+if [ $gpus -gt 0 ] && [ -n "${TORCH_SPS[torch_resnet18_amp]:-}" ]; then
+    # rn_dt logs under the default row's name: that log is kept aside
+    mv "$L/dt_resnet18_bf16_bench.log" "$W/default.log" 2>/dev/null
+    DTENV_SAVED=("${DTENV[@]}"); DTENV+=(DT_CUDNN_WORKSPACE_MAX=64M)
+    rn_dt resnet18 bf16 yes auto; dsps=$RN_SPS; dmem=$RN_MEM; drc=$RC
+    DTENV=("${DTENV_SAVED[@]}")
+    mv "$L/dt_resnet18_bf16_bench.log" "$L/dt_resnet18_bf16_bench_ws64.log" 2>/dev/null
+    mv "$W/default.log" "$L/dt_resnet18_bf16_bench.log" 2>/dev/null
+    if [ "$drc" -eq -1 ]; then row mem_resnet18_bf16_bench_ws64 "SKIP(time)" "" ""
+    elif [ "$drc" -ne 0 ]; then row mem_resnet18_bf16_bench_ws64 FAIL "dt exit $drc" ""
+    else
+        line=$(grep -m1 'GPU memory after the first step' "$L/dt_resnet18_bf16_bench_ws64.log" | sed 's/.*first step: //')
+        row mem_resnet18_bf16_bench_ws64 INFO "dt/torch $(awk -v d="${dsps:-0}" -v t="${TORCH_SPS[torch_resnet18_amp]}" 'BEGIN {printf "%.2f", d / t}')x" \
+            "peak +${dmem} vs +${TORCH_MEM[torch_resnet18_amp]} MiB; $(echo "$line" | grep -o '^[0-9.]* MiB'), $(echo "$line" | grep -o 'cuDNN workspace [0-9.]*')"
+    fi
+else
+    row mem_resnet18_bf16_bench_ws64 "SKIP(no GPU)" "" "DT_CUDNN_WORKSPACE_MAX=64M"
+fi
+
 # ---- 9b''. issue 21: the trainer's own per-layer times on the GPU
 # ([train] layer_times: steps 3-7, the device synchronized at each
 # gradient), ResNet-18 bf16 at batch 256, for plans of GPU clusters at home:
