@@ -215,6 +215,17 @@ awk '/^ +(by size|ring|halving) +(float32|bf16) / { k = $1 == "by" ? "size" : $1
                if (st[a[i], "bf16"] > st[a[i], "float32"] + 1e-6) exit 1 } }' "$tmp/out" ||
     fail "--sweep: bf16 slower than float32 for some algorithm"
 
+# A GPU job (device = cuda) planned from this CPU's layer times: warned,
+# naming what to give instead; with --samples-per-sec, not.
+sed 's/^device = .*/device = cuda/' "$job" >"$tmp/gpu-job.ini"
+"$DTCTL" plan "$tmp/gpu-job.ini" --hosts 2 --network 10Gbit --profile "$tmp/none.ini" \
+    >"$tmp/out" 2>&1 || fail "plan of a device = cuda job"
+grep -q "trains with \[train\] device = cuda, but its layers are timed here on the CPU: for a GPU cluster give --layer-times" \
+    "$tmp/out" || fail "a cuda job planned from CPU times: no warning"
+"$DTCTL" plan "$tmp/gpu-job.ini" --hosts 2 --network 10Gbit --profile "$tmp/none.ini" \
+    --samples-per-sec 5000 >"$tmp/out" 2>&1 || fail "plan of a cuda job with --samples-per-sec"
+if grep -q "timed here on the CPU" "$tmp/out"; then fail "warned although --samples-per-sec gave the GPU's rate"; fi
+
 # A model given by its size and one GPU's throughput (no job file): bad
 # values are refused, each with a message naming the option.
 refuse() { # expected-text, then the arguments

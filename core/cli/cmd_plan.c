@@ -997,6 +997,17 @@ int dt_cmd_plan(int argc, char **argv)
                measure_model(layers, d, (int)batch, &mp) != 0) {
         dt_config_free(cfg);
         return 1;
+    } else if (!(a.sps > 0) && !(a.device_flops > 0) &&
+               a.compute_scale == 1) {
+        /* A GPU job planned from this CPU's layer times would project
+         * the wrong machine: say so, and what to give instead. */
+        const char *dev = dt_config_get(cfg, "train", "device");
+        if (dev && strncmp(dev, "cuda", 4) == 0)
+            dt_warn("plan: %s trains with [train] device = %s, but its "
+                    "layers are timed here on the CPU: for a GPU cluster "
+                    "give --layer-times from a GPU run ([train] "
+                    "layer_times = FILE), --device-flops or "
+                    "--samples-per-sec", a.job, dev);
     }
     dt_config_free(cfg);
     if (a.sps > 0) { /* one worker's step = batch / X */
