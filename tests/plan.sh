@@ -59,6 +59,10 @@ train_lt 128 --set train.layer_times="$tmp/short.layers" || fail "a 2-step run w
 grep -q "layer_times = $tmp/short.layers: this run took fewer than 3 steps, nothing timed" "$tmp/out" ||
     fail "a run too short to time: no warning"
 [ ! -e "$tmp/short.layers" ] || fail "a run too short to time wrote a file"
+train_lt 640 --set train.layer_times="$tmp/no/such/dir.layers" &&
+    fail "layer_times into a missing folder: training went on"
+grep -q "layer_times = $tmp/no/such/dir.layers: cannot write .*No such file or directory (a writable file path)" \
+    "$tmp/out" || fail "layer_times into a missing folder: no clear error"
 
 # dtctl bench allgather (what --measure fits tcp's alpha and beta from,
 # apart from the reduction): 3 ranks over tcp, every row's check ok, the

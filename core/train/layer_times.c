@@ -43,6 +43,19 @@ dt_status_t dt_layer_timer_new(const char *path, dt_device_t *dev,
     }
     lt->dev = dev;
     lt->fwd = lt->opt = 1e30;
+    /* An unwritable path fails the job now, not after its third step. */
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        dt_error("[train] layer_times = %s: cannot write %s: %s (a "
+                 "writable file path)", path, tmp, strerror(errno));
+        free(lt->path);
+        free(lt);
+        return DT_ERR_IO;
+    }
+    fclose(f);
+    remove(tmp);
     *out = lt;
     return DT_OK;
 }
@@ -159,8 +172,8 @@ static dt_status_t write_file(const dt_layer_timer_t *lt)
     snprintf(tmp, sizeof tmp, "%s.tmp", lt->path);
     FILE *f = fopen(tmp, "w");
     if (!f) {
-        dt_error("[train] layer_times = %s: cannot write %s: %s", lt->path,
-                 tmp, strerror(errno));
+        dt_warn("[train] layer_times = %s: cannot write %s: %s (timing "
+                "stopped; training goes on)", lt->path, tmp, strerror(errno));
         return DT_ERR_IO;
     }
     fprintf(f, "# dt trainer: fastest of %d timed steps on %s, seconds and "
@@ -170,8 +183,8 @@ static dt_status_t write_file(const dt_layer_timer_t *lt)
     for (size_t i = 0; i < lt->events; i++)
         fprintf(f, "%.9g %.0f\n", lt->best[i], lt->bytes[i]);
     if (fclose(f) != 0 || rename(tmp, lt->path) != 0) {
-        dt_error("[train] layer_times = %s: cannot write it: %s", lt->path,
-                 strerror(errno));
+        dt_warn("[train] layer_times = %s: cannot write it: %s (timing "
+                "stopped; training goes on)", lt->path, strerror(errno));
         remove(tmp);
         return DT_ERR_IO;
     }
@@ -199,7 +212,10 @@ dt_status_t dt_layer_timer_step_done(dt_layer_timer_t *lt)
                 lt->best[i] = lt->cur[i];
     }
     lt->timed++;
-    DT_CHECK(write_file(lt));
+    if (write_file(lt) != DT_OK) { /* said; training goes on untimed */
+        lt->broken = true;
+        return DT_OK;
+    }
     if (lt->timed == STEPS)
         dt_info("layer times of %s (fastest of steps %d-%d, device "
                 "synchronized at each gradient) written to %s: plan with "

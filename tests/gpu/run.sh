@@ -49,7 +49,7 @@ fi
 mkdir -p "$OUT"
 W=$(mktemp -d "${TMPDIR:-/tmp}/dt-gpu-work.XXXXXX")
 L="$W/logs"
-mkdir -p "$L"
+mkdir -p "$L" "$L/layers"
 SUM="$W/summary.rows"
 : >"$SUM"
 
@@ -484,9 +484,14 @@ declare -A TORCH_SPS TORCH_MEM
 rn_dt() { # MODEL PRECISION BENCHMARK(yes|no) ACTIVATIONS(auto|float32|bf16)
     local m=$1 p=$2 b=$3 a=${4:-auto} name="dt_$1_$2$([ "$3" = yes ] && echo _bench)$([ "${4:-auto}" = float32 ] && echo _act32)"
     mem_start "$name"
+    # ResNet-18 bf16 (benchmark, auto activations) also times its steps
+    # 3-7 layer by layer for issue 21 (before dt_rate's window: step 20 on)
+    local lt=()
+    [ "$name" = dt_resnet18_bf16_bench ] && [ -z "${NO_LT:-}" ] &&
+        lt=(--set train.layer_times="$L/layers/resnet18-gpu.layers")
     run_step "$name" 120 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 1 "${RN_JOB[$m]}" \
         --set train.device=cuda --set train.precision="$p" --set train.cudnn_benchmark="$b" \
-        --set train.activations="$a" \
+        --set train.activations="$a" "${lt[@]}" \
         --set train.max_steps="${RN_STEPS[$m]}" \
         --set train.log_every=20 --set data.random_crop=0 --set data.hflip=no \
         --set data.path="$G/data/fashion-mnist"
@@ -557,49 +562,31 @@ for f in dt_resnet18_bf16_bench dt_resnet18_bf16_bench_act32; do
         "$(echo "$line" | sed 's/^.*): activations/activations/; s/parameters and gradients/params/; s/(CUDA context, libraries, optimizer state, other processes)/(context etc.)/' | cut -c1-200)"
 done
 
-# ---- 9b'-ws. the cuDNN workspace lever for the memory target: the same
-# ResNet-18 bf16 job preferring algorithms within 64 MiB of workspace
-# (DT_CUDNN_WORKSPACE_MAX; 512M by default): its samples/s, peak and
-# memory line beside the row above, against the same PyTorch AMP
-if [ $gpus -gt 0 ] && [ -n "${TORCH_SPS[torch_resnet18_amp]:-}" ]; then
-    # rn_dt logs under the default row's name: that log is kept aside
-    mv "$L/dt_resnet18_bf16_bench.log" "$W/default.log" 2>/dev/null
-    DTENV_SAVED=("${DTENV[@]}"); DTENV+=(DT_CUDNN_WORKSPACE_MAX=64M)
-    rn_dt resnet18 bf16 yes auto; dsps=$RN_SPS; dmem=$RN_MEM; drc=$RC
-    DTENV=("${DTENV_SAVED[@]}")
-    mv "$L/dt_resnet18_bf16_bench.log" "$L/dt_resnet18_bf16_bench_ws64.log" 2>/dev/null
-    mv "$W/default.log" "$L/dt_resnet18_bf16_bench.log" 2>/dev/null
-    if [ "$drc" -eq -1 ]; then row mem_resnet18_bf16_bench_ws64 "SKIP(time)" "" ""
-    elif [ "$drc" -ne 0 ]; then row mem_resnet18_bf16_bench_ws64 FAIL "dt exit $drc" ""
-    else
-        line=$(grep -m1 'GPU memory after the first step' "$L/dt_resnet18_bf16_bench_ws64.log" | sed 's/.*first step: //')
-        row mem_resnet18_bf16_bench_ws64 INFO "dt/torch $(awk -v d="${dsps:-0}" -v t="${TORCH_SPS[torch_resnet18_amp]}" 'BEGIN {printf "%.2f", d / t}')x" \
-            "peak +${dmem} vs +${TORCH_MEM[torch_resnet18_amp]} MiB; $(echo "$line" | grep -o '^[0-9.]* MiB'), $(echo "$line" | grep -o 'cuDNN workspace [0-9.]*')"
-    fi
-else
-    row mem_resnet18_bf16_bench_ws64 "SKIP(no GPU)" "" "DT_CUDNN_WORKSPACE_MAX=64M"
-fi
-
 # ---- 9b''. issue 21: the trainer's own per-layer times on the GPU
 # ([train] layer_times: steps 3-7, the device synchronized at each
-# gradient), ResNet-18 bf16 at batch 256, for plans of GPU clusters at home:
+# gradient), written by the ResNet-18 bf16 bench run above (rn_dt), for
+# plans of GPU clusters at home:
 #   dtctl plan --layer-times logs/layers/resnet18-gpu.layers --hosts 64 \
 #       --gpus-per-host 8 --network 100Gbit
-# (rehearsal: ResNet-20 on the CPU, the same key and file)
+# (rehearsal without a GPU: ResNet-20 on the CPU, the same key and file)
 mkdir -p "$L/layers"
-if [ $gpus -gt 0 ]; then LT=(resnet18 "${RN_JOB[resnet18]}" --set train.device=cuda --set train.precision=bf16 --set train.cudnn_benchmark=yes)
-else LT=(resnet20 "${RN_JOB[resnet20]}" --set train.device=cpu --set data.train_samples=640); fi
-run_step layer_times 90 "${DTENV[@]}" "$DTCTL" run -n 1 "${LT[1]}" "${LT[@]:2}" \
-    --set train.max_steps=8 --set train.log_every=1 --set data.random_crop=0 --set data.hflip=no \
-    --set data.path="$G/data/fashion-mnist" --set train.layer_times="$L/layers/${LT[0]}-gpu.layers"
-grep -q 'stopping after' "$L/layer_times.log" && RC=0
-ltf="$L/layers/${LT[0]}-gpu.layers"
+if [ $gpus -gt 0 ]; then
+    ltf="$L/layers/resnet18-gpu.layers" LTM=resnet18
+    [ -f "$L/dt_resnet18_bf16_bench.log" ] && ! grep -q '^(no time left\|^(filtered out' "$L/dt_resnet18_bf16_bench.log" && RC=0 || RC=-1
+else
+    ltf="$L/layers/resnet20-cpu.layers" LTM=resnet20
+    run_step layer_times 90 "${DTENV[@]}" "$DTCTL" run -n 1 "${RN_JOB[resnet20]}" \
+        --set train.device=cpu --set data.train_samples=640 \
+        --set train.max_steps=8 --set train.log_every=1 --set data.random_crop=0 --set data.hflip=no \
+        --set data.path="$G/data/fashion-mnist" --set train.layer_times="$ltf"
+    grep -q 'stopping after' "$L/layer_times.log" && RC=0
+fi
 if [ $RC -eq -1 ]; then row layer_times "SKIP(time)" "" ""
-elif [ $RC -eq 0 ] && [ -s "$ltf" ]; then
+elif [ -s "$ltf" ]; then
     row layer_times PASS "$(awk '/^[0-9.e-]+ [0-9]+$/ { n++; b += $1 } /^forward/ { f = $2 } /^optimizer/ { o = $2 }
         END { printf "%d events: fwd %.2f bwd %.2f opt %.2f ms", n, f * 1e3, b * 1e3, o * 1e3 }' "$ltf")" \
-        "${LT[0]}; plan at home: dtctl plan --layer-times logs/layers/${LT[0]}-gpu.layers ..."
-else row layer_times FAIL "exit $RC" "$(grep -m1 -i -E 'error|layer_times' "$L/layer_times.log" | cut -c1-90)"
+        "$LTM; plan at home: dtctl plan --layer-times logs/layers/$(basename "$ltf") ..."
+else row layer_times FAIL "no $(basename "$ltf")" "$(grep -m1 -i -E 'layer_times|error' "$L/layer_times.log" "$L/dt_resnet18_bf16_bench.log" 2>/dev/null | cut -c1-90)"
 fi
 
 # ---- 9c. issue 21: dtctl plan's inputs and the trainer at N = 1, 2, 4, 8 on
@@ -616,6 +603,29 @@ case $RC in
     -1) row plan_measure "SKIP(time)" "" "" ;;
     *) row plan_measure FAIL "exit $RC" "$(tail -3 "$L/plan_measure.log" | tr '\n' ' ' | cut -c1-90)" ;;
 esac
+
+# ---- 9d. the cuDNN workspace lever for the memory target: the same
+# ResNet-18 bf16 job preferring algorithms within 64 MiB of workspace
+# (DT_CUDNN_WORKSPACE_MAX; 512M by default): its samples/s, peak and
+# memory line beside the row above, against the same PyTorch AMP
+if [ $gpus -gt 0 ] && [ -n "${TORCH_SPS[torch_resnet18_amp]:-}" ]; then
+    # rn_dt logs under the default row's name: that log is kept aside
+    mv "$L/dt_resnet18_bf16_bench.log" "$W/default.log" 2>/dev/null
+    DTENV_SAVED=("${DTENV[@]}"); DTENV+=(DT_CUDNN_WORKSPACE_MAX=64M)
+    NO_LT=1 rn_dt resnet18 bf16 yes auto; dsps=$RN_SPS; dmem=$RN_MEM; drc=$RC
+    DTENV=("${DTENV_SAVED[@]}")
+    mv "$L/dt_resnet18_bf16_bench.log" "$L/dt_resnet18_bf16_bench_ws64.log" 2>/dev/null
+    mv "$W/default.log" "$L/dt_resnet18_bf16_bench.log" 2>/dev/null
+    if [ "$drc" -eq -1 ]; then row mem_resnet18_bf16_bench_ws64 "SKIP(time)" "" ""
+    elif [ "$drc" -ne 0 ]; then row mem_resnet18_bf16_bench_ws64 FAIL "dt exit $drc" ""
+    else
+        line=$(grep -m1 'GPU memory after the first step' "$L/dt_resnet18_bf16_bench_ws64.log" | sed 's/.*first step: //')
+        row mem_resnet18_bf16_bench_ws64 INFO "dt/torch $(awk -v d="${dsps:-0}" -v t="${TORCH_SPS[torch_resnet18_amp]}" 'BEGIN {printf "%.2f", d / t}')x" \
+            "peak +${dmem} vs +${TORCH_MEM[torch_resnet18_amp]} MiB; $(echo "$line" | grep -o '^[0-9.]* MiB'), $(echo "$line" | grep -o 'cuDNN workspace [0-9.]*')"
+    fi
+else
+    row mem_resnet18_bf16_bench_ws64 "SKIP(no GPU)" "" "DT_CUDNN_WORKSPACE_MAX=64M"
+fi
 
 # ---- 10. 2 ranks over nccl on ONE GPU: NCCL refuses a duplicate GPU; dt must
 # fail clearly and promptly (gpu-review defect 4), never hang. Last: it may
