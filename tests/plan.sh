@@ -347,4 +347,32 @@ done
     >/dev/null 2>"$tmp/err" && fail "--device-flops with --model-params accepted"
 grep -q "device-flops counts the FLOPs of a job file's" "$tmp/err" || fail "--device-flops with --model-params: $(cat "$tmp/err")"
 echo "--device-flops: ResNet-20 62.04 MFLOP/sample, the step from the rate"
+# --device-bandwidth: each layer a roofline, nothing timed here. The MLP
+# (784-256-128-10, batch 64) compute-bound at 1 TFLOP/s: its events are
+# its linear layers' backward FLOPs (2 products, 1 for the first layer,
+# which has no dx) / 1e12 -- 0.32768, 8.388608, 25.690112 us -- and
+# forward their sum of one product each (30.048256 us); memory-bound at
+# 1 GB/s: the last layer's event is twice its activations
+# ((128 + 10) x 4 x 64 bytes) and weights (1290 x 4) over 1 GB/s.
+"$DTCTL" plan "$job" --hosts 2 --network 10Gbit --profile "$tmp/none.ini" \
+    --device-flops 1T --device-bandwidth 1e30B/s --save-layers "$tmp/rf.layers" \
+    >"$tmp/out" 2>&1 || fail "--device-bandwidth: $(cat "$tmp/out")"
+awk '/^forward/ { f = $2 } /^[0-9.e-]+ [0-9]+$/ { t[++n] = $1 }
+     function near(a, b) { return a > b * (1 - 1e-6) && a < b * (1 + 1e-6) }
+     END { exit !(near(f, 30.048256e-6) && n == 4 && near(t[1], 0.32768e-6) &&
+                  near(t[2], 8.388608e-6) && near(t[3], 25.690112e-6) && t[4] == 0) }' \
+    "$tmp/rf.layers" || fail "--device-bandwidth compute-bound: $(cat "$tmp/rf.layers")"
+"$DTCTL" plan "$job" --hosts 2 --network 10Gbit --profile "$tmp/none.ini" \
+    --device-flops 1e30 --device-bandwidth 1GB/s --save-layers "$tmp/rf.layers" \
+    >"$tmp/out" 2>&1 || fail "--device-bandwidth memory-bound: $(cat "$tmp/out")"
+awk '/^[0-9.e-]+ [0-9]+$/ && !n++ { exit !($1 > 80.975e-6 && $1 < 80.977e-6) }' \
+    "$tmp/rf.layers" || fail "--device-bandwidth memory-bound: $(cat "$tmp/rf.layers")"
+"$DTCTL" plan "$job" --hosts 2 --network 10Gbit --device-bandwidth 2TB/s \
+    >/dev/null 2>"$tmp/err" && fail "--device-bandwidth without --device-flops accepted"
+grep -q "device-bandwidth goes with --device-flops" "$tmp/err" || fail "--device-bandwidth alone: $(cat "$tmp/err")"
+"$DTCTL" plan "$job" --hosts 2 --network 10Gbit --device-flops 1T --device-bandwidth fast \
+    >/dev/null 2>"$tmp/err" && fail "--device-bandwidth fast accepted"
+grep -q "device-bandwidth fast: the memory bandwidth" "$tmp/err" || fail "--device-bandwidth fast: $(cat "$tmp/err")"
+echo "--device-bandwidth: the MLP's layers as rooflines, compute- and memory-bound"
+
 echo "ok"

@@ -43,7 +43,7 @@ typedef struct {
     const char *baseline, *compression, *hierarchy, *topology;
     int hosts, gpus, max_workers, measure, batch, sweep, model_layers;
     double net_bw, net_lat, intra_bw, intra_lat, compute_scale, data_wait;
-    double model_params, sps, device_flops;
+    double model_params, sps, device_flops, device_bw;
     uint64_t bucket;
 } plan_args_t;
 
@@ -65,7 +65,7 @@ static int usage(void)
           "                  [--baseline horovod] [--compression "
           "none|bf16|fp16] [--hierarchy on|off]\n"
           "                  [--plot FILE.png|FILE.svg] [--device-flops "
-          "RATE]\n"
+          "RATE [--device-bandwidth RATE]]\n"
           "       (JOB.ini may be left out with --model-params or "
           "--layer-times)\n"
           "       dtctl plan --measure [--profile FILE]\n"
@@ -148,6 +148,74 @@ static int input_dims(const dt_config_t *cfg, const char *given, int d[4])
     dt_error("plan: input shape of dataset '%s' unknown: give --input "
              "C,H,W,CLASSES", ds);
     return -1;
+}
+
+/* --device-flops F with --device-bandwidth B: each layer's forward a
+ * roofline, max(its FLOPs / F, the bytes it moves / B) for the batch
+ * (activations at elem bytes, its float32 parameters read once);
+ * backward twice that (two products; x and dy read, dx written, dW
+ * read-modified), once for the first layer with parameters (no dx) and
+ * nothing below it (dt_model_backward stops there); an event where a
+ * layer has parameters, as dt_model_backward calls grad_sync after the
+ * layer's backward; the
+ * optimizer (SGD with momentum: p, g, v read, p and v written) at B.
+ * Nothing timed here: the model is only parsed. */
+static int roofline_model(const char *layers, const int d[4], int batch,
+                          double rate, double bw, size_t elem,
+                          model_prof_t *mp)
+{
+    dt_model_t *m = NULL;
+    if (dt_model_parse(layers, "[model] layers", d[0], d[1], d[2], d[3], &m,
+                       NULL) != DT_OK)
+        return -1;
+    int L = dt_model_nlayers(m);
+    double *fwd = calloc((size_t)L + 1, sizeof *fwd);
+    mp->bwd = calloc((size_t)L + 1, sizeof *mp->bwd);
+    mp->bytes = calloc((size_t)L + 1, sizeof *mp->bytes);
+    if (!fwd || !mp->bwd || !mp->bytes) {
+        free(fwd);
+        dt_model_free(m);
+        return -1;
+    }
+    double nparams = 0;
+    mp->forward = 0;
+    for (int i = 0; i < L; i++) {
+        double f, b;
+        size_t p;
+        dt_model_layer_cost(m, i, elem, &f, &b, &p);
+        double tc = f * batch / rate, tm = (b * batch + 4.0 * p) / bw;
+        fwd[i] = tc > tm ? tc : tm;
+        mp->forward += fwd[i];
+        nparams += (double)p;
+    }
+    int first = 0; /* the first layer with parameters */
+    for (; first < L; first++) {
+        double f, b;
+        size_t p;
+        dt_model_layer_cost(m, first, elem, &f, &b, &p);
+        if (p)
+            break;
+    }
+    double acc = 0;
+    mp->n = 0;
+    for (int i = L - 1; i >= first; i--) {
+        double f, b;
+        size_t p;
+        dt_model_layer_cost(m, i, elem, &f, &b, &p);
+        acc += (i == first ? 1 : 2) * fwd[i];
+        if (p) {
+            mp->bwd[mp->n] = acc;
+            mp->bytes[mp->n++] = 4.0 * (double)p;
+            acc = 0;
+        }
+    }
+    mp->bwd[mp->n] = acc; /* after the last gradient: no bytes */
+    mp->bytes[mp->n++] = 0;
+    mp->optimizer = 20.0 * nparams / bw;
+    mp->flops = dt_model_flops(m);
+    free(fwd);
+    dt_model_free(m);
+    return 0;
 }
 
 static int measure_model(const char *layers, const int d[4], int batch,
@@ -721,6 +789,7 @@ int dt_cmd_plan(int argc, char **argv)
         {"baseline", 1, 0, 'z'},      {"compression", 1, 0, 'c'},
         {"hierarchy", 1, 0, 'y'},     {"plot", 1, 0, 'g'},
         {"device-flops", 1, 0, 'f'}, {"topology", 1, 0, 't'},
+        {"device-bandwidth", 1, 0, 'e'},
         {"help", 0, 0, 'h'},          {0, 0, 0, 0}};
     int c, li = 0;
     optind = 1;
@@ -811,6 +880,13 @@ int dt_cmd_plan(int argc, char **argv)
             break;
         }
         case 'P': a.platform = optarg; break;
+        case 'e':
+            if (dt_plan_parse_rate(optarg, &a.device_bw)) {
+                dt_error("plan: --device-bandwidth %s: the memory bandwidth "
+                         "one worker achieves, e.g. 2.5TB/s", optarg);
+                return 2;
+            }
+            break;
         case 't':
             if (!strcmp(optarg, "switch")) {
                 a.topology = NULL;
@@ -889,6 +965,11 @@ int dt_cmd_plan(int argc, char **argv)
     if (a.sweep && a.baseline && !strcmp(a.baseline, "horovod")) {
         dt_error("plan: --sweep varies dt's buckets and hierarchy, not "
                  "Horovod's fusion: leave out --baseline horovod");
+        return 2;
+    }
+    if (a.device_bw > 0 && !(a.device_flops > 0)) {
+        dt_error("plan: --device-bandwidth goes with --device-flops (the "
+                 "two sides of each layer's roofline)");
         return 2;
     }
     if (a.device_flops > 0 && (a.sps > 0 || a.compute_scale != 1)) {
@@ -993,6 +1074,20 @@ int dt_cmd_plan(int argc, char **argv)
                  "or --model-params)", a.job);
         dt_config_free(cfg);
         return 1;
+    } else if (a.device_bw > 0) { /* a roofline per layer, nothing timed */
+        const char *prec = dt_config_get(cfg, "train", "precision");
+        size_t elem = prec && (!strcmp(prec, "bf16") || !strcmp(prec, "fp16"))
+                          ? 2 : 4;
+        if (input_dims(cfg, a.input, d) != 0 ||
+            roofline_model(layers, d, (int)batch, a.device_flops,
+                           a.device_bw, elem, &mp) != 0) {
+            dt_config_free(cfg);
+            return 1;
+        }
+        dt_info("plan: --device-flops %.4g TFLOP/s, --device-bandwidth %.4g "
+                "GB/s: each layer's roofline (activations %zu bytes each), "
+                "%.3f ms forward for a batch of %lld", a.device_flops * 1e-12,
+                a.device_bw * 1e-9, elem, mp.forward * 1e3, batch);
     } else if (input_dims(cfg, a.input, d) != 0 ||
                measure_model(layers, d, (int)batch, &mp) != 0) {
         dt_config_free(cfg);
@@ -1021,8 +1116,8 @@ int dt_cmd_plan(int argc, char **argv)
         }
         a.compute_scale = (double)batch / a.sps / tot;
     }
-    if (a.device_flops > 0) { /* the step at that rate, this machine's
-                                 proportions between the layers */
+    if (a.device_flops > 0 && !(a.device_bw > 0)) { /* the step at that
+                                 rate, this machine's proportions */
         double tot = mp.forward + mp.optimizer;
         for (size_t i = 0; i < mp.n; i++)
             tot += mp.bwd[i];

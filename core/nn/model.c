@@ -386,19 +386,42 @@ dt_status_t dt_model_params(dt_model_t *m, float **params, float **grads,
 
 size_t dt_model_nparams(const dt_model_t *m) { return m->nparams; }
 
+static double layer_flops(const dt_layer_t *l)
+{
+    if (l->ops == &dt_layer_conv2d) {
+        double k = l->args[1];
+        return 2.0 * k * k * (double)l->in_c * (double)dt_layer_out_size(l);
+    }
+    if (l->ops == &dt_layer_linear)
+        return 2.0 * (double)dt_layer_in_size(l) * (double)dt_layer_out_size(l);
+    return 0.0;
+}
+
 double dt_model_flops(const dt_model_t *m)
 {
     double f = 0.0;
-    for (int i = 0; i < m->nlayers; i++) {
-        const dt_layer_t *l = &m->layers[i];
-        if (l->ops == &dt_layer_conv2d) {
-            double k = l->args[1];
-            f += 2.0 * k * k * (double)l->in_c * (double)dt_layer_out_size(l);
-        } else if (l->ops == &dt_layer_linear) {
-            f += 2.0 * (double)dt_layer_in_size(l) * (double)dt_layer_out_size(l);
-        }
-    }
+    for (int i = 0; i < m->nlayers; i++)
+        f += layer_flops(&m->layers[i]);
     return f;
+}
+
+int dt_model_nlayers(const dt_model_t *m)
+{
+    return m->nlayers;
+}
+
+dt_status_t dt_model_layer_cost(const dt_model_t *m, int i, size_t elem,
+                                double *flops, double *bytes,
+                                size_t *params)
+{
+    if (i < 0 || i >= m->nlayers)
+        return DT_ERR_INVALID;
+    const dt_layer_t *l = &m->layers[i];
+    *params = l->nweights + l->nbias;
+    *flops = layer_flops(l);
+    *bytes = (double)elem * (double)(dt_layer_in_size(l) +
+                                     dt_layer_out_size(l));
+    return DT_OK;
 }
 
 dt_status_t dt_model_param_tensors(const dt_model_t *m, size_t **offsets,

@@ -250,6 +250,19 @@ size_t dt_model_nparams(const dt_model_t *m);
  * products). Works before dt_model_init. */
 double dt_model_flops(const dt_model_t *m);
 
+/* The model's layers as [model] layers lists them (after parsing). */
+int dt_model_nlayers(const dt_model_t *m);
+
+/* Layer i's forward for one sample: *flops as dt_model_flops counts
+ * them (0 for elementwise, pooling, batchnorm), *bytes of activations it
+ * reads and writes at `elem` bytes each (its input and output); and its
+ * parameter floats (*params, read once per batch). A roofline of the
+ * layer on a device (dtctl plan --device-bandwidth). Works before
+ * dt_model_init. DT_ERR_INVALID for i out of range. */
+dt_status_t dt_model_layer_cost(const dt_model_t *m, int i, size_t elem,
+                                double *flops, double *bytes,
+                                size_t *params);
+
 /* The parameter tensors inside the flat buffer, in layer order: each
  * layer's weights, then its bias, each one tensor (layers without
  * parameters have none). *offsets (malloc'd, free() it) holds
