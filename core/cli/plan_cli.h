@@ -1,0 +1,46 @@
+/* plan_cli.h — the parts of `dtctl plan` (cmd_plan.c) in files of their
+ * own: the model's profile (plan_model_prof.c: measured here, a roofline,
+ * a layer-times file or a size), the transports' profile
+ * (plan_profile.c: --measure, --fit, reading it) and the runs of
+ * dt-plan-sim beyond the table (plan_runs.c: --plot, --sweep). */
+#ifndef DT_CLI_PLAN_CLI_H
+#define DT_CLI_PLAN_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <dt/config.h>
+
+typedef struct {
+    double forward, optimizer;
+    double *bwd, *bytes; /* in the order they are ready (reverse layers) */
+    size_t n;
+    double flops;        /* one sample's forward (dt_model_flops); 0:
+                            not known (a model given by size or times) */
+} model_prof_t;
+
+/* The input's C, H, W and classes: --input, else the dataset's. */
+int plan_input_dims(const dt_config_t *cfg, const char *given, int d[4]);
+int plan_roofline_model(const char *layers, const int d[4], int batch,
+                        double rate, double bw, size_t elem,
+                        model_prof_t *mp);
+int plan_measure_model(const char *layers, const int d[4], int batch,
+                       model_prof_t *mp);
+int plan_read_layer_times(const char *path, model_prof_t *mp);
+int plan_synthetic_model(double params, int layers, model_prof_t *mp);
+
+typedef struct {
+    double alpha, beta, gamma;
+    int found;
+} tprof_t;
+
+void plan_read_profile(const char *path, const char *transport, tprof_t *t);
+int plan_measure_profile(const char *path);
+int plan_fit_files(const char *name, int n, char **files);
+
+int plan_simulate_and_plot(const char *sim, const char *spec,
+                           const char *out, const char *title);
+int plan_sweep(const char *sim, const char *spec, int n, int hier,
+               uint64_t job_bucket, double job_wire);
+
+#endif

@@ -1,0 +1,308 @@
+/* plan_model_prof.c — dtctl plan's model profile (plan_cli.h): forward,
+ * backward between gradient events and the optimizer, measured here on
+ * the CPU, as rooflines of a device (--device-bandwidth), from a
+ * --layer-times file or from a parameter count (--model-params). */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <dt/clock.h>
+#include <dt/config.h>
+#include <dt/log.h>
+#include <dt/nn.h>
+#include "plan_cli.h"
+
+/* ---- the model, measured here -------------------------------------- */
+
+typedef struct {
+    double last, *t, *bytes;
+    size_t n, cap;
+} ready_log_t;
+
+static dt_status_t on_ready(void *arg, size_t offset, size_t len)
+{
+    (void)offset;
+    ready_log_t *r = arg;
+    double now = dt_clock_now();
+    if (r->n < r->cap) {
+        r->t[r->n] = now - r->last;
+        r->bytes[r->n] = (double)len * sizeof(float);
+        r->n++;
+    }
+    r->last = now;
+    return DT_OK;
+}
+
+
+int plan_input_dims(const dt_config_t *cfg, const char *given, int d[4])
+{
+    if (given)
+        return sscanf(given, "%d,%d,%d,%d", &d[0], &d[1], &d[2], &d[3]) == 4
+                   ? 0 : -1;
+    const char *ds = dt_config_get(cfg, "data", "dataset");
+    if (ds && !strncmp(ds, "cifar", 5)) {
+        d[0] = 3, d[1] = d[2] = 32, d[3] = strstr(ds, "100") ? 100 : 10;
+        return 0;
+    }
+    if (!ds || !strcmp(ds, "fashion-mnist") || !strcmp(ds, "mnist") ||
+        !strcmp(ds, "synthetic")) {
+        d[0] = 1, d[1] = d[2] = 28, d[3] = 10;
+        return 0;
+    }
+    dt_error("plan: input shape of dataset '%s' unknown: give --input "
+             "C,H,W,CLASSES", ds);
+    return -1;
+}
+
+/* --device-flops F with --device-bandwidth B: each layer's forward a
+ * roofline, max(its FLOPs / F, the bytes it moves / B) for the batch
+ * (activations at elem bytes, its float32 parameters read once);
+ * backward twice that (two products; x and dy read, dx written, dW
+ * read-modified), once for the first layer with parameters (no dx) and
+ * nothing below it (dt_model_backward stops there); an event where a
+ * layer has parameters, as dt_model_backward calls grad_sync after the
+ * layer's backward; the
+ * optimizer (SGD with momentum: p, g, v read, p and v written) at B.
+ * Nothing timed here: the model is only parsed. */
+int plan_roofline_model(const char *layers, const int d[4], int batch,
+                        double rate, double bw, size_t elem,
+                        model_prof_t *mp)
+{
+    dt_model_t *m = NULL;
+    if (dt_model_parse(layers, "[model] layers", d[0], d[1], d[2], d[3], &m,
+                       NULL) != DT_OK)
+        return -1;
+    int L = dt_model_nlayers(m);
+    double *fwd = calloc((size_t)L + 1, sizeof *fwd);
+    mp->bwd = calloc((size_t)L + 1, sizeof *mp->bwd);
+    mp->bytes = calloc((size_t)L + 1, sizeof *mp->bytes);
+    if (!fwd || !mp->bwd || !mp->bytes) {
+        free(fwd);
+        dt_model_free(m);
+        return -1;
+    }
+    double nparams = 0;
+    mp->forward = 0;
+    for (int i = 0; i < L; i++) {
+        double f, b;
+        size_t p;
+        dt_model_layer_cost(m, i, elem, &f, &b, &p);
+        double tc = f * batch / rate, tm = (b * batch + 4.0 * p) / bw;
+        fwd[i] = tc > tm ? tc : tm;
+        mp->forward += fwd[i];
+        nparams += (double)p;
+    }
+    int first = 0; /* the first layer with parameters */
+    for (; first < L; first++) {
+        double f, b;
+        size_t p;
+        dt_model_layer_cost(m, first, elem, &f, &b, &p);
+        if (p)
+            break;
+    }
+    double acc = 0;
+    mp->n = 0;
+    for (int i = L - 1; i >= first; i--) {
+        double f, b;
+        size_t p;
+        dt_model_layer_cost(m, i, elem, &f, &b, &p);
+        acc += (i == first ? 1 : 2) * fwd[i];
+        if (p) {
+            mp->bwd[mp->n] = acc;
+            mp->bytes[mp->n++] = 4.0 * (double)p;
+            acc = 0;
+        }
+    }
+    mp->bwd[mp->n] = acc; /* after the last gradient: no bytes */
+    mp->bytes[mp->n++] = 0;
+    mp->optimizer = 20.0 * nparams / bw;
+    mp->flops = dt_model_flops(m);
+    free(fwd);
+    dt_model_free(m);
+    return 0;
+}
+
+int plan_measure_model(const char *layers, const int d[4], int batch,
+                       model_prof_t *mp)
+{
+    int rc = -1;
+    dt_model_t *m = NULL;
+    dt_device_t *dev = NULL;
+    size_t in = (size_t)d[0] * d[1] * d[2];
+    float *x = malloc((size_t)batch * in * sizeof *x);
+    int *y = malloc((size_t)batch * sizeof *y);
+    ready_log_t r = {0};
+    double *best = NULL;
+    if (!x || !y)
+        goto out;
+    uint32_t s = 12345;
+    for (size_t i = 0; i < (size_t)batch * in; i++) {
+        s = s * 1664525u + 1013904223u;
+        x[i] = (float)(s >> 8) / 16777216.0f - 0.5f;
+    }
+    for (int i = 0; i < batch; i++)
+        y[i] = i % d[3];
+    if (dt_device_open("cpu", 0, 1, &dev) != DT_OK ||
+        dt_model_parse(layers, "[model] layers", d[0], d[1], d[2], d[3], &m,
+                       NULL) != DT_OK ||
+        dt_model_init(m, dev, 1) != DT_OK)
+        goto out;
+    r.cap = 4096;
+    r.t = calloc(r.cap, sizeof *r.t);
+    r.bytes = calloc(r.cap, sizeof *r.bytes);
+    best = calloc(r.cap + 1, sizeof *best);
+    if (!r.t || !r.bytes || !best)
+        goto out;
+    mp->forward = 1e30;
+    size_t events = 0;
+    for (int rep = 0; rep < 6; rep++) { /* the first warms up */
+        float loss;
+        double t0 = dt_clock_now();
+        if (dt_model_forward(m, x, y, batch, 1, &loss, NULL) != DT_OK)
+            goto out;
+        double t1 = dt_clock_now();
+        r.n = 0;
+        r.last = t1;
+        if (dt_model_backward(m, on_ready, &r) != DT_OK)
+            goto out;
+        double tail = dt_clock_now() - r.last;
+        if (rep == 0) {
+            events = r.n;
+            for (size_t i = 0; i <= events; i++)
+                best[i] = 1e30;
+            continue;
+        }
+        if (t1 - t0 < mp->forward)
+            mp->forward = t1 - t0;
+        for (size_t i = 0; i < events && i < r.n; i++)
+            if (r.t[i] < best[i])
+                best[i] = r.t[i];
+        if (tail < best[events])
+            best[events] = tail;
+    }
+    mp->flops = dt_model_flops(m);
+    /* The optimizer: SGD with momentum over every parameter (3 streams). */
+    size_t np = dt_model_nparams(m);
+    float *p, *g;
+    if (dt_model_params(m, &p, &g, &np) != DT_OK)
+        goto out;
+    float *v = calloc(np ? np : 1, sizeof *v);
+    if (!v)
+        goto out;
+    mp->optimizer = 1e30;
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = dt_clock_now();
+        for (size_t i = 0; i < np; i++) {
+            v[i] = 0.9f * v[i] + g[i];
+            p[i] -= 1e-9f * v[i];
+        }
+        double t = dt_clock_now() - t0;
+        if (t < mp->optimizer)
+            mp->optimizer = t;
+    }
+    free(v);
+    mp->n = events + 1;
+    mp->bwd = malloc(mp->n * sizeof *mp->bwd);
+    mp->bytes = malloc(mp->n * sizeof *mp->bytes);
+    if (!mp->bwd || !mp->bytes)
+        goto out;
+    for (size_t i = 0; i < events; i++) {
+        mp->bwd[i] = best[i];
+        mp->bytes[i] = r.bytes[i];
+    }
+    mp->bwd[events] = best[events]; /* after the last gradient: no bytes */
+    mp->bytes[events] = 0;
+    rc = 0;
+out:
+    if (rc)
+        dt_error("plan: cannot run the model '%s' here", layers);
+    dt_model_free(m);
+    if (dev)
+        dt_device_close(dev);
+    free(x);
+    free(y);
+    free(r.t);
+    free(r.bytes);
+    free(best);
+    return rc;
+}
+
+/* --layer-times FILE: "SECONDS BYTES" a line, in the order the gradients
+ * are ready (last layer first), e.g. from a GPU run; "forward S" and
+ * "optimizer S" lines set those. */
+int plan_read_layer_times(const char *path, model_prof_t *mp)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        dt_error("plan: cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[256];
+    size_t cap = 0;
+    int ln = 0;
+    mp->n = 0;
+    while (fgets(line, sizeof line, f)) {
+        ln++;
+        double a, b;
+        if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
+            continue;
+        if (sscanf(line, "forward %lf", &a) == 1) {
+            mp->forward = a;
+            continue;
+        }
+        if (sscanf(line, "optimizer %lf", &a) == 1) {
+            mp->optimizer = a;
+            continue;
+        }
+        if (sscanf(line, "%lf %lf", &a, &b) != 2 || a < 0 || b < 0) {
+            dt_error("plan: %s:%d: expected 'SECONDS BYTES', 'forward S' "
+                     "or 'optimizer S'", path, ln);
+            fclose(f);
+            return -1;
+        }
+        if (mp->n == cap) {
+            cap = cap ? 2 * cap : 64;
+            mp->bwd = realloc(mp->bwd, cap * sizeof *mp->bwd);
+            mp->bytes = realloc(mp->bytes, cap * sizeof *mp->bytes);
+            if (!mp->bwd || !mp->bytes) {
+                fclose(f);
+                return -1;
+            }
+        }
+        mp->bwd[mp->n] = a;
+        mp->bytes[mp->n++] = b;
+    }
+    fclose(f);
+    if (!mp->n) {
+        dt_error("plan: %s has no layer line", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* --model-params N: a model given by its size alone (docs/PLAN.md): N
+ * float32 gradients split evenly into L layers; compute in unit times,
+ * forward 1/3 and backward 2/3 of the step (backward costs about twice
+ * the forward), spread evenly over the layers, no separate optimizer;
+ * --samples-per-sec then scales the whole to batch / X. */
+int plan_synthetic_model(double params, int layers, model_prof_t *mp)
+{
+    mp->n = (size_t)layers;
+    mp->bwd = malloc(mp->n * sizeof *mp->bwd);
+    mp->bytes = malloc(mp->n * sizeof *mp->bytes);
+    if (!mp->bwd || !mp->bytes)
+        return -1;
+    mp->forward = 1.0 / 3;
+    mp->optimizer = 0;
+    for (size_t i = 0; i < mp->n; i++) {
+        mp->bwd[i] = 2.0 / 3 / layers;
+        mp->bytes[i] = params * sizeof(float) / layers;
+    }
+    return 0;
+}
