@@ -23,12 +23,15 @@
  * each with in the device's state (cuda/cudnn.h). By default from cuDNN's
  * heuristics (cudnnGet*Algorithm_v7, no trial runs), preferring
  * deterministic full-precision algorithms within the workspace limit
- * (512 MiB; the environment's DT_CUDNN_WORKSPACE_MAX, a size like 64M,
- * changes it: less memory, maybe slower algorithms) (DT_CUDNN_PICK); with [train] cudnn_benchmark = yes by
- * timing them (cudnnFind*Algorithm: one trial run of each candidate, on
- * cuDNN's own scratch buffers), the fastest within the workspace limit,
- * deterministic or not. The workspace is grown to the largest the shapes
- * seen need, once per new shape at most. */
+ * (512 MiB; the environment's DT_CUDNN_WORKSPACE_MAX, a size like 64M --
+ * a bare number is bytes, 0 only algorithms without workspace --
+ * changes it: less memory, maybe slower algorithms; a shape with nothing
+ * within it is said) (DT_CUDNN_PICK); with [train] cudnn_benchmark = yes
+ * by timing them (cudnnFind*Algorithm: one trial run of each candidate,
+ * on cuDNN's own scratch buffers -- the limit then filters the choice
+ * only, the trials allocate what they need), the fastest within the
+ * workspace limit, deterministic or not. The workspace is grown to the
+ * largest the shapes seen need, once per new shape at most. */
 #include "config.h"
 
 #include <stdint.h>
@@ -88,6 +91,18 @@ static uint64_t workspace_max(void)
                     (out) = i_;                                               \
             }                                                                 \
     } while (0)
+
+/* A pick beyond the workspace limit (nothing within it ran for the
+ * shape): said, so that a lowered limit is not believed silently. */
+static void note_over_limit(const dt_conv_geom_t *g, const char *which,
+                            size_t bytes)
+{
+    if (bytes > workspace_max())
+        dt_info("cuDNN: no %s algorithm within the workspace limit for a "
+                "conv of %dx%dx%d at batch %d: using one that needs %.1f "
+                "MiB", which, g->c, g->h, g->w, g->n,
+                (double)bytes / (1 << 20));
+}
 
 /* [train] cudnn_benchmark: time the candidates (the process drives one
  * GPU with one trainer, so the mode is the module's, as precision's). */
@@ -255,6 +270,7 @@ retry:
     if (pick < 0)
         goto none;
     a.fwd = fwd[pick].algo;
+    note_over_limit(g, "forward", fwd[pick].memory);
     a.fwd_math = math_of(dev, fwd[pick].mathType, "forward");
     DT_CHECK(set_math(dev, s, a.fwd_math));
     DT_CHECK(dt_cudnn_check(
@@ -281,6 +297,7 @@ retry:
     if (pick < 0)
         goto none;
     a.bwd_data = bd[pick].algo;
+    note_over_limit(g, "backward data", bd[pick].memory);
     a.bwd_data_math = math_of(dev, bd[pick].mathType, "backward data");
     DT_CHECK(set_math(dev, s, a.bwd_data_math));
     DT_CHECK(dt_cudnn_check(
@@ -307,6 +324,7 @@ retry:
     if (pick < 0)
         goto none;
     a.bwd_filter = bf[pick].algo;
+    note_over_limit(g, "backward filter", bf[pick].memory);
     a.bwd_filter_math = math_of(dev, bf[pick].mathType, "backward filter");
     DT_CHECK(set_math(dev, s, a.bwd_filter_math));
     DT_CHECK(dt_cudnn_check(

@@ -25,9 +25,12 @@ struct dt_layer_timer {
     double *cur, *best, *bytes; /* per event; the tail after the last */
     size_t n, cap, events;      /* this step's count; the first step's */
     int timed;                  /* steps folded in                     */
-    uint64_t base;              /* the first step this process ran     */
+    int written;                /* ... and in the file                 */
+    int opt_timed;              /* steps whose optimizer ran           */
+    uint64_t base, seen;        /* the first step this process ran;
+                                   the steps it began since            */
     bool started;
-    bool broken;                /* a step with another event count     */
+    bool broken;                /* timing stopped (said why)           */
 };
 
 dt_status_t dt_layer_timer_new(const char *path, dt_device_t *dev,
@@ -43,19 +46,24 @@ dt_status_t dt_layer_timer_new(const char *path, dt_device_t *dev,
     }
     lt->dev = dev;
     lt->fwd = lt->opt = 1e30;
-    /* An unwritable path fails the job now, not after its third step. */
+    /* An unwritable path fails the job now, not after its third step;
+     * an earlier run's file goes, so what is there is this run's. */
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
+    FILE *f = NULL;
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) < sizeof tmp)
+        f = fopen(tmp, "w");
     if (!f) {
         dt_error("[train] layer_times = %s: cannot write %s: %s (a "
-                 "writable file path)", path, tmp, strerror(errno));
+                 "writable file path)", path, tmp,
+                 strlen(path) + 5 > sizeof tmp ? "path too long"
+                                               : strerror(errno));
         free(lt->path);
         free(lt);
         return DT_ERR_IO;
     }
     fclose(f);
     remove(tmp);
+    remove(path);
     *out = lt;
     return DT_OK;
 }
@@ -64,13 +72,14 @@ void dt_layer_timer_free(dt_layer_timer_t *lt)
 {
     if (!lt)
         return;
-    if (lt->timed < STEPS && lt->timed > 0)
+    if (lt->written > 0 && lt->written < STEPS)
         dt_info("layer times: %d of %d steps timed before training ended "
-                "(%s has their fastest)", lt->timed, STEPS, lt->path);
-    else if (lt->timed == 0)
-        dt_warn("[train] layer_times = %s: this run took fewer than %d "
-                "steps, nothing timed (train more steps)", lt->path,
-                FIRST_STEP + 1);
+                "(%s has their fastest)", lt->written, STEPS, lt->path);
+    else if (lt->written == 0 && !lt->broken)
+        dt_warn("[train] layer_times = %s: nothing timed: this run began "
+                "%llu step%s and timing starts at its step %d (train more "
+                "steps)", lt->path, (unsigned long long)lt->seen,
+                lt->seen == 1 ? "" : "s", FIRST_STEP + 1);
     free(lt->cur);
     free(lt->best);
     free(lt->bytes);
@@ -86,7 +95,10 @@ bool dt_layer_timer_on(dt_layer_timer_t *lt, uint64_t step)
         lt->started = true;
         lt->base = step;
     }
-    return step - lt->base >= FIRST_STEP &&
+    if (step - lt->base + 1 > lt->seen)
+        lt->seen = step - lt->base + 1;
+    /* timed < STEPS: a rollback into the window does not time again */
+    return lt->timed < STEPS && step - lt->base >= FIRST_STEP &&
            step - lt->base < FIRST_STEP + STEPS;
 }
 
@@ -162,6 +174,7 @@ dt_status_t dt_layer_timer_mark(dt_layer_timer_t *lt, int what)
     default:
         if (now - lt->opt_t0 < lt->opt)
             lt->opt = now - lt->opt_t0;
+        lt->opt_timed++;
         return DT_OK;
     }
 }
@@ -178,8 +191,11 @@ static dt_status_t write_file(const dt_layer_timer_t *lt)
     }
     fprintf(f, "# dt trainer: fastest of %d timed steps on %s, seconds and "
                "gradient bytes per gradient event, last layer first\n"
-               "forward %.9g\noptimizer %.9g\n", lt->timed, lt->dev->name,
-            lt->fwd, lt->opt < 1e29 ? lt->opt : 0.0);
+               "forward %.9g\n", lt->timed, lt->dev->name, lt->fwd);
+    if (lt->opt_timed)
+        fprintf(f, "optimizer %.9g\n", lt->opt);
+    else /* skipped (loss-scale overflow) or async in every timed step */
+        fprintf(f, "# optimizer not timed: no timed step applied it\n");
     for (size_t i = 0; i < lt->events; i++)
         fprintf(f, "%.9g %.0f\n", lt->best[i], lt->bytes[i]);
     if (fclose(f) != 0 || rename(tmp, lt->path) != 0) {
@@ -196,8 +212,11 @@ dt_status_t dt_layer_timer_step_done(dt_layer_timer_t *lt)
     if (lt->timed == 0) {
         lt->events = lt->n;
         lt->best = malloc((lt->n ? lt->n : 1) * sizeof *lt->best);
-        if (!lt->best)
-            return DT_ERR_NOMEM;
+        if (!lt->best) { /* training goes on untimed */
+            dt_warn("[train] layer_times: out of memory: timing stopped");
+            lt->broken = true;
+            return DT_OK;
+        }
         for (size_t i = 0; i < lt->n; i++)
             lt->best[i] = lt->cur[i];
     } else if (lt->n != lt->events) { /* cannot happen with one model */
@@ -216,6 +235,11 @@ dt_status_t dt_layer_timer_step_done(dt_layer_timer_t *lt)
         lt->broken = true;
         return DT_OK;
     }
+    lt->written = lt->timed;
+    if (lt->timed == STEPS && !lt->opt_timed)
+        dt_warn("[train] layer_times: no timed step applied the optimizer "
+                "(skipped for overflow, or mode = async): %s has no "
+                "optimizer line (dtctl plan counts it 0)", lt->path);
     if (lt->timed == STEPS)
         dt_info("layer times of %s (fastest of steps %d-%d, device "
                 "synchronized at each gradient) written to %s: plan with "

@@ -3,8 +3,10 @@
  * optimizer, on its device with its settings (precision, activations,
  * layout, threads), and writes them in `dtctl plan --layer-times` form:
  * the per-layer times of a GPU run that a plan of GPU clusters needs
- * (docs/PLAN.md). Rank 0 times steps 3 to 7 (the first ones allocate
- * and tune) with the device synchronized at each event, keeps the
+ * (docs/PLAN.md). Rank 0 times steps 3 to 7 of this process (the first
+ * ones allocate and tune) with its compute stream synchronized at each
+ * event (dt_device_sync: the stream, not the device -- at N > 1 the
+ * communication streams run beside it, so time with -n 1), keeps the
  * fastest of each and rewrites FILE after each timed step. */
 #ifndef DT_TRAIN_LAYER_TIMES_H
 #define DT_TRAIN_LAYER_TIMES_H
@@ -30,7 +32,7 @@ bool dt_layer_timer_on(dt_layer_timer_t *lt, uint64_t step);
  * forward_done, the gradient events (dt_layer_timer_ready, which calls
  * the real callback after its mark), backward_done, optimizer_begin,
  * optimizer_done, then step_done (folds the step in, writes FILE). Each
- * mark synchronizes the device first. */
+ * mark synchronizes the compute stream first. */
 dt_status_t dt_layer_timer_begin(dt_layer_timer_t *lt,
                                  dt_status_t (*ready)(void *, size_t, size_t),
                                  void *ready_arg);

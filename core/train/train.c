@@ -141,8 +141,10 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
                               (long)((extra - (double)(time_t)extra) * 1e9)};
         nanosleep(&ts, NULL);
     }
-    t->compute_seconds += dt_clock_now() - c0;
-    t->compute_samples += b;
+    if (!lt) { /* a timed step's syncs are not its compute (work_load) */
+        t->compute_seconds += dt_clock_now() - c0;
+        t->compute_samples += b;
+    }
     DT_CHECK(dt_grad_sync_finish(t->sync, &wait));
     if (t->ls.enabled)
         DT_CHECK(unscale(t));
