@@ -229,6 +229,12 @@ grep -q "trains with \[train\] device = cuda, but its layers are timed here on t
 "$DTCTL" plan "$tmp/gpu-job.ini" --hosts 2 --network 10Gbit --profile "$tmp/none.ini" \
     --samples-per-sec 5000 >"$tmp/out" 2>&1 || fail "plan of a cuda job with --samples-per-sec"
 if grep -q "timed here on the CPU" "$tmp/out"; then fail "warned although --samples-per-sec gave the GPU's rate"; fi
+# mode = async: the plan is of synchronous steps, and says so.
+sed 's/^\[train\]/[train]\nmode = async/' "$job" >"$tmp/async-job.ini"
+"$DTCTL" plan "$tmp/async-job.ini" --hosts 2 --network 10Gbit --profile "$tmp/none.ini" \
+    >"$tmp/out" 2>&1 || fail "plan of a mode = async job"
+grep -q "mode = async (parameter servers); the plan simulates synchronous" "$tmp/out" ||
+    fail "mode = async planned without a word"
 
 # A model given by its size and one GPU's throughput (no job file): bad
 # values are refused, each with a message naming the option.

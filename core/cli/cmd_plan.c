@@ -373,6 +373,11 @@ int dt_cmd_plan(int argc, char **argv)
     uint64_t bucket = 0, small = 0, ring = 0, hier = 0;
     long long batch = 64;
     const char *layers = dt_config_get(cfg, "model", "layers");
+    const char *mode = dt_config_get(cfg, "train", "mode");
+    if (mode && !strcmp(mode, "async"))
+        dt_warn("plan: %s trains with [train] mode = async (parameter "
+                "servers); the plan simulates synchronous data-parallel "
+                "steps (allreduce), not the servers' traffic", a.job);
     if (dt_config_get_size(cfg, "train", "bucket", &bucket) != DT_OK ||
         dt_config_get_int(cfg, "train", "batch_size", &batch) != DT_OK ||
         dt_config_get_size(cfg, "collectives", "allreduce_small", &small) !=
