@@ -15,6 +15,9 @@ typedef struct bench_args {
     int iters;     /* timed iterations per size (fewer for big ones) */
     int warmup;
     int allgather; /* --op allgather: dt_allreduce_bench only      */
+    int mean;      /* --stat mean: the mean of the samples, not the
+                      median (what a training loop's throughput sees,
+                      slow outliers included)                       */
 } bench_args_t;
 
 /* "4K", "256M", "1G" -> bytes; 0 on error. */
@@ -48,10 +51,10 @@ static inline const char *bench_opt(int argc, char **argv, int *i,
 }
 
 /* --sizes MIN:MAX  --factor F  --iters K  --warmup W  --op allreduce|
- * allgather. 0 on success. */
+ * allgather  --stat median|mean. 0 on success. */
 static inline int bench_parse_args(int argc, char **argv, bench_args_t *a)
 {
-    *a = (bench_args_t){4096, 256u << 20, 2, 20, 3, 0};
+    *a = (bench_args_t){4096, 256u << 20, 2, 20, 3, 0, 0};
     for (int i = 1; i < argc; i++) {
         const char *v;
         if ((v = bench_opt(argc, argv, &i, "--sizes"))) {
@@ -75,6 +78,10 @@ static inline int bench_parse_args(int argc, char **argv, bench_args_t *a)
             if (strcmp(v, "allreduce") && strcmp(v, "allgather"))
                 goto usage;
             a->allgather = !strcmp(v, "allgather");
+        } else if ((v = bench_opt(argc, argv, &i, "--stat"))) {
+            if (strcmp(v, "median") && strcmp(v, "mean"))
+                goto usage;
+            a->mean = !strcmp(v, "mean");
         } else {
             goto usage;
         }
@@ -85,7 +92,8 @@ static inline int bench_parse_args(int argc, char **argv, bench_args_t *a)
 usage:
     fprintf(stderr,
             "usage: %s [--sizes MIN:MAX] [--factor F] [--iters K] "
-            "[--warmup W] [--op allreduce|allgather]\n  sizes in bytes "
+            "[--warmup W] [--op allreduce|allgather] [--stat median|mean]"
+            "\n  sizes in bytes "
             "with K/M/G (default 4K:256M), next size = size * F (default "
             "2); allgather: the size is every rank's gathered total\n",
             argv[0]);
@@ -114,6 +122,22 @@ static inline double bench_median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The statistic --stat asks for: the median (default) or the mean. */
+static inline double bench_stat(const bench_args_t *a, double *v, int n)
+{
+    if (!a->mean)
+        return bench_median(v, n);
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += v[i];
+    return s / n;
+}
+
+static inline const char *bench_stat_name(const bench_args_t *a)
+{
+    return a->mean ? "mean" : "median";
+}
+
 /* Rank r's input element i: small integers, so sums are exact. */
 static inline float bench_input(int r, size_t i)
 {
@@ -129,12 +153,13 @@ static inline void bench_header(const char *who, int n, const bench_args_t *a)
 {
     if (a->allgather)
         printf("# %s allgather: %d ranks, float32, bytes = the gathered "
-               "total (each rank sends bytes / %d), median of up to %d "
-               "iterations (%d warm-up)\n", who, n, n, a->iters, a->warmup);
+               "total (each rank sends bytes / %d), %s of up to %d "
+               "iterations (%d warm-up)\n", who, n, n, bench_stat_name(a),
+               a->iters, a->warmup);
     else
-        printf("# %s allreduce: %d ranks, float32 sum, out of place, median "
+        printf("# %s allreduce: %d ranks, float32 sum, out of place, %s "
                "of up to %d iterations (%d warm-up)\n",
-               who, n, a->iters, a->warmup);
+               who, n, bench_stat_name(a), a->iters, a->warmup);
     printf("# %12s %12s %11s %11s %11s %6s\n", "bytes", "count",
            "time(us)", "algbw(GB/s)", "busbw(GB/s)", "check");
 }

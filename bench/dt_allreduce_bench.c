@@ -81,7 +81,7 @@ static int run_size(size_t bytes, const bench_args_t *a, float *send,
         }
     if (dt_allreduce(&wrong, wrong_out, 1, DT_INT32, DT_SUM) != DT_OK)
         return 1;
-    *median = bench_median(samples, n);
+    *median = bench_stat(a, samples, n);
     free(samples);
     return 0;
 }
