@@ -168,6 +168,14 @@ sum=$(awk '/^(forward|optimizer) / { s += $2; next } /^[0-9.e-]+ [0-9]+$/ { s +=
            END { printf "%.6f", s * 1e3 }' "$tmp/trained.layers")
 awk -v s="$sum" '$1 == 1 { d = $2 - s; if (d < 0) d = -d; ok = s > 0 && d <= 0.01 * s + 0.001 }
     END { exit !ok }' "$tmp/out" || fail "N = 1 is not the trainer's layer times summed ($sum ms): $(cat "$tmp/out")"
+# The file says its batch (64); planned at another, the compute follows.
+grep -q "^batch 64$" "$tmp/trained.layers" || fail "the trainer's layer times do not say their batch"
+"$DTCTL" plan --layer-times "$tmp/trained.layers" --hosts 2 --network 10Gbit \
+    --profile "$tmp/none.ini" --batch 128 >"$tmp/out" 2>&1 || fail "plan --layer-times --batch 128"
+grep -q "holds times for a per-worker batch of 64; planned at 128, the compute scaled by 2" "$tmp/out" ||
+    fail "another batch than the layer times': no word"
+awk -v s="$sum" '$1 == 1 { d = $2 - 2 * s; if (d < 0) d = -d; ok = d <= 0.02 * s + 0.002 }
+    END { exit !ok }' "$tmp/out" || fail "N = 1 at batch 128 is not twice the sum ($sum ms): $(cat "$tmp/out")"
 
 # Refusals.
 printf '<platform version="4.1"><zone id="z" routing="Full">\n' >"$tmp/bad.xml"

@@ -80,7 +80,7 @@ static void window_and_file(void **state)
     dt_device_t *dev = NULL;
     assert_int_equal(dt_device_open("cpu", 0, 1, &dev), DT_OK);
     dt_layer_timer_t *lt = NULL;
-    assert_int_equal(dt_layer_timer_new(path, dev, &lt), DT_OK);
+    assert_int_equal(dt_layer_timer_new(path, dev, 64, &lt), DT_OK);
     assert_non_null(lt);
     assert_null(slurp(path)); /* an earlier run's file is gone */
     const size_t lens[] = {10, 200, 3000};
@@ -100,6 +100,7 @@ static void window_and_file(void **state)
     assert_non_null(txt);
     double fwd = 0, opt = 0, t[4];
     unsigned long long b[4];
+    assert_non_null(strstr(txt, "\nbatch 64\nforward "));
     char *at = strstr(txt, "forward ");
     assert_non_null(at);
     assert_int_equal(sscanf(at, "forward %lf\noptimizer %lf\n%lf %llu\n%lf "
@@ -128,7 +129,7 @@ static void skipped_and_broken(void **state)
     dt_device_t *dev = NULL;
     assert_int_equal(dt_device_open("cpu", 0, 1, &dev), DT_OK);
     dt_layer_timer_t *lt = NULL;
-    assert_int_equal(dt_layer_timer_new(path, dev, &lt), DT_OK);
+    assert_int_equal(dt_layer_timer_new(path, dev, 64, &lt), DT_OK);
     const size_t lens[] = {10, 200};
     for (uint64_t s = 0; s < 2; s++)
         assert_false(dt_layer_timer_on(lt, s));
@@ -145,10 +146,10 @@ static void skipped_and_broken(void **state)
     unlink(path);
     /* an unwritable path: refused when the trainer starts */
     lt = NULL;
-    assert_int_equal(dt_layer_timer_new("/nonexistent-dir/x.layers", dev, &lt),
+    assert_int_equal(dt_layer_timer_new("/nonexistent-dir/x.layers", dev, 64, &lt),
                      DT_ERR_IO);
     assert_null(lt);
-    assert_int_equal(dt_layer_timer_new("", dev, &lt), DT_OK);
+    assert_int_equal(dt_layer_timer_new("", dev, 64, &lt), DT_OK);
     assert_null(lt); /* unset: no timer */
     assert_false(dt_layer_timer_on(NULL, 3));
     dt_device_close(dev);

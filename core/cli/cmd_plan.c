@@ -450,6 +450,14 @@ int dt_cmd_plan(int argc, char **argv)
                     "--samples-per-sec", a.job, dev);
     }
     dt_config_free(cfg);
+    if (mp.batch > 0 && mp.batch != batch && !(a.sps > 0)) {
+        /* times for another batch: compute in proportion (a GPU at a
+         * smaller batch is less efficient than that: optimistic) */
+        a.compute_scale *= (double)batch / (double)mp.batch;
+        dt_info("plan: %s holds times for a per-worker batch of %lld; "
+                "planned at %lld, the compute scaled by %.3g", a.layer_times,
+                mp.batch, batch, (double)batch / (double)mp.batch);
+    }
     if (a.sps > 0) { /* one worker's step = batch / X */
         double tot = mp.forward + mp.optimizer;
         for (size_t i = 0; i < mp.n; i++)
@@ -487,8 +495,8 @@ int dt_cmd_plan(int argc, char **argv)
         }
         fprintf(w, "# dtctl plan --save-layers: seconds and gradient bytes "
                    "per gradient event, last layer first\n"
-                   "forward %.9g\noptimizer %.9g\n", mp.forward,
-                mp.optimizer);
+                   "batch %lld\nforward %.9g\noptimizer %.9g\n",
+                mp.batch ? mp.batch : batch, mp.forward, mp.optimizer);
         for (size_t i = 0; i < mp.n; i++)
             fprintf(w, "%.9g %.0f\n", mp.bwd[i], mp.bytes[i]);
         if (fclose(w) != 0) {

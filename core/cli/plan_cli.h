@@ -17,6 +17,8 @@ typedef struct {
     size_t n;
     double flops;        /* one sample's forward (dt_model_flops); 0:
                             not known (a model given by size or times) */
+    long long batch;     /* the per-worker batch the times are for (a
+                            layer-times file's "batch B"); 0: unsaid */
 } model_prof_t;
 
 /* The input's C, H, W and classes: --input, else the dataset's. */

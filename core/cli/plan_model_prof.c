@@ -252,6 +252,11 @@ int plan_read_layer_times(const char *path, model_prof_t *mp)
         double a, b;
         if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
             continue;
+        long long bt;
+        if (sscanf(line, "batch %lld", &bt) == 1 && bt > 0) {
+            mp->batch = bt;
+            continue;
+        }
         if (sscanf(line, "forward %lf", &a) == 1) {
             mp->forward = a;
             continue;
@@ -261,8 +266,8 @@ int plan_read_layer_times(const char *path, model_prof_t *mp)
             continue;
         }
         if (sscanf(line, "%lf %lf", &a, &b) != 2 || a < 0 || b < 0) {
-            dt_error("plan: %s:%d: expected 'SECONDS BYTES', 'forward S' "
-                     "or 'optimizer S'", path, ln);
+            dt_error("plan: %s:%d: expected 'SECONDS BYTES', 'forward S', "
+                     "'optimizer S' or 'batch B'", path, ln);
             fclose(f);
             return -1;
         }

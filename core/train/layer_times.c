@@ -19,6 +19,7 @@
 struct dt_layer_timer {
     char *path;
     dt_device_t *dev;
+    size_t batch;
     dt_status_t (*ready)(void *, size_t, size_t);
     void *ready_arg;
     double t0, last, fwd, opt, opt_t0;
@@ -34,7 +35,7 @@ struct dt_layer_timer {
 };
 
 dt_status_t dt_layer_timer_new(const char *path, dt_device_t *dev,
-                               dt_layer_timer_t **out)
+                               size_t batch, dt_layer_timer_t **out)
 {
     *out = NULL;
     if (!path || !*path)
@@ -45,6 +46,7 @@ dt_status_t dt_layer_timer_new(const char *path, dt_device_t *dev,
         return DT_ERR_NOMEM;
     }
     lt->dev = dev;
+    lt->batch = batch;
     lt->fwd = lt->opt = 1e30;
     /* An unwritable path fails the job now, not after its third step;
      * an earlier run's file goes, so what is there is this run's. */
@@ -191,7 +193,8 @@ static dt_status_t write_file(const dt_layer_timer_t *lt)
     }
     fprintf(f, "# dt trainer: fastest of %d timed steps on %s, seconds and "
                "gradient bytes per gradient event, last layer first\n"
-               "forward %.9g\n", lt->timed, lt->dev->name, lt->fwd);
+               "batch %zu\nforward %.9g\n", lt->timed, lt->dev->name,
+            lt->batch, lt->fwd);
     if (lt->opt_timed)
         fprintf(f, "optimizer %.9g\n", lt->opt);
     else /* skipped (loss-scale overflow) or async in every timed step */

@@ -19,9 +19,10 @@
 
 typedef struct dt_layer_timer dt_layer_timer_t;
 
-/* NULL path or "": no timer (*out = NULL). */
+/* NULL path or "": no timer (*out = NULL). batch: the rank's batch the
+ * times are for (written into FILE; dtctl plan scales by it). */
 dt_status_t dt_layer_timer_new(const char *path, dt_device_t *dev,
-                               dt_layer_timer_t **out);
+                               size_t batch, dt_layer_timer_t **out);
 void dt_layer_timer_free(dt_layer_timer_t *lt);
 
 /* Whether optimizer step `step` is timed: the 3rd to 7th step of this

@@ -675,7 +675,7 @@ dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg)
     DT_CHECK(setup_sync_bn(cfg, t));
     if (t->rank == 0) {
         const char *lt = dt_config_get(cfg, "train", "layer_times");
-        DT_CHECK(dt_layer_timer_new(lt, t->dev, &t->layer_timer));
+        DT_CHECK(dt_layer_timer_new(lt, t->dev, t->batch, &t->layer_timer));
     }
     return setup_outputs(cfg, t);
 }
