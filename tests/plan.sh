@@ -177,6 +177,23 @@ grep -q "holds times for a per-worker batch of 64; planned at 128, the compute s
 awk -v s="$sum" '$1 == 1 { d = $2 - 2 * s; if (d < 0) d = -d; ok = d <= 0.02 * s + 0.002 }
     END { exit !ok }' "$tmp/out" || fail "N = 1 at batch 128 is not twice the sum ($sum ms): $(cat "$tmp/out")"
 
+# tests/gpu/digest.sh (back home after a GPU check): from a reply's
+# folder with GPU layer times and no plan_measure runs, the summary, a
+# word on the missing runs and 8 projections (8/64 hosts x 100/400 Gbit x
+# dt/Horovod), each with a step and an efficiency.
+mkdir -p "$tmp/reply/x/logs/layers"
+printf 'batch 256\nforward 0.004\noptimizer 0.001\n' >"$tmp/reply/x/logs/layers/resnet18-gpu.layers"
+i=0; while [ $i -lt 20 ]; do echo "0.0004 2000000"; i=$((i + 1)); done \
+    >>"$tmp/reply/x/logs/layers/resnet18-gpu.layers"
+(cd "$tmp/reply/x" && tar czf ../logs.tar.gz logs)
+echo "step result" >"$tmp/reply/summary.txt"
+sh "$top_srcdir/tests/gpu/digest.sh" "$tmp/reply" --builddir "$top_builddir" >"$tmp/out" 2>&1 ||
+    fail "digest.sh: $(cat "$tmp/out")"
+grep -q "^step result$" "$tmp/out" || fail "digest.sh: no summary"
+grep -q "no logs/plan: plan_measure did not run" "$tmp/out" || fail "digest.sh: the missing runs unsaid"
+[ "$(grep -cE '^# (8|64) hosts x 8 GPUs, (100|400)Gbit, (dt|horovod): step [0-9.]+ ms, .*efficiency [0-9.]+%' "$tmp/out")" = 8 ] ||
+    fail "digest.sh: not 8 projections: $(cat "$tmp/out")"
+
 # Refusals.
 printf '<platform version="4.1"><zone id="z" routing="Full">\n' >"$tmp/bad.xml"
 if "$DTCTL" plan "$job" --hosts 2 --platform "$tmp/bad.xml" \
