@@ -70,18 +70,26 @@ static char *slurp(const char *path)
     return buf;
 }
 
+/* A timer on the cpu writing to a fresh temporary path (an existing
+ * file there: layer_times removes it). */
+static dt_layer_timer_t *open_timer(char *path, dt_device_t **dev)
+{
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(dt_device_open("cpu", 0, 1, dev), DT_OK);
+    dt_layer_timer_t *lt = NULL;
+    assert_int_equal(dt_layer_timer_new(path, *dev, 64, &lt), DT_OK);
+    assert_non_null(lt);
+    return lt;
+}
+
 static void window_and_file(void **state)
 {
     (void)state;
     char path[] = "/tmp/dt-lt-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
     dt_device_t *dev = NULL;
-    assert_int_equal(dt_device_open("cpu", 0, 1, &dev), DT_OK);
-    dt_layer_timer_t *lt = NULL;
-    assert_int_equal(dt_layer_timer_new(path, dev, 64, &lt), DT_OK);
-    assert_non_null(lt);
+    dt_layer_timer_t *lt = open_timer(path, &dev);
     assert_null(slurp(path)); /* an earlier run's file is gone */
     const size_t lens[] = {10, 200, 3000};
     /* a resumed run: its first step is 500; 500, 501 untimed */
@@ -123,13 +131,8 @@ static void skipped_and_broken(void **state)
 {
     (void)state;
     char path[] = "/tmp/dt-lt-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
     dt_device_t *dev = NULL;
-    assert_int_equal(dt_device_open("cpu", 0, 1, &dev), DT_OK);
-    dt_layer_timer_t *lt = NULL;
-    assert_int_equal(dt_layer_timer_new(path, dev, 64, &lt), DT_OK);
+    dt_layer_timer_t *lt = open_timer(path, &dev);
     const size_t lens[] = {10, 200};
     for (uint64_t s = 0; s < 2; s++)
         assert_false(dt_layer_timer_on(lt, s));
