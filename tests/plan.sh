@@ -77,6 +77,25 @@ grep -qE '^\[0\] +4092 +1023 ' "$tmp/out" || fail "bench allgather: 4K at N = 3 
 if "$DTCTL" bench alltoall -n 2 >"$tmp/out" 2>&1; then fail "bench alltoall accepted"; fi
 grep -q "usage: dtctl bench allreduce|allgather" "$tmp/out" || fail "bench alltoall: no usage"
 
+# dtctl plan --measure: every transport that runs here fitted from its
+# own benchmarks, each sweep twice and merged per size -- shm from
+# allreduces only (26 sizes x N = 2, 4 after the merge), tcp (and ucx
+# where its plugin works) from allreduces and allgathers (52); positive
+# alpha and beta, gamma not negative.
+"$DTCTL" plan --measure --profile "$tmp/measured.ini" >"$tmp/out" 2>&1 ||
+    fail "dtctl plan --measure: $(tail -5 "$tmp/out")"
+want="shm:26 tcp:52"
+"$DTCTL" plugins 2>/dev/null | grep -qE '^transport +ucx .* available' && want="$want ucx:52"
+for tw in $want; do
+    t=${tw%:*} n=${tw#*:}
+    awk -v sec="[transport.$t]" -v n="$n" '$0 == sec { s = 1; next } /^\[/ { s = 0 }
+        s && $1 == "alpha" { a = $3 } s && $1 == "beta" { b = $3 } s && $1 == "gamma" { g = $3 }
+        s && $1 == "samples" { m = $3 }
+        END { exit !(a > 0 && b > 0 && g >= 0 && m == n) }' "$tmp/measured.ini" ||
+        fail "--measure: [transport.$t] not fitted from $n samples: $(cat "$tmp/measured.ini")"
+done
+echo "--measure: $want"
+
 # --fit: a bench table of N = 2 made from alpha 10 us, beta 1 ns/B
 # (doubling below 256K: alpha + n beta; the ring from it: 2 alpha + n beta).
 awk 'BEGIN { for (b = 4096; b <= 16777216; b *= 2) {
