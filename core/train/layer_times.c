@@ -1,7 +1,8 @@
 /* layer_times.c — the trainer's own per-layer times for dtctl plan
- * (layer_times.h). Synchronizing the device at every gradient event
- * slows the timed steps: what it buys is each layer's time alone, which
- * is what the simulation replays (it overlaps the buckets itself). */
+ * (layer_times.h). Synchronizing the compute stream at every gradient
+ * event slows the timed steps: what it buys is each layer's time alone,
+ * which is what the simulation replays (it overlaps the buckets
+ * itself). */
 #include "config.h"
 
 #include <errno.h>
