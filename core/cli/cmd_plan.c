@@ -19,15 +19,12 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <dt/clock.h>
 #include <dt/config.h>
 #include <dt/log.h>
 #include <dt/nn.h>
 #include "cli.h"
-#include "gnuplot.h"
 #include "plan/plan_model.h"
 #include "plan_cli.h"
 #include "run_trainer.h"

@@ -5,17 +5,13 @@
 #include "config.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <dt/clock.h>
-#include <dt/config.h>
 #include <dt/log.h>
-#include <dt/nn.h>
 #include "plan/plan_model.h"
 #include "plan_cli.h"
 
