@@ -299,29 +299,38 @@ static void act16_compare(const char *layers, int c, int h, int w,
                 saved += o * sizeof(float) - (o + 1) / 2 * sizeof(float);
         }
     }
-    size_t added = 2 * (size_t)BATCH * largest * sizeof(float);
+    /* the float32 copies are per step in the shared block
+     * (core/nn/model_arena.c): at most one x and one y of the largest
+     * activation's size at a time, each rounded to 256 bytes */
+    size_t one = ((size_t)BATCH * largest * sizeof(float) + 255) / 256 * 256,
+           added = 2 * one;
     fprintf(stderr, "%s, bf16 activations: forward allocates %zu vs %zu "
-            "bytes (saved %zu, float32 copies %zu); %lu floats narrowed, "
-            "%zu stored by narrowing (the rest by relus and adds)\n", layers, b16,
-            b32, saved, added, narrowed, stored);
+            "bytes (saved %zu, float32 copies at most %zu); %lu floats "
+            "narrowed, %zu stored by narrowing (the rest by relus and "
+            "adds)\n", layers, b16, b32, saved, added, narrowed, stored);
     assert_int_equal(narrowed, stored);
-    assert_int_equal(b32 + added - saved, b16);
     /* dt_model_memory accounts for every byte forward allocated */
     dt_model_memory_t k32, k16;
     dt_model_memory(m32, &k32);
     dt_model_memory(m16, &k16);
     fprintf(stderr, "  dt_model_memory float32: activations %zu, gradients "
-            "%zu, copies %zu, scratch %zu (npool %d); bf16: %zu %zu %zu %zu\n",
+            "%zu, copies %zu, scratch %zu; bf16: %zu %zu %zu %zu\n",
             k32.activations, k32.act_grads, k32.act_copies, k32.scratch,
-            m32->npool, k16.activations, k16.act_grads, k16.act_copies,
-            k16.scratch);
+            k16.activations, k16.act_grads, k16.act_copies, k16.scratch);
     assert_int_equal(k32.activations + k32.act_grads + k32.act_copies +
                          k32.scratch, b32);
     assert_int_equal(k16.activations + k16.act_grads + k16.act_copies +
                          k16.scratch, b16);
     assert_int_equal(k32.act_copies, 0);
-    assert_int_equal(k16.act_copies, added);
-    assert_int_equal(k32.activations - k16.activations, saved);
+    assert_true(k16.act_copies > 0 && k16.act_copies <= added);
+    /* each stored activation in half the bytes, up to the rounding of
+     * each buffer to 256 */
+    long long dsaved = (long long)(k32.activations - k16.activations) -
+                       (long long)saved;
+    assert_true(dsaved > -256LL * m16->nlayers &&
+                dsaved < 256LL * m16->nlayers);
+    assert_int_equal(dt_model_block_overlaps(m16, BATCH, 1), 0);
+    assert_int_equal(dt_model_block_overlaps(m32, BATCH, 0), 0);
     assert_int_equal(k32.params, k16.params);
     /* and the trainer's auto gets the difference right, with its sign */
     assert_true(dt_model_bf16_saving(m32, BATCH) ==

@@ -14,30 +14,30 @@
 
 void dt_model_free_buffers(dt_model_t *m)
 {
-    for (int i = 0; m->acts && i <= m->nlayers; i++)
-        if (i == 0 || !m->layers[i - 1].inplace) /* else acts[i - 1]'s */
-            dt_device_free(m->dev, m->acts[i]);
-    for (int j = 0; m->dpool && j < m->npool; j++)
-        dt_device_free(m->dev, m->dpool[j]);
-    free(m->dpool);
-    m->dpool = NULL;
-    m->npool = 0;
+    if (m->acts) { /* the input and the logits: buffers of their own */
+        dt_device_free(m->dev, m->acts[0]);
+        dt_device_free(m->dev, m->acts[m->nlayers]);
+    }
+    dt_device_free(m->dev, m->block);
+    m->block = NULL;
+    m->block_acts = m->block_grads = m->block_copies = 0;
     free(m->acts);
     free(m->dacts);
+    free(m->dtmp_at);
+    free(m->wx_at);
+    free(m->wy_at);
+    m->dtmp_at = m->wx_at = m->wy_at = NULL;
     dt_device_free(m->dev, m->scratch);
     dt_device_free(m->dev, m->probs);
     dt_device_free(m->dev, m->rows);
     dt_device_host_free(m->dev, m->host_rows);
     m->host_rows = NULL;
     dt_device_free(m->dev, m->labels);
-    dt_device_free(m->dev, m->dtmp);
-    dt_device_free(m->dev, m->wx);
-    dt_device_free(m->dev, m->wy);
     m->wx = m->wy = NULL;
     free(m->dwritten);
     m->dwritten = NULL;
     m->acts = m->dacts = NULL;
-    m->scratch = m->probs = m->rows = m->dtmp = NULL;
+    m->scratch = m->probs = m->rows = NULL;
     m->labels = NULL;
     m->cap = 0;
 }
@@ -80,26 +80,14 @@ static dt_status_t ensure_capacity(dt_model_t *m, int batch)
     m->dacts = calloc((size_t)m->nlayers + 1, sizeof *m->dacts);
     if (!m->acts || !m->dacts)
         return DT_ERR_NOMEM;
-    size_t in = (size_t)m->in_c * m->in_h * m->in_w, scratch = 0,
-           largest = in;
+    size_t in = (size_t)m->in_c * m->in_h * m->in_w, scratch = 0;
     DT_CHECK(dev_floats(m, (size_t)batch * in, &m->acts[0]));
-    for (int i = 0; i < m->nlayers; i++) {
-        const dt_layer_t *l = &m->layers[i];
-        size_t n = (size_t)batch * dt_layer_out_size(l);
-        /* a relu in place writes its input's buffer; inside a fused
-         * chain (cpu) the outputs before the chain's last are never
-         * written: no buffer */
-        if (l->inplace)
-            m->acts[i + 1] = m->acts[i];
-        else if (dt_model_act16(m, i + 1)) /* bf16: 2 bytes each */
-            DT_CHECK(dev_floats(m, (n + 1) / 2, &m->acts[i + 1]));
-        else if (!(i + 1 < m->nlayers && m->layers[i + 1].absorbed))
-            DT_CHECK(dev_floats(m, n, &m->acts[i + 1]));
-        scratch += dt_model_scratch_floats(l, batch);
-        if (dt_layer_out_size(&m->layers[i]) > largest)
-            largest = dt_layer_out_size(&m->layers[i]);
-    }
-    DT_CHECK(dt_model_plan_grads(m, batch));
+    DT_CHECK(dev_floats(m, (size_t)batch *
+                               dt_layer_out_size(&m->layers[m->nlayers - 1]),
+                        &m->acts[m->nlayers]));
+    for (int i = 0; i < m->nlayers; i++)
+        scratch += dt_model_scratch_floats(&m->layers[i], batch);
+    DT_CHECK(dt_model_plan_block(m, batch));
     if (scratch) /* no layer needing any: no block (cudaMalloc(0)) */
         DT_CHECK(dev_floats(m, scratch, &m->scratch));
     size_t off = 0;
@@ -107,12 +95,7 @@ static dt_status_t ensure_capacity(dt_model_t *m, int batch)
         m->layers[i].scratch = m->scratch ? m->scratch + off : NULL;
         off += dt_model_scratch_floats(&m->layers[i], batch);
     }
-    if (m->act16) { /* the float32 copies the layers run on */
-        DT_CHECK(dev_floats(m, (size_t)batch * largest, &m->wx));
-        DT_CHECK(dev_floats(m, (size_t)batch * largest, &m->wy));
-    }
     if (m->branched) {
-        DT_CHECK(dev_floats(m, (size_t)batch * largest, &m->dtmp));
         m->dwritten = calloc((size_t)m->nlayers + 1, 1);
         if (!m->dwritten)
             return DT_ERR_NOMEM;
@@ -232,6 +215,8 @@ dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
         size_t nin = (size_t)batch * dt_layer_in_size(l),
                nout = (size_t)batch * dt_layer_out_size(&m->layers[out - 1]);
         const float *x = m->acts[l->src];
+        m->wx = m->wx_at[i]; /* this step's float32 copies (bf16) */
+        m->wy = m->wy_at[i];
         dt_model_io16(m, l, out); /* layers that take stored bf16 as is */
         float *y = l->io16 & 2 || !dt_model_act16(m, out) ? m->acts[out]
                                                           : m->wy;
@@ -321,12 +306,20 @@ dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
          * gets the second one added through dtmp. */
         float *dx = l->src > first ? m->dacts[l->src] : NULL;
         int accumulate = dx && m->dwritten && m->dwritten[l->src];
+        /* this step's branch sum and float32 copies (model_arena.c) */
+        float *dtmp = m->dtmp_at[2 * L - i];
+        m->wx = m->wx_at[2 * L - i];
+        m->wy = m->wy_at[2 * L - i];
+        if ((accumulate || (l->skip >= 0 && l->fused && !dx)) && !dtmp) {
+            dt_error("dt_model_backward: layer %d '%s' has no branch sum "
+                     "planned (model_arena.c)", i, l->desc);
+            return DT_ERR_INVALID;
+        }
         if (accumulate)
-            dx = m->dtmp;
+            dx = dtmp;
         /* an add with its relu fused masks dy: the shortcut gets dx, so
          * it needs one even where the main path does not */
-        float *masked = l->skip >= 0 && l->fused ? (dx ? dx : m->dtmp)
-                                                 : NULL;
+        float *masked = l->skip >= 0 && l->fused ? (dx ? dx : dtmp) : NULL;
         if (masked)
             dx = masked;
         t0 = prof_now(m);
@@ -343,7 +336,7 @@ dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
         }
         DT_CHECK(l->ops->backward(l, x, y, m->dacts[out], dx, batch));
         if (accumulate)
-            DT_CHECK(add_into(m->dev, m->dacts[l->src], m->dtmp, n));
+            DT_CHECK(add_into(m->dev, m->dacts[l->src], dtmp, n));
         if (dx && m->dwritten && l->src > first)
             m->dwritten[l->src] = 1;
         if (l->skip > first) { /* the add's shortcut gets dy as well */

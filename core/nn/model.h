@@ -16,13 +16,14 @@ struct dt_model {
     float *params, *grads;
     /* Activations acts[0] (input) .. acts[nlayers] (logits) and their
      * gradients, sized for cap samples; one scratch block for all layers.
-     * The gradients point into npool shared buffers dpool
-     * (model_grads.c); dacts[k] NULL: never needed. */
+     * acts[1 .. nlayers-1], the gradients, the branch sums and the float32
+     * copies lie in one block, placed by lifetime (model_arena.c);
+     * dacts[k] NULL: never needed. block_*: its bytes by what they are
+     * for (dt_model_memory). */
     int cap;
     float **acts, **dacts;
-    float **dpool;
-    int npool;
-    size_t dpool_floats;  /* each dpool buffer's floats                  */
+    void *block;
+    size_t block_acts, block_grads, block_copies;
     float *scratch;
     float *probs, *rows;
     float *host_rows;     /* cuda: rows read back here (pinned, 2*cap)   */
@@ -45,29 +46,36 @@ struct dt_model {
     dt_model_allreduce_fn allreduce;
     void *allreduce_arg;
     /* Residual blocks: an activation read by two layers gets the second
-     * gradient through dtmp (cap * largest activation floats), and
-     * dwritten[j] says whether dacts[j] holds a gradient yet in this
-     * backward. bias=no convs: zeros and junk (largest out channels). */
+     * gradient through a branch sum, dtmp_at[step] (model_arena.c: the
+     * steps are forward i, loss L, backward 2L - i), and dwritten[j] says
+     * whether dacts[j] holds a gradient yet in this backward. bias=no
+     * convs: zeros and junk (largest out channels). */
     int branched;
-    float *dtmp;
+    float **dtmp_at;
     unsigned char *dwritten;
     float *zeros, *junk;
     /* dt_model_set_activations (model_act16.c): acts[1 .. nlayers-1]
      * hold bf16 (2 bytes per element behind the float pointer); layers
-     * run on float32 copies in wx (input) and wy (output; the add's
-     * second input is widened there too), cap * largest activation
-     * floats each. */
+     * run on float32 copies: wx (input) and wy (output; the add's second
+     * input is widened there too), set per step from wx_at, wy_at. */
     int act16;
     float *wx, *wy;
+    float **wx_at, **wy_at;
     /* dt_model_set_profiling: thread CPU seconds per layer, forward at
      * [2i], backward at [2i+1]; the loss at [2 nlayers]. NULL: off. */
     double *prof;
 };
 
-/* The gradient buffers for batch samples: dacts[] into shared dpool
- * buffers (model_grads.c). */
-dt_status_t dt_model_plan_grads(dt_model_t *m, int batch);
-/* The lowest layer backward runs (model_grads.c). */
+/* The block of activations, gradients, branch sums and float32 copies
+ * for batch samples, and the pointers into it (model_arena.c). */
+dt_status_t dt_model_plan_block(dt_model_t *m, int batch);
+/* Its bytes for batch samples, activations stored in bf16 or not (0: out
+ * of memory planning it). */
+size_t dt_model_block_bytes(const dt_model_t *m, int batch, int act16);
+/* Pairs of the block's buffers that are live at one step and overlap
+ * (0 for a sound placement; -1 out of memory), for the tests. */
+int dt_model_block_overlaps(const dt_model_t *m, int batch, int act16);
+/* The lowest layer backward runs (model_arena.c). */
 int dt_model_first_backward(const dt_model_t *m);
 
 /* A layer's scratch floats for batch samples, rounded up to 16 (model.c). */

@@ -26,8 +26,9 @@ void dt_trainer_report_memory(dt_trainer_t *t)
     size_t mine = m.params + m.activations + m.act_grads + m.act_copies +
                   m.scratch + ws + copies;
     dt_info("GPU memory after the first step: %.1f MiB in use of %.1f on "
-            "%s: activations %.1f (%s), their gradients %.1f, float32 "
-            "copies %.1f, scratch %.1f, parameters and gradients %.1f, "
+            "%s: activations %.1f (%s), what their gradients add %.1f "
+            "and float32 copies %.1f (one block shared by lifetime), "
+            "scratch %.1f, parameters and gradients %.1f, "
             "cuDNN workspace %.1f and bf16 conv copies %.1f; the rest "
             "(CUDA context, libraries, optimizer state, other processes) "
             "%.1f", MIB(used), MIB(total), t->dev->name,

@@ -227,12 +227,15 @@ dt_activations_t dt_model_activations(const dt_model_t *m);
 
 /* The device memory a model holds, in bytes, by what it is for (after a
  * forward: the activation buffers exist from the first one on, sized
- * for the largest batch so far). */
+ * for the largest batch so far). The activations, their gradients and
+ * the float32 copies share one block, each buffer placed where nothing
+ * live at its steps lies: act_grads and act_copies are what each adds
+ * to that block beyond what the activations need. */
 typedef struct dt_model_memory {
     size_t params;      /* parameters, their gradients, batchnorm buffers */
     size_t activations; /* layer outputs kept for backward (and input)   */
-    size_t act_grads;   /* backward's shared activation-gradient buffers */
-    size_t act_copies;  /* bf16 storage: the float32 copies layers use   */
+    size_t act_grads;   /* what backward's activation gradients add      */
+    size_t act_copies;  /* bf16 storage: what the float32 copies add     */
     size_t scratch;     /* layers' scratch, probabilities, labels        */
 } dt_model_memory_t;
 void dt_model_memory(const dt_model_t *m, dt_model_memory_t *out);
