@@ -46,11 +46,14 @@ echo "## issue 21: projections from the GPU's own layer times"
 lt=$T/logs/layers/resnet18-gpu.layers
 if [ -s "$lt" ]; then
     head -3 "$lt"
+    # planned at the batch the layers were timed at (the planner's default
+    # is 64: it would scale the compute down 4x)
+    lb=$(awk '$1 == "batch" { print $2; exit }' "$lt")
     for hosts in 8 64; do
         for net in 100Gbit 400Gbit; do
             for base in dt horovod; do
                 printf '# %s hosts x 8 GPUs, %s, %s: ' "$hosts" "$net" "$base"
-                "$dtctl" plan --layer-times "$lt" --hosts "$hosts" --gpus-per-host 8 \
+                "$dtctl" plan --layer-times "$lt" --batch "${lb:-64}" --hosts "$hosts" --gpus-per-host 8 \
                     --network "$net" --intra 400GB/s --intra-latency 2us \
                     --profile /nonexistent --baseline "$base" 2>/dev/null |
                     awk -v n=$((hosts * 8)) '$1 == n { printf "step %s ms, %s samples/s, efficiency %s, exposed %s ms\n", $2, $3, $4, $6 }'

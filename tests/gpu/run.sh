@@ -10,8 +10,8 @@
 #                             needs the GPU says SKIP(no GPU)
 #
 # Steps (each with its own timeout, all under one budget, $DT_GPU_BUDGET
-# seconds, default 480; DT_GPU_STEPS, an extended regex of step names,
-# runs only those, for a rerun of what failed): environment and library discovery; ldd of every
+# seconds, default 480; DT_GPU_STEPS, an extended regex of step or
+# summary row names, runs only those, for a rerun of what failed): environment and library discovery; ldd of every
 # ELF file in _gpu; the GPU unit tests; the MLP, CNN (and ResNet) examples
 # on the GPU with transport nccl at N = 1, fixed epochs, accuracy floor;
 # `dtctl bench allreduce --transport=nccl -n 1`; 2 ranks over tcp on CUDA
@@ -74,14 +74,25 @@ tmo() {
     local left=$(( BUDGET - $(elapsed) - 15 ))
     [ "$left" -lt "$1" ] && echo "$left" || echo "$1"
 }
+# selected NAME...: DT_GPU_STEPS is unset or matches one of the NAMEs
+selected() {
+    [ -z "${DT_GPU_STEPS:-}" ] && return 0
+    local n
+    for n in "$@"; do echo "$n" | grep -Eq "$DT_GPU_STEPS" && return 0; done
+    return 1
+}
+# STEP_ROWS: the summary rows a sub-step feeds (e.g. dt_resnet18_bf16 feeds
+# vs_torch_resnet18_bf16): DT_GPU_STEPS matching one of them runs it too
+STEP_ROWS=""
 # run_step NAME SECONDS CMD...: runs CMD under timeout with output in
 # $L/NAME.log; sets RC (124: timed out; -1: no time left).
 run_step() {
     local name=$1 secs; secs=$(tmo "$2"); shift 2
-    # DT_GPU_STEPS (an extended regex of step names): a rerun of only
-    # what failed, e.g. DT_GPU_STEPS='test_nn_cuda|dt_resnet18'
+    # DT_GPU_STEPS (an extended regex of step or row names): a rerun of only
+    # what failed, e.g. DT_GPU_STEPS='test_nn_cuda|vs_torch_resnet18_bf16$'
     FILTERED=0
-    if [ -n "${DT_GPU_STEPS:-}" ] && ! echo "$name" | grep -Eq "$DT_GPU_STEPS"; then
+    # shellcheck disable=SC2086 # STEP_ROWS: a list of names
+    if ! selected "$name" $STEP_ROWS; then
         echo "(filtered out by DT_GPU_STEPS)" >"$L/$name.log"; RC=-1; FILTERED=1; return
     fi
     if [ "$secs" -lt 10 ]; then
@@ -354,13 +365,13 @@ cnn_precision() { # bf16|fp16
         --set data.path="$G/data/fashion-mnist"
     local acc; acc=$(grep -o 'final test accuracy: [0-9.]*' "$log" | awk '{print $4}' | tail -1)
     local sps; sps=$(grep 'test_accuracy' "$log" | grep -o '[0-9]* samples/s' | tail -1 | awk '{print $1}')
-    local note="${sps} samples/s (fp32 ${DTSPS[cnn]:-?})"
+    local note="${sps} samples/s (fp32 ${DTSPS[cnn]:-not run})"
     [ "$p" = fp16 ] && note="$note; $(grep -o -i -E '(loss scale|skipped)[^;,]*' "$log" | tail -2 | tr '\n' ' ' | cut -c1-60)"
     if [ $RC -eq -1 ]; then row "$name" "SKIP(time)" "" ""; return; fi
     if [ $RC -ne 0 ]; then
         row "$name" FAIL "exit $RC" "$(grep -m1 -i -E 'error|fail' "$log" | cut -c1-80)"
     elif awk -v a="${acc:-0}" -v f="${FLOOR[cnn]}" 'BEGIN {exit !(a >= f)}'; then
-        row "$name" PASS "acc ${acc}% (fp32 ${DTACC[cnn]:-?})" "$note"
+        row "$name" PASS "acc ${acc}% (fp32 ${DTACC[cnn]:-not run})" "$note"
     else
         row "$name" FAIL "acc ${acc:-?}% < ${FLOOR[cnn]}" "$note"
     fi
@@ -514,7 +525,7 @@ rn_torch() { # MODEL fp32|tf32|amp: once per model and mode
     TORCH_SPS[$name]=$RN_SPS; TORCH_MEM[$name]=$RN_MEM
 }
 resnets() {
-    local m c p b t a label dsps dmem drc
+    local m c p b t a label dsps dmem drc rows dtrows
     for m in resnet20 resnet18; do
         # bf16 stores activations in bf16 (auto); the act32 row keeps them
         # float32 (the memory and speed that storage costs or saves)
@@ -522,9 +533,13 @@ resnets() {
             IFS=: read -r p b t a <<<"$c"
             [ "$m" = resnet20 ] && [ "$a" = float32 ] && continue
             label=$p$([ "$b" = yes ] && echo _bench)$([ "$a" = float32 ] && echo _act32)
+            # the row's name (and the mem row's, for its dt run) selects
+            # its sub-steps too: DT_GPU_STEPS='vs_torch_resnet18_bf16$'
+            rows="vs_torch_${m}_$label"
+            case "$m:$label" in resnet18:bf16_bench|resnet18:bf16_bench_act32) dtrows="$rows mem_${m}_$label" ;; *) dtrows=$rows ;; esac
             if [ $gpus -eq 0 ]; then
                 # rehearsal: the job file and every --set key as dtctl reads them
-                run_step "cfg_${m}_$label" 30 "${DTENV[@]}" "$DTCTL" config "${RN_JOB[$m]}" \
+                STEP_ROWS=$dtrows run_step "cfg_${m}_$label" 30 "${DTENV[@]}" "$DTCTL" config "${RN_JOB[$m]}" \
                     --set train.precision="$p" --set train.cudnn_benchmark="$b" \
                     --set train.activations="$a" \
                     --set train.max_steps="${RN_STEPS[$m]}" \
@@ -533,12 +548,17 @@ resnets() {
                 row "vs_torch_${m}_$label" "SKIP(no GPU)" "$([ $RC -eq 0 ] && echo 'job ok' || echo "job FAILED: exit $RC")" "dt $label vs torch $t"
                 continue
             fi
-            rn_dt "$m" "$p" "$b" "$a"; dsps=$RN_SPS; dmem=$RN_MEM; drc=$RC
+            STEP_ROWS=$dtrows rn_dt "$m" "$p" "$b" "$a"; dsps=$RN_SPS; dmem=$RN_MEM; drc=$RC
             if [ "$drc" -eq -1 ]; then row "vs_torch_${m}_$label" "SKIP(time)" "" ""; continue; fi
             if [ "$drc" -ne 0 ]; then
                 row "vs_torch_${m}_$label" FAIL "dt exit $drc" "$(grep -m1 -i -E 'error|fail' "$L/dt_${m}_$label.log" | cut -c1-80)"; continue
             fi
-            rn_torch "$m" "$t"
+            STEP_ROWS=$rows rn_torch "$m" "$t"
+            if [ -z "$RN_SPS" ] && [ "$FILTERED" = 1 ]; then
+                # dt ran (DT_GPU_STEPS matched it or its mem row), PyTorch was filtered out
+                FILTERED=0
+                row "vs_torch_${m}_$label" "SKIP(filter)" "torch_${m}_$t filtered out" "dt ${dsps} samples/s; peak +${dmem} MiB"; continue
+            fi
             if [ -z "$RN_SPS" ]; then row "vs_torch_${m}_$label" FAIL "torch exit $RC" "dt ${dsps} samples/s"; continue; fi
             local ratio; ratio=$(awk -v d="${dsps:-0}" -v t="$RN_SPS" 'BEGIN {printf "%.2f", d / t}')
             # The target: >= 1.0x PyTorch (bf16 vs AMP); a lower ratio is a
@@ -554,8 +574,9 @@ resnets
 # peak-memory target against PyTorch AMP
 for f in dt_resnet18_bf16_bench dt_resnet18_bf16_bench_act32; do
     [ -f "$L/$f.log" ] || continue
-    # skipped for time, or failed (its vs_torch row says so): no second row
-    if grep -q '^(no time left\|^(filtered out' "$L/$f.log"; then row "mem_${f#dt_}" "SKIP(time)" "" ""; continue; fi
+    # filtered out or skipped for time (or failed: its vs_torch row says so)
+    if grep -q '^(filtered out' "$L/$f.log"; then row "mem_${f#dt_}" "SKIP(filter)" "" ""; continue; fi
+    if grep -q '^(no time left' "$L/$f.log"; then row "mem_${f#dt_}" "SKIP(time)" "" ""; continue; fi
     line=$(grep -m1 'GPU memory after the first step' "$L/$f.log" | sed 's/.*first step: //')
     [ -n "$line" ] || { row "mem_${f#dt_}" FAIL "no memory line" ""; continue; }
     row "mem_${f#dt_}" INFO "$(echo "$line" | grep -o '^[0-9.]* MiB')" \
@@ -630,13 +651,33 @@ fi
 # ResNet-18 bf16 job preferring algorithms within 64 MiB of workspace
 # (DT_CUDNN_WORKSPACE_MAX; 512M by default): its samples/s, peak and
 # memory line beside the row above, against the same PyTorch AMP
-if [ $gpus -gt 0 ] && [ -n "${TORCH_SPS[torch_resnet18_amp]:-}" ] && [ "$(tmo 60)" -lt 60 ]; then
+# Selected by its own row's name, or by the default row's (its sub-step
+# dt_resnet18_bf16_bench, the row vs_torch_resnet18_bf16_bench); it needs
+# PyTorch AMP's rate from that pair (or the plain bf16 one).
+ws64_names="dt_resnet18_bf16_bench vs_torch_resnet18_bf16_bench mem_resnet18_bf16_bench_ws64"
+# shellcheck disable=SC2086
+if [ $gpus -eq 0 ]; then
+    row mem_resnet18_bf16_bench_ws64 "SKIP(no GPU)" "" "DT_CUDNN_WORKSPACE_MAX=64M"
+elif ! selected $ws64_names; then
+    row mem_resnet18_bf16_bench_ws64 "SKIP(filter)" "" ""
+elif [ -z "${TORCH_SPS[torch_resnet18_amp]:-}" ]; then
+    # selected, but no PyTorch AMP rate: its pairs were filtered out, cut
+    # for time, or failed (their vs_torch rows say which)
+    if grep -q '^(filtered out' "$L/torch_resnet18_amp.log" 2>/dev/null ||
+       { [ ! -f "$L/torch_resnet18_amp.log" ] && grep -q '^(filtered out' "$L/dt_resnet18_bf16_bench.log" 2>/dev/null; }; then
+        row mem_resnet18_bf16_bench_ws64 "SKIP(filter)" "" "needs PyTorch AMP's rate: add vs_torch_resnet18_bf16_bench to DT_GPU_STEPS"
+    elif grep -q '^(no time left' "$L/torch_resnet18_amp.log" "$L/dt_resnet18_bf16_bench.log" 2>/dev/null; then
+        row mem_resnet18_bf16_bench_ws64 "SKIP(time)" "" ""
+    else
+        row mem_resnet18_bf16_bench_ws64 "SKIP(no torch)" "" "no PyTorch AMP rate: see vs_torch_resnet18_bf16*"
+    fi
+elif [ "$(tmo 60)" -lt 60 ]; then
     row mem_resnet18_bf16_bench_ws64 "SKIP(time)" "" "under 60 s left"
-elif [ $gpus -gt 0 ] && [ -n "${TORCH_SPS[torch_resnet18_amp]:-}" ]; then
+else
     # rn_dt logs under the default row's name: that log is kept aside
     mv "$L/dt_resnet18_bf16_bench.log" "$W/default.log" 2>/dev/null
     DTENV_SAVED=("${DTENV[@]}"); DTENV+=(DT_CUDNN_WORKSPACE_MAX=64M)
-    NO_LT=1 rn_dt resnet18 bf16 yes auto; dsps=$RN_SPS; dmem=$RN_MEM; drc=$RC
+    NO_LT=1 STEP_ROWS=${ws64_names#* } rn_dt resnet18 bf16 yes auto; dsps=$RN_SPS; dmem=$RN_MEM; drc=$RC
     DTENV=("${DTENV_SAVED[@]}")
     mv "$L/dt_resnet18_bf16_bench.log" "$L/dt_resnet18_bf16_bench_ws64.log" 2>/dev/null
     mv "$W/default.log" "$L/dt_resnet18_bf16_bench.log" 2>/dev/null
@@ -650,8 +691,6 @@ elif [ $gpus -gt 0 ] && [ -n "${TORCH_SPS[torch_resnet18_amp]:-}" ]; then
         row mem_resnet18_bf16_bench_ws64 INFO "dt/torch $(awk -v d="${dsps:-0}" -v t="${TORCH_SPS[torch_resnet18_amp]}" 'BEGIN {printf "%.2f", d / t}')x" \
             "peak +${dmem} vs +${TORCH_MEM[torch_resnet18_amp]} MiB; $(echo "$line" | grep -o '^[0-9.]* MiB'), $(echo "$line" | grep -o 'cuDNN workspace [0-9.]*')"
     fi
-else
-    row mem_resnet18_bf16_bench_ws64 "SKIP(no GPU)" "" "DT_CUDNN_WORKSPACE_MAX=64M"
 fi
 
 # ---- summary ------------------------------------------------------------------
