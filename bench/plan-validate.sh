@@ -3,7 +3,7 @@
 # host (docs/PLAN.md#validation). Per job and round: the trainer on each
 # of --workers N (one epoch of --samples Fashion-MNIST samples, one thread
 # per worker, --metrics samples/s), then dtctl plan with the profile of
-# `dtctl plan --measure`. Two predictions per N:
+# `dtctl plan --measure`. Four predictions per N:
 #   raw         the model as the planner measures it (forward, backward
 #               per gradient event, optimizer): no input from the run
 #   calibrated  compute scaled so that N = 1 matches the run's N = 1 step
@@ -12,6 +12,9 @@
 #   trainer     the layers as the trainer times them itself ([train]
 #               layer_times, one extra run at N = 1), scaled only by
 #               N / cores where workers outnumber cores
+#   col         raw, with the compute of k co-located copies at once and
+#               the slowest of N (dtctl plan --colocation, measured with
+#               the model's layers on this host)
 # Prints measured and predicted step times (ms) and the errors.
 #
 # Two halves, for a host without SimGrid (the GPU check's 16-core device
@@ -77,6 +80,15 @@ measure() {
         cp "$job" "$dir/$name.ini"
         # the model measured once (the load can vary from call to call)
         "$dtctl" plan "$job" --save-layers "$dir/$name.layers" >/dev/null
+        # and its step times with 1 .. max copies at once on this host
+        # (--colocation: co-located workers' contention and the slowest
+        # of N, the planner's "col" column)
+        maxw=$(echo "$workers" | tr ' ' '\n' | sort -n | tail -1)
+        "$dtctl" plan "$job" --hosts 1 --gpus-per-host "$maxw" \
+            --max-workers "$maxw" --colocation measure \
+            --save-colocation "$dir/$name.coloc" >/dev/null 2>&1 ||
+            { echo "plan-validate: $name: --colocation measure failed (no col column)" >&2
+              rm -f "$dir/$name.coloc"; }
         # and as the trainer times its own steps (a run of its own: its
         # timed steps are slower, kept out of the samples/s rounds)
         # (optional: a failure costs only that column, not the rounds)
@@ -111,8 +123,8 @@ predict() {
     ns=$(sed -n 's/^workers //p' "$dir/meta")
     max=$(echo "$ns" | tr ' ' '\n' | sort -n | tail -1)
     sed -n 's/^/# measured: /p' "$dir/meta"
-    printf '# %-28s %2s %9s %9s %7s %9s %7s %9s %7s\n' job N meas_ms raw_ms raw_err \
-        cal_ms cal_err trn_ms trn_err
+    printf '# %-28s %2s %9s %9s %7s %9s %7s %9s %7s %9s %7s\n' job N meas_ms raw_ms raw_err \
+        cal_ms cal_err trn_ms trn_err col_ms col_err
     for layers in "$dir"/*.layers; do
         name=$(basename "$layers" .layers) job=${layers%.layers}.ini
         [ -f "$job" ] && [ -s "$dir/$name.sps.1" ] || continue # not a measured job
@@ -120,11 +132,12 @@ predict() {
         # best of the rounds, as compare-train.sh: step = batch x N / samples/s
         meas() { sort -g "$dir/$name.sps.$1" | tail -1 |
             awk -v b="$batch" -v n="$1" '{ printf "%.4f", 1e3 * b * n / $1 }'; }
-        plan() { # N SCALE [LAYERS] -> predicted step ms for N
+        plan() { # N SCALE [LAYERS [MORE OPTIONS]] -> predicted step ms for N
+            local pn=$1 ps=$2 pl=${3:-$layers}; shift 2; [ $# -gt 0 ] && shift
             "$dtctl" plan "$job" --hosts 1 --gpus-per-host "$max" \
                 --max-workers "$max" --intra-latency 0 --profile "$dir/profile.ini" \
-                --compute-scale "$2" --layer-times "${3:-$layers}" 2>/dev/null |
-                awk -v n="$1" '$1 == n { print $2 }'; }
+                --compute-scale "$ps" --layer-times "$pl" "$@" 2>/dev/null |
+                awk -v n="$pn" '$1 == n { print $2 }'; }
         m1=$(meas 1)
         r1=$(plan 1 1)
         scale=$(awk -v m="$m1" -v r="$r1" 'BEGIN { printf "%.4f", m / r }')
@@ -139,10 +152,16 @@ predict() {
                 trn=$(plan "$n" "$(awk -v n="$n" -v c="$cores" \
                     'BEGIN { print (n > c ? n / c : 1) }')" "$dir/$name.trained")
             fi
-            awk -v j="$name" -v n="$n" -v m="$m" -v r="$raw" -v c="$cal" -v t="$trn" \
+            col=
+            if [ -s "$dir/$name.coloc" ]; then # raw, with co-located compute
+                col=$(plan "$n" 1 "$layers" --colocation "$dir/$name.coloc")
+            fi
+            awk -v j="$name" -v n="$n" -v m="$m" -v r="$raw" -v c="$cal" -v t="$trn" -v o="$col" \
                 'BEGIN { printf "  %-28s %2d %9.3f %9.3f %+6.1f%% %9.3f %+6.1f%%",
                          j, n, m, r, 100 * (r - m) / m, c, 100 * (c - m) / m
-                         if (t != "") printf " %9.3f %+6.1f%%\n", t, 100 * (t - m) / m
+                         if (t != "") printf " %9.3f %+6.1f%%", t, 100 * (t - m) / m
+                         else printf " %9s %7s", "-", "-"
+                         if (o != "") printf " %9.3f %+6.1f%%\n", o, 100 * (o - m) / m
                          else printf " %9s %7s\n", "-", "-" }'
         done
     done

@@ -8,7 +8,9 @@
 # under a minute; --sweep names the fastest bucket/hierarchy; --fit recovers alpha and beta from a bench table;
 # dtctl bench allgather checks every row; [train] layer_times writes the trainer's own layers;
 # fat trees (--topology) match the switch when non-blocking and slow
-# cross-leaf traffic when oversubscribed; bad trees are refused.
+# cross-leaf traffic when oversubscribed; bad trees are refused;
+# --colocation's factors follow the samples' order statistics, measured
+# ones are saved and planned alike, bad files and misuse are refused.
 # Skips (77) when configure found no SimGrid.
 set -u
 : "${DTCTL:?run through make check}"
@@ -424,5 +426,49 @@ grep -q "device-bandwidth goes with --device-flops" "$tmp/err" || fail "--device
     >/dev/null 2>"$tmp/err" && fail "--device-bandwidth fast accepted"
 grep -q "device-bandwidth fast: the memory bandwidth" "$tmp/err" || fail "--device-bandwidth fast: $(cat "$tmp/err")"
 echo "--device-bandwidth: the MLP's layers as rooflines, compute- and memory-bound"
+
+# --colocation FILE: each N's compute times E[slowest of N steps with
+# min(N, G) workers per host] over the fastest step alone. k 1 all 1 ms
+# (factor 1 at N = 1); k 2 sorted 1, 2, 2, 3 ms: E[max of 2] =
+# 1(1/16) + 2(4/16 - 1/16) + 2(9/16 - 4/16) + 3(1 - 9/16) = 2.375 ms, so
+# the 30 ms of compute (forward 10, one layer 20) becomes 71.25 ms at N = 2.
+printf 'batch 64\nforward 0.01\noptimizer 0\n0.02 4000\n' >"$tmp/c.layers"
+printf '# test\nbatch 64\nk 1 0.001 0.001 0.001 0.001\nk 2 0.003 0.001 0.002 0.002\n' >"$tmp/c.coloc"
+"$DTCTL" plan --layer-times "$tmp/c.layers" --hosts 1 --gpus-per-host 2 --network 10Gbit \
+    --profile "$tmp/none.ini" --colocation "$tmp/c.coloc" >"$tmp/out" 2>&1 ||
+    fail "--colocation FILE: $(cat "$tmp/out")"
+grep -q "N=1 x1.000 (k 1) N=2 x2.375 (k 2)" "$tmp/out" || fail "--colocation factors"
+awk '$1 == 1 { one = $2 } $1 == 2 { c = $2 - $6 }
+     END { exit !(one > 29.99 && one < 30.01 && c > 71.2 && c < 71.3) }' "$tmp/out" ||
+    fail "--colocation: N = 1 not 30 ms or N = 2's compute not 71.25 ms"
+# a file without the k the plan needs, a bad line, and the option misused
+"$DTCTL" plan --layer-times "$tmp/c.layers" --hosts 1 --gpus-per-host 4 --network 10Gbit \
+    --profile "$tmp/none.ini" --colocation "$tmp/c.coloc" >"$tmp/out" 2>&1 &&
+    fail "--colocation without k 4 accepted"
+grep -q "has no step times for 4 co-located copies (k 4)" "$tmp/out" || fail "--colocation: missing k not named"
+printf 'k 1 0.001\nk 2 0.001 fast\n' >"$tmp/bad.coloc"
+"$DTCTL" plan --layer-times "$tmp/c.layers" --hosts 1 --gpus-per-host 2 --network 10Gbit \
+    --colocation "$tmp/bad.coloc" >"$tmp/out" 2>&1 && fail "--colocation bad file accepted"
+grep -q "bad.coloc:2: k 2: positive step seconds expected" "$tmp/out" || fail "--colocation: bad line not named"
+"$DTCTL" plan "$job" --hosts 1 --network 10Gbit --save-colocation "$tmp/x" \
+    >"$tmp/out" 2>&1 && fail "--save-colocation alone accepted"
+grep -q "save-colocation FILE writes what --colocation measure measured" "$tmp/out" || fail "--save-colocation alone: $(cat "$tmp/out")"
+"$DTCTL" plan --model-params 25M --samples-per-sec 100 --hosts 2 --network 10Gbit \
+    --colocation measure >"$tmp/out" 2>&1 && fail "--colocation measure with --model-params accepted"
+grep -q "colocation measure runs the job's \[model\] layers" "$tmp/out" || fail "--colocation measure without a model: $(cat "$tmp/out")"
+# --colocation measure: the MLP as 1 and 2 copies at once here, saved
+# (k 1 and k 2, every sample positive) and planned from the file alike
+"$DTCTL" plan "$job" --hosts 1 --gpus-per-host 2 --network 10Gbit --profile "$tmp/none.ini" \
+    --colocation measure --save-colocation "$tmp/m.coloc" >"$tmp/out" 2>&1 ||
+    fail "--colocation measure: $(cat "$tmp/out")"
+awk '$1 == "k" { k[$2] = NF - 2; for (i = 3; i <= NF; i++) if (!($i > 0)) bad = 1 }
+     END { exit !(k[1] >= 8 && k[2] == 2 * k[1] && !bad) }' "$tmp/m.coloc" ||
+    fail "--colocation measure: not k 1 and k 2 samples: $(cut -c1-200 "$tmp/m.coloc")"
+f1=$(sed -n 's/.*N=1 x\([0-9.]*\) (k 1).*/\1/p' "$tmp/out")
+awk -v f="$f1" 'BEGIN { exit !(f >= 1 && f < 3) }' || fail "--colocation measure: factor at N = 1 is $f1"
+"$DTCTL" plan "$job" --hosts 1 --gpus-per-host 2 --network 10Gbit --profile "$tmp/none.ini" \
+    --colocation "$tmp/m.coloc" >"$tmp/out2" 2>&1 || fail "--colocation FILE from measure: $(cat "$tmp/out2")"
+grep -q "N=1 x$f1 (k 1)" "$tmp/out2" || fail "--colocation: the saved file plans differently"
+echo "--colocation: factors from the samples (2.375 at N = 2), measured and saved, bad input refused"
 
 echo "ok"

@@ -39,7 +39,7 @@
 typedef struct {
     const char *job, *platform, *profile, *layer_times, *spec_out, *input;
     const char *plot;
-    const char *save_layers, *fit;
+    const char *save_layers, *fit, *colocation, *save_colocation;
     const char *net_transport, *intra_transport;
     const char *baseline, *compression, *hierarchy, *topology;
     int hosts, gpus, max_workers, measure, batch, sweep, model_layers;
@@ -67,6 +67,8 @@ static int usage(void)
           "none|bf16|fp16] [--hierarchy on|off]\n"
           "                  [--plot FILE.png|FILE.svg] [--device-flops "
           "RATE [--device-bandwidth RATE]]\n"
+          "                  [--colocation measure|FILE] "
+          "[--save-colocation FILE]\n"
           "       (JOB.ini may be left out with --model-params or "
           "--layer-times)\n"
           "       dtctl plan --measure [--profile FILE]\n"
@@ -102,6 +104,32 @@ static int parse_flops(const char *s, double *out)
     return 0;
 }
 
+/* --colocation measure|FILE: the step times of co-located copies of the
+ * model (plan_colocation.c), measured here for the plan's workers per
+ * host (saved with --save-colocation) or read from a file. */
+static int load_colocation(const plan_args_t *a, const dt_config_t *cfg,
+                           const char *layers, int batch, coloc_t *c)
+{
+    if (strcmp(a->colocation, "measure"))
+        return plan_colocation_read(a->colocation, c);
+    int d[4], ks[64], nk = plan_colocation_ks(a->gpus, a->max_workers, ks);
+    if (ks[nk - 1] > 256 || a->gpus > 256) {
+        dt_error("plan: --colocation measure: %d workers per host is more "
+                 "copies than it runs here (at most 256)", a->gpus);
+        return -1;
+    }
+    if (!layers || !*layers) {
+        dt_error("plan: --colocation measure: %s has no [model] layers",
+                 a->job);
+        return -1;
+    }
+    if (plan_input_dims(cfg, a->input, d) != 0 ||
+        plan_colocation_measure(layers, d, batch, ks, nk, c) != 0)
+        return -1;
+    return a->save_colocation ? plan_colocation_write(a->save_colocation, c)
+                              : 0;
+}
+
 /* ---- dtctl plan ----------------------------------------------------- */
 
 int dt_cmd_plan(int argc, char **argv)
@@ -126,6 +154,7 @@ int dt_cmd_plan(int argc, char **argv)
         {"hierarchy", 1, 0, 'y'},     {"plot", 1, 0, 'g'},
         {"device-flops", 1, 0, 'f'}, {"topology", 1, 0, 't'},
         {"device-bandwidth", 1, 0, 'e'},
+        {"colocation", 1, 0, 'k'},    {"save-colocation", 1, 0, 'K'},
         {"help", 0, 0, 'h'},          {0, 0, 0, 0}};
     int c, li = 0;
     optind = 1;
@@ -254,6 +283,8 @@ int dt_cmd_plan(int argc, char **argv)
         case 'm': a.measure = 1; break;
         case 'w': a.sweep = 1; break;
         case 'g': a.plot = optarg; break;
+        case 'k': a.colocation = optarg; break;
+        case 'K': a.save_colocation = optarg; break;
         case 'f':
             if (parse_flops(optarg, &a.device_flops)) {
                 dt_error("plan: --device-flops %s: one worker's achieved "
@@ -296,6 +327,20 @@ int dt_cmd_plan(int argc, char **argv)
     }
     if (a.model_layers && !(a.model_params > 0)) {
         dt_error("plan: --model-layers goes with --model-params");
+        return 2;
+    }
+    if (a.save_colocation &&
+        !(a.colocation && !strcmp(a.colocation, "measure"))) {
+        dt_error("plan: --save-colocation FILE writes what --colocation "
+                 "measure measured: give both");
+        return 2;
+    }
+    if (a.colocation && !strcmp(a.colocation, "measure") &&
+        (!a.job || a.model_params > 0 || a.sps > 0 || a.device_flops > 0)) {
+        dt_error("plan: --colocation measure runs the job's [model] layers "
+                 "on this host's CPU: it needs JOB.ini, and not "
+                 "--model-params, --samples-per-sec or --device-flops "
+                 "(a GPU's compute is not shared like that)");
         return 2;
     }
     if (a.sweep && a.baseline && !strcmp(a.baseline, "horovod")) {
@@ -446,6 +491,12 @@ int dt_cmd_plan(int argc, char **argv)
                     "layer_times = FILE), --device-flops or "
                     "--samples-per-sec", a.job, dev);
     }
+    coloc_t coloc = {0};
+    if (a.colocation &&
+        load_colocation(&a, cfg, layers, (int)batch, &coloc) != 0) {
+        dt_config_free(cfg);
+        return 1;
+    }
     dt_config_free(cfg);
     if (mp.batch > 0 && mp.batch != batch && !(a.sps > 0)) {
         /* times for another batch: compute in proportion (a GPU at a
@@ -566,6 +617,19 @@ int dt_cmd_plan(int argc, char **argv)
     for (size_t i = mp.n; i-- > 0;)
         fprintf(f, "layer = %.9g %.0f\n", mp.bwd[i] * a.compute_scale,
                 mp.bytes[i]);
+    if (a.colocation &&
+        plan_colocation_spec(&coloc, a.gpus, a.max_workers,
+                             strcmp(a.colocation, "measure")
+                                 ? a.colocation
+                                 : "measured here",
+                             f) != 0) {
+        fclose(f);
+        plan_colocation_free(&coloc);
+        if (!a.spec_out)
+            unlink(spec);
+        return 1;
+    }
+    plan_colocation_free(&coloc);
     fclose(f);
     free(mp.bwd);
     free(mp.bytes);

@@ -7,6 +7,7 @@
 #define DT_CLI_PLAN_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include <dt/config.h>
@@ -35,6 +36,32 @@ typedef struct {
     double alpha, beta, gamma;
     int found;
 } tprof_t;
+
+/* --colocation (plan_colocation.c): each step's compute seconds with k
+ * copies of the model running at once on one host, sorted per k. */
+#define PLAN_COLOC_MAX 16
+typedef struct {
+    int nk;
+    int k[PLAN_COLOC_MAX];
+    double *t[PLAN_COLOC_MAX];
+    size_t n[PLAN_COLOC_MAX];
+    long long batch;
+} coloc_t;
+int plan_colocation_measure(const char *layers, const int d[4], int batch,
+                            const int *ks, int nk, coloc_t *c);
+int plan_colocation_read(const char *path, coloc_t *c);
+int plan_colocation_write(const char *path, const coloc_t *c);
+/* E[slowest of n steps with k co-located] over the fastest step of one
+ * copy alone; 0 when k (or k = 1) was not measured. */
+double plan_colocation_factor(const coloc_t *c, int k, int n);
+void plan_colocation_free(coloc_t *c);
+/* The k (workers per host) of each N the plan runs: min(N, gpus);
+ * returns how many distinct ones went into ks (at most 64). */
+int plan_colocation_ks(int gpus, int max_workers, int *ks);
+/* Print each N's factor and write it into the spec; -1 (said) if c
+ * lacks a k the plan needs. src names c (a file or "measured here"). */
+int plan_colocation_spec(const coloc_t *c, int gpus, int max_workers,
+                         const char *src, FILE *spec);
 
 void plan_read_profile(const char *path, const char *transport, tprof_t *t);
 int plan_measure_profile(const char *path);

@@ -57,6 +57,11 @@ struct Spec {
     std::string platform;
     std::string topology; // "" (one switch) or "fat-tree:..." (docs/PLAN.md)
     std::vector<Layer> layers; // model order
+    // compute_factor = N F: the step's compute (forward, each layer's
+    // backward, the optimizer) times F at N workers: co-located workers
+    // slowing each other and the slowest of N setting the pace (dtctl
+    // plan --colocation); 1 for an N not listed
+    std::map<int, double> compute_factor;
 };
 
 static void die(const std::string& m)
@@ -93,6 +98,15 @@ static Spec read_spec(const char* path)
         }
         if (k == "platform") {
             s.platform = v;
+            continue;
+        }
+        if (k == "compute_factor") {
+            int n;
+            double f;
+            if (!(vs >> n >> f) || n < 1 || !(f > 0))
+                die(std::string(path) + ":" + std::to_string(ln) +
+                    ": compute_factor = N FACTOR (N >= 1, FACTOR > 0)");
+            s.compute_factor[n] = f;
             continue;
         }
         if (k == "topology") {
@@ -549,6 +563,12 @@ static void fusion_actor(int nl)
     g_done->release();
 }
 
+static double compute_factor(int n)
+{
+    auto it = g.compute_factor.find(n);
+    return it == g.compute_factor.end() ? 1.0 : it->second;
+}
+
 static void step_fusion()
 {
     int nl = 0;
@@ -561,9 +581,10 @@ static void step_fusion()
     g_done = sg4::Semaphore::create(0);
     g_step_t0 = sg4::Engine::get_clock();
     sg4::Actor::create("fusion", g_workers[0], fusion_actor, nl);
-    sg4::this_actor::sleep_for(g.forward);
+    double cf = compute_factor(g_n);
+    sg4::this_actor::sleep_for(g.forward * cf);
     for (size_t i = g.layers.size(); i-- > 0;) {
-        sg4::this_actor::sleep_for(g.layers[i].bwd);
+        sg4::this_actor::sleep_for(g.layers[i].bwd * cf);
         if (nl && g.layers[i].bytes > 0) {
             g_queue.push_back({g.layers[i].bytes, i, i});
             g_ready->release();
@@ -572,7 +593,7 @@ static void step_fusion()
     g_res.backward_end = sg4::Engine::get_clock();
     g_done->acquire();
     g_res.exposed = sg4::Engine::get_clock() - g_res.backward_end;
-    sg4::this_actor::sleep_for(g.optimizer + g.data_wait);
+    sg4::this_actor::sleep_for(g.optimizer * cf + g.data_wait);
     g_res.step = sg4::Engine::get_clock();
 }
 
@@ -589,10 +610,11 @@ static void step_actor()
     g_ready = sg4::Semaphore::create(0);
     g_done = sg4::Semaphore::create(0);
     sg4::Actor::create("comm", g_workers[0], comm_actor, nb);
-    sg4::this_actor::sleep_for(g.forward);
+    double cf = compute_factor(g_n);
+    sg4::this_actor::sleep_for(g.forward * cf);
     size_t next = 0;
     for (size_t i = g.layers.size(); i-- > 0;) {
-        sg4::this_actor::sleep_for(g.layers[i].bwd);
+        sg4::this_actor::sleep_for(g.layers[i].bwd * cf);
         if (next < bs.size() && bs[next].first_layer == i) {
             if (g_n > 1) {
                 g_queue.push_back(bs[next]);
@@ -609,7 +631,7 @@ static void step_actor()
         g_res.comm += sg4::Engine::get_clock() - c0;
     }
     g_res.exposed = sg4::Engine::get_clock() - g_res.backward_end;
-    sg4::this_actor::sleep_for(g.optimizer + g.data_wait);
+    sg4::this_actor::sleep_for(g.optimizer * cf + g.data_wait);
     g_res.step = sg4::Engine::get_clock();
 }
 

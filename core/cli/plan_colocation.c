@@ -1,0 +1,416 @@
+/* plan_colocation.c — dtctl plan --colocation: how much slower a step's
+ * compute runs when k workers share a host and N of them meet at every
+ * allreduce, measured here rather than assumed.
+ *
+ * The planner's layer times are each layer's fastest on an idle machine.
+ * A synchronous step waits for the slowest of its N workers, and workers
+ * that share a host share its memory bandwidth, caches and clock boost:
+ * on the lent device's 16 cores (session 8) the MLP's per-worker rate
+ * fell 27% from 1 to 8 workers with a core each while the plan's
+ * allreduce added 0.2 ms, and the plan missed by 25-33%. So: run k copies
+ * of the job's model at once (k = the plan's workers per host), record
+ * every step's wall time, and take the expected slowest of N such steps
+ * from their distribution (order statistics of the samples, as if the
+ * steps were independent draws):
+ *
+ *     E[max of N] = sum_i x_(i) ((i/m)^N - ((i-1)/m)^N),  x sorted, m samples
+ *
+ * The compute factor at N is that over the fastest step of one copy
+ * alone; dt-plan-sim multiplies the step's compute by it
+ * (compute_factor = N F). The samples can be saved
+ * (--save-colocation) and planned elsewhere (--colocation FILE): measured
+ * where the job runs, planned where SimGrid is. */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <dt/clock.h>
+#include <dt/log.h>
+#include <dt/nn.h>
+#include "plan_cli.h"
+
+#define MIN_STEPS 8
+#define MAX_STEPS 400
+#define BUDGET_S 1.5 /* per k: about this long at k = 1's speed */
+
+/* One copy: the model on one CPU thread, two warm-up steps, a byte on
+ * ready, then steps timed after the parent's go; the times to out. */
+static void copy_main(const char *layers, const int d[4], int batch,
+                      int steps, int ready, int go, int out)
+{
+    dt_model_t *m = NULL;
+    dt_device_t *dev = NULL;
+    size_t in = (size_t)d[0] * d[1] * d[2];
+    float *x = malloc((size_t)batch * in * sizeof *x);
+    int *y = malloc((size_t)batch * sizeof *y);
+    double *t = malloc((size_t)steps * sizeof *t);
+    if (!x || !y || !t || dt_device_open("cpu", 0, 1, &dev) != DT_OK ||
+        dt_model_parse(layers, "[model] layers", d[0], d[1], d[2], d[3], &m,
+                       NULL) != DT_OK ||
+        dt_model_init(m, dev, 1) != DT_OK)
+        _exit(1);
+    uint32_t s = 12345;
+    for (size_t i = 0; i < (size_t)batch * in; i++) {
+        s = s * 1664525u + 1013904223u;
+        x[i] = (float)(s >> 8) / 16777216.0f - 0.5f;
+    }
+    for (int i = 0; i < batch; i++)
+        y[i] = i % d[3];
+    float *p, *g;
+    size_t np = 0;
+    if (dt_model_params(m, &p, &g, &np) != DT_OK)
+        _exit(1);
+    float *v = calloc(np ? np : 1, sizeof *v);
+    if (!v)
+        _exit(1);
+    char c = 1;
+    for (int i = -2; i < steps; i++) {
+        if (i == 0 && (write(ready, &c, 1) != 1 || read(go, &c, 1) != 1))
+            _exit(1);
+        float loss;
+        double t0 = dt_clock_now();
+        if (dt_model_forward(m, x, y, batch, 1, &loss, NULL) != DT_OK ||
+            dt_model_backward(m, NULL, NULL) != DT_OK)
+            _exit(1);
+        for (size_t j = 0; j < np; j++) { /* SGD with momentum */
+            v[j] = 0.9f * v[j] + g[j];
+            p[j] -= 1e-9f * v[j];
+        }
+        if (i >= 0)
+            t[i] = dt_clock_now() - t0;
+    }
+    size_t left = (size_t)steps * sizeof *t;
+    const char *b = (const char *)t;
+    while (left) {
+        ssize_t w = write(out, b, left);
+        if (w <= 0)
+            _exit(1);
+        b += w;
+        left -= (size_t)w;
+    }
+    _exit(0);
+}
+
+/* k copies at once, steps each: their k * steps times into c's slot. */
+static int run_copies(const char *layers, const int d[4], int batch, int k,
+                      int steps, coloc_t *c)
+{
+    int ready[2], go[2];
+    pid_t *pid = calloc((size_t)k, sizeof *pid);
+    int *out = calloc((size_t)k, sizeof *out);
+    double *t = malloc((size_t)k * steps * sizeof *t);
+    int rc = -1, started = 0;
+    if (!pid || !out || !t || pipe(ready) || pipe(go)) {
+        free(pid);
+        free(out);
+        free(t);
+        return -1;
+    }
+    fflush(NULL);
+    for (; started < k; started++) {
+        int o[2];
+        if (pipe(o))
+            break;
+        pid[started] = fork();
+        if (pid[started] < 0) {
+            close(o[0]);
+            close(o[1]);
+            break;
+        }
+        if (pid[started] == 0) {
+            close(o[0]);
+            close(ready[0]);
+            close(go[1]);
+            copy_main(layers, d, batch, steps, ready[1], go[0], o[1]);
+        }
+        close(o[1]);
+        out[started] = o[0];
+    }
+    close(ready[1]);
+    close(go[0]);
+    char ch;
+    int ok = started == k;
+    for (int i = 0; ok && i < k; i++) /* every copy built and warm */
+        ok = read(ready[0], &ch, 1) == 1;
+    for (int i = 0; ok && i < k; i++)
+        ok = write(go[1], "g", 1) == 1;
+    close(go[1]);
+    close(ready[0]);
+    for (int i = 0; i < started; i++) {
+        size_t want = (size_t)steps * sizeof *t, got = 0;
+        char *b = (char *)(t + (size_t)i * steps);
+        while (ok && got < want) {
+            ssize_t r = read(out[i], b + got, want - got);
+            if (r <= 0)
+                ok = 0;
+            else
+                got += (size_t)r;
+        }
+        close(out[i]);
+    }
+    for (int i = 0; i < started; i++) {
+        int st = 0;
+        if (!ok)
+            kill(pid[i], SIGKILL);
+        waitpid(pid[i], &st, 0);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            ok = 0;
+    }
+    if (ok && c->nk < PLAN_COLOC_MAX) {
+        c->k[c->nk] = k;
+        c->t[c->nk] = t;
+        c->n[c->nk++] = (size_t)k * steps;
+        t = NULL;
+        rc = 0;
+    }
+    free(pid);
+    free(out);
+    free(t);
+    return rc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int plan_colocation_measure(const char *layers, const int d[4], int batch,
+                            const int *ks, int nk, coloc_t *c)
+{
+    memset(c, 0, sizeof *c);
+    c->batch = batch;
+    /* k = 1 first: its speed sets the steps every k runs */
+    if (run_copies(layers, d, batch, 1, MIN_STEPS, c) != 0) {
+        dt_error("plan: --colocation: cannot run the model '%s' here",
+                 layers);
+        return -1;
+    }
+    double sum = 0;
+    for (size_t i = 0; i < c->n[0]; i++)
+        sum += c->t[0][i];
+    double mean = sum / (double)c->n[0];
+    int steps = mean > 0 ? (int)(BUDGET_S / mean) : MAX_STEPS;
+    steps = steps < MIN_STEPS ? MIN_STEPS : steps > MAX_STEPS ? MAX_STEPS
+                                                              : steps;
+    free(c->t[0]);
+    c->nk = 0;
+    for (int i = 0; i < nk; i++) {
+        int seen = 0;
+        for (int j = 0; j < c->nk; j++)
+            seen |= c->k[j] == ks[i];
+        if (seen)
+            continue;
+        if (run_copies(layers, d, batch, ks[i], steps, c) != 0) {
+            dt_error("plan: --colocation: %d copies of the model at once "
+                     "failed (or more than %d values of k)", ks[i],
+                     PLAN_COLOC_MAX);
+            plan_colocation_free(c);
+            return -1;
+        }
+        qsort(c->t[c->nk - 1], c->n[c->nk - 1], sizeof(double), cmp_double);
+    }
+    return 0;
+}
+
+static const coloc_t *sample_of(const coloc_t *c, int k, size_t *slot)
+{
+    for (int i = 0; i < c->nk; i++)
+        if (c->k[i] == k) {
+            *slot = (size_t)i;
+            return c;
+        }
+    return NULL;
+}
+
+double plan_colocation_factor(const coloc_t *c, int k, int n)
+{
+    size_t a, b;
+    if (!sample_of(c, 1, &a) || !sample_of(c, k, &b) || !c->n[a] ||
+        !c->n[b] || n < 1)
+        return 0;
+    const double *x = c->t[b];
+    double m = (double)c->n[b], e = 0, prev = 0;
+    for (size_t i = 1; i <= c->n[b]; i++) {
+        double cur = pow((double)i / m, n);
+        e += x[i - 1] * (cur - prev);
+        prev = cur;
+    }
+    return c->t[a][0] > 0 ? e / c->t[a][0] : 0; /* sorted: [0] fastest */
+}
+
+int plan_colocation_write(const char *path, const coloc_t *c)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        dt_error("plan: cannot write %s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "# dtctl plan --save-colocation: each step's compute "
+               "seconds with k copies of the model at once on this host\n"
+               "batch %lld\n", c->batch);
+    for (int i = 0; i < c->nk; i++) {
+        fprintf(f, "k %d", c->k[i]);
+        for (size_t j = 0; j < c->n[i]; j++)
+            fprintf(f, " %.9g", c->t[i][j]);
+        fputc('\n', f);
+    }
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        dt_error("plan: cannot write %s: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* One "k K SECONDS..." line's samples, sorted; NULL if malformed. */
+static double *parse_samples(const char *s, size_t *n)
+{
+    size_t cap = 64;
+    double *t = malloc(cap * sizeof *t);
+    char *end;
+    *n = 0;
+    while (t) {
+        double v = strtod(s, &end);
+        if (end == s)
+            break;
+        if (!(v > 0) || v > 1e6) {
+            free(t);
+            return NULL;
+        }
+        if (*n == cap) {
+            double *bigger = realloc(t, 2 * cap * sizeof *t);
+            if (!bigger) {
+                free(t);
+                return NULL;
+            }
+            t = bigger;
+            cap *= 2;
+        }
+        t[(*n)++] = v;
+        s = end;
+    }
+    if (t && (!*n || s[strspn(s, " \t\r\n")] != '\0')) {
+        free(t);
+        return NULL;
+    }
+    if (t)
+        qsort(t, *n, sizeof *t, cmp_double);
+    return t;
+}
+
+int plan_colocation_read(const char *path, coloc_t *c)
+{
+    memset(c, 0, sizeof *c);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        dt_error("plan: --colocation %s: %s (a file from "
+                 "--save-colocation, or 'measure')", path, strerror(errno));
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    int ln = 0, rc = 0;
+    while (rc == 0 && getline(&line, &cap, f) > 0) {
+        ln++;
+        long long bt;
+        int k, used = 0;
+        if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
+            continue;
+        if (sscanf(line, "batch %lld", &bt) == 1 && bt > 0) {
+            c->batch = bt;
+            continue;
+        }
+        if (sscanf(line, "k %d%n", &k, &used) != 1 || k < 1 ||
+            c->nk == PLAN_COLOC_MAX) {
+            dt_error("plan: %s:%d: expected 'k K SECONDS...' (at most %d "
+                     "such lines) or 'batch B'", path, ln, PLAN_COLOC_MAX);
+            rc = -1;
+            break;
+        }
+        size_t n;
+        double *t = parse_samples(line + used, &n);
+        if (!t) {
+            dt_error("plan: %s:%d: k %d: positive step seconds expected",
+                     path, ln, k);
+            rc = -1;
+            break;
+        }
+        c->k[c->nk] = k;
+        c->t[c->nk] = t;
+        c->n[c->nk++] = n;
+    }
+    free(line);
+    fclose(f);
+    size_t one;
+    if (rc == 0 && !sample_of(c, 1, &one)) {
+        dt_error("plan: %s: no 'k 1' line (the model alone)", path);
+        rc = -1;
+    }
+    if (rc != 0)
+        plan_colocation_free(c);
+    return rc;
+}
+
+void plan_colocation_free(coloc_t *c)
+{
+    for (int i = 0; i < c->nk; i++)
+        free(c->t[i]);
+    memset(c, 0, sizeof *c);
+}
+
+/* The Ns dt-plan-sim runs (1, 2, 4, ..., max), as its main() does. */
+static int sim_ns(int max, int *ns)
+{
+    int n = 0;
+    for (int w = 1; w <= max; w *= 2)
+        ns[n++] = w;
+    if (ns[n - 1] != max)
+        ns[n++] = max;
+    return n;
+}
+
+int plan_colocation_ks(int gpus, int max_workers, int *ks)
+{
+    int ns[64], nn = sim_ns(max_workers, ns), nk = 0;
+    for (int i = 0; i < nn; i++) {
+        int k = ns[i] < gpus ? ns[i] : gpus, seen = 0;
+        for (int j = 0; j < nk; j++)
+            seen |= ks[j] == k;
+        if (!seen)
+            ks[nk++] = k;
+    }
+    return nk;
+}
+
+int plan_colocation_spec(const coloc_t *c, int gpus, int max_workers,
+                         const char *src, FILE *spec)
+{
+    int ns[64], nn = sim_ns(max_workers, ns);
+    printf("# co-located compute (%s): the step's compute times the slowest "
+           "of N steps with k workers per host over one alone:", src);
+    for (int i = 0; i < nn; i++) {
+        int k = ns[i] < gpus ? ns[i] : gpus;
+        double f = plan_colocation_factor(c, k, ns[i]);
+        if (!(f > 0)) {
+            printf("\n");
+            dt_error("plan: --colocation %s has no step times for %d "
+                     "co-located copies (k %d): measure it with the same "
+                     "--gpus-per-host", src, k, k);
+            return -1;
+        }
+        printf(" N=%d x%.3f (k %d)", ns[i], f, k);
+        fprintf(spec, "compute_factor = %d %.6f\n", ns[i], f);
+    }
+    printf("\n");
+    return 0;
+}
