@@ -84,8 +84,7 @@ measure() {
         # (--colocation: co-located workers' contention and the slowest
         # of N, the planner's "col" column)
         maxw=$(echo "$workers" | tr ' ' '\n' | sort -n | tail -1)
-        "$dtctl" plan "$job" --hosts 1 --gpus-per-host "$maxw" \
-            --max-workers "$maxw" --colocation measure \
+        "$dtctl" plan "$job" --gpus-per-host "$maxw" --colocation measure \
             --save-colocation "$dir/$name.coloc" >/dev/null 2>&1 ||
             { echo "plan-validate: $name: --colocation measure failed (no col column)" >&2
               rm -f "$dir/$name.coloc"; }

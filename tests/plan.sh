@@ -469,6 +469,14 @@ awk -v f="$f1" 'BEGIN { exit !(f >= 1 && f < 3) }' || fail "--colocation measure
 "$DTCTL" plan "$job" --hosts 1 --gpus-per-host 2 --network 10Gbit --profile "$tmp/none.ini" \
     --colocation "$tmp/m.coloc" >"$tmp/out2" 2>&1 || fail "--colocation FILE from measure: $(cat "$tmp/out2")"
 grep -q "N=1 x$f1 (k 1)" "$tmp/out2" || fail "--colocation: the saved file plans differently"
+# without a cluster to plan, --save-colocation measures and stops: no
+# simulator needed (the GPU check's device machine has none)
+DT_LIBEXECDIR="$tmp" "$DTCTL" plan "$job" --gpus-per-host 2 --colocation measure \
+    --save-colocation "$tmp/m2.coloc" >"$tmp/out" 2>&1 ||
+    fail "--save-colocation alone needed the simulator: $(cat "$tmp/out")"
+grep -q "plan with --colocation" "$tmp/out" || fail "--save-colocation alone: no word on the file"
+awk '$1 == "k" { k[$2] = 1 } END { exit !(k[1] && k[2]) }' "$tmp/m2.coloc" ||
+    fail "--save-colocation alone: not k 1 and k 2"
 echo "--colocation: factors from the samples (2.375 at N = 2), measured and saved, bad input refused"
 
 echo "ok"

@@ -366,8 +366,10 @@ int dt_cmd_plan(int argc, char **argv)
 
     /* --save-layers with no platform: measure the model here and stop,
      * to plan elsewhere (a GPU or cluster node without SimGrid). */
-    int layers_only = a.save_layers && a.hosts == 0 && !a.platform &&
-                      !(a.net_bw > 0);
+    /* --save-layers / --save-colocation with no cluster to plan: measure
+     * here and stop (a host without SimGrid measures, another plans) */
+    int layers_only = (a.save_layers || a.save_colocation) && a.hosts == 0 &&
+                      !a.platform && !(a.net_bw > 0);
     char sim[4200];
     dt_cli_worker_program("core", SIM, sim, sizeof sim);
     if (!layers_only && access(sim, X_OK) != 0) {
@@ -376,8 +378,11 @@ int dt_cmd_plan(int argc, char **argv)
         dt_error("plan: the simulator %s is missing. " INSTALL_HINT, sim);
         return 1;
     }
-    if (layers_only)
-        a.hosts = a.max_workers = 1;
+    if (layers_only) { /* --colocation's k: up to --gpus-per-host */
+        a.hosts = 1;
+        if (!a.max_workers)
+            a.max_workers = a.gpus;
+    }
     if (a.hosts < 1 || a.gpus < 1) {
         dt_error("plan: --hosts and --gpus-per-host must be at least 1");
         return 2;
@@ -552,14 +557,20 @@ int dt_cmd_plan(int argc, char **argv)
                      strerror(errno));
             return 1;
         }
-        if (layers_only) {
+        if (layers_only)
             printf("# layers of %s (per-worker batch %lld) written to %s: "
                    "plan with --layer-times\n", a.job ? a.job : "the model",
                    batch, a.save_layers);
-            free(mp.bwd);
-            free(mp.bytes);
-            return 0;
-        }
+    }
+    if (layers_only) {
+        if (a.save_colocation)
+            printf("# step times of 1 to %d co-located copies of %s written "
+                   "to %s: plan with --colocation\n", a.gpus, a.job,
+                   a.save_colocation);
+        plan_colocation_free(&coloc);
+        free(mp.bwd);
+        free(mp.bytes);
+        return 0;
     }
 
     tprof_t net = {20e-6, 0, 0.25e-9, 0}, intra = {5e-6, 0.2e-9, 0.25e-9, 0};
