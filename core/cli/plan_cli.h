@@ -11,6 +11,8 @@
 #include <stdint.h>
 
 #include <dt/config.h>
+#include <dt/device.h>
+#include <dt/nn.h>
 
 typedef struct {
     double forward, optimizer;
@@ -29,6 +31,10 @@ int plan_roofline_model(const char *layers, const int d[4], int batch,
                         model_prof_t *mp);
 int plan_measure_model(const char *layers, const int d[4], int batch,
                        model_prof_t *mp);
+/* The job's model on one CPU thread and a batch of fixed pseudo-random
+ * inputs and labels, for the timings above and --colocation's copies. */
+int plan_model_setup(const char *layers, const int d[4], int batch,
+                     dt_device_t **dev, dt_model_t **m, float **x, int **y);
 int plan_read_layer_times(const char *path, model_prof_t *mp);
 int plan_synthetic_model(double params, int layers, model_prof_t *mp);
 

@@ -45,24 +45,13 @@
 static void copy_main(const char *layers, const int d[4], int batch,
                       int steps, int ready, int go, int out)
 {
-    dt_model_t *m = NULL;
-    dt_device_t *dev = NULL;
-    size_t in = (size_t)d[0] * d[1] * d[2];
-    float *x = malloc((size_t)batch * in * sizeof *x);
-    int *y = malloc((size_t)batch * sizeof *y);
+    dt_model_t *m;
+    dt_device_t *dev;
+    float *x;
+    int *y;
     double *t = malloc((size_t)steps * sizeof *t);
-    if (!x || !y || !t || dt_device_open("cpu", 0, 1, &dev) != DT_OK ||
-        dt_model_parse(layers, "[model] layers", d[0], d[1], d[2], d[3], &m,
-                       NULL) != DT_OK ||
-        dt_model_init(m, dev, 1) != DT_OK)
+    if (!t || plan_model_setup(layers, d, batch, &dev, &m, &x, &y) != 0)
         _exit(1);
-    uint32_t s = 12345;
-    for (size_t i = 0; i < (size_t)batch * in; i++) {
-        s = s * 1664525u + 1013904223u;
-        x[i] = (float)(s >> 8) / 16777216.0f - 0.5f;
-    }
-    for (int i = 0; i < batch; i++)
-        y[i] = i % d[3];
     float *p, *g;
     size_t np = 0;
     if (dt_model_params(m, &p, &g, &np) != DT_OK)

@@ -124,30 +124,42 @@ int plan_roofline_model(const char *layers, const int d[4], int batch,
     return 0;
 }
 
+int plan_model_setup(const char *layers, const int d[4], int batch,
+                     dt_device_t **dev, dt_model_t **m, float **x, int **y)
+{
+    size_t in = (size_t)d[0] * d[1] * d[2];
+    *dev = NULL;
+    *m = NULL;
+    *x = malloc((size_t)batch * in * sizeof **x);
+    *y = malloc((size_t)batch * sizeof **y);
+    if (!*x || !*y)
+        return -1;
+    uint32_t s = 12345;
+    for (size_t i = 0; i < (size_t)batch * in; i++) {
+        s = s * 1664525u + 1013904223u;
+        (*x)[i] = (float)(s >> 8) / 16777216.0f - 0.5f;
+    }
+    for (int i = 0; i < batch; i++)
+        (*y)[i] = i % d[3];
+    if (dt_device_open("cpu", 0, 1, dev) != DT_OK ||
+        dt_model_parse(layers, "[model] layers", d[0], d[1], d[2], d[3], m,
+                       NULL) != DT_OK ||
+        dt_model_init(*m, *dev, 1) != DT_OK)
+        return -1;
+    return 0;
+}
+
 int plan_measure_model(const char *layers, const int d[4], int batch,
                        model_prof_t *mp)
 {
     int rc = -1;
     dt_model_t *m = NULL;
     dt_device_t *dev = NULL;
-    size_t in = (size_t)d[0] * d[1] * d[2];
-    float *x = malloc((size_t)batch * in * sizeof *x);
-    int *y = malloc((size_t)batch * sizeof *y);
+    float *x = NULL;
+    int *y = NULL;
     ready_log_t r = {0};
     double *best = NULL;
-    if (!x || !y)
-        goto out;
-    uint32_t s = 12345;
-    for (size_t i = 0; i < (size_t)batch * in; i++) {
-        s = s * 1664525u + 1013904223u;
-        x[i] = (float)(s >> 8) / 16777216.0f - 0.5f;
-    }
-    for (int i = 0; i < batch; i++)
-        y[i] = i % d[3];
-    if (dt_device_open("cpu", 0, 1, &dev) != DT_OK ||
-        dt_model_parse(layers, "[model] layers", d[0], d[1], d[2], d[3], &m,
-                       NULL) != DT_OK ||
-        dt_model_init(m, dev, 1) != DT_OK)
+    if (plan_model_setup(layers, d, batch, &dev, &m, &x, &y) != 0)
         goto out;
     r.cap = 4096;
     r.t = calloc(r.cap, sizeof *r.t);
