@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -639,7 +640,7 @@ static void test_resnet20_params(void **state)
  * lifetime (core/nn/model_arena.c): no two buffers live at one step
  * overlap; a layer's dy and dx are never the same memory; what the
  * gradients add to the activations is at most the two (a chain) or few
- * (ResNet-20) largest gradients that are live at once, and training is
+ * (ResNet-20: under 1.5) largest gradients live at once, and training is
  * unchanged (the finite-difference checks of test_nn_grad run on the
  * shared block too). Returns what the gradients add, in largest
  * gradients. */
@@ -695,7 +696,7 @@ static void test_grad_buffers_shared(void **state)
     g = grads_after_step(RESNET20, 1, 12, 12, &m);
     print_message("ResNet-20: gradients add %.2f largest ones for %d "
                   "layers\n", g, m->nlayers);
-    assert_true(g <= 4.0 + 1e-9);
+    assert_true(g <= 1.5); /* 0.69 measured */
     dt_model_free(m);
 }
 
@@ -925,6 +926,10 @@ static void test_init_before_batchnorm(void **state)
 
 int main(void)
 {
+    /* every step runs with the shared block's free bytes filled with
+     * junk (core/nn/model_arena.c): a buffer read outside the lifetime
+     * the planner gave it gets wrong numbers, and the checks fail */
+    setenv("DT_DEBUG_POISON_BLOCK", "1", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_cnn),
         cmocka_unit_test(test_parse_errors),

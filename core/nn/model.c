@@ -20,6 +20,9 @@ void dt_model_free_buffers(dt_model_t *m)
     }
     dt_device_free(m->dev, m->block);
     m->block = NULL;
+    free(m->spans);
+    m->spans = NULL;
+    m->nspans = 0;
     m->block_acts = m->block_grads = m->block_copies = 0;
     free(m->acts);
     free(m->dacts);
@@ -215,6 +218,7 @@ dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
         size_t nin = (size_t)batch * dt_layer_in_size(l),
                nout = (size_t)batch * dt_layer_out_size(&m->layers[out - 1]);
         const float *x = m->acts[l->src];
+        DT_CHECK(dt_model_block_poison(m, i)); /* (tests) */
         m->wx = m->wx_at[i]; /* this step's float32 copies (bf16) */
         m->wy = m->wy_at[i];
         dt_model_io16(m, l, out); /* layers that take stored bf16 as is */
@@ -283,6 +287,7 @@ dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
     }
     int batch = m->batch, L = m->nlayers;
     double t0 = prof_now(m);
+    DT_CHECK(dt_model_block_poison(m, L)); /* (tests) */
     DT_CHECK(dt_softmax_xent_backward(m->dev, m->probs, m->labels,
                                       m->dacts[L], batch, m->nclasses,
                                       m->label_smoothing));
@@ -307,6 +312,7 @@ dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
         float *dx = l->src > first ? m->dacts[l->src] : NULL;
         int accumulate = dx && m->dwritten && m->dwritten[l->src];
         /* this step's branch sum and float32 copies (model_arena.c) */
+        DT_CHECK(dt_model_block_poison(m, 2 * L - i)); /* (tests) */
         float *dtmp = m->dtmp_at[2 * L - i];
         m->wx = m->wx_at[2 * L - i];
         m->wy = m->wy_at[2 * L - i];

@@ -24,6 +24,15 @@ struct dt_model {
     float **acts, **dacts;
     void *block;
     size_t block_acts, block_grads, block_copies;
+    /* DT_DEBUG_POISON_BLOCK=1 (the tests): each buffer's bytes and
+     * lifetime in the block, kept so that before every step whatever is
+     * not a live buffer written at an earlier step is filled with junk
+     * (model_arena.c): a read outside a lifetime gets wrong numbers. */
+    struct dt_block_span {
+        size_t off, bytes;
+        int from, to;
+    } *spans;
+    int nspans, poison;
     float *scratch;
     float *probs, *rows;
     float *host_rows;     /* cuda: rows read back here (pinned, 2*cap)   */
@@ -72,6 +81,9 @@ dt_status_t dt_model_plan_block(dt_model_t *m, int batch);
 /* Its bytes for batch samples, activations stored in bf16 or not (0: out
  * of memory planning it). */
 size_t dt_model_block_bytes(const dt_model_t *m, int batch, int act16);
+/* DT_DEBUG_POISON_BLOCK: fill the block's free bytes at this step (the
+ * steps: forward i, loss L, backward 2L - i); DT_OK when off. */
+dt_status_t dt_model_block_poison(dt_model_t *m, int step);
 /* Pairs of the block's buffers that are live at one step and overlap
  * (0 for a sound placement; -1 out of memory), for the tests. */
 int dt_model_block_overlaps(const dt_model_t *m, int batch, int act16);

@@ -5,9 +5,9 @@
  * reads a widened copy of its stored input and writes a float32 output
  * that is rounded to bf16 as it is stored, so every layer sees in
  * backward exactly the values its forward used. The widened copies are
- * two shared float32 buffers of the largest activation (wx, wy; the
- * residual add widens its second input into its own output), not one per
- * layer. The model's input (acts[0]) and the logits stay
+ * per step (wx, wy: x and y; the residual add widens its second input
+ * into its own output), in the block shared by lifetime (model_arena.c),
+ * not one per layer. The model's input (acts[0]) and the logits stay
  * float32. The layers that can read and write the bf16 themselves do
  * (dt_model_io16: relu, the residual add; under precision = bf16 conv
  * and batchnorm's forward); the copies serve every other layer type

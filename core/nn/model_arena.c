@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dt/device.h>
 #include "model.h"
 
 #define ALIGN 256 /* cudaMalloc's: every buffer as aligned as its own */
@@ -162,8 +163,11 @@ static int writer(const dt_model_t *m, int k)
 static int build(const dt_model_t *m, int batch, int act16, int with_slots,
                  plan_t *p)
 {
-    int L = m->nlayers, first = dt_model_first_backward(m);
+    int L = m->nlayers, first = dt_model_first_backward(m), branched = 0;
     size_t b = (size_t)batch;
+    for (int i = 0; i < L; i++) /* as dt_model_init sets m->branched: this
+                                   may run before it (bf16_saving) */
+        branched |= m->layers[i].src != i || m->layers[i].skip >= 0;
     int *root = malloc(((size_t)L + 1) * sizeof *root);
     int *w = malloc(2 * ((size_t)L + 1) * sizeof *w), *r = w ? w + L + 1 : NULL;
     unsigned char *written = calloc((size_t)L + 1, 1);
@@ -232,7 +236,7 @@ static int build(const dt_model_t *m, int batch, int act16, int with_slots,
     /* branch sums: where dt_model_backward adds a second gradient
      * (accumulate) or an add with its relu fused masks dy for a shortcut
      * whose main path wants none: its dwritten, replayed */
-    for (int i = L - 1; m->branched && i >= first; i--) {
+    for (int i = L - 1; branched && i >= first; i--) {
         const dt_layer_t *l = &m->layers[i];
         if (l->absorbed)
             continue;
@@ -325,6 +329,19 @@ dt_status_t dt_model_plan_block(dt_model_t *m, int batch)
         return DT_ERR_NOMEM;
     }
     /* the last placement (every kind) holds the offsets */
+    const char *poison = getenv("DT_DEBUG_POISON_BLOCK");
+    m->poison = poison && *poison && strcmp(poison, "0") != 0;
+    if (m->poison) {
+        m->spans = malloc(((size_t)p.n + 1) * sizeof *m->spans);
+        if (!m->spans) {
+            free(p.it);
+            return DT_ERR_NOMEM;
+        }
+        for (int i = 0; i < p.n; i++)
+            m->spans[i] = (struct dt_block_span){p.it[i].off, p.it[i].bytes,
+                                                 p.it[i].from, p.it[i].to};
+        m->nspans = p.n;
+    }
     m->block_acts = s[0];
     m->block_grads = s[1];
     m->block_copies = s[2];
@@ -359,4 +376,47 @@ int dt_model_block_overlaps(const dt_model_t *m, int batch, int act16)
         }
     free(p.it);
     return bad;
+}
+
+static int by_span_off(const void *pa, const void *pb)
+{
+    const struct dt_block_span *a = pa, *b = pb;
+    return (a->off > b->off) - (a->off < b->off);
+}
+
+static dt_status_t fill(dt_model_t *m, size_t from, size_t to)
+{
+    if (to <= from)
+        return DT_OK;
+    char *p = (char *)m->block + from;
+    if (m->dev->kind == DT_DEVICE_CUDA)
+        return dt_gpu_memset(p, 0x41, to - from, m->dev->stream);
+    memset(p, 0x41, to - from); /* 0x41414141: 12.08 as a float */
+    return DT_OK;
+}
+
+dt_status_t dt_model_block_poison(dt_model_t *m, int step)
+{
+    if (!m->poison || !m->block)
+        return DT_OK;
+    struct dt_block_span *keep =
+        malloc(((size_t)m->nspans + 1) * sizeof *keep);
+    if (!keep)
+        return DT_ERR_NOMEM;
+    int n = 0;
+    for (int i = 0; i < m->nspans; i++) /* live, and written before */
+        if (m->spans[i].from < step && step <= m->spans[i].to)
+            keep[n++] = m->spans[i];
+    qsort(keep, (size_t)n, sizeof *keep, by_span_off);
+    size_t at = 0, end = m->block_acts + m->block_grads + m->block_copies;
+    dt_status_t st = DT_OK;
+    for (int i = 0; st == DT_OK && i < n; i++) {
+        st = fill(m, at, keep[i].off);
+        if (keep[i].off + keep[i].bytes > at)
+            at = keep[i].off + keep[i].bytes;
+    }
+    if (st == DT_OK)
+        st = fill(m, at, end);
+    free(keep);
+    return st;
 }

@@ -1,6 +1,6 @@
 /* model_memory.c — what the model's device memory is for
  * (dt_model_memory), counted from the sizes model.c, model_init.c and
- * model_grads.c allocate: the trainer reports it beside the GPU's own
+ * model_arena.c allocate: the trainer reports it beside the GPU's own
  * count, so a memory target can be read by part. */
 #include "config.h"
 
