@@ -85,9 +85,9 @@ measure() {
         # of N, the planner's "col" column)
         maxw=$(echo "$workers" | tr ' ' '\n' | sort -n | tail -1)
         "$dtctl" plan "$job" --gpus-per-host "$maxw" --colocation measure \
-            --save-colocation "$dir/$name.coloc" >/dev/null 2>&1 ||
-            { echo "plan-validate: $name: --colocation measure failed (no col column)" >&2
-              rm -f "$dir/$name.coloc"; }
+            --save-colocation "$dir/$name.coloc" >"$tmp/coloc.log" 2>&1 ||
+            { echo "plan-validate: $name: --colocation measure failed (no col column):" >&2
+              tail -5 "$tmp/coloc.log" >&2; rm -f "$dir/$name.coloc"; }
         # and as the trainer times its own steps (a run of its own: its
         # timed steps are slower, kept out of the samples/s rounds)
         # (optional: a failure costs only that column, not the rounds)
@@ -132,7 +132,7 @@ predict() {
         meas() { sort -g "$dir/$name.sps.$1" | tail -1 |
             awk -v b="$batch" -v n="$1" '{ printf "%.4f", 1e3 * b * n / $1 }'; }
         plan() { # N SCALE [LAYERS [MORE OPTIONS]] -> predicted step ms for N
-            local pn=$1 ps=$2 pl=${3:-$layers}; shift 2; [ $# -gt 0 ] && shift
+            pn=$1 ps=$2 pl=${3:-$layers}; shift 2; [ $# -gt 0 ] && shift
             "$dtctl" plan "$job" --hosts 1 --gpus-per-host "$max" \
                 --max-workers "$max" --intra-latency 0 --profile "$dir/profile.ini" \
                 --compute-scale "$ps" --layer-times "$pl" "$@" 2>/dev/null |

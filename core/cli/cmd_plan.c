@@ -335,12 +335,14 @@ int dt_cmd_plan(int argc, char **argv)
                  "measure measured: give both");
         return 2;
     }
-    if (a.colocation && !strcmp(a.colocation, "measure") &&
-        (!a.job || a.model_params > 0 || a.sps > 0 || a.device_flops > 0)) {
-        dt_error("plan: --colocation measure runs the job's [model] layers "
-                 "on this host's CPU: it needs JOB.ini, and not "
-                 "--model-params, --samples-per-sec or --device-flops "
-                 "(a GPU's compute is not shared like that)");
+    if (a.colocation &&
+        (a.model_params > 0 || a.sps > 0 || a.device_flops > 0 ||
+         (!a.job && !strcmp(a.colocation, "measure")))) {
+        dt_error("plan: --colocation is how co-located CPU workers slow "
+                 "each other, measured with the job's [model] layers: it "
+                 "needs JOB.ini for 'measure', and goes with neither "
+                 "--model-params, --samples-per-sec nor --device-flops (a "
+                 "GPU's compute is not shared like that)");
         return 2;
     }
     if (a.sweep && a.baseline && !strcmp(a.baseline, "horovod")) {
@@ -380,8 +382,8 @@ int dt_cmd_plan(int argc, char **argv)
     }
     if (layers_only) { /* --colocation's k: up to --gpus-per-host */
         a.hosts = 1;
-        if (!a.max_workers)
-            a.max_workers = a.gpus;
+        if (!a.save_colocation || !a.max_workers)
+            a.max_workers = a.save_colocation ? a.gpus : 1;
     }
     if (a.hosts < 1 || a.gpus < 1) {
         dt_error("plan: --hosts and --gpus-per-host must be at least 1");
@@ -502,6 +504,19 @@ int dt_cmd_plan(int argc, char **argv)
         dt_config_free(cfg);
         return 1;
     }
+    if (a.colocation && coloc.batch && coloc.batch != batch) {
+        dt_error("plan: --colocation %s was measured at a per-worker batch "
+                 "of %lld, the plan is for %lld: measure it at this batch",
+                 a.colocation, coloc.batch, batch);
+        plan_colocation_free(&coloc);
+        dt_config_free(cfg);
+        return 1;
+    }
+    const char *device = dt_config_get(cfg, "train", "device");
+    if (a.colocation && device && !strncmp(device, "cuda", 4))
+        dt_warn("plan: %s trains with [train] device = %s, but --colocation "
+                "multiplies the compute by how CPU copies of the model slow "
+                "each other", a.job, device);
     dt_config_free(cfg);
     if (mp.batch > 0 && mp.batch != batch && !(a.sps > 0)) {
         /* times for another batch: compute in proportion (a GPU at a
@@ -565,7 +580,8 @@ int dt_cmd_plan(int argc, char **argv)
     if (layers_only) {
         if (a.save_colocation)
             printf("# step times of 1 to %d co-located copies of %s written "
-                   "to %s: plan with --colocation\n", a.gpus, a.job,
+                   "to %s: plan with --colocation\n",
+                   coloc.nk ? coloc.k[coloc.nk - 1] : 1, a.job,
                    a.save_colocation);
         plan_colocation_free(&coloc);
         free(mp.bwd);
@@ -636,8 +652,7 @@ int dt_cmd_plan(int argc, char **argv)
                              f) != 0) {
         fclose(f);
         plan_colocation_free(&coloc);
-        if (!a.spec_out)
-            unlink(spec);
+        unlink(spec); /* a spec without its factors: none */
         return 1;
     }
     plan_colocation_free(&coloc);

@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,9 +42,10 @@
 #define BUDGET_S 1.5 /* per k: about this long at k = 1's speed */
 
 /* One copy: the model on one CPU thread, two warm-up steps, a byte on
- * ready, then steps timed after the parent's go; the times to out. */
+ * ready, then steps timed after the parent's go; the times to out; then
+ * untimed steps until the parent closes stop. */
 static void copy_main(const char *layers, const int d[4], int batch,
-                      int steps, int ready, int go, int out)
+                      int steps, int ready, int go, int stop, int out)
 {
     dt_model_t *m;
     dt_device_t *dev;
@@ -61,8 +63,15 @@ static void copy_main(const char *layers, const int d[4], int batch,
         _exit(1);
     char c = 1;
     for (int i = -2; i < steps; i++) {
-        if (i == 0 && (write(ready, &c, 1) != 1 || read(go, &c, 1) != 1))
-            _exit(1);
+        if (i == 0) { /* ready closed after: a copy that died before
+                         its byte leaves the parent an end of file, not
+                         a wait */
+            if (write(ready, &c, 1) != 1)
+                _exit(1);
+            close(ready);
+            if (read(go, &c, 1) != 1)
+                _exit(1);
+        }
         float loss;
         double t0 = dt_clock_now();
         if (dt_model_forward(m, x, y, batch, 1, &loss, NULL) != DT_OK ||
@@ -84,6 +93,15 @@ static void copy_main(const char *layers, const int d[4], int batch,
         b += w;
         left -= (size_t)w;
     }
+    /* untimed steps until every copy is done (the parent closes stop):
+     * the slower copies' last timed steps keep their neighbours */
+    struct pollfd pf = {.fd = stop, .events = POLLIN};
+    while (poll(&pf, 1, 0) == 0) {
+        float loss;
+        if (dt_model_forward(m, x, y, batch, 1, &loss, NULL) != DT_OK ||
+            dt_model_backward(m, NULL, NULL) != DT_OK)
+            break;
+    }
     _exit(0);
 }
 
@@ -91,12 +109,22 @@ static void copy_main(const char *layers, const int d[4], int batch,
 static int run_copies(const char *layers, const int d[4], int batch, int k,
                       int steps, coloc_t *c)
 {
-    int ready[2], go[2];
+    int ready[2], go[2] = {-1, -1}, stop[2] = {-1, -1};
     pid_t *pid = calloc((size_t)k, sizeof *pid);
     int *out = calloc((size_t)k, sizeof *out);
     double *t = malloc((size_t)k * steps * sizeof *t);
     int rc = -1, started = 0;
-    if (!pid || !out || !t || pipe(ready) || pipe(go)) {
+    if (!pid || !out || !t || pipe(ready)) {
+        free(pid);
+        free(out);
+        free(t);
+        return -1;
+    }
+    if (pipe(go) || pipe(stop)) {
+        int fds[6] = {ready[0], ready[1], go[0], go[1], stop[0], stop[1]};
+        for (int i = 0; i < 6; i++)
+            if (fds[i] >= 0)
+                close(fds[i]);
         free(pid);
         free(out);
         free(t);
@@ -117,13 +145,18 @@ static int run_copies(const char *layers, const int d[4], int batch, int k,
             close(o[0]);
             close(ready[0]);
             close(go[1]);
-            copy_main(layers, d, batch, steps, ready[1], go[0], o[1]);
+            close(stop[1]);
+            for (int j = 0; j < started; j++) /* the earlier copies' */
+                close(out[j]);
+            copy_main(layers, d, batch, steps, ready[1], go[0], stop[0],
+                      o[1]);
         }
         close(o[1]);
         out[started] = o[0];
     }
     close(ready[1]);
     close(go[0]);
+    close(stop[0]);
     char ch;
     int ok = started == k;
     for (int i = 0; ok && i < k; i++) /* every copy built and warm */
@@ -144,6 +177,7 @@ static int run_copies(const char *layers, const int d[4], int batch, int k,
         }
         close(out[i]);
     }
+    close(stop[1]); /* every copy's times read: they may stop */
     for (int i = 0; i < started; i++) {
         int st = 0;
         if (!ok)
@@ -253,7 +287,7 @@ int plan_colocation_write(const char *path, const coloc_t *c)
             fprintf(f, " %.9g", c->t[i][j]);
         fputc('\n', f);
     }
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+    if ((ferror(f) | fclose(f)) != 0 || rename(tmp, path) != 0) {
         dt_error("plan: cannot write %s: %s", path, strerror(errno));
         unlink(tmp);
         return -1;
@@ -273,6 +307,10 @@ static double *parse_samples(const char *s, size_t *n)
         if (end == s)
             break;
         if (!(v > 0) || v > 1e6) {
+            free(t);
+            return NULL;
+        }
+        if (*n == 1000000) { /* a file of a million steps: not ours */
             free(t);
             return NULL;
         }
@@ -319,10 +357,16 @@ int plan_colocation_read(const char *path, coloc_t *c)
             c->batch = bt;
             continue;
         }
-        if (sscanf(line, "k %d%n", &k, &used) != 1 || k < 1 ||
+        int dup = 0;
+        if (sscanf(line, "k %d%n", &k, &used) == 1)
+            for (int j = 0; j < c->nk; j++)
+                dup |= c->k[j] == k;
+        if (sscanf(line, "k %d%n", &k, &used) != 1 || k < 1 || dup ||
+            (line[used] != ' ' && line[used] != '\t') ||
             c->nk == PLAN_COLOC_MAX) {
-            dt_error("plan: %s:%d: expected 'k K SECONDS...' (at most %d "
-                     "such lines) or 'batch B'", path, ln, PLAN_COLOC_MAX);
+            dt_error("plan: %s:%d: expected 'k K SECONDS...' (K a whole "
+                     "number, once each, at most %d such lines) or 'batch "
+                     "B'", path, ln, PLAN_COLOC_MAX);
             rc = -1;
             break;
         }
@@ -361,8 +405,11 @@ void plan_colocation_free(coloc_t *c)
 static int sim_ns(int max, int *ns)
 {
     int n = 0;
-    for (int w = 1; w <= max; w *= 2)
+    for (int w = 1; w <= max; w *= 2) {
         ns[n++] = w;
+        if (w > max / 2)
+            break; /* and no overflow */
+    }
     if (ns[n - 1] != max)
         ns[n++] = max;
     return n;
