@@ -483,7 +483,9 @@ int dt_cmd_plan(int argc, char **argv)
                 "%.3f ms forward for a batch of %lld", a.device_flops * 1e-12,
                 a.device_bw * 1e-9, elem, mp.forward * 1e3, batch);
     } else if (plan_input_dims(cfg, a.input, d) != 0 ||
-               plan_measure_model(layers, d, (int)batch, &mp) != 0) {
+               (!(layers_only && !a.save_layers) && /* colocation alone:
+                                              no layer times wanted */
+                plan_measure_model(layers, d, (int)batch, &mp) != 0)) {
         dt_config_free(cfg);
         return 1;
     } else if (!(a.sps > 0) && !(a.device_flops > 0) &&

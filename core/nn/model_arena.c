@@ -20,7 +20,8 @@
  * bf16 activations) before this block: 563.8 MiB of activations beside
  * 196 MiB of shared gradient buffers and 98 MiB of float32 copies, each
  * of the largest activation's size, in buffers of their own: dt's peak
- * +1767 MiB against PyTorch AMP's +1581.
+ * +1767 MiB against PyTorch AMP's +1581; in this block, +1447 (the
+ * gradients adding 24.2 MiB to the activations, the copies 16.5).
  *
  * Placement: greedy by size (the largest first, at the lowest offset
  * clear of every placed buffer whose lifetime meets its own), as
