@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "cuda/backend.h"
+#include "nn/model.h"
 #include "nn_testutil.h"
 
 #define BATCH 8
@@ -457,6 +458,94 @@ static void test_label_smoothing(void **state)
     compare_with("flatten linear(64) relu linear(10)", 1, 8, 8, &o);
 }
 
+/* [train] cuda_graphs on a real GPU: the same model trained 8 steps
+ * eagerly and captured (two warm-up steps, the capture, launches), with
+ * an SGD step on the device between: the losses and parameters must be
+ * the eager ones (the same kernels on the same data; cuDNN's atomics may
+ * reorder a sum, so within 1e-5 rather than bit for bit), in fp32 and in
+ * bf16 with bf16 activations (stored-bf16 convs, widening kernels). */
+static void graphs_vs_eager(int precision)
+{
+    const char *layers = "conv(8,3,pad=1,bias=no) batchnorm relu "
+                         "stage(basic,8,1) stage(basic,16,1,stride=2) "
+                         "gap flatten linear(10)";
+    const int c = 3, h = 8, w = 8, steps = 8;
+    dt_device_t *gpu = NULL;
+    dt_model_t *me = NULL, *mg = NULL;
+    assert_int_equal(dt_device_open("cuda", 0, 1, &gpu), DT_OK);
+    assert_int_equal(dt_model_parse(layers, NULL, c, h, w, 10, &me, NULL), 0);
+    assert_int_equal(dt_model_parse(layers, NULL, c, h, w, 10, &mg, NULL), 0);
+    if (precision == DT_PRECISION_BF16) {
+        assert_int_equal(dt_model_set_activations(me, DT_ACTIVATIONS_BF16),
+                         DT_OK);
+        assert_int_equal(dt_model_set_activations(mg, DT_ACTIVATIONS_BF16),
+                         DT_OK);
+    }
+    assert_int_equal(dt_model_init(me, gpu, 5), DT_OK);
+    assert_int_equal(dt_model_init(mg, gpu, 5), DT_OK);
+    assert_int_equal(dt_model_set_cuda_graphs(mg, DT_CUDA_GRAPHS_ON), DT_OK);
+    const dt_cuda_backend_t *cu = dt_cuda_backend_loaded();
+    assert_int_equal(cu->set_precision(gpu, precision), DT_OK);
+    size_t in = (size_t)BATCH * c * h * w, n = dt_model_nparams(me);
+    float *x = malloc(in * sizeof *x), *pe_h = malloc(n * sizeof *pe_h),
+          *pg_h = malloc(n * sizeof *pg_h), *pe, *ge, *pg, *gg;
+    assert_non_null(x);
+    assert_non_null(pe_h);
+    assert_non_null(pg_h);
+    assert_int_equal(dt_model_params(me, &pe, &ge, NULL), DT_OK);
+    assert_int_equal(dt_model_params(mg, &pg, &gg, NULL), DT_OK);
+    int y[BATCH];
+    double worst_loss = 0.0;
+    for (int s = 0; s < steps; s++) {
+        fill_random(x, in, 40 + (uint64_t)s);
+        for (int i = 0; i < BATCH; i++)
+            y[i] = (7 * i + s) % 10;
+        float le, lg;
+        assert_int_equal(dt_model_train_step(me, x, y, BATCH, &le, NULL,
+                                             NULL), DT_OK);
+        assert_int_equal(dt_model_train_step(mg, x, y, BATCH, &lg, NULL,
+                                             NULL), DT_OK);
+        assert_int_equal(cu->sgd_step(gpu->stream, pe, ge, NULL, n, 0.1f,
+                                      0.0f, 0.0f, 0), DT_OK);
+        assert_int_equal(cu->sgd_step(gpu->stream, pg, gg, NULL, n, 0.1f,
+                                      0.0f, 0.0f, 0), DT_OK);
+        worst_loss = fmax(worst_loss, fabs(le - lg) / fabs(le));
+    }
+    assert_int_equal(dt_device_copy(gpu, pe_h, DT_MEM_HOST, pe, DT_MEM_CUDA,
+                                    n * sizeof *pe_h), DT_OK);
+    assert_int_equal(dt_device_copy(gpu, pg_h, DT_MEM_HOST, pg, DT_MEM_CUDA,
+                                    n * sizeof *pg_h), DT_OK);
+    double big = 0.0, worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        big = fmax(big, fabs(pe_h[i]));
+        double d = fabs((double)pe_h[i] - pg_h[i]);
+        if (!(d <= worst))
+            worst = d;
+    }
+    fprintf(stderr, "cuda_graphs precision %d: %llu capture, %llu launches; "
+            "loss %.2g, parameters %.2g of the largest from eager\n",
+            precision, mg->graphs.captures, mg->graphs.launches, worst_loss,
+            worst / big);
+    assert_int_equal(cu->set_precision(gpu, DT_PRECISION_FP32), DT_OK);
+    assert_int_equal(mg->graphs.captures, 1);
+    assert_int_equal(mg->graphs.launches, steps - 2);
+    assert_true(worst_loss < 1e-5);
+    assert_true(worst / big < 1e-5);
+    free(x);
+    free(pe_h);
+    free(pg_h);
+    dt_model_free(me);
+    dt_model_free(mg);
+    dt_device_close(gpu);
+}
+
+static void test_cuda_graphs(void **state)
+{
+    (void)state;
+    graphs_vs_eager(DT_PRECISION_FP32);
+    graphs_vs_eager(DT_PRECISION_BF16);
+}
+
 int main(void)
 {
     if (dt_cuda_device_count() == 0) {
@@ -477,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_sync_bn),
         cmocka_unit_test(test_precision_modes),
         cmocka_unit_test(test_activations_bf16),
+        cmocka_unit_test(test_cuda_graphs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-#define DT_CUDA_BACKEND_ABI 5
+#define DT_CUDA_BACKEND_ABI 6
 #define DT_CUDA_BACKEND_SYMBOL "dt_cuda_backend_v1"
 /* Not dt_<kind>_<name>.so, so the plugin scan never lists it. */
 #define DT_CUDA_BACKEND_FILE "dt-cuda-backend.so"
@@ -299,6 +299,23 @@ typedef struct dt_cuda_backend {
      * to nearest even); out may be a or b. */
     dt_status_t (*add16)(dt_device_t *dev, const void *a, const void *b,
                          void *out, size_t n);
+
+    /* ---- ABI 6: CUDA graphs ([train] cuda_graphs, graph.c). ---------- */
+    /* Capture what body queues on dev->stream (body's host code runs
+     * once, now; its kernels run at each launch) into *exec. A body
+     * that fails, or a call in it that cannot be captured (a cudaMalloc,
+     * a synchronization), ends the capture: DT_ERR_UNSUPPORTED with the
+     * reason in why, nothing kept, the stream usable again. */
+    dt_status_t (*graph_capture)(dt_device_t *dev,
+                                 dt_status_t (*body)(void *arg), void *arg,
+                                 void **exec, char *why, size_t why_len);
+    /* Queue the captured work on dev->stream. */
+    dt_status_t (*graph_launch)(dt_device_t *dev, void *exec);
+    void (*graph_destroy)(dt_device_t *dev, void *exec);
+    /* Changes whenever the backend moves a buffer of its own that the
+     * layers' calls use (cuDNN's workspace and copies grow on demand): a
+     * graph captured under another value points at freed memory. */
+    unsigned long long (*buffers_generation)(dt_device_t *dev);
 } dt_cuda_backend_t;
 
 /* ---- libdt's side (core/nn/cuda_*.c), for libdt and the tests; plugins

@@ -50,6 +50,9 @@ typedef struct dt_cudnn {
     size_t bnf_bytes;
     dt_cudnn_algos_t *algos;  /* the cache, one entry per shape seen     */
     int nalgos, cap;
+    /* +1 whenever dt_cudnn_grow moves a buffer: a captured step
+     * (graph.c) that points at the old one is stale */
+    unsigned long long generation;
 } dt_cudnn_t;
 
 /* The device's state, made on first use. */

@@ -130,6 +130,8 @@ dt_status_t dt_cudnn_grow(dt_device_t *dev, void **buf, size_t *have,
         *have = 0;
         ce = cudaMalloc(buf, bytes ? bytes : 1);
     }
+    if (dev->dnn)
+        ((dt_cudnn_t *)dev->dnn)->generation++;
     if (ce != cudaSuccess) {
         *buf = NULL;
         dt_error("cuDNN %s (%zu bytes) could not be allocated on %s: %s",

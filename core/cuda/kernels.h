@@ -175,6 +175,14 @@ dt_status_t dt_cuda_set_precision(dt_device_t *dev, int precision);
 dt_status_t dt_cuda_asum(dt_device_t *dev, const float *x, size_t n,
                          double *out);
 
+/* CUDA graphs (graph.c; backend.h's ABI 6 block). */
+dt_status_t dt_cuda_graph_capture(dt_device_t *dev,
+                                  dt_status_t (*body)(void *arg), void *arg,
+                                  void **exec, char *why, size_t why_len);
+dt_status_t dt_cuda_graph_launch(dt_device_t *dev, void *exec);
+void dt_cuda_graph_destroy(dt_device_t *dev, void *exec);
+unsigned long long dt_cuda_buffers_generation(dt_device_t *dev);
+
 /* Optimizer steps (optim.cu). */
 dt_status_t dt_cuda_sgd_step(void *stream, float *p, const float *grad,
                              float *buf, size_t n, float lr, float mu,

@@ -100,4 +100,8 @@ __attribute__((visibility("default"))) const dt_cuda_backend_t
         .relu16_forward = dt_cuda_relu16_forward,
         .relu16_backward = dt_cuda_relu16_backward,
         .add16 = dt_cuda_add16,
+        .graph_capture = dt_cuda_graph_capture,
+        .graph_launch = dt_cuda_graph_launch,
+        .graph_destroy = dt_cuda_graph_destroy,
+        .buffers_generation = dt_cuda_buffers_generation,
 };

@@ -146,6 +146,13 @@ dt_status_t dt_softmax_xent_forward(dt_device_t *dev, const float *logits,
                                     float *rows, float *host_rows, int batch,
                                     int k, float smoothing, float *loss,
                                     int *correct);
+/* Its two halves: the rows (queued on a GPU), then their sum on the host
+ * (rows in host memory: read back once the queued work is done). */
+dt_status_t dt_softmax_xent_rows(dt_device_t *dev, const float *logits,
+                                 const int *labels, float *probs, float *rows,
+                                 int batch, int k, float smoothing);
+void dt_softmax_xent_sum(const float *rows, int batch, float *loss,
+                         int *correct);
 dt_status_t dt_softmax_xent_backward(dt_device_t *dev, const float *probs,
                                      const int *labels, float *dlogits,
                                      int batch, int k, float smoothing);

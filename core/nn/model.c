@@ -14,6 +14,7 @@
 
 void dt_model_free_buffers(dt_model_t *m)
 {
+    dt_model_graph_reset(m); /* it points into what goes here */
     if (m->acts) { /* the input and the logits: buffers of their own */
         dt_device_free(m->dev, m->acts[0]);
         dt_device_free(m->dev, m->acts[m->nlayers]);
@@ -182,8 +183,8 @@ static dt_status_t check_labels(const dt_model_t *m, const int *labels,
     return DT_OK;
 }
 
-dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
-                             int batch, int train, float *loss, int *correct)
+dt_status_t dt_model_forward_begin(dt_model_t *m, const float *x,
+                                   const int *labels, int batch)
 {
     m->trained = 0;
     if (!m->params) {
@@ -197,12 +198,11 @@ dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
     if (labels)
         DT_CHECK(check_labels(m, labels, batch));
     DT_CHECK(ensure_capacity(m, batch));
-    dt_mem_t mem = m->dev->mem;
     size_t in = (size_t)m->in_c * m->in_h * m->in_w;
     /* Queued on the stream, no wait: from pinned memory (the trainer's
      * batches are, dt_pipeline_opts_t.pin) a DMA. The caller may reuse x
-     * and labels once forward returns: the loss read-back below waits for
-     * the stream, and without labels forward waits at its end. */
+     * and labels once the stream has done this (dt_model_forward's loss
+     * read-back, or its sync without labels, waits for it). */
     if (m->nhwc && m->in_c > 1) /* cpu: the input comes as NCHW */
         dt_nchw_to_nhwc(x, m->acts[0], batch, m->in_c, m->in_h * m->in_w);
     else
@@ -211,6 +211,12 @@ dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
     if (labels)
         DT_CHECK(dt_device_copy_async(m->dev, m->labels, labels,
                                       (size_t)batch * sizeof *labels, NULL));
+    return DT_OK;
+}
+
+dt_status_t dt_model_forward_layers(dt_model_t *m, int batch, int train,
+                                    int with_labels)
+{
     for (int i = 0; i < m->nlayers; i++) {
         dt_layer_t *l = &m->layers[i];
         /* A layer that applies the next ones writes their output. */
@@ -246,18 +252,35 @@ dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
     m->output.shape[1] = m->nclasses;
     m->output.shape[2] = m->output.shape[3] = 1;
     m->output.numel = (size_t)batch * m->nclasses;
-    m->output.mem = mem;
+    m->output.mem = m->dev->mem;
+    double t0 = prof_now(m);
+    DT_CHECK(dt_softmax_xent_rows(m->dev, m->acts[m->nlayers],
+                                  with_labels ? m->labels : NULL, m->probs,
+                                  m->rows, batch, m->nclasses,
+                                  m->label_smoothing));
+    prof_add(m, 2 * m->nlayers, t0);
+    return DT_OK;
+}
+
+dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
+                             int batch, int train, float *loss, int *correct)
+{
+    DT_CHECK(dt_model_forward_begin(m, x, labels, batch));
+    DT_CHECK(dt_model_forward_layers(m, batch, train, labels != NULL));
     if (train)
         m->rng_counter++;
-    double t0 = prof_now(m);
-    DT_CHECK(dt_softmax_xent_forward(m->dev, m->acts[m->nlayers],
-                                     labels ? m->labels : NULL, m->probs,
-                                     m->rows, m->host_rows, batch,
-                                     m->nclasses,
-                                     m->label_smoothing, loss, correct));
-    prof_add(m, 2 * m->nlayers, t0);
-    if (!labels) /* no read-back waited for the input copies */
+    if (labels) { /* the rows back (waits for the stream), summed */
+        const float *rows = m->rows;
+        if (m->dev->kind == DT_DEVICE_CUDA) {
+            DT_CHECK(dt_device_copy(m->dev, m->host_rows, DT_MEM_HOST,
+                                    m->rows, DT_MEM_CUDA,
+                                    (size_t)batch * 2 * sizeof(float)));
+            rows = m->host_rows;
+        }
+        dt_softmax_xent_sum(rows, batch, loss, correct);
+    } else { /* no read-back waited for the input copies */
         DT_CHECK(dt_device_sync(m->dev));
+    }
     m->trained = train && labels;
     return DT_OK;
 }
@@ -615,7 +638,7 @@ void dt_model_free(dt_model_t *m)
         return;
     free(m->prof);
     if (m->dev) {
-        dt_model_free_buffers(m);
+        dt_model_free_buffers(m); /* and the captured step */
         dt_device_free(m->dev, m->params);
         dt_device_free(m->dev, m->grads);
         dt_device_free(m->dev, m->buffers);
@@ -624,6 +647,7 @@ void dt_model_free(dt_model_t *m)
         if (m->own_dev)
             dt_device_close(m->dev);
     }
+    free(m->graphs.ready);
     free(m->layers);
     free(m);
 }

@@ -73,6 +73,32 @@ struct dt_model {
     /* dt_model_set_profiling: thread CPU seconds per layer, forward at
      * [2i], backward at [2i+1]; the loss at [2 nlayers]. NULL: off. */
     double *prof;
+    /* dt_model_set_cuda_graphs (model_graph.c): the captured step and
+     * how it was chosen. */
+    struct dt_model_graphs {
+        dt_cuda_graphs_t mode;
+        int decided;          /* auto: 1 graphs won, -1 eager won, 0 not
+                                 yet; on: 1; eager for good: -1       */
+        int warm;             /* eager steps of this batch since reset */
+        void *exec;           /* the captured step (NULL: none)        */
+        int batch;            /* its batch                             */
+        float scale;          /* its loss scale                        */
+        unsigned long long gen; /* the backend's buffers_generation    */
+        size_t (*ready)[2];   /* cb's ranges, in order, from capture   */
+        int nready, cap_ready;
+        int capturing;        /* inside the capture: ranges noted      */
+        struct dt_model_step_body {
+            dt_model_t *m;
+            int batch;
+            dt_grad_ready_fn cb;
+            void *arg;
+        } body;               /* the captured body's argument: kept, a
+                                 backend may run it again (the tests'
+                                 stand-in replays it at each launch)  */
+        double eager_s, graph_s; /* auto: fastest timed step of each  */
+        int timed;            /* auto: graph steps timed so far        */
+        unsigned long long captures, launches;
+    } graphs;
 };
 
 /* The block of activations, gradients, branch sums and float32 copies
@@ -89,6 +115,15 @@ dt_status_t dt_model_block_poison(dt_model_t *m, int step);
 int dt_model_block_overlaps(const dt_model_t *m, int batch, int act16);
 /* The lowest layer backward runs (model_arena.c). */
 int dt_model_first_backward(const dt_model_t *m);
+
+/* dt_model_forward's parts (model.c): the checks, buffers and the input's
+ * queued copies; then the layers and the loss rows (queued on a GPU). */
+dt_status_t dt_model_forward_begin(dt_model_t *m, const float *x,
+                                   const int *labels, int batch);
+dt_status_t dt_model_forward_layers(dt_model_t *m, int batch, int train,
+                                    int with_labels);
+/* Drop the captured step (model_graph.c): its buffers are going. */
+void dt_model_graph_reset(dt_model_t *m);
 
 /* A layer's scratch floats for batch samples, rounded up to 16 (model.c). */
 size_t dt_model_scratch_floats(const dt_layer_t *l, int batch);

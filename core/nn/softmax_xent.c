@@ -44,22 +44,43 @@ static void softmax_rows_cpu(const float *z, const int *labels, float *p,
     }
 }
 
+dt_status_t dt_softmax_xent_rows(dt_device_t *dev, const float *logits,
+                                 const int *labels, float *probs, float *rows,
+                                 int batch, int k, float smoothing)
+{
+    DT_CUDA_DISPATCH(dev, softmax_xent(dev, logits, labels, probs, rows,
+                                       batch, k, smoothing));
+    softmax_rows_cpu(logits, labels, probs, rows, batch, k, smoothing);
+    return DT_OK;
+}
+
+void dt_softmax_xent_sum(const float *rows, int batch, float *loss,
+                         int *correct)
+{
+    double sum = 0.0;
+    int right = 0;
+    for (int i = 0; i < batch; i++) {
+        sum += rows[2 * i];
+        right += rows[2 * i + 1] != 0.0f;
+    }
+    if (loss)
+        *loss = batch > 0 ? (float)(sum / batch) : 0.0f;
+    if (correct)
+        *correct = right;
+}
+
 dt_status_t dt_softmax_xent_forward(dt_device_t *dev, const float *logits,
                                     const int *labels, float *probs,
                                     float *rows, float *host_rows, int batch,
                                     int k, float smoothing, float *loss,
                                     int *correct)
 {
-    int on_gpu = dev->kind == DT_DEVICE_CUDA;
-    if (on_gpu)
-        DT_CHECK(dt_cuda_backend_loaded()->softmax_xent(
-            dev, logits, labels, probs, rows, batch, k, smoothing));
-    else
-        softmax_rows_cpu(logits, labels, probs, rows, batch, k, smoothing);
+    DT_CHECK(dt_softmax_xent_rows(dev, logits, labels, probs, rows, batch, k,
+                                  smoothing));
     if (!labels)
         return DT_OK;
     float *host = rows;
-    if (on_gpu) {
+    if (dev->kind == DT_DEVICE_CUDA) {
         host = host_rows ? host_rows
                          : malloc((size_t)batch * 2 * sizeof *host);
         if (!host)
@@ -73,18 +94,9 @@ dt_status_t dt_softmax_xent_forward(dt_device_t *dev, const float *logits,
             return st;
         }
     }
-    double sum = 0.0;
-    int right = 0;
-    for (int i = 0; i < batch; i++) {
-        sum += host[2 * i];
-        right += host[2 * i + 1] != 0.0f;
-    }
+    dt_softmax_xent_sum(host, batch, loss, correct);
     if (host != rows && host != host_rows)
         free(host);
-    if (loss)
-        *loss = batch > 0 ? (float)(sum / batch) : 0.0f;
-    if (correct)
-        *correct = right;
     return DT_OK;
 }
 

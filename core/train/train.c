@@ -124,15 +124,16 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
                                : NULL;
     if (lt)
         DT_CHECK(dt_layer_timer_begin(lt, dt_grad_sync_ready, t->sync));
-    DT_CHECK(dt_model_forward(t->model, batch.x, batch.y, (int)b, 1, loss,
-                              NULL));
-    if (lt)
+    if (lt) { /* timed layer by layer: forward, then backward */
+        DT_CHECK(dt_model_forward(t->model, batch.x, batch.y, (int)b, 1,
+                                  loss, NULL));
         DT_CHECK(dt_layer_timer_mark(lt, DT_LT_FORWARD_DONE));
-    DT_CHECK(dt_model_backward(t->model,
-                               lt ? dt_layer_timer_ready : dt_grad_sync_ready,
-                               lt ? (void *)lt : (void *)t->sync));
-    if (lt)
+        DT_CHECK(dt_model_backward(t->model, dt_layer_timer_ready, lt));
         DT_CHECK(dt_layer_timer_mark(lt, DT_LT_BACKWARD_DONE));
+    } else { /* one wait, for the loss; a CUDA graph ([train] cuda_graphs) */
+        DT_CHECK(dt_model_train_step(t->model, batch.x, batch.y, (int)b,
+                                     loss, dt_grad_sync_ready, t->sync));
+    }
     if (t->slow_rank == t->rank && t->slow_factor > 1.0) {
         /* Test hook (DT_TEST_SLOW_RANK): this rank computes slower, as
          * if its forward and backward took slow_factor times as long. */

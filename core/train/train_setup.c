@@ -162,6 +162,8 @@ static dt_status_t read_settings(const dt_config_t *cfg, dt_trainer_t *t)
 
 static dt_status_t read_activations(const dt_config_t *cfg, int gpu,
                                     const char *dev_name, int *out);
+static dt_status_t read_cuda_graphs(const dt_config_t *cfg,
+                                    dt_cuda_graphs_t *mode);
 
 dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
 {
@@ -185,6 +187,9 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
     if (st == DT_OK)
         st = read_activations(cfg, !device || strcmp(device, "cpu") != 0,
                               NULL, &act);
+    dt_cuda_graphs_t graphs;
+    if (st == DT_OK)
+        st = read_cuda_graphs(cfg, &graphs);
     /* A misspelt optimizer fails here, before any worker starts (the
      * loader's message lists the optimizers it found). */
     const char *opt = dt_config_get(cfg, "train", "optimizer");
@@ -522,6 +527,52 @@ static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
     return dt_trainer_broadcast(t, t->params, t->nparams * sizeof(float));
 }
 
+/* [train] cuda_graphs: the mode as written, refused when misspelt. */
+static dt_status_t read_cuda_graphs(const dt_config_t *cfg,
+                                    dt_cuda_graphs_t *mode)
+{
+    const char *name = "auto";
+    DT_CHECK(dt_config_get_string(cfg, "train", "cuda_graphs", &name));
+    if (dt_cuda_graphs_parse(name, mode) != DT_OK) {
+        dt_error("%s: [train] cuda_graphs = '%s': use auto, on or off",
+                 origin(cfg, "train", "cuda_graphs"), name);
+        return DT_ERR_CONFIG;
+    }
+    return DT_OK;
+}
+
+/* [train] cuda_graphs on the model (after sync_bn, which rules graphs
+ * out): auto captures with one rank only, since a captured step hands
+ * its gradients to the sync after its whole backward, not layer by
+ * layer under it; on captures at any number of ranks. */
+static dt_status_t setup_cuda_graphs(const dt_config_t *cfg, dt_trainer_t *t)
+{
+    dt_cuda_graphs_t mode;
+    DT_CHECK(read_cuda_graphs(cfg, &mode));
+    if (t->dev->kind != DT_DEVICE_CUDA) {
+        const char *device = dt_config_get(cfg, "train", "device");
+        if (mode == DT_CUDA_GRAPHS_ON && device && strcmp(device, "cpu") == 0) {
+            dt_error("%s: [train] cuda_graphs = on captures a GPU's step; "
+                     "[train] device = cpu has none: set cuda_graphs = auto "
+                     "or off", origin(cfg, "train", "cuda_graphs"));
+            return DT_ERR_CONFIG;
+        }
+        if (mode == DT_CUDA_GRAPHS_ON && t->rank == 0)
+            dt_warn("[train] cuda_graphs = on: no GPU here (device = auto), "
+                    "nothing to capture");
+        return DT_OK;
+    }
+    if (mode == DT_CUDA_GRAPHS_AUTO && t->world > 1) {
+        if (t->rank == 0)
+            dt_debug("cuda_graphs = auto: eager steps with %d ranks (the "
+                     "gradients of a captured step are reduced after its "
+                     "whole backward); cuda_graphs = on captures anyway",
+                     t->world);
+        mode = DT_CUDA_GRAPHS_OFF;
+    }
+    return dt_model_set_cuda_graphs(t->model, mode);
+}
+
 /* [model] sync_bn: the batchnorm layers sum their statistics over the
  * ranks through the gradient communication thread (grad_sync.h), which
  * keeps those sums in order with the gradient buckets of backward. */
@@ -673,6 +724,7 @@ dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg)
         DT_CHECK(dt_ps_client_new(t->world, t->nservers, t->nparams,
                                   &t->ps));
     DT_CHECK(setup_sync_bn(cfg, t));
+    DT_CHECK(setup_cuda_graphs(cfg, t));
     if (t->rank == 0) {
         const char *lt = dt_config_get(cfg, "train", "layer_times");
         DT_CHECK(dt_layer_timer_new(lt, t->dev, t->batch, &t->layer_timer));

@@ -350,6 +350,35 @@ typedef dt_status_t (*dt_grad_ready_fn)(void *arg, size_t offset, size_t len);
  * accumulation, no zeroing needed). cb may be NULL. */
 dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg);
 
+/* One training step: forward (train = 1) of a batch with labels, then
+ * backward, as dt_model_forward + dt_model_backward, but with the loss
+ * read back once, after backward, instead of between the two (the host
+ * queues backward while forward runs). With CUDA graphs
+ * (dt_model_set_cuda_graphs) the step's GPU work is captured once after
+ * two warm-up steps and then replayed by one launch per step; cb is then
+ * called for every range right after that launch (same order, same
+ * ranges), where an eager step calls it during backward. */
+dt_status_t dt_model_train_step(dt_model_t *m, const float *x,
+                                const int *labels, int batch, float *loss,
+                                dt_grad_ready_fn cb, void *arg);
+
+/* CUDA graphs for dt_model_train_step on a GPU (no effect on the CPU):
+ * off; on (captured when the model allows it, else said once and eager);
+ * auto (the default of dt_train: captured, timed against eager steps of
+ * the same batch, kept only when faster). A model whose step changes from
+ * step to step is never captured: dropout (a new mask each step), sync_bn
+ * (an allreduce inside forward), per-layer profiling. A batch of another
+ * size (an epoch's last) runs eagerly; a new loss scale is captured anew;
+ * buffers that are reallocated (a larger batch) drop the graph. */
+typedef enum {
+    DT_CUDA_GRAPHS_OFF = 0,
+    DT_CUDA_GRAPHS_ON = 1,
+    DT_CUDA_GRAPHS_AUTO = 2
+} dt_cuda_graphs_t;
+dt_status_t dt_model_set_cuda_graphs(dt_model_t *m, dt_cuda_graphs_t mode);
+/* "off", "on", "auto" (DT_ERR_INVALID otherwise). */
+dt_status_t dt_cuda_graphs_parse(const char *name, dt_cuda_graphs_t *out);
+
 /* Logits of the last forward: (batch, nclasses) on the model's device. */
 const dt_tensor_t *dt_model_output(const dt_model_t *m);
 

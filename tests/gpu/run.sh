@@ -492,8 +492,8 @@ train resnet
 declare -A RN_JOB=([resnet20]="$G/conf/fashion-mnist-resnet.ini" [resnet18]="$here/resnet18-fmnist.ini")
 declare -A RN_STEPS=([resnet20]=400 [resnet18]=240)
 declare -A TORCH_SPS TORCH_MEM
-rn_dt() { # MODEL PRECISION BENCHMARK(yes|no) ACTIVATIONS(auto|float32|bf16)
-    local m=$1 p=$2 b=$3 a=${4:-auto} name="dt_$1_$2$([ "$3" = yes ] && echo _bench)$([ "${4:-auto}" = float32 ] && echo _act32)"
+rn_dt() { # MODEL PRECISION BENCHMARK(yes|no) ACTIVATIONS(auto|float32|bf16) CUDA_GRAPHS(auto|on|off)
+    local m=$1 p=$2 b=$3 a=${4:-auto} g=${5:-auto} name="dt_$1_$2$([ "$3" = yes ] && echo _bench)$([ "${4:-auto}" = float32 ] && echo _act32)$([ "${5:-auto}" = off ] && echo _eager)"
     mem_start "$name"
     # ResNet-18 bf16 (benchmark, auto activations) also times its steps
     # 3-7 layer by layer for issue 21 (before dt_rate's window: step 20 on)
@@ -502,7 +502,7 @@ rn_dt() { # MODEL PRECISION BENCHMARK(yes|no) ACTIVATIONS(auto|float32|bf16)
         lt=(--set train.layer_times="$L/layers/resnet18-gpu.layers")
     run_step "$name" 120 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 1 "${RN_JOB[$m]}" \
         --set train.device=cuda --set train.precision="$p" --set train.cudnn_benchmark="$b" \
-        --set train.activations="$a" "${lt[@]}" \
+        --set train.activations="$a" --set train.cuda_graphs="$g" "${lt[@]}" \
         --set train.max_steps="${RN_STEPS[$m]}" \
         --set train.log_every=20 --set data.random_crop=0 --set data.hflip=no \
         --set data.path="$G/data/fashion-mnist"
@@ -533,9 +533,13 @@ resnets() {
         # measured its bf16 below fp32, storage or conversions?)
         local act32=bf16:yes:amp:float32
         [ "$m" = resnet20 ] && act32=bf16:no:amp:float32
-        for c in fp32:no:fp32:auto tf32:no:tf32:auto bf16:no:amp:auto bf16:yes:amp:auto $act32; do
-            IFS=: read -r p b t a <<<"$c"
-            label=$p$([ "$b" = yes ] && echo _bench)$([ "$a" = float32 ] && echo _act32)
+        # every row runs dt's default cuda_graphs = auto (a captured step
+        # where timing says it is faster: the note says which won); the
+        # _eager row is bf16 with cuda_graphs = off, for the difference
+        for c in fp32:no:fp32:auto tf32:no:tf32:auto bf16:no:amp:auto bf16:no:amp:auto:off bf16:yes:amp:auto $act32; do
+            IFS=: read -r p b t a g <<<"$c"
+            g=${g:-auto}
+            label=$p$([ "$b" = yes ] && echo _bench)$([ "$a" = float32 ] && echo _act32)$([ "$g" = off ] && echo _eager)
             # the row's name (and the mem row's, for its dt run) selects
             # its sub-steps too: DT_GPU_STEPS='vs_torch_resnet18_bf16$'
             rows="vs_torch_${m}_$label"
@@ -544,14 +548,17 @@ resnets() {
                 # rehearsal: the job file and every --set key as dtctl reads them
                 STEP_ROWS=$dtrows run_step "cfg_${m}_$label" 30 "${DTENV[@]}" "$DTCTL" config "${RN_JOB[$m]}" \
                     --set train.precision="$p" --set train.cudnn_benchmark="$b" \
-                    --set train.activations="$a" \
+                    --set train.activations="$a" --set train.cuda_graphs="$g" \
                     --set train.max_steps="${RN_STEPS[$m]}" \
                     --set train.log_every=20 --set data.random_crop=0 --set data.hflip=no \
                     --set data.path="$G/data/fashion-mnist"
                 row "vs_torch_${m}_$label" "SKIP(no GPU)" "$([ $RC -eq 0 ] && echo 'job ok' || echo "job FAILED: exit $RC")" "dt $label vs torch $t"
                 continue
             fi
-            STEP_ROWS=$dtrows rn_dt "$m" "$p" "$b" "$a"; dsps=$RN_SPS; dmem=$RN_MEM; drc=$RC
+            STEP_ROWS=$dtrows rn_dt "$m" "$p" "$b" "$a" "$g"; dsps=$RN_SPS; dmem=$RN_MEM; drc=$RC
+            # cuda_graphs = auto's choice: "graphs 1.23/2.34 ms" (captured/eager step)
+            local gnote; gnote=$(grep -m1 -o 'cuda_graphs = auto: a captured step took [0-9.]* ms, an eager one [0-9.]* ms.*' "$L/dt_${m}_$label.log" 2>/dev/null |
+                awk '{k = ($NF == "kept") ? "graphs" : "eager"; printf "; auto: %s (%s/%s ms)", k, $8, $13}')
             if [ "$drc" -eq -1 ]; then row "vs_torch_${m}_$label" "SKIP(time)" "" ""; continue; fi
             if [ "$drc" -ne 0 ]; then
                 row "vs_torch_${m}_$label" FAIL "dt exit $drc" "$(grep -m1 -i -E 'error|fail' "$L/dt_${m}_$label.log" | cut -c1-80)"; continue
@@ -566,7 +573,7 @@ resnets() {
             local ratio; ratio=$(awk -v d="${dsps:-0}" -v t="$RN_SPS" 'BEGIN {printf "%.2f", d / t}')
             # The target: >= 1.0x PyTorch (bf16 vs AMP); a lower ratio is a
             # number to act on, not a broken build: PASS with the ratio.
-            row "vs_torch_${m}_$label" PASS "dt/torch ${ratio}x" "dt ${dsps} vs ${RN_SPS} samples/s ($t); peak +${dmem} vs +${RN_MEM} MiB"
+            row "vs_torch_${m}_$label" PASS "dt/torch ${ratio}x" "dt ${dsps} vs ${RN_SPS} samples/s ($t); peak +${dmem} vs +${RN_MEM} MiB${gnote}"
         done
     done
 }
