@@ -641,10 +641,50 @@ case $RC in
     *) row plan_measure FAIL "exit $RC" "$(tail -3 "$L/plan_measure.log" | tr '\n' ' ' | cut -c1-90)" ;;
 esac
 
-# ---- 10. 2 ranks over nccl on ONE GPU: NCCL refuses a duplicate GPU; dt must
-# fail clearly and promptly (gpu-review defect 4), never hang. Last: it may
-# take its whole timeout.
-if [ $gpus -gt 0 ]; then
+# ---- 10. 2 ranks over nccl. On ONE GPU: NCCL refuses a duplicate GPU; dt
+# must fail clearly and promptly (gpu-review defect 4), never hang. On two
+# or more (a multi-GPU kind): the allreduce between GPUs, checked exactly;
+# the MLP trained over nccl with the gradients reduced from device memory
+# (its debug line must say d2h_grad_copies=0: issue 18's "no host
+# staging"); ResNet-20 bf16 over nccl with cuda_graphs on and off (on: the
+# captured step hands its buckets to NCCL after the launch). Last: each
+# may take its whole timeout.
+nccl_two_gpus() {
+    run_step nccl_n2_allreduce 60 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 2 -- "$G/tests/allreduce_mem"
+    case $RC in
+        0) row nccl_n2_allreduce PASS "$(grep -o '16777216 floats.*algbw' "$L/nccl_n2_allreduce.log" | grep -o '[0-9.]* GB/s' | tail -1) 64MiB" "2 GPUs, dt_allreduce_mem DT_MEM_CUDA, checked exactly" ;;
+        -1) row nccl_n2_allreduce "SKIP(time)" "" "" ;;
+        *) row nccl_n2_allreduce FAIL "exit $RC" "$(grep -m1 -i -E 'error|nccl' "$L/nccl_n2_allreduce.log" | cut -c1-80)" ;;
+    esac
+    local log="$L/nccl_n2_train.log"
+    run_step nccl_n2_train 120 "${DTENV[@]}" DT_LOG_LEVEL=debug "$DTCTL" --transport=nccl run -n 2 \
+        "$G/conf/fashion-mnist-mlp.ini" --set train.device=cuda --set train.epochs=2 \
+        --set data.path="$G/data/fashion-mnist"
+    local acc d2h; acc=$(grep -o 'final test accuracy: [0-9.]*' "$log" | awk '{print $4}' | tail -1)
+    d2h=$(grep -m1 -o 'd2h_grad_copies=[0-9]*' "$log" | cut -d= -f2)
+    if [ $RC -eq -1 ]; then row nccl_n2_train "SKIP(time)" "" ""
+    elif [ $RC -ne 0 ]; then row nccl_n2_train FAIL "exit $RC" "$(grep -m1 -i -E 'error|fail' "$log" | cut -c1-80)"
+    elif [ "${d2h:-x}" != 0 ]; then row nccl_n2_train FAIL "d2h_grad_copies=${d2h:-?}" "gradients staged through the host over nccl"
+    elif awk -v a="${acc:-0}" -v f="${FLOOR[mlp]}" 'BEGIN {exit !(a >= f)}'; then
+        row nccl_n2_train PASS "acc ${acc}%" "2 GPUs, nccl: d2h_grad_copies=0; $(grep -m1 -o 'averaged in [0-9]* bucket[s]*' "$log"); $(dt_rate "$log") samples/s"
+    else row nccl_n2_train FAIL "acc ${acc:-?}% < ${FLOOR[mlp]}" ""
+    fi
+    local g sps=()
+    for g in on off; do
+        run_step "nccl_n2_resnet20_graphs_$g" 90 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 2 "${RN_JOB[resnet20]}" \
+            --set train.device=cuda --set train.precision=bf16 --set train.cuda_graphs="$g" \
+            --set train.max_steps=300 --set train.log_every=20 --set data.random_crop=0 --set data.hflip=no \
+            --set data.path="$G/data/fashion-mnist"
+        grep -q 'stopping after' "$L/nccl_n2_resnet20_graphs_$g.log" && RC=0
+        [ $RC -eq 0 ] && sps+=("$g $(dt_rate "$L/nccl_n2_resnet20_graphs_$g.log")") || sps+=("$g exit $RC")
+    done
+    if printf '%s\n' "${sps[@]}" | grep -q exit; then
+        row nccl_n2_resnet20 FAIL "${sps[*]}" "$(grep -m1 -i -E 'error|fail' "$L"/nccl_n2_resnet20_graphs_*.log | cut -c1-80)"
+    else
+        row nccl_n2_resnet20 PASS "graphs ${sps[*]} samples/s" "2 GPUs, nccl, bf16, batch 64 per GPU"
+    fi
+}
+if [ $gpus -eq 1 ]; then
     run_step nccl_n2_one_gpu 60 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 2 -- "$G/tests/allreduce_mem"
     case $RC in
         0) row nccl_n2_one_gpu INFO "ran (NCCL accepted 2 ranks on 1 GPU)" "$(grep -o '16777216 floats.*algbw' "$L/nccl_n2_one_gpu.log" | grep -o '[0-9.]* GB/s')" ;;
@@ -652,8 +692,12 @@ if [ $gpus -gt 0 ]; then
         -1) row nccl_n2_one_gpu "SKIP(time)" "" "" ;;
         *) row nccl_n2_one_gpu INFO "failed, exit $RC" "$(grep -m1 -i -E 'nccl|GPU' "$L/nccl_n2_one_gpu.log" | cut -c1-80)" ;;
     esac
+    for r in nccl_n2_allreduce nccl_n2_train nccl_n2_resnet20; do row "$r" "SKIP(1 GPU)" "" "needs 2 GPUs"; done
+elif [ $gpus -ge 2 ]; then
+    nccl_two_gpus
 else
     row nccl_n2_one_gpu "SKIP(no GPU)" "" ""
+    for r in nccl_n2_allreduce nccl_n2_train nccl_n2_resnet20; do row "$r" "SKIP(no GPU)" "" "needs 2 GPUs"; done
 fi
 
 # ---- 11. the cuDNN workspace lever for the memory target (last: optional;
