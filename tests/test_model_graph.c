@@ -243,21 +243,77 @@ static void test_auto_decides(void **state)
     close_runs(&e, &g);
 }
 
-/* A step the host changes from step to step is never captured, even
- * with on: per-layer profiling here (dropout and sync_bn alike; the
- * stand-in has no dropout entry). */
-static void test_unfit_model_never_captured(void **state)
+/* A step the host changes from step to step is not captured, even with
+ * on: per-layer profiling here (dropout and sync_bn alike; the stand-in
+ * has no dropout entry). Turned on after a capture, the graph goes;
+ * turned off again, graphs come back after the warm-up. */
+static void test_unfit_model_not_captured(void **state)
 {
     (void)state;
     run_t e, g;
     open_run(&e, RESNET, DT_CUDA_GRAPHS_OFF);
     open_run(&g, RESNET, DT_CUDA_GRAPHS_ON);
-    assert_int_equal(dt_model_set_profiling(g.m, 1), DT_OK);
     unsigned long c0 = stats->graph_captures;
     int b[5] = {BATCH, BATCH, BATCH, BATCH, BATCH};
+    same_steps(&e, &g, b, 4);
+    assert_int_equal(stats->graph_captures - c0, 1);
+    assert_int_equal(dt_model_set_profiling(g.m, 1), DT_OK);
     same_steps(&e, &g, b, 5);
-    assert_int_equal(stats->graph_captures, c0);
-    assert_int_equal(g.m->graphs.decided, -1);
+    assert_int_equal(stats->graph_captures - c0, 1);
+    assert_null(g.m->graphs.exec);
+    assert_int_equal(dt_model_set_profiling(g.m, 0), DT_OK);
+    same_steps(&e, &g, b, 4); /* eager, eager, capture, launch */
+    assert_int_equal(stats->graph_captures - c0, 2);
+    assert_non_null(g.m->graphs.exec);
+    close_runs(&e, &g);
+}
+
+/* What the captured kernels were given and cannot change: a new loss
+ * scale, label smoothing or precision is captured anew (the stand-in
+ * would compute the new values anyway: the count of captures shows it). */
+static void test_new_arguments_recapture(void **state)
+{
+    (void)state;
+    run_t e, g;
+    open_run(&e, RESNET, DT_CUDA_GRAPHS_OFF);
+    open_run(&g, RESNET, DT_CUDA_GRAPHS_ON);
+    unsigned long c0 = stats->graph_captures;
+    int b[3] = {BATCH, BATCH, BATCH};
+    same_steps(&e, &g, b, 3);
+    assert_int_equal(stats->graph_captures - c0, 1);
+    assert_int_equal(dt_model_set_loss_scale(e.m, 8.0f), DT_OK);
+    assert_int_equal(dt_model_set_loss_scale(g.m, 8.0f), DT_OK);
+    same_steps(&e, &g, b, 3);
+    assert_int_equal(stats->graph_captures - c0, 2);
+    assert_int_equal(dt_model_set_label_smoothing(e.m, 0.1f), DT_OK);
+    assert_int_equal(dt_model_set_label_smoothing(g.m, 0.1f), DT_OK);
+    same_steps(&e, &g, b, 3);
+    assert_int_equal(stats->graph_captures - c0, 3);
+    const dt_cuda_backend_t *cu = dt_cuda_backend_loaded();
+    assert_int_equal(cu->set_precision(&standin_dev, DT_PRECISION_TF32),
+                     DT_OK);
+    same_steps(&e, &g, b, 3);
+    assert_int_equal(stats->graph_captures - c0, 4);
+    assert_int_equal(cu->set_precision(&standin_dev, DT_PRECISION_FP32),
+                     DT_OK);
+    close_runs(&e, &g);
+}
+
+/* A batch size that stays (work_load = auto's new share): after two
+ * steps of it the graph is captured anew at that size. */
+static void test_new_batch_size_recaptures(void **state)
+{
+    (void)state;
+    run_t e, g;
+    open_run(&e, RESNET, DT_CUDA_GRAPHS_OFF);
+    open_run(&g, RESNET, DT_CUDA_GRAPHS_ON);
+    unsigned long c0 = stats->graph_captures, l0 = stats->graph_launches;
+    int b[10] = {BATCH, BATCH, BATCH, BATCH, 3, 3, 3, 3, 3, 3};
+    same_steps(&e, &g, b, 10);
+    assert_int_equal(stats->graph_captures - c0, 2);
+    assert_int_equal(g.m->graphs.batch, 3);
+    /* launches: steps 3, 4 at 4; 7 (the capture at 3) .. 10 */
+    assert_int_equal(stats->graph_launches - l0, 6);
     close_runs(&e, &g);
 }
 
@@ -285,7 +341,9 @@ int main(void)
         cmocka_unit_test(test_moved_buffers_recapture),
         cmocka_unit_test(test_capture_failure),
         cmocka_unit_test(test_auto_decides),
-        cmocka_unit_test(test_unfit_model_never_captured),
+        cmocka_unit_test(test_unfit_model_not_captured),
+        cmocka_unit_test(test_new_arguments_recapture),
+        cmocka_unit_test(test_new_batch_size_recaptures),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

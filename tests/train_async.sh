@@ -95,7 +95,8 @@ DT_TEST_PS_DIE_AFTER=140 run -n 2 --max-restarts 1 --set cluster.restart_backoff
 grep -q "restart 1 of 1: rank 2 (parameter server 0) on localhost was killed by signal 9" out ||
     { cat out; fail "the restart did not name the killed server"; }
 # (which checkpoint depends on timing: step 50, 100, or 125 where worker 0
-# finished its epoch before the server died; the name has 12 digits)
+# finished its epoch before the server died, and the restart then only
+# evaluates it; the name has 12 digits)
 grep -q "resuming from ck_restart/ckpt-[0-9]\{12\}\.dtckpt" out || { cat out; fail "the restart did not resume"; }
 acc=$(sed -n 's/.*final test accuracy: \([0-9.]*\)%.*/\1/p' out)
 awk -v a="$acc" 'BEGIN { exit !(a >= 70.0) }' || { cat out; fail "restarted accuracy '$acc'"; }
@@ -113,6 +114,14 @@ grep -q "resuming from ck/ckpt-000000000060.dtckpt" out || { cat out; fail "did 
 grep -q "fresh optimizer state" out && { cat out; fail "the sharded optimizer state was not restored"; }
 acc=$(sed -n 's/.*final test accuracy: \([0-9.]*\)%.*/\1/p' out)
 awk -v a="$acc" 'BEGIN { exit !(a >= 70.0) }' || { cat out; fail "resumed accuracy '$acc'"; }
+# resumed once more: that run's last checkpoint is the end of training;
+# rank 0 evaluates the servers' parameters, the job ends with them
+run -n 2 --set cluster.servers=2 --set train.optimizer=adam \
+    --set train.lr=0.002 --set train.checkpoint_dir=ck --resume job.ini ||
+    { cat out; fail "async resume at the end"; }
+grep -q "nothing left to train; evaluating it" out || { cat out; fail "async resume at the end not said"; }
+acc2=$(sed -n 's/.*final test accuracy: \([0-9.]*\)%.*/\1/p' out)
+[ "$acc2" = "$acc" ] || { cat out; fail "accuracy at the end '$acc2', the run that ended there said '$acc'"; }
 run -n 2 --set train.mode=sync --set train.optimizer=adam \
     --set train.lr=0.002 --set train.checkpoint_dir=ck_sync --resume job.ini ||
     { cat out; fail "sync resume of an async checkpoint"; }

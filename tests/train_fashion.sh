@@ -73,6 +73,16 @@ grep -q "resuming from .*ckpt-000000000170.dtckpt" out ||
     { cat out; fail "did not resume from step 170"; }
 "$compare" full.dtckpt b/ckpt-000000000250.dtckpt ||
     fail "resumed run differs from the uninterrupted one"
+# resumed again: the checkpoint is the end, nothing to train, but the job
+# still ends with the model's accuracy (and writes no checkpoint)
+: >out
+run -n 2 --resume --set train.checkpoint_dir=b job.ini ||
+    { cat out; fail "resume at the end failed"; }
+grep -q "nothing left to train; evaluating it" out ||
+    { cat out; fail "resume at the end not said"; }
+acc=$(sed -n 's/.*final test accuracy: \([0-9.]*\)%.*/\1/p' out)
+awk -v a="$acc" 'BEGIN { exit !(a >= 70.0) }' || { cat out; fail "accuracy at the end '$acc'"; }
+ls b/ckpt-00000000025[1-9].dtckpt 2>/dev/null && fail "a resume at the end trained on"
 
 # ---- a corrupt newest checkpoint: named, the previous one used -------------
 printf 'X' | dd of="$final" bs=1 seek=5000 conv=notrunc 2>/dev/null

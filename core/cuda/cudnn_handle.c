@@ -123,13 +123,21 @@ dt_status_t dt_cudnn_grow(dt_device_t *dev, void **buf, size_t *have,
     if (bytes <= *have && *buf)
         return DT_OK;
     cudaError_t ce = cudaStreamSynchronize((cudaStream_t)dev->stream);
-    if (ce == cudaSuccess) {
-        if (*buf)
-            cudaFree(*buf);
-        *buf = NULL;
-        *have = 0;
-        ce = cudaMalloc(buf, bytes ? bytes : 1);
+    if (ce != cudaSuccess) { /* the old buffer stays, still in use */
+        dt_error("cuDNN %s: cannot grow it to %zu bytes on %s: waiting for "
+                 "the stream failed: %s%s", what, bytes, dev->name,
+                 cudaGetErrorString(ce),
+                 ce == cudaErrorStreamCaptureUnsupported
+                     ? " (inside a CUDA graph capture)"
+                     : "");
+        cudaGetLastError();
+        return DT_ERR_INTERNAL;
     }
+    if (*buf)
+        cudaFree(*buf);
+    *buf = NULL;
+    *have = 0;
+    ce = cudaMalloc(buf, bytes ? bytes : 1);
     if (dev->dnn)
         ((dt_cudnn_t *)dev->dnn)->generation++;
     if (ce != cudaSuccess) {

@@ -82,8 +82,13 @@ struct dt_model {
         int warm;             /* eager steps of this batch since reset */
         void *exec;           /* the captured step (NULL: none)        */
         int batch;            /* its batch                             */
-        float scale;          /* its loss scale                        */
+        float scale;          /* its loss scale, label smoothing and   */
+        float smoothing;      /* the backend's precision: baked into   */
+        int precision;        /* its kernels' arguments                */
         unsigned long long gen; /* the backend's buffers_generation    */
+        int other, other_batch; /* eager steps in a row of another size */
+        int said_unfit;       /* on: the warning that it is not captured
+                                 was given                             */
         size_t (*ready)[2];   /* cb's ranges, in order, from capture   */
         int nready, cap_ready;
         int capturing;        /* inside the capture: ranges noted      */
@@ -96,7 +101,8 @@ struct dt_model {
                                  backend may run it again (the tests'
                                  stand-in replays it at each launch)  */
         double eager_s, graph_s; /* auto: fastest timed step of each  */
-        int timed;            /* auto: graph steps timed so far        */
+        int timed;            /* auto: eager steps timed before the
+                                 capture, graph steps after it         */
         unsigned long long captures, launches;
     } graphs;
 };

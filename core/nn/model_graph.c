@@ -145,6 +145,8 @@ static dt_status_t capture(dt_model_t *m, int batch, char *why, size_t len)
         return st;
     g->batch = batch;
     g->scale = m->loss_scale;
+    g->smoothing = m->label_smoothing;
+    g->precision = cu->get_precision();
     g->gen = cu->buffers_generation(m->dev);
     g->captures++;
     return DT_OK;
@@ -229,21 +231,41 @@ dt_status_t dt_model_train_step(dt_model_t *m, const float *x,
     char buf[160];
     const char *why = NULL;
     int graphs = g->mode != DT_CUDA_GRAPHS_OFF && g->decided >= 0;
+    /* Unfit now (profiling or sync_bn turned on since, say): eager, and
+     * any graph dropped; graphs may come back when it is fit again. */
     if (graphs && (why = unfit(m, buf, sizeof buf)) != NULL) {
-        g->decided = -1;
         graphs = 0;
-        if (g->mode == DT_CUDA_GRAPHS_ON && m->dev->kind == DT_DEVICE_CUDA)
+        dt_model_graph_reset(m);
+        if (g->mode == DT_CUDA_GRAPHS_ON && m->dev->kind == DT_DEVICE_CUDA &&
+            !g->said_unfit)
             dt_warn("cuda_graphs = on: the step is not captured: %s; it "
                     "runs eagerly", why);
+        g->said_unfit = 1;
     }
-    /* A new loss scale (fp16), or a backend buffer moved since (cuDNN's
-     * workspace grown for an evaluation's shapes), is a new graph;
-     * another batch size (an epoch's last) an eager step that leaves
-     * the graph as it is. */
+    /* What the captured kernels were given at capture and cannot change:
+     * a new loss scale (fp16), label smoothing or GPU precision, or a
+     * backend buffer moved since (cuDNN's workspace grown for an
+     * evaluation's shapes) is a new graph. */
+    const dt_cuda_backend_t *cu = dt_cuda_backend_loaded();
     if (g->exec &&
-        (g->scale != m->loss_scale ||
-         g->gen != dt_cuda_backend_loaded()->buffers_generation(m->dev)))
+        (g->scale != m->loss_scale || g->smoothing != m->label_smoothing ||
+         g->precision != cu->get_precision() ||
+         g->gen != cu->buffers_generation(m->dev)))
         dt_model_graph_reset(m);
+    /* Another batch size: an epoch's last runs eagerly and leaves the
+     * graph; the same other size twice in a row (work_load = auto's new
+     * share) is the new size: warmed up and captured anew. */
+    if (graphs && g->exec && g->batch != batch) {
+        g->other = g->other_batch == batch ? g->other + 1 : 1;
+        g->other_batch = batch;
+        if (g->other >= WARM_STEPS) {
+            dt_model_graph_reset(m);
+            g->batch = batch;
+            g->warm = g->other - 1; /* this step is counted below */
+        }
+    } else {
+        g->other = 0;
+    }
     if (graphs && g->exec && g->batch == batch) {
         DT_CHECK(launch(m, batch, cb, arg));
     } else if (graphs && !g->exec && g->batch == batch &&
@@ -271,7 +293,7 @@ dt_status_t dt_model_train_step(dt_model_t *m, const float *x,
             if (g->batch != batch) { /* warm-up (again) for this size */
                 g->batch = batch;
                 g->warm = g->timed = 0;
-                g->eager_s = 0.0;
+                g->eager_s = g->graph_s = 0.0;
             }
             g->warm++;
         }

@@ -419,6 +419,27 @@ static dt_status_t async_start(dt_trainer_t *t)
     return DT_OK;
 }
 
+/* The checkpoint resumed from is the end of training: evaluate it as the
+ * last epoch would have (async: rank 0 alone, on the servers' parameters),
+ * so that the job still ends with its accuracy. */
+static dt_status_t evaluate_at_end(dt_trainer_t *t)
+{
+    double loss = 0.0, acc = 0.0;
+    if (t->rank == 0)
+        dt_info("the checkpoint is at the end of training (epoch %llu of "
+                "%llu, step %llu): nothing left to train; evaluating it",
+                (unsigned long long)t->epoch, (unsigned long long)t->epochs,
+                (unsigned long long)t->global_step);
+    if (t->async) {
+        if (t->rank != 0)
+            return DT_OK;
+        DT_CHECK(dt_ps_pull(t->ps, t->params));
+    }
+    DT_CHECK(dt_trainer_evaluate(t, &loss, &acc));
+    t->final_accuracy = acc;
+    return DT_OK;
+}
+
 dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy)
 {
     dt_trainer_t t;
@@ -447,8 +468,13 @@ dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy)
      * exit (needs somewhere to write it). */
     if (st == DT_OK && t.ckpt_dir && !t.async)
         dt_preempt_install();
+    /* Resumed from a checkpoint at the end of training: nothing to run,
+     * but the user still gets the model's accuracy (evaluated now). */
+    bool at_end = st == DT_OK && t.epoch >= t.epochs;
     if (st == DT_OK)
         st = train_loop(&t, max_steps > 0 ? (uint64_t)max_steps : 0);
+    if (st == DT_OK && at_end)
+        st = evaluate_at_end(&t);
     dt_preempt_restore();
     /* async: this worker is done; the servers answer once all are. */
     if (st == DT_OK && t.async)
