@@ -1,7 +1,9 @@
 #!/bin/sh
 # plan-validate.sh — dtctl plan's predictions against real runs on one
 # host (docs/PLAN.md#validation). Per job and round: the trainer on each
-# of --workers N (one epoch of --samples Fashion-MNIST samples, one thread
+# of --workers N (one epoch of --samples Fashion-MNIST samples PER WORKER,
+# N x S in all, at most the 60000 there are: every N runs as many steps,
+# so a short run's start-up and noise weigh alike at every N; one thread
 # per worker, --metrics samples/s), then dtctl plan with the profile of
 # `dtctl plan --measure`. Four predictions per N:
 #   raw         the model as the planner measures it (forward, backward
@@ -69,11 +71,13 @@ measure() {
         echo "cpu $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)"
         echo "workers $workers"
         echo "rounds $rounds"
-        echo "samples $samples"
+        echo "samples $samples per worker"
     } >"$dir/meta"
-    sets="--set data.train_samples=$samples --set data.test_samples=1000
+    sets="--set data.test_samples=1000
           --set train.epochs=1 --set train.threads=1 --set train.device=cpu
           $extra"
+    # N workers: N x samples (Fashion-MNIST has 60000)
+    samples_for() { sn=$(( $1 * samples )); [ "$sn" -le 60000 ] || sn=60000; echo "$sn"; }
     echo "# cache-line round trip before: $(rtt)" >&2
     for job in "$@"; do
         name=$(basename "$job" .ini)
@@ -93,7 +97,8 @@ measure() {
         # (optional: a failure costs only that column, not the rounds)
         rm -f "$dir/$name.trained"
         # shellcheck disable=SC2086
-        "$dtctl" -q run -n 1 $sets --set train.max_steps=8 \
+        "$dtctl" -q run -n 1 $sets --set data.train_samples="$samples" \
+            --set train.max_steps=8 \
             --set train.layer_times="$dir/$name.trained" \
             "$job" >"$tmp/run.log" 2>&1 || {
             echo "plan-validate: $name with layer_times failed (no trainer column):" >&2
@@ -104,7 +109,9 @@ measure() {
             for n in $workers; do
                 rm -f "$tmp/m.jsonl"
                 # shellcheck disable=SC2086
-                "$dtctl" -q run -n "$n" $sets --metrics "$tmp/m.jsonl" "$job" \
+                "$dtctl" -q run -n "$n" $sets \
+                    --set data.train_samples="$(samples_for "$n")" \
+                    --metrics "$tmp/m.jsonl" "$job" \
                     >"$tmp/run.log" 2>&1 || {
                     echo "plan-validate: $name at N = $n failed:" >&2
                     tail -5 "$tmp/run.log" >&2; exit 1; }

@@ -626,11 +626,12 @@ fi
 # this machine's 16 cores (the 2-vCPU VM cannot give 4 workers a core each).
 # CPU only; measured here, predicted back home (no SimGrid on the device):
 #   tar xzf logs.tar.gz logs/plan && bench/plan-validate.sh --predict logs/plan
-# 6400 samples (100 steps at N = 1): the bundle's CNN has no OpenBLAS
-# (~0.15 s a step at N = 1 on one core), and --measure now fits every
-# transport twice over: 12800 would not fit the step's time
-if [ $gpus -gt 0 ]; then PV=(--workers "1 2 4 8" --rounds 2 --samples 6400)
-else PV=(--workers "1 2" --rounds 1 --samples 1280); fi # rehearsal
+# 3200 samples per worker (50 steps at every N: session 9 found 6400 in
+# all, 12 steps a worker at N = 8, too few to judge): the bundle's CNN has
+# no OpenBLAS (~0.15 s a step at N = 1 on one core), and --measure fits
+# every transport twice over, so more would not fit the step's time
+if [ $gpus -gt 0 ]; then PV=(--workers "1 2 4 8" --rounds 2 --samples 3200)
+else PV=(--workers "1 2" --rounds 1 --samples 640); fi # rehearsal
 run_step plan_measure 170 "${DTENV[@]}" sh "$top/bench/plan-validate.sh" \
     --dtctl "$DTCTL" "${PV[@]}" --set data.path="$G/data/fashion-mnist" \
     --measure-only "$L/plan" "$G/conf/fashion-mnist-mlp.ini" "$G/conf/fashion-mnist-cnn.ini"
