@@ -69,6 +69,9 @@ measure() {
         echo "host $(uname -n)"
         echo "cores $(nproc)"
         echo "cpu $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)"
+        # hardware threads per core: 2 means N workers share N/2 cores
+        # once their threads outnumber the cores
+        echo "threads_per_core $(lscpu 2>/dev/null | sed -n 's/^Thread(s) per core: *//p')"
         echo "workers $workers"
         echo "rounds $rounds"
         echo "samples $samples per worker"
@@ -104,7 +107,7 @@ measure() {
             echo "plan-validate: $name with layer_times failed (no trainer column):" >&2
             tail -5 "$tmp/run.log" >&2; rm -f "$dir/$name.trained"; }
         echo "# $name: load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-        for n in $workers; do : >"$dir/$name.sps.$n"; done
+        for n in $workers; do : >"$dir/$name.sps.$n"; : >"$dir/$name.waits.$n"; done
         for r in $(seq "$rounds"); do
             for n in $workers; do
                 rm -f "$tmp/m.jsonl"
@@ -117,6 +120,10 @@ measure() {
                     tail -5 "$tmp/run.log" >&2; exit 1; }
                 sed -n 's/.*"samples_per_sec":\([0-9.]*\).*/\1/p' "$tmp/m.jsonl" |
                     tail -1 >>"$dir/$name.sps.$n"
+                # where rank 0's step went: waiting for the allreduce (the
+                # slowest rank) and for data, fractions of its step time
+                sed -n 's/.*"samples_per_sec":\([0-9.]*\),"comm_fraction":\([0-9.]*\),"data_wait":\([0-9.]*\).*/\1 \2 \3/p' \
+                    "$tmp/m.jsonl" | tail -1 >>"$dir/$name.waits.$n"
             done
         done
     done
@@ -129,8 +136,8 @@ predict() {
     ns=$(sed -n 's/^workers //p' "$dir/meta")
     max=$(echo "$ns" | tr ' ' '\n' | sort -n | tail -1)
     sed -n 's/^/# measured: /p' "$dir/meta"
-    printf '# %-28s %2s %9s %9s %7s %9s %7s %9s %7s %9s %7s\n' job N meas_ms raw_ms raw_err \
-        cal_ms cal_err trn_ms trn_err col_ms col_err
+    printf '# %-28s %2s %9s %9s %7s %9s %7s %9s %7s %9s %7s  %s\n' job N meas_ms raw_ms raw_err \
+        cal_ms cal_err trn_ms trn_err col_ms col_err "waits (rank 0)"
     for layers in "$dir"/*.layers; do
         name=$(basename "$layers" .layers) job=${layers%.layers}.ini
         [ -f "$job" ] && [ -s "$dir/$name.sps.1" ] || continue # not a measured job
@@ -162,13 +169,17 @@ predict() {
             if [ -s "$dir/$name.coloc" ]; then # raw, with co-located compute
                 col=$(plan "$n" 1 "$layers" --colocation "$dir/$name.coloc")
             fi
-            awk -v j="$name" -v n="$n" -v m="$m" -v r="$raw" -v c="$cal" -v t="$trn" -v o="$col" \
+            # the best round's comm and data waits (of rank 0's step)
+            w=$( [ -s "$dir/$name.waits.$n" ] && sort -g "$dir/$name.waits.$n" | tail -1 |
+                awk '{ printf "comm %.0f%% data %.0f%%", 100 * $2, 100 * $3 }')
+            awk -v j="$name" -v n="$n" -v m="$m" -v r="$raw" -v c="$cal" -v t="$trn" -v o="$col" -v w="$w" \
                 'BEGIN { printf "  %-28s %2d %9.3f %9.3f %+6.1f%% %9.3f %+6.1f%%",
                          j, n, m, r, 100 * (r - m) / m, c, 100 * (c - m) / m
                          if (t != "") printf " %9.3f %+6.1f%%", t, 100 * (t - m) / m
                          else printf " %9s %7s", "-", "-"
-                         if (o != "") printf " %9.3f %+6.1f%%\n", o, 100 * (o - m) / m
-                         else printf " %9s %7s\n", "-", "-" }'
+                         if (o != "") printf " %9.3f %+6.1f%%", o, 100 * (o - m) / m
+                         else printf " %9s %7s", "-", "-"
+                         printf "  %s\n", w }'
         done
     done
 }
