@@ -23,6 +23,7 @@
 #include "nn/model.h"
 #include "nn_testutil.h"
 #include "fixtures/standin_cuda.h"
+#include "standin_load.h"
 
 #define BATCH 4
 #define RESNET                                                               \
@@ -39,23 +40,11 @@ static unsigned long long *generation;
 static int setup(void **state)
 {
     (void)state;
-    const char *b = getenv("top_builddir");
-    static char dir[4096];
-    snprintf(dir, sizeof dir, "%s/tests/fixtures/standin_cuda/.libs",
-             b ? b : "..");
-    setenv("DT_PLUGIN_PATH", dir, 1);
-    char why[512] = "", path[4200];
-    if (dt_gpu_available(why, sizeof why) != 1) {
-        fprintf(stderr, "stand-in backend not loaded: %s\n", why);
+    void *h = NULL;
+    if (standin_load(&h) != 0)
         return -1;
-    }
-    const dt_cuda_backend_t *be = dt_cuda_backend_loaded();
-    if (!be || !strstr(be->built_with, "stand-in"))
-        return -1;
-    snprintf(path, sizeof path, "%s/dt-cuda-backend.so", dir);
-    void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-    stats = h ? dlsym(h, "standin_cuda_stats") : NULL;
-    generation = h ? dlsym(h, "standin_graph_generation") : NULL;
+    stats = dlsym(h, "standin_cuda_stats");
+    generation = dlsym(h, "standin_graph_generation");
     return stats && generation ? 0 : -1;
 }
 

@@ -26,6 +26,7 @@
 #include "nn/model.h"
 #include "nn_testutil.h"
 #include "fixtures/standin_cuda.h"
+#include "standin_load.h"
 #include "train/train.h"
 
 #define BATCH 4
@@ -35,23 +36,12 @@ static dt_device_t standin_dev = {.kind = DT_DEVICE_CUDA,
                                   .ordinal = 0,
                                   .name = "cuda:0 (stand-in)"};
 
+static void *standin_handle;
+
 static int setup(void **state)
 {
     (void)state;
-    const char *b = getenv("top_builddir");
-    static char dir[4096];
-    snprintf(dir, sizeof dir, "%s/tests/fixtures/standin_cuda/.libs",
-             b ? b : "..");
-    setenv("DT_PLUGIN_PATH", dir, 1);
-    char why[512] = "";
-    if (dt_gpu_available(why, sizeof why) != 1) {
-        fprintf(stderr, "stand-in backend not loaded: %s\n", why);
-        return -1;
-    }
-    const dt_cuda_backend_t *be = dt_cuda_backend_loaded();
-    if (!be || !strstr(be->built_with, "stand-in"))
-        return -1;
-    return 0;
+    return standin_load(&standin_handle);
 }
 
 /* max |a - b| / (1e-5 + max |a|) */
@@ -199,17 +189,10 @@ static void test_sync_bn(void **state)
     dt_model_free(mp);
 }
 
-/* The stand-in's counters (the module is opened RTLD_LOCAL: by path). */
+/* The stand-in's counters. */
 static standin_stats_t *stats(void)
 {
-    static standin_stats_t *st;
-    if (!st) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/dt-cuda-backend.so",
-                 getenv("DT_PLUGIN_PATH"));
-        void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-        st = h ? dlsym(h, "standin_cuda_stats") : NULL;
-    }
+    standin_stats_t *st = dlsym(standin_handle, "standin_cuda_stats");
     assert_non_null(st);
     return st;
 }
