@@ -232,6 +232,45 @@ static void test_auto_decides(void **state)
     close_runs(&e, &g);
 }
 
+/* auto timed by the caller (the trainer's whole steps, the gradient sync
+ * included): given times decide it, both ways, and only steps that auto
+ * times take one (a warm-up step's time is ignored). */
+static void auto_with_times(double eager, double graph, int want)
+{
+    run_t e, g;
+    open_run(&e, RESNET, DT_CUDA_GRAPHS_OFF);
+    open_run(&g, RESNET, DT_CUDA_GRAPHS_AUTO);
+    dt_model_graph_external_timing(g.m);
+    for (int s = 0; s < 12; s++) {
+        float le, lg;
+        ranges_t re, rg;
+        assert_int_equal(step(&e, BATCH, s, &le, &re), DT_OK);
+        assert_int_equal(step(&g, BATCH, s, &lg, &rg), DT_OK);
+        assert_memory_equal(&le, &lg, sizeof le);
+        /* the caller's time: eager steps take `eager`, captured ones
+         * `graph` (a warm-up step's 1000 s must not count) */
+        dt_model_graph_step_time(g.m, s < 2 ? 1000.0
+                                      : g.m->graphs.exec ? graph : eager);
+    }
+    struct dt_model_graphs *gr = &g.m->graphs;
+    assert_int_equal(gr->captures, 1);
+    assert_int_equal(gr->decided, want);
+    assert_true(gr->eager_s == eager && gr->graph_s == graph);
+    if (want > 0)
+        assert_non_null(gr->exec);
+    else
+        assert_null(gr->exec);
+    assert_memory_equal(e.p, g.p, e.n * sizeof *e.p);
+    close_runs(&e, &g);
+}
+
+static void test_auto_by_whole_steps(void **state)
+{
+    (void)state;
+    auto_with_times(0.005, 0.002, 1);
+    auto_with_times(0.002, 0.005, -1);
+}
+
 /* A step the host changes from step to step is not captured, even with
  * on: per-layer profiling here (dropout and sync_bn alike; the stand-in
  * has no dropout entry). Turned on after a capture, the graph goes;
@@ -330,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_moved_buffers_recapture),
         cmocka_unit_test(test_capture_failure),
         cmocka_unit_test(test_auto_decides),
+        cmocka_unit_test(test_auto_by_whole_steps),
         cmocka_unit_test(test_unfit_model_not_captured),
         cmocka_unit_test(test_new_arguments_recapture),
         cmocka_unit_test(test_new_batch_size_recaptures),

@@ -109,8 +109,8 @@ static const dt_key_spec_t train_keys[] = {
      "heuristics, deterministic algorithms preferred"},
     {"cuda_graphs", DT_KEY_STRING, "auto",
      "auto, on or off: a GPU's training step captured once as a CUDA "
-     "graph and replayed by one launch; auto: with one rank, kept when a "
-     "timed comparison with eager steps says it is faster"},
+     "graph and replayed by one launch; auto: kept when whole steps "
+     "(the gradient sync included) time faster than eager ones"},
     {"loss_scale", DT_KEY_STRING, NULL,
      "none, dynamic or a power of two: backward on S x the loss, "
      "gradients divided by S, overflowing steps skipped (default: dynamic "

@@ -89,6 +89,9 @@ struct dt_model {
         int other, other_batch; /* eager steps in a row of another size */
         int said_unfit;       /* on: the warning that it is not captured
                                  was given                             */
+        int external, pending; /* auto: the caller times whole steps
+                                 (dt_model_graph_step_time); this step
+                                 awaits its time                       */
         size_t (*ready)[2];   /* cb's ranges, in order, from capture   */
         int nready, cap_ready;
         int capturing;        /* inside the capture: ranges noted      */
@@ -130,6 +133,12 @@ dt_status_t dt_model_forward_layers(dt_model_t *m, int batch, int train,
                                     int with_labels);
 /* Drop the captured step (model_graph.c): its buffers are going. */
 void dt_model_graph_reset(dt_model_t *m);
+/* cuda_graphs = auto, timed by the caller: each dt_model_train_step is
+ * followed by dt_model_graph_step_time with the whole step's seconds
+ * (the trainer's: the gradient sync included, so that graphs are kept
+ * only where they win with the overlap they give up at N > 1). */
+void dt_model_graph_external_timing(dt_model_t *m);
+void dt_model_graph_step_time(dt_model_t *m, double seconds);
 
 /* A layer's scratch floats for batch samples, rounded up to 16 (model.c). */
 size_t dt_model_scratch_floats(const dt_layer_t *l, int batch);

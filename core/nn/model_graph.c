@@ -15,8 +15,8 @@
  * callbacks, which record events on the stream for the gradient sync,
  * cannot run inside a capture: their ranges are noted while capturing
  * and the callbacks are made after each launch, so a sync over ranks
- * starts after the whole backward instead of during it (why auto keeps
- * graphs for one rank only: core/train/train_setup.c).
+ * starts after the whole backward instead of during it (why the trainer's
+ * auto times whole steps, the sync included: dt_model_graph_step_time).
  *
  * Chosen by: two eager warm-up steps of the batch (cuDNN picks its
  * algorithms, buffers reach their size), then under auto three timed
@@ -208,14 +208,41 @@ static void decide(dt_model_t *m)
     struct dt_model_graphs *g = &m->graphs;
     g->decided = g->graph_s < g->eager_s ? 1 : -1;
     dt_info("cuda_graphs = auto: a captured step took %.3f ms, an eager "
-            "one %.3f ms (fastest of %d each, batch %d): %s",
+            "one %.3f ms (fastest of %d each, batch %d%s): %s",
             1e3 * g->graph_s, 1e3 * g->eager_s, TIMED_STEPS, g->batch,
+            g->external ? ", whole steps with the gradient sync" : "",
             g->decided > 0 ? "graphs kept" : "eager steps from now on");
     if (g->decided < 0)
         dt_model_graph_reset(m);
 }
 
 static double min_or(double a, double b) { return a > 0 && a < b ? a : b; }
+
+/* auto: one timed step: eager ones after the warm-up, then graph ones
+ * (the capture's own step not counted), then the decision. */
+static void note_time(dt_model_t *m, double seconds)
+{
+    struct dt_model_graphs *g = &m->graphs;
+    if (!g->exec && g->warm > WARM_STEPS) {
+        g->eager_s = min_or(g->eager_s, seconds);
+        g->timed++;
+    } else if (g->exec) {
+        if (g->timed >= 0)
+            g->graph_s = min_or(g->graph_s, seconds);
+        if (++g->timed >= TIMED_STEPS)
+            decide(m);
+    }
+}
+
+void dt_model_graph_external_timing(dt_model_t *m) { m->graphs.external = 1; }
+
+void dt_model_graph_step_time(dt_model_t *m, double seconds)
+{
+    if (m->graphs.pending) {
+        m->graphs.pending = 0;
+        note_time(m, seconds);
+    }
+}
 
 dt_status_t dt_model_train_step(dt_model_t *m, const float *x,
                                 const int *labels, int batch, float *loss,
@@ -301,19 +328,14 @@ dt_status_t dt_model_train_step(dt_model_t *m, const float *x,
     m->trained = 0; /* backward is done */
     m->rng_counter++;
     DT_CHECK(read_loss(m, batch, loss));
-    /* auto: time eager steps after warm-up, then graph steps. */
+    /* auto: this step timed (by the caller, whole, when it said so) */
+    g->pending = 0;
     if (graphs && g->mode == DT_CUDA_GRAPHS_AUTO && !g->decided &&
         g->batch == batch) {
-        double dt = dt_clock_now() - t0;
-        if (!g->exec && g->warm > WARM_STEPS) {
-            g->eager_s = min_or(g->eager_s, dt);
-            g->timed++;
-        } else if (g->exec) {
-            if (g->timed >= 0)
-                g->graph_s = min_or(g->graph_s, dt);
-            if (++g->timed >= TIMED_STEPS)
-                decide(m);
-        }
+        if (g->external)
+            g->pending = 1;
+        else
+            note_time(m, dt_clock_now() - t0);
     }
     return DT_OK;
 }

@@ -15,6 +15,7 @@
 #include "preempt.h"
 #include "nn/device_math.h"
 #include "nn/device_step.h"
+#include "nn/model.h"
 #include "train.h"
 
 /* After a step: checkpoint_every = N steps, checkpoint_steps, the wall
@@ -147,6 +148,8 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
         t->compute_samples += b;
     }
     DT_CHECK(dt_grad_sync_finish(t->sync, &wait));
+    /* cuda_graphs = auto compares whole steps, the sync included */
+    dt_model_graph_step_time(t->model, dt_clock_now() - c0);
     if (t->ls.enabled)
         DT_CHECK(unscale(t));
     *rolled_back = false;

@@ -12,6 +12,7 @@
 #include <dt/log.h>
 #include "cuda/backend.h"
 #include "plugin/plugin_loader.h"
+#include "nn/model.h"
 #include "train.h"
 
 extern char **environ;
@@ -542,9 +543,10 @@ static dt_status_t read_cuda_graphs(const dt_config_t *cfg,
 }
 
 /* [train] cuda_graphs on the model (after sync_bn, which rules graphs
- * out): auto captures with one rank only, since a captured step hands
- * its gradients to the sync after its whole backward, not layer by
- * layer under it; on captures at any number of ranks. */
+ * out). auto times whole steps, the gradient sync included: with more
+ * than one rank a captured step hands its buckets to the sync after its
+ * whole backward, not under it, and graphs are kept only where they win
+ * all the same. */
 static dt_status_t setup_cuda_graphs(const dt_config_t *cfg, dt_trainer_t *t)
 {
     dt_cuda_graphs_t mode;
@@ -562,15 +564,9 @@ static dt_status_t setup_cuda_graphs(const dt_config_t *cfg, dt_trainer_t *t)
                     "nothing to capture");
         return DT_OK;
     }
-    if (mode == DT_CUDA_GRAPHS_AUTO && t->world > 1) {
-        if (t->rank == 0)
-            dt_debug("cuda_graphs = auto: eager steps with %d ranks (the "
-                     "gradients of a captured step are reduced after its "
-                     "whole backward); cuda_graphs = on captures anyway",
-                     t->world);
-        mode = DT_CUDA_GRAPHS_OFF;
-    }
-    return dt_model_set_cuda_graphs(t->model, mode);
+    DT_CHECK(dt_model_set_cuda_graphs(t->model, mode));
+    dt_model_graph_external_timing(t->model);
+    return DT_OK;
 }
 
 /* [model] sync_bn: the batchnorm layers sum their statistics over the

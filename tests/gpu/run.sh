@@ -647,8 +647,9 @@ esac
 # or more (a multi-GPU kind): the allreduce between GPUs, checked exactly;
 # the MLP trained over nccl with the gradients reduced from device memory
 # (its debug line must say d2h_grad_copies=0: issue 18's "no host
-# staging"); ResNet-20 bf16 over nccl with cuda_graphs on and off (on: the
-# captured step hands its buckets to NCCL after the launch). Last: each
+# staging"); ResNet-20 bf16 over nccl with cuda_graphs auto, on and off
+# (a captured step hands its buckets to NCCL after the launch; auto says
+# whether that won over eager steps' overlap). Last: each
 # may take its whole timeout.
 nccl_two_gpus() {
     run_step nccl_n2_allreduce 60 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 2 -- "$G/tests/allreduce_mem"
@@ -671,7 +672,7 @@ nccl_two_gpus() {
     else row nccl_n2_train FAIL "acc ${acc:-?}% < ${FLOOR[mlp]}" ""
     fi
     local g sps=()
-    for g in on off; do
+    for g in auto on off; do
         run_step "nccl_n2_resnet20_graphs_$g" 90 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 2 "${RN_JOB[resnet20]}" \
             --set train.device=cuda --set train.precision=bf16 --set train.cuda_graphs="$g" \
             --set train.max_steps=300 --set train.log_every=20 --set data.random_crop=0 --set data.hflip=no \
@@ -682,7 +683,7 @@ nccl_two_gpus() {
     if printf '%s\n' "${sps[@]}" | grep -q exit; then
         row nccl_n2_resnet20 FAIL "${sps[*]}" "$(grep -m1 -i -E 'error|fail' "$L"/nccl_n2_resnet20_graphs_*.log | cut -c1-80)"
     else
-        row nccl_n2_resnet20 PASS "graphs ${sps[*]} samples/s" "2 GPUs, nccl, bf16, batch 64 per GPU"
+        row nccl_n2_resnet20 PASS "graphs ${sps[*]} samples/s" "2 GPUs, nccl, bf16, batch 64 per GPU; auto: $(grep -m1 -o 'graphs kept\|eager steps from now on' "$L/nccl_n2_resnet20_graphs_auto.log")"
     fi
 }
 if [ $gpus -eq 1 ]; then
