@@ -269,19 +269,25 @@ dt_status_t dt_model_forward(dt_model_t *m, const float *x, const int *labels,
     DT_CHECK(dt_model_forward_layers(m, batch, train, labels != NULL));
     if (train)
         m->rng_counter++;
-    if (labels) { /* the rows back (waits for the stream), summed */
-        const float *rows = m->rows;
-        if (m->dev->kind == DT_DEVICE_CUDA) {
-            DT_CHECK(dt_device_copy(m->dev, m->host_rows, DT_MEM_HOST,
-                                    m->rows, DT_MEM_CUDA,
-                                    (size_t)batch * 2 * sizeof(float)));
-            rows = m->host_rows;
-        }
-        dt_softmax_xent_sum(rows, batch, loss, correct);
-    } else { /* no read-back waited for the input copies */
+    if (labels)
+        DT_CHECK(dt_model_read_loss(m, batch, loss, correct));
+    else /* no read-back waited for the input copies */
         DT_CHECK(dt_device_sync(m->dev));
-    }
     m->trained = train && labels;
+    return DT_OK;
+}
+
+dt_status_t dt_model_read_loss(dt_model_t *m, int batch, float *loss,
+                               int *correct)
+{
+    const float *rows = m->rows;
+    if (m->dev->kind == DT_DEVICE_CUDA) { /* waits for the stream */
+        DT_CHECK(dt_device_copy(m->dev, m->host_rows, DT_MEM_HOST, m->rows,
+                                DT_MEM_CUDA,
+                                (size_t)batch * 2 * sizeof(float)));
+        rows = m->host_rows;
+    }
+    dt_softmax_xent_sum(rows, batch, loss, correct);
     return DT_OK;
 }
 

@@ -131,6 +131,10 @@ dt_status_t dt_model_forward_begin(dt_model_t *m, const float *x,
                                    const int *labels, int batch);
 dt_status_t dt_model_forward_layers(dt_model_t *m, int batch, int train,
                                     int with_labels);
+/* The loss rows back to the host (on a GPU: waits for the stream), summed
+ * into the mean loss and the correct count (either may be NULL). */
+dt_status_t dt_model_read_loss(dt_model_t *m, int batch, float *loss,
+                               int *correct);
 /* Drop the captured step (model_graph.c): its buffers are going. */
 void dt_model_graph_reset(dt_model_t *m);
 /* cuda_graphs = auto, timed by the caller: each dt_model_train_step is

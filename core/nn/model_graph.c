@@ -32,7 +32,6 @@
 #include <dt/clock.h>
 #include <dt/log.h>
 #include "model.h"
-#include "nn/device_step.h"
 
 enum { WARM_STEPS = 2, TIMED_STEPS = 3 };
 
@@ -163,21 +162,6 @@ static dt_status_t launch(dt_model_t *m, int batch, dt_grad_ready_fn cb,
     m->output.numel = (size_t)batch * m->nclasses;
     for (int i = 0; cb && i < g->nready; i++)
         DT_CHECK(cb(arg, g->ready[i][0], g->ready[i][1]));
-    return DT_OK;
-}
-
-/* The rows back (the step's one wait), summed into the loss. */
-static dt_status_t read_loss(dt_model_t *m, int batch, float *loss)
-{
-    const float *rows = m->rows;
-    if (m->dev->kind == DT_DEVICE_CUDA) {
-        DT_CHECK(dt_device_copy_async(m->dev, m->host_rows, m->rows,
-                                      (size_t)batch * 2 * sizeof(float),
-                                      NULL));
-        DT_CHECK(dt_device_sync(m->dev));
-        rows = m->host_rows;
-    }
-    dt_softmax_xent_sum(rows, batch, loss, NULL);
     return DT_OK;
 }
 
@@ -327,7 +311,7 @@ dt_status_t dt_model_train_step(dt_model_t *m, const float *x,
     }
     m->trained = 0; /* backward is done */
     m->rng_counter++;
-    DT_CHECK(read_loss(m, batch, loss));
+    DT_CHECK(dt_model_read_loss(m, batch, loss, NULL)); /* the one wait */
     /* auto: this step timed (by the caller, whole, when it said so) */
     g->pending = 0;
     if (graphs && g->mode == DT_CUDA_GRAPHS_AUTO && !g->decided &&
