@@ -102,5 +102,16 @@ fi
 run --set train.activations=half >out.d7 2>&1 && fail "(d) activations = half accepted"
 grep -q "\[train\] activations = 'half': use auto, float32 or bf16" out.d7 ||
     { cat out.d7; fail "(d) activations = half"; }
-echo "(d) fp8, a scale not a power of two, bf16 and tf32 on the CPU, bf16 activations on the CPU and an unknown storage refused by name"
+# [train] cuda_graphs: a misspelt mode, and on with device = cpu, refused
+# before any worker starts, with file:line
+{ cat job.ini; printf '[train]\ncuda_graphs = maybe\n'; } >cg.ini
+line=$(grep -c '' cg.ini)
+"$DTCTL" run -n 1 cg.ini >out.d9 2>&1 && fail "(d) cuda_graphs = maybe accepted"
+grep -q "cg.ini:$line: \[train\] cuda_graphs = 'maybe': use auto, on or off" out.d9 ||
+    { cat out.d9; fail "(d) cuda_graphs = maybe not named with file:line"; }
+run --set train.cuda_graphs=on >out.d10 2>&1 && fail "(d) cuda_graphs = on with device = cpu accepted"
+grep -q "\[train\] cuda_graphs = on captures a GPU's step; \[train\] device = cpu has none" out.d10 ||
+    { cat out.d10; fail "(d) cuda_graphs = on on the cpu not explained"; }
+run --set train.cuda_graphs=off >out.d11 2>&1 || { cat out.d11; fail "(d) cuda_graphs = off on the cpu refused"; }
+echo "(d) fp8, a scale not a power of two, bf16 and tf32 on the CPU, bf16 activations on the CPU, an unknown storage and cuda_graphs misspelt or on for the CPU refused by name"
 echo PASS
