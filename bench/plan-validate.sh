@@ -72,6 +72,10 @@ measure() {
         # hardware threads per core: 2 means N workers share N/2 cores
         # once their threads outnumber the cores
         echo "threads_per_core $(lscpu 2>/dev/null | sed -n 's/^Thread(s) per core: *//p')"
+        # which CPUs are one core's hardware threads ("0,8 1,9 ..."): with
+        # [cluster] bind = auto rank i gets the i-th run of CPUs in this order
+        echo "siblings $(cat /sys/devices/system/cpu/cpu[0-9]*/topology/thread_siblings_list \
+            2>/dev/null | sort -un | tr '\n' ' ')"
         echo "workers $workers"
         echo "rounds $rounds"
         echo "samples $samples per worker"
@@ -106,8 +110,23 @@ measure() {
             "$job" >"$tmp/run.log" 2>&1 || {
             echo "plan-validate: $name with layer_times failed (no trainer column):" >&2
             tail -5 "$tmp/run.log" >&2; rm -f "$dir/$name.trained"; }
+        # the same at the largest N: rank 0's layers while its neighbours
+        # train too (slower than at N = 1: the compute itself is slowed by
+        # sharing the host; as fast: the step loses its time in the waits)
+        rm -f "$dir/$name.trained.$maxw"
+        if [ "$maxw" -gt 1 ] && [ -s "$dir/$name.trained" ]; then
+            # shellcheck disable=SC2086
+            "$dtctl" -q run -n "$maxw" $sets \
+                --set data.train_samples="$(samples_for "$maxw")" \
+                --set train.max_steps=8 \
+                --set train.layer_times="$dir/$name.trained.$maxw" \
+                "$job" >"$tmp/run.log" 2>&1 || {
+                echo "plan-validate: $name with layer_times at N = $maxw failed:" >&2
+                tail -5 "$tmp/run.log" >&2; rm -f "$dir/$name.trained.$maxw"; }
+        fi
         echo "# $name: load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
         for n in $workers; do : >"$dir/$name.sps.$n"; : >"$dir/$name.waits.$n"; done
+        : >"$dir/$name.unbound.$maxw"
         for r in $(seq "$rounds"); do
             for n in $workers; do
                 rm -f "$tmp/m.jsonl"
@@ -125,6 +144,18 @@ measure() {
                 sed -n 's/.*"samples_per_sec":\([0-9.]*\),"comm_fraction":\([0-9.]*\),"data_wait":\([0-9.]*\).*/\1 \2 \3/p' \
                     "$tmp/m.jsonl" | tail -1 >>"$dir/$name.waits.$n"
             done
+            # the largest N again with each worker free to run on any CPU
+            # ([cluster] bind = none): whether binding costs the rate
+            [ "$maxw" -gt 1 ] || continue
+            rm -f "$tmp/m.jsonl"
+            # shellcheck disable=SC2086
+            "$dtctl" -q run -n "$maxw" $sets --set cluster.bind=none \
+                --set data.train_samples="$(samples_for "$maxw")" \
+                --metrics "$tmp/m.jsonl" "$job" >"$tmp/run.log" 2>&1 &&
+                sed -n 's/.*"samples_per_sec":\([0-9.]*\).*/\1/p' "$tmp/m.jsonl" |
+                tail -1 >>"$dir/$name.unbound.$maxw" || {
+                echo "plan-validate: $name at N = $maxw unbound failed:" >&2
+                tail -5 "$tmp/run.log" >&2; }
         done
     done
     echo "# cache-line round trip after: $(rtt)" >&2
@@ -181,6 +212,19 @@ predict() {
                          else printf " %9s %7s", "-", "-"
                          printf "  %s\n", w }'
         done
+        # where the largest N's time went, if measured: rank 0's own layer
+        # times there against N = 1's, and the rate with workers unbound
+        lsum() { awk '$1 == "forward" || $1 == "optimizer" { s += $2 }
+                      $1 ~ /^[0-9.e+-]+$/ && NF == 2 { s += $1 }
+                      END { printf "%.3f", 1e3 * s }' "$1"; }
+        if [ -s "$dir/$name.trained.$max" ] && [ -s "$dir/$name.trained" ]; then
+            awk -v a="$(lsum "$dir/$name.trained")" -v b="$(lsum "$dir/$name.trained.$max")" -v n="$max" -v j="$name" \
+                'BEGIN { printf "# %s: rank 0'"'"'s layers (fastest of 5 steps) %.3f ms at N = 1, %.3f ms at N = %d (%+.1f%%)\n", j, a, b, n, 100 * (b - a) / a }'
+        fi
+        if [ -s "$dir/$name.unbound.$max" ] && [ -s "$dir/$name.sps.$max" ]; then
+            awk -v u="$(sort -g "$dir/$name.unbound.$max" | tail -1)" -v b="$(sort -g "$dir/$name.sps.$max" | tail -1)" -v n="$max" -v j="$name" \
+                'BEGIN { printf "# %s: N = %d unbound ([cluster] bind = none) %.1f samples/s, bound %.1f (%+.1f%%)\n", j, n, u, b, 100 * (u - b) / b }'
+        fi
     done
 }
 
