@@ -10,7 +10,8 @@
 # fat trees (--topology) match the switch when non-blocking and slow
 # cross-leaf traffic when oversubscribed; bad trees are refused;
 # --colocation's factors follow the samples' order statistics, measured
-# ones are saved and planned alike, bad files and misuse are refused.
+# ones are saved and planned alike, bad files and misuse are refused;
+# the job's input pipeline is timed and bounds the step (the data wait).
 # Skips (77) when configure found no SimGrid.
 set -u
 : "${DTCTL:?run through make check}"
@@ -485,5 +486,45 @@ grep -q "plan with --colocation" "$tmp/out" || fail "--save-colocation alone: no
 awk '$1 == "k" { k[$2] = 1 } END { exit !(k[1] && k[2]) }' "$tmp/m2.coloc" ||
     fail "--save-colocation alone: not k 1 and k 2"
 echo "--colocation: factors from the samples (2.375 at N = 2), measured and saved, bad input refused"
+
+# The data wait: a job's input pipeline is timed here (its loaders, one
+# worker) and no step is shorter than a batch's loading. With the compute
+# made negligible (--device-flops 1e30) the MLP's step at N = 1 is the
+# loaders' time a batch, as printed; the simulator's `load` alone: a
+# 10 ms load makes a 10.000 ms step at N = 1 and says data-bound.
+ms_of() { sed -n 's/^# input: .*, \([0-9.]*\) ms a batch of 64 .*/\1/p' "$1"; }
+step_of() { awk -v n="$2" '$1 == n { print $2 }' "$1"; }
+"$DTCTL" plan "$job" --hosts 2 --network 10Gbit --profile "$tmp/none.ini" \
+    --device-flops 1e30 --spec "$tmp/in.spec" >"$tmp/out" 2>&1 || fail "plan with its input timed"
+load=$(ms_of "$tmp/out")
+[ -n "$load" ] || fail "no '# input: 1 loader thread, X ms a batch of 64' line"
+s1=$(step_of "$tmp/out" 1)
+awk -v l="$load" -v s="$s1" 'BEGIN { exit !(l > 0 && s >= l && s <= l + 0.002) }' ||
+    fail "the step at N = 1 ($s1 ms) is not the loaders' $load ms"
+grep -q "^# data-bound at N = 1: the loaders need $load ms a batch" "$tmp/out" || fail "no data-bound line"
+sed 's/^load = .*/load = 0.01/' "$tmp/in.spec" >"$tmp/in10.spec"
+"$sim" "$tmp/in10.spec" >"$tmp/out" 2>&1 || fail "dt-plan-sim with load"
+[ "$(step_of "$tmp/out" 1)" = 10.000 ] || fail "load 10 ms: the step at N = 1 is not 10.000 ms"
+grep -q "^# data-bound at N = 1\\.\\.2: the loaders need 10.000 ms a batch" "$tmp/out" || fail "load 10 ms: no data-bound line"
+# loader_threads = 0: the step gathers its batch itself and every step
+# pays it (the fixed data_wait, not data-bound)
+sed 's/^\[data\]$/[data]\nloader_threads = 0/' "$job" >"$tmp/sync.ini"
+"$DTCTL" plan "$tmp/sync.ini" --hosts 2 --network 10Gbit --profile "$tmp/none.ini" \
+    --device-flops 1e30 --spec "$tmp/sync.spec" >"$tmp/out" 2>&1 || fail "plan with loader_threads = 0"
+gather=$(sed -n 's/^# input: loader_threads = 0, the step gathers its batch of 64 itself: \([0-9.]*\) ms added to every step.*/\1/p' "$tmp/out")
+[ -n "$gather" ] || fail "loader_threads = 0: no line on the gather"
+grep -q '^load = 0$' "$tmp/sync.spec" && ! grep -q '^data_wait = 0$' "$tmp/sync.spec" ||
+    fail "loader_threads = 0: the gather is not the spec's data_wait: $(grep -E '^(load|data_wait)' "$tmp/sync.spec")"
+# --data-wait T replaces the measurement; data that is not here: a
+# warning naming the job, and the plan goes on
+"$DTCTL" plan "$job" --hosts 2 --network 10Gbit --profile "$tmp/none.ini" --data-wait 1ms \
+    >"$tmp/out" 2>&1 || fail "--data-wait 1ms"
+grep -q "^# input:" "$tmp/out" && fail "--data-wait given: the input was timed anyway"
+sed 's|^\[data\]$|[data]\npath = '"$tmp"'/no-data|' "$job" >"$tmp/nodata.ini"
+"$DTCTL" plan "$tmp/nodata.ini" --hosts 2 --network 10Gbit --profile "$tmp/none.ini" \
+    >"$tmp/out" 2>&1 || fail "a job whose data is not here: no plan"
+grep -q "nodata.ini: its input pipeline could not be timed here" "$tmp/out" || fail "no data here: no warning"
+[ -n "$(step_of "$tmp/out" 2)" ] || fail "no data here: no table"
+echo "data wait: the loaders' $load ms a batch bounds the step, loader_threads = 0 adds $gather ms, --data-wait and missing data handled"
 
 echo "ok"

@@ -44,6 +44,7 @@ typedef struct {
     const char *baseline, *compression, *hierarchy, *topology;
     int hosts, gpus, max_workers, measure, batch, sweep, model_layers;
     double net_bw, net_lat, intra_bw, intra_lat, compute_scale, data_wait;
+    int data_wait_given; /* --data-wait: the input pipeline not measured */
     double model_params, sps, device_flops, device_bw;
     uint64_t bucket;
 } plan_args_t;
@@ -238,6 +239,7 @@ int dt_cmd_plan(int argc, char **argv)
         case 'D': {
             double *d = c == 'L' ? &a.net_lat : c == 'J' ? &a.intra_lat
                                                          : &a.data_wait;
+            a.data_wait_given |= c == 'D';
             if (dt_parse_duration(optarg, d) != DT_OK) {
                 dt_error("plan: %s: a duration like 5us", optarg);
                 return 2;
@@ -519,6 +521,12 @@ int dt_cmd_plan(int argc, char **argv)
         dt_warn("plan: %s trains with [train] device = %s, but --colocation "
                 "multiplies the compute by how CPU copies of the model slow "
                 "each other", a.job, device);
+    /* The job's loaders, timed here: a step shorter than a batch's
+     * loading waits for it (the simulation's `load`). */
+    dt_train_input_rate_t input = {0};
+    int input_measured = a.job && !layers_only && !a.data_wait_given &&
+                         plan_measure_input(cfg, a.job, (size_t)batch,
+                                            &input) == 0;
     dt_config_free(cfg);
     if (mp.batch > 0 && mp.batch != batch && !(a.sps > 0)) {
         /* times for another batch: compute in proportion (a GPU at a
@@ -624,14 +632,17 @@ int dt_cmd_plan(int argc, char **argv)
                "gamma = %.9g\nalpha_intra = %.9g\ngamma_intra = %.9g\n"
                "bucket = %llu\nallreduce_small = %llu\nallreduce_ring = %llu\n"
                "hier_min = %llu\nbatch = %lld\nforward = %.9g\n"
-               "optimizer = %.9g\ndata_wait = %.9g\n",
+               "optimizer = %.9g\ndata_wait = %.9g\nload = %.9g\n",
             a.job ? a.job : "(no job file)", a.hosts, a.gpus,
             a.max_workers, a.net_bw, a.net_lat,
             a.intra_bw, a.intra_lat, net.alpha, net.gamma, intra.alpha,
             intra.gamma, (unsigned long long)bucket,
             (unsigned long long)small, (unsigned long long)ring,
             (unsigned long long)hier, batch, mp.forward * a.compute_scale,
-            mp.optimizer * a.compute_scale, a.data_wait);
+            mp.optimizer * a.compute_scale,
+            a.data_wait + (input_measured && input.threads == 0
+                               ? input.batch_seconds : 0),
+            input_measured && input.threads > 0 ? input.batch_seconds : 0.0);
     if (a.platform)
         fprintf(f, "platform = %s\n", a.platform);
     if (a.topology)
@@ -666,6 +677,8 @@ int dt_cmd_plan(int argc, char **argv)
            a.job ? a.job : "(no job file)", a.hosts, a.gpus,
            a.net_bw * 8e-9, a.net_lat * 1e6, a.intra_bw * 1e-9,
            (unsigned long long)bucket, batch);
+    if (input_measured)
+        plan_print_input(&input);
     if (a.topology)
         printf("# topology %s: every link %.3g Gbit/s, %.3g us per switch "
                "crossed\n", a.topology, a.net_bw * 8e-9, a.net_lat * 1e6);

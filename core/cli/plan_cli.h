@@ -1,8 +1,9 @@
 /* plan_cli.h — the parts of `dtctl plan` (cmd_plan.c) in files of their
  * own: the model's profile (plan_model_prof.c: measured here, a roofline,
  * a layer-times file or a size), the transports' profile
- * (plan_profile.c: --measure, --fit, reading it) and the runs of
- * dt-plan-sim beyond the table (plan_runs.c: --plot, --sweep). */
+ * (plan_profile.c: --measure, --fit, reading it), the job's input
+ * pipeline (plan_input.c: the data wait) and the runs of dt-plan-sim
+ * beyond the table (plan_runs.c: --plot, --sweep). */
 #ifndef DT_CLI_PLAN_CLI_H
 #define DT_CLI_PLAN_CLI_H
 
@@ -13,6 +14,7 @@
 #include <dt/config.h>
 #include <dt/device.h>
 #include <dt/nn.h>
+#include <dt/train.h>
 
 typedef struct {
     double forward, optimizer;
@@ -68,6 +70,12 @@ int plan_colocation_ks(int gpus, int max_workers, int *ks);
  * lacks a k the plan needs. src names c (a file or "measured here"). */
 int plan_colocation_spec(const coloc_t *c, int gpus, int max_workers,
                          const char *src, FILE *spec);
+
+/* The job's input pipeline timed here (plan_input.c): 0, or -1 with a
+ * warning that the plan goes on without (no data here, a bad [data]). */
+int plan_measure_input(const dt_config_t *cfg, const char *job, size_t batch,
+                       dt_train_input_rate_t *out);
+void plan_print_input(const dt_train_input_rate_t *in);
 
 void plan_read_profile(const char *path, const char *transport, tprof_t *t);
 int plan_measure_profile(const char *path);

@@ -9,8 +9,9 @@
 // One training step as dt runs it: forward, backward layer by layer (the
 // backward actor), each gradient bucket handed to the communication actor
 // (a queue and a semaphore, as grad_sync's) when grad_sync would cut it, the last remainder
-// reduced after backward on the main thread, then the optimizer and the
-// data wait. Workers are symmetric: one worker's compute is simulated, the
+// reduced after backward on the main thread, then the optimizer, the
+// data wait, and the loaders' next batch if it is not ready yet (`load`:
+// they began it with the step). Workers are symmetric: one worker's compute is simulated, the
 // network flows of all N are. A collective is a sequence of phases; a
 // phase is every participant's message started at once (Comm::sendto_async
 // between hosts, so links are shared as SimGrid's flow model shares them),
@@ -47,6 +48,9 @@ struct Spec {
     double alpha = 0, gamma = 0, alpha_intra = -1, gamma_intra = -1;
     double bucket = 25e6, small = 256 * 1024, ring = 0, hier = 512 * 1024;
     double forward = 0, optimizer = 0, data_wait = 0;
+    // load: the loaders' seconds a batch (made while the step computes:
+    // a step is at least that long); data_wait: added to every step.
+    double load = 0;
     // wire: bytes on the wire per gradient byte (0.5: bf16/fp16
     // compression, the reduction still in float32); force_ring: the ring
     // at every size (Horovod's NCCL); cycle > 0: Horovod's fusion loop
@@ -124,7 +128,8 @@ static Spec read_spec(const char* path)
             {"bucket", &s.bucket},     {"allreduce_small", &s.small},
             {"allreduce_ring", &s.ring}, {"hier_min", &s.hier},
             {"forward", &s.forward},   {"optimizer", &s.optimizer},
-            {"data_wait", &s.data_wait}, {"wire", &s.wire},
+            {"data_wait", &s.data_wait}, {"load", &s.load},
+            {"wire", &s.wire},
             {"force_ring", &s.force_ring}, {"cycle", &s.cycle},
             {"fusion", &s.fusion}};
         if (k == "hosts")
@@ -501,6 +506,7 @@ static std::vector<Bucket> buckets(std::vector<Bucket>* tail)
 
 struct Result {
     double step = 0, comm = 0, exposed = 0, backward_end = 0;
+    double data = 0; // waited for the loaders' next batch
     std::string algs;
 };
 static Result g_res;
@@ -569,6 +575,20 @@ static double compute_factor(int n)
     return it == g.compute_factor.end() ? 1.0 : it->second;
 }
 
+// The optimizer and the fixed data wait, then the next batch: the
+// loaders began it when this step took its own (at t0), so the step ends
+// no earlier than t0 + load.
+static void step_end(double t0, double cf)
+{
+    sg4::this_actor::sleep_for(g.optimizer * cf + g.data_wait);
+    double wait = t0 + g.load - sg4::Engine::get_clock();
+    if (wait > 0) {
+        g_res.data = wait;
+        sg4::this_actor::sleep_for(wait);
+    }
+    g_res.step = sg4::Engine::get_clock();
+}
+
 static void step_fusion()
 {
     int nl = 0;
@@ -580,6 +600,7 @@ static void step_fusion()
     g_ready = sg4::Semaphore::create(0);
     g_done = sg4::Semaphore::create(0);
     g_step_t0 = sg4::Engine::get_clock();
+    double t0 = g_step_t0;
     sg4::Actor::create("fusion", g_workers[0], fusion_actor, nl);
     double cf = compute_factor(g_n);
     sg4::this_actor::sleep_for(g.forward * cf);
@@ -593,8 +614,7 @@ static void step_fusion()
     g_res.backward_end = sg4::Engine::get_clock();
     g_done->acquire();
     g_res.exposed = sg4::Engine::get_clock() - g_res.backward_end;
-    sg4::this_actor::sleep_for(g.optimizer * cf + g.data_wait);
-    g_res.step = sg4::Engine::get_clock();
+    step_end(t0, cf);
 }
 
 static void step_actor()
@@ -609,6 +629,7 @@ static void step_actor()
     g_queue.clear();
     g_ready = sg4::Semaphore::create(0);
     g_done = sg4::Semaphore::create(0);
+    double t0 = sg4::Engine::get_clock();
     sg4::Actor::create("comm", g_workers[0], comm_actor, nb);
     double cf = compute_factor(g_n);
     sg4::this_actor::sleep_for(g.forward * cf);
@@ -631,8 +652,7 @@ static void step_actor()
         g_res.comm += sg4::Engine::get_clock() - c0;
     }
     g_res.exposed = sg4::Engine::get_clock() - g_res.backward_end;
-    sg4::this_actor::sleep_for(g.optimizer * cf + g.data_wait);
-    g_res.step = sg4::Engine::get_clock();
+    step_end(t0, cf);
 }
 
 static double g_ring_time;
@@ -739,5 +759,23 @@ int main(int argc, char** argv)
                     sps, 100.0 * one / r.step, 100.0 * r.comm / r.step, r.exposed * 1e3,
                     r.comm * 1e3, r.algs.empty() ? "-" : r.algs.c_str());
     }
+    // Steps that waited for their data: the loaders, not the compute or
+    // the network, set their time.
+    int first = 0, last = 0;
+    double most = 0;
+    for (size_t i = 0; i < ns.size(); i++)
+        if (rs[i].data > 1e-9) {
+            if (!first)
+                first = ns[i];
+            last = ns[i];
+            most = std::max(most, rs[i].data);
+        }
+    if (first)
+        std::printf("# data-bound at N = %d%s%s: the loaders need %.3f ms a batch, "
+                    "the step waits up to %.3f ms for it (more [data] "
+                    "loader_threads, decode = load, or faster hosts)\n",
+                    first, last != first ? ".." : "",
+                    last != first ? std::to_string(last).c_str() : "", g.load * 1e3,
+                    most * 1e3);
     return 0;
 }

@@ -6,6 +6,7 @@
 #ifndef DT_PUBLIC_TRAIN_H
 #define DT_PUBLIC_TRAIN_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <dt/config.h>
 #include <dt/status.h>
@@ -44,6 +45,25 @@ typedef struct dt_train_checkpoint {
  * are named in warnings and skipped, as --resume does). */
 dt_status_t dt_train_latest_checkpoint(const char *dir,
                                        dt_train_checkpoint_t *out);
+
+/* The job's input pipeline alone, as one worker runs it: [data]'s data
+ * set, loader_threads, prefetch and augmentation, batches of `batch`
+ * samples (0: [train] batch_size), taken as fast as the loaders make them
+ * for about `seconds` after a warm-up, nothing computed. What a step
+ * shorter than batch_seconds waits for its data (dtctl plan's data wait;
+ * a program asking whether its loaders keep up). Loads the training set
+ * first (its errors are dt_dataset's: no data here, a bad file). */
+typedef struct dt_train_input_rate {
+    double batch_seconds;   /* a batch, at the loaders' steady rate; with
+                               loader_threads = 0 the step's own gather   */
+    double samples_per_sec; /* batch / batch_seconds                      */
+    size_t batch;
+    int threads;            /* [data] loader_threads (0: in the step)    */
+    size_t timed;           /* batches timed                             */
+} dt_train_input_rate_t;
+
+dt_status_t dt_train_input_rate(const dt_config_t *cfg, size_t batch,
+                                double seconds, dt_train_input_rate_t *out);
 
 #ifdef __cplusplus
 }
