@@ -122,7 +122,7 @@ static const char head[] =
     "Types: \\fIinteger\\fR; \\fInumber\\fR (a finite decimal); "
     "\\fIboolean\\fR (yes/no, true/false, on/off, 1/0);\n"
     "\\fIsize\\fR (bytes with K, M, G or T, powers of 2); \\fIduration\\fR "
-    "(seconds, or with us, ms, s, m, h);\n"
+    "(seconds, or with ns, us, ms, s, m, h);\n"
     "\\fIlist\\fR (comma\\- or space\\-separated); \\fIstring\\fR.\n"
     ".PP\n"
     "This page is generated from the key tables in dt's code "

@@ -19,6 +19,12 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/dt-plan.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; echo "--- output:"; cat "$tmp/out"; exit 1; }
 job="$top_srcdir/conf/examples/fashion-mnist-mlp.ini"
+step_of1() { awk '$1 == 1 { print $2 }' "$1"; } # the table's step at N = 1
+bad() { # expected-text, then the whole argument list
+    want=$1; shift
+    if "$DTCTL" plan "$@" >"$tmp/out" 2>&1; then fail "accepted: $*"; fi
+    grep -q -- "$want" "$tmp/out" || fail "'$*': no '$want' in: $(cat "$tmp/out")"
+}
 
 # No helper: the message names the package (checked first: needs nothing).
 if DT_LIBEXECDIR="$tmp" "$DTCTL" plan "$job" --hosts 2 --network 25Gbit \
@@ -85,6 +91,14 @@ grep -q "usage: dtctl bench allreduce|allgather" "$tmp/out" || fail "bench allto
 # allreduces only (26 sizes x N = 2, 4 after the merge), tcp (and ucx
 # where its plugin works) from allreduces and allgathers (52); positive
 # alpha and beta, gamma not negative.
+# A measurement that fails leaves the profile there as it was (written
+# beside it, renamed at the end): a bad shm setting fails its first bench.
+printf '# an earlier profile\n' >"$tmp/measured.ini"
+if DT_COLLECTIVES_SHM=bogus "$DTCTL" plan --measure --profile "$tmp/measured.ini" >"$tmp/out" 2>&1; then
+    fail "dtctl plan --measure with a broken bench succeeded"; fi
+grep -q "measured.ini kept as it was" "$tmp/out" || fail "a failed --measure: no word on the profile"
+[ "$(cat "$tmp/measured.ini")" = "# an earlier profile" ] && [ ! -e "$tmp/measured.ini.tmp" ] ||
+    fail "a failed --measure changed the profile or left its .tmp"
 "$DTCTL" plan --measure --profile "$tmp/measured.ini" >"$tmp/out" 2>&1 ||
     fail "dtctl plan --measure: $(tail -5 "$tmp/out")"
 want="shm:26 tcp:52"
@@ -265,6 +279,41 @@ awk '/^ +(by size|ring|halving) +(float32|bf16) / { k = $1 == "by" ? "size" : $1
            for (i = 1; i <= 3; i++) { if (!((a[i], "bf16") in st)) exit 1
                if (st[a[i], "bf16"] > st[a[i], "float32"] + 1e-6) exit 1 } }' "$tmp/out" ||
     fail "--sweep: bf16 slower than float32 for some algorithm"
+# --hierarchy off: the sweep's "on" rows still run the hierarchy (not
+# the plan's off), and the fastest names hier_min where it changes.
+"$DTCTL" plan "$job" --hosts 4 --gpus-per-host 2 --network 10Gbit \
+    --layer-times "$tmp/layers" --profile "$tmp/none.ini" --sweep --hierarchy off \
+    >"$tmp/out" 2>&1 || fail "dtctl plan --sweep --hierarchy off"
+grep -q "hierarchy off, wire" "$tmp/out" || fail "--hierarchy off: the header does not say off"
+on25=$(awk '$1 == "25M" && $2 == "on" { print $3 }' "$tmp/out")
+off25=$(awk '$1 == "25M" && $2 == "off" { print $3 }' "$tmp/out")
+[ -n "$on25" ] && [ "$on25" != "$off25" ] || fail "--sweep --hierarchy off: 'on' rows are the off ones ($on25 = $off25)"
+grep -q "25M  *off .*(the job's)" "$tmp/out" || fail "--sweep --hierarchy off: the job's row is not 25M off"
+if grep -q "hierarchy on, .*(.*ms): .*hier_min = 16G" "$tmp/out"; then fail "fastest 'on' names hier_min = 16G"; fi
+# [collectives] shm = off: no shared segment, so no "shm" and no "hier"
+# allreduce, the header says why; --hierarchy on is then refused
+sed 's/^\[data\]$/[collectives]\nshm = off\n\n[data]/' "$job" >"$tmp/noshm.ini"
+"$DTCTL" plan "$tmp/noshm.ini" --hosts 4 --gpus-per-host 2 --network 10Gbit \
+    --layer-times "$tmp/layers" --profile "$tmp/none.ini" >"$tmp/out" 2>&1 || fail "plan with shm = off"
+grep -q "hierarchy off (\[collectives\] shm = off)" "$tmp/out" || fail "shm = off: the header does not say so"
+if awk '$1 ~ /^[0-9]+$/ && ($8 == "shm" || $8 == "hier")' "$tmp/out" | grep -q .; then
+    fail "shm = off planned with the shared segment: $(cat "$tmp/out")"; fi
+bad "--hierarchy on: the job has \[collectives\] shm = off" "$tmp/noshm.ini" --hosts 4 --gpus-per-host 2 \
+    --network 10Gbit --layer-times "$tmp/layers" --profile "$tmp/none.ini" --hierarchy on
+# compression is on the transport only: one host's shared segment stays
+# float32, so bf16 changes nothing there
+c1() { "$DTCTL" plan --layer-times "$tmp/layers" --hosts 1 --gpus-per-host 8 --profile "$tmp/none.ini" \
+    --compression "$1" 2>/dev/null | awk '$1 == 8 { print $7 }'; }
+[ "$(c1 none)" = "$(c1 bf16)" ] && [ -n "$(c1 none)" ] || fail "bf16 on one host's segment: $(c1 none) vs $(c1 bf16) ms"
+# --save-layers saves the times as the plan uses them: a model given by
+# size and rate saved and planned again gives the same step
+"$DTCTL" plan --model-params 25M --samples-per-sec 100 --hosts 1 --profile "$tmp/none.ini" \
+    --save-layers "$tmp/sized.layers" >"$tmp/out" 2>&1 || fail "--save-layers of a sized model"
+"$DTCTL" plan --layer-times "$tmp/sized.layers" --hosts 1 --profile "$tmp/none.ini" >"$tmp/out2" 2>&1 ||
+    fail "planning a saved sized model"
+[ "$(step_of1 "$tmp/out")" = "$(step_of1 "$tmp/out2")" ] && [ "$(step_of1 "$tmp/out")" = 640.000 ] ||
+    fail "--save-layers: 640.000 ms planned, $(step_of1 "$tmp/out2") from the file"
+echo "--hierarchy off sweeps on rows too; shm = off plans no segment; bf16 not on a host's segment; --save-layers scaled"
 
 # A GPU job (device = cuda) planned from this CPU's layer times: warned,
 # naming what to give instead; with --samples-per-sec, not.
@@ -317,6 +366,47 @@ refuse "SimGrid's form" --model-params 25M --samples-per-sec 100 --topology "fat
 refuse "1073741824 leaves; at most 1048576" --model-params 25M --samples-per-sec 100 --topology "fat-tree:3;1024,1024,1024;1,1,1;1,1,1"
 refuse "has 2 hosts, 4 asked" --model-params 25M --samples-per-sec 100 --topology "fat-tree:1;2;1;1"
 refuse "leave out --topology" --model-params 25M --samples-per-sec 100 --topology fat-tree:4 --platform "$tmp/small.xml"
+
+# Numbers out of range and files with bad values: refused, naming the
+# option or the file and line (not overflowed, cut or planned as 0).
+M="--model-params 25M --samples-per-sec 100 --profile $tmp/none.ini"
+bad "--hosts 100000: hosts, 1 to 65536" $M --hosts 100000 --gpus-per-host 30000 --network 25Gbit
+bad "--hosts 4096 x --gpus-per-host 32 = 131072 workers: at most 65536" $M --hosts 4096 --gpus-per-host 32 --network 25Gbit
+bad "--gpus-per-host 65536: workers a host, 1 to 1024" $M --hosts 2 --gpus-per-host 65536 --network 25Gbit
+bad "--batch 4294967360: the per-worker batch, 1 to" $M --hosts 1 --batch 4294967360
+for in in 1,28,28,0 1,28,28 1,28,28,10,junk 0,28,28,10; do
+    bad "--input $in: channels,height,width,classes" "$job" --hosts 1 --input "$in"
+done
+bad "--compute-scale inf: a positive factor" "$job" --hosts 2 --network 10Gbit --compute-scale inf
+bad "--network infGbit: a rate like 25Gbit" $M --hosts 2 --network infGbit
+bad "--latency 5parsecs: a duration like 5us, 500ns or 2ms" $M --hosts 2 --network 10Gbit --latency 5parsecs
+bad "--model-params 10: fewer parameters than the 100 layers" --model-params 10 --samples-per-sec 100 \
+    --model-layers 100 --hosts 2 --network 10Gbit
+printf 'batch 64\nforward 0.01\nnan 4096\n' >"$tmp/nan.layers"
+printf 'forward 0.01 junk\n0.001 4096\n' >"$tmp/junk.layers"
+printf 'forward -0.5\n0.001 4096\n' >"$tmp/neg.layers"
+printf 'batch 64.9\nforward 0.01\n0.001 4096\n' >"$tmp/frac.layers"
+for f in nan:3 junk:1 neg:1 frac:1; do
+    bad "${f%:*}.layers:${f#*:}: expected 'SECONDS BYTES'" --layer-times "$tmp/${f%:*}.layers" \
+        --hosts 2 --network 10Gbit --profile "$tmp/none.ini"
+done
+printf '[transport.tcp]\nalpha = 20 us\nbeta = 1e-9\ngamma = 0\n' >"$tmp/us.ini"
+bad "us.ini:2: \[transport.tcp\] alpha = 20 us: seconds" --model-params 25M --samples-per-sec 100 \
+    --hosts 2 --network 10Gbit --profile "$tmp/us.ini"
+printf '[transport.tcp]\nalpha = 2e-5\nbeta = 1e-9\ngamma = nan\n' >"$tmp/nan.ini"
+bad "nan.ini:4: \[transport.tcp\] gamma = nan" --model-params 25M --samples-per-sec 100 \
+    --hosts 2 --network 10Gbit --profile "$tmp/nan.ini"
+# ... and what is fine: 500ns, 25Gb/s; a profile without the section
+# --net-transport names (a typo) says that, not "no profile"
+"$DTCTL" plan $M --hosts 2 --network 25Gb/s --latency 500ns >"$tmp/out" 2>&1 ||
+    fail "--network 25Gb/s --latency 500ns refused"
+grep -q "network 25 Gbit/s 0.5 us" "$tmp/out" || fail "25Gb/s, 500ns: not in the header"
+printf '[transport.tcp]\nalpha = 2e-5\nbeta = 1e-9\ngamma = 0\n' >"$tmp/tcp.ini"
+"$DTCTL" plan --model-params 25M --samples-per-sec 100 --hosts 2 --network 10Gbit \
+    --profile "$tmp/tcp.ini" --net-transport ucxx >"$tmp/out" 2>&1 || fail "--net-transport ucxx"
+grep -q "profile .*tcp.ini has no \[transport.ucxx\] section (--net-transport names it)" "$tmp/out" ||
+    fail "a missing section reported as: $(grep warning "$tmp/out")"
+echo "refusals: out-of-range counts, --input, inf, bad layer and profile values (file:line)"
 
 # An oversubscribed fat tree slows what crosses it: 16 hosts in leaves of
 # 4, a 4 MB allreduce (halving/doubling: its last rounds pair hosts of

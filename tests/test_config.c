@@ -115,6 +115,8 @@ static void test_parse_duration(void **state)
     double s;
     assert_int_equal(dt_parse_duration("500ms", &s), DT_OK);
     assert_true(s > 0.4999 && s < 0.5001);
+    assert_int_equal(dt_parse_duration("500ns", &s), DT_OK);
+    assert_true(s > 499e-9 && s < 501e-9);
     assert_int_equal(dt_parse_duration("30us", &s), DT_OK);
     assert_true(s > 29e-6 && s < 31e-6);
     assert_int_equal(dt_parse_duration("30s", &s), DT_OK);

@@ -204,6 +204,11 @@ static void rates(void **state)
     assert_int_equal(dt_plan_parse_rate("25Gfoo", &v), -1);
     assert_int_equal(dt_plan_parse_rate("-1Gbit", &v), -1);
     assert_int_equal(dt_plan_parse_rate("fast", &v), -1);
+    /* bits with a lower-case b, bytes with B; never inf or nan */
+    assert_int_equal(dt_plan_parse_rate("25Gb/s", &v), 0);
+    assert_true(fabs(v - 3.125e9) < 1);
+    assert_int_equal(dt_plan_parse_rate("infGbit", &v), -1);
+    assert_int_equal(dt_plan_parse_rate("nanGB/s", &v), -1);
 }
 
 /* --model-params: plain counts, decimal suffixes; nothing else. */

@@ -82,6 +82,44 @@ static int usage(void)
     return 2;
 }
 
+/* hier_min: dt's default ([collectives] hier_min), and "never". */
+#define HIER_DEFAULT (512ULL * 1024)
+#define HIER_OFF 4000000000000000000ULL
+
+/* Most workers a plan simulates: every worker's flows are simulated, and
+ * the time grows with N (512 take about a second here). */
+#define MAX_WORKERS 65536
+
+/* An integer option in [lo, hi]: 0, or -1 having said which and why. */
+static int int_opt(const char *name, const char *v, long lo, long hi,
+                   const char *what, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi) {
+        dt_error("plan: --%s %s: %s, %ld to %ld", name, v, what, lo, hi);
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+/* --input C,H,W,CLASSES: four positive integers, nothing else. */
+static int parse_input(const char *v)
+{
+    int d[4], n = 0;
+    if (sscanf(v, "%d,%d,%d,%d%n", &d[0], &d[1], &d[2], &d[3], &n) != 4 ||
+        v[n] || d[0] < 1 || d[0] > 4096 || d[1] < 1 || d[1] > 65536 ||
+        d[2] < 1 || d[2] > 65536 || d[3] < 2 || d[3] > 1000000) {
+        dt_error("plan: --input %s: channels,height,width,classes of one "
+                 "sample, e.g. 3,32,32,10 (positive; at least 2 classes)",
+                 v);
+        return -1;
+    }
+    return 0;
+}
+
 /* "150T", "1.5e14", "312 TFLOP/s": FLOP/s. */
 static int parse_flops(const char *s, double *out)
 {
@@ -170,11 +208,9 @@ int dt_cmd_plan(int argc, char **argv)
             }
             break;
         case 'l':
-            a.model_layers = (int)strtol(optarg, &end, 10);
-            if (*end || a.model_layers < 1 || a.model_layers > 100000) {
-                dt_error("plan: --model-layers %s: 1 to 100000", optarg);
+            if (int_opt("model-layers", optarg, 1, 100000,
+                        "gradient events", &a.model_layers))
                 return 2;
-            }
             break;
         case 'x':
             a.sps = strtod(optarg, &end);
@@ -185,12 +221,9 @@ int dt_cmd_plan(int argc, char **argv)
             }
             break;
         case 'b':
-            a.batch = (int)strtol(optarg, &end, 10);
-            if (*end || a.batch < 1) {
-                dt_error("plan: --batch %s: a positive per-worker batch",
-                         optarg);
+            if (int_opt("batch", optarg, 1, 1 << 24, "the per-worker batch",
+                        &a.batch))
                 return 2;
-            }
             break;
         case 'z':
             if (strcmp(optarg, "horovod") && strcmp(optarg, "dt")) {
@@ -217,9 +250,20 @@ int dt_cmd_plan(int argc, char **argv)
             }
             a.hierarchy = optarg;
             break;
-        case 'H': a.hosts = (int)strtol(optarg, &end, 10); break;
-        case 'G': a.gpus = (int)strtol(optarg, &end, 10); break;
-        case 'M': a.max_workers = (int)strtol(optarg, &end, 10); break;
+        case 'H':
+            if (int_opt("hosts", optarg, 1, MAX_WORKERS, "hosts", &a.hosts))
+                return 2;
+            break;
+        case 'G':
+            if (int_opt("gpus-per-host", optarg, 1, 1024, "workers a host",
+                        &a.gpus))
+                return 2;
+            break;
+        case 'M':
+            if (int_opt("max-workers", optarg, 1, MAX_WORKERS,
+                        "workers to plan up to", &a.max_workers))
+                return 2;
+            break;
         case 'N':
             if (dt_plan_parse_rate(optarg, &a.net_bw)) {
                 dt_error("plan: --network %s: a rate like 25Gbit, 100Gbit "
@@ -241,7 +285,8 @@ int dt_cmd_plan(int argc, char **argv)
                                                          : &a.data_wait;
             a.data_wait_given |= c == 'D';
             if (dt_parse_duration(optarg, d) != DT_OK) {
-                dt_error("plan: %s: a duration like 5us", optarg);
+                dt_error("plan: --%s %s: a duration like 5us, 500ns or 2ms",
+                         opts[li].name, optarg);
                 return 2;
             }
             break;
@@ -276,8 +321,20 @@ int dt_cmd_plan(int argc, char **argv)
             }
             break;
         case 'T': a.layer_times = optarg; break;
-        case 'S': a.compute_scale = strtod(optarg, &end); break;
-        case 'i': a.input = optarg; break;
+        case 'S':
+            a.compute_scale = strtod(optarg, &end);
+            if (!*end && (!(a.compute_scale > 0) ||
+                          !isfinite(a.compute_scale))) {
+                dt_error("plan: --compute-scale %s: a positive factor on "
+                         "the measured compute, e.g. 0.25", optarg);
+                return 2;
+            }
+            break;
+        case 'i':
+            if (parse_input(optarg))
+                return 2;
+            a.input = optarg;
+            break;
         case 'o': a.spec_out = optarg; break;
         case 'W': a.save_layers = optarg; break;
         case 'F': a.fit = optarg; break;
@@ -325,6 +382,13 @@ int dt_cmd_plan(int argc, char **argv)
     if (a.model_params > 0 && !(a.sps > 0)) {
         dt_error("plan: --model-params needs --samples-per-sec (one GPU's "
                  "training throughput at the batch)");
+        return 2;
+    }
+    if (a.model_params > 0 &&
+        a.model_params < (a.model_layers ? a.model_layers : 50)) {
+        dt_error("plan: --model-params %.0f: fewer parameters than the %d "
+                 "layers they are split into (--model-layers)",
+                 a.model_params, a.model_layers ? a.model_layers : 50);
         return 2;
     }
     if (a.model_layers && !(a.model_params > 0)) {
@@ -391,6 +455,13 @@ int dt_cmd_plan(int argc, char **argv)
         dt_error("plan: --hosts and --gpus-per-host must be at least 1");
         return 2;
     }
+    if ((long long)a.hosts * a.gpus > MAX_WORKERS) {
+        dt_error("plan: --hosts %d x --gpus-per-host %d = %lld workers: at "
+                 "most %d (every worker's traffic is simulated; 512 take "
+                 "about a second)", a.hosts, a.gpus,
+                 (long long)a.hosts * a.gpus, MAX_WORKERS);
+        return 2;
+    }
     if (!a.platform && a.hosts == 1 && !(a.net_bw > 0))
         a.net_bw = 1e12; /* one host: no network on any path */
     if (!a.platform && !(a.net_bw > 0)) {
@@ -444,6 +515,31 @@ int dt_cmd_plan(int argc, char **argv)
     if (a.batch)
         batch = a.batch;
     int horovod = a.baseline && !strcmp(a.baseline, "horovod");
+    /* The hierarchy as dt would run it: the job's hier_min; --hierarchy
+     * on: from dt's default 512K at most; off (or the Horovod-like
+     * baseline, or no shared segment: shm = off): never. */
+    const char *shm = dt_config_get(cfg, "collectives", "shm");
+    int shm_off = shm && !strcmp(shm, "off");
+    int hier_asked_on = a.hierarchy && !strcmp(a.hierarchy, "on");
+    if (hier_asked_on && (shm_off || horovod)) {
+        dt_error("plan: --hierarchy on: %s", horovod
+                     ? "the Horovod-like baseline has none (leave out one "
+                       "of them)"
+                     : "the job has [collectives] shm = off, and dt's "
+                       "hierarchical allreduce goes through the shared "
+                       "segment");
+        dt_config_free(cfg);
+        return 2;
+    }
+    uint64_t hier_on = hier < HIER_DEFAULT || !hier_asked_on ? hier
+                                                              : HIER_DEFAULT;
+    if (hier_on >= HIER_OFF)
+        hier_on = HIER_DEFAULT; /* the job's is off: --sweep's "on" rows */
+    int hier_off = horovod || shm_off || hier >= HIER_OFF ||
+                   (a.hierarchy && !strcmp(a.hierarchy, "off"));
+    if (hier_asked_on)
+        hier_off = 0;
+    uint64_t hier_eff = hier_off ? HIER_OFF : hier_asked_on ? hier_on : hier;
     const char *comp = a.compression ? a.compression
                        : horovod     ? "none"
                                      : dt_config_get(cfg, "collectives",
@@ -571,12 +667,15 @@ int dt_cmd_plan(int argc, char **argv)
                      strerror(errno));
             return 1;
         }
+        /* the times as this plan uses them: --compute-scale,
+         * --samples-per-sec, --device-flops and a batch change applied */
+        double cs = a.compute_scale;
         fprintf(w, "# dtctl plan --save-layers: seconds and gradient bytes "
                    "per gradient event, last layer first\n"
                    "batch %lld\nforward %.9g\noptimizer %.9g\n",
-                mp.batch ? mp.batch : batch, mp.forward, mp.optimizer);
+                batch, mp.forward * cs, mp.optimizer * cs);
         for (size_t i = 0; i < mp.n; i++)
-            fprintf(w, "%.9g %.0f\n", mp.bwd[i], mp.bytes[i]);
+            fprintf(w, "%.9g %.0f\n", mp.bwd[i] * cs, mp.bytes[i]);
         if (fclose(w) != 0) {
             dt_error("plan: cannot write %s: %s", a.save_layers,
                      strerror(errno));
@@ -599,14 +698,36 @@ int dt_cmd_plan(int argc, char **argv)
         return 0;
     }
 
-    tprof_t net = {20e-6, 0, 0.25e-9, 0}, intra = {5e-6, 0.2e-9, 0.25e-9, 0};
-    plan_read_profile(a.profile, a.net_transport, &net);
-    plan_read_profile(a.profile, a.intra_transport, &intra);
-    if (!net.found || !intra.found)
+    tprof_t net = {20e-6, 0, 0.25e-9, 0, 0},
+            intra = {5e-6, 0.2e-9, 0.25e-9, 0, 0};
+    if (plan_read_profile(a.profile, a.net_transport, &net) ||
+        plan_read_profile(a.profile, a.intra_transport, &intra))
+        return 1;
+    if (!net.file)
         dt_warn("plan: no profile %s (run dtctl plan --measure): assumed "
                 "alpha %.0f/%.0f us, gamma %.2f ns/B, intra %.1f GB/s",
                 a.profile, net.alpha * 1e6, intra.alpha * 1e6,
                 net.gamma * 1e9, 1e-9 / intra.beta);
+    else
+        for (int i = 0; i < 2; i++) {
+            const tprof_t *t = i ? &intra : &net;
+            const char *name = i ? a.intra_transport : a.net_transport;
+            if ((t->found & 5) == 5 && (!i || (t->found & 2)))
+                continue;
+            if (!t->found)
+                dt_warn("plan: profile %s has no [transport.%s] section%s: "
+                        "assumed alpha %.1f us, gamma %.3f ns/B%s", a.profile,
+                        name, i ? "" : " (--net-transport names it)",
+                        t->alpha * 1e6, t->gamma * 1e9,
+                        i ? " and the intra-host rate" : "");
+            else
+                dt_warn("plan: profile %s's [transport.%s] lacks%s%s%s: "
+                        "assumed instead (dtctl plan --measure writes every "
+                        "key)", a.profile, name,
+                        t->found & 1 ? "" : " alpha",
+                        !i || t->found & 2 ? "" : " beta",
+                        t->found & 4 ? "" : " gamma");
+        }
     if (!(a.intra_bw > 0))
         a.intra_bw = intra.beta > 0 ? 1.0 / intra.beta : 10e9;
 
@@ -638,7 +759,7 @@ int dt_cmd_plan(int argc, char **argv)
             a.intra_bw, a.intra_lat, net.alpha, net.gamma, intra.alpha,
             intra.gamma, (unsigned long long)bucket,
             (unsigned long long)small, (unsigned long long)ring,
-            (unsigned long long)hier, batch, mp.forward * a.compute_scale,
+            (unsigned long long)hier_eff, batch, mp.forward * a.compute_scale,
             mp.optimizer * a.compute_scale,
             a.data_wait + (input_measured && input.threads == 0
                                ? input.batch_seconds : 0),
@@ -651,8 +772,8 @@ int dt_cmd_plan(int argc, char **argv)
     if (horovod) /* NCCL's flat ring, Tensor Fusion's 64 MB, 5 ms cycle */
         fprintf(f, "force_ring = 1\ncycle = 0.005\nfusion = %llu\n",
                 a.bucket ? (unsigned long long)a.bucket : 64ULL << 20);
-    if (horovod || (a.hierarchy && !strcmp(a.hierarchy, "off")))
-        fprintf(f, "hier_min = 4e18\n");
+    if (shm_off)
+        fprintf(f, "shm = 0\n");
     /* The spec lists layers in model order; measured in ready order. */
     for (size_t i = mp.n; i-- > 0;)
         fprintf(f, "layer = %.9g %.0f\n", mp.bwd[i] * a.compute_scale,
@@ -682,11 +803,16 @@ int dt_cmd_plan(int argc, char **argv)
     if (a.topology)
         printf("# topology %s: every link %.3g Gbit/s, %.3g us per switch "
                "crossed\n", a.topology, a.net_bw * 8e-9, a.net_lat * 1e6);
+    char hs[64];
+    if (hier_off)
+        snprintf(hs, sizeof hs, "off%s",
+                 shm_off && !horovod ? " ([collectives] shm = off)" : "");
+    else
+        snprintf(hs, sizeof hs, "on from %llu bytes",
+                 (unsigned long long)hier_eff);
     printf("# %s: %s allreduce, hierarchy %s, wire %s%s\n",
            horovod ? "Horovod-like baseline" : "dt",
-           horovod ? "ring (NCCL)" : "dt's choice of",
-           horovod || (a.hierarchy && !strcmp(a.hierarchy, "off")) ? "off"
-                                                                    : "on",
+           horovod ? "ring (NCCL)" : "dt's choice of", hs,
            wire < 1 ? comp_name : "float32",
            horovod ? ", tensor fusion every 5 ms" : "");
     fflush(stdout);
@@ -709,7 +835,8 @@ int dt_cmd_plan(int argc, char **argv)
     }
     if (rc == 0 && a.sweep)
         rc = plan_sweep(sim, spec, a.max_workers,
-                        a.hosts > 1 && a.gpus > 1, bucket, wire);
+                        a.hosts > 1 && a.gpus > 1 && !shm_off, hier_on,
+                        hier_off, bucket, wire);
     if (!a.spec_out)
         unlink(spec);
     return rc;

@@ -42,7 +42,8 @@ int plan_synthetic_model(double params, int layers, model_prof_t *mp);
 
 typedef struct {
     double alpha, beta, gamma;
-    int found;
+    int found; /* bits: 1 alpha, 2 beta, 4 gamma read from the file */
+    int file;  /* the profile file exists */
 } tprof_t;
 
 /* --colocation (plan_colocation.c): each step's compute seconds with k
@@ -77,13 +78,18 @@ int plan_measure_input(const dt_config_t *cfg, const char *job, size_t batch,
                        dt_train_input_rate_t *out);
 void plan_print_input(const dt_train_input_rate_t *in);
 
-void plan_read_profile(const char *path, const char *transport, tprof_t *t);
+/* The [transport.NAME] section's alpha, beta, gamma into t (keys it
+ * lacks keep t's values); -1 (said, with file:line) for a bad value. */
+int plan_read_profile(const char *path, const char *transport, tprof_t *t);
 int plan_measure_profile(const char *path);
 int plan_fit_files(const char *name, int n, char **files);
 
 int plan_simulate_and_plot(const char *sim, const char *spec,
                            const char *out, const char *title);
+/* hier: both hierarchy settings swept; hier_on: the hier_min of "on";
+ * job_off: the plan's own setting is off. */
 int plan_sweep(const char *sim, const char *spec, int n, int hier,
-               uint64_t job_bucket, double job_wire);
+               uint64_t hier_on, int job_off, uint64_t job_bucket,
+               double job_wire);
 
 #endif

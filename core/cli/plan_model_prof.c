@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,6 +242,20 @@ out:
     return rc;
 }
 
+/* Only blanks (or nothing) left on the line. */
+static int blank(const char *s)
+{
+    return s[strspn(s, " \t\r\n")] == '\0';
+}
+
+/* A number of seconds at s: finite, not negative; *rest after it. */
+static int seconds_at(const char *s, double *out, char **rest)
+{
+    errno = 0;
+    *out = strtod(s, rest);
+    return *rest == s || errno || !isfinite(*out) || *out < 0 ? -1 : 0;
+}
+
 /* --layer-times FILE: "SECONDS BYTES" a line, in the order the gradients
  * are ready (last layer first), e.g. from a GPU run; "forward S" and
  * "optimizer S" lines set those. */
@@ -253,49 +268,67 @@ int plan_read_layer_times(const char *path, model_prof_t *mp)
     }
     char line[256];
     size_t cap = 0;
-    int ln = 0;
+    int ln = 0, seen_fwd = 0;
     mp->n = 0;
     while (fgets(line, sizeof line, f)) {
         ln++;
         double a, b;
+        char *rest;
         if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
             continue;
-        long long bt;
-        if (sscanf(line, "batch %lld", &bt) == 1 && bt > 0) {
+        if (!strncmp(line, "batch ", 6)) {
+            long long bt = strtoll(line + 6, &rest, 10);
+            if (bt < 1 || bt > (1 << 24) || !blank(rest))
+                goto bad;
             mp->batch = bt;
-            continue;
-        }
-        if (sscanf(line, "forward %lf", &a) == 1) {
+        } else if (!strncmp(line, "forward ", 8)) {
+            if (seconds_at(line + 8, &a, &rest) || !blank(rest))
+                goto bad;
             mp->forward = a;
-            continue;
-        }
-        if (sscanf(line, "optimizer %lf", &a) == 1) {
+            seen_fwd = 1;
+        } else if (!strncmp(line, "optimizer ", 10)) {
+            if (seconds_at(line + 10, &a, &rest) || !blank(rest))
+                goto bad;
             mp->optimizer = a;
-            continue;
-        }
-        if (sscanf(line, "%lf %lf", &a, &b) != 2 || a < 0 || b < 0) {
-            dt_error("plan: %s:%d: expected 'SECONDS BYTES', 'forward S', "
-                     "'optimizer S' or 'batch B'", path, ln);
-            fclose(f);
-            return -1;
-        }
-        if (mp->n == cap) {
-            cap = cap ? 2 * cap : 64;
-            mp->bwd = realloc(mp->bwd, cap * sizeof *mp->bwd);
-            mp->bytes = realloc(mp->bytes, cap * sizeof *mp->bytes);
-            if (!mp->bwd || !mp->bytes) {
-                fclose(f);
-                return -1;
+        } else {
+            if (seconds_at(line, &a, &rest))
+                goto bad;
+            errno = 0;
+            b = strtod(rest, &rest);
+            if (errno || !isfinite(b) || b < 0 || b > 1e13 || !blank(rest))
+                goto bad;
+            if (mp->n == cap) {
+                cap = cap ? 2 * cap : 64;
+                double *w = realloc(mp->bwd, cap * sizeof *w);
+                if (w)
+                    mp->bwd = w;
+                double *y = realloc(mp->bytes, cap * sizeof *y);
+                if (y)
+                    mp->bytes = y;
+                if (!w || !y) {
+                    fclose(f);
+                    return -1;
+                }
             }
+            mp->bwd[mp->n] = a;
+            mp->bytes[mp->n++] = b;
         }
-        mp->bwd[mp->n] = a;
-        mp->bytes[mp->n++] = b;
+        continue;
+    bad:
+        dt_error("plan: %s:%d: expected 'SECONDS BYTES', 'forward S', "
+                 "'optimizer S' or 'batch B' (seconds and bytes finite, not "
+                 "negative; B a positive integer)", path, ln);
+        fclose(f);
+        return -1;
     }
     fclose(f);
     if (!mp->n) {
         dt_error("plan: %s has no layer line", path);
         return -1;
     }
+    if (!seen_fwd)
+        dt_warn("plan: %s has no 'forward S' line: the forward pass is "
+                "taken as 0", path);
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,29 +19,53 @@
 /* ---- the transport profile ----------------------------------------- */
 
 
-void plan_read_profile(const char *path, const char *transport, tprof_t *t)
+int plan_read_profile(const char *path, const char *transport, tprof_t *t)
 {
-    t->found = 0;
+    t->found = t->file = 0;
     FILE *f = path ? fopen(path, "r") : NULL;
     if (!f)
-        return;
+        return 0;
+    t->file = 1;
     char line[256], want[96], sec[96] = "";
     snprintf(want, sizeof want, "transport.%s", transport);
+    int ln = 0;
     while (fgets(line, sizeof line, f)) {
-        char k[64];
-        double v;
+        ln++;
+        char k[64], *val, *end;
+        int n = 0;
         if (sscanf(line, " [%95[^]]]", sec) == 1)
             continue;
-        if (strcmp(sec, want) || sscanf(line, " %63[a-z] = %lf", k, &v) != 2)
+        if (strcmp(sec, want) || sscanf(line, " %63[a-z] =%n", k, &n) != 1 ||
+            !n)
             continue;
-        if (!strcmp(k, "alpha"))
-            t->alpha = v, t->found |= 1;
-        else if (!strcmp(k, "beta"))
-            t->beta = v, t->found |= 2;
-        else if (!strcmp(k, "gamma"))
-            t->gamma = v, t->found |= 4;
+        int bit = !strcmp(k, "alpha") ? 1 : !strcmp(k, "beta") ? 2
+                  : !strcmp(k, "gamma") ? 4 : 0;
+        if (!bit)
+            continue; /* samples, and keys of later versions */
+        val = line + n;
+        errno = 0;
+        double v = strtod(val, &end);
+        if (end == val || errno || !isfinite(v) || v < 0 ||
+            end[strspn(end, " \t\r\n")]) {
+            dt_error("plan: %s:%d: [%s] %s = %.*s: seconds (per byte for "
+                     "beta and gamma) as a plain number, e.g. 2e-05; finite, "
+                     "not negative (dtctl plan --measure writes them)",
+                     path, ln, want, k,
+                     (int)strcspn(val + strspn(val, " \t"), "\r\n"),
+                     val + strspn(val, " \t"));
+            fclose(f);
+            return -1;
+        }
+        if (bit == 1)
+            t->alpha = v;
+        else if (bit == 2)
+            t->beta = v;
+        else
+            t->gamma = v;
+        t->found |= bit;
     }
     fclose(f);
+    return 0;
 }
 
 static int run_capture(char *const argv[], const char *env, FILE **out)
@@ -81,9 +106,16 @@ int plan_measure_profile(const char *path)
     } tr[] = {{"shm", NULL, "tcp", 0},
               {"tcp", "DT_COLLECTIVES_SHM=off", "tcp", 0},
               {"ucx", "DT_COLLECTIVES_SHM=off", "ucx", 1}};
-    FILE *pf = fopen(path, "w");
+    /* Written beside it and renamed at the end: a failed or interrupted
+     * measurement leaves the previous profile as it was. */
+    char tmp[4200];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
+        dt_error("plan: --profile %s: path too long", path);
+        return 1;
+    }
+    FILE *pf = fopen(tmp, "w");
     if (!pf) {
-        dt_error("plan: cannot write %s: %s", path, strerror(errno));
+        dt_error("plan: cannot write %s: %s", tmp, strerror(errno));
         return 1;
     }
     fprintf(pf, "# dtctl plan --measure: allreduce costs fitted from dtctl "
@@ -121,8 +153,10 @@ int plan_measure_profile(const char *path)
                     skipped = 1;
                     break;
                 }
-                dt_error("plan: dtctl bench %s -n %d failed", op, n);
+                dt_error("plan: dtctl bench %s -n %d failed (%s kept as "
+                         "it was)", op, n, path);
                 fclose(pf);
+                unlink(tmp);
                 return 1;
             }
             /* shm: the whole job on one host is one algorithm (the shared
@@ -135,8 +169,10 @@ int plan_measure_profile(const char *path)
         dt_plan_keep_fastest(s, &m);
         double a, b, g;
         if (dt_plan_fit(s, m, &a, &b, &g) != 0) {
-            dt_error("plan: cannot fit %s (%zu samples)", tr[k].name, m);
+            dt_error("plan: cannot fit %s (%zu samples; %s kept as it "
+                     "was)", tr[k].name, m, path);
             fclose(pf);
+            unlink(tmp);
             return 1;
         }
         fprintf(pf, "\n[transport.%s]\nalpha = %.6g\nbeta = %.6g\n"
@@ -147,7 +183,11 @@ int plan_measure_profile(const char *path)
                tr[k].name, a * 1e6, b * 1e9, b > 0 ? 1e-9 / b : 0, g * 1e9,
                m);
     }
-    fclose(pf);
+    if (fclose(pf) != 0 || rename(tmp, path) != 0) {
+        dt_error("plan: cannot write %s: %s", path, strerror(errno));
+        unlink(tmp);
+        return 1;
+    }
     printf("profile written: %s\n", path);
     return 0;
 }
@@ -166,9 +206,11 @@ int plan_fit_files(const char *name, int n, char **files)
         return 2;
     }
     for (int i = 0; i < n; i++) {
-        char *colon = strchr(files[i], ':');
-        int ranks = colon ? atoi(files[i]) : 0;
-        FILE *f = colon ? fopen(colon + 1, "r") : NULL;
+        char *colon = strchr(files[i], ':'), *end = NULL;
+        long ranks = colon ? strtol(files[i], &end, 10) : 0;
+        if (end != colon || ranks > 65536)
+            ranks = 0;
+        FILE *f = ranks >= 2 ? fopen(colon + 1, "r") : NULL;
         if (ranks < 2 || !f) {
             dt_error("plan: --fit: '%s': expected N:FILE, N >= 2, a "
                      "readable dtctl bench allreduce output", files[i]);
@@ -176,8 +218,14 @@ int plan_fit_files(const char *name, int n, char **files)
                 fclose(f);
             return 2;
         }
-        dt_plan_parse_bench(f, ranks, &th, s, &m, 512);
+        size_t before = m;
+        dt_plan_parse_bench(f, (int)ranks, &th, s, &m, 512);
         fclose(f);
+        if (m == before) {
+            dt_error("plan: --fit: %s has no row of dtctl bench allreduce "
+                     "(or allgather) output checked ok", colon + 1);
+            return 1;
+        }
     }
     double al, be, ga;
     if (dt_plan_fit(s, m, &al, &be, &ga) != 0) {

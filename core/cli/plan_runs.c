@@ -148,7 +148,8 @@ static int sweep_one(const char *sim, const char *spec, const char *path,
  * (dt's choice by size, the ring or halving/doubling at every size) with
  * float32 or bf16 on the wire. Each row says the keys that give it. */
 int plan_sweep(const char *sim, const char *spec, int n, int hier,
-               uint64_t job_bucket, double job_wire)
+               uint64_t hier_on, int job_off, uint64_t job_bucket,
+               double job_wire)
 {
     static const unsigned mib[] = {1, 2, 4, 8, 16, 25, 32, 64, 128};
     char path[] = "/tmp/dt-plan-sweep-XXXXXX";
@@ -163,16 +164,22 @@ int plan_sweep(const char *sim, const char *spec, int n, int hier,
     printf("\n# sweep at N = %d: bucket, hierarchy -> step\n"
            "# %10s %9s %12s %10s %11s\n", n, "bucket", "hierarchy",
            "step(ms)", "efficiency", "exposed(ms)");
-    for (int h = 0; h <= hier; h++)
+    /* on: hier_min = hier_on (the job's, or dt's default where the job
+     * has none); off: never. Without both (one GPU a host, shm = off):
+     * the job's only. */
+    char on_key[64];
+    snprintf(on_key, sizeof on_key, "hier_min = %llu\n",
+             (unsigned long long)hier_on);
+    for (int h = hier ? 0 : job_off; h <= (hier ? 1 : job_off); h++)
         for (size_t i = 0; i < sizeof mib / sizeof mib[0]; i++) {
             snprintf(extra, sizeof extra, "bucket = %u\n%s", mib[i] << 20,
-                     h ? "hier_min = 4e18\n" : "");
+                     h ? "hier_min = 4e18\n" : on_key);
             if (sweep_one(sim, spec, path, extra, &step, &eff, &exp) != 0)
                 break;
             printf("  %9uM %9s %12.3f %9.1f%% %11.3f%s\n", mib[i],
                    h ? "off" : "on", step, eff, exp,
-                   (uint64_t)mib[i] << 20 == job_bucket ? "  (the job's)"
-                                                        : "");
+                   (uint64_t)mib[i] << 20 == job_bucket && h == job_off
+                       ? "  (the job's)" : "");
             if (step < best) {
                 best = step;
                 best_mib = mib[i];
@@ -198,7 +205,7 @@ int plan_sweep(const char *sim, const char *spec, int n, int hier,
     for (int w = 0; w <= 1; w++)
         for (size_t k = 0; k < sizeof alg / sizeof alg[0]; k++) {
             snprintf(extra, sizeof extra, "bucket = %u\n%s%swire = %s\n",
-                     best_mib << 20, best_h ? "hier_min = 4e18\n" : "",
+                     best_mib << 20, best_h ? "hier_min = 4e18\n" : on_key,
                      alg[k].spec, w ? "0.5" : "1");
             if (sweep_one(sim, spec, path, extra, &step, &eff, &exp) != 0)
                 continue;
@@ -214,11 +221,18 @@ int plan_sweep(const char *sim, const char *spec, int n, int hier,
             }
         }
     unlink(path);
+    /* the keys that change the job: hier_min only where the hierarchy
+     * setting differs from the job's */
+    char hk[64] = "";
+    if (best_h && !job_off)
+        snprintf(hk, sizeof hk, "hier_min = 16G, ");
+    else if (!best_h && job_off)
+        snprintf(hk, sizeof hk, "hier_min = %lluK, ",
+                 (unsigned long long)(hier_on >> 10));
     printf("# fastest: bucket %uM, hierarchy %s, %s, %s (%.3f ms): [train] "
            "bucket = %uM; [collectives] %s%s, compression = %s%s\n",
            best_mib, best_h ? "off" : "on", any ? alg[best_a].name : "by size",
-           best_w ? "bf16" : "float32", best, best_mib,
-           best_h ? "hier_min = 16G, " : "", alg[best_a].key,
+           best_w ? "bf16" : "float32", best, best_mib, hk, alg[best_a].key,
            best_w ? "bf16" : "none",
            best_w ? " (bf16 rounds the gradients: compression_feedback = "
                     "yes keeps the error)" : "");

@@ -127,6 +127,8 @@ dt_status_t dt_parse_duration(const char *text, double *seconds)
         scale = 1e-3;
     else if (strcmp(end, "us") == 0)
         scale = 1e-6;
+    else if (strcmp(end, "ns") == 0)
+        scale = 1e-9;
     else if (strcmp(end, "s") == 0 || *end == '\0')
         scale = 1.0;
     else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)

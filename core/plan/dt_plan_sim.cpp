@@ -57,6 +57,9 @@ struct Spec {
     // instead of grad_sync's buckets (every cycle seconds, the ready
     // tensors up to `fusion` bytes in one allreduce).
     double wire = 1, force_ring = 0, cycle = 0, fusion = 64.0 * (1 << 20);
+    // shm = 0: [collectives] shm = off, no shared segment (every
+    // collective over the transport, no hierarchy)
+    double shm = 1;
     int batch = 64;
     std::string platform;
     std::string topology; // "" (one switch) or "fat-tree:..." (docs/PLAN.md)
@@ -95,7 +98,8 @@ static Spec read_spec(const char* path)
         std::istringstream vs(v);
         if (k == "layer") {
             Layer l;
-            if (!(vs >> l.bwd >> l.bytes))
+            if (!(vs >> l.bwd >> l.bytes) || !std::isfinite(l.bwd) || l.bwd < 0 ||
+                !std::isfinite(l.bytes) || l.bytes < 0)
                 die(std::string(path) + ":" + std::to_string(ln) + ": layer = SECONDS BYTES");
             s.layers.push_back(l);
             continue;
@@ -118,8 +122,15 @@ static Spec read_spec(const char* path)
             continue;
         }
         double x;
-        if (!(vs >> x))
-            die(std::string(path) + ":" + std::to_string(ln) + ": " + k + ": not a number");
+        std::string junk;
+        if (!(vs >> x) || (vs >> junk) || !std::isfinite(x) || x < 0)
+            die(std::string(path) + ":" + std::to_string(ln) + ": " + k +
+                ": not a finite, non-negative number");
+        bool count = k == "hosts" || k == "gpus_per_host" || k == "max_workers" ||
+                     k == "batch";
+        if (count && (x != std::floor(x) || x > 1e8))
+            die(std::string(path) + ":" + std::to_string(ln) + ": " + k +
+                ": a whole number up to 1e8");
         std::map<std::string, double*> d = {
             {"network_bw", &s.net_bw}, {"network_latency", &s.net_lat},
             {"intra_bw", &s.intra_bw}, {"intra_latency", &s.intra_lat},
@@ -131,7 +142,7 @@ static Spec read_spec(const char* path)
             {"data_wait", &s.data_wait}, {"load", &s.load},
             {"wire", &s.wire},
             {"force_ring", &s.force_ring}, {"cycle", &s.cycle},
-            {"fusion", &s.fusion}};
+            {"fusion", &s.fusion}, {"shm", &s.shm}};
         if (k == "hosts")
             s.hosts = (int)x;
         else if (k == "gpus_per_host")
@@ -147,6 +158,10 @@ static Spec read_spec(const char* path)
     }
     if (s.hosts < 1 || s.gpus < 1)
         die("hosts and gpus_per_host must be at least 1");
+    if ((long long)s.hosts * s.gpus > 65536)
+        die("hosts x gpus_per_host: at most 65536 workers");
+    if (s.batch < 1)
+        die("batch must be at least 1");
     if (s.platform.empty() && (s.net_bw <= 0 || s.intra_bw <= 0))
         die("network_bw and intra_bw must be positive");
     if (s.alpha_intra < 0)
@@ -322,6 +337,10 @@ struct Flow {
 
 static bool same_host(int a, int b) { return a / g.gpus == b / g.gpus; }
 
+// Phases through the host's shared segment: float32 whatever the wire
+// (dt compresses only what goes over the transport).
+static bool g_seg;
+
 // All flows at once; then alpha and gamma x reduced bytes (the slowest).
 static double phase(const std::vector<Flow>& flows, double reduced)
 {
@@ -331,7 +350,7 @@ static double phase(const std::vector<Flow>& flows, double reduced)
     for (auto& f : flows) {
         if (f.bytes > 0)
             cs.push_back(sg4::Comm::sendto_async(g_workers[f.src], g_workers[f.dst],
-                                                 (uint64_t)std::llround(f.bytes * g.wire)));
+                                                 (uint64_t)std::llround(f.bytes * (g_seg ? 1 : g.wire))));
         inter = inter || !same_host(f.src, f.dst);
     }
     sg4::Comm::wait_all(cs);
@@ -453,19 +472,25 @@ static const char* allreduce(int n, double bytes)
     std::vector<int> all(n);
     for (int i = 0; i < n; i++)
         all[i] = i;
-    if (hosts == 1) { // the whole job on one host: the shared segment
+    if (hosts == 1 && g.shm > 0) { // the whole job on one host: the segment
+        g_seg = true;
         ring_allreduce({all}, bytes, true, true);
+        g_seg = false;
         return "shm";
     }
-    if (g.gpus > 1 && n % g.gpus == 0 && bytes >= g.hier) {
+    if (g.shm > 0 && g.gpus > 1 && n % g.gpus == 0 && bytes >= g.hier) {
         Groups intra(hosts), inter(g.gpus);
         for (int i = 0; i < n; i++) {
             intra[i / g.gpus].push_back(i);
             inter[i % g.gpus].push_back(i);
         }
+        g_seg = true;
         ring_allreduce(intra, bytes, true, false);
+        g_seg = false;
         flat_allreduce(inter, bytes / g.gpus);
+        g_seg = true;
         ring_allreduce(intra, bytes, false, true);
+        g_seg = false;
         return "hier";
     }
     flat_allreduce({all}, bytes);
@@ -754,7 +779,7 @@ int main(int argc, char** argv)
     double one = rs[0].step;
     for (size_t i = 0; i < ns.size(); i++) {
         auto& r = rs[i];
-        double sps = g.batch * ns[i] / r.step;
+        double sps = (double)g.batch * ns[i] / r.step;
         std::printf("  %6d %12.3f %12.1f %9.1f%% %8.1f%% %11.3f %11.3f  %s\n", ns[i], r.step * 1e3,
                     sps, 100.0 * one / r.step, 100.0 * r.comm / r.step, r.exposed * 1e3,
                     r.comm * 1e3, r.algs.empty() ? "-" : r.algs.c_str());

@@ -246,7 +246,7 @@ int dt_plan_parse_rate(const char *s, double *out)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || !(v > 0))
+    if (errno || end == s || !(v > 0) || !isfinite(v))
         return -1;
     double mult = 1;
     const char *u = end;
@@ -259,7 +259,7 @@ int dt_plan_parse_rate(const char *s, double *out)
     else if (*u == 'T')
         mult = 1e12, u++;
     if (!strcmp(u, "bit") || !strcmp(u, "bit/s") || !strcmp(u, "bps") ||
-        !strcmp(u, "b"))
+        !strcmp(u, "b") || !strcmp(u, "b/s"))
         *out = v * mult / 8;
     else if (!strcmp(u, "B/s") || !strcmp(u, "Bps") || !strcmp(u, "B"))
         *out = v * mult;
