@@ -26,15 +26,16 @@ static dt_status_t time_batches(dt_pipeline_t *p, int warm, double seconds,
     for (int i = 0; i < warm; i++)
         DT_CHECK(dt_pipeline_next(p, &b, NULL));
     double t0 = dt_clock_now(), t = t0;
-    size_t n = 0;
+    size_t n = 0, samples = 0;
     while (n < MIN_TIMED || t - t0 < seconds) {
         DT_CHECK(dt_pipeline_next(p, &b, NULL));
         n++;
+        samples += b.count; /* an epoch's last batch may be short */
         t = dt_clock_now();
     }
     out->timed = n;
-    out->batch_seconds = (t - t0) / (double)n;
-    out->samples_per_sec = (double)out->batch / out->batch_seconds;
+    out->samples_per_sec = (double)samples / (t - t0);
+    out->batch_seconds = (double)out->batch / out->samples_per_sec;
     return DT_OK;
 }
 
