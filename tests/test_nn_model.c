@@ -788,6 +788,22 @@ static void test_stage_errors(void **state)
     expect_error("batchnorm(momentum=2) flatten linear(10)", 19,
                  "out of range");
     expect_error("gap flatten linear(12)", 12, "must end in linear(10)");
+    expect_error("conv(3000000,1) flatten linear(10)", 5,
+                 "argument 'out' = 3000000 is out of range [1, 65536]");
+    /* per-sample sizes are ints: 32768 x 256 x 256 would overflow one
+     * (an image folder of 256 x 256 images) */
+    dt_model_t *m = NULL;
+    dt_model_error_t err;
+    capture_t cap;
+    capture_begin(&cap);
+    dt_status_t st = dt_model_parse("conv(32768,1) flatten linear(10)",
+                                    "job.ini:3", 3, 256, 256, 10, &m, &err);
+    free(capture_end(&cap));
+    assert_int_equal(st, DT_ERR_CONFIG);
+    assert_null(m);
+    assert_non_null(strstr(err.message, "32768x256x256 = 2147483648 values "
+                                        "per sample, more than dt's layers "
+                                        "take"));
 }
 
 /* Eval mode normalizes with the running statistics, train mode with the
@@ -856,6 +872,17 @@ static void test_batchnorm_running_stats(void **state)
     /* eval leaves the running statistics alone */
     assert_float_equal(buf[0], rm[0], 1e-6);
     assert_float_equal(buf[F], rv[0], 1e-5);
+    /* a batch of one sample (one value per channel, as an epoch's last
+     * batch can be): nothing to learn, the running statistics stay
+     * (moving them toward that batch's 0 variance wrecked evaluation) */
+    assert_int_equal(dt_model_forward(m, x, y, 1, 1, NULL, NULL), DT_OK);
+    for (int c = 0; c < F; c++) {
+        assert_float_equal(buf[c], rm[c], 1e-6);
+        assert_float_equal(buf[F + c], rv[c], 1e-5);
+    }
+    int layer = -1;
+    assert_int_equal(dt_model_batchnorm_plane(m, &layer), 1);
+    assert_int_equal(layer, 1);
     dt_model_free(m);
 }
 

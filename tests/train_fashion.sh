@@ -33,6 +33,17 @@ INI
 
 run() { timeout 300 "$DTCTL" run "$@" >>"$tmp/out" 2>&1; }
 
+# ---- a test split of another shape is refused, naming both ---------------
+# (its samples would overflow the training set's buffers): the real
+# training files beside t10k files of 4 images of 8x8
+mkdir mism && ln -s "$data"/train-* mism/
+printf '\0\0\10\3\0\0\0\4\0\0\0\10\0\0\0\10' >mism/t10k-images-idx3-ubyte
+head -c 256 /dev/zero >>mism/t10k-images-idx3-ubyte
+printf '\0\0\10\1\0\0\0\4\0\1\2\3' >mism/t10k-labels-idx1-ubyte
+"$DTCTL" run -n 1 --set data.path="$tmp/mism" job.ini >out 2>&1 && fail "a test split of 8x8 images was accepted"
+grep -q "the training samples are 1x28x28 of 10 classes, the test samples 1x8x8 of 10: the two splits must have one shape" out ||
+    { cat out; fail "test split of another shape: no clear error"; }
+
 # ---- mistakes are caught by dtctl before any worker starts ----------------
 printf '[train]\ncheckpoint_every = 3 weeks\n[model]\nlayers = flatten linaer(10)\n' >bad.ini
 "$DTCTL" run -n 2 bad.ini >out 2>&1 && fail "a bad layer string was accepted"
@@ -41,6 +52,23 @@ grep -q "\^~~~~~" out || { cat out; fail "no caret under the bad layer"; }
 "$DTCTL" run -n 2 --set "model.layers=flatten linear(10)" bad.ini >out 2>&1
 grep -q "bad.ini:2: \[train\] checkpoint_every = '3 weeks'" out ||
     { cat out; fail "bad checkpoint_every not reported with its line"; }
+grep -q "^\[" out && { cat out; fail "workers were started"; }
+# keys the workers also check, said by dtctl with the job file's line;
+# a batchnorm that would see one value per channel; max_steps < 0; a
+# cosine lr_min above its lr; a softmax layer (the loss has it)
+printf '[model]\nconv_algo = fast\nlayers = flatten linear(10)\n' >bad2.ini
+"$DTCTL" run -n 2 bad2.ini >out 2>&1 && fail "conv_algo = fast was accepted"
+grep -q "bad2.ini:2: \[model\] conv_algo = 'fast': use auto" out || { cat out; fail "conv_algo: no file:line"; }
+printf '[train]\nbatch_size = 1\n[model]\nlayers = flatten linear(32) batchnorm relu linear(10)\n' >bad3.ini
+"$DTCTL" run -n 2 bad3.ini >out 2>&1 && fail "batchnorm with batch 1 was accepted"
+grep -q "bad3.ini:2: \[train\] batch_size = 1: layer 3 (batchnorm) sees 1 value per channel" out ||
+    { cat out; fail "batchnorm, batch 1: no clear error"; }
+for kv in "train.max_steps=-1|max_steps = -1: 0 (run all epochs)" \
+          "train.lr_min=1|lr_min = 1 is above the lr it decays from" \
+          "model.layers=flatten linear(10) softmax|the loss applies the softmax itself"; do
+    "$DTCTL" run -n 2 --set "${kv%%|*}" --set train.schedule=cosine job.ini >out 2>&1 && fail "${kv%%|*} accepted"
+    grep -q "${kv#*|}" out || { cat out; fail "${kv%%|*}: no '${kv#*|}'"; }
+done
 grep -q "^\[" out && { cat out; fail "workers were started"; }
 : >out
 

@@ -146,6 +146,8 @@ dt_status_t run_trainer_prepare(const dt_config_t *cfg, int np, char *path,
         dt_model_t *m = NULL;
         st = dt_model_parse(layers, where, shape[0], shape[1], shape[2],
                             shape[3], &m, NULL);
+        if (st == DT_OK)
+            st = dt_train_check_model(cfg, m, np);
         dt_model_free(m);
     }
     if (st != DT_OK || dt_train_check_config(cfg, np) != DT_OK)

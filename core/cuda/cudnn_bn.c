@@ -54,9 +54,12 @@ static cudnnStatus_t forward_call(dt_cudnn_t *s, const dt_cuda_bn_t *bn,
         return cudnnBatchNormalizationForwardInference(
             s->handle, mode, &one, &zero, s->x, x, s->x, y, s->per_channel,
             bn->gamma, bn->beta, bn->running_mean, bn->running_var, bn->eps);
+    /* One value per channel (a batch of one after gap, say) has no
+     * variance to learn: the running statistics stay, as on the cpu. */
+    double per = bn->per_activation ? bn->n : (double)bn->n * bn->h * bn->w;
     return cudnnBatchNormalizationForwardTraining(
         s->handle, mode, &one, &zero, s->x, x, s->x, y, s->per_channel,
-        bn->gamma, bn->beta, bn->momentum, bn->running_mean,
+        bn->gamma, bn->beta, per < 2 ? 0.0 : bn->momentum, bn->running_mean,
         bn->running_var, bn->eps, bn->save_mean, bn->save_invstd);
 }
 

@@ -96,7 +96,11 @@ static inline DT_HD void dt_elem_bn_stats(double S, double Q, double M,
         var = 0.0;
     *mean = (float)md;
     *invstd = (float)(1.0 / sqrt(var + eps));
-    double unbiased = M > 1 ? var * M / (M - 1) : var;
+    if (M < 2.0)
+        return; /* one value per channel has no variance to learn: the
+                   running statistics stay (moved toward 0, they would
+                   wreck evaluation) */
+    double unbiased = var * M / (M - 1);
     *rmean = (float)((1.0 - mom) * *rmean + mom * *mean);
     *rvar = (float)((1.0 - mom) * *rvar + mom * unbiased);
 }

@@ -341,7 +341,9 @@ static dt_status_t bn_forward(dt_layer_t *l, const float *x, float *y,
         for (int c = 0; c < C; c++) {
             double var = acc[c] / M;
             invstd[c] = (float)(1.0 / sqrt(var + eps));
-            double unbiased = M > 1 ? var * M / (M - 1) : var;
+            if (M < 2.0)
+                continue; /* one value per channel: running stats stay */
+            double unbiased = var * M / (M - 1);
             rmean[c] = (float)((1.0 - mom) * rmean[c] + mom * mean[c]);
             rvar[c] = (float)((1.0 - mom) * rvar[c] + mom * unbiased);
         }

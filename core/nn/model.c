@@ -438,6 +438,23 @@ int dt_model_nlayers(const dt_model_t *m)
     return m->nlayers;
 }
 
+int dt_model_batchnorm_plane(const dt_model_t *m, int *layer)
+{
+    int best = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        const dt_layer_t *l = &m->layers[i];
+        if (l->ops != &dt_layer_batchnorm)
+            continue;
+        int plane = l->out_flat ? 1 : l->out_h * l->out_w;
+        if (!best || plane < best) {
+            best = plane;
+            if (layer)
+                *layer = i;
+        }
+    }
+    return best;
+}
+
 dt_status_t dt_model_layer_cost(const dt_model_t *m, int i, size_t elem,
                                 double *flops, double *bytes,
                                 size_t *params)

@@ -153,8 +153,23 @@ dt_status_t dt_model_init(dt_model_t *m, dt_device_t *dev, uint64_t seed)
     }
     m->dev = dev;
     size_t bytes = m->nparams * sizeof(float);
-    DT_CHECK(dt_device_alloc(dev, bytes, (void **)&m->params));
-    DT_CHECK(dt_device_alloc(dev, bytes, (void **)&m->grads));
+    if (dt_device_alloc(dev, bytes, (void **)&m->params) != DT_OK ||
+        dt_device_alloc(dev, bytes, (void **)&m->grads) != DT_OK) {
+        /* name what is that large: the model, and its largest layer */
+        int big = 0;
+        for (int i = 1; i < m->nlayers; i++)
+            if (m->layers[i].nweights + m->layers[i].nbias >
+                m->layers[big].nweights + m->layers[big].nbias)
+                big = i;
+        dt_error("the model's %zu parameters (%.3g GB with their gradients "
+                 "as float32) do not fit on %s; the largest layer is %d "
+                 "'%s' with %zu: fewer or smaller layers", m->nparams,
+                 2.0 * (double)bytes * 1e-9, dev->name, big + 1,
+                 m->nlayers ? m->layers[big].desc : "",
+                 m->nlayers ? m->layers[big].nweights + m->layers[big].nbias
+                            : (size_t)0);
+        return DT_ERR_NOMEM;
+    }
     /* bias=no convs add the zeros and write their bias gradient to junk */
     size_t nobias = 0;
     for (int i = 0; i < m->nlayers; i++)

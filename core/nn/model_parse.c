@@ -7,9 +7,11 @@
 #include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <dt/log.h>
 #include "model.h"
@@ -178,8 +180,8 @@ static dt_status_t parse_arg(parser_t *p, const layer_kind_t *k, int a, int b,
                     k->name, k->arg[slot], buf,
                     k->integer ? "an integer" : "a number");
     if (v < k->min[slot] || v > k->max[slot])
-        return fail(p, va, vlen, "%s: argument '%s' = %g is out of range "
-                    "[%g, %g]", k->name, k->arg[slot], v, k->min[slot],
+        return fail(p, va, vlen, "%s: argument '%s' = %.10g is out of range "
+                    "[%.10g, %.10g]", k->name, k->arg[slot], v, k->min[slot],
                     k->max[slot]);
     vals[slot] = v;
     given[slot] = 1;
@@ -216,8 +218,14 @@ static dt_status_t parse_layer(parser_t *p, int *pos, parsed_t *out)
     if (!k) {
         char known[200];
         known_names(known, sizeof known);
-        return fail(p, start, i - start, "unknown layer '%.*s' (known: %s)",
-                    i - start, t + start, known);
+        int n = i - start;
+        /* the loss is softmax cross-entropy: the model ends in logits */
+        int softmax = (n == 7 && !strncasecmp(t + start, "softmax", 7)) ||
+                      (n == 10 && !strncasecmp(t + start, "logsoftmax", 10));
+        return fail(p, start, n, "unknown layer '%.*s' (known: %s)%s", n,
+                    t + start, known,
+                    softmax ? "; the loss applies the softmax itself: end "
+                              "the model in linear(classes)" : "");
     }
     double vals[DT_LAYER_MAXARGS];
     int given[DT_LAYER_MAXARGS] = {0};
@@ -348,6 +356,13 @@ static dt_status_t append(parser_t *p, dt_model_t *m, int *cap,
     }
     if (l->ops->setup(l, why, sizeof why) != DT_OK)
         return fail(p, col, len, "%s: %s", name, why);
+    /* sizes are ints per sample: refuse what would overflow them */
+    long long values = (long long)l->out_c * l->out_h * l->out_w;
+    if (values > INT_MAX)
+        return fail(p, col, len, "%s: %dx%dx%d = %lld values per sample, "
+                    "more than dt's layers take (2^31 - 1): fewer channels "
+                    "or a smaller input", name, l->out_c, l->out_h, l->out_w,
+                    values);
     l->param_offset = m->nparams;
     m->nparams += l->nweights + l->nbias;
     l->buffer_offset = m->nbuffers;
@@ -463,9 +478,12 @@ static dt_status_t parse_all(parser_t *p, dt_model_t *m)
     if (!last->out_flat || c != m->nclasses)
         return fail(p, last->col, last->len,
                     "the model must end in linear(%d), one output per class, "
-                    "but its last layer gives %s%d value%s", m->nclasses,
+                    "but its last layer gives %s%d value%s%s", m->nclasses,
                     last->out_flat ? "" : "an image of ", c * h * w,
-                    c * h * w == 1 ? "" : "s");
+                    c * h * w == 1 ? "" : "s",
+                    last->out_flat ? "" : " (an image goes to linear through "
+                                          "flatten, e.g. gap flatten "
+                                          "linear(classes))");
     return DT_OK;
 }
 

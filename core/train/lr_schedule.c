@@ -148,6 +148,12 @@ dt_status_t dt_lr_schedule_from_config(const dt_config_t *cfg, int world,
                  "step or cosine", origin(cfg, "schedule"), kind);
         return DT_ERR_CONFIG;
     }
+    if (out->kind == DT_LR_COSINE && out->lr_min > out->target) {
+        dt_error("%s: [train] lr_min = %g is above the lr it decays from "
+                 "(%g, after lr_scaling): the cosine would climb to it",
+                 origin(cfg, "lr_min"), out->lr_min, out->target);
+        return DT_ERR_CONFIG;
+    }
     return DT_OK;
 }
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <dt/dt.h>
@@ -166,6 +167,31 @@ static dt_status_t read_activations(const dt_config_t *cfg, int gpu,
 static dt_status_t read_cuda_graphs(const dt_config_t *cfg,
                                     dt_cuda_graphs_t *mode);
 
+static dt_status_t check_model_keys(const dt_config_t *cfg,
+                                    dt_conv_algo_t *conv_algo,
+                                    dt_layout_t *layout, long long *threads,
+                                    double *smoothing);
+
+dt_status_t dt_train_check_model(const dt_config_t *cfg, const dt_model_t *m,
+                                 int world)
+{
+    long long batch = 0;
+    bool sync_bn = false; /* statistics over every rank's batch */
+    DT_CHECK(dt_config_get_int(cfg, "train", "batch_size", &batch));
+    DT_CHECK(dt_config_get_bool(cfg, "model", "sync_bn", &sync_bn));
+    int layer = 0, plane = dt_model_batchnorm_plane(m, &layer);
+    long long values = plane * batch * (sync_bn ? world : 1);
+    if (plane && values < 2) {
+        dt_error("%s: [train] batch_size = %lld: layer %d (batchnorm) sees "
+                 "%lld value per channel in a batch, and normalizing one "
+                 "value leaves nothing to learn: batch_size >= 2",
+                 origin(cfg, "train", "batch_size"), batch, layer + 1,
+                 values);
+        return DT_ERR_CONFIG;
+    }
+    return DT_OK;
+}
+
 dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
 {
     dt_trainer_t t;
@@ -177,6 +203,12 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
         st = dt_config_get_int(cfg, "train", "log_every", &n);
     if (st == DT_OK)
         st = dt_config_get_int(cfg, "train", "max_steps", &n);
+    if (st == DT_OK && n < 0) {
+        dt_error("%s: [train] max_steps = %lld: 0 (run all epochs) or a "
+                 "positive number of optimizer steps",
+                 origin(cfg, "train", "max_steps"), n);
+        st = DT_ERR_CONFIG;
+    }
     dt_pipeline_opts_t po;
     dt_augment_t aug;
     if (st == DT_OK)
@@ -191,6 +223,13 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
     dt_cuda_graphs_t graphs;
     if (st == DT_OK)
         st = read_cuda_graphs(cfg, &graphs);
+    dt_conv_algo_t conv_algo;
+    dt_layout_t layout;
+    long long threads;
+    double smoothing;
+    if (st == DT_OK)
+        st = check_model_keys(cfg, &conv_algo, &layout, &threads,
+                              &smoothing);
     /* A misspelt optimizer fails here, before any worker starts (the
      * loader's message lists the optimizers it found). */
     const char *opt = dt_config_get(cfg, "train", "optimizer");
@@ -329,6 +368,22 @@ static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
 {
     DT_CHECK(dt_dataset_load(cfg, DT_SPLIT_TRAIN, &t->train));
     DT_CHECK(dt_dataset_load(cfg, DT_SPLIT_TEST, &t->test));
+    /* One model reads both: the test set must be the training set's
+     * shape (its samples go through the training set's buffers). */
+    if (t->test.channels != t->train.channels ||
+        t->test.height != t->train.height ||
+        t->test.width != t->train.width ||
+        t->test.nclasses != t->train.nclasses) {
+        const char *path = dt_config_get(cfg, "data", "path");
+        dt_error("[data] path = %s: the training samples are %dx%dx%d of %d "
+                 "classes, the test samples %dx%dx%d of %d: the two splits "
+                 "must have one shape (images of one size, the same "
+                 "classes)", path ? path : "(default)", t->train.channels,
+                 t->train.height, t->train.width, t->train.nclasses,
+                 t->test.channels, t->test.height, t->test.width,
+                 t->test.nclasses);
+        return DT_ERR_INVALID;
+    }
     DT_CHECK(dt_sampler_init(&t->train_sampler, t->train.n, t->rank,
                              t->world, t->seed, true, true));
     /* async: rank 0 evaluates the whole test set alone. */
@@ -463,37 +518,72 @@ static dt_status_t pin_batches(dt_trainer_t *t)
     return DT_OK;
 }
 
-static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
+/* The model's and the step's keys that need no data or device: checked
+ * by dtctl before any worker starts (dt_train_check_config: the errors
+ * name the job file's line) and again by each worker. */
+static dt_status_t check_model_keys(const dt_config_t *cfg,
+                                    dt_conv_algo_t *conv_algo,
+                                    dt_layout_t *layout, long long *threads,
+                                    double *smoothing)
 {
-    const char *device = "auto", *layers = NULL, *conv = "auto",
-               *layout_name = "auto";
-    long long threads = 1;
-    dt_conv_algo_t conv_algo;
-    dt_layout_t layout;
+    const char *device = "auto", *conv = "auto", *layout_name = "auto";
     DT_CHECK(dt_config_get_string(cfg, "train", "device", &device));
-    DT_CHECK(dt_config_get_int(cfg, "train", "threads", &threads));
-    if (threads < 1) {
-        dt_error("%s: [train] threads must be at least 1",
-                 origin(cfg, "train", "threads"));
+    if (strcmp(device, "auto") && strcmp(device, "cpu") &&
+        strcmp(device, "cuda")) {
+        dt_error("%s: [train] device = '%s': use auto, cpu or cuda",
+                 origin(cfg, "train", "device"), device);
         return DT_ERR_CONFIG;
     }
-    if (dt_config_get_string(cfg, "model", "layers", &layers) != DT_OK ||
-        !*layers) {
-        dt_error("[model] layers is not set: describe the network in the "
-                 "job file, e.g. layers = linear(256) relu linear(10)");
+    DT_CHECK(dt_config_get_int(cfg, "train", "threads", threads));
+    if (*threads < 1) {
+        dt_error("%s: [train] threads = %lld: must be at least 1",
+                 origin(cfg, "train", "threads"), *threads);
         return DT_ERR_CONFIG;
     }
     DT_CHECK(dt_config_get_string(cfg, "model", "conv_algo", &conv));
-    if (dt_conv_algo_parse(conv, &conv_algo) != DT_OK) {
+    if (dt_conv_algo_parse(conv, conv_algo) != DT_OK) {
         dt_error("%s: [model] conv_algo = '%s': use auto, im2col, winograd "
                  "or winograd4",
                  origin(cfg, "model", "conv_algo"), conv);
         return DT_ERR_CONFIG;
     }
     DT_CHECK(dt_config_get_string(cfg, "model", "layout", &layout_name));
-    if (dt_layout_parse(layout_name, &layout) != DT_OK) {
+    if (dt_layout_parse(layout_name, layout) != DT_OK) {
         dt_error("%s: [model] layout = '%s': use auto, nchw or nhwc",
                  origin(cfg, "model", "layout"), layout_name);
+        return DT_ERR_CONFIG;
+    }
+    DT_CHECK(dt_config_get_double(cfg, "train", "label_smoothing",
+                                  smoothing));
+    if (!(*smoothing >= 0.0 && *smoothing < 1.0)) {
+        dt_error("%s: [train] label_smoothing = %g must be in [0, 1)",
+                 origin(cfg, "train", "label_smoothing"), *smoothing);
+        return DT_ERR_CONFIG;
+    }
+    const char *prec = dt_config_get(cfg, "train", "precision");
+    if (!strcmp(device, "cpu") && prec && strcasecmp(prec, "fp32")) {
+        dt_error("%s: [train] precision = %s is tensor-core math on a GPU "
+                 "([train] device = cuda); the CPU computes in fp32: set "
+                 "precision = fp32", origin(cfg, "train", "precision"), prec);
+        return DT_ERR_CONFIG;
+    }
+    return DT_OK;
+}
+
+static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
+{
+    const char *device = "auto", *layers = NULL;
+    long long threads = 1;
+    dt_conv_algo_t conv_algo;
+    dt_layout_t layout;
+    double smoothing = 0.0;
+    DT_CHECK(check_model_keys(cfg, &conv_algo, &layout, &threads,
+                              &smoothing));
+    DT_CHECK(dt_config_get_string(cfg, "train", "device", &device));
+    if (dt_config_get_string(cfg, "model", "layers", &layers) != DT_OK ||
+        !*layers) {
+        dt_error("[model] layers is not set: describe the network in the "
+                 "job file, e.g. layers = linear(256) relu linear(10)");
         return DT_ERR_CONFIG;
     }
     DT_CHECK(dt_device_open(device, t->local_rank, (int)threads, &t->dev));
@@ -502,17 +592,10 @@ static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
                             t->train.channels, t->train.height,
                             t->train.width, t->train.nclasses, &t->model,
                             NULL));
+    DT_CHECK(dt_train_check_model(cfg, t->model, t->world));
     DT_CHECK(dt_model_set_conv_algo(t->model, conv_algo));
     DT_CHECK(dt_model_set_layout(t->model, layout));
     DT_CHECK(setup_activations(cfg, t));
-    double smoothing = 0.0;
-    DT_CHECK(dt_config_get_double(cfg, "train", "label_smoothing",
-                                  &smoothing));
-    if (!(smoothing >= 0.0 && smoothing < 1.0)) {
-        dt_error("%s: [train] label_smoothing = %g must be in [0, 1)",
-                 origin(cfg, "train", "label_smoothing"), smoothing);
-        return DT_ERR_CONFIG;
-    }
     if (dt_model_set_label_smoothing(t->model, (float)smoothing) != DT_OK)
         return DT_ERR_CONFIG;
     DT_CHECK(dt_model_init(t->model, t->dev, t->seed));

@@ -256,6 +256,12 @@ double dt_model_flops(const dt_model_t *m);
 /* The model's layers as [model] layers lists them (after parsing). */
 int dt_model_nlayers(const dt_model_t *m);
 
+/* The fewest values per channel one sample gives a batchnorm layer (its
+ * height x width; 1 on a flat input or after gap), and that layer's index
+ * in *layer (may be NULL); 0 without batchnorm. Training normalizes over
+ * batch x that values: a batch where it is 1 has nothing to normalize. */
+int dt_model_batchnorm_plane(const dt_model_t *m, int *layer);
+
 /* Layer i's forward for one sample: *flops as dt_model_flops counts
  * them (0 for elementwise, pooling, batchnorm), *bytes of activations it
  * reads and writes at `elem` bytes each (its input and output); and its

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <dt/config.h>
+#include <dt/nn.h>
 #include <dt/status.h>
 
 #ifdef __cplusplus
@@ -19,6 +20,12 @@ extern "C" {
  * running anything (dtctl does before it starts workers, so errors name
  * the job file's lines). */
 dt_status_t dt_train_check_config(const dt_config_t *cfg, int world);
+
+/* Check the parsed model against cfg for a job of `world` workers (a
+ * batchnorm with one value per channel in a batch, ...): what dtctl can
+ * say before workers start when it knows the input's shape. */
+dt_status_t dt_train_check_model(const dt_config_t *cfg, const dt_model_t *m,
+                                 int world);
 
 /* Run the whole job on this worker: data, model, the training loop,
  * evaluation, checkpoints and metrics as cfg says. *final_accuracy (may
