@@ -1,5 +1,6 @@
 /* test_data.c — the IDX and CIFAR-10 readers on good and damaged files,
- * normalization, and the real Fashion-MNIST files when installed. */
+ * normalization (NaN/infinity refused), CIFAR-10 found plain or .gz,
+ * and the real Fashion-MNIST files when installed. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -415,6 +416,179 @@ static dt_config_t *config_with(const char *const *kv)
     return cfg;
 }
 
+#ifdef DT_HAVE_ZLIB
+/* rel (under the test directory) replaced by rel.gz. */
+static void gzip_file(const char *rel)
+{
+    char plain[256], gz[260];
+    snprintf(plain, sizeof plain, "%s", path_of(rel));
+    snprintf(gz, sizeof gz, "%s.gz", plain);
+    struct stat st;
+    assert_int_equal(stat(plain, &st), 0);
+    unsigned char *b = malloc((size_t)st.st_size);
+    assert_non_null(b);
+    FILE *f = fopen(plain, "rb");
+    assert_non_null(f);
+    assert_int_equal(fread(b, 1, (size_t)st.st_size, f), st.st_size);
+    fclose(f);
+    write_gz(gz, b, (size_t)st.st_size);
+    free(b);
+    assert_int_equal(unlink(plain), 0);
+}
+
+/* CIFAR-10 as downloaded and then gzipped (dataset.h: "plain or .gz"):
+ * every batch .gz, or some .gz and some plain, in cifar-10-batches-bin/;
+ * a batch missing is named. */
+static void test_cifar10_gz(void **state)
+{
+    (void)state;
+    char rel[128];
+    assert_int_equal(mkdir(path_of("c10"), 0755), 0);
+    assert_int_equal(mkdir(path_of("c10/cifar-10-batches-bin"), 0755), 0);
+    for (int i = 1; i <= 5; i++) {
+        snprintf(rel, sizeof rel, "c10/cifar-10-batches-bin/data_batch_%d.bin",
+                 i);
+        write_cifar(path_of(rel), 2, 0, (unsigned char)i);
+        if (i != 3) /* one stays plain */
+            gzip_file(rel);
+    }
+    write_cifar(path_of("c10/cifar-10-batches-bin/test_batch.bin"), 3, 0, 8);
+    gzip_file("c10/cifar-10-batches-bin/test_batch.bin");
+    const char *kv[] = {"dataset", "cifar10", "path", path_of("c10"), NULL};
+    dt_config_t *cfg = config_with(kv);
+    dt_dataset_t ds;
+    assert_int_equal(dt_dataset_load(cfg, DT_SPLIT_TRAIN, &ds), DT_OK);
+    assert_int_equal(ds.n, 10);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(ds.labels[2 * i], i + 1); /* the files in order */
+    assert_int_equal(ds.pixels[9 * 3072 + 5], (unsigned char)(1 + 5));
+    dt_dataset_free(&ds);
+    assert_int_equal(dt_dataset_load(cfg, DT_SPLIT_TEST, &ds), DT_OK);
+    assert_int_equal(ds.n, 3);
+    assert_int_equal(ds.labels[0], 8);
+    dt_dataset_free(&ds);
+
+    assert_int_equal(unlink(path_of("c10/cifar-10-batches-bin/"
+                                    "data_batch_5.bin.gz")), 0);
+    capture_t c;
+    capture_begin(&c);
+    assert_int_equal(dt_dataset_load(cfg, DT_SPLIT_TRAIN, &ds),
+                     DT_ERR_NOT_FOUND);
+    char *log = capture_end(&c);
+    assert_non_null(strstr(log, "data_batch_5.bin (or .gz): missing"));
+    assert_null(strstr(log, "data_batch_4.bin"));
+    free(log);
+    dt_config_free(cfg);
+}
+
+#ifndef __SANITIZE_ADDRESS__
+/* VmSize of this process in bytes (0: unknown). */
+static size_t vm_size(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    unsigned long long kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmSize: %llu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return (size_t)kb << 10;
+}
+#endif
+
+/* The CIFAR reader grows its buffers as it reads (a .gz tells its length
+ * only at the end): running out of memory there is logged. A child that
+ * may grow by 16 MB reads 20001 records (zeros: a tiny .gz), which take
+ * buffers for 10000, 20000, then 40000 records (123 MB: more than libc's
+ * reserved arena space could hold). */
+static void test_cifar_out_of_memory(void **state)
+{
+    (void)state;
+#ifdef __SANITIZE_ADDRESS__
+    fprintf(stderr, "SKIP: ASan reserves terabytes of address space: no "
+                    "memory limit to run out of\n");
+    skip();
+#else
+    gzFile g = gzopen(path_of("many.bin.gz"), "wb");
+    assert_non_null(g);
+    unsigned char rec[3073] = {0};
+    for (int r = 0; r < 20001; r++)
+        assert_int_equal(gzwrite(g, rec, sizeof rec), (int)sizeof rec);
+    gzclose(g);
+    const char *p[1] = {path_of("many.bin.gz")};
+    capture_t c;
+    capture_begin(&c);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        size_t vm = vm_size();
+        struct rlimit lim = {vm + (16u << 20), vm + (16u << 20)};
+        if (vm == 0 || setrlimit(RLIMIT_AS, &lim) != 0)
+            _exit(100);
+        dt_dataset_t ds;
+        dt_status_t st = dt_dataset_load_cifar10(p, 1, &ds);
+        fflush(stderr);
+        _exit(-st);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    char *log = capture_end(&c);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), -DT_ERR_NOMEM);
+    assert_non_null(strstr(log, "many.bin.gz: cannot allocate "));
+    assert_non_null(strstr(log, "CIFAR-10 images of 3x32x32 bytes: each "
+                                "worker keeps the whole split in memory"));
+    free(log);
+#endif
+}
+#endif
+
+/* mean/std of NaN or infinity would turn every input into NaN: refused,
+ * naming the key (strtof parses "nan" and "inf"). */
+static void test_norm_not_finite(void **state)
+{
+    (void)state;
+    write_small_pair(path_of("t10k-images-idx3-ubyte"),
+                     path_of("t10k-labels-idx1-ubyte"), 3, 0);
+    const char *bad[][2] = {{"mean", "nan"}, {"std", "inf"},
+                            {"std", "-inf"}, {"mean", "0.5,infinity"},
+                            {"std", "NaN"}};
+    capture_t c;
+    dt_dataset_t ds;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        const char *kv[] = {"path", dir, bad[i][0], bad[i][1], NULL};
+        dt_config_t *cfg = config_with(kv);
+        capture_begin(&c);
+        assert_int_equal(dt_dataset_load(cfg, DT_SPLIT_TEST, &ds),
+                         DT_ERR_CONFIG);
+        char *log = capture_end(&c);
+        char want[64];
+        snprintf(want, sizeof want, "[data] %s: '", bad[i][0]);
+        assert_non_null(strstr(log, want));
+        assert_non_null(strstr(log, "is not a finite number"));
+        free(log);
+        assert_null(ds.pixels);
+        dt_config_free(cfg);
+    }
+    /* the same through the API */
+    assert_int_equal(dt_dataset_load_idx(path_of("t10k-images-idx3-ubyte"),
+                                         path_of("t10k-labels-idx1-ubyte"),
+                                         10, &ds), DT_OK);
+    float zero = 0.0f, one = 1.0f, inf = INFINITY, nan = NAN;
+    capture_begin(&c);
+    assert_int_equal(dt_dataset_set_norm(&ds, &zero, 1, &inf, 1),
+                     DT_ERR_CONFIG);
+    assert_int_equal(dt_dataset_set_norm(&ds, &nan, 1, &one, 1),
+                     DT_ERR_CONFIG);
+    char *log = capture_end(&c);
+    assert_non_null(strstr(log, "std must be greater than 0 and finite"));
+    assert_non_null(strstr(log, "mean must be a finite number"));
+    free(log);
+    assert_int_equal(dt_dataset_set_norm(&ds, &zero, 1, &one, 1), DT_OK);
+    dt_dataset_free(&ds);
+}
+
 static void test_load_config_errors(void **state)
 {
     (void)state;
@@ -500,6 +674,11 @@ int main(void)
         cmocka_unit_test(test_cifar),
         cmocka_unit_test(test_cifar_damaged),
         cmocka_unit_test(test_load_config_errors),
+#ifdef DT_HAVE_ZLIB
+        cmocka_unit_test(test_cifar10_gz),
+        cmocka_unit_test(test_cifar_out_of_memory),
+#endif
+        cmocka_unit_test(test_norm_not_finite),
         cmocka_unit_test(test_fashion_mnist),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

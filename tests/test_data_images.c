@@ -5,7 +5,9 @@
  * grayscale/RGB/alpha mixes, a corrupt file (error names it; skip leaves
  * out exactly it), an empty class folder, and the [data] keys; decode =
  * loader (each gather decodes its samples) gives the batches of decode =
- * load bit for bit, also augmented and through the loader threads. */
+ * load bit for bit, also augmented and through the loader threads;
+ * train_samples of a folder spread over its classes; palette PNGs with
+ * transparency, PNGs over dt's size limit; out-of-memory messages. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,7 +17,9 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #ifdef DT_HAVE_PNG
 #include <png.h>
@@ -825,6 +829,236 @@ static void test_folder_decode_loader(void **state)
     free(log);
     dt_config_free(cfg);
 }
+/* ---- subsets and unusual PNGs --------------------------------------------- */
+
+/* train_samples on a folder, stored class by class, keeps samples spread
+ * over the list (floor(k * n / N)), not the first class's: 2 of cat/a,
+ * cat/b, dog/c, dog/d are a and c, with their paths and pixels, for
+ * decode = load and loader; 5 of 3 classes x 8 hold every class. */
+static void test_folder_subset(void **state)
+{
+    (void)state;
+    make_folder("sub", 0);
+    dt_dataset_t full, ds;
+    assert_int_equal(dt_dataset_load_folder(path_of("sub"), DT_SPLIT_TRAIN,
+                                            &opts_rgb4, &full), DT_OK);
+    const char *kv[] = {"dataset", "folder", "path", path_of("sub"),
+                        "image_size", "4", "train_samples", "2", NULL};
+    dt_config_t *cfg = config_with(kv);
+    for (int lazy = 0; lazy < 2; lazy++) {
+        assert_int_equal(dt_config_set(cfg, "data", "decode",
+                                       lazy ? "loader" : "load", DT_SRC_CLI,
+                                       "--set"), DT_OK);
+        assert_int_equal(dt_dataset_load(cfg, DT_SPLIT_TRAIN, &ds), DT_OK);
+        assert_int_equal(ds.n, 2);
+        assert_int_equal(ds.npaths, 2);
+        assert_int_equal(ds.labels[0], 0);
+        assert_int_equal(ds.labels[1], 1);
+        assert_string_equal(ds.paths[0], full.paths[0]);
+        assert_string_equal(ds.paths[1], full.paths[2]);
+        size_t idx[2] = {0, 1}, want[2] = {0, 2};
+        float x[96], xf[96];
+        int32_t y[2], yf[2];
+        assert_int_equal(dt_dataset_gather(&ds, idx, 2, x, y), DT_OK);
+        assert_int_equal(dt_dataset_gather(&full, want, 2, xf, yf), DT_OK);
+        assert_memory_equal(x, xf, sizeof x);
+        assert_memory_equal(y, yf, sizeof y);
+        dt_dataset_free(&ds);
+    }
+    dt_dataset_free(&full);
+    dt_config_free(cfg);
+
+    make_mixed_folder("sub3");
+    const char *kv3[] = {"dataset", "folder", "path", path_of("sub3"),
+                         "image_size", "5", "train_samples", "5", NULL};
+    cfg = config_with(kv3);
+    assert_int_equal(dt_dataset_load(cfg, DT_SPLIT_TRAIN, &ds), DT_OK);
+    const uint8_t labels[5] = {0, 0, 1, 1, 2}; /* samples 0 4 9 14 19 */
+    assert_int_equal(ds.n, 5);
+    assert_memory_equal(ds.labels, labels, 5);
+    assert_string_equal(ds.paths[2], path_of("sub3/train/k1/01.jpg"));
+    assert_string_equal(ds.paths[4], path_of("sub3/train/k2/03.jpg"));
+    dt_dataset_free(&ds);
+    dt_config_free(cfg);
+}
+
+/* A palette PNG with a tRNS chunk (transparent entries): libpng expands
+ * it to RGBA; the alpha is dropped like any other, the colours kept. */
+static void test_png_palette_trns(void **state)
+{
+    (void)state;
+    const png_color pal[3] = {{255, 0, 0}, {0, 128, 255}, {10, 20, 30}};
+    const png_byte trans[2] = {0, 128};
+    FILE *f = fopen(path_of("pal.png"), "wb");
+    assert_non_null(f);
+    png_structp p = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL,
+                                            NULL, NULL);
+    png_infop info = png_create_info_struct(p);
+    png_init_io(p, f);
+    png_set_IHDR(p, info, 4, 4, 8, PNG_COLOR_TYPE_PALETTE,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    png_set_PLTE(p, info, pal, 3);
+    png_set_tRNS(p, info, trans, 2, NULL);
+    png_write_info(p, info);
+    uint8_t row[4];
+    for (int y = 0; y < 4; y++) {
+        for (int x = 0; x < 4; x++)
+            row[x] = (uint8_t)((x + y) % 3);
+        png_write_row(p, row);
+    }
+    png_write_end(p, NULL);
+    png_destroy_write_struct(&p, &info);
+    fclose(f);
+
+    dt_image_spec_t spec = {3, 4, 4};
+    uint8_t px[48];
+    char err[512] = "";
+    assert_int_equal(dt_image_decode_u8(path_of("pal.png"), &spec, px, err,
+                                        sizeof err), DT_OK);
+    for (int y = 0; y < 4; y++)
+        for (int x = 0; x < 4; x++) {
+            const png_color *c = &pal[(x + y) % 3];
+            assert_int_equal(px[0 * 16 + y * 4 + x], c->red);
+            assert_int_equal(px[1 * 16 + y * 4 + x], c->green);
+            assert_int_equal(px[2 * 16 + y * 4 + x], c->blue);
+        }
+}
+
+/* A gray PNG of w x h (one byte per pixel, value 7). */
+static void write_gray_png(const char *path, int w, int h)
+{
+    uint8_t *px = malloc((size_t)w * (size_t)h);
+    assert_non_null(px);
+    memset(px, 7, (size_t)w * (size_t)h);
+    write_png(path, w, h, 1, px);
+    free(px);
+}
+
+/* Wider or taller than dt reads: dt's message, not libpng's "Invalid IHDR
+ * data" (a user limit that made a valid file look corrupt). */
+static void test_png_too_large(void **state)
+{
+    (void)state;
+    write_gray_png(path_of("wide.png"), 16385, 1);
+    write_gray_png(path_of("tall.png"), 1, 16385);
+    write_gray_png(path_of("edge.png"), 16384, 1);
+    dt_image_spec_t spec = {1, 2, 2};
+    uint8_t px[4];
+    char err[512], want[700];
+    const char *name[2] = {"wide.png", "tall.png"};
+    for (int i = 0; i < 2; i++) {
+        err[0] = 0;
+        assert_int_equal(dt_image_decode_u8(path_of(name[i]), &spec, px, err,
+                                            sizeof err), DT_ERR_INVALID);
+        snprintf(want, sizeof want, "%s: image is %s; dt reads images of "
+                 "1..16384 pixels a side", path_of(name[i]),
+                 i ? "1x16385" : "16385x1");
+        assert_string_equal(err, want);
+    }
+    assert_int_equal(dt_image_decode_u8(path_of("edge.png"), &spec, px, err,
+                                        sizeof err), DT_OK);
+    assert_int_equal(px[0], 7);
+}
+
+/* ---- out of memory -------------------------------------------------------- */
+
+#ifndef __SANITIZE_ADDRESS__
+/* This process's address space in bytes (VmSize), 0 if unknown. */
+static size_t vm_size(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    unsigned long long kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmSize: %llu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return (size_t)kb << 10;
+}
+
+/* fn's status, run in a child whose address space may grow by `room`
+ * bytes only (free heap and reserved arenas it has may add some: keep
+ * the allocation far larger); what it logged into *log. */
+static dt_status_t with_room(dt_status_t (*fn)(void), size_t room,
+                             char **log)
+{
+    capture_t c;
+    capture_begin(&c);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        size_t vm = vm_size();
+        struct rlimit lim = {vm + room, vm + room};
+        if (vm == 0 || setrlimit(RLIMIT_AS, &lim) != 0)
+            _exit(100);
+        dt_status_t st = fn();
+        fflush(stderr);
+        _exit(-st);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    *log = capture_end(&c);
+    assert_true(WIFEXITED(status));
+    assert_int_not_equal(WEXITSTATUS(status), 100);
+    return (dt_status_t)-WEXITSTATUS(status);
+}
+
+static dt_status_t load_folder_huge(void)
+{
+    dt_dataset_t ds;
+    dt_folder_opts_t o = {3, 16384, 16384, 0, 0};
+    return dt_dataset_load_folder(path_of("oom"), DT_SPLIT_TRAIN, &o, &ds);
+}
+
+static dt_status_t load_stl_many(void)
+{
+    dt_dataset_t ds;
+    return dt_dataset_load_stl10(path_of("oom_X.bin"), path_of("oom_y.bin"),
+                                 &ds);
+}
+#endif
+
+/* Out of memory while loading: a line says how much, for what, and what
+ * to change (a child under an address-space limit loads). */
+static void test_out_of_memory(void **state)
+{
+    (void)state;
+#ifdef __SANITIZE_ADDRESS__
+    fprintf(stderr, "SKIP: ASan reserves terabytes of address space: no "
+                    "memory limit to run out of\n");
+    skip();
+#else
+    char *log;
+    /* the decoded cache: 4 images of 3x16384x16384 bytes (3 GiB) */
+    make_folder("oom", 0);
+    assert_int_equal(with_room(load_folder_huge, 256u << 20, &log),
+                     DT_ERR_NOMEM);
+    char want[700];
+    snprintf(want, sizeof want, "%s/train: cannot allocate 3221225472 bytes "
+             "(3072.0 MiB) for the decoded images (4 images of "
+             "3x16384x16384 bytes): set [data] decode = loader",
+             path_of("oom"));
+    assert_non_null(strstr(log, want));
+    assert_non_null(strstr(log, "or a smaller [data] image_size"));
+    free(log);
+
+    /* STL-10: 40000 labels, so 40000 images of 27648 bytes (1.1 GB) */
+    uint8_t *l = malloc(40000);
+    assert_non_null(l);
+    memset(l, 3, 40000);
+    write_bytes(path_of("oom_y.bin"), l, 40000);
+    write_bytes(path_of("oom_X.bin"), l, 1);
+    free(l);
+    assert_int_equal(with_room(load_stl_many, 256u << 20, &log),
+                     DT_ERR_NOMEM);
+    assert_non_null(strstr(log, "oom_X.bin: cannot allocate 1105920000 "
+                                "bytes (1054.7 MiB) for 40000 images of "
+                                "3x96x96 bytes"));
+    free(log);
+#endif
+}
 #endif /* PNG and JPEG */
 
 static void test_folder_without_codecs(void **state)
@@ -877,6 +1111,10 @@ int main(void)
         cmocka_unit_test(test_folder_layout_errors),
         cmocka_unit_test(test_folder_config),
         cmocka_unit_test(test_folder_decode_loader),
+        cmocka_unit_test(test_folder_subset),
+        cmocka_unit_test(test_png_palette_trns),
+        cmocka_unit_test(test_png_too_large),
+        cmocka_unit_test(test_out_of_memory),
 #else
         cmocka_unit_test(skip_without_codecs),
 #endif

@@ -1,7 +1,8 @@
 /* test_pipeline.c — the training input pipeline: batches from the loader
  * threads equal the synchronous gather (across epoch boundaries, for 1 and
  * 2 shards, any number of threads and any prefetch), seek (resume and
- * rollback) restarts at the right batch, freeing mid-epoch does not hang;
+ * rollback) restarts at the right batch, freeing mid-epoch does not hang,
+ * a failing batch is reported (no hang), buffers too large are logged;
  * augmentation: crop and flip on a known image, draws that depend on
  * (seed, epoch, index) only, so 1 and 2 shards see the same pixels; the
  * [data] keys' errors name the job file's line. */
@@ -390,6 +391,79 @@ static void test_free_mid_epoch(void **state)
     dt_dataset_free(&ds);
 }
 
+/* A batch whose sample order cannot be made reaches dt_pipeline_next as
+ * an error, also when its slot held a later batch before a seek (the slot
+ * must carry the batch's number before anything can fail). The failure is
+ * injected by shrinking the sampler's view: the data set grows after
+ * dt_pipeline_new (against its contract), so a resumed epoch may start at
+ * a position past the sampler's end. A hang ends the test by an alarm. */
+static void test_claim_error(void **state)
+{
+    (void)state;
+    dt_dataset_t ds;
+    make_ds(&ds, 8, 1, 2, 2);
+    dt_pipeline_t *p = pipe_new(&ds, 2, 0, 1, 1, 1, 0, NULL); /* 2 slots */
+    assert_int_equal(dt_pipeline_seek(p, 0, 0), DT_OK);
+    dt_batch_t b;
+    for (int i = 0; i < 3; i++) /* slot 0 now holds batch 2 */
+        assert_int_equal(dt_pipeline_next(p, &b, NULL), DT_OK);
+    ds.n = 16; /* the sampler still has 8 samples */
+    capture_t c;
+    capture_begin(&c);
+    alarm(30);
+    assert_int_equal(dt_pipeline_seek_from(p, 0, 10, 0), DT_OK);
+    dt_status_t st = dt_pipeline_next(p, &b, NULL);
+    alarm(0);
+    char *log = capture_end(&c);
+    assert_int_equal(st, DT_ERR_INVALID);
+    assert_non_null(strstr(log, "data pipeline: no sample order for batch "
+                                "0 of epoch 0 (from position 10)"));
+    free(log);
+    ds.n = 8;
+    dt_pipeline_free(p);
+    dt_dataset_free(&ds);
+}
+
+/* Buffers too large for memory: the log says how much and what to lower. */
+static void test_buffers_too_large(void **state)
+{
+    (void)state;
+    dt_dataset_t ds;
+    make_ds(&ds, 4, 1, 2, 2);
+    ds.sample_len = (size_t)1 << 40; /* never gathered */
+    /* a size past size_t: refused before malloc (also under ASan) */
+    dt_pipeline_opts_t o = {.batch = (size_t)1 << 30, .world = 1,
+                            .threads = 1, .prefetch = 2};
+    dt_pipeline_t *p = NULL;
+    capture_t c;
+    capture_begin(&c);
+    assert_int_equal(dt_pipeline_new(&ds, &o, &p), DT_ERR_NOMEM);
+    char *log = capture_end(&c);
+    assert_null(p);
+    assert_non_null(strstr(log, "data pipeline: cannot allocate "));
+    assert_non_null(strstr(log, "for the batch buffers (3 buffers, [data] "
+                                "prefetch + 1, of 1073741824 samples x "
+                                "1099511627776 floats): set a smaller "
+                                "[train] batch_size or [data] prefetch"));
+    free(log);
+#ifndef __SANITIZE_ADDRESS__
+    /* 2^62 bytes: malloc fails (ASan would abort instead) */
+    o.batch = (size_t)1 << 20;
+    o.threads = 0;
+    capture_begin(&c);
+    assert_int_equal(dt_pipeline_new(&ds, &o, &p), DT_ERR_NOMEM);
+    log = capture_end(&c);
+    assert_non_null(strstr(log, "cannot allocate 4611686018427387904 bytes "
+                                "(4398046511104.0 MiB) for the batch buffers "
+                                "(1 buffer of 1048576 samples x "
+                                "1099511627776 floats): set a smaller "
+                                "[train] batch_size\n"));
+    free(log);
+#endif
+    ds.sample_len = 4;
+    dt_dataset_free(&ds);
+}
+
 static char dir[] = "/tmp/dt-test-pipeline-XXXXXX";
 
 static dt_config_t *job(const char *text)
@@ -487,6 +561,8 @@ int main(void)
         cmocka_unit_test(test_augment_independent_of_workers),
         cmocka_unit_test(test_seek),
         cmocka_unit_test(test_free_mid_epoch),
+        cmocka_unit_test(test_claim_error),
+        cmocka_unit_test(test_buffers_too_large),
         cmocka_unit_test(test_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -209,9 +209,10 @@ static const dt_key_spec_t data_keys[] = {
      "channel"},
     {"std", DT_KEY_LIST, "1", "normalization divisor(s), each > 0"},
     {"train_samples", DT_KEY_INT, "0",
-     "use only the first N training samples (0: all)"},
+     "use only the first N training samples (0: all; a folder: N spread "
+     "over its classes)"},
     {"test_samples", DT_KEY_INT, "0",
-     "use only the first N test samples (0: all)"},
+     "use only the first N test samples (0: all; a folder: spread too)"},
     {"loader_threads", DT_KEY_INT, "1",
      "threads preparing the next training batches while the step computes "
      "(0: gather inside the step)"},

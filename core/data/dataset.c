@@ -1,4 +1,5 @@
 /* dataset.c — normalization, subsets and batch gathering. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,22 +18,66 @@ dt_status_t dt_dataset_set_norm(dt_dataset_t *ds, const float *mean,
         return DT_ERR_CONFIG;
     }
     for (size_t i = 0; i < c; i++) {
-        float s = std[nstd == 1 ? 0 : i];
-        if (!(s > 0.0f)) {
-            dt_error("[data] std must be greater than 0 (channel %zu has "
-                     "%g): it divides every pixel", i, (double)s);
+        float s = std[nstd == 1 ? 0 : i], m = mean[nmean == 1 ? 0 : i];
+        if (!(s > 0.0f) || !isfinite(s)) {
+            dt_error("[data] std must be greater than 0 and finite "
+                     "(channel %zu has %g): it divides every pixel", i,
+                     (double)s);
             return DT_ERR_CONFIG;
         }
-        ds->mean[i] = mean[nmean == 1 ? 0 : i];
+        if (!isfinite(m)) {
+            dt_error("[data] mean must be a finite number (channel %zu has "
+                     "%g): it is subtracted from every pixel", i, (double)m);
+            return DT_ERR_CONFIG;
+        }
+        ds->mean[i] = m;
         ds->std[i] = s;
     }
     return DT_OK;
 }
 
+/* Sample k of the subset becomes sample src (src >= k, increasing). */
+static void keep_sample(dt_dataset_t *ds, size_t k, size_t src)
+{
+    ds->labels[k] = ds->labels[src];
+    if (ds->pixels)
+        memmove(ds->pixels + k * ds->sample_len,
+                ds->pixels + src * ds->sample_len, ds->sample_len);
+    if (ds->paths && ds->npaths == ds->n) {
+        char *p = ds->paths[k]; /* a swap: the dropped end up past n */
+        ds->paths[k] = ds->paths[src];
+        ds->paths[src] = p;
+    }
+}
+
+/* Samples floor(k * ds->n / n), k = 0..n-1: the head of a list stored
+ * class by class would hold only its first classes. */
+static void keep_spread(dt_dataset_t *ds, size_t n)
+{
+    size_t q = ds->n / n, r = ds->n % n, src = 0, acc = 0;
+    for (size_t k = 0; k < n; k++) {
+        keep_sample(ds, k, src);
+        src += q; /* exact floor without the product k * ds->n */
+        acc += r;
+        if (acc >= n) {
+            acc -= n;
+            src++;
+        }
+    }
+    if (ds->paths && ds->npaths == ds->n) {
+        for (size_t i = n; i < ds->npaths; i++)
+            free(ds->paths[i]);
+        ds->npaths = n;
+    }
+}
+
 void dt_dataset_truncate(dt_dataset_t *ds, size_t n)
 {
-    if (n < ds->n)
-        ds->n = n; /* buffers stay; only the first n are used */
+    if (n >= ds->n)
+        return;
+    if (ds->by_class && n > 0)
+        keep_spread(ds, n);
+    ds->n = n; /* buffers stay; only the first n are used */
 }
 
 /* d = s * scale + shift. Blocks of 16 so that -O2 vectorizes it, and

@@ -34,6 +34,9 @@ typedef struct dt_dataset {
     /* decode = loader: pixels is NULL and every gather decodes its samples
      * from paths (dt_dataset_sample); nothing is decoded when loading. */
     int decode_on_gather;
+    /* Samples stored class by class (an image folder): a subset
+     * (dt_dataset_truncate) is spread over the list, not its head. */
+    int by_class;
 } dt_dataset_t;
 
 /* Which part of a data set. */
@@ -88,8 +91,8 @@ dt_status_t dt_dataset_load_folder(const char *dir, dt_split_t split,
 
 /* The split of the data set the configuration names: [data] dataset
  * (fashion-mnist, mnist, cifar10, cifar100, stl10, folder), path
- * (directory), mean/std, train_samples/test_samples (keep only the first
- * N; 0: all), and per data set cifar100_labels (fine, coarse), channels,
+ * (directory), mean/std, train_samples/test_samples (keep only N: the
+ * first N, or for a folder N spread over its classes; 0: all), and per data set cifar100_labels (fine, coarse), channels,
  * image_size, bad_images and decode (load, loader) (folder). Files are found under path by their
  * usual names, plain or .gz. */
 dt_status_t dt_dataset_load(const dt_config_t *cfg, dt_split_t split,
@@ -100,7 +103,10 @@ dt_status_t dt_dataset_load(const dt_config_t *cfg, dt_split_t split,
 dt_status_t dt_dataset_set_norm(dt_dataset_t *ds, const float *mean,
                                 size_t nmean, const float *std, size_t nstd);
 
-/* Keep only the first n samples (n >= ds->n: no change). */
+/* Keep only n samples (n >= ds->n: no change): the first n, or, for a
+ * set stored class by class (by_class), samples floor(k * ds->n / n) for
+ * k = 0..n-1, so that every class keeps its share; labels, pixels and
+ * paths stay together. */
 void dt_dataset_truncate(dt_dataset_t *ds, size_t n);
 
 /* Sample i's pixels (sample_len bytes, CHW): *px points into the decoded

@@ -34,6 +34,28 @@ static const cifar_format_t cifar100_coarse = {
     "CIFAR-100", 2, 0, {20, 100},
     "not a CIFAR-100 binary file (CIFAR-10 records have one label byte)"};
 
+/* Room for twice the records (10000 at first), or a logged error. */
+static dt_status_t grow(const char *path, const cifar_format_t *fmt,
+                        dt_dataset_t *out, size_t *cap)
+{
+    size_t ncap = *cap ? 2 * *cap : 10000;
+    uint8_t *p = realloc(out->pixels, ncap * CIFAR_PIXELS);
+    if (p)
+        out->pixels = p;
+    uint8_t *l = p ? realloc(out->labels, ncap) : NULL;
+    if (l) {
+        out->labels = l;
+        *cap = ncap;
+        return DT_OK;
+    }
+    double bytes = (double)ncap * (CIFAR_PIXELS + 1);
+    dt_error("%s: cannot allocate %.0f bytes (%.1f MiB) for %zu %s images "
+             "of 3x32x32 bytes: each worker keeps the whole split in "
+             "memory; free memory on this host or start fewer workers on it",
+             path, bytes, bytes / 1048576.0, ncap, fmt->name);
+    return DT_ERR_NOMEM;
+}
+
 /* Append every record of one file to out (grown as needed). */
 static dt_status_t read_file(const char *path, const cifar_format_t *fmt,
                              dt_dataset_t *out, size_t *cap)
@@ -70,19 +92,8 @@ static dt_status_t read_file(const char *path, const cifar_format_t *fmt,
             }
         if (st != DT_OK)
             break;
-        if (out->n == *cap) {
-            size_t ncap = *cap ? 2 * *cap : 10000;
-            uint8_t *p = realloc(out->pixels, ncap * CIFAR_PIXELS);
-            if (p)
-                out->pixels = p;
-            uint8_t *l = p ? realloc(out->labels, ncap) : NULL;
-            if (!l) {
-                st = DT_ERR_NOMEM;
-                break;
-            }
-            out->labels = l;
-            *cap = ncap;
-        }
+        if (out->n == *cap && (st = grow(path, fmt, out, cap)) != DT_OK)
+            break;
         out->labels[out->n] = rec[fmt->label_at];
         memcpy(out->pixels + out->n * CIFAR_PIXELS, rec + fmt->label_bytes,
                CIFAR_PIXELS);

@@ -24,6 +24,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,6 +225,22 @@ static dt_status_t find_images(const char *dir, dt_split_t split,
     return st;
 }
 
+/* The decoded cache: n images of channels x height x width bytes. */
+static dt_status_t alloc_cache(const char *dir, const char *sub, size_t n,
+                               const dt_folder_opts_t *o, uint8_t **px)
+{
+    size_t len = (size_t)o->channels * (size_t)o->height * (size_t)o->width;
+    if (n <= SIZE_MAX / len && (*px = malloc(n * len)))
+        return DT_OK;
+    double bytes = (double)n * (double)len; /* may exceed size_t */
+    dt_error("%s/%s: cannot allocate %.0f bytes (%.1f MiB) for the decoded "
+             "images (%zu images of %dx%dx%d bytes): set [data] decode = "
+             "loader (each image decoded when a batch needs it, none kept) "
+             "or a smaller [data] image_size", dir, sub, bytes,
+             bytes / 1048576.0, n, o->channels, o->height, o->width);
+    return DT_ERR_NOMEM;
+}
+
 dt_status_t dt_dataset_load_folder(const char *dir, dt_split_t split,
                                    const dt_folder_opts_t *opts,
                                    dt_dataset_t *out)
@@ -272,6 +289,7 @@ dt_status_t dt_dataset_load_folder(const char *dir, dt_split_t split,
         out->npaths = files.n;
         out->class_names = classes.v;
         out->decode_on_gather = 1;
+        out->by_class = 1;
         for (int c = 0; c < opts->channels; c++) {
             out->mean[c] = 0.0f;
             out->std[c] = 1.0f;
@@ -282,8 +300,8 @@ dt_status_t dt_dataset_load_folder(const char *dir, dt_split_t split,
                  opts->width);
         return DT_OK;
     }
-    if (st == DT_OK && !(out->pixels = malloc(files.n * len)))
-        st = DT_ERR_NOMEM;
+    if (st == DT_OK)
+        st = alloc_cache(dir, sub, files.n, opts, &out->pixels);
     /* found[c]: files of class c; kept[c]: of them decoded */
     size_t *found = calloc(2 * (classes.n ? classes.n : 1), sizeof *found);
     size_t *kept = found ? found + classes.n : NULL;
@@ -347,6 +365,7 @@ dt_status_t dt_dataset_load_folder(const char *dir, dt_split_t split,
     out->paths = files.v;
     out->npaths = n;
     out->class_names = classes.v;
+    out->by_class = 1;
     for (int c = 0; c < opts->channels; c++) {
         out->mean[c] = 0.0f;
         out->std[c] = 1.0f;

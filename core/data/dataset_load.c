@@ -1,6 +1,7 @@
 /* dataset_load.c — find and load the data set the [data] section names. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,38 +51,54 @@ static dt_status_t load_idx_split(const char *dir, dt_split_t split,
     return dt_dataset_load_idx(images, labels, 10, out);
 }
 
+/* dir/name, else dir/name.gz (into buf); 0 when neither exists (buf then
+ * holds the plain name, for the message). */
+static int find_plain_or_gz(const char *dir, const char *name, char *buf,
+                            size_t len)
+{
+    snprintf(buf, len, "%s/%s.gz", dir, name);
+    int gz = access(buf, R_OK) == 0;
+    snprintf(buf, len, "%s/%s", dir, name);
+    if (access(buf, R_OK) == 0)
+        return 1;
+    if (gz)
+        snprintf(buf, len, "%s/%s.gz", dir, name);
+    return gz;
+}
+
 static dt_status_t load_cifar_split(const char *dir, dt_split_t split,
                                     dt_dataset_t *out)
 {
-    char bufs[5][4096];
+    char bufs[5][4096], base[4032], name[32]; /* base/name.gz fits */
     const char *paths[5];
     size_t n = split == DT_SPLIT_TRAIN ? 5 : 1;
     /* The archive unpacks into cifar-10-batches-bin/; accept either. */
     const char *sub[] = {"", "/cifar-10-batches-bin"};
     for (size_t s = 0; s < 2; s++) {
         size_t found = 0;
+        int have[5];
+        snprintf(base, sizeof base, "%s%s", dir, sub[s]);
         for (size_t i = 0; i < n; i++) {
             if (split == DT_SPLIT_TRAIN)
-                snprintf(bufs[i], sizeof bufs[i], "%s%s/data_batch_%zu.bin",
-                         dir, sub[s], i + 1);
+                snprintf(name, sizeof name, "data_batch_%zu.bin", i + 1);
             else
-                snprintf(bufs[i], sizeof bufs[i], "%s%s/test_batch.bin", dir,
-                         sub[s]);
+                snprintf(name, sizeof name, "test_batch.bin");
+            have[i] = find_plain_or_gz(base, name, bufs[i], sizeof bufs[i]);
             paths[i] = bufs[i];
-            found += access(bufs[i], R_OK) == 0;
+            found += (size_t)have[i];
         }
         if (found == n)
             return dt_dataset_load_cifar10(paths, n, out);
         if (found > 0) {
             for (size_t i = 0; i < n; i++)
-                if (access(bufs[i], R_OK) != 0)
-                    dt_error("%s: missing (%s): the CIFAR-10 directory is "
-                             "incomplete", bufs[i], strerror(errno));
+                if (!have[i])
+                    dt_error("%s (or .gz): missing: the CIFAR-10 "
+                             "directory is incomplete", bufs[i]);
             return DT_ERR_NOT_FOUND;
         }
     }
-    dt_error("[data] path %s: no CIFAR-10 binary files (%s) there or in "
-             "cifar-10-batches-bin/", dir,
+    dt_error("[data] path %s: no CIFAR-10 binary files (%s, plain or .gz) "
+             "there or in cifar-10-batches-bin/", dir,
              split == DT_SPLIT_TRAIN ? "data_batch_1.bin .. data_batch_5.bin"
                                      : "test_batch.bin");
     return DT_ERR_NOT_FOUND;
@@ -269,6 +286,11 @@ static dt_status_t get_floats(const dt_config_t *cfg, const char *key,
         if (errno || end == items[i] || *end) {
             dt_error("%s: [data] %s: '%s' is not a number", where, key,
                      items[i]);
+            st = DT_ERR_CONFIG;
+        } else if (!isfinite(vals[i])) { /* strtof takes "nan", "inf" */
+            dt_error("%s: [data] %s: '%s' is not a finite number: give "
+                     "finite values (e.g. mean = 0.5, std = 0.25)", where,
+                     key, items[i]);
             st = DT_ERR_CONFIG;
         }
     }

@@ -18,6 +18,17 @@
 #define STL_PIXELS (3 * STL_PLANE)
 #define STL_CLASSES 10
 
+/* Out of memory for n things (what) of path: logged. */
+static dt_status_t no_memory(const char *path, size_t bytes, size_t n,
+                             const char *what)
+{
+    dt_error("%s: cannot allocate %zu bytes (%.1f MiB) for %zu %s: each "
+             "worker keeps the whole split in memory; free memory on this "
+             "host or start fewer workers on it", path, bytes,
+             (double)bytes / 1048576.0, n, what);
+    return DT_ERR_NOMEM;
+}
+
 static dt_status_t read_labels(const char *path, dt_dataset_t *out)
 {
     dt_byte_source_t *src;
@@ -29,7 +40,7 @@ static dt_status_t read_labels(const char *path, dt_dataset_t *out)
             size_t ncap = cap ? 2 * cap : 8192;
             uint8_t *l = realloc(out->labels, ncap);
             if (!l) {
-                st = DT_ERR_NOMEM;
+                st = no_memory(path, ncap, ncap, "labels of 1 byte");
                 break;
             }
             out->labels = l;
@@ -68,7 +79,7 @@ static dt_status_t read_images(const char *path, const char *labels_path,
     size_t want = out->n * STL_PIXELS, got;
     out->pixels = malloc(want);
     if (!out->pixels)
-        return DT_ERR_NOMEM;
+        return no_memory(path, want, out->n, "images of 3x96x96 bytes");
     dt_byte_source_t *src;
     DT_CHECK(dt_byte_source_open(path, &src));
     dt_status_t st = dt_byte_source_read(src, out->pixels, want, &got);

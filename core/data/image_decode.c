@@ -204,10 +204,18 @@ static dt_status_t decode_png(const char *path, const uint8_t *buf,
         return DT_ERR_INVALID;
     }
     png_set_read_fn(png, &ctx, png_on_read);
-    png_set_user_limits(png, DT_IMAGE_MAX_SIDE, DT_IMAGE_MAX_SIDE);
+    /* libpng's own limit would call a valid large image "Invalid IHDR
+     * data": let any legal size through and check it ourselves, before
+     * png_read_update_info allocates rows. */
+    png_set_user_limits(png, PNG_UINT_31_MAX, PNG_UINT_31_MAX);
     png_read_info(png, info);
     png_uint_32 w = png_get_image_width(png, info);
     png_uint_32 h = png_get_image_height(png, info);
+    dt_status_t st = check_size(path, w, h, err, errlen);
+    if (st != DT_OK) {
+        png_destroy_read_struct(&png, &info, NULL);
+        return st;
+    }
     int type = png_get_color_type(png, info);
     int depth = png_get_bit_depth(png, info);
     if (type == PNG_COLOR_TYPE_PALETTE)
@@ -216,13 +224,14 @@ static dt_status_t decode_png(const char *path, const uint8_t *buf,
         png_set_expand_gray_1_2_4_to_8(png);
     if (depth == 16)
         png_set_scale_16(png);
-    if (type & PNG_COLOR_MASK_ALPHA)
-        png_set_strip_alpha(png); /* transparency (tRNS) is ignored too */
+    /* Alpha is dropped, also the alpha a palette's tRNS expands to */
+    if ((type & PNG_COLOR_MASK_ALPHA) ||
+        png_get_valid(png, info, PNG_INFO_tRNS))
+        png_set_strip_alpha(png);
     png_set_interlace_handling(png);
     png_read_update_info(png, info);
     int c = png_get_channels(png, info);
     size_t rowbytes = png_get_rowbytes(png, info);
-    dt_status_t st = check_size(path, w, h, err, errlen);
     if (st == DT_OK && (c != 1 && c != 3))
         png_error(png, "unexpected channel count after conversion");
     if (st == DT_OK && rowbytes != (size_t)w * (size_t)c)

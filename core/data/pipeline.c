@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,21 +94,31 @@ static bool past_end(const dt_pipeline_t *p, uint64_t seq)
 }
 
 /* Under the mutex: copy batch seq's indices into idx; fills the slot's
- * position. */
+ * sequence number (even on error) and position. */
 static dt_status_t claim(dt_pipeline_t *p, uint64_t seq, size_t *idx,
                          slot_t *sl)
 {
     uint64_t e, s;
+    /* First: dt_pipeline_next waits for this seq, also to get an error */
+    sl->seq = seq;
     position(p, seq, &e, &s);
     size_t from = p->part_steps && e == p->part_epoch ? p->part_start : 0;
+    dt_status_t st = DT_OK;
     if (p->smp.epoch != e || p->smp.start != from)
-        DT_CHECK(dt_sampler_set_epoch_from(&p->smp, e, from));
-    size_t at, b, g;
-    dt_sampler_step(&p->smp, p->o.batch, s, &at, &b, &g);
-    if (b > p->o.max_batch || at + b > p->smp.epoch_count)
-        return DT_ERR_INTERNAL;
+        st = dt_sampler_set_epoch_from(&p->smp, e, from);
+    size_t at = 0, b = 0, g = 0;
+    if (st == DT_OK)
+        dt_sampler_step(&p->smp, p->o.batch, s, &at, &b, &g);
+    if (st == DT_OK && (b > p->o.max_batch || at + b > p->smp.epoch_count))
+        st = DT_ERR_INTERNAL;
+    if (st != DT_OK) {
+        dt_error("data pipeline: no sample order for batch %llu of epoch "
+                 "%llu (from position %zu): %s; internal error, please "
+                 "report", (unsigned long long)s, (unsigned long long)e,
+                 from, dt_status_str(st));
+        return st;
+    }
     memcpy(idx, p->smp.indices + at, b * sizeof *idx);
-    sl->seq = seq;
     sl->count = b;
     sl->global = g;
     sl->epoch = e;
@@ -196,6 +207,29 @@ void dt_pipeline_free(dt_pipeline_t *p)
     free(p);
 }
 
+/* The ring's batch buffers: nslots x max_batch x sample_len floats. */
+static dt_status_t alloc_slots(dt_pipeline_t *p)
+{
+    size_t len = p->ds->sample_len, b = p->o.max_batch;
+    bool fits = len == 0 || b <= SIZE_MAX / sizeof(float) / len;
+    for (size_t i = 0; fits && i < p->nslots; i++) {
+        p->slots[i].x = malloc(b * len * sizeof(float));
+        p->slots[i].y = malloc(b * sizeof(int32_t));
+        if (!p->slots[i].x || !p->slots[i].y)
+            fits = false;
+    }
+    if (fits)
+        return DT_OK;
+    bool ring = p->o.threads > 0;
+    double bytes = (double)p->nslots * (double)b * (double)len * 4.0;
+    dt_error("data pipeline: cannot allocate %.0f bytes (%.1f MiB) for the "
+             "batch buffers (%zu buffer%s of %zu samples x %zu floats): set "
+             "a smaller [train] batch_size%s", bytes, bytes / 1048576.0,
+             p->nslots, ring ? "s, [data] prefetch + 1," : "", b, len,
+             ring ? " or [data] prefetch" : "");
+    return DT_ERR_NOMEM;
+}
+
 dt_status_t dt_pipeline_new(const dt_dataset_t *ds,
                             const dt_pipeline_opts_t *opts,
                             dt_pipeline_t **out)
@@ -235,12 +269,8 @@ dt_status_t dt_pipeline_new(const dt_dataset_t *ds,
     p->slots = calloc(p->nslots, sizeof *p->slots);
     p->loaders = calloc((size_t)nl, sizeof *p->loaders);
     st = p->slots && p->loaders ? DT_OK : DT_ERR_NOMEM;
-    for (size_t i = 0; st == DT_OK && i < p->nslots; i++) {
-        p->slots[i].x = malloc(p->o.max_batch * len * sizeof(float));
-        p->slots[i].y = malloc(p->o.max_batch * sizeof(int32_t));
-        if (!p->slots[i].x || !p->slots[i].y)
-            st = DT_ERR_NOMEM;
-    }
+    if (st == DT_OK)
+        st = alloc_slots(p);
     for (int i = 0; st == DT_OK && i < nl; i++) {
         p->loaders[i].p = p;
         p->loaders[i].idx = malloc(p->o.max_batch * sizeof(size_t));
