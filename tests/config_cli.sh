@@ -62,4 +62,14 @@ fi
 expect "$tmp/opt.ini:2: \\[train\\] optimizer = lamp cannot be used; no worker was started"
 expect "available optimizers: .*lamb, lars"
 if grep -q '^\[[01]\]' "$tmp/out"; then fail "a worker started"; fi
+
+# dtctl config summarizes the model for every data set whose shape it
+# knows (one table with dtctl run and plan): STL-10's 96x96, CIFAR-100's
+# 100 classes (a model ending in linear(10) is refused for it)
+"$DTCTL" config --set data.dataset=stl10 "$top_srcdir/conf/examples/cifar10-resnet20.ini" \
+    >"$tmp/out" 2>&1 || fail "dtctl config for stl10"
+expect "# model for stl10 \\(3x96x96, 10 classes\\):"
+if "$DTCTL" config --set data.dataset=cifar100 "$top_srcdir/conf/examples/cifar10-resnet20.ini" \
+    >"$tmp/out" 2>&1; then fail "a 10-class model accepted for cifar100"; fi
+expect "the model must end in linear\\(100\\)"
 echo "PASS: config_cli"

@@ -9,6 +9,7 @@
 #include <dt/log.h>
 #include <dt/nn.h>
 #include "cli.h"
+#include "run_trainer.h"
 
 typedef struct print_state {
     const char *section; /* the section whose header was printed last */
@@ -32,17 +33,6 @@ static int print_value(const char *section, const char *key,
     return 0;
 }
 
-/* Input shapes of the built-in data sets (what dt-train reads from their
- * headers); another data set's model is summarized by dt-train itself. */
-static const struct {
-    const char *name;
-    int c, h, w, classes;
-} shapes[] = {
-    {"fashion-mnist", 1, 28, 28, 10},
-    {"mnist", 1, 28, 28, 10},
-    {"cifar10", 3, 32, 32, 10},
-};
-
 static void print_comment(void *arg, const char *line)
 {
     printf("#   %s\n", line);
@@ -58,21 +48,24 @@ static int print_model(const dt_config_t *cfg)
     if (dt_config_get_string(cfg, "data", "dataset", &dataset) != DT_OK)
         dataset = "fashion-mnist";
     dt_config_origin(cfg, "model", "layers", NULL, &where);
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        if (strcmp(shapes[i].name, dataset) != 0)
-            continue;
-        dt_model_t *m = NULL;
-        if (dt_model_parse(layers, where, shapes[i].c, shapes[i].h,
-                           shapes[i].w, shapes[i].classes, &m, NULL) != DT_OK)
-            return 1;
-        printf("\n# model for %s (%dx%dx%d, %d classes):\n", dataset,
-               shapes[i].c, shapes[i].h, shapes[i].w, shapes[i].classes);
-        dt_model_summary(m, print_comment, NULL);
-        dt_model_free(m);
+    int d[4];
+    dt_status_t st = run_trainer_input_shape(cfg, d);
+    if (st == DT_ERR_CONFIG)
+        return 1;
+    if (st != DT_OK) {
+        printf("\n# model: the input shape of data set '%s' is known once "
+               "it is read; dt-train prints the summary at start\n",
+               dataset);
         return 0;
     }
-    printf("\n# model: the input shape of data set '%s' is known once it is "
-           "read; dt-train prints the summary at start\n", dataset);
+    dt_model_t *m = NULL;
+    if (dt_model_parse(layers, where, d[0], d[1], d[2], d[3], &m, NULL) !=
+        DT_OK)
+        return 1;
+    printf("\n# model for %s (%dx%dx%d, %d classes):\n", dataset, d[0], d[1],
+           d[2], d[3]);
+    dt_model_summary(m, print_comment, NULL);
+    dt_model_free(m);
     return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <dt/log.h>
 #include <dt/nn.h>
 #include "plan_cli.h"
+#include "run_trainer.h"
 
 /* ---- the model, measured here -------------------------------------- */
 
@@ -42,19 +43,12 @@ int plan_input_dims(const dt_config_t *cfg, const char *given, int d[4])
     if (given)
         return sscanf(given, "%d,%d,%d,%d", &d[0], &d[1], &d[2], &d[3]) == 4
                    ? 0 : -1;
-    const char *ds = dt_config_get(cfg, "data", "dataset");
-    if (ds && !strncmp(ds, "cifar", 5)) {
-        d[0] = 3, d[1] = d[2] = 32, d[3] = strstr(ds, "100") ? 100 : 10;
-        return 0;
-    }
-    if (!ds || !strcmp(ds, "fashion-mnist") || !strcmp(ds, "mnist") ||
-        !strcmp(ds, "synthetic")) {
-        d[0] = 1, d[1] = d[2] = 28, d[3] = 10;
-        return 0;
-    }
-    dt_error("plan: input shape of dataset '%s' unknown: give --input "
-             "C,H,W,CLASSES", ds);
-    return -1;
+    dt_status_t st = run_trainer_input_shape(cfg, d);
+    if (st == DT_ERR_NOT_FOUND)
+        dt_error("plan: the input shape of the image folder is not known "
+                 "here ([data] path/train not readable, or no image_size): "
+                 "give --input C,H,W,CLASSES");
+    return st == DT_OK ? 0 : -1;
 }
 
 /* --device-flops F with --device-bandwidth B: each layer's forward a

@@ -90,8 +90,7 @@ static dt_status_t folder_shape(const dt_config_t *cfg, int shape[4])
     return DT_OK;
 }
 
-/* Input shape of each data set the trainer reads. */
-static dt_status_t input_shape(const dt_config_t *cfg, int shape[4])
+dt_status_t run_trainer_input_shape(const dt_config_t *cfg, int shape[4])
 {
     const char *ds = dt_config_get(cfg, "data", "dataset");
     if (!ds || strcmp(ds, "fashion-mnist") == 0 || strcmp(ds, "mnist") == 0) {
@@ -134,7 +133,7 @@ dt_status_t run_trainer_prepare(const dt_config_t *cfg, int np, char *path,
                  "'--'");
         return DT_ERR_CONFIG;
     }
-    dt_status_t st = input_shape(cfg, shape);
+    dt_status_t st = run_trainer_input_shape(cfg, shape);
     if (st == DT_ERR_NOT_FOUND) {
         dt_debug("the model is checked by the workers: the image folder's "
                  "shape is not known here");

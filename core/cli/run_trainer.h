@@ -22,4 +22,10 @@ void dt_cli_worker_program(const char *build_subdir, const char *name,
 dt_status_t run_trainer_prepare(const dt_config_t *cfg, int np, char *path,
                                 size_t len);
 
+/* The input of [data] dataset: channels, height, width, classes (one
+ * place for dtctl run, config and plan). DT_ERR_NOT_FOUND: an image
+ * folder whose shape is not known on this host; DT_ERR_CONFIG (said): a
+ * data set dt does not read. */
+dt_status_t run_trainer_input_shape(const dt_config_t *cfg, int shape[4]);
+
 #endif /* DT_RUN_TRAINER_H */
