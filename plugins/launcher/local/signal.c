@@ -10,11 +10,26 @@
 #include <dt/log.h>
 #include "local.h"
 
-/* Signal the group even after its leader ended: children it left behind
- * keep the group (and so its id) alive; ESRCH means none are left. */
+/* Does the group of a reaped leader still have members? They are our
+ * children (orphans come back to us as subreaper), and while one lives
+ * the kernel keeps the number, so it cannot be another process's group.
+ * Once it is empty the number is free: a new process may take it as its
+ * pid and group, and kill(-pid) would hit a stranger. */
+static int group_alive(const local_worker_t *w)
+{
+    int status;
+    pid_t p;
+    while ((p = waitpid(-w->pid, &status, WNOHANG)) > 0)
+        ; /* members that ended: reaped, keep looking */
+    return p == 0; /* members left that have not ended; -1: none */
+}
+
+/* Signal the group even after its leader ended (children it left behind
+ * keep it), but only while it is ours: an unreaped leader holds the
+ * number, else group_alive says. */
 static void signal_group(const local_worker_t *w, int signo)
 {
-    if (w->pid <= 0)
+    if (w->pid <= 0 || (w->reaped && !group_alive(w)))
         return;
     if (kill(-w->pid, signo) != 0 && errno == ESRCH && !w->reaped)
         kill(w->pid, signo); /* not yet its own group leader */
