@@ -107,8 +107,14 @@ dt_status_t local_run_on_host(void *ctx, const dt_host_t *host,
     int status = 0;
     while (waitpid(child.pid, &status, 0) < 0 && errno == EINTR)
         ;
-    /* Anything the command left in its group goes too. */
-    kill(-child.pid, SIGKILL);
+    /* Anything the command left in its group goes too, while the group
+     * is ours: members left (our children, as subreaper) keep its number;
+     * an empty group's number may be another process's by now. */
+    pid_t left;
+    while ((left = waitpid(-child.pid, NULL, WNOHANG)) > 0)
+        ;
+    if (left == 0)
+        kill(-child.pid, SIGKILL);
     while (waitpid(-child.pid, NULL, 0) > 0 || errno == EINTR)
         ;
     if (st != DT_OK) {
