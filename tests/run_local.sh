@@ -109,6 +109,28 @@ stop_test() { # signal expected-code
 }
 stop_test INT 130
 stop_test TERM 143
+# ... also while dtctl's output pipe is full and nobody reads it (a paused
+# pager): the blocked write must not hold the stop up. The reader sleeps
+# 60 s; dtctl must be gone well before (kill_grace is 2 s here).
+rm -f "$T/ppid".*
+tag="$MARK-blocked"
+( run -n 2 -- sh -c 'echo $PPID >"$0.$DT_RANK"; exec yes '"$tag" "$T/ppid" 2>"$T/e" |
+    sh -c "sleep 60; : $MARK-reader" ) &
+for i in $(seq 100); do [ -s "$T/ppid.0" ] && break; sleep 0.05; done
+p=$(cat "$T/ppid.0" 2>/dev/null)
+if [ -n "$p" ]; then
+    sleep 0.5 # the pipe fills
+    kill -INT "$p"
+    for i in $(seq 150); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$p" 2>/dev/null; then
+        fail "SIGINT to dtctl writing to a full pipe: still running after 15 s"
+        kill -KILL "$p"
+    fi
+    if leftovers "$tag"; then fail "blocked output: processes left: $(pgrep -fa "$tag" | head -3)"; fi
+else
+    fail "blocked output: workers did not start"
+fi
+pkill -f "$MARK-reader" 2>/dev/null
 ok "SIGINT/SIGTERM stop the job"
 
 # --- 4. the job token stays secret ----------------------------------------

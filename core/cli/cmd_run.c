@@ -481,6 +481,7 @@ static int launch_and_supervise(const dt_cli_t *cli, run_state_t *s)
         run_restart_free(&rs);
         return 1;
     }
+    output_lines_set_stop_check(s->lines, stop_signals_pending);
     int code, launched, no_members, last = 0;
     supervise_result_t res;
     do {

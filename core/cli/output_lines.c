@@ -22,7 +22,13 @@ struct output_lines {
     int broken[2];  /* a write failed (reader gone): drop output */
     size_t max_line;
     stream_t *streams; /* (np + 1) * 2; the last pair is "[job]" */
+    int (*stopping)(void); /* a stop was asked for (may be NULL) */
 };
+
+void output_lines_set_stop_check(output_lines_t *o, int (*stopping)(void))
+{
+    o->stopping = stopping;
+}
 
 dt_status_t output_lines_new(int np, int out_fd, int err_fd, size_t max_line,
                              output_lines_t **out)
@@ -74,6 +80,14 @@ static void emit(output_lines_t *o, stream_t *s, int which)
         return;
     for (size_t off = 0; off < total;) {
         ssize_t w = write(o->fds[which], s->buf + off, total - off);
+        if (w < 0 && errno == EINTR && o->stopping && o->stopping()) {
+            /* the reader does not read and the job is being stopped: a
+             * blocked write must not hold the stop up */
+            o->broken[which] = 1;
+            dt_debug("worker output to fd %d dropped: nobody reads it and "
+                     "the job is stopping", o->fds[which]);
+            return;
+        }
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {

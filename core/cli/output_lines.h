@@ -22,6 +22,11 @@ void output_lines_feed(output_lines_t *o, int rank, int fd, const char *data,
 /* The same, shaped as the launcher's dt_output_fn. */
 void output_lines_callback(void *arg, int rank, int fd, const char *data,
                            size_t len);
+/* A write blocked on a reader that does not read (a paused pager or
+ * terminal) and interrupted by a signal: when stopping() says the job is
+ * being stopped, that stream's output is dropped from then on, so the
+ * stop goes ahead in bounded time. NULL: keep waiting for the reader. */
+void output_lines_set_stop_check(output_lines_t *o, int (*stopping)(void));
 /* Write out a rank's unfinished lines (it ended without a newline). */
 void output_lines_flush_rank(output_lines_t *o, int rank);
 void output_lines_flush_all(output_lines_t *o);

@@ -13,11 +13,13 @@ static const int stop_signos[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1};
 #define NSTOP (sizeof stop_signos / sizeof stop_signos[0])
 
 static int self_pipe[2] = {-1, -1};
+static volatile sig_atomic_t pending; /* a stop signal came (stays set) */
 static struct sigaction saved[NSTOP], saved_pipe;
 
 static void on_stop_signal(int signo)
 {
     int saved_errno = errno;
+    pending = 1;
     unsigned char b = (unsigned char)signo;
     ssize_t w = write(self_pipe[1], &b, 1); /* full pipe: one is enough */
     (void)w;
@@ -30,6 +32,7 @@ dt_status_t stop_signals_install(void)
         dt_error("cannot create the signal pipe: %s", strerror(errno));
         return DT_ERR_IO;
     }
+    pending = 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
@@ -51,6 +54,11 @@ int stop_signals_take(void)
         return 0;
     ssize_t r = read(self_pipe[0], &b, 1);
     return r == 1 ? b : 0;
+}
+
+int stop_signals_pending(void)
+{
+    return pending != 0;
 }
 
 void stop_signals_restore(void)

@@ -11,6 +11,8 @@
 dt_status_t stop_signals_install(void);
 /* The next signal received and not yet taken, or 0. Never blocks. */
 int stop_signals_take(void);
+/* Whether a stop signal has come since install (not consumed by take). */
+int stop_signals_pending(void);
 /* Put the previous handlers back and close the pipe. */
 void stop_signals_restore(void);
 
