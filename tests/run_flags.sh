@@ -185,5 +185,20 @@ dt --config plain.ini run >out 2>&1; rc=$?
     fail "no job and no program: want exit 2 and 'nothing to run', got $rc: $(cat out)"
 ok "nothing to run is explained"
 
+# -v and -q go before any command, plan and plot included (they parse
+# their own options); another global option before them is explained.
+dt -q plan --model-params 25M --samples-per-sec 100 --hosts 2 --network 10Gbit >out 2>&1; rc=$?
+if [ $rc -eq 77 ] || grep -q "libsimgrid-dev" out; then :; else
+    [ $rc -eq 0 ] && grep -q "^ *2 " out && ! grep -q "warning" out ||
+        fail "dtctl -q plan: rc=$rc $(cat out)"
+fi
+dt -v plot no-such-metrics.jsonl >out 2>&1
+grep -q "no-such-metrics.jsonl: No such file or directory" out ||
+    fail "dtctl -v plot: $(cat out)"
+dt --config plain.ini plan --hosts 2 >out 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "dtctl plan takes its own options: put them after 'plan'" out ||
+    fail "a global option before plan: rc=$rc $(cat out)"
+ok "-v and -q before plan and plot"
+
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all run_flags checks passed"

@@ -317,16 +317,39 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
     return 0;
 }
 
+/* dtctl plot and plan parse their own options (cmd_plot.c, cmd_plan.c);
+ * -v and -q may still come before them, as before any command. 0: not
+ * one of them. */
+static int own_options_command(int argc, char **argv, int *rc)
+{
+    int i = 1, verbose = 0, quiet = 0;
+    for (; i < argc; i++) {
+        if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose"))
+            verbose++;
+        else if (!strcmp(argv[i], "-vv"))
+            verbose += 2;
+        else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet"))
+            quiet = 1;
+        else
+            break;
+    }
+    if (i >= argc || (strcmp(argv[i], "plot") && strcmp(argv[i], "plan")))
+        return 0;
+    dt_log_set_level(quiet ? DT_LOG_ERROR : verbose >= 2 ? DT_LOG_TRACE
+                                          : verbose == 1 ? DT_LOG_DEBUG
+                                                         : DT_LOG_INFO);
+    *rc = strcmp(argv[i], "plot") == 0 ? dt_cmd_plot(argc - i, argv + i)
+                                       : dt_cmd_plan(argc - i, argv + i);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     dt_cli_t cli = {.np = -1};
-    /* dtctl plot parses its own options (-o): cmd_plot.c. */
-    if (argc > 1 && strcmp(argv[1], "plot") == 0)
-        return dt_cmd_plot(argc - 1, argv + 1);
-    /* dtctl plan too (cmd_plan.c). */
-    if (argc > 1 && strcmp(argv[1], "plan") == 0)
-        return dt_cmd_plan(argc - 1, argv + 1);
-    int rc = parse_args(argc, argv, &cli);
+    int rc;
+    if (own_options_command(argc, argv, &rc))
+        return rc;
+    rc = parse_args(argc, argv, &cli);
     if (rc != 0) {
         free(cli.sets);
         return rc;
@@ -352,6 +375,11 @@ int main(int argc, char **argv)
         rc = dt_cmd_check(&cli);
     } else if (strcmp(cli.command, "stage") == 0) {
         rc = dt_cmd_stage(&cli);
+    } else if (!strcmp(cli.command, "plot") || !strcmp(cli.command, "plan")) {
+        dt_error("dtctl %s takes its own options: put them after '%s' "
+                 "(only -v and -q may come before it)", cli.command,
+                 cli.command);
+        rc = 2;
     } else {
         dt_error("unknown command '%s' (commands: run, plugins, config, bench, check, stage, plot, plan); "
                  "see dtctl --help",
