@@ -62,6 +62,12 @@ printf 'node1 slots=1\nnode2 slots=1\n' >hostfile
 dt config --nproc_per_node=2 --nnodes=2 --hostfile hostfile >out 2>&1 || fail "--hostfile with --nproc_per_node: exit $?: $(cat out)"
 grep -q '^hosts = node1:2,node2:2 ' out && grep -q '^np = 4 ' out ||
     fail "--nproc_per_node=2 --hostfile: want node1:2,node2:2 and np 4: $(grep -E '^(np|hosts)' out)"
+# a hostfile weight cannot survive the rewrite to name:N: refused, saying
+# where to write the slots instead (it was dropped without a word)
+printf 'node1 slots=1\nnode2 slots=1 weight=3\n' >hostfile_w
+dt config --nproc_per_node=2 --hostfile hostfile_w >out 2>&1 && fail "--nproc-per-node dropped a weight silently"
+grep -q "cannot rewrite host node2: the hostfile gives its workers weight=3; write its slots in the hostfile (node2 slots=2 weight=3)" out ||
+    fail "--nproc-per-node with weight=: $(cat out)"
 dt config -hostfile hostfile -np 1 >out 2>&1 && grep -q '^hostfile = hostfile .*command line' out && grep -q '^np = 1 ' out ||
     fail "mpirun's -hostfile FILE -np 1: $(grep -E '^(np|hostfile)' out)"
 dt config -H node1:2,node2:2 >out 2>&1 && grep -q '^hosts = node1:2,node2:2 ' out || fail "horovodrun's -H: $(cat out)"

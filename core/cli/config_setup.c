@@ -213,6 +213,16 @@ static dt_status_t apply_per_node(const dt_cli_t *cli_in, dt_config_t *cfg)
             st = DT_ERR_CONFIG;
             goto out;
         }
+        if (hosts.hosts[i].weight > 0) { /* the name:N list has no weights */
+            dt_error("--nproc-per-node cannot rewrite host %s: the hostfile "
+                     "gives its workers weight=%g; write its slots in the "
+                     "hostfile (%s slots=%d weight=%g) instead",
+                     hosts.hosts[i].name, hosts.hosts[i].weight,
+                     hosts.hosts[i].name, cli->nproc_per_node,
+                     hosts.hosts[i].weight);
+            st = DT_ERR_CONFIG;
+            goto out;
+        }
         fprintf(f, "%s%s:%d", i ? "," : "", hosts.hosts[i].name,
                 cli->nproc_per_node);
     }
