@@ -172,7 +172,18 @@ dt run $TR "$T/job.ini" >"$T/o" 2>"$T/e"; rc=$?
 [ $rc -ne 0 ] && grep -q "trainer" "$T/e" || fail "job file alone: rc=$rc $(cat "$T/e")"
 ok "clear errors"
 
-# --- 6. a finished worker's pid, taken by a stranger, is left alone --------
+# --- 6. many local workers: the open-file limit --------------------------
+# A soft limit of 256 stopped a launch of 100 workers ("Too many open
+# files" at rank 80): dtctl raises it as far as the job needs; a hard
+# limit too low for the job is said before anything starts.
+(ulimit -S -n 256 && run -n 100 -- true) >"$T/o" 2>"$T/e" ||
+    fail "100 workers under a soft limit of 256: $(tail -3 "$T/e")"
+(ulimit -S -n 200 && ulimit -H -n 200 && run -n 100 -- true) >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -ne 0 ] && grep -q "100 workers need about 464 open files here, and the hard limit is 200" "$T/e" ||
+    fail "a hard limit too low: rc=$rc $(cat "$T/e")"
+ok "the open-file limit"
+
+# --- 7. a finished worker's pid, taken by a stranger, is left alone --------
 # Rank 0 ends at once; once dtctl has reaped it, a process outside the job
 # (its own group, as setsid gives) is started at rank 0's old pid
 # (ns_last_pid). Rank 1 then fails: stopping the job, and its final kill,

@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <errno.h>
+#include <sys/resource.h>
 
 #include <dt/log.h>
 #include "cli.h"
@@ -374,6 +376,31 @@ static int choose_members(run_state_t *s, const run_restart_t *rs,
     return dt_place_ranks(hosts, np, &s->att_place) == DT_OK ? 0 : 1;
 }
 
+/* dtctl holds a few descriptors per worker (its output pipes, the
+ * store's connections): the usual soft limit of 1024 stops a launch at
+ * about 300 local workers where the hard limit allows more. Raised only
+ * as far as the job needs (programs that still use select() keep working
+ * below FD_SETSIZE); -1 when even the hard limit is too low (said). */
+static int ensure_fd_room(int np)
+{
+    struct rlimit rl;
+    rlim_t need = (rlim_t)np * 4 + 64;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
+        return 0;
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
+        dt_error("%d workers need about %llu open files here, and the hard "
+                 "limit is %llu: raise it (ulimit -Hn, limits.conf) or use "
+                 "fewer workers on this host", np, (unsigned long long)need,
+                 (unsigned long long)rl.rlim_max);
+        return -1;
+    }
+    rl.rlim_cur = need;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        dt_warn("cannot raise the open-file limit to %llu: %s",
+                (unsigned long long)need, strerror(errno));
+    return 0;
+}
+
 static int run_attempt(const dt_cli_t *cli, run_state_t *s,
                        const run_restart_t *rs, const char *workdir,
                        double kill_grace, supervise_result_t *res,
@@ -415,6 +442,10 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
         return 1;
     }
     s->signals = 1;
+    if (ensure_fd_room(s->att_np) != 0) {
+        end_attempt(s);
+        return EXIT_CANNOT_START;
+    }
     dt_launch_spec_t spec = {
         .hosts = s->att_hosts,
         .np = s->att_np,
