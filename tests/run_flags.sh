@@ -100,6 +100,8 @@ want="unknown option '--max-restrats'; did you mean '--max-restarts'?"; refused 
 want="unknown option '--hostfiles'; did you mean '--hostfile'?"; refused --hostfiles hostfile
 want="unknown option '--frobnicate'; see dtctl --help"; refused --frobnicate
 want="unknown option '-x'; see dtctl --help"; refused -x
+# mpirun's habit, the program's options among dtctl's: the '--' said
+want="unknown option '--lr'; .*go after '--': dtctl run -n 2 -- python3 train.py --lr 0.1"; refused -np 2 python3 train.py --lr 0.1
 ok "others' options without a dt meaning are refused with dt's spelling; unknown ones suggest the nearest"
 
 # --- [cluster] interface reaches the libraries a program uses ----------------

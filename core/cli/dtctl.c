@@ -299,7 +299,9 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
                 dt_error("unknown option '%s'; did you mean '--%s'? (see "
                          "dtctl --help)", opt, near);
             else
-                dt_error("unknown option '%s'; see dtctl --help", opt);
+                dt_error("unknown option '%s'; see dtctl --help (a program "
+                         "and its own options go after '--': dtctl run -n 2 "
+                         "-- python3 train.py --lr 0.1)", opt);
             return 2;
         }
         }
@@ -382,8 +384,8 @@ int main(int argc, char **argv)
         rc = 2;
     } else {
         dt_error("unknown command '%s' (commands: run, plugins, config, bench, check, stage, plot, plan); "
-                 "see dtctl --help",
-                 cli.command);
+                 "see dtctl --help; to run a program: dtctl run -n N -- %s",
+                 cli.command, cli.command);
         rc = 2;
     }
     dt_plugins_unload_all();
