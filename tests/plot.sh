@@ -2,7 +2,9 @@
 # plot.sh — `dtctl plot` (issue 19 item 12): two tiny --metrics files
 # (a null test loss, a resumed epoch written twice) drawn into a PNG and
 # an SVG that exist and are not empty; without gnuplot a message naming
-# the package; a picture type gnuplot is not asked for is refused.
+# the package; a picture type gnuplot is not asked for is refused; dtctl's
+# restart records pass without a warning; a step going back starts a run
+# of its own (not merged by epoch); a panel with only nulls is drawn empty.
 set -u
 : "${DTCTL:?run through make check}"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dt-plot.XXXXXX") || exit 99
@@ -56,4 +58,26 @@ test -s "$tmp/curves.png" || fail "curves.png is missing or empty"
 test -s "$tmp/curves.svg" || fail "curves.svg is missing or empty"
 grep -q '<svg' "$tmp/curves.svg" || fail "curves.svg is not SVG"
 grep -q 'a.jsonl' "$tmp/curves.svg" || fail "the run is not named in the legend"
+
+# dtctl's restart record and a resumed epoch: one run, no warning; then a
+# fresh run appended (its step goes back): a curve of its own
+{ line 1 1.9 1.5 0.61 0.05 1000.0; line 2 1.2 1.1 0.70 0.1 1100.0
+  printf '{"event":"restart","restarts":1,"max_restarts":1,"exit_code":137,"checkpoint":"a/ckpt-000000000020.dtckpt","resume_epoch":2,"time":1}\n'
+  line 2 1.1 1.0 0.72 0.1 1150.0; line 3 0.8 0.9 0.80 0.05 1200.0
+  line 1 2.2 2.0 0.40 0.05 900.0; line 2 1.9 1.8 0.50 0.05 950.0; } >"$tmp/runs.jsonl"
+"$DTCTL" plot "$tmp/runs.jsonl" -o "$tmp/runs.svg" >"$tmp/out" 2>&1 ||
+    fail "two runs in one file: exit $?"
+grep -q "not a metrics line" "$tmp/out" && fail "dtctl's restart record was called not a metrics line"
+grep -q "runs.jsonl:6: the step goes back from 30 to 10 (epoch 1): another run starts there" "$tmp/out" ||
+    fail "the second run in one file is not said"
+grep -q 'runs.jsonl #2' "$tmp/runs.svg" && grep -q 'runs.jsonl #1' "$tmp/runs.svg" ||
+    fail "the two runs are not two curves"
+grep -q "2 runs" "$tmp/out" || fail "not 2 runs"
+
+# a panel with nothing but nulls: drawn empty, the picture complete
+{ line 1 1.9 null 0.61 0.05 null; line 2 1.2 null 0.70 0.1 null; } >"$tmp/nulls.jsonl"
+"$DTCTL" plot "$tmp/nulls.jsonl" -o "$tmp/nulls.svg" >"$tmp/out" 2>&1 ||
+    fail "a column of nulls failed the plot (exit $?)"
+grep -q 'throughput (no values)' "$tmp/nulls.svg" || fail "the empty panel is not titled so"
+grep -q '</svg>' "$tmp/nulls.svg" || fail "nulls.svg is not complete"
 echo "PASS: plot"

@@ -1,7 +1,9 @@
-/* test_ckpt.c — checkpoint files: round trip, pruning, a writer killed in
- * the middle of a write leaves the previous checkpoint intact, corrupt and
- * truncated files are detected, named and skipped, and a write is durable:
- * fsync of the whole temporary file, rename, fsync of the directory, in
+/* test_ckpt.c — checkpoint files: round trip, pruning (by the run's
+ * lineage), a writer killed in the middle of a write leaves the previous
+ * checkpoint intact, corrupt and truncated files are detected, named and
+ * skipped, an unreadable directory is an error, the start-up check of the
+ * directory, and a write is durable: fsync of the whole temporary file,
+ * rename, fsync of the directory (and of the parent of a new one), in
  * that order (this program defines fsync, fdatasync and rename, exported
  * so that libdt's calls come here, records them and calls libc's). */
 #define _GNU_SOURCE
@@ -382,7 +384,7 @@ static void test_truncated_and_foreign(void **state)
     assert_non_null(strstr(log, "ckpt-000000000020.dtckpt: checkpoint format "
                                 "version 17"));
     free(log);
-    /* nothing valid at all: not found, each file named */
+    /* nothing valid at all: invalid (not "none"), each file named */
     flip_byte(p20, 8);
     assert_int_equal(truncate(p20, 10), 0);
     char p10[512];
@@ -392,7 +394,7 @@ static void test_truncated_and_foreign(void **state)
           "pass the length check", f);
     fclose(f);
     capture_begin(&cap);
-    assert_int_equal(dt_ckpt_load_latest(dir, &c), DT_ERR_NOT_FOUND);
+    assert_int_equal(dt_ckpt_load_latest(dir, &c), DT_ERR_INVALID);
     log = capture_end(&cap);
     assert_non_null(strstr(log, "ckpt-000000000020.dtckpt: not a dt "
                                 "checkpoint (too short: truncated)"));
@@ -417,6 +419,150 @@ static void test_unwritable_dir(void **state)
     char *log = capture_end(&cap);
     assert_non_null(strstr(log, "cannot create checkpoint directory"));
     free(log);
+}
+
+/* A directory that cannot be read is an error naming it and errno, not
+ * "no checkpoint" (which made --resume quietly start over); a missing
+ * one is "none". */
+static void test_unreadable_dir(void **state)
+{
+    (void)state;
+    clear_dir();
+    char bad[512], missing[512];
+    snprintf(bad, sizeof bad, "%s/file", dir); /* ENOTDIR, even for root */
+    snprintf(missing, sizeof missing, "%s/nothing", dir);
+    FILE *f = fopen(bad, "w");
+    fclose(f);
+    dt_ckpt_t c;
+    capture_t cap;
+    capture_begin(&cap);
+    assert_int_equal(dt_ckpt_load_latest(bad, &c), DT_ERR_IO);
+    char *log = capture_end(&cap);
+    char want[600];
+    snprintf(want, sizeof want, "cannot read the checkpoint directory %s: "
+             "Not a directory", bad);
+    assert_non_null(strstr(log, want));
+    free(log);
+    assert_int_equal(dt_ckpt_load_latest(missing, &c), DT_ERR_NOT_FOUND);
+}
+
+static int exists(const char *name)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return access(p, F_OK) == 0;
+}
+
+/* Pruning counts this run's lineage only: a newer file (a corrupt one
+ * --resume went past) neither pushes out good checkpoints nor is
+ * deleted; skipped steps likewise, once the run has passed them. */
+static void test_prune_lineage(void **state)
+{
+    (void)state;
+    clear_dir();
+    for (uint64_t s = 16; s <= 48; s += 16) /* 16, 32, 48 */
+        assert_int_equal(write_step(s, 0), DT_OK);
+    /* resumed from 32 (48 corrupt), the run writes 40 with keep = 2 */
+    assert_int_equal(write_step(40, 2), DT_OK);
+    assert_true(exists("ckpt-000000000040.dtckpt"));
+    assert_true(exists("ckpt-000000000032.dtckpt"));
+    assert_true(exists("ckpt-000000000048.dtckpt"));
+    assert_false(exists("ckpt-000000000016.dtckpt"));
+    /* keep = 1: the newest good one stays, whatever lies above */
+    assert_int_equal(write_step(44, 1), DT_OK);
+    assert_true(exists("ckpt-000000000044.dtckpt"));
+    assert_false(exists("ckpt-000000000040.dtckpt"));
+    assert_true(exists("ckpt-000000000048.dtckpt"));
+    /* past it (another world size writes 50, never 48): 48 is skipped */
+    assert_int_equal(write_step(50, 0), DT_OK);
+    const uint64_t skip[] = {48};
+    dt_ckpt_prune(dir, 1, 50, skip, 1);
+    assert_true(exists("ckpt-000000000050.dtckpt"));
+    assert_true(exists("ckpt-000000000048.dtckpt"));
+    assert_false(exists("ckpt-000000000044.dtckpt"));
+}
+
+/* Only regular files named ckpt-<digits>.dtckpt are in the series. */
+static void test_list(void **state)
+{
+    (void)state;
+    clear_dir();
+    assert_int_equal(write_step(7, 0), DT_OK);
+    assert_int_equal(write_step(300, 0), DT_OK);
+    char p[512];
+    snprintf(p, sizeof p, "%s/ckpt-000000000900.dtckpt", dir);
+    assert_int_equal(mkdir(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/ckpt-12x.dtckpt", dir);
+    fclose(fopen(p, "w"));
+    snprintf(p, sizeof p, "%s/best.dtckpt", dir);
+    fclose(fopen(p, "w"));
+    dt_ckpt_entry_t *v = NULL;
+    size_t n = 0;
+    assert_int_equal(dt_ckpt_list(dir, &v, &n), DT_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(v[0].step, 300);
+    assert_string_equal(v[1].name, "ckpt-000000000007.dtckpt");
+    free(v);
+    snprintf(p, sizeof p, "%s/none", dir);
+    assert_int_equal(dt_ckpt_list(p, &v, &n), DT_ERR_NOT_FOUND);
+    assert_int_equal(n, 0);
+}
+
+/* The start-up check: a directory that cannot take a file fails naming
+ * it and errno; a good one is created and left empty. */
+static void test_check_dir(void **state)
+{
+    (void)state;
+    clear_dir();
+    char good[512], bad[512];
+    snprintf(good, sizeof good, "%s/new/ck", dir);
+    assert_int_equal(dt_ckpt_check_dir(good), DT_OK);
+    DIR *d = opendir(good);
+    assert_non_null(d);
+    struct dirent *e;
+    int files = 0;
+    while ((e = readdir(d)))
+        files += e->d_name[0] != '.' || strlen(e->d_name) > 2;
+    closedir(d);
+    assert_int_equal(files, 0);
+    snprintf(bad, sizeof bad, "%s/file", dir);
+    fclose(fopen(bad, "w"));
+    strcat(bad, "/sub");
+    capture_t cap;
+    capture_begin(&cap);
+    assert_int_equal(dt_ckpt_check_dir(bad), DT_ERR_IO);
+    char *log = capture_end(&cap);
+    assert_non_null(strstr(log, "cannot create checkpoint directory"));
+    assert_non_null(strstr(log, "Not a directory"));
+    free(log);
+}
+
+/* A directory mkdir made reaches the disk with its parent's fsync. */
+static void test_new_dir_synced(void **state)
+{
+    (void)state;
+    clear_dir();
+    char rdir[PATH_MAX], sub[PATH_MAX + 8], parent[PATH_MAX + 8];
+    assert_non_null(realpath(dir, rdir));
+    snprintf(sub, sizeof sub, "%s/p/q", dir);
+    snprintf(parent, sizeof parent, "%s/p", rdir);
+    dt_ckpt_section_t one = {.tag = 1, .len = 1, .data = "x"};
+    nevents = 0;
+    recording = 1;
+    dt_status_t st = dt_ckpt_write(sub, 1, &one, 1, 0, NULL);
+    recording = 0;
+    assert_int_equal(st, DT_OK);
+    int top = 0, mid = 0;
+    for (int i = 0; i < nevents; i++) {
+        top |= strcmp(events[i].what, "fsync") == 0 &&
+               strcmp(events[i].path, rdir) == 0;
+        mid |= strcmp(events[i].what, "fsync") == 0 &&
+               strcmp(events[i].path, parent) == 0;
+    }
+    if (!top || !mid) {
+        dump_events();
+        fail_msg("want fsync of %s (holds p) and %s (holds q)", rdir, parent);
+    }
 }
 
 /* The file's mode is 0666 less the umask, as for metrics and TensorBoard
@@ -459,6 +605,11 @@ int main(void)
         cmocka_unit_test(test_corrupt_byte_uses_previous),
         cmocka_unit_test(test_truncated_and_foreign),
         cmocka_unit_test(test_unwritable_dir),
+        cmocka_unit_test(test_unreadable_dir),
+        cmocka_unit_test(test_prune_lineage),
+        cmocka_unit_test(test_list),
+        cmocka_unit_test(test_check_dir),
+        cmocka_unit_test(test_new_dir_synced),
         cmocka_unit_test(test_mode_follows_umask),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,6 +1,8 @@
 /* test_metrics.c — TensorBoard event files read back record by record
  * (framing CRCs checked, protobuf fields decoded independently), the JSONL
- * metrics line, CRC-32C against its published check value. */
+ * metrics line, a fresh run's emptied metrics file, write failures that
+ * warn (naming the file and errno) rather than fail, CRC-32C against its
+ * published check value. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,12 +11,16 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "metrics/metrics.h"
+#include "stderr_capture.h"
 
 static char dir[] = "/tmp/dt-test-metrics-XXXXXX";
 
@@ -239,6 +245,90 @@ static void test_jsonl(void **state)
     fclose(f);
 }
 
+static int count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    int n = 0, c;
+    while ((c = fgetc(f)) != EOF)
+        n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+/* A fresh run empties the file it opened for appending; a pipe or a
+ * device has nothing to empty. */
+static void test_jsonl_truncate(void **state)
+{
+    (void)state;
+    char path[256];
+    snprintf(path, sizeof path, "%s/t.jsonl", dir);
+    dt_epoch_metrics_t m = {.epoch = 1, .step = 10};
+    dt_jsonl_t *j = NULL;
+    assert_int_equal(dt_jsonl_open(path, &j), DT_OK);
+    assert_int_equal(dt_jsonl_write_epoch(j, &m), DT_OK);
+    assert_int_equal(dt_jsonl_write_epoch(j, &m), DT_OK);
+    dt_jsonl_close(j);
+    assert_int_equal(dt_jsonl_open(path, &j), DT_OK); /* appends */
+    assert_int_equal(dt_jsonl_truncate(j), DT_OK);
+    assert_int_equal(dt_jsonl_write_epoch(j, &m), DT_OK);
+    dt_jsonl_close(j);
+    assert_int_equal(count_lines(path), 1);
+    assert_int_equal(dt_jsonl_open("/dev/null", &j), DT_OK);
+    assert_int_equal(dt_jsonl_truncate(j), DT_OK);
+    dt_jsonl_close(j);
+}
+
+/* A metrics or TensorBoard write that fails is a warning naming the file
+ * and errno (the trainer then stops that output and goes on). */
+static void test_write_failure_warns(void **state)
+{
+    (void)state;
+    dt_jsonl_t *j = NULL;
+    dt_epoch_metrics_t m = {.epoch = 1, .step = 10};
+    capture_t cap;
+    assert_int_equal(dt_jsonl_open("/dev/full", &j), DT_OK);
+    capture_begin(&cap);
+    assert_int_equal(dt_jsonl_write_epoch(j, &m), DT_ERR_IO);
+    char *log = capture_end(&cap);
+    dt_jsonl_close(j);
+    assert_non_null(strstr(log, "warning: /dev/full: cannot write metrics: "
+                                "No space left on device"));
+    assert_null(strstr(log, "error:"));
+    free(log);
+
+    char sub[256];
+    snprintf(sub, sizeof sub, "%s/full", dir);
+    dt_tb_t *tb = NULL;
+    assert_int_equal(dt_tb_open(sub, &tb), DT_OK);
+    /* larger than the warning, which the limit below also bounds (the
+     * captured stderr is a file too) */
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(dt_tb_scalar(tb, "train/loss", i, 1.0f), DT_OK);
+    struct stat sb;
+    assert_int_equal(stat(dt_tb_path(tb), &sb), 0);
+    /* no byte more may be written (SIGXFSZ ignored: EFBIG instead) */
+    struct rlimit old, lim;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = (rlim_t)sb.st_size;
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    capture_begin(&cap);
+    dt_status_t st = dt_tb_scalar(tb, "train/loss", 1, 1.0f);
+    log = capture_end(&cap);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, was);
+    assert_int_equal(st, DT_ERR_IO);
+    char want[600];
+    snprintf(want, sizeof want, "warning: %s: cannot write TensorBoard "
+             "event: File too large", dt_tb_path(tb));
+    assert_non_null(strstr(log, want));
+    assert_null(strstr(log, "error:"));
+    free(log);
+    dt_tb_close(tb);
+}
+
 static void test_progress_plain(void **state)
 {
     (void)state;
@@ -272,6 +362,8 @@ int main(void)
         cmocka_unit_test(test_varint),
         cmocka_unit_test(test_tensorboard_file),
         cmocka_unit_test(test_jsonl),
+        cmocka_unit_test(test_jsonl_truncate),
+        cmocka_unit_test(test_write_failure_warns),
         cmocka_unit_test(test_progress_plain),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -4,7 +4,13 @@
 # an accuracy far above chance; metrics, TensorBoard events and
 # checkpoints are written; a job stopped mid-epoch and resumed ends with
 # bit-identical parameters; a corrupt newest checkpoint is named and the
-# previous one used; N=1 with batch 2B matches N=2 with batch B, also for
+# previous one used; a fresh run into a used checkpoint_dir is refused (and
+# empties its metrics file otherwise); an unusable checkpoint_dir fails
+# before training, a last checkpoint not written fails the job, a metrics
+# write failure does not; checkpoint_keep counts the run's lineage only;
+# only corrupt checkpoints fail --resume; another model of the same size
+# or another optimizer setting is refused; N=1 with batch 2B matches N=2
+# with batch B, also for
 # a CNN whose second conv runs by Winograd, which ends where im2col ends;
 # a small ResNet ends where it ends in NCHW when it runs NHWC.
 name=train
@@ -123,6 +129,146 @@ grep -q "resuming from .*ckpt-000000000125.dtckpt" out ||
     { cat out; fail "did not fall back to step 125"; }
 "$compare" full.dtckpt "$final" ||
     fail "epoch 2 redone from step 125 differs from the original"
+
+# ---- a fresh run into a used checkpoint_dir: refused before it starts -----
+# (it would prune the old run's checkpoints by step, its own too, and a
+# later --resume would continue the old run); dtctl says it before any
+# worker starts, rank 0 when started without dtctl
+: >out
+run -n 2 --metrics m.jsonl --set train.checkpoint_dir=a job.ini &&
+    { cat out; fail "a fresh run into a used checkpoint_dir was accepted"; }
+grep -q "checkpoint_dir a already holds checkpoints (the newest: a/ckpt-000000000250.dtckpt): a fresh run would mix its own with them; rerun with --resume .*to continue that run, or give an empty or another checkpoint_dir" out ||
+    { cat out; fail "a fresh run into a used checkpoint_dir: no clear refusal"; }
+grep -q "^\[" out && { cat out; fail "workers were started for a refused fresh run"; }
+[ "$(wc -l <m.jsonl)" -eq 2 ] || fail "a refused run touched the metrics file"
+DT_TRAIN_CHECKPOINT_DIR=a "$top_builddir/core/dt-train" job.ini >out 2>&1 &&
+    { cat out; fail "dt-train: a fresh run into a used checkpoint_dir was accepted"; }
+grep -q "error: \[train\] checkpoint_dir a already holds checkpoints (the newest: a/ckpt-000000000250.dtckpt)" out ||
+    { cat out; fail "dt-train: a fresh run into a used checkpoint_dir: no clear refusal"; }
+
+# ---- a fresh run empties its --metrics file, a resumed one appends ---------
+: >out
+run -n 2 --metrics m.jsonl --set train.epochs=1 --set train.checkpoint_dir=m1 \
+    job.ini || { cat out; fail "one-epoch run"; }
+[ "$(wc -l <m.jsonl)" -eq 1 ] || { cat m.jsonl; fail "a fresh run appended to an older run's metrics"; }
+run -n 2 --resume --metrics m.jsonl --set train.checkpoint_dir=m1 job.ini ||
+    { cat out; fail "resumed second epoch"; }
+[ "$(wc -l <m.jsonl)" -eq 2 ] && grep -q '"epoch":2,' m.jsonl ||
+    { cat m.jsonl; fail "a resumed run did not append its epoch"; }
+
+# ---- checkpoint_dir unusable: said before training ------------------------
+: >file
+: >out
+run -n 2 --set train.checkpoint_dir=file/ck job.ini &&
+    { cat out; fail "a checkpoint_dir below a file was accepted"; }
+grep -q "cannot create checkpoint directory file/ck: Not a directory" out ||
+    { cat out; fail "an unusable checkpoint_dir is not named with errno"; }
+grep -q "epoch 1/" out && { cat out; fail "trained before finding checkpoint_dir unusable"; }
+
+# ---- a checkpoint that cannot be written: a periodic one is a warning, the
+# last one fails the job (a directory where each file must go)
+mkdir -p ro/ckpt-000000000125.dtckpt/x ro/ckpt-000000000250.dtckpt/x
+: >out
+run -n 2 --set train.checkpoint_dir=ro job.ini &&
+    { cat out; fail "the job ended with 0 without its last checkpoint"; }
+grep -q "warning: checkpoint at step 125 was not written (see above); this run has no checkpoint yet; training goes on" out ||
+    { cat out; fail "the failed periodic checkpoint is not a plain warning"; }
+grep -q "error: the job's last checkpoint (step 250) could not be written to ro (see above), so the job fails" out ||
+    { cat out; fail "the failed last checkpoint is not an error"; }
+
+# ---- metrics that cannot be written: one warning, training and checkpoints
+# go on (the epoch's checkpoint comes before its metrics line)
+: >out
+run -n 2 --metrics /dev/full --set train.checkpoint_dir=nospace job.ini ||
+    { cat out; fail "a metrics file on a full device stopped the job"; }
+[ "$(grep -c "/dev/full: cannot write metrics: No space left on device; no more are written there" out)" -eq 1 ] ||
+    { cat out; fail "no single warning for the metrics file"; }
+[ -f nospace/ckpt-000000000125.dtckpt ] && [ -f nospace/ckpt-000000000250.dtckpt ] ||
+    { ls nospace; fail "checkpoints missing after a metrics failure"; }
+
+# ---- checkpoint_keep counts this run's lineage: a corrupt newer file that
+# --resume went past neither pushes out good checkpoints nor is deleted ---
+: >out
+run -n 2 --set train.checkpoint_dir=lin --set train.checkpoint_steps=100 \
+    job.ini || { cat out; fail "lineage: first run"; }
+printf 'X' | dd of=lin/ckpt-000000000250.dtckpt bs=1 seek=5000 conv=notrunc 2>/dev/null
+run -n 2 --resume --set train.checkpoint_dir=lin --set train.checkpoint_keep=1 \
+    --set train.checkpoint_steps=10 --set train.max_steps=210 job.ini ||
+    { cat out; fail "lineage: resume past the corrupt checkpoint"; }
+grep -q "warning: lin: ckpt-000000000250.dtckpt, newer than the checkpoint resumed from, did not verify: not this run's from here on; checkpoint_keep neither counts nor deletes them" out ||
+    { cat out; fail "lineage: the corrupt newer file is not said"; }
+got=$(cd lin && ls ckpt-*.dtckpt | tr '\n' ' ')
+[ "$got" = "ckpt-000000000210.dtckpt ckpt-000000000250.dtckpt " ] ||
+    fail "lineage: checkpoint_keep = 1 left '$got' (want the new 210 and the corrupt 250)"
+# at another world size the steps pass 250 without writing it (210 on 2
+# workers is step 171 of 250 on 1; the job ends at 290): keep = 2 keeps
+# two good ones, never counting the corrupt one
+: >out
+run -n 1 --resume --set train.checkpoint_dir=lin --set train.checkpoint_keep=2 \
+    --set train.checkpoint_steps=100 job.ini ||
+    { cat out; fail "lineage: resume on 1 worker"; }
+got=$(cd lin && ls ckpt-*.dtckpt | tr '\n' ' ')
+[ "$got" = "ckpt-000000000210.dtckpt ckpt-000000000250.dtckpt ckpt-000000000290.dtckpt " ] ||
+    fail "lineage: at another world size checkpoint_keep = 2 left '$got'"
+
+# ---- --resume with only corrupt checkpoints: refused, naming them; they
+# stay. dtctl's automatic restart (DT_RESTART_COUNT) starts over instead.
+mkdir bad && cp lin/ckpt-000000000250.dtckpt bad/
+: >out
+run -n 2 --resume --set train.checkpoint_dir=bad job.ini &&
+    { cat out; fail "--resume with only a corrupt checkpoint started over"; }
+grep -q "error: --resume: no checkpoint in bad verifies (ckpt-000000000250.dtckpt, each named above); they are left for inspection" out ||
+    { cat out; fail "--resume with only corrupt checkpoints: not named"; }
+DT_RESTART_COUNT=1 DT_TRAIN_RESUME=yes DT_TRAIN_CHECKPOINT_DIR=bad \
+    DT_TRAIN_MAX_STEPS=10 "$top_builddir/core/dt-train" job.ini >out 2>&1 ||
+    { cat out; fail "an automatic restart with only corrupt checkpoints failed"; }
+grep -q "warning: restart: no checkpoint in bad verifies (ckpt-000000000250.dtckpt, each named above): training starts from the beginning" out ||
+    { cat out; fail "restart over corrupt checkpoints: not said"; }
+[ -f bad/ckpt-000000000250.dtckpt ] && [ -f bad/ckpt-000000000010.dtckpt ] ||
+    { ls bad; fail "restart over corrupt checkpoints: files"; }
+
+# ---- another model of the same parameter count is refused, naming both;
+# another optimizer setting is named too; a checkpoint written before the
+# model description existed resumes with the count checked, said once
+big="model.layers=flatten linear(256) relu linear(128) relu linear(10)"
+alt="model.layers=flatten linear(238) relu linear(194) relu linear(10)"
+: >out
+run -n 2 --set train.checkpoint_dir=mod --set train.max_steps=5 --set "$big" \
+    job.ini || { cat out; fail "256/128 run"; }
+run -n 2 --resume --set train.checkpoint_dir=mod --set "$alt" job.ini &&
+    { cat out; fail "another model with 235146 parameters was resumed"; }
+grep -q "mod/ckpt-000000000005.dtckpt was written by another model: its layer 1 is linear(256) (output 256, 200960 parameters), this job's linear(238) (output 238, 186830 parameters) (the checkpoint's \[model\] layers = 'flatten linear(256) relu linear(128) relu linear(10)', this job's 'flatten linear(238) relu linear(194) relu linear(10)')" out ||
+    { cat out; fail "another model: not refused naming both"; }
+: >out
+run -n 2 --resume --set train.checkpoint_dir=mod --set "$big" \
+    --set optimizer.sgd.momentum=0 job.ini &&
+    { cat out; fail "sgd without momentum took a momentum state"; }
+grep -q "mod/ckpt-000000000005.dtckpt: its optimizer state is [0-9]* bytes, optimizer 'sgd' with this job's \[optimizer.sgd\] settings keeps [0-9]*: a setting that changes what it keeps differs" out ||
+    { cat out; fail "the optimizer state size mismatch does not name file and settings"; }
+mkdir mold && python3 - mod/ckpt-000000000005.dtckpt mold/ckpt-000000000005.dtckpt <<'PY'
+import hashlib, struct, sys
+d = open(sys.argv[1], 'rb').read()[:-32]
+ver, n, step = struct.unpack('<IIQ', d[8:24])
+out, off = [], 24
+for _ in range(n):
+    tag, _z, ln = struct.unpack('<IIQ', d[off:off + 16])
+    end = off + 16 + ln + (8 - ln % 8) % 8
+    if tag != 8:  # MODEL: absent before it existed
+        out.append(d[off:end])
+    off = end
+data = d[:8] + struct.pack('<IIQ', ver, len(out), step) + b''.join(out)
+open(sys.argv[2], 'wb').write(data + hashlib.sha256(data).digest())
+PY
+: >out
+run -n 2 --resume --set train.checkpoint_dir=mold --set train.max_steps=6 \
+    --set "$alt" job.ini || { cat out; fail "an older checkpoint was refused"; }
+[ "$(grep -c "mold/ckpt-000000000005.dtckpt has no model description (written by an older dt): only its parameter count is checked" out)" -eq 1 ] ||
+    { cat out; fail "an older checkpoint's missing model description is not said once"; }
+: >out
+run -n 2 --set train.checkpoint_keep=-1 --set train.checkpoint_dir=neg job.ini &&
+    { cat out; fail "checkpoint_keep = -1 was accepted"; }
+grep -q "\[train\] checkpoint_keep = -1: the number of newest checkpoints to keep, 0 (all) or more" out ||
+    { cat out; fail "checkpoint_keep = -1: no clear error"; }
 
 # ---- N=1 with batch 2B equals N=2 with batch B -----------------------------
 : >out

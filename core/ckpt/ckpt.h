@@ -28,10 +28,10 @@ typedef struct dt_ckpt_section {
     void *arg;
 } dt_ckpt_section_t;
 
-/* Write a checkpoint for `step` into dir (created if missing), then delete
- * all but the newest `keep` checkpoints (keep <= 0: delete none) and
- * temporary files left by interrupted writers. *path (malloc'd, may be
- * NULL) names the file written. */
+/* Write a checkpoint for `step` into dir (created if missing, with its
+ * parents, each new one synced into its parent), then dt_ckpt_prune(dir,
+ * keep, step, NULL, 0). *path (malloc'd, may be NULL) names the file
+ * written. */
 dt_status_t dt_ckpt_write(const char *dir, uint64_t step,
                           const dt_ckpt_section_t *secs, size_t nsecs,
                           int keep, char **path);
@@ -42,6 +42,32 @@ dt_status_t dt_ckpt_write(const char *dir, uint64_t step,
 dt_status_t dt_ckpt_write_named(const char *dir, const char *name,
                                 uint64_t step, const dt_ckpt_section_t *secs,
                                 size_t nsecs, int keep, char **path);
+
+/* Delete temporary files left by interrupted writers and all but the
+ * newest `keep` checkpoints (keep <= 0: none) among those of steps up to
+ * `upto` (the one just written), leaving out the steps in skip[0..nskip).
+ * Files of later steps, or skipped ones, are not this run's (a corrupt
+ * newer checkpoint that --resume went past, a branch a rollback left):
+ * they neither count nor are deleted, so they cannot push out good ones. */
+void dt_ckpt_prune(const char *dir, int keep, uint64_t upto,
+                   const uint64_t *skip, size_t nskip);
+
+/* Before training: create dir as dt_ckpt_write would and a file in it
+ * (removed again), so that an unwritable directory fails at the start,
+ * not at the first checkpoint. DT_ERR_IO is logged naming dir and errno. */
+dt_status_t dt_ckpt_check_dir(const char *dir);
+
+/* One file of the ckpt-<step> series, by its name (not read). */
+typedef struct dt_ckpt_entry {
+    uint64_t step;
+    char name[40];
+} dt_ckpt_entry_t;
+
+/* The series in dir: regular files named ckpt-<digits>.dtckpt, newest
+ * first; *out malloc'd (free() it; NULL when *n is 0). DT_ERR_NOT_FOUND:
+ * dir does not exist; DT_ERR_IO: it cannot be read (logged, naming it and
+ * errno: anything but a missing directory is an error, never "none"). */
+dt_status_t dt_ckpt_list(const char *dir, dt_ckpt_entry_t **out, size_t *n);
 
 /* A checkpoint read back and verified. Sections point into buf. */
 typedef struct dt_ckpt {
@@ -59,8 +85,9 @@ typedef struct dt_ckpt {
 dt_status_t dt_ckpt_read(const char *path, dt_ckpt_t *out);
 
 /* The newest valid checkpoint in dir: newer ones that fail verification
- * are named in a warning and skipped. DT_ERR_NOT_FOUND when there is no
- * valid checkpoint (or no directory). */
+ * are named in a warning and skipped. DT_ERR_NOT_FOUND when dir holds no
+ * checkpoint or does not exist; DT_ERR_INVALID when it holds some but
+ * none verifies (each named); DT_ERR_IO when dir cannot be read. */
 dt_status_t dt_ckpt_load_latest(const char *dir, dt_ckpt_t *out);
 /* The same among the checkpoints of steps below `before` (by file name). */
 dt_status_t dt_ckpt_load_before(const char *dir, uint64_t before,

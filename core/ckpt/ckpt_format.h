@@ -4,6 +4,7 @@
 #define DT_CKPT_FORMAT_H
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CKPT_MAGIC "DTCKPT\r\n"
@@ -44,5 +45,21 @@ static inline uint64_t ckpt_get64(const unsigned char *p)
 }
 
 static inline size_t ckpt_pad8(size_t n) { return (8 - n % 8) % 8; }
+
+/* A name of the series, ckpt-<digits>.dtckpt: 1 and its step in *step. */
+static inline int ckpt_parse_name(const char *name, uint64_t *step)
+{
+    size_t len = strlen(name), pl = strlen(CKPT_PREFIX),
+           sl = strlen(CKPT_SUFFIX);
+    if (len <= pl + sl || len - pl - sl > 20 ||
+        strncmp(name, CKPT_PREFIX, pl) != 0 ||
+        strcmp(name + len - sl, CKPT_SUFFIX) != 0)
+        return 0;
+    for (size_t i = pl; i < len - sl; i++)
+        if (name[i] < '0' || name[i] > '9')
+            return 0;
+    *step = strtoull(name + pl, NULL, 10);
+    return 1;
+}
 
 #endif /* DT_CKPT_FORMAT_H */

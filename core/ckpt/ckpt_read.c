@@ -138,17 +138,74 @@ out:
     return st;
 }
 
-static int is_ckpt_name(const char *name)
+/* Only regular files (or links to them) are checkpoints: a directory or
+ * a socket of that name is nobody's checkpoint. */
+static int is_regular(const char *dir, const struct dirent *e)
 {
-    size_t len = strlen(name), pl = strlen(CKPT_PREFIX),
-           sl = strlen(CKPT_SUFFIX);
-    return len > pl + sl && strncmp(name, CKPT_PREFIX, pl) == 0 &&
-           strcmp(name + len - sl, CKPT_SUFFIX) == 0;
+    if (e->d_type == DT_REG)
+        return 1;
+    if (e->d_type != DT_UNKNOWN && e->d_type != DT_LNK)
+        return 0;
+    char path[4096];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-static int by_name_desc(const void *a, const void *b)
+static int by_step_desc(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)b, *(char *const *)a);
+    uint64_t x = ((const dt_ckpt_entry_t *)a)->step,
+             y = ((const dt_ckpt_entry_t *)b)->step;
+    return (x < y) - (x > y);
+}
+
+static dt_status_t add_entry(dt_ckpt_entry_t **v, size_t *n, size_t *cap,
+                             const char *name, uint64_t step)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? 2 * *cap : 16;
+        dt_ckpt_entry_t *nv = realloc(*v, nc * sizeof *nv);
+        if (!nv)
+            return DT_ERR_NOMEM;
+        *v = nv;
+        *cap = nc;
+    }
+    (*v)[*n].step = step;
+    snprintf((*v)[*n].name, sizeof (*v)[*n].name, "%s", name);
+    (*n)++;
+    return DT_OK;
+}
+
+dt_status_t dt_ckpt_list(const char *dir, dt_ckpt_entry_t **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d && errno == ENOENT)
+        return DT_ERR_NOT_FOUND;
+    if (!d) {
+        dt_error("cannot read the checkpoint directory %s: %s (check [train] "
+                 "checkpoint_dir and its permissions)", dir, strerror(errno));
+        return DT_ERR_IO;
+    }
+    dt_ckpt_entry_t *v = NULL;
+    size_t cap = 0;
+    dt_status_t st = DT_OK;
+    struct dirent *e;
+    uint64_t step;
+    while (st == DT_OK && (e = readdir(d)))
+        if (ckpt_parse_name(e->d_name, &step) && is_regular(dir, e))
+            st = add_entry(&v, n, &cap, e->d_name, step);
+    closedir(d);
+    if (st != DT_OK) {
+        free(v);
+        *n = 0;
+        return st;
+    }
+    if (*n > 1)
+        qsort(v, *n, sizeof *v, by_step_desc);
+    *out = v;
+    return DT_OK;
 }
 
 dt_status_t dt_ckpt_load_latest(const char *dir, dt_ckpt_t *out)
@@ -160,55 +217,26 @@ dt_status_t dt_ckpt_load_before(const char *dir, uint64_t before,
                                 dt_ckpt_t *out)
 {
     memset(out, 0, sizeof *out);
-    DIR *d = opendir(dir);
-    if (!d)
-        return DT_ERR_NOT_FOUND;
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    dt_status_t st = DT_OK;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (!is_ckpt_name(e->d_name) ||
-            strtoull(e->d_name + strlen(CKPT_PREFIX), NULL, 10) >= before)
-            continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            char **nn = realloc(names, cap * sizeof *names);
-            if (!nn) {
-                st = DT_ERR_NOMEM;
-                break;
-            }
-            names = nn;
-        }
-        if (!(names[n] = strdup(e->d_name))) {
-            st = DT_ERR_NOMEM;
-            break;
-        }
-        n++;
-    }
-    closedir(d);
-    if (n > 1)
-        qsort(names, n, sizeof *names, by_name_desc);
-    dt_status_t found = DT_ERR_NOT_FOUND;
+    dt_ckpt_entry_t *v;
+    size_t n, tried = 0;
+    DT_CHECK(dt_ckpt_list(dir, &v, &n));
+    dt_status_t st = DT_ERR_NOT_FOUND;
     char path[4096];
-    for (size_t i = 0; st == DT_OK && i < n; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        dt_status_t rs = dt_ckpt_read(path, out);
-        if (rs == DT_OK) {
-            found = DT_OK;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].step >= before)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, v[i].name);
+        tried++;
+        st = dt_ckpt_read(path, out);
+        if (st == DT_OK || st == DT_ERR_NOMEM)
             break;
-        }
-        if (rs == DT_ERR_NOMEM) {
-            st = rs;
-            break;
-        }
         dt_warn("%s: skipped (see above); trying the previous checkpoint",
                 path);
     }
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
-    return st != DT_OK ? st : found;
+    free(v);
+    if (st != DT_OK && st != DT_ERR_NOMEM)
+        st = tried ? DT_ERR_INVALID : DT_ERR_NOT_FOUND;
+    return st;
 }
 
 const dt_ckpt_section_t *dt_ckpt_find(const dt_ckpt_t *c, uint32_t tag)

@@ -105,31 +105,6 @@ static dt_status_t put_all(writer_t *w, uint64_t step,
     return st;
 }
 
-static dt_status_t make_dir(const char *dir)
-{
-    char *p = strdup(dir);
-    if (!p)
-        return DT_ERR_NOMEM;
-    dt_status_t st = DT_OK;
-    for (char *s = p + 1;; s++) {
-        char c = *s;
-        if (c != '/' && c != '\0')
-            continue;
-        *s = '\0';
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-            dt_error("cannot create checkpoint directory %s: %s (check "
-                     "[train] checkpoint_dir)", p, strerror(errno));
-            st = DT_ERR_IO;
-            break;
-        }
-        *s = c;
-        if (c == '\0')
-            break;
-    }
-    free(p);
-    return st;
-}
-
 static dt_status_t sync_dir(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
@@ -144,59 +119,93 @@ static dt_status_t sync_dir(const char *dir)
     return DT_OK;
 }
 
-static int by_name_desc(const void *a, const void *b)
+/* A directory mkdir just made: its name reaches the disk only with its
+ * parent's fsync (else a crash can lose the directory and every
+ * checkpoint in it, though each file was synced). */
+static dt_status_t sync_parent(char *p)
 {
-    return strcmp(*(char *const *)b, *(char *const *)a);
+    char *slash = strrchr(p, '/');
+    if (!slash)
+        return sync_dir(".");
+    if (slash == p)
+        return sync_dir("/");
+    *slash = '\0';
+    dt_status_t st = sync_dir(p);
+    *slash = '/';
+    return st;
 }
 
-/* Delete all but the newest `keep` checkpoints and stale temporary files
- * (a writer killed mid-write leaves one; only one writer runs at a time). */
-static void prune(const char *dir, int keep)
+static dt_status_t make_dir(const char *dir)
+{
+    char *p = strdup(dir);
+    if (!p)
+        return DT_ERR_NOMEM;
+    dt_status_t st = DT_OK;
+    for (char *s = p + 1;; s++) {
+        char c = *s;
+        if (c != '/' && c != '\0')
+            continue;
+        *s = '\0';
+        if (mkdir(p, 0755) == 0) {
+            st = sync_parent(p);
+        } else if (errno != EEXIST) {
+            dt_error("cannot create checkpoint directory %s: %s (check "
+                     "[train] checkpoint_dir)", p, strerror(errno));
+            st = DT_ERR_IO;
+        }
+        *s = c;
+        if (c == '\0' || st != DT_OK)
+            break;
+    }
+    free(p);
+    return st;
+}
+
+/* Temporary files a writer killed mid-write left (only one writer runs at
+ * a time, so any is stale). */
+static void remove_stale(const char *dir)
 {
     DIR *d = opendir(dir);
     if (!d)
         return;
-    char **names = NULL;
-    size_t n = 0, cap = 0;
     struct dirent *e;
     char path[4096];
-    while ((e = readdir(d))) {
-        size_t len = strlen(e->d_name);
+    while ((e = readdir(d)))
         if (strncmp(e->d_name, CKPT_TMP_PREFIX, strlen(CKPT_TMP_PREFIX)) ==
             0) {
             snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
             unlink(path);
-            continue;
         }
-        if (keep <= 0 || strncmp(e->d_name, CKPT_PREFIX, 5) != 0 ||
-            len < strlen(CKPT_SUFFIX) ||
-            strcmp(e->d_name + len - strlen(CKPT_SUFFIX), CKPT_SUFFIX) != 0)
-            continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            char **nn = realloc(names, cap * sizeof *names);
-            if (!nn)
-                break;
-            names = nn;
-        }
-        if (!(names[n] = strdup(e->d_name)))
-            break;
-        n++;
-    }
     closedir(d);
-    /* Zero-padded step numbers: name order is step order. */
-    if (n > 1)
-        qsort(names, n, sizeof *names, by_name_desc);
-    for (size_t i = 0; i < n; i++) {
-        if (i >= (size_t)keep) {
-            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-            if (unlink(path) != 0)
-                dt_warn("%s: cannot delete old checkpoint: %s", path,
-                        strerror(errno));
-        }
-        free(names[i]);
+}
+
+static int skipped(uint64_t step, const uint64_t *skip, size_t nskip)
+{
+    for (size_t i = 0; i < nskip; i++)
+        if (skip[i] == step)
+            return 1;
+    return 0;
+}
+
+void dt_ckpt_prune(const char *dir, int keep, uint64_t upto,
+                   const uint64_t *skip, size_t nskip)
+{
+    remove_stale(dir);
+    dt_ckpt_entry_t *v;
+    size_t n, counted = 0;
+    if (keep <= 0 || dt_ckpt_list(dir, &v, &n) != DT_OK)
+        return;
+    char path[4096];
+    for (size_t i = 0; i < n; i++) { /* newest first */
+        if (v[i].step > upto || skipped(v[i].step, skip, nskip) ||
+            ++counted <= (size_t)keep)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, v[i].name);
+        if (unlink(path) != 0)
+            dt_warn("%s: cannot delete old checkpoint: %s", path,
+                    strerror(errno));
     }
-    free(names);
+    free(v);
 }
 
 /* mkstemp's unique name, but created with mode 0666 so the umask decides
@@ -288,7 +297,8 @@ dt_status_t dt_ckpt_write_named(const char *dir, const char *name,
     tmp[0] = '\0';
     if ((st = sync_dir(dir)) != DT_OK)
         goto out;
-    prune(dir, name ? 0 : keep); /* a named file is not in the series */
+    /* a named file is not in the series */
+    dt_ckpt_prune(dir, name ? 0 : keep, step, NULL, 0);
     if (path && !(*path = strdup(final)))
         st = DT_ERR_NOMEM;
 out:
@@ -298,4 +308,21 @@ out:
         unlink(tmp); /* never leave a partial file behind on error */
     EVP_MD_CTX_free(w.md);
     return st;
+}
+
+dt_status_t dt_ckpt_check_dir(const char *dir)
+{
+    DT_CHECK(make_dir(dir));
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s/" CKPT_TMP_PREFIX "probe.XXXXXX", dir);
+    int fd = create_tmp(tmp);
+    if (fd < 0) {
+        dt_error("[train] checkpoint_dir %s: cannot create a file there: %s "
+                 "(rank 0 writes the checkpoints there: make it writable "
+                 "or choose another directory)", dir, strerror(errno));
+        return DT_ERR_IO;
+    }
+    close(fd);
+    unlink(tmp);
+    return DT_OK;
 }

@@ -2,7 +2,10 @@
  * training curves of one or more runs (the --metrics files, one JSON
  * object per epoch: core/metrics/metrics_jsonl.c) drawn by gnuplot into
  * a PNG or SVG file: loss (train and test), test accuracy, learning rate
- * and samples/s per epoch, each run one colour, overlaid.
+ * and samples/s per epoch, each run one colour, overlaid. A file where
+ * the step goes back (runs appended to one file) holds one run per such
+ * point; dtctl's own restart records in it are passed over; a panel no
+ * run has a value for is drawn empty (gnuplot refuses to plot nothing).
  *
  * dt draws nothing itself: it writes the numbers and a gnuplot script to
  * a temporary directory and runs gnuplot (Debian's gnuplot-nox; $GNUPLOT
@@ -41,9 +44,23 @@ static const char *const fields[] = {"train_loss", "test_loss",
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
 typedef struct row {
-    double epoch;
+    double epoch, step;
     double v[NFIELDS];
 } row_t;
+
+/* One run: the rows of one file between two points where the step went
+ * back (a fresh run appended by an older dt, or files concatenated). */
+typedef struct series {
+    const char *file;
+    int run, runs;          /* 1-based; the file's number of runs       */
+    row_t *rows;
+    int n;
+} series_t;
+
+typedef struct plot_set {
+    series_t *s;
+    int n;
+} plot_set_t;
 
 /* The number after "key": in one JSON line; NaN when absent or null. */
 static double json_number(const char *line, const char *key)
@@ -61,56 +78,115 @@ static double json_number(const char *line, const char *key)
     return end == p ? NAN : v;
 }
 
-/* Read one metrics file into rows (one per epoch; a later line for the
- * same epoch, as a resumed run writes, replaces the earlier). Returns the
- * number of rows, -1 on error (logged). */
-static int read_metrics(const char *path, row_t **out)
+static series_t *new_series(plot_set_t *set, const char *file)
+{
+    series_t *ns = realloc(set->s, (size_t)(set->n + 1) * sizeof *ns);
+    if (!ns)
+        return NULL;
+    set->s = ns;
+    series_t *r = &ns[set->n++];
+    memset(r, 0, sizeof *r);
+    r->file = file;
+    return r;
+}
+
+/* A line of the same run: its step is not below the previous line's, or
+ * it redoes an epoch after a resume (the checkpoint resumed from was at
+ * or after the end of the epoch before, so the step is above that
+ * epoch's). A fresh run's epoch 1 after a longer run is neither. */
+static int same_run(const series_t *r, double prev_step, double epoch,
+                    double step)
+{
+    if (r->n == 0 || !isfinite(step) || !isfinite(prev_step) ||
+        step >= prev_step)
+        return 1;
+    for (int i = 0; i < r->n; i++)
+        if (r->rows[i].epoch == epoch - 1 && r->rows[i].step < step)
+            return 1;
+    return 0;
+}
+
+/* The row for `epoch` in r (a later line for the same epoch, as a resumed
+ * run writes, replaces the earlier), added when new; NULL: no memory. */
+static row_t *epoch_row(series_t *r, double epoch)
+{
+    int i = 0;
+    while (i < r->n && r->rows[i].epoch != epoch)
+        i++;
+    if (i == r->n) {
+        row_t *nr = realloc(r->rows, (size_t)(r->n + 1) * sizeof *nr);
+        if (!nr)
+            return NULL;
+        r->rows = nr;
+        r->n++;
+    }
+    return &r->rows[i];
+}
+
+/* What a line is: 1 a metrics line, 0 dtctl's own record (a restart,
+ * the end: "event") or blank, -1 something else. */
+static int line_kind(const char *line, double epoch)
+{
+    const char *p = line + strspn(line, " \t\r\n");
+    if (*p == '\0')
+        return 0;
+    if (*p == '{' && strstr(p, "\"event\":"))
+        return 0;
+    return *p == '{' && isfinite(epoch) ? 1 : -1;
+}
+
+/* Read one metrics file into set: one series per run in it. Returns the
+ * number of runs, -1 on error (logged). */
+static int read_metrics(const char *path, plot_set_t *set)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
         dt_error("%s: %s", path, strerror(errno));
         return -1;
     }
-    row_t *rows = NULL;
-    int n = 0, lineno = 0, bad = 0;
+    series_t *r = NULL;
+    int first = set->n, lineno = 0, bad = 0;
+    double prev_step = NAN;
     char line[4096];
     while (fgets(line, sizeof line, f)) {
         lineno++;
-        if (line[strspn(line, " \t\r\n")] == '\0')
+        double epoch = json_number(line, "epoch"),
+               step = json_number(line, "step");
+        int kind = line_kind(line, epoch);
+        if (kind < 0 && !bad++)
+            dt_warn("%s:%d: not a metrics line (no \"epoch\"); skipped",
+                    path, lineno);
+        if (kind <= 0)
             continue;
-        double epoch = json_number(line, "epoch");
-        if (line[strspn(line, " \t")] != '{' || !isfinite(epoch)) {
-            if (!bad++)
-                dt_warn("%s:%d: not a metrics line (no \"epoch\"); skipped",
-                        path, lineno);
-            continue;
+        if (r && !same_run(r, prev_step, epoch, step))
+            dt_warn("%s:%d: the step goes back from %g to %g (epoch %g): "
+                    "another run starts there, drawn as a curve of its own "
+                    "(a fresh run now empties its --metrics file)", path,
+                    lineno, prev_step, step, epoch);
+        if (!r || !same_run(r, prev_step, epoch, step))
+            r = new_series(set, path);
+        row_t *row = r ? epoch_row(r, epoch) : NULL;
+        if (!row) {
+            fclose(f);
+            return -1;
         }
-        int i = 0;
-        while (i < n && rows[i].epoch != epoch)
-            i++;
-        if (i == n) {
-            row_t *nr = realloc(rows, (size_t)(n + 1) * sizeof *nr);
-            if (!nr) {
-                free(rows);
-                fclose(f);
-                return -1;
-            }
-            rows = nr;
-            n++;
-        }
-        rows[i].epoch = epoch;
+        row->epoch = epoch;
+        row->step = step;
         for (size_t k = 0; k < NFIELDS; k++)
-            rows[i].v[k] = json_number(line, fields[k]);
+            row->v[k] = json_number(line, fields[k]);
+        prev_step = step;
     }
     fclose(f);
-    if (n == 0) {
+    if (set->n == first) {
         dt_error("%s: no metrics lines (one JSON object per epoch, as "
                  "dtctl run --metrics FILE writes)", path);
-        free(rows);
         return -1;
     }
-    *out = rows;
-    return n;
+    for (int i = first; i < set->n; i++) {
+        set->s[i].run = i - first + 1;
+        set->s[i].runs = set->n - first;
+    }
+    return set->n - first;
 }
 
 static int cmp_epoch(const void *a, const void *b)
@@ -119,16 +195,46 @@ static int cmp_epoch(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void put_plot(FILE *f, const char *dir, char *const *files, int nfiles,
+/* "m.jsonl", or "m.jsonl #2" for a file's second run. */
+static void series_name(const series_t *r, char *buf, size_t len)
+{
+    const char *base = strrchr(r->file, '/');
+    base = base ? base + 1 : r->file;
+    if (r->runs > 1)
+        snprintf(buf, len, "%s #%d", base, r->run);
+    else
+        snprintf(buf, len, "%s", base);
+}
+
+/* Any value in data column col (2..) of any run: gnuplot refuses a panel
+ * with none ("x range is invalid"). */
+static int has_values(const plot_set_t *set, int col)
+{
+    for (int i = 0; i < set->n; i++)
+        for (int r = 0; r < set->s[i].n; r++)
+            if (isfinite(set->s[i].rows[r].v[col - 2]))
+                return 1;
+    return 0;
+}
+
+/* A panel without values: drawn empty, titled so. */
+static void put_empty(FILE *f, const char *title, double lo, double hi)
+{
+    fputs("set title ", f);
+    dt_gnuplot_quote(f, title);
+    fprintf(f, "\nset xrange [%g:%g]\nset yrange [0:1]\nunset key\n"
+               "plot NaN notitle\nset autoscale\nset key\n",
+            lo - 0.5, hi + 0.5);
+}
+
+static void put_plot(FILE *f, const char *dir, const plot_set_t *set,
                      int col, const char *what, int dashed_test_loss)
 {
     fputs("plot ", f);
-    for (int i = 0; i < nfiles; i++) {
-        const char *base = strrchr(files[i], '/');
-        base = base ? base + 1 : files[i];
-        char data[4200];
+    for (int i = 0; i < set->n; i++) {
+        char base[600], data[4200], title[700];
+        series_name(&set->s[i], base, sizeof base);
         snprintf(data, sizeof data, "%s/run%d.dat", dir, i);
-        char title[600];
         snprintf(title, sizeof title, "%s%s", base, what);
         if (i)
             fputs(", ", f);
@@ -147,6 +253,65 @@ static void put_plot(FILE *f, const char *dir, char *const *files, int nfiles,
         }
     }
     fputc('\n', f);
+}
+
+/* One panel: the curves of data column col (and col + 1 dashed for the
+ * loss), or an empty panel when no run has a value there. */
+static void put_panel(FILE *f, const char *dir, const plot_set_t *set,
+                      const char *title, const char *ylabel, int col,
+                      const char *what, int dashed, const double range[2])
+{
+    fputs("set ylabel ", f);
+    dt_gnuplot_quote(f, ylabel);
+    fputc('\n', f);
+    if (!has_values(set, col) && !(dashed && has_values(set, col + 1))) {
+        char t[200];
+        snprintf(t, sizeof t, "%s (no values)", title);
+        put_empty(f, t, range[0], range[1]);
+        return;
+    }
+    fputs("set title ", f);
+    dt_gnuplot_quote(f, title);
+    fputc('\n', f);
+    put_plot(f, dir, set, col, what, dashed);
+}
+
+/* run<i>.dat: epoch, then the fields (accuracy in percent), NaN where a
+ * value is missing. */
+static int write_data(const char *path, const series_t *r)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        dt_error("%s: %s", path, strerror(errno));
+        return -1;
+    }
+    fputs("# epoch train_loss test_loss test_accuracy_pct lr "
+          "samples_per_sec\n", f);
+    for (int i = 0; i < r->n; i++) {
+        fprintf(f, "%g", r->rows[i].epoch);
+        for (size_t k = 0; k < NFIELDS; k++) {
+            double v = r->rows[i].v[k];
+            if (k == 2)
+                v *= 100.0; /* accuracy in percent */
+            if (isfinite(v))
+                fprintf(f, " %.9g", v);
+            else
+                fputs(" NaN", f);
+        }
+        fputc('\n', f);
+    }
+    if (fclose(f) != 0) {
+        dt_error("%s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static void free_set(plot_set_t *set)
+{
+    for (int i = 0; i < set->n; i++)
+        free(set->s[i].rows);
+    free(set->s);
 }
 
 int dt_cmd_plot(int argc, char **argv)
@@ -184,7 +349,6 @@ int dt_cmd_plot(int argc, char **argv)
     if (!term)
         return 2;
     char gnuplot[4096];
-    double last_epoch = 0;
     if (!dt_gnuplot_find("dtctl plot", gnuplot, sizeof gnuplot))
         return 1;
 
@@ -194,43 +358,21 @@ int dt_cmd_plot(int argc, char **argv)
         return 1;
     }
     int rc = 1;
+    plot_set_t set = {NULL, 0};
+    double range[2] = {INFINITY, -INFINITY}; /* epochs, all runs */
     char path[4200], script[4200];
     snprintf(script, sizeof script, "%s/plot.gp", dir);
-    for (int i = 0; i < nfiles; i++) {
-        row_t *rows;
-        int n = read_metrics(files[i], &rows);
-        if (n < 0)
+    for (int i = 0; i < nfiles; i++)
+        if (read_metrics(files[i], &set) < 0)
             goto done;
-        qsort(rows, (size_t)n, sizeof *rows, cmp_epoch);
-        if (rows[n - 1].epoch > last_epoch)
-            last_epoch = rows[n - 1].epoch;
+    for (int i = 0; i < set.n; i++) {
+        series_t *r = &set.s[i];
+        qsort(r->rows, (size_t)r->n, sizeof *r->rows, cmp_epoch);
+        range[0] = fmin(range[0], r->rows[0].epoch);
+        range[1] = fmax(range[1], r->rows[r->n - 1].epoch);
         snprintf(path, sizeof path, "%s/run%d.dat", dir, i);
-        FILE *f = fopen(path, "w");
-        if (!f) {
-            free(rows);
-            dt_error("%s: %s", path, strerror(errno));
+        if (write_data(path, r) != 0)
             goto done;
-        }
-        fputs("# epoch train_loss test_loss test_accuracy_pct lr "
-              "samples_per_sec\n", f);
-        for (int r = 0; r < n; r++) {
-            fprintf(f, "%g", rows[r].epoch);
-            for (size_t k = 0; k < NFIELDS; k++) {
-                double v = rows[r].v[k];
-                if (k == 2)
-                    v *= 100.0; /* accuracy in percent */
-                if (isfinite(v))
-                    fprintf(f, " %.9g", v);
-                else
-                    fputs(" NaN", f);
-            }
-            fputc('\n', f);
-        }
-        free(rows);
-        if (fclose(f) != 0) {
-            dt_error("%s: %s", path, strerror(errno));
-            goto done;
-        }
     }
     FILE *g = fopen(script, "w");
     if (!g) {
@@ -245,35 +387,33 @@ int dt_cmd_plot(int argc, char **argv)
           "set xlabel 'epoch'\n"
           "set datafile missing 'NaN'\n"
           "set multiplot layout 2,2 title 'dt training curves'\n", g);
-    if (last_epoch <= 20)
+    if (range[1] <= 20)
         fputs("set xtics 1\n", g); /* whole epochs */
-    fputs("set title 'loss (solid: train, dashed: test)'\n"
-          "set ylabel 'loss'\n", g);
-    put_plot(g, dir, files, nfiles, 2, " train", 1);
-    fputs("set title 'test accuracy'\nset ylabel 'accuracy (%)'\n", g);
-    put_plot(g, dir, files, nfiles, 4, "", 0);
-    fputs("set title 'learning rate (at the end of the epoch)'\n"
-          "set ylabel 'lr'\n", g);
-    put_plot(g, dir, files, nfiles, 5, "", 0);
-    fputs("set title 'throughput'\nset ylabel 'samples/s (all workers)'\n",
-          g);
-    put_plot(g, dir, files, nfiles, 6, "", 0);
+    put_panel(g, dir, &set, "loss (solid: train, dashed: test)", "loss", 2,
+              " train", 1, range);
+    put_panel(g, dir, &set, "test accuracy", "accuracy (%)", 4, "", 0,
+              range);
+    put_panel(g, dir, &set, "learning rate (at the end of the epoch)", "lr",
+              5, "", 0, range);
+    put_panel(g, dir, &set, "throughput", "samples/s (all workers)", 6, "",
+              0, range);
     fputs("unset multiplot\nset output\n", g);
     if (fclose(g) != 0) {
         dt_error("%s: %s", script, strerror(errno));
         goto done;
     }
     if (dt_gnuplot_run("dtctl plot", gnuplot, script, out) == 0) {
-        dt_info("%s: %d run%s, %s", out, nfiles, nfiles == 1 ? "" : "s",
+        dt_info("%s: %d run%s, %s", out, set.n, set.n == 1 ? "" : "s",
                 "loss, accuracy, learning rate and samples/s per epoch");
         rc = 0;
     }
 done:
-    for (int i = 0; i < nfiles; i++) {
+    for (int i = 0; i < set.n; i++) {
         snprintf(path, sizeof path, "%s/run%d.dat", dir, i);
         unlink(path);
     }
     unlink(script);
     rmdir(dir);
+    free_set(&set);
     return rc;
 }

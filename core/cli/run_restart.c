@@ -1,15 +1,18 @@
 /* run_restart.c — restart decisions of `dtctl run` (see run_restart.h). */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <dt/clock.h>
 #include <dt/log.h>
 #include <dt/train.h>
+#include "ckpt/ckpt_format.h"
 #include "run_restart.h"
 #include "stop_signals.h"
 
@@ -24,6 +27,50 @@ static char *worker_path(const char *path, const char *workdir)
     if (asprintf(&out, "%s/%s", workdir, path) < 0)
         return NULL;
     return out;
+}
+
+/* The newest checkpoint file in dir, by name (nothing is read): 1 and
+ * its name in buf; 0 when none can be seen from here. */
+static int newest_ckpt(const char *dir, char *buf, size_t len)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    uint64_t step, best = 0;
+    int found = 0;
+    char path[4200];
+    struct stat sb;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (ckpt_parse_name(e->d_name, &step) && (!found || step > best) &&
+            stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+            best = step;
+            found = 1;
+            snprintf(buf, len, "%s", path);
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+/* A fresh job (no --resume) into a directory holding checkpoints: refused
+ * before any worker starts. The trainer would refuse it too, but only
+ * once started, and a restart (which resumes) would then continue the
+ * old run. Rank 0 still checks what it sees (another host's directory). */
+static dt_status_t check_fresh(const dt_config_t *cfg, const run_restart_t *r)
+{
+    bool resume = false;
+    char newest[4400];
+    DT_CHECK(dt_config_get_bool(cfg, "train", "resume", &resume));
+    if (resume || !r->ckpt_dir || !newest_ckpt(r->ckpt_dir, newest,
+                                               sizeof newest))
+        return DT_OK;
+    dt_error("[train] checkpoint_dir %s already holds checkpoints (the "
+             "newest: %s): a fresh run would mix its own with them; rerun "
+             "with --resume to continue that run, or give an empty or "
+             "another checkpoint_dir", r->ckpt_dir, newest);
+    return DT_ERR_CONFIG;
 }
 
 dt_status_t run_restart_init(const dt_config_t *cfg, int trainer,
@@ -50,7 +97,7 @@ dt_status_t run_restart_init(const dt_config_t *cfg, int trainer,
         dt_warn("[cluster] max_restarts = %lld without [train] "
                 "checkpoint_dir: a restart trains from the beginning",
                 r->max);
-    return DT_OK;
+    return trainer ? check_fresh(cfg, r) : DT_OK;
 }
 
 void run_restart_free(run_restart_t *r)

@@ -29,6 +29,11 @@ typedef struct dt_epoch_metrics {
 typedef struct dt_jsonl dt_jsonl_t;
 /* Append to path (created if missing); each line is flushed as written. */
 dt_status_t dt_jsonl_open(const char *path, dt_jsonl_t **out);
+/* Empty the file (a fresh run's; a resumed one appends). Not a regular
+ * file (a pipe, /dev/stdout): nothing to do. */
+dt_status_t dt_jsonl_truncate(dt_jsonl_t *j);
+/* DT_ERR_IO when the line could not be written: warned once, naming the
+ * file and errno; the caller stops writing there (dt_jsonl_close). */
 dt_status_t dt_jsonl_write_epoch(dt_jsonl_t *j, const dt_epoch_metrics_t *m);
 void dt_jsonl_close(dt_jsonl_t *j);
 
@@ -40,6 +45,8 @@ void dt_jsonl_close(dt_jsonl_t *j);
  * simple_value } }. */
 typedef struct dt_tb dt_tb_t;
 dt_status_t dt_tb_open(const char *dir, dt_tb_t **out);
+/* DT_ERR_IO when the event could not be written: warned, naming the
+ * file and errno; the caller stops writing there (dt_tb_close). */
 dt_status_t dt_tb_scalar(dt_tb_t *tb, const char *tag, int64_t step,
                          float value);
 /* The file's path (owned by tb). */

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <dt/log.h>
 #include "metrics.h"
@@ -33,6 +35,20 @@ dt_status_t dt_jsonl_open(const char *path, dt_jsonl_t **out)
     return DT_OK;
 }
 
+dt_status_t dt_jsonl_truncate(dt_jsonl_t *j)
+{
+    struct stat sb;
+    /* A pipe or a device (/dev/stdout) has nothing to empty. */
+    if (fstat(fileno(j->f), &sb) != 0 || !S_ISREG(sb.st_mode))
+        return DT_OK;
+    if (fflush(j->f) != 0 || ftruncate(fileno(j->f), 0) != 0) {
+        dt_error("%s: cannot empty the metrics file for a fresh run: %s "
+                 "(check --metrics)", j->path, strerror(errno));
+        return DT_ERR_IO;
+    }
+    return DT_OK;
+}
+
 /* JSON has no NaN or infinity: those become null. */
 static void num(FILE *f, const char *key, double v, const char *fmt,
                 int last)
@@ -59,7 +75,9 @@ dt_status_t dt_jsonl_write_epoch(dt_jsonl_t *j, const dt_epoch_metrics_t *m)
     num(f, "data_wait", m->data_wait, "%.4f", 0);
     num(f, "epoch_seconds", m->epoch_seconds, "%.3f", 1);
     if (fflush(f) != 0 || ferror(f)) {
-        dt_error("%s: cannot write metrics: %s", j->path, strerror(errno));
+        dt_warn("%s: cannot write metrics: %s; no more are written there "
+                "(training and checkpoints go on; free space or fix "
+                "--metrics)", j->path, strerror(errno));
         return DT_ERR_IO;
     }
     return DT_OK;

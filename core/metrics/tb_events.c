@@ -112,7 +112,8 @@ static size_t encode_version_event(unsigned char *buf, double wall_time)
     return n + sizeof version - 1;
 }
 
-/* TFRecord: u64 length, u32 masked crc(length), data, u32 masked crc(data) */
+/* TFRecord: u64 length, u32 masked crc(length), data, u32 masked crc(data).
+ * Fails with errno set, logging nothing. */
 static dt_status_t write_record(dt_tb_t *tb, const unsigned char *data,
                                 size_t len)
 {
@@ -123,11 +124,8 @@ static dt_status_t write_record(dt_tb_t *tb, const unsigned char *data,
     if (fwrite(head, 1, sizeof head, tb->f) != sizeof head ||
         fwrite(data, 1, len, tb->f) != len ||
         fwrite(foot, 1, sizeof foot, tb->f) != sizeof foot ||
-        fflush(tb->f) != 0) {
-        dt_error("%s: cannot write TensorBoard event: %s", tb->path,
-                 strerror(errno));
-        return DT_ERR_IO;
-    }
+        fflush(tb->f) != 0)
+        return DT_ERR_IO; /* errno says why; the caller says what */
     return DT_OK;
 }
 
@@ -166,6 +164,8 @@ dt_status_t dt_tb_open(const char *dir, dt_tb_t **out)
     unsigned char buf[64];
     dt_status_t st = write_record(tb, buf, encode_version_event(buf, now));
     if (st != DT_OK) {
+        dt_error("%s: cannot write TensorBoard event: %s (check [train] "
+                 "log_dir)", tb->path, strerror(errno));
         dt_tb_close(tb);
         return st;
     }
@@ -183,7 +183,13 @@ dt_status_t dt_tb_scalar(dt_tb_t *tb, const char *tag, int64_t step,
         dt_error("TensorBoard tag '%s' is too long", tag);
         return DT_ERR_INVALID;
     }
-    return write_record(tb, buf, n);
+    if (write_record(tb, buf, n) != DT_OK) {
+        dt_warn("%s: cannot write TensorBoard event: %s; no more are "
+                "written there (training and checkpoints go on; free space "
+                "or fix [train] log_dir)", tb->path, strerror(errno));
+        return DT_ERR_IO;
+    }
+    return DT_OK;
 }
 
 const char *dt_tb_path(const dt_tb_t *tb) { return tb->path; }

@@ -201,8 +201,33 @@ stepped:
     return DT_OK;
 }
 
-/* Summaries over all ranks, evaluation and rank 0's reports. */
-static dt_status_t end_epoch(dt_trainer_t *t, double epoch_start)
+/* Rank 0: the epoch's metrics line and TensorBoard scalars, after its
+ * checkpoint. A write that fails is warned once (naming the file) and
+ * that output stops: training and checkpoints go on. */
+static void write_outputs(dt_trainer_t *t, const dt_epoch_metrics_t *m)
+{
+    if (t->jsonl && dt_jsonl_write_epoch(t->jsonl, m) != DT_OK) {
+        dt_jsonl_close(t->jsonl);
+        t->jsonl = NULL;
+    }
+    const struct { const char *tag; double v; } s[] = {
+        {"train/loss", m->train_loss}, {"test/loss", m->test_loss},
+        {"test/accuracy", m->test_accuracy}, {"train/lr", m->lr},
+        {"perf/samples_per_sec", m->samples_per_sec},
+        {"perf/comm_fraction", m->comm_fraction},
+        {"perf/data_wait", m->data_wait}};
+    for (size_t i = 0; t->tb && i < sizeof s / sizeof s[0]; i++)
+        if (dt_tb_scalar(t->tb, s[i].tag, (int64_t)m->epoch,
+                         (float)s[i].v) != DT_OK) {
+            dt_tb_close(t->tb);
+            t->tb = NULL;
+        }
+}
+
+/* Summaries over all ranks, evaluation and rank 0's progress line; *out
+ * the epoch's metrics (rank 0 writes them out after the checkpoint). */
+static dt_status_t end_epoch(dt_trainer_t *t, double epoch_start,
+                             dt_epoch_metrics_t *out)
 {
     double sums[3] = {t->loss_sum, t->loss_count, (double)t->epoch_samples};
     if (t->world > 1 && !t->async)
@@ -259,25 +284,9 @@ static dt_status_t end_epoch(dt_trainer_t *t, double epoch_start)
                 t->ls.skipped_epoch == 1 ? "" : "s",
                 (unsigned long long)t->ls.skipped);
     t->ls.skipped_epoch = 0;
-    if (t->rank == 0) {
+    if (t->rank == 0)
         dt_progress_epoch_end(&t->progress, &m);
-        if (t->jsonl)
-            DT_CHECK(dt_jsonl_write_epoch(t->jsonl, &m));
-        if (t->tb) {
-            int64_t x = (int64_t)m.epoch;
-            DT_CHECK(dt_tb_scalar(t->tb, "train/loss", x, (float)m.train_loss));
-            DT_CHECK(dt_tb_scalar(t->tb, "test/loss", x, (float)m.test_loss));
-            DT_CHECK(dt_tb_scalar(t->tb, "test/accuracy", x,
-                                  (float)m.test_accuracy));
-            DT_CHECK(dt_tb_scalar(t->tb, "train/lr", x, (float)m.lr));
-            DT_CHECK(dt_tb_scalar(t->tb, "perf/samples_per_sec", x,
-                                  (float)m.samples_per_sec));
-            DT_CHECK(dt_tb_scalar(t->tb, "perf/comm_fraction", x,
-                                  (float)m.comm_fraction));
-            DT_CHECK(dt_tb_scalar(t->tb, "perf/data_wait", x,
-                                  (float)m.data_wait));
-        }
-    }
+    *out = m;
     return DT_OK;
 }
 
@@ -285,33 +294,42 @@ static dt_status_t end_epoch(dt_trainer_t *t, double epoch_start)
  * tells the others whether it was): stop with DT_ERR_INTERRUPTED. */
 static dt_status_t preempted(dt_trainer_t *t, uint64_t s)
 {
-    int32_t ok = 1;
-    if (t->rank == 0) {
-        bool written = false;
-        DT_CHECK(dt_trainer_save_as(t, NULL, &written));
-        ok = written;
-    } else {
-        DT_CHECK(dt_trainer_save_as(t, NULL, NULL));
-    }
-    if (t->world > 1)
-        DT_CHECK(dt_trainer_broadcast_host(&ok, sizeof ok));
+    dt_status_t st = dt_trainer_save_last(t);
+    if (t->rank == 0 && st == DT_ERR_IO)
+        dt_error("preempted at epoch %llu step %llu, but its checkpoint "
+                 "could not be written (see above)",
+                 (unsigned long long)t->epoch + 1, (unsigned long long)s);
+    DT_CHECK(st);
     if (t->rank == 0) {
         int sig = dt_preempt_requested();
-        if (ok)
-            dt_warn("preempted (%s) at epoch %llu step %llu (step %llu of "
-                    "the job): checkpoint written to %s; exiting with %d "
-                    "(resumable: rerun with --resume)",
-                    sig ? strsignal(sig) : "a signal to another worker",
-                    (unsigned long long)t->epoch + 1, (unsigned long long)s,
-                    (unsigned long long)t->global_step, t->ckpt_dir,
-                    DT_TRAIN_EXIT_PREEMPTED);
-        else
-            dt_error("preempted at epoch %llu step %llu, but the checkpoint "
-                     "could not be written (see above)",
-                     (unsigned long long)t->epoch + 1,
-                     (unsigned long long)s);
+        dt_warn("preempted (%s) at epoch %llu step %llu (step %llu of the "
+                "job): checkpoint written to %s; exiting with %d "
+                "(resumable: rerun with --resume)",
+                sig ? strsignal(sig) : "a signal to another worker",
+                (unsigned long long)t->epoch + 1, (unsigned long long)s,
+                (unsigned long long)t->global_step, t->ckpt_dir,
+                DT_TRAIN_EXIT_PREEMPTED);
     }
-    return ok ? DT_ERR_INTERRUPTED : DT_ERR_IO;
+    return DT_ERR_INTERRUPTED;
+}
+
+/* The job stops at max_steps: its last checkpoint, unless the step's
+ * own was written just now. */
+static dt_status_t stop_at_max_steps(dt_trainer_t *t, bool saved)
+{
+    if (t->rank == 0)
+        dt_info("stopping after %llu steps ([train] max_steps)",
+                (unsigned long long)t->global_step);
+    if (!t->ckpt_dir)
+        return DT_OK;
+    /* a step checkpoint that failed is retried as the last */
+    int32_t again = !saved || (t->rank == 0 && (!t->ckpt_have ||
+                                t->ckpt_last_step != t->global_step));
+    if (saved && t->world > 1 && !t->async)
+        DT_CHECK(dt_trainer_broadcast_host(&again, sizeof again));
+    if (t->async && t->rank != 0)
+        again = !saved;
+    return again ? dt_trainer_save_last(t) : DT_OK;
 }
 
 static dt_status_t train_loop(dt_trainer_t *t, uint64_t max_steps)
@@ -355,14 +373,11 @@ restart: /* after a rollback (on_divergence): from the checkpoint's step */
                 DT_CHECK(dt_trainer_save(t));
                 saved = true;
             }
-            if (max_steps && t->global_step >= max_steps) {
-                if (t->rank == 0)
-                    dt_info("stopping after %llu steps ([train] max_steps)",
-                            (unsigned long long)t->global_step);
-                return t->ckpt_dir && !saved ? dt_trainer_save(t) : DT_OK;
-            }
+            if (max_steps && t->global_step >= max_steps)
+                return stop_at_max_steps(t, saved);
         }
-        DT_CHECK(end_epoch(t, start));
+        dt_epoch_metrics_t m;
+        DT_CHECK(end_epoch(t, start, &m));
         /* work_load = auto: the next epoch's shares from this one's
          * compute times (before the checkpoint, which records them). */
         if (t->work_load_auto)
@@ -373,10 +388,18 @@ restart: /* after a rollback (on_divergence): from the checkpoint's step */
         t->step_in_epoch = 0;
         t->epoch_start = 0;
         t->loss_sum = t->loss_count = 0.0;
-        if (ckpt_due_after_epoch(t) || (t->ckpt_dir && t->epoch == t->epochs))
-            DT_CHECK(dt_trainer_save(t));
-        if (t->best_improved)
-            DT_CHECK(dt_trainer_save_as(t, DT_TRAIN_BEST_NAME, NULL));
+        /* The checkpoints first: a metrics write cannot cost them; the
+         * metrics still come when the last checkpoint failed. */
+        dt_status_t st = DT_OK;
+        if (t->ckpt_dir && t->epoch == t->epochs)
+            st = dt_trainer_save_last(t);
+        else if (ckpt_due_after_epoch(t))
+            st = dt_trainer_save(t);
+        if (st == DT_OK && t->best_improved)
+            st = dt_trainer_save_as(t, DT_TRAIN_BEST_NAME, NULL);
+        if (t->rank == 0)
+            write_outputs(t, &m);
+        DT_CHECK(st);
         t->epoch = done;
     }
     return DT_OK;
@@ -459,6 +482,8 @@ dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy)
     dt_status_t st = dt_trainer_setup(&t, cfg);
     if (st == DT_OK)
         st = dt_config_get_int(cfg, "train", "max_steps", &max_steps);
+    if (st == DT_OK)
+        st = dt_trainer_prepare_outputs(&t);
     if (st == DT_OK && t.async) {
         st = async_start(&t);
     } else if (st == DT_OK && t.resume) {
@@ -502,6 +527,7 @@ dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy)
     }
     if (final_accuracy)
         *final_accuracy = t.final_accuracy;
+    free(t.ckpt_foreign);
     dt_trainer_teardown(&t);
     return st;
 }

@@ -53,6 +53,14 @@ typedef struct dt_trainer {
     double ckpt_interval;       /* also every T seconds of wall time (0)   */
     bool ckpt_best;             /* keep best.dtckpt (best test accuracy)   */
     bool resume;
+    /* rank 0: the newest checkpoint of this run (written or resumed
+     * from), which a failed write names; and the steps of the files above
+     * the one --resume took (corrupt ones it went past): not this run's,
+     * so checkpoint_keep neither counts nor deletes them (malloc'd) */
+    bool ckpt_have;
+    uint64_t ckpt_last_step;
+    uint64_t *ckpt_foreign;
+    size_t nforeign;
     dt_grad_clip_t clip;
     dt_loss_scale_t ls;         /* [train] precision, loss_scale          */
     bool skip_update;           /* this step's gradients overflowed       */
@@ -174,12 +182,23 @@ dt_status_t dt_trainer_evaluate(dt_trainer_t *t, double *loss,
 dt_status_t dt_trainer_sync_buffers(dt_trainer_t *t);
 
 /* train_state.c */
+/* Before training (collective): [train] checkpoint_keep >= 0, rank 0
+ * creates checkpoint_dir and a file in it (an unwritable directory fails
+ * now, not at the first checkpoint); a fresh run (no --resume) is refused
+ * when the directory holds checkpoints (it would prune them by step, and
+ * a later --resume would continue the old run), else its metrics file is
+ * emptied (a resumed run appends). */
+dt_status_t dt_trainer_prepare_outputs(dt_trainer_t *t);
 dt_status_t dt_trainer_save(dt_trainer_t *t);     /* collective          */
 /* The same under a fixed name (NULL: the series, ckpt-<step>); *written
  * (may be NULL; rank 0's answer) says whether the file was written: a
- * failed write is logged and training goes on. */
+ * failed write is a warning and training goes on. */
 dt_status_t dt_trainer_save_as(dt_trainer_t *t, const char *name,
                                bool *written);
+/* The job's last checkpoint (end of training, max_steps, preemption;
+ * collective): not written is the job's failure, DT_ERR_IO on every rank,
+ * said once with the newest checkpoint that remains. */
+dt_status_t dt_trainer_save_last(dt_trainer_t *t);
 /* Collective: the newest valid checkpoint of a step below `before`
  * (UINT64_MAX: any). *found: one was loaded; found NULL (--resume): none
  * is a warning and a fresh start. */

@@ -128,6 +128,12 @@ static dt_status_t read_settings(const dt_config_t *cfg, dt_trainer_t *t)
         return DT_ERR_NOMEM;
     DT_CHECK(parse_every(cfg, t));
     DT_CHECK(dt_config_get_int(cfg, "train", "checkpoint_keep", &keep));
+    if (keep < 0) { /* said by dtctl too, with the job file's line */
+        dt_error("%s: [train] checkpoint_keep = %lld: the number of newest "
+                 "checkpoints to keep, 0 (all) or more",
+                 origin(cfg, "train", "checkpoint_keep"), keep);
+        return DT_ERR_CONFIG;
+    }
     t->ckpt_keep = (int)keep;
     long long steps = 0;
     DT_CHECK(dt_config_get_int(cfg, "train", "checkpoint_steps", &steps));

@@ -5,7 +5,10 @@
  * OPT_STATE (the optimizer plugin's own bytes), OPT_NAME, BUFFERS (the
  * model's buffers, dt_model_buffers: batchnorm running statistics, float32
  * values, empty without batchnorm; absent from checkpoints written before
- * it existed, which a model with batchnorm refuses). With the same
+ * it existed, which a model with batchnorm refuses), MODEL (the layers
+ * with their shapes: another model of as many parameters is refused). A
+ * run's checkpoints are its lineage: pruning counts those and no file a
+ * resume went past (see dt_ckpt_prune). With the same
  * number of workers a resumed job ends with exactly the parameters of an
  * uninterrupted one: same data order (sampler epoch and step), same RNG
  * counter, same optimizer state.
@@ -28,6 +31,7 @@
 #include <dt/log.h>
 #include "ckpt/ckpt.h"
 #include "ckpt/ckpt_format.h"
+#include "nn/model.h"
 #include "train.h"
 
 enum { TAG_META = 1, TAG_PARAMS = 2, TAG_OPT_STATE = 3, TAG_OPT_NAME = 4 };
@@ -44,6 +48,10 @@ enum { TAG_WORK_LOAD = 6 };
  * other; SHARDS says how: u64 number of servers S, then S u64 lengths.
  * Only a job with as many servers takes that state back. */
 enum { TAG_SHARDS = 7 };
+/* What the parameters mean (model_signature()): another model of the
+ * same parameter count is refused. Absent before it existed: not checked
+ * (said once). */
+enum { TAG_MODEL = 8 };
 
 /* META: little-endian u64 fields in this order. */
 enum {
@@ -80,12 +88,19 @@ static double bitsd(uint64_t u)
     return d;
 }
 
-static dt_status_t write_ckpt(dt_trainer_t *t, const char *name,
-                              bool *written, const double *sums,
-                              void *opt_in, size_t opt_in_len,
-                              const unsigned char *shards, size_t shards_len);
-static dt_status_t save_async(dt_trainer_t *t, const char *name,
-                              bool *written);
+/* What a save is: a fixed name (NULL: the series), whether it is the
+ * job's last, and where rank 0 says whether the file was written. */
+typedef struct save_req {
+    const char *name;
+    bool last;
+    bool *written;
+} save_req_t;
+
+static dt_status_t write_ckpt(dt_trainer_t *t, const save_req_t *req,
+                              const double *sums, void *opt_in,
+                              size_t opt_in_len, const unsigned char *shards,
+                              size_t shards_len);
+static dt_status_t save_async(dt_trainer_t *t, const save_req_t *req);
 
 /* PARAMS from device memory, one chunk at a time. */
 static dt_status_t fill_params(void *arg, size_t off, void *buf, size_t n)
@@ -105,23 +120,72 @@ static dt_status_t fill_buffers(void *arg, size_t off, void *buf, size_t n)
                           t->dev->mem, n);
 }
 
+/* The model as text: the [model] layers string, then per layer its
+ * description, output shape and parameter count (malloc'd). */
+static char *model_signature(const dt_trainer_t *t)
+{
+    const char *layers = dt_config_get(t->cfg, "model", "layers");
+    size_t cap = strlen(layers ? layers : "") + 16 +
+                 (size_t)t->model->nlayers * 128;
+    char *sig = malloc(cap);
+    if (!sig)
+        return NULL;
+    size_t n = (size_t)snprintf(sig, cap, "layers=%s\n", layers ? layers
+                                                                : "");
+    for (char *c = sig + strlen("layers="); *c && c < sig + n - 1; c++)
+        if (*c == '\n' || *c == '\r')
+            *c = ' '; /* one line, whatever the job file did */
+    for (int i = 0; i < t->model->nlayers && n < cap; i++) {
+        const dt_layer_t *l = &t->model->layers[i];
+        if (l->out_flat)
+            n += (size_t)snprintf(sig + n, cap - n, "%s %d %zu\n", l->desc,
+                                  l->out_c, l->nweights + l->nbias);
+        else
+            n += (size_t)snprintf(sig + n, cap - n, "%s %dx%dx%d %zu\n",
+                                  l->desc, l->out_c, l->out_h, l->out_w,
+                                  l->nweights + l->nbias);
+    }
+    return sig;
+}
+
+static dt_status_t save(dt_trainer_t *t, const save_req_t *req);
+
 dt_status_t dt_trainer_save(dt_trainer_t *t)
 {
-    return dt_trainer_save_as(t, NULL, NULL);
+    save_req_t req = {NULL, false, NULL};
+    return save(t, &req);
 }
 
 dt_status_t dt_trainer_save_as(dt_trainer_t *t, const char *name,
                                bool *written)
 {
-    if (written)
-        *written = false;
+    save_req_t req = {name, false, written};
+    return save(t, &req);
+}
+
+dt_status_t dt_trainer_save_last(dt_trainer_t *t)
+{
+    bool written = false;
+    save_req_t req = {NULL, true, &written};
+    DT_CHECK(save(t, &req));
+    /* async: rank 0 alone writes and alone knows */
+    int32_t ok = written || (t->async && t->rank != 0);
+    if (t->world > 1 && !t->async)
+        DT_CHECK(dt_trainer_broadcast_host(&ok, sizeof ok));
+    return ok ? DT_OK : DT_ERR_IO;
+}
+
+static dt_status_t save(dt_trainer_t *t, const save_req_t *req)
+{
+    if (req->written)
+        *req->written = false;
     t->last_ckpt_time = dt_clock_now();
     /* async: rank 0 alone, with the servers' shards and their optimizer
      * state; the other workers go on training. */
     if (t->async && t->rank != 0)
         return DT_OK;
     if (t->async)
-        return save_async(t, name, written);
+        return save_async(t, req);
     /* Every rank holds what the checkpoint holds: rank 0's buffers. */
     DT_CHECK(dt_trainer_sync_buffers(t));
     /* The epoch's loss so far, summed over ranks, lives on in rank 0. */
@@ -133,16 +197,68 @@ dt_status_t dt_trainer_save_as(dt_trainer_t *t, const char *name,
     if (t->rank != 0)
         return DT_OK;
 
-    return write_ckpt(t, name, written, sums, NULL, 0, NULL, 0);
+    return write_ckpt(t, req, sums, NULL, 0, NULL, 0);
+}
+
+/* "DIR/ckpt-<step>.dtckpt", the newest checkpoint of this run. */
+static void last_path(const dt_trainer_t *t, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/" CKPT_PREFIX "%012llu" CKPT_SUFFIX, t->ckpt_dir,
+             (unsigned long long)t->ckpt_last_step);
+}
+
+/* A write failed (the reason is logged above): a periodic one is a
+ * warning, the job's last one an error. */
+static void say_not_written(const dt_trainer_t *t, const save_req_t *req)
+{
+    char prev[4200] = "";
+    unsigned long long step = (unsigned long long)t->global_step;
+    if (t->ckpt_have)
+        last_path(t, prev, sizeof prev);
+    if (req->name)
+        dt_warn("%s/%s was not written (see above); training goes on",
+                t->ckpt_dir, req->name);
+    else if (!req->last && t->ckpt_have)
+        dt_warn("checkpoint at step %llu was not written (see above); the "
+                "previous one, %s, stays valid; training goes on", step,
+                prev);
+    else if (!req->last)
+        dt_warn("checkpoint at step %llu was not written (see above); this "
+                "run has no checkpoint yet; training goes on", step);
+    else if (t->ckpt_have)
+        dt_error("the job's last checkpoint (step %llu) could not be "
+                 "written to %s (see above), so the job fails: its newest "
+                 "checkpoint is %s; free space or fix the directory, then "
+                 "rerun with --resume to redo the steps after it", step,
+                 t->ckpt_dir, prev);
+    else
+        dt_error("the job's last checkpoint (step %llu) could not be "
+                 "written to %s (see above), so the job fails: it wrote no "
+                 "checkpoint at all; free space or fix the directory and "
+                 "run it again", step, t->ckpt_dir);
+}
+
+/* Written at `step`: this run's newest; a file of that step is this
+ * run's now, no longer a foreign one; then the old ones go. */
+static void written_series(dt_trainer_t *t)
+{
+    uint64_t step = t->global_step;
+    t->ckpt_have = true;
+    t->ckpt_last_step = step;
+    for (size_t i = 0; i < t->nforeign; i++)
+        if (t->ckpt_foreign[i] == step)
+            t->ckpt_foreign[i--] = t->ckpt_foreign[--t->nforeign];
+    dt_ckpt_prune(t->ckpt_dir, t->ckpt_keep, step, t->ckpt_foreign,
+                  t->nforeign);
 }
 
 /* Rank 0 writes the file: META from t and sums (the epoch's loss so
  * far); OPT_STATE is opt (opt_len bytes), or the local optimizer's when
  * opt is NULL; SHARDS when shards is not NULL (async). */
-static dt_status_t write_ckpt(dt_trainer_t *t, const char *name,
-                              bool *written, const double *sums,
-                              void *opt_in, size_t opt_in_len,
-                              const unsigned char *shards, size_t shards_len)
+static dt_status_t write_ckpt(dt_trainer_t *t, const save_req_t *req,
+                              const double *sums, void *opt_in,
+                              size_t opt_in_len, const unsigned char *shards,
+                              size_t shards_len)
 {
     uint64_t rng_seed, rng_counter;
     dt_model_get_rng(t->model, &rng_seed, &rng_counter);
@@ -185,13 +301,17 @@ static dt_status_t write_ckpt(dt_trainer_t *t, const char *name,
     }
     size_t nwl = t->work_load ? (size_t)t->world : 0;
     unsigned char *wl = malloc(8 * nwl + 1);
-    if (!wl) {
+    char *sig = model_signature(t);
+    if (!wl || !sig) {
         free(opt);
+        free(wl);
+        free(sig);
         return DT_ERR_NOMEM;
     }
     for (size_t i = 0; i < nwl; i++)
         ckpt_put64(wl + 8 * i, dbits(t->work_load[i]));
-    dt_ckpt_section_t secs[7] = {
+    /* SHARDS last: only async writes it */
+    dt_ckpt_section_t secs[8] = {
         {.tag = TAG_META, .len = sizeof meta, .data = meta},
         {.tag = TAG_PARAMS, .len = t->nparams * sizeof(float)},
         {.tag = TAG_OPT_STATE, .len = opt_len, .data = opt},
@@ -199,6 +319,7 @@ static dt_status_t write_ckpt(dt_trainer_t *t, const char *name,
          .data = t->opt_plugin->name},
         {.tag = TAG_BUFFERS, .len = nbufs * sizeof(float), .data = ""},
         {.tag = TAG_WORK_LOAD, .len = 8 * nwl, .data = wl},
+        {.tag = TAG_MODEL, .len = strlen(sig), .data = sig},
         {.tag = TAG_SHARDS, .len = shards_len, .data = shards},
     };
     if (t->dev->mem == DT_MEM_HOST)
@@ -215,28 +336,29 @@ static dt_status_t write_ckpt(dt_trainer_t *t, const char *name,
         secs[4].arg = t;
     }
     char *path = NULL;
-    st = dt_ckpt_write_named(t->ckpt_dir, name, t->global_step, secs,
-                             shards ? 7 : 6, t->ckpt_keep, &path);
+    /* pruned below, by this run's lineage */
+    st = dt_ckpt_write_named(t->ckpt_dir, req->name, t->global_step, secs,
+                             shards ? 8 : 7, 0, &path);
     free(opt);
     free(wl);
-    if (written)
-        *written = st == DT_OK;
+    free(sig);
+    if (req->written)
+        *req->written = st == DT_OK;
+    if (st == DT_OK && !req->name)
+        written_series(t);
     if (st == DT_OK)
         dt_debug("checkpoint %s (%llu epochs and %llu steps done)", path,
                  (unsigned long long)t->epoch,
                  (unsigned long long)t->global_step);
     else
-        dt_error("checkpoint at step %llu was not written (see above); the "
-                 "previous checkpoint stays valid, training goes on",
-                 (unsigned long long)t->global_step);
+        say_not_written(t, req);
     free(path);
     return DT_OK;
 }
 
 /* async, rank 0: the servers' shards into t->params and their optimizer
  * states, one after the other, described by SHARDS. */
-static dt_status_t save_async(dt_trainer_t *t, const char *name,
-                              bool *written)
+static dt_status_t save_async(dt_trainer_t *t, const save_req_t *req)
 {
     int S = t->nservers;
     void **opt = calloc((size_t)S, sizeof *opt);
@@ -263,7 +385,7 @@ static dt_status_t save_async(dt_trainer_t *t, const char *name,
         double sums[2] = {t->loss_sum, t->loss_count};
         dt_debug("async checkpoint: %d shard%s, the servers applied %llu "
                  "pushes", S, S == 1 ? "" : "s", (unsigned long long)steps);
-        st = write_ckpt(t, name, written, sums, all, total, shards,
+        st = write_ckpt(t, req, sums, all, total, shards,
                         8 * ((size_t)S + 1));
     }
     for (int s = 0; opt && s < S; s++)
@@ -275,32 +397,178 @@ static dt_status_t save_async(dt_trainer_t *t, const char *name,
     return st;
 }
 
-/* Rank 0: read the newest valid checkpoint of a step below `before` into
- * meta/opt; *found 0 when there is none (a warning for --resume, quiet). */
-static dt_status_t load_on_root(dt_trainer_t *t, uint64_t before,
-                                bool quiet, dt_ckpt_t *c, uint64_t *meta,
-                                int *found)
+/* "ckpt-1.dtckpt, ckpt-2.dtckpt and 3 more" for messages: the names of
+ * v[from..n). */
+static void name_list(const dt_ckpt_entry_t *v, size_t from, size_t n,
+                      char *buf, size_t len)
 {
-    *found = 0;
-    dt_status_t st = dt_ckpt_load_before(t->ckpt_dir, before, c);
-    if (st == DT_ERR_NOT_FOUND) {
-        if (!quiet)
-            dt_warn("--resume: no valid checkpoint in %s; starting from the "
-                    "beginning", t->ckpt_dir);
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = from; i < n && at < len; i++) {
+        if (i - from == 4 && n - i > 1) {
+            snprintf(buf + at, len - at, " and %zu more", n - i);
+            return;
+        }
+        at += (size_t)snprintf(buf + at, len - at, "%s%s",
+                               i > from ? ", " : "", v[i].name);
+    }
+}
+
+/* The files of steps above `step`: not this run's from here on. */
+static dt_status_t set_foreign(dt_trainer_t *t, const dt_ckpt_entry_t *v,
+                               size_t n, uint64_t step)
+{
+    size_t k = 0;
+    while (k < n && v[k].step > step) /* v is newest first */
+        k++;
+    free(t->ckpt_foreign);
+    t->ckpt_foreign = NULL;
+    t->nforeign = 0;
+    if (!k)
         return DT_OK;
+    if (!(t->ckpt_foreign = malloc(k * sizeof *t->ckpt_foreign)))
+        return DT_ERR_NOMEM;
+    for (size_t i = 0; i < k; i++)
+        t->ckpt_foreign[i] = v[i].step;
+    t->nforeign = k;
+    return DT_OK;
+}
+
+/* --resume took the checkpoint of `step`: newer files (they failed
+ * verification, each named above) are said once and left alone. */
+static dt_status_t note_newer(dt_trainer_t *t, uint64_t step)
+{
+    dt_ckpt_entry_t *v = NULL;
+    size_t n = 0;
+    DT_CHECK(dt_ckpt_list(t->ckpt_dir, &v, &n));
+    dt_status_t st = set_foreign(t, v, n, step);
+    if (st == DT_OK && t->nforeign) {
+        char names[600];
+        name_list(v, 0, t->nforeign, names, sizeof names);
+        dt_warn("%s: %s, newer than the checkpoint resumed from, did not "
+                "verify: not this run's from here on; checkpoint_keep "
+                "neither counts nor deletes them (remove them once "
+                "inspected)", t->ckpt_dir, names);
     }
-    DT_CHECK(st);
-    const dt_ckpt_section_t *ms = dt_ckpt_find(c, TAG_META),
-                            *ps = dt_ckpt_find(c, TAG_PARAMS),
-                            *os = dt_ckpt_find(c, TAG_OPT_STATE),
-                            *ns = dt_ckpt_find(c, TAG_OPT_NAME);
-    if (!ms || ms->len < 8 * M_V1_COUNT || !ps || !os || !ns) {
-        dt_error("%s: not a trainer checkpoint (sections missing)", c->path);
-        return DT_ERR_INVALID;
+    free(v);
+    return st;
+}
+
+/* --resume found checkpoints but none verifies (each named above): an
+ * error, as starting over would hide them; dtctl's automatic restart
+ * (DT_RESTART_COUNT > 0) starts over instead, keeping them. */
+static dt_status_t none_valid(dt_trainer_t *t)
+{
+    dt_ckpt_entry_t *v = NULL;
+    size_t n = 0;
+    DT_CHECK(dt_ckpt_list(t->ckpt_dir, &v, &n));
+    char names[600];
+    name_list(v, 0, n, names, sizeof names);
+    const char *rc = getenv("DT_RESTART_COUNT");
+    dt_status_t st = DT_ERR_INVALID;
+    if (rc && atoi(rc) > 0) {
+        st = set_foreign(t, v, n, 0);
+        dt_warn("restart: no checkpoint in %s verifies (%s, each named "
+                "above): training starts from the beginning; they are left "
+                "for inspection", t->ckpt_dir, names);
+    } else {
+        dt_error("--resume: no checkpoint in %s verifies (%s, each named "
+                 "above); they are left for inspection: restore a good copy "
+                 "there, or move them away and run without --resume to "
+                 "start over", t->ckpt_dir, names);
     }
-    meta[M_LR_SCALE] = dbits(1.0); /* version 1 */
-    for (int i = 0; i < M_COUNT && 8 * (size_t)i + 8 <= ms->len; i++)
-        meta[i] = ckpt_get64((const unsigned char *)ms->data + 8 * i);
+    free(v);
+    return st;
+}
+
+/* Line i (0-based) of a signature, without its newline, into buf. */
+static bool sig_line(const char *sig, size_t len, int i, char *buf,
+                     size_t blen)
+{
+    const char *p = sig, *end = sig + len;
+    for (; i > 0 && p < end; i--) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        p = nl ? nl + 1 : end;
+    }
+    if (p >= end)
+        return false;
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    size_t n = (size_t)((nl ? nl : end) - p);
+    snprintf(buf, blen, "%.*s", (int)n, p);
+    return true;
+}
+
+/* Two layer lines "desc shape params" alike: the same kind of layer (a
+ * dropout rate is no other model), shape and parameter count. */
+static bool same_layer(const char *a, const char *b)
+{
+    size_t ka = strcspn(a, "( "), kb = strcspn(b, "( ");
+    const char *ra = strchr(a, ' '), *rb = strchr(b, ' ');
+    return ka == kb && strncmp(a, b, ka) == 0 && ra && rb &&
+           strcmp(ra, rb) == 0;
+}
+
+/* "linear(256), output 256, 200960 parameters" from a layer line. */
+static void layer_text(const char *line, char *buf, size_t len)
+{
+    char desc[80] = "?", shape[48] = "?";
+    unsigned long long params = 0;
+    sscanf(line, "%79s %47s %llu", desc, shape, &params);
+    snprintf(buf, len, "%s (output %s, %llu parameters)", desc, shape,
+             params);
+}
+
+/* MODEL against this job's model: the first layer that differs, with
+ * both [model] layers strings. */
+static dt_status_t check_model(const dt_trainer_t *t, const dt_ckpt_t *c,
+                               const dt_ckpt_section_t *ms)
+{
+    char *sig = model_signature(t);
+    if (!sig)
+        return DT_ERR_NOMEM;
+    size_t len = strlen(sig);
+    char a[4200], b[4200], la[4200] = "layers=", lb[4200] = "layers=";
+    int i = 1;
+    for (;; i++) {
+        bool ha = sig_line(ms->data, ms->len, i, a, sizeof a),
+             hb = sig_line(sig, len, i, b, sizeof b);
+        if (!ha && !hb) {
+            free(sig);
+            return DT_OK;
+        }
+        if (!ha || !hb || !same_layer(a, b))
+            break;
+    }
+    sig_line(ms->data, ms->len, 0, la, sizeof la);
+    sig_line(sig, len, 0, lb, sizeof lb);
+    char ta[200] = "no such layer", tb[200] = "no such layer";
+    if (sig_line(ms->data, ms->len, i, a, sizeof a))
+        layer_text(a, ta, sizeof ta);
+    if (sig_line(sig, len, i, b, sizeof b))
+        layer_text(b, tb, sizeof tb);
+    /* line 0 is "layers=<the [model] layers string>" */
+    dt_error("%s was written by another model: its layer %d is %s, this "
+             "job's %s (the checkpoint's [model] layers = '%s', this job's "
+             "'%s'); resume with the checkpoint's layers or start a new "
+             "checkpoint_dir", c->path, i - 1, ta, tb, la + strlen("layers="),
+             lb + strlen("layers="));
+    free(sig);
+    return DT_ERR_INVALID;
+}
+
+/* The model: its signature when the checkpoint has one, and always the
+ * parameter count. */
+static dt_status_t check_params(const dt_trainer_t *t, const dt_ckpt_t *c,
+                                const uint64_t *meta,
+                                const dt_ckpt_section_t *ps)
+{
+    const dt_ckpt_section_t *ms = dt_ckpt_find(c, TAG_MODEL);
+    if (ms)
+        DT_CHECK(check_model(t, c, ms));
+    else
+        dt_info("%s has no model description (written by an older dt): "
+                "only its parameter count is checked against [model] "
+                "layers", c->path);
     if (meta[M_NPARAMS] != t->nparams ||
         ps->len != t->nparams * sizeof(float)) {
         dt_error("%s holds %llu parameters but [model] layers gives %zu: "
@@ -309,26 +577,15 @@ static dt_status_t load_on_root(dt_trainer_t *t, uint64_t before,
                  c->path, (unsigned long long)meta[M_NPARAMS], t->nparams);
         return DT_ERR_INVALID;
     }
-    if (ns->len != strlen(t->opt_plugin->name) ||
-        memcmp(ns->data, t->opt_plugin->name, ns->len) != 0) {
-        dt_error("%s was written with optimizer '%.*s', this job uses '%s': "
-                 "resume with the same [train] optimizer", c->path,
-                 (int)ns->len, (const char *)ns->data, t->opt_plugin->name);
-        return DT_ERR_INVALID;
-    }
-    if (meta[M_TRAIN_N] != t->train.n || meta[M_SEED] != t->seed)
-        dt_warn("%s: written for %llu training samples with seed %llu; this "
-                "job has %zu with seed %llu: the data order will differ",
-                c->path, (unsigned long long)meta[M_TRAIN_N],
-                (unsigned long long)meta[M_SEED], t->train.n,
-                (unsigned long long)t->seed);
-    /* BUFFERS: the batchnorm running statistics. Without them a model
-     * with batchnorm would evaluate with fresh ones (mean 0, variance 1)
-     * and resume would not be exact: refused, not guessed. */
-    const dt_ckpt_section_t *bs = dt_ckpt_find(c, TAG_BUFFERS);
-    float *bufs = NULL;
-    size_t nbufs = 0;
-    DT_CHECK(dt_model_buffers(t->model, &bufs, &nbufs));
+    return DT_OK;
+}
+
+/* BUFFERS: the batchnorm running statistics. Without them a model with
+ * batchnorm would evaluate with fresh ones (mean 0, variance 1) and
+ * resume would not be exact: refused, not guessed. */
+static dt_status_t check_buffers(const dt_ckpt_t *c,
+                                 const dt_ckpt_section_t *bs, size_t nbufs)
+{
     if (!bs && nbufs) {
         dt_error("checkpoint %s has no batchnorm running statistics (written "
                  "by an older dt): the model's %zu buffer floats cannot be "
@@ -343,12 +600,81 @@ static dt_status_t load_on_root(dt_trainer_t *t, uint64_t before,
                  "checkpoint_dir", c->path, bs->len / sizeof(float), nbufs);
         return DT_ERR_INVALID;
     }
+    return DT_OK;
+}
+
+/* Everything the job must agree with before anything is copied. */
+static dt_status_t check_ckpt(const dt_trainer_t *t, const dt_ckpt_t *c,
+                              const uint64_t *meta)
+{
+    const dt_ckpt_section_t *ps = dt_ckpt_find(c, TAG_PARAMS),
+                            *ns = dt_ckpt_find(c, TAG_OPT_NAME);
+    DT_CHECK(check_params(t, c, meta, ps));
+    if (ns->len != strlen(t->opt_plugin->name) ||
+        memcmp(ns->data, t->opt_plugin->name, ns->len) != 0) {
+        dt_error("%s was written with optimizer '%.*s', this job uses '%s': "
+                 "resume with the same [train] optimizer", c->path,
+                 (int)ns->len, (const char *)ns->data, t->opt_plugin->name);
+        return DT_ERR_INVALID;
+    }
+    if (meta[M_TRAIN_N] != t->train.n || meta[M_SEED] != t->seed)
+        dt_warn("%s: written for %llu training samples with seed %llu; this "
+                "job has %zu with seed %llu: the data order will differ",
+                c->path, (unsigned long long)meta[M_TRAIN_N],
+                (unsigned long long)meta[M_SEED], t->train.n,
+                (unsigned long long)t->seed);
+    float *bufs = NULL;
+    size_t nbufs = 0;
+    DT_CHECK(dt_model_buffers(t->model, &bufs, &nbufs));
+    return check_buffers(c, dt_ckpt_find(c, TAG_BUFFERS), nbufs);
+}
+
+/* Rank 0: read the newest valid checkpoint of a step below `before` into
+ * meta/opt; *found 0 when there is none (a warning for --resume, quiet).
+ * --resume (not quiet) also notes the newer files it went past. */
+static dt_status_t load_on_root(dt_trainer_t *t, uint64_t before,
+                                bool quiet, dt_ckpt_t *c, uint64_t *meta,
+                                int *found)
+{
+    *found = 0;
+    dt_status_t st = dt_ckpt_load_before(t->ckpt_dir, before, c);
+    if (st == DT_ERR_NOT_FOUND || (st == DT_ERR_INVALID && quiet)) {
+        if (!quiet)
+            dt_warn("--resume: no checkpoint in %s; starting from the "
+                    "beginning", t->ckpt_dir);
+        return DT_OK;
+    }
+    if (st == DT_ERR_INVALID)
+        return none_valid(t);
+    DT_CHECK(st);
+    const dt_ckpt_section_t *ms = dt_ckpt_find(c, TAG_META),
+                            *ps = dt_ckpt_find(c, TAG_PARAMS),
+                            *os = dt_ckpt_find(c, TAG_OPT_STATE),
+                            *ns = dt_ckpt_find(c, TAG_OPT_NAME);
+    if (!ms || ms->len < 8 * M_V1_COUNT || !ps || !os || !ns) {
+        dt_error("%s: not a trainer checkpoint (sections missing)", c->path);
+        return DT_ERR_INVALID;
+    }
+    meta[M_LR_SCALE] = dbits(1.0); /* version 1 */
+    for (int i = 0; i < M_COUNT && 8 * (size_t)i + 8 <= ms->len; i++)
+        meta[i] = ckpt_get64((const unsigned char *)ms->data + 8 * i);
+    DT_CHECK(check_ckpt(t, c, meta));
+    if (!quiet)
+        DT_CHECK(note_newer(t, c->step));
+    float *bufs = NULL;
+    size_t nbufs = 0;
+    const dt_ckpt_section_t *bs = dt_ckpt_find(c, TAG_BUFFERS);
+    DT_CHECK(dt_model_buffers(t->model, &bufs, &nbufs));
     DT_CHECK(dt_device_copy(t->dev, t->params, t->dev->mem, ps->data,
                             DT_MEM_HOST, ps->len));
     if (nbufs)
         DT_CHECK(dt_device_copy(t->dev, bufs, t->dev->mem, bs->data,
                                 DT_MEM_HOST, bs->len));
     *found = 1;
+    if (!quiet) {
+        t->ckpt_have = true;
+        t->ckpt_last_step = c->step;
+    }
     dt_info("resuming from %s: epoch %llu, step %llu", c->path,
             (unsigned long long)meta[M_EPOCH] + 1,
             (unsigned long long)meta[M_GLOBAL_STEP]);
@@ -469,6 +795,25 @@ static dt_status_t restore_work_load(dt_trainer_t *t, const dt_ckpt_t *c)
     return st;
 }
 
+/* Rank 0, before anything is broadcast: the optimizer state's size is
+ * what this job's optimizer keeps (its settings decide: sgd with
+ * momentum = 0 keeps none). */
+static dt_status_t check_opt_size(const dt_trainer_t *t, const dt_ckpt_t *c,
+                                  const dt_ckpt_section_t *os)
+{
+    size_t want = t->opt->state_size(t->opt_state);
+    if (os->len == want)
+        return DT_OK;
+    const char *name = t->opt_plugin->name;
+    dt_error("%s: its optimizer state is %zu bytes, optimizer '%s' with this "
+             "job's [optimizer.%s] settings keeps %zu: a setting that "
+             "changes what it keeps differs from the run that wrote it "
+             "(e.g. sgd momentum = 0 keeps no velocity), or another dt "
+             "version wrote it; resume with that run's settings or start a "
+             "new checkpoint_dir", c->path, os->len, name, name, want);
+    return DT_ERR_INVALID;
+}
+
 dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
                                bool *found_out)
 {
@@ -496,6 +841,8 @@ dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
             os = NULL;
             found = 3; /* found, without optimizer state */
         }
+        if (st == DT_OK && os && check_opt_size(t, &c, os) != DT_OK)
+            st = DT_ERR_INVALID;
         head[0] = st != DT_OK ? 2 : (uint64_t)found; /* 2: failed */
         head[1] = os ? os->len : 0;
     }
@@ -651,7 +998,9 @@ dt_status_t dt_train_latest_checkpoint(const char *dir,
     if (!dir || !*dir)
         return DT_ERR_NOT_FOUND;
     dt_ckpt_t c;
-    DT_CHECK(dt_ckpt_load_latest(dir, &c));
+    dt_status_t found = dt_ckpt_load_latest(dir, &c);
+    /* dt/train.h: none valid is "not found", as it has always been */
+    DT_CHECK(found == DT_ERR_INVALID ? DT_ERR_NOT_FOUND : found);
     const dt_ckpt_section_t *ms = dt_ckpt_find(&c, TAG_META);
     dt_status_t st = DT_OK;
     if (!ms || ms->len < 8 * M_V1_COUNT) {
@@ -666,4 +1015,56 @@ dt_status_t dt_train_latest_checkpoint(const char *dir,
     }
     dt_ckpt_free(&c);
     return st;
+}
+
+/* A fresh run into a directory of checkpoints would prune them by step
+ * (its own new ones too, as theirs are newer) and a later --resume would
+ * continue the old run. */
+static dt_status_t check_fresh(const dt_trainer_t *t)
+{
+    dt_ckpt_entry_t *v = NULL;
+    size_t n = 0;
+    dt_status_t st = dt_ckpt_list(t->ckpt_dir, &v, &n);
+    if (st == DT_ERR_NOT_FOUND)
+        return DT_OK;
+    DT_CHECK(st);
+    if (n)
+        dt_error("[train] checkpoint_dir %s already holds checkpoints (the "
+                 "newest: %s/%s): a fresh run would mix its own with them; "
+                 "rerun with --resume ([train] resume = yes) to continue "
+                 "that run, or give an empty or another checkpoint_dir",
+                 t->ckpt_dir, t->ckpt_dir, v[0].name);
+    free(v);
+    return n ? DT_ERR_CONFIG : DT_OK;
+}
+
+/* Rank 0: what checkpoint_dir must be before training. */
+static dt_status_t check_ckpt_dir(const dt_trainer_t *t)
+{
+    if (!t->ckpt_dir)
+        return DT_OK;
+    DT_CHECK(dt_ckpt_check_dir(t->ckpt_dir));
+    return t->resume ? DT_OK : check_fresh(t);
+}
+
+dt_status_t dt_trainer_prepare_outputs(dt_trainer_t *t)
+{
+    if (t->ckpt_keep < 0) { /* every rank reads the same setting */
+        const char *where = "default";
+        dt_config_origin(t->cfg, "train", "checkpoint_keep", NULL, &where);
+        if (t->rank == 0)
+            dt_error("%s: [train] checkpoint_keep = %d: the number of newest "
+                     "checkpoints to keep, 0 (all) or more", where,
+                     t->ckpt_keep);
+        return DT_ERR_CONFIG;
+    }
+    int32_t ok = t->rank != 0 || check_ckpt_dir(t) == DT_OK;
+    /* async: the other workers wait on the servers rank 0 sets up */
+    if (t->world > 1 && !t->async)
+        DT_CHECK(dt_trainer_broadcast_host(&ok, sizeof ok));
+    if (!ok)
+        return DT_ERR_CONFIG;
+    if (t->rank == 0 && t->jsonl && !t->resume)
+        DT_CHECK(dt_jsonl_truncate(t->jsonl));
+    return DT_OK;
 }
