@@ -64,6 +64,13 @@ last=ckpt-000000000040.dtckpt
     fail "equal shares differ from 1 worker on the same global batches"
 "$compare" e/$last w/$last >/dev/null &&
     fail "work_load 1,1,2 is bit-identical to equal shares (not used?)"
+# 1,2,3 gives shares 8,16,24: rank 1's 16 is global / world without the
+# shares being equal; it once averaged while the others summed (silently
+# wrong gradients, accuracy 10 points down)
+run -n 3 --set cluster.work_load=1,2,3 --set train.checkpoint_dir=w123 job.ini ||
+    { cat out; fail "3 workers, work_load 1,2,3"; }
+"$compare" one/$last w123/$last 1e-4 ||
+    fail "work_load 1,2,3 differs from 1 worker on the same global batches"
 
 # ---- auto: a 2x slower rank gets a smaller share ---------------------------
 DT_TEST_SLOW_RANK=2 DT_TEST_SLOW_FACTOR=2 run -n 3 --set train.epochs=3 \

@@ -113,10 +113,17 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
     }
     size_t b = batch.count;
     /* Unequal shares: this rank's mean gradient weighs b / global in the
-     * sum (grad_sync.h); equal ones (every rank b) the plain average. */
-    dt_grad_sync_set_scale(t->sync, b * (size_t)t->world != batch.global
-                                        ? (double)b / (double)batch.global
-                                        : 0.0);
+     * sum (grad_sync.h); equal ones (every rank b) the plain average.
+     * Every rank must choose alike (a sum on some, an average on others
+     * is wrong): with work_load always the weights (a share of 64 among
+     * 32, 64, 96 is global / world without being equal); with equal
+     * shares, an epoch's short last batch split unevenly gives no rank
+     * exactly global / world, so each one's own test agrees. */
+    int weighted = (t->work_load || t->work_load_auto) && t->world > 1;
+    dt_grad_sync_set_scale(t->sync,
+                           weighted || b * (size_t)t->world != batch.global
+                               ? (double)b / (double)batch.global
+                               : 0.0);
     double c0 = dt_clock_now();
     if (t->ls.enabled)
         DT_CHECK(dt_model_set_loss_scale(t->model, (float)t->ls.scale));
