@@ -6,7 +6,10 @@
 # server killed with SIGKILL is named by dtctl (and, with --max-restarts,
 # the job restarts from the last checkpoint and finishes); a checkpoint written by
 # the servers' shards resumes, in async and in sync mode; 2 servers shard
-# adam's state; bad settings are refused before anything starts.
+# adam's state; bad settings are refused before anything starts; a reply
+# held longer than [cluster] timeout (rank 0 evaluating) is no hang, a
+# stopped worker or server is named within about the timeout, a server
+# names the worker it lost; checkpoint_interval holds in async.
 name=async
 . "$top_srcdir/tests/train_common.sh"
 
@@ -33,6 +36,22 @@ test_samples = 1000
 INI
 run() { timeout 120 "$DTCTL" run "$@" >out 2>&1; }
 
+# A rank stopped by the test hook (DT_TEST_PS_SIGNAL_RANK) is gone once
+# dtctl ends; if dtctl did not end it (killed by timeout), we do.
+stopped=""
+reap() {
+    for p in $stopped; do
+        grep -q dt-train "/proc/$p/cmdline" 2>/dev/null || continue
+        kill -CONT "$p" 2>/dev/null
+        kill -KILL "$p" 2>/dev/null
+    done
+    stopped=""
+}
+trap 'reap; rm -rf "$tmp"' EXIT
+note_stopped() {
+    stopped="$stopped $(sed -n 's/.*(pid \([0-9]*\)): test hook.*/\1/p' out)"
+}
+
 # ---- refused before any worker starts --------------------------------------
 run -n 2 --set train.mode=asink job.ini && fail "mode = asink accepted"
 grep -q "\[train\] mode = 'asink': use sync or async" out || { cat out; fail "bad mode message"; }
@@ -43,6 +62,18 @@ grep -q "max_staleness = -1" out || { cat out; fail "max_staleness message"; }
 run -n 2 --set train.clip_grad_norm=1 job.ini && fail "clipping accepted in async"
 grep -q "mode = async does not support clip_grad" out || { cat out; fail "clip message"; }
 grep -q "^\[" out && { cat out; fail "workers were started"; }
+run -n 2 --set cluster.servers=5000 job.ini && fail "servers = 5000 accepted"
+grep -q "servers = 5000: async training takes 1 to 4096 parameter servers" out ||
+    { cat out; fail "servers bound not stated"; }
+run -n 2 --set train.max_staleness=2000000 job.ini && fail "max_staleness 2000000 accepted"
+grep -q "max_staleness = 2000000: .* from 1 to 1000000" out || { cat out; fail "max_staleness bound not stated"; }
+# hostfile weights become work_load, which async does not take: refused
+# with the hostfile's line, not by every worker after launch
+printf '# one host\nlocalhost slots=2 weight=2\n' >hosts
+run -n 2 --hostfile hosts job.ini && fail "hostfile weight= accepted in async"
+grep -q "hosts:2: weight=2 on host localhost sets \[cluster\] work_load.*mode = async (job.ini:2)" out ||
+    { cat out; fail "hostfile weight message"; }
+grep -q "^\[" out && { cat out; fail "workers were started (weight=)"; }
 
 # ---- 1 epoch: far above chance ---------------------------------------------
 # 8000 samples: 250 pushes per worker, each applied at lr / 2 (the same
@@ -81,6 +112,71 @@ held=$(echo "$line" | sed -n 's/.*max_staleness 2: \([0-9]*\) replies held, larg
 set -- $held
 [ "$1" -gt 0 ] || { cat out; fail "worker 0 was never held (held $1)"; }
 [ "$2" -le 2 ] || { cat out; fail "a reply went out $2 pushes ahead (bound 2)"; }
+
+# ---- a held reply is not silence -------------------------------------------
+# Rank 0 evaluates for 2 s more at each epoch's end (test hook) while
+# worker 1 runs on in epoch 2 and is held (max_staleness 1), then waits
+# for DONE: longer than [cluster] timeout = 1s. The server's "held"
+# notices keep worker 1 waiting, rank 0's beat keeps it from being taken
+# for hung.
+DT_TEST_PS_PULL_SLEEP=2 run -n 2 --set train.max_staleness=1 \
+    --set cluster.timeout=1s --set train.epochs=2 job.ini ||
+    { cat out; fail "a reply held longer than the timeout failed the job"; }
+grep -q "max_staleness 1: [1-9][0-9]* replies held" out || { cat out; fail "nobody was held"; }
+
+# ---- a stopped worker or server is named, in bounded time ------------------
+# Worker 1 stops (SIGSTOP) after 20 pushes; worker 0 goes on (max_staleness
+# 0): the server names it once silent for the timeout, dtctl says it hung
+# (exit 124). Without the server's watch this ran all 20 epochs and then
+# waited for its DONE forever.
+t0=$(date +%s)
+DT_TEST_PS_SIGNAL_RANK=1 run -n 2 --set cluster.timeout=1s \
+    --set cluster.kill_grace=1s --set train.epochs=20 \
+    --set data.train_samples=20000 job.ini
+rc=$?
+note_stopped
+reap
+[ "$rc" -eq 124 ] || { cat out; fail "stopped worker: exit $rc, want 124"; }
+grep -q "worker 1 (rank 1) went silent" out || { cat out; fail "the server did not name worker 1"; }
+grep -q "^dt: error: rank 1 on localhost hung" out || { cat out; fail "dtctl did not name rank 1 as hung"; }
+[ $(($(date +%s) - t0)) -le 30 ] || { cat out; fail "a stopped worker took over 30 s to end the job"; }
+# The server stops while worker 1 is held: the workers name it.
+DT_TEST_PS_SIGNAL_RANK=2 run -n 2 --set train.max_staleness=1 \
+    --set cluster.timeout=1s --set cluster.kill_grace=1s \
+    --set train.epochs=20 --set data.train_samples=20000 job.ini
+rc=$?
+note_stopped
+reap
+[ "$rc" -eq 124 ] || { cat out; fail "stopped server: exit $rc, want 124"; }
+grep -q "^dt: error: rank 2 (parameter server 0) on localhost hung" out ||
+    { cat out; fail "dtctl did not name the stopped server"; }
+
+# ---- a server names the worker it lost -------------------------------------
+# Worker 1 is killed; the servers' transports fail, and every later test
+# fails too: the line must name worker 1 (not the first worker tested).
+# dtctl may stop a server before it says anything: up to 3 tries.
+for try in 1 2 3; do
+    DT_TEST_PS_SIGNAL_RANK=1 DT_TEST_PS_SIGNAL=KILL run -n 3 \
+        --set cluster.servers=2 --set cluster.timeout=5s job.ini &&
+        { cat out; fail "survived a killed worker"; }
+    grep -q "lost worker 0" out && { cat out; fail "a server blamed worker 0 for worker 1"; }
+    grep -q "lost worker 1 (rank 1): exited" out && break
+done
+grep -q "lost worker 1 (rank 1): exited" out || echo "note: no server said 'lost' in 3 tries (dtctl stopped them first)"
+
+# ---- checkpoint_interval: rank 0's clock, in async too ---------------------
+run -n 2 --set train.checkpoint_dir=ck_int --set train.checkpoint_interval=10ms \
+    --set train.checkpoint_keep=0 job.ini || { cat out; fail "checkpoint_interval run"; }
+n=$(ls ck_int | grep -vc "ckpt-000000000125.dtckpt")
+[ "$n" -ge 1 ] || { ls ck_int; fail "checkpoint_interval wrote nothing before the end"; }
+
+# ---- momentum 0.9, more than 2 workers, lr_scaling: warned -----------------
+run -n 3 --set train.lr_scaling=linear --set train.max_steps=2 job.ini ||
+    { cat out; fail "3-worker run"; }
+grep -q "warning: .*mode = async with 3 workers and momentum 0.9" out ||
+    { cat out; fail "no momentum warning"; }
+run -n 3 --set train.max_steps=2 job.ini || { cat out; fail "3-worker run"; }
+grep -q "momentum 0.9" out && { cat out; fail "momentum warning with lr_scaling = none"; }
 
 # ---- a killed server is named ----------------------------------------------
 DT_TEST_PS_DIE_AFTER=40 run -n 2 job.ini && { cat out; fail "survived a dead server"; }

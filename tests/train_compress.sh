@@ -3,7 +3,9 @@
 # Fashion-MNIST MLP on 2 workers over tcp (shm off, so the gradients
 # cross the transport, where compression applies) trains to within 1 point
 # of the float32 run with bf16 on the wire, and with fp16 plus error
-# feedback.
+# feedback. dtctl refuses a bad value with its line before any worker
+# starts, and warns where compression does nothing (feedback without
+# it, async); a job on one host with shm = auto says it compresses nothing.
 name=train-compress
 . "$top_srcdir/tests/train_common.sh"
 
@@ -56,4 +58,24 @@ grep -q "collectives: compression fp16 with error feedback:" out.fp16 ||
 grep -q "collectives: compression" out.none && fail "compression line without compression"
 loss() { sed -n 's/.*epoch 2\/2 .*test_loss \([0-9.]*\).*/\1/p' "out.$1"; }
 [ "$(loss none)" != "$(loss bf16)" ] || fail "bf16 test loss identical to float32's"
+
+# ---- said before launch, and only what is true -----------------------------
+quick() { timeout 60 "$DTCTL" run -n 2 --set train.max_steps=3 "$@" >out.q 2>&1; }
+cp job.ini bad.ini
+echo "compression = bf17" >>bad.ini
+quick bad.ini && fail "compression = bf17 accepted"
+grep -q "compression is set by bad.ini:$(wc -l <bad.ini); no worker was started" out.q ||
+    { cat out.q; fail "bf17: no file:line"; }
+grep -q "^\[" out.q && { cat out.q; fail "bf17: workers were started"; }
+quick --set collectives.compression_feedback=yes job.ini || { cat out.q; fail "feedback run"; }
+grep -q "warning: --set: \[collectives\] compression_feedback = yes does nothing without compression" out.q ||
+    { cat out.q; fail "feedback without compression not warned"; }
+quick --set train.mode=async --set collectives.compression=bf16 job.ini || { cat out.q; fail "async run"; }
+grep -q "compression = bf16 does not apply to \[train\] mode = async" out.q ||
+    { cat out.q; fail "compression in async not warned"; }
+# one host, shm = auto: every collective goes through shared memory
+quick --set collectives.shm=auto --set collectives.compression=bf16 job.ini || { cat out.q; fail "shm run"; }
+grep -q "collectives: compression bf16 has no effect in this job: its 2 ranks are on one host" out.q ||
+    { cat out.q; fail "shm = auto on one host: not said that compression does nothing"; }
+grep -q "over the transport in 16 bits, reduced" out.q && { cat out.q; fail "shm = auto on one host: claims compression"; }
 exit 0

@@ -225,6 +225,78 @@ static dt_status_t build_env(run_state_t *s)
     return DT_OK;
 }
 
+/* The hostfile that [cluster] hostfile names, opened as dtctl read it (a
+ * relative name set in an ini file is relative to that file); *path is
+ * the name opened (malloc'd). */
+static FILE *open_hostfile(const dt_config_t *cfg, char **path)
+{
+    const char *file = dt_config_get(cfg, "cluster", "hostfile");
+    const char *where = "", *slash = NULL;
+    dt_config_origin(cfg, "cluster", "hostfile", NULL, &where);
+    *path = NULL;
+    if (!file || !*file)
+        return NULL;
+    for (const char *c = where; *c && *c != ':'; c++)
+        if (*c == '/')
+            slash = c;
+    FILE *f = NULL;
+    size_t dir = slash ? (size_t)(slash - where) : 0;
+    if (file[0] != '/' && slash &&
+        (*path = malloc(dir + strlen(file) + 2))) {
+        sprintf(*path, "%.*s/%s", (int)dir, where, file);
+        f = fopen(*path, "r");
+    }
+    if (!f) {
+        free(*path);
+        *path = strdup(file);
+        f = *path ? fopen(*path, "r") : NULL;
+    }
+    return f;
+}
+
+/* "FILE:LINE" of the hostfile's first weight=, else the hostfile's name. */
+static void weight_line(const dt_config_t *cfg, char *buf, size_t len)
+{
+    char *path = NULL, *line = NULL;
+    size_t cap = 0;
+    FILE *f = open_hostfile(cfg, &path);
+    snprintf(buf, len, "the hostfile %s", path ? path : "");
+    for (int n = 1; f && getline(&line, &cap, f) > 0; n++) {
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        if (strstr(line, "weight=")) {
+            snprintf(buf, len, "%s:%d", path, n);
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+    free(line);
+    free(path);
+}
+
+/* Hostfile weights reach the workers as [cluster] work_load, one per
+ * rank, which async refuses (every push is one worker's whole batch):
+ * said here, before anything starts, rather than by each worker. */
+static int refuse_async_weights(const run_state_t *s, const char *mode_where)
+{
+    size_t i = 0;
+    while (i < s->hosts.n && !(s->hosts.hosts[i].weight > 0))
+        i++;
+    if (i == s->hosts.n)
+        return 0;
+    char where[600];
+    weight_line(s->cfg, where, sizeof where);
+    dt_error("%s: weight=%g on host %s sets [cluster] work_load (unequal "
+             "shares), which [train] mode = async (%s) does not take: every "
+             "push is one worker's whole batch; drop weight= from the "
+             "hostfile or use mode = sync",
+             where, s->hosts.hosts[i].weight, s->hosts.hosts[i].name,
+             mode_where);
+    return EXIT_USAGE;
+}
+
 /* [train] mode = async: S parameter servers ([cluster] servers, default
  * one per host) join the W workers as ranks W..W+S-1, server i on host
  * i mod hosts (beside the workers' slots: a server is mostly waiting).
@@ -247,6 +319,8 @@ static int place_servers(const dt_cli_t *cli, run_state_t *s)
                  "membership ([cluster] min_np)", where);
         return EXIT_USAGE;
     }
+    if (refuse_async_weights(s, where) != 0)
+        return EXIT_USAGE;
     long long S = (long long)s->hosts.n;
     if (dt_config_get(s->cfg, "cluster", "servers") &&
         dt_config_get_int(s->cfg, "cluster", "servers", &S) != DT_OK)
@@ -254,8 +328,8 @@ static int place_servers(const dt_cli_t *cli, run_state_t *s)
     if (S < 1 || S > 4096) {
         const char *sw = "default";
         dt_config_origin(s->cfg, "cluster", "servers", NULL, &sw);
-        dt_error("%s: [cluster] servers = %lld: async training needs at "
-                 "least 1 parameter server", sw, S);
+        dt_error("%s: [cluster] servers = %lld: async training takes 1 to "
+                 "4096 parameter servers", sw, S);
         return EXIT_USAGE;
     }
     int W = s->np, n = W + (int)S;

@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <dt/config.h>
 #include <dt/log.h>
@@ -81,10 +82,41 @@ dt_status_t dt_coll_parse_compression(const char *s, dt_dtype_t *out)
         *out = DT_FLOAT16;
     else {
         dt_error("[collectives] compression = %s: expected none, bf16 or "
-                 "fp16", s);
+                 "fp16 (also bfloat16, float16, half, off)", s);
         return DT_ERR_CONFIG;
     }
     return DT_OK;
+}
+
+/* Rank 0 says what compression does in this job. It applies where a
+ * float32 allreduce crosses the transport: with [collectives] shm = auto
+ * the ranks of one host reduce host memory through shared memory in
+ * float32 (coll_hosts.c), so a job on one host compresses nothing unless
+ * the transport reduces natively (nccl). Hosts are not known yet here:
+ * one host is the launcher's DT_LOCAL_SIZE equal to the world. */
+static void say_compression(const dt_comm_t *c, const dt_config_t *cfg)
+{
+    if (c->rank != 0)
+        return;
+    const char *name = c->wire == DT_BFLOAT16 ? "bf16" : "fp16";
+    const char *fb = c->feedback ? " with error feedback" : "";
+    const char *shm = "auto", *local = getenv("DT_LOCAL_SIZE");
+    if (dt_config_get_string(cfg, "collectives", "shm", &shm) != DT_OK)
+        shm = "auto";
+    bool off = strcasecmp(shm, "off") == 0;
+    bool native = DT_OPS_HAS(c->ops, dt_transport_ops_t, allreduce);
+    bool one_host = local && atoi(local) == c->size;
+    if (!off && one_host && !native)
+        dt_warn("collectives: compression %s has no effect in this job: "
+                "its %d ranks are on one host, where [collectives] shm = "
+                "auto reduces through shared memory in float32 (unless the "
+                "transport refuses shared memory); shm = off sends the "
+                "allreduce over the transport in 16 bits", name, c->size);
+    else
+        dt_info("collectives: compression %s%s: float32 sum/avg allreduce "
+                "over the transport in 16 bits, reduced in float32%s", name,
+                fb, off || native ? "" : " (between hosts; within a host "
+                "through shared memory it stays float32)");
 }
 
 dt_status_t dt_comm_configure(dt_comm_t *c, const dt_config_t *cfg)
@@ -108,14 +140,16 @@ dt_status_t dt_comm_configure(dt_comm_t *c, const dt_config_t *cfg)
     const char *comp = NULL;
     bool fb = false;
     DT_CHECK(dt_config_get_string(cfg, "collectives", "compression", &comp));
-    DT_CHECK(dt_coll_parse_compression(comp ? comp : "none", &c->wire));
+    if (dt_coll_parse_compression(comp ? comp : "none", &c->wire) != DT_OK) {
+        const char *where = "default";
+        dt_config_origin(cfg, "collectives", "compression", NULL, &where);
+        dt_error("[collectives] compression is set by %s", where);
+        return DT_ERR_CONFIG;
+    }
     DT_CHECK(dt_config_get_bool(cfg, "collectives", "compression_feedback",
                                 &fb));
     c->feedback = fb && c->wire != DT_FLOAT32;
-    if (c->wire != DT_FLOAT32 && c->rank == 0)
-        dt_info("collectives: compression %s%s: float32 sum/avg allreduce "
-                "over the transport in 16 bits, reduced in float32",
-                c->wire == DT_BFLOAT16 ? "bf16" : "fp16",
-                c->feedback ? " with error feedback" : "");
+    if (c->wire != DT_FLOAT32)
+        say_compression(c, cfg);
     return DT_OK;
 }

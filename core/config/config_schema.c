@@ -51,7 +51,7 @@ static const dt_key_spec_t cluster_keys[] = {
      "many times is excluded"},
     {"servers", DT_KEY_INT, NULL,
      "[train] mode = async: parameter server processes dtctl starts beside "
-     "the workers (default: one per host; at least 1)"},
+     "the workers (default: one per host; 1 to 4096)"},
     {"host_cooldown", DT_KEY_DURATION, "0s",
      "dtctl run, elastic: an excluded host is probed again at a restart "
      "once this long has passed since it was excluded"},

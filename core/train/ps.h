@@ -17,7 +17,16 @@
  *   PULL  -> the fresh shard (held like PUSH)
  *   SAVE  rank 0 -> the shard, the optimizer state, the server's steps
  *   DONE  the worker has finished; it no longer counts as the slowest;
- *         answered (with the shard) once every worker is done */
+ *         answered (with the shard) once every worker is done
+ *
+ * Liveness ([cluster] timeout T): while it holds a request the server
+ * sends the worker a "held" control block on PS_TAG_HELD every T/4 (10 ms
+ * to 1 s); a worker fails on a server that sent neither for T. A worker
+ * working alone (its setup, rank 0's evaluation after PULL and
+ * checkpoint after SAVE) beats "ps/beat/RANK" in the job's store; a
+ * server fails on a worker neither waiting on it, nor done, nor beating
+ * that sent nothing for T plus two periods. Either records the silent
+ * rank as the job's failure (dt/store.h), so dtctl names it. */
 #ifndef DT_TRAIN_PS_H
 #define DT_TRAIN_PS_H
 
@@ -37,9 +46,11 @@ typedef struct dt_ps_client dt_ps_client_t;
 void dt_ps_shard(size_t n, int nservers, int s, size_t *lo, size_t *hi);
 
 /* The server's whole life: serve until every worker said DONE. Reads
- * [train] optimizer and max_staleness from cfg. */
+ * [train] optimizer and max_staleness and [cluster] timeout from cfg. */
 dt_status_t dt_ps_serve(dt_config_t *cfg, int nworkers, int nservers);
 
+/* [cluster] timeout from the environment, as dt_init reads it; the
+ * worker beats until its first request. */
 dt_status_t dt_ps_client_new(int nworkers, int nservers, size_t nparams,
                              dt_ps_client_t **out);
 void dt_ps_client_free(dt_ps_client_t *c);
@@ -63,7 +74,9 @@ dt_status_t dt_ps_push_begin(dt_ps_client_t *c, float *params,
 dt_status_t dt_ps_push_end(dt_ps_client_t *c);
 dt_status_t dt_ps_pull(dt_ps_client_t *c, float *params);
 /* Rank 0: every shard and its optimizer state (opt[s] malloc'd, the
- * caller frees), *steps: the optimizer steps server 0 applied. */
+ * caller frees), *steps: the optimizer steps server 0 applied. It beats
+ * until its next request (writing the checkpoint alone); so does
+ * dt_ps_pull (evaluating alone). */
 dt_status_t dt_ps_save(dt_ps_client_t *c, float *params, void **opt,
                        size_t *opt_len, uint64_t *steps);
 /* This worker is finished; returns once every worker is (params: the

@@ -65,6 +65,14 @@ static dt_status_t async_update(dt_trainer_t *t, float loss, double lr,
     return DT_OK;
 }
 
+/* async: no vote carries checkpoint_interval; a checkpoint is rank 0's
+ * alone, so its own clock decides (sync: train_guard.c). */
+static void async_time_due(dt_trainer_t *t)
+{
+    t->time_due = t->rank == 0 && t->ckpt_dir && t->ckpt_interval > 0 &&
+                  dt_clock_now() - t->last_ckpt_time >= t->ckpt_interval;
+}
+
 /* Loss scaling: the averaged gradients back to their true size, or the
  * step skipped when they overflowed (loss_scale.h). Every rank holds the
  * same allreduced gradients, so every rank decides alike. */
@@ -165,6 +173,7 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
         st = async_update(t, *loss, lr, s, &wait);
         if (st != DT_OK)
             return st;
+        async_time_due(t);
         goto stepped;
     }
     DT_CHECK(dt_trainer_guard_step(t, *loss, lr, s, rolled_back));

@@ -11,6 +11,7 @@
 
 #include <dt/dt.h>
 #include <dt/log.h>
+#include "coll/coll.h"
 #include "cuda/backend.h"
 #include "plugin/plugin_loader.h"
 #include "nn/model.h"
@@ -76,8 +77,8 @@ static dt_status_t read_mode(const dt_config_t *cfg, dt_trainer_t *t)
     DT_CHECK(dt_config_get_int(cfg, "train", "max_staleness", &k));
     if (k < 0 || k > 1000000) {
         dt_error("%s: [train] max_staleness = %lld: use 0 (unbounded) or a "
-                 "number of pushes >= 1", origin(cfg, "train",
-                                                 "max_staleness"), k);
+                 "number of pushes from 1 to 1000000",
+                 origin(cfg, "train", "max_staleness"), k);
         return DT_ERR_CONFIG;
     }
     t->max_staleness = (int)k;
@@ -198,6 +199,69 @@ dt_status_t dt_train_check_model(const dt_config_t *cfg, const dt_model_t *m,
     return DT_OK;
 }
 
+/* [collectives] compression's value, refused here with its line rather
+ * than by every worker; feedback without compression does nothing. */
+static dt_status_t check_compression(const dt_config_t *cfg, bool async)
+{
+    const char *comp = "none";
+    bool fb = false;
+    dt_dtype_t wire = DT_FLOAT32;
+    DT_CHECK(dt_config_get_string(cfg, "collectives", "compression", &comp));
+    if (dt_coll_parse_compression(comp, &wire) != DT_OK) {
+        dt_error("[collectives] compression is set by %s; no worker was "
+                 "started", origin(cfg, "collectives", "compression"));
+        return DT_ERR_CONFIG;
+    }
+    DT_CHECK(dt_config_get_bool(cfg, "collectives", "compression_feedback",
+                                &fb));
+    if (fb && wire == DT_FLOAT32)
+        dt_warn("%s: [collectives] compression_feedback = yes does nothing "
+                "without compression (now %s): set compression = bf16 or "
+                "fp16, or drop it",
+                origin(cfg, "collectives", "compression_feedback"), comp);
+    if (async && wire != DT_FLOAT32)
+        dt_warn("%s: [collectives] compression = %s does not apply to "
+                "[train] mode = async: the parameter servers' pushes and "
+                "answers travel in float32 (only allreduce is compressed, "
+                "and async does none)",
+                origin(cfg, "collectives", "compression"), comp);
+    return DT_OK;
+}
+
+/* The optimizer's momentum as the job sets it, else its plugin's default
+ * (0 without such a key). */
+static double momentum_of(const dt_config_t *cfg, const dt_plugin_t *p)
+{
+    char section[160];
+    snprintf(section, sizeof section, "optimizer.%s", p->name);
+    const char *v = dt_config_get(cfg, section, "momentum");
+    for (const dt_key_spec_t *k = p->keys; !v && k && k->name; k++)
+        if (strcmp(k->name, "momentum") == 0)
+            v = k->default_value;
+    return v ? strtod(v, NULL) : 0.0;
+}
+
+/* Async applies every push at lr / W alone, to parameters other workers
+ * moved since its gradient was computed, and momentum carries each stale
+ * step on: with 0.9, more than 2 workers and lr_scaling's full lr per
+ * push that diverges where sync trains (docs/TRAINING.md, "Asynchronous
+ * training", Momentum). */
+static void warn_async_momentum(const dt_config_t *cfg, const dt_trainer_t *t,
+                                const dt_plugin_t *p)
+{
+    double m = momentum_of(cfg, p);
+    if (!t->async || t->world <= 2 || m < 0.9 || t->lr.factor <= 1.0)
+        return;
+    dt_warn("%s: [train] mode = async with %d workers and momentum %g "
+            "([optimizer.%s]): every push applies lr %g (lr %g x%g "
+            "lr_scaling / %d workers) to a gradient several pushes stale, "
+            "and momentum keeps each step going; this often diverges "
+            "where sync trains: set lr_scaling = none for async, or lower "
+            "the lr or the momentum (e.g. 0.5)",
+            origin(cfg, "train", "mode"), t->world, m, p->name,
+            t->lr.target / t->world, t->lr.base, t->lr.factor, t->world);
+}
+
 dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
 {
     dt_trainer_t t;
@@ -248,6 +312,13 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
                  "started", where, opt);
         st = DT_ERR_CONFIG;
     }
+    /* Said once, by dtctl, before any worker starts. */
+    if (st == DT_OK)
+        st = check_compression(cfg, t.async);
+    if (st == DT_OK && !plugin) /* [train] optimizer unset: sgd */
+        dt_plugin_load(DT_KIND_OPTIMIZER, "sgd", &plugin, NULL);
+    if (st == DT_OK && plugin)
+        warn_async_momentum(cfg, &t, plugin);
     free(t.ckpt_dir);
     free(t.work_load);
     return st;
