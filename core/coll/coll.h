@@ -48,7 +48,7 @@ typedef struct dt_comm {
 void dt_comm_query_caps(dt_comm_t *c, const char *transport);
 
 /* The worker's communicator after dt_init (comm/worker.c), for the
- * core's own point-to-point users (the parameter servers, train/ps.c);
+ * core's own point-to-point users (the parameter servers, train/ps_*.c);
  * NULL before dt_init or in a job of one. */
 dt_comm_t *dt_worker_comm(void);
 
