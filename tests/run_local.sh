@@ -131,6 +131,27 @@ else
     fail "blocked output: workers did not start"
 fi
 pkill -f "$MARK-reader" 2>/dev/null
+# ... and when the output comes only after the stop began (the workers'
+# own shutdown lines into the pipe nobody reads): no second signal comes
+rm -f "$T/ppid".*
+tag="$MARK-late"
+( run -n 2 -- sh -c 'echo $PPID >"$0.$DT_RANK"
+    trap "yes '"$tag"' | head -c 2000000; exit 0" TERM
+    while :; do sleep 0.1; done' "$T/ppid" 2>"$T/e" |
+    sh -c "sleep 60; : $MARK-reader2" ) &
+for i in $(seq 100); do [ -s "$T/ppid.0" ] && [ -s "$T/ppid.1" ] && break; sleep 0.05; done
+p=$(cat "$T/ppid.0" 2>/dev/null)
+if [ -n "$p" ]; then
+    kill -INT "$p"
+    for i in $(seq 150); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$p" 2>/dev/null; then
+        fail "SIGINT, then output into a full pipe: dtctl still running after 15 s"
+        kill -KILL "$p"
+    fi
+else
+    fail "late output: workers did not start"
+fi
+pkill -f "$MARK-reader2" 2>/dev/null
 ok "SIGINT/SIGTERM stop the job"
 
 # --- 4. the job token stays secret ----------------------------------------

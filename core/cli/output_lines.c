@@ -2,6 +2,8 @@
  * line. Buffers are made on first use: a job of many ranks that print
  * little costs little. */
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +81,22 @@ static void emit(output_lines_t *o, stream_t *s, int which)
     if (o->broken[which])
         return;
     for (size_t off = 0; off < total;) {
-        ssize_t w = write(o->fds[which], s->buf + off, total - off);
+        size_t want = total - off;
+        if (o->stopping && o->stopping()) {
+            /* stopping: write only what the reader has room for (POLLOUT
+             * promises PIPE_BUF bytes), so a pipe nobody reads cannot
+             * block the stop after it began */
+            struct pollfd p = {o->fds[which], POLLOUT, 0};
+            if (poll(&p, 1, 100) <= 0 || !(p.revents & POLLOUT)) {
+                o->broken[which] = 1;
+                dt_debug("worker output to fd %d dropped: nobody reads it "
+                         "and the job is stopping", o->fds[which]);
+                return;
+            }
+            if (want > PIPE_BUF)
+                want = PIPE_BUF;
+        }
+        ssize_t w = write(o->fds[which], s->buf + off, want);
         if (w < 0 && errno == EINTR && o->stopping && o->stopping()) {
             /* the reader does not read and the job is being stopped: a
              * blocked write must not hold the stop up */

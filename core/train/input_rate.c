@@ -34,6 +34,8 @@ static dt_status_t time_batches(dt_pipeline_t *p, int warm, double seconds,
         t = dt_clock_now();
     }
     out->timed = n;
+    if (samples == 0) /* empty batches only: nothing to time */
+        return DT_ERR_INVALID;
     out->samples_per_sec = (double)samples / (t - t0);
     out->batch_seconds = (double)out->batch / out->samples_per_sec;
     return DT_OK;
