@@ -209,9 +209,10 @@ ok "the open-file limit"
 # (its own group, as setsid gives) is started at rank 0's old pid
 # (ns_last_pid). Rank 1 then fails: stopping the job, and its final kill,
 # once sent kill(-pid) to every worker's old group and killed the stranger.
-# The stranger can also die of other causes on a loaded machine (once in
-# CI, unexplained), so two tries: a dtctl that signals the old group
-# kills it every time (checked: without the fix both fail).
+# The stranger can die of other causes: another job on the machine that
+# also hands out pids by ns_last_pid (once: this test running beside a
+# build without the fix) may take it. So two tries: a dtctl that signals
+# the old group kills it every time (checked: without the fix both fail).
 reuse_try() { # -> 0 survived, 1 killed, 2 not checked
     rm -f "$T/reuse".*
     run -n 2 -- sh -c 'if [ $DT_RANK = 0 ]; then echo $$ >"$0.p0"; exit 0; fi
