@@ -31,8 +31,7 @@ typedef struct ps_beat {
     pthread_cond_t cv;
     int on, stop, ready;
     ps_live_t live;
-    dt_store_t *store;     /* the thread's connection (tried once)     */
-    int tried;
+    dt_store_t *store;     /* opened before the thread starts          */
     char key[32];
 } ps_beat_t;
 
@@ -64,12 +63,6 @@ struct dt_ps_client {
 
 static void beat_once(ps_beat_t *b)
 {
-    if (!b->store && !b->tried) {
-        b->tried = 1;
-        if (!(b->store = ps_store_open(b->live.timeout)))
-            dt_debug("rank %d: no store for the parameter servers' beat: a "
-                     "long evaluation may count as silence", dt_rank());
-    }
     int64_t n;
     if (b->store)
         dt_store_add(b->store, b->key, 1, &n);
@@ -97,10 +90,16 @@ static void *beat_main(void *arg)
     return NULL;
 }
 
+/* The beat's connection is opened here, on the caller's thread: opened
+ * by the beat thread, a slow store would hold the worker's first request
+ * (beat_stop joins the thread) for up to [cluster] timeout. */
 static int beat_init(ps_beat_t *b, ps_live_t live)
 {
     pthread_condattr_t ca;
     b->live = live;
+    if (!(b->store = ps_store_open(live.timeout)))
+        dt_debug("rank %d: no store for the parameter servers' beat: a "
+                 "long evaluation may count as silence", dt_rank());
     snprintf(b->key, sizeof b->key, "ps/beat/%d", dt_rank());
     if (pthread_condattr_init(&ca) != 0)
         return 0;
