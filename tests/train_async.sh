@@ -8,8 +8,9 @@
 # the servers' shards resumes, in async and in sync mode; 2 servers shard
 # adam's state; bad settings are refused before anything starts; a reply
 # held longer than [cluster] timeout (rank 0 evaluating) is no hang, a
-# stopped worker or server is named within about the timeout, a server
-# names the worker it lost; checkpoint_interval holds in async.
+# stopped worker or server is named within about the timeout (a worker
+# stopped in the middle of a transfer too), a server names the worker it
+# lost; checkpoint_interval holds in async.
 name=async
 . "$top_srcdir/tests/train_common.sh"
 
@@ -150,6 +151,24 @@ reap
 [ "$rc" -eq 124 ] || { cat out; fail "stopped server: exit $rc, want 124"; }
 grep -q "^dt: error: rank 2 (parameter server 0) on localhost hung" out ||
     { cat out; fail "dtctl did not name the stopped server"; }
+
+# A worker stopped in the middle of a push larger than the sockets take
+# (push_overlap: stopped with its 13 MB of gradients posted) holds the
+# server inside the transfer: the server names it, and keeps worker 0
+# from taking the server for hung meanwhile ("held" notices). Before,
+# worker 0 named the healthy server first.
+sed 's/linear(64)/linear(4096)/' job.ini >big.ini
+DT_TEST_PS_SIGNAL_RANK=1 run -n 2 --set cluster.timeout=1s \
+    --set cluster.kill_grace=1s --set train.push_overlap=yes \
+    --set train.epochs=20 --set data.train_samples=20000 big.ini
+rc=$?
+note_stopped
+reap
+[ "$rc" -eq 124 ] || { cat out; fail "worker stopped mid-push: exit $rc, want 124"; }
+grep -q "worker 1 (rank 1) went silent in the middle of a transfer" out ||
+    { cat out; fail "the server did not name worker 1 (mid-push)"; }
+grep -q "^dt: error: rank 1 on localhost hung" out ||
+    { cat out; fail "dtctl did not name rank 1 (mid-push)"; }
 
 # ---- a server names the worker it lost -------------------------------------
 # Worker 1 is killed; the servers' transports fail, and every later test

@@ -66,6 +66,50 @@ static uint64_t lead_of(const server_t *v, int w)
     return min == UINT64_MAX || v->count[w] < min ? 0 : v->count[w] - min;
 }
 
+/* A "held" notice to every worker still training but w: the server is
+ * busy with w, not hung. */
+static dt_status_t notify_others(server_t *v, int w)
+{
+    for (int i = 0; i < v->W; i++) {
+        if (i == w || v->done[i])
+            continue;
+        ctl_t h = {PS_HELD, (uint64_t)v->sid, (uint64_t)v->pending[i]};
+        dt_request_t *r;
+        DT_CHECK(ps_isend(v->c, i, h, sizeof h, PS_TAG_HELD, &r));
+        DT_CHECK(ps_wait_all(v->c, &r, 1));
+    }
+    return DT_OK;
+}
+
+/* Wait for k requests to or from worker w, in slices of a period. A
+ * stopped w holds the server in the middle of a transfer (a shard larger
+ * than the sockets' buffers): meanwhile the other workers get "held"
+ * notices, so that they do not take the server for hung, and w, stuck
+ * for [cluster] timeout, is named (ps_record_hung). As for the workers
+ * (ps_client.c, await), a transfer counts as heard when it completes. */
+static dt_status_t wait_on(server_t *v, int w, dt_request_t **r, size_t k,
+                           const char *what)
+{
+    int ms = (int)(v->live.period * 1000.0);
+    double t0 = dt_clock_now();
+    for (;;) {
+        dt_status_t st = k ? v->c->ops->wait(v->c->ctx, r, k, ms) : DT_OK;
+        if (st != DT_ERR_TIMEOUT)
+            return st;
+        double quiet = dt_clock_now() - t0;
+        if (quiet >= v->live.timeout) {
+            dt_error("parameter server %d (rank %d): worker %d (rank %d) "
+                     "went silent in the middle of a transfer: it %s in "
+                     "%.1f s ([cluster] timeout %g s): hung, stopped or "
+                     "unreachable", v->sid, v->rank, w, w, what, quiet,
+                     v->live.timeout);
+            ps_record_hung(&v->store, v->live.timeout, w);
+            return DT_ERR_TIMEOUT;
+        }
+        DT_CHECK(notify_others(v, w));
+    }
+}
+
 static dt_status_t reply(server_t *v, int w, int type, const void *extra,
                          size_t extra_len)
 {
@@ -84,7 +128,7 @@ static dt_status_t reply(server_t *v, int w, int type, const void *extra,
         if (st == DT_OK)
             k++;
     }
-    dt_status_t ws = ps_wait_all(v->c, r, k);
+    dt_status_t ws = wait_on(v, w, r, k, "did not take its answer");
     v->heard[w] = dt_clock_now(); /* its silence starts with the answer */
     return st != DT_OK ? st : ws;
 }
@@ -132,7 +176,7 @@ static dt_status_t recv_from(server_t *v, int w, void *buf, size_t len)
 {
     dt_request_t *r;
     DT_CHECK(ps_irecv(v->c, w, buf, len, PS_TAG_DATA, &r));
-    return ps_wait_all(v->c, &r, 1);
+    return wait_on(v, w, &r, 1, "did not send the rest of its request");
 }
 
 static dt_status_t create_opt(server_t *v, dt_config_t *cfg)
