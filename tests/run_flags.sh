@@ -102,6 +102,8 @@ want="unknown option '--frobnicate'; see dtctl --help"; refused --frobnicate
 want="unknown option '-x'; see dtctl --help"; refused -x
 # mpirun's habit, the program's options among dtctl's: the '--' said
 want="unknown option '--lr'; .*go after '--': dtctl run -n 2 -- python3 train.py --lr 0.1"; refused -np 2 python3 train.py --lr 0.1
+# [cluster] timeout = 0 would fail the first handshake, blaming the store
+want="--set: \\[cluster\\] timeout = 0: every wait of the job .* give a duration above 0"; refused --set cluster.timeout=0ms
 ok "others' options without a dt meaning are refused with dt's spelling; unknown ones suggest the nearest"
 
 # --- [cluster] interface reaches the libraries a program uses ----------------

@@ -125,6 +125,13 @@ static void test_set_get(void **state)
     assert_int_equal(dt_store_get(s, "missing", 0, &v, &len), DT_ERR_TIMEOUT);
     assert_int_equal(dt_store_get(s, "missing", 0.05, &v, &len),
                      DT_ERR_TIMEOUT);
+    /* A deadline already passed (callers pass "deadline - now") looks
+     * once; it once meant "wait forever" (the alarm ends a hang). */
+    alarm(20);
+    assert_int_equal(dt_store_get(s, "missing", -0.001, &v, &len),
+                     DT_ERR_TIMEOUT);
+    assert_int_equal(dt_store_barrier(s, "passed", 2, -1), DT_ERR_TIMEOUT);
+    alarm(0);
     assert_int_equal(dt_store_get(s, "addr/0", 5, &v, &len), DT_OK);
     free(v);
     /* Keys are bounded and non-empty. */

@@ -371,10 +371,28 @@ static int place_servers(const dt_cli_t *cli, run_state_t *s)
 }
 
 /* Configuration, hosts, placement and plugins: 0 or an exit code. */
+/* [cluster] timeout bounds every wait of the job (connections, silent
+ * peers): 0 would fail the workers' first handshake with a message about
+ * the store, not about the setting. */
+static dt_status_t check_timeout(const dt_config_t *cfg)
+{
+    double t = 60.0;
+    DT_CHECK(dt_config_get_duration(cfg, "cluster", "timeout", &t));
+    if (t > 0)
+        return DT_OK;
+    const char *where = NULL;
+    dt_config_origin(cfg, "cluster", "timeout", NULL, &where);
+    dt_error("%s: [cluster] timeout = 0: every wait of the job (connecting, "
+             "a silent peer) would fail at once; give a duration above 0 "
+             "(default 60s)", where ? where : "[cluster] timeout");
+    return DT_ERR_CONFIG;
+}
+
 static int prepare(const dt_cli_t *cli, const char *job_file, run_state_t *s)
 {
     const dt_plugin_t *launcher, *transport;
     if (dt_cli_load_config(cli, job_file, &s->cfg) != DT_OK ||
+        check_timeout(s->cfg) != DT_OK ||
         dt_cli_job_hosts(s->cfg, &s->hosts, &s->np) != DT_OK ||
         dt_place_ranks(&s->hosts, s->np, &s->placement) != DT_OK)
         return EXIT_USAGE;

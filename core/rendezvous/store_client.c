@@ -407,10 +407,12 @@ out:
     return st;
 }
 
+/* A negative timeout is a deadline already passed (callers pass
+ * "deadline - now"): answer at once, never "wait forever". */
 static uint32_t to_ms(double seconds)
 {
-    if (seconds < 0)
-        return UINT32_MAX; /* wait forever */
+    if (!(seconds > 0))
+        return 0;
     double ms = seconds * 1000.0;
     return ms >= (double)(UINT32_MAX - 1) ? UINT32_MAX - 1 : (uint32_t)ms;
 }
@@ -432,7 +434,7 @@ dt_status_t dt_store_get(dt_store_t *s, const char *key, double timeout,
         return DT_ERR_INVALID;
     store_put_u32(head + 1, to_ms(timeout));
     dt_status_t st = request(s, head, sizeof head, key, NULL, 0,
-                             timeout < 0 ? -1 : timeout + STORE_WAIT_SLACK,
+                             (timeout > 0 ? timeout : 0) + STORE_WAIT_SLACK,
                              value, len);
     if (st == DT_ERR_TIMEOUT)
         dt_debug("rendezvous store: key '%s' not set within %.1f s", key,
@@ -469,7 +471,7 @@ dt_status_t dt_store_barrier(dt_store_t *s, const char *name, int n,
     store_put_u32(head + 1, (uint32_t)n);
     store_put_u32(head + 5, to_ms(timeout));
     dt_status_t st = request(s, head, sizeof head, name, NULL, 0,
-                             timeout < 0 ? -1 : timeout + STORE_WAIT_SLACK,
+                             (timeout > 0 ? timeout : 0) + STORE_WAIT_SLACK,
                              NULL, NULL);
     if (st == DT_ERR_TIMEOUT)
         dt_error("rendezvous store: barrier '%s' of %d did not fill within "

@@ -36,13 +36,16 @@ dt_status_t dt_store_connect(const char *host_port,
                              double timeout, dt_store_t **out);
 dt_status_t dt_store_set(dt_store_t *s, const char *key, const void *value,
                          size_t len);
-/* Wait up to timeout seconds for key to be set; *value is malloc'd. */
+/* Wait up to timeout seconds for key to be set; *value is malloc'd. A
+ * timeout of 0 or less (a deadline passed) looks once: DT_ERR_TIMEOUT if
+ * unset. */
 dt_status_t dt_store_get(dt_store_t *s, const char *key, double timeout,
                          void **value, size_t *len);
 /* Atomically add delta to the integer at key (0 if unset). */
 dt_status_t dt_store_add(dt_store_t *s, const char *key, int64_t delta,
                          int64_t *result);
-/* Wait until n clients have entered the barrier called name. */
+/* Wait up to timeout seconds (0 or less: no wait) until n clients have
+ * entered the barrier called name. */
 dt_status_t dt_store_barrier(dt_store_t *s, const char *name, int n,
                              double timeout);
 void dt_store_close(dt_store_t *s);
