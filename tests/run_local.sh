@@ -152,6 +152,21 @@ else
     fail "late output: workers did not start"
 fi
 pkill -f "$MARK-reader2" 2>/dev/null
+# ... and one SIGINT just after a worker failed (while dtctl decides which
+# failure is the root one, or stops the rest itself): a first signal,
+# SIGTERM and the grace, not SIGKILL at once (it was taken for a second).
+rm -f "$T/ppid".* "$T/graceful"
+run -n 2 -- sh -c 'echo $PPID >"$0.$DT_RANK"; [ $DT_RANK = 1 ] && exit 1
+    trap "sleep 1; echo yes >$0.graceful; exit 0" TERM
+    while :; do sleep 0.1; done' "$T/ppid" >"$T/o" 2>"$T/e" &
+bg=$!
+for i in $(seq 100); do [ -s "$T/ppid.0" ] && [ -s "$T/ppid.1" ] && break; sleep 0.05; done
+p=$(cat "$T/ppid.0" 2>/dev/null)
+sleep 0.1
+[ -n "$p" ] && kill -INT "$p" || fail "SIGINT after a failure: workers did not start"
+wait $bg
+grep -q "again: killing" "$T/e" && fail "one SIGINT after a failure killed at once: $(cat "$T/e")"
+[ -s "$T/ppid.graceful" ] || fail "one SIGINT after a failure: rank 0 got no SIGTERM grace: $(cat "$T/e")"
 ok "SIGINT/SIGTERM stop the job"
 
 # --- 4. the job token stays secret ----------------------------------------

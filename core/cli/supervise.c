@@ -25,6 +25,7 @@ typedef struct monitor {
     const supervise_args_t *a;
     int exit_code;
     int stopping;          /* SIGTERM sent          */
+    int stop_signals;      /* the user's SIGINT/TERM so far */
     int killed;            /* SIGKILL sent          */
     long long kill_at;     /* when to send SIGKILL  */
     long long give_up_at;  /* when to stop waiting  */
@@ -305,9 +306,12 @@ static void on_stop_signal(monitor_t *m, int signo)
 {
     if (m->a->result && !m->a->result->stop_signo)
         m->a->result->stop_signo = signo;
+    /* The user's second signal kills at once; a stop begun by dtctl (a
+     * failure decided, before or right here) is not their first. */
+    int again = m->stop_signals++ > 0;
     if (m->deciding)
-        decide_late(m); /* the job failed before the signal came */
-    if (!m->stopping) {
+        decide_late(m);
+    if (!again) {
         if (m->exit_code == 0)
             m->exit_code = 128 + signo;
         dt_warn("received %s: stopping the job (SIGTERM to every worker, "
