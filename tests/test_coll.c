@@ -2,6 +2,7 @@
  * the in-process transport, checked element by element against a serial
  * computation. Inputs are small integers stored as floats, so every sum is
  * exact and any wrong, missing or doubled contribution shows. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -406,10 +407,61 @@ static void test_reduce_local_kernels(void **state)
                      DT_ERR_UNSUPPORTED);
 }
 
+/* max/min give the same bits whichever operand comes first (recursive
+ * doubling computes mine OP peer's on both ranks of a pair): NaN on
+ * either side is NaN, max(+0, -0) = +0, min = -0; vector body and scalar
+ * tail alike (19 elements). */
+static void check_order_free(dt_dtype_t t, dt_redop_t op)
+{
+    enum { N = 19 };
+    const double in_a[] = {NAN, -0.0, 1, 2, 0.0, -3, NAN, 5};
+    const double in_b[] = {1, 0.0, NAN, 2, -0.0, 4, NAN, -5};
+    const size_t k = sizeof in_a / sizeof in_a[0];
+    double da[N], db[N], r1[N], r2[N];
+    float fa[N], fb[N], s1[N], s2[N];
+    for (size_t i = 0; i < N; i++) {
+        da[i] = in_a[i % k];
+        db[i] = in_b[i % k];
+        fa[i] = (float)da[i];
+        fb[i] = (float)db[i];
+    }
+    int f32 = t == DT_FLOAT32;
+    void *x = f32 ? (void *)s1 : (void *)r1, *y = f32 ? (void *)s2 : (void *)r2;
+    const void *a = f32 ? (const void *)fa : (const void *)da;
+    const void *b = f32 ? (const void *)fb : (const void *)db;
+    size_t bytes = N * (f32 ? sizeof(float) : sizeof(double));
+    memcpy(x, a, bytes);
+    memcpy(y, b, bytes);
+    assert_int_equal(dt_reduce_local(x, b, N, t, op), DT_OK);
+    assert_int_equal(dt_reduce_local(y, a, N, t, op), DT_OK);
+    assert_memory_equal(x, y, bytes);
+    for (size_t i = 0; i < N; i++) {
+        double v = f32 ? (double)s1[i] : r1[i];
+        size_t j = i % k;
+        if (isnan(in_a[j]) || isnan(in_b[j]))
+            assert_true(isnan(v));
+        else if (in_a[j] == 0 && in_b[j] == 0)
+            assert_int_equal(signbit(v) != 0, op == DT_MIN);
+        else
+            assert_true(v == (op == DT_MAX ? fmax(in_a[j], in_b[j])
+                                           : fmin(in_a[j], in_b[j])));
+    }
+}
+
+static void test_max_min_order_free(void **state)
+{
+    (void)state;
+    check_order_free(DT_FLOAT32, DT_MAX);
+    check_order_free(DT_FLOAT32, DT_MIN);
+    check_order_free(DT_FLOAT64, DT_MAX);
+    check_order_free(DT_FLOAT64, DT_MIN);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reduce_local_kernels),
+        cmocka_unit_test(test_max_min_order_free),
         cmocka_unit_test(test_allreduce_counts),
         cmocka_unit_test(test_allreduce_large),
         cmocka_unit_test(test_allreduce_types_ops),

@@ -11,9 +11,9 @@
  * whose wider loads matter when the data is in cache: a 2 MiB allreduce
  * through shared memory spent 19% of its time here at baseline, and the
  * tcp ring at N = 2 went from parity with Open MPI at 2-4 MiB to 1.13-2.4x
- * (docs/PERFORMANCE.md#reduction-kernels). Element-wise IEEE add/max/min
- * give the same bits whatever the vector width, so every rank computes the
- * same result. */
+ * (docs/PERFORMANCE.md#reduction-kernels). Element-wise IEEE add and the
+ * max/min below give the same bits whatever the vector width and the
+ * operands' order, so every rank computes the same result. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -60,12 +60,48 @@ typedef uint32_t vu32 __attribute__((vector_size(32)));
         }                                                                     \
     }
 
+/* Floating max/min must not depend on the order of their operands:
+ * recursive doubling has each rank of a pair compute mine OP peer's, and
+ * x > y ? x : y gives max(NaN, 1) = 1 but max(1, NaN) = NaN, and keeps
+ * whichever zero came first — the ranks ended with different bits. So: a
+ * NaN on either side gives the one canonical NaN; equal operands (+0 and
+ * -0 among them) combine their bits, AND for max (+0), OR for min (-0). */
+#define VEQ_BITS(x, y, OP)                                                    \
+    ((__typeof__(x))((__typeof__(x == y))(x) OP (__typeof__(x == y))(y)))
+#define VMAXMIN(T, x, y, CMP, OP)                                             \
+    VSEL((x != x) | (y != y), (__typeof__(x)){0} + (T)NAN,                    \
+         VSEL(x == y, VEQ_BITS(x, y, OP), VSEL(x CMP y, x, y)))
+
+#define SCALAR_MAXMIN(NAME, T, U, CMP, OP)                                    \
+    static inline T NAME(T x, T y)                                            \
+    {                                                                         \
+        if (x != x || y != y)                                                 \
+            return (T)NAN;                                                    \
+        if (x == y) {                                                         \
+            U a, b;                                                           \
+            memcpy(&a, &x, sizeof a);                                         \
+            memcpy(&b, &y, sizeof b);                                         \
+            a = a OP b;                                                       \
+            memcpy(&x, &a, sizeof a);                                         \
+            return x;                                                         \
+        }                                                                     \
+        return x CMP y ? x : y;                                               \
+    }
+SCALAR_MAXMIN(max_f32, float, uint32_t, >, &)
+SCALAR_MAXMIN(min_f32, float, uint32_t, <, |)
+SCALAR_MAXMIN(max_f64, double, uint64_t, >, &)
+SCALAR_MAXMIN(min_f64, double, uint64_t, <, |)
+
 DEFINE_KERNEL(reduce_f32_sum, float, vf32, x + y, x + y)
-DEFINE_KERNEL(reduce_f32_max, float, vf32, VSEL(x > y, x, y), x > y ? x : y)
-DEFINE_KERNEL(reduce_f32_min, float, vf32, VSEL(x < y, x, y), x < y ? x : y)
+DEFINE_KERNEL(reduce_f32_max, float, vf32, VMAXMIN(float, x, y, >, &),
+              max_f32(x, y))
+DEFINE_KERNEL(reduce_f32_min, float, vf32, VMAXMIN(float, x, y, <, |),
+              min_f32(x, y))
 DEFINE_KERNEL(reduce_f64_sum, double, vf64, x + y, x + y)
-DEFINE_KERNEL(reduce_f64_max, double, vf64, VSEL(x > y, x, y), x > y ? x : y)
-DEFINE_KERNEL(reduce_f64_min, double, vf64, VSEL(x < y, x, y), x < y ? x : y)
+DEFINE_KERNEL(reduce_f64_max, double, vf64, VMAXMIN(double, x, y, >, &),
+              max_f64(x, y))
+DEFINE_KERNEL(reduce_f64_min, double, vf64, VMAXMIN(double, x, y, <, |),
+              min_f64(x, y))
 /* Integer sums wrap like the hardware: done on the unsigned bits (two's
  * complement), so overflow is defined. */
 DEFINE_KERNEL(reduce_u32_sum, uint32_t, vu32, x + y, x + y)
