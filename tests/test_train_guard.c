@@ -17,6 +17,7 @@
 #include "coll/coll.h"
 #include "train/divergence.h"
 #include "train/grad_clip.h"
+#include <dt/train.h>
 #include "inproc_transport.h"
 #include "stderr_capture.h"
 
@@ -348,6 +349,29 @@ static void test_config(void **state)
                         "set [train] checkpoint_dir too");
 }
 
+/* async over nccl: refused with both settings' origins (nccl matches
+ * point-to-point messages by posting order, the servers by tag). */
+static void test_async_transport(void **state)
+{
+    (void)state;
+    dt_config_t *cfg = NULL;
+    assert_int_equal(dt_config_new(&cfg), DT_OK);
+    assert_int_equal(dt_config_set(cfg, "train", "mode", "async",
+                                   DT_SRC_JOB_FILE, "job.ini:2"), DT_OK);
+    assert_int_equal(dt_train_check_config(cfg, 2), DT_OK);
+    assert_int_equal(dt_config_set(cfg, "cluster", "transport", "nccl",
+                                   DT_SRC_CLI, "--transport"), DT_OK);
+    capture_t c;
+    capture_begin(&c);
+    dt_status_t st = dt_train_check_config(cfg, 2);
+    char *log = capture_end(&c);
+    assert_int_equal(st, DT_ERR_CONFIG);
+    assert_non_null(strstr(log, "job.ini:2: [train] mode = async does not "
+                                "run over transport nccl (--transport)"));
+    free(log);
+    dt_config_free(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_vote),
         cmocka_unit_test(test_vote_flags),
         cmocka_unit_test(test_config),
+        cmocka_unit_test(test_async_transport),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

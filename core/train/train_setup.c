@@ -101,12 +101,26 @@ static dt_status_t check_async(const dt_config_t *cfg, const dt_trainer_t *t)
                              "worker's whole batch)"
                        : t->ls.enabled ? "[train] loss_scale"
                            : NULL;
-    if (!what)
-        return DT_OK;
-    dt_error("%s: [train] mode = async does not support %s (it needs every "
-             "worker's gradients in one step); use mode = sync or drop it",
-             origin(cfg, "train", "mode"), what);
-    return DT_ERR_CONFIG;
+    if (what) {
+        dt_error("%s: [train] mode = async does not support %s (it needs "
+                 "every worker's gradients in one step); use mode = sync or "
+                 "drop it", origin(cfg, "train", "mode"), what);
+        return DT_ERR_CONFIG;
+    }
+    /* The servers' protocol keeps a receive of each kind posted and matches
+     * messages by tag; nccl matches point-to-point messages by posting
+     * order only, so replies would land in the wrong buffers. */
+    const char *transport = "tcp";
+    DT_CHECK(dt_config_get_string(cfg, "cluster", "transport", &transport));
+    if (strcmp(transport, "nccl") == 0) {
+        dt_error("%s: [train] mode = async does not run over transport nccl "
+                 "(%s): the parameter servers' messages are matched by tag, "
+                 "which nccl does not do; use transport tcp or ucx",
+                 origin(cfg, "train", "mode"),
+                 origin(cfg, "cluster", "transport"));
+        return DT_ERR_CONFIG;
+    }
+    return DT_OK;
 }
 
 static dt_status_t read_settings(const dt_config_t *cfg, dt_trainer_t *t)
