@@ -162,7 +162,17 @@ static dt_status_t setup_hier(dt_comm_t *c, const dt_comm_hosts_args_t *a,
         sa->prefix = prefix;
         sa->rank = h->local_index;
         sa->size = h->local_count;
-        st = dt_shm_open(sa, &h->shm);
+        /* The job's rank of each local index: the segment's messages and
+         * the failure record name ranks of the job, not of the host. */
+        int *local = malloc((size_t)h->local_count * sizeof *local);
+        int l = 0;
+        for (int p = 0; local && p < c->size; p++)
+            if (strcmp(addrs[p], addrs[c->rank]) == 0)
+                local[l++] = p;
+        sa->global = local;
+        st = local ? dt_shm_open(sa, &h->shm) : DT_ERR_NOMEM;
+        sa->global = NULL;
+        free(local);
         ok = st == DT_OK && h->shm;
         h->cross = *c;
         h->cross.rank = host;
