@@ -165,12 +165,19 @@ dt_status_t dt_shm_open(const dt_shm_args_t *a, dt_shm_t **out)
         return DT_OK;
     size_t chunk = a->chunk ? a->chunk : DT_SHM_DEFAULT_CHUNK;
     chunk = chunk / 64 * 64;
-    if (chunk < 4096 || chunk / (size_t)a->size < 256) {
-        dt_error("%s: [transport.%s] shm_chunk = %zu bytes is too small for "
-                 "%d ranks on a host: give at least 4K and 256 bytes per "
-                 "rank (%zu)",
-                 a->name, a->name, chunk, a->size, (size_t)a->size * 256);
+    if (chunk < 4096) {
+        dt_error("%s: [collectives] shm_chunk = %zu bytes: give at least 4K",
+                 a->name, chunk);
         return DT_ERR_CONFIG;
+    }
+    /* Each rank's piece of a round must stay at least 256 bytes: a chunk
+     * the key allows (4K..64M) is raised for many ranks on one host. */
+    if (chunk / (size_t)a->size < 256) {
+        if (a->rank == 0)
+            dt_warn("%s: [collectives] shm_chunk = %zu bytes is below 256 "
+                    "bytes a rank for %d ranks on a host: using %zu",
+                    a->name, chunk, a->size, (size_t)a->size * 256);
+        chunk = (size_t)a->size * 256;
     }
     dt_shm_t *s = calloc(1, sizeof *s);
     if (!s)
