@@ -701,6 +701,44 @@ static void test_handshake_deadline(void **state)
     unsetenv("DT_STORE_HANDSHAKE_TIMEOUT");
 }
 
+/* Silent connections from anyone who finds the port take at most a
+ * quarter of the descriptors: with 120 of them open and the limit at
+ * what this process uses + 230, a worker still connects at once (the
+ * store, unbounded, held one descriptor per stranger for the handshake's
+ * 10 s and had none left: EMFILE for dtctl's pipes and launches too). */
+static void test_silent_flood_leaves_room(void **state)
+{
+    fixture_t *f = *state;
+    enum { STRANGERS = 120 };
+    struct rlimit old, low;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+    int base = dup(0);
+    close(base);
+    low = old;
+    low.rlim_cur = (rlim_t)base + 2 * STRANGERS - 10;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    int fds[STRANGERS], n = 0;
+    for (; n < STRANGERS; n++) {
+        fds[n] = socket(AF_INET, SOCK_STREAM, 0);
+        assert_true(fds[n] >= 0);
+        struct sockaddr_in sa = {
+            .sin_family = AF_INET,
+            .sin_port = htons((uint16_t)dt_store_server_port(f->srv))};
+        inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+        assert_int_equal(connect(fds[n], (struct sockaddr *)&sa, sizeof sa),
+                         0);
+    }
+    usleep(300000); /* the store accepts what it takes */
+    dt_store_t *s = NULL;
+    dt_status_t st = dt_store_connect(f->where, f->token, 2.0, &s);
+    dt_store_close(s);
+    while (n > 0)
+        close(fds[--n]);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+    assert_int_equal(st, DT_OK);
+    assert_store_serves(f, "after-flood");
+}
+
 /* Out of file descriptors: the store neither crashes nor spins; it
  * accepts again once descriptors are free. */
 static void test_out_of_fds(void **state)
@@ -830,6 +868,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test(test_handshake_deadline),
         cmocka_unit_test_setup_teardown(test_out_of_fds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_silent_flood_leaves_room, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_oversized, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connect_errors, setup, teardown),
         cmocka_unit_test(test_token_hex),

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -555,6 +556,42 @@ static void read_input(conn_t *c)
     }
 }
 
+/* How many connections may be authenticating at once: a quarter of the
+ * descriptors dtctl may open (16..1024). Silent connections from anyone
+ * who finds the port would otherwise take every descriptor for the
+ * handshake's 10 s, and dtctl's pipes and launches fail with EMFILE.
+ * dtctl raises its limit to about 4 a worker, so a job's own workers
+ * all fit while they connect at once. */
+static size_t handshake_cap(void)
+{
+    struct rlimit rl;
+    rlim_t cap = 256;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        cap = rl.rlim_cur / 4;
+    return cap < 16 ? 16 : cap > 1024 ? 1024 : (size_t)cap;
+}
+
+/* At the cap, the oldest handshake goes (a worker's takes milliseconds;
+ * a silent stranger's its whole deadline). 1 when one was dropped. */
+static int make_handshake_room(dt_store_server_t *s)
+{
+    size_t n = 0;
+    conn_t *oldest = NULL;
+    for (size_t i = 0; i < s->nconns; i++) {
+        conn_t *c = s->conns[i];
+        if (c->dead || c->state == CS_READY)
+            continue;
+        n++;
+        if (!oldest || c->hs_deadline < oldest->hs_deadline)
+            oldest = c;
+    }
+    if (n < handshake_cap() || !oldest)
+        return 0;
+    drop(oldest, DT_LOG_WARN, "too many connections authenticating at once "
+                              "(the oldest goes)");
+    return 1;
+}
+
 static void accept_all(dt_store_server_t *s)
 {
     for (;;) {
@@ -620,7 +657,10 @@ static void accept_all(dt_store_server_t *s)
         c->hs_deadline = dt_clock_now() + s->hs_seconds;
         snprintf(c->addr, sizeof c->addr, "%s:%s", host, serv);
         dt_trace("rendezvous store: connection from %s", c->addr);
+        int evicted = make_handshake_room(s);
         s->conns[s->nconns++] = c;
+        if (evicted)
+            return; /* reap closes it before more are accepted */
     }
 }
 
