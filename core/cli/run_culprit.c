@@ -1,13 +1,41 @@
 /* run_culprit.c — read the workers' failure record from the job's store
  * (see run_culprit.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <dt/log.h>
 #include "run_culprit.h"
 
 /* How long an elected writer may take to write its record. */
 #define RECORD_WAIT_S 0.5
+
+/* dtctl's placement says "localhost" where a scheduler (slurm, sge,
+ * yarn) ignores its host list and puts ranks on its nodes: the host the
+ * rank recorded itself ("dt/host/RANK", dt_init) names it then, unless
+ * that is this machine. */
+static void elsewhere(run_culprit_t *rc, int rank, char *host, size_t len)
+{
+    if (strcmp(host, "localhost") != 0 && strcmp(host, "127.0.0.1") != 0)
+        return;
+    char key[32], here[256] = "";
+    void *v = NULL;
+    size_t n = 0;
+    snprintf(key, sizeof key, "dt/host/%d", rank);
+    if (dt_store_get(rc->conn, key, 0, &v, &n) != DT_OK || n == 0 ||
+        n >= len) {
+        free(v);
+        return;
+    }
+    if (gethostname(here, sizeof here) == 0) {
+        here[sizeof here - 1] = '\0';
+        here[strcspn(here, ".")] = '\0';
+    }
+    if (strcmp(v, here) != 0)
+        snprintf(host, len, "%s", (char *)v);
+    free(v);
+}
 
 int run_culprit_lookup(void *arg, supervise_culprit_t *out)
 {
@@ -31,6 +59,7 @@ int run_culprit_lookup(void *arg, supervise_culprit_t *out)
     snprintf(out->how, sizeof out->how, "%s", how);
     snprintf(out->host, sizeof out->host, "%s",
              rc->hosts->hosts[rc->placement[rank].host].name);
+    elsewhere(rc, rank, out->host, sizeof out->host);
     return 1;
 }
 

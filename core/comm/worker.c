@@ -76,6 +76,22 @@ static void set_log_tag(void)
     dt_log_set_tag(tag);
 }
 
+/* Where this rank runs, for dtctl's failure line ("dt/host/RANK"): a
+ * scheduler (slurm, sge, yarn) places ranks where dtctl's host list does
+ * not say. Best effort: dtctl falls back to its own placement. */
+static void publish_host(void)
+{
+    char host[256], key[32];
+    if (gethostname(host, sizeof host) != 0)
+        return;
+    host[sizeof host - 1] = '\0';
+    host[strcspn(host, ".")] = '\0';
+    snprintf(key, sizeof key, "dt/host/%d", W.id.rank);
+    if (dt_store_set(W.store, key, host, strlen(host)) != DT_OK)
+        dt_debug("rank %d: could not record its host in the store",
+                 W.id.rank);
+}
+
 /* The part of DT_RENDEZVOUS before the port, without IPv6 brackets. */
 static void rendezvous_host(const char *hp, char *host, size_t len)
 {
@@ -177,6 +193,7 @@ static dt_status_t join_job(void)
     DT_CHECK(load_transport());
     DT_CHECK(pick_bind_addr(rdv, bind, sizeof bind));
     DT_CHECK(dt_store_connect(rdv, W.token, W.timeout, &W.store));
+    publish_host();
     dt_transport_args_t args = {
         .rank = W.id.rank,
         .size = W.id.size,
