@@ -4,7 +4,9 @@
  * job's ranks when a rank of the second host hangs: rank 3, found by rank
  * 2, in the messages and in the job's failure record — not the host's
  * local indexes (rank 1, found by rank 0), which put the blame on a
- * healthy rank of the other host. */
+ * healthy rank of the other host. And a second setup in the same job
+ * (dt_finalize, then dt_init) builds the hierarchy again: it read the
+ * first setup's agreement counts and fell back to the flat algorithms. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <setjmp.h>
@@ -109,6 +111,66 @@ static void test_hung_rank_named_by_job_rank(void **state)
     inproc_world_free(world);
 }
 
+typedef struct {
+    int rank, hier[2];
+    dt_status_t st;
+} again_arg_t;
+
+static void *again_main(void *p)
+{
+    again_arg_t *a = p;
+    for (int round = 0; round < 2; round++) {
+        dt_store_t *store = NULL;
+        a->st = dt_store_connect(rdv, token, 10.0, &store);
+        dt_comm_t c = {.ops = &inproc_ops,
+                       .ctx = inproc_rank_ctx(world, a->rank),
+                       .rank = a->rank, .size = RANKS, .timeout_ms = 5000,
+                       .hier_bytes = 0};
+        dt_comm_hosts_args_t ha = {.store = store,
+                                   .bind_addr = a->rank < 2 ? "10.9.8.1"
+                                                            : "10.9.8.2",
+                                   .local_size = 2, .timeout = 5.0};
+        if (a->st == DT_OK)
+            a->st = dt_comm_setup_hosts(&c, NULL, &ha);
+        a->hier[round] = c.host != NULL;
+        float x[64];
+        for (int i = 0; i < 64; i++)
+            x[i] = (float)(a->rank + i);
+        if (a->st == DT_OK)
+            a->st = dt_coll_allreduce(&c, x, x, 64, DT_FLOAT32, DT_SUM);
+        if (a->st == DT_OK && x[5] != (float)(0 + 1 + 2 + 3 + 4 * 5))
+            a->st = DT_ERR_INTERNAL;
+        dt_comm_release(&c);
+        dt_store_close(store);
+        if (a->st != DT_OK)
+            return NULL;
+    }
+    return NULL;
+}
+
+static void test_second_setup_in_a_job(void **state)
+{
+    (void)state;
+    assert_int_equal(inproc_world_new(RANKS, &world), DT_OK);
+    pthread_t th[RANKS];
+    again_arg_t arg[RANKS];
+    for (int r = 0; r < RANKS; r++) {
+        arg[r] = (again_arg_t){.rank = r};
+        assert_int_equal(pthread_create(&th[r], NULL, again_main, &arg[r]),
+                         0);
+    }
+    for (int r = 0; r < RANKS; r++)
+        pthread_join(th[r], NULL);
+    for (int r = 0; r < RANKS; r++) {
+        assert_int_equal(arg[r].st, DT_OK);
+        if (!arg[r].hier[0] || !arg[r].hier[1])
+            fail_msg("rank %d: hierarchy in the first setup %d, in the "
+                     "second %d (want both)", r, arg[r].hier[0],
+                     arg[r].hier[1]);
+    }
+    inproc_world_free(world);
+}
+
 int main(void)
 {
     dt_store_server_t *srv = NULL;
@@ -119,6 +181,7 @@ int main(void)
     }
     snprintf(rdv, sizeof rdv, "127.0.0.1:%d", dt_store_server_port(srv));
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_second_setup_in_a_job),
         cmocka_unit_test(test_hung_rank_named_by_job_rank),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

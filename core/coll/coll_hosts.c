@@ -22,19 +22,33 @@
 #include "coll_host.h"
 #include "coll_internal.h"
 
-#define KEY_ADDR "coll/host/%d"
+/* Every key of one dt_init's setup starts with "coll/N" (ns), N this
+ * rank's count of setups: a second dt_init in the same job (after
+ * dt_finalize) must not read the first one's addresses, agreement counts
+ * and segment names. Every rank sets up as many times. */
+static dt_status_t key_space(const dt_comm_hosts_args_t *a, int rank,
+                             char *ns, size_t len)
+{
+    char key[48];
+    int64_t n = 0;
+    snprintf(key, sizeof key, "coll/inits/%d", rank);
+    DT_CHECK(dt_store_add(a->store, key, 1, &n));
+    snprintf(ns, len, "coll/%lld", (long long)n);
+    return DT_OK;
+}
 
 /* Every rank's bind address, from the store (addrs[p] malloc'd). */
-static dt_status_t gather_addrs(const dt_comm_hosts_args_t *a, int rank,
-                                int size, char **addrs)
+static dt_status_t gather_addrs(const dt_comm_hosts_args_t *a,
+                                const char *ns, int rank, int size,
+                                char **addrs)
 {
-    char key[64];
-    snprintf(key, sizeof key, KEY_ADDR, rank);
+    char key[96];
+    snprintf(key, sizeof key, "%s/host/%d", ns, rank);
     DT_CHECK(dt_store_set(a->store, key, a->bind_addr, strlen(a->bind_addr)));
     for (int p = 0; p < size; p++) {
         void *v = NULL;
         size_t len = 0;
-        snprintf(key, sizeof key, KEY_ADDR, p);
+        snprintf(key, sizeof key, "%s/host/%d", ns, p);
         dt_status_t st = dt_store_get(a->store, key, a->timeout, &v, &len);
         if (st != DT_OK) {
             dt_error("collectives: rank %d: rank %d did not publish its "
@@ -89,14 +103,16 @@ static int place(int rank, int n, char *const *addrs, int *index, int *count,
 }
 
 /* Whether every rank could open its host's segment. */
-static dt_status_t agree(const dt_comm_hosts_args_t *a, int size, int ok,
-                         int *all)
+static dt_status_t agree(const dt_comm_hosts_args_t *a, const char *ns,
+                         int size, int ok, int *all)
 {
     int64_t total = 0;
-    DT_CHECK(dt_store_add(a->store, "coll/hier/ok", ok, NULL));
-    DT_CHECK(dt_store_barrier(a->store, "coll/hier/agreed", size,
-                              a->timeout));
-    DT_CHECK(dt_store_add(a->store, "coll/hier/ok", 0, &total));
+    char ok_key[96], agreed[96];
+    snprintf(ok_key, sizeof ok_key, "%s/hier/ok", ns);
+    snprintf(agreed, sizeof agreed, "%s/hier/agreed", ns);
+    DT_CHECK(dt_store_add(a->store, ok_key, ok, NULL));
+    DT_CHECK(dt_store_barrier(a->store, agreed, size, a->timeout));
+    DT_CHECK(dt_store_add(a->store, ok_key, 0, &total));
     *all = total == size;
     return DT_OK;
 }
@@ -139,15 +155,16 @@ static dt_status_t read_keys(const dt_config_t *cfg, int *on,
 
 /* H hosts of L ranks: this host's segment and the cross-host group. */
 static dt_status_t setup_hier(dt_comm_t *c, const dt_comm_hosts_args_t *a,
-                              dt_shm_args_t *sa, dt_coll_host_t *h)
+                              const char *ns, dt_shm_args_t *sa,
+                              dt_coll_host_t *h)
 {
     char **addrs = calloc((size_t)c->size, sizeof *addrs);
     int *cross = calloc((size_t)c->size, sizeof *cross);
     dt_status_t st = addrs && cross ? DT_OK : DT_ERR_NOMEM;
     int ok = 0, all = 0;
-    char prefix[64];
+    char prefix[96];
     if (st == DT_OK)
-        st = gather_addrs(a, c->rank, c->size, addrs);
+        st = gather_addrs(a, ns, c->rank, c->size, addrs);
     if (st == DT_OK)
         ok = place(c->rank, c->size, addrs, &h->local_index,
                    &h->local_count, cross, &h->hosts) &&
@@ -158,7 +175,7 @@ static dt_status_t setup_hier(dt_comm_t *c, const dt_comm_hosts_args_t *a,
         for (int i = 0; i < h->hosts; i++)
             if (cross[i] == c->rank)
                 host = i;
-        snprintf(prefix, sizeof prefix, "coll/shm/host%d", host);
+        snprintf(prefix, sizeof prefix, "%s/shm/host%d", ns, host);
         sa->prefix = prefix;
         sa->rank = h->local_index;
         sa->size = h->local_count;
@@ -183,7 +200,7 @@ static dt_status_t setup_hier(dt_comm_t *c, const dt_comm_hosts_args_t *a,
         h->cross.ef = NULL; /* its own residuals: its own buffers */
     }
     if (st == DT_OK)
-        st = agree(a, c->size, ok, &all);
+        st = agree(a, ns, c->size, ok, &all);
     for (int p = 0; addrs && p < c->size; p++)
         free(addrs[p]);
     free(addrs);
@@ -222,7 +239,7 @@ dt_status_t dt_comm_setup_hosts(dt_comm_t *c, const dt_config_t *cfg,
                                 const dt_comm_hosts_args_t *a)
 {
     dt_shm_args_t sa = {.name = "collectives", .store = a->store,
-                        .prefix = "coll/shm", .rank = c->rank,
+                        .rank = c->rank,
                         .size = c->size, .timeout = a->timeout};
     int on = 0;
     DT_CHECK(read_keys(cfg, &on, &sa));
@@ -244,6 +261,10 @@ dt_status_t dt_comm_setup_hosts(dt_comm_t *c, const dt_config_t *cfg,
                  why);
         return DT_OK;
     }
+    char ns[48], prefix[96];
+    DT_CHECK(key_space(a, c->rank, ns, sizeof ns));
+    snprintf(prefix, sizeof prefix, "%s/shm", ns);
+    sa.prefix = prefix;
     dt_coll_host_t *h = calloc(1, sizeof *h);
     if (!h)
         return DT_ERR_NOMEM;
@@ -261,7 +282,7 @@ dt_status_t dt_comm_setup_hosts(dt_comm_t *c, const dt_config_t *cfg,
                      "ranks on this host)",
                      c->rank, c->size);
     } else {
-        st = setup_hier(c, a, &sa, h);
+        st = setup_hier(c, a, ns, &sa, h);
     }
     if (st != DT_OK) {
         host_free(h);
