@@ -229,16 +229,26 @@ static void test_rsync_argv(void **state)
     assert_int_equal(rs_argv(&a, &argv), DT_OK);
     assert_string_equal(
         joined(argv),
-        "rsync -a --delay-updates --delete-delay --exclude=/.dt-staged "
-        "--exclude=/.dt-staging --stats --info=progress2 --no-inc-recursive "
-        "--bwlimit=10M --timeout=60 -e ssh -p 22 "
-        "--rsync-path=/opt/bin/rsync /data/set/ h1:/scratch/set/");
+        "rsync -a --delay-updates -s --chmod=Dgo-w --delete-delay "
+        "--exclude=/.dt-staged --exclude=/.dt-staging --stats "
+        "--info=progress2 --no-inc-recursive --bwlimit=10M --timeout=60 "
+        "-e ssh -p 22 --rsync-path=/opt/bin/rsync -- /data/set/ "
+        "h1:/scratch/set/");
     dt_strv_free(argv);
     rs_args_t l = {.src = "/d/", .host = "localhost", .dst = "/e"};
     assert_int_equal(rs_argv(&l, &argv), DT_OK);
     assert_string_equal(joined(argv),
-                        "rsync -a --delay-updates --exclude=/.dt-staged "
-                        "--exclude=/.dt-staging --stats /d/ /e/");
+                        "rsync -a --delay-updates -s --chmod=Dgo-w "
+                        "--exclude=/.dt-staged --exclude=/.dt-staging "
+                        "--stats -- /d/ /e/");
+    dt_strv_free(argv);
+    /* Relative paths: never an option ("-x") nor a remote "host:path". */
+    rs_args_t r = {.src = "-set", .host = "localhost", .dst = "x:e"};
+    assert_int_equal(rs_argv(&r, &argv), DT_OK);
+    assert_string_equal(joined(argv),
+                        "rsync -a --delay-updates -s --chmod=Dgo-w "
+                        "--exclude=/.dt-staged --exclude=/.dt-staging "
+                        "--stats -- ./-set/ ./x:e/");
     dt_strv_free(argv);
 }
 

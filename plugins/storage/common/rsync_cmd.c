@@ -123,6 +123,13 @@ static void push(strv_t *s, const char *fmt, ...)
     s->v[++s->n] = NULL;
 }
 
+/* "./" before a relative path: rsync takes "-x" for an option and "a:b"
+ * (a ':' before any '/') for a remote path. */
+static const char *rel_prefix(const char *path)
+{
+    return path[0] == '/' ? "" : "./";
+}
+
 dt_status_t rs_argv(const rs_args_t *a, char ***argv)
 {
     strv_t s = {NULL, 0, DT_OK};
@@ -134,6 +141,12 @@ dt_status_t rs_argv(const rs_args_t *a, char ***argv)
     push(&s, "%s", a->rsync && *a->rsync ? a->rsync : "rsync");
     push(&s, "-a");
     push(&s, "--delay-updates");
+    /* The paths go to the remote rsync over the protocol, not through
+     * its login shell (older rsyncs split them at spaces there). */
+    push(&s, "-s");
+    /* No directory of the copy writable by others: the next stage
+     * refuses such a dst (someone else could plant links in it). */
+    push(&s, "--chmod=Dgo-w");
     if (a->delete_extra)
         push(&s, "--delete-delay");
     push(&s, "--exclude=/%s", STG_MARK_DONE);
@@ -153,12 +166,13 @@ dt_status_t rs_argv(const rs_args_t *a, char ***argv)
         if (a->rsync_path && *a->rsync_path)
             push(&s, "--rsync-path=%s", a->rsync_path);
     }
-    push(&s, "%s%s", a->src, ss);
+    push(&s, "--");
+    push(&s, "%s%s%s", rel_prefix(a->src), a->src, ss);
     if (a->ssh_cmd) {
         int v6 = strchr(a->host, ':') != NULL;
         push(&s, v6 ? "[%s]:%s%s" : "%s:%s%s", a->host, a->dst, ds);
     } else {
-        push(&s, "%s%s", a->dst, ds);
+        push(&s, "%s%s%s", rel_prefix(a->dst), a->dst, ds);
     }
     if (s.st != DT_OK) {
         dt_strv_free(s.v);

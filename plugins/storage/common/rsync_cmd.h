@@ -42,8 +42,12 @@ typedef struct rs_args {
 } rs_args_t;
 
 /* The rsync argv (NULL-terminated, free with dt_strv_free). Always -a,
- * --delay-updates (updated files appear together at the end), --stats,
- * and the completion markers excluded (never copied, never deleted). */
+ * --delay-updates (updated files appear together at the end), -s (the
+ * paths reach the remote rsync unsplit by its shell), --chmod=Dgo-w (no
+ * directory of the copy writable by others), --stats,
+ * the completion markers excluded (never copied, never deleted), and "--"
+ * before src and dst; a relative path gets "./" (never an option or a
+ * host:path). */
 dt_status_t rs_argv(const rs_args_t *a, char ***argv);
 
 typedef struct rs_stats {

@@ -18,7 +18,7 @@
 static const dt_key_spec_t rsync_keys[] = {
     {"dst", DT_KEY_STRING, NULL,
      "directory the data set is copied to on every host (absolute; {host} "
-     "becomes the host's name)"},
+     "becomes the host's name; new, empty or staged by dt before)"},
     {"max_parallel", DT_KEY_INT, "8", "hosts copied to at the same time"},
     {"delete", DT_KEY_BOOL, "yes",
      "remove files from dst that are no longer in the data set"},
@@ -112,6 +112,19 @@ static void rsync_fini(void *ctx)
     free(R);
 }
 
+/* "/", "//", "/./..": the root directory however spelled (the hosts'
+ * scripts also resolve links and refuse it). */
+static int is_root(const char *path)
+{
+    for (const char *c = path; *c;) {
+        size_t n = strcspn(c, "/");
+        if (n > 2 || (n && strspn(c, ".") < n))
+            return 0;
+        c += n + (c[n] == '/');
+    }
+    return 1;
+}
+
 static dt_status_t read_keys(const dt_config_t *cfg, rsync_storage_t *R)
 {
     double timeout = 300;
@@ -124,6 +137,14 @@ static dt_status_t read_keys(const dt_config_t *cfg, rsync_storage_t *R)
         return DT_ERR_CONFIG;
     }
     DT_CHECK(stg_check_absolute(SECTION, "dst", R->dst));
+    if (is_root(R->dst)) {
+        dt_error("[storage.rsync] dst = '%s' is the root directory: staging "
+                 "there would overwrite (delete = yes: delete) every host's "
+                 "files; set dst to a directory of its own, e.g. dst = "
+                 "/scratch/dt-data",
+                 R->dst);
+        return DT_ERR_CONFIG;
+    }
     DT_CHECK(stg_get_parallel(cfg, SECTION, &R->max_parallel));
     DT_CHECK(dt_config_get_bool(cfg, SECTION, "delete", &R->delete_extra));
     DT_CHECK(stg_opt_string(cfg, SECTION, "bwlimit", &R->bwlimit));
