@@ -17,9 +17,15 @@ fail() { echo "FAIL: $*"; exit 1; }
 mkdir "$tmp/lib" && ln -s "$standin" "$tmp/lib/libcuda.so.1"
 
 # ---- no driver: the reason, and the libraries found anyway -----------------
-# (a machine with a real driver would list its GPUs: skip this part there)
-if LD_LIBRARY_PATH=/nonexistent "$trainer" --gpus >"$tmp/none" 2>&1 &&
-   grep -q '^none no NVIDIA driver' "$tmp/none"; then
+# (a machine with a real driver would list its GPUs: skip this part there;
+# where the system has no libcuda.so.1 the part must run)
+no_driver=1
+ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 ' && no_driver=0
+if [ $no_driver = 1 ]; then
+    LD_LIBRARY_PATH=/nonexistent "$trainer" --gpus >"$tmp/none" 2>&1 ||
+        { cat "$tmp/none"; fail "dt-train --gpus without a driver: exit $?"; }
+    grep -q '^none no NVIDIA driver' "$tmp/none" ||
+        { cat "$tmp/none"; fail "no 'none no NVIDIA driver' line without libcuda.so.1"; }
     grep -q '^end$' "$tmp/none" || { cat "$tmp/none"; fail "no end line"; }
     grep -q '^gpu ' "$tmp/none" && { cat "$tmp/none"; fail "GPUs listed without a driver"; }
     "$DTCTL" --set train.device=cuda check >"$tmp/c0" 2>&1 &&

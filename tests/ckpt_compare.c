@@ -28,7 +28,8 @@ static int section(const dt_ckpt_t *c, uint32_t tag,
 }
 
 /* Floats of two sections of equal length that differ: bit-wise, or by
- * more than tol * (1 + |a|); *worst: the largest |a - b|. */
+ * more than tol * (1 + |a|) (a NaN on either side always differs within
+ * a tolerance); *worst: the largest |a - b|. */
 static size_t differ(const dt_ckpt_section_t *a, const dt_ckpt_section_t *b,
                      int use_tol, double tol, double *worst)
 {
@@ -38,9 +39,12 @@ static size_t differ(const dt_ckpt_section_t *a, const dt_ckpt_section_t *b,
         memcpy(&x, (const char *)a->data + 4 * i, 4);
         memcpy(&y, (const char *)b->data + 4 * i, 4);
         double d = fabs((double)x - (double)y);
+        if (d != d) /* a NaN on either side: no tolerance makes it equal */
+            d = INFINITY;
         if (d > *worst)
             *worst = d;
-        if (use_tol ? d > tol * (1.0 + fabs((double)x)) : memcmp(&x, &y, 4))
+        if (use_tol ? !(d <= tol * (1.0 + fabs((double)x)))
+                    : memcmp(&x, &y, 4) != 0)
             bad++;
     }
     return bad;

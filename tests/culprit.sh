@@ -53,6 +53,9 @@ if grep -E "error: tcp: rank [0-9]+: " "$tmp/out" | grep -vE "error: tcp: rank [
     echo "FAIL (hang): the tcp errors above do not name rank 0"
     status=1
 fi
+# (and at least one survivor said so: dtctl may stop the others first)
+grep -qE "error: tcp: rank [123]: rank 0 " "$tmp/out" ||
+    { echo "FAIL (hang): no survivor's tcp error names rank 0"; status=1; }
 [ "$status" -eq 0 ] || cat "$tmp/out"
 
 PEER_EXIT_RANK=0 PEER_EXIT_MODE=stop timeout -s KILL 90 "$DTCTL" run -n 4 \
@@ -68,6 +71,8 @@ if grep -E "error: collectives: rank [0-9]+: " "$tmp/out" |
     echo "FAIL (hang, shm): the errors above do not name rank 0"
     cat "$tmp/out"; status=1
 fi
+grep -qE "error: collectives: rank [123]: .*rank 0 went silent" "$tmp/out" ||
+    { echo "FAIL (hang, shm): no survivor names rank 0"; cat "$tmp/out"; status=1; }
 
 # A rank a scheduler put on another node than dtctl's host list says
 # (slurm, sge and yarn ignore it: dtctl's placement reads "localhost"):

@@ -35,9 +35,12 @@ sed -e 's/#.*//' "$transitional" |
     awk 'NF { for (i = 2; i <= NF; i++) print $1, $i }' >"$tmp/transitional"
 
 # The dt_* symbols a shared object or program takes from elsewhere.
+# nm's own failure must fail the test (in a pipeline its status is lost,
+# and an empty list passes every check).
 undefined_dt() {
-    nm -D --undefined-only "$1" | awk '{print $NF}' | sed 's/@.*//' |
-        grep '^dt_' | sort -u
+    nm -D --undefined-only "$1" >"$tmp/nm" ||
+        { echo "FAIL: nm -D $1 failed" >&2; return 1; }
+    awk '{print $NF}' "$tmp/nm" | sed 's/@.*//' | grep '^dt_' | sort -u
 }
 
 checked=0
@@ -47,7 +50,7 @@ for so in "$modules"/dt_*.so; do
     user=$(echo "$name" | sed 's/^dt_\([a-z]*\)_/\1\//')   # transport/ucx
     awk -v u="$user" '$2 == u { print $1 }' "$tmp/transitional" |
         cat "$tmp/public" - | sort -u >"$tmp/allowed"
-    undefined_dt "$so" >"$tmp/used"
+    undefined_dt "$so" >"$tmp/used" || { fail=1; continue; }
     bad=$(grep -vxF -f "$tmp/allowed" "$tmp/used")
     if [ -n "$bad" ]; then
         for s in $bad; do
@@ -77,7 +80,8 @@ while read -r sym user; do
     *) obj="$top_builddir/core/.libs/$user" ;;
     esac
     [ -e "$obj" ] || { echo "skip: $user not built ($sym)"; continue; }
-    if ! undefined_dt "$obj" | grep -qxF "$sym"; then
+    undefined_dt "$obj" >"$tmp/uses" || { fail=1; continue; }
+    if ! grep -qxF "$sym" "$tmp/uses"; then
         echo "FAIL: core/libdt.transitional.sym lists $sym for $user, which no longer uses it: remove the line (or the user)"
         fail=1
     fi

@@ -54,20 +54,22 @@ note_stopped() {
 }
 
 # ---- refused before any worker starts --------------------------------------
-run -n 2 --set train.mode=asink job.ini && fail "mode = asink accepted"
-grep -q "\[train\] mode = 'asink': use sync or async" out || { cat out; fail "bad mode message"; }
-run -n 2 --set cluster.servers=0 job.ini && fail "servers = 0 accepted"
-grep -q "\[cluster\] servers = 0" out || { cat out; fail "servers = 0 message"; }
-run -n 2 --set train.max_staleness=-1 job.ini && fail "max_staleness -1 accepted"
-grep -q "max_staleness = -1" out || { cat out; fail "max_staleness message"; }
-run -n 2 --set train.clip_grad_norm=1 job.ini && fail "clipping accepted in async"
-grep -q "mode = async does not support clip_grad" out || { cat out; fail "clip message"; }
-grep -q "^\[" out && { cat out; fail "workers were started"; }
-run -n 2 --set cluster.servers=5000 job.ini && fail "servers = 5000 accepted"
-grep -q "servers = 5000: async training takes 1 to 4096 parameter servers" out ||
-    { cat out; fail "servers bound not stated"; }
-run -n 2 --set train.max_staleness=2000000 job.ini && fail "max_staleness 2000000 accepted"
-grep -q "max_staleness = 2000000: .* from 1 to 1000000" out || { cat out; fail "max_staleness bound not stated"; }
+# refused PATTERN DTCTL-ARGS...: exit non-zero, the message, no worker
+refused() {
+    want=$1
+    shift
+    run "$@" job.ini && fail "$* accepted"
+    grep -q -- "$want" out || { cat out; fail "$*: no '$want'"; }
+    grep -q "^\[" out && { cat out; fail "$*: workers were started"; }
+}
+refused "\[train\] mode = 'asink': use sync or async" -n 2 --set train.mode=asink
+refused "\[cluster\] servers = 0" -n 2 --set cluster.servers=0
+refused "max_staleness = -1" -n 2 --set train.max_staleness=-1
+refused "mode = async does not support clip_grad" -n 2 --set train.clip_grad_norm=1
+refused "servers = 5000: async training takes 1 to 4096 parameter servers" \
+    -n 2 --set cluster.servers=5000
+refused "max_staleness = 2000000: .* from 1 to 1000000" \
+    -n 2 --set train.max_staleness=2000000
 # hostfile weights become work_load, which async does not take: refused
 # with the hostfile's line, not by every worker after launch
 printf '# one host\nlocalhost slots=2 weight=2\n' >hosts
@@ -214,7 +216,9 @@ grep -q "restart 1 of 1: rank 2 (parameter server 0) on localhost was killed by 
 # evaluates it; the name has 12 digits)
 grep -q "resuming from ck_restart/ckpt-[0-9]\{12\}\.dtckpt" out || { cat out; fail "the restart did not resume"; }
 acc=$(sed -n 's/.*final test accuracy: \([0-9.]*\)%.*/\1/p' out)
-awk -v a="$acc" 'BEGIN { exit !(a >= 70.0) }' || { cat out; fail "restarted accuracy '$acc'"; }
+# (68-81% seen over 11 runs: async with momentum 0.9 after 125 pushes
+# each; chance is 10%)
+awk -v a="$acc" 'BEGIN { exit !(a >= 60.0) }' || { cat out; fail "restarted accuracy '$acc'"; }
 
 # ---- checkpoints: 2 servers, adam's sharded state, resumed -----------------
 run -n 2 --set cluster.servers=2 --set train.optimizer=adam \

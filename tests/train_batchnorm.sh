@@ -139,6 +139,6 @@ awk '{ own = $(NF-5); sub(/,$/, "", own); if (own != $(NF-2)) exit 1 }' \
     fail "sync_bn: N=1 batch 32 and N=2 batch 16 differ after 20 steps"
 run -n 2 --set train.checkpoint_dir=p2 --set train.max_steps=20 \
     job.ini || { cat out; fail "N=2 per-rank run"; }
-"$compare" s1/ckpt-000000000020.dtckpt p2/ckpt-000000000020.dtckpt 2e-4 \
-    >/dev/null && fail "per-rank statistics matched N=1: sync_bn tests nothing"
+differ s1/ckpt-000000000020.dtckpt p2/ckpt-000000000020.dtckpt 2e-4 ||
+    fail "per-rank statistics matched N=1: sync_bn tests nothing"
 echo "PASS"

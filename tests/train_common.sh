@@ -3,7 +3,7 @@
 # SKIP (exit 77) without the data set; a private work directory
 # /tmp/dt-$name-test.XXXXXX, removed at exit, as the current directory;
 # $data, $compare (tests/ckpt_compare: two checkpoints' parameters bit for
-# bit) and fail() for the test.
+# bit), differ() (they differ, both read) and fail() for the test.
 data=/usr/share/datasets/fashion-mnist
 if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
     echo "SKIP: $data missing (apt-get install dataset-fashion-mnist)"
@@ -15,3 +15,11 @@ cd "$tmp" || exit 99
 # shellcheck disable=SC2034 # used by the sourcing test
 compare="$top_builddir/tests/ckpt_compare"
 fail() { echo "FAIL: $*"; exit 1; }
+# The checkpoints differ: ckpt_compare's exit 1, not its 2 (a file missing
+# or unreadable must not pass for "they differ").
+differ() {
+    "$compare" "$@" >/dev/null 2>&1
+    differ_rc=$?
+    [ $differ_rc -eq 2 ] && fail "ckpt_compare $*: could not read the checkpoints"
+    [ $differ_rc -eq 1 ]
+}
