@@ -20,6 +20,10 @@ struct dt_request {
     size_t len;
     dt_status_t st;
     struct dt_request *next; /* pending receives of one rank, post order */
+    /* Every request not yet freed by test/wait, of the whole world: those
+     * a timed-out wait left (they stay valid) are freed with the world,
+     * as a transport's fini voids them. */
+    struct dt_request *all_prev, *all_next;
 };
 
 typedef struct rank_ctx {
@@ -34,7 +38,31 @@ struct inproc_world {
     int size;
     pthread_mutex_t lock;
     rank_ctx_t *ranks;
+    dt_request_t *all;
 };
+
+/* Caller holds the lock. */
+static void track(inproc_world_t *w, dt_request_t *q)
+{
+    q->all_prev = NULL;
+    q->all_next = w->all;
+    if (w->all)
+        w->all->all_prev = q;
+    w->all = q;
+}
+
+static void untrack_and_free(inproc_world_t *w, dt_request_t *q)
+{
+    pthread_mutex_lock(&w->lock);
+    if (q->all_prev)
+        q->all_prev->all_next = q->all_next;
+    else
+        w->all = q->all_next;
+    if (q->all_next)
+        q->all_next->all_prev = q->all_prev;
+    pthread_mutex_unlock(&w->lock);
+    free(q);
+}
 
 dt_status_t inproc_world_new(int size, inproc_world_t **out)
 {
@@ -74,11 +102,10 @@ void inproc_world_free(inproc_world_t *w)
             next = m->next;
             free(m);
         }
-    for (int r = 0; r < w->size; r++)
-        for (dt_request_t *q = w->ranks[r].pending, *next; q; q = next) {
-            next = q->next;
-            free(q);
-        }
+    for (dt_request_t *q = w->all, *next; q; q = next) {
+        next = q->all_next;
+        free(q);
+    }
     pthread_mutex_destroy(&w->lock);
     for (int r = 0; r < w->size; r++)
         pthread_cond_destroy(&w->ranks[r].arrived);
@@ -148,6 +175,7 @@ static dt_status_t in_isend(void *ctx, int peer, const void *buf, size_t len,
     q->done = 1;
     rank_ctx_t *to = &w->ranks[peer];
     pthread_mutex_lock(&w->lock);
+    track(w, q);
     *to->inbox_tail = m;
     to->inbox_tail = &m->next;
     pthread_cond_signal(&to->arrived);
@@ -171,6 +199,7 @@ static dt_status_t in_irecv(void *ctx, int peer, void *buf, size_t len,
     q->buf = buf;
     q->len = len;
     pthread_mutex_lock(&rc->w->lock);
+    track(rc->w, q);
     *rc->pending_tail = q;
     rc->pending_tail = &q->next;
     match(rc);
@@ -190,7 +219,7 @@ static dt_status_t in_test(void *ctx, dt_request_t *req, int *done)
     if (!fin)
         return DT_OK;
     dt_status_t st = req->st;
-    free(req);
+    untrack_and_free(rc->w, req);
     return st;
 }
 
@@ -227,7 +256,7 @@ static dt_status_t in_wait(void *ctx, dt_request_t **reqs, size_t n,
     for (size_t i = 0; i < n; i++) {
         if (reqs[i]->st != DT_OK)
             st = reqs[i]->st;
-        free(reqs[i]);
+        untrack_and_free(w, reqs[i]);
     }
     return st;
 }
