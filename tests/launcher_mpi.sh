@@ -3,8 +3,9 @@
 # mpirun on this machine: a real dt job (examples/allreduce), the worker
 # environment (dt's and torchrun's names from mpirun's ranks), output per
 # rank, the exit status and name of a failing rank, a restart after it
-# (--max-restarts), a killed worker, Ctrl-C,
-# no process left behind, the job token in no argv, and `dtctl check`.
+# (--max-restarts), a killed worker, Ctrl-C, dtctl itself killed (mpirun's
+# parent-death signal), no process left behind, the job token in no argv,
+# and `dtctl check`.
 set -u
 
 : "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
@@ -109,6 +110,27 @@ wait $dtpid; rc=$?
 sleep 0.5
 leftovers && fail "processes left after Ctrl-C: $(pgrep -fa "$MARK")"
 ok "Ctrl-C stops the job, exit 130"
+
+# --- 5b. dtctl itself dies (SIGKILL): mpirun gets SIGTERM (its parent-death
+# signal) and ends every rank ---------------------------------------------------
+rm -f "$T"/pid.*
+"$DTCTL" run --launcher=mpi -n 2 -- sh -c "echo \$\$ >$T/pid.\$DT_RANK; sleep 60 # $MARK" >"$T/o" 2>"$T/e" &
+dtpid=$!
+i=0
+while [ "$(ls "$T" | grep -c '^pid\.')" -lt 2 ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+fe=$(pgrep -P $dtpid -x mpirun)
+[ -n "$fe" ] || fail "dtctl-killed test: no mpirun under dtctl: $(cat "$T/e")"
+kill -KILL $dtpid
+wait $dtpid 2>/dev/null
+# an orphan that ended may stay a zombie here (PID 1 need not reap)
+running() { st=$(ps -o stat= -p "$1" 2>/dev/null); [ -n "$st" ] && [ "${st#Z}" = "$st" ]; }
+i=0
+while { leftovers || { [ -n "$fe" ] && running "$fe"; }; } && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -n "$fe" ] && running "$fe" && fail "mpirun ($fe) outlived dtctl"
+leftovers && fail "ranks left after dtctl was killed: $(pgrep -fa "$MARK")"
+[ -n "$fe" ] && kill -KILL "$fe" 2>/dev/null
+for p in $(cat "$T"/pid.* 2>/dev/null); do kill -KILL -- -"$p" 2>/dev/null; done # if left
+ok "dtctl killed by SIGKILL: mpirun and every rank ended"
 
 # --- 6. a program that does not exist -----------------------------------------
 run -n 2 -- dt-no-such-program-$MARK >"$T/o" 2>"$T/e"; rc=$?

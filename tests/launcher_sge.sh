@@ -6,8 +6,10 @@
 # Checks: worker environment and ranks, output per rank, argument
 # quoting, the token in no argv and not in qstat -j, exit status of a
 # failing rank with its host, a failure stops every worker (none left),
-# a restart after a failure (--max-restarts: a new job),
-# SIGINT qdels the job, a rejected submission is explained.
+# a restart after a failure (--max-restarts: a new job), job_name made
+# unique (its qdel by name spares another job of that name), SIGINT qdels
+# the job, dtctl killed by SIGKILL leaves no job (qsub's parent-death
+# signal), a rejected submission is explained.
 set -u
 
 : "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
@@ -58,6 +60,9 @@ no_jobs() { [ -z "$(qstat 2>/dev/null)" ]; }
 # A worker that exec'ed sleep has lost the marker from its argv: its
 # sleep carries this test's PID instead (sleep 100.PID).
 leftovers() { pgrep -f "$1" >/dev/null 2>&1 || pgrep -f "sleep 100\\.$$\$" >/dev/null 2>&1; }
+# A process that runs (an orphan that ended may stay a zombie here: PID 1
+# of a container need not reap).
+running() { st=$(ps -o stat= -p "$1" 2>/dev/null); [ -n "$st" ] && [ "${st#Z}" = "$st" ]; }
 wait_jobs_gone() { # SGE may need a moment to clean up after qdel
     for i in $(seq 100); do no_jobs && return 0; sleep 0.2; done
     return 1
@@ -121,6 +126,28 @@ run -n 2 --max-restarts 1 --set cluster.restart_backoff=100ms -- sh -c "$P" \
 wait_jobs_gone || fail "job still in qstat after the restart: $(qstat)"
 ok "restart 1 of 1 after rank 1 exited 3: a second SGE job ran both ranks"
 
+# --- 4c. job_name is a prefix: the name is this job's alone --------------
+# Without a job number (qsub silent for submit_timeout) dtctl qdels by
+# name; a held job of the same user named "train" must survive that.
+run -n 1 --set launcher.sge.job_name=train -- true >"$T/o" 2>"$T/e" ||
+    fail "job_name=train: exit $?: $(cat "$T/e")"
+grep -q "sge: job [0-9]* (train-[0-9a-f]*) submitted" "$T/e" ||
+    fail "job_name=train is not made unique: $(grep 'sge: job' "$T/e")"
+decoy=$(qsub -terse -h -N train -b y /bin/true 2>&1)
+case $decoy in ''|*[!0-9]*) fail "cannot submit the held decoy job: $decoy"; decoy= ;; esac
+run -n 1 --set launcher.sge.job_name=train --set launcher.sge.submit_timeout=1ms \
+    -- true >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -ne 0 ] && grep -q "qsub gave no job number" "$T/e" &&
+    grep -q "qdel train-[0-9a-f]*: SGE stops" "$T/e" ||
+    fail "submit_timeout=1ms: want a failure and qdel train-<id>: rc=$rc: $(cat "$T/e")"
+if [ -n "$decoy" ]; then
+    qstat -j "$decoy" >/dev/null 2>&1 ||
+        fail "dtctl's qdel by name deleted another job named train ($decoy)"
+    qdel "$decoy" >/dev/null 2>&1
+fi
+wait_jobs_gone || fail "jobs left after the job_name checks: $(qstat)"
+ok "job_name=train submits train-<job id>; its qdel by name leaves the user's job 'train' alone"
+
 # --- 5. SIGINT to dtctl qdels the job -------------------------------------
 "$DTCTL" run $TR --launcher=sge -n 3 -- sh -c 'echo up; exec sleep "100.$1"' "$MARK-int" "$$" >"$T/o" 2>"$T/e" &
 bg=$!
@@ -135,6 +162,24 @@ grep -q "qdel" "$T/e" || fail "SIGINT did not qdel: $(cat "$T/e")"
 wait_jobs_gone || fail "job still in qstat after SIGINT: $(qstat)"
 if leftovers "$MARK-int"; then fail "workers left after SIGINT: $(pgrep -fa "$MARK-int")"; fi
 ok "SIGINT qdels the job, nothing left"
+
+# --- 5b. dtctl itself dies (SIGKILL): qsub -sync y gets SIGTERM (its
+# parent-death signal) and cancels the job; nothing is left --------------
+"$DTCTL" run $TR --launcher=sge -n 2 -- sh -c 'echo up; exec sleep "100.$1"' "$MARK-die" "$$" >"$T/o" 2>"$T/e" &
+bg=$!
+for i in $(seq 300); do [ "$(grep -c up "$T/o")" -eq 2 ] && break; sleep 0.1; done
+[ "$(grep -c up "$T/o")" -eq 2 ] || fail "dtctl-killed test: workers did not start: $(cat "$T/e")"
+q=$(pgrep -P $bg -x qsub)
+kill -KILL $bg
+wait $bg 2>/dev/null
+wait_jobs_gone || fail "job still in qstat after dtctl was killed: $(qstat)"
+for i in $(seq 50); do [ -n "$q" ] && running "$q" || break; sleep 0.2; done
+[ -n "$q" ] && running "$q" && fail "qsub ($q) outlived dtctl"
+if leftovers "$MARK-die"; then fail "workers left after dtctl was killed: $(pgrep -fa "$MARK-die")"; fi
+[ -n "$q" ] && kill -KILL "$q" 2>/dev/null
+no_jobs || { qdel -f -u '*' >/dev/null 2>&1; wait_jobs_gone; }
+rm -rf "$T"/shared/job-*
+ok "dtctl killed by SIGKILL: qsub ended, the job is gone, nothing left"
 
 # --- 6. a job SGE rejects is explained -------------------------------------
 run -n 2 --set launcher.sge.pe=nosuchpe -- true >"$T/o" 2>"$T/e"; rc=$?

@@ -6,7 +6,8 @@
 # allocation (salloc + srun) and inside one (srun only), the worker
 # environment from Slurm's variables, the exit status and name of a
 # failing rank, a restart after a failure (--max-restarts; in a new
-# allocation and inside one), a killed worker, Ctrl-C (scancel) leaving no
+# allocation and inside one), a killed worker, Ctrl-C (scancel) and dtctl
+# itself killed by SIGKILL (salloc's parent-death signal) leaving no
 # process and no job, an impossible request failing at once, and `dtctl
 # check`.
 set -u
@@ -54,6 +55,9 @@ export DT_CLUSTER_KILL_GRACE=3s
 run() { timeout -k 5 90 "$DTCTL" run --launcher=slurm "$@"; }
 leftovers() { pgrep -f "$MARK" >/dev/null 2>&1; }
 jobs_left() { [ -n "$(squeue -h -o %i 2>/dev/null)" ]; }
+# A process that runs (an orphan that ended may stay a zombie here: PID 1
+# of a container need not reap).
+running() { st=$(ps -o stat= -p "$1" 2>/dev/null); [ -n "$st" ] && [ "${st#Z}" = "$st" ]; }
 # Slurm ends a cancelled job's steps asynchronously: wait (bounded).
 settle() {
     i=0
@@ -71,14 +75,16 @@ fi
 
 # --- 2. environment from Slurm's variables -------------------------------------
 host=$(hostname -s)
-run -n 3 --set launcher.slurm.job_name=envtest -- sh -c 'echo "R=$DT_RANK/$DT_WORLD_SIZE L=$DT_LOCAL_RANK/$DT_LOCAL_SIZE N=$DT_NODE_RANK/$DT_NUM_NODES H=$DT_HOST T=$RANK/$WORLD_SIZE/$LOCAL_RANK/$LOCAL_WORLD_SIZE/$GROUP_RANK S=$SLURM_PROCID J=$SLURM_JOB_NAME TL=${#DT_JOB_TOKEN}"' \
+run -n 3 --set launcher.slurm.job_name=envtest -- sh -c 'echo "R=$DT_RANK/$DT_WORLD_SIZE L=$DT_LOCAL_RANK/$DT_LOCAL_SIZE N=$DT_NODE_RANK/$DT_NUM_NODES H=$DT_HOST T=$RANK/$WORLD_SIZE/$LOCAL_RANK/$LOCAL_WORLD_SIZE/$GROUP_RANK S=$SLURM_PROCID J=$SLURM_JOB_NAME TL=${#DT_JOB_TOKEN} M=$MASTER_ADDR:$MASTER_PORT"' \
     >"$T/o" 2>"$T/e" || fail "env job exited $?: $(cat "$T/e")"
 for r in 0 1 2; do
-    grep -q "^\[$r\] R=$r/3 L=$r/3 N=0/1 H=$host T=$r/3/$r/3/0 S=$r J=envtest-[0-9a-f]* TL=64\$" "$T/o" ||
+    grep -q "^\[$r\] R=$r/3 L=$r/3 N=0/1 H=$host T=$r/3/$r/3/0 S=$r J=envtest-[0-9a-f]* TL=64 M=127\\.0\\.0\\.1:[0-9][0-9]*\$" "$T/o" ||
         fail "rank $r environment wrong: $(cat "$T/o")"
 done
+[ "$(sed -n 's/.* M=//p' "$T/o" | sort -u | wc -l)" -eq 1 ] ||
+    fail "ranks disagree on MASTER_ADDR:MASTER_PORT: $(cat "$T/o")"
 grep -q 'dt-exit:' "$T/o" "$T/e" && fail "exit markers leaked into the output"
-ok "worker environment from SLURM_PROCID/LOCALID/NODEID"
+ok "worker environment from SLURM_PROCID/LOCALID/NODEID; one node: MASTER_ADDR 127.0.0.1"
 
 # --- 3. inside an allocation: srun only, in that job ----------------------------
 salloc -n 3 --job-name=outer "$DTCTL" run --launcher=slurm -n 3 -- \
@@ -151,6 +157,27 @@ settle
 leftovers && fail "processes left after Ctrl-C: $(pgrep -fa "$MARK")"
 jobs_left && fail "jobs left after Ctrl-C: $(squeue)"
 ok "Ctrl-C cancels the job (exit 130), nothing left"
+
+# --- 6b. dtctl itself dies (SIGKILL): salloc gets SIGTERM (its parent-death
+# signal), forwards it to srun, and the job ends; nothing is left ----------
+rm -f "$T"/pid.*
+"$DTCTL" run --launcher=slurm -n 2 -- sh -c "echo \$\$ >$T/pid.\$DT_RANK; sleep 60 # $MARK" >"$T/o" 2>"$T/e" &
+dtpid=$!
+i=0
+while [ "$(ls "$T" | grep -c '^pid\.')" -lt 2 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+fe=$(pgrep -P $dtpid -x salloc)
+[ -n "$fe" ] || fail "dtctl-killed test: no salloc under dtctl: $(cat "$T/e")"
+kill -KILL $dtpid
+wait $dtpid 2>/dev/null
+settle
+i=0
+while [ -n "$fe" ] && running "$fe" && [ $i -lt 50 ]; do sleep 0.2; i=$((i + 1)); done
+[ -n "$fe" ] && running "$fe" && fail "salloc ($fe) outlived dtctl"
+leftovers && fail "workers left after dtctl was killed: $(pgrep -fa "$MARK")"
+jobs_left && fail "jobs left after dtctl was killed: $(squeue)"
+[ -n "$fe" ] && kill -HUP "$fe" 2>/dev/null
+jobs_left && { timeout 20 scancel --user=root; settle; }
+ok "dtctl killed by SIGKILL: salloc ended, no process or job left"
 
 # --- 7. an impossible request fails at once, with Slurm's reason -----------------------
 run -n 2 --set launcher.slurm.partition=no-such-partition -- true >"$T/o" 2>"$T/e"; rc=$?

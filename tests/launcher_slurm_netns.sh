@@ -6,7 +6,8 @@
 # NodeAddr = its address), one munged whose socket path both reach
 # (tests/fixtures/slurm-cluster.sh). Checks: examples/allreduce with 2
 # tasks per node over [cluster] interface, ranks 0,1 on h1 and 2,3 on h2
-# (host name and network namespace of each rank), the worker environment,
+# (host name and network namespace of each rank), MASTER_ADDR=h1 and one
+# MASTER_PORT on every rank (torch's env://), the worker environment,
 # the job token in no argv on any host, a worker killed on h2 stopping the
 # job (exit 137, rank 2 on h2 named, job CANCELLED, nothing left on either
 # host), and Ctrl-C.
@@ -87,7 +88,7 @@ ex="$top_builddir/examples/allreduce"
 [ -x "$ex" ] || { echo "FAIL: examples/allreduce is not built ($ex)"; exit 1; }
 # Each rank notes its host name and network namespace, then becomes the
 # example (exec: the same process, the same place).
-run -n 4 -- sh -c 'echo "$DT_RANK $DT_HOST $(hostname) $(stat -L -c %i /proc/self/ns/net) $DT_LOCAL_RANK/$DT_LOCAL_SIZE $DT_NODE_RANK/$DT_NUM_NODES $DT_WORLD_SIZE ${DT_RENDEZVOUS%:*}" >"$0.$DT_RANK"; exec "$1"' \
+run -n 4 -- sh -c 'echo "$DT_RANK $DT_HOST $(hostname) $(stat -L -c %i /proc/self/ns/net) $DT_LOCAL_RANK/$DT_LOCAL_SIZE $DT_NODE_RANK/$DT_NUM_NODES $DT_WORLD_SIZE ${DT_RENDEZVOUS%:*}" >"$0.$DT_RANK"; echo "$MASTER_ADDR $MASTER_PORT $SLURM_JOB_ID $SLURM_STEP_ID" >"$0.m.$DT_RANK"; exec "$1"' \
     "$T/where" "$ex" >"$T/o" 2>"$T/err"
 rc=$?
 [ $rc -eq 0 ] || fail "allreduce on two slurm nodes exited $rc: $(cat "$T/o" "$T/err")"
@@ -100,6 +101,16 @@ for want in "0 h1 h1 $I1 0/2 0/2" "1 h1 h1 $I1 1/2 0/2" \
         fail "rank $r: want '$want 4 $NETNS_GATEWAY', got '$(cat "$T/where.$r" 2>/dev/null)'"
 done
 ok "examples/allreduce, 4 ranks: 0,1 on h1 ($NS1), 2,3 on h2 ($NS2), rendezvous on $NETNS_GATEWAY ($NETNS_SUBNET)"
+# torch's env:// rendezvous: every rank names rank 0's node (h1, the
+# step's first) and the port derived from the job and step ids, not
+# dtctl's 127.0.0.1 and a port that was free here.
+set -- $(cat "$T/where.m.0" 2>/dev/null) x x x x
+port=$((20000 + ($3 * 31 + $4) % 10000))
+for r in 0 1 2 3; do
+    [ "$(cat "$T/where.m.$r" 2>/dev/null)" = "h1 $port $3 $4" ] ||
+        fail "rank $r: want MASTER_ADDR h1 and MASTER_PORT $port, got '$(cat "$T/where.m.$r" 2>/dev/null)'"
+done
+ok "MASTER_ADDR=h1 MASTER_PORT=$port on all 4 ranks"
 settled || fail "left after the allreduce job: jobs '$(squeue -h)' processes $(strays_text)"
 
 # --- 2. a worker killed on h2: the job stops and is cancelled ------------------

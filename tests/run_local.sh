@@ -167,6 +167,30 @@ sleep 0.1
 wait $bg
 grep -q "again: killing" "$T/e" && fail "one SIGINT after a failure killed at once: $(cat "$T/e")"
 [ -s "$T/ppid.graceful" ] || fail "one SIGINT after a failure: rank 0 got no SIGTERM grace: $(cat "$T/e")"
+# ... and dtctl itself killed (SIGKILL: no handler runs): its workers get
+# SIGTERM from the kernel (parent-death signal) instead of running on
+# unwatched (a `--` program forever).
+rm -f "$T/ppid".*
+tag="$MARK-orphan"
+run -n 2 -- sh -c 'echo $PPID >"$0.$DT_RANK"
+    trap "echo yes >$0.term.$DT_RANK; exit 0" TERM
+    while :; do sleep 0.1; done; : '"$tag" "$T/ppid" >"$T/o" 2>"$T/e" &
+bg=$!
+for i in $(seq 100); do [ -s "$T/ppid.0" ] && [ -s "$T/ppid.1" ] && break; sleep 0.05; done
+p=$(cat "$T/ppid.0" 2>/dev/null)
+if [ -n "$p" ] && kill -KILL "$p"; then
+    wait $bg
+    for i in $(seq 100); do [ -s "$T/ppid.term.0" ] && [ -s "$T/ppid.term.1" ] && break; sleep 0.1; done
+    [ -s "$T/ppid.term.0" ] && [ -s "$T/ppid.term.1" ] ||
+        fail "dtctl SIGKILLed: its workers got no SIGTERM"
+    for i in $(seq 50); do leftovers "$tag" || break; sleep 0.1; done
+    if leftovers "$tag"; then
+        fail "dtctl SIGKILLed: workers left: $(pgrep -fa "$tag" | head -3)"
+        pkill -KILL -f "$tag"
+    fi
+else
+    fail "dtctl SIGKILLed: workers did not start"
+fi
 ok "SIGINT/SIGTERM stop the job"
 
 # --- 4. the job token stays secret ----------------------------------------

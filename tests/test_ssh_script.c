@@ -2,7 +2,9 @@
  * /bin/sh on this machine exactly as sshd would (a session leader whose
  * stdin is the channel): values arrive byte for byte, the process group
  * is reported, the exit code passes through, a bad workdir fails the
- * start, and closing stdin (the channel) kills what the worker left. */
+ * start, and closing stdin (the channel) kills what the worker left; the
+ * stop command (`kill -s SIG -- -PGID`) under every login shell installed
+ * here (sh, dash, bash, zsh, tcsh, csh, fish), as sshd runs it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -190,6 +192,110 @@ static void test_quote(void **state)
     free(q);
 }
 
+/* The stop command: one line that only starts /bin/sh. */
+static void test_kill_cmd_text(void **state)
+{
+    (void)state;
+    const long pgids[] = {12, 34};
+    char *cmd = NULL;
+    assert_int_equal(ssh_kill_cmd("TERM", pgids, 2, &cmd), DT_OK);
+    assert_string_equal(cmd, "exec /bin/sh -c 'kill -s TERM -- -12 -34 "
+                             "2>/dev/null; exit 0'");
+    free(cmd);
+    assert_int_equal(ssh_kill_cmd("TERM", pgids, 0, &cmd), DT_ERR_INVALID);
+    assert_int_equal(ssh_kill_cmd("TE'RM", pgids, 1, &cmd), DT_ERR_INVALID);
+    const long bad[] = {0};
+    assert_int_equal(ssh_kill_cmd("KILL", bad, 1, &cmd), DT_ERR_INVALID);
+}
+
+/* A worker group: `sleep 300` leading a process group of its own. */
+static pid_t start_group(void)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setpgid(0, 0);
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 1);
+        dup2(null, 2);
+        execlp("sleep", "sleep", "300", (char *)NULL);
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    return pid;
+}
+
+/* Run cmd as sshd runs an exec request: LOGIN_SHELL -c CMD. */
+static int run_login_shell(const char *shell, const char *cmd)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0);
+        execlp(shell, shell, "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+/* How `pid` ended within 5 s: its signal, 0 when it still runs (then it
+ * is killed here). */
+static int ended_by(pid_t pid)
+{
+    for (int i = 0; i < 100; i++) {
+        int status;
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return WIFSIGNALED(status) ? WTERMSIG(status) : -1;
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return 0;
+}
+
+static int have(const char *prog)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", prog);
+    return system(cmd) == 0;
+}
+
+/* The stop command under each login shell installed here: the groups get
+ * the signal, the command exits 0. tcsh and csh are the ones whose own
+ * kill would refuse `-s TERM --`. */
+static void test_kill_cmd_login_shells(void **state)
+{
+    (void)state;
+    static const char *const shells[] = {"sh", "dash", "bash", "zsh",
+                                         "tcsh", "csh", "fish"};
+    int ran = 0;
+    for (size_t i = 0; i < sizeof shells / sizeof shells[0]; i++) {
+        if (!have(shells[i]))
+            continue;
+        long pgids[2] = {start_group(), start_group()};
+        char *cmd = NULL;
+        assert_int_equal(ssh_kill_cmd("TERM", pgids, 2, &cmd), DT_OK);
+        int status = run_login_shell(shells[i], cmd);
+        free(cmd);
+        int sig0 = ended_by((pid_t)pgids[0]), sig1 = ended_by((pid_t)pgids[1]);
+        if (sig0 != SIGTERM || sig1 != SIGTERM || !WIFEXITED(status) ||
+            WEXITSTATUS(status) != 0)
+            fail_msg("login shell %s: stop command exited %d; the groups "
+                     "ended by signal %d and %d (0: still running), want "
+                     "%d",
+                     shells[i], WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+                     sig0, sig1, SIGTERM);
+        print_message("stop command under %s: both groups got SIGTERM\n",
+                      shells[i]);
+        ran++;
+    }
+    assert_true(ran >= 1); /* sh at least */
+}
+
 int main(void)
 {
     /* Orphans of the workers (the sleep) come to us, as to dtctl, so a
@@ -201,6 +307,8 @@ int main(void)
         cmocka_unit_test(test_env_args_and_group),
         cmocka_unit_test(test_exit_code_and_workdir),
         cmocka_unit_test(test_channel_close_kills_group),
+        cmocka_unit_test(test_kill_cmd_text),
+        cmocka_unit_test(test_kill_cmd_login_shells),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

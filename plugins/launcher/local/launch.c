@@ -1,6 +1,7 @@
 /* launch.c — start every rank of the job on this machine. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -61,8 +62,10 @@ static dt_status_t start_rank(local_launcher_t *L, const dt_launch_spec_t *spec,
                                &envp);
     if (st != DT_OK)
         return st;
+    /* SIGTERM when dtctl dies, even by SIGKILL: a local job nobody
+     * watches would run on (a `--` program forever). */
     spawn_req_t req = {spec->argv, envp, spec->workdir, spec->output != NULL,
-                       0};
+                       0, 0, SIGTERM};
     spawn_child_t child;
     char why[1024];
     st = spawn_start(&req, &child, why, sizeof why);

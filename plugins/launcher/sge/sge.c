@@ -26,7 +26,7 @@ static const dt_key_spec_t sge_keys[] = {
     {"extra_args", DT_KEY_LIST, NULL,
      "more qsub arguments, passed as they are before the job script"},
     {"job_name", DT_KEY_STRING, NULL,
-     "job name (qsub -N); default dt-<job id>"},
+     "job name prefix (qsub -N NAME-<job id>); default dt"},
     {"shared_dir", DT_KEY_STRING, NULL,
      "directory visible at the same path on this host and every "
      "execution host, for the job directory; default ~/.dt/sge"},

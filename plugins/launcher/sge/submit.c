@@ -287,12 +287,15 @@ dt_status_t sge_launch(void *ctx, const dt_launch_spec_t *spec)
     const char *job_id = env_find(spec->env, "DT_JOB_ID");
     if (!job_id)
         job_id = "0";
-    if (L->conf.job_name && *L->conf.job_name)
-        L->name = strdup(L->conf.job_name);
-    else if (asprintf(&L->name, "dt-%s", job_id) < 0)
+    /* Always ours alone: without a job number qdel goes by this name,
+     * and `qdel train` would delete every job of the user named train. */
+    const char *prefix = L->conf.job_name && *L->conf.job_name
+                             ? L->conf.job_name
+                             : "dt";
+    if (asprintf(&L->name, "%s-%s", prefix, job_id) < 0) {
         L->name = NULL;
-    if (!L->name)
         return DT_ERR_NOMEM;
+    }
     dt_status_t st = prepare_dir(L, spec, job_id);
     if (st != DT_OK)
         return st;

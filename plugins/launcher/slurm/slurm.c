@@ -135,6 +135,9 @@ static dt_status_t slurm_init(const dt_config_t *cfg, void **ctx)
     }
     if (dt_config_get_int(cfg, "cluster", "np", &L->np) != DT_OK)
         L->np = 0;
+    long long port;
+    L->master_port_set =
+        dt_config_get_int(cfg, "cluster", "master_port", &port) == DT_OK;
     const char *job = getenv("SLURM_JOB_ID");
     if (job && *job) {
         L->inside = 1;
@@ -177,7 +180,7 @@ static dt_status_t slurm_launch(void *ctx, const dt_launch_spec_t *spec)
     char *identity = NULL;
     dt_status_t st = prologue_nonce(nonce);
     if (st == DT_OK)
-        st = slurm_prologue_identity(&identity);
+        st = slurm_prologue_identity(!L->master_port_set, &identity);
     if (st == DT_OK)
         st = prologue_script(identity, nonce, &script);
     free(identity);

@@ -26,6 +26,7 @@ typedef struct slurm_launcher {
     char step_name[64];  /* unique -J of our srun / salloc           */
     int cancelled;
     long long np;        /* [cluster] np, for the preflight          */
+    int master_port_set; /* [cluster] master_port: keep MASTER_PORT  */
 } slurm_launcher_t;
 
 /* The command: `srun ...` inside an allocation, else `salloc ... srun

@@ -26,6 +26,12 @@
 const char ssh_bootstrap_cmd[] =
     "exec /bin/sh -c 'IFS= read -r dt_s && eval \"$dt_s\"'";
 
+/* The stop command, also read by the login shell: that shell only starts
+ * /bin/sh (tcsh's own kill takes no `-s SIG --`: "Arguments should be jobs
+ * or process id's", and the workers would survive). */
+static const char kill_head[] = "exec /bin/sh -c 'kill -s ";
+static const char kill_tail[] = " 2>/dev/null; exit 0'";
+
 /* In the leader: keep the channel's stdin as fd 3 for the watchdog,
  * report the group, start the watchdog, become the worker. */
 static const char stage_text[] =
@@ -180,6 +186,36 @@ dt_status_t ssh_join_argv(const char *const *argv, char **cmd)
     if (b.oom || !b.p) {
         free(b.p);
         return b.oom ? DT_ERR_NOMEM : DT_ERR_INVALID;
+    }
+    *cmd = b.p;
+    return DT_OK;
+}
+
+dt_status_t ssh_kill_cmd(const char *sig, const long *pgids, size_t n,
+                         char **cmd)
+{
+    if (!sig || !*sig || n == 0)
+        return DT_ERR_INVALID;
+    for (const char *c = sig; *c; c++)
+        if (!isalnum((unsigned char)*c))
+            return DT_ERR_INVALID;
+    sbuf_t b = {0};
+    puts_(&b, kill_head);
+    puts_(&b, sig);
+    puts_(&b, " --");
+    for (size_t i = 0; i < n; i++) {
+        char num[32];
+        if (pgids[i] <= 0) {
+            free(b.p);
+            return DT_ERR_INVALID;
+        }
+        snprintf(num, sizeof num, " -%ld", pgids[i]);
+        puts_(&b, num);
+    }
+    puts_(&b, kill_tail);
+    if (b.oom) {
+        free(b.p);
+        return DT_ERR_NOMEM;
     }
     *cmd = b.p;
     return DT_OK;

@@ -2,6 +2,7 @@
 #ifndef DT_LAUNCHER_SSH_SCRIPT_H
 #define DT_LAUNCHER_SSH_SCRIPT_H
 
+#include <stddef.h>
 #include <dt/status.h>
 
 /* The line a rank's remote shell writes to stderr before it execs. */
@@ -19,7 +20,13 @@ typedef struct ssh_script_req {
     const char *try_dir;          /* cd there if it exists (else home)  */
 } ssh_script_req_t;
 dt_status_t ssh_build_script(const ssh_script_req_t *req, char **script);
-/* argv as one quoted command line (run_on_host, kill). */
+/* argv as one quoted command line (run_on_host). */
 dt_status_t ssh_join_argv(const char *const *argv, char **cmd);
+/* The exec command that sends SIG (a name: "TERM") to the process groups
+ * pgids[0..n): `exec /bin/sh -c 'kill -s SIG -- -PGID ... 2>/dev/null;
+ * exit 0'`, one line that every login shell (sh, bash, zsh, csh, tcsh,
+ * fish) hands to /bin/sh unchanged. malloc'd. */
+dt_status_t ssh_kill_cmd(const char *sig, const long *pgids, size_t n,
+                         char **cmd);
 
 #endif /* DT_LAUNCHER_SSH_SCRIPT_H */

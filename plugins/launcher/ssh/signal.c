@@ -1,5 +1,6 @@
 /* signal.c — signals to the workers' process groups, over a fresh channel
- * per host (`kill -s SIG -- -pgid ...`), and the final kill-and-close. */
+ * per host (`kill -s SIG -- -pgid ...` run by /bin/sh, whatever the login
+ * shell: script.c), and the final kill-and-close. */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 
 #include <dt/log.h>
 #include "pump.h"
+#include "script.h"
 #include "ssh_signal.h"
 #include "ssh_types.h"
 
@@ -30,29 +32,25 @@ static const char *signal_name(int signo)
     }
 }
 
-/* "kill -s TERM -- -12 -34" for the running ranks on c; NULL if none. */
+/* The stop command for the running ranks on c (script.c); NULL if none. */
 static char *kill_command(ssh_launcher_t *L, ssh_conn_t *c, const char *sig)
 {
-    size_t cap = 64 + (size_t)L->n * 24, len = 0;
-    char *cmd = malloc(cap);
-    if (!cmd)
+    long *pgids = calloc((size_t)L->n + 1, sizeof *pgids);
+    size_t n = 0;
+    if (!pgids)
         return NULL;
-    len = (size_t)snprintf(cmd, cap, "kill -s %s --", sig);
-    int any = 0;
     for (int r = 0; r < L->n; r++) {
         ssh_rank_t *rk = &L->ranks[r];
         /* An ended leader's group id may be reused: what it left behind
          * is killed by its watchdog when the channel closes. */
         if (rk->conn != c || rk->pgid <= 0 || rk->closed || rk->have_status)
             continue;
-        len += (size_t)snprintf(cmd + len, cap - len, " -%ld", rk->pgid);
-        any = 1;
+        pgids[n++] = rk->pgid;
     }
-    if (!any) {
-        free(cmd);
-        return NULL;
-    }
-    snprintf(cmd + len, cap - len, " 2>/dev/null; exit 0");
+    char *cmd = NULL;
+    if (n > 0 && ssh_kill_cmd(sig, pgids, n, &cmd) != DT_OK)
+        cmd = NULL;
+    free(pgids);
     return cmd;
 }
 

@@ -32,6 +32,7 @@ struct frontend {
     char nonce[PROLOGUE_NONCE_LEN + 1];
     int np;
     pid_t pid;
+    pid_t guard;          /* sends pid SIGTERM if dtctl dies (spawn.h)    */
     int pidfd;
     int fds[2];           /* stdout, stderr read ends; -1 once closed     */
     int reaped, status;
@@ -202,6 +203,7 @@ static void reap(frontend_t *fe, int block)
     }
     fe->status = status;
     fe->reaped = 1;
+    spawn_guard_stop(&fe->guard);
     close_fd(&fe->pidfd);
     drain(fe);
 }
@@ -226,7 +228,9 @@ dt_status_t frontend_start(const frontend_args_t *a, frontend_t **out)
         !(fe->queue = calloc((size_t)a->np + 1, sizeof *fe->queue)) ||
         rank_lines_new(a->np, on_rank_line, fe, &fe->lines) != DT_OK)
         goto fail;
-    spawn_req_t req = {a->argv, a->envp, a->workdir, 1, 0};
+    /* SIGTERM, once, when dtctl dies: mpirun, salloc and srun then stop
+     * the job (salloc forwards it to srun, srun to the ranks' prologues) */
+    spawn_req_t req = {a->argv, a->envp, a->workdir, 1, 0, SIGTERM, 0};
     spawn_child_t child;
     char why[1024];
     st = spawn_start(&req, &child, why, sizeof why);
@@ -235,6 +239,11 @@ dt_status_t frontend_start(const frontend_args_t *a, frontend_t **out)
         goto fail;
     }
     fe->pid = child.pid;
+    fe->guard = child.guard;
+    if (!fe->guard)
+        dt_debug("%s launcher: no guard for %s: if dtctl dies, the job "
+                 "is not stopped",
+                 a->label, a->argv[0]);
     fe->fds[0] = child.out_fd;
     fe->fds[1] = child.err_fd;
     fe->pidfd = open_pidfd(child.pid);
@@ -363,6 +372,7 @@ void frontend_free(frontend_t *fe)
 {
     if (!fe)
         return;
+    spawn_guard_stop(&fe->guard);
     close_fd(&fe->pidfd);
     close_fd(&fe->fds[0]);
     close_fd(&fe->fds[1]);

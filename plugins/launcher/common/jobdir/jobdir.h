@@ -10,7 +10,7 @@
  * dtctl tails these files (the scheduler owns the processes), so output
  * is forwarded per rank and each exit is reported once, with its host.
  * Also here: a tiny string builder with POSIX shell quoting, and
- * child processes started with posix_spawn in their own process group. */
+ * child processes in their own process group that end with dtctl. */
 #ifndef DT_LAUNCHER_JOBDIR_H
 #define DT_LAUNCHER_JOBDIR_H
 
@@ -97,7 +97,8 @@ typedef struct proc {
 
 /* Start argv (looked up on PATH) with envp (NULL: ours), stdin from
  * /dev/null, stdout/stderr into pipes, in a process group of its own (a
- * Ctrl-C at the terminal reaches dtctl, which decides). tty: stdout is a
+ * Ctrl-C at the terminal reaches dtctl, which decides); it gets SIGTERM
+ * if dtctl dies (proc_run's children too). tty: stdout is a
  * pseudo-terminal instead, so a program that buffers its stdio output in
  * a pipe (qsub does) writes each line at once. */
 dt_status_t proc_start(const char *const *argv, char *const *envp, int tty,

@@ -1,12 +1,15 @@
 /* proc.c — child processes for the scheduler clients (qsub, qdel, ...):
- * posix_spawn with default signals, an empty signal mask and a process
- * group of their own; output through pipes. */
+ * fork/exec with default signals, an empty signal mask, a process group of
+ * their own and SIGTERM when dtctl dies (../spawn/child.h: not
+ * posix_spawn, which cannot set that); output through pipes. proc_run
+ * also runs on helper threads (run_on_host for the storage plugins),
+ * which wait for the child, so the signal never comes early. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -16,6 +19,7 @@
 
 #include <dt/log.h>
 #include <dt/clock.h>
+#include "../spawn/child.h"
 #include "jobdir.h"
 
 extern char **environ;
@@ -61,12 +65,85 @@ static int pty_pipe(int out[2])
     return 0;
 }
 
+/* fd as the child's `target`, open across exec (both ends of our pipes
+ * are close-on-exec). */
+static int to_fd(int fd, int target)
+{
+    if (fd == target)
+        return fcntl(fd, F_SETFD, 0);
+    return dup2(fd, target) < 0 ? -1 : 0;
+}
+
+/* In the child (async-signal-safe only: dtctl has threads): signals as on
+ * a fresh start, a group of its own, SIGTERM when dtctl dies, stdin from
+ * /dev/null, stdout/stderr, exec; errno on status_w if that fails. */
+static void child_exec(const char *const *argv, char *const *envp,
+                       pid_t parent, int out_w, int err_w, int status_w)
+{
+    spawn_child_reset_signals();
+    setpgid(0, 0);
+    spawn_child_die_with_parent(SIGTERM, parent);
+    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null_fd >= 0 && to_fd(null_fd, 0) == 0 && to_fd(out_w, 1) == 0 &&
+        to_fd(err_w, 2) == 0)
+        execvpe(argv[0], (char *const *)argv, envp);
+    int e = errno;
+    ssize_t w = write(status_w, &e, sizeof e);
+    (void)w;
+    _exit(127);
+}
+
+/* fork + child_exec; 0 once the child exec'd, else its errno (it is
+ * reaped). The status pipe closes empty at a successful exec. */
+static int fork_exec(const char *const *argv, char *const *envp, int out_w,
+                     int err_w, pid_t *pid)
+{
+    int st[2];
+    if (pipe2(st, O_CLOEXEC) != 0)
+        return errno;
+    for (int i = 0; i < 2; i++) /* never 0-2, which the child replaces */
+        if (st[i] <= 2) {
+            int high = fcntl(st[i], F_DUPFD_CLOEXEC, 3);
+            close(st[i]);
+            st[i] = high;
+        }
+    if (st[0] < 0 || st[1] < 0) {
+        int e = errno;
+        for (int i = 0; i < 2; i++)
+            if (st[i] >= 0)
+                close(st[i]);
+        return e;
+    }
+    /* dtctl's handlers must not run in the child before it resets them */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid_t self = getpid();
+    *pid = fork();
+    if (*pid == 0)
+        child_exec(argv, envp, self, out_w, err_w, st[1]);
+    int e = *pid < 0 ? errno : 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(st[1]);
+    if (*pid > 0) {
+        setpgid(*pid, *pid); /* EACCES after exec: the child did it */
+        ssize_t r;
+        while ((r = read(st[0], &e, sizeof e)) < 0 && errno == EINTR)
+            ;
+        if (r != (ssize_t)sizeof e)
+            e = 0;
+        else
+            while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+    }
+    close(st[0]);
+    return e;
+}
+
 static dt_status_t spawn(const char *const *argv, char *const *envp,
                          int merge, int tty, proc_t *p)
 {
     int out[2] = {-1, -1}, err[2] = {-1, -1};
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
     dt_status_t st = DT_ERR_IO;
     p->pid = 0;
     p->out_fd = p->err_fd = -1;
@@ -75,24 +152,8 @@ static dt_status_t spawn(const char *const *argv, char *const *envp,
         dt_error("cannot start '%s': pipe: %s", argv[0], strerror(errno));
         goto close;
     }
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, merge ? out[1] : err[1], 2);
-    posix_spawnattr_init(&at);
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setsigdefault(&at, &all);
-    posix_spawnattr_setpgroup(&at, 0);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF |
-                                      POSIX_SPAWN_SETPGROUP);
-    int e = posix_spawnp(&p->pid, argv[0], &fa, &at, (char *const *)argv,
-                         envp ? envp : environ);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
+    int e = fork_exec(argv, envp ? envp : environ, out[1],
+                      merge ? out[1] : err[1], &p->pid);
     if (e != 0) {
         dt_error("cannot run '%s': %s%s", argv[0], strerror(e),
                  e == ENOENT ? " (is it installed and on PATH?)" : "");

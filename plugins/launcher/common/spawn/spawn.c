@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "spawn.h"
 
 enum { STAGE_CHDIR = 1, STAGE_EXEC = 2 };
@@ -63,19 +64,13 @@ static void report_and_exit(int status_fd, int stage)
     _exit(127);
 }
 
-/* In the child: default signal handling (SIG_IGN and blocked masks would
- * survive exec), a process group of its own, stdio, directory, exec. */
-static void child_exec(const spawn_req_t *req, int null_fd, int out_w,
-                       int err_w, int status_w)
+/* In the child: default signal handling (and the parent-death signal
+ * asked for), a process group of its own, stdio, directory, exec. */
+static void child_exec(const spawn_req_t *req, pid_t parent, int null_fd,
+                       int out_w, int err_w, int status_w)
 {
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    for (int s = 1; s < NSIG; s++)
-        sigaction(s, &dfl, NULL); /* fails harmlessly for KILL, STOP */
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
+    spawn_child_reset_signals();
+    spawn_child_die_with_parent(req->die_with_parent, parent);
     setpgid(0, 0);
     dup2(null_fd, STDIN_FILENO);
     if (out_w >= 0) {
@@ -106,7 +101,7 @@ dt_status_t spawn_start(const spawn_req_t *req, spawn_child_t *child,
     int status[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
     int null_fd = -1;
     dt_status_t st = DT_ERR_IO;
-    child->pid = 0;
+    child->pid = child->guard = 0;
     child->out_fd = child->err_fd = -1;
     if (!req->argv || !req->argv[0] || !*req->argv[0]) {
         snprintf(why, why_len, "no program to execute");
@@ -125,9 +120,10 @@ dt_status_t spawn_start(const spawn_req_t *req, spawn_child_t *child,
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0)
-        child_exec(req, null_fd, out[1], err[1], status[1]);
+        child_exec(req, parent, null_fd, out[1], err[1], status[1]);
     int fork_errno = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (pid < 0) {
@@ -156,6 +152,8 @@ dt_status_t spawn_start(const spawn_req_t *req, spawn_child_t *child,
         goto out;
     }
     child->pid = pid;
+    if (req->death_signal > 0)
+        child->guard = spawn_guard_start(pid, req->death_signal);
     if (out[0] >= 0)
         fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
     if (err[0] >= 0)

@@ -13,11 +13,20 @@ typedef struct spawn_req {
     const char *workdir;      /* NULL: dtctl's working directory        */
     int capture;              /* 1: stdout/stderr into pipes            */
     int merge_stderr;         /* with capture: stderr joins stdout      */
+    int death_signal;         /* sent to it once when dtctl dies, even
+                                 by SIGKILL (a guard: guard.c); 0: none */
+    int die_with_parent;      /* the same without a guard: the kernel's
+                                 parent-death signal on the child itself,
+                                 which may come more than once (child.h);
+                                 for many children, each its own guard
+                                 would double the processes; 0: none    */
 } spawn_req_t;
 
 typedef struct spawn_child {
     pid_t pid;                /* also the process-group id              */
     int out_fd, err_fd;       /* non-blocking read ends, or -1          */
+    pid_t guard;              /* with death_signal: the guard, else 0;
+                                 spawn_guard_stop once pid is reaped    */
 } spawn_child_t;
 
 /* Start the process; stdin is /dev/null. On failure nothing is left
@@ -26,6 +35,12 @@ typedef struct spawn_child {
  * does not exist, DT_ERR_IO otherwise. */
 dt_status_t spawn_start(const spawn_req_t *req, spawn_child_t *child,
                         char *why, size_t why_len);
+
+/* guard.c: a process (forked, no exec, named dt-guard) that sends child
+ * signo once when dtctl dies; 0 when it cannot start. */
+pid_t spawn_guard_start(pid_t child, int signo);
+/* SIGKILL and reap the guard *guard (if any); sets it to 0. */
+void spawn_guard_stop(pid_t *guard);
 
 /* "KEY=VALUE" lists merged: base, then each addition replacing earlier
  * entries with the same KEY. *out is a malloc'd NULL-terminated array of
