@@ -45,9 +45,13 @@ fi
 SLOTS=4
 mkdir "$T/sge" "$T/shared"
 sge_cluster_start "$T/sge" $SLOTS; rc=$?
-if [ $rc -ne 0 ]; then
+if [ $rc -eq 77 ]; then
     echo "SKIP: cannot start a private Grid Engine: $SGE_SKIP_REASON"
     exit 77
+elif [ $rc -ne 0 ]; then
+    # installed and root, yet it did not come up: a failure, not a skip
+    echo "ERROR: the private Grid Engine did not start: $SGE_SKIP_REASON"
+    exit 99
 fi
 echo "Grid Engine up: SGE_ROOT=$SGE_ROOT qmaster port $SGE_QMASTER_PORT"
 HOST=$(hostname)

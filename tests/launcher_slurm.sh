@@ -41,8 +41,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 if ! slurm_cluster_start "$T/cluster" 2>"$T/why"; then
-    echo "SKIP: a private Slurm could not start here: $(cat "$T/why")"
-    exit 77
+    # installed (checked above), yet it did not come up: a failure
+    echo "ERROR: a private Slurm could not start here: $(cat "$T/why")"
+    exit 99
 fi
 echo "slurm is up (SLURM_CONF=$SLURM_CONF)"
 

@@ -183,7 +183,9 @@ bg -n 2 -- sh -c ": $MARK; sleep $SL" 2>"$T/err"
 job=$!
 i=0
 while [ "$(pgrep -fx "sleep $SL" | wc -l)" -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(pgrep -fx "sleep $SL" | wc -l)" -ge 2 ] || fail "SIGTERM case: the workers did not start"
 groups=$(job_groups)
+[ -n "$groups" ] || fail "no worker groups found before SIGTERM"
 kill -TERM "$job"
 bounded_wait $job
 [ $rc -eq 143 ] || fail "SIGTERM to dtctl: want 143, got $rc"

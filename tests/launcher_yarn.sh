@@ -49,7 +49,7 @@ python3 "$top_srcdir/tests/fixtures/yarn-rm-standin.py" --port-file "$T/port" \
     --work "$T/rm" --queues default,gpu --max-memory 4096 --max-vcores 8 &
 RM_PID=$!
 for i in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.1; done
-[ -s "$T/port" ] || { echo "SKIP: the ResourceManager stand-in did not start"; exit 77; }
+[ -s "$T/port" ] || { echo "ERROR: the ResourceManager stand-in (ours) did not start"; exit 99; }
 RM="http://127.0.0.1:$(cat "$T/port")"
 echo "ResourceManager STAND-IN (not Hadoop) at $RM"
 
