@@ -132,6 +132,34 @@ leftovers && fail "ranks left after dtctl was killed: $(pgrep -fa "$MARK")"
 for p in $(cat "$T"/pid.* 2>/dev/null); do kill -KILL -- -"$p" 2>/dev/null; done # if left
 ok "dtctl killed by SIGKILL: mpirun and every rank ended"
 
+# --- 5c. a rank's prologue shell killed outright (mpirun's SIGKILL, 1 s
+# after its SIGTERM, can come before a busy shell passed the stop on): the
+# worker, in a session of its own, gets SIGTERM from the kernel (setpriv
+# --pdeathsig) instead of running on ----------------------------------------
+if setpriv --pdeathsig TERM -- true 2>/dev/null; then
+    rm -f "$T"/pid.* "$T/term"
+    run -n 1 -- sh -c "echo \$\$ >$T/pid.0; trap 'echo yes >$T/term; exit 0' TERM
+        while :; do sleep 0.1; done # $MARK" >"$T/o" 2>"$T/e" &
+    dtpid=$!
+    i=0
+    while [ ! -s "$T/pid.0" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+    w=$(cat "$T/pid.0" 2>/dev/null)
+    pro=$(ps -o ppid= -p "${w:-0}" 2>/dev/null | tr -d ' ')
+    if [ -n "$pro" ] && [ "$pro" -gt 1 ] && kill -KILL "$pro"; then
+        i=0
+        while [ ! -s "$T/term" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+        [ -s "$T/term" ] || fail "the worker got no SIGTERM when its prologue shell was killed"
+    else
+        fail "prologue-killed test: no rank or prologue found: $(cat "$T/e")"
+    fi
+    wait $dtpid 2>/dev/null
+    sleep 0.3
+    leftovers && { fail "ranks left after the prologue was killed: $(pgrep -fa "$MARK")"; pkill -KILL -f "$MARK"; }
+    ok "a killed prologue shell takes its worker with it (SIGTERM)"
+else
+    echo "note: setpriv has no --pdeathsig here: a killed prologue shell is not covered"
+fi
+
 # --- 6. a program that does not exist -----------------------------------------
 run -n 2 -- dt-no-such-program-$MARK >"$T/o" 2>"$T/e"; rc=$?
 [ $rc -eq 127 ] || fail "want 127 for a missing program, got $rc"

@@ -66,18 +66,22 @@ static uint64_t lead_of(const server_t *v, int w)
     return min == UINT64_MAX || v->count[w] < min ? 0 : v->count[w] - min;
 }
 
-/* A "held" notice to every worker still training but w: the server is
- * busy with w, not hung. */
+/* A "held" notice to worker w: the server is alive, w keeps waiting. */
+static dt_status_t notify(server_t *v, int w)
+{
+    ctl_t h = {PS_HELD, (uint64_t)v->sid, (uint64_t)v->pending[w]};
+    dt_request_t *r;
+    DT_CHECK(ps_isend(v->c, w, h, sizeof h, PS_TAG_HELD, &r));
+    return ps_wait_all(v->c, &r, 1);
+}
+
+/* To every worker still training but w: the server is busy with w, not
+ * hung. */
 static dt_status_t notify_others(server_t *v, int w)
 {
-    for (int i = 0; i < v->W; i++) {
-        if (i == w || v->done[i])
-            continue;
-        ctl_t h = {PS_HELD, (uint64_t)v->sid, (uint64_t)v->pending[i]};
-        dt_request_t *r;
-        DT_CHECK(ps_isend(v->c, i, h, sizeof h, PS_TAG_HELD, &r));
-        DT_CHECK(ps_wait_all(v->c, &r, 1));
-    }
+    for (int i = 0; i < v->W; i++)
+        if (i != w && !v->done[i])
+            DT_CHECK(notify(v, i));
     return DT_OK;
 }
 
@@ -316,14 +320,9 @@ static dt_status_t handle(server_t *v, dt_config_t *cfg, int w)
  * waiting while they come. */
 static dt_status_t send_notices(server_t *v)
 {
-    for (int w = 0; w < v->W; w++) {
-        if (!v->pending[w])
-            continue;
-        ctl_t h = {PS_HELD, (uint64_t)v->sid, (uint64_t)v->pending[w]};
-        dt_request_t *r;
-        DT_CHECK(ps_isend(v->c, w, h, sizeof h, PS_TAG_HELD, &r));
-        DT_CHECK(ps_wait_all(v->c, &r, 1));
-    }
+    for (int w = 0; w < v->W; w++)
+        if (v->pending[w])
+            DT_CHECK(notify(v, w));
     return DT_OK;
 }
 

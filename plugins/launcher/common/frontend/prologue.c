@@ -1,5 +1,6 @@
 /* prologue.c — see prologue.h. The scripts are POSIX sh (dash on
- * Debian) and start no extra processes unless a variable is missing. The
+ * Debian) and start no extra processes unless a variable is missing (but
+ * one short setpriv probe: common_tail). The
  * identity part (DT_RANK & co. from the scheduler's variables) is the
  * launcher's, made by schedenv_prologue (../schedenv/schedenv.h). */
 #define _GNU_SOURCE
@@ -26,11 +27,27 @@ static const char common_tail[] =
      * a stop signal for this shell goes to that whole group: the
      * front-end signals only the process it started, and whatever the
      * worker started must not outlive it. */
-    "if command -v setsid >/dev/null 2>&1; then setsid \"$@\" & "
-    "else \"$@\" & fi\n"
+    /* A stop that comes between the start and the trap that forwards it
+     * (the worker already running, this shell not yet listening) is kept
+     * and forwarded: by default it killed this shell alone and left the
+     * worker, in its own session, running unwatched. */
+    "dt_stop=\n"
+    "trap 'dt_stop=1' TERM INT HUP\n"
+    /* The front-end's SIGKILL follows its SIGTERM soon (mpirun: 1 s), and
+     * on a busy host this shell may not have passed the stop on by then:
+     * the worker, in its own session, ran on. So where setpriv can, the
+     * kernel sends the worker SIGTERM when this shell dies. */
+    "dt_pd=\n"
+    "if command -v setpriv >/dev/null 2>&1 && "
+    "setpriv --pdeathsig TERM -- true 2>/dev/null; then "
+    "dt_pd='setpriv --pdeathsig TERM --'; fi\n"
+    "if command -v setsid >/dev/null 2>&1; then setsid $dt_pd \"$@\" & "
+    "else $dt_pd \"$@\" & fi\n"
     "p=$!\n"
     "trap 'kill -TERM -$p 2>/dev/null || kill -TERM $p 2>/dev/null' "
     "TERM INT HUP\n"
+    "[ -z \"$dt_stop\" ] || kill -TERM -$p 2>/dev/null || "
+    "kill -TERM $p 2>/dev/null\n"
     "while :; do wait $p; s=$?; kill -0 $p 2>/dev/null || break; done\n"
     /* what the worker left running in its group ends with it */
     "kill -KILL -$p 2>/dev/null\n"
