@@ -154,6 +154,14 @@ grep -q "host localhost:$dead: cannot connect" "$T/err" || fail "unreachable hos
 wait_gone "" || fail "workers left after the failed start: $(leftovers)"
 ok "an unreachable host fails the launch, named with its cause; nothing left running"
 
+# 12 ranks on one host through sshd's default of 10 sessions a connection
+printf '127.0.0.1 slots=12 port=%s\n' "$SSH_PORT" >"$T/hosts12"
+dt run --launcher=ssh --hostfile "$T/hosts12" -n 12 -- sh -c 'echo "r$DT_RANK"' \
+    >"$T/o12" 2>"$T/e12" || fail "12 ranks on one host: exit $?: $(tail -3 "$T/e12")"
+[ "$(grep -cE '^\[[0-9]+\] r[0-9]+$' "$T/o12")" -eq 12 ] ||
+    fail "12 ranks on one host: want 12 rank lines, got: $(cat "$T/o12")"
+ok "12 ranks on one host with sshd's MaxSessions 10"
+
 # --- 4. stop signals, failure kills the others, no leftovers ----------------
 bg() { "$DTCTL" run --launcher=ssh --hostfile "$T/hosts" "$@" & }
 bg -n 3 -- sh -c ": $MARK; sleep $SL & sleep $SL" 2>"$T/err"

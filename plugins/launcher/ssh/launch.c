@@ -23,16 +23,24 @@ static dt_status_t bad_spec(void)
     return DT_ERR_INVALID;
 }
 
-/* One connection per host that got a rank; ranks point at theirs. */
+/* Ranks a connection carries: sshd allows 10 sessions (channels) on one
+ * connection by default (MaxSessions), and each connection keeps room
+ * for the channels of its stop signals (TERM, then KILL). */
+#define RANKS_PER_CONN 8
+
+/* Connections to each host that got ranks, RANKS_PER_CONN ranks each;
+ * ranks point at theirs. */
 static dt_status_t plan_connections(ssh_launcher_t *L,
                                     const dt_launch_spec_t *spec)
 {
     size_t nh = spec->hosts->n;
     ssh_conn_t **of_host = calloc(nh ? nh : 1, sizeof *of_host);
-    L->conns = calloc(nh ? nh : 1, sizeof *L->conns);
+    int *carried = calloc(nh ? nh : 1, sizeof *carried);
+    L->conns = calloc((size_t)spec->np, sizeof *L->conns);
     L->ranks = calloc((size_t)spec->np, sizeof *L->ranks);
-    if (!of_host || !L->conns || !L->ranks) {
+    if (!of_host || !carried || !L->conns || !L->ranks) {
         free(of_host);
+        free(carried);
         return DT_ERR_NOMEM;
     }
     dt_status_t st = DT_OK;
@@ -45,13 +53,15 @@ static dt_status_t plan_connections(ssh_launcher_t *L,
             st = DT_ERR_INTERNAL;
             break;
         }
-        if (!of_host[h]) {
+        if (!of_host[h] || carried[h] == RANKS_PER_CONN) {
             ssh_conn_t *c = &L->conns[L->nconns++];
             c->port = spec->hosts->hosts[h].port;
             if (!(c->name = strdup(spec->hosts->hosts[h].name)))
                 st = DT_ERR_NOMEM;
             of_host[h] = c;
+            carried[h] = 0;
         }
+        carried[h]++;
         ssh_rank_t *rk = &L->ranks[r];
         rk->rank = r;
         rk->L = L;
@@ -59,6 +69,7 @@ static dt_status_t plan_connections(ssh_launcher_t *L,
     }
     L->n = spec->np;
     free(of_host);
+    free(carried);
     return st;
 }
 
@@ -160,7 +171,7 @@ dt_status_t ssh_launch(void *ctx, const dt_launch_spec_t *spec)
     L->output_arg = spec->output_arg;
     dt_status_t st = plan_connections(L, spec);
     if (st == DT_OK) {
-        dt_debug("ssh launcher: connecting to %zu host%s", L->nconns,
+        dt_debug("ssh launcher: opening %zu connection%s", L->nconns,
                  L->nconns == 1 ? "" : "s");
         st = ssh_conn_open_all(&L->o, L->conns, L->nconns, 1);
     }
