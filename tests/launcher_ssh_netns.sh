@@ -122,6 +122,30 @@ hosts_clean || fail "processes left on the hosts after the failure: $(strays_tex
 pgrep -fx "sleep $SL" >/dev/null && fail "sleeps survived: $(pgrep -afx "sleep $SL")"
 ok "a killed worker stops the job (137, rank and host named); nothing left on either host"
 
+# --- 3b. a host that vanishes without a word (its link down: no FIN, no
+# RST): TCP keepalive from [cluster] timeout (3 s here) notices, the job
+# ends naming the host, in about the timeout (it waited for ever) --------
+timeout -k 5 60 "$DTCTL" run --launcher=ssh --hostfile "$T/hosts" -n 4 \
+    --set cluster.timeout=3s -- sh -c ": $MARK; sleep $SL" >/dev/null 2>"$T/err" &
+job=$!
+i=0
+while [ "$(pgrep -fx "sleep $SL" | wc -l)" -lt 4 ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(pgrep -fx "sleep $SL" | wc -l)" -eq 4 ] || fail "vanishing host: the 4 workers did not all start"
+ip -n "$NS2" link set dt0 down
+t0=$(date +%s)
+wait $job
+rc=$?
+took=$(($(date +%s) - t0))
+ip -n "$NS2" link set dt0 up
+[ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] ||
+    fail "vanishing host: want dtctl to fail by itself, got $rc after ${took}s: $(cat "$T/err")"
+grep -q "the connection to $H2 was lost" "$T/err" ||
+    fail "vanishing host: $H2 not named as lost: $(cat "$T/err")"
+[ $took -le 30 ] || fail "vanishing host: the job took ${took}s to end (timeout 3 s)"
+pkill -KILL -f "$MARK" 2>/dev/null
+pkill -KILL -fx "sleep $SL" 2>/dev/null
+ok "a host that vanished silently is named lost in ${took}s ([cluster] timeout 3 s)"
+
 # --- 4. dtctl check across both hosts --------------------------------------
 timeout 120 "$DTCTL" check --launcher=ssh --hostfile "$T/hosts" >"$T/o" 2>&1
 rc=$?

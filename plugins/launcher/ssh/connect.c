@@ -4,11 +4,14 @@
  * errors into it; logging happens afterwards, in host order. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <dt/log.h>
@@ -92,6 +95,32 @@ static dt_status_t authenticate(const ssh_opts_t *o, ssh_conn_t *c)
     return st;
 }
 
+/* A host that vanishes without a word (powered off, cut off) sends no
+ * FIN or RST: without probes the connection looks alive for ever, and a
+ * job whose ranks all ran there would never end. TCP keepalive probes
+ * after half of [cluster] timeout, three more a sixth apart, and unacked
+ * data given up after the timeout: the socket fails in about the
+ * timeout, libssh reports it, and pump.c fails the ranks on it. */
+static void keep_alive(const ssh_opts_t *o, ssh_conn_t *c)
+{
+    int fd = ssh_get_fd(c->s);
+    if (fd < 0)
+        return;
+    double t = o->alive_s > 3 ? o->alive_s : 3;
+    int one = 1, idle = (int)(t / 2), intvl = (int)(t / 6), cnt = 3;
+    unsigned user_ms = (unsigned)(t * 1000.0);
+    if (intvl < 1)
+        intvl = 1;
+    /* best effort (no logging here: a pool thread, see above) */
+    (void)(setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one) ||
+           setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle) ||
+           setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl,
+                      sizeof intvl) ||
+           setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt) ||
+           setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms,
+                      sizeof user_ms));
+}
+
 dt_status_t ssh_conn_open(const ssh_opts_t *o, ssh_conn_t *c)
 {
     c->err[0] = '\0';
@@ -112,6 +141,7 @@ dt_status_t ssh_conn_open(const ssh_opts_t *o, ssh_conn_t *c)
     if ((st = ssh_verify_host_key(o, c)) != DT_OK ||
         (st = authenticate(o, c)) != DT_OK)
         goto out;
+    keep_alive(o, c);
 out:
     if (st != DT_OK)
         ssh_conn_close(c);

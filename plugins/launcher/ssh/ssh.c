@@ -142,6 +142,11 @@ static dt_status_t read_opts(const dt_config_t *cfg, ssh_opts_t *o)
     o->port = (int)port;
     o->max_parallel = (int)par;
     o->timeout_s = timeout < 1 ? 1 : (long)(timeout + 0.999);
+    o->alive_s = 60;
+    dt_status_t ast = dt_config_get_duration(cfg, "cluster", "timeout",
+                                             &o->alive_s);
+    if (ast != DT_OK && ast != DT_ERR_NOT_FOUND)
+        return ast;
     if (!o->known_hosts && !(o->known_hosts = home_path(".ssh/known_hosts")))
         return DT_ERR_NOMEM;
     DT_CHECK(expand_home(&o->known_hosts));

@@ -43,6 +43,8 @@ typedef struct ssh_opts {
     char *known_hosts;   /* file checked (and extended on accept_new)   */
     bool accept_new;     /* accept_new_host_keys: trust unknown keys    */
     long timeout_s;      /* connect_timeout                             */
+    double alive_s;      /* [cluster] timeout: a host silent this long
+                            (TCP keepalive, unacked data) is lost       */
     int max_parallel;
     char *workdir;       /* NULL: dtctl's directory when it exists there */
     char *cwd;           /* dtctl's working directory                    */
