@@ -56,6 +56,18 @@ acc=$(sed -n 's/.*final test accuracy: \([0-9]*\)\..*/\1/p' out.big)
 differ none/ckpt-000000000250.dtckpt big/ckpt-000000000250.dtckpt ||
     fail "(b) skipped steps left the parameters identical to the reference"
 echo "(b) at 2^127: $skipped steps skipped over 2 epochs, $acc% accuracy"
+# Skipped steps are no optimizer steps (as GradScaler): Adam's bias
+# correction counts from the first applied one (it used the job's step,
+# and after k skips the first update was a fraction of lr).
+# shellcheck disable=SC2086
+# (inputs scaled 353x by std = 0.001: the first steps overflow at 2^127)
+run $big --set train.optimizer=adam --set train.lr=0.001 --set data.std=0.001 \
+    --set train.max_steps=20 -v -v >out.adam 2>&1 || { cat out.adam; fail "(b) adam run"; }
+first=$(sed -n "s/.*optimizer 'adam': step 1 of its state at step \([0-9]*\) of the job.*/\1/p" out.adam | head -n 1)
+skips=$(grep -c '^\[0\] .*gradients overflowed at loss scale .*: step skipped' out.adam)
+[ -n "$first" ] && [ "$first" -gt 1 ] && [ "$first" -eq $((skips + 1)) ] ||
+    { grep -iE "skipped|optimizer" out.adam; fail "(b) adam: after $skips skipped steps the first applied one was not its step 1 (got '$first')"; }
+echo "(b) adam at 2^127: its step 1 is step $first of the job"
 
 # ---- (c) the scaler resumes where it was -----------------------------------
 # shellcheck disable=SC2086

@@ -179,12 +179,20 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
     DT_CHECK(dt_trainer_guard_step(t, *loss, lr, s, rolled_back));
     if (*rolled_back)
         return DT_OK;
-    if (t->skip_update)
+    if (t->skip_update) {
+        t->opt_base++; /* as GradScaler: no optimizer step at all */
         goto stepped; /* overflowed: the batch is spent, nothing applied */
+    }
     if (lt)
         DT_CHECK(dt_layer_timer_mark(lt, DT_LT_OPT_BEGIN));
-    st = t->opt->step(t->opt_state, t->params, t->grads,
-                      (float)lr, t->global_step + 1, t->dev->stream);
+    uint64_t opt_t = t->global_step + 1 - t->opt_base;
+    if (opt_t == 1 && t->global_step > 0 && t->rank == 0)
+        dt_debug("optimizer '%s': step 1 of its state at step %llu of the "
+                 "job (bias correction counts from here)",
+                 t->opt_plugin->name,
+                 (unsigned long long)t->global_step + 1);
+    st = t->opt->step(t->opt_state, t->params, t->grads, (float)lr, opt_t,
+                      t->dev->stream);
     if (st == DT_OK && lt)
         st = dt_layer_timer_mark(lt, DT_LT_OPT_DONE);
     if (st != DT_OK) {

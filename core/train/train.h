@@ -103,6 +103,11 @@ typedef struct dt_trainer {
                                    seen before a resume at another world
                                    size (data/sampler.h)                   */
     uint64_t global_step;       /* optimizer steps done                    */
+    uint64_t opt_base;          /* of them, steps the optimizer's state did
+                                   not take (skipped for overflow; before
+                                   a fresh state): its step number, which
+                                   Adam's bias correction uses, is
+                                   global_step + 1 - opt_base            */
     double loss_sum, loss_count;/* this epoch's training loss so far       */
     double best_acc;            /* checkpoint_best: best test accuracy ... */
     uint64_t best_epoch;        /* ... and its epoch (1-based; 0: none)    */

@@ -911,6 +911,13 @@ dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
     }
     if (t->ls.enabled)
         t->ls.skipped = meta[M_SCALE_SKIPPED];
+    /* The optimizer's own step number goes on from the state it got: the
+     * checkpoint's steps less those skipped for overflow, or 0 for a
+     * fresh state (bias correction at the checkpoint's step count with
+     * zero moments made Adam's first updates several times lr). */
+    uint64_t skipped = meta[M_SCALE_SKIPPED];
+    t->opt_base = no_opt ? t->global_step
+                         : skipped <= t->global_step ? skipped : 0;
     if (t->epoch_start >= t->train.n)
         t->epoch_start = 0;
     uint64_t old_world = meta[M_WORLD] ? meta[M_WORLD] : 1;
