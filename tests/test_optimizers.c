@@ -188,7 +188,7 @@ static void test_lars_tensors(void **state)
 
 static void test_lamb(void **state)
 {
-    /* t = 1, eps 0, wd 0: mhat = g, vhat = g^2, r = g / |g| = (1, -1),
+    /* t = 1, eps 1e-30 (0 is refused; this is 0 to float), wd 0: mhat = g, vhat = g^2, r = g / |g| = (1, -1),
      * |r| = sqrt 2, |w| = 5: trust = 5 / sqrt 2,
      * w = (3 - 0.1 * 5 / sqrt 2, 4 + 0.1 * 5 / sqrt 2)
      *   = (2.646446609, 4.353553391).
@@ -196,7 +196,7 @@ static void test_lamb(void **state)
      * v = (0.00044964, 0.00079936), vhat = v / 0.001999,
      * r = mhat / sqrt vhat = (0.932183, -0.266335), |w| = 5.0, trust =
      * |w| / |r| -> (2.156568259, 4.493518634) */
-    const char *eps0[] = {"eps=0", "weight_decay=0", NULL};
+    const char *eps0[] = {"eps=1e-30", "weight_decay=0", NULL};
     float p[2] = {3, 4}, g[4] = {0.6f, -0.8f, 0.3f, 0.4f};
     steps("lamb", eps0, 2, p, g, 1, 0.1f, NULL, 0);
     assert_float_equal(p[0], 2.646446609, 1e-6);
@@ -209,7 +209,7 @@ static void test_lamb(void **state)
      * (1.3, -0.6), |r| = sqrt 2.05, trust = 5 / sqrt 2.05,
      * w = (3 - 0.5 * 1.3 / 1.431782, 4 + 0.5 * 0.6 / 1.431782)
      *   = (2.546020, 4.209529) */
-    const char *wd[] = {"eps=0", "weight_decay=0.1", NULL};
+    const char *wd[] = {"eps=1e-30", "weight_decay=0.1", NULL};
     float q[2] = {3, 4};
     steps("lamb", wd, 2, q, g, 1, 0.1f, NULL, 0);
     assert_float_equal(q[0], 2.546020244, 1e-5);
@@ -244,6 +244,24 @@ static void test_bad_settings(void **state)
     opt_close(&o);
     const char *beta[] = {"beta2=1", NULL};
     assert_int_equal(opt_open(&o, "lamb", 1, beta), DT_ERR_CONFIG);
+    opt_close(&o);
+    /* eps = 0: 0/0 on every parameter whose gradients were all 0 so far
+     * (NaN at step 1); a value below 1 in double that is 1.0f as the
+     * optimizer keeps it */
+    const char *eps0[] = {"eps=0", NULL};
+    const char *const names[] = {"adam", "adamw", "lamb"};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(opt_open(&o, names[i], 1, eps0), DT_ERR_CONFIG);
+        opt_close(&o);
+    }
+    const char *b2f[] = {"beta2=0.99999999", NULL};
+    assert_int_equal(opt_open(&o, "adam", 1, b2f), DT_ERR_CONFIG);
+    opt_close(&o);
+    const char *momf[] = {"momentum=0.999999999", NULL};
+    assert_int_equal(opt_open(&o, "sgd", 1, momf), DT_ERR_CONFIG);
+    opt_close(&o);
+    const char *ok[] = {"eps=1e-12", "beta2=0.9999", NULL};
+    assert_int_equal(opt_open(&o, "adam", 1, ok), DT_OK);
     opt_close(&o);
 }
 

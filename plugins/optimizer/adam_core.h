@@ -43,9 +43,12 @@ static inline dt_status_t adam_create(const dt_config_t *cfg, size_t nparams,
     char section[32];
     snprintf(section, sizeof section, "optimizer.%s", name);
     double b1, b2, eps, wd;
-    DT_CHECK(optim_number(cfg, section, "beta1", 0.9, 0, 1, 1, &b1));
-    DT_CHECK(optim_number(cfg, section, "beta2", 0.999, 0, 1, 1, &b2));
-    DT_CHECK(optim_number(cfg, section, "eps", 1e-8, 0, 1, 0, &eps));
+    DT_CHECK(optim_number(cfg, section, "beta1", 0.9, 0, 1,
+                          OPTIM_OPEN_HI, &b1));
+    DT_CHECK(optim_number(cfg, section, "beta2", 0.999, 0, 1,
+                          OPTIM_OPEN_HI, &b2));
+    DT_CHECK(optim_number(cfg, section, "eps", 1e-8, 0, 1,
+                          OPTIM_OPEN_LO, &eps));
     DT_CHECK(optim_number(cfg, section, "weight_decay", default_wd, 0, 1e3, 0,
                           &wd));
     adam_t *s = calloc(1, sizeof *s);
@@ -125,7 +128,7 @@ static inline dt_status_t adam_load(void *state, const void *buf, size_t len)
 #define ADAM_KEYS(default_wd, wd_doc)                                         \
     {{"beta1", DT_KEY_DOUBLE, "0.9", "decay of the gradient average"},        \
      {"beta2", DT_KEY_DOUBLE, "0.999", "decay of the squared average"},       \
-     {"eps", DT_KEY_DOUBLE, "1e-8", "added to the denominator"},              \
+     {"eps", DT_KEY_DOUBLE, "1e-8", "added to the denominator (above 0)"},    \
      {"weight_decay", DT_KEY_DOUBLE, default_wd, wd_doc},                     \
      {NULL, DT_KEY_STRING, NULL, NULL}}
 

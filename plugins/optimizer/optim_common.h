@@ -22,10 +22,15 @@
 
 /* A number key in [lo, hi] (hi_open: strictly below hi); cfg NULL or the
  * key unset: def. Errors name the section, key, value and its origin. */
+/* Open ends of optim_number's range. Compared as the float the optimizer
+ * keeps: beta2 = 0.99999999 is 1.0f (NaN parameters at step 1). */
+#define OPTIM_OPEN_HI 1
+#define OPTIM_OPEN_LO 2
+
 static inline dt_status_t optim_number(const dt_config_t *cfg,
                                        const char *section, const char *key,
                                        double def, double lo, double hi,
-                                       int hi_open, double *out)
+                                       int open, double *out)
 {
     *out = def;
     const char *text = cfg ? dt_config_get(cfg, section, key) : NULL;
@@ -39,9 +44,12 @@ static inline dt_status_t optim_number(const dt_config_t *cfg,
                  text);
         return DT_ERR_CONFIG;
     }
-    if (v < lo || v > hi || (hi_open && v == hi)) {
-        dt_error("%s: [%s] %s = %g must be in [%g, %g%c", where, section, key,
-                 v, lo, hi, hi_open ? ')' : ']');
+    int hi_open = open & OPTIM_OPEN_HI, lo_open = open & OPTIM_OPEN_LO;
+    if (v < lo || v > hi || (hi_open && (float)v >= (float)hi) ||
+        (lo_open && (float)v <= (float)lo)) {
+        dt_error("%s: [%s] %s = %.10g must be in %c%g, %g%c (as a 32-bit "
+                 "float)", where, section, key, v, lo_open ? '(' : '[', lo,
+                 hi, hi_open ? ')' : ']');
         return DT_ERR_CONFIG;
     }
     *out = v;

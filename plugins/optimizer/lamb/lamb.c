@@ -23,7 +23,7 @@ typedef struct lamb {
 static const dt_key_spec_t lamb_keys[] = {
     {"beta1", DT_KEY_DOUBLE, "0.9", "decay of the gradient average"},
     {"beta2", DT_KEY_DOUBLE, "0.999", "decay of the squared average"},
-    {"eps", DT_KEY_DOUBLE, "1e-6", "added to the denominator"},
+    {"eps", DT_KEY_DOUBLE, "1e-6", "added to the denominator (above 0)"},
     {"weight_decay", DT_KEY_DOUBLE, "0.01",
      "decoupled decay added to the update before the trust ratio"},
     {NULL, DT_KEY_STRING, NULL, NULL}};
@@ -45,9 +45,12 @@ static dt_status_t lamb_create(const dt_config_t *cfg, size_t nparams,
 {
     *state = NULL;
     double b1, b2, eps, wd;
-    DT_CHECK(optim_number(cfg, SECTION, "beta1", 0.9, 0, 1, 1, &b1));
-    DT_CHECK(optim_number(cfg, SECTION, "beta2", 0.999, 0, 1, 1, &b2));
-    DT_CHECK(optim_number(cfg, SECTION, "eps", 1e-6, 0, 1, 0, &eps));
+    DT_CHECK(optim_number(cfg, SECTION, "beta1", 0.9, 0, 1,
+                          OPTIM_OPEN_HI, &b1));
+    DT_CHECK(optim_number(cfg, SECTION, "beta2", 0.999, 0, 1,
+                          OPTIM_OPEN_HI, &b2));
+    DT_CHECK(optim_number(cfg, SECTION, "eps", 1e-6, 0, 1,
+                          OPTIM_OPEN_LO, &eps));
     DT_CHECK(optim_number(cfg, SECTION, "weight_decay", 0.01, 0, 1e3, 0,
                           &wd));
     lamb_t *s = calloc(1, sizeof *s);

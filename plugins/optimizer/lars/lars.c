@@ -43,7 +43,8 @@ static dt_status_t lars_create(const dt_config_t *cfg, size_t nparams,
 {
     *state = NULL;
     double momentum, wd, eta, eps;
-    DT_CHECK(optim_number(cfg, SECTION, "momentum", 0.9, 0, 1, 1, &momentum));
+    DT_CHECK(optim_number(cfg, SECTION, "momentum", 0.9, 0, 1,
+                          OPTIM_OPEN_HI, &momentum));
     DT_CHECK(optim_number(cfg, SECTION, "weight_decay", 0, 0, 1e3, 0, &wd));
     DT_CHECK(optim_number(cfg, SECTION, "eta", 0.001, 0, 1e3, 0, &eta));
     DT_CHECK(optim_number(cfg, SECTION, "eps", 0, 0, 1, 0, &eps));

@@ -38,7 +38,8 @@ static dt_status_t sgd_create(const dt_config_t *cfg, size_t nparams,
     *state = NULL;
     double momentum, wd;
     bool nesterov = false;
-    DT_CHECK(optim_number(cfg, SECTION, "momentum", 0, 0, 1, 1, &momentum));
+    DT_CHECK(optim_number(cfg, SECTION, "momentum", 0, 0, 1,
+                          OPTIM_OPEN_HI, &momentum));
     DT_CHECK(optim_number(cfg, SECTION, "weight_decay", 0, 0, 1e3, 0, &wd));
     if (cfg && dt_config_get(cfg, SECTION, "nesterov"))
         DT_CHECK(dt_config_get_bool(cfg, SECTION, "nesterov", &nesterov));
