@@ -72,4 +72,32 @@ expect "# model for stl10 \\(3x96x96, 10 classes\\):"
 if "$DTCTL" config --set data.dataset=cifar100 "$top_srcdir/conf/examples/cifar10-resnet20.ini" \
     >"$tmp/out" 2>&1; then fail "a 10-class model accepted for cifar100"; fi
 expect "the model must end in linear\\(100\\)"
+# A configuration error is exit 2, as for every other command (dtctl(1));
+# a long value is printed whole.
+"$DTCTL" config --set train.mode=asynch --set model.layers='flatten linear(10)' \
+    --set data.dataset=cifar100 >"$tmp/out" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "a model dtctl config refuses: exit $rc, want 2"
+long=$(i=0; while [ $i -lt 60 ]; do printf 'node%03d:8,' $i; i=$((i + 1)); done)
+"$DTCTL" config --set "cluster.hosts=${long%,}" >"$tmp/out" 2>&1 || fail "long hosts: exit $?"
+expect "node059:8 +# command line"
+# An optimizer's keys from the environment are shown and checked (they
+# were read by local workers only)
+DT_OPTIMIZER_SGD_MOMENTUM=0.9 DT_OPTIMIZER_SGD_MOMENTUMM=1 "$DTCTL" config >"$tmp/out" 2>&1 ||
+    fail "optimizer environment: exit $?"
+expect "^momentum = 0.9 +# environment \(DT_OPTIMIZER_SGD_MOMENTUM\)"
+expect "DT_OPTIMIZER_SGD_MOMENTUMM matches no key of \[optimizer.sgd\]"
+
+# dtctl check runs the checks dtctl run makes of a job: a job run refuses
+# does not pass (it said "all checks passed")
+cp "$top_srcdir/conf/examples/fashion-mnist-mlp.ini" "$tmp/mlp.ini"
+"$DTCTL" check "$tmp/mlp.ini" --set train.mode=asynch >"$tmp/out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "dtctl check of a refused job: exit $rc, want 1"
+expect "\[train\] mode = 'asynch': use sync or async"
+expect "^localhost +job +FAIL +dtctl run would refuse this job"
+if [ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
+    "$DTCTL" check "$tmp/mlp.ini" >"$tmp/out" 2>&1 || fail "dtctl check of a good job: exit $?"
+    expect "^localhost +job +ok +settings valid for 1 worker"
+fi
 echo "PASS: config_cli"

@@ -73,6 +73,16 @@ DT_PLUGIN_PATH="$tmp/skel" "$DTCTL" bench allreduce -n 3 --transport skel \
 cat "$tmp/bench"
 rows=$(grep -cE '^\[0\] +[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +ok$' "$tmp/bench")
 [ "$rows" = 3 ] || fail "bench: want 3 rows (4K, 64K, 1M) checked ok, got $rows"
+# Without -n the job's np stands (2 only when nothing says): it was
+# overridden by a 2 given as -n
+DT_CLUSTER_NP=3 DT_PLUGIN_PATH="$tmp/skel" "$DTCTL" bench allreduce --transport skel \
+    --sizes 4K:4K --iters 5 >"$tmp/bench" 2>&1 ||
+    { cat "$tmp/bench"; fail "dtctl bench with DT_CLUSTER_NP=3"; }
+grep -q "dt allreduce: 3 ranks" "$tmp/bench" || { cat "$tmp/bench"; fail "bench: DT_CLUSTER_NP=3 ignored"; }
+DT_PLUGIN_PATH="$tmp/skel" "$DTCTL" bench allreduce --transport skel \
+    --sizes 4K:4K --iters 5 >"$tmp/bench" 2>&1 ||
+    { cat "$tmp/bench"; fail "dtctl bench without -n"; }
+grep -q "dt allreduce: 2 ranks" "$tmp/bench" || { cat "$tmp/bench"; fail "bench: not 2 ranks by default"; }
 
 # The same checks against a skeleton that flips a bit of every received
 # message: the example must fail, else the test proves nothing.

@@ -21,6 +21,25 @@ static void worker_path(char *buf, size_t len)
     dt_cli_worker_program("bench", BENCH_WORKER, buf, len);
 }
 
+/* Whether the configuration says how many workers (a value for [cluster]
+ * np, hosts or hostfile from anywhere but the defaults). */
+static int np_given(const dt_cli_t *cli)
+{
+    dt_config_t *cfg = NULL;
+    int given = 0;
+    if (dt_cli_load_config(cli, NULL, &cfg) != DT_OK)
+        return 0; /* dtctl run reports it */
+    static const char *const keys[] = {"np", "hosts", "hostfile"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        dt_config_source_t src = DT_SRC_DEFAULT;
+        if (dt_config_origin(cfg, "cluster", keys[i], &src, NULL) == DT_OK &&
+            src != DT_SRC_DEFAULT)
+            given = 1;
+    }
+    dt_config_free(cfg);
+    return given;
+}
+
 int dt_cmd_bench(dt_cli_t *cli)
 {
     if (cli->nargs != 1 || (strcmp(cli->args[0], "allreduce") != 0 &&
@@ -62,7 +81,10 @@ int dt_cmd_bench(dt_cli_t *cli)
         argv[k++] = (char *)cli->bench_factor;
     }
     argv[k] = NULL;
-    if (cli->np < 1)
+    /* 2 workers unless something says how many: -n, [cluster] np from a
+     * file or the environment, or a host list's slots. (Set as -n, the 2
+     * overrode them all.) */
+    if (cli->np < 1 && !cli->nproc_per_node && !np_given(cli))
         cli->np = 2;
     cli->command = "run";
     cli->args = NULL;

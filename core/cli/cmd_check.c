@@ -282,6 +282,25 @@ static void print_table(const table_t *t)
         printf("all checks passed\n");
 }
 
+/* A job (a job file, or [model] layers): the checks dtctl run makes of
+ * it before any worker starts (its [train] settings, the model against
+ * the data, the trainer program here) — a job check passed that run
+ * refused at once. */
+static void job_check(table_t *t, const dt_config_t *cfg,
+                      const char *job_file, int np)
+{
+    const char *layers = dt_config_get(cfg, "model", "layers");
+    if (!job_file && !(layers && *layers))
+        return;
+    char trainer[4200];
+    if (run_trainer_prepare(cfg, np, trainer, sizeof trainer) != DT_OK)
+        add_row(t, "localhost", "job", CHK_FAIL,
+                "dtctl run would refuse this job: see the error above");
+    else
+        add_row(t, "localhost", "job", CHK_OK, "settings valid for %d "
+                "worker%s; trainer %s", np, np == 1 ? "" : "s", trainer);
+}
+
 int dt_cmd_check(dt_cli_t *cli)
 {
     const char *job_file = NULL;
@@ -324,6 +343,7 @@ int dt_cmd_check(dt_cli_t *cli)
     dt_info("checking %zu host%s with the %s launcher", hosts.n,
             hosts.n == 1 ? "" : "s", p->name);
     launcher_checks(&t, p, ctx);
+    job_check(&t, cfg, job_file, np);
     int can_run = DT_OPS_HAS(ops, dt_launcher_ops_t, run_on_host);
     const char *spec_text = dt_config_get(cfg, "cluster", "interface");
     const char *device = dt_config_get(cfg, "train", "device");

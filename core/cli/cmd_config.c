@@ -24,12 +24,13 @@ static int print_value(const char *section, const char *key,
         printf("%s[%s]\n", ps->section ? "\n" : "", section);
         ps->section = section;
     }
-    char line[512];
-    snprintf(line, sizeof line, "%s = %s", key, value);
+    /* Padded to 40 columns, never cut (a long host list is a value too). */
+    int n = printf("%s = %s", key, value);
+    printf("%*s", n < 40 ? 40 - n : 0, "");
     if (src == DT_SRC_DEFAULT)
-        printf("%-40s # default\n", line);
+        printf(" # default\n");
     else
-        printf("%-40s # %s (%s)\n", line, dt_config_source_name(src), where);
+        printf(" # %s (%s)\n", dt_config_source_name(src), where);
     return 0;
 }
 
@@ -83,12 +84,15 @@ int dt_cmd_config(dt_cli_t *cli)
         return 2;
     }
     dt_config_t *cfg = NULL;
+    /* 2 for a configuration error, as every other command (dtctl(1)) */
     if (dt_cli_load_config(cli, cli->nargs ? cli->args[0] : NULL, &cfg) !=
         DT_OK)
-        return 1;
+        return 2;
     print_state_t ps = {NULL};
     dt_config_foreach(cfg, print_value, &ps);
     int bad = print_model(cfg);
     dt_config_free(cfg);
-    return fflush(stdout) == 0 && !bad ? 0 : 1;
+    if (bad)
+        return 2;
+    return fflush(stdout) == 0 ? 0 : 1;
 }

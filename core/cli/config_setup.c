@@ -109,9 +109,14 @@ static dt_status_t load_options(const dt_cli_t *cli, dt_config_t *cfg)
  * A plugin that is not there is reported by `dtctl run`, not here. */
 static void add_selected_plugin_schemas(dt_config_t *cfg)
 {
-    static const char *const kinds[] = {"launcher", "transport", "storage"};
+    /* [train] optimizer too: its [optimizer.NAME] keys from the
+     * environment were read by local workers only and never checked. */
+    static const char *const kinds[] = {"launcher", "transport", "storage",
+                                        "optimizer"};
+    static const char *const of[] = {"cluster", "cluster", "cluster",
+                                     "train"};
     for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
-        const char *name = dt_config_get(cfg, "cluster", kinds[i]);
+        const char *name = dt_config_get(cfg, of[i], kinds[i]);
         char section[160];
         if (!name || !*name ||
             snprintf(section, sizeof section, "%s.%s", kinds[i], name) >=
