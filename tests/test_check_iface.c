@@ -37,6 +37,13 @@ static void test_name_cidr_address(void **state)
     assert_string_equal(found, "eth1 fd00::7");
     char *narrow[] = {"10.77.2.0/24"};
     assert_int_equal(match(narrow, 1, found), 0);
+    /* A prefix that is no number matches nothing (read as /0 it matched
+     * every address) */
+    char *junk[] = {"10.0.0.0/abc"}, *empty[] = {"10.0.0.0/"},
+         *neg[] = {"10.0.0.0/-1"};
+    assert_int_equal(match(junk, 1, found), 0);
+    assert_int_equal(match(empty, 1, found), 0);
+    assert_int_equal(match(neg, 1, found), 0);
 }
 
 static void test_exclusions_and_loopback(void **state)

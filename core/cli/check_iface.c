@@ -71,9 +71,15 @@ static int item_matches(const char *item, const addr_t *a)
         return 0;
     memcpy(net, item, len);
     net[len] = '\0';
-    int bits = atoi(slash + 1);
-    int max = a->family == AF_INET ? 32 : 128;
-    if (inet_pton(a->family, net, bytes) != 1 || bits < 0 || bits > max)
+    /* digits only, as core/net/netif.c reads them (atoi took "/abc" for
+     * /0: every address matched, and the row passed a spec the workers
+     * refuse) */
+    const char *b = slash + 1;
+    int bits = 0, max = a->family == AF_INET ? 32 : 128;
+    if (!*b || strspn(b, "0123456789") != strlen(b) || strlen(b) > 3)
+        return 0;
+    bits = atoi(b);
+    if (inet_pton(a->family, net, bytes) != 1 || bits > max)
         return 0;
     return prefix_equal(bytes, a->bytes, bits);
 }
