@@ -151,15 +151,17 @@ static inline float bench_expect(int n, size_t i)
 
 static inline void bench_header(const char *who, int n, const bench_args_t *a)
 {
+    /* as bench_iters_for runs them: at least 5, fewer for large sizes */
+    int iters = a->iters < 5 ? 5 : a->iters;
     if (a->allgather)
         printf("# %s allgather: %d ranks, float32, bytes = the gathered "
                "total (each rank sends bytes / %d), %s of up to %d "
                "iterations (%d warm-up)\n", who, n, n, bench_stat_name(a),
-               a->iters, a->warmup);
+               iters, a->warmup);
     else
         printf("# %s allreduce: %d ranks, float32 sum, out of place, %s "
                "of up to %d iterations (%d warm-up)\n",
-               who, n, bench_stat_name(a), a->iters, a->warmup);
+               who, n, bench_stat_name(a), iters, a->warmup);
     printf("# %12s %12s %11s %11s %11s %6s\n", "bytes", "count",
            "time(us)", "algbw(GB/s)", "busbw(GB/s)", "check");
 }

@@ -109,11 +109,13 @@ int main(int argc, char **argv)
         int wrong = 0;
         double med = 0;
         rc = run_size(b, &a, send, recv, &wrong, &med);
-        /* allgather: the bytes every rank's equal part adds up to */
+        /* the bytes of the whole floats reduced (a size not a multiple
+         * of 4 overstated algbw); allgather: every rank's equal part */
         size_t n = (size_t)dt_size(), shown = a.allgather
                                                ? b / sizeof(float) / n * n *
                                                      sizeof(float)
-                                               : b;
+                                               : b / sizeof(float) *
+                                                     sizeof(float);
         if (rc == 0 && dt_rank() == 0)
             bench_row_bus(shown, med, (a.allgather ? 1.0 : 2.0) *
                                           (double)(n - 1) / (double)n,
