@@ -62,6 +62,15 @@ fi
 expect "$tmp/opt.ini:2: \\[train\\] optimizer = lamp cannot be used; no worker was started"
 expect "available optimizers: .*lamb, lars"
 if grep -q '^\[[01]\]' "$tmp/out"; then fail "a worker started"; fi
+# ... and so does a bad setting of the optimizer (every worker refused it
+# after launch, naming its environment variable)
+printf '[train]\noptimizer = adam\n[optimizer.adam]\neps = 0\n[model]\nlayers = flatten linear(10)\n' \
+    >"$tmp/opt2.ini"
+if "$DTCTL" run -n 2 "$tmp/opt2.ini" >"$tmp/out" 2>&1; then
+    fail "adam eps = 0 was accepted"
+fi
+expect "$tmp/opt2.ini:4: \\[optimizer.adam\\] eps = 0 must be in \\(0, 1\\]"
+if grep -q '^\[[01]\]' "$tmp/out"; then fail "a worker started (eps = 0)"; fi
 
 # dtctl config summarizes the model for every data set whose shape it
 # knows (one table with dtctl run and plan): STL-10's 96x96, CIFAR-100's

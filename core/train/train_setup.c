@@ -331,6 +331,16 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
         st = check_compression(cfg, t.async);
     if (st == DT_OK && !plugin) /* [train] optimizer unset: sgd */
         dt_plugin_load(DT_KIND_OPTIMIZER, "sgd", &plugin, NULL);
+    /* Its own settings, checked as the workers will (made once for one
+     * parameter): a momentum of 1.5 was refused by every worker after
+     * launch, named by its environment variable. */
+    const dt_optimizer_ops_t *ops = plugin ? plugin->ops : NULL;
+    void *probe = NULL;
+    if (st == DT_OK && ops && ops->create &&
+        ops->create(cfg, 1, DT_MEM_HOST, &probe) != DT_OK)
+        st = DT_ERR_CONFIG;
+    if (probe && ops->destroy)
+        ops->destroy(probe);
     if (st == DT_OK && plugin)
         warn_async_momentum(cfg, &t, plugin);
     free(t.ckpt_dir);
