@@ -346,6 +346,27 @@ static int own_options_command(int argc, char **argv, int *rc)
     return 1;
 }
 
+/* An option of another command is refused, not ignored (dtctl config
+ * --sizes 4K exited 0). 0, or 2 (said). */
+static int options_fit(const dt_cli_t *cli)
+{
+    const char *c = cli->command;
+    const char *bench = cli->bench_sizes    ? "--sizes"
+                        : cli->bench_iters  ? "--iters"
+                        : cli->bench_factor ? "--factor"
+                                            : NULL;
+    if (bench && strcmp(c, "bench") != 0) {
+        dt_error("%s is an option of dtctl bench, not of dtctl %s", bench,
+                 c);
+        return 2;
+    }
+    if (cli->no_stage && strcmp(c, "run") != 0 && strcmp(c, "bench") != 0) {
+        dt_error("--no-stage is an option of dtctl run, not of dtctl %s", c);
+        return 2;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     dt_cli_t cli = {.np = -1};
@@ -366,6 +387,8 @@ int main(int argc, char **argv)
     if (!cli.command) {
         fputs(usage_text, stderr);
         rc = 2;
+    } else if ((rc = options_fit(&cli)) != 0) {
+        /* said */
     } else if (strcmp(cli.command, "run") == 0) {
         rc = dt_cmd_run(&cli);
     } else if (strcmp(cli.command, "plugins") == 0) {
