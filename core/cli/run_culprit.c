@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include <dt/hosts.h>
 #include <dt/log.h>
 #include "run_culprit.h"
 
@@ -17,22 +17,14 @@
  * that is this machine. */
 static void elsewhere(run_culprit_t *rc, int rank, char *host, size_t len)
 {
-    if (strcmp(host, "localhost") != 0 && strcmp(host, "127.0.0.1") != 0)
+    if (!dt_host_is_local(host))
         return;
-    char key[32], here[256] = "";
+    char key[32];
     void *v = NULL;
     size_t n = 0;
     snprintf(key, sizeof key, "dt/host/%d", rank);
-    if (dt_store_get(rc->conn, key, 0, &v, &n) != DT_OK || n == 0 ||
-        n >= len) {
-        free(v);
-        return;
-    }
-    if (gethostname(here, sizeof here) == 0) {
-        here[sizeof here - 1] = '\0';
-        here[strcspn(here, ".")] = '\0';
-    }
-    if (strcmp(v, here) != 0)
+    if (dt_store_get(rc->conn, key, 0, &v, &n) == DT_OK && n > 0 &&
+        n < len && !dt_host_is_local(v))
         snprintf(host, len, "%s", (char *)v);
     free(v);
 }

@@ -65,13 +65,21 @@ static void apply_log_level(void)
             v);
 }
 
+/* This machine's name without its domain ("?" when unknown). */
+static void short_hostname(char *host, size_t len)
+{
+    if (gethostname(host, len) != 0) {
+        snprintf(host, len, "?");
+        return;
+    }
+    host[len - 1] = '\0';
+    host[strcspn(host, ".")] = '\0';
+}
+
 static void set_log_tag(void)
 {
-    char host[256] = "?", tag[300];
-    if (gethostname(host, sizeof host) == 0) {
-        host[sizeof host - 1] = '\0';
-        host[strcspn(host, ".")] = '\0';
-    }
+    char host[256], tag[300];
+    short_hostname(host, sizeof host);
     snprintf(tag, sizeof tag, "[%d %s]", W.id.rank, host);
     dt_log_set_tag(tag);
 }
@@ -82,10 +90,9 @@ static void set_log_tag(void)
 static void publish_host(void)
 {
     char host[256], key[32];
-    if (gethostname(host, sizeof host) != 0)
+    short_hostname(host, sizeof host);
+    if (strcmp(host, "?") == 0)
         return;
-    host[sizeof host - 1] = '\0';
-    host[strcspn(host, ".")] = '\0';
     snprintf(key, sizeof key, "dt/host/%d", W.id.rank);
     if (dt_store_set(W.store, key, host, strlen(host)) != DT_OK)
         dt_debug("rank %d: could not record its host in the store",
