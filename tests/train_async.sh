@@ -231,6 +231,13 @@ run -n 2 --set cluster.servers=2 --set train.optimizer=adam \
     { cat out; fail "async resume"; }
 grep -q "resuming from ck/ckpt-000000000060.dtckpt" out || { cat out; fail "did not resume"; }
 grep -q "fresh optimizer state" out && { cat out; fail "the sharded optimizer state was not restored"; }
+# Adam's step number goes on from the servers' own count (both workers'
+# pushes before rank 0's step-60 save), not from rank 0's 60 steps.
+for sid in 0 1; do
+    ostep=$(sed -n "s/.*parameter server $sid (rank [0-9]*): .* optimizer adam restored at step \([0-9]*\),.*/\1/p" out)
+    [ -n "$ostep" ] && [ "$ostep" -gt 60 ] ||
+        { cat out; fail "server $sid resumed adam at step '$ostep', not after both workers' pushes"; }
+done
 acc=$(sed -n 's/.*final test accuracy: \([0-9.]*\)%.*/\1/p' out)
 awk -v a="$acc" 'BEGIN { exit !(a >= 70.0) }' || { cat out; fail "resumed accuracy '$acc'"; }
 # resumed once more: that run's last checkpoint is the end of training;

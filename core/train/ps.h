@@ -55,10 +55,11 @@ dt_status_t dt_ps_client_new(int nworkers, int nservers, size_t nparams,
                              dt_ps_client_t **out);
 void dt_ps_client_free(dt_ps_client_t *c);
 /* Rank 0: hand each server its shard of params and, when opt[s] is not
- * NULL, the optimizer state of shard s (opt_len[s] bytes). */
+ * NULL, the optimizer state of shard s (opt_len[s] bytes), which had made
+ * opt_steps optimizer steps (a fresh state starts at 0). */
 dt_status_t dt_ps_init_servers(dt_ps_client_t *c, const float *params,
                                void *const *opt, const size_t *opt_len,
-                               const dt_ps_pos_t *pos);
+                               uint64_t opt_steps, const dt_ps_pos_t *pos);
 /* Every worker, once: the servers' parameters and the start position. */
 dt_status_t dt_ps_join(dt_ps_client_t *c, float *params, dt_ps_pos_t *pos);
 /* Push grads (every shard to its server), then receive the fresh params. */

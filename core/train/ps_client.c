@@ -403,7 +403,7 @@ static void set_all(dt_ps_client_t *c, int type, uint64_t a, uint64_t b)
 
 dt_status_t dt_ps_init_servers(dt_ps_client_t *c, const float *params,
                                void *const *opt, const size_t *opt_len,
-                               const dt_ps_pos_t *pos)
+                               uint64_t opt_steps, const dt_ps_pos_t *pos)
 {
     size_t k = 0;
     dt_status_t st = DT_OK;
@@ -417,6 +417,7 @@ dt_status_t dt_ps_init_servers(dt_ps_client_t *c, const float *params,
         c->out[s][4] = pos->epoch;
         c->out[s][5] = pos->step_in_epoch;
         c->out[s][6] = pos->epoch_start;
+        c->out[s][7] = c->out[s][2] ? opt_steps : 0;
     }
     /* Control block, shard, optimizer state: 3 per server at most. */
     dt_request_t **r = calloc(3 * (size_t)c->S, sizeof *r);

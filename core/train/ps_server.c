@@ -242,12 +242,17 @@ static dt_status_t on_init(server_t *v, dt_config_t *cfg, int w,
         free(buf);
         DT_CHECK(st);
     }
-    v->steps = h[3];
+    /* The optimizer's step number goes on from the state it got (all
+     * workers' pushes), or from 0 for a fresh one: rank 0's own step made
+     * Adam's bias correction that of a later step. */
+    v->steps = opt_len ? h[7] : 0;
     v->pos = (dt_ps_pos_t){h[4], h[5], h[6], h[3]};
     v->init = 1;
     dt_info("parameter server %d (rank %d): parameters [%zu, %zu) of %zu, "
-            "optimizer %s, max_staleness %d%s", v->sid, v->rank, v->lo,
-            v->lo + v->n, v->nparams, v->plugin->name, v->K,
+            "optimizer %s %s %llu, max_staleness %d%s", v->sid, v->rank,
+            v->lo, v->lo + v->n, v->nparams, v->plugin->name,
+            opt_len ? "restored at step" : "fresh from step",
+            (unsigned long long)v->steps, v->K,
             v->K ? "" : " (unbounded)");
     return DT_OK;
 }
@@ -537,9 +542,10 @@ dt_status_t dt_ps_serve(dt_config_t *cfg, int nworkers, int nservers)
         st = serve_loop(&v, cfg);
     if (st == DT_OK)
         dt_info("parameter server %d (rank %d): %llu pushes applied from %d "
-                "worker%s; max_staleness %d: %llu replies held, largest lead "
-                "answered %llu", v.sid, v.rank,
-                (unsigned long long)v.pushes, v.W, v.W == 1 ? "" : "s", v.K,
+                "worker%s (optimizer step %llu); max_staleness %d: %llu "
+                "replies held, largest lead answered %llu", v.sid, v.rank,
+                (unsigned long long)v.pushes, v.W, v.W == 1 ? "" : "s",
+                (unsigned long long)v.steps, v.K,
                 (unsigned long long)v.holds,
                 (unsigned long long)v.max_lead);
     server_free(&v);

@@ -435,6 +435,7 @@ restart: /* after a rollback (on_divergence): from the checkpoint's step */
 static dt_status_t async_start(dt_trainer_t *t)
 {
     dt_ps_pos_t pos = {0, 0, 0, 0};
+    uint64_t opt_steps = 0;
     dt_status_t st = DT_OK;
     if (t->rank == 0) {
         void **opt = calloc((size_t)t->nservers, sizeof *opt);
@@ -443,9 +444,11 @@ static dt_status_t async_start(dt_trainer_t *t)
         if (!opt || !len)
             st = DT_ERR_NOMEM;
         if (st == DT_OK && t->resume)
-            st = dt_trainer_restore_async(t, opt, len, &pos, &found);
+            st = dt_trainer_restore_async(t, opt, len, &pos, &opt_steps,
+                                          &found);
         if (st == DT_OK)
-            st = dt_ps_init_servers(t->ps, t->params, opt, len, &pos);
+            st = dt_ps_init_servers(t->ps, t->params, opt, len, opt_steps,
+                                    &pos);
         for (int s = 0; opt && s < t->nservers; s++)
             free(opt[s]);
         free(opt);

@@ -227,11 +227,12 @@ dt_status_t dt_trainer_guard_begin(dt_trainer_t *t);
 /* train_state.c, mode = async, rank 0 with --resume: the newest
  * checkpoint's parameters into t->params and its position; opt[s] /
  * opt_len[s] the optimizer state of server s's shard when the checkpoint
- * was written by as many servers (else NULL: fresh state, warned).
- * *found: one was loaded. */
+ * was written by as many servers (else NULL: fresh state, warned), and
+ * *opt_steps the optimizer steps that state had made. *found: one was
+ * loaded. */
 dt_status_t dt_trainer_restore_async(dt_trainer_t *t, void **opt,
                                      size_t *opt_len, dt_ps_pos_t *pos,
-                                     bool *found);
+                                     uint64_t *opt_steps, bool *found);
 
 /* dt_train_check_config, dt_train_run: the public dt/train.h. */
 

@@ -45,8 +45,10 @@ enum { TAG_BUFFERS = 5 };
  * the saved weights back. */
 enum { TAG_WORK_LOAD = 6 };
 /* mode = async: OPT_STATE is the servers' shard states one after the
- * other; SHARDS says how: u64 number of servers S, then S u64 lengths.
- * Only a job with as many servers takes that state back. */
+ * other; SHARDS says how: u64 number of servers S, then S u64 lengths,
+ * then the optimizer steps the servers had applied (absent before it was
+ * written: the job's step stands in). Only a job with as many servers
+ * takes that state back. */
 enum { TAG_SHARDS = 7 };
 /* What the parameters mean (model_signature()): another model of the
  * same parameter count is refused. Absent before it existed: not checked
@@ -363,7 +365,7 @@ static dt_status_t save_async(dt_trainer_t *t, const save_req_t *req)
     int S = t->nservers;
     void **opt = calloc((size_t)S, sizeof *opt);
     size_t *len = calloc((size_t)S, sizeof *len);
-    unsigned char *shards = calloc((size_t)S + 1, 8);
+    unsigned char *shards = calloc((size_t)S + 2, 8);
     uint64_t steps = 0;
     dt_status_t st = opt && len && shards ? DT_OK : DT_ERR_NOMEM;
     if (st == DT_OK)
@@ -382,11 +384,12 @@ static dt_status_t save_async(dt_trainer_t *t, const save_req_t *req)
             at += len[s];
             ckpt_put64(shards + 8 * (s + 1), len[s]);
         }
+        ckpt_put64(shards + 8 * ((size_t)S + 1), steps);
         double sums[2] = {t->loss_sum, t->loss_count};
         dt_debug("async checkpoint: %d shard%s, the servers applied %llu "
                  "pushes", S, S == 1 ? "" : "s", (unsigned long long)steps);
         st = write_ckpt(t, req, sums, all, total, shards,
-                        8 * ((size_t)S + 1));
+                        8 * ((size_t)S + 2));
     }
     for (int s = 0; opt && s < S; s++)
         free(opt[s]);
@@ -934,7 +937,7 @@ dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
 
 dt_status_t dt_trainer_restore_async(dt_trainer_t *t, void **opt,
                                      size_t *opt_len, dt_ps_pos_t *pos,
-                                     bool *found_out)
+                                     uint64_t *opt_steps, bool *found_out)
 {
     dt_ckpt_t c;
     memset(&c, 0, sizeof c);
@@ -951,7 +954,14 @@ dt_status_t dt_trainer_restore_async(dt_trainer_t *t, void **opt,
                             *ss = dt_ckpt_find(&c, TAG_SHARDS);
     uint64_t nshards = ss && ss->len >= 8 ? ckpt_get64(ss->data) : 0;
     int usable = nshards == (uint64_t)t->nservers &&
-                 ss->len == 8 * ((size_t)nshards + 1);
+                 (ss->len == 8 * ((size_t)nshards + 1) ||
+                  ss->len == 8 * ((size_t)nshards + 2));
+    /* The servers' own step count: every worker's pushes, not rank 0's
+     * steps (Adam's bias correction goes on from it). */
+    *opt_steps = usable && ss->len == 8 * ((size_t)nshards + 2)
+                     ? ckpt_get64((const unsigned char *)ss->data +
+                                  8 * ((size_t)nshards + 1))
+                     : meta[M_GLOBAL_STEP];
     size_t total = 0;
     for (int s = 0; usable && s < t->nservers; s++)
         total += ckpt_get64((const unsigned char *)ss->data + 8 * (s + 1));
