@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -31,6 +33,7 @@
 typedef struct fixture {
     uint8_t token[DT_TOKEN_BYTES];
     dt_store_server_t *srv;
+    int port;
     char where[64];
 } fixture_t;
 
@@ -41,8 +44,8 @@ static int setup(void **state)
     assert_int_equal(dt_token_generate(f->token), DT_OK);
     assert_int_equal(dt_store_server_start("127.0.0.1", 0, f->token, &f->srv),
                      DT_OK);
-    snprintf(f->where, sizeof f->where, "127.0.0.1:%d",
-             dt_store_server_port(f->srv));
+    f->port = dt_store_server_port(f->srv);
+    snprintf(f->where, sizeof f->where, "127.0.0.1:%d", f->port);
     *state = f;
     return 0;
 }
@@ -68,7 +71,7 @@ static int raw_connect(const fixture_t *f)
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     assert_true(fd >= 0);
     struct sockaddr_in sa = {.sin_family = AF_INET,
-                             .sin_port = htons((uint16_t)dt_store_server_port(f->srv))};
+                             .sin_port = htons((uint16_t)f->port)};
     inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
     assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
     return fd;
@@ -476,6 +479,105 @@ static void test_raw_client_with_token_served(void **state)
     dt_store_close(s);
 }
 
+/* An authenticated raw connection (HELLO, the server's proof checked,
+ * the client's proof, WELCOME). */
+static int raw_client(const fixture_t *f)
+{
+    uint8_t nc[NONCE], ns[NONCE], proof[1 + MAC] = {0x03};
+    int fd = raw_hello(f, nc, ns);
+    hs_proof(f->token, "dt-store-client", nc, ns, proof + 1);
+    assert_true(send_frame_raw(fd, proof, sizeof proof));
+    uint8_t welcome[5];
+    assert_true(recv_exact(fd, welcome, sizeof welcome));
+    assert_memory_equal(welcome, "\0\0\0\1\4", 5);
+    return fd;
+}
+
+/* BARRIER: u32 count, u32 timeout_ms, u16 name length, name. */
+static int send_barrier(int fd, const char *name, uint32_t n, uint32_t ms)
+{
+    uint8_t b[64] = {0x13};
+    size_t kl = strlen(name);
+    for (int i = 0; i < 4; i++) {
+        b[1 + i] = (uint8_t)(n >> (24 - 8 * i));
+        b[5 + i] = (uint8_t)(ms >> (24 - 8 * i));
+    }
+    b[9] = (uint8_t)(kl >> 8);
+    b[10] = (uint8_t)kl;
+    memcpy(b + 11, name, kl);
+    return send_frame_raw(fd, b, 11 + kl);
+}
+
+/* The status of the reply to a wait, or -1 when none came in ms. */
+static long wait_reply_status(int fd, int ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, ms) != 1)
+        return -1;
+    uint8_t r[9];
+    if (!recv_exact(fd, r, sizeof r) || r[4] != 0x20)
+        return -1;
+    return (long)(int32_t)((uint32_t)r[5] << 24 | (uint32_t)r[6] << 16 |
+                           (uint32_t)r[7] << 8 | r[8]);
+}
+
+/* A waiter that is gone does not count, even when its disconnect and the
+ * last arrival reach the server in the same poll round (it counted until
+ * the end of the round: a barrier of 3 let 2 through). The server runs in
+ * a child that is stopped while the disconnect and the arrival are sent,
+ * so that it sees both at once. */
+static void test_barrier_gone_waiter_in_same_round(void **state)
+{
+    (void)state;
+    fixture_t f;
+    memset(&f, 0, sizeof f);
+    assert_int_equal(dt_token_generate(f.token), DT_OK);
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(p[0]);
+        dt_store_server_t *srv = NULL;
+        int port = -1;
+        if (dt_store_server_start("127.0.0.1", 0, f.token, &srv) == DT_OK)
+            port = dt_store_server_port(srv);
+        if (write(p[1], &port, sizeof port) != sizeof port || port < 0)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    close(p[1]);
+    int port = -1;
+    assert_int_equal(read(p[0], &port, sizeof port), (ssize_t)sizeof port);
+    close(p[0]);
+    assert_true(port > 0);
+    f.port = port;
+    snprintf(f.where, sizeof f.where, "127.0.0.1:%d", port);
+    int a = raw_client(&f), b = raw_client(&f), c = raw_client(&f);
+    assert_true(send_barrier(a, "race", 3, 5000));
+    assert_true(send_barrier(b, "race", 3, 800));
+    /* Both are waiting (no answer yet). */
+    assert_int_equal(wait_reply_status(a, 200), -1);
+    assert_int_equal(wait_reply_status(b, 1), -1);
+    int ws;
+    assert_int_equal(kill(pid, SIGSTOP), 0);
+    assert_int_equal(waitpid(pid, &ws, WUNTRACED), pid);
+    assert_true(WIFSTOPPED(ws));
+    close(a);
+    assert_true(send_barrier(c, "race", 3, 800));
+    usleep(50 * 1000); /* both in the server's socket buffers */
+    assert_int_equal(kill(pid, SIGCONT), 0);
+    /* Two of three are there: both time out, neither is let through. */
+    long sb = wait_reply_status(b, 5000), sc = wait_reply_status(c, 5000);
+    kill(pid, SIGKILL);
+    waitpid(pid, &ws, 0);
+    close(b);
+    close(c);
+    assert_int_equal(sb, DT_ERR_TIMEOUT);
+    assert_int_equal(sc, DT_ERR_TIMEOUT);
+}
+
 /* A client that completes HELLO and sees the server's proof, then sends a
  * wrong proof of its own: the server must drop it and log so, and the SET
  * and GET it sends right behind the proof must never be served. The
@@ -643,8 +745,8 @@ static void test_garbage_flood_summarized(void **state)
     assert_int_equal(dt_token_generate(f.token), DT_OK);
     assert_int_equal(dt_store_server_start("127.0.0.1", 0, f.token, &f.srv),
                      DT_OK);
-    snprintf(f.where, sizeof f.where, "127.0.0.1:%d",
-             dt_store_server_port(f.srv));
+    f.port = dt_store_server_port(f.srv);
+    snprintf(f.where, sizeof f.where, "127.0.0.1:%d", f.port);
     capture_t cap;
     capture_begin(&cap);
     for (int i = 0; i < FLOOD; i++) {
@@ -687,8 +789,8 @@ static void test_handshake_deadline(void **state)
     assert_int_equal(dt_store_server_start("127.0.0.1", 0, f.token, &f.srv),
                      DT_OK);
     unsetenv("DT_STORE_HANDSHAKE_TIMEOUT");
-    snprintf(f.where, sizeof f.where, "127.0.0.1:%d",
-             dt_store_server_port(f.srv));
+    f.port = dt_store_server_port(f.srv);
+    snprintf(f.where, sizeof f.where, "127.0.0.1:%d", f.port);
     int silent = raw_connect(&f);
     assert_true(closed_by_server(silent)); /* dropped by its deadline */
     close(silent);
@@ -858,6 +960,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_client_checks_server, setup,
                                         teardown),
+        cmocka_unit_test(test_barrier_gone_waiter_in_same_round),
         cmocka_unit_test_setup_teardown(test_raw_client_with_token_served,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_wrong_client_proof_dropped,

@@ -163,6 +163,21 @@ static void stranger(dt_store_server_t *s, const char *addr,
         s->quiet_other++;
 }
 
+static void barrier_leave(dt_store_server_t *s, const char *name);
+static void clear_pending(conn_t *c);
+
+/* A connection is gone: a barrier it waits in no longer counts it at once
+ * (not when it is reaped: a barrier filled in the same poll round would
+ * have let everyone through without it). */
+static void mark_dead(conn_t *c)
+{
+    if (c->pending == PEND_BARRIER && c->srv)
+        barrier_leave(c->srv, c->pkey);
+    if (c->pending != PEND_NONE)
+        clear_pending(c);
+    c->dead = 1;
+}
+
 static void drop(conn_t *c, dt_log_level_t level, const char *why)
 {
     if (c->dead)
@@ -172,7 +187,7 @@ static void drop(conn_t *c, dt_log_level_t level, const char *why)
     else
         dt_log(level, "rendezvous store: dropped connection from %s: %s",
                c->addr, why);
-    c->dead = 1;
+    mark_dead(c);
 }
 
 static int queue(conn_t *c, const void *data, size_t len)
@@ -544,7 +559,7 @@ static void read_input(conn_t *c)
             return;
         if (c->state == CS_READY) {
             dt_trace("rendezvous store: %s disconnected", c->addr);
-            c->dead = 1;
+            mark_dead(c);
         }
         else if (c->state == CS_PROOF)
             drop(c, DT_LOG_WARN,
@@ -710,9 +725,7 @@ static void reap(dt_store_server_t *s)
             s->conns[j++] = c;
             continue;
         }
-        if (c->pending == PEND_BARRIER)
-            barrier_leave(s, c->pkey);
-        conn_free(c);
+        conn_free(c); /* out of its barrier already (mark_dead) */
     }
     s->nconns = j;
 }
