@@ -70,6 +70,7 @@ typedef struct opts {
                         the running statistics (buffers) and its logits  */
     int sync_bn;     /* sync_bn on both, with the same made-up second rank
                         (nn_testutil.h): core/cuda/bn_sync.cu's kernels  */
+    int batch;       /* samples in the step; 0: BATCH                    */
 } opts_t;
 
 static void compare_with(const char *layers, int c, int h, int w,
@@ -92,7 +93,8 @@ static void compare_with(const char *layers, int c, int h, int w,
         dt_model_set_sync_bn(mc, test_synthetic_rank, NULL);
         dt_model_set_sync_bn(mg, test_synthetic_rank, NULL);
     }
-    size_t in = (size_t)BATCH * c * h * w, n = dt_model_nparams(mc);
+    const int B = o->batch ? o->batch : BATCH;
+    size_t in = (size_t)B * c * h * w, n = dt_model_nparams(mc);
     float *x = malloc(in * sizeof *x), *gg = malloc(n * sizeof *gg);
     float *pg = malloc(n * sizeof *pg);
     int y[BATCH];
@@ -100,7 +102,7 @@ static void compare_with(const char *layers, int c, int h, int w,
     assert_non_null(gg);
     assert_non_null(pg);
     fill_random(x, in, 99);
-    for (int i = 0; i < BATCH; i++)
+    for (int i = 0; i < B; i++)
         y[i] = (i * 7) % 10;
     float *pc, *gc, *pd, *gd;
     assert_int_equal(dt_model_params(mc, &pc, &gc, NULL), DT_OK);
@@ -110,15 +112,15 @@ static void compare_with(const char *layers, int c, int h, int w,
     assert_memory_equal(pc, pg, n * sizeof *pg); /* same init everywhere */
     float lc, lg;
     int cc, cg;
-    assert_int_equal(dt_model_forward(mc, x, y, BATCH, 1, &lc, &cc), DT_OK);
-    assert_int_equal(dt_model_forward(mg, x, y, BATCH, 1, &lg, &cg), DT_OK);
+    assert_int_equal(dt_model_forward(mc, x, y, B, 1, &lc, &cc), DT_OK);
+    assert_int_equal(dt_model_forward(mg, x, y, B, 1, &lg, &cg), DT_OK);
     assert_float_equal(lc, lg, 1e-5 * (1 + fabs(lc)));
     assert_int_equal(cc, cg);
     /* the logits themselves, not only the loss they average into */
     const dt_tensor_t *oc = dt_model_output(mc), *og = dt_model_output(mg);
     assert_non_null(oc);
     assert_non_null(og);
-    assert_int_equal(oc->numel, (size_t)BATCH * 10);
+    assert_int_equal(oc->numel, (size_t)B * 10);
     assert_int_equal(og->numel, oc->numel);
     assert_int_equal(oc->mem, DT_MEM_HOST);
     assert_int_equal(og->mem, DT_MEM_CUDA);
@@ -153,9 +155,9 @@ static void compare_with(const char *layers, int c, int h, int w,
         assert_true(nb > 0);
         assert_true(worst_dev(gpu, bc, bd, nb, "running statistics",
                               layers) < 1);
-        assert_int_equal(dt_model_forward(mc, x, y, BATCH, 0, &lc, &cc),
+        assert_int_equal(dt_model_forward(mc, x, y, B, 0, &lc, &cc),
                          DT_OK);
-        assert_int_equal(dt_model_forward(mg, x, y, BATCH, 0, &lg, &cg),
+        assert_int_equal(dt_model_forward(mg, x, y, B, 0, &lg, &cg),
                          DT_OK);
         assert_float_equal(lc, lg, 1e-5 * (1 + fabs(lc)));
         oc = dt_model_output(mc);
@@ -174,7 +176,7 @@ static void compare_with(const char *layers, int c, int h, int w,
 
 static void compare(const char *layers, int c, int h, int w)
 {
-    const opts_t o = {0.0f, 0, 0};
+    const opts_t o = {0.0f, 0, 0, 0};
     compare_with(layers, c, h, w, &o);
 }
 
@@ -202,7 +204,7 @@ static void test_conv_strided_nobias(void **state)
  * flat input), train then eval with the running statistics. */
 static void test_batchnorm(void **state)
 {
-    const opts_t o = {0.0f, 1, 0};
+    const opts_t o = {0.0f, 1, 0, 0};
     compare_with("conv(8,3,pad=1,bias=no) batchnorm relu flatten linear(16) "
                  "batchnorm relu linear(10)", 3, 8, 8, &o);
 }
@@ -211,8 +213,19 @@ static void test_batchnorm(void **state)
  * but cuDNN writes one (the backend's spare block). */
 static void test_batchnorm_first(void **state)
 {
-    const opts_t o = {0.0f, 1, 0};
+    const opts_t o = {0.0f, 1, 0, 0};
     compare_with("batchnorm conv(4,3) relu flatten linear(10)", 2, 6, 6, &o);
+}
+
+/* One value per channel in training (a batch of one through a flat
+ * batchnorm: cuDNN's per-activation mode at n = 1): no variance to learn,
+ * the running statistics stay as they were (finite: an unbiased variance
+ * at n = 1 is NaN, and cuDNN at factor 0 still multiplied it in), and
+ * the eval forward after it matches the cpu's. */
+static void test_batchnorm_one_per_channel(void **state)
+{
+    const opts_t o = {0.0f, 1, 0, 1};
+    compare_with("flatten linear(16) batchnorm relu linear(10)", 1, 4, 4, &o);
 }
 
 /* average pooling and global average pooling (cuDNN pooling) */
@@ -226,7 +239,7 @@ static void test_avgpool_gap(void **state)
  * small ResNet: one basic block with a stride-2 projection shortcut */
 static void test_resnet_block(void **state)
 {
-    const opts_t o = {0.0f, 1, 0};
+    const opts_t o = {0.0f, 1, 0, 0};
     compare_with("conv(8,3,pad=1,bias=no) batchnorm relu "
                  "stage(basic,8,1,stride=2) gap flatten linear(10)", 3, 8,
                  8, &o);
@@ -245,7 +258,7 @@ static void test_resnet_identity(void **state)
  * running statistics the synchronized step left */
 static void test_sync_bn(void **state)
 {
-    const opts_t o = {0.0f, 1, 1};
+    const opts_t o = {0.0f, 1, 1, 0};
     compare_with("conv(8,3,pad=1,bias=no) batchnorm relu "
                  "stage(basic,8,1,stride=2) gap flatten linear(16) batchnorm "
                  "relu linear(10)", 3, 8, 8, &o);
@@ -454,7 +467,7 @@ static void test_activations_bf16(void **state)
 /* label smoothing in the softmax cross-entropy kernels */
 static void test_label_smoothing(void **state)
 {
-    const opts_t o = {0.1f, 0, 0};
+    const opts_t o = {0.1f, 0, 0, 0};
     compare_with("flatten linear(64) relu linear(10)", 1, 8, 8, &o);
 }
 
@@ -559,6 +572,7 @@ int main(void)
         cmocka_unit_test(test_conv_strided_nobias),
         cmocka_unit_test(test_batchnorm),
         cmocka_unit_test(test_batchnorm_first),
+        cmocka_unit_test(test_batchnorm_one_per_channel),
         cmocka_unit_test(test_avgpool_gap),
         cmocka_unit_test(test_resnet_block),
         cmocka_unit_test(test_resnet_identity),

@@ -55,12 +55,17 @@ static cudnnStatus_t forward_call(dt_cudnn_t *s, const dt_cuda_bn_t *bn,
             s->handle, mode, &one, &zero, s->x, x, s->x, y, s->per_channel,
             bn->gamma, bn->beta, bn->running_mean, bn->running_var, bn->eps);
     /* One value per channel (a batch of one after gap, say) has no
-     * variance to learn: the running statistics stay, as on the cpu. */
+     * variance to learn: the running statistics stay, as on the cpu. Not
+     * by a factor of 0: the unbiased variance n/(n-1) is NaN at n = 1 and
+     * 0 x NaN is NaN. cuDNN takes both running pointers NULL (PyTorch
+     * passes NULL for a layer without running statistics). */
     double per = bn->per_activation ? bn->n : (double)bn->n * bn->h * bn->w;
+    int keep = per < 2;
     return cudnnBatchNormalizationForwardTraining(
         s->handle, mode, &one, &zero, s->x, x, s->x, y, s->per_channel,
-        bn->gamma, bn->beta, per < 2 ? 0.0 : bn->momentum, bn->running_mean,
-        bn->running_var, bn->eps, bn->save_mean, bn->save_invstd);
+        bn->gamma, bn->beta, keep ? 0.0 : bn->momentum,
+        keep ? NULL : bn->running_mean, keep ? NULL : bn->running_var,
+        bn->eps, bn->save_mean, bn->save_invstd);
 }
 
 /* bf16 in and out (bn->x16). cuDNN's batchnorm takes bf16 data with
