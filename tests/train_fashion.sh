@@ -101,6 +101,13 @@ cp "$final" full.dtckpt
 run -n 2 --set train.checkpoint_dir=b --set train.checkpoint_every=40steps \
     --set train.bucket=16K --set train.max_steps=170 job.ini || { cat out; fail "first half"; }
 ls b/ckpt-000000000170.dtckpt >/dev/null || { ls b; fail "no step-170 checkpoint"; }
+# resumed with the same max_steps: nothing to train (it took one step
+# more, and wrote its checkpoint, every time)
+run -n 2 --resume --set train.checkpoint_dir=b --set train.bucket=16K \
+    --set train.max_steps=170 job.ini || { cat out; fail "resume at max_steps failed"; }
+grep -q "checkpoint is at step 170, \[train\] max_steps: nothing left to train" out ||
+    { cat out; fail "resume at max_steps not said"; }
+ls b/ckpt-000000000171.dtckpt 2>/dev/null && fail "a resume at max_steps trained on"
 run -n 2 --resume --set train.checkpoint_dir=b job.ini ||
     { cat out; fail "resume failed"; }
 grep -q "resuming from .*ckpt-000000000170.dtckpt" out ||

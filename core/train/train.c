@@ -478,10 +478,14 @@ static dt_status_t async_start(dt_trainer_t *t)
 static dt_status_t evaluate_at_end(dt_trainer_t *t)
 {
     double loss = 0.0, acc = 0.0;
-    if (t->rank == 0)
+    if (t->rank == 0 && t->epoch >= t->epochs)
         dt_info("the checkpoint is at the end of training (epoch %llu of "
                 "%llu, step %llu): nothing left to train; evaluating it",
                 (unsigned long long)t->epoch, (unsigned long long)t->epochs,
+                (unsigned long long)t->global_step);
+    else if (t->rank == 0)
+        dt_info("the checkpoint is at step %llu, [train] max_steps: nothing "
+                "left to train; evaluating it",
                 (unsigned long long)t->global_step);
     if (t->async) {
         if (t->rank != 0)
@@ -525,8 +529,10 @@ dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy)
         dt_preempt_install();
     /* Resumed from a checkpoint at the end of training: nothing to run,
      * but the user still gets the model's accuracy (evaluated now). */
-    bool at_end = st == DT_OK && t.epoch >= t.epochs;
-    if (st == DT_OK)
+    bool at_end = st == DT_OK &&
+                  (t.epoch >= t.epochs ||
+                   (max_steps > 0 && t.global_step >= (uint64_t)max_steps));
+    if (st == DT_OK && !at_end) /* (a step at max_steps would be one more) */
         st = train_loop(&t, max_steps > 0 ? (uint64_t)max_steps : 0);
     if (st == DT_OK && at_end)
         st = evaluate_at_end(&t);
