@@ -188,6 +188,9 @@ static void test_grad_callback(void **state)
     assert_int_equal(r.bad, 0);
     assert_int_equal(r.calls, 3);     /* three layers have parameters */
     assert_int_equal(r.next_end, 0);  /* ... and cover the buffer */
+    /* A second backward of the same forward would run on gradients
+     * written over its activations: refused. */
+    assert_int_equal(dt_model_backward(m, NULL, NULL), DT_ERR_INVALID);
     assert_int_equal(dt_model_forward(m, x, y, 2, 1, &loss, NULL), DT_OK);
     assert_int_equal(dt_model_backward(m, stop_now, NULL),
                      DT_ERR_INTERRUPTED);

@@ -314,6 +314,10 @@ dt_status_t dt_model_backward(dt_model_t *m, dt_grad_ready_fn cb, void *arg)
                  "just before it");
         return DT_ERR_INVALID;
     }
+    /* One backward per forward: it writes gradients over activations that
+     * have had their last use (model_arena.c), so a second one would run
+     * on those and return garbage. */
+    m->trained = 0;
     int batch = m->batch, L = m->nlayers;
     double t0 = prof_now(m);
     DT_CHECK(dt_model_block_poison(m, L)); /* (tests) */
