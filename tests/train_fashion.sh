@@ -67,8 +67,13 @@ printf '[model]\nconv_algo = fast\nlayers = flatten linear(10)\n' >bad2.ini
 grep -q "bad2.ini:2: \[model\] conv_algo = 'fast': use auto" out || { cat out; fail "conv_algo: no file:line"; }
 printf '[train]\nbatch_size = 1\n[model]\nlayers = flatten linear(32) batchnorm relu linear(10)\n' >bad3.ini
 "$DTCTL" run -n 2 bad3.ini >out 2>&1 && fail "batchnorm with batch 1 was accepted"
-grep -q "bad3.ini:2: \[train\] batch_size = 1: layer 3 (batchnorm) sees 1 value per channel" out ||
+grep -q "bad3.ini:2: \[train\] batch_size = 1: layer 2 'batchnorm' sees 1 value per channel" out ||
     { cat out; fail "batchnorm, batch 1: no clear error"; }
+# batch 2, but work_load 1:10 gives rank 0 one sample of the 4
+sed -i 's/batch_size = 1/batch_size = 2/' bad3.ini
+"$DTCTL" run -n 2 --set cluster.work_load=1,10 bad3.ini >out 2>&1 && fail "batchnorm with a share of 1 was accepted"
+grep -q "\[cluster\] work_load gives rank 0 1 sample a step (batch_size 2 x 2 ranks): layer 2 'batchnorm' sees 1 value" out ||
+    { cat out; fail "batchnorm, a work_load share of 1: no clear error"; }
 for kv in "train.max_steps=-1|max_steps = -1: 0 (run all epochs)" \
           "train.lr_min=1|lr_min = 1 is above the lr it decays from" \
           "model.layers=flatten linear(10) softmax|the loss applies the softmax itself"; do

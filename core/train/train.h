@@ -161,6 +161,10 @@ uint64_t dt_trainer_steps_per_epoch(const dt_trainer_t *t);
  * epoch_start > 0. */
 uint64_t dt_trainer_epoch_steps(const dt_trainer_t *t);
 
+/* work_load = auto keeps every weight at least this share of the
+ * largest (a slow rank still takes part). */
+#define DT_WORK_LOAD_MIN_WEIGHT 0.05
+
 /* [cluster] work_load for world ranks, checked (errors name the key and
  * file:line): *weights (malloc'd, world entries) or NULL (unset: equal
  * shares), *is_auto for "auto" (weights NULL: start equal). */

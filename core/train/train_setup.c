@@ -193,24 +193,73 @@ static dt_status_t check_model_keys(const dt_config_t *cfg,
                                     dt_layout_t *layout, long long *threads,
                                     double *smoothing);
 
+/* The fewest samples a rank takes a step under [cluster] work_load (batch
+ * without it; auto may go down to its floor weight); *rank: which. */
+static dt_status_t least_share(const dt_config_t *cfg, int world,
+                               long long batch, long long *least, int *rank)
+{
+    double *w = NULL;
+    bool is_auto = false;
+    *least = batch;
+    *rank = 0;
+    if (world < 2)
+        return DT_OK;
+    DT_CHECK(dt_work_load_from_config(cfg, world, &w, &is_auto));
+    if (!w && !is_auto)
+        return DT_OK;
+    if (!w) { /* auto: one rank at the floor, the others at full weight */
+        if (!(w = malloc((size_t)world * sizeof *w)))
+            return DT_ERR_NOMEM;
+        for (int r = 0; r < world; r++)
+            w[r] = r ? 1.0 : DT_WORK_LOAD_MIN_WEIGHT;
+    }
+    size_t *share = malloc((size_t)world * sizeof *share);
+    if (!share) {
+        free(w);
+        return DT_ERR_NOMEM;
+    }
+    dt_split_shares((size_t)batch * (size_t)world, w, world, share);
+    for (int r = 0; r < world; r++)
+        if ((long long)share[r] < *least) {
+            *least = (long long)share[r];
+            *rank = r;
+        }
+    free(share);
+    free(w);
+    return DT_OK;
+}
+
 dt_status_t dt_train_check_model(const dt_config_t *cfg, const dt_model_t *m,
                                  int world)
 {
-    long long batch = 0;
+    long long batch = 0, least = 0;
     bool sync_bn = false; /* statistics over every rank's batch */
+    int rank = 0;
     DT_CHECK(dt_config_get_int(cfg, "train", "batch_size", &batch));
     DT_CHECK(dt_config_get_bool(cfg, "model", "sync_bn", &sync_bn));
     int layer = 0, plane = dt_model_batchnorm_plane(m, &layer);
-    long long values = plane * batch * (sync_bn ? world : 1);
-    if (plane && values < 2) {
-        dt_error("%s: [train] batch_size = %lld: layer %d (batchnorm) sees "
-                 "%lld value per channel in a batch, and normalizing one "
-                 "value leaves nothing to learn: batch_size >= 2",
-                 origin(cfg, "train", "batch_size"), batch, layer + 1,
-                 values);
-        return DT_ERR_CONFIG;
-    }
-    return DT_OK;
+    if (!plane)
+        return DT_OK;
+    DT_CHECK(least_share(cfg, world, batch, &least, &rank));
+    long long values = plane * (sync_bn ? batch * world : least);
+    if (values >= 2)
+        return DT_OK;
+    if (least < batch && !sync_bn)
+        dt_error("%s: [cluster] work_load gives rank %d %lld sample%s a step "
+                 "(batch_size %lld x %d ranks): layer %d '%s' "
+                 "sees %lld value per channel there, and normalizing one "
+                 "value leaves nothing to learn (its running statistics "
+                 "never move): a larger batch_size, or sync_bn = yes",
+                 origin(cfg, "cluster", "work_load"), rank, least,
+                 least == 1 ? "" : "s", batch, world, layer,
+                 m->layers[layer].desc, values);
+    else
+        dt_error("%s: [train] batch_size = %lld: layer %d '%s' "
+                 "sees %lld value per channel in a batch, and normalizing "
+                 "one value leaves nothing to learn: batch_size >= 2",
+                 origin(cfg, "train", "batch_size"), batch, layer,
+                 m->layers[layer].desc, values);
+    return DT_ERR_CONFIG;
 }
 
 /* [collectives] compression's value, refused here with its line rather

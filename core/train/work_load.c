@@ -14,7 +14,7 @@
 #include "train.h"
 
 /* The smallest weight relative to the largest (auto). */
-#define MIN_WEIGHT 0.05
+#define MIN_WEIGHT DT_WORK_LOAD_MIN_WEIGHT
 /* auto: the new weights are this much of the measured speeds and the rest
  * the old weights (smoothing against a noisy epoch). */
 #define SMOOTHING 0.75
