@@ -355,6 +355,9 @@ refuse "--compression zip" --model-params 25M --samples-per-sec 100 --compressio
 refuse "--hierarchy maybe" --model-params 25M --samples-per-sec 100 --hierarchy maybe
 refuse "--batch 0" --model-params 25M --samples-per-sec 100 --batch 0
 refuse "leave out --baseline horovod" --model-params 25M --samples-per-sec 100 --baseline horovod --sweep
+# a typo in the job's layers: named with the job file's line
+printf '[data]\ndataset = fashion-mnist\n[model]\nlayers = flatten rleu linear(10)\n' >"$tmp/typo.ini"
+refuse "typo.ini:4: .*unknown layer 'rleu'" "$tmp/typo.ini"
 
 refuse "--topology ring" --model-params 25M --samples-per-sec 100 --topology ring
 refuse "the oversubscription dividing L" --model-params 25M --samples-per-sec 100 --topology fat-tree:4:3

@@ -143,6 +143,26 @@ static int parse_flops(const char *s, double *out)
     return 0;
 }
 
+/* The job's [model] layers parsed once up front with their file:line (the
+ * model's later parses, for timing and --colocation's copies, name no
+ * file). 0: fine, or no layers to check. */
+static int check_layers(const dt_config_t *cfg, const char *layers,
+                        const char *input)
+{
+    if (!layers || !*layers)
+        return 0;
+    int d[4];
+    const char *where = "[model] layers";
+    dt_config_origin(cfg, "model", "layers", NULL, &where);
+    dt_model_t *m = NULL;
+    if (plan_input_dims(cfg, input, d) != 0 ||
+        dt_model_parse(layers, where, d[0], d[1], d[2], d[3], &m, NULL) !=
+            DT_OK)
+        return -1;
+    dt_model_free(m);
+    return 0;
+}
+
 /* --colocation measure|FILE: the step times of co-located copies of the
  * model (plan_colocation.c), measured here for the plan's workers per
  * host (saved with --save-colocation) or read from a file. */
@@ -495,6 +515,11 @@ int dt_cmd_plan(int argc, char **argv)
     uint64_t bucket = 0, small = 0, ring = 0, hier = 0;
     long long batch = 64;
     const char *layers = dt_config_get(cfg, "model", "layers");
+    if (!(a.model_params > 0) && !a.layer_times &&
+        check_layers(cfg, layers, a.input) != 0) {
+        dt_config_free(cfg);
+        return 1;
+    }
     const char *mode = dt_config_get(cfg, "train", "mode");
     if (mode && !strcmp(mode, "async"))
         dt_warn("plan: %s trains with [train] mode = async (parameter "
