@@ -240,6 +240,30 @@ for sid in 0 1; do
 done
 acc=$(sed -n 's/.*final test accuracy: \([0-9.]*\)%.*/\1/p' out)
 awk -v a="$acc" 'BEGIN { exit !(a >= 70.0) }' || { cat out; fail "resumed accuracy '$acc'"; }
+# a crafted checkpoint whose shard lengths wrap around to the state's
+# length (checksum recomputed): refused as a fresh state, not read past
+# the section (rank 0 read ~1 TB past it)
+mkdir ck_crafted
+cp ck_sync/ckpt-000000000060.dtckpt ck_crafted/
+python3 - ck_crafted/ckpt-000000000060.dtckpt <<'PY'
+import hashlib, struct, sys
+p = sys.argv[1]; b = bytearray(open(p, 'rb').read())
+n = struct.unpack_from('<I', b, 12)[0]; at = 24
+for _ in range(n):
+    tag, _z, ln = struct.unpack_from('<IIQ', b, at)
+    if tag == 7:  # SHARDS: S, then S lengths (then the servers' steps)
+        l0, l1 = struct.unpack_from('<QQ', b, at + 16 + 8)
+        big = 1 << 40
+        struct.pack_into('<QQ', b, at + 16 + 8, l0 + big, (l1 - big) % (1 << 64))
+    at += 16 + ln + (8 - ln % 8) % 8
+b[-32:] = hashlib.sha256(bytes(b[:-32])).digest()
+open(p, 'wb').write(b)
+PY
+run -n 2 --set cluster.servers=2 --set train.optimizer=adam \
+    --set train.lr=0.002 --set train.checkpoint_dir=ck_crafted --resume job.ini ||
+    { cat out; fail "resume of a crafted checkpoint"; }
+grep -q "shard lengths that do not add up to its optimizer state: .*fresh optimizer state" out ||
+    { cat out; fail "crafted shard lengths not refused"; }
 # resumed once more: that run's last checkpoint is the end of training;
 # rank 0 evaluates the servers' parameters, the job ends with them
 run -n 2 --set cluster.servers=2 --set train.optimizer=adam \

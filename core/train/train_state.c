@@ -962,25 +962,35 @@ dt_status_t dt_trainer_restore_async(dt_trainer_t *t, void **opt,
                      ? ckpt_get64((const unsigned char *)ss->data +
                                   8 * ((size_t)nshards + 1))
                      : meta[M_GLOBAL_STEP];
-    size_t total = 0;
-    for (int s = 0; usable && s < t->nservers; s++)
-        total += ckpt_get64((const unsigned char *)ss->data + 8 * (s + 1));
-    if (usable && total == os->len) {
+    /* Each length within what is left of OPT_STATE (a sum alone can wrap
+     * to the section's length in a crafted file). */
+    size_t have = os ? os->len : 0, total = 0;
+    for (int s = 0; usable && s < t->nservers; s++) {
+        uint64_t len = ckpt_get64((const unsigned char *)ss->data + 8 * (s + 1));
+        if (len > have - total)
+            usable = 0;
+        else
+            total += (size_t)len;
+    }
+    if (usable && total == have) {
         size_t at = 0;
         for (int s = 0; st == DT_OK && s < t->nservers; s++) {
             opt_len[s] = ckpt_get64((const unsigned char *)ss->data +
                                     8 * (s + 1));
             if (!(opt[s] = malloc(opt_len[s] ? opt_len[s] : 1)))
                 st = DT_ERR_NOMEM;
-            else
+            else if (opt_len[s])
                 memcpy(opt[s], (const char *)os->data + at, opt_len[s]);
             at += opt_len[s];
         }
     } else {
-        dt_warn("%s was written %s: the parameter servers start with a "
-                "fresh optimizer state (momentum)", c.path,
-                ss ? "by another number of parameter servers"
-                   : "in [train] mode = sync");
+        dt_warn("%s %s: the parameter servers start with a fresh optimizer "
+                "state (momentum)", c.path,
+                !ss ? "was written in [train] mode = sync"
+                : nshards != (uint64_t)t->nservers
+                    ? "was written by another number of parameter servers"
+                    : "has shard lengths that do not add up to its optimizer "
+                      "state");
     }
     dt_ckpt_free(&c);
     DT_CHECK(st);
