@@ -78,4 +78,27 @@ done
 grep -q "restart 3 of at most 3" out || fail "no third restart"
 grep -q "still diverging after 3 restarts (lr x0.125); stopping" out ||
     fail "no final stop after 3 restarts"
+
+# ---- rollbacks after progress, and the branches they leave ----------------
+# (DT_TEST_NAN_AT: rank 0's loss is NaN at job steps 25, then 35, then 33)
+# 25: back to step 20; checkpoint 30 written; 35 is a new divergence (a
+# checkpoint since): back to 30, the newest, restart 1 again (it went to
+# step 10 and counted restart 2 before); 33 before another checkpoint:
+# back past 30 to 20, and checkpoint 30 of that branch leaves the series
+# (it stayed the newest: --resume and dtctl's hint took the diverged
+# branch)
+DT_TEST_NAN_AT=25,35,33 timeout 300 "$DTCTL" run -n 2 --set train.lr=0.05 \
+    --set train.on_divergence=halve_lr --set train.checkpoint_dir=ck2 \
+    --set train.checkpoint_every=10steps --set train.max_steps=40 \
+    job.ini >"$tmp/out" 2>&1 ||
+    { cat out; fail "rollbacks at steps 25, 35, 33"; }
+resumed=$(grep -o 'resuming from ck2/ckpt-0*[0-9]*' out | sed 's/.*ckpt-0*//' | tr '\n' ' ')
+[ "$resumed" = "20 30 20 " ] ||
+    { cat out; fail "rollbacks went to steps '$resumed', not '20 30 20 '"; }
+grep -q "restart 1 of at most 3.*" out && [ "$(grep -c 'restart 1 of at most 3' out)" -eq 2 ] ||
+    { cat out; fail "the divergence after a checkpoint did not count from 1 again"; }
+grep -q "1 checkpoint after step 20 set aside in ck2" out ||
+    { cat out; fail "the abandoned checkpoint 30 was not set aside"; }
+[ -f ck2/ckpt-000000000030.dtckpt.diverged ] || { ls ck2; fail "no ckpt-30 .diverged"; }
+grep -q "stopping after 40 steps" out || { cat out; fail "no 40 steps after the rollbacks"; }
 echo "PASS"

@@ -208,6 +208,33 @@ void dt_ckpt_prune(const char *dir, int keep, uint64_t upto,
     free(v);
 }
 
+dt_status_t dt_ckpt_set_aside_after(const char *dir, uint64_t step,
+                                    const char *suffix, size_t *moved)
+{
+    dt_ckpt_entry_t *v;
+    size_t n;
+    *moved = 0;
+    dt_status_t st = dt_ckpt_list(dir, &v, &n);
+    if (st != DT_OK)
+        return st == DT_ERR_NOT_FOUND ? DT_OK : st;
+    char from[4096], to[4200];
+    for (size_t i = 0; i < n && v[i].step > step; i++) { /* newest first */
+        snprintf(from, sizeof from, "%s/%s", dir, v[i].name);
+        snprintf(to, sizeof to, "%s%s", from, suffix);
+        if (rename(from, to) != 0) {
+            dt_error("%s: cannot set it aside as %s: %s", from, to,
+                     strerror(errno));
+            st = DT_ERR_IO;
+            break;
+        }
+        (*moved)++;
+    }
+    free(v);
+    if (*moved && st == DT_OK)
+        st = sync_dir(dir);
+    return st;
+}
+
 /* mkstemp's unique name, but created with mode 0666 so the umask decides
  * who may read the checkpoint, as for metrics and TensorBoard files
  * (mkstemp makes 0600; a fixed fchmod ignored the umask and could make a

@@ -65,8 +65,11 @@ typedef struct dt_trainer {
     dt_loss_scale_t ls;         /* [train] precision, loss_scale          */
     bool skip_update;           /* this step's gradients overflowed       */
     dt_on_divergence_t on_divergence;
-    int restarts;               /* on_divergence = halve_lr rollbacks done */
+    int restarts;               /* on_divergence = halve_lr rollbacks in a
+                                   row (none saved in between)             */
     uint64_t rollback_step;     /* the checkpoint the last one went to     */
+    uint64_t last_save_step;    /* every rank: the step of the last series
+                                   checkpoint asked for (dt_trainer_save)  */
 
     /* compute */
     dt_device_t *dev;
@@ -91,6 +94,9 @@ typedef struct dt_trainer {
     uint64_t compute_samples;   /* ... over this many samples              */
     int slow_rank;              /* DT_TEST_SLOW_RANK (-1: none)            */
     double slow_factor;         /* DT_TEST_SLOW_FACTOR                     */
+    uint64_t nan_at[8];         /* DT_TEST_NAN_AT: rank 0's loss is NaN at
+                                   these job steps, each once, in order    */
+    int nan_n, nan_next;
     float *x;                   /* evaluation batch inputs, host           */
     int *y;
     int xy_pinned;              /* x, y pinned (dt_device_host_alloc)      */

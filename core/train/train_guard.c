@@ -12,6 +12,7 @@
 #include <dt/clock.h>
 #include <dt/dt.h>
 #include <dt/log.h>
+#include "ckpt/ckpt.h"
 #include "preempt.h"
 #include "train.h"
 
@@ -106,10 +107,32 @@ static void report(const dt_trainer_t *t, const dt_divergence_t *d,
 }
 #undef ADD
 
+/* Rank 0, after a rollback to the current step: the checkpoints of the
+ * steps it abandoned leave the series (renamed *.diverged, kept), so that
+ * --resume, dtctl's hint and a restart take the state training goes on
+ * from, not the branch that diverged. */
+static dt_status_t set_aside_abandoned(dt_trainer_t *t)
+{
+    size_t moved = 0;
+    if (t->rank != 0)
+        return DT_OK;
+    DT_CHECK(dt_ckpt_set_aside_after(t->ckpt_dir, t->global_step,
+                                     ".diverged", &moved));
+    if (moved)
+        dt_info("on_divergence = halve_lr: %zu checkpoint%s after step %llu "
+                "set aside in %s (*.dtckpt.diverged)", moved,
+                moved == 1 ? "" : "s", (unsigned long long)t->global_step,
+                t->ckpt_dir);
+    t->ckpt_have = true;
+    t->ckpt_last_step = t->global_step;
+    return DT_OK;
+}
+
 /* Every rank: back to the newest checkpoint, lr halved. Diverging again
- * says the state that checkpoint holds is already on its way out (large
- * weights, a large momentum): a further restart goes to the checkpoint
- * before the previous restart's, while there is one. */
+ * before a new checkpoint says the state that checkpoint holds is already
+ * on its way out (large weights, a large momentum): a further restart
+ * goes to the checkpoint before the previous restart's, while there is
+ * one. */
 static dt_status_t roll_back(dt_trainer_t *t)
 {
     double scale = t->lr.scale * 0.5;
@@ -127,7 +150,7 @@ static dt_status_t roll_back(dt_trainer_t *t)
     t->lr.scale = scale;
     t->restarts++;
     t->rollback_step = t->global_step;
-    return DT_OK;
+    return set_aside_abandoned(t);
 }
 
 dt_status_t dt_trainer_guard_step(dt_trainer_t *t, float loss, double lr,
@@ -170,6 +193,10 @@ dt_status_t dt_trainer_guard_step(dt_trainer_t *t, float loss, double lr,
     t->last_vote_time = now;
     if (d.nbad == 0)
         return DT_OK;
+    /* Checkpointed since the last rollback: a new divergence, not the
+     * same one again; it goes back to the newest, with its own restarts. */
+    if (t->restarts > 0 && t->last_save_step > t->rollback_step)
+        t->restarts = 0;
     bool again = t->on_divergence == DT_DIVERGE_HALVE_LR &&
                  t->restarts < DT_DIVERGE_MAX_RESTARTS;
     if (t->rank == 0) {

@@ -935,6 +935,19 @@ dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg)
     if (t->slow_rank == t->rank && t->slow_factor > 1.0)
         dt_warn("rank %d: DT_TEST_SLOW_RANK: computing %.1fx slower (a "
                 "test hook)", t->rank, t->slow_factor);
+    /* Test hook (tests/train_scaling.sh): DT_TEST_NAN_AT=25,35,33 makes
+     * rank 0's loss NaN at job step 25, then at the next step 35 reached
+     * (after any rollback), then 33: divergences where a test wants them. */
+    const char *na = getenv("DT_TEST_NAN_AT");
+    for (char *e; na && *na && t->nan_n < 8; na = *e ? e + 1 : e) {
+        unsigned long long v = strtoull(na, &e, 10);
+        if (e == na || (*e && *e != ','))
+            break;
+        t->nan_at[t->nan_n++] = v;
+    }
+    if (t->nan_n && t->rank == 0)
+        dt_warn("DT_TEST_NAN_AT: rank 0's loss is NaN at %d chosen steps (a "
+                "test hook)", t->nan_n);
     DT_CHECK(setup_data(cfg, t));
     DT_CHECK(setup_model(cfg, t));
     DT_CHECK(pin_batches(t));

@@ -182,6 +182,8 @@ static dt_status_t save(dt_trainer_t *t, const save_req_t *req)
     if (req->written)
         *req->written = false;
     t->last_ckpt_time = dt_clock_now();
+    if (!req->name)
+        t->last_save_step = t->global_step;
     /* async: rank 0 alone, with the servers' shards and their optimizer
      * state; the other workers go on training. */
     if (t->async && t->rank != 0)
