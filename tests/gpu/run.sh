@@ -25,7 +25,10 @@
 #
 # What comes back from the device: at most 8 files in $OUT, so the step
 # logs go into $OUT/logs.tar.gz (and the tail of each into $OUT/all.log);
-# the table is $OUT/summary.txt.
+# the table is $OUT/summary.txt. All three are kept current (the table after
+# each row, the logs after each step; PARTIAL until the end), and a TERM or
+# INT writes them and exits: a call cut at its limit still brings back
+# what ran.
 set -u
 export LC_ALL=C
 
@@ -68,7 +71,93 @@ row() {
     local r=$2 k=$3 n=${4:-}
     [ "$FILTERED" = 1 ] && { r="SKIP(filter)"; k=""; n=""; FILTERED=0; }
     printf '%s\t%s\t%s\t%s\n' "$1" "$r" "$k" "$n" >>"$SUM"; echo "-- $1: $r  $k  $n"
+    summary
 }
+
+# ---- what comes back, kept current ---------------------------------------------
+# The device tool returns $OUT even when it kills the call at its limit
+# (TERM, or KILL, which no trap sees), so the table is rewritten after
+# every row and the logs after every step, each written aside and renamed
+# (a kill mid-write leaves a *.part beside the last good copy: 6 files at
+# most of the 8 that come back). STATE: running (the table says PARTIAL),
+# final, or why it stopped early.
+STATE=running
+# summary: $SUM as the table, into $W/summary.txt and $OUT/summary.txt.
+# awk -F'\t', not `read`: tab is IFS whitespace to read, so an empty key
+# would shift the note into the key's column.
+summary() {
+    local fails w
+    fails=$(awk -F'\t' '$2 == "FAIL" || $2 == "TIMEOUT"' "$SUM" | wc -l)
+    w=$(awk -F'\t' 'BEGIN {w = 20} length($1) > w {w = length($1)} END {print w}' "$SUM")
+    {
+        echo
+        echo "== dt GPU check summary ($([ "$dry" = yes ] && echo DRY || echo device): ${gpu_name:-no GPU}; $(elapsed)s of ${BUDGET}s)"
+        case $STATE in
+            final) ;;
+            running) echo "PARTIAL: the table so far (still running at $(elapsed)s)" ;;
+            *) echo "PARTIAL: $STATE; the steps after it never ran" ;;
+        esac
+        [ -n "${DT_GPU_STEPS:-}" ] && echo "DT_GPU_STEPS='$DT_GPU_STEPS': the steps it does not match were skipped (SKIP(filter))"
+        awk -F'\t' -v w="$w" 'BEGIN {f = "%-" w "s %-14s %-32s %s\n"
+                                     printf f, "step", "result", "key", "note"; printf f, "----", "------", "---", "----"}
+                              {printf f, $1, $2, $3, $4}' "$SUM"
+        if [ "$STATE" = final ]; then
+            echo "failures: $fails  (logs: $OUT/logs.tar.gz, tails: $OUT/all.log)"
+        else
+            echo "failures so far: $fails  (PARTIAL; logs: $OUT/logs.tar.gz, tails: $OUT/all.log)"
+        fi
+    } >"$W/summary.txt"
+    cp "$W/summary.txt" "$OUT/summary.txt.part" && mv -f "$OUT/summary.txt.part" "$OUT/summary.txt"
+}
+# logs_out: every log's tail into $OUT/all.log, every log into
+# $OUT/logs.tar.gz (a few hundred KB: well under a second)
+logs_out() {
+    local f
+    for f in "$L"/*.log; do
+        echo "===== $(basename "$f") (last 60 lines)"; tail -60 "$f"
+    done >"$OUT/all.log.part" 2>&1
+    mv -f "$OUT/all.log.part" "$OUT/all.log"
+    # (exit 1, "file changed as we read it", still leaves a good archive)
+    tar czf "$OUT/logs.tar.gz.part" -C "$W" logs summary.txt 2>/dev/null
+    [ -s "$OUT/logs.tar.gz.part" ] && mv -f "$OUT/logs.tar.gz.part" "$OUT/logs.tar.gz"
+}
+# A TERM or INT (the call's limit, a ^C): stop the running step (its
+# timeout passes the signal on to the step's process group), say so in its
+# row, write the three files and exit. Bash runs a trap only once its
+# foreground child has ended: run_step runs the step in the background and
+# waits, which the trap interrupts at once.
+STEP_PID="" STEP_NAME=""
+on_signal() { # TERM|INT
+    trap '' TERM INT
+    local step=$STEP_NAME
+    STATE="killed by $1 at $(elapsed)s${step:+ during $step}"
+    echo "== run.sh: $STATE: writing what ran to $OUT"
+    [ -n "${MEMPID:-}" ] && kill "$MEMPID" 2>/dev/null
+    if [ -n "$STEP_PID" ]; then
+        kill -TERM "$STEP_PID" 2>/dev/null
+        # a second for the step's last lines (a zombie counts as gone)
+        for _ in 1 2 3 4 5; do
+            grep -q ') Z' "/proc/$STEP_PID/stat" 2>/dev/null || [ ! -e "/proc/$STEP_PID" ] && break
+            sleep 0.2
+        done
+    fi
+    STEP_PID="" STEP_NAME="" FILTERED=0
+    # cut during the ws64 run (section 11), which logs under the default
+    # row's name: both logs back under their own names
+    if [ -f "$W/default.log" ]; then
+        mv "$L/dt_resnet18_bf16_bench.log" "$L/dt_resnet18_bf16_bench_ws64.log" 2>/dev/null
+        mv "$W/default.log" "$L/dt_resnet18_bf16_bench.log"
+        [ "$step" = dt_resnet18_bf16_bench ] && step=dt_resnet18_bf16_bench_ws64
+    fi
+    [ -n "$step" ] && row "$step" KILLED "$1 at $(elapsed)s" "the call was cut here (its limit?): see $step.log"
+    summary; logs_out
+    cat "$OUT/summary.txt"
+    rm -rf "$W"
+    [ "$1" = INT ] && exit 130
+    exit 143
+}
+trap 'on_signal TERM' TERM
+trap 'on_signal INT' INT
 # tmo WANTED: the timeout a step gets: WANTED, or what is left of the budget.
 tmo() {
     local left=$(( BUDGET - $(elapsed) - 15 ))
@@ -100,9 +189,30 @@ run_step() {
     fi
     echo "== $name (timeout ${secs}s, at $(elapsed)s): $*"
     local t=$(date +%s)
-    timeout -k 10 "$secs" "$@" >"$L/$name.log" 2>&1
+    # in the background, so that a TERM's trap runs now (see on_signal);
+    # the step's stdin is /dev/null, as it would be on the device anyway
+    timeout -k 10 "$secs" "$@" >"$L/$name.log" 2>&1 &
+    STEP_PID=$! STEP_NAME=$name
+    wait "$STEP_PID"
     RC=$?
+    STEP_PID="" STEP_NAME=""
     echo "   exit $RC after $(( $(date +%s) - t ))s"
+    logs_out
+}
+# timed_out: RC is the step's timeout's (124 TERM, 137 KILL after -k)
+timed_out() { [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ]; }
+# after_stop LOG: a run that logged its last step ("stopping after N steps
+# ([train] max_steps)") passes whatever else its exit status says, but not
+# when its timeout cut it: a hang after the last step is a TIMEOUT
+after_stop() {
+    timed_out && return 0
+    grep -q 'stopping after' "$1" 2>/dev/null && RC=0
+    return 0
+}
+# hung_note LOG: a TIMEOUT row's note
+hung_note() {
+    if grep -q 'stopping after' "$1" 2>/dev/null; then echo "hung after its last step"
+    else echo "cut at its timeout"; fi
 }
 
 # dt's steady rate from its progress lines, as torch_side's (which times
@@ -325,8 +435,11 @@ train() { # MODEL
     DTSPS[$m]=$sps; DTACC[$m]=$acc; DTMEM[$m]=$mem
     local used; used=$(grep -o 'device: [^ ]*' "$log" | head -1)
     if [ $gpus -eq 0 ]; then
-        if grep -q 'stopping after' "$log" || [ $RC -eq 0 ]; then
+        after_stop "$log"
+        if [ $RC -eq 0 ]; then
             row "train_$m" "SKIP(no GPU)" "cpu rehearsal ok" "$used, $sps samples/s"
+        elif timed_out; then
+            row "train_$m" TIMEOUT "cpu rehearsal" "$(hung_note "$log")"
         else
             row "train_$m" "SKIP(no GPU)" "cpu rehearsal FAILED" "exit $RC: $(grep -m1 -i error "$log" | cut -c1-70)"
         fi
@@ -340,8 +453,10 @@ train() { # MODEL
         row "train_$m" "NOT-YET" "" "$(grep -m1 -E "$nyet" "$log" | sed 's/.*error: //' | cut -c1-90)"
         return
     fi
-    if [ $RC -ne 0 ] && [ "$m" = resnet ] && grep -q 'stopping after' "$log"; then RC=0; fi
-    if [ $RC -ne 0 ]; then
+    [ "$m" = resnet ] && after_stop "$log"
+    if timed_out; then
+        row "train_$m" TIMEOUT "exit $RC" "$(hung_note "$log")"
+    elif [ $RC -ne 0 ]; then
         row "train_$m" FAIL "exit $RC" "$(grep -m1 -i -E 'error|fail' "$log" | cut -c1-80)"
     elif [ "$m" = resnet ]; then
         row "train_$m" PASS "${sps:-?} samples/s" "300 steps; $used; peak mem +${mem}MiB"
@@ -368,7 +483,9 @@ cnn_precision() { # bf16|fp16
     local note="${sps} samples/s (fp32 ${DTSPS[cnn]:-not run})"
     [ "$p" = fp16 ] && note="$note; $(grep -o -i -E '(loss scale|skipped)[^;,]*' "$log" | tail -2 | tr '\n' ' ' | cut -c1-60)"
     if [ $RC -eq -1 ]; then row "$name" "SKIP(time)" "" ""; return; fi
-    if [ $RC -ne 0 ]; then
+    if timed_out; then
+        row "$name" TIMEOUT "exit $RC" "$(hung_note "$log")"
+    elif [ $RC -ne 0 ]; then
         row "$name" FAIL "exit $RC" "$(grep -m1 -i -E 'error|fail' "$log" | cut -c1-80)"
     elif awk -v a="${acc:-0}" -v f="${FLOOR[cnn]}" 'BEGIN {exit !(a >= f)}'; then
         row "$name" PASS "acc ${acc}% (fp32 ${DTACC[cnn]:-not run})" "$note"
@@ -382,6 +499,18 @@ cnn_precision fp16
 # ---- 5c. the trainer at N = 2 over tcp on one GPU: grad_sync's staged path
 # (a copy stream, one pinned copy per bucket, events) on a real device; the
 # first step's debug line says the path and the device-to-host copies.
+# Also [train] cuda_graphs = auto at N > 1 (its timed steps include the
+# gradient sync; core/nn/model_graph.c decide()): each rank logs its own
+# choice, and the note says which each made.
+# graphs_auto LOG: "rank 0 graphs (0.41/0.55 ms), rank 1 eager (...)":
+# each rank's first decision, captured/eager step in ms
+graphs_auto() {
+    grep 'cuda_graphs = auto: a captured step took' "$1" 2>/dev/null |
+        awk '{r = ($1 ~ /^\[[0-9]+\]$/) ? substr($1, 2, length($1) - 2) : "?"
+              if (seen[r]++) next
+              for (i = 1; i < NF; i++) { if ($i == "took") g = $(i + 1); if ($i == "one") e = $(i + 1) }
+              printf "%srank %s %s (%s/%s ms)", n++ ? ", " : "", r, ($NF == "kept") ? "graphs" : "eager", g, e}'
+}
 tcp2() {
     local log="$L/train_mlp_tcp2.log"
     if [ $gpus -eq 0 ]; then row train_mlp_tcp2 "SKIP(no GPU)" "" "staged path: test_device_standin"; return; fi
@@ -390,12 +519,19 @@ tcp2() {
         --set data.path="$G/data/fashion-mnist"
     local acc; acc=$(grep -o 'final test accuracy: [0-9.]*' "$log" | awk '{print $4}' | tail -1)
     local path; path=$(grep -m1 -o 'd2h_grad_copies=[0-9]*' "$log")
-    if [ $RC -ne 0 ]; then
+    # auto's choice; no decision line: the capture failed (its warning) or
+    # the run ended first
+    local ga; ga=$(graphs_auto "$log")
+    [ -z "$ga" ] && ga=$(grep -m1 -o 'training step could not be captured.*' "$log" | cut -c1-60)
+    ga="graphs auto: ${ga:-no decision logged}"
+    if [ $RC -eq -1 ]; then row train_mlp_tcp2 "SKIP(time)" "" ""
+    elif timed_out; then row train_mlp_tcp2 TIMEOUT "exit $RC" "$(hung_note "$log"); $ga"
+    elif [ $RC -ne 0 ]; then
         row train_mlp_tcp2 FAIL "exit $RC" "$(grep -m1 -i -E 'error|fail' "$log" | cut -c1-80)"
     elif awk -v a="${acc:-0}" -v f="${FLOOR[mlp]}" 'BEGIN {exit !(a >= f)}'; then
-        row train_mlp_tcp2 PASS "acc ${acc}%" "${path:-no debug line}; $(grep -m1 -o 'averaged in [0-9]* bucket[s]*' "$log")"
+        row train_mlp_tcp2 PASS "acc ${acc}%" "${path:-no debug line}; $(grep -m1 -o 'averaged in [0-9]* bucket[s]*' "$log"); $ga"
     else
-        row train_mlp_tcp2 FAIL "acc ${acc:-?}% < ${FLOOR[mlp]}" "${path}"
+        row train_mlp_tcp2 FAIL "acc ${acc:-?}% < ${FLOOR[mlp]}" "${path}; $ga"
     fi
 }
 tcp2
@@ -416,7 +552,9 @@ syncbn2() {
     local trained; trained=$(echo "$loss" | awk '{ok = NF >= 2; for (i = 1; i <= NF; i++) if ($i !~ /^[0-9.]+$/) ok = 0
                                         print (ok && $NF + 0 < $1 + 0) ? "yes" : "no"}')
     if [ $RC -eq -1 ]; then row train_resnet_syncbn2 "SKIP(time)" "" ""; return; fi
-    if [ $RC -ne 0 ]; then
+    if timed_out; then
+        row train_resnet_syncbn2 TIMEOUT "exit $RC" "$(hung_note "$log")"
+    elif [ $RC -ne 0 ]; then
         row train_resnet_syncbn2 FAIL "exit $RC" "$(grep -m1 -i -E 'error|fail' "$log" | cut -c1-80)"
     elif ! grep -q 'sync_bn: batchnorm statistics over the global batch' "$log"; then
         row train_resnet_syncbn2 FAIL "no sync_bn line" "$(grep -m1 -i sync_bn "$log" | cut -c1-80)"
@@ -508,7 +646,7 @@ rn_dt() { # MODEL PRECISION BENCHMARK(yes|no) ACTIVATIONS(auto|float32|bf16) CUD
         --set data.path="$G/data/fashion-mnist"
     RN_MEM=$(mem_stop)
     RN_SPS=$(dt_rate "$L/$name.log")
-    grep -q 'stopping after' "$L/$name.log" && RC=0
+    after_stop "$L/$name.log"
 }
 rn_torch() { # MODEL fp32|tf32|amp: once per model and mode
     local m=$1 name="torch_$1_$2" extra=()
@@ -560,6 +698,9 @@ resnets() {
             local gnote; gnote=$(grep -m1 -o 'cuda_graphs = auto: a captured step took [0-9.]* ms, an eager one [0-9.]* ms.*' "$L/dt_${m}_$label.log" 2>/dev/null |
                 awk '{k = ($NF == "kept") ? "graphs" : "eager"; printf "; auto: %s (%s/%s ms)", k, $8, $13}')
             if [ "$drc" -eq -1 ]; then row "vs_torch_${m}_$label" "SKIP(time)" "" ""; continue; fi
+            if [ "$drc" -eq 124 ] || [ "$drc" -eq 137 ]; then
+                row "vs_torch_${m}_$label" TIMEOUT "dt exit $drc" "$(hung_note "$L/dt_${m}_$label.log")"; continue
+            fi
             if [ "$drc" -ne 0 ]; then
                 row "vs_torch_${m}_$label" FAIL "dt exit $drc" "$(grep -m1 -i -E 'error|fail' "$L/dt_${m}_$label.log" | cut -c1-80)"; continue
             fi
@@ -569,6 +710,7 @@ resnets() {
                 FILTERED=0
                 row "vs_torch_${m}_$label" "SKIP(filter)" "torch_${m}_$t filtered out" "dt ${dsps} samples/s; peak +${dmem} MiB"; continue
             fi
+            if [ -z "$RN_SPS" ] && timed_out; then row "vs_torch_${m}_$label" TIMEOUT "torch exit $RC" "dt ${dsps} samples/s"; continue; fi
             if [ -z "$RN_SPS" ]; then row "vs_torch_${m}_$label" FAIL "torch exit $RC" "dt ${dsps} samples/s"; continue; fi
             local ratio; ratio=$(awk -v d="${dsps:-0}" -v t="$RN_SPS" 'BEGIN {printf "%.2f", d / t}')
             # The target: >= 1.0x PyTorch (bf16 vs AMP); a lower ratio is a
@@ -612,9 +754,10 @@ else
         --set train.device=cpu --set data.train_samples=640 \
         --set train.max_steps=8 --set train.log_every=1 --set data.random_crop=0 --set data.hflip=no \
         --set data.path="$G/data/fashion-mnist" --set train.layer_times="$ltf"
-    grep -q 'stopping after' "$L/layer_times.log" && RC=0
+    after_stop "$L/layer_times.log"
 fi
 if [ $RC -eq -1 ]; then row layer_times "SKIP(time)" "" ""
+elif timed_out; then row layer_times TIMEOUT "exit $RC" "$(hung_note "$L/layer_times.log")"
 elif [ -s "$ltf" ]; then
     row layer_times PASS "$(awk '/^[0-9.e-]+ [0-9]+$/ { n += $2 > 0; b += $1 } /^forward/ { f = $2 } /^optimizer/ { o = $2 }
         END { printf "%d gradients: fwd %.2f bwd %.2f opt %.2f ms", n, f * 1e3, b * 1e3, o * 1e3 }' "$ltf")" \
@@ -622,7 +765,74 @@ elif [ -s "$ltf" ]; then
 else row layer_times FAIL "no $(basename "$ltf")" "$(cat "$L/layer_times.log" "$L/dt_resnet18_bf16_bench.log" 2>/dev/null | grep -m1 -i -E 'layer_times|error' | cut -c1-90)"
 fi
 
-# ---- 9c. issue 21: dtctl plan's inputs and the trainer at N = 1, 2, 4, 8 on
+# ---- 10. 2 ranks over nccl. On ONE GPU: NCCL refuses a duplicate GPU; dt
+# must fail clearly and promptly (gpu-review defect 4), never hang. On two
+# or more (a multi-GPU kind): the allreduce between GPUs, checked exactly;
+# the MLP trained over nccl with the gradients reduced from device memory
+# (its debug line must say d2h_grad_copies=0: issue 18's "no host
+# staging"); ResNet-20 bf16 over nccl with cuda_graphs auto, on and off
+# (a captured step hands its buckets to NCCL after the launch; auto says
+# whether that won over eager steps' overlap). Before plan_measure (10b):
+# the one-GPU hang check takes seconds and matters more than that long
+# CPU-only step, which a tight budget would let crowd it out.
+nccl_two_gpus() {
+    run_step nccl_n2_allreduce 60 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 2 -- "$G/tests/allreduce_mem"
+    case $RC in
+        0) row nccl_n2_allreduce PASS "$(grep -o '16777216 floats.*algbw' "$L/nccl_n2_allreduce.log" | grep -o '[0-9.]* GB/s' | tail -1) 64MiB" "2 GPUs, dt_allreduce_mem DT_MEM_CUDA, checked exactly" ;;
+        -1) row nccl_n2_allreduce "SKIP(time)" "" "" ;;
+        124|137) row nccl_n2_allreduce TIMEOUT "exit $RC" "a hang between 2 GPUs?" ;;
+        *) row nccl_n2_allreduce FAIL "exit $RC" "$(grep -m1 -i -E 'error|nccl' "$L/nccl_n2_allreduce.log" | cut -c1-80)" ;;
+    esac
+    local log="$L/nccl_n2_train.log"
+    run_step nccl_n2_train 120 "${DTENV[@]}" DT_LOG_LEVEL=debug "$DTCTL" --transport=nccl run -n 2 \
+        "$G/conf/fashion-mnist-mlp.ini" --set train.device=cuda --set train.epochs=2 \
+        --set data.path="$G/data/fashion-mnist"
+    local acc d2h; acc=$(grep -o 'final test accuracy: [0-9.]*' "$log" | awk '{print $4}' | tail -1)
+    d2h=$(grep -m1 -o 'd2h_grad_copies=[0-9]*' "$log" | cut -d= -f2)
+    if [ $RC -eq -1 ]; then row nccl_n2_train "SKIP(time)" "" ""
+    elif timed_out; then row nccl_n2_train TIMEOUT "exit $RC" "$(hung_note "$log")"
+    elif [ $RC -ne 0 ]; then row nccl_n2_train FAIL "exit $RC" "$(grep -m1 -i -E 'error|fail' "$log" | cut -c1-80)"
+    elif [ "${d2h:-x}" != 0 ]; then row nccl_n2_train FAIL "d2h_grad_copies=${d2h:-?}" "gradients staged through the host over nccl"
+    elif awk -v a="${acc:-0}" -v f="${FLOOR[mlp]}" 'BEGIN {exit !(a >= f)}'; then
+        row nccl_n2_train PASS "acc ${acc}%" "2 GPUs, nccl: d2h_grad_copies=0; $(grep -m1 -o 'averaged in [0-9]* bucket[s]*' "$log"); $(dt_rate "$log") samples/s"
+    else row nccl_n2_train FAIL "acc ${acc:-?}% < ${FLOOR[mlp]}" ""
+    fi
+    local g sps=() hung=""
+    for g in auto on off; do
+        run_step "nccl_n2_resnet20_graphs_$g" 90 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 2 "${RN_JOB[resnet20]}" \
+            --set train.device=cuda --set train.precision=bf16 --set train.cuda_graphs="$g" \
+            --set train.max_steps=300 --set train.log_every=20 --set data.random_crop=0 --set data.hflip=no \
+            --set data.path="$G/data/fashion-mnist"
+        after_stop "$L/nccl_n2_resnet20_graphs_$g.log"
+        if [ $RC -eq 0 ]; then sps+=("$g $(dt_rate "$L/nccl_n2_resnet20_graphs_$g.log")")
+        elif timed_out; then sps+=("$g exit $RC"); hung="${hung:+$hung, }$g: $(hung_note "$L/nccl_n2_resnet20_graphs_$g.log")"
+        else sps+=("$g exit $RC"); fi
+    done
+    if [ -n "$hung" ]; then
+        row nccl_n2_resnet20 TIMEOUT "${sps[*]}" "$hung"
+    elif printf '%s\n' "${sps[@]}" | grep -q exit; then
+        row nccl_n2_resnet20 FAIL "${sps[*]}" "$(grep -m1 -i -E 'error|fail' "$L"/nccl_n2_resnet20_graphs_*.log | cut -c1-80)"
+    else
+        row nccl_n2_resnet20 PASS "graphs ${sps[*]} samples/s" "2 GPUs, nccl, bf16, batch 64 per GPU; auto: $(grep -m1 -o 'graphs kept\|eager steps from now on' "$L/nccl_n2_resnet20_graphs_auto.log")"
+    fi
+}
+if [ $gpus -eq 1 ]; then
+    run_step nccl_n2_one_gpu 60 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 2 -- "$G/tests/allreduce_mem"
+    case $RC in
+        0) row nccl_n2_one_gpu INFO "ran (NCCL accepted 2 ranks on 1 GPU)" "$(grep -o '16777216 floats.*algbw' "$L/nccl_n2_one_gpu.log" | grep -o '[0-9.]* GB/s')" ;;
+        124|137) row nccl_n2_one_gpu TIMEOUT "hung, exit $RC" "gpu-review defect 4: check local_size <= GPUs" ;;
+        -1) row nccl_n2_one_gpu "SKIP(time)" "" "" ;;
+        *) row nccl_n2_one_gpu INFO "failed, exit $RC" "$(grep -m1 -i -E 'nccl|GPU' "$L/nccl_n2_one_gpu.log" | cut -c1-80)" ;;
+    esac
+    for r in nccl_n2_allreduce nccl_n2_train nccl_n2_resnet20; do row "$r" "SKIP(1 GPU)" "" "needs 2 GPUs"; done
+elif [ $gpus -ge 2 ]; then
+    nccl_two_gpus
+else
+    row nccl_n2_one_gpu "SKIP(no GPU)" "" ""
+    for r in nccl_n2_allreduce nccl_n2_train nccl_n2_resnet20; do row "$r" "SKIP(no GPU)" "" "needs 2 GPUs"; done
+fi
+
+# ---- 10b. issue 21: dtctl plan's inputs and the trainer at N = 1, 2, 4, 8 on
 # this machine's 16 cores (the 2-vCPU VM cannot give 4 workers a core each).
 # CPU only; measured here, predicted back home (no SimGrid on the device):
 #   tar xzf logs.tar.gz logs/plan && bench/plan-validate.sh --predict logs/plan
@@ -646,68 +856,8 @@ case $RC in
     *) row plan_measure FAIL "exit $RC" "$(tail -3 "$L/plan_measure.log" | tr '\n' ' ' | cut -c1-90)" ;;
 esac
 
-# ---- 10. 2 ranks over nccl. On ONE GPU: NCCL refuses a duplicate GPU; dt
-# must fail clearly and promptly (gpu-review defect 4), never hang. On two
-# or more (a multi-GPU kind): the allreduce between GPUs, checked exactly;
-# the MLP trained over nccl with the gradients reduced from device memory
-# (its debug line must say d2h_grad_copies=0: issue 18's "no host
-# staging"); ResNet-20 bf16 over nccl with cuda_graphs auto, on and off
-# (a captured step hands its buckets to NCCL after the launch; auto says
-# whether that won over eager steps' overlap). Last: each
-# may take its whole timeout.
-nccl_two_gpus() {
-    run_step nccl_n2_allreduce 60 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 2 -- "$G/tests/allreduce_mem"
-    case $RC in
-        0) row nccl_n2_allreduce PASS "$(grep -o '16777216 floats.*algbw' "$L/nccl_n2_allreduce.log" | grep -o '[0-9.]* GB/s' | tail -1) 64MiB" "2 GPUs, dt_allreduce_mem DT_MEM_CUDA, checked exactly" ;;
-        -1) row nccl_n2_allreduce "SKIP(time)" "" "" ;;
-        *) row nccl_n2_allreduce FAIL "exit $RC" "$(grep -m1 -i -E 'error|nccl' "$L/nccl_n2_allreduce.log" | cut -c1-80)" ;;
-    esac
-    local log="$L/nccl_n2_train.log"
-    run_step nccl_n2_train 120 "${DTENV[@]}" DT_LOG_LEVEL=debug "$DTCTL" --transport=nccl run -n 2 \
-        "$G/conf/fashion-mnist-mlp.ini" --set train.device=cuda --set train.epochs=2 \
-        --set data.path="$G/data/fashion-mnist"
-    local acc d2h; acc=$(grep -o 'final test accuracy: [0-9.]*' "$log" | awk '{print $4}' | tail -1)
-    d2h=$(grep -m1 -o 'd2h_grad_copies=[0-9]*' "$log" | cut -d= -f2)
-    if [ $RC -eq -1 ]; then row nccl_n2_train "SKIP(time)" "" ""
-    elif [ $RC -ne 0 ]; then row nccl_n2_train FAIL "exit $RC" "$(grep -m1 -i -E 'error|fail' "$log" | cut -c1-80)"
-    elif [ "${d2h:-x}" != 0 ]; then row nccl_n2_train FAIL "d2h_grad_copies=${d2h:-?}" "gradients staged through the host over nccl"
-    elif awk -v a="${acc:-0}" -v f="${FLOOR[mlp]}" 'BEGIN {exit !(a >= f)}'; then
-        row nccl_n2_train PASS "acc ${acc}%" "2 GPUs, nccl: d2h_grad_copies=0; $(grep -m1 -o 'averaged in [0-9]* bucket[s]*' "$log"); $(dt_rate "$log") samples/s"
-    else row nccl_n2_train FAIL "acc ${acc:-?}% < ${FLOOR[mlp]}" ""
-    fi
-    local g sps=()
-    for g in auto on off; do
-        run_step "nccl_n2_resnet20_graphs_$g" 90 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 2 "${RN_JOB[resnet20]}" \
-            --set train.device=cuda --set train.precision=bf16 --set train.cuda_graphs="$g" \
-            --set train.max_steps=300 --set train.log_every=20 --set data.random_crop=0 --set data.hflip=no \
-            --set data.path="$G/data/fashion-mnist"
-        grep -q 'stopping after' "$L/nccl_n2_resnet20_graphs_$g.log" && RC=0
-        [ $RC -eq 0 ] && sps+=("$g $(dt_rate "$L/nccl_n2_resnet20_graphs_$g.log")") || sps+=("$g exit $RC")
-    done
-    if printf '%s\n' "${sps[@]}" | grep -q exit; then
-        row nccl_n2_resnet20 FAIL "${sps[*]}" "$(grep -m1 -i -E 'error|fail' "$L"/nccl_n2_resnet20_graphs_*.log | cut -c1-80)"
-    else
-        row nccl_n2_resnet20 PASS "graphs ${sps[*]} samples/s" "2 GPUs, nccl, bf16, batch 64 per GPU; auto: $(grep -m1 -o 'graphs kept\|eager steps from now on' "$L/nccl_n2_resnet20_graphs_auto.log")"
-    fi
-}
-if [ $gpus -eq 1 ]; then
-    run_step nccl_n2_one_gpu 60 "${DTENV[@]}" "$DTCTL" --transport=nccl run -n 2 -- "$G/tests/allreduce_mem"
-    case $RC in
-        0) row nccl_n2_one_gpu INFO "ran (NCCL accepted 2 ranks on 1 GPU)" "$(grep -o '16777216 floats.*algbw' "$L/nccl_n2_one_gpu.log" | grep -o '[0-9.]* GB/s')" ;;
-        124|137) row nccl_n2_one_gpu FAIL "hung (timeout)" "gpu-review defect 4: check local_size <= GPUs" ;;
-        -1) row nccl_n2_one_gpu "SKIP(time)" "" "" ;;
-        *) row nccl_n2_one_gpu INFO "failed, exit $RC" "$(grep -m1 -i -E 'nccl|GPU' "$L/nccl_n2_one_gpu.log" | cut -c1-80)" ;;
-    esac
-    for r in nccl_n2_allreduce nccl_n2_train nccl_n2_resnet20; do row "$r" "SKIP(1 GPU)" "" "needs 2 GPUs"; done
-elif [ $gpus -ge 2 ]; then
-    nccl_two_gpus
-else
-    row nccl_n2_one_gpu "SKIP(no GPU)" "" ""
-    for r in nccl_n2_allreduce nccl_n2_train nccl_n2_resnet20; do row "$r" "SKIP(no GPU)" "" "needs 2 GPUs"; done
-fi
-
-# ---- 11. the cuDNN workspace lever for the memory target (last: optional;
-# at least 60 s left or SKIP(time)): the same
+# ---- 11. the cuDNN workspace lever for the memory target (last, after
+# plan_measure: optional; at least 60 s left or SKIP(time)): the same
 # ResNet-18 bf16 job preferring algorithms within 64 MiB of workspace
 # (DT_CUDNN_WORKSPACE_MAX; 512M by default): its samples/s, peak and
 # memory line beside the row above, against the same PyTorch AMP
@@ -741,7 +891,11 @@ else
     DTENV=("${DTENV_SAVED[@]}")
     mv "$L/dt_resnet18_bf16_bench.log" "$L/dt_resnet18_bf16_bench_ws64.log" 2>/dev/null
     mv "$W/default.log" "$L/dt_resnet18_bf16_bench.log" 2>/dev/null
-    if [ "$drc" -eq -1 ] || [ "$drc" -eq 124 ] || [ "$drc" -eq 137 ]; then
+    # its timeout may be the budget's rest: cut short, SKIP(time); but a
+    # hang after its last step is a TIMEOUT
+    if { [ "$drc" -eq 124 ] || [ "$drc" -eq 137 ]; } && grep -q 'stopping after' "$L/dt_resnet18_bf16_bench_ws64.log"; then
+        row mem_resnet18_bf16_bench_ws64 TIMEOUT "dt exit $drc" "hung after its last step"
+    elif [ "$drc" -eq -1 ] || [ "$drc" -eq 124 ] || [ "$drc" -eq 137 ]; then
         row mem_resnet18_bf16_bench_ws64 "SKIP(time)" "" "$([ "$drc" -gt 0 ] && echo "cut at its timeout")"
     elif [ "$drc" -ne 0 ]; then row mem_resnet18_bf16_bench_ws64 FAIL "dt exit $drc" ""
     elif ! grep -q 'DT_CUDNN_WORKSPACE_MAX' "$L/dt_resnet18_bf16_bench_ws64.log"; then
@@ -754,23 +908,9 @@ else
 fi
 
 # ---- summary ------------------------------------------------------------------
-{
-    echo
-    echo "== dt GPU check summary ($([ $dry = yes ] && echo DRY || echo device): ${gpu_name:-no GPU}; $(elapsed)s of ${BUDGET}s)"
-    [ -n "${DT_GPU_STEPS:-}" ] && echo "DT_GPU_STEPS='$DT_GPU_STEPS': the steps it does not match were skipped (SKIP(filter))"
-    printf '%-20s %-14s %-32s %s\n' step result key note
-    printf '%-20s %-14s %-32s %s\n' ---- ------ --- ----
-    while IFS=$'\t' read -r s r k nt; do
-        printf '%-20s %-14s %-32s %s\n' "$s" "$r" "$k" "$nt"
-    done <"$SUM"
-    fails=$(awk -F'\t' '$2 == "FAIL" || $2 == "TIMEOUT"' "$SUM" | wc -l)
-    echo "failures: $fails  (logs: $OUT/logs.tar.gz, tails: $OUT/all.log)"
-} >"$W/summary.txt"
-for f in "$L"/*.log; do
-    echo "===== $(basename "$f") (last 60 lines)"; tail -60 "$f"
-done >"$OUT/all.log" 2>&1
-cp "$W/summary.txt" "$OUT/summary.txt"
-tar czf "$OUT/logs.tar.gz" -C "$W" logs summary.txt 2>/dev/null
+trap '' TERM INT  # a second from here: the final files come first
+STATE=final
+summary; logs_out
 rm -rf "$W"
 cat "$OUT/summary.txt"
 awk '/^failures:/ {exit ($2 > 0)}' "$OUT/summary.txt"
