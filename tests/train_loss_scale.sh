@@ -62,12 +62,24 @@ echo "(b) at 2^127: $skipped steps skipped over 2 epochs, $acc% accuracy"
 # shellcheck disable=SC2086
 # (inputs scaled 353x by std = 0.001: the first steps overflow at 2^127)
 run $big --set train.optimizer=adam --set train.lr=0.001 --set data.std=0.001 \
-    --set train.max_steps=20 -v -v >out.adam 2>&1 || { cat out.adam; fail "(b) adam run"; }
+    --set train.max_steps=20 --set train.checkpoint_dir=adamck -v -v >out.adam 2>&1 ||
+    { cat out.adam; fail "(b) adam run"; }
 first=$(sed -n "s/.*optimizer 'adam': step 1 of its state at step \([0-9]*\) of the job.*/\1/p" out.adam | head -n 1)
 skips=$(grep -c '^\[0\] .*gradients overflowed at loss scale .*: step skipped' out.adam)
 [ -n "$first" ] && [ "$first" -gt 1 ] && [ "$first" -eq $((skips + 1)) ] ||
     { grep -iE "skipped|optimizer" out.adam; fail "(b) adam: after $skips skipped steps the first applied one was not its step 1 (got '$first')"; }
 echo "(b) adam at 2^127: its step 1 is step $first of the job"
+# ... resumed without loss scaling to step 30, then again: the state's
+# step stays 30 - skips (the checkpoint at 30 said 0 skipped steps, and
+# the next resume counted Adam's step as the job's)
+for steps in 30 35; do
+    run --set train.optimizer=adam --set train.lr=0.001 --set data.std=0.001 \
+        --set train.max_steps=$steps --set train.checkpoint_dir=adamck --resume -v \
+        >out.adam2 2>&1 || { cat out.adam2; fail "(b) adam resumed to $steps"; }
+done
+ostep=$(sed -n "s/.*the optimizer's state goes on from its step \([0-9]*\) (step 30 of the job).*/\1/p" out.adam2 | head -n 1)
+[ "$ostep" = $((30 - skips)) ] ||
+    { cat out.adam2; fail "(b) adam resumed at step 30 without loss scaling: its state's step '$ostep', not $((30 - skips))"; }
 
 # ---- (c) the scaler resumes where it was -----------------------------------
 # shellcheck disable=SC2086

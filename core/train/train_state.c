@@ -72,9 +72,12 @@ enum {
     M_LOSS_SCALE,            /* double: loss scaling's S (0: none)       */
     M_SCALE_GOOD,            /* finite steps since S last changed        */
     M_SCALE_SKIPPED,         /* steps skipped for overflow in the job    */
+    /* version 6 */
+    M_OPT_BASE,              /* job steps the optimizer's state did not
+                                make (skipped, or before a fresh state)  */
     M_COUNT
 };
-#define META_VERSION 5
+#define META_VERSION 6
 
 static uint64_t dbits(double d)
 {
@@ -277,7 +280,8 @@ static dt_status_t write_ckpt(dt_trainer_t *t, const save_req_t *req,
         [M_BEST_ACC] = dbits(t->best_acc), [M_BEST_EPOCH] = t->best_epoch,
         [M_EPOCH_START] = t->epoch_start,
         [M_LOSS_SCALE] = t->ls.enabled ? dbits(t->ls.scale) : 0,
-        [M_SCALE_GOOD] = t->ls.good, [M_SCALE_SKIPPED] = t->ls.skipped};
+        [M_SCALE_GOOD] = t->ls.good, [M_SCALE_SKIPPED] = t->ls.skipped,
+        [M_OPT_BASE] = t->opt_base};
     unsigned char meta[8 * M_COUNT];
     for (int i = 0; i < M_COUNT; i++)
         ckpt_put64(meta + 8 * i, m[i]);
@@ -917,12 +921,20 @@ dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
     if (t->ls.enabled)
         t->ls.skipped = meta[M_SCALE_SKIPPED];
     /* The optimizer's own step number goes on from the state it got: the
-     * checkpoint's steps less those skipped for overflow, or 0 for a
-     * fresh state (bias correction at the checkpoint's step count with
-     * zero moments made Adam's first updates several times lr). */
-    uint64_t skipped = meta[M_SCALE_SKIPPED];
+     * checkpoint's steps less those its state did not make (skipped for
+     * overflow; before version 6 the skipped count, which a run without
+     * loss scaling wrote as 0), or 0 for a fresh state (bias correction at
+     * the checkpoint's step count with zero moments made Adam's first
+     * updates several times lr). */
+    uint64_t base = meta[M_VERSION] >= 6 ? meta[M_OPT_BASE]
+                                         : meta[M_SCALE_SKIPPED];
     t->opt_base = no_opt ? t->global_step
-                         : skipped <= t->global_step ? skipped : 0;
+                         : base <= t->global_step ? base : 0;
+    if (t->rank == 0 && !no_opt)
+        dt_debug("the optimizer's state goes on from its step %llu (step "
+                 "%llu of the job)",
+                 (unsigned long long)(t->global_step - t->opt_base),
+                 (unsigned long long)t->global_step);
     if (t->epoch_start >= t->train.n)
         t->epoch_start = 0;
     uint64_t old_world = meta[M_WORLD] ? meta[M_WORLD] : 1;
