@@ -1,6 +1,7 @@
 /* test_data.c — the IDX and CIFAR-10 readers on good and damaged files,
- * normalization (NaN/infinity refused), CIFAR-10 found plain or .gz,
- * and the real Fashion-MNIST files when installed. */
+ * normalization (NaN/infinity refused), CIFAR-10 found plain or .gz, a
+ * named pipe or directory at a data file's path, and the real
+ * Fashion-MNIST files when installed. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -635,6 +637,53 @@ static void test_fashion_mnist(void **state)
     dt_config_free(cfg);
 }
 
+/* A call that hangs (opening a named pipe for reading waits for a writer)
+ * fails the test instead of hanging it. */
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char m[] = "FAIL: a call hung (opening a named pipe?)\n";
+    ssize_t n = write(STDOUT_FILENO, m, sizeof m - 1);
+    (void)n;
+    _exit(1);
+}
+
+/* A named pipe or a directory where a data file should be: refused at
+ * once, saying what it is, not blocking the job or calling the file
+ * damaged. */
+static void test_data_file_not_regular(void **state)
+{
+    (void)state;
+    assert_int_equal(mkfifo(path_of("pipe-idx"), 0600), 0);
+    assert_int_equal(mkfifo(path_of("pipe.bin"), 0600), 0);
+    assert_int_equal(mkdir(path_of("dir-idx"), 0700), 0);
+    signal(SIGALRM, on_alarm);
+    alarm(30);
+    dt_idx_t x;
+    dt_dataset_t ds;
+    const char *paths[1] = {path_of("pipe.bin")};
+    capture_t c;
+    capture_begin(&c);
+    assert_int_equal(dt_idx_read(path_of("pipe-idx"), &x), DT_ERR_INVALID);
+    assert_int_equal(dt_dataset_load_cifar10(paths, 1, &ds), DT_ERR_INVALID);
+    assert_int_equal(dt_idx_read(path_of("dir-idx"), &x), DT_ERR_INVALID);
+    char *log = capture_end(&c);
+    alarm(0);
+    char want[400];
+    snprintf(want, sizeof want, "%s: is a named pipe (FIFO), not a regular "
+             "file", path_of("pipe-idx"));
+    assert_non_null(strstr(log, want));
+    snprintf(want, sizeof want, "%s: is a named pipe (FIFO)",
+             path_of("pipe.bin"));
+    assert_non_null(strstr(log, want));
+    snprintf(want, sizeof want, "%s: is a directory, not a file",
+             path_of("dir-idx"));
+    assert_non_null(strstr(log, want));
+    assert_non_null(strstr(log, "(give the data file itself"));
+    assert_null(strstr(log, "download it again"));
+    free(log);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -656,6 +705,7 @@ int main(void)
         cmocka_unit_test(test_cifar_out_of_memory),
 #endif
         cmocka_unit_test(test_norm_not_finite),
+        cmocka_unit_test(test_data_file_not_regular),
         cmocka_unit_test(test_fashion_mnist),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -7,7 +7,10 @@
  * loader (each gather decodes its samples) gives the batches of decode =
  * load bit for bit, also augmented and through the loader threads;
  * train_samples of a folder spread over its classes; palette PNGs with
- * transparency, PNGs over dt's size limit; out-of-memory messages. */
+ * transparency, PNGs over dt's size limit; broken links among the class
+ * folders; a damaged JPEG restart marker; files missing only their end
+ * (loaded) or cut inside the image data (refused); named pipes (refused,
+ * not waited on); out-of-memory messages. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +20,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -962,6 +966,252 @@ static void test_png_too_large(void **state)
     assert_int_equal(px[0], 7);
 }
 
+/* ---- damaged, incomplete and special files -------------------------------- */
+
+/* A call that hangs (opening a named pipe for reading waits for a writer)
+ * fails the test instead of hanging it. */
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char m[] = "FAIL: a call hung (opening a named pipe?)\n";
+    ssize_t n = write(STDOUT_FILENO, m, sizeof m - 1);
+    (void)n;
+    _exit(1);
+}
+
+static void hang_guard(unsigned seconds)
+{
+    signal(SIGALRM, on_alarm);
+    alarm(seconds);
+}
+
+/* The log of loading root's split with o, which must give want. */
+static char *load_log(const char *root, dt_split_t split,
+                      const dt_folder_opts_t *o, dt_status_t want)
+{
+    dt_dataset_t ds;
+    capture_t c;
+    capture_begin(&c);
+    dt_status_t st = dt_dataset_load_folder(path_of(root), split, o, &ds);
+    char *log = capture_end(&c);
+    assert_int_equal(st, want);
+    if (st == DT_OK)
+        dt_dataset_free(&ds);
+    return log;
+}
+
+/* An entry among the class folders that cannot be followed (a dangling
+ * link, a link loop) is an error naming it: left out, it would renumber
+ * every later class. */
+static void test_folder_broken_links(void **state)
+{
+    (void)state;
+    make_folder("f7", 0);
+    char want[700];
+    assert_int_equal(symlink("/nonexistent", path_of("f7/train/aa_cat")), 0);
+    for (int split = 0; split < 2; split++) {
+        char *log = load_log("f7", split ? DT_SPLIT_TEST : DT_SPLIT_TRAIN,
+                             &opts_rgb4, DT_ERR_INVALID);
+        snprintf(want, sizeof want, "%s: a broken symbolic link (to "
+                 "/nonexistent: No such file or directory) among the class "
+                 "folders", path_of("f7/train/aa_cat"));
+        assert_non_null(strstr(log, want));
+        free(log);
+    }
+    assert_int_equal(unlink(path_of("f7/train/aa_cat")), 0);
+    const char *loops[2] = {"f7/train/zz_loop", "f7/test/bb_loop"};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(symlink(strrchr(loops[i], '/') + 1,
+                                 path_of(loops[i])), 0);
+        char *log = load_log("f7", i ? DT_SPLIT_TEST : DT_SPLIT_TRAIN,
+                             &opts_rgb4, DT_ERR_INVALID);
+        snprintf(want, sizeof want, "%s: a symbolic link loop (to %s: ",
+                 path_of(loops[i]), strrchr(loops[i], '/') + 1);
+        assert_non_null(strstr(log, want));
+        free(log);
+        assert_int_equal(unlink(path_of(loops[i])), 0);
+    }
+    free(load_log("f7", DT_SPLIT_TRAIN, &opts_rgb4, DT_OK));
+}
+
+/* A 32x32 gray JPEG in memory with a restart marker after every MCU. */
+static size_t jpeg_with_restarts(uint8_t **out)
+{
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr e;
+    unsigned long len = 0;
+    *out = NULL;
+    c.err = jpeg_std_error(&e);
+    jpeg_create_compress(&c);
+    jpeg_mem_dest(&c, out, &len);
+    c.image_width = 32;
+    c.image_height = 32;
+    c.input_components = 1;
+    c.in_color_space = JCS_GRAYSCALE;
+    jpeg_set_defaults(&c);
+    c.restart_interval = 1;
+    jpeg_start_compress(&c, TRUE);
+    uint8_t row[32];
+    for (int y = 0; y < 32; y++) {
+        for (int x = 0; x < 32; x++)
+            row[x] = (uint8_t)(x * 7 + y * 5 + (x * y) % 13);
+        JSAMPROW r = row;
+        jpeg_write_scanlines(&c, &r, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    return len;
+}
+
+/* Where marker FF m first occurs in buf at or after from, or 0. */
+static size_t find_marker(const uint8_t *buf, size_t len, size_t from,
+                          uint8_t m)
+{
+    for (size_t i = from; i + 1 < len; i++)
+        if (buf[i] == 0xff && buf[i + 1] == m)
+            return i;
+    return 0;
+}
+
+/* A damaged restart marker: libjpeg warns (JWRN_MUST_RESYNC) and goes on
+ * with blocks misplaced or gray, so dt refuses the file. */
+static void test_jpeg_bad_restart(void **state)
+{
+    (void)state;
+    uint8_t *buf;
+    size_t n = jpeg_with_restarts(&buf);
+    dt_image_spec_t spec = {1, 32, 32};
+    uint8_t px[32 * 32];
+    char err[512] = "";
+    write_bytes(path_of("rst.jpg"), buf, n);
+    assert_int_equal(dt_image_decode_u8(path_of("rst.jpg"), &spec, px, err,
+                                        sizeof err), DT_OK);
+    size_t sos = find_marker(buf, n, 2, 0xda);
+    size_t rst1 = find_marker(buf, n, sos, 0xd1);
+    assert_true(sos > 0 && rst1 > sos);
+    buf[rst1 + 1] = 0xd5;
+    write_bytes(path_of("rst.jpg"), buf, n);
+    free(buf);
+    assert_int_equal(dt_image_decode_u8(path_of("rst.jpg"), &spec, px, err,
+                                        sizeof err), DT_ERR_INVALID);
+    assert_non_null(strstr(err, "rst.jpg: corrupt JPEG: "));
+    assert_non_null(strstr(err, "found marker 0xd5 instead of RST1"));
+}
+
+/* name's bytes (at most cap) in buf. */
+static size_t file_bytes(const char *name, uint8_t *buf, size_t cap)
+{
+    return png_bytes(path_of(name), buf, cap);
+}
+
+/* Decoded as RGB 16x16: the status; the pixels in px. */
+static dt_status_t decode16(const char *name, uint8_t *px, char *err,
+                            size_t errlen)
+{
+    dt_image_spec_t spec = {3, 16, 16};
+    err[0] = 0;
+    return dt_image_decode_u8(path_of(name), &spec, px, err, errlen);
+}
+
+/* Files whose data is complete but whose end is missing (a JPEG without
+ * its EOI marker, a PNG without its IEND chunk) load, as in PIL, to the
+ * pixels of the whole file; files cut inside the image data do not. */
+static void test_image_missing_end(void **state)
+{
+    (void)state;
+    uint8_t px[16 * 16 * 3], want[16 * 16 * 3], got[16 * 16 * 3];
+    uint8_t buf[16384];
+    char err[512];
+    for (int i = 0; i < 16 * 16 * 3; i++)
+        px[i] = (uint8_t)(i * 37 + (i / 48) * 11);
+    write_jpeg(path_of("whole.jpg"), 16, 16, 3, px);
+    write_png(path_of("whole.png"), 16, 16, 3, px);
+
+    size_t n = file_bytes("whole.jpg", buf, sizeof buf);
+    assert_true(n < sizeof buf && buf[n - 2] == 0xff && buf[n - 1] == 0xd9);
+    write_bytes(path_of("noeoi.jpg"), buf, n - 2);
+    assert_int_equal(decode16("whole.jpg", want, err, sizeof err), DT_OK);
+    assert_int_equal(decode16("noeoi.jpg", got, err, sizeof err), DT_OK);
+    assert_memory_equal(got, want, sizeof want);
+    /* cut anywhere inside the compressed data: refused */
+    size_t sos = find_marker(buf, n, 2, 0xda);
+    size_t data = sos + 2 + (size_t)(buf[sos + 2] << 8 | buf[sos + 3]);
+    assert_true(sos > 0 && data + 8 < n);
+    for (size_t cut = data + 1; cut < n - 2; cut++) {
+        write_bytes(path_of("cut.jpg"), buf, cut);
+        assert_int_equal(decode16("cut.jpg", got, err, sizeof err),
+                         DT_ERR_INVALID);
+        assert_non_null(strstr(err, "cut.jpg: corrupt JPEG: "));
+    }
+
+    n = file_bytes("whole.png", buf, sizeof buf);
+    assert_true(n < sizeof buf && memcmp(buf + n - 8, "IEND", 4) == 0);
+    write_bytes(path_of("noiend.png"), buf, n - 12);
+    assert_int_equal(decode16("whole.png", want, err, sizeof err), DT_OK);
+    assert_int_equal(decode16("noiend.png", got, err, sizeof err), DT_OK);
+    assert_memory_equal(got, want, sizeof want);
+    /* cut in the middle of the image data (rows missing): refused */
+    size_t idat = 0;
+    for (size_t i = 8; i + 8 < n && !idat; i++)
+        if (memcmp(buf + i, "IDAT", 4) == 0)
+            idat = i + 4;
+    assert_true(idat > 0);
+    size_t idat_len = (size_t)buf[idat - 6] << 8 | buf[idat - 5];
+    write_bytes(path_of("cut.png"), buf, idat + idat_len / 2);
+    assert_int_equal(decode16("cut.png", got, err, sizeof err),
+                     DT_ERR_INVALID);
+    assert_non_null(strstr(err, "cut.png: corrupt PNG: the file ends "
+                                "early"));
+}
+
+/* A named pipe where an image should be is refused at once (opening it
+ * for reading would wait for a writer forever), alone and in a folder,
+ * like any unreadable image: an error, or skipped with bad_images = skip,
+ * or with decode = loader an error when a batch needs it. */
+static void test_image_not_regular(void **state)
+{
+    (void)state;
+    make_folder("f8", 0);
+    const char *pipe = path_of("f8/train/cat/zz_pipe.png");
+    char err[512] = "", want[700];
+    assert_int_equal(mkfifo(pipe, 0600), 0);
+    hang_guard(30);
+    dt_image_spec_t spec = {3, 4, 4};
+    uint8_t px[48];
+    assert_int_equal(dt_image_decode_u8(pipe, &spec, px, err, sizeof err),
+                     DT_ERR_INVALID);
+    snprintf(want, sizeof want, "%s: is a named pipe (FIFO), not a regular "
+             "file", pipe);
+    assert_string_equal(err, want);
+    assert_int_equal(dt_image_decode_u8(path_of("f8/train"), &spec, px, err,
+                                        sizeof err), DT_ERR_INVALID);
+    assert_non_null(strstr(err, "train: is a directory, not a file"));
+
+    char *log = load_log("f8", DT_SPLIT_TRAIN, &opts_rgb4, DT_ERR_INVALID);
+    assert_non_null(strstr(log, want));
+    assert_non_null(strstr(log, "bad_images = skip"));
+    free(log);
+    dt_folder_opts_t skip = opts_rgb4;
+    skip.skip_bad = 1;
+    log = load_log("f8", DT_SPLIT_TRAIN, &skip, DT_OK);
+    snprintf(want, sizeof want, "skipping %s: is a named pipe", pipe);
+    assert_non_null(strstr(log, want));
+    free(log);
+    dt_folder_opts_t lazy = opts_rgb4;
+    lazy.lazy = 1;
+    dt_dataset_t ds;
+    assert_int_equal(dt_dataset_load_folder(path_of("f8"), DT_SPLIT_TRAIN,
+                                            &lazy, &ds), DT_OK);
+    assert_string_equal(ds.paths[2], pipe);
+    const uint8_t *p;
+    capture_t c;
+    capture_begin(&c);
+    assert_int_equal(dt_dataset_sample(&ds, 2, px, &p), DT_ERR_INVALID);
+    free(capture_end(&c));
+    dt_dataset_free(&ds);
+    alarm(0);
+}
+
 /* ---- out of memory -------------------------------------------------------- */
 
 #ifndef __SANITIZE_ADDRESS__
@@ -1074,6 +1324,10 @@ int main(void)
         cmocka_unit_test(test_folder_subset),
         cmocka_unit_test(test_png_palette_trns),
         cmocka_unit_test(test_png_too_large),
+        cmocka_unit_test(test_folder_broken_links),
+        cmocka_unit_test(test_jpeg_bad_restart),
+        cmocka_unit_test(test_image_missing_end),
+        cmocka_unit_test(test_image_not_regular),
         cmocka_unit_test(test_out_of_memory),
 #else
         cmocka_unit_test(skip_without_codecs),

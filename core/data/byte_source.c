@@ -1,8 +1,11 @@
 /* byte_source.c — plain or gzip input for the data readers. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <dt/log.h>
 #include "byte_source.h"
@@ -20,31 +23,81 @@ struct dt_byte_source {
 #endif
 };
 
+static const char *not_regular(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "is a directory, not a file";
+    if (S_ISFIFO(mode))
+        return "is a named pipe (FIFO), not a regular file";
+    if (S_ISSOCK(mode))
+        return "is a socket, not a regular file";
+    return "is a device, not a regular file";
+}
+
+int dt_open_regular(const char *path, off_t *size, char *why, size_t whylen,
+                    dt_status_t *st)
+{
+    /* O_NONBLOCK: a FIFO opens at once (and is refused below) instead of
+     * waiting for a writer; it is cleared again for the regular file. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat sb;
+    int flags = fd < 0 ? -1 : fcntl(fd, F_GETFL);
+    if (flags < 0 || fstat(fd, &sb) != 0 ||
+        (S_ISREG(sb.st_mode) &&
+         fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)) {
+        int e = errno;
+        snprintf(why, whylen, "cannot open: %s", strerror(e));
+        *st = e == ENOENT ? DT_ERR_NOT_FOUND : DT_ERR_IO;
+    } else if (!S_ISREG(sb.st_mode)) {
+        snprintf(why, whylen, "%s", not_regular(sb.st_mode));
+        *st = DT_ERR_INVALID;
+    } else {
+        *size = sb.st_size;
+        return fd;
+    }
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+/* The data file at path, opened; logged when it cannot be. */
+static int open_data_file(const char *path, dt_status_t *st)
+{
+    char why[256];
+    off_t size;
+    int fd = dt_open_regular(path, &size, why, sizeof why, st);
+    if (fd < 0)
+        dt_error("%s: %s%s", path, why,
+                 *st == DT_ERR_INVALID ? " (give the data file itself: dt "
+                                         "reads regular files or links to "
+                                         "them)" : "");
+    return fd;
+}
+
 #ifdef DT_HAVE_ZLIB
 
 dt_status_t dt_byte_source_open(const char *path, dt_byte_source_t **out)
 {
     *out = NULL;
-    /* gzopen reads plain files transparently; open(2) first so a missing
-     * file gets the system's reason. */
-    FILE *probe = fopen(path, "rb");
-    if (!probe) {
-        dt_error("%s: cannot open: %s", path, strerror(errno));
-        return errno == ENOENT ? DT_ERR_NOT_FOUND : DT_ERR_IO;
-    }
-    fclose(probe);
+    /* gzdopen reads plain files transparently; our open(2) first so a
+     * missing file gets the system's reason and a FIFO does not block. */
+    dt_status_t st;
+    int fd = open_data_file(path, &st);
+    if (fd < 0)
+        return st;
     dt_byte_source_t *s = calloc(1, sizeof *s);
     if (!s || !(s->path = strdup(path))) {
         free(s);
+        close(fd);
         return DT_ERR_NOMEM;
     }
-    s->gz = gzopen(path, "rb");
-    if (!s->gz) {
-        dt_error("%s: cannot open: %s", path,
-                 errno ? strerror(errno) : "zlib could not allocate");
+    s->gz = gzdopen(fd, "rb");
+    if (!s->gz) { /* zlib leaves fd open then */
+        dt_error("%s: cannot open: zlib could not allocate", path);
+        close(fd);
         free(s->path);
         free(s);
-        return DT_ERR_IO;
+        return DT_ERR_NOMEM;
     }
     gzbuffer(s->gz, 1 << 17);
     *out = s;
@@ -99,10 +152,15 @@ void dt_byte_source_close(dt_byte_source_t *s)
 dt_status_t dt_byte_source_open(const char *path, dt_byte_source_t **out)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
+    dt_status_t st;
+    int fd = open_data_file(path, &st);
+    if (fd < 0)
+        return st;
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
         dt_error("%s: cannot open: %s", path, strerror(errno));
-        return errno == ENOENT ? DT_ERR_NOT_FOUND : DT_ERR_IO;
+        close(fd);
+        return DT_ERR_IO;
     }
     unsigned char m[2] = {0, 0};
     size_t n = fread(m, 1, 2, f);

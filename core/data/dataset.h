@@ -82,9 +82,10 @@ typedef struct dt_folder_opts {
  * decoded cache: out->pixels), or with opts->lazy only listed (pixels
  * NULL, decode_on_gather set: each gather decodes its samples, in the
  * loader threads for training); out->paths keeps where each came from. An
- * empty class folder, a folder without images and (with skip_bad = 0) an
- * unreadable image are errors naming the path (with lazy: when a gather
- * meets it). */
+ * empty class folder, a broken link (or link loop) among the class
+ * folders, a folder without images and (with skip_bad = 0) an unreadable
+ * image, a named pipe included, are errors naming the path (with lazy:
+ * when a gather meets it). */
 dt_status_t dt_dataset_load_folder(const char *dir, dt_split_t split,
                                    const dt_folder_opts_t *opts,
                                    dt_dataset_t *out);

@@ -17,10 +17,13 @@
  * Errors, each naming the path: no train/ (or test/) folder, no class
  * folder, a class folder of test/ that train/ lacks, an empty class folder
  * (like ImageFolder: a class without images is a mistake more often than
- * an intent, and dropping it would renumber every later class), a folder
- * without any image, and an unreadable or corrupt image unless
- * skip_bad is set: then it is skipped with a warning (the first 10 named,
- * then a count), and a class left without images is an error again. */
+ * an intent, and dropping it would renumber every later class), an entry
+ * among the class folders that cannot be followed (a broken symbolic link
+ * or a link loop: dropping it would renumber too), a folder without any
+ * image, and an unreadable or corrupt image (also one that is not a
+ * regular file, e.g. a named pipe) unless skip_bad is set: then it is
+ * skipped with a warning (the first 10 named, then a count), and a class
+ * left without images is an error again. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -29,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <dt/log.h>
 #include "dataset.h"
@@ -79,8 +83,55 @@ static char *join(const char *a, const char *b)
     return asprintf(&p, "%s/%s", a, b) < 0 ? NULL : p;
 }
 
+/* A class folder entry that stat cannot follow (a dangling link, a link
+ * loop) is an error naming it: leaving it out would renumber every later
+ * class. */
+static dt_status_t bad_class_entry(const char *p, int err)
+{
+    struct stat lb;
+    char to[4096];
+    ssize_t n = -1;
+    if (lstat(p, &lb) == 0 && S_ISLNK(lb.st_mode))
+        n = readlink(p, to, sizeof to - 1);
+    if (n >= 0) {
+        to[n] = '\0';
+        dt_error("%s: %s (to %s: %s) among the class folders: point it at "
+                 "the class's folder or remove it (classes are the folders "
+                 "in name order: leaving one out would renumber the later "
+                 "labels)", p, err == ELOOP ? "a symbolic link loop"
+                                            : "a broken symbolic link",
+                 to, strerror(err));
+    } else {
+        dt_error("%s: cannot tell whether it is a class folder: %s (make it "
+                 "readable or remove it)", p, strerror(err));
+    }
+    return DT_ERR_INVALID;
+}
+
+/* Entry name of dir into out when it is what list_dir wants. */
+static dt_status_t take_entry(const char *dir, const char *name, int dirs,
+                              strlist_t *out, size_t *ignored)
+{
+    char *p = join(dir, name);
+    struct stat sb;
+    if (!p)
+        return DT_ERR_NOMEM;
+    int ok = stat(p, &sb) == 0; /* follows links, as users expect */
+    int isdir = ok && S_ISDIR(sb.st_mode);
+    dt_status_t st = DT_OK;
+    if (dirs && !ok)
+        st = bad_class_entry(p, errno);
+    else if (dirs ? isdir : dt_image_name_ok(name) && !isdir)
+        st = strlist_add(out, name); /* unreadable images: decode says */
+    else if (ignored && !isdir)
+        (*ignored)++;
+    free(p);
+    return st;
+}
+
 /* The names in dir: subfolders (dirs = 1) or image files (dirs = 0),
- * sorted. Hidden entries are ignored; *ignored counts other files. */
+ * sorted. Hidden entries are ignored; *ignored counts other files. An
+ * entry that may be a subfolder but cannot be followed is an error. */
 static dt_status_t list_dir(const char *dir, int dirs, strlist_t *out,
                             size_t *ignored)
 {
@@ -91,23 +142,9 @@ static dt_status_t list_dir(const char *dir, int dirs, strlist_t *out,
     }
     dt_status_t st = DT_OK;
     struct dirent *e;
-    while (st == DT_OK && (errno = 0, e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        char *p = join(dir, e->d_name);
-        struct stat sb;
-        if (!p) {
-            st = DT_ERR_NOMEM;
-            break;
-        }
-        int ok = stat(p, &sb) == 0; /* follows links, as users expect */
-        free(p);
-        if (dirs ? ok && S_ISDIR(sb.st_mode)
-                 : dt_image_name_ok(e->d_name) && !(ok && S_ISDIR(sb.st_mode)))
-            st = strlist_add(out, e->d_name);
-        else if (ignored && !(ok && S_ISDIR(sb.st_mode)))
-            (*ignored)++;
-    }
+    while (st == DT_OK && (errno = 0, e = readdir(d)))
+        if (e->d_name[0] != '.')
+            st = take_entry(dir, e->d_name, dirs, out, ignored);
     if (st == DT_OK && errno) {
         dt_error("%s: cannot list the folder: %s", dir, strerror(errno));
         st = DT_ERR_IO;

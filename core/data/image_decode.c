@@ -12,12 +12,14 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
+#include "byte_source.h"
 #include "image_decode.h"
 
 #ifdef DT_HAVE_PNG
@@ -37,6 +39,9 @@
 #define MAX_FILE_BYTES ((size_t)512 << 20)
 /* Decoded images larger than this are refused (memory). */
 #define MAX_PIXELS ((size_t)1 << 28)
+/* Bytes read_file leaves free after the data: room to append a JPEG's
+ * missing end-of-image marker (see jpeg_end_marker). */
+#define JPEG_EOI_ROOM 2
 
 int dt_image_have_png(void)
 {
@@ -88,49 +93,58 @@ typedef struct raw_image {
     int w, h, c;
 } raw_image_t;
 
+/* len bytes from fd; DT_ERR_IO with the reason in err otherwise. */
+static dt_status_t read_all(int fd, const char *path, uint8_t *buf,
+                            size_t len, char *err, size_t errlen)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = read(fd, buf + got, len - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            set_err(err, errlen, path, "cannot read: %s",
+                    n ? strerror(errno) : "the file shrank while being read");
+            return DT_ERR_IO;
+        }
+        got += (size_t)n;
+    }
+    return DT_OK;
+}
+
+/* The file's bytes in *buf, with JPEG_EOI_ROOM bytes to spare. Only a
+ * regular file is read: a FIFO would block the job (dt_open_regular). */
 static dt_status_t read_file(const char *path, uint8_t **buf, size_t *len,
                              char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        int e = errno;
-        set_err(err, errlen, path, "cannot open: %s", strerror(e));
-        return e == ENOENT ? DT_ERR_NOT_FOUND : DT_ERR_IO;
+    char why[256];
+    off_t size = 0;
+    dt_status_t st;
+    int fd = dt_open_regular(path, &size, why, sizeof why, &st);
+    if (fd < 0) {
+        set_err(err, errlen, path, "%s", why);
+        return st;
     }
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        set_err(err, errlen, path, "not a regular file");
-        fclose(f);
-        return DT_ERR_IO;
-    }
-    if (st.st_size == 0) {
+    if (size == 0) {
         set_err(err, errlen, path, "is empty (0 bytes): not an image");
-        fclose(f);
+        close(fd);
         return DT_ERR_INVALID;
     }
-    if ((size_t)st.st_size > MAX_FILE_BYTES) {
+    if ((uintmax_t)size > MAX_FILE_BYTES) {
         set_err(err, errlen, path, "is %lld bytes; images over %zu MiB are "
-                "refused", (long long)st.st_size, MAX_FILE_BYTES >> 20);
-        fclose(f);
+                "refused", (long long)size, MAX_FILE_BYTES >> 20);
+        close(fd);
         return DT_ERR_INVALID;
     }
-    *len = (size_t)st.st_size;
-    *buf = malloc(*len);
-    if (!*buf) {
-        fclose(f);
-        return DT_ERR_NOMEM;
-    }
-    size_t got = fread(*buf, 1, *len, f);
-    int e = ferror(f) ? errno : 0;
-    fclose(f);
-    if (got != *len) {
-        set_err(err, errlen, path, "cannot read: %s",
-                e ? strerror(e) : "the file shrank while being read");
+    *len = (size_t)size;
+    *buf = malloc(*len + JPEG_EOI_ROOM);
+    st = *buf ? read_all(fd, path, *buf, *len, err, errlen) : DT_ERR_NOMEM;
+    close(fd);
+    if (st != DT_OK) {
         free(*buf);
         *buf = NULL;
-        return DT_ERR_IO;
     }
-    return DT_OK;
+    return st;
 }
 
 static dt_status_t check_size(const char *path, size_t w, size_t h,
@@ -175,6 +189,18 @@ static void png_on_read(png_structp png, png_bytep data, size_t n)
         png_error(png, "the file ends early (truncated)");
     memcpy(data, ctx->buf + ctx->pos, n);
     ctx->pos += n;
+}
+
+/* Reads what follows the image data. Every row is read by then: a file
+ * missing only its end (the IEND chunk; common in scraped data sets, and
+ * PIL loads it) is used, so an error here is ignored. */
+static void png_read_tail(png_structp png, png_ctx_t *ctx)
+{
+    jmp_buf outer;
+    memcpy(outer, ctx->jump, sizeof outer);
+    if (!setjmp(ctx->jump))
+        png_read_end(png, NULL);
+    memcpy(ctx->jump, outer, sizeof outer);
 }
 
 static dt_status_t decode_png(const char *path, const uint8_t *buf,
@@ -246,7 +272,7 @@ static dt_status_t decode_png(const char *path, const uint8_t *buf,
         for (png_uint_32 y = 0; y < h; y++)
             rows[y] = px + (size_t)y * rowbytes;
         png_read_image(png, rows);
-        png_read_end(png, NULL);
+        png_read_tail(png, &ctx);
         out->px = px;
         out->w = (int)w;
         out->h = (int)h;
@@ -277,23 +303,44 @@ static void jpeg_on_error(j_common_ptr cinfo)
     longjmp(ctx->jump, 1);
 }
 
-/* libjpeg reports a file cut short, or damaged entropy-coded data, as a
- * warning and fills the rest with gray: such an image is refused. Other
- * warnings (e.g. extraneous bytes between markers) leave it usable. */
+/* libjpeg reports a file cut short, damaged entropy-coded data or a
+ * damaged restart marker as a warning, and fills what it lost with gray
+ * (or shifts blocks): such an image is refused. Other warnings (e.g.
+ * extraneous bytes between markers) leave it usable. */
+static int jpeg_warning_is_damage(int code)
+{
+    return code == JWRN_JPEG_EOF || code == JWRN_HIT_MARKER ||
+           code == JWRN_HUFF_BAD_CODE || code == JWRN_ARITH_BAD_CODE ||
+           code == JWRN_MUST_RESYNC || code == JWRN_NOT_SEQUENTIAL;
+}
+
 static void jpeg_on_message(j_common_ptr cinfo, int level)
 {
     jpeg_ctx_t *ctx = (jpeg_ctx_t *)cinfo->err;
     if (level != -1 || ctx->damaged)
         return;
-    int code = cinfo->err->msg_code;
-    if (code == JWRN_JPEG_EOF || code == JWRN_HIT_MARKER ||
-        code == JWRN_HUFF_BAD_CODE) {
+    if (jpeg_warning_is_damage(cinfo->err->msg_code)) {
         ctx->damaged = 1;
         cinfo->err->format_message(cinfo, ctx->msg);
     }
 }
 
 static void jpeg_quiet(j_common_ptr cinfo) { (void)cinfo; }
+
+/* A JPEG whose data is complete but whose end-of-image marker (FF D9) is
+ * missing is common in scraped data sets, and PIL loads it; libjpeg,
+ * looking for the marker past the buffer, would warn "Premature end of
+ * JPEG file" as for a truncated file. So the marker is appended (buf has
+ * JPEG_EOI_ROOM bytes to spare): a file cut inside the compressed data
+ * still warns (the decoder meets the marker while it needs more bits). */
+static size_t jpeg_end_marker(uint8_t *buf, size_t len)
+{
+    if (len >= 2 && buf[len - 2] == 0xff && buf[len - 1] == 0xd9)
+        return len;
+    buf[len] = 0xff;
+    buf[len + 1] = 0xd9;
+    return len + 2;
+}
 
 static dt_status_t decode_jpeg(const char *path, const uint8_t *buf,
                                size_t len, raw_image_t *out, char *err,
@@ -402,6 +449,7 @@ static dt_status_t decode_file(const char *path, raw_image_t *img, char *err,
     } else if (len >= 3 && buf[0] == 0xff && buf[1] == 0xd8 &&
                buf[2] == 0xff) {
 #ifdef DT_HAVE_JPEG
+        len = jpeg_end_marker(buf, len);
         st = decode_jpeg(path, buf, len, img, err, errlen);
 #else
         set_err(err, errlen, path, "is a JPEG image but dt was built without "

@@ -40,9 +40,12 @@ int dt_image_name_ok(const char *name);
 /* Decode `path` into out[channels * height * width] (CHW, row-major),
  * floats pixel/255 in [0, 1] (not yet normalized by [data] mean/std).
  * Returns DT_OK; DT_ERR_NOT_FOUND or DT_ERR_IO (cannot open or read);
- * DT_ERR_INVALID (not a PNG/JPEG, corrupt or truncated data);
- * DT_ERR_UNSUPPORTED (a format dt was built without: the message names the
- * package to install); DT_ERR_NOMEM. */
+ * DT_ERR_INVALID (not a regular file: a named pipe is refused at once,
+ * never waited on; not a PNG/JPEG; corrupt data, e.g. a damaged restart
+ * marker; data cut short); DT_ERR_UNSUPPORTED (a format dt was built
+ * without: the message names the package to install); DT_ERR_NOMEM. A
+ * file missing only its end (a JPEG's EOI marker, a PNG's IEND chunk) is
+ * decoded, as PIL does. */
 dt_status_t dt_image_decode(const char *path, const dt_image_spec_t *spec,
                             float *out, char *err, size_t errlen);
 
