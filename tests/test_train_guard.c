@@ -11,12 +11,16 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "coll/coll.h"
 #include "train/divergence.h"
 #include "train/grad_clip.h"
+#include "train/preempt.h"
 #include <dt/train.h>
 #include "inproc_transport.h"
 #include "stderr_capture.h"
@@ -372,6 +376,42 @@ static void test_async_transport(void **state)
     dt_config_free(cfg);
 }
 
+/* A preemption request that comes while the rank evaluates or writes a
+ * checkpoint (busy) waits without the watchdog; after it, the watchdog
+ * has its grace and, with no vote, the worker dies by the signal (in a
+ * child: the signal is real). */
+static void test_preempt_busy(void **state)
+{
+    (void)state;
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(p[0]);
+        dt_preempt_install();
+        dt_preempt_set_grace_ms(50);
+        dt_preempt_busy(true);
+        raise(SIGTERM);
+        usleep(400 * 1000); /* 8 graces: a watchdog would have fired */
+        char alive = dt_preempt_requested() == SIGTERM ? 'a' : 'x';
+        if (write(p[1], &alive, 1) != 1)
+            _exit(3);
+        dt_preempt_busy(false);
+        usleep(2000 * 1000); /* the watchdog ends it within 50 ms */
+        _exit(0);
+    }
+    close(p[1]);
+    char c = 0;
+    assert_int_equal(read(p[0], &c, 1), 1);
+    close(p[0]);
+    assert_int_equal(c, 'a');
+    int ws = 0;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_true(WIFSIGNALED(ws));
+    assert_int_equal(WTERMSIG(ws), SIGTERM);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -381,6 +421,7 @@ int main(void)
         cmocka_unit_test(test_vote_flags),
         cmocka_unit_test(test_config),
         cmocka_unit_test(test_async_transport),
+        cmocka_unit_test(test_preempt_busy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

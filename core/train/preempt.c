@@ -7,7 +7,7 @@
 
 #include "preempt.h"
 
-static volatile sig_atomic_t requested, agreed, installed;
+static volatile sig_atomic_t requested, agreed, installed, busy;
 static volatile long grace_ms = 2000;
 static struct sigaction saved_term, saved_usr1, saved_alrm;
 
@@ -25,7 +25,7 @@ static void on_request(int signo)
     int saved_errno = errno;
     if (!requested) {
         requested = signo;
-        if (!agreed)
+        if (!agreed && !busy)
             arm(grace_ms);
     }
     errno = saved_errno;
@@ -85,3 +85,14 @@ void dt_preempt_agreed(void)
 }
 
 void dt_preempt_set_grace_ms(long ms) { grace_ms = ms > 0 ? ms : 1; }
+
+void dt_preempt_busy(bool on)
+{
+    if (!installed)
+        return;
+    busy = on;
+    if (on)
+        arm(0);
+    else if (requested && !agreed)
+        arm(grace_ms); /* the request waits for the next vote from now */
+}

@@ -26,5 +26,12 @@ int dt_preempt_requested(void);
 void dt_preempt_agreed(void);
 /* How long a request may wait for the vote before the worker dies. */
 void dt_preempt_set_grace_ms(long ms);
+/* on: this rank does its own long work between votes (an evaluation, a
+ * checkpoint write), which no grace measured on steps covers: a request
+ * meanwhile waits without the watchdog (a first evaluation of 10 s after
+ * 2 s of grace killed the worker, no checkpoint). off: a pending request
+ * gets its grace from now. (A peer that dies meanwhile is still found by
+ * the transports' timeouts.) */
+void dt_preempt_busy(bool on);
 
 #endif /* DT_TRAIN_PREEMPT_H */

@@ -399,13 +399,16 @@ restart: /* after a rollback (on_divergence): from the checkpoint's step */
             if (t->preempt_now)
                 return preempted(t, s + 1);
             if (ckpt_due_after_step(t)) {
+                dt_preempt_busy(true);
                 DT_CHECK(dt_trainer_save(t));
+                dt_preempt_busy(false);
                 saved = true;
             }
             if (max_steps && t->global_step >= max_steps)
                 return stop_at_max_steps(t, saved);
         }
         dt_epoch_metrics_t m;
+        dt_preempt_busy(true); /* the evaluation and checkpoints below */
         DT_CHECK(end_epoch(t, start, &m));
         /* work_load = auto: the next epoch's shares from this one's
          * compute times (before the checkpoint, which records them). */
@@ -428,6 +431,7 @@ restart: /* after a rollback (on_divergence): from the checkpoint's step */
             st = dt_trainer_save_as(t, DT_TRAIN_BEST_NAME, NULL);
         if (t->rank == 0)
             write_outputs(t, &m);
+        dt_preempt_busy(false);
         DT_CHECK(st);
         t->epoch = done;
     }
