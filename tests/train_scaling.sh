@@ -63,6 +63,13 @@ grep -q "what helps (\[train\] keys): a lower \[train\] lr (now 50); .*lr_scalin
     fail "the divergence message does not name the keys that help"
 [ "$(grep -c 'error: training diverged' out)" -eq 1 ] ||
     fail "more than one rank reported the divergence"
+# ... with --max-restarts: not restarted, the same checkpoint-less run
+# would diverge the same way (it was restarted max_restarts times)
+timeout 300 "$DTCTL" run -n 2 --max-restarts 2 job.ini >out 2>&1
+rc=$?
+[ "$rc" -eq 65 ] || { cat out; fail "a diverged job with --max-restarts exited $rc, not 65"; }
+grep -q "not restarting: .*a restart repeats it" out || { cat out; fail "no word on not restarting"; }
+grep -q "restart 1 of 2" out && { cat out; fail "a diverged job was restarted"; }
 
 # ---- on_divergence = halve_lr: back to a checkpoint, lr / 2, 3 times -------
 run -n 2 --set train.lr=1e6 --set train.on_divergence=halve_lr \

@@ -231,6 +231,15 @@ int run_restart_next(run_restart_t *r, const supervise_result_t *res,
     const char *cause = res->cause[0] ? res->cause
                         : launched ? "the launcher lost track of the workers"
                                    : "the workers could not be started";
+    /* dt-train's own word that a restart would fail the same way
+     * (diverged, or a configuration error): not restarted. */
+    if (r->trainer && *code == DT_TRAIN_EXIT_FINAL && r->used < r->max) {
+        dt_error("not restarting: %s, and a restart repeats it (training "
+                 "diverged, or a configuration error: see above); %s", cause,
+                 used);
+        record(r, "end", cause, *code, NULL, -1);
+        return 0;
+    }
     if (r->used >= r->max) {
         if (r->max > 0) {
             dt_error("giving up: %s; the last failure: %s", used, cause);

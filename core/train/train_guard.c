@@ -213,7 +213,7 @@ dt_status_t dt_trainer_guard_step(dt_trainer_t *t, float loss, double lr,
                      t->lr.scale);
     }
     if (!again)
-        return DT_ERR_INVALID;
+        return DT_ERR_DIVERGED;
     DT_CHECK(roll_back(t));
     *rolled_back = true;
     return DT_OK;

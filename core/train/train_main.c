@@ -8,7 +8,9 @@
  *   dt-train --gpus      this host's GPUs, driver and CUDA library
  *                         versions, one fact per line (dtctl check)
  *
- * Exit status: 0 trained, 1 failed (the reason is logged), 75
+ * Exit status: 0 trained, 1 failed (the reason is logged), 65
+ * (DT_TRAIN_EXIT_FINAL) failed in a way a restart repeats (diverged, a
+ * configuration error: dtctl does not restart it), 75
  * (DT_TRAIN_EXIT_PREEMPTED) preempted by SIGTERM or SIGUSR1 after every
  * rank wrote its checkpoint: rerun with --resume. */
 #include <stdio.h>
@@ -57,5 +59,7 @@ int main(int argc, char **argv)
     dt_config_free(cfg);
     if (st == DT_ERR_INTERRUPTED)
         return DT_TRAIN_EXIT_PREEMPTED;
+    if (st == DT_ERR_DIVERGED || st == DT_ERR_CONFIG)
+        return DT_TRAIN_EXIT_FINAL;
     return st == DT_OK ? 0 : 1;
 }

@@ -30,7 +30,8 @@ typedef enum dt_status {
     DT_ERR_PLUGIN = -10,      /* a plugin could not be loaded or is broken  */
     DT_ERR_INTERRUPTED = -11, /* stopped by a signal or a cancel request    */
     DT_ERR_WORKER = -12,      /* a worker process failed                    */
-    DT_ERR_INTERNAL = -13     /* a bug in dt: please report it              */
+    DT_ERR_INTERNAL = -13,    /* a bug in dt: please report it              */
+    DT_ERR_DIVERGED = -14     /* training diverged ([train] on_divergence)  */
 } dt_status_t;
 
 /* A short, static, human-readable name for a status ("timeout"). */

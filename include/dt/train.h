@@ -38,6 +38,12 @@ dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy);
  * stopped; dt-train then exits with DT_TRAIN_EXIT_PREEMPTED, which dtctl
  * reports as "preempted, resumable". */
 #define DT_TRAIN_EXIT_PREEMPTED 75
+/* dt_train_run failed in a way a restart repeats: training diverged
+ * (DT_ERR_DIVERGED: on_divergence = stop, or its rollbacks used up) or
+ * the configuration is wrong (DT_ERR_CONFIG). dt-train exits with this
+ * (EX_DATAERR of sysexits.h) and dtctl --max-restarts does not restart
+ * the job. */
+#define DT_TRAIN_EXIT_FINAL 65
 
 /* Where a checkpoint directory's newest valid checkpoint stands (what
  * --resume would continue from; dtctl names it when it restarts a job). */
