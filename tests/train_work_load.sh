@@ -52,8 +52,11 @@ echo "bad work_load lists refused with file:line"
 # ---- the weighted average equals the mean over the global batch ------------
 run -n 1 --set train.batch_size=48 --set train.checkpoint_dir=one job.ini ||
     { cat out; fail "1 worker"; }
-run -n 3 --set cluster.work_load=1,1,2 --set train.checkpoint_dir=w job.ini ||
+run -n 3 -v --set cluster.work_load=1,1,2 --set train.checkpoint_dir=w job.ini ||
     { cat out; fail "3 workers, work_load 1,1,2"; }
+# the loaders hold the largest share, 24, not the whole global batch
+grep -q "the loaders' batch slots hold up to 24 samples" out ||
+    { cat out; fail "work_load 1,1,2: loader slots not sized by the largest share"; }
 grep -q "work_load 1.00,1.00,2.00: each global batch of 48 split 12,12,24" \
     out || { cat out; fail "no work_load line"; }
 run -n 3 --set train.checkpoint_dir=e job.ini || { cat out; fail "equal"; }
@@ -107,6 +110,15 @@ DT_TEST_SLOW_RANK=2 DT_TEST_SLOW_FACTOR=2 run -n 3 --resume \
     --set train.checkpoint_dir=a job.ini || { cat out; fail "auto resume"; }
 grep -q "work_load = auto: .* from the checkpoint" out ||
     { cat out; fail "auto did not take the checkpoint's weights"; }
+# ... but not weights beyond auto's floor (1,1,40: a share of 46 of 48,
+# more than auto's loaders hold): equal shares, said
+run -n 3 --set cluster.work_load=1,1,40 --set train.checkpoint_dir=w40 \
+    --set train.checkpoint_every=5steps --set train.max_steps=5 job.ini ||
+    { cat out; fail "work_load 1,1,40"; }
+run -n 3 --resume --set train.max_steps=8 --set cluster.work_load=auto \
+    --set train.checkpoint_dir=w40 job.ini || { cat out; fail "auto resume of 1,1,40"; }
+grep -q "work_load = auto: the checkpoint's 1.00,1.00,40.00 give a rank a larger share than auto ever does; equal shares" out ||
+    { cat out; fail "auto resume of 1,1,40: no fallback to equal shares"; }
 # ---- the hostfile's weight= ---------------------------------------------------
 printf 'localhost slots=2\n127.0.0.1 slots=1 weight=2\n' >hosts
 run -n 3 --hostfile hosts --set train.epochs=1 job.ini ||

@@ -514,6 +514,35 @@ static dt_status_t setup_activations(const dt_config_t *cfg, dt_trainer_t *t)
     return dt_model_set_activations(t->model, a);
 }
 
+/* The most samples a step gives one rank under work_load: fixed weights'
+ * largest share; auto's weights stay within DT_WORK_LOAD_MIN_WEIGHT of the
+ * largest, so at most the share of one rank at 1 among the rest at that
+ * floor. */
+static dt_status_t largest_share(const dt_trainer_t *t, size_t *out)
+{
+    int W = t->world;
+    size_t total = t->batch * (size_t)W;
+    double *w = malloc((size_t)W * sizeof *w);
+    size_t *share = malloc((size_t)W * sizeof *share);
+    if (!w || !share) {
+        free(w);
+        free(share);
+        return DT_ERR_NOMEM;
+    }
+    for (int r = 0; r < W; r++)
+        w[r] = t->work_load ? t->work_load[r]
+               : r         ? DT_WORK_LOAD_MIN_WEIGHT
+                           : 1.0;
+    dt_split_shares(total, w, W, share);
+    *out = t->batch;
+    for (int r = 0; r < W; r++)
+        if (share[r] > *out)
+            *out = share[r];
+    free(w);
+    free(share);
+    return DT_OK;
+}
+
 static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
 {
     DT_CHECK(dt_dataset_load(cfg, DT_SPLIT_TRAIN, &t->train));
@@ -546,12 +575,16 @@ static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
                              .world = t->world, .seed = t->seed,
                              .end_epoch = t->epochs,
                              .weights = t->work_load};
-    /* Unequal shares: a rank may get up to the whole global batch. */
+    /* Unequal shares: the ring's slots hold the largest share a rank can
+     * get (not the whole global batch: 16 ranks held 16 batches a slot). */
     if (t->work_load || t->work_load_auto)
-        po.max_batch = t->batch * (size_t)t->world;
+        DT_CHECK(largest_share(t, &po.max_batch));
     DT_CHECK(dt_pipeline_opts_from_config(cfg, &po));
     DT_CHECK(dt_augment_from_config(cfg, &t->train, t->seed, &po.aug));
     DT_CHECK(dt_pipeline_new(&t->train, &po, &t->pipe));
+    if (po.max_batch > t->batch && t->rank == 0)
+        dt_debug("work_load: the loaders' batch slots hold up to %zu "
+                 "samples (the largest share a rank can get)", po.max_batch);
     t->x = malloc(t->batch * t->train.sample_len * sizeof *t->x);
     t->y = malloc(t->batch * sizeof *t->y);
     if (!t->x || !t->y)

@@ -785,7 +785,19 @@ static dt_status_t restore_work_load(dt_trainer_t *t, const dt_ckpt_t *c)
         if (keep)
             w = NULL;
         st = dt_pipeline_set_shares(t->pipe, t->work_load);
-        if (st == DT_OK && t->rank == 0 && n)
+        bool refused = st == DT_ERR_INVALID && t->work_load;
+        if (refused) {
+            /* written by fixed weights beyond auto's 1/20 floor: the
+             * loaders' buffers are sized for auto's */
+            if (t->rank == 0)
+                dt_warn("work_load = auto: the checkpoint's %s give a rank "
+                        "a larger share than auto ever does; equal shares "
+                        "until the next rebalancing", was);
+            free(t->work_load);
+            t->work_load = NULL;
+            st = dt_pipeline_set_shares(t->pipe, NULL);
+        }
+        if (st == DT_OK && t->rank == 0 && n && !refused)
             dt_info("work_load = auto: %s from the checkpoint%s", was,
                     keep ? "" : " is for another number of workers; equal "
                                 "shares until the next rebalancing");

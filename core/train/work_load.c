@@ -163,10 +163,10 @@ dt_status_t dt_trainer_rebalance(dt_trainer_t *t)
         memcpy(t->work_load, w, (size_t)n * sizeof *w);
     }
     st = dt_pipeline_set_shares(t->pipe, t->work_load);
-    if (st == DT_ERR_INVALID) {
-        dt_error("work_load = auto: weights %s give a rank more than %zu "
-                 "samples a step", "(see above)", t->batch * (size_t)n);
-    }
+    if (st == DT_ERR_INVALID) /* a bug: within the floor, they fit */
+        dt_error("work_load = auto: the weights above give a rank more "
+                 "samples a step than the loaders hold (their smallest is "
+                 "kept at 1/20 of the largest)");
     if (st == DT_OK && t->epoch + 1 < t->epochs)
         st = dt_pipeline_seek(t->pipe, t->epoch + 1, 0);
 out:
