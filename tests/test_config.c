@@ -632,6 +632,29 @@ static void test_malformed_line(void **state)
     free(err);
 }
 
+/* Every unparsable line is named, not only the first (inih's own
+ * count); the keys under a '[section' without ']' are filed nowhere
+ * (inih put 'lr' into [cluster] above it: a second, wrong message). */
+static void test_every_malformed_line(void **state)
+{
+    (void)state;
+    char path[64], expect[200];
+    char *err = validate_file("[cluster]\nnp = 2\n[train\nlr = 0.1\n"
+                              "this is not ini\n[model]\n"
+                              "layers = flatten linear(10)\n",
+                              NULL, DT_ERR_CONFIG, DT_ERR_CONFIG, path,
+                              sizeof path);
+    snprintf(expect, sizeof expect, "%s:3: cannot parse '[train'", path);
+    assert_non_null(strstr(err, expect));
+    assert_non_null(strstr(err, "the keys below it belong to no section"));
+    snprintf(expect, sizeof expect, "%s:5: cannot parse 'this is not ini'",
+             path);
+    assert_non_null(strstr(err, expect));
+    assert_null(strstr(err, "'lr'")); /* not filed under [cluster] */
+    assert_non_null(strstr(err, "2 configuration problems found"));
+    free(err);
+}
+
 static int count_of(const char *text, const char *what)
 {
     int n = 0;
@@ -922,6 +945,7 @@ int main(void)
         cmocka_unit_test(test_key_outside_section),
         cmocka_unit_test(test_wrong_types),
         cmocka_unit_test(test_malformed_line),
+        cmocka_unit_test(test_every_malformed_line),
         cmocka_unit_test(test_errors_escape_and_count),
         cmocka_unit_test(test_printable),
         cmocka_unit_test(test_long_line),

@@ -23,10 +23,54 @@ typedef struct file_reader {
     dt_config_source_t src;
     int line;         /* lines handed to inih so far */
     int problems;     /* lines too long, ... (already logged) */
+    int lost_section; /* after a broken '[section' line: its keys' section
+                         is unknown, so they are not filed anywhere */
     dt_status_t fail; /* out of memory while storing */
     char *buf;
     size_t cap;
 } file_reader_t;
+
+static void say_unparsable(const char *path, int lineno, const char *text,
+                           const char *more)
+{
+    char pt[CFG_PRINTABLE_MAX], pp[CFG_PRINTABLE_MAX];
+    dt_error("%s:%d: cannot parse '%s'; want 'key = value', '[section]' or a "
+             "comment starting with '#' or ';'%s",
+             dt_config_printable(path, pp, sizeof pp), lineno,
+             dt_config_printable(text, pt, sizeof pt), more);
+}
+
+/* Every line inih would refuse, said here (inih names only the first):
+ * text other than a comment, a '[section]' or a 'key = value' / 'key:
+ * value'. A '[section' without its ']' also leaves the keys below it
+ * unfiled until the next section (inih filed them under the previous
+ * one). 1: the line is handed to inih as an empty one. */
+static int unparsable(file_reader_t *r, const char *s)
+{
+    size_t n = strcspn(s, "\r\n");
+    char text[160];
+    snprintf(text, sizeof text, "%.*s", (int)(n < 159 ? n : 159), s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    if (n == 0 || s[0] == ';' || s[0] == '#')
+        return 0;
+    if (s[0] == '[') {
+        r->lost_section = memchr(s, ']', n) == NULL;
+        if (r->lost_section) {
+            say_unparsable(r->path, r->line, text,
+                           " (no ']': the keys below it belong to no "
+                           "section until the next one)");
+            r->problems++;
+        }
+        return r->lost_section;
+    }
+    if (!memchr(s, '=', n) && !memchr(s, ':', n)) {
+        say_unparsable(r->path, r->line, text, "");
+        r->problems++;
+        return 1;
+    }
+    return r->lost_section;
+}
 
 /* inih's ini_reader: one whole line per call, so `line` counts lines.
  * Leading blanks are dropped (an indented line is a plain key, not a
@@ -55,6 +99,9 @@ static char *read_line(char *str, int num, void *stream)
                  "(a long list can be split with --set or a hostfile)",
                  dt_config_printable(r->path, pp, sizeof pp), r->line, num - 3);
         r->problems++;
+        s = "\n";
+        len = 1;
+    } else if (unparsable(r, s)) {
         s = "\n";
         len = 1;
     }
@@ -133,13 +180,10 @@ dt_status_t dt_config_load_file(dt_config_t *cfg, const char *path,
         dt_error("cannot read %s '%s': read error", what, path);
         return DT_ERR_IO;
     }
-    if (rc > 0) {
-        char text[160], pt[CFG_PRINTABLE_MAX], pp[CFG_PRINTABLE_MAX];
+    if (rc > 0) { /* one unparsable() let through: inih's word */
+        char text[160];
         quote_line(path, rc, text, sizeof text);
-        dt_error("%s:%d: cannot parse '%s'; want 'key = value', '[section]' "
-                 "or a comment starting with '#' or ';'",
-                 dt_config_printable(path, pp, sizeof pp), rc,
-                 dt_config_printable(text, pt, sizeof pt));
+        say_unparsable(path, rc, text, "");
         r.problems++;
     }
     cfg->load_problems += r.problems;
