@@ -475,24 +475,31 @@ static void test_layouts_agree(void **state)
 }
 
 /* auto picks NHWC only where every layer has it; NHWC asked for where
- * one has not is refused naming it; bad values are refused */
+ * one has not is refused naming it, by dt_model_check_nhwc on the parsed
+ * model (dtctl) as by dt_model_init; bad values are refused */
 static void test_layout_choice(void **state)
 {
     static const struct {
         const char *layers;
         dt_layout_t want;
+        int nhwc_ok; /* every layer has an NHWC form */
     } cases[] = {
-        {RESNET_SMALL, DT_LAYOUT_NHWC},
-        {CNN, DT_LAYOUT_NCHW}, /* maxpool */
-        {"conv(8,3) relu avgpool(2) flatten linear(10)", DT_LAYOUT_NCHW},
-        {"conv(8,3) dropout(0.5) flatten linear(10)", DT_LAYOUT_NCHW},
-        {"flatten linear(16) relu linear(10)", DT_LAYOUT_NCHW}, /* no conv */
+        {RESNET_SMALL, DT_LAYOUT_NHWC, 1},
+        {CNN, DT_LAYOUT_NCHW, 0}, /* maxpool */
+        {"conv(8,3) relu avgpool(2) flatten linear(10)", DT_LAYOUT_NCHW, 0},
+        {"conv(8,3) dropout(0.5) flatten linear(10)", DT_LAYOUT_NCHW, 0},
+        {"flatten linear(16) relu linear(10)", DT_LAYOUT_NCHW, 1}, /* no conv */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         dt_model_t *m = NULL;
         assert_int_equal(dt_model_parse(cases[i].layers, NULL, 1, 28, 28,
                                         10, &m, NULL),
                          DT_OK);
+        capture_t quiet;
+        capture_begin(&quiet);
+        dt_status_t ok = dt_model_check_nhwc(m, "job.ini:3");
+        free(capture_end(&quiet));
+        assert_int_equal(ok, cases[i].nhwc_ok ? DT_OK : DT_ERR_UNSUPPORTED);
         assert_int_equal(dt_model_init(m, NULL, 1), DT_OK);
         assert_int_equal(dt_model_layout(m), cases[i].want);
         if (cases[i].want == DT_LAYOUT_NCHW &&
@@ -502,8 +509,8 @@ static void test_layout_choice(void **state)
             dt_status_t st = dt_model_set_layout(m, DT_LAYOUT_NHWC);
             char *err = capture_end(&cap);
             assert_int_equal(st, DT_ERR_UNSUPPORTED);
-            assert_non_null(strstr(err, "cannot run with [model] layout = "
-                                        "nhwc"));
+            assert_non_null(strstr(err, "layout DT_LAYOUT_NHWC, but layer "));
+            assert_non_null(strstr(err, " no NHWC form: use DT_LAYOUT_AUTO"));
             free(err);
             assert_int_equal(dt_model_layout(m), DT_LAYOUT_NCHW);
         }
@@ -515,11 +522,24 @@ static void test_layout_choice(void **state)
     assert_int_equal(dt_model_parse(CNN, NULL, 1, 28, 28, 10, &m, NULL),
                      DT_OK);
     assert_int_equal(dt_model_set_layout(m, DT_LAYOUT_NHWC), DT_OK);
+    /* the maxpools as written, not the conv that runs them fused */
     capture_t cap;
     capture_begin(&cap);
     assert_int_equal(dt_model_init(m, NULL, 1), DT_ERR_UNSUPPORTED);
     char *err = capture_end(&cap);
-    assert_non_null(strstr(err, "max pool"));
+    assert_non_null(strstr(err, "layer 2 'maxpool(2)' (max pooling runs in "
+                                "NCHW only"));
+    assert_non_null(strstr(err, " and layer 5 'maxpool(2)' ("));
+    assert_null(strstr(err, "fused"));
+    free(err);
+    /* dtctl's: the same layers, after the job file's line */
+    capture_begin(&cap);
+    assert_int_equal(dt_model_check_nhwc(m, "job.ini:3"),
+                     DT_ERR_UNSUPPORTED);
+    err = capture_end(&cap);
+    assert_non_null(strstr(err, "job.ini:3: [model] layout = nhwc, but "
+                                "layer 2 'maxpool(2)' ("));
+    assert_non_null(strstr(err, "set layout = auto"));
     free(err);
     dt_log_set_level(DT_LOG_ERROR);
     assert_int_equal(dt_model_set_layout(m, (dt_layout_t)9), DT_ERR_INVALID);

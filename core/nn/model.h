@@ -174,9 +174,14 @@ dt_status_t dt_model_check_activations(const dt_model_t *m,
 void dt_model_pick_conv(dt_model_t *m);
 
 /* Set every layer's nhwc from m->layout, the device and the layers
- * (model_layout.c); DT_ERR_UNSUPPORTED, naming the layer, when NHWC was
- * asked for and a layer has no NHWC form. */
+ * (model_layout.c); DT_ERR_UNSUPPORTED, from dt_model_check_nhwc, when
+ * NHWC was asked for on the cpu and a layer has no NHWC form. */
 dt_status_t dt_model_pick_layout(dt_model_t *m);
+/* DT_OK when every layer of m (parsed; initialized or not) has an NHWC
+ * form; else DT_ERR_UNSUPPORTED, logging which layers as written (index
+ * from 0, as the model summary counts), why, and what to do. where: the
+ * origin of [model] layout (dt_config_origin), or NULL from the C API. */
+dt_status_t dt_model_check_nhwc(const dt_model_t *m, const char *where);
 /* Per sample (c x plane) <-> (plane x c), on the host. */
 void dt_nchw_to_nhwc(const float *x, float *y, int batch, int c, int plane);
 void dt_nhwc_to_nchw(const float *x, float *y, int batch, int c, int plane);

@@ -229,12 +229,32 @@ static dt_status_t least_share(const dt_config_t *cfg, int world,
     return DT_OK;
 }
 
+/* [model] layout = nhwc on a model with a layer that has no NHWC form:
+ * refused with the key's line, before the workers load the data (their
+ * dt_model_init would refuse it after). CUDA runs NCHW whatever layout
+ * says; device = auto may land on a CPU, and auto or nchw cost a GPU
+ * nothing. */
+static dt_status_t check_layout(const dt_config_t *cfg, const dt_model_t *m)
+{
+    const char *name = dt_config_get(cfg, "model", "layout");
+    const char *device = dt_config_get(cfg, "train", "device");
+    dt_layout_t layout;
+    /* a misspelt layout: dt_train_check_config names it */
+    if (!name || dt_layout_parse(name, &layout) != DT_OK ||
+        layout != DT_LAYOUT_NHWC || (device && strcmp(device, "cuda") == 0))
+        return DT_OK;
+    return dt_model_check_nhwc(m, origin(cfg, "model", "layout")) == DT_OK
+               ? DT_OK
+               : DT_ERR_CONFIG;
+}
+
 dt_status_t dt_train_check_model(const dt_config_t *cfg, const dt_model_t *m,
                                  int world)
 {
     long long batch = 0, least = 0;
     bool sync_bn = false; /* statistics over every rank's batch */
     int rank = 0;
+    DT_CHECK(check_layout(cfg, m));
     DT_CHECK(dt_config_get_int(cfg, "train", "batch_size", &batch));
     DT_CHECK(dt_config_get_bool(cfg, "model", "sync_bn", &sync_bn));
     int layer = 0, plane = dt_model_batchnorm_plane(m, &layer);

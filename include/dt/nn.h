@@ -177,15 +177,18 @@ dt_status_t dt_model_set_conv_algo(dt_model_t *m, dt_conv_algo_t algo);
 dt_status_t dt_conv_algo_parse(const char *name, dt_conv_algo_t *algo);
 
 /* How the cpu lays out a sample's activations between layers:
- *   DT_LAYOUT_AUTO  channels innermost (NHWC) when every layer of the
- *                   model runs so (conv without a fused max pool,
- *                   batchnorm, relu, add, gap, flatten, linear; dropout
- *                   on flat vectors), NCHW otherwise (the default)
+ *   DT_LAYOUT_AUTO  (the default) channels innermost (NHWC) when every
+ *                   layer of the model runs so (conv, batchnorm, relu,
+ *                   add, gap, flatten, linear; dropout on flat vectors),
+ *                   NCHW otherwise (max or average pooling, dropout on
+ *                   an image)
  *   DT_LAYOUT_NCHW  each channel's plane contiguous, as the input comes
  *   DT_LAYOUT_NHWC  channels innermost: Winograd's transforms and
  *                   im2col read contiguous channels and no layer
  *                   transposes (measured: docs/PERFORMANCE.md#layout);
- *                   refused, naming the layer, where one cannot
+ *                   refused where a layer cannot, naming the layers
+ *                   as written (a maxpool, not the conv it is fused
+ *                   into)
  * Inputs, logits, parameters, gradients and checkpoints are the same in
  * both (the model transposes a multi-channel input itself; flatten
  * gives NCHW order); results agree up to float rounding. CUDA is always
