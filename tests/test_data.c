@@ -1,7 +1,7 @@
 /* test_data.c — the IDX and CIFAR-10 readers on good and damaged files,
  * normalization (NaN/infinity refused), CIFAR-10 found plain or .gz, a
- * named pipe or directory at a data file's path, and the real
- * Fashion-MNIST files when installed. */
+ * named pipe or directory at a data file's path, the digest the workers
+ * compare, and the real Fashion-MNIST files when installed. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -525,6 +525,36 @@ static void test_cifar_out_of_memory(void **state)
 
 /* mean/std of NaN or infinity would turn every input into NaN: refused,
  * naming the key (strtof parses "nan" and "inf"). */
+/* The digest the workers compare (train_data.c): a label, a class name
+ * or a file's name changes it; the files' directory (a per-host staged
+ * copy) does not. */
+static void test_digest(void **state)
+{
+    (void)state;
+    uint8_t labels[4] = {0, 0, 1, 1};
+    char *names[2] = {"cat", "dog"};
+    char *paths[4] = {"/a/train/cat/1.png", "/a/train/cat/2.png",
+                      "/a/train/dog/3.png", "/a/train/dog/4.png"};
+    dt_dataset_t ds = {.n = 4, .nclasses = 2, .labels = labels,
+                       .class_names = names, .paths = paths, .npaths = 4};
+    uint64_t h = dt_dataset_digest(&ds, 0);
+    assert_true(h == dt_dataset_digest(&ds, 0));
+    labels[1] = 1;
+    assert_true(h != dt_dataset_digest(&ds, 0));
+    labels[1] = 0;
+    names[1] = "dogs";
+    assert_true(h != dt_dataset_digest(&ds, 0));
+    names[1] = "dog";
+    paths[3] = "/a/train/dog/5.png";
+    assert_true(h != dt_dataset_digest(&ds, 0));
+    char *moved[4] = {"/b/train/cat/1.png", "/b/train/cat/2.png",
+                      "/b/train/dog/3.png", "/b/train/dog/4.png"};
+    ds.paths = moved;
+    assert_true(h == dt_dataset_digest(&ds, 0));
+    /* chained: the test split's digest onto the training split's */
+    assert_true(dt_dataset_digest(&ds, h) != h);
+}
+
 static void test_norm_not_finite(void **state)
 {
     (void)state;
@@ -705,6 +735,7 @@ int main(void)
         cmocka_unit_test(test_cifar_out_of_memory),
 #endif
         cmocka_unit_test(test_norm_not_finite),
+        cmocka_unit_test(test_digest),
         cmocka_unit_test(test_data_file_not_regular),
         cmocka_unit_test(test_fashion_mnist),
     };

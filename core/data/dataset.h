@@ -128,6 +128,13 @@ dt_status_t dt_dataset_gather(const dt_dataset_t *ds, const size_t *idx,
 void dt_dataset_normalize(const dt_dataset_t *ds, const uint8_t *pixels,
                           float *x);
 
+/* A 64-bit digest (FNV-1a) of what must agree across ranks beyond the
+ * counts: n, nclasses, the labels in sample order and, for an image
+ * folder, the class names and the files' names (not their directories),
+ * chained onto h (0: start afresh). Not the pixels (reading them all
+ * would cost real time at start). */
+uint64_t dt_dataset_digest(const dt_dataset_t *ds, uint64_t h);
+
 void dt_dataset_free(dt_dataset_t *ds);
 
 /* The directory a worker reads for the data set path p ([data] path, or

@@ -156,6 +156,13 @@ void dt_trainer_report_memory(dt_trainer_t *t);
  * the device is a GPU). */
 dt_status_t dt_trainer_broadcast(dt_trainer_t *t, void *dev_ptr,
                                  size_t bytes);
+/* After loading (train_data.c): the workers compare their data sets
+ * with rank 0's (counts, shape, a digest of labels, class and file
+ * names); a rank that differs says so, naming its host and path, and
+ * the job fails (sync: every rank; async, through the job's store: that
+ * rank, and dtctl stops the others). */
+dt_status_t dt_trainer_agree_data(const dt_config_t *cfg,
+                                  const dt_trainer_t *t);
 /* Broadcast bytes of host memory from rank 0 (any length). */
 dt_status_t dt_trainer_broadcast_host(void *buf, size_t bytes);
 /* mode = async: the number of parameter servers dtctl started

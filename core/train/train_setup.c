@@ -583,6 +583,8 @@ static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
                  t->test.nclasses);
         return DT_ERR_INVALID;
     }
+    /* Before anything depends on the counts (shards, steps per epoch). */
+    DT_CHECK(dt_trainer_agree_data(cfg, t));
     DT_CHECK(dt_sampler_init(&t->train_sampler, t->train.n, t->rank,
                              t->world, t->seed, true, true));
     /* async: rank 0 evaluates the whole test set alone. */
