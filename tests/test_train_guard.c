@@ -412,6 +412,25 @@ static void test_preempt_busy(void **state)
     assert_int_equal(WTERMSIG(ws), SIGTERM);
 }
 
+/* dt_train_run in a process started as one of N workers, without
+ * dt_init: refused (it trained alone as rank 0 of 1, N times over). */
+static void test_run_without_init(void **state)
+{
+    (void)state;
+    dt_config_t *cfg = NULL;
+    assert_int_equal(dt_config_new(&cfg), DT_OK);
+    assert_int_equal(setenv("DT_WORLD_SIZE", "2", 1), 0);
+    capture_t cap;
+    capture_begin(&cap);
+    dt_status_t st = dt_train_run(cfg, NULL);
+    char *log = capture_end(&cap);
+    unsetenv("DT_WORLD_SIZE");
+    assert_int_equal(st, DT_ERR_INVALID);
+    assert_non_null(strstr(log, "call dt_init() first"));
+    free(log);
+    dt_config_free(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -422,6 +441,7 @@ int main(void)
         cmocka_unit_test(test_config),
         cmocka_unit_test(test_async_transport),
         cmocka_unit_test(test_preempt_busy),
+        cmocka_unit_test(test_run_without_init),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -964,6 +964,17 @@ dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg)
 {
     memset(t, 0, sizeof *t);
     t->cfg = cfg;
+    /* Without dt_init a process started as one of N workers would train
+     * alone as rank 0 of 1: N jobs writing rank 0's checkpoints and
+     * metrics over each other. One process on its own may. */
+    const char *ws = getenv("DT_WORLD_SIZE");
+    if (dt_rank() < 0 && ws && atoi(ws) > 1) {
+        dt_error("dt_train_run before dt_init: this process is one of %d "
+                 "workers (DT_WORLD_SIZE), and would train alone as rank 0 "
+                 "of 1; call dt_init() first (and dt_finalize() after)",
+                 atoi(ws));
+        return DT_ERR_INVALID;
+    }
     t->rank = dt_rank() < 0 ? 0 : dt_rank();
     t->world = dt_size() < 1 ? 1 : dt_size();
     t->local_rank = dt_local_rank() < 0 ? 0 : dt_local_rank();

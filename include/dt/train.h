@@ -30,7 +30,10 @@ dt_status_t dt_train_check_model(const dt_config_t *cfg, const dt_model_t *m,
 
 /* Run the whole job on this worker: data, model, the training loop,
  * evaluation, checkpoints and metrics as cfg says. *final_accuracy (may
- * be NULL) gets the last test accuracy (0..1). Every rank calls it. */
+ * be NULL) gets the last test accuracy (0..1). Every rank calls it,
+ * after dt_init (a process started as one of several workers without it
+ * is refused: DT_ERR_INVALID; a process on its own trains as rank 0 of
+ * 1). */
 dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy);
 
 /* dt_train_run returns DT_ERR_INTERRUPTED when SIGTERM or SIGUSR1 reached
