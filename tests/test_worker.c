@@ -148,6 +148,18 @@ static void test_single_worker(void **state)
                      DT_ERR_INVALID);
     assert_int_equal(dt_allreduce(x, y, 5, DT_FLOAT32, (dt_redop_t)99),
                      DT_ERR_INVALID);
+    /* NULL buffers: a status, not a crash (count 0 needs none) */
+    assert_int_equal(dt_allreduce(NULL, y, 4, DT_FLOAT32, DT_SUM),
+                     DT_ERR_INVALID);
+    assert_int_equal(dt_allgather(g, NULL, 3, DT_INT32), DT_ERR_INVALID);
+    assert_int_equal(dt_broadcast(NULL, 3, DT_INT32, 0), DT_ERR_INVALID);
+    assert_int_equal(dt_allreduce(NULL, NULL, 0, DT_FLOAT32, DT_SUM), DT_OK);
+    /* 16-bit host reductions, refused with one worker as with two */
+    uint16_t hf[2] = {0x3c00, 0x3c00}, hg[2];
+    assert_int_equal(dt_allreduce(hf, hg, 2, DT_FLOAT16, DT_SUM),
+                     DT_ERR_UNSUPPORTED);
+    assert_int_equal(dt_reduce_scatter(hf, hg, 2, DT_BFLOAT16, DT_SUM),
+                     DT_ERR_UNSUPPORTED);
     assert_int_equal(dt_barrier(), DT_OK);
     assert_int_equal(dt_finalize(), DT_OK);
     assert_int_equal(dt_size(), -1);

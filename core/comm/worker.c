@@ -16,6 +16,7 @@
 #include <dt/log.h>
 #include <dt/store.h>
 #include "coll/coll.h"
+#include "coll/coll_internal.h"
 #include "net/cpu_bind.h"
 #include <dt/netif.h>
 #include "plugin/plugin_loader.h"
@@ -296,10 +297,15 @@ dt_status_t dt_finalize(void)
 /* ---- collectives --------------------------------------------------------- */
 
 static dt_status_t check_call(const char *what, dt_dtype_t t, size_t count,
-                              size_t blocks)
+                              size_t blocks, const void *a, const void *b)
 {
     if (!W.up) {
         dt_error("%s: call dt_init first", what);
+        return DT_ERR_INVALID;
+    }
+    if (count && (!a || !b)) { /* a status, as dt.h promises: no crash */
+        dt_error("%s on rank %d: a NULL buffer for %zu elements", what,
+                 W.id.rank, count);
         return DT_ERR_INVALID;
     }
     size_t es = dt_dtype_size(t);
@@ -342,12 +348,26 @@ static void copy(void *dst, const void *src, size_t count, dt_dtype_t t)
         memmove(dst, src, count * dt_dtype_size(t));
 }
 
+/* What the host reductions take, refused alike with one worker (a job
+ * that ran as one process would fail at the first run with two). */
+static dt_status_t check_host_reduce(const char *what, dt_dtype_t t,
+                                     dt_redop_t op)
+{
+    if (dt_coll_reducible(t, op))
+        return DT_OK;
+    dt_error("%s on rank %d: %s with op %d is not supported in host memory "
+             "(float32, float64, int32; sum, avg, max, min)", what,
+             W.id.rank, dt_dtype_name(t), (int)op);
+    return DT_ERR_UNSUPPORTED;
+}
+
 dt_status_t dt_allreduce(const void *send, void *recv, size_t count,
                          dt_dtype_t type, dt_redop_t op)
 {
-    DT_CHECK(check_call("dt_allreduce", type, count, 1));
+    DT_CHECK(check_call("dt_allreduce", type, count, 1, send, recv));
     DT_CHECK(check_op("dt_allreduce", op));
     if (W.id.size == 1) {
+        DT_CHECK(check_host_reduce("dt_allreduce", type, op));
         copy(recv, send, count, type);
         return DT_OK;
     }
@@ -358,7 +378,7 @@ dt_status_t dt_allreduce_mem(const void *send, void *recv, size_t count,
                              dt_dtype_t type, dt_redop_t op, dt_mem_t mem,
                              void *stream)
 {
-    DT_CHECK(check_call("dt_allreduce_mem", type, count, 1));
+    DT_CHECK(check_call("dt_allreduce_mem", type, count, 1, send, recv));
     DT_CHECK(check_op("dt_allreduce_mem", op));
     if (mem != DT_MEM_HOST && mem != DT_MEM_CUDA) {
         dt_error("dt_allreduce_mem on rank %d: unknown memory kind %d",
@@ -381,7 +401,7 @@ dt_status_t dt_allreduce_mem(const void *send, void *recv, size_t count,
 
 dt_status_t dt_broadcast(void *buf, size_t count, dt_dtype_t type, int root)
 {
-    DT_CHECK(check_call("dt_broadcast", type, count, 1));
+    DT_CHECK(check_call("dt_broadcast", type, count, 1, buf, buf));
     if (root < 0 || root >= W.id.size) {
         dt_error("dt_broadcast on rank %d: root %d is not a rank (0..%d)",
                  W.id.rank, root, W.id.size - 1);
@@ -395,7 +415,8 @@ dt_status_t dt_broadcast(void *buf, size_t count, dt_dtype_t type, int root)
 dt_status_t dt_allgather(const void *send, void *recv, size_t count,
                          dt_dtype_t type)
 {
-    DT_CHECK(check_call("dt_allgather", type, count, (size_t)W.id.size));
+    DT_CHECK(check_call("dt_allgather", type, count, (size_t)W.id.size,
+                        send, recv));
     if (W.id.size == 1) {
         copy(recv, send, count, type);
         return DT_OK;
@@ -406,9 +427,11 @@ dt_status_t dt_allgather(const void *send, void *recv, size_t count,
 dt_status_t dt_reduce_scatter(const void *send, void *recv, size_t count,
                               dt_dtype_t type, dt_redop_t op)
 {
-    DT_CHECK(check_call("dt_reduce_scatter", type, count, (size_t)W.id.size));
+    DT_CHECK(check_call("dt_reduce_scatter", type, count, (size_t)W.id.size,
+                        send, recv));
     DT_CHECK(check_op("dt_reduce_scatter", op));
     if (W.id.size == 1) {
+        DT_CHECK(check_host_reduce("dt_reduce_scatter", type, op));
         copy(recv, send, count, type);
         return DT_OK;
     }

@@ -29,9 +29,16 @@
  *
  * Rules for collectives (as in MPI): every rank calls the same collectives
  * in the same order with the same count, type, op and root. Buffers are
- * host memory (dt_allreduce_mem also takes GPU memory). send == recv means
- * in place. Counts may be 0 and need not
+ * host memory (dt_allreduce_mem also takes GPU memory); NULL only with
+ * count 0. send == recv means in place, as in MPI: dt_allgather then finds
+ * this rank's block already at recv + rank * count (not at recv), and
+ * dt_reduce_scatter reads the whole input from recv and leaves this
+ * rank's block at its start. Counts may be 0 and need not
  * divide by the number of ranks. Calls come from one thread at a time.
+ * Reductions in host memory take DT_FLOAT32, DT_FLOAT64 and DT_INT32 with
+ * every op (16-bit types: DT_ERR_UNSUPPORTED, with one worker too; a
+ * transport such as nccl may reduce them in GPU memory). Integer sums
+ * wrap; DT_AVG of DT_INT32 rounds to nearest.
  *
  * Errors: every function returns DT_OK or a negative dt_status_t, and logs
  * what failed (with rank and host) before returning; dt_status_str() names
