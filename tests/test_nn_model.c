@@ -95,6 +95,16 @@ static void test_parse_errors(void **state)
                      DT_ERR_CONFIG);
     assert_non_null(strstr(err.message, "no layers"));
     expect_error("flatten linear(10)x", 18, "expected a space");
+    /* an input whose size per sample overflows an int: refused at once
+     * (1x65536x65536 parsed with a flatten of 0 values and 10 params) */
+    m = NULL;
+    assert_int_equal(dt_model_parse("flatten linear(10)", NULL, 1, 65536,
+                                    65536, 10, &m, NULL),
+                     DT_ERR_INVALID);
+    assert_null(m);
+    assert_int_equal(dt_model_parse("flatten linear(10)", NULL, 1, 46341,
+                                    46341, 10, &m, NULL),
+                     DT_ERR_INVALID);
 }
 
 static void test_init_deterministic(void **state)

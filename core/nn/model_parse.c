@@ -501,6 +501,15 @@ dt_status_t dt_model_parse(const char *layers, const char *origin, int in_c,
                  in_w, nclasses);
         return DT_ERR_INVALID;
     }
+    /* the layers' per-sample sizes are ints (checked after each layer;
+     * the input itself must fit before the first one computes from it) */
+    long long in = (long long)in_c * in_h * in_w;
+    if (in > INT_MAX) {
+        dt_error("model input %dx%dx%d = %lld values per sample, more than "
+                 "dt's layers take (2^31 - 1): a smaller input", in_c, in_h,
+                 in_w, in);
+        return DT_ERR_INVALID;
+    }
     dt_model_t *m = calloc(1, sizeof *m);
     if (!m)
         return DT_ERR_NOMEM;
