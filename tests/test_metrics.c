@@ -329,6 +329,91 @@ static void test_write_failure_warns(void **state)
     dt_tb_close(tb);
 }
 
+/* A metrics line cut by a size limit is taken back (a reader of JSON
+ * lines fails on a torn one); a file left with a torn last line (a crash
+ * mid-write) is cut back to its last whole line before appending (the
+ * next object was glued onto it). */
+static void test_jsonl_never_torn(void **state)
+{
+    (void)state;
+    char path[256];
+    snprintf(path, sizeof path, "%s/torn.jsonl", dir);
+    dt_epoch_metrics_t m = {.epoch = 1, .step = 10, .train_loss = 0.5};
+    dt_jsonl_t *j = NULL;
+    assert_int_equal(dt_jsonl_open(path, &j), DT_OK);
+    assert_int_equal(dt_jsonl_write_epoch(j, &m), DT_OK);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    off_t one = sb.st_size;
+    struct rlimit old, lim;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = (rlim_t)(one + 40); /* part of a second line fits */
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    capture_t cap;
+    capture_begin(&cap);
+    dt_status_t st = dt_jsonl_write_epoch(j, &m);
+    char *log = capture_end(&cap);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, was);
+    dt_jsonl_close(j);
+    assert_int_equal(st, DT_ERR_IO);
+    free(log);
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal((long long)sb.st_size, (long long)one);
+    /* a torn tail from elsewhere: cut when the file is opened again */
+    FILE *f = fopen(path, "a");
+    assert_non_null(f);
+    fputs("{\"epoch\":2,\"te", f);
+    fclose(f);
+    capture_begin(&cap);
+    assert_int_equal(dt_jsonl_open(path, &j), DT_OK);
+    log = capture_end(&cap);
+    assert_non_null(strstr(log, "its last line was cut short"));
+    free(log);
+    m.epoch = 3;
+    assert_int_equal(dt_jsonl_write_epoch(j, &m), DT_OK);
+    dt_jsonl_close(j);
+    assert_int_equal(count_lines(path), 2);
+    char buf[1024];
+    f = fopen(path, "r");
+    assert_non_null(f);
+    while (fgets(buf, sizeof buf, f))
+        assert_int_equal(strncmp(buf, "{\"epoch\":", 9), 0);
+    fclose(f);
+    assert_null(strstr(buf, "\"te{"));
+}
+
+/* [train] log_dir with parents that do not exist yet: created, as
+ * checkpoint_dir is (rank 0 exited "No such file or directory"). */
+static void test_tb_nested_dir(void **state)
+{
+    (void)state;
+    char sub[256];
+    snprintf(sub, sizeof sub, "%s/nest/ed/tb", dir);
+    dt_tb_t *tb = NULL;
+    assert_int_equal(dt_tb_open(sub, &tb), DT_OK);
+    assert_int_equal(dt_tb_scalar(tb, "train/loss", 1, 1.0f), DT_OK);
+    struct stat sb;
+    assert_int_equal(stat(dt_tb_path(tb), &sb), 0);
+    dt_tb_close(tb);
+    /* a file where a parent must be: the error names that part */
+    char file[256], under[300];
+    snprintf(file, sizeof file, "%s/plainfile", dir);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(under, sizeof under, "%s/tb", file);
+    capture_t cap;
+    capture_begin(&cap);
+    assert_int_equal(dt_tb_open(under, &tb), DT_ERR_IO);
+    char *log = capture_end(&cap);
+    assert_non_null(strstr(log, "cannot create TensorBoard log directory"));
+    assert_non_null(strstr(log, "[train] log_dir"));
+    free(log);
+}
+
 static void test_progress_plain(void **state)
 {
     (void)state;
@@ -363,6 +448,8 @@ int main(void)
         cmocka_unit_test(test_tensorboard_file),
         cmocka_unit_test(test_jsonl),
         cmocka_unit_test(test_jsonl_truncate),
+        cmocka_unit_test(test_jsonl_never_torn),
+        cmocka_unit_test(test_tb_nested_dir),
         cmocka_unit_test(test_write_failure_warns),
         cmocka_unit_test(test_progress_plain),
     };

@@ -14,6 +14,7 @@
 #include <openssl/evp.h>
 
 #include <dt/log.h>
+#include "base/make_dirs.h"
 #include "ckpt.h"
 #include "ckpt_format.h"
 
@@ -137,28 +138,8 @@ static dt_status_t sync_parent(char *p)
 
 static dt_status_t make_dir(const char *dir)
 {
-    char *p = strdup(dir);
-    if (!p)
-        return DT_ERR_NOMEM;
-    dt_status_t st = DT_OK;
-    for (char *s = p + 1;; s++) {
-        char c = *s;
-        if (c != '/' && c != '\0')
-            continue;
-        *s = '\0';
-        if (mkdir(p, 0755) == 0) {
-            st = sync_parent(p);
-        } else if (errno != EEXIST) {
-            dt_error("cannot create checkpoint directory %s: %s (check "
-                     "[train] checkpoint_dir)", p, strerror(errno));
-            st = DT_ERR_IO;
-        }
-        *s = c;
-        if (c == '\0' || st != DT_OK)
-            break;
-    }
-    free(p);
-    return st;
+    return dt_make_dirs(dir, "checkpoint directory", "[train] checkpoint_dir",
+                        sync_parent);
 }
 
 /* Temporary files a writer killed mid-write left (only one writer runs at

@@ -1,5 +1,6 @@
 /* metrics_jsonl.c — one JSON object per line per epoch (--metrics FILE). */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,36 @@ struct dt_jsonl {
     FILE *f;
     char *path;
 };
+
+/* A regular file whose last line has no newline (a write cut by a full
+ * disk or a size limit, or a crash): cut back to its last whole line, so
+ * that appending does not glue the next object onto the torn one. */
+static void drop_torn_tail(FILE *f, const char *path)
+{
+    struct stat sb;
+    int fd = fileno(f);
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0)
+        return;
+    int rd = open(path, O_RDONLY | O_CLOEXEC); /* f is append-only */
+    if (rd < 0)
+        return;
+    off_t end = sb.st_size, keep = end;
+    char c = '\n';
+    /* a line is a few hundred bytes: a longer tail is not ours to cut */
+    while (keep > 0 && end - keep < 65536 &&
+           pread(rd, &c, 1, keep - 1) == 1 && c != '\n')
+        keep--;
+    close(rd);
+    if (keep == end || (keep > 0 && c != '\n'))
+        return;
+    if (ftruncate(fd, keep) != 0)
+        dt_warn("%s: cannot cut its torn last line: %s", path,
+                strerror(errno));
+    else
+        dt_warn("%s: its last line was cut short (%lld bytes without a "
+                "newline, a write that failed): removed before appending",
+                path, (long long)(end - keep));
+}
 
 dt_status_t dt_jsonl_open(const char *path, dt_jsonl_t **out)
 {
@@ -31,6 +62,7 @@ dt_status_t dt_jsonl_open(const char *path, dt_jsonl_t **out)
         free(j);
         return DT_ERR_IO;
     }
+    drop_torn_tail(j->f, path);
     *out = j;
     return DT_OK;
 }
@@ -61,9 +93,13 @@ static void num(FILE *f, const char *key, double v, const char *fmt,
     fputs(last ? "}\n" : ",", f);
 }
 
-dt_status_t dt_jsonl_write_epoch(dt_jsonl_t *j, const dt_epoch_metrics_t *m)
+/* The epoch's line, whole, into a buffer (*line, malloc'd). */
+static dt_status_t format_epoch(const dt_epoch_metrics_t *m, char **line,
+                                size_t *len)
 {
-    FILE *f = j->f;
+    FILE *f = open_memstream(line, len);
+    if (!f)
+        return DT_ERR_NOMEM;
     fprintf(f, "{\"epoch\":%llu,\"step\":%llu,", (unsigned long long)m->epoch,
             (unsigned long long)m->step);
     num(f, "train_loss", m->train_loss, "%.6f", 0);
@@ -74,13 +110,38 @@ dt_status_t dt_jsonl_write_epoch(dt_jsonl_t *j, const dt_epoch_metrics_t *m)
     num(f, "comm_fraction", m->comm_fraction, "%.4f", 0);
     num(f, "data_wait", m->data_wait, "%.4f", 0);
     num(f, "epoch_seconds", m->epoch_seconds, "%.3f", 1);
-    if (fflush(f) != 0 || ferror(f)) {
-        dt_warn("%s: cannot write metrics: %s; no more are written there "
-                "(training and checkpoints go on; free space or fix "
-                "--metrics)", j->path, strerror(errno));
-        return DT_ERR_IO;
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        free(*line);
+        *line = NULL;
+        return DT_ERR_NOMEM;
     }
     return DT_OK;
+}
+
+/* One line per write, and a line that could not be written whole is
+ * taken back (readers of JSON lines fail on a torn one). */
+dt_status_t dt_jsonl_write_epoch(dt_jsonl_t *j, const dt_epoch_metrics_t *m)
+{
+    char *line = NULL;
+    size_t len = 0;
+    DT_CHECK(format_epoch(m, &line, &len));
+    FILE *f = j->f;
+    struct stat sb;
+    int regular = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode);
+    off_t before = regular ? sb.st_size : 0;
+    int ok = fwrite(line, 1, len, f) == len && fflush(f) == 0 && !ferror(f);
+    int err = errno;
+    free(line);
+    if (ok)
+        return DT_OK;
+    if (regular && ftruncate(fileno(f), before) != 0)
+        dt_warn("%s: cannot take back the line written in part: %s",
+                j->path, strerror(errno));
+    dt_warn("%s: cannot write metrics: %s; no more are written there "
+            "(training and checkpoints go on; free space or fix --metrics)",
+            j->path, strerror(err));
+    return DT_ERR_IO;
 }
 
 void dt_jsonl_close(dt_jsonl_t *j)

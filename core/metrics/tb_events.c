@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <dt/log.h>
+#include "base/make_dirs.h"
 #include "metrics.h"
 
 struct dt_tb {
@@ -139,11 +140,9 @@ static double wall_now(void)
 dt_status_t dt_tb_open(const char *dir, dt_tb_t **out)
 {
     *out = NULL;
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-        dt_error("cannot create TensorBoard log directory %s: %s (check "
-                 "[train] log_dir)", dir, strerror(errno));
-        return DT_ERR_IO;
-    }
+    /* with its parents, as checkpoint_dir */
+    DT_CHECK(dt_make_dirs(dir, "TensorBoard log directory", "[train] log_dir",
+                          NULL));
     char host[256] = "localhost";
     gethostname(host, sizeof host - 1);
     double now = wall_now();
