@@ -450,11 +450,10 @@ static int send_get(int fd, const char *key)
     return send_frame_raw(fd, b, 7 + kl);
 }
 
-/* The right proof from a raw client is welcomed and served: the framing
- * above is right, so the refusals below are refusals of the proof. */
-static void test_raw_client_with_token_served(void **state)
+/* An authenticated raw connection (HELLO, the server's proof checked,
+ * the client's proof, WELCOME). */
+static int raw_client(const fixture_t *f)
 {
-    fixture_t *f = *state;
     uint8_t nc[NONCE], ns[NONCE], proof[1 + MAC] = {0x03};
     int fd = raw_hello(f, nc, ns);
     hs_proof(f->token, "dt-store-client", nc, ns, proof + 1);
@@ -462,6 +461,15 @@ static void test_raw_client_with_token_served(void **state)
     uint8_t welcome[5];
     assert_true(recv_exact(fd, welcome, sizeof welcome));
     assert_memory_equal(welcome, "\0\0\0\1\4", 5);
+    return fd;
+}
+
+/* The right proof from a raw client is welcomed and served: the framing
+ * above is right, so the refusals below are refusals of the proof. */
+static void test_raw_client_with_token_served(void **state)
+{
+    fixture_t *f = *state;
+    int fd = raw_client(f);
     assert_true(send_set(fd, "raw/key", "raw-value"));
     assert_true(send_get(fd, "raw/key"));
     uint8_t r1[9], r2[9 + 9];
@@ -477,20 +485,6 @@ static void test_raw_client_with_token_served(void **state)
     assert_string_equal(v, "raw-value");
     free(v);
     dt_store_close(s);
-}
-
-/* An authenticated raw connection (HELLO, the server's proof checked,
- * the client's proof, WELCOME). */
-static int raw_client(const fixture_t *f)
-{
-    uint8_t nc[NONCE], ns[NONCE], proof[1 + MAC] = {0x03};
-    int fd = raw_hello(f, nc, ns);
-    hs_proof(f->token, "dt-store-client", nc, ns, proof + 1);
-    assert_true(send_frame_raw(fd, proof, sizeof proof));
-    uint8_t welcome[5];
-    assert_true(recv_exact(fd, welcome, sizeof welcome));
-    assert_memory_equal(welcome, "\0\0\0\1\4", 5);
-    return fd;
 }
 
 /* BARRIER: u32 count, u32 timeout_ms, u16 name length, name. */
