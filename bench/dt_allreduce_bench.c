@@ -14,7 +14,11 @@
  * --op allgather (`dtctl bench allgather`) times dt_allgather instead:
  * the size is the gathered total, each rank sending size / N; no
  * reduction, so its rounds cost the transport alone (what `dtctl plan
- * --measure` fits alpha and beta from, apart from the reduction). */
+ * --measure` fits alpha and beta from, apart from the reduction).
+ *
+ * The header's "# data path:" line (dt_collectives_path) says whether the
+ * transport carried the data at all: on one host the ranks meet in shared
+ * memory unless [collectives] shm = off. */
 #include <stdint.h>
 #include <stdio.h>
 #include <math.h>
@@ -99,6 +103,9 @@ int main(int argc, char **argv)
     int rc = send && recv ? 0 : 1, bad = 0;
     if (dt_rank() == 0 && rc == 0) {
         bench_header("dt", dt_size(), &a);
+        /* On one host the ranks meet in shared memory by default: say so,
+         * or a transport's author reads these rows as its own. */
+        printf("# data path: %s\n", dt_collectives_path());
         if (tolerance() > 0 && !a.allgather) /* allgather: never 16-bit */
             printf("# compression = %s: bytes, algbw and busbw count the "
                    "float32 vector (the wire carries half)\n",

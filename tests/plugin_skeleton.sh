@@ -2,6 +2,8 @@
 # The "write your own plugin" story, end to end: install dt into a temporary
 # root, build examples/plugin-skeleton there with only pkg-config and the
 # installed headers, then load it through DT_PLUGIN_PATH and run a step.
+# The same plugin in C++ (fixtures/skeleton_cxx.cc, dt_plugin_v1 defined
+# as docs/PLUGINS.md shows) must build without a warning and load too.
 set -u
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -42,3 +44,31 @@ got=$(DT_PLUGIN_PATH="$tmp/skel" DT_OPTIMIZER_MYSGD_WEIGHT_DECAY=0.5 ./optimizer
     fail "optimizer_step with weight decay"
 [ "$got" = "0.5 -2 0.875 2" ] || fail "step with decay 0.5 gave '$got'"
 echo "skeleton plugin built out of tree, listed and stepped correctly"
+
+# C++: DT_PLUGIN_EXPORT must make the namespace-scope const external and
+# unmangled (without extern "C" it is a local _ZL12dt_plugin_v1, g++ warns
+# "visibility attribute ignored", and the loader finds no dt_plugin_v1).
+cxx=${CXX:-c++}
+if ! command -v "${cxx%% *}" >/dev/null 2>&1; then
+    echo "no C++ compiler ($cxx): the C++ plugin is not checked"
+    exit 0
+fi
+mkdir "$tmp/cxx"
+$cxx -O2 -Wall -Wextra -fPIC -fvisibility=hidden $(pkg-config --cflags dt) \
+    -shared -o "$tmp/cxx/dt_optimizer_cxxsgd.so" \
+    "$top_srcdir/tests/fixtures/skeleton_cxx.cc" $(pkg-config --libs dt) \
+    >"$tmp/cxx.log" 2>&1 ||
+    { cat "$tmp/cxx.log" >&2; fail "building the C++ plugin with $cxx"; }
+if grep -q "attribute" "$tmp/cxx.log"; then
+    cat "$tmp/cxx.log" >&2
+    fail "$cxx warns about DT_PLUGIN_EXPORT in a C++ plugin"
+fi
+nm -D --defined-only "$tmp/cxx/dt_optimizer_cxxsgd.so" | grep -q ' dt_plugin_v1$' ||
+    fail "the C++ plugin does not export an unmangled dt_plugin_v1: $(nm "$tmp/cxx/dt_optimizer_cxxsgd.so" | grep dt_plugin_v1)"
+out=$(DT_PLUGIN_PATH="$tmp/cxx" "$DTCTL" plugins) || fail "dtctl plugins (C++)"
+echo "$out" | grep -Eq '^optimizer +cxxsgd +1\.0 +available' ||
+    { echo "$out"; fail "dtctl plugins does not list the C++ cxxsgd as available"; }
+got=$(DT_PLUGIN_PATH="$tmp/cxx" DT_OPTIMIZER_CXXSGD_WEIGHT_DECAY=0.5 ./optimizer_step cxxsgd) ||
+    fail "optimizer_step cxxsgd (C++)"
+[ "$got" = "0.5 -2 0.875 2" ] || fail "C++ step with decay 0.5 gave '$got'"
+echo "the same plugin in C++ built, listed and stepped correctly"

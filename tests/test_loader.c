@@ -1,6 +1,7 @@
 /* test_loader.c — the plugin loader against real shared objects: a good
  * plugin, another ABI number, a struct that disagrees with its file name, a
- * missing symbol, a missing shared library, and a name that does not exist. */
+ * missing symbol, a missing shared library, a required op missing, and a
+ * name that does not exist. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -118,6 +119,17 @@ static void test_missing_library_is_named(void **state)
     expect_refused("dt_optimizer_needsdep.so", needles);
 }
 
+/* Refused at load, not when first called: a transport without test and
+ * fini (fixtures/fixture_transport.c), naming both. */
+static void test_missing_required_ops(void **state)
+{
+    (void)state;
+    static const char *const needles[] = {
+        "transport plugin 'halfdone' lacks the required ops test, fini",
+        NULL};
+    expect_refused("dt_transport_halfdone.so", needles);
+}
+
 static void test_unknown_name_lists_existing(void **state)
 {
     (void)state;
@@ -144,6 +156,8 @@ static void test_bad_names_are_rejected_not_searched(void **state)
     dt_status_t st = dt_plugin_load(DT_KIND_OPTIMIZER, "../etc/x", &p, NULL);
     char *msg = capture_end();
     assert_int_equal(st, DT_ERR_NOT_FOUND);
+    /* Says what a name may be, rather than "no such file". */
+    assert_non_null(strstr(msg, "plugin names are lower case letters"));
     free(msg);
 }
 
@@ -208,6 +222,7 @@ int main(void)
         cmocka_unit_test(test_name_mismatch),
         cmocka_unit_test(test_missing_symbol),
         cmocka_unit_test(test_missing_library_is_named),
+        cmocka_unit_test(test_missing_required_ops),
         cmocka_unit_test(test_unknown_name_lists_existing),
         cmocka_unit_test(test_bad_names_are_rejected_not_searched),
         cmocka_unit_test(test_scan_reports_each_file),

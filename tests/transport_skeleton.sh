@@ -73,6 +73,14 @@ DT_PLUGIN_PATH="$tmp/skel" "$DTCTL" bench allreduce -n 3 --transport skel \
 cat "$tmp/bench"
 rows=$(grep -cE '^\[0\] +[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +ok$' "$tmp/bench")
 [ "$rows" = 3 ] || fail "bench: want 3 rows (4K, 64K, 1M) checked ok, got $rows"
+# The header says the rows timed skel, not the shared-memory segment.
+grep -q "# data path: transport skel (\[collectives\] shm = off)" "$tmp/bench" ||
+    fail "bench: the header does not say the data went over transport skel"
+DT_COLLECTIVES_SHM=auto DT_PLUGIN_PATH="$tmp/skel" "$DTCTL" bench allreduce \
+    -n 2 --transport skel --sizes 4K:4K --iters 5 >"$tmp/bench" 2>&1 ||
+    { cat "$tmp/bench"; fail "dtctl bench with shm = auto"; }
+grep -q "# data path: shared memory: all 2 ranks on this host; transport skel carries none" "$tmp/bench" ||
+    { cat "$tmp/bench"; fail "bench: the header does not say shared memory carried the data"; }
 # Without -n the job's np stands (2 only when nothing says): it was
 # overridden by a 2 given as -n
 DT_CLUSTER_NP=3 DT_PLUGIN_PATH="$tmp/skel" "$DTCTL" bench allreduce --transport skel \

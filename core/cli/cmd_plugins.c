@@ -1,5 +1,6 @@
 /* cmd_plugins.c — `dtctl plugins`: every plugin on the search path, with
- * its version and whether it can run here (and why not). */
+ * its version and whether it can run here (and why not: refused by the
+ * loader, or unavailable by its own check). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +19,14 @@ int dt_cmd_plugins(dt_cli_t *cli)
            "STATUS", "PATH / REASON");
     for (size_t i = 0; i < n; i++) {
         const dt_plugin_entry_t *e = &v[i];
+        /* refused: the loader would not take the file (its name, ABI,
+         * a missing op); unavailable: it loaded, but its own check said
+         * it cannot run here. */
+        const char *status = !e->version    ? "refused"
+                             : e->available ? "available"
+                                            : "unavailable";
         printf("%-10s %-10s %-8s %-11s %s\n", dt_kind_name(e->kind), e->name,
-               e->version ? e->version : "-",
-               e->available ? "available" : "unavailable", e->path);
+               e->version ? e->version : "-", status, e->path);
         if (!e->available)
             printf("%44s%s\n", "", e->why);
     }

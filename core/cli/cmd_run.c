@@ -126,25 +126,6 @@ static dt_status_t load_named_plugin(const dt_config_t *cfg, dt_kind_t kind,
     return dt_plugin_load(kind, name, p, NULL);
 }
 
-/* The ops the core needs must be there (and inside the table's size). */
-static dt_status_t check_launcher_ops(const dt_plugin_t *p)
-{
-    const dt_launcher_ops_t *ops = p->ops;
-    char missing[128] = "";
-    DT_OPS_REQUIRE(missing, ops, dt_launcher_ops_t, init);
-    DT_OPS_REQUIRE(missing, ops, dt_launcher_ops_t, launch);
-    DT_OPS_REQUIRE(missing, ops, dt_launcher_ops_t, wait);
-    DT_OPS_REQUIRE(missing, ops, dt_launcher_ops_t, signal);
-    DT_OPS_REQUIRE(missing, ops, dt_launcher_ops_t, fini);
-    if (*missing) {
-        dt_error("launcher plugin '%s' lacks the required op%s %s; it cannot "
-                 "run jobs (rebuild or fix the plugin)",
-                 p->name, strchr(missing, ',') ? "s" : "", missing);
-        return DT_ERR_PLUGIN;
-    }
-    return DT_OK;
-}
-
 /* Start the job's rendezvous store; its address and the workers' config
  * join the common environment. */
 static dt_status_t start_rendezvous(run_state_t *s)
@@ -396,13 +377,13 @@ static int prepare(const dt_cli_t *cli, const char *job_file, run_state_t *s)
         dt_cli_job_hosts(s->cfg, &s->hosts, &s->np) != DT_OK ||
         dt_place_ranks(&s->hosts, s->np, &s->placement) != DT_OK)
         return EXIT_USAGE;
-    /* The transport is only used by the workers, but a wrong name should
-     * fail here, before anything starts. */
+    /* The transport is only used by the workers, but a wrong name, or a
+     * plugin without the ops its kind requires (the loader checks them),
+     * should fail here, before anything starts. */
     if (load_named_plugin(s->cfg, DT_KIND_TRANSPORT, "transport",
                           &transport) != DT_OK ||
         load_named_plugin(s->cfg, DT_KIND_LAUNCHER, "launcher", &launcher) !=
-            DT_OK ||
-        check_launcher_ops(launcher) != DT_OK)
+            DT_OK)
         return EXIT_USAGE;
     s->ops = launcher->ops;
     int code = place_servers(cli, s);

@@ -41,6 +41,9 @@ typedef struct dt_comm {
                                allreduce over the transport in 16 bits    */
     int feedback;           /* compression_feedback: error feedback        */
     struct dt_coll_ef *ef;  /* its residuals, by buffer (coll_half.c)      */
+    char path[192];         /* which way host-memory collectives go, and
+                               why, for people (dt_collectives_path);
+                               set by dt_comm_setup_hosts                  */
 } dt_comm_t;
 
 /* Ask the transport's caps once (0 when it has no caps op), keep them in
@@ -108,12 +111,14 @@ typedef struct dt_comm_hosts_args {
                                the same one are on one host                 */
     int local_size;         /* ranks on this host, from the launcher        */
     double timeout;         /* seconds a peer may stay silent               */
+    const char *transport;  /* its plugin's name, for c->path; may be NULL  */
 } dt_comm_hosts_args_t;
 /* Collective over all ranks, after dt_comm_configure. With [collectives]
  * shm = auto and a transport without DT_CAP_NO_SHM: a job on one host runs
  * its host-memory collectives through a shared segment; a job on H >= 2
  * hosts of L >= 2 ranks each runs allreduce hierarchically. Otherwise (or
- * when a rank cannot map the segment) the comm stays on the transport. */
+ * when a rank cannot map the segment) the comm stays on the transport.
+ * c->path says which, in words. */
 dt_status_t dt_comm_setup_hosts(dt_comm_t *c, const dt_config_t *cfg,
                                 const dt_comm_hosts_args_t *a);
 void dt_comm_release_hosts(dt_comm_t *c);

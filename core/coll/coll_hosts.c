@@ -11,6 +11,7 @@
  * L rings of 1/L each share the network (docs/PERFORMANCE.md#hierarchy).
  * Every rank must agree, or none uses it: a segment one host could not
  * open leaves the whole job on the flat algorithms. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,28 @@ static dt_status_t key_space(const dt_comm_hosts_args_t *a, int rank,
     DT_CHECK(dt_store_add(a->store, key, 1, &n));
     snprintf(ns, len, "coll/%lld", (long long)n);
     return DT_OK;
+}
+
+/* c->path: what a plugin author reads in `dtctl bench` to know whether
+ * the transport was timed at all (on one host it is not, by default). */
+static void set_path(dt_comm_t *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void set_path(dt_comm_t *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->path, sizeof c->path, fmt, ap);
+    va_end(ap);
+}
+
+/* "transport tcp", or "the transport" when the caller did not name it. */
+static const char *transport_words(const dt_comm_hosts_args_t *a, char *buf,
+                                   size_t len)
+{
+    if (!a->transport)
+        return "the transport";
+    snprintf(buf, len, "transport %s", a->transport);
+    return buf;
 }
 
 /* Every rank's bind address, from the store (addrs[p] malloc'd). */
@@ -206,6 +229,11 @@ static dt_status_t setup_hier(dt_comm_t *c, const dt_comm_hosts_args_t *a,
     free(addrs);
     if (st != DT_OK || !all) {
         free(cross);
+        char tw[80];
+        if (st == DT_OK)
+            set_path(c, "%s (the hosts do not all have the same number, at "
+                        "least 2, of ranks that share memory)",
+                     transport_words(a, tw, sizeof tw));
         if (st == DT_OK)
             dt_debug("collectives: rank %d: flat across hosts (the hosts do "
                      "not all have the same number, at least 2, of ranks "
@@ -221,6 +249,10 @@ static dt_status_t setup_hier(dt_comm_t *c, const dt_comm_hosts_args_t *a,
              "each of %d hosts, within the host through shared memory "
              "(local index %d), across hosts over the transport",
              c->rank, h->local_count, h->hosts, h->local_index);
+    char tw[80];
+    set_path(c, "%s across %d hosts; allreduce within each host (%d ranks) "
+                "through shared memory",
+             transport_words(a, tw, sizeof tw), h->hosts, h->local_count);
     return DT_OK;
 }
 
@@ -256,6 +288,10 @@ dt_status_t dt_comm_setup_hosts(dt_comm_t *c, const dt_config_t *cfg,
                       : !whole && (!a->bind_addr || !*a->bind_addr)
                           ? "no bind address to tell hosts apart"
                           : NULL;
+    char tw[80];
+    const char *tr = transport_words(a, tw, sizeof tw);
+    set_path(c, "%s (%s)", tr,
+             why ? why : "no shared-memory segment could be set up");
     if (why) {
         dt_debug("collectives: rank %d: over the transport (%s)", c->rank,
                  why);
@@ -281,6 +317,11 @@ dt_status_t dt_comm_setup_hosts(dt_comm_t *c, const dt_config_t *cfg,
             dt_debug("collectives: rank %d: through shared memory (all %d "
                      "ranks on this host)",
                      c->rank, c->size);
+        if (st == DT_OK)
+            set_path(c, "shared memory: all %d ranks on this host; %s "
+                        "carries none of it ([collectives] shm = off puts "
+                        "it there)",
+                     c->size, tr);
     } else {
         st = setup_hier(c, a, ns, &sa, h);
     }

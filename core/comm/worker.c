@@ -43,6 +43,15 @@ dt_comm_t *dt_worker_comm(void)
     return W.up && W.ops ? &W.comm : NULL;
 }
 
+const char *dt_collectives_path(void)
+{
+    if (!W.up)
+        return NULL;
+    if (!W.ops)
+        return "none: a job of one worker moves no data";
+    return W.comm.path[0] ? W.comm.path : "the transport";
+}
+
 int dt_rank(void) { return W.up ? W.id.rank : -1; }
 int dt_size(void) { return W.up ? W.id.size : -1; }
 int dt_local_rank(void) { return W.up ? W.id.local_rank : -1; }
@@ -148,26 +157,9 @@ static dt_status_t load_transport(void)
                  name, why);
         return DT_ERR_PLUGIN;
     }
-    const dt_transport_ops_t *ops = W.plugin->ops;
-    char missing[128] = "";
-    if (ops) {
-        /* What the core calls unconditionally (include/dt/plugin.h). */
-        DT_OPS_REQUIRE(missing, ops, dt_transport_ops_t, init);
-        DT_OPS_REQUIRE(missing, ops, dt_transport_ops_t, isend);
-        DT_OPS_REQUIRE(missing, ops, dt_transport_ops_t, irecv);
-        DT_OPS_REQUIRE(missing, ops, dt_transport_ops_t, test);
-        DT_OPS_REQUIRE(missing, ops, dt_transport_ops_t, wait);
-        DT_OPS_REQUIRE(missing, ops, dt_transport_ops_t, fini);
-    }
-    if (!ops || *missing) {
-        dt_error("transport plugin '%s' lacks the required op%s %s; rebuild "
-                 "or fix the plugin (include/dt/plugin.h says which ops a "
-                 "transport must have)",
-                 name, strchr(missing, ',') ? "s" : "",
-                 ops ? missing : "table");
-        return DT_ERR_PLUGIN;
-    }
-    W.ops = ops;
+    /* The loader refused a transport without init, isend, irecv, test,
+     * wait or fini: the core calls them without asking. */
+    W.ops = W.plugin->ops;
     /* Its [transport.NAME] keys may come from DT_TRANSPORT_NAME_* too. */
     char section[128];
     snprintf(section, sizeof section, "transport.%s", name);
@@ -232,7 +224,8 @@ static dt_status_t join_job(void)
     dt_comm_hosts_args_t ha = {.store = W.store,
                                .bind_addr = bind,
                                .local_size = W.id.local_size,
-                               .timeout = W.timeout};
+                               .timeout = W.timeout,
+                               .transport = W.plugin->name};
     DT_CHECK(dt_comm_setup_hosts(&W.comm, W.cfg, &ha));
     dt_debug("joined the job: rank %d of %d (local %d of %d, from %s), "
              "transport %s on %s",

@@ -139,6 +139,106 @@ static int parse_file_name(const char *base, dt_kind_t *kind, char **name)
     return -1;
 }
 
+/* The one name rule, for file names (scan, load) and looked-up names
+ * alike: a name that could not be a file's is never searched, and a file
+ * whose name breaks it is refused, so listing and lookup agree. */
+#define PLUGIN_NAME_MAX 64
+#define PLUGIN_NAME_RULE                                                      \
+    "plugin names are lower case letters, digits, '_' and '-' (1 to 64)"
+
+static int valid_plugin_name(const char *name)
+{
+    if (!name || !*name || strlen(name) > PLUGIN_NAME_MAX)
+        return 0;
+    for (const char *c = name; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+              *c == '_' || *c == '-'))
+            return 0;
+    return 1;
+}
+
+/* The ops each kind must have (dt/plugin.h): the core calls them without
+ * asking, so a plugin lacking one is refused at load, where `dtctl
+ * plugins` and dtctl run see it, not in every worker later. Each writes
+ * the names of those NULL or beyond the table's size into out. */
+static void launcher_missing(const void *table, char *out, size_t len)
+{
+    const dt_launcher_ops_t *ops = table;
+    char missing[128] = "";
+    DT_OPS_REQUIRE(missing, ops, dt_launcher_ops_t, init);
+    DT_OPS_REQUIRE(missing, ops, dt_launcher_ops_t, launch);
+    DT_OPS_REQUIRE(missing, ops, dt_launcher_ops_t, wait);
+    DT_OPS_REQUIRE(missing, ops, dt_launcher_ops_t, signal);
+    DT_OPS_REQUIRE(missing, ops, dt_launcher_ops_t, fini);
+    snprintf(out, len, "%s", missing);
+}
+
+static void transport_missing(const void *table, char *out, size_t len)
+{
+    const dt_transport_ops_t *ops = table;
+    char missing[128] = "";
+    DT_OPS_REQUIRE(missing, ops, dt_transport_ops_t, init);
+    DT_OPS_REQUIRE(missing, ops, dt_transport_ops_t, isend);
+    DT_OPS_REQUIRE(missing, ops, dt_transport_ops_t, irecv);
+    DT_OPS_REQUIRE(missing, ops, dt_transport_ops_t, test);
+    DT_OPS_REQUIRE(missing, ops, dt_transport_ops_t, wait);
+    DT_OPS_REQUIRE(missing, ops, dt_transport_ops_t, fini);
+    snprintf(out, len, "%s", missing);
+}
+
+static void storage_missing(const void *table, char *out, size_t len)
+{
+    const dt_storage_ops_t *ops = table;
+    char missing[128] = "";
+    DT_OPS_REQUIRE(missing, ops, dt_storage_ops_t, init);
+    DT_OPS_REQUIRE(missing, ops, dt_storage_ops_t, stage);
+    DT_OPS_REQUIRE(missing, ops, dt_storage_ops_t, fini);
+    snprintf(out, len, "%s", missing);
+}
+
+static void optimizer_missing(const void *table, char *out, size_t len)
+{
+    const dt_optimizer_ops_t *ops = table;
+    char missing[128] = "";
+    DT_OPS_REQUIRE(missing, ops, dt_optimizer_ops_t, create);
+    DT_OPS_REQUIRE(missing, ops, dt_optimizer_ops_t, step);
+    DT_OPS_REQUIRE(missing, ops, dt_optimizer_ops_t, state_size);
+    DT_OPS_REQUIRE(missing, ops, dt_optimizer_ops_t, save);
+    DT_OPS_REQUIRE(missing, ops, dt_optimizer_ops_t, load);
+    DT_OPS_REQUIRE(missing, ops, dt_optimizer_ops_t, destroy);
+    snprintf(out, len, "%s", missing);
+}
+
+/* 0 when p's ops table has every op its kind requires; else the refusal,
+ * naming each op it lacks, in why. */
+static int check_required_ops(const char *path, const dt_plugin_t *p,
+                              char *why, size_t why_len)
+{
+    static const struct {
+        void (*missing)(const void *table, char *out, size_t len);
+        size_t size; /* the table as this dt knows it */
+    } by_kind[DT_KIND_COUNT] = {
+        [DT_KIND_LAUNCHER] = {launcher_missing, sizeof(dt_launcher_ops_t)},
+        [DT_KIND_TRANSPORT] = {transport_missing, sizeof(dt_transport_ops_t)},
+        [DT_KIND_STORAGE] = {storage_missing, sizeof(dt_storage_ops_t)},
+        [DT_KIND_OPTIMIZER] = {optimizer_missing, sizeof(dt_optimizer_ops_t)},
+    };
+    char missing[128] = "";
+    by_kind[p->kind].missing(p->ops, missing, sizeof missing);
+    if (!*missing)
+        return 0;
+    /* Both sizes: a short one points at `size` (or an old header). */
+    snprintf(why, why_len,
+             "%s: %s plugin '%s' lacks the required op%s %s (NULL, or past "
+             "its ops table's size: %zu bytes, of %zu in this dt); rebuild "
+             "or fix the plugin (dt/plugin.h says which ops a %s must have)",
+             path, dt_kind_name(p->kind), p->name,
+             strchr(missing, ',') ? "s" : "", missing,
+             *(const size_t *)p->ops, by_kind[p->kind].size,
+             dt_kind_name(p->kind));
+    return -1;
+}
+
 static const char *base_name(const char *path)
 {
     const char *s = strrchr(path, '/');
@@ -220,6 +320,14 @@ static dt_status_t load_file_locked(const char *path, const dt_plugin_t **out,
                  path);
         return DT_ERR_PLUGIN;
     }
+    if (!valid_plugin_name(name)) {
+        snprintf(why, why_len,
+                 "%s: '%s' is not a plugin name: " PLUGIN_NAME_RULE
+                 "; rename the file and the plugin's .name",
+                 path, name);
+        free(name);
+        return DT_ERR_PLUGIN;
+    }
     dt_status_t st = DT_ERR_PLUGIN;
     lt_dlhandle h = open_probed(path, NULL, why, why_len);
     if (!h)
@@ -251,6 +359,8 @@ static dt_status_t load_file_locked(const char *path, const dt_plugin_t **out,
         snprintf(why, why_len, "%s: plugin has no usable ops table", path);
         goto close;
     }
+    if (check_required_ops(path, p, why, why_len) != 0)
+        goto close;
     loaded_t *l = calloc(1, sizeof *l);
     if (!l || !(l->path = strdup(path))) {
         free(l);
@@ -302,23 +412,20 @@ static char *find_plugin_file(dt_kind_t kind, const char *name, char **dirs)
     return NULL;
 }
 
-static int valid_plugin_name(const char *name)
-{
-    if (!name || !*name || strlen(name) > 64)
-        return 0;
-    for (const char *c = name; *c; c++)
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
-              *c == '_' || *c == '-'))
-            return 0;
-    return 1;
-}
-
 dt_status_t dt_plugin_load(dt_kind_t kind, const char *name,
                            const dt_plugin_t **out, const char **path)
 {
+    if (!valid_plugin_name(name)) {
+        char *names = dt_plugin_names(kind);
+        dt_error("no %s plugin can be named '%s': " PLUGIN_NAME_RULE
+                 "; available %ss: %s",
+                 dt_kind_name(kind), name ? name : "", dt_kind_name(kind),
+                 names ? names : "none");
+        free(names);
+        return DT_ERR_NOT_FOUND;
+    }
     char **dirs = dt_plugin_search_path();
-    char *file = valid_plugin_name(name) ? find_plugin_file(kind, name, dirs)
-                                          : NULL;
+    char *file = find_plugin_file(kind, name, dirs);
     dt_status_t st;
     if (!file) {
         char *names = dt_plugin_names(kind), *where = join_dirs(dirs);

@@ -99,6 +99,14 @@ dt_status_t dt_barrier(void);
  * called it, then closes connections. dt_init may be called again. */
 dt_status_t dt_finalize(void);
 
+/* Which way this job's host-memory collectives carry data between the
+ * ranks, and why, in words for people (`dtctl bench` prints it): "shared
+ * memory: all 4 ranks on this host; transport tcp carries none of it ..."
+ * (whatever --transport says), "transport tcp across 2 hosts; allreduce
+ * within each host ...", or "transport tcp ([collectives] shm = off)".
+ * NULL before dt_init; valid until dt_finalize. */
+const char *dt_collectives_path(void);
+
 /* A short name for a status ("timed out"). */
 const char *dt_status_str(dt_status_t st);
 

@@ -2,11 +2,16 @@
  * tools and programs that load dt's plugins themselves. Plugin authors
  * need only dt/plugin.h.
  *
- * Search order: each directory of DT_PLUGIN_PATH (colon list), then the
- * build tree's plugins/modules when this libdt runs from its build tree
- * (so an uninstalled build works), then dt's plugin directory
- * (`pkg-config --variable=plugindir dt`). The first file named
- * dt_<kind>_<name>.so wins. Loaded plugins stay loaded until
+ * Search order (dt_plugin_search_path): each directory of DT_PLUGIN_PATH
+ * (colon list); then the build tree's plugins/modules when this libdt runs
+ * from its build tree (so an uninstalled build works), or else dt/ beside
+ * the running libdt (<its libdir>/dt: a staged or moved installation finds
+ * its own plugins; skipped when it is the configured directory); then
+ * dt's configured plugin directory (`pkg-config --variable=plugindir dt`).
+ * The first file named dt_<kind>_<name>.so wins. A plugin name is 1 to 64
+ * of [a-z0-9_-]; a file whose name breaks that is refused, and no other
+ * name is looked up. Loading refuses a plugin whose ops table lacks an op
+ * its kind requires (dt/plugin.h). Loaded plugins stay loaded until
  * dt_plugins_unload_all(). */
 #ifndef DT_LOADER_H
 #define DT_LOADER_H
@@ -18,9 +23,11 @@
 extern "C" {
 #endif
 
-/* Load and check a plugin; on failure logs one clear line (the file and
+/* Load and check a plugin (the file's name, the symbol, ABI, kind and
+ * name, the required ops); on failure logs one clear line (the file and
  * the cause, and the plugins of that kind that do exist) and returns
- * DT_ERR_NOT_FOUND or DT_ERR_PLUGIN. *path (may be NULL) is the file. */
+ * DT_ERR_NOT_FOUND (no such file, or a name that breaks the name rule) or
+ * DT_ERR_PLUGIN. *path (may be NULL) is the file. */
 dt_status_t dt_plugin_load(dt_kind_t kind, const char *name,
                            const dt_plugin_t **out, const char **path);
 
@@ -33,10 +40,10 @@ typedef struct dt_plugin_entry {
     dt_kind_t kind;
     char *name;
     char *path;
-    const char *version;     /* NULL when it could not be loaded */
-    const char *description; /* NULL when it could not be loaded */
+    const char *version;     /* NULL when the loader refused it   */
+    const char *description; /* NULL when the loader refused it   */
     int available;
-    char why[512];           /* why not available                */
+    char why[512];           /* why refused, or why not available */
 } dt_plugin_entry_t;
 
 /* Every plugin file on the search path (the first of each kind/name),
@@ -66,7 +73,8 @@ void dt_plugins_unload_all(void);
 
 /* The ops a kind requires: DT_OPS_REQUIRE(missing, ops, type, field) for
  * each appends the absent ones' names to `missing` (a char array, "" to
- * start), so the refusal names every op the plugin lacks. */
+ * start), so the refusal names every op the plugin lacks. The loader
+ * runs it for every kind when it loads a plugin. */
 void dt_ops_note_missing(char *missing, size_t len, int present,
                          const char *name);
 #define DT_OPS_REQUIRE(missing, ops, type, field)                             \

@@ -3,7 +3,8 @@
  * A plugin is one shared object named dt_<kind>_<name>.so that exports one
  * symbol, `dt_plugin_v1`, a const dt_plugin_t. Everything else in the file
  * should be hidden (static, or -fvisibility=hidden). The loader checks that
- * abi == DT_PLUGIN_ABI and that kind and name agree with the file name.
+ * abi == DT_PLUGIN_ABI, that kind and name agree with the file name, and
+ * that the ops table holds the ops its kind requires.
  *
  *   #include <dt/plugin.h>
  *   static const dt_optimizer_ops_t ops = { sizeof ops, ... };
@@ -11,14 +12,23 @@
  *       DT_PLUGIN_ABI, DT_KIND_OPTIMIZER, "mysgd", "1.0",
  *       "plain SGD", my_keys, NULL, &ops };
  *
+ * The same line works in C++, at namespace scope: DT_PLUGIN_EXPORT
+ * carries extern "C" there (below).
+ *
+ * <name> is 1 to 64 of [a-z0-9_-] (lower case letters, digits, '_' and
+ * '-'); the loader refuses any other file name, and looks up no other
+ * name (`--transport MyNet`).
+ *
  * Conventions for every ops table below:
  * - It starts with `size_t size` = sizeof(the table as the plugin was built),
  *   so later versions can append entries; the core never reads past size.
- * - Each kind's section says which ops are required: the core refuses a
+ * - Each kind's section says which ops are required: the loader refuses a
  *   plugin whose required op is NULL or beyond its size, naming every op
- *   it lacks. An optional op that is NULL means "not supported": the core
- *   falls back (a transport without a native allreduce gets the core's
- *   algorithms) or reports DT_ERR_UNSUPPORTED to the user.
+ *   it lacks (`dtctl plugins` lists it as refused; dtctl run stops before
+ *   any worker starts). An optional op that is NULL means "not
+ *   supported": the core falls back (a transport without a native
+ *   allreduce gets the core's algorithms) or reports DT_ERR_UNSUPPORTED
+ *   to the user.
  * - Functions return dt_status_t and give results through out-parameters.
  * - Plugins link against libdt and may use its logger (dt/log.h) and config
  *   getters (dt/config.h); they never parse files themselves: the core hands
@@ -49,7 +59,16 @@ extern "C" {
 
 #define DT_PLUGIN_ABI 1
 #define DT_PLUGIN_SYMBOL "dt_plugin_v1"
+/* Exports the plugin's dt_plugin_v1. In C++ it also says extern "C": a
+ * const at namespace scope is otherwise local to its file (and its name
+ * mangled), so the loader would not find it. (A prior declaration of
+ * dt_plugin_v1 in this header would not do: g++ then ignores, and warns
+ * about, the visibility attribute on the definition.) */
+#ifdef __cplusplus
+#define DT_PLUGIN_EXPORT extern "C" __attribute__((visibility("default")))
+#else
 #define DT_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
 
 typedef enum dt_kind {
     DT_KIND_LAUNCHER = 0,
@@ -192,7 +211,7 @@ typedef struct dt_launcher_ops {
  * sleeps (ranks may outnumber cores: dt/wait.h). All calls for one
  * transport instance come from one thread at a time.
  *
- * Required: init, isend, irecv, test, wait, fini. dt_init refuses a
+ * Required: init, isend, irecv, test, wait, fini. The loader refuses a
  * transport without one and names each missing op; the core's algorithms
  * call test and wait unconditionally. Optional: caps (NULL: host memory
  * only) and the native collectives (NULL: the core's algorithms).
@@ -266,7 +285,10 @@ typedef struct dt_transport_ops {
      * `stream` is the caller's cudaStream_t for CUDA memory (may be NULL:
      * the default stream), else NULL. The call returns when recv holds the
      * result.
-     * send == recv means in place. A call the transport does not handle
+     * send == recv means in place, as in MPI (dt.h): allgather finds this
+     * rank's block at recv + rank * count_per_rank, reduce_scatter reads
+     * its whole input from recv and leaves the result at its start (NCCL's
+     * in-place forms). A call the transport does not handle
      * (a memory kind, a job across hosts) returns DT_DECLINED, before
      * touching any buffer or peer: the core then runs its own algorithm.
      * All ranks must decline the same calls. */

@@ -1,0 +1,76 @@
+#!/bin/sh
+# What the loader refuses, it refuses everywhere: in `dtctl plugins` (as
+# "refused", with why), in the "available transports:" hint, and in dtctl
+# run before any worker starts. Transports built from
+# fixtures/fixture_transport.c:
+# - halfdone: no test, no fini (required ops);
+# - shortfini: every op, but its size ends before fini;
+# - MyNet: complete, but a name with capitals (the name rule, which
+#   lookup applies too: `--transport MyNet` says why, not "no file").
+set -u
+fail() { echo "FAIL: $*" >&2; exit 1; }
+: "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
+cc=${CC:-cc}
+src="$top_srcdir/tests/fixtures/fixture_transport.c"
+
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+unset DT_RANK DT_WORLD_SIZE DT_RENDEZVOUS DT_JOB_TOKEN DT_TRANSPORT \
+    DT_CLUSTER_TRANSPORT 2>/dev/null
+
+build() { # NAME [CFLAGS...]
+    name=$1
+    shift
+    $cc -Wall -Wextra -Werror -shared -fPIC -fvisibility=hidden \
+        -I"$top_srcdir/include" -I"$top_builddir" "$@" \
+        -o "$tmp/dt_transport_$name.so" "$src" \
+        -L"$top_builddir/core/.libs" -ldt >"$tmp/cc.log" 2>&1 ||
+        { cat "$tmp/cc.log" >&2; fail "building fixture $name"; }
+}
+build halfdone
+build shortfini -DFIXTURE_SHORT_SIZE -DFIXTURE_NAME='"shortfini"'
+build MyNet -DFIXTURE_COMPLETE -DFIXTURE_NAME='"MyNet"'
+export DT_PLUGIN_PATH="$tmp"
+
+# 1. dtctl plugins: each refused, the reason on the next line.
+"$DTCTL" plugins >"$tmp/plugins" 2>&1 || { cat "$tmp/plugins"; fail "dtctl plugins"; }
+cat "$tmp/plugins"
+expect_refused() { # NAME REASON
+    grep -A1 -E "^transport +$1 " "$tmp/plugins" >"$tmp/row"
+    grep -Eq "^transport +$1 +- +refused " "$tmp/row" ||
+        fail "dtctl plugins does not list $1 as refused"
+    grep -qF "$2" "$tmp/row" || fail "dtctl plugins does not say why $1 is refused ($2)"
+}
+expect_refused halfdone "lacks the required ops test, fini"
+expect_refused shortfini "lacks the required op fini"
+expect_refused MyNet "plugin names are lower case letters, digits, '_' and '-'"
+
+# 2. dtctl run refuses before launching: no worker prints anything.
+run() { # TRANSPORT
+    timeout -k 5 60 "$DTCTL" --transport "$1" run -n 2 -- \
+        sh -c 'echo worker started' >"$tmp/run" 2>&1
+}
+for t in halfdone shortfini; do
+    run $t && { cat "$tmp/run"; fail "dtctl run --transport $t succeeded"; }
+    cat "$tmp/run"
+    grep -q "transport plugin '$t' lacks the required op" "$tmp/run" ||
+        fail "dtctl run --transport $t does not name the missing ops"
+    grep -q "worker started" "$tmp/run" &&
+        fail "dtctl run --transport $t launched workers before refusing"
+done
+
+# 3. The name rule at lookup: the reason, and the hint lists only usable
+# transports (neither MyNet nor the refused ones).
+run MyNet && { cat "$tmp/run"; fail "dtctl run --transport MyNet succeeded"; }
+cat "$tmp/run"
+grep -q "plugin names are lower case" "$tmp/run" ||
+    fail "--transport MyNet does not say what a plugin name may be"
+grep -q "looked for dt_transport_MyNet.so" "$tmp/run" &&
+    fail "--transport MyNet claims the file is missing (it is in $tmp)"
+hint=$(sed -n 's/.*available transports: //p' "$tmp/run")
+[ -n "$hint" ] || fail "no 'available transports:' hint"
+for t in MyNet halfdone shortfini; do
+    case ", $hint," in *", $t,"*) fail "the hint offers $t: $hint" ;; esac
+done
+grep -q "worker started" "$tmp/run" && fail "--transport MyNet launched workers"
+echo "refused plugins are listed with why, never offered, never launched"
