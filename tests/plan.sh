@@ -11,7 +11,10 @@
 # cross-leaf traffic when oversubscribed; bad trees are refused;
 # --colocation's factors follow the samples' order statistics, measured
 # ones are saved and planned alike, bad files and misuse are refused;
-# the job's input pipeline is timed and bounds the step (the data wait).
+# the job's input pipeline is timed and bounds the step (the data wait);
+# rates and costs out of range, a bad batch_size and platform files that
+# load but cannot carry a plan are refused naming the option, file:line,
+# host or link (never the temporary spec); --plot takes any --spec path.
 # Skips (77) when configure found no SimGrid.
 set -u
 : "${DTCTL:?run through make check}"
@@ -24,6 +27,8 @@ bad() { # expected-text, then the whole argument list
     want=$1; shift
     if "$DTCTL" plan "$@" >"$tmp/out" 2>&1; then fail "accepted: $*"; fi
     grep -q -- "$want" "$tmp/out" || fail "'$*': no '$want' in: $(cat "$tmp/out")"
+    # what dtctl can check it names itself, not in its temporary spec
+    if grep -q "/dt-plan-[A-Za-z0-9]\{6\}:" "$tmp/out"; then fail "'$*': names the temporary spec"; fi
 }
 
 # No helper: the message names the package (checked first: needs nothing).
@@ -373,8 +378,12 @@ refuse "leave out --topology" --model-params 25M --samples-per-sec 100 --topolog
 # Numbers out of range and files with bad values: refused, naming the
 # option or the file and line (not overflowed, cut or planned as 0).
 M="--model-params 25M --samples-per-sec 100 --profile $tmp/none.ini"
-bad "--hosts 100000: hosts, 1 to 65536" $M --hosts 100000 --gpus-per-host 30000 --network 25Gbit
-bad "--hosts 4096 x --gpus-per-host 32 = 131072 workers: at most 65536" $M --hosts 4096 --gpus-per-host 32 --network 25Gbit
+bad "--hosts 100000: hosts, 1 to 8192" $M --hosts 100000 --gpus-per-host 30000 --network 25Gbit
+bad "--hosts 4096 x --gpus-per-host 32 = 131072 workers: at most 8192" $M --hosts 4096 --gpus-per-host 32 --network 25Gbit
+# the time grows as N^2 (4096 workers 7 s, 65536 half an hour): a cap
+bad "--hosts 16384: hosts, 1 to 8192" $M --hosts 16384 --max-workers 2 --network 25Gbit
+bad "--hosts 1024 x --gpus-per-host 16 = 16384 workers: at most 8192" $M --hosts 1024 --gpus-per-host 16 \
+    --max-workers 2 --network 25Gbit
 bad "--gpus-per-host 65536: workers a host, 1 to 1024" $M --hosts 2 --gpus-per-host 65536 --network 25Gbit
 bad "--batch 4294967360: the per-worker batch, 1 to" $M --hosts 1 --batch 4294967360
 for in in 1,28,28,0 1,28,28 1,28,28,10,junk 0,28,28,10; do
@@ -410,6 +419,71 @@ printf '[transport.tcp]\nalpha = 2e-5\nbeta = 1e-9\ngamma = 0\n' >"$tmp/tcp.ini"
 grep -q "profile .*tcp.ini has no \[transport.ucxx\] section (--net-transport names it)" "$tmp/out" ||
     fail "a missing section reported as: $(grep warning "$tmp/out")"
 echo "refusals: out-of-range counts, --input, inf, bad layer and profile values (file:line)"
+
+# Rates and costs a simulation cannot finish with (SimGrid's clock at
+# infinity: it killed the step, and a garbage row or a crash came out)
+# or that overflow (1e300 x Tbit): refused, naming the option or the
+# file:line; the simulator's own spec checks them too.
+printf '[transport.shm]\nalpha = 5e-6\nbeta = 1e300\ngamma = 0\n' >"$tmp/b300.ini"
+bad "b300.ini:3: \[transport.shm\] beta = 1e+300: out of range" $M --hosts 2 --gpus-per-host 2 \
+    --network 10Gbit --profile "$tmp/b300.ini"
+printf '[transport.tcp]\nalpha = 5\n' >"$tmp/a5.ini"
+bad "a5.ini:2: \[transport.tcp\] alpha = 5: out of range: alpha (seconds a round) at most 1" \
+    --model-params 25M --samples-per-sec 100 --hosts 2 --network 10Gbit --profile "$tmp/a5.ini"
+bad "--intra 1e-300bit: a rate like 100Gbit or 50GB/s, 1bit/s to 1e16bit/s" $M --hosts 2 \
+    --gpus-per-host 2 --network 10Gbit --intra 1e-300bit
+bad "--network 1e300Tbit: a rate like 25Gbit, 100Gbit or 12GB/s, 1bit/s to 1e16bit/s" $M --hosts 2 \
+    --network 1e300Tbit
+bad "--latency 2s: a duration like 5us, 500ns or 2ms, at most 1s" $M --hosts 2 --network 10Gbit --latency 2s
+bad "--model-params 1e300: a parameter count like 138357544 or 44.7M, 1 to 1e+13" \
+    --model-params 1e300 --samples-per-sec 100 --hosts 2 --network 10Gbit
+bad "one worker's step would compute for 6.4e+301 s" --model-params 25M --samples-per-sec 1e-300 \
+    --hosts 2 --network 10Gbit --profile "$tmp/none.ini"
+sed 's/^intra_bw = .*/intra_bw = 1e-300/' "$tmp/switch.spec" >"$tmp/slow.spec"
+"$sim" "$tmp/slow.spec" >"$tmp/out" 2>&1 && fail "dt-plan-sim planned over intra_bw = 1e-300"
+grep -q "slow.spec:5: intra_bw = 1e-300: bytes/s, 1bit/s to 1e16bit/s" "$tmp/out" ||
+    fail "dt-plan-sim intra_bw = 1e-300: $(cat "$tmp/out")"
+# The job's batch_size is checked by dtctl with its file:line (the model
+# could only say it cannot run; with --layer-times the simulator named
+# its temporary spec).
+sed 's/^\[train\]$/[train]\nbatch_size = -3/' "$job" | grep -v '^batch_size = [0-9]' >"$tmp/b-3.ini"
+ln=$(grep -n '^batch_size = -3' "$tmp/b-3.ini" | cut -d: -f1)
+bad "b-3.ini:$ln: \[train\] batch_size = -3: the per-worker batch, 1 to 16777216" "$tmp/b-3.ini" \
+    --hosts 2 --network 10Gbit --profile "$tmp/none.ini"
+bad "b-3.ini:$ln: \[train\] batch_size = -3" "$tmp/b-3.ini" --layer-times "$tmp/layers" \
+    --hosts 2 --network 10Gbit --profile "$tmp/none.ini"
+# Platform files that load but cannot carry a plan: no route between
+# two hosts (a Full zone gives none, Floyd throws, Dijkstra crashed), a
+# link of 0 or 1e-300 bytes/s; each said with the file and the host or
+# link, the rows computed before kept; a directory is not a platform.
+for routing in Full Floyd Dijkstra; do
+    cat >"$tmp/noroute.xml" <<EOS
+<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+  <zone id="z" routing="$routing">
+    <host id="gpu0" speed="1Gf"/>
+    <host id="gpu1" speed="1Gf"/>
+    <link id="l0" bandwidth="1GBps" latency="5us"/>
+  </zone>
+</platform>
+EOS
+    bad "platform $tmp/noroute.xml: no route from host 'gpu0' (worker 0) to 'gpu1' (worker 1), which the plan connects at N = 2" \
+        $M --hosts 2 --platform "$tmp/noroute.xml"
+    grep -q "^ *1 .*100.0%" "$tmp/out" || fail "no route ($routing): the row of N = 1 lost"
+done
+for bw in 0Bps 1e-300Bps; do
+    sed "s|<link id=\"l0\" bandwidth=\"1GBps\" latency=\"5us\"/>|<link id=\"l0\" bandwidth=\"$bw\" latency=\"5us\"/><route src=\"gpu0\" dst=\"gpu1\"><link_ctn id=\"l0\"/></route>|" \
+        "$tmp/noroute.xml" >"$tmp/slow.xml"
+    bad "platform $tmp/slow.xml: link 'l0' has bandwidth [0-9e.+-]* bytes/s: give it 1bit/s to 1e16bit/s" \
+        $M --hosts 2 --platform "$tmp/slow.xml"
+done
+bad "--platform $tmp: not a regular file: give a SimGrid platform XML file" $M --hosts 2 --platform "$tmp"
+# a platform that works: the header says the network is the file's
+"$DTCTL" plan $M --hosts 2 --platform "$tmp/small.xml" >"$tmp/out" 2>&1 || fail "plan on small.xml"
+grep -q "2 host(s) x 1 GPU(s), network from --platform $tmp/small.xml, bucket" "$tmp/out" ||
+    fail "--platform: the header does not say the network is the file's: $(head -3 "$tmp/out")"
+echo "rates, costs, the job's batch and platform files checked before or as the simulation uses them"
 
 # An oversubscribed fat tree slows what crosses it: 16 hosts in leaves of
 # 4, a 4 MB allreduce (halving/doubling: its last rounds pair hosts of
@@ -471,6 +545,10 @@ if command -v gnuplot >/dev/null 2>&1; then
         fail "--plot: no line naming the picture: $(cat "$tmp/err")"
     plot_plan --plot "$tmp/scale.svg" || fail "--plot svg: $(cat "$tmp/err")"
     grep -q "scaling efficiency" "$tmp/scale.svg" || fail "the SVG has no efficiency axis"
+    # the simulator run without a shell: any path, a quote included
+    plot_plan --plot "$tmp/q.svg" --spec "$tmp/it's.spec" || fail "--plot, --spec with a quote: $(cat "$tmp/err")"
+    grep -q "scaling efficiency" "$tmp/q.svg" && [ -s "$tmp/it's.spec" ] ||
+        fail "--plot, --spec with a quote: no picture or no spec"
     echo "--plot: PNG and SVG, the table unchanged"
 else
     echo "gnuplot not installed: --plot's picture not checked (apt-get install gnuplot-nox)"
@@ -499,16 +577,21 @@ echo "--device-flops: ResNet-20 62.04 MFLOP/sample, the step from the rate"
 # (784-256-128-10, batch 64) compute-bound at 1 TFLOP/s: its events are
 # its linear layers' backward FLOPs (2 products, 1 for the first layer,
 # which has no dx) / 1e12 -- 0.32768, 8.388608, 25.690112 us -- and
-# forward their sum of one product each (30.048256 us); memory-bound at
+# forward their sum of one product each (30.048256 us), plus what moves
+# no FLOPs at 1e15 B/s, the fastest rate taken: the two ReLUs'
+# activations ((128 + 128) and (256 + 256) x 4 x 64 bytes, twice in
+# their events) and, in forward, flatten's (784 + 784); memory-bound at
 # 1 GB/s: the last layer's event is twice its activations
 # ((128 + 10) x 4 x 64 bytes) and weights (1290 x 4) over 1 GB/s.
 "$DTCTL" plan "$job" --hosts 2 --network 10Gbit --profile "$tmp/none.ini" \
-    --device-flops 1T --device-bandwidth 1e30B/s --save-layers "$tmp/rf.layers" \
+    --device-flops 1T --device-bandwidth 1e15B/s --save-layers "$tmp/rf.layers" \
     >"$tmp/out" 2>&1 || fail "--device-bandwidth: $(cat "$tmp/out")"
 awk '/^forward/ { f = $2 } /^[0-9.e-]+ [0-9]+$/ { t[++n] = $1 }
      function near(a, b) { return a > b * (1 - 1e-6) && a < b * (1 + 1e-6) }
-     END { exit !(near(f, 30.048256e-6) && n == 4 && near(t[1], 0.32768e-6) &&
-                  near(t[2], 8.388608e-6) && near(t[3], 25.690112e-6) && t[4] == 0) }' \
+     END { r1 = 256 * 4 * 64 / 1e15; r2 = 512 * 4 * 64 / 1e15; r0 = 1568 * 4 * 64 / 1e15
+           exit !(near(f, 30.048256e-6 + r0 + r1 + r2) && n == 4 && near(t[1], 0.32768e-6) &&
+                  near(t[2], 8.388608e-6 + 2 * r1) && near(t[3], 25.690112e-6 + 2 * r2) &&
+                  t[4] == 0) }' \
     "$tmp/rf.layers" || fail "--device-bandwidth compute-bound: $(cat "$tmp/rf.layers")"
 "$DTCTL" plan "$job" --hosts 2 --network 10Gbit --profile "$tmp/none.ini" \
     --device-flops 1e30 --device-bandwidth 1GB/s --save-layers "$tmp/rf.layers" \

@@ -209,6 +209,15 @@ static void rates(void **state)
     assert_true(fabs(v - 3.125e9) < 1);
     assert_int_equal(dt_plan_parse_rate("infGbit", &v), -1);
     assert_int_equal(dt_plan_parse_rate("nanGB/s", &v), -1);
+    /* 1 bit/s to 1e16 bit/s: value x unit overflowing to inf, or a rate
+     * that would stall the simulation, refused */
+    assert_int_equal(dt_plan_parse_rate("1e300Tbit", &v), -1);
+    assert_int_equal(dt_plan_parse_rate("1e-300bit", &v), -1);
+    assert_int_equal(dt_plan_parse_rate("0.5bit", &v), -1);
+    assert_int_equal(dt_plan_parse_rate("1bit", &v), 0);
+    assert_true(v == 0.125);
+    assert_int_equal(dt_plan_parse_rate("10000Tbit", &v), 0);
+    assert_int_equal(dt_plan_parse_rate("10001Tbit", &v), -1);
 }
 
 /* --model-params: plain counts, decimal suffixes; nothing else. */
@@ -230,6 +239,8 @@ static void counts(void **state)
     assert_int_equal(dt_plan_parse_count("many", &v), -1);
     assert_int_equal(dt_plan_parse_count("0.5", &v), -1);
     assert_int_equal(dt_plan_parse_count("inf", &v), -1);
+    assert_int_equal(dt_plan_parse_count("1e13", &v), 0);
+    assert_int_equal(dt_plan_parse_count("1e300", &v), -1);
 }
 
 int main(void)

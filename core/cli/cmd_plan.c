@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -86,9 +87,11 @@ static int usage(void)
 #define HIER_DEFAULT (512ULL * 1024)
 #define HIER_OFF 4000000000000000000ULL
 
-/* Most workers a plan simulates: every worker's flows are simulated, and
- * the time grows with N (512 take about a second here). */
-#define MAX_WORKERS 65536
+/* Most workers a plan simulates (plan_model.h): the time grows as N^2. */
+#define MAX_WORKERS DT_PLAN_WORKERS_MAX
+
+/* A per-worker batch: --batch, a job's batch_size. */
+#define MAX_BATCH (1 << 24)
 
 /* An integer option in [lo, hi]: 0, or -1 having said which and why. */
 static int int_opt(const char *name, const char *v, long lo, long hi,
@@ -163,6 +166,60 @@ static int check_layers(const dt_config_t *cfg, const char *layers,
     return 0;
 }
 
+/* --platform: a regular file that can be read (SimGrid, given a
+ * directory, says only "input in flex scanner failed"). */
+static int check_platform(const char *path)
+{
+    struct stat st;
+    FILE *f = fopen(path, "r");
+    if (!f || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        dt_error("plan: --platform %s: %s: give a SimGrid platform XML "
+                 "file", path, !f ? strerror(errno) : "not a regular file");
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    fclose(f);
+    return 0;
+}
+
+/* The job's [train] batch_size (no --batch), checked here with its
+ * file:line: the model's run would only say it cannot run, and the
+ * simulator would name its temporary spec. */
+static int check_job_batch(const dt_config_t *cfg, long long batch)
+{
+    if (batch >= 1 && batch <= MAX_BATCH)
+        return 0;
+    const char *where = "[train] batch_size";
+    dt_config_origin(cfg, "train", "batch_size", NULL, &where);
+    dt_error("plan: %s: [train] batch_size = %lld: the per-worker batch, 1 "
+             "to %d (or give --batch B)", where, batch, MAX_BATCH);
+    return -1;
+}
+
+/* One worker's compute as the spec will hold it (the model's times x the
+ * scale): within DT_PLAN_SECONDS_MAX, else the simulated clock overflows
+ * (--samples-per-sec 1e-300, a layer-times file's 1e300 s). */
+static int check_compute(const model_prof_t *mp, const plan_args_t *a)
+{
+    double tot = mp->forward + mp->optimizer;
+    for (size_t i = 0; i < mp->n; i++)
+        tot += mp->bwd[i];
+    double step = tot * a->compute_scale;
+    if (isfinite(step) && step <= DT_PLAN_SECONDS_MAX)
+        return 0;
+    const char *by = a->sps > 0            ? "--samples-per-sec"
+                     : a->device_flops > 0 ? "--device-flops"
+                                           : "--compute-scale or --batch";
+    dt_error("plan: one worker's step would compute for %g s (the model's "
+             "%g s from %s, x %g set by %s): at most %g s; check them",
+             step, tot, a->layer_times ? a->layer_times
+                        : a->model_params > 0 ? "--model-params"
+                                              : "the job's layers",
+             a->compute_scale, by, DT_PLAN_SECONDS_MAX);
+    return -1;
+}
+
 /* --colocation measure|FILE: the step times of co-located copies of the
  * model (plan_colocation.c), measured here for the plan's workers per
  * host (saved with --save-colocation) or read from a file. */
@@ -223,7 +280,8 @@ int dt_cmd_plan(int argc, char **argv)
         case 'a':
             if (dt_plan_parse_count(optarg, &a.model_params)) {
                 dt_error("plan: --model-params %s: a parameter count like "
-                         "138357544 or 44.7M", optarg);
+                         "138357544 or 44.7M, 1 to %g", optarg,
+                         DT_PLAN_PARAMS_MAX);
                 return 2;
             }
             break;
@@ -241,7 +299,7 @@ int dt_cmd_plan(int argc, char **argv)
             }
             break;
         case 'b':
-            if (int_opt("batch", optarg, 1, 1 << 24, "the per-worker batch",
+            if (int_opt("batch", optarg, 1, MAX_BATCH, "the per-worker batch",
                         &a.batch))
                 return 2;
             break;
@@ -287,14 +345,14 @@ int dt_cmd_plan(int argc, char **argv)
         case 'N':
             if (dt_plan_parse_rate(optarg, &a.net_bw)) {
                 dt_error("plan: --network %s: a rate like 25Gbit, 100Gbit "
-                         "or 12GB/s", optarg);
+                         "or 12GB/s, " DT_PLAN_RATE_RANGE, optarg);
                 return 2;
             }
             break;
         case 'I':
             if (dt_plan_parse_rate(optarg, &a.intra_bw)) {
-                dt_error("plan: --intra %s: a rate like 100Gbit or 50GB/s",
-                         optarg);
+                dt_error("plan: --intra %s: a rate like 100Gbit or 50GB/s, "
+                         DT_PLAN_RATE_RANGE, optarg);
                 return 2;
             }
             break;
@@ -304,9 +362,13 @@ int dt_cmd_plan(int argc, char **argv)
             double *d = c == 'L' ? &a.net_lat : c == 'J' ? &a.intra_lat
                                                          : &a.data_wait;
             a.data_wait_given |= c == 'D';
-            if (dt_parse_duration(optarg, d) != DT_OK) {
-                dt_error("plan: --%s %s: a duration like 5us, 500ns or 2ms",
-                         opts[li].name, optarg);
+            /* a latency within a second (a satellite link's); a wait
+             * that keeps the simulated clock finite */
+            double most = c == 'D' ? DT_PLAN_SECONDS_MAX
+                                   : DT_PLAN_LATENCY_MAX;
+            if (dt_parse_duration(optarg, d) != DT_OK || *d > most) {
+                dt_error("plan: --%s %s: a duration like 5us, 500ns or 2ms, "
+                         "at most %gs", opts[li].name, optarg, most);
                 return 2;
             }
             break;
@@ -315,7 +377,8 @@ int dt_cmd_plan(int argc, char **argv)
         case 'e':
             if (dt_plan_parse_rate(optarg, &a.device_bw)) {
                 dt_error("plan: --device-bandwidth %s: the memory bandwidth "
-                         "one worker achieves, e.g. 2.5TB/s", optarg);
+                         "one worker achieves, e.g. 2.5TB/s, "
+                         DT_PLAN_RATE_RANGE, optarg);
                 return 2;
             }
             break;
@@ -477,8 +540,8 @@ int dt_cmd_plan(int argc, char **argv)
     }
     if ((long long)a.hosts * a.gpus > MAX_WORKERS) {
         dt_error("plan: --hosts %d x --gpus-per-host %d = %lld workers: at "
-                 "most %d (every worker's traffic is simulated; 512 take "
-                 "about a second)", a.hosts, a.gpus,
+                 "most %d (every worker's flows are simulated, the time "
+                 "growing as N^2: " DT_PLAN_WORKERS_TIME ")", a.hosts, a.gpus,
                  (long long)a.hosts * a.gpus, MAX_WORKERS);
         return 2;
     }
@@ -489,6 +552,8 @@ int dt_cmd_plan(int argc, char **argv)
                  "is needed");
         return 2;
     }
+    if (a.platform && check_platform(a.platform) != 0)
+        return 2;
     if (a.platform && a.topology) {
         dt_error("plan: --platform %s describes the network itself: leave "
                  "out --topology", a.platform);
@@ -539,6 +604,10 @@ int dt_cmd_plan(int argc, char **argv)
         bucket = a.bucket;
     if (a.batch)
         batch = a.batch;
+    else if (check_job_batch(cfg, batch) != 0) {
+        dt_config_free(cfg);
+        return 1;
+    }
     int horovod = a.baseline && !strcmp(a.baseline, "horovod");
     /* The hierarchy as dt would run it: the job's hier_min; --hierarchy
      * on: from dt's default 512K at most; off (or the Horovod-like
@@ -685,6 +754,12 @@ int dt_cmd_plan(int argc, char **argv)
                 "TFLOP/s (the layers in this machine's proportions)",
                 mp.flops * 1e-9, step * 1e3, batch, a.device_flops * 1e-12);
     }
+    if (check_compute(&mp, &a) != 0) {
+        plan_colocation_free(&coloc);
+        free(mp.bwd);
+        free(mp.bytes);
+        return 1;
+    }
     if (a.save_layers) { /* measured once, planned many times */
         FILE *w = fopen(a.save_layers, "w");
         if (!w) {
@@ -818,10 +893,14 @@ int dt_cmd_plan(int argc, char **argv)
     fclose(f);
     free(mp.bwd);
     free(mp.bytes);
-    printf("# plan %s: %d host(s) x %d GPU(s), network %.3g Gbit/s %.3g us, "
-           "intra %.3g GB/s, bucket %llu, per-worker batch %lld\n",
-           a.job ? a.job : "(no job file)", a.hosts, a.gpus,
-           a.net_bw * 8e-9, a.net_lat * 1e6, a.intra_bw * 1e-9,
+    printf("# plan %s: %d host(s) x %d GPU(s), ",
+           a.job ? a.job : "(no job file)", a.hosts, a.gpus);
+    if (a.platform) /* its links and routes, not --network's */
+        printf("network from --platform %s", a.platform);
+    else
+        printf("network %.3g Gbit/s %.3g us, intra %.3g GB/s",
+               a.net_bw * 8e-9, a.net_lat * 1e6, a.intra_bw * 1e-9);
+    printf(", bucket %llu, per-worker batch %lld\n",
            (unsigned long long)bucket, batch);
     if (input_measured)
         plan_print_input(&input);
@@ -843,9 +922,13 @@ int dt_cmd_plan(int argc, char **argv)
     fflush(stdout);
     int rc;
     if (a.plot) {
-        char title[512];
+        char title[512], net[300];
+        if (a.platform)
+            snprintf(net, sizeof net, "%s", a.platform);
+        else
+            snprintf(net, sizeof net, "%.3g Gbit/s", a.net_bw * 8e-9);
         snprintf(title, sizeof title, "dt plan: %d host(s) x %d GPU(s), "
-                 "%.3g Gbit/s, %s", a.hosts, a.gpus, a.net_bw * 8e-9,
+                 "%s, %s", a.hosts, a.gpus, net,
                  horovod ? "Horovod-like baseline" : "dt");
         rc = plan_simulate_and_plot(sim, spec, a.plot, title);
     } else {

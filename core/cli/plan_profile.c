@@ -18,6 +18,21 @@
 
 /* ---- the transport profile ----------------------------------------- */
 
+/* A cost in range, else what the key takes: beyond these the simulation
+ * stalls (beta 1e300 is an intra-host rate of 1e-300 B/s) or overflows.
+ * bit: 1 alpha, 2 beta, 4 gamma. */
+static const char *profile_range(int bit, double v)
+{
+    if (bit == 1 && v > DT_PLAN_LATENCY_MAX)
+        return "alpha (seconds a round) at most 1";
+    if (bit == 2 && v != 0 &&
+        (v < 1 / DT_PLAN_RATE_MAX || v > 1 / DT_PLAN_RATE_MIN))
+        return "beta (seconds a byte) 0 or 8e-16 to 8 (a rate of "
+               DT_PLAN_RATE_RANGE ")";
+    if (bit == 4 && v > 1 / DT_PLAN_RATE_MIN)
+        return "gamma (seconds a byte reduced) at most 8";
+    return NULL;
+}
 
 int plan_read_profile(const char *path, const char *transport, tprof_t *t)
 {
@@ -53,6 +68,14 @@ int plan_read_profile(const char *path, const char *transport, tprof_t *t)
                      path, ln, want, k,
                      (int)strcspn(val + strspn(val, " \t"), "\r\n"),
                      val + strspn(val, " \t"));
+            fclose(f);
+            return -1;
+        }
+        const char *range = profile_range(bit, v);
+        if (range) {
+            dt_error("plan: %s:%d: [%s] %s = %g: out of range: %s (dtctl "
+                     "plan --measure writes them)", path, ln, want, k, v,
+                     range);
             fclose(f);
             return -1;
         }

@@ -14,6 +14,42 @@
 #include "gnuplot.h"
 #include "plan_cli.h"
 
+/* `sim spec` with its stdout on a pipe, no shell between (a path may hold
+ * any character, a quote included): the read end, or NULL having
+ * reaped the child. *pid: for reap_sim. */
+static FILE *spawn_sim(const char *sim, const char *spec, pid_t *pid)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return NULL;
+    if ((*pid = fork()) == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execl(sim, sim, spec, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *p = *pid > 0 ? fdopen(fds[0], "r") : NULL;
+    if (!p) {
+        close(fds[0]);
+        if (*pid > 0)
+            waitpid(*pid, NULL, 0);
+    }
+    return p;
+}
+
+/* The pipe closed and the child waited for: its exit status, 1 if it
+ * did not exit. */
+static int reap_sim(FILE *p, pid_t pid)
+{
+    int st = 0;
+    fclose(p);
+    if (waitpid(pid, &st, 0) < 0)
+        return 1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
 /* --plot: the simulation's table passes through as usual, its rows (N,
  * step, samples/s, efficiency %, communication %) go to a data file, and
  * gnuplot draws efficiency and communication share against N (log 2). */
@@ -32,14 +68,14 @@ int plan_simulate_and_plot(const char *sim, const char *spec,
         dt_error("plan: temporary directory: %s", strerror(errno));
         return 1;
     }
-    char data[128], script[128], cmd[8300];
+    char data[128], script[128];
     snprintf(data, sizeof data, "%s/plan.dat", dir);
     snprintf(script, sizeof script, "%s/plan.gp", dir);
-    snprintf(cmd, sizeof cmd, "'%s' '%s'", sim, spec);
     int rc = 1, rows = 0;
     double maxn = 0;
+    pid_t pid = -1;
     FILE *d = fopen(data, "w");
-    FILE *p = d ? popen(cmd, "r") : NULL;
+    FILE *p = d ? spawn_sim(sim, spec, &pid) : NULL;
     if (p) {
         char line[1024];
         while (fgets(line, sizeof line, p)) {
@@ -53,8 +89,10 @@ int plan_simulate_and_plot(const char *sim, const char *spec,
                 maxn = n > maxn ? n : maxn;
             }
         }
-        int st = pclose(p);
-        rc = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+        rc = reap_sim(p, pid);
+    } else {
+        dt_error("plan: --plot: cannot %s %s: %s", d ? "run" : "write",
+                 d ? sim : data, strerror(errno));
     }
     if (d && fclose(d) != 0)
         rc = 1;
@@ -112,29 +150,14 @@ static int sweep_one(const char *sim, const char *spec, const char *path,
         ok = 0;
     if (!ok)
         return -1;
-    pid_t pid;
-    int fds[2];
-    if (pipe(fds) != 0)
+    pid_t pid = -1;
+    FILE *p = spawn_sim(sim, path, &pid);
+    if (!p)
         return -1;
-    if ((pid = fork()) == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
-        execl(sim, sim, path, (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    FILE *p = fdopen(fds[0], "r");
-    while (p && fgets(line, sizeof line, p))
+    while (fgets(line, sizeof line, p))
         if (line[0] != '#')
             snprintf(last, sizeof last, "%s", line);
-    if (p)
-        fclose(p);
-    else
-        close(fds[0]);
-    int st = 0;
-    waitpid(pid, &st, 0);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    if (reap_sim(p, pid) != 0)
         return -1;
     int rn;
     double sps, cf;

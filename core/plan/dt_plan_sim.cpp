@@ -20,18 +20,26 @@
 // platform (same neighbours every step): its first reduce-scatter and
 // first allgather step are simulated and the others counted from them.
 #include <simgrid/s4u.hpp>
+#include <csignal>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <unordered_set>
 #include <vector>
+
+#include "plan/plan_model.h" // the limits dtctl checks too
 
 namespace sg4 = simgrid::s4u;
 
@@ -71,10 +79,115 @@ struct Spec {
     std::map<int, double> compute_factor;
 };
 
+// The row printed so far stays; the message says why the rest is not.
 static void die(const std::string& m)
 {
+    std::fflush(stdout);
     std::fprintf(stderr, "dt-plan-sim: %s\n", m.c_str());
     std::exit(2);
+}
+
+// From inside an actor: no exit handlers run on a simulated stack.
+[[noreturn]] static void die_now(const std::string& m)
+{
+    std::fflush(stdout);
+    std::fprintf(stderr, "dt-plan-sim: %s\n", m.c_str());
+    std::fflush(stderr);
+    std::_Exit(2);
+}
+
+// The range a spec's number takes (docs/PLAN.md's limits): "" if x is
+// in it, else what it should be. Rates of 0 mean "the platform's".
+static std::string spec_range(const std::string& k, double x)
+{
+    if (k == "network_bw" || k == "intra_bw")
+        return x == 0 || (x >= DT_PLAN_RATE_MIN && x <= DT_PLAN_RATE_MAX)
+                   ? ""
+                   : "bytes/s, " DT_PLAN_RATE_RANGE " (0.125 to 1.25e15)";
+    if (k == "network_latency" || k == "intra_latency" || k == "alpha" ||
+        k == "alpha_intra")
+        return x <= DT_PLAN_LATENCY_MAX ? "" : "seconds, at most 1";
+    if (k == "gamma" || k == "gamma_intra")
+        return x <= 1 / DT_PLAN_RATE_MIN ? "" : "seconds a byte, at most 8";
+    if (k == "forward" || k == "optimizer" || k == "data_wait" || k == "load")
+        return x <= DT_PLAN_SECONDS_MAX ? "" : "seconds, at most 1e9";
+    bool count = k == "hosts" || k == "gpus_per_host" || k == "max_workers" ||
+                 k == "batch";
+    if (count && (x != std::floor(x) || x > 1e8))
+        return "a whole number up to 1e8";
+    return "";
+}
+
+static void set_count(Spec& s, const std::string& k, double x)
+{
+    int v = (int)x;
+    if (k == "hosts")
+        s.hosts = v;
+    else if (k == "gpus_per_host")
+        s.gpus = v;
+    else if (k == "max_workers")
+        s.max_workers = v;
+    else
+        s.batch = v;
+}
+
+// key = NUMBER; false for a key it does not know.
+static bool set_number(Spec& s, const std::string& k, double x)
+{
+    std::map<std::string, double*> d = {
+        {"network_bw", &s.net_bw}, {"network_latency", &s.net_lat},
+        {"intra_bw", &s.intra_bw}, {"intra_latency", &s.intra_lat},
+        {"alpha", &s.alpha},       {"gamma", &s.gamma},
+        {"alpha_intra", &s.alpha_intra}, {"gamma_intra", &s.gamma_intra},
+        {"bucket", &s.bucket},     {"allreduce_small", &s.small},
+        {"allreduce_ring", &s.ring}, {"hier_min", &s.hier},
+        {"forward", &s.forward},   {"optimizer", &s.optimizer},
+        {"data_wait", &s.data_wait}, {"load", &s.load},
+        {"wire", &s.wire},
+        {"force_ring", &s.force_ring}, {"cycle", &s.cycle},
+        {"fusion", &s.fusion}, {"shm", &s.shm}};
+    if (k == "hosts" || k == "gpus_per_host" || k == "max_workers" || k == "batch")
+        set_count(s, k, x);
+    else if (d.count(k))
+        *d[k] = x;
+    else
+        return false;
+    return true;
+}
+
+// One line of the spec; die naming it (at: "PATH:LINE").
+static void spec_line(Spec& s, const std::string& at, const std::string& k,
+                      const std::string& v)
+{
+    std::istringstream vs(v);
+    if (k == "layer") {
+        Layer l;
+        if (!(vs >> l.bwd >> l.bytes) || !std::isfinite(l.bwd) || l.bwd < 0 ||
+            l.bwd > DT_PLAN_SECONDS_MAX || !std::isfinite(l.bytes) || l.bytes < 0 ||
+            l.bytes > DT_PLAN_BYTES_MAX)
+            die(at + ": layer = SECONDS BYTES (seconds up to 1e9, bytes up to 1e15)");
+        s.layers.push_back(l);
+    } else if (k == "platform") {
+        s.platform = v;
+    } else if (k == "topology") {
+        s.topology = v;
+    } else if (k == "compute_factor") {
+        int n;
+        double f;
+        if (!(vs >> n >> f) || n < 1 || !(f > 0) || f > 1e6)
+            die(at + ": compute_factor = N FACTOR (N >= 1, FACTOR > 0, up to 1e6)");
+        s.compute_factor[n] = f;
+    } else {
+        double x;
+        std::string junk;
+        if (!(vs >> x) || (vs >> junk) || !std::isfinite(x) || x < 0)
+            die(at + ": " + k + ": not a finite, non-negative number");
+        std::string want = spec_range(k, x);
+        if (!want.empty())
+            die(at + ": " + k + " = " + v + ": " + want);
+        if (!set_number(s, k, x))
+            die(at + ": unknown key " + k);
+    }
 }
 
 static Spec read_spec(const char* path)
@@ -89,77 +202,20 @@ static Spec read_spec(const char* path)
         ln++;
         if (line.empty() || line[0] == '#')
             continue;
+        std::string at = std::string(path) + ":" + std::to_string(ln);
         auto eq = line.find('=');
         if (eq == std::string::npos)
-            die(std::string(path) + ":" + std::to_string(ln) + ": no '='");
+            die(at + ": no '='");
         std::string k = line.substr(0, eq), v = line.substr(eq + 1);
         k.erase(k.find_last_not_of(" \t") + 1);
         v.erase(0, v.find_first_not_of(" \t"));
-        std::istringstream vs(v);
-        if (k == "layer") {
-            Layer l;
-            if (!(vs >> l.bwd >> l.bytes) || !std::isfinite(l.bwd) || l.bwd < 0 ||
-                !std::isfinite(l.bytes) || l.bytes < 0)
-                die(std::string(path) + ":" + std::to_string(ln) + ": layer = SECONDS BYTES");
-            s.layers.push_back(l);
-            continue;
-        }
-        if (k == "platform") {
-            s.platform = v;
-            continue;
-        }
-        if (k == "compute_factor") {
-            int n;
-            double f;
-            if (!(vs >> n >> f) || n < 1 || !(f > 0))
-                die(std::string(path) + ":" + std::to_string(ln) +
-                    ": compute_factor = N FACTOR (N >= 1, FACTOR > 0)");
-            s.compute_factor[n] = f;
-            continue;
-        }
-        if (k == "topology") {
-            s.topology = v;
-            continue;
-        }
-        double x;
-        std::string junk;
-        if (!(vs >> x) || (vs >> junk) || !std::isfinite(x) || x < 0)
-            die(std::string(path) + ":" + std::to_string(ln) + ": " + k +
-                ": not a finite, non-negative number");
-        bool count = k == "hosts" || k == "gpus_per_host" || k == "max_workers" ||
-                     k == "batch";
-        if (count && (x != std::floor(x) || x > 1e8))
-            die(std::string(path) + ":" + std::to_string(ln) + ": " + k +
-                ": a whole number up to 1e8");
-        std::map<std::string, double*> d = {
-            {"network_bw", &s.net_bw}, {"network_latency", &s.net_lat},
-            {"intra_bw", &s.intra_bw}, {"intra_latency", &s.intra_lat},
-            {"alpha", &s.alpha},       {"gamma", &s.gamma},
-            {"alpha_intra", &s.alpha_intra}, {"gamma_intra", &s.gamma_intra},
-            {"bucket", &s.bucket},     {"allreduce_small", &s.small},
-            {"allreduce_ring", &s.ring}, {"hier_min", &s.hier},
-            {"forward", &s.forward},   {"optimizer", &s.optimizer},
-            {"data_wait", &s.data_wait}, {"load", &s.load},
-            {"wire", &s.wire},
-            {"force_ring", &s.force_ring}, {"cycle", &s.cycle},
-            {"fusion", &s.fusion}, {"shm", &s.shm}};
-        if (k == "hosts")
-            s.hosts = (int)x;
-        else if (k == "gpus_per_host")
-            s.gpus = (int)x;
-        else if (k == "max_workers")
-            s.max_workers = (int)x;
-        else if (k == "batch")
-            s.batch = (int)x;
-        else if (d.count(k))
-            *d[k] = x;
-        else
-            die(std::string(path) + ":" + std::to_string(ln) + ": unknown key " + k);
+        spec_line(s, at, k, v);
     }
     if (s.hosts < 1 || s.gpus < 1)
         die("hosts and gpus_per_host must be at least 1");
-    if ((long long)s.hosts * s.gpus > 65536)
-        die("hosts x gpus_per_host: at most 65536 workers");
+    if ((long long)s.hosts * s.gpus > DT_PLAN_WORKERS_MAX)
+        die("hosts x gpus_per_host: at most " + std::to_string(DT_PLAN_WORKERS_MAX) +
+            " workers");
     if (s.batch < 1)
         die("batch must be at least 1");
     if (s.platform.empty() && (s.net_bw <= 0 || s.intra_bw <= 0))
@@ -180,6 +236,7 @@ static Spec read_spec(const char* path)
 // ---- the platform: hosts x GPUs, one switch or a fat tree ---------------
 static std::vector<sg4::Host*> g_workers; // worker r: host r / G, GPU r % G
 static Spec g;
+static int g_n; // the step being simulated: N workers
 
 // One host: with one GPU the worker is the host itself (its netpoint);
 // with G GPUs a star zone of G hosts, each linked to the host's NIC (a
@@ -293,14 +350,98 @@ static void build_fat_tree()
             g_workers.push_back(w);
 }
 
+// Every link of a platform file within the rates and latencies a plan
+// takes: SimGrid aborts on a link of 0 bytes/s ("The Impossible Did
+// Happen") and a step over a 1e-300 B/s link never ends.
+static void check_links(sg4::Engine& e)
+{
+    for (auto* l : e.get_all_links()) {
+        double bw = l->get_bandwidth(), lat = l->get_latency();
+        std::ostringstream m;
+        if (!(bw >= DT_PLAN_RATE_MIN && bw <= DT_PLAN_RATE_MAX))
+            m << "bandwidth " << bw << " bytes/s: give it " DT_PLAN_RATE_RANGE
+                 " (bandwidth=\"0.125Bps\" to \"1.25e15Bps\")";
+        else if (!(lat >= 0 && lat <= DT_PLAN_LATENCY_MAX))
+            m << "latency " << lat << " s: give it 0 to 1 s";
+        if (!m.str().empty())
+            die("platform " + g.platform + ": link '" + l->get_name() + "' has " + m.str());
+    }
+}
+
+// The message of the route being looked up, for route_fault: a
+// Dijkstra zone crashes in the lookup when a host has no link at all.
+static std::string g_lookup;
+static struct sigaction g_old_segv;
+
+static void route_fault(int sig)
+{
+    if (g_lookup.empty()) { // not ours: SimGrid's handler, or the default
+        sigaction(sig, &g_old_segv, nullptr);
+        return;
+    }
+    ssize_t w = write(2, g_lookup.data(), g_lookup.size());
+    (void)w;
+    _exit(2);
+}
+
+static void catch_route_faults()
+{
+    struct sigaction sa = {};
+    sa.sa_handler = route_fault;
+    sa.sa_flags = SA_ONSTACK; // SimGrid's alternate stack, if any
+    sigaction(SIGSEGV, &sa, &g_old_segv);
+}
+
+// A flow between hosts of a platform file with no route between them
+// makes SimGrid abort (its message, a backtrace, the rows lost): each
+// pair the plan uses is looked up the first time it is. Full zones
+// return no links, Floyd zones throw, Dijkstra zones crash.
+static void check_route(int a, int b)
+{
+    static std::unordered_set<uint64_t> seen;
+    if (g.platform.empty() || !seen.insert((uint64_t)a << 32 | (uint32_t)b).second)
+        return;
+    std::string m = "platform " + g.platform + ": no route from host '" +
+                    g_workers[a]->get_name() + "' (worker " + std::to_string(a) + ") to '" +
+                    g_workers[b]->get_name() + "' (worker " + std::to_string(b) +
+                    "), which the plan connects at N = " + std::to_string(g_n) +
+                    ": add a <route> between them (or describe the hosts with a <cluster>)";
+    std::vector<sg4::Link*> links;
+    double lat = 0;
+    g_lookup = "dt-plan-sim: " + m + "\n";
+    try {
+        g_workers[a]->route_to(g_workers[b], links, &lat);
+    } catch (const std::exception&) {
+        links.clear();
+    }
+    g_lookup.clear();
+    if (links.empty() && !(lat > 0)) // SimGrid's own test for "no path"
+        die_now(m);
+}
+
+// The file SimGrid reads: a directory or a device would get only flex's
+// "input in flex scanner failed".
+static void check_platform_file()
+{
+    struct stat st;
+    if (stat(g.platform.c_str(), &st) != 0)
+        die("platform " + g.platform + ": " + std::strerror(errno) +
+            " (a SimGrid platform XML file)");
+    if (!S_ISREG(st.st_mode))
+        die("platform " + g.platform + ": not a regular file (a SimGrid platform XML file)");
+}
+
 static void build_platform(sg4::Engine& e)
 {
     if (!g.platform.empty()) {
+        check_platform_file();
         try {
             e.load_platform(g.platform);
         } catch (const std::exception& ex) {
             die("platform " + g.platform + ": " + ex.what());
         }
+        check_links(e);
+        catch_route_faults();
         auto hs = e.get_all_hosts();
         std::sort(hs.begin(), hs.end(),
                   [](sg4::Host* a, sg4::Host* b) { return a->get_name() < b->get_name(); });
@@ -348,9 +489,11 @@ static double phase(const std::vector<Flow>& flows, double reduced)
     std::vector<sg4::CommPtr> cs;
     bool inter = false;
     for (auto& f : flows) {
-        if (f.bytes > 0)
+        if (f.bytes > 0) {
+            check_route(f.src, f.dst);
             cs.push_back(sg4::Comm::sendto_async(g_workers[f.src], g_workers[f.dst],
                                                  (uint64_t)std::llround(f.bytes * (g_seg ? 1 : g.wire))));
+        }
         inter = inter || !same_host(f.src, f.dst);
     }
     sg4::Comm::wait_all(cs);
@@ -535,7 +678,6 @@ struct Result {
     std::string algs;
 };
 static Result g_res;
-static int g_n;
 
 // grad_sync's queue and condition variable: the backward actor appends a
 // bucket and releases the semaphore; the comm actor takes them in order.
@@ -690,6 +832,79 @@ static void ring_actor(int n, double bytes)
     g_ring_time = sg4::Engine::get_clock();
 }
 
+// One row of the table; one: the step at N = 1. Printed as each N is
+// done: a long plan shows its progress, and a failure keeps the rows.
+static void print_row(int n, const Result& r, double one)
+{
+    double sps = (double)g.batch * n / r.step;
+    std::printf("  %6d %12.3f %12.1f %9.1f%% %8.1f%% %11.3f %11.3f  %s\n", n, r.step * 1e3, sps,
+                100.0 * one / r.step, 100.0 * r.comm / r.step, r.exposed * 1e3, r.comm * 1e3,
+                r.algs.empty() ? "-" : r.algs.c_str());
+    std::fflush(stdout);
+}
+
+// Steps that waited for their data: the loaders, not the compute or the
+// network, set their time.
+static void print_data_bound(const std::vector<int>& ns, const std::vector<Result>& rs)
+{
+    int first = 0, last = 0;
+    double most = 0;
+    for (size_t i = 0; i < ns.size(); i++)
+        if (rs[i].data > 1e-9) {
+            if (!first)
+                first = ns[i];
+            last = ns[i];
+            most = std::max(most, rs[i].data);
+        }
+    if (first)
+        std::printf("# data-bound at N = %d%s%s: the loaders need %.3f ms a batch, "
+                    "the step waits up to %.3f ms for it (more [data] "
+                    "loader_threads, decode = load, or faster hosts)\n",
+                    first, last != first ? ".." : "",
+                    last != first ? std::to_string(last).c_str() : "", g.load * 1e3,
+                    most * 1e3);
+}
+
+// The step-time table, N = 1, 2, 4, ... and the maximum: one engine, the
+// steps one after another, each N in its own actor once the previous one
+// finished (the clock is reset by offset).
+static int plan_table(sg4::Engine& e)
+{
+    std::vector<int> ns;
+    for (int n = 1; n <= g.max_workers; n *= 2)
+        ns.push_back(n);
+    if (ns.back() != g.max_workers)
+        ns.push_back(g.max_workers);
+    std::vector<Result> rs;
+    std::printf("# %6s %12s %12s %10s %9s %11s %11s  %s\n", "N", "step(ms)", "samples/s",
+                "efficiency", "comm(%)", "exposed(ms)", "comm(ms)", "allreduce");
+    sg4::Actor::create("driver", g_workers[0], [&ns, &rs]() {
+        for (int n : ns) {
+            g_n = n;
+            g_res = Result();
+            double t0 = sg4::Engine::get_clock();
+            auto a = sg4::Actor::create("step", g_workers[0], step_actor);
+            a->join();
+            g_res.step -= t0;
+            g_res.backward_end -= t0;
+            if (!std::isfinite(g_res.step))
+                return;
+            rs.push_back(g_res);
+            print_row(n, g_res, rs[0].step);
+        }
+    });
+    e.run();
+    // SimGrid ends a run whose flows can never complete (the clock at
+    // infinity) by killing the step: a row short, or never finished.
+    if (rs.size() != ns.size())
+        die("the step at N = " + std::to_string(ns[rs.size()]) +
+            " never ended in the simulation (SimGrid found flows that cannot complete): "
+            "a rate, latency or cost out of proportion; check the network, the profile "
+            "and the platform file");
+    print_data_bound(ns, rs);
+    return 0;
+}
+
 static void engine_args(int* ac, char** av, std::vector<std::string>& keep)
 {
     keep = {av[0], "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
@@ -736,7 +951,7 @@ int main(int argc, char** argv)
     if (mode == 1) {
         if (ring_n < 2 || ring_n > g.hosts * g.gpus)
             die("--ring N: 2 to hosts x gpus_per_host");
-        g.max_workers = ring_n;
+        g.max_workers = g_n = ring_n;
         sg4::Engine e(&ac, av.data());
         build_platform(e);
         sg4::Actor::create("ring", g_workers[0], ring_actor, ring_n, ring_bytes);
@@ -753,54 +968,5 @@ int main(int argc, char** argv)
         die("more workers asked than the platform has GPUs");
     sg4::Engine e(&ac, av.data());
     build_platform(e);
-    // One engine, the steps one after another: each N runs in its own
-    // actor once the previous one finished (the clock is reset by offset).
-    std::vector<int> ns;
-    for (int n = 1; n <= g.max_workers; n *= 2)
-        ns.push_back(n);
-    if (ns.back() != g.max_workers)
-        ns.push_back(g.max_workers);
-    std::vector<Result> rs;
-    sg4::Actor::create("driver", g_workers[0], [&ns, &rs]() {
-        for (int n : ns) {
-            g_n = n;
-            g_res = Result();
-            double t0 = sg4::Engine::get_clock();
-            auto a = sg4::Actor::create("step", g_workers[0], step_actor);
-            a->join();
-            g_res.step -= t0;
-            g_res.backward_end -= t0;
-            rs.push_back(g_res);
-        }
-    });
-    e.run();
-    std::printf("# %6s %12s %12s %10s %9s %11s %11s  %s\n", "N", "step(ms)", "samples/s",
-                "efficiency", "comm(%)", "exposed(ms)", "comm(ms)", "allreduce");
-    double one = rs[0].step;
-    for (size_t i = 0; i < ns.size(); i++) {
-        auto& r = rs[i];
-        double sps = (double)g.batch * ns[i] / r.step;
-        std::printf("  %6d %12.3f %12.1f %9.1f%% %8.1f%% %11.3f %11.3f  %s\n", ns[i], r.step * 1e3,
-                    sps, 100.0 * one / r.step, 100.0 * r.comm / r.step, r.exposed * 1e3,
-                    r.comm * 1e3, r.algs.empty() ? "-" : r.algs.c_str());
-    }
-    // Steps that waited for their data: the loaders, not the compute or
-    // the network, set their time.
-    int first = 0, last = 0;
-    double most = 0;
-    for (size_t i = 0; i < ns.size(); i++)
-        if (rs[i].data > 1e-9) {
-            if (!first)
-                first = ns[i];
-            last = ns[i];
-            most = std::max(most, rs[i].data);
-        }
-    if (first)
-        std::printf("# data-bound at N = %d%s%s: the loaders need %.3f ms a batch, "
-                    "the step waits up to %.3f ms for it (more [data] "
-                    "loader_threads, decode = load, or faster hosts)\n",
-                    first, last != first ? ".." : "",
-                    last != first ? std::to_string(last).c_str() : "", g.load * 1e3,
-                    most * 1e3);
-    return 0;
+    return plan_table(e);
 }

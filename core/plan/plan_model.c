@@ -258,13 +258,18 @@ int dt_plan_parse_rate(const char *s, double *out)
         mult = 1e9, u++;
     else if (*u == 'T')
         mult = 1e12, u++;
+    double r;
     if (!strcmp(u, "bit") || !strcmp(u, "bit/s") || !strcmp(u, "bps") ||
         !strcmp(u, "b") || !strcmp(u, "b/s"))
-        *out = v * mult / 8;
+        r = v * mult / 8;
     else if (!strcmp(u, "B/s") || !strcmp(u, "Bps") || !strcmp(u, "B"))
-        *out = v * mult;
+        r = v * mult;
     else
         return -1;
+    /* 1e300T overflows to inf; 1e-300 would never deliver a byte */
+    if (!isfinite(r) || r < DT_PLAN_RATE_MIN || r > DT_PLAN_RATE_MAX)
+        return -1;
+    *out = r;
     return 0;
 }
 
@@ -283,7 +288,7 @@ int dt_plan_parse_count(const char *s, double *out)
         v *= 1e6, end++;
     else if (*end == 'G')
         v *= 1e9, end++;
-    if (*end || v < 1)
+    if (*end || v < 1 || v > DT_PLAN_PARAMS_MAX)
         return -1;
     *out = v;
     return 0;

@@ -61,11 +61,28 @@ size_t dt_plan_parse_bench(FILE *f, int n, const dt_plan_thresholds_t *t,
  * process slowed for a moment does not become the link's cost. */
 void dt_plan_keep_fastest(dt_plan_sample_t *s, size_t *m);
 
+/* What a plan takes, checked by dtctl (naming the option or file:line)
+ * and again by dt-plan-sim: beyond these SimGrid's clock stalls or runs
+ * to infinity (a deadlock it reports by killing the step). */
+#define DT_PLAN_RATE_MIN (1.0 / 8)  /* bytes/s: 1 bit/s                  */
+#define DT_PLAN_RATE_MAX (1e16 / 8) /* bytes/s: 1e16 bit/s               */
+#define DT_PLAN_RATE_RANGE "1bit/s to 1e16bit/s"
+#define DT_PLAN_LATENCY_MAX 1.0     /* s: a link's latency, an alpha     */
+#define DT_PLAN_SECONDS_MAX 1e9     /* s: one worker's step, a data wait */
+#define DT_PLAN_PARAMS_MAX 1e13     /* --model-params                    */
+#define DT_PLAN_BYTES_MAX 1e15      /* one gradient event's bytes        */
+/* Workers a plan simulates (hosts x GPUs a host): every worker's flows
+ * are, and SimGrid 3.32 scans its list of detached comms as each ends,
+ * so the time grows as N^2 (docs/PLAN.md; 65536 took half an hour). */
+#define DT_PLAN_WORKERS_MAX 8192
+#define DT_PLAN_WORKERS_TIME "8192 take 30 to 80 s here"
+
 /* "25Gbit", "100Gbit/s", "800Mbit", "12GB/s" -> bytes per second.
- * Returns 0, or -1 (not a positive rate with a unit). */
+ * Returns 0, or -1 (not a rate with a unit in DT_PLAN_RATE_RANGE). */
 int dt_plan_parse_rate(const char *s, double *out);
 
-/* A parameter count: 138357544, 138.4M, 25.6e6 (decimal k/M/G). 0 or -1. */
+/* A parameter count: 138357544, 138.4M, 25.6e6 (decimal k/M/G), at most
+ * DT_PLAN_PARAMS_MAX. 0 or -1. */
 int dt_plan_parse_count(const char *s, double *out);
 
 #endif
