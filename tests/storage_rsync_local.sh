@@ -10,6 +10,10 @@
 # is refused with nothing changed there; a marker planted as a link is
 # not written through; odd relative data paths and a dst with a space
 # (copied as by an rsync older than 3.2.4 over ssh) land where they should.
+# Two jobs staging to one dst at once never mix it (the second refused or
+# waiting); a dead or expired holder's lock is taken over; a bwlimit rsync
+# would refuse is refused with its file:line and a verified dst stays
+# verified; SIGTERM to dtctl during a copy leaves no rsync running.
 set -u
 
 : "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
@@ -185,6 +189,147 @@ dt stage j.ini >out 2>&1; rc=$?
     fail "dst with a space was not copied to as one path (exit $rc): $(ls -A "sp ace/dst" 2>&1 | tr '\n' ' ') $(grep -i 'error' out | head -3)"
 [ -e sp ] && fail "the remote shell split dst: files went to $T/sp: $(ls -AR sp | tr '\n' ' ')"
 ok "relative -set and x:set staged; a dst with a space reached whole through an old-style remote shell"
+
+# --- 7. two jobs staging to one dst at once --------------------------------
+# The first (slowed down) holds dst's lock from its checks to its marker:
+# the second is refused naming it (lock_wait = 0), or waits and then
+# stages its own data set whole; dst never mixes the two, and the marker
+# names the source that is there.
+mkdir setA setB
+head -c 1500000 /dev/urandom >setA/a.bin && echo A >setA/only-a.txt
+head -c 1500000 /dev/urandom >setB/b.bin && echo B >setB/only-b.txt
+stage_job ja.ini "$T/setA" "$T/one"
+stage_job jb.ini "$T/setB" "$T/one"
+# copying SET: until rsync copies SET into $T/one (20 s at most).
+copying() {
+    i=0
+    while [ -z "$(pgrep -f "^rsync .*$T/$1/ $T/one/")" ] && [ $i -lt 200 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    [ -n "$(pgrep -f "^rsync .*$T/$1/ $T/one/")" ] || fail "rsync never copied $1 to $T/one"
+}
+# only SET: $T/one holds exactly SET's files and a marker naming it.
+only() {
+    [ "$(ls -A one | sort | tr '\n' ' ')" = "$(ls -A "$1" | sed '$a .dt-staged' | sort | tr '\n' ' ')" ] ||
+        fail "$T/one is not exactly $1: $(ls -A one | tr '\n' ' ')"
+    for f in "$1"/*; do cmp -s "$f" "one/${f#"$1"/}" || fail "one/${f#"$1"/} differs from $f"; done
+    grep -q "^staged by job [0-9a-f]* from $T/$1\$" one/.dt-staged ||
+        fail "the marker does not name $T/$1: $(cat one/.dt-staged 2>&1)"
+}
+dt stage ja.ini --set storage.rsync.bwlimit=300K >outA 2>&1 &
+pa=$!
+copying setA
+dt stage jb.ini --set storage.rsync.lock_wait=0 >outB 2>&1; rcb=$?
+wait $pa; rca=$?
+[ $rca -eq 0 ] || fail "the first staging failed (exit $rca): $(grep -i error outA | head -3)"
+[ $rcb -eq 1 ] || fail "the second staging to the same dst was not refused (exit $rcb): $(grep -i error outB | head -3)"
+ida=$(sed -n 's/^staged by job \([0-9a-f]*\) from .*/\1/p' one/.dt-staged)
+grep -q "host localhost: $T/one is locked by another staging, job $ida (dtctl pid [0-9]* on $(hostname), staging host localhost, since [0-9-]* [0-9:]*); gave up after" outB ||
+    fail "the refusal does not name the first job ($ida), its pid, machine and start: $(grep -i error outB | head -3)"
+only setA
+# Now the second waits (lock_wait's default) and then copies its own set.
+dt stage jb.ini --set storage.rsync.bwlimit=300K >outB 2>&1 &
+pb=$!
+copying setB
+dt stage ja.ini >outA 2>&1; rca=$?
+kill -0 $pb 2>/dev/null &&
+    fail "the second staging ended (exit $rca) while the first still copied into $T/one, marked '$(cat one/.dt-staged 2>&1)'"
+wait $pb; rcb=$?
+[ $rca -eq 0 ] && [ $rcb -eq 0 ] || fail "waiting for the lock: exits $rcb and $rca: $(grep -i error outA outB | head -3)"
+grep -q "host localhost: $T/one is being staged by job [0-9a-f]* .*; waiting up to 600 s" outA ||
+    fail "the waiting job did not say whose lock it waits for: $(cat outA)"
+only setA
+[ -e one/.dt-lock ] && fail "a lock was left behind"
+ok "two stagings to one dst: the second refused naming the first, or waits; dst never mixed, its marker names its source"
+
+# --- 8. stale and foreign locks ---------------------------------------------
+# A lock whose dtctl is gone from this machine is taken over at once; one
+# of another machine counts until it was not refreshed for 10 minutes.
+echo "job 0bad0bad pid 999999 start 1 on $(hostname) for localhost since 1700000000" >one/.dt-lock
+dt stage ja.ini --set storage.rsync.lock_wait=0 >out 2>&1 ||
+    fail "a dead dtctl's lock blocked staging: $(grep -i error out | head -3)"
+grep -q "taking over the lock on $T/one of job 0bad0bad .*: its dtctl is no longer running on this machine" out ||
+    fail "taking over a dead dtctl's lock was not said: $(cat out)"
+echo "job f00df00d pid 4242 start 1 on elsewhere for localhost since 1700000000" >one/.dt-lock
+dt stage ja.ini --set storage.rsync.lock_wait=0 >out 2>&1; rc=$?
+[ $rc -eq 1 ] && grep -q "is locked by another staging, job f00df00d (dtctl pid 4242 on elsewhere, staging host localhost, since 2023-11-1[45] [0-9:]*).*remove $T/one/.dt-lock on localhost" out ||
+    fail "a fresh lock of another machine was not respected (exit $rc): $(cat out)"
+touch -d '20 minutes ago' one/.dt-lock
+dt stage ja.ini --set storage.rsync.lock_wait=0 >out 2>&1 && grep -q "not refreshed for over 10 minutes" out ||
+    fail "a lock not refreshed for 20 minutes blocked staging: $(cat out)"
+only setA
+ok "a dead dtctl's lock and an expired one are taken over; another machine's fresh one is respected"
+
+# --- 9. a bwlimit rsync would refuse ----------------------------------------
+# Refused when the job is read, naming file:line, with the verified copy
+# left verified; rsync refusing before it copied anything leaves it so too.
+stage_job jv.ini set "$T/verified"
+dt stage jv.ini >out 2>&1 || fail "staging $T/verified failed: $(grep -i error out | head -3)"
+stage_job jbad.ini set "$T/verified" "bwlimit = 8 M"
+line=$(grep -n '^bwlimit' jbad.ini | cut -d: -f1)
+dt stage jbad.ini >out 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "jbad.ini:$line: \[storage.rsync\] bwlimit = '8 M' is not a rate rsync takes: it holds a space" out ||
+    fail "bwlimit = 8 M was not refused with jbad.ini:$line (exit $rc): $(grep -i error out | head -3)"
+dt stage jv.ini --set storage.rsync.bwlimit=8b >out 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q -- "--set: \[storage.rsync\] bwlimit = '8b' .*below rsync's minimum of 512 bytes" out ||
+    fail "bwlimit = 8b was not refused naming --set (exit $rc): $(grep -i error out | head -3)"
+printf '#!/bin/sh\nexec rsync --no-such-option "$@"\n' >bad-rsync
+chmod +x bad-rsync
+dt stage jv.ini --set storage.rsync.rsync="$T/bad-rsync" >out 2>&1; rc=$?
+[ $rc -eq 1 ] && grep -q "the data set there is as it was (still complete)" out ||
+    fail "rsync refusing its options: not reported as leaving dst as it was (exit $rc): $(grep -i error out | head -3)"
+[ -f verified/.dt-staged ] && [ ! -e verified/.dt-staging ] ||
+    fail "a verified dst was demoted: $(ls -A verified | tr '\n' ' ')"
+dt stage verify jv.ini >out 2>&1 ||
+    fail "the verified dst no longer verifies: $(grep -i error out | head -3)"
+ok "bad bwlimit refused with its file:line or --set; a verified dst stays verified, also when rsync refuses to start"
+
+# --- 10. SIGTERM during a copy ends rsync with dtctl ------------------------
+# rsync runs in a process group of its own that dtctl ends when it is
+# asked to stop (dtctl stage, and dtctl run while it stages), and that gets
+# SIGTERM should dtctl die: nothing copies on unwatched and unmarked.
+mkdir slow && head -c 3000000 /dev/urandom >slow/big.bin
+stage_job jslow.ini "$T/slow" "$T/slowdst"
+# Processes running rsync for $T/slow (zombies waiting for init aside).
+live_rsyncs() {
+    for p in $(pgrep -f "^rsync .*$T/slow/"); do
+        case $(ps -o stat= -p "$p" 2>/dev/null) in Z*|'') ;; *) echo "$p" ;; esac
+    done
+}
+# stop_during_copy WHAT ARGS...: dtctl ARGS, SIGTERM once rsync copies.
+stop_during_copy() {
+    what=$1
+    shift
+    "$DTCTL" "$@" >out 2>&1 &
+    pid=$!
+    i=0
+    while [ -z "$(live_rsyncs)" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+    [ -n "$(live_rsyncs)" ] || fail "$what: rsync never started: $(cat out)"
+    sleep 0.5
+    kill -TERM $pid
+    i=0
+    while kill -0 $pid 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    kill -KILL $pid 2>/dev/null && fail "$what: dtctl did not end within 10 s of SIGTERM"
+    wait $pid
+    rc=$?
+    [ $rc -eq 143 ] || fail "$what: want exit 143 (SIGTERM), got $rc: $(cat out)"
+    i=0
+    while [ -n "$(live_rsyncs)" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    if [ -n "$(live_rsyncs)" ]; then
+        fail "$what: rsync still runs 5 s after dtctl got SIGTERM: $(ps -o pid,ppid,stat,args -p "$(live_rsyncs | tr '\n' ',' | sed 's/,$//')")"
+        kill -KILL $(live_rsyncs) 2>/dev/null
+    fi
+    grep -q "host localhost: copying $T/slow to $T/slowdst stopped (dtctl was asked to stop" out ||
+        fail "$what: the stop was not reported with host and paths: $(cat out)"
+    [ -e slowdst/.dt-staging ] && [ ! -e slowdst/.dt-staged ] && [ ! -e slowdst/.dt-lock ] ||
+        fail "$what: markers and lock after the stop: $(ls -A slowdst | tr '\n' ' ')"
+}
+stop_during_copy "dtctl stage" stage jslow.ini --set storage.rsync.bwlimit=200K
+stop_during_copy "dtctl run" run -n 1 jslow.ini --set storage.rsync.bwlimit=200K -- true
+dt stage jslow.ini >out 2>&1 && cmp -s slow/big.bin slowdst/big.bin && [ -f slowdst/.dt-staged ] ||
+    fail "the next staging did not complete the stopped copy: $(grep -i error out | head -3)"
+ok "SIGTERM to dtctl stage / dtctl run while rsync copies: rsync ends with it, dst stays incomplete and unlocked"
 
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all storage_rsync_local checks passed"

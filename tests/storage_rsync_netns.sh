@@ -6,8 +6,11 @@
 # killed in the middle of a large file leaves no half data set (no file
 # under its name, no completion marker, verify fails naming the host) and
 # the next run completes it; a read-only and a full destination fail with
-# the host and the path. The hosts share /tmp, so dst holds {host}: each
-# host gets its own copy.
+# the host and the path. Two jobs staging to one dst at once: the second
+# is refused on each host naming the first (the lock works through the
+# scripts dtctl runs there over ssh); SIGTERM to dtctl mid-copy leaves no
+# rsync running here or on the hosts. The hosts share /tmp, so dst holds
+# {host}: each host gets its own copy.
 set -u
 
 : "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
@@ -145,6 +148,61 @@ rc=$?
 grep -q "storage rsync: host $H2: not enough space at $T/full/data" "$T/err" ||
     fail "full destination: no error naming $H2 and the path: $(cat "$T/err")"
 ok "read-only ($H1) and full ($H2) destinations: clear errors naming host and path"
+
+# --- 5. two jobs staging to the same dst on the hosts at once --------------
+# The lock lives in each host's dst and is taken by the script dtctl runs
+# there over ssh: the second job (another data set, lock_wait = 0) is
+# refused on both hosts naming the first; the copies stay the first's.
+mkdir -p "$T/other"
+echo "other" >"$T/other/other.txt"
+stage stage "$T/job.ini" --set storage.rsync.dst="$T/two/{host}" --set storage.rsync.bwlimit=2M >"$T/outA" 2>"$T/errA" &
+pa=$!
+i=0
+while [ "$(pgrep -f "^rsync -a .*$T/two/" | wc -l)" -lt 2 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+stage stage "$T/job.ini" --set storage.rsync.dst="$T/two/{host}" --set data.path="$T/other" \
+    --set storage.rsync.lock_wait=0 >"$T/outB" 2>"$T/errB"
+rcb=$?
+wait_job $pa
+[ $rc -eq 0 ] || fail "the first staging failed (exit $rc): $(cat "$T/errA")"
+[ $rcb -eq 1 ] || fail "the second staging to the same dst was not refused (exit $rcb): $(cat "$T/errB")"
+for h in "$H1" "$H2"; do
+    grep -q "storage rsync: host $h: $T/two/$h is locked by another staging, job [0-9a-f]* (dtctl pid [0-9]* on $(hostname), staging host $h, since " "$T/errB" ||
+        fail "$h: the refusal does not name the first job: $(cat "$T/errB")"
+    cmp -s "$T/data/big.bin" "$T/two/$h/big.bin" && [ ! -e "$T/two/$h/other.txt" ] ||
+        fail "$h: $T/two/$h is not the first job's data set: $(ls -A "$T/two/$h" | tr '\n' ' ')"
+    grep -q "from $T/data\$" "$T/two/$h/.dt-staged" && [ ! -e "$T/two/$h/.dt-lock" ] ||
+        fail "$h: marker or lock wrong: $(ls -A "$T/two/$h" | tr '\n' ' ') $(cat "$T/two/$h/.dt-staged" 2>&1)"
+done
+ok "two jobs, one dst on both hosts: the second refused naming the first on each host; the copies are the first's"
+
+# --- 6. SIGTERM to dtctl stage during the copies ---------------------------
+# rsync (and the ssh it runs) is a process group dtctl ends when it is asked
+# to stop: nothing copies on here or on the hosts.
+# (dtctl itself, not through timeout(1), which signals its whole group)
+"$DTCTL" stage "$T/job.ini" --set storage.rsync.dst="$T/three/{host}" --set storage.rsync.bwlimit=300K >"$T/out" 2>"$T/err" &
+pid=$!
+i=0
+while [ -z "$(pgrep -f "^rsync -a .*$T/three/")" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+[ -n "$(pgrep -f "^rsync -a .*$T/three/")" ] || fail "no rsync copying to $T/three"
+sleep 1
+kill -TERM $pid
+wait_job $pid
+[ $rc -eq 143 ] || fail "dtctl stage got SIGTERM: want exit 143, got $rc: $(cat "$T/err")"
+# live: rsync or ssh processes for $T/three here (zombies aside).
+live() {
+    for p in $(pgrep -f "$T/three/"); do
+        case $(ps -o stat= -p "$p" 2>/dev/null) in Z*|'') ;; *) echo "$p" ;; esac
+    done
+}
+i=0
+while [ -n "$(live)$(ns_strays "$NS1" 1)$(ns_strays "$NS2" 2)" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+[ -z "$(live)" ] || fail "processes for $T/three still run here 5 s after SIGTERM: $(ps -o pid,ppid,args -p "$(live | tr '\n' ',' | sed 's/,$//')")"
+[ -z "$(ns_strays "$NS1" 1)$(ns_strays "$NS2" 2)" ] || fail "still running on the hosts 5 s after SIGTERM: $(strays_text)"
+for h in "$H1" "$H2"; do
+    [ -e "$T/three/$h/.dt-staging" ] && [ ! -e "$T/three/$h/.dt-staged" ] && [ ! -e "$T/three/$h/.dt-lock" ] ||
+        fail "$h: markers and lock after the stop: $(ls -A "$T/three/$h" 2>&1 | tr '\n' ' ')"
+done
+ok "SIGTERM to dtctl stage mid-copy: no rsync or ssh left here or on the hosts, copies marked incomplete, unlocked"
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all rsync staging tests passed"

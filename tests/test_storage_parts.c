@@ -230,7 +230,8 @@ static void test_rsync_argv(void **state)
     assert_string_equal(
         joined(argv),
         "rsync -a --delay-updates -s --chmod=Dgo-w --delete-delay "
-        "--exclude=/.dt-staged --exclude=/.dt-staging --stats "
+        "--exclude=/.dt-staged --exclude=/.dt-staging "
+        "--exclude=/.dt-lock* --stats "
         "--info=progress2 --no-inc-recursive --bwlimit=10M --timeout=60 "
         "-e ssh -p 22 --rsync-path=/opt/bin/rsync -- /data/set/ "
         "h1:/scratch/set/");
@@ -240,7 +241,7 @@ static void test_rsync_argv(void **state)
     assert_string_equal(joined(argv),
                         "rsync -a --delay-updates -s --chmod=Dgo-w "
                         "--exclude=/.dt-staged --exclude=/.dt-staging "
-                        "--stats -- /d/ /e/");
+                        "--exclude=/.dt-lock* --stats -- /d/ /e/");
     dt_strv_free(argv);
     /* Relative paths: never an option ("-x") nor a remote "host:path". */
     rs_args_t r = {.src = "-set", .host = "localhost", .dst = "x:e"};
@@ -248,7 +249,7 @@ static void test_rsync_argv(void **state)
     assert_string_equal(joined(argv),
                         "rsync -a --delay-updates -s --chmod=Dgo-w "
                         "--exclude=/.dt-staged --exclude=/.dt-staging "
-                        "--stats -- ./-set/ ./x:e/");
+                        "--exclude=/.dt-lock* --stats -- ./-set/ ./x:e/");
     dt_strv_free(argv);
 }
 
@@ -272,6 +273,28 @@ static const char stats_again[] =
     "Total transferred file size: 0 bytes\n"
     "Total bytes sent: 81\n"
     "Total bytes received: 12\n";
+
+/* rsync's own verdicts (3.5.0, --bwlimit=V --dry-run): accepted, or
+ * "invalid", "too small" (under 512 bytes/s, 0 aside), "too large". */
+static void test_rsync_bwlimit(void **state)
+{
+    (void)state;
+    static const char *const ok[] = {
+        "8M", "8m", "8MB", "8MiB", "8mib", "8K", "1.5M", "8T", "8P", "8G",
+        "0", "8", "512", "1", "8M+1", "8M-1", ".5M", "5.", "8kb", "0.5",
+        "3.2K", "1024P", "8MB+1", NULL};
+    static const char *const bad[] = {
+        "8 M", "1,5M", "8X", "8b", "8B", "-1", "8e3", "0x10", " 8M", "8M ",
+        "9999999P", "0.1", "M", "", "8MiBs", NULL};
+    for (const char *const *v = ok; *v; v++)
+        if (rs_bwlimit_problem(*v))
+            fail_msg("bwlimit '%s' refused: %s", *v, rs_bwlimit_problem(*v));
+    for (const char *const *v = bad; *v; v++)
+        if (!rs_bwlimit_problem(*v))
+            fail_msg("bwlimit '%s' accepted", *v);
+    assert_non_null(strstr(rs_bwlimit_problem("8 M"), "space"));
+    assert_non_null(strstr(rs_bwlimit_problem("8b"), "512"));
+}
 
 static void test_rsync_stats(void **state)
 {
@@ -360,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_mount_refuses_bad_input),
         cmocka_unit_test(test_ssh_command),
         cmocka_unit_test(test_rsync_argv),
+        cmocka_unit_test(test_rsync_bwlimit),
         cmocka_unit_test(test_rsync_stats),
         cmocka_unit_test(test_expand_host),
         cmocka_unit_test(test_data_path),

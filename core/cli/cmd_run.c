@@ -500,21 +500,32 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
         end_attempt(s);
         return 1;
     }
-    /* The data set before the workers (through the launcher's hosts). */
-    run_stage_args_t stage = {s->cfg, s->att_hosts, s->ops, s->ctx,
-                              s->job.job_id,
-                              cli->no_stage ? RUN_STAGE_SKIP : RUN_STAGE_COPY};
-    if (run_stage_env(&stage, &s->common) != DT_OK) {
-        end_attempt(s);
-        return 1;
-    }
-    /* From the first launch on, stop signals are requests (also between
-     * attempts: they cancel a restart). */
+    /* From staging on, stop signals are requests (also between attempts:
+     * they cancel a restart): a copy is ended, not left running. */
     if (!s->signals && stop_signals_install() != DT_OK) {
         end_attempt(s);
         return 1;
     }
     s->signals = 1;
+    /* The data set before the workers (through the launcher's hosts). */
+    run_stage_args_t stage = {
+        .cfg = s->cfg,
+        .hosts = s->att_hosts,
+        .launcher = s->ops,
+        .launcher_ctx = s->ctx,
+        .job_id = s->job.job_id,
+        .mode = cli->no_stage ? RUN_STAGE_SKIP : RUN_STAGE_COPY,
+        .stop = stop_signals_pending};
+    dt_status_t staged = run_stage_env(&stage, &s->common);
+    if (staged != DT_OK || stop_signals_pending()) {
+        int signo = stop_signals_pending() ? stop_signals_take() : 0;
+        if (staged == DT_OK && signo)
+            dt_warn("received %s while staging: not starting the workers",
+                    strsignal(signo));
+        res->stop_signo = signo; /* no restart after a stop */
+        end_attempt(s);
+        return signo ? 128 + signo : 1;
+    }
     if (ensure_fd_room(s->att_np) != 0) {
         end_attempt(s);
         return EXIT_CANNOT_START;

@@ -2,7 +2,8 @@
  * a job: the storage plugin puts [data] path where every host's workers
  * read it (verify: only checks that it is in place). Prints the paths the
  * workers would get. Exit 0: done; 1: staging failed; 2: bad usage,
- * configuration or plugin. */
+ * configuration or plugin; 128+N: stopped by signal N (SIGINT, SIGTERM,
+ * SIGHUP, SIGUSR1: the copy is ended, nothing left running). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "cli.h"
 #include "plugin/plugin_loader.h"
 #include "run_stage.h"
+#include "stop_signals.h"
 
 #define EXIT_FAILED 1
 #define EXIT_USAGE 2
@@ -60,6 +62,33 @@ static void new_job_id(char id[13])
         snprintf(id + 2 * i, 3, "%02x", t[i]);
 }
 
+/* The step with stop signals taken as requests: a copy is ended (its
+ * processes too) rather than dtctl dying under it. 0 or the exit code. */
+static int stage_stoppable(const dt_config_t *cfg, const dt_hostlist_t *hosts,
+                           const dt_launcher_ops_t *lops, void *lctx,
+                           const char *job_id, run_stage_mode_t mode,
+                           char **data, char **shared)
+{
+    if (stop_signals_install() != DT_OK)
+        return EXIT_FAILED;
+    run_stage_args_t a = {.cfg = cfg,
+                          .hosts = hosts,
+                          .launcher = lops,
+                          .launcher_ctx = lctx,
+                          .job_id = job_id,
+                          .mode = mode,
+                          .stop = stop_signals_pending};
+    dt_status_t st = run_stage(&a, data, shared);
+    int signo = stop_signals_pending() ? stop_signals_take() : 0;
+    stop_signals_restore();
+    if (st == DT_OK)
+        return 0;
+    if (st == DT_ERR_INTERRUPTED && signo)
+        return 128 + signo;
+    return st == DT_ERR_CONFIG || st == DT_ERR_PLUGIN ? EXIT_USAGE
+                                                      : EXIT_FAILED;
+}
+
 int dt_cmd_stage(dt_cli_t *cli)
 {
     const char *job_file = NULL, *lname = NULL;
@@ -92,13 +121,10 @@ int dt_cmd_stage(dt_cli_t *cli)
         goto out;
     }
     new_job_id(job_id);
-    run_stage_args_t a = {cfg, &hosts, lops, lctx, job_id, mode};
-    dt_status_t st = run_stage(&a, &data, &shared);
-    if (st != DT_OK) {
-        code = st == DT_ERR_CONFIG || st == DT_ERR_PLUGIN ? EXIT_USAGE
-                                                          : EXIT_FAILED;
+    code = stage_stoppable(cfg, &hosts, lops, lctx, job_id, mode, &data,
+                           &shared);
+    if (code != 0)
         goto out;
-    }
     printf("data set: %s\n", data ? data : "-");
     if (shared)
         printf("shared directory: %s\n", shared);

@@ -30,7 +30,11 @@ static dt_status_t do_stage(const run_stage_args_t *a, const dt_plugin_t *p,
     dt_status_t st = DT_OK;
     if (a->mode == RUN_STAGE_COPY) {
         st = ops->stage(ctx, req, data_path);
-        if (st != DT_OK)
+        if (st == DT_ERR_INTERRUPTED)
+            dt_error("staging the data set %s with storage '%s' was "
+                     "stopped by a signal; run `dtctl stage` to complete it",
+                     req->src, p->name);
+        else if (st != DT_OK)
             dt_error("staging the data set %s with storage '%s' failed (see "
                      "above); fix it and run `dtctl stage`, or start without "
                      "staging: --no-stage",
@@ -86,6 +90,7 @@ dt_status_t run_stage(const run_stage_args_t *a, char **data_path,
         .hosts = a->hosts,
         .remote = can_run ? &remote : NULL,
         .job_id = a->job_id,
+        .stop_requested = a->stop,
     };
     void *ctx = NULL;
     if (ops->init(a->cfg, &ctx) != DT_OK) {

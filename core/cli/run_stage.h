@@ -22,9 +22,11 @@ typedef struct run_stage_args {
     void *launcher_ctx;                /* initialised                   */
     const char *job_id;
     run_stage_mode_t mode;
+    int (*stop)(void);                 /* a stop signal came (or NULL)  */
 } run_stage_args_t;
 
-/* Run the step. On DT_OK, *data_path is what workers get as DT_DATA_PATH
+/* Run the step. A stop signal (a->stop) ends a copy: DT_ERR_INTERRUPTED.
+ * On DT_OK, *data_path is what workers get as DT_DATA_PATH
  * and *shared_dir as DT_SHARED_DIR (malloc'd; NULL when there is none,
  * e.g. no [data] path). Errors are logged by the plugin (host, path). */
 dt_status_t run_stage(const run_stage_args_t *a, char **data_path,

@@ -327,6 +327,13 @@ typedef struct dt_stage_request {
     const dt_hostlist_t *hosts;  /* hosts that run workers                 */
     const dt_remote_t *remote;   /* NULL for a local-only job              */
     const char *job_id;          /* unique per job, for markers            */
+    /* Appended: non-zero once dtctl was asked to stop (SIGINT, SIGTERM,
+     * SIGHUP, SIGUSR1). A stage that runs long (a copy) checks it about
+     * once a second, ends what it started and returns DT_ERR_INTERRUPTED.
+     * NULL: no one asks. (dtctl before 2026-11-27 passed the request
+     * without it: an out-of-tree plugin that reads it needs a newer
+     * dtctl.) */
+    int (*stop_requested)(void);
 } dt_stage_request_t;
 
 typedef struct dt_storage_ops {

@@ -1,5 +1,6 @@
 /* rsync_cmd.c — rsync's argv, its -e ssh command, and its --stats. */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +152,7 @@ dt_status_t rs_argv(const rs_args_t *a, char ***argv)
         push(&s, "--delete-delay");
     push(&s, "--exclude=/%s", STG_MARK_DONE);
     push(&s, "--exclude=/%s", STG_MARK_BUSY);
+    push(&s, "--exclude=/%s*", STG_LOCK); /* the lock and its temp files */
     push(&s, "--stats");
     if (a->progress) {
         push(&s, "--info=progress2");
@@ -180,6 +182,75 @@ dt_status_t rs_argv(const rs_args_t *a, char ***argv)
     }
     *argv = s.v;
     return DT_OK;
+}
+
+/* digits[.digits] at *p, read without the locale (rsync always takes
+ * '.'); *p moves past it. 0 when there is no digit. */
+static int read_number(const char **p, double *out)
+{
+    double n = 0, scale = 1;
+    int digits = 0;
+    const char *c = *p;
+    for (; isdigit((unsigned char)*c); c++, digits++)
+        n = n * 10 + (*c - '0');
+    if (*c == '.')
+        for (c++; isdigit((unsigned char)*c); c++, digits++)
+            n += (*c - '0') * (scale /= 10);
+    *p = c;
+    *out = n;
+    return digits > 0;
+}
+
+/* The unit at *p as in rsync's parse_size_arg: a letter (none: K), then
+ * "B" for powers of 1000 or "iB"/nothing for powers of 1024. */
+static const char *read_unit(const char **p, double *bytes)
+{
+    static const char letters[] = "bkmgtp";
+    const char *c = *p, *l = NULL;
+    int reps = 1;
+    if (isspace((unsigned char)*c))
+        return "it holds a space (rsync takes none)";
+    if (*c && *c != '+' && *c != '-') {
+        if (!(l = strchr(letters, tolower((unsigned char)*c))))
+            return "an unknown unit (want K, M, G, T or P)";
+        reps = (int)(l - letters);
+        c++;
+    }
+    double mult = 1024;
+    if (*c == 'b' || *c == 'B') {
+        mult = 1000;
+        c++;
+    } else if (strncasecmp(c, "ib", 2) == 0) {
+        c += 2;
+    }
+    while (reps-- > 0)
+        *bytes *= mult;
+    *p = c;
+    return NULL;
+}
+
+const char *rs_bwlimit_problem(const char *v)
+{
+    const char *p = v;
+    double bytes;
+    if (!read_number(&p, &bytes))
+        return "it does not start with a number";
+    const char *bad = read_unit(&p, &bytes);
+    if (bad)
+        return bad;
+    if ((*p == '+' || *p == '-') && p[1] == '1') {
+        bytes += *p == '+' ? 1 : -1;
+        p += 2;
+    }
+    if (isspace((unsigned char)*p))
+        return "it holds a space (rsync takes none)";
+    if (*p)
+        return "text follows the number and its unit";
+    if (bytes != 0 && bytes < 512)
+        return "it is below rsync's minimum of 512 bytes per second";
+    if (bytes > 9e18)
+        return "it is too large";
+    return NULL;
 }
 
 /* The number after "label: " in text (commas skipped), if present. */

@@ -45,7 +45,7 @@ typedef struct rs_args {
  * --delay-updates (updated files appear together at the end), -s (the
  * paths reach the remote rsync unsplit by its shell), --chmod=Dgo-w (no
  * directory of the copy writable by others), --stats,
- * the completion markers excluded (never copied, never deleted), and "--"
+ * the markers and the lock excluded (never copied, never deleted), and "--"
  * before src and dst; a relative path gets "./" (never an option or a
  * host:path). */
 dt_status_t rs_argv(const rs_args_t *a, char ***argv);
@@ -57,6 +57,13 @@ typedef struct rs_stats {
     unsigned long long files;        /* "Number of regular files transferred" */
     unsigned long long data;         /* "Total transferred file size"      */
 } rs_stats_t;
+
+/* NULL when v is a --bwlimit rate rsync accepts (its --max-size syntax):
+ * digits with an optional fraction ("1.5"), then optionally a suffix K,
+ * M, G, T or P (any case; "KiB" also 1024s, "KB" 1000s, "B" bytes; none:
+ * KiB) and "+1" or "-1"; 0 (no limit) or at least 512 bytes/s. Else why
+ * not, as words for a message. */
+const char *rs_bwlimit_problem(const char *v);
 
 /* Read the --stats lines of rsync's output (numbers may carry commas). */
 void rs_parse_stats(const char *text, rs_stats_t *s);

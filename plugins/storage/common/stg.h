@@ -17,6 +17,12 @@
 /* Written last, after a complete copy: "staged by job ID from SRC". */
 #define STG_MARK_DONE ".dt-staged"
 
+/* The lock one staging job holds on a destination from its checks to its
+ * completion marker (rsync_host.c): a file with one line naming the job,
+ * its dtctl (pid, machine) and since when; other jobs wait or are
+ * refused. */
+#define STG_LOCK ".dt-lock"
+
 /* Run `sh -c script dt-stage args...` on host h: through the launcher
  * (req->remote), or on this machine when there is no launcher and h is
  * this machine. *out (malloc'd, stdout+stderr) and *code are set on

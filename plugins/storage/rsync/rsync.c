@@ -23,7 +23,11 @@ static const dt_key_spec_t rsync_keys[] = {
     {"delete", DT_KEY_BOOL, "yes",
      "remove files from dst that are no longer in the data set"},
     {"bwlimit", DT_KEY_STRING, NULL,
-     "bandwidth limit per host, rsync's --bwlimit (e.g. 50M per second)"},
+     "bandwidth limit per host, rsync's --bwlimit (e.g. 50M per second; "
+     "checked when the job is read)"},
+    {"lock_wait", DT_KEY_DURATION, "10m",
+     "how long a host waits while another job stages to the same dst "
+     "there (0: refuse at once, naming that job)"},
     {"timeout", DT_KEY_DURATION, "300s",
      "give up on a host when no data moved for this long"},
     {"progress_min", DT_KEY_SIZE, "256M",
@@ -125,9 +129,26 @@ static int is_root(const char *path)
     return 1;
 }
 
+/* A bwlimit that rsync would refuse only once every host's copy was
+ * marked in progress is refused here, naming where it was set. */
+static dt_status_t check_bwlimit(const dt_config_t *cfg, const char *v)
+{
+    const char *why = v ? rs_bwlimit_problem(v) : NULL;
+    if (!why)
+        return DT_OK;
+    const char *where = "?";
+    dt_config_origin(cfg, SECTION, "bwlimit", NULL, &where);
+    dt_error("%s: [storage.rsync] bwlimit = '%s' is not a rate rsync takes: "
+             "%s; write a number and an optional unit with no space, e.g. "
+             "500K or 8M (MiB per second; 8MB: millions of bytes), or 0 for "
+             "no limit",
+             where, v, why);
+    return DT_ERR_CONFIG;
+}
+
 static dt_status_t read_keys(const dt_config_t *cfg, rsync_storage_t *R)
 {
-    double timeout = 300;
+    double timeout = 300, lock_wait = 600;
     uint64_t pmin = 0;
     DT_CHECK(stg_opt_string(cfg, SECTION, "dst", &R->dst));
     if (!R->dst) {
@@ -148,12 +169,15 @@ static dt_status_t read_keys(const dt_config_t *cfg, rsync_storage_t *R)
     DT_CHECK(stg_get_parallel(cfg, SECTION, &R->max_parallel));
     DT_CHECK(dt_config_get_bool(cfg, SECTION, "delete", &R->delete_extra));
     DT_CHECK(stg_opt_string(cfg, SECTION, "bwlimit", &R->bwlimit));
+    DT_CHECK(check_bwlimit(cfg, R->bwlimit));
+    DT_CHECK(dt_config_get_duration(cfg, SECTION, "lock_wait", &lock_wait));
     DT_CHECK(dt_config_get_duration(cfg, SECTION, "timeout", &timeout));
     DT_CHECK(dt_config_get_size(cfg, SECTION, "progress_min", &pmin));
     DT_CHECK(stg_opt_string(cfg, SECTION, "rsync", &R->rsync));
     DT_CHECK(stg_opt_string(cfg, SECTION, "rsync_path", &R->rsync_path));
     R->timeout_s = timeout <= 0 ? 0 : timeout < 1 ? 1 : (long)(timeout + .5);
     R->progress_min = pmin;
+    R->lock_wait_ms = lock_wait <= 0 ? 0 : (long long)(lock_wait * 1000);
     return read_ssh(cfg, R);
 }
 
@@ -244,6 +268,7 @@ static dt_status_t rsync_stage(void *ctx, const dt_stage_request_t *req,
     if (!req || !req->src || !req->hosts)
         return DT_ERR_INVALID;
     stage_run_t run = {.R = R, .req = req};
+    rs_lock_self(&run);
     DT_CHECK(measure_src(req->src, &run.src_bytes, &run.src_files));
     run.progress = run.src_bytes >= R->progress_min;
     run.res = calloc(req->hosts->n ? req->hosts->n : 1, sizeof *run.res);
@@ -257,12 +282,20 @@ static dt_status_t rsync_stage(void *ctx, const dt_stage_request_t *req,
             req->hosts->n, req->hosts->n == 1 ? "" : "s", R->max_parallel);
     dt_status_t st = stg_for_each_host(req->hosts, R->max_parallel,
                                        rsync_one_host, &run);
+    if (st != DT_OK && rsync_stopped(&run))
+        st = DT_ERR_INTERRUPTED; /* each host said what it left */
     summary(&run);
     if (st == DT_OK && !(*worker_path = strdup(R->dst)))
         st = DT_ERR_NOMEM;
     pthread_mutex_destroy(&run.out_mu);
     free(run.res);
     return st;
+}
+
+int rsync_stopped(const stage_run_t *run)
+{
+    int (*stop)(void) = run->req->stop_requested;
+    return stop && stop();
 }
 
 typedef struct verify_run {

@@ -1,11 +1,14 @@
 /* rsync_host.c — stage one host: prepare the destination (check that it
  * is safe to copy into: a directory of the user's own, apart from the
- * data set, empty or staged by dt before; create it, mark it "copy in
- * progress", check it is writable and has room), run rsync, then mark it
- * complete. The "in progress" marker goes first and the "complete" one
- * last, so an interrupted copy (rsync killed, network gone, disk full)
- * can never pass for a complete data set. */
+ * data set, empty or staged by dt before; lock it against other jobs;
+ * create it, mark it "copy in progress", check it is writable and has
+ * room), run rsync, then mark it complete and unlock it. The "in
+ * progress" marker goes first and the "complete" one last, so an
+ * interrupted copy (rsync killed, network gone, disk full) can never pass
+ * for a complete data set, and the lock keeps a second job from copying
+ * into it, or marking it, meanwhile. */
 #define _GNU_SOURCE
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +20,8 @@
 #include "rsync_storage.h"
 #include "stg.h"
 
-/* Checks dst before anything is written there, then marks it "copy in
- * progress". A verdict other than "ok" stops the host:
+/* Checks dst before anything is written there, takes its lock, then
+ * marks it "copy in progress". A verdict other than "ok" stops the host:
  *   root       dst is / (however spelled, links included);
  *   symlink    dst is a link: the copy, and delete = yes, would go where
  *              it points, which whoever made the link chose;
@@ -26,12 +29,21 @@
  *   owner      dst belongs to another user, who could plant links in it;
  *   groupwrite dst is writable by its group or others: the same;
  *   notours    dst holds files and no marker: not a copy dt made, and
- *              rsync would overwrite them (delete = yes: delete them).
- * Markers are never written through a link: the in-progress one goes to
- * a fresh file renamed over the old, a link in its place removed first.
- * Run by `sh -c` on the host (POSIX sh and utilities only). */
+ *              rsync would overwrite them (delete = yes: delete them);
+ *   lockodd    a link or directory stands where the lock goes;
+ *   locked     another job holds the lock (DT-HOLDER: its line;
+ *              DT-HOLDER-OLD: not refreshed for RS_LOCK_TTL_MIN).
+ * The lock is a file written whole, then linked to its name: ln fails
+ * when the name exists, so of two jobs exactly one gets it. The
+ * completion marker stays while the copy runs (the in-progress one
+ * outranks it everywhere), so that a copy that fails before rsync touched
+ * anything can leave a verified dst verified (end_script "keep"); one
+ * found next to an in-progress marker is stale and goes. Markers are
+ * never written through a link: the in-progress one goes to a fresh file
+ * renamed over the old, a link in its place removed first. Run by
+ * `sh -c` on the host (POSIX sh and utilities, and find -mmin). */
 static const char prepare_script[] =
-    "d=$1 job=$2 m=\"$1/" STG_MARK_BUSY "\"\n"
+    "d=$1 job=$2 line=$3 m=\"$1/" STG_MARK_BUSY "\" lk=\"$1/" STG_LOCK "\"\n"
     "no() { echo \"DT-PREP $1\"; exit 0; }\n"
     "has() { [ -e \"$d/$1\" ] || [ -h \"$d/$1\" ]; }\n"
     "[ -e \"$d\" ] || [ -h \"$d\" ] || (umask 022 && mkdir -p -- \"$d\") || "
@@ -47,30 +59,62 @@ static const char prepare_script[] =
     "case ${l%% *} in ?????w*|????????w*) no groupwrite;; esac\n"
     "if ! has " STG_MARK_DONE " && ! has " STG_MARK_BUSY "; then\n"
     "  f=$(ls -A -- \"$d\") || no nowrite\n"
+    "  f=$(printf '%s\\n' \"$f\" | grep -v '^\\" STG_LOCK "')\n"
     "  [ -n \"$f\" ] && { echo \"DT-FOUND $(printf '%s\\n' \"$f\" | awk "
     "'NR <= 3 {printf(\"%s%s\", (NR > 1 ? \", \" : \"\"), $0)} "
     "END {if (NR > 3) printf \", ... (%d in all)\", NR}')\"; no notours; }\n"
     "fi\n"
+    "{ [ -h \"$lk\" ] || [ -d \"$lk\" ]; } && no lockodd\n"
+    "rm -f -- \"$lk.$$\" && printf '%s\\n' \"$line\" > \"$lk.$$\" || "
+    "no nowrite\n"
+    "if ! e=$(ln -- \"$lk.$$\" \"$lk\" 2>&1); then\n"
+    "  rm -f -- \"$lk.$$\"\n"
+    "  [ -e \"$lk\" ] || { echo \"$e\"; no nowrite; }\n"
+    "  echo \"DT-HOLDER $(head -n 1 -- \"$lk\")\"\n"
+    "  [ -n \"$(find \"$lk\" -prune -mmin +" RS_STR(RS_LOCK_TTL_MIN)
+    " 2>/dev/null)\" ] && "
+    "echo DT-HOLDER-OLD\n"
+    "  no locked\n"
+    "fi\n"
+    "rm -f -- \"$lk.$$\"; echo 'DT-LOCK ours'\n"
+    "if has " STG_MARK_DONE " && ! has " STG_MARK_BUSY "; then "
+    "echo 'DT-WAS done'\n"
+    "else rm -f -- \"$d/" STG_MARK_DONE "\" || no nowrite; fi\n"
     "rm -f -- \"$m.tmp\" && printf '%s\\n' \"$job\" > \"$m.tmp\" || no nowrite\n"
     "if [ -h \"$m\" ]; then rm -f -- \"$m\" || no nowrite; fi\n"
     "mv -f -- \"$m.tmp\" \"$m\" || no nowrite\n"
-    "rm -f -- \"$d/" STG_MARK_DONE "\" || no nowrite\n"
     "echo \"DT-AVAIL $(df -Pk -- \"$d\" 2>/dev/null | awk 'NR==2 {print $4}')\"\n"
     "echo \"DT-USED $(du -sk -- \"$d\" 2>/dev/null | awk '{print $1}')\"\n"
     "echo 'DT-PREP ok'\n";
 
-/* Written last: the completion marker (a fresh file renamed over the old,
- * never written through a link), then the in-progress one goes. As root,
- * rsync -a gave dst the data set's owner: dst is made root's again, or
- * the next stage would refuse it (where root cannot, e.g. a root-squashed
- * NFS, that refusal says so; the copy itself is complete). */
-static const char mark_script[] =
-    "d=$1 m=\"$1/" STG_MARK_DONE "\"\n"
-    "rm -f -- \"$m.tmp\" && "
-    "printf 'staged by job %s from %s\\n' \"$2\" \"$3\" > \"$m.tmp\" && "
+/* The end of a host's staging, with the lock still ours (else "DT-END
+ * lost" and the holder's line, and nothing touched):
+ *   done  the completion marker (a fresh file renamed over the old, never
+ *         written through a link), then the in-progress one goes. As
+ *         root, rsync -a gave dst the data set's owner: dst is made
+ *         root's again, or the next stage would refuse it (where root
+ *         cannot, e.g. a root-squashed NFS, that refusal says so; the
+ *         copy itself is complete);
+ *   keep  nothing was copied into a dst that was complete: the
+ *         in-progress marker goes, the old completion marker stands;
+ *   fail  the copy may have changed dst: the completion marker goes, the
+ *         in-progress one stays.
+ * Then the lock goes. */
+static const char end_script[] =
+    "d=$1 line=$2 m=\"$1/" STG_MARK_DONE "\" lk=\"$1/" STG_LOCK "\"\n"
+    "h=$(head -n 1 -- \"$lk\" 2>/dev/null)\n"
+    "[ \"$h\" = \"$line\" ] || { echo \"DT-END lost $h\"; exit 0; }\n"
+    "case $3 in\n"
+    "done) rm -f -- \"$m.tmp\" && "
+    "printf 'staged by job %s from %s\\n' \"$4\" \"$5\" > \"$m.tmp\" && "
     "{ [ ! -h \"$m\" ] || rm -f -- \"$m\"; } && mv -f -- \"$m.tmp\" \"$m\" && "
     "{ [ \"$(id -u)\" != 0 ] || chown -- 0 \"$d\" 2>/dev/null || :; } && "
-    "rm -f -- \"$d/" STG_MARK_BUSY "\" && echo 'DT-MARK ok'\n";
+    "rm -f -- \"$d/" STG_MARK_BUSY "\";;\n"
+    "keep) [ ! -f \"$m\" ] || [ -h \"$m\" ] || "
+    "rm -f -- \"$d/" STG_MARK_BUSY "\";;\n"
+    "*) rm -f -- \"$m\";;\n"
+    "esac || { rm -f -- \"$lk\"; exit 0; }\n"
+    "rm -f -- \"$lk\" && echo 'DT-END ok'\n";
 
 /* The path spelled out: the absolute path of its longest existing part
  * with links resolved, then the rest (which cannot hold a link) with "."
@@ -197,6 +241,10 @@ static void prep_error(const dt_host_t *h, const char *dst,
                  "files or links there; run `chmod go-w %s` there or choose "
                  "another [storage.rsync] dst",
                  h->name, dst, mode ? mode : "?", dst);
+    else if (strcmp(verdict, "lockodd") == 0)
+        dt_error("storage rsync: host %s: %s/%s is a link or a directory, "
+                 "not a lock dt wrote; remove it there and stage again",
+                 h->name, dst, STG_LOCK);
     else if (strcmp(verdict, "notours") == 0)
         dt_error("storage rsync: host %s: the destination %s already holds "
                  "entries that dt did not stage (%s) and no %s or %s "
@@ -217,63 +265,164 @@ static void prep_error(const dt_host_t *h, const char *dst,
     }
 }
 
-static dt_status_t prepare(stage_run_t *run, const dt_host_t *h,
-                           const char *dst)
+/* Room for the data set at dst (df's free space plus what is there:
+ * an update only sends the difference). No df there: rsync reports a
+ * full disk itself. */
+static dt_status_t check_room(const host_job_t *j, const char *out)
 {
-    const char *args[] = {dst, run->req->job_id ? run->req->job_id : "-",
-                          NULL};
-    char *out = NULL, v[64];
-    int code = 0;
-    DT_CHECK(stg_run(run->req, h, prepare_script, args, &out, &code));
-    dt_status_t st = DT_OK;
-    const char *verdict = stg_line_value(out, "DT-PREP", v, sizeof v);
-    if (!verdict || strcmp(verdict, "ok") != 0) {
-        prep_error(h, dst, verdict ? verdict : "", out);
-        st = DT_ERR_IO;
-        goto out;
-    }
     char a[64], u[64];
     unsigned long long avail_kb = 0, used_kb = 0;
-    if (stg_line_value(out, "DT-AVAIL", a, sizeof a) &&
-        sscanf(a, "%llu", &avail_kb) == 1 &&
-        stg_line_value(out, "DT-USED", u, sizeof u))
-        sscanf(u, "%llu", &used_kb);
-    else
-        goto out; /* no df there: rsync reports a full disk itself */
-    /* What is already there counts: an update only sends the difference. */
+    if (!stg_line_value(out, "DT-AVAIL", a, sizeof a) ||
+        sscanf(a, "%llu", &avail_kb) != 1 ||
+        !stg_line_value(out, "DT-USED", u, sizeof u))
+        return DT_OK;
+    sscanf(u, "%llu", &used_kb);
     unsigned long long have = (avail_kb + used_kb) * 1024ull;
-    if (have < run->src_bytes) {
-        char need[32], fr[32];
-        dt_error("storage rsync: host %s: not enough space at %s: the data "
-                 "set is %s, %s free there (counting what is already "
-                 "there); free space or choose another [storage.rsync] dst",
-                 h->name, dst,
-                 stg_bytes_text(run->src_bytes, need, sizeof need),
-                 stg_bytes_text(avail_kb * 1024ull, fr, sizeof fr));
+    if (have >= j->run->src_bytes)
+        return DT_OK;
+    char need[32], fr[32];
+    dt_error("storage rsync: host %s: not enough space at %s: the data set "
+             "is %s, %s free there (counting what is already there); free "
+             "space or choose another [storage.rsync] dst",
+             j->h->name, j->dst,
+             stg_bytes_text(j->run->src_bytes, need, sizeof need),
+             stg_bytes_text(avail_kb * 1024ull, fr, sizeof fr));
+    return DT_ERR_IO;
+}
+
+/* One try: checks, the lock, the markers, the room. When another job
+ * holds the lock: DT_OK, *held, its line in holder (and *old: not
+ * refreshed for RS_LOCK_TTL_MIN). */
+static dt_status_t prepare(host_job_t *j, char *holder, size_t len,
+                           int *held, int *old)
+{
+    const stage_run_t *run = j->run;
+    const char *args[] = {j->dst, run->req->job_id ? run->req->job_id : "-",
+                          j->lock, NULL};
+    char *out = NULL, v[64];
+    int code = 0;
+    DT_CHECK(stg_run(run->req, j->h, prepare_script, args, &out, &code));
+    j->locked = strstr(out, "DT-LOCK ours") != NULL;
+    j->refreshed_ms = dt_clock_now_ms();
+    j->was_done = strstr(out, "DT-WAS done") != NULL;
+    dt_status_t st = DT_OK;
+    const char *verdict = stg_line_value(out, "DT-PREP", v, sizeof v);
+    *held = verdict && strcmp(verdict, "locked") == 0;
+    if (*held) {
+        if (!stg_line_value(out, "DT-HOLDER", holder, len))
+            holder[0] = '\0'; /* an empty lock file */
+        *old = strstr(out, "DT-HOLDER-OLD") != NULL;
+    } else if (!verdict || strcmp(verdict, "ok") != 0) {
+        prep_error(j->h, j->dst, verdict ? verdict : "", out);
         st = DT_ERR_IO;
+    } else {
+        st = check_room(j, out);
     }
-out:
     free(out);
     return st;
 }
 
-static dt_status_t mark_done(stage_run_t *run, const dt_host_t *h,
-                             const char *dst)
+/* Sleeps ms, or less when dtctl is asked to stop (then 1). */
+static int nap(const stage_run_t *run, long long ms)
 {
-    const char *args[] = {dst, run->req->job_id ? run->req->job_id : "-",
+    for (long long t = 0; t < ms; t += 100) {
+        if (rsync_stopped(run))
+            return 1;
+        poll(NULL, 0, 100);
+    }
+    return rsync_stopped(run);
+}
+
+static void refuse_locked(const host_job_t *j, const char *who,
+                          long long waited_ms)
+{
+    dt_error("storage rsync: host %s: %s is locked by another staging, "
+             "%s; gave up after %.0f s ([storage.rsync] lock_wait); let "
+             "that job finish and stage again, or raise lock_wait; if "
+             "no dtctl stages there any more (one on another machine that "
+             "died), remove %s/%s on %s (it also expires %d minutes after "
+             "its last refresh)",
+             j->h->name, j->dst, who, (double)waited_ms / 1000.0, j->dst,
+             STG_LOCK, j->h->name, RS_LOCK_TTL_MIN);
+}
+
+/* prepare, waiting up to lock_wait while another job holds the lock;
+ * a gone holder's lock is taken over (a few times at most: a lock that
+ * keeps coming back is not gone). */
+static dt_status_t prepare_locked(host_job_t *j)
+{
+    long long t0 = dt_clock_now_ms();
+    int said = 0, breaks = 0;
+    for (;;) {
+        char holder[RS_LOCK_LINE_MAX], who[RS_LOCK_LINE_MAX + 128];
+        int held = 0, old = 0;
+        DT_CHECK(prepare(j, holder, sizeof holder, &held, &old));
+        if (!held)
+            return DT_OK;
+        rs_lock_describe(holder, who, sizeof who);
+        const char *gone = rs_lock_gone_why(j->run, holder, old);
+        if (gone && breaks++ < 3) {
+            dt_warn("storage rsync: host %s: taking over the lock on %s of "
+                    "%s: %s", j->h->name, j->dst, who, gone);
+            DT_CHECK(rs_lock_break(j, holder));
+            continue;
+        }
+        long long waited = dt_clock_now_ms() - t0;
+        if (waited >= j->run->R->lock_wait_ms) {
+            refuse_locked(j, who, waited);
+            return DT_ERR_TIMEOUT;
+        }
+        if (!said++)
+            dt_info("storage rsync: host %s: %s is being staged by %s; "
+                    "waiting up to %.0f s ([storage.rsync] lock_wait)",
+                    j->h->name, j->dst, who,
+                    (double)j->run->R->lock_wait_ms / 1000.0);
+        if (nap(j->run, 2000))
+            return DT_ERR_INTERRUPTED;
+    }
+}
+
+/* The end of the host's staging (end_script: "done", "keep", "fail")
+ * and the lock released. */
+static dt_status_t finish(host_job_t *j, const char *how)
+{
+    const stage_run_t *run = j->run;
+    const char *args[] = {j->dst, j->lock, how,
+                          run->req->job_id ? run->req->job_id : "-",
                           run->req->src, NULL};
-    char *out = NULL;
+    char *out = NULL, lost[RS_LOCK_LINE_MAX];
     int code = 0;
-    DT_CHECK(stg_run(run->req, h, mark_script, args, &out, &code));
+    DT_CHECK(stg_run(run->req, j->h, end_script, args, &out, &code));
+    int done = strcmp(how, "done") == 0;
     dt_status_t st = DT_OK;
-    if (!strstr(out, "DT-MARK ok")) {
+    if (stg_line_value(out, "DT-END lost", lost, sizeof lost)) {
+        char who[RS_LOCK_LINE_MAX + 128] = "it was removed or emptied";
+        if (lost[0]) {
+            memcpy(who, "now held by ", 13);
+            rs_lock_describe(lost, who + 12, sizeof who - 12);
+        }
+        dt_error("storage rsync: host %s: the lock on %s stopped being "
+                 "this job's while it staged there (%s); %s; stage again "
+                 "once no other job stages there",
+                 j->h->name, j->dst, who,
+                 done ? "the copy is not marked complete"
+                      : "its markers are left as they are");
+        st = DT_ERR_IO;
+    } else if (!strstr(out, "DT-END ok")) {
         char *line = stg_one_line(out);
-        dt_error("storage rsync: host %s: the copy finished but %s/%s could "
-                 "not be written: %s; the data set stays marked incomplete",
-                 h->name, dst, STG_MARK_DONE, line ? line : "");
+        if (done)
+            dt_error("storage rsync: host %s: the copy finished but %s/%s "
+                     "could not be written: %s; the data set stays marked "
+                     "incomplete",
+                     j->h->name, j->dst, STG_MARK_DONE, line ? line : "");
+        else
+            dt_warn("storage rsync: host %s: could not update the markers "
+                    "and the lock at %s: %s",
+                    j->h->name, j->dst, line ? line : "");
         free(line);
         st = DT_ERR_IO;
     }
+    j->locked = 0;
     free(out);
     return st;
 }
@@ -300,21 +449,31 @@ static const char *advice(const char *err)
     return "see rsync's message";
 }
 
-static dt_status_t transfer(stage_run_t *run, const dt_host_t *h,
-                            const char *dst, rs_stats_t *stats)
+/* rsync ended before it could change dst: it never ran, refused its
+ * options (1: syntax, 2: protocol, 4: unsupported, 5: start-up; 127: not
+ * found) or never heard from the other side. */
+static int untouched(const rs_result_t *r)
 {
+    int c = r->code;
+    return !r->started || c == 1 || c == 2 || c == 4 || c == 5 ||
+           c == 127 || strstr(r->err, "(0 bytes received so far)");
+}
+
+static dt_status_t transfer(host_job_t *j, rs_stats_t *stats, int *touched)
+{
+    stage_run_t *run = j->run;
     rsync_storage_t *R = run->R;
     char *ssh_cmd = NULL, **argv = NULL;
-    int local = dt_host_is_local(h->name);
-    if (!local)
-        DT_CHECK(rs_ssh_command(&R->ssh, h->port, &ssh_cmd));
+    *touched = 0;
+    if (!dt_host_is_local(j->h->name))
+        DT_CHECK(rs_ssh_command(&R->ssh, j->h->port, &ssh_cmd));
     rs_args_t a = {
         .rsync = R->rsync,
         .ssh_cmd = ssh_cmd,
         .rsync_path = R->rsync_path,
         .src = run->req->src,
-        .host = h->name,
-        .dst = dst,
+        .host = j->h->name,
+        .dst = j->dst,
         .bwlimit = R->bwlimit,
         .timeout_s = R->timeout_s,
         .progress = run->progress,
@@ -324,40 +483,77 @@ static dt_status_t transfer(stage_run_t *run, const dt_host_t *h,
     free(ssh_cmd);
     if (st != DT_OK)
         return st;
-    char desc[64], err[2048];
-    st = rsync_run_proc(run, h->name, argv, stats, desc, sizeof desc, err,
-                        sizeof err);
-    if (st != DT_OK)
+    rs_result_t *r = calloc(1, sizeof *r);
+    if (!r) {
+        dt_strv_free(argv);
+        return DT_ERR_NOMEM;
+    }
+    st = rsync_run_proc(j, argv, stats, r);
+    *touched = st == DT_OK || !untouched(r);
+    if (r->stopped)
+        dt_error("storage rsync: host %s: copying %s to %s stopped (dtctl "
+                 "was asked to stop; rsync %s); the data set there %s; run "
+                 "`dtctl stage` again to complete it",
+                 j->h->name, run->req->src, j->dst, r->desc,
+                 *touched ? "stays marked incomplete" : "is as it was");
+    else if (st != DT_OK)
         dt_error("storage rsync: host %s: copying %s to %s failed (rsync "
-                 "%s): %s — %s; the data set there stays marked incomplete",
-                 h->name, run->req->src, dst, desc, err[0] ? err : "-",
-                 advice(err));
+                 "%s): %s — %s; the data set there %s",
+                 j->h->name, run->req->src, j->dst, r->desc,
+                 r->err[0] ? r->err : "-", advice(r->err),
+                 *touched ? "stays marked incomplete"
+                 : j->was_done ? "is as it was (still complete)"
+                               : "is as it was");
+    free(r);
     dt_strv_free(argv);
     return st;
+}
+
+/* Checks, lock, copy, end: the markers say what dst holds, and the lock
+ * keeps other jobs out of dst from the first check to the last marker. */
+static dt_status_t stage_host(host_job_t *j, rs_stats_t *stats)
+{
+    dt_status_t st = DT_OK;
+    int touched = 0;
+    if (dt_host_is_local(j->h->name))
+        st = check_apart(j->run, j->h, j->dst);
+    if (st == DT_OK)
+        st = prepare_locked(j);
+    if (st == DT_OK)
+        st = transfer(j, stats, &touched);
+    if (!j->locked)
+        return st;
+    const char *how = st == DT_OK                   ? "done"
+                      : j->was_done && !touched     ? "keep"
+                                                    : "fail";
+    dt_status_t end = finish(j, how);
+    return st == DT_OK ? end : st;
 }
 
 dt_status_t rsync_one_host(void *arg, size_t i, const dt_host_t *h)
 {
     stage_run_t *run = arg;
+    if (rsync_stopped(run))
+        return DT_ERR_INTERRUPTED; /* not started: nothing changed there */
     char *dst = stg_expand_host(run->R->dst, h->name);
     if (!dst)
         return DT_ERR_NOMEM;
     /* "dir/" would let the checks see through a link named dir. */
     for (size_t n = strlen(dst); n > 1 && dst[n - 1] == '/'; n--)
         dst[n - 1] = '\0';
+    host_job_t *j = calloc(1, sizeof *j);
+    if (!j) {
+        free(dst);
+        return DT_ERR_NOMEM;
+    }
+    *j = (host_job_t){.run = run, .h = h, .dst = dst};
+    rs_lock_line(j);
     double t0 = dt_clock_now();
     host_result_t *res = &run->res[i];
-    dt_status_t st = DT_OK;
-    if (dt_host_is_local(h->name))
-        st = check_apart(run, h, dst);
-    if (st == DT_OK)
-        st = prepare(run, h, dst);
-    if (st == DT_OK)
-        st = transfer(run, h, dst, &res->stats);
-    if (st == DT_OK)
-        st = mark_done(run, h, dst);
+    dt_status_t st = stage_host(j, &res->stats);
     res->seconds = dt_clock_now() - t0;
     res->done = st == DT_OK;
+    free(j);
     free(dst);
     return st;
 }

@@ -1,7 +1,7 @@
-/* child.h — what a forked child does before exec, shared by spawn.c and
- * ../jobdir/proc.c. Header-only (static inline): plugins link both
- * libraries, which must not define the same symbols. Async-signal-safe
- * calls only (dtctl has threads). */
+/* child.h — what a forked child does before exec, shared by spawn.c,
+ * ../jobdir/proc.c and plugins/storage/rsync/rsync_proc.c. Header-only
+ * (static inline): plugins link both libraries, which must not define the
+ * same symbols. Async-signal-safe calls only (dtctl has threads). */
 #ifndef DT_LAUNCHER_SPAWN_CHILD_H
 #define DT_LAUNCHER_SPAWN_CHILD_H
 
