@@ -46,7 +46,7 @@ typedef struct {
     int hosts, gpus, max_workers, measure, batch, sweep, model_layers;
     double net_bw, net_lat, intra_bw, intra_lat, compute_scale, data_wait;
     int data_wait_given; /* --data-wait: the input pipeline not measured */
-    double model_params, sps, device_flops, device_bw;
+    double model_params, sps, device_flops, device_bw, device_launch;
     uint64_t bucket;
 } plan_args_t;
 
@@ -68,7 +68,7 @@ static int usage(void)
           "                  [--baseline horovod] [--compression "
           "none|bf16|fp16] [--hierarchy on|off]\n"
           "                  [--plot FILE.png|FILE.svg] [--device-flops "
-          "RATE [--device-bandwidth RATE]]\n"
+          "RATE [--device-bandwidth RATE] [--device-launch T]]\n"
           "                  [--colocation measure|FILE] "
           "[--save-colocation FILE]\n"
           "       (JOB.ini may be left out with --model-params or "
@@ -150,7 +150,7 @@ static int parse_flops(const char *s, double *out)
  * model's later parses, for timing and --colocation's copies, name no
  * file). 0: fine, or no layers to check. */
 static int check_layers(const dt_config_t *cfg, const char *layers,
-                        const char *input)
+                        const char *input, int *launches)
 {
     if (!layers || !*layers)
         return 0;
@@ -163,7 +163,7 @@ static int check_layers(const dt_config_t *cfg, const char *layers,
             DT_OK)
         return -1;
     dt_model_free(m);
-    return 0;
+    return plan_model_launches(layers, d, launches);
 }
 
 /* --platform: a regular file that can be read (SimGrid, given a
@@ -220,6 +220,29 @@ static int check_compute(const model_prof_t *mp, const plan_args_t *a)
     return -1;
 }
 
+/* --device-launch T: the host's launches against the GPU's work (times
+ * of mp x --compute-scale): a launch-bound step is the host's, not the
+ * GPU's (plan_launch_bound). */
+static int launch_bound(model_prof_t *mp, const plan_args_t *a,
+                        int launches)
+{
+    if (launches < 1)
+        return -1;
+    double gpu = mp->forward + mp->optimizer;
+    for (size_t i = 0; i < mp->n; i++)
+        gpu += mp->bwd[i];
+    gpu *= a->compute_scale;
+    double k = plan_launch_bound(mp, launches,
+                                 a->device_launch / a->compute_scale);
+    dt_info("plan: --device-launch %.4g us: %d layer launches a step, %.3f "
+            "ms of the host's against %.3f ms of the GPU's: %s",
+            a->device_launch * 1e6, launches,
+            launches * a->device_launch * 1e3, gpu * 1e3,
+            k > 1 ? "launch-bound, every layer's time scaled to the host's"
+                  : "the GPU sets the pace");
+    return 0;
+}
+
 /* --colocation measure|FILE: the step times of co-located copies of the
  * model (plan_colocation.c), measured here for the plan's workers per
  * host (saved with --save-colocation) or read from a file. */
@@ -269,7 +292,7 @@ int dt_cmd_plan(int argc, char **argv)
         {"baseline", 1, 0, 'z'},      {"compression", 1, 0, 'c'},
         {"hierarchy", 1, 0, 'y'},     {"plot", 1, 0, 'g'},
         {"device-flops", 1, 0, 'f'}, {"topology", 1, 0, 't'},
-        {"device-bandwidth", 1, 0, 'e'},
+        {"device-bandwidth", 1, 0, 'e'}, {"device-launch", 1, 0, 'Q'},
         {"colocation", 1, 0, 'k'},    {"save-colocation", 1, 0, 'K'},
         {"help", 0, 0, 'h'},          {0, 0, 0, 0}};
     int c, li = 0;
@@ -358,9 +381,12 @@ int dt_cmd_plan(int argc, char **argv)
             break;
         case 'L':
         case 'J':
+        case 'Q':
         case 'D': {
-            double *d = c == 'L' ? &a.net_lat : c == 'J' ? &a.intra_lat
-                                                         : &a.data_wait;
+            double *d = c == 'L'   ? &a.net_lat
+                        : c == 'J' ? &a.intra_lat
+                        : c == 'Q' ? &a.device_launch
+                                   : &a.data_wait;
             a.data_wait_given |= c == 'D';
             /* a latency within a second (a satellite link's); a wait
              * that keeps the simulated clock finite */
@@ -499,6 +525,12 @@ int dt_cmd_plan(int argc, char **argv)
                  "Horovod's fusion: leave out --baseline horovod");
         return 2;
     }
+    if (a.device_launch > 0 && !(a.device_flops > 0)) {
+        dt_error("plan: --device-launch goes with --device-flops (a GPU "
+                 "the plan computes for; measured times have their launches "
+                 "in them)");
+        return 2;
+    }
     if (a.device_bw > 0 && !(a.device_flops > 0)) {
         dt_error("plan: --device-bandwidth goes with --device-flops (the "
                  "two sides of each layer's roofline)");
@@ -580,8 +612,9 @@ int dt_cmd_plan(int argc, char **argv)
     uint64_t bucket = 0, small = 0, ring = 0, hier = 0;
     long long batch = 64;
     const char *layers = dt_config_get(cfg, "model", "layers");
+    int launches = 0; /* layer passes a step launches (--device-launch) */
     if (!(a.model_params > 0) && !a.layer_times &&
-        check_layers(cfg, layers, a.input) != 0) {
+        check_layers(cfg, layers, a.input, &launches) != 0) {
         dt_config_free(cfg);
         return 1;
     }
@@ -753,6 +786,12 @@ int dt_cmd_plan(int argc, char **argv)
                 "per training step: %.3f ms for a batch of %lld at %.4g "
                 "TFLOP/s (the layers in this machine's proportions)",
                 mp.flops * 1e-9, step * 1e3, batch, a.device_flops * 1e-12);
+    }
+    if (a.device_launch > 0 && launch_bound(&mp, &a, launches) != 0) {
+        plan_colocation_free(&coloc);
+        free(mp.bwd);
+        free(mp.bytes);
+        return 1;
     }
     if (check_compute(&mp, &a) != 0) {
         plan_colocation_free(&coloc);

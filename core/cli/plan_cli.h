@@ -38,6 +38,15 @@ int plan_measure_model(const char *layers, const int d[4], int batch,
 int plan_model_setup(const char *layers, const int d[4], int batch,
                      dt_device_t **dev, dt_model_t **m, float **x, int **y);
 int plan_read_layer_times(const char *path, model_prof_t *mp);
+/* The layer passes a step launches: every layer forward, those from the
+ * first with parameters backward, and the optimizer once. 0 or -1. */
+int plan_model_launches(const char *layers, const int d[4], int *launches);
+/* --device-launch: the host launches `launches` passes of per_launch
+ * seconds each while the GPU works through mp's times. Launches queue
+ * ahead of the GPU, so a step takes max(host, GPU), not their sum: where
+ * the host's is the longer (small layers, small batches: launch-bound),
+ * every time of mp is scaled to it. Returns the factor (1: GPU-bound). */
+double plan_launch_bound(model_prof_t *mp, int launches, double per_launch);
 int plan_synthetic_model(double params, int layers, model_prof_t *mp);
 
 typedef struct {

@@ -119,6 +119,41 @@ int plan_roofline_model(const char *layers, const int d[4], int batch,
     return 0;
 }
 
+int plan_model_launches(const char *layers, const int d[4], int *launches)
+{
+    dt_model_t *m = NULL;
+    if (dt_model_parse(layers, "[model] layers", d[0], d[1], d[2], d[3], &m,
+                       NULL) != DT_OK)
+        return -1;
+    int L = dt_model_nlayers(m), first = 0;
+    for (; first < L; first++) { /* backward stops at the first with params */
+        double f, b;
+        size_t p;
+        dt_model_layer_cost(m, first, 4, &f, &b, &p);
+        if (p)
+            break;
+    }
+    dt_model_free(m);
+    *launches = L + (L - first) + 1;
+    return 0;
+}
+
+double plan_launch_bound(model_prof_t *mp, int launches, double per_launch)
+{
+    double gpu = mp->forward + mp->optimizer;
+    for (size_t i = 0; i < mp->n; i++)
+        gpu += mp->bwd[i];
+    double host = launches * per_launch;
+    if (!(gpu > 0) || host <= gpu)
+        return 1.0;
+    double k = host / gpu;
+    mp->forward *= k;
+    mp->optimizer *= k;
+    for (size_t i = 0; i < mp->n; i++)
+        mp->bwd[i] *= k;
+    return k;
+}
+
 int plan_model_setup(const char *layers, const int d[4], int batch,
                      dt_device_t **dev, dt_model_t **m, float **x, int **y)
 {
