@@ -7,7 +7,8 @@
  * (((x0 op x1) op x2) ...), which is what every rank must get: random
  * floats, so a piece reduced twice, in another order, or taken from the
  * wrong block or round shows. A 4 KiB chunk makes large counts run
- * hundreds of rounds, so slots are reused while other ranks still read. */
+ * hundreds of rounds, so slots are reused while other ranks still read.
+ * Calls that differ across ranks fail on every rank, naming both. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <setjmp.h>
@@ -298,7 +299,7 @@ static void others_body(rank_t *r)
                 src = recv + (size_t)me * cpr;
             }
             r->st = dt_shm_allgather(r->shm, mode == 1 ? recv : src, recv,
-                                     cpr * 4);
+                                     cpr, DT_FLOAT32);
             if (r->st != DT_OK)
                 return;
             for (int q = 0; q < n; q++)
@@ -316,7 +317,7 @@ static void others_body(rank_t *r)
         for (int root = 0; root < n && !r->detail[0]; root++) {
             for (size_t i = 0; i < total; i++)
                 recv[i] = me == root ? value_f(root, i) : -1.0f;
-            r->st = dt_shm_broadcast(r->shm, recv, total * 4, root);
+            r->st = dt_shm_broadcast(r->shm, recv, total, DT_FLOAT32, root);
             if (r->st != DT_OK)
                 return;
             for (size_t i = 0; i < total; i++)
@@ -373,6 +374,73 @@ static void test_barrier(void **state)
     job_t j = {.size = 4, .body = barrier_body};
     run_job(&j);
     expect_ok(&j);
+}
+
+/* ---- calls that do not match ------------------------------------------ */
+
+/* Rank 2 calls something else than ranks 0 and 1 (mismatch_case picks
+ * what): every rank fails with DT_ERR_INVALID, before reading the others'
+ * data, and so does its next call, at once. */
+static int mismatch_case;
+static void mismatch_body(rank_t *r)
+{
+    float x[64] = {0};
+    int odd = r->rank == 2;
+    switch (mismatch_case) {
+    case 0: /* a count of 0 still meets the others */
+        r->st = dt_shm_allreduce(r->shm, x, x, odd ? 5 : 0, DT_FLOAT32,
+                                 DT_SUM);
+        break;
+    case 1: /* the root of a broadcast waits on no one's data */
+        r->st = odd ? dt_shm_broadcast(r->shm, x, 16, DT_FLOAT32, 2)
+                    : dt_shm_allgather(r->shm, x, x, 4, DT_FLOAT32);
+        break;
+    case 2: /* allgather waits on the data flag allreduce posts last */
+        r->st = odd ? dt_shm_allreduce(r->shm, x, x, 8, DT_FLOAT32, DT_SUM)
+                    : dt_shm_allgather(r->shm, x, x, 4, DT_FLOAT32);
+        break;
+    default: /* avg and sum both sum within the host, yet differ */
+        r->st = dt_shm_reduce_blocks(r->shm, x, x, 64, DT_FLOAT32,
+                                     odd ? DT_AVG : DT_SUM);
+    }
+    if (r->st == DT_ERR_INVALID && dt_shm_barrier(r->shm) != DT_ERR_INVALID)
+        snprintf(r->detail, sizeof r->detail, "the next call did not fail");
+}
+
+static void test_mismatch_fails_every_rank(void **state)
+{
+    (void)state;
+    static const char *const want[] = {
+        "rank 0 called allreduce of 0 float32 (sum), rank 2 allreduce of "
+        "5 float32 (sum): every rank must call the same collectives",
+        "rank 0 called allgather of 4 float32 per rank, rank 2 broadcast "
+        "of 16 float32 from rank 2",
+        "rank 0 called allgather of 4 float32 per rank, rank 2 allreduce "
+        "of 8 float32 (sum)",
+        "rank 0 called allreduce of 64 float32 (sum; its reduction within "
+        "the host), rank 2 allreduce of 64 float32 (avg; its reduction "
+        "within the host)"};
+    for (mismatch_case = 0; mismatch_case < 4; mismatch_case++) {
+        capture_t cap;
+        capture_begin(&cap);
+        job_t j = {.size = 3, .body = mismatch_body, .timeout = 10.0};
+        run_job(&j);
+        char *log = capture_end(&cap);
+        for (int r = 0; r < 3; r++) {
+            char who[32];
+            snprintf(who, sizeof who, "test: rank %d: ", r);
+            if (j.ranks[r].st != DT_ERR_INVALID || j.ranks[r].detail[0] ||
+                !strstr(log, who))
+                fail_msg("case %d: rank %d: %s %s; log:\n%s", mismatch_case,
+                         r, dt_status_str(j.ranks[r].st), j.ranks[r].detail,
+                         log);
+        }
+        if (!strstr(log, want[mismatch_case]))
+            fail_msg("case %d: no error names both calls ('%s'); log:\n%s",
+                     mismatch_case, want[mismatch_case], log);
+        free(log);
+        close_job(&j);
+    }
 }
 
 /* ---- agreement and failures ------------------------------------------ */
@@ -499,6 +567,7 @@ int main(void)
         cmocka_unit_test(test_hierarchical_halves),
         cmocka_unit_test(test_other_collectives),
         cmocka_unit_test(test_barrier),
+        cmocka_unit_test(test_mismatch_fails_every_rank),
         cmocka_unit_test(test_one_rank_cannot_so_none_do),
         cmocka_unit_test(test_hung_peer_is_named),
         cmocka_unit_test(test_dead_peer_is_named),

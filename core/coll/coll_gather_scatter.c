@@ -29,8 +29,8 @@ dt_status_t dt_coll_allgather(dt_comm_t *c, const void *send, void *recv,
             return st;
     }
     if (dt_coll_host_whole(c))
-        return dt_shm_allgather(c->host->shm, send, recv,
-                                count_per_rank * es);
+        return dt_shm_allgather(c->host->shm, send, recv, count_per_rank,
+                                t);
     char *mine = (char *)recv + (size_t)c->rank * count_per_rank * es;
     if (send != recv && send != mine && count_per_rank)
         memcpy(mine, send, count_per_rank * es);

@@ -58,7 +58,7 @@ dt_status_t dt_coll_hier_allreduce(dt_comm_t *c, const void *send,
     char *mine = (char *)recv + off * es;
     if (count == 0)
         return DT_OK;
-    DT_CHECK(dt_shm_reduce_blocks(h->shm, send, recv, count, t, sum));
+    DT_CHECK(dt_shm_reduce_blocks(h->shm, send, recv, count, t, op));
     if (len)
         DT_CHECK(dt_coll_allreduce(&h->cross, mine, mine, len, t, sum));
     if (len && op == DT_AVG)

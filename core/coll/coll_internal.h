@@ -6,15 +6,9 @@
 #include <stddef.h>
 #include "coll.h"
 
-/* One tag per collective: messages of different collectives never match
- * each other even if a rank runs ahead into the next call. */
-enum {
-    DT_TAG_ALLREDUCE = 0x4c000001,
-    DT_TAG_BROADCAST,
-    DT_TAG_ALLGATHER,
-    DT_TAG_REDUCE_SCATTER,
-    DT_TAG_BARRIER
-};
+/* One tag per collective (DT_TAG_ALLREDUCE ...: dt/plugin.h, where a
+ * transport learns what they promise): messages of different collectives
+ * never match each other even if a rank runs ahead into the next call. */
 
 /* Defaults when the comm's fields are 0 (measured: docs/PERFORMANCE.md,
  * #allreduce_small, #allreduce_ring, #ring_chunk). */

@@ -34,7 +34,7 @@ static struct worker {
     void *ctx;
     dt_comm_t comm;
     double timeout;
-    dt_status_t lost;   /* a collective failed on a peer: the job is over */
+    dt_status_t lost;   /* a collective failed: the job is over (noted) */
     uint8_t token[DT_TOKEN_BYTES];
 } W;
 
@@ -279,7 +279,7 @@ dt_status_t dt_finalize(void)
         return DT_ERR_INVALID;
     dt_status_t st = W.lost;
     /* Nobody closes connections a peer may still be reading from. After a
-     * peer failed, some rank never arrives: do not wait for it. */
+     * collective failed, some rank may never arrive: do not wait for it. */
     if (W.store && st == DT_OK)
         st = dt_store_barrier(W.store, "dt_finalize", W.id.size, W.timeout);
     teardown();
@@ -325,11 +325,16 @@ static dt_status_t check_op(const char *what, dt_redop_t op)
     return DT_OK;
 }
 
-/* A peer that failed or went silent ends the job (the transport reported
- * which); remember it so that dt_finalize does not wait for that peer. */
+/* A collective that fails past the argument checks above ends the job: a
+ * peer died or went silent, the ranks' calls did not match, the transport
+ * broke, or this rank left its peers mid-call. Remember the first such
+ * error, so that dt_finalize returns it at once rather than wait in its
+ * barrier for ranks that may never come. DT_ERR_UNSUPPORTED (a type, op
+ * or memory kind without a path) is the exception: every rank gets it
+ * alike, before anything moves. */
 static dt_status_t noted(dt_status_t st)
 {
-    if ((st == DT_ERR_PEER || st == DT_ERR_TIMEOUT) && W.lost == DT_OK)
+    if (st != DT_OK && st != DT_ERR_UNSUPPORTED && W.lost == DT_OK)
         W.lost = st;
     return st;
 }

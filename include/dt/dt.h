@@ -42,8 +42,13 @@
  *
  * Errors: every function returns DT_OK or a negative dt_status_t, and logs
  * what failed (with rank and host) before returning; dt_status_str() names
- * the code. After a failed collective the job should stop: peers may be
- * left waiting until their own timeout. */
+ * the code. Collectives that do not match across ranks fail with
+ * DT_ERR_INVALID, each rank's error line naming the calls: through shared
+ * memory (ranks of one host) any difference; over tcp a different
+ * collective or message size (not a type of the same width, an op or a
+ * root). After a failed collective the job cannot continue: every later
+ * collective fails, dt_finalize returns that error at once, and peers the
+ * failure did not reach may wait until their own timeout. */
 #ifndef DT_DT_H
 #define DT_DT_H
 
@@ -96,7 +101,9 @@ dt_status_t dt_reduce_scatter(const void *send, void *recv, size_t count,
 dt_status_t dt_barrier(void);
 
 /* Leave the job: waits (bounded by the job timeout) until every rank has
- * called it, then closes connections. dt_init may be called again. */
+ * called it, then closes connections. dt_init may be called again. After
+ * a collective failed it does not wait (some rank may never come): it
+ * closes at once and returns that collective's error. */
 dt_status_t dt_finalize(void);
 
 /* Which way this job's host-memory collectives carry data between the

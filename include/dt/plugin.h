@@ -249,6 +249,33 @@ typedef struct dt_transport_args {
  * cross it (ucx with a UCX_TLS list without shared memory, say). */
 #define DT_CAP_NO_SHM (1u << 1)
 
+/* The tags of the core's own collectives over isend/irecv (the core's
+ * other point-to-point users, such as the parameter servers, take others).
+ * One tag per kind of collective; a rank runs one collective at a time,
+ * and between a pair of ranks the messages of each come in the order of
+ * the calls. So a message from a peer with one of these tags arriving
+ * where the oldest receive from that peer still waiting has another of
+ * them, or with a length other than that receive's, means the ranks
+ * called different collectives (or counts, or types): a transport may
+ * fail the call at once with DT_ERR_INVALID, naming both
+ * (dt_coll_tag_name), rather than wait for its timeout (tcp does). */
+enum {
+    DT_TAG_ALLREDUCE = 0x4c000001,
+    DT_TAG_BROADCAST,
+    DT_TAG_ALLGATHER,
+    DT_TAG_REDUCE_SCATTER,
+    DT_TAG_BARRIER
+};
+/* The collective of one of those tags ("allreduce"); NULL for any other. */
+static inline const char *dt_coll_tag_name(int tag)
+{
+    static const char *const names[] = {"allreduce", "broadcast",
+                                        "allgather", "reduce-scatter",
+                                        "barrier"};
+    unsigned i = (unsigned)tag - (unsigned)DT_TAG_ALLREDUCE;
+    return i < sizeof names / sizeof *names ? names[i] : NULL;
+}
+
 typedef struct dt_transport_ops {
     size_t size;
     /* Connect to the other ranks (through the store). Collective: every

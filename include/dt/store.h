@@ -59,7 +59,8 @@ void dt_store_close(dt_store_t *s);
  * = "RANK DETECTOR HOW", "dt/culprit/votes". HOW: "exited" (the peer
  * closed its connections or its process is gone), "hung" (alive but
  * silent for the timeout: stopped, hung, unreachable), "error" (it sent
- * something wrong). */
+ * something wrong). Calls that do not match across ranks are no one
+ * rank's failure: nothing is recorded for them. */
 #define DT_CULPRIT_HOW_MAX 16
 /* Record rank as the root cause, found by detector (first record wins);
  * DT_OK also when another record was there first. */

@@ -10,10 +10,13 @@
  * (UCX's rendezvous pins pages and enters the kernel per message). The
  * idea is that of UCC's tl/shm and Open MPI's coll/sm.
  *
- * Every rank calls each function in the same order with the same sizes.
- * A rank that waits on a peer polls for a short while, then sleeps on a
- * futex; a peer whose process is gone, or that stays silent for the
- * timeout, is an error naming it. */
+ * Every rank calls each function in the same order with the same count,
+ * type, op and root. A rank that does not fails every rank with
+ * DT_ERR_INVALID, each naming the two calls that differ, before any rank
+ * reads another's data (and so does every later call: the job cannot
+ * continue). A rank that waits on a peer polls for a short while, then
+ * sleeps on a futex; a peer whose process is gone, or that stays silent
+ * for the timeout, is an error naming it. */
 #ifndef DT_SHM_COLL_H
 #define DT_SHM_COLL_H
 
@@ -58,17 +61,19 @@ dt_status_t dt_shm_allreduce(dt_shm_t *s, const void *send, void *recv,
 dt_status_t dt_shm_reduce_scatter(dt_shm_t *s, const void *send, void *recv,
                                   size_t count_per_rank, dt_dtype_t t,
                                   dt_redop_t op);
-/* recv holds size * bytes_per_rank bytes, rank r's block at r. */
+/* recv holds size * count_per_rank elements, rank r's block at r. */
 dt_status_t dt_shm_allgather(dt_shm_t *s, const void *send, void *recv,
-                             size_t bytes_per_rank);
-dt_status_t dt_shm_broadcast(dt_shm_t *s, void *buf, size_t bytes, int root);
+                             size_t count_per_rank, dt_dtype_t t);
+dt_status_t dt_shm_broadcast(dt_shm_t *s, void *buf, size_t count,
+                             dt_dtype_t t, int root);
 
 /* The two halves of a hierarchical allreduce (ranks of one host here,
  * hosts through a transport in between). The vector of count elements is
  * cut into blocks as the core's ring cuts it (dt_block_off over this
  * group's ranks). reduce_blocks leaves block r of the reduction (DT_AVG:
- * the sum) at its place in recv; allgather_blocks copies each rank's
- * block of buf to the others' buf. */
+ * the sum; pass the caller's op, so that avg and sum do not agree) at its
+ * place in recv; allgather_blocks copies each rank's block of buf to the
+ * others' buf. */
 dt_status_t dt_shm_reduce_blocks(dt_shm_t *s, const void *send, void *recv,
                                  size_t count, dt_dtype_t t, dt_redop_t op);
 dt_status_t dt_shm_allgather_blocks(dt_shm_t *s, void *buf, size_t count,

@@ -11,15 +11,29 @@
 
 #define DT_SHM_MAGIC 0x64747368u /* "dtsh" */
 
+/* What a rank called (shm_coll.c fills and compares it): kind | dtype << 4
+ * | op << 8 | root << 12 in what (a root below 2^20: no host maps a
+ * segment for more ranks), and the count. Three words, so that one per
+ * slot fits in a flag's cache line. */
+typedef struct shm_call {
+    uint32_t what;
+    uint32_t count_lo, count_hi;
+} shm_call_t;
+
 /* A round counter one rank advances and the others wait on; its own cache
  * line, so that polling it does not disturb the neighbour's. sleepers
  * counts ranks in futex_wait on seq: the poster wakes only when there are
- * any (a system call saved per round while everyone polls). */
+ * any (a system call saved per round while everyone polls). call (posted
+ * and reduced): what the rank called, by slot, written before seq in the
+ * round that starts a collective; a peer reads it from the line it
+ * polled, so the check costs no extra cache miss. */
 typedef struct shm_flag {
     uint32_t seq;
     uint32_t sleepers;
-    char pad[56];
+    shm_call_t call[DT_SHM_SLOTS];
+    char pad[64 - 8 - DT_SHM_SLOTS * sizeof(shm_call_t)];
 } shm_flag_t;
+_Static_assert(sizeof(shm_flag_t) == 64, "a flag is one cache line");
 
 /* Per rank, in the segment. Every round moves each flag to its number:
  *   posted  — my input for the round is in my slot;

@@ -151,12 +151,18 @@ dt_status_t tcp_wireup(tcp_ctx_t *c, const dt_transport_args_t *a);
 void tcp_close_all(tcp_ctx_t *c);
 
 /* tcp_cause.c: the root cause of a failure, agreed through the store.
- * Returns 1 with the failed rank and the rank that detected it when the
- * store holds (or this call records, for suspect >= 0: first writer wins)
- * the job's root cause; 0 when unknown (no store, or it failed). Bounded:
- * waits at most a couple of seconds, never on a store that is gone. */
+ * Returns 1 with the failed rank, the rank that detected it and how
+ * (TCP_HOW_MAX bytes: "exited", "hung", "error" or TCP_HOW_MISMATCH) when
+ * the store holds (or this call records, for suspect >= 0: first writer
+ * wins) the job's root cause; 0 when unknown (no store, or it failed).
+ * Bounded: waits at most a couple of seconds, never on a store that is
+ * gone. A mismatch (the ranks called different collectives or counts:
+ * suspect is the peer whose message showed it) names no failed rank to
+ * dtctl: the job's failure record (dt/store.h) is left to others. */
+#define TCP_HOW_MAX 16
+#define TCP_HOW_MISMATCH "mismatch"
 int tcp_cause_resolve(tcp_ctx_t *c, int suspect, const char *how,
-                      int *failed, int *detector);
+                      int *failed, int *detector, char *found_how);
 /* A blocked wait says whom it waits on (and refreshes it); a wait that
  * ends without a failure clears it. Store errors are ignored. */
 void tcp_wait_note(tcp_ctx_t *c, int peer);

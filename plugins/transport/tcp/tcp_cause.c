@@ -32,16 +32,20 @@ static void cause_key(const tcp_ctx_t *c, const char *what, char *key,
     snprintf(key, len, "tcp/%lld/cause/%s", c->epoch, what);
 }
 
-/* The store holds "failed_rank detecting_rank". */
+/* The store holds "failed_rank detecting_rank how". */
 static int parse_cause(const tcp_ctx_t *c, const void *val, size_t len,
-                       int *failed, int *detector)
+                       int *failed, int *detector, char *how)
 {
+    char text[64], h[TCP_HOW_MAX] = "";
     int f = -1, d = -1;
-    if (len == 0 || sscanf(val, "%d %d", &f, &d) != 2 || f < 0 ||
+    snprintf(text, sizeof text, "%.*s", (int)(len < 63 ? len : 63),
+             (const char *)val);
+    if (len == 0 || sscanf(text, "%d %d %15s", &f, &d, h) < 2 || f < 0 ||
         f >= c->size || d < 0 || d >= c->size)
         return 0;
     *failed = f;
     *detector = d;
+    snprintf(how, TCP_HOW_MAX, "%s", h);
     return 1;
 }
 
@@ -58,25 +62,27 @@ static int store_usable(tcp_ctx_t *c, dt_status_t st)
     return 0;
 }
 
-static int lookup(tcp_ctx_t *c, double wait, int *failed, int *detector)
+static int lookup(tcp_ctx_t *c, double wait, int *failed, int *detector,
+                  char *how)
 {
     char key[96];
     void *val = NULL;
     size_t len = 0;
     cause_key(c, "rank", key, sizeof key);
     dt_status_t st = dt_store_get(c->store, key, wait, &val, &len);
-    int found = st == DT_OK && parse_cause(c, val, len, failed, detector);
+    int found =
+        st == DT_OK && parse_cause(c, val, len, failed, detector, how);
     free(val);
     store_usable(c, st);
     return found;
 }
 
 int tcp_cause_resolve(tcp_ctx_t *c, int suspect, const char *how,
-                      int *failed, int *detector)
+                      int *failed, int *detector, char *found_how)
 {
     if (!c->store)
         return 0;
-    if (lookup(c, 0, failed, detector))
+    if (lookup(c, 0, failed, detector, found_how))
         return 1;
     if (suspect < 0 || !c->store)
         return 0;
@@ -88,23 +94,28 @@ int tcp_cause_resolve(tcp_ctx_t *c, int suspect, const char *how,
         return 0;
     if (votes == 1) {
         char val[64];
-        int n = snprintf(val, sizeof val, "%d %d", suspect, c->rank);
+        int n = snprintf(val, sizeof val, "%d %d %s", suspect, c->rank, how);
         cause_key(c, "rank", key, sizeof key);
         st = dt_store_set(c->store, key, val, (size_t)n);
         if (!store_usable(c, st) || st != DT_OK)
             return 0;
+        *failed = suspect;
+        *detector = c->rank;
+        snprintf(found_how, TCP_HOW_MAX, "%s", how);
+        /* No rank failed when the calls do not match: dtctl learns it
+         * from the ranks' exits. */
+        if (strcmp(how, TCP_HOW_MISMATCH) == 0)
+            return 1;
         /* The job's record for dtctl (first record of any layer wins). */
         if (dt_store_culprit_record(c->store, suspect, c->rank, how) != DT_OK)
             dt_debug("tcp: rank %d: could not record rank %d as the job's "
                      "failure in the store",
                      c->rank, suspect);
-        *failed = suspect;
-        *detector = c->rank;
         return 1;
     }
     /* Another rank won: its record follows its vote at once. */
     double wait = c->timeout < CAUSE_WAIT_S ? c->timeout : CAUSE_WAIT_S;
-    return c->store && lookup(c, wait, failed, detector);
+    return c->store && lookup(c, wait, failed, detector, found_how);
 }
 
 /* ---- who waits on whom --------------------------------------------------- */

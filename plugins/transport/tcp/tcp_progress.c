@@ -165,20 +165,43 @@ static void fail(tcp_ctx_t *c, int peer, dt_status_t st, const char *why)
     broadcast_abort(c, peer);
 }
 
-/* This rank saw `peer` fail (did: what it did, for the message). Before
- * anything is closed, the store must hold the root cause: either an
- * earlier one (then `peer` most likely closed because it learned of it,
- * and the message names that rank) or `peer`, recorded here. */
+/* Another rank found that the ranks' calls do not match: fail as it did
+ * (no rank died; the program has a bug), sending peers to its message. */
+static void fail_mismatch_found(tcp_ctx_t *c, int detector)
+{
+    char why[200];
+    snprintf(why, sizeof why,
+             "rank %d found that the ranks called different collectives, "
+             "counts or types (see rank %d's message)",
+             detector, detector);
+    fail(c, detector, DT_ERR_INVALID, why);
+}
+
+/* This rank saw `peer` fail (did: what it did, for the message), or
+ * (DT_ERR_INVALID) found that its calls and this rank's do not match.
+ * Before anything is closed, the store must hold the root cause: either
+ * an earlier one (then `peer` most likely closed because it learned of
+ * it, and the message names that rank, or says that the calls did not
+ * match) or `peer`, recorded here. A mismatch this rank found itself is
+ * reported as it saw it: it names both calls. */
 static void fail_seen(tcp_ctx_t *c, int peer, dt_status_t st,
                       const char *why, const char *did)
 {
     int q = -1, d = -1;
+    char rec[TCP_HOW_MAX] = "";
     if (c->failed != DT_OK)
         return;
-    const char *how = st == DT_ERR_TIMEOUT ? "hung"
-                      : st == DT_ERR_PEER  ? "exited"
-                                           : "error";
-    if (tcp_cause_resolve(c, peer, how, &q, &d) && q != peer) {
+    const char *how = st == DT_ERR_TIMEOUT   ? "hung"
+                      : st == DT_ERR_PEER    ? "exited"
+                      : st == DT_ERR_INVALID ? TCP_HOW_MISMATCH
+                                             : "error";
+    int known = tcp_cause_resolve(c, peer, how, &q, &d, rec);
+    if (known && st != DT_ERR_INVALID &&
+        strcmp(rec, TCP_HOW_MISMATCH) == 0) {
+        fail_mismatch_found(c, d);
+        return;
+    }
+    if (known && st != DT_ERR_INVALID && q != peer) {
         char msg[400];
         if (d == peer)
             snprintf(msg, sizeof msg,
@@ -224,6 +247,14 @@ static int abort_sent_by(tcp_peer_t *pe, int nsock)
 
 static void fail_reported(tcp_ctx_t *c, int reporter, int culprit)
 {
+    int q = -1, d = -1;
+    char rec[TCP_HOW_MAX] = "";
+    /* The reporter recorded the cause before it sent the abort. */
+    if (tcp_cause_resolve(c, -1, NULL, &q, &d, rec) &&
+        strcmp(rec, TCP_HOW_MISMATCH) == 0) {
+        fail_mismatch_found(c, d);
+        return;
+    }
     char why[200];
     snprintf(why, sizeof why,
              "rank %d failed (rank %d reports it; see rank %d's messages)",
@@ -334,6 +365,39 @@ static void tx_progress(tcp_ctx_t *c, tcp_sock_t *s)
 
 /* ---- receiving --------------------------------------------------------- */
 
+/* What every rank must do, after the message naming the calls. */
+#define SAME_CALLS                                                         \
+    "every rank must call the same collectives in the same order with "  \
+    "the same count, type, op and root"
+
+/* A message of `peer` with `len` bytes and tag `got` where this rank
+ * expected `want` bytes with tag `tag`: the calls differ. */
+static void fail_mismatch(tcp_ctx_t *c, int peer, int got, size_t len,
+                          int tag, size_t want)
+{
+    const char *theirs = dt_coll_tag_name(got), *mine = dt_coll_tag_name(tag);
+    char why[400];
+    if (theirs && mine && got != tag)
+        snprintf(why, sizeof why,
+                 "rank %d called %s where this rank called %s (its %s "
+                 "message came where this rank waits for %s data): "
+                 SAME_CALLS,
+                 peer, theirs, mine, theirs, mine);
+    else if (mine)
+        snprintf(why, sizeof why,
+                 "rank %d sent %zu bytes in its %s where this rank expected "
+                 "%zu: the ranks called %s with different counts or types; "
+                 SAME_CALLS,
+                 peer, len, mine, want, mine);
+    else
+        snprintf(why, sizeof why,
+                 "rank %d sent %zu bytes with tag %d where this rank "
+                 "expected %zu: the ranks called different collectives or "
+                 "counts",
+                 peer, len, tag, want);
+    fail_seen(c, peer, DT_ERR_INVALID, why, "sent an unexpected message");
+}
+
 /* Place the payload announced by s->rx_hdr: into the first posted receive
  * that expects a part on this socket with this tag, or aside when a later
  * receive is already waiting. 0: leave it in the kernel for now. */
@@ -342,25 +406,26 @@ static int rx_place(tcp_ctx_t *c, tcp_sock_t *s)
     tcp_peer_t *pe = s->peer;
     const int j = s->index;
     const uint32_t bit = 1u << j;
+    const int core = dt_coll_tag_name(s->rx_hdr.tag) != NULL;
     int someone_waits = 0;
     for (tcp_req_t *r = pe->posted; r; r = r->next_posted) {
         if (r->nparts <= j || (r->matched & bit))
             continue;
         someone_waits = 1;
+        /* The core's collectives come in the order of the calls
+         * (dt/plugin.h): another one where one waits is a mismatch. */
+        if (core && r->tag != s->rx_hdr.tag && dt_coll_tag_name(r->tag)) {
+            fail_mismatch(c, pe->rank, s->rx_hdr.tag, s->rx_hdr.len, r->tag,
+                          0);
+            return 0;
+        }
         if (r->tag != s->rx_hdr.tag)
             continue;
         size_t off, plen;
         part_span(r->len, r->nparts, j, &off, &plen);
         if (plen != s->rx_hdr.len) {
-            char why[300];
-            snprintf(why, sizeof why,
-                     "rank %d sent %llu bytes with tag %d where this rank "
-                     "expected %zu: the ranks called different collectives "
-                     "or counts",
-                     pe->rank, (unsigned long long)s->rx_hdr.len, r->tag,
-                     plen);
-            fail_seen(c, pe->rank, DT_ERR_INVALID, why,
-                      "sent an unexpected message");
+            fail_mismatch(c, pe->rank, s->rx_hdr.tag, s->rx_hdr.len, r->tag,
+                          plen);
             return 0;
         }
         r->matched |= bit;
@@ -620,11 +685,9 @@ dt_status_t tcp_irecv(void *ctx, int peer, void *buf, size_t len,
             size_t off, plen;
             part_span(len, r->nparts, j, &off, &plen);
             if (u->len != plen) {
-                dt_error("tcp: rank %d: rank %d sent %zu bytes with tag %d "
-                         "where this rank expected %zu",
-                         c->rank, peer, u->len, tag, plen);
                 req_free(c, q);
-                return DT_ERR_INVALID;
+                fail_mismatch(c, peer, tag, u->len, tag, plen);
+                return c->failed;
             }
             r->matched |= 1u << j;
             if (u->got == u->len) {
