@@ -610,19 +610,20 @@ echo "--device-bandwidth: the MLP's layers as rooflines, compute- and memory-bou
 # layers forward, the 5 from its first linear backward, the optimizer:
 # 12 launches a step) launch-bound at 1 ms a launch: the step is the
 # host's 12 ms (its layers scaled to it; 1 host, 1 GPU, no traffic), and
-# at 1 ns GPU-bound: the roofline's step unchanged
+# at 1 ns GPU-bound: the roofline's step unchanged (--data-wait 0: the
+# loaders' measured rate, which may bound a step this small, is left out)
 "$DTCTL" plan "$job" --hosts 1 --network 10Gbit --profile "$tmp/none.ini" \
-    --device-flops 1T --device-bandwidth 1e15B/s --device-launch 1ms \
+    --data-wait 0 --device-flops 1T --device-bandwidth 1e15B/s --device-launch 1ms \
     >"$tmp/out" 2>&1 || fail "--device-launch 1ms: $(cat "$tmp/out")"
 grep -q "1000 us: 12 layer launches a step, 12.000 ms of the host's .*launch-bound" "$tmp/out" ||
     fail "--device-launch 1ms: no launch-bound line: $(cat "$tmp/out")"
 awk '$1 == 1 { exit !($2 > 11.999 && $2 < 12.001) }' "$tmp/out" ||
     fail "--device-launch 1ms: the N = 1 step is not 12 ms: $(cat "$tmp/out")"
 "$DTCTL" plan "$job" --hosts 1 --network 10Gbit --profile "$tmp/none.ini" \
-    --device-flops 1T --device-bandwidth 1e15B/s >"$tmp/out0" 2>&1 ||
+    --data-wait 0 --device-flops 1T --device-bandwidth 1e15B/s >"$tmp/out0" 2>&1 ||
     fail "the roofline alone: $(cat "$tmp/out0")"
 "$DTCTL" plan "$job" --hosts 1 --network 10Gbit --profile "$tmp/none.ini" \
-    --device-flops 1T --device-bandwidth 1e15B/s --device-launch 1ns \
+    --data-wait 0 --device-flops 1T --device-bandwidth 1e15B/s --device-launch 1ns \
     >"$tmp/out" 2>&1 || fail "--device-launch 1ns: $(cat "$tmp/out")"
 grep -q "the GPU sets the pace" "$tmp/out" || fail "--device-launch 1ns: $(cat "$tmp/out")"
 [ "$(awk '$1 == 1 { print $2 }' "$tmp/out")" = "$(awk '$1 == 1 { print $2 }' "$tmp/out0")" ] ||
