@@ -27,6 +27,7 @@ typedef struct data_rec {
 } data_rec_t;
 
 #define STORE_KEY "dt/data/rank0" /* async: rank 0's record */
+#define VERDICT_KEY "dt/data/agree/" /* async: + rank: "0" same, "1" not */
 
 static data_rec_t rec_of(const dt_trainer_t *t)
 {
@@ -137,11 +138,41 @@ static dt_status_t agree_sync(const dt_config_t *cfg, const dt_trainer_t *t,
     return DT_ERR_INVALID;
 }
 
+/* async, rank 0: every other worker's verdict (it compared its record
+ * with rank 0's), so that no step is taken on a data set one of them
+ * refused. */
+static dt_status_t await_verdicts(dt_store_t *s, const dt_trainer_t *t,
+                                  double timeout)
+{
+    int differ = 0;
+    for (int r = 1; r < t->world; r++) {
+        char key[64];
+        snprintf(key, sizeof key, VERDICT_KEY "%d", r);
+        void *v = NULL;
+        size_t len = 0;
+        dt_status_t st;
+        while ((st = dt_store_get(s, key, timeout, &v, &len)) ==
+               DT_ERR_TIMEOUT)
+            dt_debug("rank 0: waiting for rank %d to compare its data set",
+                     r);
+        DT_CHECK(st);
+        differ += len == 1 && ((const char *)v)[0] == '1';
+        free(v);
+    }
+    if (!differ)
+        return DT_OK;
+    dt_error("%d of %d workers loaded a data set other than rank 0's (each "
+             "of them names itself): stopping before the first step",
+             differ, t->world);
+    return DT_ERR_INVALID;
+}
+
 /* async: the servers take no part in collectives (and load no data), so
- * rank 0 leaves its record in the job's store and every other worker
- * compares its own with it; one that differs fails, and dtctl stops the
- * job. The wait is as long as rank 0's load: the servers hold the other
- * workers until rank 0 has started anyway. */
+ * rank 0 leaves its record in the job's store, every other worker
+ * compares its own with it and leaves its verdict, and rank 0 starts only
+ * once all have (a worker that differs fails; dtctl stops the job). The
+ * wait is as long as the slowest load: the servers hold the workers
+ * until rank 0 has started anyway. */
 static dt_status_t agree_async(const dt_config_t *cfg, const dt_trainer_t *t,
                                const data_rec_t *me)
 {
@@ -157,6 +188,8 @@ static dt_status_t agree_async(const dt_config_t *cfg, const dt_trainer_t *t,
     size_t len = 0;
     if (t->rank == 0) {
         st = dt_store_set(s, STORE_KEY, me, sizeof *me);
+        if (st == DT_OK)
+            st = await_verdicts(s, t, live.timeout);
     } else {
         while ((st = dt_store_get(s, STORE_KEY, live.timeout, &v, &len)) ==
                DT_ERR_TIMEOUT)
@@ -169,6 +202,13 @@ static dt_status_t agree_async(const dt_config_t *cfg, const dt_trainer_t *t,
         else if (st == DT_OK && !same_rec(me, v)) {
             report(cfg, t->rank, me, v);
             st = DT_ERR_INVALID;
+        }
+        if (st == DT_OK || st == DT_ERR_INVALID) {
+            char key[64];
+            snprintf(key, sizeof key, VERDICT_KEY "%d", t->rank);
+            dt_status_t vs = dt_store_set(s, key, st == DT_OK ? "0" : "1", 1);
+            if (st == DT_OK)
+                st = vs;
         }
     }
     free(v);
