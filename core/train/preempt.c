@@ -52,7 +52,7 @@ void dt_preempt_install(void)
 {
     if (installed)
         return;
-    requested = agreed = 0;
+    requested = agreed = busy = 0; /* (a run that failed while busy) */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_request;
