@@ -193,40 +193,65 @@ static dt_status_t check_model_keys(const dt_config_t *cfg,
                                     dt_layout_t *layout, long long *threads,
                                     double *smoothing);
 
-/* The fewest samples a rank takes a step under [cluster] work_load (batch
- * without it; auto may go down to its floor weight); *rank: which. */
+/* The fewest and the most samples a step gives one rank under work_load
+ * (weights, or is_auto; batch each without either): fixed weights' own
+ * shares; auto keeps every weight within DT_WORK_LOAD_MIN_WEIGHT of the
+ * largest, so at worst one rank at the floor among the rest at 1 (the
+ * least) or one at 1 among the rest at the floor (the most).
+ * *least_rank: which rank gets the least. */
+static dt_status_t share_bounds(const double *weights, bool is_auto,
+                                int world, size_t batch, size_t *least,
+                                int *least_rank, size_t *largest)
+{
+    *least = *largest = batch;
+    *least_rank = 0;
+    if (world < 2 || (!weights && !is_auto))
+        return DT_OK;
+    double *w = malloc((size_t)world * sizeof *w);
+    size_t *share = malloc((size_t)world * sizeof *share);
+    if (!w || !share) {
+        free(w);
+        free(share);
+        return DT_ERR_NOMEM;
+    }
+    for (int pass = 0; pass < (weights ? 1 : 2); pass++) {
+        for (int r = 0; r < world; r++) /* auto: rank 0 the odd one */
+            w[r] = weights ? weights[r]
+                   : (r == 0) == (pass == 0) ? DT_WORK_LOAD_MIN_WEIGHT
+                                             : 1.0;
+        dt_split_shares(batch * (size_t)world, w, world, share);
+        for (int r = 0; r < world; r++) {
+            if ((weights || pass == 0) && share[r] < *least) {
+                *least = share[r];
+                *least_rank = r;
+            }
+            if ((weights || pass == 1) && share[r] > *largest)
+                *largest = share[r];
+        }
+    }
+    free(w);
+    free(share);
+    return DT_OK;
+}
+
+/* The fewest samples a rank takes a step under the job's [cluster]
+ * work_load, and which rank. */
 static dt_status_t least_share(const dt_config_t *cfg, int world,
                                long long batch, long long *least, int *rank)
 {
     double *w = NULL;
     bool is_auto = false;
+    size_t lo = (size_t)batch, hi;
     *least = batch;
     *rank = 0;
     if (world < 2)
         return DT_OK;
     DT_CHECK(dt_work_load_from_config(cfg, world, &w, &is_auto));
-    if (!w && !is_auto)
-        return DT_OK;
-    if (!w) { /* auto: one rank at the floor, the others at full weight */
-        if (!(w = malloc((size_t)world * sizeof *w)))
-            return DT_ERR_NOMEM;
-        for (int r = 0; r < world; r++)
-            w[r] = r ? 1.0 : DT_WORK_LOAD_MIN_WEIGHT;
-    }
-    size_t *share = malloc((size_t)world * sizeof *share);
-    if (!share) {
-        free(w);
-        return DT_ERR_NOMEM;
-    }
-    dt_split_shares((size_t)batch * (size_t)world, w, world, share);
-    for (int r = 0; r < world; r++)
-        if ((long long)share[r] < *least) {
-            *least = (long long)share[r];
-            *rank = r;
-        }
-    free(share);
+    dt_status_t st = share_bounds(w, is_auto, world, (size_t)batch, &lo,
+                                  rank, &hi);
     free(w);
-    return DT_OK;
+    *least = (long long)lo;
+    return st;
 }
 
 /* [model] layout = nhwc on a model with a layer that has no NHWC form:
@@ -534,33 +559,13 @@ static dt_status_t setup_activations(const dt_config_t *cfg, dt_trainer_t *t)
     return dt_model_set_activations(t->model, a);
 }
 
-/* The most samples a step gives one rank under work_load: fixed weights'
- * largest share; auto's weights stay within DT_WORK_LOAD_MIN_WEIGHT of the
- * largest, so at most the share of one rank at 1 among the rest at that
- * floor. */
+/* The most samples a step gives one rank under work_load (share_bounds). */
 static dt_status_t largest_share(const dt_trainer_t *t, size_t *out)
 {
-    int W = t->world;
-    size_t total = t->batch * (size_t)W;
-    double *w = malloc((size_t)W * sizeof *w);
-    size_t *share = malloc((size_t)W * sizeof *share);
-    if (!w || !share) {
-        free(w);
-        free(share);
-        return DT_ERR_NOMEM;
-    }
-    for (int r = 0; r < W; r++)
-        w[r] = t->work_load ? t->work_load[r]
-               : r         ? DT_WORK_LOAD_MIN_WEIGHT
-                           : 1.0;
-    dt_split_shares(total, w, W, share);
-    *out = t->batch;
-    for (int r = 0; r < W; r++)
-        if (share[r] > *out)
-            *out = share[r];
-    free(w);
-    free(share);
-    return DT_OK;
+    size_t least;
+    int rank;
+    return share_bounds(t->work_load, t->work_load_auto, t->world, t->batch,
+                        &least, &rank, out);
 }
 
 static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
