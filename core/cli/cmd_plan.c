@@ -162,8 +162,9 @@ static int check_layers(const dt_config_t *cfg, const char *layers,
         dt_model_parse(layers, where, d[0], d[1], d[2], d[3], &m, NULL) !=
             DT_OK)
         return -1;
+    *launches = plan_model_launches(m);
     dt_model_free(m);
-    return plan_model_launches(layers, d, launches);
+    return 0;
 }
 
 /* --platform: a regular file that can be read (SimGrid, given a

@@ -38,9 +38,9 @@ int plan_measure_model(const char *layers, const int d[4], int batch,
 int plan_model_setup(const char *layers, const int d[4], int batch,
                      dt_device_t **dev, dt_model_t **m, float **x, int **y);
 int plan_read_layer_times(const char *path, model_prof_t *mp);
-/* The layer passes a step launches: every layer forward, those from the
- * first with parameters backward, and the optimizer once. 0 or -1. */
-int plan_model_launches(const char *layers, const int d[4], int *launches);
+/* The layer passes a step of m launches: every layer forward, those from
+ * the first with parameters backward, and the optimizer once. */
+int plan_model_launches(const dt_model_t *m);
 /* --device-launch: the host launches `launches` passes of per_launch
  * seconds each while the GPU works through mp's times. Launches queue
  * ahead of the GPU, so a step takes max(host, GPU), not their sum: where

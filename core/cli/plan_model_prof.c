@@ -119,12 +119,8 @@ int plan_roofline_model(const char *layers, const int d[4], int batch,
     return 0;
 }
 
-int plan_model_launches(const char *layers, const int d[4], int *launches)
+int plan_model_launches(const dt_model_t *m)
 {
-    dt_model_t *m = NULL;
-    if (dt_model_parse(layers, "[model] layers", d[0], d[1], d[2], d[3], &m,
-                       NULL) != DT_OK)
-        return -1;
     int L = dt_model_nlayers(m), first = 0;
     for (; first < L; first++) { /* backward stops at the first with params */
         double f, b;
@@ -133,9 +129,7 @@ int plan_model_launches(const char *layers, const int d[4], int *launches)
         if (p)
             break;
     }
-    dt_model_free(m);
-    *launches = L + (L - first) + 1;
-    return 0;
+    return L + (L - first) + 1;
 }
 
 double plan_launch_bound(model_prof_t *mp, int launches, double per_launch)
