@@ -338,5 +338,18 @@ dt stage jslow.ini >out 2>&1 && cmp -s slow/big.bin slowdst/big.bin && [ -f slow
     fail "the next staging did not complete the stopped copy: $(grep -i error out | head -3)"
 ok "SIGTERM to dtctl stage / dtctl run while rsync copies: rsync ends with it, dst stays incomplete and unlocked"
 
+# --- 11. what a stopped copy left behind goes with the next complete one ---
+# rsync's --delay-updates parks files in .~tmp~ until the end; one that
+# left the data set before the next copy was never collected.
+head -c 3000000 /dev/urandom >slow/big.bin
+stop_during_copy "dtctl stage (again)" stage jslow.ini --set storage.rsync.bwlimit=200K
+[ -d slowdst/.~tmp~ ] || fail "the stopped copy left no .~tmp~ to test with: $(ls -A slowdst | tr '\n' ' ')"
+mv slow/big.bin slow/renamed.bin
+dt stage jslow.ini >out 2>&1 && cmp -s slow/renamed.bin slowdst/renamed.bin ||
+    fail "staging after the data set changed failed: $(grep -i error out | head -3)"
+left=$(find slowdst -name '.~tmp~')
+[ -z "$left" ] || fail "a complete copy left rsync's parked files behind: $(find slowdst -path '*.~tmp~*' | head -3)"
+ok "a complete copy removes what an interrupted one parked in .~tmp~"
+
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all storage_rsync_local checks passed"

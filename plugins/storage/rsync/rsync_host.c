@@ -89,8 +89,11 @@ static const char prepare_script[] =
 
 /* The end of a host's staging, with the lock still ours (else "DT-END
  * lost" and the holder's line, and nothing touched):
- *   done  the completion marker (a fresh file renamed over the old, never
- *         written through a link), then the in-progress one goes. As
+ *   done  what an interrupted rsync left in its --delay-updates folders
+ *         (.~tmp~, reused by the next copy only for files it sends again:
+ *         one removed from the data set meanwhile stayed there for good)
+ *         goes; the completion marker (a fresh file renamed over the old,
+ *         never written through a link), then the in-progress one goes. As
  *         root, rsync -a gave dst the data set's owner: dst is made
  *         root's again, or the next stage would refuse it (where root
  *         cannot, e.g. a root-squashed NFS, that refusal says so; the
@@ -105,7 +108,8 @@ static const char end_script[] =
     "h=$(head -n 1 -- \"$lk\" 2>/dev/null)\n"
     "[ \"$h\" = \"$line\" ] || { echo \"DT-END lost $h\"; exit 0; }\n"
     "case $3 in\n"
-    "done) rm -f -- \"$m.tmp\" && "
+    "done) { find \"$d\" -name '.~tmp~' -type d -prune -exec rm -rf -- {} + "
+    "2>/dev/null || :; } && rm -f -- \"$m.tmp\" && "
     "printf 'staged by job %s from %s\\n' \"$4\" \"$5\" > \"$m.tmp\" && "
     "{ [ ! -h \"$m\" ] || rm -f -- \"$m\"; } && mv -f -- \"$m.tmp\" \"$m\" && "
     "{ [ \"$(id -u)\" != 0 ] || chown -- 0 \"$d\" 2>/dev/null || :; } && "
