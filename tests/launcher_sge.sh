@@ -4,7 +4,8 @@
 # packages, own SGE_ROOT and ports, a parallel environment with $fill_up
 # and control_slaves TRUE) started here, once, and torn down on exit.
 # Checks: worker environment and ranks, output per rank, argument
-# quoting, the token in no argv and not in qstat -j, exit status of a
+# quoting, the token in no argv and not in qstat -j, dtctl's environment
+# in the workers and not in qstat -j (export_env), exit status of a
 # failing rank with its host, a failure stops every worker (none left),
 # a restart after a failure (--max-restarts: a new job), job_name made
 # unique (its qdel by name spares another job of that name), SIGINT qdels
@@ -59,7 +60,7 @@ HOST=$(hostname)
 export DT_LAUNCHER_SGE_PE=dtpe DT_LAUNCHER_SGE_SHARED_DIR="$T/shared"
 export DT_CLUSTER_KILL_GRACE=2s
 # Bounded: a bug must fail the test, never hang it.
-run() { timeout -k 5 120 "$DTCTL" run $TR --launcher=sge "$@"; }
+run() { DT_TEST_SECRET="${SECRET:-}" JOB_ID=dtctl-side timeout -k 5 120 "$DTCTL" run $TR --launcher=sge "$@"; }
 no_jobs() { [ -z "$(qstat 2>/dev/null)" ]; }
 # A worker that exec'ed sleep has lost the marker from its argv: its
 # sleep carries this test's PID instead (sleep 100.PID).
@@ -108,6 +109,26 @@ if [ -n "$tok" ] && grep -q "$tok" "$T/$MARK.ps.0" "$T/$MARK.ps.1" "$T/$MARK.qst
 fi
 if grep -rqs "$tok" "$SGE_ROOT/execd" 2>/dev/null; then fail "the token is in SGE's spool"; fi
 ok "token not in argv, qstat -j, spool or logs"
+
+# --- 3b. export_env: dtctl's environment reaches the workers, not qstat -j -
+# (qsub -V would put it in the job record, which qstat -j shows to every
+# user of the cell.) SGE's own per-job values stay SGE's.
+SECRET="sec$$-it's a \"value\"
+second line"
+run -n 2 -- sh -c 'printf "%s\n" "$DT_TEST_SECRET" >"$0.sec.$DT_RANK"; qstat -j "$JOB_ID" >"$0.qstat.$DT_RANK" 2>&1; echo "J=$JOB_ID"' "$T/$MARK" \
+    >"$T/o" 2>"$T/e" || fail "export_env job failed: $(cat "$T/e")"
+for r in 0 1; do
+    [ "$(cat "$T/$MARK.sec.$r" 2>/dev/null)" = "$SECRET" ] ||
+        fail "rank $r did not get dtctl's variable exactly: '$(cat "$T/$MARK.sec.$r" 2>/dev/null)'"
+    grep -qx "\[$r\] J=[0-9][0-9]*" "$T/o" || fail "rank $r: JOB_ID is not SGE's: $(cat "$T/o")"
+done
+grep -q "job_number" "$T/$MARK.qstat.0" || fail "qstat -j gave nothing: $(cat "$T/$MARK.qstat.0")"
+grep -q "sec$$" "$T/$MARK.qstat.0" "$T/$MARK.qstat.1" && fail "dtctl's environment is in qstat -j: $(grep "sec$$" "$T/$MARK.qstat.0" | head -2)"
+run -n 1 --set launcher.sge.export_env=no -- sh -c 'echo "S=${DT_TEST_SECRET:-unset}"' >"$T/o" 2>"$T/e" ||
+    fail "export_env = no job failed: $(cat "$T/e")"
+grep -qx "\[0\] S=unset" "$T/o" || fail "export_env = no still gave the workers dtctl's environment: $(cat "$T/o")"
+[ -z "$(ls -A "$T/shared")" ] || fail "job directory (and its env file) left behind: $(ls -A "$T/shared")"
+ok "export_env: the workers get dtctl's variables exactly, qstat -j does not show them"
 
 # --- 4. a failing rank: its code and host, the others stopped -------------
 run -n 4 -- sh -c 'if [ $DT_RANK = 2 ]; then sleep 1; exit 7; fi; exec sleep "100.$1"' "$MARK-fail" "$$" \

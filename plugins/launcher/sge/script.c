@@ -19,22 +19,27 @@
 #include <dt/log.h>
 #include "sge.h"
 
-/* The worker's own start: take the token from stdin, then become the
- * program with stdin on /dev/null. */
+/* The worker's own start: take the token from stdin, read dtctl's
+ * environment when export_env wrote it (DT_SGE_ENV names the file), then
+ * become the program with stdin on /dev/null. */
 static const char starter[] =
     "/bin/sh -c 'IFS= read -r DT_JOB_TOKEN || { echo \"dt: the job token "
     "did not arrive on stdin\" >&2; exit 1; }; export DT_JOB_TOKEN; "
+    "if [ -n \"${DT_SGE_ENV:-}\" ]; then [ -r \"$DT_SGE_ENV\" ] || { echo "
+    "\"dt: cannot read the job environment $DT_SGE_ENV on $(hostname) "
+    "([launcher.sge] export_env; shared_dir must be visible on every "
+    "host)\" >&2; exit 1; }; . \"$DT_SGE_ENV\"; unset DT_SGE_ENV; fi; "
     "exec \"$@\" </dev/null' dt-worker";
 
 /* Variables the script sets per rank (or from $PE_HOSTFILE); the ones
  * dtctl computed from its own host list do not apply under SGE. */
-static int script_sets(const char *entry)
+int sge_script_sets(const char *entry)
 {
     static const char *const keys[] = {
         "DT_RANK", "DT_LOCAL_RANK", "DT_LOCAL_SIZE", "DT_NODE_RANK",
         "DT_NUM_NODES", "DT_HOST", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
         "GROUP_RANK", "GROUP_WORLD_SIZE", "MASTER_ADDR", "DT_JOB_TOKEN",
-        NULL};
+        "DT_SGE_ENV", NULL};
     for (int i = 0; keys[i]; i++) {
         size_t k = strlen(keys[i]);
         if (strncmp(entry, keys[i], k) == 0 && entry[k] == '=')
@@ -107,14 +112,20 @@ static const char body[] =
     "exit \"$code\"\n";
 
 dt_status_t sge_script(const dt_launch_spec_t *spec, const char *dir,
-                       const char *workdir, strbuf_t *out)
+                       const char *workdir, int env_file, strbuf_t *out)
 {
-    strbuf_t common = {0}, prog = {0}, wd = {0}, st = {0};
+    strbuf_t common = {0}, prog = {0}, wd = {0}, st = {0}, ef = {0};
     for (size_t i = 0; spec->env && spec->env[i]; i++) {
-        if (!strchr(spec->env[i], '=') || script_sets(spec->env[i]))
+        if (!strchr(spec->env[i], '=') || sge_script_sets(spec->env[i]))
             continue;
         sb_quote(&common, spec->env[i]);
         sb_add(&common, " ");
+    }
+    if (env_file) {
+        sb_addf(&ef, "DT_SGE_ENV=%s/%s", dir, SGE_ENV_FILE);
+        sb_quote(&common, ef.s ? ef.s : "");
+        sb_add(&common, " ");
+        sb_free(&ef);
     }
     for (size_t i = 0; spec->argv[i]; i++) {
         if (i)

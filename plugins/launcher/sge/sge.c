@@ -31,7 +31,9 @@ static const dt_key_spec_t sge_keys[] = {
      "directory visible at the same path on this host and every "
      "execution host, for the job directory; default ~/.dt/sge"},
     {"export_env", DT_KEY_BOOL, "yes",
-     "give the workers dtctl's environment (qsub -V)"},
+     "give the workers dtctl's environment (through a 0600 file in the "
+     "job directory, not qsub -V: qstat -j shows -V's variables to every "
+     "user)"},
     {"verify", DT_KEY_BOOL, "yes",
      "reject a job that can never run at submission (qsub -w e)"},
     {"poll_interval", DT_KEY_DURATION, "200ms",

@@ -11,7 +11,7 @@ typedef struct sge_conf {
     size_t nresources;
     char **extra_args;     /* passed as they are, before the script */
     size_t nextra;
-    bool export_env;       /* -V             */
+    bool export_env;       /* DIR/env, not -V (env_file.c) */
     bool verify;           /* -w e           */
     int poll_ms;
     int submit_timeout_ms;
@@ -34,9 +34,19 @@ typedef struct sge_launcher {
     char *auto_pe;         /* the PE chosen when [launcher.sge] pe is unset */
 } sge_launcher_t;
 
-/* script.c: the job script (no secret in it). */
+/* script.c: the job script (no secret in it). env_file: each worker
+ * reads DIR/SGE_ENV_FILE before it starts the program. */
 dt_status_t sge_script(const dt_launch_spec_t *spec, const char *dir,
-                       const char *workdir, strbuf_t *out);
+                       const char *workdir, int env_file, strbuf_t *out);
+/* The variables the job script sets per rank ("NAME=value" entries). */
+int sge_script_sets(const char *entry);
+
+/* env_file.c: environment (dtctl's) as DIR/SGE_ENV_FILE, 0600, less the
+ * job token, what SGE and the script set per job and rank, and names sh
+ * cannot assign. */
+#define SGE_ENV_FILE "env"
+dt_status_t sge_write_env(const char *dir, const dt_launch_spec_t *spec,
+                          char *const *environment);
 /* submit.c */
 dt_status_t sge_launch(void *ctx, const dt_launch_spec_t *spec);
 /* [launcher.sge] pe unset: the one PE that can hold np workers becomes

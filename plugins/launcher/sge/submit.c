@@ -34,7 +34,7 @@ static dt_status_t add_arg(const char ***argv, size_t *n, size_t *cap,
 }
 
 /* qsub -sync y -terse -N NAME -pe PE NP -S /bin/sh -wd DIR -o/-e DIR/...
- * [-V] [-w e] [-q Q] [-l R]... [-P P] EXTRA... DIR/job.sh */
+ * [-w e] [-q Q] [-l R]... [-P P] EXTRA... DIR/job.sh */
 static dt_status_t qsub_argv(const sge_launcher_t *L, int np, char *slots,
                              char *out, char *err, char *script,
                              const char ***argv)
@@ -52,8 +52,6 @@ static dt_status_t qsub_argv(const sge_launcher_t *L, int np, char *slots,
     A("qsub"); A("-sync"); A("y"); A("-terse"); A("-N"); A(L->name);
     A("-pe"); A(c->pe); A(slots); A("-S"); A("/bin/sh");
     A("-wd"); A(L->dir); A("-o"); A(out); A("-e"); A(err);
-    if (c->export_env)
-        A("-V");
     if (c->verify) {
         A("-w");
         A("e");
@@ -156,6 +154,12 @@ static dt_status_t prepare_dir(sge_launcher_t *L, const dt_launch_spec_t *spec,
     snprintf(name, sizeof name, "job-%s", job_id);
     DT_CHECK(jobdir_create(L->conf.shared_dir, name, &L->dir));
     DT_CHECK(write_token(L, spec));
+    if (L->conf.export_env) {
+        char **env = proc_env_without_token();
+        dt_status_t est = env ? sge_write_env(L->dir, spec, env) : DT_ERR_NOMEM;
+        free(env);
+        DT_CHECK(est);
+    }
     char cwd[4096];
     const char *wd = spec->workdir;
     if (!wd) {
@@ -168,7 +172,7 @@ static dt_status_t prepare_dir(sge_launcher_t *L, const dt_launch_spec_t *spec,
         wd = cwd;
     }
     strbuf_t script = {0};
-    dt_status_t st = sge_script(spec, L->dir, wd, &script);
+    dt_status_t st = sge_script(spec, L->dir, wd, L->conf.export_env, &script);
     if (st == DT_OK)
         st = jobdir_write(L->dir, "job.sh", script.s, script.len, 0700);
     sb_free(&script);
