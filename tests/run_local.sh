@@ -191,7 +191,23 @@ if [ -n "$p" ] && kill -KILL "$p"; then
 else
     fail "dtctl SIGKILLed: workers did not start"
 fi
-ok "SIGINT/SIGTERM stop the job"
+# ... but a SIGHUP that dtctl was started with ignored stays ignored
+# (`nohup dtctl run ... &` outlives the logout).
+rm -f "$T/ppid".*
+timeout -k 5 30 sh -c 'trap "" HUP; exec "$@"' sh "$DTCTL" run $TR -n 2 -- \
+    sh -c 'echo $PPID >"$0.$DT_RANK"; sleep 1.5; echo done-$DT_RANK' "$T/ppid" >"$T/o" 2>"$T/e" &
+bg=$!
+for i in $(seq 100); do [ -s "$T/ppid.0" ] && [ -s "$T/ppid.1" ] && break; sleep 0.05; done
+p=$(cat "$T/ppid.0" 2>/dev/null)
+if [ -n "$p" ]; then
+    kill -HUP "$p"
+    wait $bg; rc=$?
+    [ $rc -eq 0 ] && grep -qx "\[1\] done-1" "$T/o" ||
+        fail "SIGHUP ignored by dtctl's caller (nohup) stopped the job (exit $rc): $(cat "$T/e")"
+else
+    fail "ignored SIGHUP: workers did not start"; wait $bg
+fi
+ok "SIGINT/SIGTERM stop the job; a SIGHUP ignored by the caller (nohup) stays ignored"
 
 # --- 4. the job token stays secret ----------------------------------------
 # The workers stay until the snapshot is taken (a fixed `sleep 1` let a

@@ -26,6 +26,16 @@ static void on_stop_signal(int signo)
     errno = saved_errno;
 }
 
+/* A SIGHUP that dtctl was started with ignored stays ignored: `nohup
+ * dtctl run ... &` must outlive the logout. SIGINT is taken even then
+ * (sh ignores it for a script's background commands, yet a Ctrl-C that
+ * ends the script should not leave its jobs running unwatched), and
+ * SIGTERM and SIGUSR1 are a scheduler's stop or preemption. */
+static int ignored_by_caller(int signo, const struct sigaction *old)
+{
+    return signo == SIGHUP && old->sa_handler == SIG_IGN;
+}
+
 dt_status_t stop_signals_install(void)
 {
     if (pipe2(self_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
@@ -38,8 +48,11 @@ dt_status_t stop_signals_install(void)
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
     /* No SA_RESTART: a signal cuts the launcher's poll() short. */
-    for (size_t i = 0; i < NSTOP; i++)
-        sigaction(stop_signos[i], &sa, &saved[i]);
+    for (size_t i = 0; i < NSTOP; i++) {
+        sigaction(stop_signos[i], NULL, &saved[i]);
+        if (!ignored_by_caller(stop_signos[i], &saved[i]))
+            sigaction(stop_signos[i], &sa, NULL);
+    }
     struct sigaction ign;
     memset(&ign, 0, sizeof ign);
     ign.sa_handler = SIG_IGN;
