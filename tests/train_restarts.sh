@@ -169,5 +169,21 @@ kill -INT $dp
 wait $dp; rc=$?
 [ $rc -eq 130 ] || { cat out.f; fail "(d) exit $rc after SIGINT, expected 130"; }
 grep -q "restart" out.f && { cat out.f; fail "(d) SIGINT restarted the job"; }
-echo "(d) reruns, exhausted restarts (exit 137, named) and SIGINT (130, no restart)"
+# 75 (EX_TEMPFAIL) from a program other than dt's trainer is its own
+# failure, restarted; after dtctl passed on SIGTERM it is "preempted".
+"$DTCTL" run -n 2 --max-restarts 1 -- sh -c \
+    '[ "$DT_RESTART_COUNT" -ge 1 ] || { [ "$DT_RANK" = 1 ] && exit 75; }; sleep 0.5' \
+    >out.g 2>&1; rc=$?
+[ $rc -eq 0 ] && grep -q "restart 1 of 1: rank 1 on localhost exited with code 75" out.g ||
+    { cat out.g; fail "(d) a plain program's exit 75 was not restarted (exit $rc)"; }
+grep -q "preempted" out.g && { cat out.g; fail "(d) a plain program's own exit 75 was called a preemption"; }
+"$DTCTL" run -n 2 --max-restarts 2 -- sh -c 'trap "exit 75" TERM; while :; do sleep 0.1; done' >out.h 2>&1 &
+dp=$!
+sleep 1
+kill -TERM $dp
+wait $dp; rc=$?
+[ $rc -eq 75 ] && grep -q "was preempted" out.h ||
+    { cat out.h; fail "(d) exit 75 after dtctl's SIGTERM: want 75 and 'preempted', got $rc"; }
+grep -q "restart" out.h && { cat out.h; fail "(d) a preempted program was restarted"; }
+echo "(d) reruns, exhausted restarts (exit 137, named), SIGINT (130, no restart), a program's own 75 restarted, 75 after SIGTERM preempted"
 echo "PASS"

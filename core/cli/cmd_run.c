@@ -559,7 +559,8 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
                                .kill_grace = kill_grace,
                                .culprit = run_culprit_lookup,
                                .culprit_arg = &rc,
-                               .result = res};
+                               .result = res,
+                               .trainer = s->trainer};
         code = supervise_job(&sa);
         run_culprit_close(&rc);
     }

@@ -26,6 +26,7 @@ typedef struct monitor {
     int exit_code;
     int stopping;          /* SIGTERM sent          */
     int stop_signals;      /* the user's SIGINT/TERM so far */
+    int first_signo;       /* the first of them (0: none)   */
     int killed;            /* SIGKILL sent          */
     long long kill_at;     /* when to send SIGKILL  */
     long long give_up_at;  /* when to stop waiting  */
@@ -254,6 +255,15 @@ static void decide_late(monitor_t *m)
         decide(m, &m->first.ev);
 }
 
+/* Exit 75: preempted, checkpoint written, resumable (supervise.h). */
+static int preempted(const monitor_t *m, const dt_worker_exit_t *ev)
+{
+    if (ev->signaled || ev->code != SUPERVISE_EXIT_PREEMPTED)
+        return 0;
+    return m->a->trainer || m->first_signo == SIGTERM ||
+           m->first_signo == SIGUSR1;
+}
+
 static void on_exit_event(monitor_t *m, const dt_worker_exit_t *ev)
 {
     output_lines_flush_rank(m->a->lines, ev->rank);
@@ -265,7 +275,7 @@ static void on_exit_event(monitor_t *m, const dt_worker_exit_t *ev)
         dt_debug("%s finished", who);
         return;
     }
-    if (!ev->signaled && ev->code == SUPERVISE_EXIT_PREEMPTED) {
+    if (preempted(m, ev)) {
         if (res)
             res->npreempted++;
         dt_info("%s was preempted: checkpoint written, resumable (exit "
@@ -309,6 +319,8 @@ static void on_stop_signal(monitor_t *m, int signo)
     /* The user's second signal kills at once; a stop begun by dtctl (a
      * failure decided, before or right here) is not their first. */
     int again = m->stop_signals++ > 0;
+    if (!again)
+        m->first_signo = signo;
     if (m->deciding)
         decide_late(m);
     if (!again) {

@@ -54,6 +54,11 @@ typedef struct supervise_args {
     int (*culprit)(void *arg, supervise_culprit_t *out);
     void *culprit_arg;
     supervise_result_t *result; /* filled in when not NULL */
+    /* The workers run dt's trainer: their exit 75 is always "preempted,
+     * checkpoint written". Another program's 75 means that only after
+     * dtctl passed on SIGTERM or SIGUSR1; else it is the program's own
+     * code (EX_TEMPFAIL), a failure like any other. */
+    int trainer;
 } supervise_args_t;
 
 /* dtctl's exit code: 0 when every worker succeeded; else the root
@@ -61,8 +66,8 @@ typedef struct supervise_args {
  * the workers named as failed first, else of the first worker killed by a
  * signal, else of the first to fail; SUPERVISE_EXIT_HUNG when the named
  * rank hung; 128+signal when dtctl itself was told to stop, 1 when the
- * launcher failed; 75 when a worker exited with 75 (preempted) before any
- * failure. */
+ * launcher failed; 75 when a worker exited with 75 (preempted: see
+ * supervise_args_t.trainer) before any failure. */
 int supervise_job(const supervise_args_t *a);
 
 /* [train] mode = async: ranks from `rank` on are parameter servers, and
