@@ -29,6 +29,7 @@ static const char *type_name(dt_key_type_t t)
     case DT_KEY_DURATION: return "duration";
     case DT_KEY_LIST: return "list";
     case DT_KEY_DOUBLE: return "number";
+    case DT_KEY_WORDS: return "words";
     }
     return "value";
 }

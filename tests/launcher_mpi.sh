@@ -182,7 +182,18 @@ fi
 run -n 1 --set launcher.mpi.extra_args=--no-such-mpirun-option -- true \
     >"$T/o" 2>"$T/e"; rc=$?
 [ $rc -ne 0 ] || fail "extra_args did not reach mpirun (a bad option was accepted)"
-ok "extra_args passed to mpirun (exit $rc for a bad option)"
+bad_rc=$rc
+# Words split as sh would, commas kept: "--mca btl self,tcp" is three
+# words (a comma-separated list made it "--mca btl self tcp": mpirun ran
+# a program named tcp), and a quoted value with a space stays one word.
+run -n 2 --set "launcher.mpi.extra_args=--mca btl self,tcp --mca orte_tmpdir_base '$T/tmp dir'" \
+    -- sh -c 'echo "btl=$OMPI_MCA_btl"' >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 0 ] && grep -q "^\[0\] btl=" "$T/o" ||
+    fail "extra_args with a comma inside a word did not run (exit $rc): $(tail -3 "$T/e")"
+run -n 1 --set "launcher.mpi.extra_args=--mca btl 'self" -- true >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 2 ] && grep -q "extra_args = .* has a quote left open" "$T/e" ||
+    fail "an open quote in extra_args was not refused with its origin (exit $rc): $(cat "$T/e")"
+ok "extra_args passed to mpirun (exit $bad_rc for a bad option), split as sh would (self,tcp one word)"
 
 # --- 9. dtctl check: passes here; names what is wrong, with the fix -------
 chk() { timeout -k 5 120 "$DTCTL" check --launcher=mpi "$@"; }

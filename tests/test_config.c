@@ -197,6 +197,82 @@ static void test_parse_list(void **state)
     dt_strv_free(items);
 }
 
+static char *validate_file(const char *text, dt_schema_lookup_fn lookup,
+                           dt_status_t expect_load, dt_status_t expect,
+                           char *path, size_t len);
+
+static void test_parse_words(void **state)
+{
+    (void)state;
+    char **w;
+    size_t n;
+    /* Commas stay; quotes group; backslashes escape; empty words kept. */
+    assert_int_equal(dt_parse_words("  --mca btl self,tcp -x 'a b' \"c \\\" d\" e\\ f '' \"$x\"",
+                                    &w, &n),
+                     DT_OK);
+    assert_int_equal(n, 9);
+    assert_string_equal(w[0], "--mca");
+    assert_string_equal(w[1], "btl");
+    assert_string_equal(w[2], "self,tcp");
+    assert_string_equal(w[3], "-x");
+    assert_string_equal(w[4], "a b");
+    assert_string_equal(w[5], "c \" d");
+    assert_string_equal(w[6], "e f");
+    assert_string_equal(w[7], "");
+    assert_string_equal(w[8], "$x");
+    assert_null(w[9]);
+    dt_strv_free(w);
+    /* Quotes join with the text around them: --opt='a b' is one word. */
+    assert_int_equal(dt_parse_words("--opt='a b'c \"x\\y\"", &w, &n), DT_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(w[0], "--opt=a bc");
+    assert_string_equal(w[1], "x\\y"); /* \y is not an escape in "" */
+    dt_strv_free(w);
+    assert_int_equal(dt_parse_words(" \t ", &w, &n), DT_OK);
+    assert_int_equal(n, 0);
+    dt_strv_free(w);
+    w = NULL;
+    assert_int_equal(dt_parse_words("a 'b", &w, &n), DT_ERR_INVALID);
+    assert_int_equal(dt_parse_words("a \"b", &w, &n), DT_ERR_INVALID);
+    assert_int_equal(dt_parse_words("a b\\", &w, &n), DT_ERR_INVALID);
+    assert_null(w);
+}
+
+/* A DT_KEY_WORDS key: read as words, and an open quote refused with its
+ * file:line. */
+static const dt_key_spec_t words_keys[] = {
+    {"args", DT_KEY_WORDS, NULL, "test"}, {NULL, 0, NULL, NULL}};
+
+static const dt_key_spec_t *words_lookup(const char *section, void *arg)
+{
+    (void)arg;
+    return strcmp(section, "w") == 0 ? words_keys : NULL;
+}
+
+static void test_words_key(void **state)
+{
+    (void)state;
+    char path[64], expect[256];
+    ini_file(path, sizeof path, "[w]\nargs = --mca btl self,tcp\n");
+    dt_config_t *cfg = new_config();
+    assert_int_equal(dt_config_load_file(cfg, path, DT_SRC_JOB_FILE), DT_OK);
+    assert_int_equal(dt_config_validate(cfg, words_lookup, NULL), DT_OK);
+    char **w;
+    size_t n;
+    assert_int_equal(dt_config_get_words(cfg, "w", "args", &w, &n), DT_OK);
+    assert_int_equal(n, 3);
+    assert_string_equal(w[2], "self,tcp");
+    dt_strv_free(w);
+    dt_config_free(cfg);
+    unlink(path);
+    char *err = validate_file("[w]\n\nargs = -x 'open\n", words_lookup, DT_OK,
+                              DT_ERR_CONFIG, path, sizeof path);
+    snprintf(expect, sizeof expect,
+             "%s:3: [w] args = '-x 'open' has a quote left open", path);
+    assert_non_null(strstr(err, expect));
+    free(err);
+}
+
 /* ---- defaults, precedence, origins ------------------------------------------ */
 
 static void test_defaults(void **state)
@@ -932,6 +1008,8 @@ int main(void)
         cmocka_unit_test(test_parse_duration),
         cmocka_unit_test(test_parse_double),
         cmocka_unit_test(test_parse_list),
+        cmocka_unit_test(test_parse_words),
+        cmocka_unit_test(test_words_key),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_precedence_each_layer),
         cmocka_unit_test(test_precedence_order_independent),

@@ -416,6 +416,9 @@ static const char *type_expectation(dt_key_type_t type)
                "e.g. 500ms, 30s, 5m)";
     case DT_KEY_DOUBLE:
         return "is not a number (e.g. 0.05, 1e-4; no nan or inf)";
+    case DT_KEY_WORDS:
+        return "has a quote left open or a backslash at its end (words "
+               "are split as sh would: '...', \"...\", \\)";
     default: return "is not valid";
     }
 }
@@ -443,6 +446,13 @@ dt_status_t cfg_check_type(const char *section, const cfg_entry_t *e,
         if (st == DT_OK)
             dt_strv_free(items);
         return st;
+    case DT_KEY_WORDS:
+        st = dt_parse_words(e->value, &items, &n);
+        if (st == DT_OK)
+            dt_strv_free(items);
+        if (st == DT_ERR_NOMEM)
+            return st;
+        break;
     case DT_KEY_STRING: return DT_OK;
     }
     if (st == DT_OK)
@@ -549,4 +559,14 @@ dt_status_t dt_config_get_list(const dt_config_t *cfg, const char *section,
         return DT_ERR_INVALID;
     DT_CHECK(lookup(cfg, section, key, DT_KEY_LIST, &e));
     return dt_parse_list(e->value, items, n);
+}
+
+dt_status_t dt_config_get_words(const dt_config_t *cfg, const char *section,
+                                const char *key, char ***words, size_t *n)
+{
+    const cfg_entry_t *e;
+    if (!words || !n)
+        return DT_ERR_INVALID;
+    DT_CHECK(lookup(cfg, section, key, DT_KEY_WORDS, &e));
+    return dt_parse_words(e->value, words, n);
 }

@@ -204,3 +204,77 @@ nomem:
     dt_strv_free(v);
     return DT_ERR_NOMEM;
 }
+
+/* One word from *p (past leading blanks), appended to out; *p moves past
+ * it. DT_ERR_INVALID: a quote left open or a backslash at the end. */
+static dt_status_t next_word(const char **p, char *out, size_t *len)
+{
+    const char *c = *p;
+    size_t n = 0;
+    while (*c && !isspace((unsigned char)*c)) {
+        if (*c == '\'') {
+            const char *end = strchr(c + 1, '\'');
+            if (!end)
+                return DT_ERR_INVALID;
+            memcpy(out + n, c + 1, (size_t)(end - c - 1));
+            n += (size_t)(end - c - 1);
+            c = end + 1;
+        } else if (*c == '"') {
+            for (c++; *c != '"'; c++) {
+                if (!*c)
+                    return DT_ERR_INVALID;
+                if (*c == '\\' && c[1] && strchr("\"\\$`", c[1]))
+                    c++;
+                out[n++] = *c;
+            }
+            c++;
+        } else if (*c == '\\') {
+            if (!c[1])
+                return DT_ERR_INVALID;
+            out[n++] = c[1];
+            c += 2;
+        } else {
+            out[n++] = *c++;
+        }
+    }
+    out[n] = '\0';
+    *len = n;
+    *p = c;
+    return DT_OK;
+}
+
+dt_status_t dt_parse_words(const char *text, char ***words, size_t *n)
+{
+    if (!text || !words || !n)
+        return DT_ERR_INVALID;
+    size_t count = 0, len;
+    /* No word is longer than the text. */
+    char *buf = malloc(strlen(text) + 1), **v = calloc(1, sizeof *v);
+    dt_status_t st = buf && v ? DT_OK : DT_ERR_NOMEM;
+    const char *p = text;
+    while (st == DT_OK) {
+        while (isspace((unsigned char)*p))
+            p++;
+        if (!*p)
+            break;
+        if ((st = next_word(&p, buf, &len)) != DT_OK)
+            break;
+        char **nv = realloc(v, (count + 2) * sizeof *nv);
+        if (!nv || !(nv[count] = strndup(buf, len))) {
+            if (nv)
+                v = nv;
+            st = DT_ERR_NOMEM;
+            break;
+        }
+        v = nv;
+        v[++count] = NULL;
+    }
+    free(buf);
+    if (st != DT_OK) {
+        dt_strv_free(v);
+        return st;
+    }
+    *words = v;
+    *n = count;
+    return DT_OK;
+}

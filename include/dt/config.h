@@ -36,8 +36,11 @@ typedef enum dt_key_type {
     DT_KEY_SIZE,     /* bytes with optional K/M/G/T suffix (powers of 2)  */
     DT_KEY_DURATION, /* seconds, or with us/ms/s/m/h: 50us, 500ms, 5m    */
     DT_KEY_LIST,     /* comma- or space-separated strings                 */
-    DT_KEY_DOUBLE    /* a finite decimal number: 0.05, -1, 1e-4 (no nan,
+    DT_KEY_DOUBLE,   /* a finite decimal number: 0.05, -1, 1e-4 (no nan,
                         inf or hex)                                       */
+    DT_KEY_WORDS     /* command-line words: split at blanks only, as sh
+                        would with '...', "..." and \ (commas are kept:
+                        --mca btl self,tcp), for another program's argv  */
 } dt_key_type_t;
 
 /* One key of a section's schema. Tables end with an entry whose name is
@@ -115,6 +118,9 @@ dt_status_t dt_config_get_double(const dt_config_t *cfg, const char *section,
 dt_status_t dt_config_get_list(const dt_config_t *cfg, const char *section,
                                const char *key, char ***items, size_t *n);
 void dt_strv_free(char **strv);
+/* A DT_KEY_WORDS value as words (the caller's; free with dt_strv_free). */
+dt_status_t dt_config_get_words(const dt_config_t *cfg, const char *section,
+                                const char *key, char ***words, size_t *n);
 
 /* Where a value came from: its source and a text such as
  * "conf/cluster.ini:12", "DT_CLUSTER_NP", "--set" or "default". */
@@ -143,6 +149,11 @@ dt_status_t dt_parse_size(const char *text, uint64_t *out);
 dt_status_t dt_parse_duration(const char *text, double *seconds);
 dt_status_t dt_parse_double(const char *text, double *out);
 dt_status_t dt_parse_list(const char *text, char ***items, size_t *n);
+/* Words as sh splits a command line: at blanks; '...' keeps everything,
+ * "..." keeps all but \" \\ \$ \` (backslash-escaped), a backslash
+ * elsewhere keeps the next character. No expansion of any kind.
+ * DT_ERR_INVALID for an unclosed quote or a trailing backslash. */
+dt_status_t dt_parse_words(const char *text, char ***words, size_t *n);
 
 #ifdef __cplusplus
 }

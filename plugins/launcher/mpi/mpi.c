@@ -49,8 +49,9 @@ static const dt_key_spec_t mpi_keys[] = {
     {"ssh_port", DT_KEY_INT, "0", "ssh port of the remote hosts (0: ssh's default)"},
     {"env_vars", DT_KEY_LIST, "PATH,LD_LIBRARY_PATH",
      "more variables of dtctl's environment passed to the workers (-x)"},
-    {"extra_args", DT_KEY_LIST, NULL,
-     "more mpirun options, placed before the program"},
+    {"extra_args", DT_KEY_WORDS, NULL,
+     "more mpirun options, placed before the program; split at blanks as "
+     "sh would (--mca btl self,tcp)"},
     {NULL, 0, NULL, NULL},
 };
 
@@ -101,6 +102,16 @@ static dt_status_t get_list(const dt_config_t *cfg, const char *section,
     return st;
 }
 
+static dt_status_t get_words(const dt_config_t *cfg, const char *key,
+                             char ***out)
+{
+    size_t n;
+    dt_status_t st = dt_config_get_words(cfg, SECTION, key, out, &n);
+    if (st == DT_ERR_NOT_FOUND)
+        *out = NULL;
+    return st == DT_ERR_NOT_FOUND ? DT_OK : st;
+}
+
 static dt_status_t read_conf(const dt_config_t *cfg, mpi_conf_t *c)
 {
     DT_CHECK(get_str(cfg, "mpirun", &c->mpirun));
@@ -116,7 +127,7 @@ static dt_status_t read_conf(const dt_config_t *cfg, mpi_conf_t *c)
                                         &c->oversubscribe);
     if (st != DT_OK && st != DT_ERR_NOT_FOUND)
         return st;
-    DT_CHECK(get_list(cfg, SECTION, "extra_args", &c->extra_args));
+    DT_CHECK(get_words(cfg, "extra_args", &c->extra_args));
     DT_CHECK(get_list(cfg, SECTION, "env_vars", &c->env_vars));
     DT_CHECK(get_list(cfg, "cluster", "interface", &c->interface));
     if (!*c->mpirun) {

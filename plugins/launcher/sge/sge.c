@@ -23,8 +23,9 @@ static const dt_key_spec_t sge_keys[] = {
     {"resources", DT_KEY_LIST, NULL,
      "resource requests, each passed as qsub -l ITEM (h_rt=1:00:00 ...)"},
     {"project", DT_KEY_STRING, NULL, "project (qsub -P)"},
-    {"extra_args", DT_KEY_LIST, NULL,
-     "more qsub arguments, passed as they are before the job script"},
+    {"extra_args", DT_KEY_WORDS, NULL,
+     "more qsub arguments, passed before the job script; split at blanks "
+     "as sh would (-l a=1,b=2)"},
     {"job_name", DT_KEY_STRING, NULL,
      "job name prefix (qsub -N NAME-<job id>); default dt"},
     {"shared_dir", DT_KEY_STRING, NULL,
@@ -62,6 +63,15 @@ static dt_status_t get_opt_list(const dt_config_t *cfg, const char *key,
     return st == DT_ERR_NOT_FOUND ? DT_OK : st;
 }
 
+static dt_status_t get_opt_words(const dt_config_t *cfg, const char *key,
+                                 char ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    dt_status_t st = dt_config_get_words(cfg, SECTION, key, out, n);
+    return st == DT_ERR_NOT_FOUND ? DT_OK : st;
+}
+
 static dt_status_t get_ms(const dt_config_t *cfg, const char *key, int *ms)
 {
     double s = 0;
@@ -82,7 +92,7 @@ static dt_status_t read_conf(const dt_config_t *cfg, sge_conf_t *c)
     DT_CHECK(get_opt_string(cfg, "job_name", &c->job_name));
     DT_CHECK(get_opt_string(cfg, "shared_dir", &c->shared_dir));
     DT_CHECK(get_opt_list(cfg, "resources", &c->resources, &c->nresources));
-    DT_CHECK(get_opt_list(cfg, "extra_args", &c->extra_args, &c->nextra));
+    DT_CHECK(get_opt_words(cfg, "extra_args", &c->extra_args, &c->nextra));
     DT_CHECK(dt_config_get_bool(cfg, SECTION, "export_env", &c->export_env));
     DT_CHECK(dt_config_get_bool(cfg, SECTION, "verify", &c->verify));
     DT_CHECK(get_ms(cfg, "poll_interval", &c->poll_ms));

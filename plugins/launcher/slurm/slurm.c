@@ -31,9 +31,11 @@ static const dt_key_spec_t slurm_keys[] = {
     {"nodes", DT_KEY_INT, "0", "nodes to use (-N); 0: Slurm decides"},
     {"tasks_per_node", DT_KEY_INT, "0",
      "ranks per node (--ntasks-per-node); 0: Slurm decides"},
-    {"extra_args", DT_KEY_LIST, NULL,
-     "more salloc options, for a new allocation"},
-    {"srun_args", DT_KEY_LIST, NULL, "more srun options"},
+    {"extra_args", DT_KEY_WORDS, NULL,
+     "more salloc options, for a new allocation; split at blanks as sh "
+     "would (--nodelist=n1,n2)"},
+    {"srun_args", DT_KEY_WORDS, NULL,
+     "more srun options; split at blanks as sh would"},
     {NULL, 0, NULL, NULL},
 };
 
@@ -93,11 +95,11 @@ static dt_status_t get_int(const dt_config_t *cfg, const char *key,
     return st == DT_ERR_NOT_FOUND ? DT_OK : st;
 }
 
-static dt_status_t get_list(const dt_config_t *cfg, const char *key,
-                            char ***out)
+static dt_status_t get_words(const dt_config_t *cfg, const char *key,
+                             char ***out)
 {
     size_t n;
-    dt_status_t st = dt_config_get_list(cfg, SECTION, key, out, &n);
+    dt_status_t st = dt_config_get_words(cfg, SECTION, key, out, &n);
     if (st == DT_ERR_NOT_FOUND)
         *out = NULL;
     return st == DT_ERR_NOT_FOUND ? DT_OK : st;
@@ -117,8 +119,8 @@ static dt_status_t read_conf(const dt_config_t *cfg, slurm_conf_t *c)
     DT_CHECK(get_str(cfg, "job_name", &c->job_name));
     DT_CHECK(get_int(cfg, "nodes", &c->nodes));
     DT_CHECK(get_int(cfg, "tasks_per_node", &c->tasks_per_node));
-    DT_CHECK(get_list(cfg, "extra_args", &c->extra_args));
-    DT_CHECK(get_list(cfg, "srun_args", &c->srun_args));
+    DT_CHECK(get_words(cfg, "extra_args", &c->extra_args));
+    DT_CHECK(get_words(cfg, "srun_args", &c->srun_args));
     return DT_OK;
 }
 
