@@ -12,6 +12,8 @@
  * public headers <dt/dt.h>, <dt/device.h>, <dt/nn.h>. Prints one line per
  * size on rank 0 and exits 0 when every rank's every check passed; exits
  * 77 when no GPU is visible. */
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,46 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* DT_AVG of DT_INT32 rounds to nearest (dt.h) on every path: rank r
+ * gives r + i % 3, so at N = 2 each average is k + 0.5 (ncclAvg would
+ * truncate it to k). 1 when wrong. */
+static int check_int32_avg(int rank, int size)
+{
+    enum { N = 1025 };
+    int32_t h[N];
+    void *buf = NULL;
+    for (int i = 0; i < N; i++)
+        h[i] = rank + i % 3;
+    dt_status_t st = dt_gpu_alloc(sizeof h, &buf);
+    if (st == DT_OK)
+        st = dt_gpu_copy(buf, DT_MEM_CUDA, h, DT_MEM_HOST, sizeof h, NULL);
+    if (st == DT_OK)
+        st = dt_allreduce_mem(buf, buf, N, DT_INT32, DT_AVG, DT_MEM_CUDA,
+                              NULL);
+    if (st == DT_OK)
+        st = dt_gpu_copy(h, DT_MEM_HOST, buf, DT_MEM_CUDA, sizeof h, NULL);
+    dt_gpu_free(buf);
+    if (st != DT_OK) {
+        fprintf(stderr, "allreduce_mem: rank %d: int32 avg: %s\n", rank,
+                dt_status_str(st));
+        return 1;
+    }
+    for (int i = 0; i < N; i++) {
+        double sum = size * (size - 1) / 2.0 + (double)size * (i % 3);
+        int32_t want = (int32_t)lround(sum / size);
+        if (h[i] != want) {
+            fprintf(stderr, "allreduce_mem: rank %d of %d: int32 avg wrong "
+                    "at %d: got %d, want %d (round to nearest)\n",
+                    rank, size, i, (int)h[i], (int)want);
+            return 1;
+        }
+    }
+    if (rank == 0)
+        printf("allreduce_mem: int32 avg of %d on %d ranks: ok (rounded)\n",
+               N, size);
+    return 0;
 }
 
 int main(void)
@@ -99,6 +141,8 @@ int main(void)
         dt_gpu_free(recv);
         free(h);
     }
+    if (!bad)
+        bad = check_int32_avg(rank, size);
     st = dt_finalize();
     if (st != DT_OK && !bad) {
         fprintf(stderr, "allreduce_mem: dt_finalize: %s\n", dt_status_str(st));

@@ -207,6 +207,12 @@ dt_status_t nccl_allreduce(void *ctx, const void *send, void *recv,
                            dt_mem_t mem, void *stream)
 {
     nccl_ctx_t *c = ctx;
+    /* ncclAvg of integers truncates the sum's quotient; dt.h promises
+     * round to nearest (as the core's own reduction does): the core runs
+     * it over this transport's isend/irecv instead, staging CUDA memory.
+     * Every rank declines alike (it depends on type and op alone). */
+    if (t == DT_INT32 && op == DT_AVG)
+        return DT_DECLINED;
     if (c->bf16 && t == DT_FLOAT32 && (op == DT_SUM || op == DT_AVG) &&
         count > 0 && c->size > 1) {
         dt_status_t st =
