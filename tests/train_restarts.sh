@@ -91,6 +91,22 @@ grep -q '"event":"restart","restarts":1,"max_restarts":1,"exit_code":137,"cause"
     fail "(a) the restarted job ended with other parameters than the uninterrupted one"
 echo "(a) kill -9 + restart: exit 0, parameters bit-identical to the uninterrupted run"
 
+# ---- (a2) the same without checkpoint_dir: the restart starts over -------
+DT_TEST_SLOW_RANK=1 DT_TEST_SLOW_FACTOR=20 "$DTCTL" run -n 2 --max-restarts 1 \
+    --set train.epochs=1 job.ini >out.a2 2>&1 &
+dp=$!
+n=0
+while [ -z "$(worker_pid $dp 1)" ] && [ $n -lt 500 ]; do sleep 0.01; n=$((n + 1)); done
+sleep 0.5
+w=$(worker_pid $dp 1)
+[ -n "$w" ] && kill -9 "$w"
+wait $dp; rc=$?
+[ $rc -eq 0 ] && grep -q "final test accuracy" out.a2 ||
+    { cat out.a2; fail "(a2) without checkpoint_dir the restarted job did not train from the beginning (exit $rc)"; }
+grep -q "restart 1 of 1: rank 1 on localhost was killed by signal 9" out.a2 ||
+    { cat out.a2; fail "(a2) the restart is not logged"; }
+echo "(a2) kill -9 + restart without checkpoint_dir: trained again from the beginning, exit 0"
+
 # ---- (b) SIGTERM to dtctl mid-epoch: preempted, resumable ------------------
 DT_TEST_SLOW_RANK=1 DT_TEST_SLOW_FACTOR=20 "$DTCTL" run -n 2 \
     --set train.checkpoint_dir=b job.ini >out.b 2>&1 &

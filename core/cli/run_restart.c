@@ -110,7 +110,10 @@ void run_restart_free(run_restart_t *r)
 dt_status_t run_restart_env(const run_restart_t *r, env_list_t *env)
 {
     DT_CHECK(env_list_addf(env, "DT_RESTART_COUNT", "%d", r->used));
-    if (r->trainer && r->used > 0)
+    /* Without checkpoint_dir there is nothing to resume from: the
+     * restart trains from the beginning (as said at start), and dt-train
+     * refuses a resume without a directory as a configuration error. */
+    if (r->trainer && r->used > 0 && r->ckpt_dir)
         DT_CHECK(env_list_addf(env, "DT_TRAIN_RESUME", "yes"));
     return DT_OK;
 }
