@@ -562,7 +562,7 @@ static dt_status_t check_model(const dt_trainer_t *t, const dt_ckpt_t *c,
              "checkpoint_dir", c->path, i - 1, ta, tb, la + strlen("layers="),
              lb + strlen("layers="));
     free(sig);
-    return DT_ERR_INVALID;
+    return DT_ERR_CONFIG;
 }
 
 /* The model: its signature when the checkpoint has one, and always the
@@ -584,7 +584,7 @@ static dt_status_t check_params(const dt_trainer_t *t, const dt_ckpt_t *c,
                  "the model changed since the checkpoint; resume with the "
                  "same layers or start a new checkpoint_dir",
                  c->path, (unsigned long long)meta[M_NPARAMS], t->nparams);
-        return DT_ERR_INVALID;
+        return DT_ERR_CONFIG;
     }
     return DT_OK;
 }
@@ -600,19 +600,22 @@ static dt_status_t check_buffers(const dt_ckpt_t *c,
                  "by an older dt): the model's %zu buffer floats cannot be "
                  "restored; start without --resume or with a new "
                  "checkpoint_dir", c->path, nbufs);
-        return DT_ERR_INVALID;
+        return DT_ERR_CONFIG;
     }
     if (bs && bs->len != nbufs * sizeof(float)) {
         dt_error("%s holds %zu buffer floats (batchnorm running statistics) "
                  "but [model] layers gives %zu: the model changed since the "
                  "checkpoint; resume with the same layers or start a new "
                  "checkpoint_dir", c->path, bs->len / sizeof(float), nbufs);
-        return DT_ERR_INVALID;
+        return DT_ERR_CONFIG;
     }
     return DT_OK;
 }
 
-/* Everything the job must agree with before anything is copied. */
+/* Everything the job must agree with before anything is copied. A
+ * checkpoint this job's configuration cannot take is DT_ERR_CONFIG:
+ * dt-train exits 65 and dtctl --max-restarts does not retry what every
+ * attempt would refuse alike. */
 static dt_status_t check_ckpt(const dt_trainer_t *t, const dt_ckpt_t *c,
                               const uint64_t *meta)
 {
@@ -624,7 +627,7 @@ static dt_status_t check_ckpt(const dt_trainer_t *t, const dt_ckpt_t *c,
         dt_error("%s was written with optimizer '%.*s', this job uses '%s': "
                  "resume with the same [train] optimizer", c->path,
                  (int)ns->len, (const char *)ns->data, t->opt_plugin->name);
-        return DT_ERR_INVALID;
+        return DT_ERR_CONFIG;
     }
     if (meta[M_TRAIN_N] != t->train.n || meta[M_SEED] != t->seed)
         dt_warn("%s: written for %llu training samples with seed %llu; this "
@@ -832,7 +835,7 @@ static dt_status_t check_opt_size(const dt_trainer_t *t, const dt_ckpt_t *c,
              "(e.g. sgd momentum = 0 keeps no velocity), or another dt "
              "version wrote it; resume with that run's settings or start a "
              "new checkpoint_dir", c->path, os->len, name, name, want);
-    return DT_ERR_INVALID;
+    return DT_ERR_CONFIG;
 }
 
 dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
@@ -862,16 +865,22 @@ dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
             os = NULL;
             found = 3; /* found, without optimizer state */
         }
-        if (st == DT_OK && os && check_opt_size(t, &c, os) != DT_OK)
-            st = DT_ERR_INVALID;
+        if (st == DT_OK && os)
+            st = check_opt_size(t, &c, os);
         head[0] = st != DT_OK ? 2 : (uint64_t)found; /* 2: failed */
-        head[1] = os ? os->len : 0;
+        /* failed: the status, so that every rank fails alike (a refused
+         * checkpoint is DT_ERR_CONFIG everywhere: no rank exits 1 and
+         * invites a restart the others know is pointless) */
+        head[1] = st != DT_OK ? (uint64_t)(int64_t)st : os ? os->len : 0;
     }
     /* Everyone learns the outcome, so a failure stops every rank. */
     dt_status_t bst = dt_trainer_broadcast_host(head, sizeof head);
     if (bst != DT_OK || head[0] == 2) {
         dt_ckpt_free(&c);
-        return bst != DT_OK ? bst : (st != DT_OK ? st : DT_ERR_INVALID);
+        if (bst != DT_OK)
+            return bst;
+        st = (dt_status_t)(int64_t)head[1];
+        return st < 0 ? st : DT_ERR_INVALID;
     }
     if (head[0] == 0)
         return DT_OK;
