@@ -1,7 +1,7 @@
 #!/bin/sh
 # launcher_ssh.sh — the ssh launcher against a real sshd on 127.0.0.1 (a
 # free port, generated host and user keys, host-key checking on): ranks,
-# environment, working directory, exit codes, host keys (unknown, wrong,
+# environment (the user's NCCL_SOCKET_IFNAME too), working directory, exit codes, host keys (unknown, wrong,
 # accept-new), an unreachable host, stop signals, dtctl killed outright,
 # no leftover processes, the token in no argv.
 set -u
@@ -84,6 +84,20 @@ printf '[0] %s\n[0] %s\n' "$T" "a b|it's|\$HOME|x" >"$T/q.want"
 echo "[0] y|" >>"$T/q.want"
 cmp -s "$T/q" "$T/q.want" || fail "arguments or workdir changed on the way: $(cat "$T/q")"
 ok "arguments with spaces, quotes, \$ and newlines; [cluster] workdir"
+
+# [cluster] interface gives a program NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME
+# and UCX_NET_DEVICES; one the user set for dtctl keeps its value, and
+# reaches the workers here too (ssh passes the job's variables, not
+# dtctl's environment: it arrived as nothing at all).
+out=$(NCCL_SOCKET_IFNAME=ib0 run -n 2 --set cluster.interface=lo -- \
+    sh -c ": $MARK; echo \"N=\${NCCL_SOCKET_IFNAME:-unset} G=\${GLOO_SOCKET_IFNAME:-unset} U=\${UCX_NET_DEVICES:-unset}\"" 2>"$T/err")
+rc=$?
+[ $rc -eq 0 ] || fail "interface variables job exited $rc: $(cat "$T/err")"
+for r in 0 1; do
+    echo "$out" | grep -qx "\[$r\] N=ib0 G=lo U=lo" ||
+        fail "rank $r: want the user's NCCL_SOCKET_IFNAME=ib0 and lo from [cluster] interface, got: $out"
+done
+ok "the user's NCCL_SOCKET_IFNAME reaches remote workers; [cluster] interface gives the others"
 
 # Much more output than a channel window: nothing lost, nothing stalls.
 n=$(run -n 2 -- sh -c ": $MARK; seq 1 200000; seq 1 50000 >&2" 2>"$T/err" | grep -c '^\[[01]\] [0-9]*$')

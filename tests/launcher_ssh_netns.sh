@@ -2,7 +2,8 @@
 # launcher_ssh_netns.sh — a 2-host x 2-slot job over the ssh launcher
 # across two "hosts" in network namespaces (own sshd, own hostname, own
 # address on a bridge), with the job's traffic on the interface chosen by
-# [cluster] interface: ranks land host by host, the allreduce example
+# [cluster] interface: ranks land host by host, rank 0 on 127.0.0.1 gives
+# h2 a MASTER_ADDR it reaches, the allreduce example
 # passes, a killed worker stops the job and nothing of it remains on any
 # host, and the job token is in no argv on any host.
 set -u
@@ -17,6 +18,7 @@ MARK="dtsshns$$"
 SL=$((200000 + $$))           # a sleep no other test runs: "sleep $SL"
 cleanup() {
     pkill -KILL -f "$MARK" 2>/dev/null
+    sh "$top_srcdir/tests/fixtures/sshd-loopback.sh" stop "$T/lo"
     sh "$FX" stop "$T/ns"
     rm -rf "$T"
 }
@@ -41,6 +43,35 @@ for want in "0 $H1 h1 0 0 4" "1 $H1 h1 1 0 4" "2 $H2 h2 0 1 4" "3 $H2 h2 1 1 4";
 done
 ok "2 hosts x 2 slots: ranks, hosts, host names, local and node ranks"
 hosts_clean || fail "processes left on the hosts after a clean job: $(strays_text)"
+
+# --- 1b. rank 0 on "127.0.0.1" (this machine, horovodrun's habit), rank 1
+# on h2: MASTER_ADDR must be an address h2 reaches (this machine's on the
+# bridge, where the store listens), not 127.0.0.1, which is h2 itself ------
+sh "$top_srcdir/tests/fixtures/sshd-loopback.sh" start "$T/lo" >/dev/null ||
+    fail "cannot start an sshd on 127.0.0.1 for rank 0"
+lo_port=$(sed -n 's/^SSH_PORT=//p' "$T/lo/env")
+cat "$SSH_KEY.pub" >>"$T/lo/authorized_keys"
+cat "$T/lo/known_hosts" >>"$SSH_KNOWN_HOSTS"
+printf '127.0.0.1 slots=1 port=%s\n%s slots=1\n' "$lo_port" "$H2" >"$T/hosts_lo"
+# Each rank: MASTER_ADDR, and whether a TCP connection to it reaches this
+# machine's store (its port; torch's store would listen on MASTER_PORT).
+cat >"$T/master.sh" <<'EOF2'
+port=${DT_RENDEZVOUS##*:}
+reach=no
+bash -c 'exec 3<>"/dev/tcp/$1/$2"' sh "$MASTER_ADDR" "$port" 2>/dev/null && reach=yes
+echo "$DT_RANK $(hostname) MASTER_ADDR=$MASTER_ADDR reach=$reach"
+EOF2
+out=$(timeout -k 5 120 "$DTCTL" run --launcher=ssh --hostfile "$T/hosts_lo" -n 2 \
+    -- sh -c ": $MARK; . $T/master.sh" 2>"$T/err")
+rc=$?
+[ $rc -eq 0 ] || fail "127.0.0.1 + h2 job exited $rc: $(cat "$T/err")"
+for want in "0 $(hostname) MASTER_ADDR=$NETNS_GATEWAY reach=yes" \
+    "1 h2 MASTER_ADDR=$NETNS_GATEWAY reach=yes"; do
+    echo "$out" | grep -qxF "[${want%% *}] $want" ||
+        fail "rank ${want%% *}: want '$want' in: $out"
+done
+ok "rank 0 on 127.0.0.1, rank 1 on h2: MASTER_ADDR=$NETNS_GATEWAY on both, reachable from h2"
+hosts_clean || fail "processes left on the hosts after the 127.0.0.1 + h2 job: $(strays_text)"
 
 # --- 2. a real dt job across the interface ---------------------------------
 ex="$top_builddir/examples/allreduce"

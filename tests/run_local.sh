@@ -62,6 +62,19 @@ ports=$(echo "$out" | sed -n 's/.* P=\([0-9]*\) .*/\1/p' | sort -u | wc -l)
 [ "$ports" -eq 1 ] || fail "ranks disagree on MASTER_PORT: $out"
 ok "torch-style variables"
 
+# Two names of this machine are one host to number: a LOCAL_RANK (a GPU,
+# CPU cores) each, one GROUP_RANK; DT_HOST keeps each entry's name.
+out=$(run -H localhost:2,127.0.0.1:2 -- sh -c 'echo "$RANK L=$LOCAL_RANK/$LOCAL_WORLD_SIZE G=$GROUP_RANK/$GROUP_WORLD_SIZE H=$DT_HOST"' 2>"$T/err") ||
+    fail "two names of this machine: exit $?: $(cat "$T/err")"
+for want in "0 L=0/4 G=0/1 H=localhost" "1 L=1/4 G=0/1 H=localhost" \
+    "2 L=2/4 G=0/1 H=127.0.0.1" "3 L=3/4 G=0/1 H=127.0.0.1"; do
+    echo "$out" | grep -qx "\[${want%% *}\] $want" ||
+        fail "two names of this machine: want '$want' in: $out"
+done
+grep -q "hosts 'localhost', '127.0.0.1' all name this machine.*-H localhost:4" "$T/err" ||
+    fail "two names of this machine: no line says so: $(cat "$T/err")"
+ok "two names of this machine (localhost, 127.0.0.1): LOCAL_RANK 0-3, one group"
+
 # stderr of a worker stays on stderr, prefixed
 run -n 1 -- sh -c 'echo to-out; echo to-err >&2' >"$T/o" 2>"$T/e" || fail "stdout/stderr job failed"
 grep -qx '\[0\] to-out' "$T/o" && grep -qx '\[0\] to-err' "$T/e" && ! grep -q to-err "$T/o" \

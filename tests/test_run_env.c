@@ -1,5 +1,7 @@
 /* test_run_env.c — the worker environment contract: every variable of
- * docs/LAUNCHERS.md, computed from a placement of 5 ranks on 2 hosts. */
+ * docs/LAUNCHERS.md, computed from a placement of 5 ranks on 2 hosts;
+ * MASTER_ADDR for other hosts, the user's interface variables, and the
+ * local launcher's numbering of one machine's names. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -104,12 +106,97 @@ static void test_free_port(void **state)
     assert_int_equal(run_free_port("not-an-address", &port), DT_ERR_INVALID);
 }
 
+/* Rank 0 on a loopback name, others elsewhere: MASTER_ADDR is the
+ * store's address; a real name, or every rank here, keeps its value. */
+static void test_master_reachable(void **state)
+{
+    (void)state;
+    static dt_host_t lo_v[2] = {{"localhost", 3, 0, 0}, {"node-b", 2, 0, 0}};
+    static dt_hostlist_t lo = {lo_v, 2};
+    run_job_t job;
+    make_job(&job);
+    job.hosts = &lo;
+    strcpy(job.master_addr, "localhost");
+    run_job_reach_master(&job, "10.1.2.3:4567");
+    assert_string_equal(job.master_addr, "10.1.2.3");
+    strcpy(job.master_addr, "127.0.0.1");
+    run_job_reach_master(&job, "[fd00::5]:4567");
+    assert_string_equal(job.master_addr, "fd00::5");
+    strcpy(job.master_addr, "localhost");
+    run_job_reach_master(&job, "127.0.0.1:4567"); /* nothing better */
+    assert_string_equal(job.master_addr, "localhost");
+    make_job(&job); /* node-a: a name node-b can resolve */
+    run_job_reach_master(&job, "10.1.2.3:4567");
+    assert_string_equal(job.master_addr, "node-a");
+    make_job(&job); /* every rank on this machine */
+    job.hosts = &lo;
+    job.np = 3;
+    strcpy(job.master_addr, "127.0.0.1");
+    run_job_reach_master(&job, "10.1.2.3:4567");
+    assert_string_equal(job.master_addr, "127.0.0.1");
+}
+
+/* The user's NCCL_SOCKET_IFNAME is in the job's variables, with its
+ * value, whatever [cluster] interface says. */
+static void test_interface_user_value(void **state)
+{
+    (void)state;
+    dt_config_t *cfg = NULL;
+    assert_int_equal(dt_config_new(&cfg), DT_OK);
+    assert_int_equal(dt_config_set(cfg, "cluster", "launcher", "ssh",
+                                   DT_SRC_CLI, "--set"), DT_OK);
+    assert_int_equal(dt_config_set(cfg, "cluster", "interface", "eth0",
+                                   DT_SRC_CLI, "--set"), DT_OK);
+    setenv("NCCL_SOCKET_IFNAME", "ib0", 1);
+    unsetenv("GLOO_SOCKET_IFNAME");
+    unsetenv("UCX_NET_DEVICES");
+    env_list_t env = {0};
+    assert_int_equal(run_env_interface(cfg, &env), DT_OK);
+    expect(&env, "NCCL_SOCKET_IFNAME", "ib0");
+    expect(&env, "GLOO_SOCKET_IFNAME", "eth0");
+    expect(&env, "UCX_NET_DEVICES", "eth0");
+    env_list_free(&env);
+    /* a network: nothing from dt, the user's value still */
+    assert_int_equal(dt_config_set(cfg, "cluster", "interface",
+                                   "10.0.0.0/8", DT_SRC_CLI, "--set"),
+                     DT_OK);
+    assert_int_equal(run_env_interface(cfg, &env), DT_OK);
+    expect(&env, "NCCL_SOCKET_IFNAME", "ib0");
+    assert_null(get(&env, "GLOO_SOCKET_IFNAME"));
+    env_list_free(&env);
+    unsetenv("NCCL_SOCKET_IFNAME");
+    dt_config_free(cfg);
+}
+
+/* localhost:2,127.0.0.1:1 with the local launcher: one host to number. */
+static void test_one_machine(void **state)
+{
+    (void)state;
+    static dt_host_t v[2] = {{"localhost", 2, 0, 0}, {"127.0.0.1", 1, 0, 0}};
+    dt_hostlist_t h = {v, 2};
+    dt_placement_t *p = NULL;
+    assert_int_equal(dt_place_ranks(&h, 3, &p), DT_OK);
+    assert_int_equal(p[2].local_rank, 0); /* what the list alone says */
+    run_place_one_machine(&h, p, 3, 0);
+    for (int r = 0; r < 3; r++) {
+        assert_int_equal(p[r].local_rank, r);
+        assert_int_equal(p[r].local_size, 3);
+        assert_int_equal(p[r].node_rank, 0);
+        assert_int_equal(p[r].num_nodes, 1);
+    }
+    assert_int_equal(p[2].host, 1); /* DT_HOST stays 127.0.0.1 */
+    free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_common),
         cmocka_unit_test(test_per_rank),
         cmocka_unit_test(test_free_port),
+        cmocka_unit_test(test_master_reachable),
+        cmocka_unit_test(test_interface_user_value),
+        cmocka_unit_test(test_one_machine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,6 +62,7 @@ typedef struct run_state {
     int nworkers, nservers;     /* [train] mode = async: np = workers +
                                    servers; else nservers 0  */
     int signals;                /* stop_signals installed     */
+    int one_machine;            /* local launcher: all ranks here */
 } run_state_t;
 
 static int ends_with(const char *s, const char *suffix)
@@ -181,10 +182,13 @@ static dt_status_t host_weights(run_state_t *s)
 
 static dt_status_t build_env(run_state_t *s)
 {
+    /* The store first: its address is MASTER_ADDR for other hosts when
+     * rank 0's host is only a loopback name. */
+    DT_CHECK(start_rendezvous(s));
+    run_job_reach_master(&s->job, s->rendezvous);
     DT_CHECK(run_env_common(&s->job, &s->common));
     if (!s->trainer)
         DT_CHECK(run_env_interface(s->cfg, &s->common));
-    DT_CHECK(start_rendezvous(s));
     DT_CHECK(host_weights(s));
     s->per_rank = calloc((size_t)s->att_np, sizeof *s->per_rank);
     s->rank_env = calloc((size_t)s->att_np, sizeof *s->rank_env);
@@ -389,6 +393,9 @@ static int prepare(const dt_cli_t *cli, const char *job_file, run_state_t *s)
     int code = place_servers(cli, s);
     if (code != 0)
         return code;
+    s->one_machine = strcmp(launcher->name, "local") == 0;
+    if (s->one_machine)
+        run_place_one_machine(&s->hosts, s->placement, s->np, 1);
     dt_debug("run: %d worker%s, launcher %s, transport %s", s->np,
              s->np == 1 ? "" : "s", launcher->name, transport->name);
     return 0;
@@ -446,7 +453,11 @@ static int choose_members(run_state_t *s, const run_restart_t *rs,
         s->att_place = s->placement;
         return 0;
     }
-    return dt_place_ranks(hosts, np, &s->att_place) == DT_OK ? 0 : 1;
+    if (dt_place_ranks(hosts, np, &s->att_place) != DT_OK)
+        return 1;
+    if (s->one_machine)
+        run_place_one_machine(hosts, s->att_place, np, 0);
+    return 0;
 }
 
 /* dtctl holds a few descriptors per worker (its output pipes, the

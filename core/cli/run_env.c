@@ -83,6 +83,25 @@ static dt_status_t interface_names(const dt_config_t *cfg, char **items,
     return DT_OK;
 }
 
+/* One of the variables for the job: dtctl's own value when it has one
+ * (the user's choice wins, and launchers that pass only the job's
+ * variables, ssh and yarn, must carry it too), else names ("" for none). */
+static dt_status_t interface_var(const char *var, const char *names,
+                                 const char *spec, env_list_t *env)
+{
+    const char *mine = getenv(var);
+    if (mine) {
+        dt_debug("%s=%s from dtctl's environment is kept, for every "
+                 "worker ([cluster] interface = '%s' would give %s)", var,
+                 mine, spec, *names ? names : "nothing");
+        return env_list_addf(env, var, "%s", mine);
+    }
+    if (!*names)
+        return DT_OK;
+    dt_debug("%s=%s (from [cluster] interface = '%s')", var, names, spec);
+    return env_list_addf(env, var, "%s", names);
+}
+
 dt_status_t run_env_interface(const dt_config_t *cfg, env_list_t *env)
 {
     static const char *const vars[] = {"NCCL_SOCKET_IFNAME",
@@ -99,24 +118,13 @@ dt_status_t run_env_interface(const dt_config_t *cfg, env_list_t *env)
     dt_strv_free(items);
     if (st != DT_OK || n == 0)
         return st;
-    if (!names[0]) {
+    if (!names[0])
         dt_debug("[cluster] interface = '%s' names networks, addresses or "
                  "exclusions, whose interface differs per host: the "
                  "workers get no NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME or "
                  "UCX_NET_DEVICES from it (set them in dtctl's "
                  "environment, or name the interfaces)", spec);
-        return DT_OK;
-    }
-    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
-        const char *mine = getenv(vars[i]);
-        if (mine) {
-            dt_debug("%s=%s from dtctl's environment is kept ([cluster] "
-                     "interface would give %s)", vars[i], mine, names);
-            continue;
-        }
-        DT_CHECK(env_list_addf(env, vars[i], "%s", names));
-        dt_debug("%s=%s (from [cluster] interface = '%s')", vars[i], names,
-                 spec);
-    }
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
+        DT_CHECK(interface_var(vars[i], names, spec, env));
     return DT_OK;
 }

@@ -32,6 +32,18 @@ typedef struct run_job {
 dt_status_t run_job_prepare(const dt_config_t *cfg, const dt_hostlist_t *hosts,
                             const dt_placement_t *placement, int np,
                             run_job_t *job);
+/* When rank 0's host is a loopback name (localhost, 127.0.0.1, ::1) and
+ * some rank runs on another host, MASTER_ADDR becomes the address of the
+ * rendezvous store ("addr:port" or "[v6]:port": this machine's address
+ * facing the other hosts), which they can reach; unchanged otherwise. */
+void run_job_reach_master(run_job_t *job, const char *rendezvous);
+/* The local launcher runs every worker here, whatever names the host list
+ * gives this machine (localhost, 127.0.0.1, its name): number the ranks as
+ * on one host (local rank = rank, one node), so no two share a LOCAL_RANK
+ * (a GPU, CPU cores). Each rank keeps its host entry (DT_HOST, weight).
+ * say: log the renumbering once. */
+void run_place_one_machine(const dt_hostlist_t *hosts,
+                           dt_placement_t *placement, int np, int say);
 /* Forget the secret. */
 void run_job_wipe(run_job_t *job);
 
@@ -44,10 +56,12 @@ dt_status_t run_env_rank(const run_job_t *job, int rank, env_list_t *env);
 
 /* For a program (not dt's trainer, whose transports choose themselves):
  * NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME and UCX_NET_DEVICES from
- * [cluster] interface, each unless dtctl's environment has it. With the
- * local launcher the interface dt itself uses here; elsewhere a list of
- * interface names as it is (networks, addresses and exclusions differ per
- * host: nothing is set, -v says so). Nothing when the key is unset. */
+ * [cluster] interface. With the local launcher the interface dt itself
+ * uses here; elsewhere a list of interface names as it is (networks,
+ * addresses and exclusions differ per host: nothing is set, -v says so).
+ * A variable dtctl's environment has keeps its value and is put in the
+ * job's variables as it is, so launchers that do not pass dtctl's
+ * environment (ssh, yarn) carry it too. Nothing when the key is unset. */
 dt_status_t run_env_interface(const dt_config_t *cfg, env_list_t *env);
 
 /* A TCP port free on addr right now (bind to port 0 and ask). */

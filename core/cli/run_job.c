@@ -2,9 +2,11 @@
  * secret, a job id, and where torch-style rendezvous (MASTER_ADDR/PORT)
  * points. */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -65,6 +67,87 @@ dt_status_t run_job_prepare(const dt_config_t *cfg, const dt_hostlist_t *hosts,
     for (size_t i = 0; i < sizeof id; i++)
         snprintf(job->job_id + 2 * i, 3, "%02x", id[i]);
     return pick_master(cfg, job);
+}
+
+/* A name that means "the machine reading it" wherever it is read: given to
+ * a worker on another host it names that host, not rank 0's. */
+static int loopback_name(const char *name)
+{
+    static const char *const names[] = {"localhost", "localhost.localdomain",
+                                        "ip6-localhost", "ip6-loopback"};
+    unsigned char a[sizeof(struct in6_addr)];
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcasecmp(name, names[i]) == 0)
+            return 1;
+    if (inet_pton(AF_INET, name, a) == 1)
+        return a[0] == 127;
+    return inet_pton(AF_INET6, name, a) == 1 &&
+           IN6_IS_ADDR_LOOPBACK((struct in6_addr *)a);
+}
+
+void run_job_reach_master(run_job_t *job, const char *rendezvous)
+{
+    if (all_hosts_local(job->hosts, job->placement, job->np) ||
+        !loopback_name(job->master_addr) || !rendezvous)
+        return;
+    /* "addr:port" or "[v6addr]:port": the address, without the port. */
+    const char *start = rendezvous + (rendezvous[0] == '[');
+    const char *end = rendezvous[0] == '[' ? strchr(start, ']')
+                                           : strrchr(start, ':');
+    char addr[sizeof job->master_addr];
+    if (!end || (size_t)(end - start) >= sizeof addr)
+        return;
+    snprintf(addr, sizeof addr, "%.*s", (int)(end - start), start);
+    if (loopback_name(addr))
+        return; /* nothing better to offer: the store is on loopback too */
+    dt_debug("MASTER_ADDR: rank 0's host '%s' is a loopback name the other "
+             "hosts cannot use; giving them %s, this machine's address "
+             "facing them (the rendezvous store's)",
+             job->master_addr, addr);
+    snprintf(job->master_addr, sizeof job->master_addr, "%s", addr);
+}
+
+/* "a', 'b": the names of the hosts that got ranks, in list order. */
+static void used_names(const dt_hostlist_t *hosts,
+                       const dt_placement_t *placement, int np, char *out,
+                       size_t len)
+{
+    size_t at = 0;
+    out[0] = '\0';
+    for (size_t h = 0; h < hosts->n && at < len; h++) {
+        int used = 0;
+        for (int r = 0; r < np && !used; r++)
+            used = placement[r].host == h;
+        if (!used)
+            continue;
+        int w = snprintf(out + at, len - at, "%s'%s'", at ? ", " : "",
+                         hosts->hosts[h].name);
+        at += w > 0 ? (size_t)w : 0;
+    }
+}
+
+void run_place_one_machine(const dt_hostlist_t *hosts,
+                           dt_placement_t *placement, int np, int say)
+{
+    /* A host elsewhere: the local launcher refuses the job, naming it. */
+    if (np < 1 || placement[0].num_nodes < 2 ||
+        !all_hosts_local(hosts, placement, np))
+        return;
+    if (say) {
+        char names[512];
+        used_names(hosts, placement, np, names, sizeof names);
+        dt_info("hosts %s all name this machine (the local launcher "
+                "runs every worker here): their %d workers are numbered as "
+                "on one host, LOCAL_RANK 0-%d, GROUP_RANK 0, and DT_HOST "
+                "keeps each entry's name (-H localhost:%d says it in one "
+                "entry)", names, np, np - 1, np);
+    }
+    for (int r = 0; r < np; r++) {
+        placement[r].local_rank = r;
+        placement[r].local_size = np;
+        placement[r].node_rank = 0;
+        placement[r].num_nodes = 1;
+    }
 }
 
 void run_job_wipe(run_job_t *job)

@@ -177,9 +177,11 @@ static dt_status_t build_env(const mpi_launcher_t *L,
         free(first);
         free(hosts);
     }
+    /* A name the job already has (NCCL_SOCKET_IFNAME from [cluster]
+     * interface) is exported once, with the job's value. */
     for (size_t i = 0; L->conf.env_vars && L->conf.env_vars[i]; i++) {
         const char *v = getenv(L->conf.env_vars[i]);
-        if (v)
+        if (v && !env_find(spec->env, L->conf.env_vars[i]))
             strv_addf(job_env, "%s=%s", L->conf.env_vars[i], v);
     }
     if (!strv_ok(job_env))
