@@ -799,28 +799,86 @@ static void test_printable(void **state)
                         "0123456789ab...");
 }
 
+/* A value longer than inih's line buffer (a ResNet's [model] layers) is
+ * read whole, with its file:line; a long line that is no 'key = value'
+ * is refused naming its line, and lines after it keep their numbers. */
 static void test_long_line(void **state)
 {
     (void)state;
-    char path[64], expect[200], text[600];
-    snprintf(text, sizeof text, "[cluster]\nworkdir = /%0400d\nnp = 2\n", 0);
+    char path[64], expect[200], text[1400], want[600];
+    snprintf(want, sizeof want, "/%0400d", 0);
+    snprintf(text, sizeof text,
+             "[cluster]\nworkdir = %s  ; where the job runs\n; %0400d\n"
+             "np = 2\n", want, 0);
     ini_file(path, sizeof path, text);
     dt_config_t *cfg = new_config();
     capture_t c;
     capture_begin(&c);
     dt_status_t st = dt_config_load_file(cfg, path, DT_SRC_CLUSTER_FILE);
     char *err = capture_end(&c);
-    assert_int_equal(st, DT_ERR_CONFIG);
-    snprintf(expect, sizeof expect, "%s:2: line is longer than", path);
-    assert_non_null(strstr(err, expect));
-    /* Lines after it still count from the right number. */
-    const char *where;
+    assert_int_equal(st, DT_OK);
+    assert_string_equal(err, "");
+    const char *v, *where;
+    assert_int_equal(dt_config_get_string(cfg, "cluster", "workdir", &v), DT_OK);
+    assert_string_equal(v, want);
+    dt_config_origin(cfg, "cluster", "workdir", NULL, &where);
+    snprintf(expect, sizeof expect, "%s:2", path);
+    assert_string_equal(where, expect);
     dt_config_origin(cfg, "cluster", "np", NULL, &where);
-    snprintf(expect, sizeof expect, "%s:3", path);
+    snprintf(expect, sizeof expect, "%s:4", path);
     assert_string_equal(where, expect);
     free(err);
     dt_config_free(cfg);
     unlink(path);
+    /* A long section line has no value to hold: said, with its line. */
+    snprintf(text, sizeof text, "[c%0300d]\nnp = 2\n", 0);
+    ini_file(path, sizeof path, text);
+    cfg = new_config();
+    capture_begin(&c);
+    st = dt_config_load_file(cfg, path, DT_SRC_CLUSTER_FILE);
+    err = capture_end(&c);
+    assert_int_equal(st, DT_ERR_CONFIG);
+    snprintf(expect, sizeof expect, "%s:1: line is longer than", path);
+    assert_non_null(strstr(err, expect));
+    free(err);
+    dt_config_free(cfg);
+    unlink(path);
+}
+
+/* A UTF-8 byte order mark (Notepad's) before the first line is no text. */
+static void test_byte_order_mark(void **state)
+{
+    (void)state;
+    char path[64];
+    ini_file(path, sizeof path, "\xef\xbb\xbf# a comment\n[cluster]\nnp = 3\n");
+    dt_config_t *cfg = new_config();
+    capture_t c;
+    capture_begin(&c);
+    dt_status_t st = dt_config_load_file(cfg, path, DT_SRC_JOB_FILE);
+    char *err = capture_end(&c);
+    assert_int_equal(st, DT_OK);
+    assert_string_equal(err, "");
+    long long np = 0;
+    assert_int_equal(dt_config_get_int(cfg, "cluster", "np", &np), DT_OK);
+    assert_int_equal(np, 3);
+    free(err);
+    dt_config_free(cfg);
+    unlink(path);
+}
+
+/* A directory named as the file: said as such, not "read error". */
+static void test_directory_as_file(void **state)
+{
+    (void)state;
+    dt_config_t *cfg = new_config();
+    capture_t c;
+    capture_begin(&c);
+    dt_status_t st = dt_config_load_file(cfg, "/tmp", DT_SRC_JOB_FILE);
+    char *err = capture_end(&c);
+    assert_int_equal(st, DT_ERR_IO);
+    assert_non_null(strstr(err, "cannot read job file '/tmp': it is a directory"));
+    free(err);
+    dt_config_free(cfg);
 }
 
 static void test_missing_file(void **state)
@@ -1027,6 +1085,8 @@ int main(void)
         cmocka_unit_test(test_errors_escape_and_count),
         cmocka_unit_test(test_printable),
         cmocka_unit_test(test_long_line),
+        cmocka_unit_test(test_byte_order_mark),
+        cmocka_unit_test(test_directory_as_file),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_plugin_lookup),
         cmocka_unit_test(test_getters_type_errors),

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <dt/log.h>
 #include "config_internal.h"
@@ -28,7 +29,12 @@ typedef struct file_reader {
     dt_status_t fail; /* out of memory while storing */
     char *buf;
     size_t cap;
+    char *long_value; /* the value of a line longer than inih's buffer */
 } file_reader_t;
+
+/* What inih gets as the value of a line too long for its buffer (a
+ * ResNet's [model] layers): the value itself waits in long_value. */
+#define LONG_VALUE_MARK "\001dt-long-value"
 
 static void say_unparsable(const char *path, int lineno, const char *text,
                            const char *more)
@@ -72,6 +78,40 @@ static int unparsable(file_reader_t *r, const char *s)
     return r->lost_section;
 }
 
+/* A 'key = value' line longer than inih's buffer (num): the value (its
+ * " ;comment" tail cut, as inih would) goes to r->long_value and r->buf
+ * becomes "key = LONG_VALUE_MARK" for inih, which calls on_value with it
+ * before it reads the next line. 0: not such a line (a long key, a long
+ * section or comment), said as too long by the caller. */
+static int hold_long_value(file_reader_t *r, const char *s, size_t text,
+                           size_t num)
+{
+    size_t key = strcspn(s, "=:");
+    if (s[0] == '[' || s[0] == ';' || key >= text ||
+        key + sizeof LONG_VALUE_MARK + 4 > num)
+        return 0;
+    const char *v = s + key + 1;
+    size_t n = text - key - 1;
+    for (size_t i = 1; i < n; i++)
+        if (v[i] == ';' && (v[i - 1] == ' ' || v[i - 1] == '\t')) {
+            n = i;
+            break;
+        }
+    char *value = strndup(v, n), *line = NULL;
+    if (!value || asprintf(&line, "%.*s= %s\n", (int)key, s,
+                           LONG_VALUE_MARK) < 0) {
+        free(value);
+        r->fail = DT_ERR_NOMEM;
+        return 0;
+    }
+    free(r->long_value);
+    r->long_value = value;
+    free(r->buf);
+    r->buf = line;
+    r->cap = strlen(line) + 1;
+    return 1;
+}
+
 /* inih's ini_reader: one whole line per call, so `line` counts lines.
  * Leading blanks are dropped (an indented line is a plain key, not a
  * continuation) and " # comment" tails go, as in the hostfile. */
@@ -91,9 +131,17 @@ static char *read_line(char *str, int num, void *stream)
             c[1] = '\0';
             break;
         }
+    if (r->line == 1 && strncmp(s, "\xef\xbb\xbf", 3) == 0)
+        s += 3; /* a UTF-8 byte order mark (Windows editors write one) */
+    if (*s == ';')
+        s = "\n"; /* a comment, however long */
     size_t len = strlen(s), text = strcspn(s, "\r\n");
     /* inih needs room for "\r\n" and the NUL after the text. */
-    if (text + 3 > (size_t)num || len + 1 > (size_t)num) {
+    if ((text + 3 > (size_t)num || len + 1 > (size_t)num) &&
+        hold_long_value(r, s, text, (size_t)num)) {
+        s = r->buf;
+        len = strlen(s);
+    } else if (text + 3 > (size_t)num || len + 1 > (size_t)num) {
         char pp[CFG_PRINTABLE_MAX];
         dt_error("%s:%d: line is longer than %d characters; shorten it "
                  "(a long list can be split with --set or a hostfile)",
@@ -129,8 +177,15 @@ static int on_value(void *user, const char *section, const char *name,
         r->fail = DT_ERR_NOMEM;
         return 1;
     }
+    char *held = NULL;
+    if (value && strcmp(value, LONG_VALUE_MARK) == 0 && r->long_value) {
+        held = r->long_value; /* hold_long_value's */
+        r->long_value = NULL;
+        value = trim(held);
+    }
     dt_status_t st = dt_config_set(r->cfg, trim(sec), name, value ? value : "",
                                    r->src, where);
+    free(held);
     if (st != DT_OK)
         r->fail = st;
     free(sec);
@@ -170,10 +225,18 @@ dt_status_t dt_config_load_file(dt_config_t *cfg, const char *path,
         dt_error("cannot read %s '%s': %s", what, path, strerror(err));
         return err == ENOENT ? DT_ERR_NOT_FOUND : DT_ERR_IO;
     }
+    struct stat sb;
+    if (fstat(fileno(r.f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        dt_error("cannot read %s '%s': it is a directory; name the .ini "
+                 "file", what, path);
+        fclose(r.f);
+        return DT_ERR_IO;
+    }
     int rc = ini_parse_stream(read_line, &r, on_value, &r);
     int read_error = ferror(r.f);
     fclose(r.f);
     free(r.buf);
+    free(r.long_value);
     if (rc == -2 || r.fail == DT_ERR_NOMEM)
         return DT_ERR_NOMEM;
     if (read_error) {
