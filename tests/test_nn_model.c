@@ -1,6 +1,7 @@
 /* test_nn_model.c — layer strings (errors point at the token), seeded
- * initialization, the gradient-ready callback, and a short training run
- * that must learn a separable task. */
+ * initialization, the gradient-ready callback, a short training run
+ * that must learn a separable task, and the parameter tensors and kinds
+ * the trainer gives a layer-wise optimizer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,7 @@
 #include <dt/log.h>
 #include "nn/model.h"
 #include "nn_testutil.h"
+#include "train/train.h"
 #include "stderr_capture.h"
 
 #define CNN "conv(32,3,pad=1) relu maxpool(2) conv(64,3,pad=1) relu " \
@@ -754,6 +756,80 @@ static void test_flops(void **state)
     dt_model_free(m);
 }
 
+/* An optimizer that records what the trainer gives it. */
+typedef struct tensor_rec {
+    size_t off[16], n, nkinds;
+    unsigned char kinds[16];
+    int kinds_after_tensors;
+} tensor_rec_t;
+
+static dt_status_t rec_tensors(void *state, const size_t *off, size_t n)
+{
+    tensor_rec_t *r = state;
+    assert_true(n < 16);
+    memcpy(r->off, off, (n + 1) * sizeof *off);
+    r->n = n;
+    return DT_OK;
+}
+
+static dt_status_t rec_kinds(void *state, const unsigned char *kinds,
+                             size_t n)
+{
+    tensor_rec_t *r = state;
+    assert_true(n < 16);
+    memcpy(r->kinds, kinds, n);
+    r->nkinds = n;
+    r->kinds_after_tensors = r->n == n;
+    return DT_OK;
+}
+
+/* The parameter tensors and their kinds, as the trainer hands them to a
+ * layer-wise optimizer: conv weights (no bias), batchnorm's scale and
+ * shift as norm tensors, linear weights and bias; an optimizer built
+ * before set_tensor_kinds gets the boundaries alone. */
+static void test_param_tensor_kinds(void **state)
+{
+    (void)state;
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse("conv(4,3,pad=1,bias=no) batchnorm relu "
+                                    "flatten linear(8) batchnorm relu "
+                                    "linear(3)", NULL, 1, 4, 4, 3, &m, NULL),
+                     DT_OK);
+    /* conv 4*9, bn 4 + 4, linear 64*8 + 8, bn 8 + 8, linear 8*3 + 3 */
+    const size_t want_off[] = {0, 36, 40, 44, 556, 564, 572, 580, 604, 607};
+    const unsigned char W = DT_TENSOR_WEIGHT, B = DT_TENSOR_BIAS,
+                        N = DT_TENSOR_NORM;
+    const unsigned char want_kinds[] = {W, N, N, W, B, N, N, W, B};
+    size_t *off = NULL, n = 0, nk = 0;
+    unsigned char *kinds = NULL;
+    assert_int_equal(dt_model_param_tensors(m, &off, &n), DT_OK);
+    assert_int_equal(n, 9);
+    assert_memory_equal(off, want_off, sizeof want_off);
+    assert_int_equal(dt_model_param_kinds(m, &kinds, &nk), DT_OK);
+    assert_int_equal(nk, 9);
+    assert_memory_equal(kinds, want_kinds, sizeof want_kinds);
+    free(off);
+    free(kinds);
+
+    dt_optimizer_ops_t ops = {.size = sizeof ops,
+                              .set_tensors = rec_tensors,
+                              .set_tensor_kinds = rec_kinds};
+    tensor_rec_t r = {0};
+    assert_int_equal(dt_trainer_opt_tensors(&ops, &r, m, "rec"), DT_OK);
+    assert_int_equal(r.n, 9);
+    assert_memory_equal(r.off, want_off, sizeof want_off);
+    assert_int_equal(r.nkinds, 9);
+    assert_memory_equal(r.kinds, want_kinds, sizeof want_kinds);
+    assert_true(r.kinds_after_tensors);
+    /* A table that ends before set_tensor_kinds: boundaries only. */
+    ops.size = offsetof(dt_optimizer_ops_t, set_tensor_kinds);
+    memset(&r, 0, sizeof r);
+    assert_int_equal(dt_trainer_opt_tensors(&ops, &r, m, "rec"), DT_OK);
+    assert_int_equal(r.n, 9);
+    assert_int_equal(r.nkinds, 0);
+    dt_model_free(m);
+}
+
 /* stage() expands to blocks: layer counts, the projection only where the
  * shape changes, output shapes, and the summary's indentation. */
 static void test_stage_expansion(void **state)
@@ -1005,6 +1081,7 @@ int main(void)
         cmocka_unit_test(test_resnet20_params),
         cmocka_unit_test(test_grad_buffers_shared),
         cmocka_unit_test(test_flops),
+        cmocka_unit_test(test_param_tensor_kinds),
         cmocka_unit_test(test_stage_expansion),
         cmocka_unit_test(test_stage_errors),
         cmocka_unit_test(test_batchnorm_running_stats),

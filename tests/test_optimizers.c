@@ -1,6 +1,7 @@
 /* test_optimizers.c — the sgd, adam, adamw, lars and lamb plugins, loaded the way dt
  * loads them, against steps computed by hand (the numbers in comments),
- * and their state save/load round trip. */
+ * lars and lamb's plain step for biases and normalization tensors, and
+ * their state save/load round trip. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -117,21 +118,37 @@ static void test_adamw(void **state)
 }
 
 /* n parameters p, gradients g (one row of n per step), lr: p after the
- * steps; tensors (ntensors + 1 boundaries) through set_tensors, or NULL. */
-static void steps(const char *name, const char *const *settings, size_t n,
-                  float *p, const float *g, int nsteps, float lr,
-                  const size_t *tensors, size_t ntensors)
+ * steps; tensors (ntensors + 1 boundaries) through set_tensors, or NULL;
+ * then their kinds through set_tensor_kinds, or NULL. */
+static void steps_kinds(const char *name, const char *const *settings,
+                        size_t n, float *p, const float *g, int nsteps,
+                        float lr, const size_t *tensors, size_t ntensors,
+                        const unsigned char *kinds)
 {
     opt_t o;
     assert_int_equal(opt_open(&o, name, n, settings), DT_OK);
-    assert_true(DT_OPS_HAS(o.ops, dt_optimizer_ops_t, set_tensors));
-    if (tensors)
+    if (tensors) {
+        assert_true(DT_OPS_HAS(o.ops, dt_optimizer_ops_t, set_tensors));
         assert_int_equal(o.ops->set_tensors(o.state, tensors, ntensors),
                          DT_OK);
+    }
+    if (kinds) {
+        assert_true(DT_OPS_HAS(o.ops, dt_optimizer_ops_t, set_tensor_kinds));
+        assert_int_equal(o.ops->set_tensor_kinds(o.state, kinds, ntensors),
+                         DT_OK);
+    }
     for (int t = 0; t < nsteps; t++)
         assert_int_equal(o.ops->step(o.state, p, g + (size_t)t * n, lr,
                                      (uint64_t)t + 1, NULL), DT_OK);
     opt_close(&o);
+}
+
+static void steps(const char *name, const char *const *settings, size_t n,
+                  float *p, const float *g, int nsteps, float lr,
+                  const size_t *tensors, size_t ntensors)
+{
+    steps_kinds(name, settings, n, p, g, nsteps, lr, tensors, ntensors,
+                NULL);
 }
 
 static void test_lars(void **state)
@@ -225,6 +242,127 @@ static void test_lamb(void **state)
     float z[1] = {0}, gz[1] = {2};
     steps("lamb", eps0, 1, z, gz, 1, 0.1f, NULL, 0);
     assert_float_equal(z[0], -0.1, 1e-6);
+}
+
+/* The kinds tests' model: a weight tensor, a bias, a norm tensor. */
+static const unsigned char wbn_kinds[] = {DT_TENSOR_WEIGHT, DT_TENSOR_BIAS,
+                                          DT_TENSOR_NORM};
+
+static void test_lars_kinds(void **state)
+{
+    /* Weight (3, 4), g (0, 1); bias (1), g 0.5; norm (1, 0.5), g (0.2,
+     * -0.4); twice, lr 0.1, eta 0.1, weight decay 0.1, momentum 0.9. */
+    const size_t tensors[] = {0, 2, 3, 5};
+    const float g[10] = {0, 1, 0.5f, 0.2f, -0.4f, 0, 1, 0.5f, 0.2f, -0.4f};
+    const char *wd[] = {"eta=0.1", "weight_decay=0.1", NULL};
+    float p[5] = {3, 4, 1, 1, 0.5f};
+    steps_kinds("lars", wd, 5, p, g, 2, 0.1f, tensors, 3, wbn_kinds);
+    /* The weight keeps trust and decay: trust = 0.1 * 5 / (1 + 0.5) = 1/3,
+     * buf = (0.1, 0.4666667), w = (2.99, 3.9533333); then trust =
+     * 0.1 * |w| / (1 + 0.1 |w|) -> (2.971091031, 3.865091480) */
+    assert_float_equal(p[0], 2.971091031, 1e-6);
+    assert_float_equal(p[1], 3.865091480, 1e-6);
+    /* Bias and norm: sgd with momentum 0.9 and no decay, bit for bit
+     * (bias: 0.95, then 0.855) */
+    const char *mom[] = {"momentum=0.9", NULL};
+    float q[3] = {1, 1, 0.5f};
+    const float gq[6] = {0.5f, 0.2f, -0.4f, 0.5f, 0.2f, -0.4f};
+    steps("sgd", mom, 3, q, gq, 2, 0.1f, NULL, 0);
+    assert_memory_equal(p + 2, q, sizeof q);
+    assert_float_equal(p[2], 0.855, 1e-6);
+    /* exclude_bias_norm = no: every tensor alike, as without kinds. Bias:
+     * trust = 0.1 / (0.5 + 0.1) = 1/6, d = 0.6 / 6, w = 0.99; then
+     * 0.9711. Norm: (0.9826214, 0.5202750). */
+    const char *old[] = {"eta=0.1", "weight_decay=0.1",
+                         "exclude_bias_norm=no", NULL};
+    float r[5] = {3, 4, 1, 1, 0.5f}, u[5] = {3, 4, 1, 1, 0.5f};
+    steps_kinds("lars", old, 5, r, g, 2, 0.1f, tensors, 3, wbn_kinds);
+    steps("lars", wd, 5, u, g, 2, 0.1f, tensors, 3);
+    assert_memory_equal(r, u, sizeof r);
+    assert_memory_equal(r, p, 2 * sizeof *r);
+    assert_float_equal(r[2], 0.9711, 1e-6);
+    assert_float_equal(r[3], 0.982621431, 1e-6);
+    assert_float_equal(r[4], 0.520274997, 1e-6);
+}
+
+static void test_lamb_kinds(void **state)
+{
+    /* Weight (3, 4), bias (1, 2), norm (1, 0.5); two steps, lr 0.1,
+     * eps 1e-30 (0 to float), weight decay 0.1. */
+    const size_t tensors[] = {0, 2, 4, 6};
+    const float g[12] = {0.6f, -0.8f, 0.5f, -0.5f, 0.2f, -0.4f,
+                         0.3f, 0.4f,  0.25f, 0.5f, 0.2f, 0.4f};
+    const char *wd[] = {"eps=1e-30", "weight_decay=0.1", NULL};
+    float p[6] = {3, 4, 1, 2, 1, 0.5f};
+    steps_kinds("lamb", wd, 6, p, g, 2, 0.1f, tensors, 3, wbn_kinds);
+    /* The weight: decay and trust, (2.546020, 4.209529) after step 1 as
+     * in test_lamb, then (2.058184098, 4.145972984) */
+    assert_float_equal(p[0], 2.058184098, 1e-5);
+    assert_float_equal(p[1], 4.145972984, 1e-5);
+    /* Bias and norm: the Adam update without decay or trust. Step 1
+     * moves each by lr against its gradient's sign: (0.9, 2.1) and
+     * (0.9, 0.6); step 2 -> (0.806782036, 2.094736842), (0.8,
+     * 0.594736842); adam gives the same to float rounding. */
+    assert_float_equal(p[2], 0.806782036, 1e-6);
+    assert_float_equal(p[3], 2.094736842, 1e-6);
+    assert_float_equal(p[4], 0.8, 1e-6);
+    assert_float_equal(p[5], 0.594736842, 1e-6);
+    const char *adam[] = {"eps=1e-30", "weight_decay=0", NULL};
+    float q[4] = {1, 2, 1, 0.5f};
+    const float gq[8] = {0.5f, -0.5f, 0.2f, -0.4f, 0.25f, 0.5f, 0.2f, 0.4f};
+    steps("adam", adam, 4, q, gq, 2, 0.1f, NULL, 0);
+    for (int i = 0; i < 4; i++)
+        assert_float_equal(p[2 + i], q[i], 1e-6);
+    /* exclude_bias_norm = no: every tensor alike, as without kinds. Bias
+     * step 1: r = (1.1, -0.8), trust = sqrt 5 / sqrt 1.85 -> (0.819161,
+     * 2.131519); after step 2 (0.598271086, 2.073626309); norm
+     * (0.807930762, 0.562254218). */
+    const char *old[] = {"eps=1e-30", "weight_decay=0.1",
+                         "exclude_bias_norm=no", NULL};
+    float r[6] = {3, 4, 1, 2, 1, 0.5f}, u[6] = {3, 4, 1, 2, 1, 0.5f};
+    steps_kinds("lamb", old, 6, r, g, 2, 0.1f, tensors, 3, wbn_kinds);
+    steps("lamb", wd, 6, u, g, 2, 0.1f, tensors, 3);
+    assert_memory_equal(r, u, sizeof r);
+    assert_memory_equal(r, p, 2 * sizeof *r);
+    assert_float_equal(r[2], 0.598271086, 1e-5);
+    assert_float_equal(r[3], 2.073626309, 1e-5);
+    assert_float_equal(r[4], 0.807930762, 1e-5);
+    assert_float_equal(r[5], 0.562254218, 1e-5);
+}
+
+/* A kinds table must have one known kind per tensor of set_tensors. */
+static void test_kinds_refused(void **state)
+{
+    const size_t tensors[] = {0, 2, 3, 5};
+    const unsigned char unknown[] = {DT_TENSOR_WEIGHT, DT_TENSOR_KIND_COUNT,
+                                     DT_TENSOR_NORM};
+    const unsigned char junk[] = {DT_TENSOR_WEIGHT, DT_TENSOR_BIAS, 255};
+    const char *const names[] = {"lars", "lamb"};
+    for (int i = 0; i < 2; i++) {
+        opt_t o;
+        assert_int_equal(opt_open(&o, names[i], 5, NULL), DT_OK);
+        /* Before set_tensors the vector is one tensor. */
+        assert_int_equal(o.ops->set_tensor_kinds(o.state, wbn_kinds, 3),
+                         DT_ERR_INVALID);
+        assert_int_equal(o.ops->set_tensors(o.state, tensors, 3), DT_OK);
+        assert_int_equal(o.ops->set_tensor_kinds(o.state, wbn_kinds, 2),
+                         DT_ERR_INVALID);
+        assert_int_equal(o.ops->set_tensor_kinds(o.state, NULL, 3),
+                         DT_ERR_INVALID);
+        /* Kinds added later step as weights (an older plugin, a newer
+         * trainer). */
+        assert_int_equal(o.ops->set_tensor_kinds(o.state, unknown, 3),
+                         DT_OK);
+        assert_int_equal(o.ops->set_tensor_kinds(o.state, junk, 3), DT_OK);
+        assert_int_equal(o.ops->set_tensor_kinds(o.state, wbn_kinds, 3),
+                         DT_OK);
+        opt_close(&o);
+    }
+    /* Not a yes/no. */
+    opt_t o;
+    const char *maybe[] = {"exclude_bias_norm=maybe", NULL};
+    assert_int_equal(opt_open(&o, "lars", 1, maybe), DT_ERR_CONFIG);
+    opt_close(&o);
 }
 
 static void test_bad_settings(void **state)
@@ -336,6 +474,9 @@ int main(void)
         cmocka_unit_test(test_lars),
         cmocka_unit_test(test_lars_tensors),
         cmocka_unit_test(test_lamb),
+        cmocka_unit_test(test_lars_kinds),
+        cmocka_unit_test(test_lamb_kinds),
+        cmocka_unit_test(test_kinds_refused),
         cmocka_unit_test(test_bad_settings),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_foreign_state),

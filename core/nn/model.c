@@ -473,23 +473,39 @@ dt_status_t dt_model_layer_cost(const dt_model_t *m, int i, size_t elem,
     return DT_OK;
 }
 
+/* Layer l's parameter tensors in buffer order, weights then bias, each
+ * when present: their lengths and kinds; returns how many (0 to 2).
+ * Batchnorm's two are its scale and shift: normalization, not a weight
+ * and a bias (the layer-wise optimizers leave them out of decay). */
+static int layer_tensors(const dt_layer_t *l, size_t len[2],
+                         unsigned char kind[2])
+{
+    int norm = l->ops == &dt_layer_batchnorm, n = 0;
+    if (l->nweights > 0) {
+        len[n] = l->nweights;
+        kind[n++] = norm ? DT_TENSOR_NORM : DT_TENSOR_WEIGHT;
+    }
+    if (l->nbias > 0) {
+        len[n] = l->nbias;
+        kind[n++] = norm ? DT_TENSOR_NORM : DT_TENSOR_BIAS;
+    }
+    return n;
+}
+
 dt_status_t dt_model_param_tensors(const dt_model_t *m, size_t **offsets,
                                    size_t *ntensors)
 {
-    size_t cap = 1, n = 0;
-    for (int i = 0; i < m->nlayers; i++)
-        cap += 2;
+    size_t cap = 1 + 2 * (size_t)m->nlayers, n = 0;
     size_t *off = malloc(cap * sizeof *off);
     if (!off)
         return DT_ERR_NOMEM;
     off[0] = 0;
     for (int i = 0; i < m->nlayers; i++) {
-        const dt_layer_t *l = &m->layers[i];
-        size_t at = l->param_offset;
-        if (l->nweights > 0)
-            off[++n] = at += l->nweights;
-        if (l->nbias > 0)
-            off[++n] = at += l->nbias;
+        size_t len[2], at = m->layers[i].param_offset;
+        unsigned char kind[2];
+        int k = layer_tensors(&m->layers[i], len, kind);
+        for (int j = 0; j < k; j++)
+            off[++n] = at += len[j];
     }
     if (off[n] != m->nparams) {
         dt_error("model: parameter tensors end at %zu of %zu", off[n],
@@ -498,6 +514,24 @@ dt_status_t dt_model_param_tensors(const dt_model_t *m, size_t **offsets,
         return DT_ERR_INVALID;
     }
     *offsets = off;
+    *ntensors = n;
+    return DT_OK;
+}
+
+dt_status_t dt_model_param_kinds(const dt_model_t *m, unsigned char **kinds,
+                                 size_t *ntensors)
+{
+    /* At least one byte: malloc(0) may give NULL. */
+    unsigned char *out = malloc(1 + 2 * (size_t)m->nlayers);
+    size_t n = 0;
+    if (!out)
+        return DT_ERR_NOMEM;
+    for (int i = 0; i < m->nlayers; i++) {
+        size_t len[2];
+        int k = layer_tensors(&m->layers[i], len, out + n);
+        n += (size_t)k;
+    }
+    *kinds = out;
     *ntensors = n;
     return DT_OK;
 }

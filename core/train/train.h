@@ -148,6 +148,12 @@ typedef struct dt_trainer {
 
 /* train_setup.c */
 dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg);
+/* What setup gives the optimizer after create: the model's parameter
+ * tensors (set_tensors), then what each is (set_tensor_kinds), each when
+ * the ops table has it. name: the optimizer's, for errors. */
+dt_status_t dt_trainer_opt_tensors(const dt_optimizer_ops_t *ops,
+                                   void *state, const dt_model_t *m,
+                                   const char *name);
 void dt_trainer_teardown(dt_trainer_t *t);
 /* Rank 0 on a GPU: one info line of where its memory goes (the device's
  * count, the model's parts, cuDNN's) (train_memory.c). */

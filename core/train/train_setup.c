@@ -893,6 +893,46 @@ static dt_status_t setup_sync_bn(const dt_config_t *cfg, dt_trainer_t *t)
     return DT_OK;
 }
 
+/* After set_tensors: which tensors are biases and batchnorm's, so that
+ * lars and lamb can leave them out of the trust ratio and weight decay. */
+static dt_status_t opt_tensor_kinds(const dt_optimizer_ops_t *ops,
+                                    void *state, const dt_model_t *m,
+                                    const char *name)
+{
+    if (!DT_OPS_HAS(ops, dt_optimizer_ops_t, set_tensor_kinds))
+        return DT_OK;
+    unsigned char *kinds = NULL;
+    size_t n = 0;
+    dt_status_t st = dt_model_param_kinds(m, &kinds, &n);
+    if (st == DT_OK)
+        st = ops->set_tensor_kinds(state, kinds, n);
+    free(kinds);
+    if (st != DT_OK)
+        dt_error("optimizer '%s' refused the kinds of the model's %zu "
+                 "parameter tensors (%s)", name, n, dt_status_str(st));
+    return st;
+}
+
+dt_status_t dt_trainer_opt_tensors(const dt_optimizer_ops_t *ops,
+                                   void *state, const dt_model_t *m,
+                                   const char *name)
+{
+    /* Layer-wise optimizers (lars, lamb) step each tensor on its own. */
+    if (!DT_OPS_HAS(ops, dt_optimizer_ops_t, set_tensors))
+        return DT_OK;
+    size_t *off = NULL, n = 0;
+    dt_status_t st = dt_model_param_tensors(m, &off, &n);
+    if (st == DT_OK && n > 0)
+        st = ops->set_tensors(state, off, n);
+    free(off);
+    if (st != DT_OK) {
+        dt_error("optimizer '%s' refused the model's %zu parameter "
+                 "tensors (%s)", name, n, dt_status_str(st));
+        return st;
+    }
+    return n > 0 ? opt_tensor_kinds(ops, state, m, name) : DT_OK;
+}
+
 static dt_status_t setup_optimizer(dt_config_t *cfg, dt_trainer_t *t)
 {
     const char *name = "sgd";
@@ -920,18 +960,7 @@ static dt_status_t setup_optimizer(dt_config_t *cfg, dt_trainer_t *t)
                  "(%s)", name, t->nparams, dt_status_str(st));
         return st;
     }
-    /* Layer-wise optimizers (lars, lamb) step each tensor on its own. */
-    if (DT_OPS_HAS(ops, dt_optimizer_ops_t, set_tensors)) {
-        size_t *off = NULL, n = 0;
-        st = dt_model_param_tensors(t->model, &off, &n);
-        if (st == DT_OK && n > 0)
-            st = ops->set_tensors(t->opt_state, off, n);
-        free(off);
-        if (st != DT_OK)
-            dt_error("optimizer '%s' refused the model's %zu parameter "
-                     "tensors (%s)", name, n, dt_status_str(st));
-    }
-    return st;
+    return dt_trainer_opt_tensors(ops, t->opt_state, t->model, name);
 }
 
 static dt_status_t setup_outputs(const dt_config_t *cfg, dt_trainer_t *t)

@@ -285,6 +285,17 @@ dt_status_t dt_model_layer_cost(const dt_model_t *m, int i, size_t elem,
 dt_status_t dt_model_param_tensors(const dt_model_t *m, size_t **offsets,
                                    size_t *ntensors);
 
+/* What each tensor of dt_model_param_tensors is, in the same order:
+ * *kinds (malloc'd, free() it) holds *ntensors dt_tensor_kind_t values
+ * (dt/types.h), one byte each: DT_TENSOR_WEIGHT and DT_TENSOR_BIAS for a
+ * linear or conv layer's weights and bias, DT_TENSOR_NORM for both of
+ * batchnorm's (its scale and its shift). What the layer-wise optimizers
+ * take with the boundaries (set_tensor_kinds, dt/plugin.h), to leave
+ * biases and normalization out of the trust ratio and weight decay. A
+ * model without parameters gives *ntensors = 0. */
+dt_status_t dt_model_param_kinds(const dt_model_t *m, unsigned char **kinds,
+                                 size_t *ntensors);
+
 /* Non-trainable state that is part of the model but not optimized: the
  * running mean and variance of every batchnorm layer, in ONE flat buffer
  * on the model's device. Layout: layers in forward order; within a

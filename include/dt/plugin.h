@@ -415,6 +415,19 @@ typedef struct dt_optimizer_ops {
      * what you keep). A wrong table is DT_ERR_INVALID. */
     dt_status_t (*set_tensors)(void *state, const size_t *offsets,
                                size_t ntensors);
+    /* Optional (appended; check with DT_OPS_HAS): what each tensor of
+     * set_tensors is, kinds[i] a dt_tensor_kind_t (dt/types.h) for
+     * tensor i: DT_TENSOR_WEIGHT, DT_TENSOR_BIAS, or DT_TENSOR_NORM for
+     * batchnorm's scale and shift (dt_model_param_kinds, dt/nn.h). The
+     * trainer calls it right after set_tensors (never without it), before
+     * any step or load, with the same ntensors. Without this op, or when
+     * it is never called, the optimizer cannot tell the kinds apart and
+     * treats every tensor alike. kinds is host memory owned by the caller
+     * (copy what you keep). A count other than set_tensors' is
+     * DT_ERR_INVALID; a kind the optimizer does not know (kinds may be
+     * added) is stepped as a weight. */
+    dt_status_t (*set_tensor_kinds)(void *state, const unsigned char *kinds,
+                                    size_t ntensors);
 } dt_optimizer_ops_t;
 
 #ifdef __cplusplus

@@ -1,5 +1,6 @@
-/* dt/types.h — element types, reductions and memory kinds shared by the
- * worker API (dt.h) and the transport plugin ABI (plugin.h). */
+/* dt/types.h — element types, reductions, memory kinds and parameter
+ * tensor kinds shared by the worker API (dt.h, nn.h) and the plugin ABI
+ * (plugin.h). */
 #ifndef DT_TYPES_H
 #define DT_TYPES_H
 
@@ -32,6 +33,17 @@ typedef enum dt_mem {
     DT_MEM_HOST = 0,
     DT_MEM_CUDA = 1
 } dt_mem_t;
+
+/* What a parameter tensor is: dt_model_param_kinds (dt/nn.h) gives one
+ * per tensor, and an optimizer's set_tensor_kinds (dt/plugin.h) takes
+ * them, one byte each, so that lars and lamb can leave biases and
+ * normalization parameters out of the trust ratio and weight decay. */
+typedef enum dt_tensor_kind {
+    DT_TENSOR_WEIGHT = 0, /* a linear or conv layer's weights           */
+    DT_TENSOR_BIAS = 1,   /* a linear or conv layer's bias              */
+    DT_TENSOR_NORM = 2,   /* batchnorm's scale (gamma) or shift (beta)  */
+    DT_TENSOR_KIND_COUNT
+} dt_tensor_kind_t;
 
 /* Size in bytes of one element, 0 for an invalid type. */
 size_t dt_dtype_size(dt_dtype_t t);

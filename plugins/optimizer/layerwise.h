@@ -1,7 +1,10 @@
 /* layerwise.h — what the layer-wise optimizers (lars, lamb) share: the
  * parameter tensors' boundaries (the optional set_tensors op of
- * dt_optimizer_ops_t; without it the whole vector is one tensor), the L2
- * norm of a range, and parameters in CUDA memory stepped on the host.
+ * dt_optimizer_ops_t; without it the whole vector is one tensor) and
+ * kinds (set_tensor_kinds: with exclude_bias_norm, biases and batchnorm's
+ * scale and shift get the plain step, no trust ratio or weight decay, as
+ * in the reference recipes), the L2 norm of a range, and parameters in
+ * CUDA memory stepped on the host.
  *
  * Their state (momentum; m and v) stays in host memory on either device:
  * with CUDA parameters each step copies params and grads to the host,
@@ -12,6 +15,7 @@
 #define DT_LAYERWISE_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +26,8 @@ typedef struct layerwise {
     size_t n;
     size_t *offsets;   /* ntensors + 1 boundaries, host                 */
     size_t ntensors;
+    unsigned char *kinds; /* ntensors dt_tensor_kind_t; NULL: not given */
+    int exclude;       /* exclude_bias_norm: plain step for non-weights */
     int cuda;          /* params and grads are in CUDA memory           */
     float *hp, *hg;    /* cuda: host copies of params and grads         */
 } layerwise_t;
@@ -47,6 +53,52 @@ static inline dt_status_t layerwise_set(layerwise_t *lw, const size_t *off,
     free(lw->offsets);
     lw->offsets = copy;
     lw->ntensors = ntensors;
+    /* Kinds given for the old tensors would describe the wrong ones. */
+    free(lw->kinds);
+    lw->kinds = NULL;
+    return DT_OK;
+}
+
+/* set_tensor_kinds: one known kind per tensor of set_tensors. */
+static inline dt_status_t layerwise_set_kinds(layerwise_t *lw,
+                                              const unsigned char *kinds,
+                                              size_t ntensors)
+{
+    if (ntensors != lw->ntensors || (ntensors && !kinds)) {
+        dt_error("optimizer %s: %zu tensor kinds%s for the %zu tensors of "
+                 "set_tensors; give one kind per tensor, in its order",
+                 lw->name, ntensors, kinds ? "" : " (a NULL table)",
+                 lw->ntensors);
+        return DT_ERR_INVALID;
+    }
+    /* A kind added after this plugin was built steps as a weight: an
+     * older plugin keeps working with a newer trainer. */
+    unsigned char *copy = malloc(ntensors ? ntensors : 1);
+    if (!copy)
+        return DT_ERR_NOMEM;
+    if (ntensors)
+        memcpy(copy, kinds, ntensors);
+    free(lw->kinds);
+    lw->kinds = copy;
+    return DT_OK;
+}
+
+/* Tensor t gets the plain step (trust 1, no weight decay): a bias or a
+ * normalization tensor with exclude_bias_norm. Without kinds, none. */
+static inline int layerwise_plain(const layerwise_t *lw, size_t t)
+{
+    return lw->exclude && lw->kinds &&
+           (lw->kinds[t] == DT_TENSOR_BIAS || lw->kinds[t] == DT_TENSOR_NORM);
+}
+
+/* The exclude_bias_norm key of [section]; unset: yes, the reference
+ * recipes' behaviour. */
+static inline dt_status_t layerwise_exclude_key(const dt_config_t *cfg,
+                                                const char *section, bool *on)
+{
+    *on = true;
+    if (cfg && dt_config_get(cfg, section, "exclude_bias_norm"))
+        return dt_config_get_bool(cfg, section, "exclude_bias_norm", on);
     return DT_OK;
 }
 
@@ -72,6 +124,7 @@ static inline dt_status_t layerwise_init(layerwise_t *lw, const char *name,
 static inline void layerwise_fini(layerwise_t *lw)
 {
     free(lw->offsets);
+    free(lw->kinds);
     free(lw->hp);
     free(lw->hg);
 }

@@ -7,7 +7,10 @@
  *   trust = ||w|| / ||r||      (1 when ||w|| or ||r|| is 0)
  *   w -= lr * trust * r
  * Tensors come from the optional set_tensors op (the trainer gives each
- * layer's weights and bias); without it the whole vector is one. */
+ * layer's weights and bias); without it the whole vector is one. With
+ * exclude_bias_norm and kinds from set_tensor_kinds, biases and
+ * batchnorm's scale and shift get wd 0 and trust 1 (the Adam update), as
+ * in the reference BERT recipe. */
 #include <stdlib.h>
 
 #include "../layerwise.h"
@@ -26,6 +29,9 @@ static const dt_key_spec_t lamb_keys[] = {
     {"eps", DT_KEY_DOUBLE, "1e-6", "added to the denominator (above 0)"},
     {"weight_decay", DT_KEY_DOUBLE, "0.01",
      "decoupled decay added to the update before the trust ratio"},
+    {"exclude_bias_norm", DT_KEY_BOOL, "yes",
+     "biases and batchnorm's scale and shift: the Adam update, no trust "
+     "ratio or weight decay (no: every tensor alike)"},
     {NULL, DT_KEY_STRING, NULL, NULL}};
 
 static void lamb_destroy(void *state)
@@ -45,6 +51,7 @@ static dt_status_t lamb_create(const dt_config_t *cfg, size_t nparams,
 {
     *state = NULL;
     double b1, b2, eps, wd;
+    bool exclude;
     DT_CHECK(optim_number(cfg, SECTION, "beta1", 0.9, 0, 1,
                           OPTIM_OPEN_HI, &b1));
     DT_CHECK(optim_number(cfg, SECTION, "beta2", 0.999, 0, 1,
@@ -53,10 +60,12 @@ static dt_status_t lamb_create(const dt_config_t *cfg, size_t nparams,
                           OPTIM_OPEN_LO, &eps));
     DT_CHECK(optim_number(cfg, SECTION, "weight_decay", 0.01, 0, 1e3, 0,
                           &wd));
+    DT_CHECK(layerwise_exclude_key(cfg, SECTION, &exclude));
     lamb_t *s = calloc(1, sizeof *s);
     if (!s)
         return DT_ERR_NOMEM;
     dt_status_t st = layerwise_init(&s->lw, "lamb", nparams, mem);
+    s->lw.exclude = exclude;
     s->beta1 = (float)b1, s->beta2 = (float)b2;
     s->eps = (float)eps, s->weight_decay = (float)wd;
     size_t n = nparams ? nparams : 1;
@@ -79,6 +88,21 @@ static dt_status_t lamb_set_tensors(void *state, const size_t *offsets,
     return layerwise_set(&s->lw, offsets, ntensors);
 }
 
+static dt_status_t lamb_set_tensor_kinds(void *state,
+                                         const unsigned char *kinds,
+                                         size_t ntensors)
+{
+    lamb_t *s = state;
+    return layerwise_set_kinds(&s->lw, kinds, ntensors);
+}
+
+/* ||w|| / ||r|| over n values; 1 when either is 0 (a fresh bias). */
+static float lamb_trust(const float *w, const float *r, size_t n)
+{
+    double wn = layerwise_norm(w, n), rn = layerwise_norm(r, n);
+    return wn > 0 && rn > 0 ? (float)(wn / rn) : 1.0f;
+}
+
 static dt_status_t lamb_step(void *state, float *params, const float *grad,
                              float lr, uint64_t step, void *stream)
 {
@@ -90,21 +114,20 @@ static dt_status_t lamb_step(void *state, float *params, const float *grad,
     float *p = params;
     DT_CHECK(layerwise_begin(&s->lw, &p, &grad, stream));
     const float b1 = s->beta1, b2 = s->beta2, eps = s->eps;
-    const float wd = s->weight_decay;
     const float rbc1 = (float)(1.0 / (1.0 - pow(b1, (double)step)));
     const float rbc2 = (float)(1.0 / sqrt(1.0 - pow(b2, (double)step)));
     float *m = s->m, *v = s->v, *r = s->r;
     for (size_t t = 0; t < s->lw.ntensors; t++) {
         size_t lo = s->lw.offsets[t], n = s->lw.offsets[t + 1] - lo;
+        int plain = layerwise_plain(&s->lw, t);
+        const float wd = plain ? 0.0f : s->weight_decay;
         for (size_t i = lo; i < lo + n; i++) {
             float g = grad[i];
             m[i] = b1 * m[i] + (1.0f - b1) * g;
             v[i] = b2 * v[i] + (1.0f - b2) * g * g;
             r[i] = m[i] * rbc1 / (sqrtf(v[i]) * rbc2 + eps) + wd * p[i];
         }
-        double wn = layerwise_norm(p + lo, n);
-        double rn = layerwise_norm(r + lo, n);
-        float trust = wn > 0 && rn > 0 ? (float)(wn / rn) : 1.0f;
+        float trust = plain ? 1.0f : lamb_trust(p + lo, r + lo, n);
         for (size_t i = lo; i < lo + n; i++)
             p[i] -= lr * trust * r[i];
     }
@@ -142,6 +165,7 @@ static const dt_optimizer_ops_t lamb_ops = {
     .load = lamb_load,
     .destroy = lamb_destroy,
     .set_tensors = lamb_set_tensors,
+    .set_tensor_kinds = lamb_set_tensor_kinds,
 };
 
 DT_PLUGIN_EXPORT const dt_plugin_t dt_plugin_v1 = {

@@ -7,7 +7,10 @@
  *   buf = momentum * buf + trust * (g + wd * w)
  *   w -= lr * buf
  * Tensors come from the optional set_tensors op (the trainer gives each
- * layer's weights and bias); without it the whole vector is one. */
+ * layer's weights and bias); without it the whole vector is one. With
+ * exclude_bias_norm and kinds from set_tensor_kinds, biases and
+ * batchnorm's scale and shift get trust 1 and wd 0 (plain momentum SGD),
+ * as in the reference ResNet-50 recipe. */
 #include <stdlib.h>
 
 #include "../layerwise.h"
@@ -26,6 +29,9 @@ static const dt_key_spec_t lars_keys[] = {
     {"eta", DT_KEY_DOUBLE, "0.001",
      "trust coefficient: each tensor's step is eta*||w||/(||g||+wd*||w||)"},
     {"eps", DT_KEY_DOUBLE, "0", "added to the trust ratio's denominator"},
+    {"exclude_bias_norm", DT_KEY_BOOL, "yes",
+     "biases and batchnorm's scale and shift: plain momentum SGD, no trust "
+     "ratio or weight decay (no: every tensor alike)"},
     {NULL, DT_KEY_STRING, NULL, NULL}};
 
 static void lars_destroy(void *state)
@@ -43,11 +49,13 @@ static dt_status_t lars_create(const dt_config_t *cfg, size_t nparams,
 {
     *state = NULL;
     double momentum, wd, eta, eps;
+    bool exclude;
     DT_CHECK(optim_number(cfg, SECTION, "momentum", 0.9, 0, 1,
                           OPTIM_OPEN_HI, &momentum));
     DT_CHECK(optim_number(cfg, SECTION, "weight_decay", 0, 0, 1e3, 0, &wd));
     DT_CHECK(optim_number(cfg, SECTION, "eta", 0.001, 0, 1e3, 0, &eta));
     DT_CHECK(optim_number(cfg, SECTION, "eps", 0, 0, 1, 0, &eps));
+    DT_CHECK(layerwise_exclude_key(cfg, SECTION, &exclude));
     if (eta == 0) {
         dt_error("[%s] eta = 0 would never move the parameters", SECTION);
         return DT_ERR_CONFIG;
@@ -56,6 +64,7 @@ static dt_status_t lars_create(const dt_config_t *cfg, size_t nparams,
     if (!s)
         return DT_ERR_NOMEM;
     dt_status_t st = layerwise_init(&s->lw, "lars", nparams, mem);
+    s->lw.exclude = exclude;
     s->momentum = (float)momentum;
     s->weight_decay = (float)wd;
     s->eta = (float)eta;
@@ -78,6 +87,24 @@ static dt_status_t lars_set_tensors(void *state, const size_t *offsets,
     return layerwise_set(&s->lw, offsets, ntensors);
 }
 
+static dt_status_t lars_set_tensor_kinds(void *state,
+                                         const unsigned char *kinds,
+                                         size_t ntensors)
+{
+    lars_t *s = state;
+    return layerwise_set_kinds(&s->lw, kinds, ntensors);
+}
+
+/* The trust ratio of the n values at p (gradient g), decay wd. */
+static float lars_trust(const lars_t *s, const float *p, const float *g,
+                        size_t n, float wd)
+{
+    double wn = layerwise_norm(p, n), gn = layerwise_norm(g, n);
+    if (wn > 0 && gn > 0)
+        return (float)(s->eta * wn / (gn + wd * wn + s->eps));
+    return 1.0f;
+}
+
 static dt_status_t lars_step(void *state, float *params, const float *grad,
                              float lr, uint64_t step, void *stream)
 {
@@ -85,14 +112,12 @@ static dt_status_t lars_step(void *state, float *params, const float *grad,
     (void)step;
     float *p = params;
     DT_CHECK(layerwise_begin(&s->lw, &p, &grad, stream));
-    const float mu = s->momentum, wd = s->weight_decay;
+    const float mu = s->momentum;
     for (size_t t = 0; t < s->lw.ntensors; t++) {
         size_t lo = s->lw.offsets[t], n = s->lw.offsets[t + 1] - lo;
-        double wn = layerwise_norm(p + lo, n);
-        double gn = layerwise_norm(grad + lo, n);
-        float trust = wn > 0 && gn > 0
-                          ? (float)(s->eta * wn / (gn + wd * wn + s->eps))
-                          : 1.0f;
+        int plain = layerwise_plain(&s->lw, t);
+        float wd = plain ? 0.0f : s->weight_decay;
+        float trust = plain ? 1.0f : lars_trust(s, p + lo, grad + lo, n, wd);
         for (size_t i = lo; i < lo + n; i++) {
             float d = trust * (grad[i] + wd * p[i]);
             if (s->buf)
@@ -134,6 +159,7 @@ static const dt_optimizer_ops_t lars_ops = {
     .load = lars_load,
     .destroy = lars_destroy,
     .set_tensors = lars_set_tensors,
+    .set_tensor_kinds = lars_set_tensor_kinds,
 };
 
 DT_PLUGIN_EXPORT const dt_plugin_t dt_plugin_v1 = {
