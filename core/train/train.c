@@ -346,9 +346,6 @@ static dt_status_t preempted(dt_trainer_t *t, uint64_t s)
  * own was written just now. */
 static dt_status_t stop_at_max_steps(dt_trainer_t *t, bool saved)
 {
-    if (t->rank == 0)
-        dt_info("stopping after %llu steps ([train] max_steps)",
-                (unsigned long long)t->global_step);
     if (!t->ckpt_dir)
         return DT_OK;
     /* a step checkpoint that failed is retried as the last */
@@ -359,6 +356,29 @@ static dt_status_t stop_at_max_steps(dt_trainer_t *t, bool saved)
     if (t->async && t->rank != 0)
         again = !saved;
     return again ? dt_trainer_save_last(t) : DT_OK;
+}
+
+/* max_steps reached inside an epoch: the job still ends as an epoch does
+ * (the evaluation, the progress and metrics lines, best.dtckpt), with its
+ * last checkpoint; the final line then has an accuracy to give. */
+static dt_status_t end_at_max_steps(dt_trainer_t *t, double epoch_start,
+                                    bool saved)
+{
+    dt_epoch_metrics_t m;
+    if (t->rank == 0)
+        dt_info("stopping after %llu steps ([train] max_steps): evaluating",
+                (unsigned long long)t->global_step);
+    dt_preempt_busy(true);
+    dt_status_t st = end_epoch(t, epoch_start, &m);
+    if (st == DT_OK) {
+        st = stop_at_max_steps(t, saved);
+        if (st == DT_OK && t->best_improved)
+            st = dt_trainer_save_as(t, DT_TRAIN_BEST_NAME, NULL);
+        if (t->rank == 0)
+            write_outputs(t, &m);
+    }
+    dt_preempt_busy(false);
+    return st;
 }
 
 static dt_status_t train_loop(dt_trainer_t *t, uint64_t max_steps)
@@ -405,7 +425,7 @@ restart: /* after a rollback (on_divergence): from the checkpoint's step */
                 saved = true;
             }
             if (max_steps && t->global_step >= max_steps)
-                return stop_at_max_steps(t, saved);
+                return end_at_max_steps(t, start, saved);
         }
         dt_epoch_metrics_t m;
         dt_preempt_busy(true); /* the evaluation and checkpoints below */
