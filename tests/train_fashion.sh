@@ -86,9 +86,12 @@ grep -q "fused" out && { cat out; fail "layout = nhwc: blames an internal fusion
 grep -q "^\[" out && { cat out; fail "layout = nhwc with a maxpool: workers were started"; }
 for kv in "train.max_steps=-1|max_steps = -1: 0 (run all epochs)" \
           "train.lr_min=1|lr_min = 1 is above the lr it decays from" \
-          "model.layers=flatten linear(10) softmax|the loss applies the softmax itself"; do
+          "model.layers=flatten linear(10) softmax|the loss applies the softmax itself" \
+          "data.std=0|--set: .data. std: 0 must be greater than 0" \
+          "data.mean=0.1,0.2|--set: .data. mean has 2 values: give 1, or one per channel (1 for this data set)" \
+          "data.test_samples=-1|--set: .data. test_samples must be 0 (all) or a positive count, not -1"; do
     "$DTCTL" run -n 2 --set "${kv%%|*}" --set train.schedule=cosine job.ini >out 2>&1 && fail "${kv%%|*} accepted"
-    grep -q "${kv#*|}" out || { cat out; fail "${kv%%|*}: no '${kv#*|}'"; }
+    grep -q -- "${kv#*|}" out || { cat out; fail "${kv%%|*}: no '${kv#*|}'"; }
     grep -q "^\[" out && { cat out; fail "${kv%%|*}: workers were started"; }
 done
 : >out
@@ -256,7 +259,12 @@ big="model.layers=flatten linear(256) relu linear(128) relu linear(10)"
 alt="model.layers=flatten linear(238) relu linear(194) relu linear(10)"
 : >out
 run -n 2 --set train.checkpoint_dir=mod --set train.max_steps=5 --set "$big" \
-    job.ini || { cat out; fail "256/128 run"; }
+    --metrics ms.jsonl job.ini || { cat out; fail "256/128 run"; }
+# A job that stops at max_steps inside an epoch still ends as an epoch
+# does: evaluated, its metrics line, its final accuracy.
+grep -q "final test accuracy: [0-9.]*% after 0 epochs (5 steps, 2 workers)" out &&
+    grep -q '"epoch":1,"step":5,' ms.jsonl ||
+    { cat out ms.jsonl; fail "max_steps inside an epoch: no evaluation, final line or metrics line"; }
 run -n 2 --resume --max-restarts 2 --set cluster.restart_backoff=100ms \
     --set train.checkpoint_dir=mod --set "$alt" job.ini; rc=$?
 [ $rc -eq 65 ] || { cat out; fail "another model with 235146 parameters: want exit 65 (not restartable), got $rc"; }

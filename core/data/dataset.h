@@ -99,6 +99,12 @@ dt_status_t dt_dataset_load_folder(const char *dir, dt_split_t split,
 dt_status_t dt_dataset_load(const dt_config_t *cfg, dt_split_t split,
                             dt_dataset_t *out);
 
+/* [data] mean, std, train_samples and test_samples as the workers will
+ * read them, each error with its file:line: what dtctl checks before any
+ * worker starts (dt_train_check_config). The channel count of a built-in
+ * data set, or of a folder's [data] channels, bounds mean and std. */
+dt_status_t dt_dataset_check_config(const dt_config_t *cfg);
+
 /* Normalization constants: one value for every channel, or one per
  * channel. Errors name what is wrong (std must be > 0). */
 dt_status_t dt_dataset_set_norm(dt_dataset_t *ds, const float *mean,

@@ -300,6 +300,72 @@ static dt_status_t get_floats(const dt_config_t *cfg, const char *key,
     return st;
 }
 
+/* The channels of [data] dataset as loaded (a folder: [data] channels,
+ * 3 unless 1); 0 when not known here. */
+static int configured_channels(const dt_config_t *cfg)
+{
+    const char *ds = dt_config_get(cfg, "data", "dataset");
+    if (!ds || !strcmp(ds, "fashion-mnist") || !strcmp(ds, "mnist"))
+        return 1;
+    if (!strcmp(ds, "cifar10") || !strcmp(ds, "cifar100") ||
+        !strcmp(ds, "stl10"))
+        return 3;
+    if (!strcmp(ds, "folder")) {
+        const char *ch = dt_config_get(cfg, "data", "channels");
+        return ch && strcmp(ch, "1") == 0 ? 1 : 3;
+    }
+    return 0;
+}
+
+static dt_status_t check_norm_key(const dt_config_t *cfg, const char *key,
+                                  int channels)
+{
+    float v[DT_DATASET_MAX_CHANNELS];
+    size_t n;
+    DT_CHECK(get_floats(cfg, key, v, DT_DATASET_MAX_CHANNELS, &n));
+    const char *where = "default";
+    dt_config_origin(cfg, "data", key, NULL, &where);
+    if (channels > 0 && n > 1 && n != (size_t)channels) {
+        dt_error("%s: [data] %s has %zu values: give 1, or one per channel "
+                 "(%d for this data set)", where, key, n, channels);
+        return DT_ERR_CONFIG;
+    }
+    for (size_t i = 0; strcmp(key, "std") == 0 && i < n; i++)
+        if (!(v[i] > 0.0f)) {
+            dt_error("%s: [data] std: %g must be greater than 0 (it divides "
+                     "every pixel)", where, (double)v[i]);
+            return DT_ERR_CONFIG;
+        }
+    return DT_OK;
+}
+
+static dt_status_t check_count_key(const dt_config_t *cfg, const char *key)
+{
+    long long limit = 0;
+    dt_status_t st = dt_config_get_int(cfg, "data", key, &limit);
+    if (st == DT_ERR_NOT_FOUND)
+        return DT_OK;
+    if (st != DT_OK)
+        return st;
+    if (limit < 0) {
+        const char *where = "default";
+        dt_config_origin(cfg, "data", key, NULL, &where);
+        dt_error("%s: [data] %s must be 0 (all) or a positive count, not "
+                 "%lld", where, key, limit);
+        return DT_ERR_CONFIG;
+    }
+    return DT_OK;
+}
+
+dt_status_t dt_dataset_check_config(const dt_config_t *cfg)
+{
+    int c = configured_channels(cfg);
+    DT_CHECK(check_norm_key(cfg, "mean", c));
+    DT_CHECK(check_norm_key(cfg, "std", c));
+    DT_CHECK(check_count_key(cfg, "train_samples"));
+    return check_count_key(cfg, "test_samples");
+}
+
 static dt_status_t apply_config(const dt_config_t *cfg, dt_split_t split,
                                 dt_dataset_t *ds)
 {

@@ -390,6 +390,8 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
     dt_pipeline_opts_t po;
     dt_augment_t aug;
     if (st == DT_OK)
+        st = dt_dataset_check_config(cfg);
+    if (st == DT_OK)
         st = dt_pipeline_opts_from_config(cfg, &po);
     if (st == DT_OK)
         st = dt_augment_from_config(cfg, NULL, 0, &aug);
