@@ -92,7 +92,8 @@ grep -q '"event":"restart","restarts":1,"max_restarts":1,"exit_code":137,"cause"
 echo "(a) kill -9 + restart: exit 0, parameters bit-identical to the uninterrupted run"
 
 # ---- (a2) the same without checkpoint_dir: the restart starts over -------
-DT_TEST_SLOW_RANK=1 DT_TEST_SLOW_FACTOR=20 "$DTCTL" run -n 2 --max-restarts 1 \
+# Rank 1 200x slower: its epoch lasts seconds, so the kill lands in it.
+DT_TEST_SLOW_RANK=1 DT_TEST_SLOW_FACTOR=200 "$DTCTL" run -n 2 --max-restarts 1 \
     --set train.epochs=1 job.ini >out.a2 2>&1 &
 dp=$!
 n=0
