@@ -2,7 +2,10 @@
  * parent runs the rendezvous store, N forked children load the plugin,
  * connect and run the core's collectives over it. Also: a worker with the
  * wrong job token is refused, and a worker killed in the middle of an
- * allreduce makes the others fail with an error naming it, never hang. */
+ * allreduce makes the others fail with an error naming it, never hang.
+ * Setup survives strangers on a listener and a low open-file limit; a
+ * stopped store does not stall training. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -13,11 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <dt/clock.h>
 #include <dt/config.h>
 #include <dt/log.h>
 #include <dt/store.h>
@@ -41,6 +47,15 @@ typedef struct scenario {
     int stop_store;     /* the store stops once every rank is connected */
     const char *buffer_size; /* [transport.tcp] buffer_size (NULL: default) */
     int hosts;          /* ranks spread over this many hosts (0: one)     */
+    int late_last_ms;   /* the last rank starts this much later           */
+    int silent;         /* strangers connect to rank 0's listener and say
+                           nothing, this many ...                          */
+    int closing;        /* ... and this many connect and close at once    */
+    int nofile;         /* > 0: soft open-file limit = open fds + this    */
+    int nofile_hard;    /* > 0: hard limit = open fds + this (else soft)  */
+    int stall_store;    /* the store (its own process) is SIGSTOPped while
+                           the body runs; each rank then meets in a store
+                           barrier on the handle the transport used       */
 } scenario_t;
 
 static uint8_t job_token[DT_TOKEN_BYTES];
@@ -270,6 +285,51 @@ static int body_init_only(dt_comm_t *c, const scenario_t *sc)
     return dt_coll_barrier(c) == DT_OK ? EXIT_OK : EXIT_OTHER;
 }
 
+/* Rank 1 comes 3 s late to each allreduce: rank 0's wait writes its wait
+ * records while the store is stopped, and must not take much longer. */
+static int body_slow_peer(dt_comm_t *c, const scenario_t *sc)
+{
+    for (int k = 0; k < 2; k++) {
+        if (c->rank == 1)
+            sleep(3);
+        double t0 = dt_clock_now();
+        int rc = check_allreduce(c, 1000, 0);
+        double took = dt_clock_now() - t0;
+        if (rc != EXIT_OK)
+            return rc;
+        if (took > 6.0) {
+            fprintf(stderr, "allreduce %d took %.1f s (want about 3)\n", k,
+                    took);
+            return EXIT_WRONG;
+        }
+    }
+    return EXIT_OK;
+}
+
+static int open_fd_count(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n - 1;
+}
+
+/* The scenario's open-file limits, relative to what is open now. */
+static int limit_fds(const scenario_t *sc)
+{
+    if (sc->nofile <= 0)
+        return 0;
+    int open_now = open_fd_count();
+    struct rlimit rl = {(rlim_t)(open_now + sc->nofile),
+                        (rlim_t)(open_now + (sc->nofile_hard > 0
+                                                 ? sc->nofile_hard
+                                                 : sc->nofile))};
+    return setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 /* One worker: read the store port from the pipe, connect, run the body. */
 static int child(int rank, int port_fd, int ready_fd, const scenario_t *sc)
 {
@@ -316,18 +376,29 @@ static int child(int rank, int port_fd, int ready_fd, const scenario_t *sc)
                                 .token_len = sizeof token,
                                 .bind_addr = "127.0.0.1", .timeout = 0};
     void *ctx = NULL;
+    if (rank == sc->n - 1 && sc->late_last_ms)
+        usleep((useconds_t)sc->late_last_ms * 1000);
+    if (limit_fds(sc) != 0)
+        return EXIT_SETUP;
     dt_status_t st = ops->init(cfg, &args, &ctx);
     int rc = status_exit(st);
-    if (st == DT_OK && sc->stop_store && write(ready_fd, "", 1) != 1)
+    int tell = sc->stop_store || sc->stall_store;
+    if (st == DT_OK && tell && write(ready_fd, "", 1) != 1)
         rc = EXIT_SETUP;
-    close(ready_fd);
     if (st == DT_OK && rc == EXIT_OK) {
         dt_comm_t c = {.ops = ops, .ctx = ctx, .rank = rank, .size = sc->n,
                        .timeout_ms = -1};
         rc = sc->body(&c, sc);
+        /* The store comes back once every rank is through; a handle whose
+         * request only timed out must work again (dt_finalize's barrier). */
+        if (sc->stall_store && write(ready_fd, "", 1) == 1 &&
+            dt_store_barrier(store, "test/fin", sc->n, 20.0) != DT_OK &&
+            rc == EXIT_OK)
+            rc = EXIT_OTHER;
         dt_comm_release(&c);
         ops->fini(ctx);
     }
+    close(ready_fd);
     dt_store_close(store);
     dt_config_free(cfg);
     dt_plugins_unload_all();
@@ -338,6 +409,62 @@ typedef struct outcome {
     int exit_code[MAX_N]; /* -signal when killed */
     char log[MAX_N][8192];
 } outcome_t;
+
+/* The store in a process of its own (it can be stopped); its port. */
+static pid_t store_process(int *port)
+{
+    int pp[2];
+    assert_int_equal(pipe(pp), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dt_store_server_t *srv;
+        close(pp[0]);
+        if (dt_store_server_start("127.0.0.1", 0, job_token, &srv) != DT_OK)
+            _exit(1);
+        int p = dt_store_server_port(srv);
+        if (write(pp[1], &p, sizeof p) != sizeof p)
+            _exit(1);
+        for (;;)
+            pause(); /* until the test's SIGTERM */
+    }
+    close(pp[1]);
+    assert_int_equal(read(pp[0], port, sizeof *port), sizeof *port);
+    close(pp[0]);
+    return pid;
+}
+
+/* Connect to rank 0's tcp listener (its address is in the store) from
+ * outside the job: `silent` connections say nothing, `closing` ones close
+ * at once. Returns how many silent ones are open in fds. */
+static int strangers(const scenario_t *sc, int store_port, int *fds)
+{
+    dt_store_t *st = NULL;
+    char hp[64], host[128];
+    void *val = NULL;
+    size_t len = 0;
+    int lport = 0, n = 0;
+    snprintf(hp, sizeof hp, "127.0.0.1:%d", store_port);
+    assert_int_equal(dt_store_connect(hp, job_token, 10.0, &st), DT_OK);
+    assert_int_equal(dt_store_get(st, "tcp/1/addr/0", 10.0, &val, &len),
+                     DT_OK);
+    assert_int_equal(sscanf(val, "%127s %d", host, &lport), 2);
+    free(val);
+    dt_store_close(st);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)lport),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    for (int i = 0; i < sc->silent + sc->closing; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        assert_true(fd >= 0);
+        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+        if (i < sc->silent)
+            fds[n++] = fd;
+        else
+            close(fd);
+    }
+    return n;
+}
 
 static void run_scenario(const scenario_t *sc, outcome_t *out)
 {
@@ -362,23 +489,39 @@ static void run_scenario(const scenario_t *sc, outcome_t *out)
         close(pipes[r][0]);
     }
     close(ready[1]);
-    dt_store_server_t *srv;
-    assert_int_equal(dt_store_server_start("127.0.0.1", 0, job_token, &srv),
-                     DT_OK);
-    int port = dt_store_server_port(srv);
+    dt_store_server_t *srv = NULL;
+    pid_t store_pid = -1;
+    int port = 0;
+    if (sc->stall_store) {
+        store_pid = store_process(&port);
+    } else {
+        assert_int_equal(
+            dt_store_server_start("127.0.0.1", 0, job_token, &srv), DT_OK);
+        port = dt_store_server_port(srv);
+    }
     for (int r = 0; r < sc->n; r++) {
         assert_int_equal(write(pipes[r][1], &port, sizeof port),
                          sizeof port);
         close(pipes[r][1]);
     }
+    int silent[64], nsilent = 0;
+    if (sc->silent + sc->closing > 0)
+        nsilent = strangers(sc, port, silent);
     /* One byte per connected rank; EOF if they all exited before. */
     char b;
-    for (int r = 0; sc->stop_store && r < sc->n && read(ready[0], &b, 1) == 1;
-         r++)
+    int tell = sc->stop_store || sc->stall_store;
+    for (int r = 0; tell && r < sc->n && read(ready[0], &b, 1) == 1; r++)
         ;
     if (sc->stop_store) {
         dt_store_server_stop(srv);
         srv = NULL;
+    }
+    if (sc->stall_store) {
+        /* Stopped while the ranks train; back once each is through. */
+        kill(store_pid, SIGSTOP);
+        for (int r = 0; r < sc->n && read(ready[0], &b, 1) == 1; r++)
+            ;
+        kill(store_pid, SIGCONT);
     }
     close(ready[0]);
     for (int r = 0; r < sc->n; r++) {
@@ -390,8 +533,15 @@ static void run_scenario(const scenario_t *sc, outcome_t *out)
         out->log[r][len > 0 ? len : 0] = '\0';
         close(logs[r]);
     }
+    for (int i = 0; i < nsilent; i++)
+        close(silent[i]);
     if (srv)
         dt_store_server_stop(srv);
+    if (store_pid > 0) {
+        kill(store_pid, SIGCONT);
+        kill(store_pid, SIGTERM);
+        waitpid(store_pid, NULL, 0);
+    }
 }
 
 static void expect_all_ok(const scenario_t *sc)
@@ -413,31 +563,34 @@ static void expect_all_ok(const scenario_t *sc)
 static void test_collectives_over_tcp(void **state)
 {
     for (int n = 1; n <= 4; n++) {
-        scenario_t sc = {n, "1", "30s", -1, -1, body_correct, 0, NULL, 0};
+        scenario_t sc = {n, "1", "30s", -1, -1, body_correct, 0, NULL,
+                         .hosts = 0};
         expect_all_ok(&sc);
     }
 }
 
 static void test_striped_sockets(void **state)
 {
-    scenario_t sc = {3, "3", "30s", -1, -1, body_correct, 0, NULL, 0};
+    scenario_t sc = {3, "3", "30s", -1, -1, body_correct, 0, NULL, .hosts = 0};
     expect_all_ok(&sc);
 }
 
 static void test_socket_buffers(void **state)
 {
-    scenario_t one_host = {3, "1", "30s", -1, -1, body_buffers, 0, NULL, 1};
+    scenario_t one_host = {3, "1", "30s", -1, -1, body_buffers, 0, NULL,
+                           .hosts = 1};
     expect_all_ok(&one_host);
     /* autotuning across hosts, and when asked for */
-    scenario_t hosts = {2, "1", "30s", -1, -1, body_buffers, 0, NULL, 2};
+    scenario_t hosts = {2, "1", "30s", -1, -1, body_buffers, 0, NULL,
+                        .hosts = 2};
     expect_all_ok(&hosts);
-    scenario_t zero = {3, "1", "30s", -1, -1, body_buffers, 0, "0", 3};
+    scenario_t zero = {3, "1", "30s", -1, -1, body_buffers, 0, "0", .hosts = 3};
     expect_all_ok(&zero);
 }
 
 static void test_wrong_token_refused(void **state)
 {
-    scenario_t sc = {2, "1", "3s", 1, -1, body_init_only, 0, NULL, 0};
+    scenario_t sc = {2, "1", "3s", 1, -1, body_init_only, 0, NULL, .hosts = 0};
     outcome_t *out = calloc(1, sizeof *out);
     run_scenario(&sc, out);
     /* The impostor learns it was refused; rank 0 logs why, never admits
@@ -445,7 +598,80 @@ static void test_wrong_token_refused(void **state)
     assert_int_equal(out->exit_code[1], EXIT_AUTH);
     assert_int_not_equal(out->exit_code[0], EXIT_OK);
     assert_non_null(strstr(out->log[0], "wrong job token"));
+    /* The impostor only sees the close: it says so, names the token as
+     * one cause and sends the reader to rank 0's log for the real one. */
+    assert_non_null(strstr(out->log[1], "closed the connection during "
+                                        "authentication"));
+    assert_non_null(strstr(out->log[1], "see rank 0's log"));
     free(out);
+}
+
+static int count_lines(const char *log, const char *what)
+{
+    int n = 0;
+    for (const char *p = log; (p = strstr(p, what)); p++)
+        n++;
+    return n;
+}
+
+/* Strangers on rank 0's listener while rank 1 is late: silent ones must
+ * not use up setup time (each cost up to 10 s of an 8 s timeout), and
+ * those that close are logged three times, then summed up. */
+static void test_strangers_do_not_stall_setup(void **state)
+{
+    scenario_t sc = {2, "2", "8s", -1, -1, body_init_only, 0, NULL, 0,
+                     .late_last_ms = 1500, .silent = 3, .closing = 6};
+    outcome_t *out = calloc(1, sizeof *out);
+    double t0 = dt_clock_now();
+    run_scenario(&sc, out);
+    double took = dt_clock_now() - t0;
+    for (int r = 0; r < 2; r++)
+        if (out->exit_code[r] != EXIT_OK)
+            fail_msg("rank %d: exit %d; its log:\n%s", r, out->exit_code[r],
+                     out->log[r]);
+    if (took > 6.0)
+        fail_msg("setup took %.1f s (rank 1 came 1.5 s late)", took);
+    if (count_lines(out->log[0], "dropped a connection from") != 3 ||
+        !strstr(out->log[0], "dropped 3 more connections"))
+        fail_msg("want 3 strangers logged, then one summary; log:\n%s",
+                 out->log[0]);
+    free(out);
+}
+
+/* 3 ranks with 16 sockets per peer need 32 sockets each: a hard limit
+ * below that fails setup at once, naming ulimit -n (no 100% CPU spin on
+ * accept's EMFILE until the timeout, no blamed peers); a soft limit below
+ * it is raised toward the hard one. */
+static void test_fd_limit(void **state)
+{
+    scenario_t low = {3, "16", "10s", -1, -1, body_init_only, 0, NULL, 0,
+                      .nofile = 20};
+    outcome_t *out = calloc(1, sizeof *out);
+    double t0 = dt_clock_now();
+    run_scenario(&low, out);
+    double took = dt_clock_now() - t0;
+    for (int r = 0; r < 3; r++)
+        if (out->exit_code[r] == EXIT_OK || !strstr(out->log[r], "ulimit -n"))
+            fail_msg("rank %d: exit %d, want a failure naming ulimit -n; "
+                     "log:\n%s",
+                     r, out->exit_code[r], out->log[r]);
+    if (took > 5.0)
+        fail_msg("the failure took %.1f s: want it at once", took);
+    scenario_t soft = {3, "16", "10s", -1, -1, body_correct, 0, NULL, 0,
+                       .nofile = 20, .nofile_hard = 200};
+    expect_all_ok(&soft);
+    free(out);
+}
+
+/* The store stopped (SIGSTOP of dtctl) while rank 0 waits on a slow rank
+ * 1: its wait records must give up within about a second, not stall the
+ * allreduce for the store's 60 s, and once the store is back the same
+ * handle works (dt_finalize's barrier). */
+static void test_stopped_store_does_not_stall(void **state)
+{
+    scenario_t sc = {2, "1", "20s", -1, -1, body_slow_peer, 0, NULL, 0,
+                     .stall_store = 1};
+    expect_all_ok(&sc);
 }
 
 /* The rank rank's tcp error line names `dead` as the failed rank: every
@@ -470,7 +696,7 @@ static void test_dead_peer_named(void **state)
      * rank that closed because of it, even one whose close lands in the
      * middle of a payload: every survivor must name rank 2, not the
      * messenger. */
-    scenario_t sc = {4, "1", "40s", -1, 2, body_die, 0, NULL, 0};
+    scenario_t sc = {4, "1", "40s", -1, 2, body_die, 0, NULL, .hosts = 0};
     outcome_t *out = calloc(1, sizeof *out);
     run_scenario(&sc, out);
     assert_int_equal(out->exit_code[2], -SIGKILL);
@@ -490,7 +716,8 @@ static void test_dead_peer_named(void **state)
 
 static void test_mid_payload_close_names_cause(void **state)
 {
-    scenario_t sc = {3, "1", "40s", -1, 2, body_mid_payload, 0, NULL, 0};
+    scenario_t sc = {3, "1", "40s", -1, 2, body_mid_payload, 0, NULL,
+                     .hosts = 0};
     outcome_t *out = calloc(1, sizeof *out);
     run_scenario(&sc, out);
     assert_int_equal(out->exit_code[2], -SIGKILL);
@@ -504,7 +731,8 @@ static void test_mid_payload_close_names_cause(void **state)
 
 static void test_dead_peer_without_store(void **state)
 {
-    scenario_t sc = {4, "1", "40s", -1, 2, body_die_storeless, 1, NULL, 0};
+    scenario_t sc = {4, "1", "40s", -1, 2, body_die_storeless, 1, NULL,
+                     .hosts = 0};
     outcome_t *out = calloc(1, sizeof *out);
     run_scenario(&sc, out);
     assert_int_equal(out->exit_code[2], -SIGKILL);
@@ -529,6 +757,9 @@ int main(void)
         cmocka_unit_test(test_dead_peer_named),
         cmocka_unit_test(test_mid_payload_close_names_cause),
         cmocka_unit_test(test_dead_peer_without_store),
+        cmocka_unit_test(test_strangers_do_not_stall_setup),
+        cmocka_unit_test(test_fd_limit),
+        cmocka_unit_test(test_stopped_store_does_not_stall),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

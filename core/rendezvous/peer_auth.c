@@ -11,6 +11,7 @@
 #include <openssl/rand.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -179,10 +180,15 @@ dt_status_t dt_auth_connect(int fd, const dt_auth_t *a, int peer,
         goto broken;
     st = io_full(fd, reply, sizeof reply, 0, deadline);
     if (st == DT_ERR_PEER) {
-        dt_error("%s: rank %d: rank %d refused our connection: the job "
-                 "tokens differ (DT_JOB_TOKEN must be the one dtctl gave "
-                 "this job)",
-                 who, a->rank, peer);
+        /* The acceptor also closes when its own deadline passed, when it
+         * already had this channel, or when it exited: only its log
+         * knows which. */
+        dt_error("%s: rank %d: rank %d closed the connection during "
+                 "authentication (channel %u): it refused our proof, gave "
+                 "up waiting, or exited; see rank %d's log for why (if it "
+                 "says 'wrong job token', DT_JOB_TOKEN must be the one "
+                 "dtctl gave this job)",
+                 who, a->rank, peer, channel, peer);
         return DT_ERR_AUTH;
     }
     if (st != DT_OK)
@@ -207,75 +213,230 @@ broken:
     return st;
 }
 
-dt_status_t dt_auth_accept(int fd, const dt_auth_t *a, int peer_lo,
-                           int peer_hi, uint32_t nchannels, int *peer,
-                           uint32_t *channel)
-{
-    if (!args_ok(a, "dt_auth_accept") || !peer)
-        return DT_ERR_INVALID;
-    const char *who = label(a);
-    double deadline = dt_clock_now() + a->timeout;
+/* ---- accepting --------------------------------------------------------- */
+
+struct dt_auth_acceptor {
+    int fd;
+    dt_auth_t a;
+    int peer_lo, peer_hi;
+    uint32_t nchannels;
+    double deadline;
+    int have_hello;  /* the hello checked and nonce_a sent: reading proof */
+    size_t got;      /* bytes of the hello, then of the proof             */
     hello_t h;
-    char from[INET6_ADDRSTRLEN + 16], want_proto[DT_AUTH_PROTO_MAX];
-    uint8_t nonce_a[NONCE_BYTES], want[MAC_BYTES], proof[MAC_BYTES];
-    uint8_t reply[MAC_BYTES + 1];
-    peer_name(fd, from, sizeof from);
+    uint8_t nonce_a[NONCE_BYTES], proof[MAC_BYTES];
+    char from[INET6_ADDRSTRLEN + 16];
+    const char *stray; /* why it was dropped before saying who it is     */
+};
+
+/* The hello names a rank, job size and channel this acceptor takes. With
+ * stray set, a stranger's non-hello is not logged but described there. */
+static dt_status_t check_hello(const dt_auth_acceptor_t *x, const char **stray)
+{
+    const dt_auth_t *a = &x->a;
+    const char *who = label(a);
+    char want_proto[DT_AUTH_PROTO_MAX];
     proto_field(a, want_proto);
-    dt_status_t st = io_full(fd, &h, sizeof h, 0, deadline);
-    if (st != DT_OK) {
-        dt_warn("%s: rank %d: a connection from %s ended before saying who "
-                "it is (%s); ignored",
-                who, a->rank, from, dt_status_str(st));
-        return st;
-    }
-    uint32_t r = ntohl(h.rank), w = ntohl(h.size), c = ntohl(h.channel);
-    if (memcmp(h.magic, AUTH_MAGIC, AUTH_MAGIC_LEN) != 0 ||
-        memcmp(h.proto, want_proto, DT_AUTH_PROTO_MAX) != 0) {
-        dt_error("%s: rank %d: rejected a connection from %s: not a %s "
-                 "hello",
-                 who, a->rank, from, who);
+    uint32_t r = ntohl(x->h.rank), w = ntohl(x->h.size),
+             c = ntohl(x->h.channel);
+    if (memcmp(x->h.magic, AUTH_MAGIC, AUTH_MAGIC_LEN) != 0 ||
+        memcmp(x->h.proto, want_proto, DT_AUTH_PROTO_MAX) != 0) {
+        if (stray)
+            *stray = "it did not send a hello of this protocol";
+        else
+            dt_error("%s: rank %d: rejected a connection from %s: not a %s "
+                     "hello",
+                     who, a->rank, x->from, who);
         return DT_ERR_AUTH;
     }
-    if (w != (uint32_t)a->size || peer_lo < 0 || r < (uint32_t)peer_lo ||
-        r >= (uint32_t)peer_hi || c >= nchannels) {
+    if (w != (uint32_t)a->size || x->peer_lo < 0 ||
+        r < (uint32_t)x->peer_lo || r >= (uint32_t)x->peer_hi ||
+        c >= x->nchannels) {
         dt_error("%s: rank %d: rejected a connection from %s: it says rank "
                  "%u of %u, channel %u; expected a rank in [%d, %d) of %d, "
                  "channel below %u (are all ranks of one job and "
                  "configured alike?)",
-                 who, a->rank, from, r, w, c, peer_lo, peer_hi, a->size,
-                 nchannels);
+                 who, a->rank, x->from, r, w, c, x->peer_lo, x->peer_hi,
+                 a->size, x->nchannels);
         return DT_ERR_AUTH;
     }
-    if (RAND_bytes(nonce_a, NONCE_BYTES) != 1)
+    return DT_OK;
+}
+
+/* The connector's proof is right: prove back. */
+static dt_status_t check_proof(const dt_auth_acceptor_t *x, int *peer,
+                               uint32_t *channel)
+{
+    const dt_auth_t *a = &x->a;
+    const char *who = label(a);
+    char want_proto[DT_AUTH_PROTO_MAX];
+    uint8_t want[MAC_BYTES], reply[MAC_BYTES + 1];
+    uint32_t r = ntohl(x->h.rank), c = ntohl(x->h.channel);
+    proto_field(a, want_proto);
+    if (!mac(a, "connector", want_proto, r, (uint32_t)a->rank, c, x->h.nonce,
+             x->nonce_a, want))
         return DT_ERR_INTERNAL;
-    if ((st = io_full(fd, nonce_a, sizeof nonce_a, 1, deadline)) != DT_OK ||
-        (st = io_full(fd, proof, sizeof proof, 0, deadline)) != DT_OK) {
-        dt_error("%s: rank %d: a connection from %s claiming rank %u broke "
-                 "off during authentication (%s); ignored",
-                 who, a->rank, from, r, dt_status_str(st));
-        return st;
-    }
-    if (!mac(a, "connector", want_proto, r, (uint32_t)a->rank, c, h.nonce,
-             nonce_a, want))
-        return DT_ERR_INTERNAL;
-    if (CRYPTO_memcmp(want, proof, MAC_BYTES) != 0) {
+    if (CRYPTO_memcmp(want, x->proof, MAC_BYTES) != 0) {
         dt_error("%s: rank %d: rejected a connection from %s claiming rank "
                  "%u: wrong job token",
-                 who, a->rank, from, r);
+                 who, a->rank, x->from, r);
         return DT_ERR_AUTH;
     }
-    if (!mac(a, "acceptor", want_proto, r, (uint32_t)a->rank, c, h.nonce,
-             nonce_a, reply))
+    if (!mac(a, "acceptor", want_proto, r, (uint32_t)a->rank, c, x->h.nonce,
+             x->nonce_a, reply))
         return DT_ERR_INTERNAL;
     reply[MAC_BYTES] = 1;
-    if ((st = io_full(fd, reply, sizeof reply, 1, deadline)) != DT_OK) {
+    /* 33 bytes on a fresh socket: the send buffer takes them at once. */
+    dt_status_t st = io_full(x->fd, reply, sizeof reply, 1, x->deadline);
+    if (st != DT_OK) {
         dt_error("%s: rank %d: rank %u (%s) broke off after authenticating "
                  "(%s)",
-                 who, a->rank, r, from, dt_status_str(st));
+                 who, a->rank, r, x->from, dt_status_str(st));
         return st;
     }
     *peer = (int)r;
     if (channel)
         *channel = c;
     return DT_OK;
+}
+
+/* The hello is in and fits: send nonce_a, then read the proof. */
+static dt_status_t send_nonce(dt_auth_acceptor_t *x)
+{
+    if (RAND_bytes(x->nonce_a, NONCE_BYTES) != 1)
+        return DT_ERR_INTERNAL;
+    dt_status_t st = io_full(x->fd, x->nonce_a, sizeof x->nonce_a, 1,
+                             x->deadline);
+    x->have_hello = 1;
+    x->got = 0;
+    return st;
+}
+
+/* Reading failed with st: before the hello it is a stranger (described,
+ * not logged); after it, a rank that broke off (logged). */
+static dt_status_t read_failed(dt_auth_acceptor_t *x, dt_status_t st)
+{
+    if (!x->have_hello) {
+        x->stray = st == DT_ERR_TIMEOUT
+                       ? "it said nothing about who it is in time"
+                       : "it closed before saying who it is";
+        return st;
+    }
+    dt_error("%s: rank %d: a connection from %s claiming rank %u broke off "
+             "during authentication (%s); ignored",
+             label(&x->a), x->a.rank, x->from, ntohl(x->h.rank),
+             dt_status_str(st));
+    return st;
+}
+
+/* Read what fd holds of the hello or proof; DT_DECLINED: not all yet. */
+static dt_status_t read_some(dt_auth_acceptor_t *x)
+{
+    uint8_t *buf = x->have_hello ? x->proof : (uint8_t *)&x->h;
+    size_t want = x->have_hello ? sizeof x->proof : sizeof x->h;
+    while (x->got < want) {
+        ssize_t n = recv(x->fd, buf + x->got, want - x->got, MSG_DONTWAIT);
+        if (n > 0) {
+            x->got += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return dt_clock_now() < x->deadline
+                       ? DT_DECLINED
+                       : read_failed(x, DT_ERR_TIMEOUT);
+        return read_failed(x, DT_ERR_PEER);
+    }
+    return DT_OK;
+}
+
+dt_status_t dt_auth_acceptor_new(int fd, const dt_auth_t *a, int peer_lo,
+                                 int peer_hi, uint32_t nchannels,
+                                 dt_auth_acceptor_t **out)
+{
+    if (!args_ok(a, "dt_auth_acceptor_new") || !out)
+        return DT_ERR_INVALID;
+    dt_auth_acceptor_t *x = calloc(1, sizeof *x);
+    if (!x)
+        return DT_ERR_NOMEM;
+    x->fd = fd;
+    x->a = *a;
+    x->peer_lo = peer_lo;
+    x->peer_hi = peer_hi;
+    x->nchannels = nchannels;
+    x->deadline = dt_clock_now() + a->timeout;
+    peer_name(fd, x->from, sizeof x->from);
+    *out = x;
+    return DT_OK;
+}
+
+dt_status_t dt_auth_acceptor_step(dt_auth_acceptor_t *x, int *peer,
+                                  uint32_t *channel)
+{
+    if (!x || !peer)
+        return DT_ERR_INVALID;
+    dt_status_t st;
+    if (!x->have_hello) {
+        if ((st = read_some(x)) != DT_OK)
+            return st;
+        if ((st = check_hello(x, &x->stray)) != DT_OK)
+            return st;
+        if ((st = send_nonce(x)) != DT_OK)
+            return read_failed(x, st);
+    }
+    if ((st = read_some(x)) != DT_OK)
+        return st;
+    return check_proof(x, peer, channel);
+}
+
+const char *dt_auth_acceptor_stray(const dt_auth_acceptor_t *x)
+{
+    return x ? x->stray : NULL;
+}
+
+const char *dt_auth_acceptor_from(const dt_auth_acceptor_t *x)
+{
+    return x ? x->from : "?";
+}
+
+double dt_auth_acceptor_deadline(const dt_auth_acceptor_t *x)
+{
+    return x ? x->deadline : 0;
+}
+
+void dt_auth_acceptor_free(dt_auth_acceptor_t *x)
+{
+    if (!x)
+        return;
+    OPENSSL_cleanse(x, sizeof *x);
+    free(x);
+}
+
+dt_status_t dt_auth_accept(int fd, const dt_auth_t *a, int peer_lo,
+                           int peer_hi, uint32_t nchannels, int *peer,
+                           uint32_t *channel)
+{
+    if (!args_ok(a, "dt_auth_accept") || !peer)
+        return DT_ERR_INVALID;
+    dt_auth_acceptor_t x = {.fd = fd, .a = *a, .peer_lo = peer_lo,
+                            .peer_hi = peer_hi, .nchannels = nchannels,
+                            .deadline = dt_clock_now() + a->timeout};
+    peer_name(fd, x.from, sizeof x.from);
+    dt_status_t st = io_full(fd, &x.h, sizeof x.h, 0, x.deadline);
+    if (st != DT_OK) {
+        dt_warn("%s: rank %d: a connection from %s ended before saying who "
+                "it is (%s); ignored",
+                label(a), a->rank, x.from, dt_status_str(st));
+        return st;
+    }
+    if ((st = check_hello(&x, NULL)) == DT_OK &&
+        (st = send_nonce(&x)) == DT_OK)
+        st = io_full(fd, x.proof, sizeof x.proof, 0, x.deadline);
+    if (st == DT_OK)
+        st = check_proof(&x, peer, channel);
+    else if (st != DT_ERR_AUTH && st != DT_ERR_INTERNAL)
+        read_failed(&x, st);
+    OPENSSL_cleanse(&x, sizeof x);
+    return st;
 }

@@ -1,8 +1,11 @@
 /* store_client.c — the rendezvous store client used by workers and
  * transports: connect (retrying while dtctl's server starts), the mutual
  * token handshake, then one request and one reply at a time. A mutex makes
- * one handle safe to share between threads. After an I/O error or a timeout
- * the connection's framing is unknown, so the handle refuses further use. */
+ * one handle safe to share between threads. A request that timed out with
+ * no byte of its reply read leaves the framing known: its reply is owed,
+ * and the next request skips it first (a store that was only slow for a
+ * while works again). After any other error or timeout the framing is
+ * unknown, so the handle refuses further use. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +35,7 @@
 struct dt_store {
     int fd;
     int broken;
+    int owed;        /* replies of timed-out requests not yet read */
     char where[300]; /* "host:port" for messages */
     pthread_mutex_t lock;
 };
@@ -334,11 +338,65 @@ void dt_store_close(dt_store_t *s)
 
 /* ---- requests ---------------------------------------------------------- */
 
+/* Read and drop the replies of requests that timed out. DT_ERR_TIMEOUT:
+ * still owed (nothing of the next one arrived); other errors break. */
+static dt_status_t skip_owed(dt_store_t *s, double deadline)
+{
+    while (s->owed > 0) {
+        int w = wait_fd(s->fd, POLLIN, deadline);
+        if (w == 0)
+            return DT_ERR_TIMEOUT;
+        uint8_t *body = NULL;
+        size_t len = 0;
+        dt_status_t st = w < 0 ? DT_ERR_IO
+                               : recv_frame(s->fd, 5 + STORE_MAX_VALUE,
+                                            deadline, &body, &len);
+        free(body);
+        if (st != DT_OK)
+            return st == DT_ERR_TIMEOUT ? DT_ERR_IO : st;
+        s->owed--;
+    }
+    return DT_OK;
+}
+
+/* Send the request frame and read its reply frame. A timeout before any
+ * byte of the reply came is clean: the reply is owed. *clean says so. */
+static dt_status_t exchange(dt_store_t *s, const uint8_t *buf, size_t blen,
+                            const void *tail, size_t tlen, double deadline,
+                            uint8_t **body, size_t *len, int *clean)
+{
+    *clean = 0;
+    dt_status_t st = skip_owed(s, deadline);
+    if (st != DT_OK) {
+        *clean = st == DT_ERR_TIMEOUT;
+        return st;
+    }
+    st = send_frame(s->fd, buf, blen, tail, tlen, deadline);
+    if (st != DT_OK)
+        return st;
+    int w = wait_fd(s->fd, POLLIN, deadline);
+    if (w == 0) {
+        s->owed++;
+        *clean = 1;
+        return DT_ERR_TIMEOUT;
+    }
+    if (w < 0)
+        return DT_ERR_IO;
+    st = recv_frame(s->fd, 5 + STORE_MAX_VALUE, deadline, body, len);
+    if (st == DT_OK && (*len < 5 || (*body)[0] != STORE_REPLY))
+        st = DT_ERR_INVALID;
+    return st;
+}
+
 /* Send one request (head, then key with its length, then tail) and read the
- * reply: its status, and its payload into *payload (malloc'd) if wanted. */
+ * reply: its status, and its payload into *payload (malloc'd) if wanted.
+ * The reply may take wait + io seconds; a caller that bounds io itself
+ * (io < STORE_IO_SECONDS) hears of a clean timeout only through the
+ * status. */
 static dt_status_t request(dt_store_t *s, const uint8_t *head, size_t hlen,
                            const char *key, const void *tail, size_t tlen,
-                           double wait, void **payload, size_t *plen)
+                           double wait, double io, void **payload,
+                           size_t *plen)
 {
     size_t klen = key ? strlen(key) : 0;
     if (!s || !key || klen == 0 || klen > STORE_MAX_KEY) {
@@ -364,6 +422,7 @@ static dt_status_t request(dt_store_t *s, const uint8_t *head, size_t hlen,
 
     uint8_t *body = NULL;
     size_t len = 0;
+    int clean = 0;
     dt_status_t st;
     pthread_mutex_lock(&s->lock);
     if (s->broken) {
@@ -373,17 +432,19 @@ static dt_status_t request(dt_store_t *s, const uint8_t *head, size_t hlen,
                  s->where);
         goto out;
     }
-    double deadline = wait < 0 ? 0 : dt_clock_now() + wait + STORE_IO_SECONDS;
-    st = send_frame(s->fd, buf, hlen + 2 + klen, tail, tlen, deadline);
-    if (st == DT_OK)
-        st = recv_frame(s->fd, 5 + STORE_MAX_VALUE, deadline, &body, &len);
-    if (st == DT_OK && (len < 5 || body[0] != STORE_REPLY))
-        st = DT_ERR_INVALID;
+    double deadline = wait < 0 ? 0 : dt_clock_now() + wait + io;
+    st = exchange(s, buf, hlen + 2 + klen, tail, tlen, deadline, &body, &len,
+                  &clean);
     if (st != DT_OK) {
-        s->broken = 1;
-        dt_error("rendezvous store at %s: request for '%s' failed (%s); has "
-                 "dtctl stopped?",
-                 s->where, key, dt_status_str(st));
+        s->broken = !clean;
+        if (clean && io < STORE_IO_SECONDS)
+            dt_debug("rendezvous store at %s: no reply for '%s' within "
+                     "%.1f s; it is skipped when it comes",
+                     s->where, key, wait + io);
+        else
+            dt_error("rendezvous store at %s: request for '%s' failed (%s); "
+                     "has dtctl stopped?",
+                     s->where, key, dt_status_str(st));
         st = st == DT_ERR_TIMEOUT ? DT_ERR_TIMEOUT : DT_ERR_PEER;
         goto out;
     }
@@ -423,7 +484,20 @@ dt_status_t dt_store_set(dt_store_t *s, const char *key, const void *value,
     uint8_t head = STORE_SET;
     if (len && !value)
         return DT_ERR_INVALID;
-    return request(s, &head, 1, key, value, len, 0, NULL, NULL);
+    return request(s, &head, 1, key, value, len, 0, STORE_IO_SECONDS, NULL,
+                   NULL);
+}
+
+dt_status_t dt_store_set_bounded(dt_store_t *s, const char *key,
+                                 const void *value, size_t len,
+                                 double timeout)
+{
+    uint8_t head = STORE_SET;
+    if ((len && !value) || !(timeout > 0))
+        return DT_ERR_INVALID;
+    return request(s, &head, 1, key, value, len, 0,
+                   timeout < STORE_IO_SECONDS ? timeout : STORE_IO_SECONDS,
+                   NULL, NULL);
 }
 
 dt_status_t dt_store_get(dt_store_t *s, const char *key, double timeout,
@@ -435,7 +509,7 @@ dt_status_t dt_store_get(dt_store_t *s, const char *key, double timeout,
     store_put_u32(head + 1, to_ms(timeout));
     dt_status_t st = request(s, head, sizeof head, key, NULL, 0,
                              (timeout > 0 ? timeout : 0) + STORE_WAIT_SLACK,
-                             value, len);
+                             STORE_IO_SECONDS, value, len);
     if (st == DT_ERR_TIMEOUT)
         dt_debug("rendezvous store: key '%s' not set within %.1f s", key,
                  timeout);
@@ -449,7 +523,8 @@ dt_status_t dt_store_add(dt_store_t *s, const char *key, int64_t delta,
     store_put_u64(head + 1, (uint64_t)delta);
     void *v = NULL;
     size_t n = 0;
-    dt_status_t st = request(s, head, sizeof head, key, NULL, 0, 0, &v, &n);
+    dt_status_t st = request(s, head, sizeof head, key, NULL, 0, 0,
+                             STORE_IO_SECONDS, &v, &n);
     if (st == DT_OK && n != 8)
         st = DT_ERR_INVALID;
     if (st == DT_OK && result)
@@ -472,7 +547,7 @@ dt_status_t dt_store_barrier(dt_store_t *s, const char *name, int n,
     store_put_u32(head + 5, to_ms(timeout));
     dt_status_t st = request(s, head, sizeof head, name, NULL, 0,
                              (timeout > 0 ? timeout : 0) + STORE_WAIT_SLACK,
-                             NULL, NULL);
+                             STORE_IO_SECONDS, NULL, NULL);
     if (st == DT_ERR_TIMEOUT)
         dt_error("rendezvous store: barrier '%s' of %d did not fill within "
                  "%.1f s: some worker did not arrive (crashed or stuck)",

@@ -59,7 +59,9 @@ typedef struct dt_auth {
  * `channel` tells the acceptor which of several sockets to the same peer
  * this is (0 when there is one).
  * DT_OK: authenticated. DT_ERR_AUTH: the peer refused us (different token,
- * rank or channel out of its range) or could not prove the token.
+ * rank or channel out of its range), closed during the handshake (it may
+ * also have timed out, had this channel already, or exited: its own log
+ * says) or could not prove the token.
  * DT_ERR_PEER: the connection broke off. DT_ERR_TIMEOUT: it stalled. */
 dt_status_t dt_auth_connect(int fd, const dt_auth_t *a, int peer,
                             uint32_t channel);
@@ -72,6 +74,35 @@ dt_status_t dt_auth_connect(int fd, const dt_auth_t *a, int peer,
 dt_status_t dt_auth_accept(int fd, const dt_auth_t *a, int peer_lo,
                            int peer_hi, uint32_t nchannels, int *peer,
                            uint32_t *channel);
+
+/* The accepting side, one step at a time, for a loop that polls a
+ * listener and several handshakes together, so that a client that
+ * connects and stays silent holds up nobody but itself. fd must be
+ * non-blocking; the handshake must end within a->timeout.
+ *
+ *   dt_auth_acceptor_new(fd, &au, lo, hi, nch, &x);
+ *   on POLLIN of fd, or at dt_auth_acceptor_deadline(x):
+ *     st = dt_auth_acceptor_step(x, &peer, &channel);
+ *     DT_DECLINED: not done, poll again; DT_OK: authenticated;
+ *     else as dt_auth_accept: close fd. Then dt_auth_acceptor_free(x).
+ *
+ * A connection that failed before it said which rank it is (it sent
+ * nothing, closed, or sent no hello of this protocol) is not logged:
+ * dt_auth_acceptor_stray says why, for the caller to log strangers
+ * without flooding. Every later failure is logged as by dt_auth_accept. */
+typedef struct dt_auth_acceptor dt_auth_acceptor_t;
+dt_status_t dt_auth_acceptor_new(int fd, const dt_auth_t *a, int peer_lo,
+                                 int peer_hi, uint32_t nchannels,
+                                 dt_auth_acceptor_t **out);
+dt_status_t dt_auth_acceptor_step(dt_auth_acceptor_t *x, int *peer,
+                                  uint32_t *channel);
+/* Why a failed step was a stranger's connection; NULL otherwise. */
+const char *dt_auth_acceptor_stray(const dt_auth_acceptor_t *x);
+/* "host:port" of the connecting side. */
+const char *dt_auth_acceptor_from(const dt_auth_acceptor_t *x);
+/* When the handshake times out (dt_clock_now() seconds). */
+double dt_auth_acceptor_deadline(const dt_auth_acceptor_t *x);
+void dt_auth_acceptor_free(dt_auth_acceptor_t *x);
 
 #ifdef __cplusplus
 }

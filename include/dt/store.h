@@ -36,6 +36,13 @@ dt_status_t dt_store_connect(const char *host_port,
                              double timeout, dt_store_t **out);
 dt_status_t dt_store_set(dt_store_t *s, const char *key, const void *value,
                          size_t len);
+/* As dt_store_set, but waits at most timeout seconds for the store's
+ * answer (a data path that must not stall on a stopped store): then
+ * DT_ERR_TIMEOUT, logged at debug level only. The handle stays usable:
+ * the late answer is skipped by the next request. */
+dt_status_t dt_store_set_bounded(dt_store_t *s, const char *key,
+                                 const void *value, size_t len,
+                                 double timeout);
 /* Wait up to timeout seconds for key to be set; *value is malloc'd. A
  * timeout of 0 or less (a deadline passed) looks once: DT_ERR_TIMEOUT if
  * unset. */

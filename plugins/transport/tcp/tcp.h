@@ -19,6 +19,18 @@
 #include <dt/clock.h>
 
 #define TCP_MAX_SOCKETS 16
+/* Wireup: handshakes authenticated at once (more: the oldest is dropped),
+ * each within this long (a real connector sends its hello right after
+ * connecting; the slack is for a loaded host), the first few strangers
+ * logged one by one. */
+#define TCP_PENDING_MAX 32
+#define TCP_HANDSHAKE_S 10.0
+#define TCP_STRAYS_LOGGED 3
+/* Descriptors beyond the open ones and the mesh's sockets: the listener,
+ * a store reconnect, the resolver's files. */
+#define TCP_FD_SPARE 8
+/* A wait record's store write gives up after this long (tcp_cause.c). */
+#define TCP_WAIT_NOTE_IO_S 1.0
 /* buffer_size = auto on one host: SO_SNDBUF/SO_RCVBUF of 2 MiB (the kernel
  * doubles it). Autotuning starts the receive window at 128K and grows it
  * only with traffic, so a 512 KiB ring chunk waited on it: 1 MiB
@@ -141,6 +153,7 @@ typedef struct tcp_ctx {
      * that went silent first. */
     double wait_note_after;
     int wait_noted;       /* a record "waiting on P" is in the store */
+    int wait_notes_off;   /* a record failed: write no more (tcp_cause.c) */
     long long wait_seq;   /* refreshes so far: a live waiter's record moves */
     struct pollfd *pfds;
     tcp_sock_t **pfd_sock;
@@ -156,15 +169,20 @@ void tcp_close_all(tcp_ctx_t *c);
  * the store holds (or this call records, for suspect >= 0: first writer
  * wins) the job's root cause; 0 when unknown (no store, or it failed).
  * Bounded: waits at most a couple of seconds, never on a store that is
- * gone. A mismatch (the ranks called different collectives or counts:
- * suspect is the peer whose message showed it) names no failed rank to
- * dtctl: the job's failure record (dt/store.h) is left to others. */
+ * gone (a stopped one can still hold this failure path up to the store
+ * client's I/O limit; the data path's wait records never wait on it for
+ * more than TCP_WAIT_NOTE_IO_S). A mismatch (the ranks called different
+ * collectives or counts: suspect is the peer whose message showed it)
+ * names no failed rank to dtctl: the job's failure record (dt/store.h) is
+ * left to others. */
 #define TCP_HOW_MAX 16
 #define TCP_HOW_MISMATCH "mismatch"
 int tcp_cause_resolve(tcp_ctx_t *c, int suspect, const char *how,
                       int *failed, int *detector, char *found_how);
 /* A blocked wait says whom it waits on (and refreshes it); a wait that
- * ends without a failure clears it. Store errors are ignored. */
+ * ends without a failure clears it. Each write waits at most
+ * TCP_WAIT_NOTE_IO_S on the store; after a failure (logged once) no more
+ * are written. */
 void tcp_wait_note(tcp_ctx_t *c, int peer);
 void tcp_wait_clear(tcp_ctx_t *c);
 /* The rank that went silent first, from `peer` (the rank this one timed

@@ -125,15 +125,28 @@ static void wait_key(const tcp_ctx_t *c, int rank, char *key, size_t len)
     snprintf(key, len, "tcp/%lld/wait/%d", c->epoch, rank);
 }
 
+/* A wait record is written from inside a wait: a stopped or unreachable
+ * store must not hold up the data path (and its sockets) for long. After
+ * one failure this init writes no more (its record may then be stale: a
+ * timeout's walk treats a record that stopped moving as the end). */
 static void wait_put(tcp_ctx_t *c, int peer)
 {
-    if (!c->store)
+    if (!c->store || c->wait_notes_off)
         return;
     char key[96], val[64];
     wait_key(c, c->rank, key, sizeof key);
     int n = snprintf(val, sizeof val, "%d %lld", peer, ++c->wait_seq);
-    if (dt_store_set(c->store, key, val, (size_t)n) != DT_OK)
-        c->wait_noted = 0;
+    dt_status_t st = dt_store_set_bounded(c->store, key, val, (size_t)n,
+                                          TCP_WAIT_NOTE_IO_S);
+    if (st == DT_OK)
+        return;
+    c->wait_noted = 0;
+    c->wait_notes_off = 1;
+    dt_warn("tcp: rank %d: the rendezvous store took no record of this "
+            "rank's wait within %.0f s (%s): is dtctl stopped or its host "
+            "unreachable? Training goes on; this rank records no more "
+            "waits, so a later timeout may name a rank that only waited",
+            c->rank, TCP_WAIT_NOTE_IO_S, dt_status_str(st));
 }
 
 void tcp_wait_note(tcp_ctx_t *c, int peer)

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -88,6 +90,89 @@ static dt_status_t open_listener(tcp_ctx_t *c, const char *bind_addr,
     return DT_OK;
 }
 
+static int out_of_fds(int err)
+{
+    return err == EMFILE || err == ENFILE;
+}
+
+/* Out of descriptors: waiting cannot help, and it is no peer's fault. */
+static dt_status_t fds_exhausted(const tcp_ctx_t *c, const char *what)
+{
+    int err = errno;
+    struct rlimit rl = {0, 0};
+    getrlimit(RLIMIT_NOFILE, &rl);
+    char host[256] = "?";
+    gethostname(host, sizeof host);
+    dt_error("tcp: rank %d on %s: cannot %s: %s (descriptor limit %llu, "
+             "hard %llu; the mesh needs %d sockets: %d peers x "
+             "sockets_per_peer %d); raise 'ulimit -n' or lower "
+             "[transport.tcp] sockets_per_peer",
+             c->rank, host, what, strerror(err),
+             (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
+             (c->size - 1) * c->nsock, c->size - 1, c->nsock);
+    return DT_ERR_IO;
+}
+
+/* Descriptors open now, from /proc/self/fd (its own one not counted);
+ * -1 when it cannot be read. */
+static long open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    long n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1;
+}
+
+/* Room for the mesh's sockets (plus the listener and a few more: a store
+ * reconnect, resolver files), and for strangers' connections during
+ * setup: raise the soft limit toward the hard one; fail now, saying so,
+ * when even the hard limit is too low (else accept() and socket() fail
+ * deep in setup and the peers get blamed). */
+static dt_status_t fd_room(const tcp_ctx_t *c)
+{
+    struct rlimit rl;
+    long open_now = open_fds();
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || open_now < 0)
+        return DT_OK; /* no way to tell: let setup try */
+    rlim_t mesh = (rlim_t)(c->size - 1) * (rlim_t)c->nsock;
+    rlim_t need = (rlim_t)open_now + mesh + TCP_FD_SPARE;
+    rlim_t want = need + TCP_PENDING_MAX;
+    if (rl.rlim_cur >= want)
+        return DT_OK;
+    rlim_t to = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want
+                    ? want
+                    : rl.rlim_max;
+    if (to > rl.rlim_cur) {
+        struct rlimit nl = {to, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &nl) == 0) {
+            dt_debug("tcp: rank %d: raised the open file limit from %llu to "
+                     "%llu (hard limit %llu) for %llu sockets",
+                     c->rank, (unsigned long long)rl.rlim_cur,
+                     (unsigned long long)to, (unsigned long long)rl.rlim_max,
+                     (unsigned long long)mesh);
+            rl.rlim_cur = to;
+        }
+    }
+    if (rl.rlim_cur >= need)
+        return DT_OK;
+    char host[256] = "?";
+    gethostname(host, sizeof host);
+    dt_error("tcp: rank %d on %s: needs %llu file descriptors (%ld open, "
+             "%llu sockets: %d peers x sockets_per_peer %d, %d spare) but "
+             "its limit is %llu and the hard limit %llu; raise 'ulimit -n' "
+             "(hard and soft) on this host, or lower [transport.tcp] "
+             "sockets_per_peer",
+             c->rank, host, (unsigned long long)need, open_now,
+             (unsigned long long)mesh, c->size - 1, c->nsock, TCP_FD_SPARE,
+             (unsigned long long)rl.rlim_cur,
+             (unsigned long long)rl.rlim_max);
+    return DT_ERR_CONFIG;
+}
+
 /* Non-blocking connect to host:port, retried until the deadline. */
 static dt_status_t connect_to(tcp_ctx_t *c, const char *host,
                               const char *port, int peer, double deadline,
@@ -108,6 +193,12 @@ static dt_status_t connect_to(tcp_ctx_t *c, const char *host,
         for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
             int fd = socket(ai->ai_family,
                             ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+            if (fd < 0 && out_of_fds(errno)) {
+                char what[64];
+                snprintf(what, sizeof what, "open a socket to rank %d", peer);
+                freeaddrinfo(res);
+                return fds_exhausted(c, what);
+            }
             if (fd < 0)
                 continue;
             tune_socket(c, fd);
@@ -185,7 +276,7 @@ static dt_status_t connect_lower(tcp_ctx_t *c, const dt_transport_args_t *a,
         snprintf(c->peers[p].addr, sizeof c->peers[p].addr, "%s:%s", host,
                  port);
         for (int i = 0; i < c->nsock; i++) {
-            int fd;
+            int fd = -1;
             DT_CHECK(connect_to(c, host, port, p, deadline, &fd));
             /* dt/auth.h logs a failure itself, naming both ranks. */
             dt_auth_t au = {"tcp", a->token, a->token_len, c->rank, c->size,
@@ -206,55 +297,181 @@ static dt_status_t connect_lower(tcp_ctx_t *c, const dt_transport_args_t *a,
     return DT_OK;
 }
 
+/* Connections being authenticated, all at once: a stranger that connects
+ * and says nothing holds up no rank (and costs no more than its socket). */
+typedef struct pending {
+    dt_auth_acceptor_t *x[TCP_PENDING_MAX];
+    int fd[TCP_PENDING_MAX];
+    int n;
+    long long strays, quiet; /* dropped strangers; not logged one by one */
+    char last_from[64];
+} pending_t;
+
+/* A stranger dropped: the first few logged, the rest summed up once. */
+static void stray_note(const tcp_ctx_t *c, pending_t *pd, const char *from,
+                       const char *why)
+{
+    if (++pd->strays <= TCP_STRAYS_LOGGED) {
+        dt_warn("tcp: rank %d: dropped a connection from %s: %s%s",
+                c->rank, from, why,
+                pd->strays == TCP_STRAYS_LOGGED
+                    ? " (further ones are summed up when setup ends)"
+                    : "");
+        return;
+    }
+    pd->quiet++;
+    snprintf(pd->last_from, sizeof pd->last_from, "%s", from);
+}
+
+static void stray_summary(const tcp_ctx_t *c, const pending_t *pd)
+{
+    if (pd->quiet)
+        dt_warn("tcp: rank %d: dropped %lld more connections that did not "
+                "authenticate (the last from %s); they do not know the job "
+                "token (a port scanner, or a client of another job?)",
+                c->rank, pd->quiet, pd->last_from);
+}
+
+/* Forget handshake i, closing its socket unless it was kept. */
+static void pending_remove(pending_t *pd, int i, int keep_fd)
+{
+    dt_auth_acceptor_free(pd->x[i]);
+    if (!keep_fd)
+        close(pd->fd[i]);
+    pd->n--;
+    pd->x[i] = pd->x[pd->n];
+    pd->fd[i] = pd->fd[pd->n];
+}
+
+/* Make room by dropping the oldest handshake (the one nearest its
+ * deadline): a real connector sends its hello at once. */
+static void pending_evict(const tcp_ctx_t *c, pending_t *pd, const char *why)
+{
+    int old = 0;
+    for (int i = 1; i < pd->n; i++)
+        if (dt_auth_acceptor_deadline(pd->x[i]) <
+            dt_auth_acceptor_deadline(pd->x[old]))
+            old = i;
+    stray_note(c, pd, dt_auth_acceptor_from(pd->x[old]), why);
+    pending_remove(pd, old, 0);
+}
+
+/* Take one connection off the listener into the pending set. */
+static dt_status_t accept_one(tcp_ctx_t *c, const dt_transport_args_t *a,
+                              int lfd, double deadline, pending_t *pd)
+{
+    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0 && out_of_fds(errno) && pd->n > 0) {
+        pending_evict(c, pd, "out of file descriptors for the job's ranks");
+        return DT_OK;
+    }
+    if (fd < 0 && out_of_fds(errno))
+        return fds_exhausted(c, "accept the higher ranks' connections");
+    if (fd < 0)
+        return DT_OK; /* gone before we took it, or interrupted */
+    if (pd->n == TCP_PENDING_MAX)
+        pending_evict(c, pd, "too many unauthenticated connections at once");
+    double left = deadline - dt_clock_now();
+    dt_auth_t au = {"tcp", a->token, a->token_len, c->rank, c->size,
+                    left > TCP_HANDSHAKE_S ? TCP_HANDSHAKE_S : left};
+    dt_auth_acceptor_t *x = NULL;
+    dt_status_t st = au.timeout > 0
+                         ? dt_auth_acceptor_new(fd, &au, c->rank + 1, c->size,
+                                                (uint32_t)c->nsock, &x)
+                         : DT_ERR_TIMEOUT;
+    if (st != DT_OK) {
+        close(fd);
+        return st == DT_ERR_NOMEM ? st : DT_OK;
+    }
+    pd->x[pd->n] = x;
+    pd->fd[pd->n] = fd;
+    pd->n++;
+    return DT_OK;
+}
+
+/* Advance handshake i; 1 when it is done (authenticated or dropped). */
+static int pending_step(tcp_ctx_t *c, pending_t *pd, int i, int *got)
+{
+    int peer = -1;
+    uint32_t idx = 0;
+    dt_status_t st = dt_auth_acceptor_step(pd->x[i], &peer, &idx);
+    if (st == DT_DECLINED)
+        return 0;
+    const char *why = dt_auth_acceptor_stray(pd->x[i]);
+    if (why)
+        stray_note(c, pd, dt_auth_acceptor_from(pd->x[i]), why);
+    if (st == DT_OK && c->peers[peer].socks[idx].fd >= 0) {
+        dt_error("tcp: rank %d: rank %d connected socket %u twice; "
+                 "dropped the second",
+                 c->rank, peer, idx);
+        st = DT_ERR_PEER;
+    }
+    if (st == DT_OK) {
+        attach(c, peer, (int)idx, pd->fd[i]);
+        (*got)++;
+    }
+    pending_remove(pd, i, st == DT_OK);
+    return 1;
+}
+
+static dt_status_t accept_timed_out(const tcp_ctx_t *c)
+{
+    char missing[256] = "";
+    size_t off = 0;
+    for (int q = c->rank + 1; q < c->size && off < 200; q++)
+        for (int i = 0; i < c->nsock; i++)
+            if (c->peers[q].socks[i].fd < 0) {
+                off += (size_t)snprintf(missing + off, sizeof missing - off,
+                                        " %d", q);
+                break;
+            }
+    dt_error("tcp: rank %d: timed out waiting for ranks%s to connect; they "
+             "may have failed to start (see their log lines) or cannot "
+             "reach this host",
+             c->rank, missing);
+    return DT_ERR_PEER;
+}
+
+/* One round: poll the listener and every handshake, advance them. */
+static dt_status_t accept_round(tcp_ctx_t *c, const dt_transport_args_t *a,
+                                int lfd, double deadline, pending_t *pd,
+                                int *got)
+{
+    struct pollfd p[1 + TCP_PENDING_MAX];
+    double wake = deadline;
+    p[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
+    for (int i = 0; i < pd->n; i++) {
+        p[1 + i] = (struct pollfd){.fd = pd->fd[i], .events = POLLIN};
+        double d = dt_auth_acceptor_deadline(pd->x[i]);
+        wake = d < wake ? d : wake;
+    }
+    int n = pd->n;
+    if (poll(p, (nfds_t)(1 + n), tcp_ms_until(wake)) < 0 && errno != EINTR)
+        return DT_ERR_IO;
+    double now = dt_clock_now();
+    /* Backwards: a finished handshake moves the last one into its slot. */
+    for (int i = n - 1; i >= 0; i--)
+        if (p[1 + i].revents || now >= dt_auth_acceptor_deadline(pd->x[i]))
+            pending_step(c, pd, i, got);
+    if (p[0].revents & POLLIN)
+        return accept_one(c, a, lfd, deadline, pd);
+    return DT_OK;
+}
+
 static dt_status_t accept_higher(tcp_ctx_t *c, const dt_transport_args_t *a,
                                  int lfd, double deadline)
 {
     int want = (c->size - 1 - c->rank) * c->nsock, got = 0;
-    while (got < want) {
-        struct pollfd p = {.fd = lfd, .events = POLLIN};
-        int ms = tcp_ms_until(deadline);
-        if (ms == 0 || poll(&p, 1, ms) == 0) {
-            char missing[256] = "";
-            size_t off = 0;
-            for (int q = c->rank + 1; q < c->size && off < 200; q++)
-                for (int i = 0; i < c->nsock; i++)
-                    if (c->peers[q].socks[i].fd < 0) {
-                        off += (size_t)snprintf(missing + off,
-                                                sizeof missing - off, " %d",
-                                                q);
-                        break;
-                    }
-            dt_error("tcp: rank %d: timed out waiting for ranks%s to "
-                     "connect; they may have failed to start (see their "
-                     "log lines) or cannot reach this host",
-                     c->rank, missing);
-            return DT_ERR_PEER;
-        }
-        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd < 0)
-            continue;
-        int peer = -1;
-        uint32_t idx = 0;
-        /* One slow or hostile client must not stall the mesh for long. */
-        double left = deadline - dt_clock_now();
-        dt_auth_t au = {"tcp", a->token, a->token_len, c->rank, c->size,
-                        left > 10.0 ? 10.0 : left};
-        dt_status_t st = au.timeout > 0
-                             ? dt_auth_accept(fd, &au, c->rank + 1, c->size,
-                                              (uint32_t)c->nsock, &peer, &idx)
-                             : DT_ERR_TIMEOUT;
-        if (st != DT_OK || c->peers[peer].socks[idx].fd >= 0) {
-            if (st == DT_OK)
-                dt_error("tcp: rank %d: rank %d connected socket %u twice; "
-                         "dropped the second",
-                         c->rank, peer, idx);
-            close(fd);
-            continue;
-        }
-        attach(c, peer, (int)idx, fd);
-        got++;
-    }
-    return DT_OK;
+    pending_t pd = {.n = 0};
+    dt_status_t st = DT_OK;
+    while (got < want && st == DT_OK)
+        st = tcp_ms_until(deadline) == 0
+                 ? accept_timed_out(c)
+                 : accept_round(c, a, lfd, deadline, &pd, &got);
+    while (pd.n > 0)
+        pending_remove(&pd, pd.n - 1, 0);
+    stray_summary(c, &pd);
+    return st;
 }
 
 dt_status_t tcp_wireup(tcp_ctx_t *c, const dt_transport_args_t *a)
@@ -279,6 +496,7 @@ dt_status_t tcp_wireup(tcp_ctx_t *c, const dt_transport_args_t *a)
     epoch = (long long)n;
     c->store = a->store;
     c->epoch = epoch;
+    DT_CHECK(fd_room(c));
     DT_CHECK(open_listener(c, bind_addr, &lfd, &port));
     if (bind_addr && strcmp(bind_addr, "0.0.0.0") != 0 &&
         strcmp(bind_addr, "::") != 0)
