@@ -180,29 +180,42 @@ sleep 0.1
 wait $bg
 grep -q "again: killing" "$T/e" && fail "one SIGINT after a failure killed at once: $(cat "$T/e")"
 [ -s "$T/ppid.graceful" ] || fail "one SIGINT after a failure: rank 0 got no SIGTERM grace: $(cat "$T/e")"
-# ... and dtctl itself killed (SIGKILL: no handler runs): its workers get
-# SIGTERM from the kernel (parent-death signal) instead of running on
-# unwatched (a `--` program forever).
+# ... and dtctl itself killed (SIGKILL: no handler runs): nobody is left
+# to stop the job, so each worker's group guard does: SIGTERM to the
+# whole group (rank 0 gets it), SIGKILL after kill_grace (2 s here) for
+# what ignores it: rank 1 itself and both ranks' own children (the
+# kernel's parent-death signal reached the workers only: their children
+# ran on, reparented to init).
 rm -f "$T/ppid".*
 tag="$MARK-orphan"
-run -n 2 -- sh -c 'echo $PPID >"$0.$DT_RANK"
-    trap "echo yes >$0.term.$DT_RANK; exit 0" TERM
-    while :; do sleep 0.1; done; : '"$tag" "$T/ppid" >"$T/o" 2>"$T/e" &
+# (Output to /dev/null: a dead dtctl's pipes would SIGPIPE rank 0's shell
+# reporting its killed `sleep` before the trap runs.)
+run -n 2 -- sh -c 'exec >/dev/null 2>&1
+    if [ "$DT_RANK" = 1 ]; then trap "" TERM
+    else trap "echo yes >$0.term.$DT_RANK; exit 0" TERM; fi
+    sh -c "trap \"\" TERM; while :; do sleep 0.1; done; : child-$1" &
+    echo $PPID >"$0.$DT_RANK"
+    while :; do sleep 0.1; done; : '"$tag" "$T/ppid" "$tag" >"$T/o" 2>"$T/e" &
 bg=$!
-for i in $(seq 100); do [ -s "$T/ppid.0" ] && [ -s "$T/ppid.1" ] && break; sleep 0.05; done
+for i in $(seq 100); do
+    [ -s "$T/ppid.0" ] && [ -s "$T/ppid.1" ] &&
+        [ "$(pgrep -f "child-$tag" | wc -l)" -ge 2 ] && break
+    sleep 0.05
+done
 p=$(cat "$T/ppid.0" 2>/dev/null)
-if [ -n "$p" ] && kill -KILL "$p"; then
+if [ -n "$p" ] && [ "$(pgrep -f "child-$tag" | wc -l)" -ge 2 ] &&
+    kill -KILL "$p"; then
     wait $bg
-    for i in $(seq 100); do [ -s "$T/ppid.term.0" ] && [ -s "$T/ppid.term.1" ] && break; sleep 0.1; done
-    [ -s "$T/ppid.term.0" ] && [ -s "$T/ppid.term.1" ] ||
-        fail "dtctl SIGKILLed: its workers got no SIGTERM"
+    # kill_grace + 3 s: the guards' SIGKILL must have come by then
     for i in $(seq 50); do leftovers "$tag" || break; sleep 0.1; done
     if leftovers "$tag"; then
-        fail "dtctl SIGKILLed: workers left: $(pgrep -fa "$tag" | head -3)"
+        fail "dtctl SIGKILLed: processes left after kill_grace + 3 s: $(pgrep -fa "$tag" | head -4)"
         pkill -KILL -f "$tag"
     fi
+    [ -s "$T/ppid.term.0" ] || fail "dtctl SIGKILLed: rank 0 got no SIGTERM first"
 else
-    fail "dtctl SIGKILLed: workers did not start"
+    fail "dtctl SIGKILLed: workers and their children did not start"
+    pkill -KILL -f "$tag"; wait $bg
 fi
 # ... but a SIGHUP that dtctl was started with ignored stays ignored
 # (`nohup dtctl run ... &` outlives the logout).

@@ -64,6 +64,15 @@ dt_status_t dt_ckpt_set_aside_after(const char *dir, uint64_t step,
  * not at the first checkpoint. DT_ERR_IO is logged naming dir and errno. */
 dt_status_t dt_ckpt_check_dir(const char *dir);
 
+/* Rank 0, for the job's life: an exclusive flock on dir/.dt-lock
+ * (ckpt_lock.c), which also records this process's pid, host and start
+ * time. DT_ERR_CONFIG when another live process holds it, logged naming
+ * dir, that holder and what to do; DT_ERR_IO when the file cannot be
+ * opened or locked. *fd: the lock, for dt_ckpt_unlock (-1 on failure). */
+dt_status_t dt_ckpt_lock(const char *dir, int *fd);
+/* Release it (the process's end does too); sets *fd to -1. */
+void dt_ckpt_unlock(int *fd);
+
 /* One file of the ckpt-<step> series, by its name (not read). */
 typedef struct dt_ckpt_entry {
     uint64_t step;

@@ -143,7 +143,8 @@ static dt_status_t make_dir(const char *dir)
 }
 
 /* Temporary files a writer killed mid-write left (only one writer runs at
- * a time, so any is stale). */
+ * a time: the job holds the directory's lock, dt_ckpt_lock; so any is
+ * stale). */
 static void remove_stale(const char *dir)
 {
     DIR *d = opendir(dir);

@@ -53,6 +53,7 @@ typedef struct dt_trainer {
     double ckpt_interval;       /* also every T seconds of wall time (0)   */
     bool ckpt_best;             /* keep best.dtckpt (best test accuracy)   */
     bool resume;
+    int ckpt_lock;              /* rank 0: checkpoint_dir's lock (fd), -1 */
     /* rank 0: the newest checkpoint of this run (written or resumed
      * from), which a failed write names; and the steps of the files above
      * the one --resume took (corrupt ones it went past): not this run's,

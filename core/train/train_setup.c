@@ -11,6 +11,7 @@
 
 #include <dt/dt.h>
 #include <dt/log.h>
+#include "ckpt/ckpt.h"
 #include "coll/coll.h"
 #include "cuda/backend.h"
 #include "plugin/plugin_loader.h"
@@ -985,6 +986,7 @@ static dt_status_t setup_outputs(const dt_config_t *cfg, dt_trainer_t *t)
 dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg)
 {
     memset(t, 0, sizeof *t);
+    t->ckpt_lock = -1;
     t->cfg = cfg;
     /* Without dt_init a process started as one of N workers would train
      * alone as rank 0 of 1: N jobs writing rank 0's checkpoints and
@@ -1106,6 +1108,7 @@ void dt_trainer_teardown(dt_trainer_t *t)
     dt_dataset_free(&t->test);
     dt_jsonl_close(t->jsonl);
     dt_tb_close(t->tb);
+    dt_ckpt_unlock(&t->ckpt_lock);
     free(t->ckpt_dir);
     free(t->work_load);
     memset(t, 0, sizeof *t);

@@ -1100,12 +1100,14 @@ static dt_status_t check_fresh(const dt_trainer_t *t)
     return n ? DT_ERR_CONFIG : DT_OK;
 }
 
-/* Rank 0: what checkpoint_dir must be before training. */
-static dt_status_t check_ckpt_dir(const dt_trainer_t *t)
+/* Rank 0: what checkpoint_dir must be before training; then it is this
+ * job's alone until teardown (a second job is refused, naming us). */
+static dt_status_t check_ckpt_dir(dt_trainer_t *t)
 {
     if (!t->ckpt_dir)
         return DT_OK;
     DT_CHECK(dt_ckpt_check_dir(t->ckpt_dir));
+    DT_CHECK(dt_ckpt_lock(t->ckpt_dir, &t->ckpt_lock));
     return t->resume ? DT_OK : check_fresh(t);
 }
 

@@ -42,6 +42,22 @@ static void unmap(dt_shm_t *s)
     s->base = NULL;
 }
 
+/* Test hook (DT_TEST_SHM_DIE_AFTER_CREATE=FILE): write the segment's path
+ * into FILE and SIGKILL this process, as a kill -9 of rank 0 between
+ * creating the segment and unlinking it (tests/shm_leftover.sh). */
+static void test_die_after_create(const char *name)
+{
+    const char *file = getenv("DT_TEST_SHM_DIE_AFTER_CREATE");
+    if (!file || !*file)
+        return;
+    FILE *f = fopen(file, "w");
+    if (f) {
+        fprintf(f, "/dev/shm%s\n", name);
+        fclose(f);
+    }
+    raise(SIGKILL);
+}
+
 /* Rank 0: create, size and map the segment; name gets its name. */
 static int create(dt_shm_t *s, char *name, size_t name_len, char *why,
                   size_t why_len)
@@ -85,6 +101,7 @@ static int create(dt_shm_t *s, char *name, size_t name_len, char *why,
     h->size = s->size;
     h->chunk = s->chunk;
     __atomic_store_n(&h->magic, DT_SHM_MAGIC, __ATOMIC_RELEASE);
+    test_die_after_create(name);
     return 1;
 }
 

@@ -52,6 +52,24 @@ static dt_status_t check_hosts(const dt_launch_spec_t *spec)
     return DT_OK;
 }
 
+/* When dtctl dies (SIGKILL, the OOM killer) nobody stops the job, and the
+ * parent-death signal reaches the worker only: its children, and a worker
+ * that ignores SIGTERM, would run on. A guard per worker, inside its
+ * process group, stops the whole group: SIGTERM, SIGKILL after
+ * kill_grace. One per worker rather than one per job: a member keeps the
+ * group's number from being reused, so the late SIGKILL cannot hit a
+ * stranger's group; a guard is a forked dtctl that only waits (shared
+ * pages, no descriptors). It ends with its group: local_kill_and_reap's
+ * SIGKILL, reaped with the group's members. */
+static void start_guard(const local_launcher_t *L, const local_worker_t *w)
+{
+    if (spawn_group_guard_start(w->pid, L->kill_grace) <= 0)
+        dt_warn("rank %d (pid %d): cannot start its guard (%s): if dtctl "
+                "is killed, the worker's own children may run on; stop "
+                "them with kill -- -%d",
+                w->rank, (int)w->pid, strerror(errno), (int)w->pid);
+}
+
 static dt_status_t start_rank(local_launcher_t *L, const dt_launch_spec_t *spec,
                               int rank)
 {
@@ -63,7 +81,9 @@ static dt_status_t start_rank(local_launcher_t *L, const dt_launch_spec_t *spec,
     if (st != DT_OK)
         return st;
     /* SIGTERM when dtctl dies, even by SIGKILL: a local job nobody
-     * watches would run on (a `--` program forever). */
+     * watches would run on (a `--` program forever). The kernel's
+     * parent-death signal on the worker covers it from exec on; the
+     * group guard (start_guard) then adds its children and the SIGKILL. */
     spawn_req_t req = {spec->argv, envp, spec->workdir, spec->output != NULL,
                        0, 0, SIGTERM};
     spawn_child_t child;
@@ -78,6 +98,7 @@ static dt_status_t start_rank(local_launcher_t *L, const dt_launch_spec_t *spec,
     w->fds[0] = child.out_fd;
     w->fds[1] = child.err_fd;
     w->pidfd = open_pidfd(child.pid);
+    start_guard(L, w);
     dt_debug("local launcher: rank %d started as pid %d", rank, (int)w->pid);
     return DT_OK;
 }

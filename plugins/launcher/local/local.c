@@ -17,13 +17,17 @@
 
 static dt_status_t local_init(const dt_config_t *cfg, void **ctx)
 {
-    (void)cfg; /* [launcher.local] has no keys */
+    /* [launcher.local] has no keys */
     local_launcher_t *L = calloc(1, sizeof *L);
     if (!L || !(L->buf = malloc(READ_CHUNK))) {
         free(L);
         return DT_ERR_NOMEM;
     }
     L->buf_len = READ_CHUNK;
+    L->kill_grace = 5.0;
+    if (cfg && dt_config_get_duration(cfg, "cluster", "kill_grace",
+                                      &L->kill_grace) != DT_OK)
+        L->kill_grace = 5.0; /* dtctl said what is wrong with it */
     /* Children that workers leave behind come back to dtctl when a worker
      * exits, so fini can reap them (no zombies under a PID 1 that does not
      * reap). Failure only loses that. */

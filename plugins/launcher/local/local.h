@@ -24,6 +24,8 @@ typedef struct local_launcher {
     dt_output_fn output;
     void *output_arg;
     char *buf;      /* read buffer for worker output */
+    double kill_grace; /* [cluster] kill_grace: the guards' SIGTERM to
+                          SIGKILL when dtctl dies                      */
     size_t buf_len;
 } local_launcher_t;
 
@@ -37,6 +39,9 @@ void local_drain_worker(local_launcher_t *L, local_worker_t *w);
 dt_status_t local_signal(void *ctx, int signo);
 /* SIGKILL every worker's process group and reap all of them. */
 void local_kill_and_reap(local_launcher_t *L);
+/* shm_sweep.c: remove /dev/shm/dt-<pid>-* that worker pid (ended, not
+ * yet reaped) created and did not unlink. */
+void local_shm_sweep(pid_t pid);
 /* run_on_host.c */
 dt_status_t local_run_on_host(void *ctx, const dt_host_t *host,
                               const char *const *argv, char **output,

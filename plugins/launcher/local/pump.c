@@ -61,6 +61,17 @@ static void reap_orphans(local_worker_t *w)
         ;
 }
 
+/* 1: pid has ended, left unreaped (its number stays taken while we
+ * clean up after it); 0: it runs; -1: waitid failed (errno). */
+static int ended_unreaped(pid_t pid)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0)
+        return -1;
+    return si.si_pid == pid;
+}
+
 /* waitpid every running worker; drain the output of those that ended so
  * it reaches the caller before their exit does. */
 static void reap_ended(local_launcher_t *L)
@@ -73,6 +84,11 @@ static void reap_ended(local_launcher_t *L)
             reap_orphans(w);
             continue;
         }
+        int ended = ended_unreaped(w->pid);
+        if (ended == 0)
+            continue;
+        if (ended > 0)
+            local_shm_sweep(w->pid);
         int status;
         pid_t p = waitpid(w->pid, &status, WNOHANG);
         if (p == w->pid || (p < 0 && errno == ECHILD)) {

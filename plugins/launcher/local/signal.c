@@ -56,6 +56,11 @@ void local_kill_and_reap(local_launcher_t *L)
             continue;
         }
         if (!w->reaped) {
+            siginfo_t si; /* ended, still unreaped: see local_shm_sweep */
+            while (waitid(P_PID, (id_t)w->pid, &si, WEXITED | WNOWAIT) < 0 &&
+                   errno == EINTR)
+                ;
+            local_shm_sweep(w->pid);
             int status;
             pid_t p;
             while ((p = waitpid(w->pid, &status, 0)) < 0 && errno == EINTR)

@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "spawn.h"
@@ -81,6 +82,58 @@ pid_t spawn_guard_start(pid_t child, int signo)
     if (pidfd >= 0)
         close(pidfd);
     return guard > 0 ? guard : 0;
+}
+
+/* The group guard: wait as guard_main does, then stop the whole group.
+ * It is a member itself, so the group's number stays ours until the
+ * SIGKILL (which ends the guard too): neither signal can reach a stranger
+ * that took a freed number. Its own SIGTERM stays blocked. */
+static void group_guard_main(pid_t parent, pid_t pgid, double grace,
+                             long maxfd)
+{
+    prctl(PR_SET_NAME, "dt-guard", 0, 0, 0);
+    setpgid(0, pgid); /* spawn_group_guard_start does it too: either wins */
+    close_all_but(-1, maxfd);
+    sigset_t death;
+    sigemptyset(&death);
+    sigaddset(&death, SIGTERM);
+    prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+    siginfo_t si;
+    while (getppid() == parent)
+        sigwaitinfo(&death, &si); /* a SIGTERM for the group is not ours */
+    kill(-pgid, SIGTERM);
+    struct timespec ts = {(time_t)grace,
+                          (long)((grace - (double)(time_t)grace) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+    kill(-pgid, SIGKILL);
+    _exit(0);
+}
+
+pid_t spawn_group_guard_start(pid_t pgid, double grace)
+{
+    long maxfd = sysconf(_SC_OPEN_MAX);
+    if (maxfd < 0 || maxfd > 1 << 20)
+        maxfd = 1 << 20;
+    if (grace < 0)
+        grace = 0;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid_t self = getpid();
+    pid_t guard = fork();
+    if (guard == 0)
+        group_guard_main(self, pgid, grace, maxfd);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (guard < 0)
+        return 0;
+    /* Here too, before anyone reaps the leader: while it is unreaped the
+     * group exists, so joining cannot fail but for a bug. */
+    if (setpgid(guard, pgid) != 0 && getpgid(guard) != pgid) {
+        spawn_guard_stop(&guard);
+        return 0;
+    }
+    return guard;
 }
 
 void spawn_guard_stop(pid_t *guard)

@@ -39,6 +39,12 @@ dt_status_t spawn_start(const spawn_req_t *req, spawn_child_t *child,
 /* guard.c: a process (forked, no exec, named dt-guard) that sends child
  * signo once when dtctl dies; 0 when it cannot start. */
 pid_t spawn_guard_start(pid_t child, int signo);
+/* guard.c: a guard that joins process group pgid (whose leader the
+ * caller has not reaped yet) and, when dtctl dies, sends the group
+ * SIGTERM, then SIGKILL after grace seconds; 0 when it cannot start. It
+ * ends only by a signal: the caller's SIGKILL to the group ends it with
+ * the rest, and reaping the group's members reaps it too. */
+pid_t spawn_group_guard_start(pid_t pgid, double grace);
 /* SIGKILL and reap the guard *guard (if any); sets it to 0. */
 void spawn_guard_stop(pid_t *guard);
 

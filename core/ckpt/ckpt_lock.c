@@ -1,0 +1,95 @@
+/* ckpt_lock.c — one job per checkpoint directory.
+ *
+ * Two jobs writing one directory delete each other's temporary files
+ * (each takes any it finds for a killed writer's, ckpt_write.c) and prune
+ * each other's checkpoints. So rank 0 holds flock() on a file in the
+ * directory for the job's life: the kernel drops it when the process
+ * ends, however (kill -9, OOM), so a dead job never blocks the next one
+ * and no stale lock needs breaking. The file holds who took it, for the
+ * message the next job prints; it stays (removing it would let a third
+ * job lock a new file while the second still holds the old one). NFS:
+ * Linux maps flock to NFS byte-range locks, seen by every client; with
+ * the `nolock` mount option they are local to each host. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <dt/log.h>
+#include "ckpt.h"
+
+#define LOCK_NAME ".dt-lock"
+
+/* "pid P on HOST since TIME", from the holder's file (or a stand-in). */
+static void read_holder(int fd, char *buf, size_t len)
+{
+    ssize_t n = pread(fd, buf, len - 1, 0);
+    buf[n > 0 ? n : 0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    if (!buf[0])
+        snprintf(buf, len, "a process that has not written its name yet");
+}
+
+/* Replace the file's text with ours: pid, host, start time (UTC). */
+static void write_holder(int fd)
+{
+    char host[256] = "?", when[32] = "?", line[400];
+    if (gethostname(host, sizeof host - 1) != 0)
+        snprintf(host, sizeof host, "?");
+    host[sizeof host - 1] = '\0';
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm))
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    int n = snprintf(line, sizeof line, "pid %d on %s since %s\n",
+                     (int)getpid(), host, when);
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)n, 0) != n)
+        dt_debug("cannot record this job in its checkpoint lock file: %s",
+                 strerror(errno));
+}
+
+dt_status_t dt_ckpt_lock(const char *dir, int *fd_out)
+{
+    char path[4096];
+    *fd_out = -1;
+    snprintf(path, sizeof path, "%s/" LOCK_NAME, dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        dt_error("%s: cannot open the checkpoint directory's lock file: %s "
+                 "(check [train] checkpoint_dir and its permissions)",
+                 path, strerror(errno));
+        return DT_ERR_IO;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int err = errno;
+        char who[400];
+        read_holder(fd, who, sizeof who);
+        close(fd);
+        if (err == EWOULDBLOCK) {
+            dt_error("[train] checkpoint_dir %s is in use by another job (%s; "
+                     "lock file %s): two jobs in one directory delete each "
+                     "other's checkpoints; wait for that job to end or stop "
+                     "it, or give this one another checkpoint_dir",
+                     dir, who, path);
+            return DT_ERR_CONFIG;
+        }
+        dt_error("%s: cannot lock the checkpoint directory: %s (a file "
+                 "system without locks? NFS mounted with nolock?)",
+                 path, strerror(err));
+        return DT_ERR_IO;
+    }
+    write_holder(fd);
+    *fd_out = fd;
+    return DT_OK;
+}
+
+void dt_ckpt_unlock(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd); /* the lock goes with the last descriptor */
+    *fd = -1;
+}
