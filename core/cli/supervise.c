@@ -364,10 +364,19 @@ int supervise_job(const supervise_args_t *a)
         while ((signo = stop_signals_take()) != 0)
             on_stop_signal(&m, signo);
         if (m.stopping && !m.killed && dt_clock_now_ms() >= m.kill_at) {
+            /* dt's trainer stopped by SIGTERM/SIGUSR1 writes a
+             * checkpoint first: the kill may cut that write short. */
+            int ckpt = a->trainer && (m.first_signo == SIGTERM ||
+                                      m.first_signo == SIGUSR1);
             if (a->kill_grace > 0)
                 dt_warn("workers still running %gs after SIGTERM "
-                        "([cluster] kill_grace); sending SIGKILL",
-                        a->kill_grace);
+                        "([cluster] kill_grace); sending SIGKILL%s",
+                        a->kill_grace,
+                        ckpt ? ": a preemption checkpoint they were "
+                               "writing is lost (the one before it "
+                               "stands); raise [cluster] kill_grace above "
+                               "a checkpoint's write time"
+                             : "");
             kill_now(&m);
         }
         if (m.killed && dt_clock_now_ms() >= m.give_up_at) {
