@@ -139,6 +139,8 @@ run -n 2 --resume --set train.checkpoint_dir=b job.ini ||
     { cat out; fail "resume at the end failed"; }
 grep -q "nothing left to train; evaluating it" out ||
     { cat out; fail "resume at the end not said"; }
+grep -q "resuming from b/ckpt-000000000250.dtckpt: written at the end of training (2 epochs done, step 250 of the job)" out ||
+    { cat out; fail "the final checkpoint named as an epoch to resume"; }
 acc=$(sed -n 's/.*final test accuracy: \([0-9.]*\)%.*/\1/p' out)
 awk -v a="$acc" 'BEGIN { exit !(a >= 70.0) }' || { cat out; fail "accuracy at the end '$acc'"; }
 ls b/ckpt-00000000025[1-9].dtckpt 2>/dev/null && fail "a resume at the end trained on"

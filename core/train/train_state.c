@@ -687,9 +687,15 @@ static dt_status_t load_on_root(dt_trainer_t *t, uint64_t before,
         t->ckpt_have = true;
         t->ckpt_last_step = c->step;
     }
-    dt_info("resuming from %s: epoch %llu, step %llu", c->path,
-            (unsigned long long)meta[M_EPOCH] + 1,
-            (unsigned long long)meta[M_GLOBAL_STEP]);
+    if (meta[M_EPOCH] >= t->epochs)
+        dt_info("resuming from %s: written at the end of training (%llu "
+                "epochs done, step %llu of the job)",
+                c->path, (unsigned long long)meta[M_EPOCH],
+                (unsigned long long)meta[M_GLOBAL_STEP]);
+    else
+        dt_info("resuming from %s: epoch %llu, step %llu of the job",
+                c->path, (unsigned long long)meta[M_EPOCH] + 1,
+                (unsigned long long)meta[M_GLOBAL_STEP]);
     return DT_OK;
 }
 
