@@ -54,6 +54,11 @@ void dt_comm_query_caps(dt_comm_t *c, const char *transport);
  * core's own point-to-point users (the parameter servers, train/ps_*.c);
  * NULL before dt_init or in a job of one. */
 dt_comm_t *dt_worker_comm(void);
+/* The job's failure record (dt/store.h): `rank` failed (how: "error"),
+ * as this rank learned from it (a verdict it broadcast), so that dtctl
+ * names it rather than whichever rank exited first. First record wins;
+ * without a store (a job of one), or on a store error, nothing. */
+void dt_worker_record_failure(int rank, const char *how);
 
 dt_status_t dt_coll_allreduce(dt_comm_t *c, const void *send, void *recv,
                               size_t count, dt_dtype_t t, dt_redop_t op);

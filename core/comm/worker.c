@@ -43,6 +43,14 @@ dt_comm_t *dt_worker_comm(void)
     return W.up && W.ops ? &W.comm : NULL;
 }
 
+void dt_worker_record_failure(int rank, const char *how)
+{
+    if (W.up && W.store && W.id.size > 1 &&
+        dt_store_culprit_record(W.store, rank, W.id.rank, how) != DT_OK)
+        dt_debug("rank %d: could not record rank %d's failure in the store",
+                 W.id.rank, rank);
+}
+
 const char *dt_collectives_path(void)
 {
     if (!W.up)

@@ -32,6 +32,7 @@
 #include "ckpt/ckpt.h"
 #include "ckpt/ckpt_format.h"
 #include "nn/model.h"
+#include "coll/coll.h"
 #include "train.h"
 
 enum { TAG_META = 1, TAG_PARAMS = 2, TAG_OPT_STATE = 3, TAG_OPT_NAME = 4 };
@@ -177,6 +178,8 @@ dt_status_t dt_trainer_save_last(dt_trainer_t *t)
     int32_t ok = written || (t->async && t->rank != 0);
     if (t->world > 1 && !t->async)
         DT_CHECK(dt_trainer_broadcast_host(&ok, sizeof ok));
+    if (!ok)
+        dt_worker_record_failure(0, "error"); /* rank 0 said why */
     return ok ? DT_OK : DT_ERR_IO;
 }
 
@@ -885,6 +888,7 @@ dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
         dt_ckpt_free(&c);
         if (bst != DT_OK)
             return bst;
+        dt_worker_record_failure(0, "error"); /* rank 0 said why */
         st = (dt_status_t)(int64_t)head[1];
         return st < 0 ? st : DT_ERR_INVALID;
     }
@@ -1132,8 +1136,10 @@ dt_status_t dt_trainer_prepare_outputs(dt_trainer_t *t)
     /* async: the other workers wait on the servers rank 0 sets up */
     if (t->world > 1 && !t->async)
         DT_CHECK(dt_trainer_broadcast_host(&ok, sizeof ok));
-    if (!ok)
+    if (!ok) {
+        dt_worker_record_failure(0, "error");
         return DT_ERR_CONFIG;
+    }
     if (t->rank == 0 && t->jsonl && !t->resume)
         DT_CHECK(dt_jsonl_truncate(t->jsonl));
     return DT_OK;
