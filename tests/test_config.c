@@ -172,6 +172,22 @@ static void test_parse_double(void **state)
     assert_true(v == 7.0); /* untouched on error */
 }
 
+/* The variable of a key: what the workers read and what dtctl forwards
+ * (core/cli/run_rendezvous.c) are the same name. */
+static void test_env_name(void **state)
+{
+    (void)state;
+    char n[128];
+    dt_config_env_name("transport.my-net", "timeout", n, sizeof n);
+    assert_string_equal(n, "DT_TRANSPORT_MY_NET_TIMEOUT");
+    dt_config_env_name("cluster", "np", n, sizeof n);
+    assert_string_equal(n, "DT_CLUSTER_NP");
+    dt_config_env_name("optimizer.sgd", NULL, n, sizeof n);
+    assert_string_equal(n, "DT_OPTIMIZER_SGD");
+    dt_config_env_name("train", "max_steps", n, 8);
+    assert_string_equal(n, "DT_TRAI"); /* cut, still a string */
+}
+
 static void test_parse_list(void **state)
 {
     (void)state;
@@ -1065,6 +1081,7 @@ int main(void)
         cmocka_unit_test(test_parse_size),
         cmocka_unit_test(test_parse_duration),
         cmocka_unit_test(test_parse_double),
+        cmocka_unit_test(test_env_name),
         cmocka_unit_test(test_parse_list),
         cmocka_unit_test(test_parse_words),
         cmocka_unit_test(test_words_key),

@@ -35,15 +35,6 @@ static dt_status_t strv_addf(strv_t *s, const char *fmt, ...)
     return DT_OK;
 }
 
-/* DT_<SECTION>_<KEY>: upper case, dots as underscores. */
-static void env_name(const char *section, const char *key, char *out,
-                     size_t len)
-{
-    snprintf(out, len, "DT_%s_%s", section, key);
-    for (char *p = out; *p; p++)
-        *p = *p == '.' ? '_' : (char)toupper((unsigned char)*p);
-}
-
 typedef struct forward {
     strv_t *env;
     dt_status_t st;
@@ -72,7 +63,8 @@ static int forward_value(const char *section, const char *key,
     if (!worker_side)
         return 0;
     char name[256];
-    env_name(section, key, name, sizeof name);
+    /* the workers' own spelling: [transport.my-net] is DT_TRANSPORT_MY_NET */
+    dt_config_env_name(section, key, name, sizeof name);
     f->st = strv_addf(f->env, "%s=%s", name, value);
     return f->st != DT_OK;
 }

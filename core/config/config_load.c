@@ -257,9 +257,8 @@ dt_status_t dt_config_load_file(dt_config_t *cfg, const char *path,
 
 /* ---- environment ----------------------------------------------------------- */
 
-/* DT_<SECTION>_<KEY>, upper case, '.' and '-' as '_'. */
-static void env_name(const char *section, const char *key, char *out,
-                     size_t len)
+void dt_config_env_name(const char *section, const char *key, char *out,
+                        size_t len)
 {
     size_t o = 0;
     const char *parts[] = {"DT", section, key};
@@ -309,7 +308,7 @@ dt_status_t dt_config_load_env(dt_config_t *cfg, char *const *envp)
         const cfg_section_t *sec = cfg->sections[i];
         for (const dt_key_spec_t *k = sec->schema; k && k->name; k++) {
             char name[256];
-            env_name(sec->name, k->name, name, sizeof name);
+            dt_config_env_name(sec->name, k->name, name, sizeof name);
             const char *v = env_get(envp, name);
             if (v && *v)
                 DT_CHECK(dt_config_set(cfg, sec->name, k->name, v, DT_SRC_ENV,
@@ -325,7 +324,7 @@ static int env_matches_key(const cfg_section_t *sec, const char *var,
 {
     for (const dt_key_spec_t *k = sec->schema; k && k->name; k++) {
         char name[256];
-        env_name(sec->name, k->name, name, sizeof name);
+        dt_config_env_name(sec->name, k->name, name, sizeof name);
         if (strlen(name) == len && strncmp(name, var, len) == 0)
             return 1;
     }
@@ -346,7 +345,7 @@ void dt_config_check_env(const dt_config_t *cfg, char *const *envp)
             char prefix[256];
             if (!sec->schema)
                 continue;
-            env_name(sec->name, NULL, prefix, sizeof prefix);
+            dt_config_env_name(sec->name, NULL, prefix, sizeof prefix);
             size_t pl = strlen(prefix);
             if (len > pl + 1 && strncmp(*e, prefix, pl) == 0 &&
                 (*e)[pl] == '_' && !env_matches_key(sec, *e, len)) {
@@ -355,7 +354,7 @@ void dt_config_check_env(const dt_config_t *cfg, char *const *envp)
                 int longer = 0;
                 for (size_t j = 0; j < cfg->n; j++) {
                     char p2[256];
-                    env_name(cfg->sections[j]->name, NULL, p2, sizeof p2);
+                    dt_config_env_name(cfg->sections[j]->name, NULL, p2, sizeof p2);
                     size_t l2 = strlen(p2);
                     if (cfg->sections[j]->schema && l2 > pl && len > l2 &&
                         strncmp(*e, p2, l2) == 0 && (*e)[l2] == '_')

@@ -78,6 +78,11 @@ dt_status_t dt_config_load_file(dt_config_t *cfg, const char *path,
  * DT_CLUSTER_*. Empty variables count as unset. envp NULL: environ. Safe to
  * call again after more schemas were registered. */
 dt_status_t dt_config_load_env(dt_config_t *cfg, char *const *envp);
+/* The variable that sets [section] key: DT_<SECTION>_<KEY>, upper case,
+ * '.' and '-' as '_' ([transport.my-net] timeout: DT_TRANSPORT_MY_NET_
+ * TIMEOUT); key NULL: the section's prefix, DT_<SECTION>. */
+void dt_config_env_name(const char *section, const char *key, char *out,
+                        size_t len);
 /* Warn (never fail) about DT_<SECTION>_<X> variables that name no key of a
  * registered section: most likely a typo. Call once every schema is in. */
 void dt_config_check_env(const dt_config_t *cfg, char *const *envp);
