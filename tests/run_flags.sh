@@ -217,7 +217,14 @@ grep -q "no-such-metrics.jsonl: No such file or directory" out ||
 dt --config plain.ini plan --hosts 2 >out 2>&1; rc=$?
 [ $rc -eq 2 ] && grep -q "dtctl plan takes its own options: put them after 'plan'" out ||
     fail "a global option before plan: rc=$rc $(cat out)"
-ok "-v and -q before plan and plot"
+# ... and after them, as with every command
+dt plot no-such-metrics.jsonl -v >out 2>&1
+grep -q "no-such-metrics.jsonl: No such file or directory" out && ! grep -q "unknown option" out ||
+    fail "dtctl plot ... -v: $(cat out)"
+dt plan --help -q >out 2>&1; rc=$?
+[ $rc -eq 0 ] && grep -q "^usage: dtctl plan" out ||
+    fail "dtctl plan --help -q: want the usage and exit 0, got $rc: $(head -3 out)"
+ok "-v and -q before or after plan and plot; plan --help exits 0"
 
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all run_flags checks passed"

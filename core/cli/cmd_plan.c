@@ -50,7 +50,9 @@ typedef struct {
     uint64_t bucket;
 } plan_args_t;
 
-static int usage(void)
+/* The usage to out: stdout for --help (exit 0), stderr after a mistake
+ * (exit 2). */
+static int usage_to(FILE *out, int code)
 {
     fputs("usage: dtctl plan [JOB.ini] --hosts H [--gpus-per-host G] "
           "--network RATE\n"
@@ -70,7 +72,7 @@ static int usage(void)
           "                  [--plot FILE.png|FILE.svg] [--device-flops "
           "RATE [--device-bandwidth RATE] [--device-launch T]]\n"
           "                  [--colocation measure|FILE] "
-          "[--save-colocation FILE]\n"
+          "[--save-colocation FILE] [--net-transport NAME]\n"
           "       (JOB.ini may be left out with --model-params or "
           "--layer-times)\n"
           "       dtctl plan --measure [--profile FILE]\n"
@@ -79,9 +81,11 @@ static int usage(void)
           "       dtctl plan JOB.ini --save-layers FILE  (only measure "
           "the model; plan elsewhere)\n"
           "RATE: 25Gbit, 100Gbit, 12GB/s. See docs/PLAN.md.\n",
-          stderr);
-    return 2;
+          out);
+    return code;
 }
+
+static int usage(void) { return usage_to(stderr, 2); }
 
 /* hier_min: dt's default ([collectives] hier_min), and "never". */
 #define HIER_DEFAULT (512ULL * 1024)
@@ -452,6 +456,7 @@ int dt_cmd_plan(int argc, char **argv)
         case 'm': a.measure = 1; break;
         case 'w': a.sweep = 1; break;
         case 'g': a.plot = optarg; break;
+        case 'h': return usage_to(stdout, 0);
         case 'k': a.colocation = optarg; break;
         case 'K': a.save_colocation = optarg; break;
         case 'f':

@@ -320,24 +320,36 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
     return 0;
 }
 
+/* -v, -vv, --verbose (count: how much), -q, --quiet (quiet); 0: other. */
+static int log_option(const char *a, int *verbose, int *quiet)
+{
+    if (!strcmp(a, "-v") || !strcmp(a, "--verbose"))
+        ++*verbose;
+    else if (!strcmp(a, "-vv"))
+        *verbose += 2;
+    else if (!strcmp(a, "-q") || !strcmp(a, "--quiet"))
+        *quiet = 1;
+    else
+        return 0;
+    return 1;
+}
+
 /* dtctl plot and plan parse their own options (cmd_plot.c, cmd_plan.c);
- * -v and -q may still come before them, as before any command. 0: not
- * one of them. */
+ * -v and -q may come before or after them, as with any command (taken
+ * out of what they parse). 0: not one of them. */
 static int own_options_command(int argc, char **argv, int *rc)
 {
     int i = 1, verbose = 0, quiet = 0;
-    for (; i < argc; i++) {
-        if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose"))
-            verbose++;
-        else if (!strcmp(argv[i], "-vv"))
-            verbose += 2;
-        else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet"))
-            quiet = 1;
-        else
-            break;
-    }
+    while (i < argc && log_option(argv[i], &verbose, &quiet))
+        i++;
     if (i >= argc || (strcmp(argv[i], "plot") && strcmp(argv[i], "plan")))
         return 0;
+    int n = 1;
+    for (int j = i + 1; j < argc; j++) /* in place: argv is ours */
+        if (!log_option(argv[j], &verbose, &quiet))
+            argv[i + n++] = argv[j];
+    argv[i + n] = NULL;
+    argc = i + n;
     dt_log_set_level(quiet ? DT_LOG_ERROR : verbose >= 2 ? DT_LOG_TRACE
                                           : verbose == 1 ? DT_LOG_DEBUG
                                                          : DT_LOG_INFO);

@@ -412,7 +412,8 @@ static const char *type_expectation(dt_key_type_t type)
         return "is not a size (bytes, or a number with K, M, G or T, "
                "e.g. 25M)";
     case DT_KEY_DURATION:
-        return "is not a duration (seconds, or a number with ms, s, m or h, "
+        return "is not a duration (seconds, or a number with ns, us, ms, s, "
+               "m (min) or h, "
                "e.g. 500ms, 30s, 5m)";
     case DT_KEY_DOUBLE:
         return "is not a number (e.g. 0.05, 1e-4; no nan or inf)";

@@ -34,7 +34,7 @@ typedef enum dt_key_type {
     DT_KEY_INT,      /* decimal integer, may be negative                  */
     DT_KEY_BOOL,     /* yes/no, true/false, on/off, 1/0                   */
     DT_KEY_SIZE,     /* bytes with optional K/M/G/T suffix (powers of 2)  */
-    DT_KEY_DURATION, /* seconds, or with us/ms/s/m/h: 50us, 500ms, 5m    */
+    DT_KEY_DURATION, /* seconds, or with ns/us/ms/s/m (min)/h: 500ms, 5m */
     DT_KEY_LIST,     /* comma- or space-separated strings                 */
     DT_KEY_DOUBLE,   /* a finite decimal number: 0.05, -1, 1e-4 (no nan,
                         inf or hex)                                       */

@@ -18,7 +18,8 @@
 static const dt_key_spec_t sge_keys[] = {
     {"pe", DT_KEY_STRING, NULL,
      "parallel environment to request (qsub -pe PE NP); it needs "
-     "control_slaves TRUE. Required"},
+     "control_slaves TRUE. Unset: the cell's one PE that can hold the job "
+     "(an error naming them all when several can)"},
     {"queue", DT_KEY_STRING, NULL, "queue(s) to submit to (qsub -q)"},
     {"resources", DT_KEY_LIST, NULL,
      "resource requests, each passed as qsub -l ITEM (h_rt=1:00:00 ...)"},
