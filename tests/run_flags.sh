@@ -226,5 +226,14 @@ dt plan --help -q >out 2>&1; rc=$?
     fail "dtctl plan --help -q: want the usage and exit 0, got $rc: $(head -3 out)"
 ok "-v and -q before or after plan and plot; plan --help exits 0"
 
+# [train] threads beyond this machine's CPUs for its workers: said
+t=$(( $(nproc) + 1 ))
+dt run -n 2 --set train.threads=$t --set train.max_steps=1 \
+    "$top_srcdir/conf/examples/fashion-mnist-mlp.ini" >out 2>&1 ||
+    fail "threads = $t: the job failed: $(tail -3 out)"
+grep -q "warning: --set: \[train\] threads = $t for each of 2 workers on this machine: $((2 * t)) compute threads on $(nproc) CPUs take turns" out ||
+    fail "threads = $t on $(nproc) CPUs: no warning: $(grep -i thread out | head -3)"
+ok "[train] threads beyond the CPUs is said"
+
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all run_flags checks passed"

@@ -401,6 +401,27 @@ static int prepare(const dt_cli_t *cli, const char *job_file, run_state_t *s)
     return 0;
 }
 
+/* Every worker here (local launcher), each with [train] threads compute
+ * threads: more than this machine's CPUs and they take turns (2 workers
+ * x 64 threads on 2 cores trained, slowly, without a word). */
+static void say_oversubscribed(const run_state_t *s)
+{
+    long long threads = 1;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *device = dt_config_get(s->cfg, "train", "device");
+    if (!s->trainer || !s->one_machine || cpus < 1 ||
+        (device && strcmp(device, "cuda") == 0) ||
+        dt_config_get_int(s->cfg, "train", "threads", &threads) != DT_OK ||
+        threads <= 1 || threads * s->np <= cpus)
+        return;
+    const char *where = "default";
+    dt_config_origin(s->cfg, "train", "threads", NULL, &where);
+    dt_warn("%s: [train] threads = %lld for each of %d workers on this "
+            "machine: %lld compute threads on %ld CPUs take turns (slower, "
+            "not faster); at most %ld each", where, threads, s->np,
+            threads * s->np, cpus, cpus / s->np > 0 ? cpus / s->np : 1);
+}
+
 /* What one attempt built for its workers, dropped before the next. */
 static void drop_attempt_env(run_state_t *s)
 {
@@ -678,6 +699,8 @@ int dt_cmd_run(dt_cli_t *cli)
             code = EXIT_USAGE;
         cli->exec_argv = trainer_argv;
         cli->exec_argc = 1;
+        if (code == 0)
+            say_oversubscribed(&s);
     }
     if (code == 0)
         code = launch_and_supervise(cli, &s);
