@@ -62,11 +62,16 @@ static void guard_main(pid_t parent, pid_t child, int pidfd, int signo,
     _exit(0);
 }
 
-pid_t spawn_guard_start(pid_t child, int signo)
+/* The descriptors a guard closes (all it inherited), bounded. */
+static long guard_max_fd(void)
 {
     long maxfd = sysconf(_SC_OPEN_MAX);
-    if (maxfd < 0 || maxfd > 1 << 20)
-        maxfd = 1 << 20;
+    return maxfd < 0 || maxfd > 1 << 20 ? 1 << 20 : maxfd;
+}
+
+pid_t spawn_guard_start(pid_t child, int signo)
+{
+    long maxfd = guard_max_fd();
     int pidfd = -1;
 #ifdef SYS_pidfd_open
     pidfd = (int)syscall(SYS_pidfd_open, child, 0);
@@ -112,9 +117,7 @@ static void group_guard_main(pid_t parent, pid_t pgid, double grace,
 
 pid_t spawn_group_guard_start(pid_t pgid, double grace)
 {
-    long maxfd = sysconf(_SC_OPEN_MAX);
-    if (maxfd < 0 || maxfd > 1 << 20)
-        maxfd = 1 << 20;
+    long maxfd = guard_max_fd();
     if (grace < 0)
         grace = 0;
     sigset_t all, old;
