@@ -235,5 +235,17 @@ grep -q "warning: --set: \[train\] threads = $t for each of 2 workers on this ma
     fail "threads = $t on $(nproc) CPUs: no warning: $(grep -i thread out | head -3)"
 ok "[train] threads beyond the CPUs is said"
 
+# an option that takes no value, given one: named (was "unknown option
+# '-\f'", getopt's code printed as a character)
+dt --resume=yes config >out 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "option '--resume' takes no value (given '--resume=yes')" out ||
+    fail "--resume=yes: rc=$rc $(cat out)"
+# dtctl stage with [data] path set empty: nothing to stage, said
+printf '[data]\npath =\n' >emptypath.ini
+dt stage emptypath.ini >out 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "nothing to stage: set \[data\] path" out ||
+    fail "stage with an empty [data] path: rc=$rc $(cat out)"
+ok "a value for an option without one is named; stage with an empty path refused"
+
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all run_flags checks passed"

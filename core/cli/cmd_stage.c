@@ -109,7 +109,8 @@ int dt_cmd_stage(dt_cli_t *cli)
         dt_config_get_string(cfg, "cluster", "launcher", &lname) != DT_OK ||
         dt_plugin_load(DT_KIND_LAUNCHER, lname, &lp, NULL) != DT_OK)
         goto out;
-    if (!dt_config_get(cfg, "data", "path")) {
+    const char *path = dt_config_get(cfg, "data", "path");
+    if (!path || !*path) {
         dt_error("dtctl stage: nothing to stage: set [data] path in the job "
                  "file (the data set directory on this machine)");
         goto out;

@@ -279,6 +279,20 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
             /* The nearest of dtctl's own long options, if one is near. */
             char opt[64];
             const char *given = argv[optind - 1], *near = NULL;
+            /* --resume=yes: an option of dtctl's, given a value it does
+             * not take (getopt's optopt is then its code, not a letter) */
+            if (strncmp(given, "--", 2) == 0 && strchr(given, '=')) {
+                size_t n = strcspn(given + 2, "=");
+                for (size_t i = 0; longopts[i].name; i++)
+                    if (longopts[i].has_arg == no_argument &&
+                        strlen(longopts[i].name) == n &&
+                        strncmp(longopts[i].name, given + 2, n) == 0) {
+                        dt_error("option '--%s' takes no value (given "
+                                 "'%s'); see dtctl --help",
+                                 longopts[i].name, given);
+                        return 2;
+                    }
+            }
             if (optopt)
                 snprintf(opt, sizeof opt, "-%c", optopt);
             else
