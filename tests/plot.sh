@@ -80,4 +80,22 @@ grep -q "2 runs" "$tmp/out" || fail "not 2 runs"
     fail "a column of nulls failed the plot (exit $?)"
 grep -q 'throughput (no values)' "$tmp/nulls.svg" || fail "the empty panel is not titled so"
 grep -q '</svg>' "$tmp/nulls.svg" || fail "nulls.svg is not complete"
+# two runs kept as r1/metrics.jsonl and r2/metrics.jsonl: told apart in
+# the legend by their paths, not both "metrics.jsonl"; a line longer
+# than any buffer is one line (the next one's number stays right)
+mkdir "$tmp/r1" "$tmp/r2"
+cp "$tmp/a.jsonl" "$tmp/r1/metrics.jsonl"
+{ line 1 2.1 1.8 0.55 0.1 900.0
+  printf '{"epoch":2,"step":20,"train_loss":1.4,"pad":"%06000d"}\n' 0
+  printf 'junk\n'; } >"$tmp/r2/metrics.jsonl"
+"$DTCTL" plot "$tmp/r1/metrics.jsonl" "$tmp/r2/metrics.jsonl" -o "$tmp/same.svg" \
+    >"$tmp/out" 2>&1 || fail "two files of one name: exit $?"
+grep -q "r1/metrics.jsonl" "$tmp/same.svg" && grep -q "r2/metrics.jsonl" "$tmp/same.svg" ||
+    fail "two files of one name are not told apart in the legend"
+grep -q "metrics.jsonl:3: not a metrics line" "$tmp/out" && ! grep -q "metrics.jsonl:2: not a metrics line" "$tmp/out" ||
+    fail "a long line was split (the warning names the wrong line)"
+if "$DTCTL" plot "$tmp/r1" -o "$tmp/dir.svg" >"$tmp/out" 2>&1; then
+    fail "a directory was plotted"
+fi
+grep -q "r1: is a directory" "$tmp/out" || fail "a directory: not said so"
 echo "PASS: plot"

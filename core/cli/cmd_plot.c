@@ -110,14 +110,18 @@ static int same_run(const series_t *r, double prev_step, double epoch,
  * run writes, replaces the earlier), added when new; NULL: no memory. */
 static row_t *epoch_row(series_t *r, double epoch)
 {
-    int i = 0;
+    /* Epochs mostly come in order: a new one is past the last row. */
+    int i = r->n > 0 && r->rows[r->n - 1].epoch < epoch ? r->n : 0;
     while (i < r->n && r->rows[i].epoch != epoch)
         i++;
     if (i == r->n) {
-        row_t *nr = realloc(r->rows, (size_t)(r->n + 1) * sizeof *nr);
-        if (!nr)
-            return NULL;
-        r->rows = nr;
+        if ((r->n & (r->n - 1)) == 0) { /* 0, 1, 2, 4, ...: double */
+            size_t cap = r->n ? 2 * (size_t)r->n : 1;
+            row_t *nr = realloc(r->rows, cap * sizeof *nr);
+            if (!nr)
+                return NULL;
+            r->rows = nr;
+        }
         r->n++;
     }
     return &r->rows[i];
@@ -140,15 +144,23 @@ static int line_kind(const char *line, double epoch)
 static int read_metrics(const char *path, plot_set_t *set)
 {
     FILE *f = fopen(path, "r");
+    struct stat sb;
     if (!f) {
         dt_error("%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        dt_error("%s: is a directory; name the metrics file (dtctl run "
+                 "--metrics FILE)", path);
+        fclose(f);
         return -1;
     }
     series_t *r = NULL;
     int first = set->n, lineno = 0, bad = 0;
     double prev_step = NAN;
-    char line[4096];
-    while (fgets(line, sizeof line, f)) {
+    char *line = NULL; /* whole lines, however long */
+    size_t cap = 0;
+    while (getline(&line, &cap, f) >= 0) {
         lineno++;
         double epoch = json_number(line, "epoch"),
                step = json_number(line, "step");
@@ -167,6 +179,7 @@ static int read_metrics(const char *path, plot_set_t *set)
             r = new_series(set, path);
         row_t *row = r ? epoch_row(r, epoch) : NULL;
         if (!row) {
+            free(line);
             fclose(f);
             return -1;
         }
@@ -176,6 +189,7 @@ static int read_metrics(const char *path, plot_set_t *set)
             row->v[k] = json_number(line, fields[k]);
         prev_step = step;
     }
+    free(line);
     fclose(f);
     if (set->n == first) {
         dt_error("%s: no metrics lines (one JSON object per epoch, as "
@@ -195,11 +209,22 @@ static int cmp_epoch(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* "m.jsonl", or "m.jsonl #2" for a file's second run. */
-static void series_name(const series_t *r, char *buf, size_t len)
+static const char *base_name(const char *path)
 {
-    const char *base = strrchr(r->file, '/');
-    base = base ? base + 1 : r->file;
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+/* "m.jsonl", or "m.jsonl #2" for a file's second run; the path as given
+ * when another file has the same name (runs/a/m.jsonl, runs/b/m.jsonl). */
+static void series_name(const plot_set_t *set, const series_t *r, char *buf,
+                        size_t len)
+{
+    const char *base = base_name(r->file);
+    for (int i = 0; i < set->n; i++)
+        if (strcmp(set->s[i].file, r->file) != 0 &&
+            strcmp(base_name(set->s[i].file), base) == 0)
+            base = r->file;
     if (r->runs > 1)
         snprintf(buf, len, "%s #%d", base, r->run);
     else
@@ -233,7 +258,7 @@ static void put_plot(FILE *f, const char *dir, const plot_set_t *set,
     fputs("plot ", f);
     for (int i = 0; i < set->n; i++) {
         char base[600], data[4200], title[700];
-        series_name(&set->s[i], base, sizeof base);
+        series_name(set, &set->s[i], base, sizeof base);
         snprintf(data, sizeof data, "%s/run%d.dat", dir, i);
         snprintf(title, sizeof title, "%s%s", base, what);
         if (i)
