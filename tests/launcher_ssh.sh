@@ -166,7 +166,13 @@ rc=$?
 [ $rc -eq 127 ] || fail "unreachable host: want 127, got $rc"
 grep -q "host localhost:$dead: cannot connect" "$T/err" || fail "unreachable host not named: $(cat "$T/err")"
 wait_gone "" || fail "workers left after the failed start: $(leftovers)"
-ok "an unreachable host fails the launch, named with its cause; nothing left running"
+# a name that does not resolve: the advice is about the name, not sshd
+printf '127.0.0.1 slots=1 port=%s\nno-such-host.invalid slots=1\n' "$SSH_PORT" >"$T/hosts3"
+dt check --launcher=ssh --hostfile "$T/hosts3" >"$T/err" 2>&1
+grep -q "cannot connect: .*resolve.*; check the host's name in the host list" "$T/err" ||
+    fail "an unresolvable host: no advice about its name: $(cat "$T/err")"
+wait_gone "" || fail "workers left after the failed start: $(leftovers)"
+ok "an unreachable host fails the launch, named with its cause; nothing left running; a name that does not resolve is said"
 
 # 12 ranks on one host through sshd's default of 10 sessions a connection
 printf '127.0.0.1 slots=12 port=%s\n' "$SSH_PORT" >"$T/hosts12"

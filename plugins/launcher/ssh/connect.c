@@ -131,11 +131,20 @@ dt_status_t ssh_conn_open(const ssh_opts_t *o, ssh_conn_t *c)
     if (st != DT_OK)
         goto out;
     if (ssh_connect(c->s) != SSH_OK) {
-        st = fail(c, DT_ERR_PEER,
-                  "cannot connect to port %d: %s; check that the host is up "
-                  "and runs sshd on that port ([launcher.ssh] port, or "
-                  "host:port in the host list), and connect_timeout",
-                  c->port > 0 ? c->port : o->port, ssh_get_error(c->s));
+        const char *e = ssh_get_error(c->s);
+        /* A name that does not resolve is a typo or DNS, not sshd. */
+        if (strstr(e, "resolve"))
+            st = fail(c, DT_ERR_PEER,
+                      "cannot connect: %s; check the host's name in the "
+                      "host list (and DNS or /etc/hosts on this machine)",
+                      e);
+        else
+            st = fail(c, DT_ERR_PEER,
+                      "cannot connect to port %d: %s; check that the host "
+                      "is up and runs sshd on that port ([launcher.ssh] "
+                      "port, or host:port in the host list), and "
+                      "connect_timeout",
+                      c->port > 0 ? c->port : o->port, e);
         goto out;
     }
     if ((st = ssh_verify_host_key(o, c)) != DT_OK ||
