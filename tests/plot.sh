@@ -98,4 +98,7 @@ if "$DTCTL" plot "$tmp/r1" -o "$tmp/dir.svg" >"$tmp/out" 2>&1; then
     fail "a directory was plotted"
 fi
 grep -q "r1: is a directory" "$tmp/out" || fail "a directory: not said so"
+"$DTCTL" plot "$tmp/a.jsonl" -o "$tmp/upper.SVG" >"$tmp/out" 2>&1 ||
+    fail "-o upper.SVG (capital extension) was refused"
+grep -q '<svg' "$tmp/upper.SVG" || fail "upper.SVG is not SVG"
 echo "PASS: plot"

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,9 +42,9 @@ const char *dt_gnuplot_terminal(const char *who, const char *out, int w,
                                 int h, char *buf, size_t len)
 {
     const char *ext = strrchr(out, '.');
-    if (ext && strcmp(ext, ".png") == 0)
+    if (ext && strcasecmp(ext, ".png") == 0)
         snprintf(buf, len, "pngcairo size %d,%d font ',10'", w, h);
-    else if (ext && strcmp(ext, ".svg") == 0)
+    else if (ext && strcasecmp(ext, ".svg") == 0)
         snprintf(buf, len, "svg size %d,%d dynamic font 'sans,10'", w, h);
     else {
         dt_error("%s: %s: the picture is a .png or .svg file", who, out);
