@@ -1,13 +1,27 @@
-/* bench_args.h — the options the allreduce benchmarks share (dt's worker
- * and the Open MPI one), so both measure exactly the same sizes the same
- * way. Header-only (static inline: a program may use a part of it): each
- * benchmark is one program. */
+/* bench_args.h — the options the allreduce benchmarks share (dt's worker,
+ * the Open MPI one, the TCP floor) and dtctl bench, which checks them with
+ * this same parser before it starts any worker: one parser, so dtctl and
+ * the workers cannot disagree on what a value means. Header-only (static
+ * inline: a program may use a part of it): each benchmark is one program. */
 #ifndef DT_BENCH_ARGS_H
 #define DT_BENCH_ARGS_H
 
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Sizes: one float32 at least; at most 1024T, far past any machine, so
+ * size * factor never wraps a size_t. */
+#define BENCH_SIZE_MIN 4
+#define BENCH_SIZE_MAX ((size_t)1 << 50)
+#define BENCH_COUNT_MAX 10000000 /* --iters, --warmup */
+#define BENCH_FACTOR_MAX 1024
+
+#define BENCH_SIZES_ALLOWED                                                  \
+    "want MIN:MAX, bytes from 4 (one float32) to 1024T with an optional "    \
+    "K/M/G/T, MIN <= MAX (e.g. 4K:256M; 4K:4K for one size)"
 
 typedef struct bench_args {
     size_t min_bytes, max_bytes;
@@ -20,20 +34,138 @@ typedef struct bench_args {
                       slow outliers included)                       */
 } bench_args_t;
 
-/* "4K", "256M", "1G" -> bytes; 0 on error. */
-static inline size_t bench_parse_size(const char *s)
+static inline bench_args_t bench_defaults(void)
 {
+    return (bench_args_t){4096, 256u << 20, 2, 20, 3, 0, 0};
+}
+
+/* "4K", "256M", "1G" -> bytes in *out. -1 unless digits (no sign: strtoull
+ * takes "-1" as 2^64 - 1), one optional K/M/G/T[B], within
+ * BENCH_SIZE_MIN..BENCH_SIZE_MAX. */
+static inline int bench_parse_size(const char *s, size_t *out)
+{
+    if (!isdigit((unsigned char)*s))
+        return -1;
     char *end;
+    errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
+    int shift = 0;
     switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
     default: break;
     }
     if (*end == 'B' || *end == 'b')
         end++;
-    return *end || end == s ? 0 : (size_t)v;
+    if (*end || errno || v > BENCH_SIZE_MAX >> shift ||
+        v << shift < BENCH_SIZE_MIN)
+        return -1;
+    *out = (size_t)(v << shift);
+    return 0;
+}
+
+/* A whole number in lo..hi (strtol alone takes "2x" as 2, and atoi wraps
+ * 99999999999); -1 otherwise. */
+static inline int bench_parse_int(const char *s, long lo, long hi, int *out)
+{
+    if (!isdigit((unsigned char)*s))
+        return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (*end || errno || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* --sizes MIN:MAX into a; -1 with why in err. */
+static inline int bench_parse_sizes(const char *v, bench_args_t *a, char *err,
+                                    size_t errlen)
+{
+    const char *colon = strchr(v, ':');
+    char lo[32], why[80] = "";
+    if (!colon || (size_t)(colon - v) >= sizeof lo) {
+        snprintf(why, sizeof why, "not MIN:MAX");
+    } else {
+        memcpy(lo, v, (size_t)(colon - v));
+        lo[colon - v] = '\0';
+        if (bench_parse_size(lo, &a->min_bytes) != 0)
+            snprintf(why, sizeof why, "MIN '%s' is not such a size", lo);
+        else if (bench_parse_size(colon + 1, &a->max_bytes) != 0)
+            snprintf(why, sizeof why, "MAX '%.40s' is not such a size",
+                     colon + 1);
+        else if (a->max_bytes < a->min_bytes)
+            snprintf(why, sizeof why, "MIN is above MAX");
+    }
+    if (*why)
+        snprintf(err, errlen, "--sizes '%s': %s; " BENCH_SIZES_ALLOWED, v,
+                 why);
+    return *why ? -1 : 0;
+}
+
+/* A value and the words naming what it may be; -1 (err said) unless one. */
+static inline int bench_pick(const char *name, const char *v,
+                             const char *one, const char *two, int *is_two,
+                             char *err, size_t errlen)
+{
+    if (strcmp(v, one) && strcmp(v, two)) {
+        snprintf(err, errlen, "--%s '%s': want %s or %s", name, v, one, two);
+        return -1;
+    }
+    *is_two = !strcmp(v, two);
+    return 0;
+}
+
+/* Option `name` (without "--") = v into a. 0; -1 for a bad value (err
+ * names it and what is allowed); -2 for an option the benchmarks lack. */
+static inline int bench_set_opt(bench_args_t *a, const char *name,
+                                const char *v, char *err, size_t errlen)
+{
+    int *num = !strcmp(name, "iters")    ? &a->iters
+               : !strcmp(name, "warmup") ? &a->warmup
+               : !strcmp(name, "factor") ? &a->factor
+                                         : NULL;
+    if (!strcmp(name, "sizes"))
+        return bench_parse_sizes(v, a, err, errlen);
+    if (!strcmp(name, "op"))
+        return bench_pick(name, v, "allreduce", "allgather", &a->allgather,
+                          err, errlen);
+    if (!strcmp(name, "stat"))
+        return bench_pick(name, v, "median", "mean", &a->mean, err, errlen);
+    if (!num)
+        return -2;
+    long lo = num == &a->iters ? 1 : num == &a->factor ? 2 : 0;
+    long hi = num == &a->factor ? BENCH_FACTOR_MAX : BENCH_COUNT_MAX;
+    if (bench_parse_int(v, lo, hi, num) == 0)
+        return 0;
+    snprintf(err, errlen, "--%s '%s': want a whole number from %ld to %ld",
+             name, v, lo, hi);
+    return -1;
+}
+
+/* The bytes a size moves: whole floats (a size not a multiple of 4
+ * overstated algbw); allgather: every rank's equal part. 0: under one
+ * float per rank. Every benchmark prints this, so tables join on it. */
+static inline size_t bench_shown_bytes(size_t bytes, int ranks, int allgather)
+{
+    size_t per = allgather ? (size_t)ranks : 1;
+    return bytes / sizeof(float) / per * per * sizeof(float);
+}
+
+/* Whether any size of a moves a float per rank at n ranks; -1 (err says
+ * what MAX needs) if none does. */
+static inline int bench_check_ranks(const bench_args_t *a, int n, char *err,
+                                    size_t errlen)
+{
+    if (bench_shown_bytes(a->max_bytes, n, a->allgather) > 0)
+        return 0;
+    snprintf(err, errlen, "--sizes %zu:%zu: allgather at %d ranks needs MAX "
+             "of at least %zu bytes (one float32 per rank)", a->min_bytes,
+             a->max_bytes, n, (size_t)n * sizeof(float));
+    return -1;
 }
 
 /* Value of option `name` at argv[*i] ("--name V" or "--name=V"), or NULL. */
@@ -50,54 +182,53 @@ static inline const char *bench_opt(int argc, char **argv, int *i,
     return NULL;
 }
 
-/* --sizes MIN:MAX  --factor F  --iters K  --warmup W  --op allreduce|
- * allgather  --stat median|mean. 0 on success. */
-static inline int bench_parse_args(int argc, char **argv, bench_args_t *a)
+/* The program's name without libtool's path and "lt-" prefix. */
+static inline const char *bench_prog(const char *argv0)
 {
-    *a = (bench_args_t){4096, 256u << 20, 2, 20, 3, 0, 0};
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        if ((v = bench_opt(argc, argv, &i, "--sizes"))) {
-            const char *colon = strchr(v, ':');
-            char lo[32];
-            if (!colon || (size_t)(colon - v) >= sizeof lo)
-                goto usage;
-            memcpy(lo, v, (size_t)(colon - v));
-            lo[colon - v] = '\0';
-            a->min_bytes = bench_parse_size(lo);
-            a->max_bytes = bench_parse_size(colon + 1);
-            if (!a->min_bytes || a->max_bytes < a->min_bytes)
-                goto usage;
-        } else if ((v = bench_opt(argc, argv, &i, "--iters"))) {
-            a->iters = atoi(v);
-        } else if ((v = bench_opt(argc, argv, &i, "--factor"))) {
-            a->factor = atoi(v);
-        } else if ((v = bench_opt(argc, argv, &i, "--warmup"))) {
-            a->warmup = atoi(v);
-        } else if ((v = bench_opt(argc, argv, &i, "--op"))) {
-            if (strcmp(v, "allreduce") && strcmp(v, "allgather"))
-                goto usage;
-            a->allgather = !strcmp(v, "allgather");
-        } else if ((v = bench_opt(argc, argv, &i, "--stat"))) {
-            if (strcmp(v, "median") && strcmp(v, "mean"))
-                goto usage;
-            a->mean = !strcmp(v, "mean");
-        } else {
-            goto usage;
-        }
-    }
-    if (a->iters < 1 || a->factor < 2 || a->warmup < 0)
-        goto usage;
-    return 0;
-usage:
+    const char *slash = strrchr(argv0, '/');
+    const char *p = slash ? slash + 1 : argv0;
+    return strncmp(p, "lt-", 3) == 0 ? p + 3 : p;
+}
+
+static inline void bench_usage(const char *prog)
+{
     fprintf(stderr,
             "usage: %s [--sizes MIN:MAX] [--factor F] [--iters K] "
             "[--warmup W] [--op allreduce|allgather] [--stat median|mean]"
             "\n  sizes in bytes "
-            "with K/M/G (default 4K:256M), next size = size * F (default "
+            "with K/M/G/T (default 4K:256M), next size = size * F (default "
             "2); allgather: the size is every rank's gathered total\n",
-            argv[0]);
-    return 2;
+            prog);
+}
+
+/* --sizes MIN:MAX  --factor F  --iters K  --warmup W  --op allreduce|
+ * allgather  --stat median|mean. 0 on success; 2 after saying why. */
+static inline int bench_parse_args(int argc, char **argv, bench_args_t *a)
+{
+    static const char *const names[] = {"sizes", "iters", "factor",
+                                        "warmup", "op", "stat"};
+    const char *prog = bench_prog(argv[0]);
+    *a = bench_defaults();
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        size_t k = 0;
+        char opt[16], err[256];
+        for (; k < sizeof names / sizeof *names && !v; k++) {
+            snprintf(opt, sizeof opt, "--%s", names[k]);
+            v = bench_opt(argc, argv, &i, opt);
+        }
+        if (!v) {
+            fprintf(stderr, "%s: unknown option or missing value '%s'\n",
+                    prog, argv[i]);
+            bench_usage(prog);
+            return 2;
+        }
+        if (bench_set_opt(a, names[k - 1], v, err, sizeof err) != 0) {
+            fprintf(stderr, "%s: %s\n", prog, err);
+            return 2;
+        }
+    }
+    return 0;
 }
 
 /* Iterations for one size: at most K, and about 1 GiB moved in all. */

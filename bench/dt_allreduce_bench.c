@@ -52,8 +52,11 @@ static int run_size(size_t bytes, const bench_args_t *a, float *send,
     size_t count = bytes / sizeof(float);
     int n = bench_iters_for(a, bytes), rank = dt_rank(), size = dt_size();
     double *samples = malloc((size_t)n * sizeof *samples);
-    if (!samples)
+    if (!samples) {
+        fprintf(stderr, "dt_allreduce_bench: cannot allocate %d samples\n",
+                n);
         return 1;
+    }
     for (size_t i = 0; i < count; i++)
         send[i] = bench_input(rank, i);
     size_t per = count / (size_t)size; /* allgather: each rank's part */
@@ -90,39 +93,64 @@ static int run_size(size_t bytes, const bench_args_t *a, float *send,
     return 0;
 }
 
+/* Two buffers of max bytes; on failure every rank says how many bytes it
+ * wanted (a MAX past the memory here otherwise ended in a bare exit 1). */
+static int alloc_buffers(const bench_args_t *a, float **send, float **recv)
+{
+    size_t bytes = a->max_bytes / sizeof(float) * sizeof(float);
+    *send = malloc(bytes);
+    *recv = malloc(bytes);
+    if (*send && *recv)
+        return 0;
+    fprintf(stderr, "dt_allreduce_bench: rank %d: cannot allocate 2 buffers "
+            "of %zu bytes (--sizes MAX): give a smaller MAX\n", dt_rank(),
+            bytes);
+    return 1;
+}
+
+static void print_header(const bench_args_t *a)
+{
+    bench_header("dt", dt_size(), a);
+    /* On one host the ranks meet in shared memory by default: say so,
+     * or a transport's author reads these rows as its own. */
+    printf("# data path: %s\n", dt_collectives_path());
+    if (tolerance() > 0 && !a->allgather) /* allgather: never 16-bit */
+        printf("# compression = %s: bytes, algbw and busbw count the "
+               "float32 vector (the wire carries half)\n",
+               getenv("DT_COLLECTIVES_COMPRESSION"));
+}
+
 int main(int argc, char **argv)
 {
     bench_args_t a;
+    char err[256];
     if (bench_parse_args(argc, argv, &a) != 0)
         return 2;
     if (dt_init() != DT_OK)
         return 1;
-    size_t maxcount = a.max_bytes / sizeof(float);
-    float *send = malloc(maxcount * sizeof *send);
-    float *recv = malloc(maxcount * sizeof *recv);
-    int rc = send && recv ? 0 : 1, bad = 0;
-    if (dt_rank() == 0 && rc == 0) {
-        bench_header("dt", dt_size(), &a);
-        /* On one host the ranks meet in shared memory by default: say so,
-         * or a transport's author reads these rows as its own. */
-        printf("# data path: %s\n", dt_collectives_path());
-        if (tolerance() > 0 && !a.allgather) /* allgather: never 16-bit */
-            printf("# compression = %s: bytes, algbw and busbw count the "
-                   "float32 vector (the wire carries half)\n",
-                   getenv("DT_COLLECTIVES_COMPRESSION"));
+    int n = dt_size();
+    if (bench_check_ranks(&a, n, err, sizeof err) != 0) {
+        if (dt_rank() == 0)
+            fprintf(stderr, "dt_allreduce_bench: %s\n", err);
+        dt_finalize();
+        return 2;
     }
+    float *send = NULL, *recv = NULL;
+    int rc = alloc_buffers(&a, &send, &recv), bad = 0;
+    if (dt_rank() == 0 && rc == 0)
+        print_header(&a);
     for (size_t b = a.min_bytes; rc == 0 && b <= a.max_bytes;
          b *= (size_t)a.factor) {
+        size_t shown = bench_shown_bytes(b, n, a.allgather);
+        if (!shown) { /* allgather: each rank's part would be empty */
+            if (dt_rank() == 0)
+                printf("# %zu bytes: under one float32 per rank at %d "
+                       "ranks, skipped\n", b, n);
+            continue;
+        }
         int wrong = 0;
         double med = 0;
         rc = run_size(b, &a, send, recv, &wrong, &med);
-        /* the bytes of the whole floats reduced (a size not a multiple
-         * of 4 overstated algbw); allgather: every rank's equal part */
-        size_t n = (size_t)dt_size(), shown = a.allgather
-                                               ? b / sizeof(float) / n * n *
-                                                     sizeof(float)
-                                               : b / sizeof(float) *
-                                                     sizeof(float);
         if (rc == 0 && dt_rank() == 0)
             bench_row_bus(shown, med, (a.allgather ? 1.0 : 2.0) *
                                           (double)(n - 1) / (double)n,

@@ -116,7 +116,8 @@ static int run_rank(int r, int n, const int *listeners,
     tune(in);
     size_t most = ring_bytes(a->max_bytes, n), count = most / sizeof(float);
     float *src = malloc(most + 1), *dst = malloc(most + 1);
-    double *t = malloc((size_t)a->iters * sizeof *t);
+    /* bench_iters_for runs at least 5, whatever --iters says */
+    double *t = malloc((size_t)(a->iters < 5 ? 5 : a->iters) * sizeof *t);
     if (!src || !dst || !t)
         return 1;
     for (size_t i = 0; i < count; i++)
@@ -204,6 +205,6 @@ int main(int argc, char **argv)
     int idx = 0;
     for (size_t b = a.min_bytes; b <= a.max_bytes && idx < 64;
          b *= (size_t)a.factor, idx++)
-        bench_row(b, median[idx], n, wrong[idx]);
+        bench_row(bench_shown_bytes(b, n, 0), median[idx], n, wrong[idx]);
     return 0;
 }

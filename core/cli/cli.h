@@ -29,6 +29,9 @@ typedef struct dt_cli {
     const char *bench_sizes;  /* dtctl bench: --sizes MIN:MAX             */
     const char *bench_iters;  /*              --iters K                   */
     const char *bench_factor; /*              --factor F                  */
+    const char *bench_warmup; /*              --warmup W                  */
+    const char *bench_stat;   /*              --stat median|mean          */
+    const char *bench_op;     /*              --op allreduce|allgather    */
     int no_stage;             /* --no-stage: dtctl run skips staging  */
     const char *metrics;      /* dtctl run --metrics FILE (JSONL)           */
     int resume;               /* dtctl run --resume                         */

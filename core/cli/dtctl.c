@@ -21,6 +21,7 @@ static const char usage_text[] =
     "  plugins                             list plugins and whether they work here\n"
     "  config [JOB.ini]                    show the effective configuration\n"
     "  bench allreduce|allgather [--sizes 4K:256M] [--iters K] [--factor F]\n"
+    "        [--warmup W] [--stat median|mean]\n"
     "                                      time allreduce (or allgather) on\n"
     "                                      -n workers\n"
     "  check [JOB.ini]                     preflight: hosts reachable, host keys,\n"
@@ -124,10 +125,10 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
 {
     enum { OPT_HOSTFILE = 256, OPT_LAUNCHER, OPT_TRANSPORT, OPT_STORAGE,
            OPT_CONFIG, OPT_SET, OPT_VERSION, OPT_SIZES, OPT_ITERS,
-           OPT_FACTOR, OPT_NO_STAGE, OPT_METRICS, OPT_RESUME,
-           OPT_MAX_RESTARTS, OPT_MIN_NP, OPT_MAX_NP, OPT_NPROC_PER_NODE,
-           OPT_NNODES, OPT_INTERFACE, OPT_STANDALONE, OPT_FOREIGN,
-           OPT_FOREIGN_ARG };
+           OPT_FACTOR, OPT_WARMUP, OPT_STAT, OPT_OP, OPT_NO_STAGE,
+           OPT_METRICS, OPT_RESUME, OPT_MAX_RESTARTS, OPT_MIN_NP,
+           OPT_MAX_NP, OPT_NPROC_PER_NODE, OPT_NNODES, OPT_INTERFACE,
+           OPT_STANDALONE, OPT_FOREIGN, OPT_FOREIGN_ARG };
     static const struct option longopts[] = {
         {"np", required_argument, NULL, 'n'},
         {"hosts", required_argument, NULL, 'H'},
@@ -158,6 +159,9 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
         {"sizes", required_argument, NULL, OPT_SIZES},
         {"iters", required_argument, NULL, OPT_ITERS},
         {"factor", required_argument, NULL, OPT_FACTOR},
+        {"warmup", required_argument, NULL, OPT_WARMUP},
+        {"stat", required_argument, NULL, OPT_STAT},
+        {"op", required_argument, NULL, OPT_OP},
         {"no-stage", no_argument, NULL, OPT_NO_STAGE},
         {"metrics", required_argument, NULL, OPT_METRICS},
         {"resume", no_argument, NULL, OPT_RESUME},
@@ -224,6 +228,9 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
         case OPT_SIZES: cli->bench_sizes = optarg; break;
         case OPT_ITERS: cli->bench_iters = optarg; break;
         case OPT_FACTOR: cli->bench_factor = optarg; break;
+        case OPT_WARMUP: cli->bench_warmup = optarg; break;
+        case OPT_STAT: cli->bench_stat = optarg; break;
+        case OPT_OP: cli->bench_op = optarg; break;
         case OPT_NO_STAGE: cli->no_stage = 1; break;
         case OPT_METRICS: cli->metrics = optarg; break;
         case OPT_RESUME: cli->resume = 1; break;
@@ -380,6 +387,9 @@ static int options_fit(const dt_cli_t *cli)
     const char *bench = cli->bench_sizes    ? "--sizes"
                         : cli->bench_iters  ? "--iters"
                         : cli->bench_factor ? "--factor"
+                        : cli->bench_warmup ? "--warmup"
+                        : cli->bench_stat   ? "--stat"
+                        : cli->bench_op     ? "--op"
                                             : NULL;
     if (bench && strcmp(c, "bench") != 0) {
         dt_error("%s is an option of dtctl bench, not of dtctl %s", bench,
