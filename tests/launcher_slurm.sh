@@ -193,8 +193,8 @@ chk --set launcher.slurm.partition=debug >"$T/o" 2>"$T/e"; rc=$?
     fail "check against the running slurmctld: rc=$rc: $(cat "$T/o" "$T/e")"
 ok "dtctl check --launcher=slurm passes (partition debug)"
 # run_on_host: srun -w NODE runs the probes on the node. Interface: the
-# one of the default route (a loopback never counts for [cluster]
-# interface); the default host list (localhost) is this node.
+# one of the default route (loopback would pass only because every worker
+# is on this machine); the default host list (localhost) is this node.
 IF=$(ip -o route show default 2>/dev/null | awk '{ for (i = 1; i < NF; i++) if ($i == "dev") { print $(i + 1); exit } }')
 [ -n "$IF" ] || IF=$(ip -o -4 addr show up scope global 2>/dev/null | awk '{ print $2; exit }')
 NODE=$(hostname -s)
@@ -237,7 +237,12 @@ printf 'ClusterName=none\nSlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort=1\n'
 SLURM_CONF=$T/down.conf chk >"$T/o" 2>"$T/e"; rc=$?
 [ $rc -eq 1 ] && grep -q "^slurmctld *launcher *FAIL *slurmctld does not answer" "$T/o" ||
     fail "a controller that does not answer: rc=$rc: $(cat "$T/o" "$T/e")"
-ok "check reports a slurmctld that does not answer (exit $rc)"
+# ... and no host is "ready" then; the gpu row names srun, not an old dt
+grep -q "^localhost *launcher *ok" "$T/o" &&
+    fail "controller down, yet localhost ready: $(cat "$T/o")"
+grep -q "^localhost *gpu .*the slurm launcher could not run dt-train there" "$T/o" ||
+    fail "controller down: the gpu row does not name the launcher: $(cat "$T/o")"
+ok "check reports a slurmctld that does not answer (exit $rc); no host ready"
 
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all slurm launcher checks passed"

@@ -247,5 +247,83 @@ dt stage emptypath.ini >out 2>&1; rc=$?
     fail "stage with an empty [data] path: rc=$rc $(cat out)"
 ok "a value for an option without one is named; stage with an empty path refused"
 
+# --- dtctl check fails what dtctl run refuses at once ---------------------------
+# (it said "all checks passed" to each): a FAIL row, run's error above the
+# table, exit 1.
+chk_fail() { # ROW DETAIL ERROR ARGS...: exit 1, that FAIL row, run's error
+    row=$1 detail=$2 err=$3
+    shift 3
+    dt check "$@" >out 2>&1; rc=$?
+    [ $rc -eq 1 ] && grep -q "^localhost *$row *FAIL *$detail" out &&
+        grep -q "error: $err" out ||
+        fail "dtctl check $*: want exit 1, a $row FAIL row and '$err', got $rc: $(cat out)"
+}
+chk_fail transport "dtctl run would refuse transport = 'nope' (--transport)" \
+    "no transport plugin named 'nope'" --transport nope
+chk_fail storage "dtctl run would refuse storage = 'nope' (--storage)" \
+    "no storage plugin named 'nope'" --storage nope
+if "$DTCTL" plugins | grep -q '^transport *nccl .*unavailable'; then
+    chk_fail transport "dtctl run would refuse transport = 'nccl'" \
+        "transport plugin 'nccl' .* is not available here" --transport nccl
+fi
+for job in "" job.ini; do
+    chk_fail placement "dtctl run would refuse 5 workers on 2 slots: give more slots" \
+        "cannot place 5 workers: the 1 host has only 2 slots" -n 5 -H localhost:2 $job
+done
+chk_fail cluster "dtctl run would refuse these settings" \
+    "--min-np: \[cluster\] min_np = 0: want 1 to np" --min-np 0
+chk_fail cluster "dtctl run would refuse these settings" \
+    "--max-restarts: \[cluster\] max_restarts must be 0 (never) or more, not -1" --max-restarts -1
+dt check >out 2>&1; rc=$?
+[ $rc -eq 0 ] && grep -q "^localhost *transport *ok *tcp " out &&
+    grep -q "^localhost *placement *ok *1 worker on 1 host" out || fail "a plain dtctl check: rc=$rc: $(cat out)"
+# A program after '--' is refused, as config, stage and bench refuse it.
+dt check -- /nonexistent/prog >out 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "error: dtctl check does not check a program; drop the part after '--'" out ||
+    fail "dtctl check -- PROGRAM: want exit 2, got $rc: $(cat out)"
+ok "dtctl check fails a transport, storage, placement, min_np and max_restarts run refuses; refuses a program"
+
+# [cluster] interface = lo (or an exclusion leaving only loopback) serves
+# workers all on this machine, as dtctl run finds; check agreed no more.
+dt run --network-interface lo -n 2 -- true >out 2>&1 || fail "run --network-interface lo: exit $?: $(cat out)"
+dt check --network-interface lo >out 2>&1; rc=$?
+[ $rc -eq 0 ] && grep -q "^localhost *interface *ok *lo 127.0.0.1 matches 'lo' (loopback: every worker is on this machine)" out ||
+    fail "check --network-interface lo on one machine: want exit 0, got $rc: $(cat out)"
+all_but=$(ip -o addr show up 2>/dev/null | awk '$2 != "lo" { sub(/@.*/, "", $2); printf "^%s,", $2 }' | sort -u)
+if [ -n "$all_but" ]; then
+    dt check --set cluster.interface="${all_but%,}" >out 2>&1; rc=$?
+    [ $rc -eq 0 ] && grep -q "^localhost *interface *ok *lo 127.0.0.1 matches" out ||
+        fail "check with every interface but lo excluded, on one machine: want exit 0, got $rc: $(cat out)"
+fi
+ok "check: loopback as [cluster] interface passes for a job on this machine"
+
+# A write error on stdout (a full disk) is an error, as for dtctl config.
+for cmd in plugins check; do
+    dt $cmd >/dev/full 2>err; rc=$?
+    [ $rc -eq 1 ] && grep -q "error: dtctl $cmd: cannot write its output to standard output" err ||
+        fail "dtctl $cmd >/dev/full: want exit 1 and the error, got $rc: $(cat err)"
+done
+ok "dtctl plugins and check exit 1 when stdout cannot be written"
+
+# With the launcher's controller down (slurm: a slurm.conf whose
+# slurmctld does not answer), no host is "ready", and the gpu row says
+# the launcher could not run dt-train, not that dt is old.
+if command -v srun >/dev/null 2>&1 && command -v scontrol >/dev/null 2>&1 &&
+    "$DTCTL" plugins | grep -q '^launcher *slurm .*available'; then
+    printf 'ClusterName=none\nSlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort=1\n' >down.conf
+    SLURM_CONF=$T/down.conf dt --launcher slurm check >out 2>&1; rc=$?
+    [ $rc -eq 1 ] && grep -q "^slurmctld *launcher *FAIL *slurmctld does not answer" out ||
+        fail "slurm, controller down: want exit 1 and the slurmctld row, got $rc: $(cat out)"
+    grep -q "^localhost *launcher *ok" out && fail "slurm, controller down: localhost said ready: $(cat out)"
+    grep -q "^localhost *launcher *skip *slurm: cannot start workers until its own problem is fixed (the 'slurmctld' launcher row)" out ||
+        fail "slurm, controller down: no launcher row naming the slurmctld problem: $(cat out)"
+    grep -q "^localhost *gpu .*the slurm launcher could not run dt-train there" out &&
+        ! grep -q "older or missing dt" out ||
+        fail "slurm, controller down: the gpu row blames dt: $(cat out)"
+    ok "check with slurmctld down: no host ready; the gpu row names the launcher"
+else
+    echo "note: Slurm's client tools or the slurm plugin missing: the controller-down check is skipped"
+fi
+
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all run_flags checks passed"

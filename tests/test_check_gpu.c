@@ -114,6 +114,25 @@ static void test_no_report(void **state)
     assert_int_equal(judge(cut, 0, 1, 1, d), CHECK_GPU_FAIL);
 }
 
+/* The launcher could not run dt-train there: its reason, not an old dt. */
+static void test_launcher_failed(void **state)
+{
+    (void)state;
+    char d[1024];
+    check_gpu_job_t cpu = {.ranks = 1}, cuda = {.want_cuda = 1, .ranks = 1};
+    const char *why = "the slurm launcher could not run dt-train there: "
+                      "srun: error: Unable to contact slurm controller";
+    assert_int_equal(check_gpu_unknown(why, "fix it", &cpu, d, sizeof d),
+                     CHECK_GPU_SKIP);
+    assert_string_equal(d, "could not ask the host for its GPUs (the slurm "
+                           "launcher could not run dt-train there: srun: "
+                           "error: Unable to contact slurm controller)");
+    assert_int_equal(check_gpu_unknown(why, "fix it", &cuda, d, sizeof d),
+                     CHECK_GPU_FAIL);
+    assert_non_null(strstr(d, "controller); fix it"));
+    assert_null(strstr(d, "older"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -122,6 +141,7 @@ int main(void)
         cmocka_unit_test(test_no_gpu),
         cmocka_unit_test(test_libraries_missing),
         cmocka_unit_test(test_no_report),
+        cmocka_unit_test(test_launcher_failed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -55,13 +55,25 @@ static void test_exclusions_and_loopback(void **state)
     assert_int_equal(match(not_dt0, 1, found), 1);
     assert_string_equal(found, "eth1 192.168.5.7");
     char *neither[] = {"^dt0", "eth1"}; /* whole list excluded */
-    assert_int_equal(match(neither, 2, found), 0);
+    assert_int_equal(match(neither, 2, found), 2); /* loopback left */
     /* An include with one exclusion after it. */
     char *mixed[] = {"10.0.0.0/8", "^dt0"};
     assert_int_equal(match(mixed, 2, found), 0);
-    /* Loopback never satisfies a multi-host job. */
+    /* Loopback alone: 2, naming it (enough for workers on one machine,
+     * never for a job across hosts: the caller decides). */
     char *lo[] = {"lo"};
-    assert_int_equal(match(lo, 1, found), 0);
+    assert_int_equal(match(lo, 1, found), 2);
+    assert_string_equal(found, "lo 127.0.0.1");
+    char *only_lo[] = {"^dt0", "^eth1"};
+    assert_int_equal(match(only_lo, 2, found), 2);
+    assert_string_equal(found, "lo 127.0.0.1");
+    /* A non-loopback address wins over loopback listed first. */
+    char *lo_or_eth1[] = {"lo", "eth1"};
+    assert_int_equal(match(lo_or_eth1, 2, found), 1);
+    assert_string_equal(found, "eth1 192.168.5.7");
+    /* None allowed: the list of what is there. */
+    char *none[] = {"^lo", "^dt0", "^eth1"};
+    assert_int_equal(match(none, 3, found), 0);
     assert_non_null(strstr(found, "lo 127.0.0.1"));
     assert_non_null(strstr(found, "dt0 10.77.1.2"));
 }

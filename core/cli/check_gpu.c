@@ -94,6 +94,15 @@ static void describe_libs(const report_t *r, char *buf, size_t len)
                               strcmp(r->lib[i], "-") ? r->lib[i] : "missing");
 }
 
+int check_gpu_unknown(const char *why, const char *fix,
+                      const check_gpu_job_t *job, char *detail, size_t len)
+{
+    int needed = job->want_cuda || job->nccl;
+    snprintf(detail, len, "could not ask the host for its GPUs (%s)%s%s", why,
+             needed ? "; " : "", needed ? fix : "");
+    return needed ? CHECK_GPU_FAIL : CHECK_GPU_SKIP;
+}
+
 int check_gpu_judge(const char *out, const check_gpu_job_t *job,
                     char *detail, size_t len)
 {
@@ -102,13 +111,11 @@ int check_gpu_judge(const char *out, const check_gpu_job_t *job,
     int needed = job->want_cuda || job->nccl;
     const char *needer = job->nccl ? "[cluster] transport = nccl"
                                    : "[train] device = cuda";
-    if (!r.complete) {
-        snprintf(detail, len,
-                 "could not ask the host for its GPUs (dt-train --gpus gave "
-                 "no report: an older or missing dt there?)%s",
-                 needed ? "; install this version of dt on the host" : "");
-        return needed ? CHECK_GPU_FAIL : CHECK_GPU_SKIP;
-    }
+    if (!r.complete)
+        return check_gpu_unknown("dt-train --gpus gave no report: an older "
+                                 "or missing dt there?",
+                                 "install this version of dt on the host",
+                                 job, detail, len);
     if (r.count == 0) {
         if (needed)
             snprintf(detail, len, "%s, but no GPU here: %s; use a host with "

@@ -20,4 +20,11 @@ typedef struct check_gpu_job {
 int check_gpu_judge(const char *out, const check_gpu_job_t *job,
                     char *detail, size_t len);
 
+/* No report to judge: why (the launcher could not run dt-train --gpus
+ * there, or it gave none) into detail, with fix when the job needs GPUs.
+ * CHECK_GPU_FAIL when it does ([train] device = cuda, transport = nccl),
+ * else CHECK_GPU_SKIP. */
+int check_gpu_unknown(const char *why, const char *fix,
+                      const check_gpu_job_t *job, char *detail, size_t len);
+
 #endif /* DT_CHECK_GPU_H */

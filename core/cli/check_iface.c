@@ -99,10 +99,23 @@ static int allowed(char *const *spec, size_t n, const addr_t *a)
     return (in || includes == 0) && !out;
 }
 
+/* Appends ", NAME ADDR" to the list of interfaces seen (truncated). */
+static void list_seen(char *found, size_t len, size_t *used, const addr_t *a)
+{
+    if (*used + 1 >= len)
+        return;
+    int w = snprintf(found + *used, len - *used, "%s%s %s", *used ? ", " : "",
+                     a->name, a->text);
+    *used += w > 0 ? (size_t)w : 0;
+    if (*used >= len)
+        *used = len - 1;
+}
+
 int check_iface_match(const char *ip_output, char *const *spec, size_t n,
                       char *found, size_t len)
 {
     char *copy = strdup(ip_output ? ip_output : "");
+    char lo[160] = ""; /* the first loopback address the spec allows */
     int seen = 0, hit = 0;
     size_t used = 0;
     found[0] = '\0';
@@ -114,17 +127,18 @@ int check_iface_match(const char *ip_output, char *const *spec, size_t n,
         if (!parse_line(l, &a))
             continue;
         seen = 1;
-        if (!is_loopback(&a) && allowed(spec, n, &a)) {
+        int ok = allowed(spec, n, &a);
+        if (ok && !is_loopback(&a)) {
             snprintf(found, len, "%s %s", a.name, a.text);
             hit = 1;
-        } else if (used + 1 < len) {
-            int w = snprintf(found + used, len - used, "%s%s %s",
-                             used ? ", " : "", a.name, a.text);
-            used += w > 0 ? (size_t)w : 0;
-            if (used >= len)
-                used = len - 1;
+            continue;
         }
+        if (ok && !lo[0])
+            snprintf(lo, sizeof lo, "%s %s", a.name, a.text);
+        list_seen(found, len, &used, &a);
     }
     free(copy);
-    return hit ? 1 : seen ? 0 : -1;
+    if (!hit && lo[0])
+        snprintf(found, len, "%s", lo);
+    return hit ? 1 : lo[0] ? 2 : seen ? 0 : -1;
 }

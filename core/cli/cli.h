@@ -58,6 +58,11 @@ dt_status_t dt_cli_load_config(const dt_cli_t *cli, const char *job_file,
 dt_status_t dt_cli_job_hosts(const dt_config_t *cfg, dt_hostlist_t *hosts,
                              int *np);
 
+/* End of a command's output: 0 when all of stdout was written, else 1
+ * with the error said (a full disk, /dev/full): an exit code of 0 must
+ * not hide a lost table. */
+int dt_cli_flush_stdout(const char *command);
+
 /* path made absolute against the current directory (malloc'd). */
 char *dt_cli_absolute_path(const char *path);
 

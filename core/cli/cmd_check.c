@@ -3,9 +3,13 @@
  * (reachable, host key known, login, its tools: the plugin's `check` op),
  * the [cluster] interface present there, the rendezvous port on this
  * machine reachable from there, and its GPUs, driver and CUDA libraries
- * (dt-train --gpus there) against the job's device and transport. Prints one table row per host and check,
- * with how to fix each failure. Exit 0: all passed; 1: something failed;
- * 2: bad usage or configuration. */
+ * (dt-train --gpus there) against the job's device and transport. Once,
+ * what dtctl run refuses before it starts anything (run_checks.h): the
+ * transport and storage plugins, the placement of the workers, the
+ * [cluster] settings, the job. Prints one table row per host and check,
+ * with how to fix each failure. Exit 0: all passed; 1: something failed
+ * (or the table could not be written); 2: bad usage, or a configuration
+ * the check cannot start from (the host list, the launcher). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -23,6 +27,7 @@
 #include "cli.h"
 #include <dt/netif.h>
 #include "plugin/plugin_loader.h"
+#include "run_checks.h"
 #include "run_trainer.h"
 
 enum { CHK_OK = 0, CHK_FAIL = 1, CHK_SKIP = 2 };
@@ -38,6 +43,11 @@ typedef struct table {
     int failed;
     const dt_hostlist_t *hosts;
     unsigned char *bad; /* per host: the launcher could not reach it */
+    /* The first problem the launcher reported under no listed host
+     * ("slurmctld", "mpirun"): it concerns every host. */
+    char wide[64];
+    const char *launcher; /* its name, for the rows */
+    int one_machine;      /* every worker runs on this machine */
 } table_t;
 
 static void add_row(table_t *t, const char *host, const char *check,
@@ -73,9 +83,12 @@ static void add_row(table_t *t, const char *host, const char *check,
 static void on_problem(void *arg, const char *host, const char *problem)
 {
     table_t *t = arg;
+    int listed = 0;
     for (size_t i = 0; host && i < t->hosts->n; i++)
         if (strcmp(t->hosts->hosts[i].name, host) == 0)
-            t->bad[i] = 1;
+            t->bad[i] = listed = 1;
+    if (!listed && !t->wide[0])
+        snprintf(t->wide, sizeof t->wide, "%s", host ? host : "-");
     add_row(t, host ? host : "-", "launcher", CHK_FAIL, "%s", problem);
 }
 
@@ -88,11 +101,22 @@ static void launcher_checks(table_t *t, const dt_plugin_t *p, void *ctx)
                     "the %s launcher has no preflight of its own", p->name);
         return;
     }
-    if (ops->check(ctx, t->hosts, on_problem, t) != DT_OK)
+    if (ops->check(ctx, t->hosts, on_problem, t) != DT_OK) {
         add_row(t, "-", "launcher", CHK_FAIL,
                 "the %s launcher's preflight failed (see above)", p->name);
+        if (!t->wide[0])
+            snprintf(t->wide, sizeof t->wide, "-");
+    }
+    /* A problem of the launcher itself (its controller down, a tool
+     * missing) leaves no host ready, however it answered. */
     for (size_t i = 0; i < t->hosts->n; i++)
-        if (!t->bad[i])
+        if (t->bad[i])
+            continue;
+        else if (t->wide[0])
+            add_row(t, t->hosts->hosts[i].name, "launcher", CHK_SKIP,
+                    "%s: cannot start workers until its own problem is "
+                    "fixed (the '%s' launcher row)", p->name, t->wide);
+        else
             add_row(t, t->hosts->hosts[i].name, "launcher", CHK_OK,
                     "%s: reachable, ready to start workers", p->name);
 }
@@ -122,15 +146,24 @@ static void interface_check(table_t *t, const dt_launcher_ops_t *ops,
                    "ip -o addr show up 2>/dev/null || "
                    "/sbin/ip -o addr show up",
                    NULL, NULL, &out) != DT_OK) {
+        free(out);
         add_row(t, h->name, "interface", CHK_FAIL,
                 "could not list the interfaces there (see above)");
         return;
     }
     int m = check_iface_match(out, spec, n, found, sizeof found);
     free(out);
-    if (m > 0)
+    if (m == 1)
         add_row(t, h->name, "interface", CHK_OK, "%s matches '%s'", found,
                 spec_text);
+    else if (m == 2 && t->one_machine)
+        add_row(t, h->name, "interface", CHK_OK, "%s matches '%s' (loopback: "
+                "every worker is on this machine)", found, spec_text);
+    else if (m == 2)
+        add_row(t, h->name, "interface", CHK_FAIL,
+                "[cluster] interface = '%s' matches only loopback (%s) "
+                "there: other hosts cannot reach it; name an interface the "
+                "hosts share", spec_text, found);
     else if (m == 0)
         add_row(t, h->name, "interface", CHK_FAIL,
                 "no interface matches [cluster] interface = '%s' (there: "
@@ -228,21 +261,43 @@ static void rendezvous_check(table_t *t, const dt_launcher_ops_t *ops,
     free(out);
 }
 
+/* "the slurm launcher could not run dt-train there: FIRST LINE", the
+ * first line being the launcher's output, else where its error is (and
+ * the launcher's own problem, the likely cause). */
+static void launcher_failed(const table_t *t, const char *out, char *buf,
+                            size_t len)
+{
+    while (out && *out == '\n')
+        out++;
+    if (out && *out)
+        snprintf(buf, len, "the %s launcher could not run dt-train there: "
+                 "%.*s", t->launcher, (int)strcspn(out, "\n"), out);
+    else
+        snprintf(buf, len, "the %s launcher could not run dt-train there: "
+                 "its error is above the table%s%s%s", t->launcher,
+                 t->wide[0] ? "; fix the '" : "", t->wide,
+                 t->wide[0] ? "' launcher row first" : "");
+}
+
 /* dt-train --gpus on the host: its GPUs and libraries for this job. */
 static void gpu_check(table_t *t, const dt_launcher_ops_t *ops, void *ctx,
                       size_t i, const check_gpu_job_t *job)
 {
     const dt_host_t *h = &t->hosts->hosts[i];
-    char trainer[4096], detail[2048];
+    char trainer[4096], detail[2048], why[640];
     dt_cli_worker_program("core", "dt-train", trainer, sizeof trainer);
     const char *argv[] = {trainer, "--gpus", NULL};
     char *out = NULL;
-    int code = 0;
-    if (ops->run_on_host(ctx, h, argv, &out, &code) != DT_OK || code != 0) {
-        free(out);
-        out = NULL;
+    int code = 0, r;
+    if (ops->run_on_host(ctx, h, argv, &out, &code) != DT_OK) {
+        /* not a missing dt: nothing ran there */
+        launcher_failed(t, out, why, sizeof why);
+        r = check_gpu_unknown(why, "fix the launcher's access to the host",
+                              job, detail, sizeof detail);
+    } else {
+        r = check_gpu_judge(code == 0 ? out : NULL, job, detail,
+                            sizeof detail);
     }
-    int r = check_gpu_judge(out, job, detail, sizeof detail);
     free(out);
     add_row(t, h->name, "gpu", r == CHECK_GPU_OK     ? CHK_OK
                                : r == CHECK_GPU_FAIL ? CHK_FAIL
@@ -282,6 +337,13 @@ static void print_table(const table_t *t)
         printf("all checks passed\n");
 }
 
+/* A job file, or [model] layers in the configuration: dt's trainer. */
+static int has_job(const dt_config_t *cfg, const char *job_file)
+{
+    const char *layers = dt_config_get(cfg, "model", "layers");
+    return job_file || (layers && *layers);
+}
+
 /* A job (a job file, or [model] layers): the checks dtctl run makes of
  * it before any worker starts (its [train] settings, the model against
  * the data, the trainer program here) — a job check passed that run
@@ -289,8 +351,7 @@ static void print_table(const table_t *t)
 static void job_check(table_t *t, const dt_config_t *cfg,
                       const char *job_file, int np)
 {
-    const char *layers = dt_config_get(cfg, "model", "layers");
-    if (!job_file && !(layers && *layers))
+    if (!has_job(cfg, job_file))
         return;
     char trainer[4200];
     if (run_trainer_prepare(cfg, np, trainer, sizeof trainer) != DT_OK)
@@ -301,21 +362,116 @@ static void job_check(table_t *t, const dt_config_t *cfg,
                 "worker%s; trainer %s", np, np == 1 ? "" : "s", trainer);
 }
 
-int dt_cmd_check(dt_cli_t *cli)
+/* A plugin a [cluster] key names, loaded here as dtctl run loads it
+ * before anything starts (the storage plugin even when the job stages
+ * nothing: the name is wrong either way). */
+static void plugin_check(table_t *t, const dt_config_t *cfg, dt_kind_t kind,
+                         const char *key)
 {
-    const char *job_file = NULL;
+    const dt_plugin_t *p = NULL;
+    const char *name = dt_config_get(cfg, "cluster", key), *where = "default";
+    dt_config_origin(cfg, "cluster", key, NULL, &where);
+    if (run_load_plugin(cfg, kind, key, &p) == DT_OK)
+        add_row(t, "localhost", key, CHK_OK, "%s %s loads here", p->name,
+                p->version);
+    else
+        add_row(t, "localhost", key, CHK_FAIL,
+                "dtctl run would refuse %s = '%s' (%s): see the error above; "
+                "dtctl plugins lists those that can run here", key,
+                name ? name : "", where);
+}
+
+/* np ranks on the hosts' slots, as dtctl run places them (*placement:
+ * NULL when they do not fit). */
+static void placement_check(table_t *t, int np, dt_placement_t **placement)
+{
+    size_t slots = dt_hostlist_slots(t->hosts);
+    if (dt_place_ranks(t->hosts, np, placement) == DT_OK) {
+        add_row(t, "localhost", "placement", CHK_OK,
+                "%d worker%s on %zu host%s (%zu slot%s)", np,
+                np == 1 ? "" : "s", t->hosts->n, t->hosts->n == 1 ? "" : "s",
+                slots, slots == 1 ? "" : "s");
+        return;
+    }
+    *placement = NULL;
+    add_row(t, "localhost", "placement", CHK_FAIL,
+            "dtctl run would refuse %d workers on %zu slot%s: give more "
+            "slots (-H host:N, slots=N in the hostfile) or fewer workers "
+            "(-n %zu)", np, slots, slots == 1 ? "" : "s", slots);
+}
+
+/* [cluster] timeout, restarts and elastic membership. */
+static void cluster_check(table_t *t, const dt_config_t *cfg, int np,
+                          int trainer)
+{
+    /* both, so that every error is said */
+    int bad = run_check_timeout(cfg) != DT_OK;
+    bad |= run_check_restarts(cfg, t->hosts, np, trainer) != DT_OK;
+    if (bad)
+        add_row(t, "localhost", "cluster", CHK_FAIL,
+                "dtctl run would refuse these settings: see the error above");
+    else
+        add_row(t, "localhost", "cluster", CHK_OK,
+                "timeout, restarts and membership settings valid");
+}
+
+/* Ranks the job places on host i; without a placement (more workers
+ * than slots) every slot is taken. */
+static int ranks_on(const table_t *t, const dt_placement_t *placement,
+                    int np, size_t i)
+{
+    if (!placement)
+        return t->hosts->hosts[i].slots;
+    int n = 0;
+    for (int r = 0; r < np; r++)
+        n += placement[r].host == i;
+    return n;
+}
+
+/* Every worker on this machine (the local launcher, or every host names
+ * it): loopback reaches them all. */
+static int one_machine(const dt_plugin_t *launcher,
+                       const dt_hostlist_t *hosts)
+{
+    if (strcmp(launcher->name, "local") == 0)
+        return 1;
+    for (size_t i = 0; i < hosts->n; i++)
+        if (!dt_netif_is_local(hosts->hosts[i].name))
+            return 0;
+    return 1;
+}
+
+/* What dtctl check takes: one job file, no program. */
+static int check_usage(const dt_cli_t *cli, const char **job_file)
+{
+    *job_file = NULL;
     if (cli->nargs > 1 || (cli->nargs == 1 &&
                            !strstr(cli->args[0], ".ini"))) {
         dt_error("usage: dtctl check [JOB.ini] [--launcher=NAME] [-H ...|"
                  "--hostfile FILE]");
         return 2;
     }
+    /* The program's own host, PATH and working directory are the
+     * workers', not a probe's: only the run can tell. */
+    if (cli->exec_argv) {
+        dt_error("dtctl check does not check a program; drop the part "
+                 "after '--' (dtctl run starts it)");
+        return 2;
+    }
     if (cli->nargs == 1)
-        job_file = cli->args[0];
+        *job_file = cli->args[0];
+    return 0;
+}
+
+int dt_cmd_check(dt_cli_t *cli)
+{
+    const char *job_file = NULL;
+    if (check_usage(cli, &job_file) != 0)
+        return 2;
     dt_config_t *cfg = NULL;
     dt_hostlist_t hosts = {NULL, 0};
     const dt_plugin_t *p = NULL;
-    const char *lname = NULL;
+    dt_placement_t *placement = NULL;
     void *ctx = NULL;
     char **spec = NULL;
     size_t n = 0;
@@ -323,8 +479,7 @@ int dt_cmd_check(dt_cli_t *cli)
     int code = 2, np = 0;
     if (dt_cli_load_config(cli, job_file, &cfg) != DT_OK ||
         dt_cli_job_hosts(cfg, &hosts, &np) != DT_OK ||
-        dt_config_get_string(cfg, "cluster", "launcher", &lname) != DT_OK ||
-        dt_plugin_load(DT_KIND_LAUNCHER, lname, &p, NULL) != DT_OK)
+        run_load_plugin(cfg, DT_KIND_LAUNCHER, "launcher", &p) != DT_OK)
         goto out;
     if (dt_config_get(cfg, "cluster", "interface") &&
         dt_config_get_list(cfg, "cluster", "interface", &spec, &n) != DT_OK)
@@ -336,6 +491,8 @@ int dt_cmd_check(dt_cli_t *cli)
         goto out;
     }
     t.hosts = &hosts;
+    t.launcher = p->name;
+    t.one_machine = one_machine(p, &hosts);
     t.bad = calloc(hosts.n ? hosts.n : 1, 1);
     if (!t.bad)
         goto out;
@@ -343,6 +500,10 @@ int dt_cmd_check(dt_cli_t *cli)
     dt_info("checking %zu host%s with the %s launcher", hosts.n,
             hosts.n == 1 ? "" : "s", p->name);
     launcher_checks(&t, p, ctx);
+    plugin_check(&t, cfg, DT_KIND_TRANSPORT, "transport");
+    plugin_check(&t, cfg, DT_KIND_STORAGE, "storage");
+    placement_check(&t, np, &placement);
+    cluster_check(&t, cfg, np, has_job(cfg, job_file));
     job_check(&t, cfg, job_file, np);
     int can_run = DT_OPS_HAS(ops, dt_launcher_ops_t, run_on_host);
     const char *spec_text = dt_config_get(cfg, "cluster", "interface");
@@ -351,11 +512,9 @@ int dt_cmd_check(dt_cli_t *cli)
     check_gpu_job_t job = {
         .want_cuda = device && strcmp(device, "cuda") == 0,
         .nccl = transport && strcmp(transport, "nccl") == 0};
-    int left = np; /* ranks fill the hosts' slots in order */
     for (size_t i = 0; i < hosts.n; i++) {
         const char *h = hosts.hosts[i].name;
-        job.ranks = left < hosts.hosts[i].slots ? left : hosts.hosts[i].slots;
-        left -= job.ranks;
+        job.ranks = ranks_on(&t, placement, np, i);
         if (t.bad[i] || !can_run) {
             const char *why = t.bad[i] ? "the launcher cannot reach the host"
                                        : "the launcher cannot run commands "
@@ -371,6 +530,8 @@ int dt_cmd_check(dt_cli_t *cli)
     }
     print_table(&t);
     code = t.failed ? 1 : 0;
+    if (dt_cli_flush_stdout("check") != 0)
+        code = 1;
 out:
     if (ctx && ((const dt_launcher_ops_t *)p->ops)->fini)
         ((const dt_launcher_ops_t *)p->ops)->fini(ctx);
@@ -381,6 +542,7 @@ out:
     }
     free(t.v);
     free(t.bad);
+    free(placement);
     dt_strv_free(spec);
     dt_hostlist_free(&hosts);
     dt_config_free(cfg);

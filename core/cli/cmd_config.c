@@ -94,5 +94,5 @@ int dt_cmd_config(dt_cli_t *cli)
     dt_config_free(cfg);
     if (bad)
         return 2;
-    return fflush(stdout) == 0 ? 0 : 1;
+    return dt_cli_flush_stdout("config");
 }

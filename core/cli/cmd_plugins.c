@@ -41,5 +41,5 @@ int dt_cmd_plugins(dt_cli_t *cli)
         free(dirs);
     }
     dt_plugin_entries_free(v, n);
-    return 0;
+    return dt_cli_flush_stdout("plugins");
 }

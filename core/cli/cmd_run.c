@@ -25,6 +25,7 @@
 #include "output_lines.h"
 #include "plugin/plugin_loader.h"
 #include "run_env.h"
+#include "run_checks.h"
 #include "run_culprit.h"
 #include "run_members.h"
 #include "run_rendezvous.h"
@@ -115,16 +116,6 @@ static int job_in_config(const dt_config_t *cfg)
              "after '--', e.g. dtctl run -n 4 -- python train.py (see "
              "dtctl --help)");
     return EXIT_USAGE;
-}
-
-/* A plugin named by a [cluster] key, loaded (the loader explains a
- * missing one and lists those that exist). */
-static dt_status_t load_named_plugin(const dt_config_t *cfg, dt_kind_t kind,
-                                     const char *key, const dt_plugin_t **p)
-{
-    const char *name = NULL;
-    DT_CHECK(dt_config_get_string(cfg, "cluster", key, &name));
-    return dt_plugin_load(kind, name, p, NULL);
 }
 
 /* Start the job's rendezvous store; its address and the workers' config
@@ -356,37 +347,20 @@ static int place_servers(const dt_cli_t *cli, run_state_t *s)
 }
 
 /* Configuration, hosts, placement and plugins: 0 or an exit code. */
-/* [cluster] timeout bounds every wait of the job (connections, silent
- * peers): 0 would fail the workers' first handshake with a message about
- * the store, not about the setting. */
-static dt_status_t check_timeout(const dt_config_t *cfg)
-{
-    double t = 60.0;
-    DT_CHECK(dt_config_get_duration(cfg, "cluster", "timeout", &t));
-    if (t > 0)
-        return DT_OK;
-    const char *where = NULL;
-    dt_config_origin(cfg, "cluster", "timeout", NULL, &where);
-    dt_error("%s: [cluster] timeout = 0: every wait of the job (connecting, "
-             "a silent peer) would fail at once; give a duration above 0 "
-             "(default 60s)", where ? where : "[cluster] timeout");
-    return DT_ERR_CONFIG;
-}
-
 static int prepare(const dt_cli_t *cli, const char *job_file, run_state_t *s)
 {
     const dt_plugin_t *launcher, *transport;
     if (dt_cli_load_config(cli, job_file, &s->cfg) != DT_OK ||
-        check_timeout(s->cfg) != DT_OK ||
+        run_check_timeout(s->cfg) != DT_OK ||
         dt_cli_job_hosts(s->cfg, &s->hosts, &s->np) != DT_OK ||
         dt_place_ranks(&s->hosts, s->np, &s->placement) != DT_OK)
         return EXIT_USAGE;
     /* The transport is only used by the workers, but a wrong name, or a
      * plugin without the ops its kind requires (the loader checks them),
      * should fail here, before anything starts. */
-    if (load_named_plugin(s->cfg, DT_KIND_TRANSPORT, "transport",
-                          &transport) != DT_OK ||
-        load_named_plugin(s->cfg, DT_KIND_LAUNCHER, "launcher", &launcher) !=
+    if (run_load_plugin(s->cfg, DT_KIND_TRANSPORT, "transport",
+                        &transport) != DT_OK ||
+        run_load_plugin(s->cfg, DT_KIND_LAUNCHER, "launcher", &launcher) !=
             DT_OK)
         return EXIT_USAGE;
     s->ops = launcher->ops;
@@ -602,19 +576,10 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
 
 static int launch_and_supervise(const dt_cli_t *cli, run_state_t *s)
 {
-    double kill_grace = 5.0;
-    const char *workdir = NULL;
-    if (dt_config_get_duration(s->cfg, "cluster", "kill_grace", &kill_grace) !=
-        DT_OK)
+    double kill_grace;
+    const char *workdir;
+    if (run_read_supervision(s->cfg, &kill_grace, &workdir) != DT_OK)
         return EXIT_USAGE;
-    dt_status_t st = dt_config_get_string(s->cfg, "cluster", "workdir",
-                                          &workdir);
-    if (st == DT_ERR_NOT_FOUND)
-        workdir = NULL;
-    else if (st != DT_OK)
-        return EXIT_USAGE;
-    if (workdir && !*workdir)
-        workdir = NULL;
     run_restart_t rs;
     if (run_restart_init(s->cfg, s->trainer, workdir, &rs) != DT_OK)
         return EXIT_USAGE;

@@ -2,6 +2,7 @@
  * cluster file, job file, environment and options, in that precedence; and
  * the job's host list derived from it. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,18 @@ char *dt_cli_absolute_path(const char *path)
     if (asprintf(&out, "%s/%s", cwd, path) < 0)
         return NULL;
     return out;
+}
+
+int dt_cli_flush_stdout(const char *command)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return 0;
+    /* errno 0: an earlier write failed, its cause no longer known */
+    dt_error("dtctl %s: cannot write its output to standard output: %s; "
+             "check where it goes (a full disk, a closed pipe)",
+             command, errno ? strerror(errno) : "a write failed");
+    return 1;
 }
 
 /* Options that are short forms of [cluster] keys (and the trainer's). */
