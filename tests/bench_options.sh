@@ -100,4 +100,8 @@ STUB
 else
     echo "skip: compare-allreduce.sh (no mpi_allreduce or mpirun)"
 fi
+# a configuration that does not load: said once, exit 2, no worker
+"$DTCTL" bench allreduce --set foo >out 2>&1; rc=$?
+[ $rc -eq 2 ] && [ "$(grep -c "want SECTION.KEY=VALUE" out)" -eq 1 ] ||
+    fail "bench --set foo: want exit 2 and the error once, got $rc: $(cat out)"
 [ $fails -eq 0 ] || exit 1

@@ -23,13 +23,14 @@ static void worker_path(char *buf, size_t len)
 }
 
 /* Whether the configuration says how many workers (a value for [cluster]
- * np, hosts or hostfile from anywhere but the defaults). */
+ * np, hosts or hostfile from anywhere but the defaults); -1 when it does
+ * not load (said: dtctl bench stops, rather than run say it again). */
 static int np_given(const dt_cli_t *cli)
 {
     dt_config_t *cfg = NULL;
     int given = 0;
     if (dt_cli_load_config(cli, NULL, &cfg) != DT_OK)
-        return 0; /* dtctl run reports it */
+        return -1;
     static const char *const keys[] = {"np", "hosts", "hostfile"};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
         dt_config_source_t src = DT_SRC_DEFAULT;
@@ -118,7 +119,10 @@ int dt_cmd_bench(dt_cli_t *cli)
     /* 2 workers unless something says how many: -n, [cluster] np from a
      * file or the environment, or a host list's slots. (Set as -n, the 2
      * overrode them all.) */
-    if (cli->np < 1 && !cli->nproc_per_node && !np_given(cli))
+    int given = cli->np < 1 && !cli->nproc_per_node ? np_given(cli) : 1;
+    if (given < 0)
+        return 2;
+    if (!given)
         cli->np = 2;
     /* A count from a file or hosts is known to the workers only: they
      * say it then. */
