@@ -12,7 +12,6 @@
  * public headers <dt/dt.h>, <dt/device.h>, <dt/nn.h>. Prints one line per
  * size on rank 0 and exits 0 when every rank's every check passed; exits
  * 77 when no GPU is visible. */
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,8 +56,11 @@ static int check_int32_avg(int rank, int size)
         return 1;
     }
     for (int i = 0; i < N; i++) {
-        double sum = size * (size - 1) / 2.0 + (double)size * (i % 3);
-        int32_t want = (int32_t)lround(sum / size);
+        /* the sum over ranks, divided by size rounded half up (all
+         * positive), in integers: no libm for prepare.sh to link */
+        long long sum = (long long)size * (size - 1) / 2 +
+                        (long long)size * (i % 3);
+        int32_t want = (int32_t)((2 * sum + size) / (2 * size));
         if (h[i] != want) {
             fprintf(stderr, "allreduce_mem: rank %d of %d: int32 avg wrong "
                     "at %d: got %d, want %d (round to nearest)\n",
