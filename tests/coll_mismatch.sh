@@ -7,9 +7,11 @@
 # rank's line), and dt_finalize after it returns at once with the same
 # error. Through shared memory (the default on one host) and over tcp
 # ([collectives] shm = off), 2 ranks and 3 (the last one odd). tcp sees
-# messages, not calls: it catches other collectives and other message
-# sizes (counts, type widths), not a type of the same width, another op or
-# another root.
+# messages: their sizes (counts, type widths) and their tags, which carry
+# the collective, its type, op and root (dt/plugin.h), so a type of the
+# same width and another op are caught too. Another root only where a
+# rank receives a message it did not expect: a broadcast whose ranks each
+# think themselves the root only sends, and nothing is seen.
 set -u
 prog="$top_builddir/tests/coll_mismatch"
 # both are built by make check: missing is a broken build, not a skip
@@ -127,9 +129,13 @@ sizes="bytes in its allreduce where this rank expected"
 check 2 tcp count 1 "$sizes" \
     "the ranks called allreduce with different counts or types; $same"
 check 2 tcp count_large 1 "$sizes"
-check 2 tcp kind 1 "called allreduce where this rank called barrier" \
-    "called barrier where this rank called allreduce"
-check 2 tcp dtype_width 1 "$sizes"
+check 2 tcp kind 1 "called allreduce (float32, sum) where this rank called barrier" \
+    "called barrier where this rank called allreduce (float32, sum)"
+check 2 tcp dtype_width 1 "called allreduce (float64, sum) where this rank called allreduce (float32, sum)"
+check 2 tcp dtype 1 "called allreduce (int32, sum) where this rank called allreduce (float32, sum)" \
+    "called allreduce (float32, sum) where this rank called allreduce (int32, sum)"
+check 2 tcp op 1 "called allreduce (float32, max) where this rank called allreduce (float32, sum)" \
+    "called allreduce (float32, sum) where this rank called allreduce (float32, max)"
 check 3 tcp count_large 2 "$sizes"
 check 3 tcp kind 2 "where this rank called barrier"
 exit $status

@@ -41,6 +41,8 @@ typedef struct dt_comm {
                                allreduce over the transport in 16 bits    */
     int feedback;           /* compression_feedback: error feedback        */
     struct dt_coll_ef *ef;  /* its residuals, by buffer (coll_half.c)      */
+    unsigned call;          /* what the running collective said (type, op,
+                               root: DT_COLL_TAG_DETAIL), in its tags      */
     char path[192];         /* which way host-memory collectives go, and
                                why, for people (dt_collectives_path);
                                set by dt_comm_setup_hosts                  */

@@ -144,6 +144,7 @@ static dt_status_t recursive_doubling_16(dt_comm_t *c, float *buf,
 dt_status_t dt_coll_allreduce(dt_comm_t *c, const void *send, void *recv,
                               size_t count, dt_dtype_t t, dt_redop_t op)
 {
+    dt_coll_begin(c, t, op, 0);
     if (DT_OPS_HAS(c->ops, dt_transport_ops_t, allreduce)) {
         dt_status_t st = c->ops->allreduce(c->ctx, send, recv, count, t, op,
                                            DT_MEM_HOST, NULL);

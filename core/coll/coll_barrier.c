@@ -8,6 +8,7 @@
 
 dt_status_t dt_coll_barrier(dt_comm_t *c)
 {
+    dt_coll_begin(c, DT_FLOAT32, DT_SUM, 0);
     if (DT_OPS_HAS(c->ops, dt_transport_ops_t, barrier)) {
         dt_status_t st = c->ops->barrier(c->ctx);
         if (st != DT_DECLINED)

@@ -89,6 +89,7 @@ out:
 dt_status_t dt_coll_broadcast(dt_comm_t *c, void *buf, size_t count,
                               dt_dtype_t t, int root)
 {
+    dt_coll_begin(c, t, DT_SUM, root);
     if (root < 0 || root >= c->size) {
         dt_error("broadcast: rank %d: root %d is not a rank (0..%d)",
                  c->rank, root, c->size - 1);

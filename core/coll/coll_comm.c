@@ -8,16 +8,57 @@
 #include "coll.h"
 #include "coll_internal.h"
 
+const char *dt_coll_tag_text(int tag, char *buf, size_t len)
+{
+    static const char *const ops[] = {"sum", "avg", "max", "min"};
+    const char *name = dt_coll_tag_name(tag);
+    unsigned rel = (unsigned)tag - (unsigned)DT_TAG_ALLREDUCE;
+    unsigned kind = rel % DT_COLL_TAG_KINDS, d = rel / DT_COLL_TAG_KINDS;
+    const char *type = dt_dtype_name((dt_dtype_t)(d & 7u));
+    unsigned op = (d >> 3) & 7u;
+    if (!buf || !len)
+        return buf;
+    if (!name)
+        snprintf(buf, len, "%s", "");
+    else if (kind == DT_TAG_BARRIER - DT_TAG_ALLREDUCE)
+        snprintf(buf, len, "%s", name);
+    else if (kind == DT_TAG_BROADCAST - DT_TAG_ALLREDUCE)
+        snprintf(buf, len, "%s (%s, root %u)", name, type, d >> 6);
+    else if (kind == DT_TAG_ALLGATHER - DT_TAG_ALLREDUCE)
+        snprintf(buf, len, "%s (%s)", name, type);
+    else
+        snprintf(buf, len, "%s (%s, %s)", name, type, op < 4 ? ops[op] : "?");
+    return buf;
+}
+
+void dt_coll_begin(dt_comm_t *c, dt_dtype_t t, dt_redop_t op, int root)
+{
+    c->call = DT_COLL_TAG_DETAIL(t, op, root);
+}
+
+/* A kind tag of the core's (DT_TAG_ALLREDUCE ...) with what the running
+ * call said (dt_coll_begin): a peer in another call is seen, not mixed
+ * in. Other tags (the parameter servers') as they are. */
+static int call_tag(const dt_comm_t *c, int tag)
+{
+    unsigned kind = (unsigned)tag - (unsigned)DT_TAG_ALLREDUCE;
+    return kind < DT_COLL_TAG_KINDS
+               ? (int)((unsigned)tag + DT_COLL_TAG_KINDS * c->call)
+               : tag;
+}
+
 dt_status_t dt_coll_isend(dt_comm_t *c, int peer, const void *buf,
                           size_t len, int tag, dt_request_t **req)
 {
-    return c->ops->isend(c->ctx, peer, buf, len, DT_MEM_HOST, tag, req);
+    return c->ops->isend(c->ctx, peer, buf, len, DT_MEM_HOST,
+                         call_tag(c, tag), req);
 }
 
 dt_status_t dt_coll_irecv(dt_comm_t *c, int peer, void *buf, size_t len,
                           int tag, dt_request_t **req)
 {
-    return c->ops->irecv(c->ctx, peer, buf, len, DT_MEM_HOST, tag, req);
+    return c->ops->irecv(c->ctx, peer, buf, len, DT_MEM_HOST,
+                         call_tag(c, tag), req);
 }
 
 dt_status_t dt_coll_wait(dt_comm_t *c, dt_request_t **reqs, size_t n)

@@ -15,6 +15,7 @@
 dt_status_t dt_coll_allgather(dt_comm_t *c, const void *send, void *recv,
                               size_t count_per_rank, dt_dtype_t t)
 {
+    dt_coll_begin(c, t, DT_SUM, 0);
     size_t es = dt_dtype_size(t);
     if (es == 0) {
         dt_error("allgather: rank %d: invalid element type %d", c->rank,
@@ -45,6 +46,7 @@ dt_status_t dt_coll_reduce_scatter(dt_comm_t *c, const void *send,
                                    void *recv, size_t count_per_rank,
                                    dt_dtype_t t, dt_redop_t op)
 {
+    dt_coll_begin(c, t, op, 0);
     if (DT_OPS_HAS(c->ops, dt_transport_ops_t, reduce_scatter)) {
         dt_status_t st = c->ops->reduce_scatter(c->ctx, send, recv,
                                                 count_per_rank, t, op,

@@ -26,7 +26,12 @@ int dt_coll_reducible(dt_dtype_t t, dt_redop_t op);
 dt_status_t dt_coll_reduce3(void *dst, const void *a, const void *b, size_t n,
                             dt_dtype_t t, dt_redop_t op);
 
-/* Point-to-point on host memory; wait uses the comm's timeout. */
+/* A collective starts: its type, op and root (0 where it has none) go
+ * into the tags of its messages (dt/plugin.h, DT_COLL_TAG_DETAIL). */
+void dt_coll_begin(dt_comm_t *c, dt_dtype_t t, dt_redop_t op, int root);
+
+/* Point-to-point on host memory; wait uses the comm's timeout. The core's
+ * kind tags get the running call's detail (dt_coll_begin). */
 dt_status_t dt_coll_isend(dt_comm_t *c, int peer, const void *buf,
                           size_t len, int tag, dt_request_t **req);
 dt_status_t dt_coll_irecv(dt_comm_t *c, int peer, void *buf, size_t len,

@@ -45,8 +45,8 @@
  * the code. Collectives that do not match across ranks fail with
  * DT_ERR_INVALID, each rank's error line naming the calls: through shared
  * memory (ranks of one host) any difference; over tcp a different
- * collective or message size (not a type of the same width, an op or a
- * root). After a failed collective the job cannot continue: every later
+ * collective, type, op or message size (a root only where a rank receives
+ * what it did not expect). After a failed collective the job cannot continue: every later
  * collective fails, dt_finalize returns that error at once, and peers the
  * failure did not reach may wait until their own timeout. */
 #ifndef DT_DT_H

@@ -251,14 +251,19 @@ typedef struct dt_transport_args {
 
 /* The tags of the core's own collectives over isend/irecv (the core's
  * other point-to-point users, such as the parameter servers, take others).
- * One tag per kind of collective; a rank runs one collective at a time,
- * and between a pair of ranks the messages of each come in the order of
- * the calls. So a message from a peer with one of these tags arriving
- * where the oldest receive from that peer still waiting has another of
- * them, or with a length other than that receive's, means the ranks
- * called different collectives (or counts, or types): a transport may
- * fail the call at once with DT_ERR_INVALID, naming both
- * (dt_coll_tag_name), rather than wait for its timeout (tcp does). */
+ * A tag is the kind of collective (DT_TAG_ALLREDUCE ...) plus
+ * DT_COLL_TAG_KINDS times what the call said that a message's length
+ * cannot show: its element type, op and root (DT_COLL_TAG_DETAIL). A
+ * rank runs one collective at a time, and between a pair of ranks the
+ * messages of each come in the order of the calls. So a message from a
+ * peer with one of these tags arriving where the oldest receive from that
+ * peer still waiting has another of them, or with a length other than
+ * that receive's, means the ranks called different collectives (or
+ * counts, types, ops or roots): a transport may fail the call at once
+ * with DT_ERR_INVALID, naming both (dt_coll_tag_name, dt_coll_tag_text),
+ * rather than wait for its timeout (tcp does). A transport that matches
+ * by tag (ucx) never mixes them up; one that matches by order alone
+ * cannot tell. */
 enum {
     DT_TAG_ALLREDUCE = 0x4c000001,
     DT_TAG_BROADCAST,
@@ -266,15 +271,29 @@ enum {
     DT_TAG_REDUCE_SCATTER,
     DT_TAG_BARRIER
 };
+#define DT_COLL_TAG_KINDS 8
+/* type (3 bits), op (3 bits), root (16 bits, modulo 65536) */
+#define DT_COLL_TAG_DETAIL(type, op, root)                                    \
+    (((unsigned)(type) & 7u) | (((unsigned)(op) & 7u) << 3) |                 \
+     (((unsigned)(root) & 0xffffu) << 6))
+#define DT_COLL_TAG_SPAN ((unsigned)DT_COLL_TAG_KINDS << 22)
+
 /* The collective of one of those tags ("allreduce"); NULL for any other. */
 static inline const char *dt_coll_tag_name(int tag)
 {
     static const char *const names[] = {"allreduce", "broadcast",
                                         "allgather", "reduce-scatter",
                                         "barrier"};
-    unsigned i = (unsigned)tag - (unsigned)DT_TAG_ALLREDUCE;
-    return i < sizeof names / sizeof *names ? names[i] : NULL;
+    unsigned d = (unsigned)tag - (unsigned)DT_TAG_ALLREDUCE;
+    unsigned i = d % DT_COLL_TAG_KINDS;
+    return d < DT_COLL_TAG_SPAN && i < sizeof names / sizeof *names
+               ? names[i]
+               : NULL;
 }
+
+/* "allreduce (float32, sum)", "broadcast (float32, root 3)", "barrier"
+ * into buf for one of those tags (libdt); "" for any other. Returns buf. */
+const char *dt_coll_tag_text(int tag, char *buf, size_t len);
 
 typedef struct dt_transport_ops {
     size_t size;

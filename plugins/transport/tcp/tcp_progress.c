@@ -376,13 +376,15 @@ static void fail_mismatch(tcp_ctx_t *c, int peer, int got, size_t len,
                           int tag, size_t want)
 {
     const char *theirs = dt_coll_tag_name(got), *mine = dt_coll_tag_name(tag);
-    char why[400];
+    char why[500], ttext[80], mtext[80];
+    dt_coll_tag_text(got, ttext, sizeof ttext);
+    dt_coll_tag_text(tag, mtext, sizeof mtext);
     if (theirs && mine && got != tag)
         snprintf(why, sizeof why,
-                 "rank %d called %s where this rank called %s (its %s "
-                 "message came where this rank waits for %s data): "
+                 "rank %d called %s where this rank called %s (its "
+                 "message came where this rank waits for its own data): "
                  SAME_CALLS,
-                 peer, theirs, mine, theirs, mine);
+                 peer, ttext, mtext);
     else if (mine)
         snprintf(why, sizeof why,
                  "rank %d sent %zu bytes in its %s where this rank expected "
