@@ -70,6 +70,14 @@ grep -q "^\[" out.q && { cat out.q; fail "bf17: workers were started"; }
 quick --set collectives.compression_feedback=yes job.ini || { cat out.q; fail "feedback run"; }
 grep -q "warning: --set: \[collectives\] compression_feedback = yes does nothing without compression" out.q ||
     { cat out.q; fail "feedback without compression not warned"; }
+# a resume with feedback says its residuals start at zero (not bit-exact)
+quick --set collectives.compression=bf16 --set collectives.compression_feedback=yes \
+    --set train.checkpoint_dir=fb job.ini || { cat out.q; fail "feedback run with checkpoints"; }
+timeout 60 "$DTCTL" run -n 2 --resume --set collectives.compression=bf16 \
+    --set collectives.compression_feedback=yes --set train.checkpoint_dir=fb \
+    --set train.max_steps=5 job.ini >out.q 2>&1 || { cat out.q; fail "feedback resume"; }
+grep -q "compression_feedback: the ranks' residuals are not in the checkpoint and start at zero" out.q ||
+    { cat out.q; fail "a resume with compression_feedback does not say the residuals start at zero"; }
 quick --set train.mode=async --set collectives.compression=bf16 job.ini || { cat out.q; fail "async run"; }
 grep -q "compression = bf16 does not apply to \[train\] mode = async" out.q ||
     { cat out.q; fail "compression in async not warned"; }

@@ -615,6 +615,22 @@ static dt_status_t check_buffers(const dt_ckpt_t *c,
     return DT_OK;
 }
 
+/* Error feedback's residuals (compression_feedback) are each rank's own
+ * and live in its communicator, not in the checkpoint (gathering every
+ * rank's would write N gradients more): a resume starts them at zero. */
+static void say_feedback_restarts(const dt_trainer_t *t)
+{
+    const char *comp = dt_config_get(t->cfg, "collectives", "compression");
+    bool fb = false;
+    if (!comp || strcmp(comp, "none") == 0 || t->async ||
+        dt_config_get_bool(t->cfg, "collectives", "compression_feedback",
+                           &fb) != DT_OK || !fb)
+        return;
+    dt_info("compression_feedback: the ranks' residuals are not in the "
+            "checkpoint and start at zero: the resumed run converges as "
+            "the uninterrupted one, not to the same bits");
+}
+
 /* Everything the job must agree with before anything is copied. A
  * checkpoint this job's configuration cannot take is DT_ERR_CONFIG:
  * dt-train exits 65 and dtctl --max-restarts does not retry what every
@@ -699,6 +715,7 @@ static dt_status_t load_on_root(dt_trainer_t *t, uint64_t before,
         dt_info("resuming from %s: epoch %llu, step %llu of the job",
                 c->path, (unsigned long long)meta[M_EPOCH] + 1,
                 (unsigned long long)meta[M_GLOBAL_STEP]);
+    say_feedback_restarts(t);
     return DT_OK;
 }
 
