@@ -81,6 +81,8 @@ grep -q "compression_feedback: the ranks' residuals are not in the checkpoint an
 quick --set train.mode=async --set collectives.compression=bf16 job.ini || { cat out.q; fail "async run"; }
 grep -q "compression = bf16 does not apply to \[train\] mode = async" out.q ||
     { cat out.q; fail "compression in async not warned"; }
+grep -q "collectives: compression bf16" out.q &&
+    { cat out.q; fail "async: a worker claims (or discusses) compression dtctl said does not apply"; }
 # one host, shm = auto: every collective goes through shared memory
 quick --set collectives.shm=auto --set collectives.compression=bf16 job.ini || { cat out.q; fail "shm run"; }
 grep -q "collectives: compression bf16 has no effect in this job: its 2 ranks are on one host" out.q ||

@@ -96,7 +96,11 @@ dt_status_t dt_coll_parse_compression(const char *s, dt_dtype_t *out)
  * one host is the launcher's DT_LOCAL_SIZE equal to the world. */
 static void say_compression(const dt_comm_t *c, const dt_config_t *cfg)
 {
-    if (c->rank != 0)
+    /* [train] mode = async sends gradients to the parameter servers, not
+     * through allreduce: dtctl already said compression does not apply
+     * (and the world counts the servers). */
+    const char *mode = dt_config_get(cfg, "train", "mode");
+    if (c->rank != 0 || (mode && strcasecmp(mode, "async") == 0))
         return;
     const char *name = c->wire == DT_BFLOAT16 ? "bf16" : "fp16";
     const char *fb = c->feedback ? " with error feedback" : "";
