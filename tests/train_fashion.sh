@@ -264,7 +264,7 @@ run -n 2 --set train.checkpoint_dir=mod --set train.max_steps=5 --set "$big" \
     --metrics ms.jsonl job.ini || { cat out; fail "256/128 run"; }
 # A job that stops at max_steps inside an epoch still ends as an epoch
 # does: evaluated, its metrics line, its final accuracy.
-grep -q "final test accuracy: [0-9.]*% after 0 epochs (5 steps, 2 workers)" out &&
+grep -q "final test accuracy: [0-9.]*% after 0 epochs and 5 steps of epoch 1 (5 steps, 2 workers)" out &&
     grep -q '"epoch":1,"step":5,' ms.jsonl ||
     { cat out ms.jsonl; fail "max_steps inside an epoch: no evaluation, final line or metrics line"; }
 run -n 2 --resume --max-restarts 2 --set cluster.restart_backoff=100ms \

@@ -579,10 +579,16 @@ dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy)
                      t.ckpt_best ? " (" : "", t.ckpt_best ? t.ckpt_dir : "",
                      t.ckpt_best ? "/" DT_TRAIN_BEST_NAME : "",
                      t.ckpt_best ? ")" : "");
+        /* Stopped inside an epoch (max_steps): how far into it. */
+        char part[96] = "";
+        if (t.step_in_epoch > 0 && t.epoch < t.epochs)
+            snprintf(part, sizeof part, " and %llu steps of epoch %llu",
+                     (unsigned long long)t.step_in_epoch,
+                     (unsigned long long)t.epoch + 1);
         if (t.final_accuracy > 0)
-            printf("final test accuracy: %.2f%% after %llu epochs (%llu "
+            printf("final test accuracy: %.2f%% after %llu epochs%s (%llu "
                    "steps, %d worker%s)%s\n", 100.0 * t.final_accuracy,
-                   (unsigned long long)t.epoch,
+                   (unsigned long long)t.epoch, part,
                    (unsigned long long)t.global_step, t.world,
                    t.world == 1 ? "" : "s", best);
         fflush(stdout);
