@@ -234,6 +234,11 @@ dt run -n 2 --set train.threads=$t --set train.max_steps=1 \
 grep -q "warning: --set: \[train\] threads = $t for each of 2 workers on this machine: $((2 * t)) compute threads on $(nproc) CPUs take turns" out ||
     fail "threads = $t on $(nproc) CPUs: no warning: $(grep -i thread out | head -3)"
 ok "[train] threads beyond the CPUs is said"
+dt run -n 2 --set train.max_staleness=3 --set train.max_steps=1 \
+    "$top_srcdir/conf/examples/fashion-mnist-mlp.ini" >out 2>&1 ||
+    fail "max_staleness in sync: the job failed: $(tail -3 out)"
+[ "$(grep -c "warning: --set: \[train\] max_staleness bounds \[train\] mode = async only" out)" -eq 1 ] ||
+    fail "max_staleness in sync mode: not said once: $(grep -i stale out | head -3)"
 
 # an option that takes no value, given one: named (was "unknown option
 # '-\f'", getopt's code printed as a character)

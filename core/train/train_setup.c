@@ -378,6 +378,15 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
     t.world = world;
     dt_status_t st = read_settings(cfg, &t);
     long long n = 0;
+    /* async's own keys do nothing in sync mode: said, not failed. */
+    dt_config_source_t src = DT_SRC_DEFAULT;
+    if (st == DT_OK && !t.async &&
+        dt_config_origin(cfg, "train", "max_staleness", &src, NULL) ==
+            DT_OK &&
+        src != DT_SRC_DEFAULT)
+        dt_warn("%s: [train] max_staleness bounds [train] mode = async "
+                "only: it does nothing in this job (mode = sync)",
+                origin(cfg, "train", "max_staleness"));
     if (st == DT_OK)
         st = dt_config_get_int(cfg, "train", "log_every", &n);
     if (st == DT_OK)
