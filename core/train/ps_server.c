@@ -400,13 +400,19 @@ static void say_lost(server_t *v, dt_status_t st)
         v->store_tried = 1;
         v->store = ps_store_open(v->live.timeout);
     }
+    char finder[32];
     if (v->store &&
         dt_store_culprit_get(v->store, 1.0, &rank, &det, how) == DT_OK &&
-        rank >= 0)
-        dt_error("parameter server %d (rank %d): lost %s: %s, as rank %d "
-                 "found (%s)", v->sid, v->rank,
-                 ps_role(v->W, rank, who, sizeof who), how, det,
+        rank >= 0) {
+        if (det == v->rank)
+            snprintf(finder, sizeof finder, "this rank");
+        else
+            snprintf(finder, sizeof finder, "rank %d", det);
+        dt_error("parameter server %d (rank %d): lost %s: %s, as %s found "
+                 "(%s)", v->sid, v->rank,
+                 ps_role(v->W, rank, who, sizeof who), how, finder,
                  dt_status_str(st));
+    }
     else
         dt_error("parameter server %d (rank %d): lost a worker (%s); the "
                  "transport's message above names it", v->sid, v->rank,
