@@ -563,8 +563,9 @@ static void read_input(conn_t *c)
         }
         else if (c->state == CS_PROOF)
             drop(c, DT_LOG_WARN,
-                 "closed during the handshake (a client without this job's "
-                 "token, or not a dt worker)");
+                 "closed during the handshake (a worker that died while it "
+                 "connected, a client without this job's token, or not a "
+                 "dt worker)");
         else
             drop(c, DT_LOG_WARN, "closed before authenticating");
         return;
