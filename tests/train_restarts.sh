@@ -108,6 +108,18 @@ grep -q "restart 1 of 1: rank 1 on localhost was killed by signal 9" out.a2 ||
     { cat out.a2; fail "(a2) the restart is not logged"; }
 echo "(a2) kill -9 + restart without checkpoint_dir: trained again from the beginning, exit 0"
 
+# ---- (a3) a failure not restarted: where to continue from is said --------
+DT_TEST_SLOW_RANK=1 DT_TEST_SLOW_FACTOR=20 "$DTCTL" run -n 2 \
+    --set train.checkpoint_dir=a3 job.ini >out.a3 2>&1 &
+dp=$!
+wait_for a3/ckpt-000000000100.dtckpt $dp || { cat out.a3; fail "(a3) no step-100 checkpoint"; }
+w=$(worker_pid $dp 1)
+[ -n "$w" ] && kill -9 "$w"
+wait $dp; rc=$?
+[ $rc -eq 137 ] && grep -q "the newest checkpoint is a3/ckpt-000000000[1-7][0-9][0-9].dtckpt (epoch [0-9]* step [0-9]*, step [0-9]* of the job): rerun with --resume to continue from it" out.a3 ||
+    { cat out.a3; fail "(a3) exit $rc; the newest checkpoint is not named after the failure"; }
+echo "(a3) a failure without restarts names the newest checkpoint and --resume"
+
 # ---- (b) SIGTERM to dtctl mid-epoch: preempted, resumable ------------------
 DT_TEST_SLOW_RANK=1 DT_TEST_SLOW_FACTOR=20 "$DTCTL" run -n 2 \
     --set train.checkpoint_dir=b job.ini >out.b 2>&1 &

@@ -194,6 +194,21 @@ static void say_preempted(const run_restart_t *r, int code)
                 DT_TRAIN_EXIT_PREEMPTED);
 }
 
+/* The job ended without finishing and is not restarted: where dt's
+ * trainer could continue from (a failure, a stop of an async job, whose
+ * workers write no checkpoint at a signal). */
+static void say_resumable(const run_restart_t *r)
+{
+    dt_train_checkpoint_t ck;
+    if (r->trainer && r->ckpt_dir &&
+        dt_train_latest_checkpoint(r->ckpt_dir, &ck) == DT_OK)
+        dt_info("the newest checkpoint is %s (epoch %llu step %llu, step "
+                "%llu of the job): rerun with --resume to continue from it",
+                ck.path, (unsigned long long)ck.epoch,
+                (unsigned long long)ck.step_in_epoch,
+                (unsigned long long)ck.global_step);
+}
+
 /* Sleep the backoff; a stop signal cuts it short (its code, else 0). */
 static int wait_backoff(double seconds)
 {
@@ -227,6 +242,8 @@ int run_restart_next(run_restart_t *r, const supervise_result_t *res,
         if (r->used > 0 || (r->max > 0 && *code == 0))
             dt_info("the job %s; %s", *code == 0 ? "finished" : "ended",
                     used);
+        if (*code != 0 && res->npreempted == 0)
+            say_resumable(r);
         if (r->used > 0)
             record(r, "end", NULL, *code, NULL, -1);
         return 0;
@@ -248,6 +265,8 @@ int run_restart_next(run_restart_t *r, const supervise_result_t *res,
             dt_error("giving up: %s; the last failure: %s", used, cause);
             record(r, "end", cause, *code, NULL, -1);
         }
+        if (*code != DT_TRAIN_EXIT_FINAL)
+            say_resumable(r);
         return 0;
     }
     r->used++;
