@@ -645,36 +645,52 @@ static void test_folder_config(void **state)
     assert_int_equal(ds.width, 3);
     assert_int_equal(ds.sample_len, 6);
     dt_dataset_free(&ds);
+    /* dtctl's side: the same keys, the shape they give */
+    int shape[3];
+    assert_int_equal(dt_dataset_check_config(cfg), DT_OK);
+    assert_int_equal(dt_dataset_config_shape(cfg, shape), DT_OK);
+    assert_int_equal(shape[0] * 10000 + shape[1] * 100 + shape[2], 10203);
 
+    /* each refused by the workers (dt_dataset_load) and by dtctl
+     * (dt_dataset_check_config) alike */
     const char *bad[][2] = {{"image_size", "4x"}, {"image_size", "0"},
-                            {"channels", "2"}, {"bad_images", "ignore"}};
+                            {"channels", "2"}, {"bad_images", "ignore"},
+                            {"decode", "loader"}};
     capture_begin(&c);
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < 5; i++) {
         dt_config_t *b = config_with(kv);
         assert_int_equal(dt_config_set(b, "data", bad[i][0], bad[i][1],
                                        DT_SRC_CLI, "--set"), DT_OK);
         assert_int_equal(dt_dataset_load(b, DT_SPLIT_TRAIN, &ds),
                          DT_ERR_CONFIG);
+        assert_int_equal(dt_dataset_check_config(b), DT_ERR_CONFIG);
         dt_config_free(b);
     }
     const char *nosize[] = {"dataset", "folder", "path", path_of("f6"),
                             NULL};
     dt_config_t *b = config_with(nosize);
     assert_int_equal(dt_dataset_load(b, DT_SPLIT_TRAIN, &ds), DT_ERR_CONFIG);
+    assert_int_equal(dt_dataset_check_config(b), DT_ERR_CONFIG);
+    assert_int_equal(dt_dataset_config_shape(b, shape), DT_ERR_NOT_FOUND);
     dt_config_free(b);
     /* channels is the folder's: elsewhere it may only confirm */
     const char *stl[] = {"dataset", "stl10", "path", path_of("stl"),
                          "channels", "1", NULL};
     b = config_with(stl);
     assert_int_equal(dt_dataset_load(b, DT_SPLIT_TEST, &ds), DT_ERR_CONFIG);
+    assert_int_equal(dt_dataset_check_config(b), DT_ERR_CONFIG);
     dt_config_free(b);
     char *log = capture_end(&c);
-    assert_non_null(strstr(log, "image_size = '4x': give N"));
+    assert_non_null(strstr(log, "--set: [data] image_size = '4x': give N"));
     assert_non_null(strstr(log, "image_size = '0'"));
-    assert_non_null(strstr(log, "channels = 2: use 1 (grayscale) or 3"));
-    assert_non_null(strstr(log, "bad_images = 'ignore'"));
+    assert_non_null(strstr(log, "--set: [data] channels = 2: use 1 "
+                                "(grayscale) or 3"));
+    assert_non_null(strstr(log, "--set: [data] bad_images = 'ignore'"));
+    assert_non_null(strstr(log, "--set: [data] bad_images = skip needs "
+                                "decode = load (--set: decode = loader)"));
     assert_non_null(strstr(log, "image_size is not set"));
-    assert_non_null(strstr(log, "channels = 1, but stl10 images have 3"));
+    assert_non_null(strstr(log, "--set: [data] channels = 1, but stl10 "
+                                "images have 3"));
     free(log);
     dt_config_free(cfg);
 }

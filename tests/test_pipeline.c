@@ -528,6 +528,14 @@ static void test_config(void **state)
     assert_int_equal(dt_augment_from_config(cfg, NULL, 1, &a), DT_OK);
     assert_int_equal(dt_augment_from_config(cfg, &img, 1, &a),
                      DT_ERR_CONFIG);
+    /* dtctl's side: the same check on the shape the job gives (the
+     * default data set, Fashion-MNIST: 1x28x28) */
+    int shape[3], wide[3] = {3, 32, 32};
+    assert_int_equal(dt_dataset_config_shape(cfg, shape), DT_OK);
+    assert_int_equal(shape[0] * 10000 + shape[1] * 100 + shape[2], 12828);
+    assert_int_equal(dt_augment_check_config(cfg, NULL), DT_OK);
+    assert_int_equal(dt_augment_check_config(cfg, shape), DT_ERR_CONFIG);
+    assert_int_equal(dt_augment_check_config(cfg, wide), DT_OK);
     dt_config_free(cfg);
     cfg = job("[data]\nhflip = maybe\n");
     assert_int_equal(dt_augment_from_config(cfg, &img, 1, &a),
@@ -542,6 +550,9 @@ static void test_config(void **state)
     assert_non_null(strstr(log, "job.ini:3: [data] random_crop = -2"));
     assert_non_null(strstr(log, "job.ini:2: [data] random_crop = 28: the "
                                 "padding must be below the image's side"));
+    assert_non_null(strstr(log, "job.ini:2: [data] random_crop = 28: the "
+                                "padding must be below the image's side "
+                                "(28x28 images"));
     assert_non_null(strstr(log, "job.ini:2: [data] hflip = 'maybe'"));
     free(log);
     dt_dataset_free(&img);

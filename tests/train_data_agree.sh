@@ -10,7 +10,10 @@
 #     parameter server: the workers compare through the job's store);
 #   - as many images, but one in another class: the counts agree, the
 #     labels' digest does not, and the job fails the same way (not
-#     silently misaligned labels).
+#     silently misaligned labels);
+#   - a bad image_size or channels, random_crop not below image_size, and
+#     bad_images = skip with decode = loader: refused by dtctl before any
+#     worker starts, once, with the file:line or --set.
 # Images are written by tests/make_images (libpng + libjpeg).
 gen="$top_builddir/tests/make_images"
 if [ ! -x "$gen" ]; then
@@ -70,6 +73,26 @@ refused() {
     grep -q "rank 1 (host 127.0.0.1) loaded .* from $tmp/d/127.0.0.1, .*every worker must see the same data set" out ||
         { cat out; fail "$what: rank 1 did not name its host and path"; }
 }
+
+# ---- the folder's keys: said once by dtctl, with their origin, before any
+# worker starts (the workers check them too) ---------------------------------
+sed 's/^channels = 3$/&\nbad_images = skip/' job.ini >skip.ini
+skip_line=$(grep -n '^bad_images' skip.ini | cut -d: -f1)
+for kv in "job.ini|data.image_size=0x5|--set: .data. image_size = '0x5': give N (N x N pixels) or HxW" \
+          "job.ini|data.channels=2|--set: .data. channels = 2: use 1 (grayscale) or 3 (RGB)" \
+          "job.ini|data.random_crop=8|--set: .data. random_crop = 8: the padding must be below the image's side (8x8" \
+          "skip.ini|data.decode=loader|skip.ini:$skip_line: .data. bad_images = skip needs decode = load (--set: decode = loader)"; do
+    file=${kv%%|*}
+    rest=${kv#*|}
+    kset=${rest%%|*}
+    want=${rest#*|}
+    timeout 60 "$DTCTL" run -n 2 --set "data.path=$tmp/img" --set "$kset" \
+        "$file" >out 2>&1
+    [ $? -eq 2 ] || { cat out; fail "$kset: not refused (exit 2)"; }
+    [ "$(grep -c -- "$want" out)" -eq 1 ] ||
+        { cat out; fail "$kset: not said once: '$want'"; }
+    grep -q "^\[" out && { cat out; fail "$kset: workers were started"; }
+done
 
 # ---- identical copies train -------------------------------------------------
 copies

@@ -14,7 +14,7 @@
 # a CNN whose second conv runs by Winograd, which ends where im2col ends;
 # a small ResNet ends where it ends in NCHW when it runs NHWC; layout =
 # nhwc for a model with max pooling is refused by dtctl, naming the
-# maxpool.
+# maxpool; bad [data] and sync_bn keys are refused by dtctl, once.
 name=train
 . "$top_srcdir/tests/train_common.sh"
 
@@ -76,6 +76,14 @@ sed -i 's/batch_size = 1/batch_size = 2/' bad3.ini
 "$DTCTL" run -n 2 --set cluster.work_load=1,10 bad3.ini >out 2>&1 && fail "batchnorm with a share of 1 was accepted"
 grep -q "\[cluster\] work_load gives rank 0 1 sample a step (batch_size 2 x 2 ranks): layer 2 'batchnorm' sees 1 value" out ||
     { cat out; fail "batchnorm, a work_load share of 1: no clear error"; }
+# (not advising sync_bn, which work_load refuses)
+grep -q "sync_bn" out && { cat out; fail "a work_load share of 1: advises sync_bn"; }
+# sync_bn with work_load: said once by dtctl, naming both
+"$DTCTL" run -n 2 --set cluster.work_load=1,2 --set model.sync_bn=yes bad3.ini >out 2>&1
+[ $? -eq 2 ] || { cat out; fail "sync_bn with work_load: not refused (exit 2)"; }
+[ "$(grep -c -- "--set: \[model\] sync_bn = yes does not work with \[cluster\] work_load (unequal shares, --set)" out)" -eq 1 ] ||
+    { cat out; fail "sync_bn with work_load: not said once with its origin"; }
+grep -q "^\[" out && { cat out; fail "sync_bn with work_load: workers were started"; }
 # layout = nhwc on a model whose maxpool has no NHWC form: the maxpool as
 # written (not the conv it is fused into), its index as the summary counts
 printf '[model]\nlayers = conv(4,3,pad=1) relu maxpool(2) flatten linear(10)\nlayout = nhwc\n' >bad4.ini
@@ -89,9 +97,12 @@ for kv in "train.max_steps=-1|max_steps = -1: 0 (run all epochs)" \
           "model.layers=flatten linear(10) softmax|the loss applies the softmax itself" \
           "data.std=0|--set: .data. std: 0 must be greater than 0" \
           "data.mean=0.1,0.2|--set: .data. mean has 2 values: give 1, or one per channel (1 for this data set)" \
-          "data.test_samples=-1|--set: .data. test_samples must be 0 (all) or a positive count, not -1"; do
-    "$DTCTL" run -n 2 --set "${kv%%|*}" --set train.schedule=cosine job.ini >out 2>&1 && fail "${kv%%|*} accepted"
-    grep -q -- "${kv#*|}" out || { cat out; fail "${kv%%|*}: no '${kv#*|}'"; }
+          "data.test_samples=-1|--set: .data. test_samples must be 0 (all) or a positive count, not -1" \
+          "data.random_crop=28|--set: .data. random_crop = 28: the padding must be below the image's side (28x28" \
+          "data.channels=2|--set: .data. channels = 2, but fashion-mnist images have 1"; do
+    "$DTCTL" run -n 2 --set "${kv%%|*}" --set train.schedule=cosine job.ini >out 2>&1
+    [ $? -eq 2 ] || { cat out; fail "${kv%%|*} not refused (exit 2)"; }
+    [ "$(grep -c -- "${kv#*|}" out)" -eq 1 ] || { cat out; fail "${kv%%|*}: no single '${kv#*|}'"; }
     grep -q "^\[" out && { cat out; fail "${kv%%|*}: workers were started"; }
 done
 : >out

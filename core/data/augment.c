@@ -107,46 +107,65 @@ static const char *origin(const dt_config_t *cfg, const char *key)
     return where;
 }
 
+/* [data] random_crop and hflip, checked against the images' shape
+ * (C, H, W; NULL: not known, the values only); images: the samples are
+ * C x H x W. The workers check the loaded data, dtctl the shape the job
+ * file gives (dt_augment_check_config): one check, so they agree. */
+static dt_status_t read_checked(const dt_config_t *cfg, const int shape[3],
+                                bool images, long long *pad, bool *flip)
+{
+    *pad = 0;
+    *flip = false;
+    DT_CHECK(dt_config_get_int(cfg, "data", "random_crop", pad));
+    DT_CHECK(dt_config_get_bool(cfg, "data", "hflip", flip));
+    if (*pad < 0) {
+        dt_error("%s: [data] random_crop = %lld: the padding in pixels must "
+                 "be 0 (off) or more", origin(cfg, "random_crop"), *pad);
+        return DT_ERR_CONFIG;
+    }
+    if ((*pad == 0 && !*flip) || !shape)
+        return DT_OK;
+    const char *key = *pad > 0 ? "random_crop" : "hflip";
+    if (!images || shape[1] < 2 || shape[2] < 2 || shape[0] < 1) {
+        dt_error("%s: [data] %s needs images (channels x height x width); "
+                 "this data set's samples are %dx%dx%d: set random_crop = 0 "
+                 "and hflip = no", origin(cfg, key), key, shape[0], shape[1],
+                 shape[2]);
+        return DT_ERR_CONFIG;
+    }
+    int side = shape[1] < shape[2] ? shape[1] : shape[2];
+    if (*pad >= side) {
+        dt_error("%s: [data] random_crop = %lld: the padding must be below "
+                 "the image's side (%dx%d images; 2 to 4 is usual)",
+                 origin(cfg, "random_crop"), *pad, shape[1], shape[2]);
+        return DT_ERR_CONFIG;
+    }
+    return DT_OK;
+}
+
+dt_status_t dt_augment_check_config(const dt_config_t *cfg,
+                                    const int shape[3])
+{
+    long long pad;
+    bool flip;
+    return read_checked(cfg, shape, true, &pad, &flip);
+}
+
 dt_status_t dt_augment_from_config(const dt_config_t *cfg,
                                    const dt_dataset_t *ds, uint64_t seed,
                                    dt_augment_t *out)
 {
-    long long pad = 0;
-    bool flip = false;
+    long long pad;
+    bool flip;
     memset(out, 0, sizeof *out);
     out->seed = seed;
-    DT_CHECK(dt_config_get_int(cfg, "data", "random_crop", &pad));
-    DT_CHECK(dt_config_get_bool(cfg, "data", "hflip", &flip));
-    if (pad < 0) {
-        dt_error("%s: [data] random_crop = %lld: the padding in pixels must "
-                 "be 0 (off) or more", origin(cfg, "random_crop"), pad);
-        return DT_ERR_CONFIG;
-    }
-    if (pad == 0 && !flip)
-        return DT_OK;
-    if (!ds) { /* the job file only (dtctl, before the data is read) */
-        out->crop_pad = (int)pad;
-        out->hflip = flip;
-        return DT_OK;
-    }
-    const char *key = pad > 0 ? "random_crop" : "hflip";
-    if (ds->height < 2 || ds->width < 2 || ds->channels < 1 ||
-        ds->sample_len != (size_t)ds->channels * (size_t)ds->height *
-                              (size_t)ds->width) {
-        dt_error("%s: [data] %s needs images (channels x height x width); "
-                 "this data set's samples are %dx%dx%d: set random_crop = 0 "
-                 "and hflip = no", origin(cfg, key), key,
-                 ds->channels, ds->height, ds->width);
-        return DT_ERR_CONFIG;
-    }
-    int side = ds->height < ds->width ? ds->height : ds->width;
-    if (pad >= side) {
-        dt_error("%s: [data] random_crop = %lld: the padding must be below "
-                 "the image's side (%dx%d images; 2 to 4 is usual)",
-                 origin(cfg, "random_crop"), pad, ds->height, ds->width);
-        return DT_ERR_CONFIG;
-    }
-    out->crop_pad = (int)pad;
+    int shape[3] = {ds ? ds->channels : 0, ds ? ds->height : 0,
+                    ds ? ds->width : 0};
+    bool images = !ds || ds->sample_len == (size_t)ds->channels *
+                                               (size_t)ds->height *
+                                               (size_t)ds->width;
+    DT_CHECK(read_checked(cfg, ds ? shape : NULL, images, &pad, &flip));
+    out->crop_pad = (int)pad; /* both 0 when off */
     out->hflip = flip;
     return DT_OK;
 }

@@ -44,6 +44,13 @@ dt_status_t dt_augment_from_config(const dt_config_t *cfg,
                                    const dt_dataset_t *ds, uint64_t seed,
                                    dt_augment_t *out);
 
+/* [data] random_crop and hflip against the images' shape the job file
+ * gives (C, H, W; NULL: the values only): what dtctl checks before any
+ * worker starts, with the same messages and lines as
+ * dt_augment_from_config. */
+dt_status_t dt_augment_check_config(const dt_config_t *cfg,
+                                    const int shape[3]);
+
 dt_augment_draw_t dt_augment_draw(const dt_augment_t *a, uint64_t epoch,
                                   size_t index);
 

@@ -99,11 +99,18 @@ dt_status_t dt_dataset_load_folder(const char *dir, dt_split_t split,
 dt_status_t dt_dataset_load(const dt_config_t *cfg, dt_split_t split,
                             dt_dataset_t *out);
 
-/* [data] mean, std, train_samples and test_samples as the workers will
- * read them, each error with its file:line: what dtctl checks before any
+/* [data] mean, std, train_samples and test_samples, channels, and a
+ * folder's image_size, bad_images and decode as the workers will read
+ * them, each error with its file:line: what dtctl checks before any
  * worker starts (dt_train_check_config). The channel count of a built-in
  * data set, or of a folder's [data] channels, bounds mean and std. */
 dt_status_t dt_dataset_check_config(const dt_config_t *cfg);
+
+/* The images' shape (C, H, W) the configuration gives: a built-in data
+ * set's own, a folder's [data] channels and image_size. DT_ERR_NOT_FOUND
+ * when it does not say (another dataset, image_size unset or invalid);
+ * logs nothing. */
+dt_status_t dt_dataset_config_shape(const dt_config_t *cfg, int shape[3]);
 
 /* Normalization constants: one value for every channel, or one per
  * channel. Errors name what is wrong (std must be > 0). */

@@ -165,20 +165,16 @@ static dt_status_t load_stl10_split(const char *dir, dt_split_t split,
     return dt_dataset_load_stl10(x, y, out);
 }
 
-/* [data] image_size: "N" (N x N) or "HxW". */
-static dt_status_t get_image_size(const dt_config_t *cfg, int *h, int *w)
+static const char *origin(const dt_config_t *cfg, const char *key)
 {
-    const char *v = NULL, *where = "";
-    dt_status_t st = dt_config_get_string(cfg, "data", "image_size", &v);
-    if (st == DT_ERR_NOT_FOUND || (st == DT_OK && (!v || !*v))) {
-        dt_error("[data] image_size is not set: dataset = folder crops and "
-                 "resizes every image to it (e.g. image_size = 32, or "
-                 "64x48 for height x width)");
-        return DT_ERR_CONFIG;
-    }
-    if (st != DT_OK)
-        return st;
-    dt_config_origin(cfg, "data", "image_size", NULL, &where);
+    const char *where = "default";
+    dt_config_origin(cfg, "data", key, NULL, &where);
+    return where;
+}
+
+/* "N" (N x N) or "HxW", each 1..16384; 0 when it is neither. */
+static int parse_image_size(const char *v, int *h, int *w)
+{
     char *end;
     errno = 0;
     long a = strtol(v, &end, 10), b = a;
@@ -189,60 +185,129 @@ static dt_status_t get_image_size(const dt_config_t *cfg, int *h, int *w)
             errno = EINVAL;
     }
     if (errno || end == v || *end || a < 1 || b < 1 || a > 16384 ||
-        b > 16384) {
-        dt_error("%s: [data] image_size = '%s': give N (N x N pixels) or "
-                 "HxW, each 1..16384", where, v);
-        return DT_ERR_CONFIG;
-    }
+        b > 16384)
+        return 0;
     *h = (int)a;
     *w = (int)b;
+    return 1;
+}
+
+/* [data] image_size: "N" (N x N) or "HxW". */
+static dt_status_t get_image_size(const dt_config_t *cfg, int *h, int *w)
+{
+    const char *v = NULL;
+    dt_status_t st = dt_config_get_string(cfg, "data", "image_size", &v);
+    if (st == DT_ERR_NOT_FOUND || (st == DT_OK && (!v || !*v))) {
+        dt_error("[data] image_size is not set: dataset = folder crops and "
+                 "resizes every image to it (e.g. image_size = 32, or "
+                 "64x48 for height x width)");
+        return DT_ERR_CONFIG;
+    }
+    if (st != DT_OK)
+        return st;
+    if (!parse_image_size(v, h, w)) {
+        dt_error("%s: [data] image_size = '%s': give N (N x N pixels) or "
+                 "HxW, each 1..16384", origin(cfg, "image_size"), v);
+        return DT_ERR_CONFIG;
+    }
     return DT_OK;
+}
+
+/* A folder's [data] keys as dt_dataset_load_folder takes them, each error
+ * with its origin: read by the workers (load_folder_split) and checked by
+ * dtctl before any worker starts (dt_dataset_check_config), one function
+ * so that the two cannot disagree. */
+static dt_status_t folder_opts_from_config(const dt_config_t *cfg,
+                                           dt_folder_opts_t *o)
+{
+    long long ch = 3;
+    const char *bad = "error", *decode = "load";
+    memset(o, 0, sizeof *o);
+    dt_status_t st = dt_config_get_int(cfg, "data", "channels", &ch);
+    if (st != DT_OK && st != DT_ERR_NOT_FOUND)
+        return st;
+    if (ch != 1 && ch != 3) {
+        dt_error("%s: [data] channels = %lld: use 1 (grayscale) or 3 (RGB)",
+                 origin(cfg, "channels"), ch);
+        return DT_ERR_CONFIG;
+    }
+    o->channels = (int)ch;
+    st = dt_config_get_string(cfg, "data", "bad_images", &bad);
+    if (st != DT_OK && st != DT_ERR_NOT_FOUND)
+        return st;
+    if (strcmp(bad, "error") != 0 && strcmp(bad, "skip") != 0) {
+        dt_error("%s: [data] bad_images = '%s': use error (stop at the "
+                 "first unreadable image) or skip (leave such images out)",
+                 origin(cfg, "bad_images"), bad);
+        return DT_ERR_CONFIG;
+    }
+    o->skip_bad = strcmp(bad, "skip") == 0;
+    st = dt_config_get_string(cfg, "data", "decode", &decode);
+    if (st != DT_OK && st != DT_ERR_NOT_FOUND)
+        return st;
+    if (strcmp(decode, "load") != 0 && strcmp(decode, "loader") != 0) {
+        dt_error("%s: [data] decode = '%s': use load (decode every image "
+                 "when the job starts and keep the bytes in memory) or "
+                 "loader (decode each image when a batch needs it, in the "
+                 "loader threads)", origin(cfg, "decode"), decode);
+        return DT_ERR_CONFIG;
+    }
+    o->lazy = strcmp(decode, "loader") == 0;
+    if (o->lazy && o->skip_bad) { /* dt_dataset_load_folder refuses it too */
+        dt_error("%s: [data] bad_images = skip needs decode = load (%s: "
+                 "decode = loader): with decode = loader no image is read "
+                 "before a batch needs it, so an unreadable one cannot be "
+                 "left out of the sample list", origin(cfg, "bad_images"),
+                 origin(cfg, "decode"));
+        return DT_ERR_CONFIG;
+    }
+    return get_image_size(cfg, &o->height, &o->width);
 }
 
 static dt_status_t load_folder_split(const dt_config_t *cfg, const char *dir,
                                      dt_split_t split, dt_dataset_t *out)
 {
-    dt_folder_opts_t o = {3, 0, 0, 0, 0};
-    long long ch = 3;
-    const char *bad = "error";
-    dt_status_t st = dt_config_get_int(cfg, "data", "channels", &ch);
-    if (st != DT_OK && st != DT_ERR_NOT_FOUND)
-        return st;
-    if (ch != 1 && ch != 3) {
-        dt_error("[data] channels = %lld: use 1 (grayscale) or 3 (RGB)", ch);
-        return DT_ERR_CONFIG;
-    }
-    o.channels = (int)ch;
-    st = dt_config_get_string(cfg, "data", "bad_images", &bad);
-    if (st != DT_OK && st != DT_ERR_NOT_FOUND)
-        return st;
-    if (strcmp(bad, "error") != 0 && strcmp(bad, "skip") != 0) {
-        dt_error("[data] bad_images = '%s': use error (stop at the first "
-                 "unreadable image) or skip (leave such images out)", bad);
-        return DT_ERR_CONFIG;
-    }
-    o.skip_bad = strcmp(bad, "skip") == 0;
-    const char *decode = "load";
-    st = dt_config_get_string(cfg, "data", "decode", &decode);
-    if (st != DT_OK && st != DT_ERR_NOT_FOUND)
-        return st;
-    if (strcmp(decode, "load") != 0 && strcmp(decode, "loader") != 0) {
-        const char *where = "default";
-        dt_config_origin(cfg, "data", "decode", NULL, &where);
-        dt_error("%s: [data] decode = '%s': use load (decode every image "
-                 "when the job starts and keep the bytes in memory) or "
-                 "loader (decode each image when a batch needs it, in the "
-                 "loader threads)", where, decode);
-        return DT_ERR_CONFIG;
-    }
-    o.lazy = strcmp(decode, "loader") == 0;
-    DT_CHECK(get_image_size(cfg, &o.height, &o.width));
+    dt_folder_opts_t o;
+    DT_CHECK(folder_opts_from_config(cfg, &o));
     return dt_dataset_load_folder(dir, split, &o, out);
 }
 
-/* [data] channels is the folder's; elsewhere it may only confirm. */
+/* The built-in data sets' image shape (C, H, W); 0 for another kind
+ * (NULL: the default, fashion-mnist). */
+static int builtin_shape(const char *kind, int shape[3])
+{
+    static const struct {
+        const char *name;
+        int c, h, w;
+    } sets[] = {{"fashion-mnist", 1, 28, 28}, {"mnist", 1, 28, 28},
+                {"cifar10", 3, 32, 32},       {"cifar100", 3, 32, 32},
+                {"stl10", 3, 96, 96}};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        if (strcmp(kind ? kind : "fashion-mnist", sets[i].name) == 0) {
+            shape[0] = sets[i].c, shape[1] = sets[i].h, shape[2] = sets[i].w;
+            return 1;
+        }
+    return 0;
+}
+
+dt_status_t dt_dataset_config_shape(const dt_config_t *cfg, int shape[3])
+{
+    const char *kind = dt_config_get(cfg, "data", "dataset");
+    if (builtin_shape(kind, shape))
+        return DT_OK;
+    const char *size = dt_config_get(cfg, "data", "image_size");
+    const char *ch = dt_config_get(cfg, "data", "channels");
+    if (!kind || strcmp(kind, "folder") != 0 || !size ||
+        !parse_image_size(size, &shape[1], &shape[2]))
+        return DT_ERR_NOT_FOUND;
+    shape[0] = ch && strcmp(ch, "1") == 0 ? 1 : 3;
+    return DT_OK;
+}
+
+/* [data] channels is the folder's; elsewhere it may only confirm the
+ * data set's own count (have). */
 static dt_status_t check_channels(const dt_config_t *cfg, const char *kind,
-                                  const dt_dataset_t *ds)
+                                  int have)
 {
     long long ch = 0;
     dt_status_t st = dt_config_get_int(cfg, "data", "channels", &ch);
@@ -250,10 +315,10 @@ static dt_status_t check_channels(const dt_config_t *cfg, const char *kind,
         return DT_OK;
     if (st != DT_OK)
         return st;
-    if (ch != ds->channels) {
-        dt_error("[data] channels = %lld, but %s images have %d: channels "
-                 "converts only an image folder (dataset = folder)", ch,
-                 kind, ds->channels);
+    if (ch != have) {
+        dt_error("%s: [data] channels = %lld, but %s images have %d: "
+                 "channels converts only an image folder (dataset = "
+                 "folder)", origin(cfg, "channels"), ch, kind, have);
         return DT_ERR_CONFIG;
     }
     return DT_OK;
@@ -300,22 +365,6 @@ static dt_status_t get_floats(const dt_config_t *cfg, const char *key,
     return st;
 }
 
-/* The channels of [data] dataset as loaded (a folder: [data] channels,
- * 3 unless 1); 0 when not known here. */
-static int configured_channels(const dt_config_t *cfg)
-{
-    const char *ds = dt_config_get(cfg, "data", "dataset");
-    if (!ds || !strcmp(ds, "fashion-mnist") || !strcmp(ds, "mnist"))
-        return 1;
-    if (!strcmp(ds, "cifar10") || !strcmp(ds, "cifar100") ||
-        !strcmp(ds, "stl10"))
-        return 3;
-    if (!strcmp(ds, "folder")) {
-        const char *ch = dt_config_get(cfg, "data", "channels");
-        return ch && strcmp(ch, "1") == 0 ? 1 : 3;
-    }
-    return 0;
-}
 
 static dt_status_t check_norm_key(const dt_config_t *cfg, const char *key,
                                   int channels)
@@ -357,9 +406,30 @@ static dt_status_t check_count_key(const dt_config_t *cfg, const char *key)
     return DT_OK;
 }
 
+/* The keys that say what the data set's images are: a folder's (its
+ * channels, image_size, bad_images, decode), a built-in one's channels.
+ * *channels: as loaded, 0 when not known here. */
+static dt_status_t check_image_keys(const dt_config_t *cfg, int *channels)
+{
+    const char *kind = dt_config_get(cfg, "data", "dataset");
+    int shape[3];
+    *channels = 0;
+    if (builtin_shape(kind, shape)) {
+        *channels = shape[0];
+        return check_channels(cfg, kind ? kind : "fashion-mnist", shape[0]);
+    }
+    if (!kind || strcmp(kind, "folder") != 0)
+        return DT_OK; /* an unknown kind: dtctl names it (its shape) */
+    dt_folder_opts_t o;
+    DT_CHECK(folder_opts_from_config(cfg, &o));
+    *channels = o.channels;
+    return DT_OK;
+}
+
 dt_status_t dt_dataset_check_config(const dt_config_t *cfg)
 {
-    int c = configured_channels(cfg);
+    int c;
+    DT_CHECK(check_image_keys(cfg, &c));
     DT_CHECK(check_norm_key(cfg, "mean", c));
     DT_CHECK(check_norm_key(cfg, "std", c));
     DT_CHECK(check_count_key(cfg, "train_samples"));
@@ -443,7 +513,7 @@ dt_status_t dt_dataset_load(const dt_config_t *cfg, dt_split_t split,
     }
     free(staged);
     if (st == DT_OK && strcmp(kind, "folder") != 0 &&
-        (st = check_channels(cfg, kind, out)) != DT_OK)
+        (st = check_channels(cfg, kind, out->channels)) != DT_OK)
         dt_dataset_free(out);
     else if (st == DT_OK && (st = apply_config(cfg, split, out)) != DT_OK)
         dt_dataset_free(out);

@@ -274,6 +274,29 @@ static dt_status_t check_layout(const dt_config_t *cfg, const dt_model_t *m)
                : DT_ERR_CONFIG;
 }
 
+/* [model] sync_bn = yes with [cluster] work_load (unequal shares) on a
+ * model with batchnorm: its backward sums the ranks' dy, each scaled by
+ * its own 1 / b_r, not the global batch's gradient. */
+static dt_status_t check_sync_bn(const dt_config_t *cfg, const dt_model_t *m,
+                                 int world)
+{
+    bool sync_bn = false, is_auto = false;
+    double *w = NULL;
+    DT_CHECK(dt_config_get_bool(cfg, "model", "sync_bn", &sync_bn));
+    if (!sync_bn || world < 2 || !dt_model_batchnorm_plane(m, NULL))
+        return DT_OK;
+    DT_CHECK(dt_work_load_from_config(cfg, world, &w, &is_auto));
+    bool unequal = w || is_auto;
+    free(w);
+    if (!unequal)
+        return DT_OK;
+    dt_error("%s: [model] sync_bn = yes does not work with [cluster] "
+             "work_load (unequal shares, %s) yet; drop one of them",
+             origin(cfg, "model", "sync_bn"),
+             origin(cfg, "cluster", "work_load"));
+    return DT_ERR_CONFIG;
+}
+
 dt_status_t dt_train_check_model(const dt_config_t *cfg, const dt_model_t *m,
                                  int world)
 {
@@ -281,6 +304,7 @@ dt_status_t dt_train_check_model(const dt_config_t *cfg, const dt_model_t *m,
     bool sync_bn = false; /* statistics over every rank's batch */
     int rank = 0;
     DT_CHECK(check_layout(cfg, m));
+    DT_CHECK(check_sync_bn(cfg, m, world));
     DT_CHECK(dt_config_get_int(cfg, "train", "batch_size", &batch));
     DT_CHECK(dt_config_get_bool(cfg, "model", "sync_bn", &sync_bn));
     int layer = 0, plane = dt_model_batchnorm_plane(m, &layer);
@@ -295,7 +319,7 @@ dt_status_t dt_train_check_model(const dt_config_t *cfg, const dt_model_t *m,
                  "(batch_size %lld x %d ranks): layer %d '%s' "
                  "sees %lld value per channel there, and normalizing one "
                  "value leaves nothing to learn (its running statistics "
-                 "never move): a larger batch_size, or sync_bn = yes",
+                 "never move): a larger batch_size",
                  origin(cfg, "cluster", "work_load"), rank, least,
                  least == 1 ? "" : "s", batch, world, layer,
                  m->layers[layer].desc, values);
@@ -398,13 +422,14 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
         st = DT_ERR_CONFIG;
     }
     dt_pipeline_opts_t po;
-    dt_augment_t aug;
+    int shape[3]; /* random_crop against it, where the job file says it */
     if (st == DT_OK)
         st = dt_dataset_check_config(cfg);
     if (st == DT_OK)
         st = dt_pipeline_opts_from_config(cfg, &po);
     if (st == DT_OK)
-        st = dt_augment_from_config(cfg, NULL, 0, &aug);
+        st = dt_augment_check_config(
+            cfg, dt_dataset_config_shape(cfg, shape) == DT_OK ? shape : NULL);
     const char *device = dt_config_get(cfg, "train", "device");
     int act;
     if (st == DT_OK)
@@ -889,14 +914,7 @@ static dt_status_t setup_sync_bn(const dt_config_t *cfg, dt_trainer_t *t)
                     "no batchnorm", origin(cfg, "model", "sync_bn"));
         return DT_OK;
     }
-    if (t->world > 1 && (t->work_load || t->work_load_auto)) {
-        /* Its backward sums the ranks' dy, each scaled by its own
-         * 1 / b_r: not the global batch's gradient with unequal b_r. */
-        dt_error("%s: [model] sync_bn = yes does not work with [cluster] "
-                 "work_load (unequal shares) yet; drop one of them",
-                 origin(cfg, "model", "sync_bn"));
-        return DT_ERR_CONFIG;
-    }
+    /* with work_load: refused by dt_train_check_model (check_sync_bn) */
     if (t->world > 1 && !t->async)
         dt_model_set_sync_bn(t->model, dt_grad_sync_sum, t->sync);
     if (t->rank == 0)

@@ -23,8 +23,9 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world);
 
 /* Check the parsed model against cfg for a job of `world` workers (a
  * batchnorm with one value per channel in a batch, [model] layout = nhwc
- * where a layer has no NHWC form, ...): what dtctl can say before workers
- * start when it knows the input's shape. */
+ * where a layer has no NHWC form, sync_bn with [cluster] work_load, ...):
+ * what dtctl can say before workers start when it knows the input's
+ * shape; the workers check it again. */
 dt_status_t dt_train_check_model(const dt_config_t *cfg, const dt_model_t *m,
                                  int world);
 
