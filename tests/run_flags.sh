@@ -309,6 +309,11 @@ for cmd in plugins check; do
         fail "dtctl $cmd >/dev/full: want exit 1 and the error, got $rc: $(cat err)"
 done
 ok "dtctl plugins and check exit 1 when stdout cannot be written"
+for extra in "tcp" "-- ls"; do
+    dt plugins $extra >out 2>&1; rc=$?
+    [ $rc -eq 2 ] && grep -q "dtctl plugins takes no arguments" out ||
+        fail "dtctl plugins $extra: want exit 2, got $rc: $(head -2 out)"
+done
 
 # With the launcher's controller down (slurm: a slurm.conf whose
 # slurmctld does not answer), no host is "ready", and the gpu row says

@@ -5,12 +5,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dt/log.h>
 #include "cli.h"
 #include "plugin/plugin_loader.h"
 
 int dt_cmd_plugins(dt_cli_t *cli)
 {
-    (void)cli;
+    /* It lists every plugin: words after it filtered nothing (said). */
+    if (cli->nargs > 0 || cli->exec_argv) {
+        dt_error("dtctl plugins takes no arguments (given '%s'); it lists "
+                 "every plugin: filter with grep",
+                 cli->nargs > 0 ? cli->args[0] : "--");
+        return 2;
+    }
     dt_plugin_entry_t *v;
     size_t n;
     if (dt_plugin_scan(&v, &n) != DT_OK)
