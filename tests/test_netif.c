@@ -162,6 +162,21 @@ static void test_name(void **state)
     assert_string_equal(addr, "127.0.0.1");
 }
 
+/* A peer this host cannot resolve (an ssh alias): without [cluster]
+ * interface an error; with it, the spec alone chooses. */
+static void test_unresolvable_peer(void **state)
+{
+    (void)state;
+    char addr[DT_NETIF_ADDR_LEN];
+    assert_int_equal(dt_netif_select(NULL, 0, "no-such-host.invalid", NULL,
+                                     addr, sizeof addr),
+                     DT_ERR_NOT_FOUND);
+    assert_int_equal(pick("lo", "no-such-host.invalid", addr), DT_OK);
+    assert_string_equal(addr, "127.0.0.1");
+    assert_int_equal(pick("127.0.0.0/8", "no-such-host.invalid", addr), DT_OK);
+    assert_string_equal(addr, "127.0.0.1");
+}
+
 static void test_cidr_and_address(void **state)
 {
     (void)state;
@@ -354,6 +369,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default),
         cmocka_unit_test(test_name),
+        cmocka_unit_test(test_unresolvable_peer),
         cmocka_unit_test(test_cidr_and_address),
         cmocka_unit_test(test_list),
         cmocka_unit_test(test_exclusion),

@@ -226,10 +226,19 @@ dt_status_t dt_netif_select(char *const *spec, size_t n, const char *peer,
     where = where ? where : "cluster.interface";
 
     if (peer && dt_netif_route_to(peer, route, sizeof route) != DT_OK) {
-        dt_error("no route from this host to '%s' (cannot resolve or reach "
-                 "it); check the host name, or set [cluster] interface",
-                 peer);
-        return DT_ERR_NOT_FOUND;
+        /* A name only ssh resolves (a ~/.ssh/config alias) has no route
+         * here: with [cluster] interface set, the spec alone chooses. */
+        if (n == 0) {
+            dt_error("no route from this host to '%s' (cannot resolve or "
+                     "reach it); check the host name, or set [cluster] "
+                     "interface",
+                     peer);
+            return DT_ERR_NOT_FOUND;
+        }
+        dt_debug("interface: no route to '%s' from here (a name only ssh "
+                 "resolves?): %s = ... alone chooses",
+                 peer, where);
+        route[0] = '\0';
     }
     if (n == 0) {
         snprintf(addr, addrlen, "%s", route);
