@@ -104,6 +104,33 @@ static char *describe(const cand_t *c, size_t n)
     return s;
 }
 
+/* "; not in use here: ib0 (down), eth1 (no carrier)": the interfaces a
+ * spec may have meant that are not candidates, for the error; "" when
+ * none. Each named once. */
+static void not_in_use(char *buf, size_t len)
+{
+    struct ifaddrs *ifa = NULL;
+    size_t at = 0;
+    buf[0] = '\0';
+    if (getifaddrs(&ifa))
+        return;
+    for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+        unsigned f = i->ifa_flags;
+        if ((f & IFF_LOOPBACK) || ((f & IFF_UP) && (f & IFF_RUNNING)))
+            continue;
+        int seen = 0;
+        for (struct ifaddrs *j = ifa; j != i && !seen; j = j->ifa_next)
+            seen = strcmp(j->ifa_name, i->ifa_name) == 0;
+        if (seen || at + 64 >= len)
+            continue;
+        at += (size_t)snprintf(buf + at, len - at, "%s%s (%s)",
+                               at ? ", " : "; not in use here: ",
+                               i->ifa_name,
+                               !(f & IFF_UP) ? "down" : "no carrier");
+    }
+    freeifaddrs(ifa);
+}
+
 static char *join(char *const *spec, size_t n)
 {
     size_t len = 1;
@@ -302,9 +329,11 @@ dt_status_t dt_netif_select(char *const *spec, size_t n, const char *peer,
         }
     }
     if (!pick) {
+        char idle[512];
+        not_in_use(idle, sizeof idle);
         dt_error("%s = '%s' matches no network interface of this host; "
-                 "interfaces here: %s",
-                 where, spec_text, have);
+                 "interfaces here: %s%s",
+                 where, spec_text, have, idle);
         st = DT_ERR_CONFIG;
         goto out;
     }
