@@ -31,8 +31,9 @@ static const dt_key_spec_t cluster_keys[] = {
      "working directory of the workers (default: the launcher's choice)"},
     {"bind", DT_KEY_STRING, "auto",
      "CPU binding of dt workers: auto (each worker of a host on its own "
-     "share of the CPUs it was given; oversubscribed: CPU i mod n, unless a "
-     "launcher bound it already), cores (round robin even then) or none"},
+     "share of the CPUs it was given; oversubscribed: CPU i mod n; a "
+     "launcher's or scheduler's binding is kept), cores (split even then) "
+     "or none"},
     {"max_restarts", DT_KEY_INT, "0",
      "dtctl run: restart the job this many times after a worker fails "
      "(the trainer resumes from its newest checkpoint; 0: never)"},
