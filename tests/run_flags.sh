@@ -68,6 +68,14 @@ printf 'node1 slots=1\nnode2 slots=1 weight=3\n' >hostfile_w
 dt config --nproc_per_node=2 --hostfile hostfile_w >out 2>&1 && fail "--nproc-per-node dropped a weight silently"
 grep -q "cannot rewrite host node2: the hostfile gives its workers weight=3; write its slots in the hostfile (node2 slots=2 weight=3)" out ||
     fail "--nproc-per-node with weight=: $(cat out)"
+# IPv6 hosts keep their brackets: fd00::7 with 1 slot is [fd00::7]:1, not
+# fd00::7:1 (another address); [::1]:1 rewritten to 2 slots really has 2.
+dt config -H fd00::7,fd00::8 --nproc-per-node 1 -n 2 >out 2>&1 || fail "--nproc-per-node with IPv6 -H: exit $?: $(cat out)"
+grep -q '^hosts = \[fd00::7\]:1,\[fd00::8\]:1 ' out ||
+    fail "--nproc-per-node 1 -H fd00::7,fd00::8: want [fd00::7]:1,[fd00::8]:1: $(grep '^hosts' out)"
+printf '[::1]:1\n' >hostfile6
+dt run --hostfile hostfile6 --nproc-per-node 2 -- sh -c 'echo $RANK/$WORLD_SIZE' >out 2>&1 || fail "--nproc-per-node 2 with [::1]:1: exit $?: $(cat out)"
+[ "$(ranks)" = "[0] 0/2 [1] 1/2 " ] || fail "--nproc-per-node 2 with [::1]:1: want 2 ranks, got: $(cat out)"
 dt config -hostfile hostfile -np 1 >out 2>&1 && grep -q '^hostfile = hostfile .*command line' out && grep -q '^np = 1 ' out ||
     fail "mpirun's -hostfile FILE -np 1: $(grep -E '^(np|hostfile)' out)"
 dt config -H node1:2,node2:2 >out 2>&1 && grep -q '^hosts = node1:2,node2:2 ' out || fail "horovodrun's -H: $(cat out)"
@@ -76,7 +84,20 @@ dt config --network-interface eth7 >out 2>&1 && grep -q '^interface = eth7 .*(--
     fail "--network-interface: $(grep '^interface' out)"
 dt config --network_interfaces lo,eth7 >out 2>&1 && grep -q '^interface = lo,eth7 ' out ||
     fail "--network_interfaces: $(grep '^interface' out)"
-ok "-np, --nproc-per-node (alone, with -H or --hostfile), --nnodes, -H, --host, -hostfile, --network-interface(s)"
+# In -H the number after ':' is slots: node:2222 (meant as the ssh port)
+# is said; the ssh launcher's advice names the forms that give a port.
+dt run -H localhost:2222 -n 1 -- true >out 2>&1 || fail "-H localhost:2222 -n 1: exit $?: $(cat out)"
+grep -q "host localhost gets 2222 slots: in -H and \[cluster\] hosts the number after ':' is the slot count, never the ssh port; for a port write 'localhost port=2222' in a hostfile" out ||
+    fail "-H localhost:2222: no warning that 2222 is slots, not the port: $(cat out)"
+dt run -H localhost:2 -n 1 -- true >out 2>&1 && ! grep -q "slot count, never the ssh port" out ||
+    fail "-H localhost:2: warned about a port: $(cat out)"
+if "$DTCTL" plugins | awk '$1 == "launcher" && $2 == "ssh"' | grep -q available; then
+    printf 'localhost slots=1 port=1\n' >hostfile_dead
+    dt run --launcher=ssh --hostfile hostfile_dead -n 1 -- true >out 2>&1 && fail "ssh to port 1 succeeded?"
+    grep -q "cannot connect to port 1: .*(port=P on its hostfile line, or \[launcher.ssh\] port; in -H the number after ':' is slots)" out ||
+        fail "ssh connect advice: want port=P / [launcher.ssh] port: $(cat out)"
+fi
+ok "-np, --nproc-per-node (alone, with -H or --hostfile, IPv6 hosts), -H counts that look like ports, --nnodes, -H, --host, -hostfile, --network-interface(s)"
 
 # Refused with what to write instead; exit 2, nothing started.
 refused() { # OPTIONS... : exit 2 and the pattern in $want
@@ -333,6 +354,29 @@ if command -v srun >/dev/null 2>&1 && command -v scontrol >/dev/null 2>&1 &&
     ok "check with slurmctld down: no host ready; the gpu row names the launcher"
 else
     echo "note: Slurm's client tools or the slurm plugin missing: the controller-down check is skipped"
+fi
+
+# Where the scheduler places the ranks (slurm, sge, yarn: the launcher's
+# DT_LAUNCHER_PLACES_RANKS), dtctl's placement does not reach them: a
+# hostfile's weight= and --min-np are refused before anything starts,
+# naming the line or the option (weight= went to whichever rank the
+# scheduler numbered so; min_np only shrank np).
+printf 'node1 slots=1\nnode2 slots=1 weight=2\n' >hostfile_sched
+checked=
+for l in slurm sge yarn; do
+    "$DTCTL" plugins | grep -q "^launcher *$l .*available" || continue
+    dt run --launcher=$l --hostfile hostfile_sched -- true >out 2>&1; rc=$?
+    [ $rc -eq 2 ] && grep -q "hostfile_sched:2: weight=2 on host node2: the $l launcher's scheduler places the ranks" out ||
+        fail "$l with weight=: want exit 2 naming hostfile_sched:2, got $rc: $(cat out)"
+    dt run --launcher=$l -H node1,node2 --min-np 1 -- true >out 2>&1; rc=$?
+    [ $rc -eq 2 ] && grep -q "^dt: error: --min-np: \[cluster\] min_np (elastic membership) leaves failed hosts out, but the $l launcher's scheduler places the ranks" out ||
+        fail "$l with --min-np: want exit 2 naming --min-np, got $rc: $(cat out)"
+    checked="$checked $l"
+done
+if [ -n "$checked" ]; then
+    ok "weight= and --min-np refused where the scheduler places the ranks:$checked"
+else
+    echo "note: no slurm, sge or yarn launcher available: weight=/--min-np refusal not checked"
 fi
 
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }

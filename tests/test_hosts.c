@@ -67,6 +67,8 @@ static void test_hosts_parse_errors(void **state)
         {"h1:2,-oProxyCommand=x", "cannot read '-oProxyCommand=x'"},
         {"h1;rm", "cannot read 'h1;rm'"},
         {"h1,h2,h1:2", "host 'h1' appears twice"},
+        /* host names ignore case: one machine, two sets of local ranks */
+        {"Node1:2,node1:2", "host 'node1' appears twice (also as 'Node1'"},
         {"", "names no host"},
         {" , ", "names no host"},
         {"[::1", "cannot read '[::1'"},
@@ -143,13 +145,52 @@ static char *hostfile_error(const char *text, dt_status_t expect, char *path,
 static void test_hostfile_duplicate(void **state)
 {
     (void)state;
-    char path[64], expect[160];
+    char path[64], expect[320];
     char *err = hostfile_error("# hosts\nnode1 slots=2\nnode2\n\nnode1:4\n",
                                DT_ERR_CONFIG, path, sizeof path);
     snprintf(expect, sizeof expect,
-             "%s:5: host 'node1' is listed twice (first on line 2)", path);
+             "%s:5: host 'node1' is listed twice (first on %s:2 as 'node1'",
+             path, path);
     assert_non_null(strstr(err, expect));
     free(err);
+
+    /* Host names ignore case. */
+    err = hostfile_error("NODE1.example.com slots=2\nnode1.Example.COM:2\n",
+                         DT_ERR_CONFIG, path, sizeof path);
+    snprintf(expect, sizeof expect, "%s:2: host 'node1.Example.COM' is "
+             "listed twice (first on %s:1 as 'NODE1.example.com'", path,
+             path);
+    assert_non_null(strstr(err, expect));
+    free(err);
+
+    /* The same address and port, in both spellings of the port. */
+    err = hostfile_error("10.0.0.5 port=2222\n10.0.0.5:2222\n",
+                         DT_ERR_CONFIG, path, sizeof path);
+    snprintf(expect, sizeof expect, "%s:2: host '10.0.0.5' port 2222 is "
+             "listed twice (first on %s:1", path, path);
+    assert_non_null(strstr(err, expect));
+    free(err);
+}
+
+/* One address, two ssh ports: two machines (containers behind one IP). */
+static void test_hostfile_same_address_two_ports(void **state)
+{
+    (void)state;
+    char path[64];
+    hostfile(path, sizeof path,
+             "10.0.0.5 port=2222 slots=2\n10.0.0.5 port=2223 slots=2\n");
+    dt_hostlist_t l;
+    assert_int_equal(dt_hostfile_parse(path, &l), DT_OK);
+    assert_int_equal(l.n, 2);
+    assert_host(&l, 0, "10.0.0.5", 2, 2222);
+    assert_host(&l, 1, "10.0.0.5", 2, 2223);
+    dt_placement_t *p = NULL;
+    assert_int_equal(dt_place_ranks(&l, 4, &p), DT_OK);
+    assert_int_equal(p[3].num_nodes, 2); /* two nodes, local ranks 0-1 each */
+    assert_int_equal(p[2].local_rank, 0);
+    free(p);
+    dt_hostlist_free(&l);
+    unlink(path);
 }
 
 static void test_hostfile_bad_slots(void **state)
@@ -182,7 +223,7 @@ static void test_hostfile_bad_slots(void **state)
 static void test_hostfile_reports_every_bad_line(void **state)
 {
     (void)state;
-    char path[64], expect[160];
+    char path[64], expect[320];
     char *err = hostfile_error("a slots=0\nb\nc slots=x\nb\n", DT_ERR_CONFIG,
                                path, sizeof path);
     snprintf(expect, sizeof expect, "%s:1:", path);
@@ -190,7 +231,7 @@ static void test_hostfile_reports_every_bad_line(void **state)
     snprintf(expect, sizeof expect, "%s:3:", path);
     assert_non_null(strstr(err, expect));
     snprintf(expect, sizeof expect, "%s:4: host 'b' is listed twice "
-             "(first on line 2)", path);
+             "(first on %s:2", path, path);
     assert_non_null(strstr(err, expect));
     free(err);
 }
@@ -295,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_hosts_parse_errors),
         cmocka_unit_test(test_hostfile_formats),
         cmocka_unit_test(test_hostfile_duplicate),
+        cmocka_unit_test(test_hostfile_same_address_two_ports),
         cmocka_unit_test(test_hostfile_bad_slots),
         cmocka_unit_test(test_hostfile_reports_every_bad_line),
         cmocka_unit_test(test_hostfile_missing),

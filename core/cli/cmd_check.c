@@ -400,13 +400,15 @@ static void placement_check(table_t *t, int np, dt_placement_t **placement)
             "(-n %zu)", np, slots, slots == 1 ? "" : "s", slots);
 }
 
-/* [cluster] timeout, restarts and elastic membership. */
+/* [cluster] timeout, restarts and elastic membership; what the
+ * launcher's own placement of the ranks rules out. */
 static void cluster_check(table_t *t, const dt_config_t *cfg, int np,
-                          int trainer)
+                          int trainer, const dt_plugin_t *launcher)
 {
-    /* both, so that every error is said */
+    /* all, so that every error is said */
     int bad = run_check_timeout(cfg) != DT_OK;
     bad |= run_check_restarts(cfg, t->hosts, np, trainer) != DT_OK;
+    bad |= run_check_placed_by(cfg, t->hosts, launcher) != DT_OK;
     if (bad)
         add_row(t, "localhost", "cluster", CHK_FAIL,
                 "dtctl run would refuse these settings: see the error above");
@@ -503,7 +505,7 @@ int dt_cmd_check(dt_cli_t *cli)
     plugin_check(&t, cfg, DT_KIND_TRANSPORT, "transport");
     plugin_check(&t, cfg, DT_KIND_STORAGE, "storage");
     placement_check(&t, np, &placement);
-    cluster_check(&t, cfg, np, has_job(cfg, job_file));
+    cluster_check(&t, cfg, np, has_job(cfg, job_file), p);
     job_check(&t, cfg, job_file, np);
     int can_run = DT_OPS_HAS(ops, dt_launcher_ops_t, run_on_host);
     const char *spec_text = dt_config_get(cfg, "cluster", "interface");

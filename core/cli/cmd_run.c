@@ -201,57 +201,6 @@ static dt_status_t build_env(run_state_t *s)
     return DT_OK;
 }
 
-/* The hostfile that [cluster] hostfile names, opened as dtctl read it (a
- * relative name set in an ini file is relative to that file); *path is
- * the name opened (malloc'd). */
-static FILE *open_hostfile(const dt_config_t *cfg, char **path)
-{
-    const char *file = dt_config_get(cfg, "cluster", "hostfile");
-    const char *where = "", *slash = NULL;
-    dt_config_origin(cfg, "cluster", "hostfile", NULL, &where);
-    *path = NULL;
-    if (!file || !*file)
-        return NULL;
-    for (const char *c = where; *c && *c != ':'; c++)
-        if (*c == '/')
-            slash = c;
-    FILE *f = NULL;
-    size_t dir = slash ? (size_t)(slash - where) : 0;
-    if (file[0] != '/' && slash &&
-        (*path = malloc(dir + strlen(file) + 2))) {
-        sprintf(*path, "%.*s/%s", (int)dir, where, file);
-        f = fopen(*path, "r");
-    }
-    if (!f) {
-        free(*path);
-        *path = strdup(file);
-        f = *path ? fopen(*path, "r") : NULL;
-    }
-    return f;
-}
-
-/* "FILE:LINE" of the hostfile's first weight=, else the hostfile's name. */
-static void weight_line(const dt_config_t *cfg, char *buf, size_t len)
-{
-    char *path = NULL, *line = NULL;
-    size_t cap = 0;
-    FILE *f = open_hostfile(cfg, &path);
-    snprintf(buf, len, "the hostfile %s", path ? path : "");
-    for (int n = 1; f && getline(&line, &cap, f) > 0; n++) {
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = '\0';
-        if (strstr(line, "weight=")) {
-            snprintf(buf, len, "%s:%d", path, n);
-            break;
-        }
-    }
-    if (f)
-        fclose(f);
-    free(line);
-    free(path);
-}
-
 /* Hostfile weights reach the workers as [cluster] work_load, one per
  * rank, which async refuses (every push is one worker's whole batch):
  * said here, before anything starts, rather than by each worker. */
@@ -263,7 +212,7 @@ static int refuse_async_weights(const run_state_t *s, const char *mode_where)
     if (i == s->hosts.n)
         return 0;
     char where[600];
-    weight_line(s->cfg, where, sizeof where);
+    run_weight_line(s->cfg, where, sizeof where);
     dt_error("%s: weight=%g on host %s sets [cluster] work_load (unequal "
              "shares), which [train] mode = async (%s) does not take: every "
              "push is one worker's whole batch; drop weight= from the "
@@ -364,6 +313,8 @@ static int prepare(const dt_cli_t *cli, const char *job_file, run_state_t *s)
             DT_OK)
         return EXIT_USAGE;
     s->ops = launcher->ops;
+    if (run_check_placed_by(s->cfg, &s->hosts, launcher) != DT_OK)
+        return EXIT_USAGE;
     int code = place_servers(cli, s);
     if (code != 0)
         return code;
@@ -613,7 +564,8 @@ static int launch_and_supervise(const dt_cli_t *cli, run_state_t *s)
         if (!launched && rs.used == 0)
             break;
         if (launched && code != 0 && !res.stop_signo)
-            run_members_failed(&s->members, &res);
+            run_members_failed(&s->members, &res, s->att_place,
+                               s->att_np);
         last = code;
     } while (run_restart_next(&rs, &res, launched, &code));
     if (s->signals)

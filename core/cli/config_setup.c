@@ -241,8 +241,12 @@ static dt_status_t apply_per_node(const dt_cli_t *cli_in, dt_config_t *cfg)
             st = DT_ERR_CONFIG;
             goto out;
         }
-        fprintf(f, "%s%s:%d", i ? "," : "", hosts.hosts[i].name,
-                cli->nproc_per_node);
+        /* An IPv6 address needs brackets: "fd00::7:1" is another
+         * address, not fd00::7 with one slot. */
+        const char *name = hosts.hosts[i].name;
+        int v6 = strchr(name, ':') != NULL;
+        fprintf(f, "%s%s%s%s:%d", i ? "," : "", v6 ? "[" : "", name,
+                v6 ? "]" : "", cli->nproc_per_node);
     }
     if (fclose(f) != 0) {
         f = NULL;
@@ -352,6 +356,24 @@ static char *resolve_hostfile(const char *path, dt_config_source_t src,
     return strdup(path);
 }
 
+/* In -H the number after ':' is always slots, while a hostfile reads
+ * 22 or >= 1024 there as the ssh port: "node:2222" most likely meant the
+ * port, and would start 2222 workers there. */
+static void warn_port_like_slots(const dt_hostlist_t *hosts,
+                                 const char *where)
+{
+    for (size_t i = 0; i < hosts->n; i++) {
+        const dt_host_t *h = &hosts->hosts[i];
+        if (h->slots < 1024)
+            continue;
+        dt_warn("%s: host %s gets %d slots: in -H and [cluster] hosts the "
+                "number after ':' is the slot count, never the ssh port; "
+                "for a port write '%s port=%d' in a hostfile (--hostfile) "
+                "or set [launcher.ssh] port", where, h->name, h->slots,
+                h->name, h->slots);
+    }
+}
+
 dt_status_t dt_cli_job_hosts(const dt_config_t *cfg, dt_hostlist_t *hosts,
                              int *np)
 {
@@ -396,6 +418,8 @@ dt_status_t dt_cli_job_hosts(const dt_config_t *cfg, dt_hostlist_t *hosts,
         st = dt_hosts_parse(spec, hosts);
         if (st != DT_OK)
             dt_error("[cluster] hosts is set by %s", h_where);
+        else if (strcmp(h_where, "--nproc-per-node") != 0)
+            warn_port_like_slots(hosts, h_where);
     } else if (file) {
         char *path = resolve_hostfile(file, f_src, f_where);
         st = path ? dt_hostfile_parse(path, hosts) : DT_ERR_NOMEM;

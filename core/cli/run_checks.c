@@ -1,5 +1,10 @@
 /* run_checks.c — what dtctl run refuses at once, shared with dtctl check
  * (see run_checks.h). */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include <dt/log.h>
 #include "plugin/plugin_loader.h"
 #include "run_checks.h"
@@ -66,5 +71,98 @@ dt_status_t run_check_restarts(const dt_config_t *cfg,
         st = run_members_init(cfg, hosts, np, rs.max, &mb);
     run_members_free(&mb);
     run_restart_free(&rs);
+    return st;
+}
+
+/* The hostfile that [cluster] hostfile names, opened as dtctl read it (a
+ * relative name set in an ini file is relative to that file); *path is
+ * the name opened (malloc'd). */
+static FILE *open_hostfile(const dt_config_t *cfg, char **path)
+{
+    const char *file = dt_config_get(cfg, "cluster", "hostfile");
+    const char *where = "", *slash = NULL;
+    dt_config_origin(cfg, "cluster", "hostfile", NULL, &where);
+    *path = NULL;
+    if (!file || !*file)
+        return NULL;
+    for (const char *c = where; *c && *c != ':'; c++)
+        if (*c == '/')
+            slash = c;
+    FILE *f = NULL;
+    size_t dir = slash ? (size_t)(slash - where) : 0;
+    if (file[0] != '/' && slash &&
+        (*path = malloc(dir + strlen(file) + 2))) {
+        sprintf(*path, "%.*s/%s", (int)dir, where, file);
+        f = fopen(*path, "r");
+    }
+    if (!f) {
+        free(*path);
+        *path = strdup(file);
+        f = *path ? fopen(*path, "r") : NULL;
+    }
+    return f;
+}
+
+void run_weight_line(const dt_config_t *cfg, char *buf, size_t len)
+{
+    char *path = NULL, *line = NULL;
+    size_t cap = 0;
+    FILE *f = open_hostfile(cfg, &path);
+    snprintf(buf, len, "the hostfile %s", path ? path : "");
+    for (int n = 1; f && getline(&line, &cap, f) > 0; n++) {
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        if (strstr(line, "weight=")) {
+            snprintf(buf, len, "%s:%d", path, n);
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+    free(line);
+    free(path);
+}
+
+/* The first host with weight=, or NULL. */
+static const dt_host_t *weighted_host(const dt_hostlist_t *hosts)
+{
+    for (size_t i = 0; hosts && i < hosts->n; i++)
+        if (hosts->hosts[i].weight > 0)
+            return &hosts->hosts[i];
+    return NULL;
+}
+
+dt_status_t run_check_placed_by(const dt_config_t *cfg,
+                                const dt_hostlist_t *hosts,
+                                const dt_plugin_t *launcher)
+{
+    const dt_launcher_ops_t *ops = launcher->ops;
+    if (!(DT_LAUNCHER_FLAGS(ops) & DT_LAUNCHER_PLACES_RANKS))
+        return DT_OK;
+    dt_status_t st = DT_OK;
+    const dt_host_t *w = weighted_host(hosts);
+    if (w) {
+        char where[600];
+        run_weight_line(cfg, where, sizeof where);
+        dt_error("%s: weight=%g on host %s: the %s launcher's scheduler "
+                 "places the ranks, so dtctl cannot tell which ranks run "
+                 "there; drop weight= and give [cluster] work_load in the "
+                 "scheduler's rank order, or use a launcher that starts "
+                 "ranks where dtctl places them (ssh, mpi)",
+                 where, w->weight, w->name, launcher->name);
+        st = DT_ERR_CONFIG;
+    }
+    if (dt_config_get(cfg, "cluster", "min_np")) {
+        const char *where = "[cluster] min_np";
+        dt_config_origin(cfg, "cluster", "min_np", NULL, &where);
+        dt_error("%s: [cluster] min_np (elastic membership) leaves failed "
+                 "hosts out, but the %s launcher's scheduler places the "
+                 "ranks: it would only run fewer workers, maybe on the same "
+                 "host; drop min_np (max_restarts still restarts the job) "
+                 "and exclude a bad node in the scheduler, or use ssh or mpi",
+                 where, launcher->name);
+        st = DT_ERR_CONFIG;
+    }
     return st;
 }

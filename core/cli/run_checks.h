@@ -32,4 +32,16 @@ dt_status_t run_check_restarts(const dt_config_t *cfg,
                                const dt_hostlist_t *hosts, int np,
                                int trainer);
 
+/* "FILE:LINE" of the hostfile's first weight= (the hostfile [cluster]
+ * hostfile names), else "the hostfile NAME". */
+void run_weight_line(const dt_config_t *cfg, char *buf, size_t len);
+
+/* A launcher whose scheduler places the ranks (DT_LAUNCHER_PLACES_RANKS)
+ * ignores dtctl's placement: refuse what rests on it, a hostfile's
+ * weight= (naming its file:line) and [cluster] min_np (naming its
+ * origin), saying what to do instead. */
+dt_status_t run_check_placed_by(const dt_config_t *cfg,
+                                const dt_hostlist_t *hosts,
+                                const dt_plugin_t *launcher);
+
 #endif /* DT_CLI_RUN_CHECKS_H */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <dt/clock.h>
 #include <dt/log.h>
@@ -68,7 +69,8 @@ dt_status_t run_members_init(const dt_config_t *cfg,
                 "ends the job", mb->min_np);
     mb->m = calloc(all->n ? all->n : 1, sizeof *mb->m);
     mb->cur.hosts = calloc(all->n ? all->n : 1, sizeof *mb->cur.hosts);
-    if (!mb->m || !mb->cur.hosts) {
+    mb->cur_of = calloc(all->n ? all->n : 1, sizeof *mb->cur_of);
+    if (!mb->m || !mb->cur.hosts || !mb->cur_of) {
         run_members_free(mb);
         return DT_ERR_NOMEM;
     }
@@ -79,6 +81,7 @@ void run_members_free(run_members_t *mb)
 {
     free(mb->m);
     free(mb->cur.hosts); /* the names belong to mb->all */
+    free(mb->cur_of);
     memset(mb, 0, sizeof *mb);
 }
 
@@ -178,6 +181,7 @@ dt_status_t run_members_select(run_members_t *mb, int attempt,
     long long slots = 0;
     for (size_t i = 0; i < mb->all->n; i++)
         if (!mb->m[i].excluded) {
+            mb->cur_of[mb->cur.n] = i;
             mb->cur.hosts[mb->cur.n++] = mb->all->hosts[i];
             slots += mb->all->hosts[i].slots;
         }
@@ -208,21 +212,43 @@ dt_status_t run_members_select(run_members_t *mb, int attempt,
     return DT_OK;
 }
 
-void run_members_failed(run_members_t *mb, const supervise_result_t *res)
+/* The host of the attempt's root failure, as an index into mb->all; -1
+ * when none matches (said). */
+static long failed_host(const run_members_t *mb,
+                        const supervise_result_t *res,
+                        const dt_placement_t *place, int np)
 {
-    if (!mb->elastic || !res->root_host[0])
+    int r = res->root_rank;
+    if (place && r >= 0 && r < np && place[r].host < mb->cur.n)
+        return (long)mb->cur_of[place[r].host];
+    for (size_t i = 0; res->root_host[0] && i < mb->all->n; i++)
+        if (strcasecmp(mb->all->hosts[i].name, res->root_host) == 0)
+            return (long)i;
+    if (r >= 0 || res->root_host[0])
+        dt_warn("elastic membership: the root failure (%s) is on host "
+                "'%s', which is not in the host list: not counted against "
+                "any host ([cluster] host_failures), so a failing host is "
+                "never excluded; spell the hosts in -H or the hostfile as "
+                "the launcher names them",
+                res->cause[0] ? res->cause : "no cause recorded",
+                res->root_host[0] ? res->root_host : "unknown");
+    return -1;
+}
+
+void run_members_failed(run_members_t *mb, const supervise_result_t *res,
+                        const dt_placement_t *place, int np)
+{
+    if (!mb->elastic)
         return;
-    for (size_t i = 0; i < mb->all->n; i++) {
-        run_member_t *m = &mb->m[i];
-        if (m->excluded || strcmp(mb->all->hosts[i].name, res->root_host))
-            continue;
-        m->failures++;
-        if (m->failures >= mb->host_failures) {
-            m->excluded = 1;
-            m->since_ms = -1; /* announced by the next select */
-            snprintf(m->why, sizeof m->why, "%d failure%s: the last: %.300s",
-                     m->failures, m->failures == 1 ? "" : "s", res->cause);
-        }
+    long i = failed_host(mb, res, place, np);
+    if (i < 0 || mb->m[i].excluded)
         return;
+    run_member_t *m = &mb->m[i];
+    m->failures++;
+    if (m->failures >= mb->host_failures) {
+        m->excluded = 1;
+        m->since_ms = -1; /* announced by the next select */
+        snprintf(m->why, sizeof m->why, "%d failure%s: the last: %.300s",
+                 m->failures, m->failures == 1 ? "" : "s", res->cause);
     }
 }

@@ -40,6 +40,7 @@ typedef struct run_members {
     int last_np;             /* workers of the previous attempt (0: none)  */
     dt_hostlist_t cur;       /* this attempt's hosts: names borrowed from
                                 all (free with run_members_free only)      */
+    size_t *cur_of;          /* cur.hosts[k] is all->hosts[cur_of[k]]      */
 } run_members_t;
 
 /* Read the keys (np: the job's configured workers, the default max_np).
@@ -66,8 +67,13 @@ dt_status_t run_members_select(run_members_t *mb, int attempt,
                                const dt_hostlist_t **hosts, int *np);
 
 /* After a failed attempt: count its root failure against its host (res:
- * the supervisor's result); the host is excluded once it reached
- * host_failures. */
-void run_members_failed(run_members_t *mb, const supervise_result_t *res);
+ * the supervisor's result; place, np: the attempt's placement on the
+ * hosts run_members_select gave); the host is excluded once it reached
+ * host_failures. The host is the root rank's in the placement: the name
+ * a launcher reports may be the node's own (mpirun's "on node H"), not
+ * the host list's spelling; only without a rank is it found by name.
+ * Warns when neither names a host of the list. */
+void run_members_failed(run_members_t *mb, const supervise_result_t *res,
+                        const dt_placement_t *place, int np);
 
 #endif /* DT_CLI_RUN_MEMBERS_H */

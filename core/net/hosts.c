@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <dt/hosts.h>
 #include <dt/log.h>
@@ -56,10 +57,17 @@ static int parse_number(const char *s, size_t len, long *out)
     return 0;
 }
 
-static int find_host(const dt_hostlist_t *list, const char *name)
+/* A host is its name and ssh port: names compare without case (DNS
+ * does), and one address with two ports is two machines (containers
+ * behind one IP). Spellings only DNS could match (node1 and
+ * node1.example.com) are not caught: nothing here may block. */
+static int find_host(const dt_hostlist_t *list, const char *name,
+                     size_t name_len, int port)
 {
     for (size_t i = 0; i < list->n; i++)
-        if (strcmp(list->hosts[i].name, name) == 0)
+        if (strlen(list->hosts[i].name) == name_len &&
+            strncasecmp(list->hosts[i].name, name, name_len) == 0 &&
+            list->hosts[i].port == port)
             return (int)i;
     return -1;
 }
@@ -152,17 +160,12 @@ dt_status_t dt_hosts_parse(const char *spec, dt_hostlist_t *out)
             st = DT_ERR_INVALID;
             goto out;
         }
-        char *dup = strndup(name, name_len);
-        int seen = dup ? find_host(&list, dup) : -1;
-        free(dup);
-        if (!dup) {
-            st = DT_ERR_NOMEM;
-            goto out;
-        }
+        int seen = find_host(&list, name, name_len, 0);
         if (seen >= 0) {
-            dt_error("host list '%s': host '%.*s' appears twice; give it "
-                     "once with the total slots (host:N)",
-                     spec, (int)name_len, name);
+            dt_error("host list '%s': host '%.*s' appears twice (also as "
+                     "'%s'; names ignore case); give it once with the total "
+                     "slots (host:N)",
+                     spec, (int)name_len, name, list.hosts[seen].name);
             st = DT_ERR_INVALID;
             goto out;
         }
@@ -279,15 +282,16 @@ static dt_status_t parse_line(const char *path, int lineno, char *line,
     while ((tok = strtok_r(NULL, " \t\r\n", &save)))
         if (parse_field(path, lineno, tok, &slots, &port, &weight) != 0)
             return DT_ERR_CONFIG;
-    char *dup = strndup(name, name_len);
-    if (!dup)
-        return DT_ERR_NOMEM;
-    int seen = find_host(list, dup);
-    free(dup);
+    int seen = find_host(list, name, name_len, port);
     if (seen >= 0) {
-        dt_error("%s:%d: host '%.*s' is listed twice (first on line %d); "
-                 "give it once with the total slots",
-                 path, lineno, (int)name_len, name, (*lines)[seen]);
+        char ported[32] = "";
+        if (port)
+            snprintf(ported, sizeof ported, " port %d", port);
+        dt_error("%s:%d: host '%.*s'%s is listed twice (first on %s:%d as "
+                 "'%s'; names ignore case); give it once with the total "
+                 "slots",
+                 path, lineno, (int)name_len, name, ported, path,
+                 (*lines)[seen], list->hosts[seen].name);
         return DT_ERR_CONFIG;
     }
     int *nl = realloc(*lines, (list->n + 1) * sizeof *nl);

@@ -10,8 +10,9 @@
  *   node4 slots=2 weight=0.5   each worker there gets weight 0.5 of the
  *                         [cluster] work_load split (unequal shares)
  * After ':' a number N is the ssh port when N == 22 or N >= 1024 (MXNet's
- * "ip:port"), otherwise the slot count. The same host twice is an error
- * with file:line.
+ * "ip:port"), otherwise the slot count. The same host twice (the name,
+ * ignoring case, and the port) is an error with both file:lines; one
+ * address with two ports is two hosts. Names are never resolved.
  */
 #ifndef DT_HOSTS_H
 #define DT_HOSTS_H

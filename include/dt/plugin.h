@@ -203,7 +203,24 @@ typedef struct dt_launcher_ops {
      * slurm do (plugins/launcher/common/schedenv/). */
     dt_status_t (*identify)(char *const *envp, dt_worker_identity_t *out,
                             char *why, size_t why_len);
+    /* Optional (appended; read with DT_LAUNCHER_FLAGS): DT_LAUNCHER_* bits,
+     * what dtctl must know about the launcher before it starts anything.
+     * 0 (or a table without the field): every rank starts where
+     * dt_launch_spec_t.placement says. */
+    uint32_t flags;
 } dt_launcher_ops_t;
+
+/* The scheduler decides which host runs each rank (srun, an SGE job
+ * script, YARN's containers), not spec->placement: what rests on dtctl's
+ * placement (a hostfile's weight=, elastic membership's exclusion of a
+ * host) cannot reach the ranks, and dtctl refuses it before launch. */
+#define DT_LAUNCHER_PLACES_RANKS (1u << 0)
+/* ops' flags; 0 for a table from before the field. */
+#define DT_LAUNCHER_FLAGS(ops)                                                \
+    ((ops)->size >= offsetof(dt_launcher_ops_t, flags) +                      \
+                        sizeof((ops)->flags)                                  \
+         ? (ops)->flags                                                       \
+         : 0u)
 
 /* ======================================================================
  * Transport: move bytes between ranks. Point-to-point calls are

@@ -8,7 +8,7 @@
 #include "mpi_command.h"
 #include "mpi_types.h"
 
-/* "h1:2,h2:2": every host that got ranks, with its slots. */
+/* "h1:2,h2:2,[fd00::7]:2": every host that got ranks, with its slots. */
 static void add_hosts(const dt_launch_spec_t *spec, strv_t *argv)
 {
     size_t len = 1;
@@ -19,9 +19,14 @@ static void add_hosts(const dt_launch_spec_t *spec, strv_t *argv)
         argv->failed = 1;
         return;
     }
-    for (size_t i = 0; i < spec->hosts->n; i++)
-        p += sprintf(p, "%s%s:%d", p == s ? "" : ",",
-                     spec->hosts->hosts[i].name, spec->hosts->hosts[i].slots);
+    /* An IPv6 address in brackets: mpirun reads "fd00::7:2" as the
+     * address fd00::7:2 with one slot. */
+    for (size_t i = 0; i < spec->hosts->n; i++) {
+        const char *name = spec->hosts->hosts[i].name;
+        int v6 = strchr(name, ':') != NULL;
+        p += sprintf(p, "%s%s%s%s:%d", p == s ? "" : ",", v6 ? "[" : "",
+                     name, v6 ? "]" : "", spec->hosts->hosts[i].slots);
+    }
     strv_add(argv, "--host");
     strv_add(argv, s);
     free(s);

@@ -266,6 +266,7 @@ static const dt_launcher_ops_t sge_ops = {
     .run_on_host = sge_run_on_host,
     .check = sge_check,
     .fini = sge_fini,
+    .flags = DT_LAUNCHER_PLACES_RANKS, /* ranks numbered from $PE_HOSTFILE */
 };
 
 DT_PLUGIN_EXPORT const dt_plugin_t dt_plugin_v1 = {

@@ -259,6 +259,7 @@ static const dt_launcher_ops_t slurm_ops = {
     .check = slurm_check,
     .fini = slurm_fini,
     .identify = slurm_identify,
+    .flags = DT_LAUNCHER_PLACES_RANKS, /* srun --ntasks: Slurm places */
 };
 
 DT_PLUGIN_EXPORT const dt_plugin_t dt_plugin_v1 = {

@@ -141,9 +141,9 @@ dt_status_t ssh_conn_open(const ssh_opts_t *o, ssh_conn_t *c)
         else
             st = fail(c, DT_ERR_PEER,
                       "cannot connect to port %d: %s; check that the host "
-                      "is up and runs sshd on that port ([launcher.ssh] "
-                      "port, or host:port in the host list), and "
-                      "connect_timeout",
+                      "is up and runs sshd on that port (port=P on its "
+                      "hostfile line, or [launcher.ssh] port; in -H the "
+                      "number after ':' is slots), and connect_timeout",
                       c->port > 0 ? c->port : o->port, e);
         goto out;
     }

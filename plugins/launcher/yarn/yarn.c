@@ -206,6 +206,7 @@ static const dt_launcher_ops_t yarn_ops = {
     .run_on_host = NULL, /* YARN places containers; no per-host commands */
     .check = yarn_check,
     .fini = yarn_fini,
+    .flags = DT_LAUNCHER_PLACES_RANKS, /* YARN places the containers */
 };
 
 DT_PLUGIN_EXPORT const dt_plugin_t dt_plugin_v1 = {
