@@ -255,6 +255,11 @@ dt run -n 2 --set train.threads=$t --set train.max_steps=1 \
 grep -q "warning: --set: \[train\] threads = $t for each of 2 workers on this machine: $((2 * t)) compute threads on $(nproc) CPUs take turns" out ||
     fail "threads = $t on $(nproc) CPUs: no warning: $(grep -i thread out | head -3)"
 ok "[train] threads beyond the CPUs is said"
+# slots summing past what -n allows: refused, not wrapped to a negative np
+awk 'BEGIN { for (i = 0; i < 2048; i++) printf "n%d slots=1048576\n", i }' >bighosts
+dt run --hostfile bighosts -- true >out 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "bighosts gives 2147483648 slots in all: more than the 1048576 workers" out ||
+    fail "a hostfile of 2^31 slots: rc=$rc $(head -3 out)"
 dt run -n 2 --set train.max_staleness=3 --set train.max_steps=1 \
     "$top_srcdir/conf/examples/fashion-mnist-mlp.ini" >out 2>&1 ||
     fail "max_staleness in sync: the job failed: $(tail -3 out)"

@@ -236,6 +236,40 @@ static void test_hostfile_reports_every_bad_line(void **state)
     free(err);
 }
 
+/* A UTF-8 byte order mark (Windows editors) is no part of the first
+ * host; a NUL byte hid the rest of its line (refused, named); a
+ * directory is said to be one. */
+static void test_hostfile_bom_nul_dir(void **state)
+{
+    (void)state;
+    char path[64], expect[160];
+    dt_hostlist_t l = {NULL, 0};
+    hostfile(path, sizeof path, "\xef\xbb\xbfnode1 slots=2\n");
+    assert_int_equal(dt_hostfile_parse(path, &l), DT_OK);
+    assert_int_equal((int)l.n, 1);
+    assert_string_equal(l.hosts[0].name, "node1");
+    dt_hostlist_free(&l);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fwrite("localhost\0junk slots=3\n", 1, 24, f);
+    fclose(f);
+    capture_t c;
+    capture_begin(&c);
+    dt_status_t st = dt_hostfile_parse(path, &l);
+    char *err = capture_end(&c);
+    assert_int_equal(st, DT_ERR_CONFIG);
+    snprintf(expect, sizeof expect, "%s:1: a NUL byte in the line", path);
+    assert_non_null(strstr(err, expect));
+    free(err);
+    unlink(path);
+    capture_begin(&c);
+    st = dt_hostfile_parse("/tmp", &l);
+    err = capture_end(&c);
+    assert_int_equal(st, DT_ERR_IO);
+    assert_non_null(strstr(err, "cannot read hostfile '/tmp': it is a directory"));
+    free(err);
+}
+
 static void test_hostfile_missing(void **state)
 {
     (void)state;
@@ -339,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_hostfile_same_address_two_ports),
         cmocka_unit_test(test_hostfile_bad_slots),
         cmocka_unit_test(test_hostfile_reports_every_bad_line),
+        cmocka_unit_test(test_hostfile_bom_nul_dir),
         cmocka_unit_test(test_hostfile_missing),
         cmocka_unit_test(test_place_fill_in_order),
         cmocka_unit_test(test_place_errors),

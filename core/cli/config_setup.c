@@ -434,8 +434,17 @@ dt_status_t dt_cli_job_hosts(const dt_config_t *cfg, dt_hostlist_t *hosts,
     }
     if (st != DT_OK)
         return st == DT_ERR_NOMEM ? st : DT_ERR_CONFIG;
-    if ((spec || file) && np_src == DT_SRC_DEFAULT)
-        want = (long long)dt_hostlist_slots(hosts);
+    if ((spec || file) && np_src == DT_SRC_DEFAULT) {
+        size_t slots = dt_hostlist_slots(hosts);
+        /* the same bound as -n (a sum of slots=1048576 lines wrapped) */
+        if (slots > (size_t)1 << 20) {
+            dt_error("%s gives %zu slots in all: more than the %d workers "
+                     "a job may have; give -n, or fewer slots",
+                     file ? file : "the host list", slots, 1 << 20);
+            return DT_ERR_CONFIG;
+        }
+        want = (long long)slots;
+    }
     *np = (int)want;
     return DT_OK;
 }

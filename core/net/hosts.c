@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <strings.h>
 
 #include <dt/hosts.h>
@@ -309,10 +310,17 @@ dt_status_t dt_hostfile_parse(const char *path, dt_hostlist_t *out)
     if (!path || !out)
         return DT_ERR_INVALID;
     FILE *f = fopen(path, "r");
+    struct stat sb;
     if (!f) {
         int err = errno;
         dt_error("cannot read hostfile '%s': %s", path, strerror(err));
         return err == ENOENT ? DT_ERR_NOT_FOUND : DT_ERR_IO;
+    }
+    if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        dt_error("cannot read hostfile '%s': it is a directory; name the "
+                 "file that lists the hosts", path);
+        fclose(f);
+        return DT_ERR_IO;
     }
     dt_hostlist_t list = {NULL, 0};
     int *lines = NULL; /* line of each host, for duplicate messages */
@@ -320,12 +328,22 @@ dt_status_t dt_hostfile_parse(const char *path, dt_hostlist_t *out)
     size_t cap = 0;
     int lineno = 0, problems = 0;
     dt_status_t st = DT_OK;
-    while (getline(&buf, &cap, f) >= 0) {
+    ssize_t got;
+    while ((got = getline(&buf, &cap, f)) >= 0) {
         lineno++;
-        buf[strcspn(buf, "#")] = '\0';
-        if (buf[strspn(buf, " \t\r\n")] == '\0')
+        char *line = buf;
+        if (lineno == 1 && strncmp(line, "\xef\xbb\xbf", 3) == 0)
+            line += 3; /* a UTF-8 byte order mark (Windows editors) */
+        if (memchr(buf, '\0', (size_t)got)) { /* text after it unseen */
+            dt_error("%s:%d: a NUL byte in the line: is this a text file "
+                     "of hosts?", path, lineno);
+            problems++;
             continue;
-        dt_status_t lst = parse_line(path, lineno, buf, &list, &lines);
+        }
+        line[strcspn(line, "#")] = '\0';
+        if (line[strspn(line, " \t\r\n")] == '\0')
+            continue;
+        dt_status_t lst = parse_line(path, lineno, line, &list, &lines);
         if (lst == DT_ERR_NOMEM) {
             st = lst;
             goto out;
@@ -334,7 +352,7 @@ dt_status_t dt_hostfile_parse(const char *path, dt_hostlist_t *out)
             problems++; /* keep going: report every bad line at once */
     }
     if (ferror(f)) {
-        dt_error("cannot read hostfile '%s': read error", path);
+        dt_error("cannot read hostfile '%s': %s", path, strerror(errno));
         st = DT_ERR_IO;
     } else if (problems) {
         st = DT_ERR_CONFIG;
