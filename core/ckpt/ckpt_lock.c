@@ -77,9 +77,17 @@ dt_status_t dt_ckpt_lock(const char *dir, int *fd_out)
                      dir, who, path);
             return DT_ERR_CONFIG;
         }
-        dt_error("%s: cannot lock the checkpoint directory: %s (a file "
-                 "system without locks? NFS mounted with nolock?)",
-                 path, strerror(err));
+        /* A file system without locks (some FUSE mounts): training there
+         * must still work; only the guard against a second job is lost. */
+        if (err == ENOLCK || err == EOPNOTSUPP || err == ENOSYS) {
+            dt_warn("%s: this file system takes no locks (%s): a second "
+                    "job on [train] checkpoint_dir %s is not refused; run "
+                    "one at a time there",
+                    path, strerror(err), dir);
+            return DT_OK;
+        }
+        dt_error("%s: cannot lock the checkpoint directory: %s", path,
+                 strerror(err));
         return DT_ERR_IO;
     }
     write_holder(fd);
