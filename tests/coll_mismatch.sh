@@ -1,7 +1,7 @@
 #!/bin/sh
 # Collectives that do not match across ranks (tests/coll_mismatch.c says
 # what each case calls): every rank gets DT_ERR_INVALID well within the
-# 5 s [cluster] timeout set here (none gets ok, none waits it out, no live
+# 30 s [cluster] timeout set here (none gets ok, none waits it out, no live
 # rank is blamed), every rank prints an error line, the lines name the two
 # calls (over tcp a rank that learns it from another points to that
 # rank's line), and dt_finalize after it returns at once with the same
@@ -26,15 +26,16 @@ unset DT_RANK DT_WORLD_SIZE DT_RENDEZVOUS DT_JOB_TOKEN DT_COLLECTIVES_SHM \
 status=0
 fail() { echo "FAIL: $*"; status=1; }
 
-# Seconds "well under" the timeout; a wait for the timeout takes 5.
-limit=3
+# Seconds "well under" the timeout; a wait for the timeout takes 30
+# (generous: a loaded machine still fails at once well inside it).
+limit=15
 
 # run NP PATH CASE [ODD_RANK]: the job's output in $tmp/out.
 run() {
     shm=auto
     [ "$2" = tcp ] && shm=off
     MISMATCH_CASE=$3 MISMATCH_RANK=${4:-1} DT_COLLECTIVES_SHM=$shm \
-        DT_CLUSTER_TIMEOUT=5s timeout 60 "$DTCTL" run -n "$1" -- "$prog" \
+        DT_CLUSTER_TIMEOUT=30s timeout 120 "$DTCTL" run -n "$1" -- "$prog" \
         >"$tmp/out" 2>&1
 }
 
@@ -63,7 +64,7 @@ check() {
             fail "$what: rank $r returned '${st:-nothing}', want 'invalid argument'"
             bad=1
         elif ! awk "BEGIN { exit !($secs < $limit) }"; then
-            fail "$what: rank $r took $secs s (the timeout is 5 s)"; bad=1
+            fail "$what: rank $r took $secs s (the timeout is 30 s)"; bad=1
         elif [ "${fin% *}" != "$st" ] ||
              ! awk "BEGIN { exit !(${fin##* } < $limit) }"; then
             fail "$what: rank $r: dt_finalize returned '$fin', want '$st' at once"

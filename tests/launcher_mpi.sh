@@ -25,6 +25,7 @@ cleanup() {
     rm -rf "$T"
 }
 trap cleanup EXIT
+trap 'exit 143' INT TERM # dash runs no EXIT trap on a signal
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; }
@@ -187,8 +188,8 @@ bad_rc=$rc
 # words (a comma-separated list made it "--mca btl self tcp": mpirun ran
 # a program named tcp), and a quoted value with a space stays one word.
 run -n 2 --set "launcher.mpi.extra_args=--mca btl self,tcp --mca orte_tmpdir_base '$T/tmp dir'" \
-    -- sh -c 'echo "btl=$OMPI_MCA_btl"' >"$T/o" 2>"$T/e"; rc=$?
-[ $rc -eq 0 ] && grep -q "^\[0\] btl=" "$T/o" ||
+    -- sh -c 'echo "btl=$OMPI_MCA_btl tmp=$OMPI_MCA_orte_tmpdir_base"' >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 0 ] && grep -qx "\[0\] btl=self,tcp tmp=$T/tmp dir" "$T/o" ||
     fail "extra_args with a comma inside a word did not run (exit $rc): $(tail -3 "$T/e")"
 run -n 1 --set "launcher.mpi.extra_args=--mca btl 'self" -- true >"$T/o" 2>"$T/e"; rc=$?
 [ $rc -eq 2 ] && grep -q "extra_args = .* has a quote left open" "$T/e" ||

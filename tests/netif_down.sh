@@ -11,6 +11,7 @@ command -v ip >/dev/null 2>&1 || { echo "SKIP: no ip (iproute2)"; exit 77; }
 ns="dtdown$$"
 ip netns add "$ns" 2>/dev/null || { echo "SKIP: ip netns add failed here"; exit 77; }
 trap 'ip netns del "$ns" 2>/dev/null' EXIT
+trap 'exit 143' INT TERM # dash runs no EXIT trap on a signal
 ip -n "$ns" link add dtva type veth peer name dtvb 2>/dev/null ||
     { echo "SKIP: no veth here"; exit 77; }
 ip -n "$ns" link set lo up

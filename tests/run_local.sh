@@ -12,6 +12,7 @@ cleanup() {
     rm -rf "$T"
 }
 trap cleanup EXIT
+trap 'exit 143' INT TERM # dash runs no EXIT trap on a signal
 fails=0 passed_at=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # A section is ok only when none of its checks failed since the last one.
@@ -161,6 +162,8 @@ if [ -n "$p" ]; then
         fail "SIGINT, then output into a full pipe: dtctl still running after 15 s"
         kill -KILL "$p"
     fi
+    grep -q "again: killing" "$T/e" &&
+        fail "the workers' late output was taken for a second signal: $(cat "$T/e")"
 else
     fail "late output: workers did not start"
 fi

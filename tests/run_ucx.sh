@@ -16,6 +16,7 @@ ex="$top_builddir/examples/allreduce"
 pe="$top_builddir/tests/peer_exit"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dt-ucx.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
+trap 'exit 143' INT TERM # dash runs no EXIT trap on a signal
 unset DT_RANK DT_WORLD_SIZE DT_RENDEZVOUS DT_JOB_TOKEN DT_INTERFACE \
     DT_TRANSPORT OMPI_COMM_WORLD_RANK SLURM_PROCID UCX_TLS \
     UCX_NET_DEVICES 2>/dev/null
@@ -149,7 +150,8 @@ fi
 # the bridge.
 ns=dtucx$$ br=dtucxbr
 if ip netns add "$ns" 2>/dev/null; then
-    trap 'ip netns del "$ns" 2>/dev/null; rm -rf "$tmp"' EXIT
+    churn=
+    trap '[ -n "$churn" ] && kill "$churn" 2>/dev/null; ip netns del "$ns" 2>/dev/null; rm -rf "$tmp"' EXIT
     inns() { ip netns exec "$ns" "$@"; }
     inns ip link set lo up
     (

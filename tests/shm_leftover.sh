@@ -18,6 +18,7 @@ fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dt-shm-leftover.XXXXXX") || exit 99
 other=/dev/shm/dt-$$-0123456789abcdef01234567
 trap 'rm -rf "$tmp"; rm -f "$other"' EXIT
+trap 'exit 143' INT TERM # dash runs no EXIT trap on a signal
 unset DT_RANK DT_WORLD_SIZE DT_RENDEZVOUS DT_JOB_TOKEN DT_COLLECTIVES_SHM \
     2>/dev/null
 : >"$other"

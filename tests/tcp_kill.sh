@@ -87,5 +87,14 @@ if grep -E "error: tcp: rank [0-9]+: " "$tmp/out" |
     echo "FAIL: the tcp errors above do not name rank 1 as the failed rank"
     status=1
 fi
+# Seen on the closed connection, not by the 5 s timeout: no rank says
+# rank 1 "went silent" (the timeout's words), rank 1's neighbours say it
+# closed the connection.
+if grep -q "went silent" "$tmp/out"; then
+    echo "FAIL: a survivor waited for the timeout instead of seeing the closed connection"
+    status=1
+fi
+grep -qE "error: tcp: rank [0-3]: rank 1 .*(closed the connection|connection failed)" "$tmp/out" || {
+    echo "FAIL: no survivor says rank 1's connection closed or failed"; status=1; }
 [ "$status" -eq 0 ] || cat "$tmp/out"
 exit $status

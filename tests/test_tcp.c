@@ -297,7 +297,9 @@ static int body_slow_peer(dt_comm_t *c, const scenario_t *sc)
         double took = dt_clock_now() - t0;
         if (rc != EXIT_OK)
             return rc;
-        if (took > 6.0) {
+        /* stalled, it took the store's 60 s: a loaded machine's 3 s stays
+         * far below 20 */
+        if (took > 20.0) {
             fprintf(stderr, "allreduce %d took %.1f s (want about 3)\n", k,
                     took);
             return EXIT_WRONG;
@@ -615,11 +617,12 @@ static int count_lines(const char *log, const char *what)
 }
 
 /* Strangers on rank 0's listener while rank 1 is late: silent ones must
- * not use up setup time (each cost up to 10 s of an 8 s timeout), and
- * those that close are logged three times, then summed up. */
+ * not use up setup time (each cost up to 10 s, one after the other: 30 s
+ * for three), and those that close are logged three times, then summed
+ * up. */
 static void test_strangers_do_not_stall_setup(void **state)
 {
-    scenario_t sc = {2, "2", "8s", -1, -1, body_init_only, 0, NULL, 0,
+    scenario_t sc = {2, "2", "60s", -1, -1, body_init_only, 0, NULL, 0,
                      .late_last_ms = 1500, .silent = 3, .closing = 6};
     outcome_t *out = calloc(1, sizeof *out);
     double t0 = dt_clock_now();
@@ -629,8 +632,9 @@ static void test_strangers_do_not_stall_setup(void **state)
         if (out->exit_code[r] != EXIT_OK)
             fail_msg("rank %d: exit %d; its log:\n%s", r, out->exit_code[r],
                      out->log[r]);
-    if (took > 6.0)
-        fail_msg("setup took %.1f s (rank 1 came 1.5 s late)", took);
+    if (took > 20.0)
+        fail_msg("setup took %.1f s (rank 1 came 1.5 s late; three silent "
+                 "strangers one after the other cost 30)", took);
     if (count_lines(out->log[0], "dropped a connection from") != 3 ||
         !strstr(out->log[0], "dropped 3 more connections"))
         fail_msg("want 3 strangers logged, then one summary; log:\n%s",
@@ -644,7 +648,7 @@ static void test_strangers_do_not_stall_setup(void **state)
  * it is raised toward the hard one. */
 static void test_fd_limit(void **state)
 {
-    scenario_t low = {3, "16", "10s", -1, -1, body_init_only, 0, NULL, 0,
+    scenario_t low = {3, "16", "60s", -1, -1, body_init_only, 0, NULL, 0,
                       .nofile = 20};
     outcome_t *out = calloc(1, sizeof *out);
     double t0 = dt_clock_now();
@@ -655,7 +659,7 @@ static void test_fd_limit(void **state)
             fail_msg("rank %d: exit %d, want a failure naming ulimit -n; "
                      "log:\n%s",
                      r, out->exit_code[r], out->log[r]);
-    if (took > 5.0)
+    if (took > 20.0) /* spinning on EMFILE, it waited out the 60 s */
         fail_msg("the failure took %.1f s: want it at once", took);
     scenario_t soft = {3, "16", "10s", -1, -1, body_correct, 0, NULL, 0,
                        .nofile = 20, .nofile_hard = 200};

@@ -18,6 +18,7 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 143' INT TERM # dash runs no EXIT trap on a signal
 
 # Each worker records the token (for this test only), runs the collectives,
 # says it is done, then stays alive until released, so that ps sees the

@@ -49,6 +49,7 @@ reap() {
     stopped=""
 }
 trap 'reap; rm -rf "$tmp"' EXIT
+trap 'exit 143' INT TERM # dash runs no EXIT trap on a signal
 note_stopped() {
     stopped="$stopped $(sed -n 's/.*(pid \([0-9]*\)): test hook.*/\1/p' out)"
 }

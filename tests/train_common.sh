@@ -11,6 +11,7 @@ if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
 fi
 tmp=$(mktemp -d "/tmp/dt-$name-test.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
+trap 'exit 143' INT TERM # dash runs no EXIT trap on a signal
 cd "$tmp" || exit 99
 # shellcheck disable=SC2034 # used by the sourcing test
 compare="$top_builddir/tests/ckpt_compare"
