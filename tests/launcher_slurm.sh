@@ -88,7 +88,7 @@ grep -q 'dt-exit:' "$T/o" "$T/e" && fail "exit markers leaked into the output"
 ok "worker environment from SLURM_PROCID/LOCALID/NODEID; one node: MASTER_ADDR 127.0.0.1"
 
 # --- 3. inside an allocation: srun only, in that job ----------------------------
-salloc -n 3 --job-name=outer "$DTCTL" run --launcher=slurm -n 3 -- \
+timeout -k 5 120 salloc -n 3 --job-name=outer "$DTCTL" run --launcher=slurm -n 3 -- \
     sh -c 'echo "job=$SLURM_JOB_ID rank=$DT_RANK"' >"$T/o" 2>"$T/e"
 rc=$?
 n=$(sed -n 's/^\[[0-9]\] job=\([0-9]*\) rank=.*/\1/p' "$T/o" | sort -u | wc -l)
@@ -223,7 +223,7 @@ else
 fi
 jobs_left && fail "probe jobs left in the queue: $(squeue)"
 # Inside an allocation the probes are steps of it (--overlap).
-salloc -n 1 --job-name=chkin "$DTCTL" check --launcher=slurm -H "$NODE" >"$T/o" 2>"$T/e"; rc=$?
+timeout -k 5 120 salloc -n 1 --job-name=chkin "$DTCTL" check --launcher=slurm -H "$NODE" >"$T/o" 2>"$T/e"; rc=$?
 [ $rc -eq 0 ] && grep -q "^$NODE *rendezvous *ok" "$T/o" ||
     fail "check inside an allocation: rc=$rc: $(cat "$T/o" "$T/e")"
 ok "check inside an allocation: the probe runs as a step there"
@@ -231,7 +231,7 @@ chk --set launcher.slurm.partition=nope >"$T/o" 2>"$T/e"; rc=$?
 [ $rc -eq 1 ] && grep -q "^slurmctld *launcher *FAIL *partition 'nope' does not exist" "$T/o" ||
     fail "bad partition not reported by check: rc=$rc: $(cat "$T/o" "$T/e")"
 ok "check names the bad partition 'nope' (exit $rc)"
-salloc -n 2 --job-name=chk "$DTCTL" check --launcher=slurm -n 3 >"$T/o" 2>"$T/e"; rc=$?
+timeout -k 5 120 salloc -n 2 --job-name=chk "$DTCTL" check --launcher=slurm -n 3 >"$T/o" 2>"$T/e"; rc=$?
 [ $rc -eq 1 ] && grep -q "^allocation *launcher *FAIL *-n 3 does not fit allocation [0-9]*, which holds 2 tasks" "$T/o" ||
     fail "-n beyond the allocation not reported: rc=$rc: $(cat "$T/o" "$T/e")"
 ok "check inside a 2-task allocation refuses -n 3 (exit $rc)"
