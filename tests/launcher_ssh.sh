@@ -232,5 +232,33 @@ bounded_wait $job
 wait_gone "$groups" || fail "workers survived dtctl being killed: $(pgrep -a -g "$groups")"
 ok "dtctl killed with SIGKILL: no worker survives"
 
+# --- 5. a stop while the ranks are slow to start --------------------------
+# A key whose forced command sleeps before the worker's shell: the launch
+# waits for the ranks to report (up to 30 s + [cluster] timeout). A stop
+# signal then ends the launch at once, not after that wait.
+SLOW=$((SL + 1))
+ssh-keygen -q -t ed25519 -N '' -f "$T/slowkey"
+printf 'command="sleep %s; eval \\"$SSH_ORIGINAL_COMMAND\\"" %s\n' "$SLOW" "$(cat "$T/slowkey.pub")" \
+    >>"$T/sshd/authorized_keys"
+DT_LAUNCHER_SSH_IDENTITY="$T/slowkey" bg -n 2 -- sh -c ": $MARK; echo STARTED" >"$T/o" 2>"$T/err"
+job=$!
+i=0
+while ! pgrep -fx "sleep $SLOW" >/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+pgrep -fx "sleep $SLOW" >/dev/null || fail "slow start: the forced command did not run ($(cat "$T/err"))"
+t0=$(date +%s)
+kill -TERM "$job"
+bounded_wait $job
+took=$(( $(date +%s) - t0 ))
+pkill -KILL -f "sleep $SLOW" 2>/dev/null
+[ $rc -eq 143 ] || fail "SIGTERM during a slow start: want 143, got $rc ($(cat "$T/err"))"
+# The forced command sleeps 100000+ s and the launch would wait 30 s + the
+# timeout: 20 s is far from both and from the few seconds it takes.
+[ "$took" -lt 20 ] || fail "SIGTERM during a slow start: dtctl took $took s to stop"
+grep -q "received Terminated while starting the workers" "$T/err" ||
+    fail "SIGTERM during a slow start not said: $(cat "$T/err")"
+! grep -q STARTED "$T/o" || fail "a worker started after the stop: $(cat "$T/o")"
+wait_gone "" || fail "workers left after a stop during the start: $(leftovers)"
+ok "a stop signal during a slow start ends the launch at once (exit 143), nothing started"
+
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all ssh launcher tests passed"

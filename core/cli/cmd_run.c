@@ -497,9 +497,18 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
         .rank_env = s->rank_env,
         .output = output_lines_callback,
         .output_arg = s->lines,
+        .stop_requested = stop_signals_pending,
     };
     int code;
-    if (s->ops->launch(s->ctx, &spec) != DT_OK) {
+    dt_status_t started = s->ops->launch(s->ctx, &spec);
+    if (started == DT_ERR_INTERRUPTED && stop_signals_pending()) {
+        int signo = stop_signals_take();
+        dt_warn("received %s while starting the workers: stopped those "
+                "already started",
+                strsignal(signo));
+        res->stop_signo = signo; /* no restart after a stop */
+        code = 128 + signo;
+    } else if (started != DT_OK) {
         dt_error("the workers could not be started (see above); nothing is "
                  "left running");
         code = EXIT_CANNOT_START;

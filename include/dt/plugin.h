@@ -132,6 +132,13 @@ typedef struct dt_launch_spec {
     const char *const *const *rank_env;
     dt_output_fn output;             /* NULL: inherit dtctl's stdout/stderr  */
     void *output_arg;
+    /* Appended: non-zero once dtctl was asked to stop (SIGINT, SIGTERM,
+     * SIGHUP, SIGUSR1). A launch that waits on hosts (connections, ranks
+     * reporting their start) checks it at least every 200 ms, stops what
+     * it started and returns DT_ERR_INTERRUPTED. NULL: no one asks. (dtctl
+     * before 2026-11-27 passed the spec without it: an out-of-tree
+     * launcher that reads it needs a newer dtctl.) */
+    int (*stop_requested)(void);
 } dt_launch_spec_t;
 
 /* Who a worker is, as its scheduler's environment says (identify). The

@@ -67,7 +67,7 @@ dt_status_t ssh_check(void *ctx, const dt_hostlist_t *hosts,
         c[i].name = hosts->hosts[i].name;
         c[i].port = hosts->hosts[i].port;
     }
-    ssh_conn_open_all(&L->o, c, hosts->n, 0);
+    ssh_conn_open_all(&L->o, c, hosts->n, 0, NULL);
     for (size_t i = 0; i < hosts->n; i++) {
         if (!c[i].s) {
             report(arg, c[i].name, c[i].err[0] ? c[i].err : "not reached");

@@ -174,6 +174,8 @@ typedef struct pool {
     size_t next;   /* next host to connect    */
     int fail_fast; /* stop after a failure    */
     int failed;    /* stop taking new hosts   */
+    int (*stop)(void);
+    int stopped;   /* dtctl was asked to stop */
     pthread_mutex_t lock;
 } pool_t;
 
@@ -181,7 +183,10 @@ static void *connect_worker(void *arg)
 {
     pool_t *p = arg;
     for (;;) {
+        int stop = p->stop && p->stop();
         pthread_mutex_lock(&p->lock);
+        if (stop)
+            p->stopped = p->failed = 1;
         size_t i = p->failed ? p->n : p->next++;
         pthread_mutex_unlock(&p->lock);
         if (i >= p->n)
@@ -205,9 +210,10 @@ static const char *label(const ssh_opts_t *o, const ssh_conn_t *c, char *buf,
 }
 
 dt_status_t ssh_conn_open_all(const ssh_opts_t *o, ssh_conn_t *conns,
-                              size_t n, int fail_fast)
+                              size_t n, int fail_fast, int (*stop)(void))
 {
-    pool_t p = {o, conns, n, 0, fail_fast, 0, PTHREAD_MUTEX_INITIALIZER};
+    pool_t p = {o, conns, n, 0, fail_fast, 0, stop, 0,
+                PTHREAD_MUTEX_INITIALIZER};
     size_t nt = n < (size_t)o->max_parallel ? n : (size_t)o->max_parallel;
     pthread_t *t = calloc(nt ? nt : 1, sizeof *t);
     if (!t)
@@ -221,6 +227,11 @@ dt_status_t ssh_conn_open_all(const ssh_opts_t *o, ssh_conn_t *conns,
     for (size_t i = 0; i < started; i++)
         pthread_join(t[i], NULL);
     free(t);
+    if (p.stopped || (stop && stop())) {
+        for (size_t i = 0; i < n; i++)
+            ssh_conn_close(&conns[i]);
+        return DT_ERR_INTERRUPTED;
+    }
     if (!fail_fast) /* the caller reports each host's c->err */
         return DT_OK;
     dt_status_t st = DT_OK;

@@ -118,11 +118,14 @@ fail:
     return DT_ERR_PEER;
 }
 
-/* Every rank reported its group, or one failed (its stderr says why). */
-static dt_status_t await_groups(ssh_launcher_t *L)
+/* Every rank reported its group, or one failed (its stderr says why), or
+ * dtctl was asked to stop (stop, checked every 200 ms). */
+static dt_status_t await_groups(ssh_launcher_t *L, int (*stop)(void))
 {
     long long deadline = dt_clock_now_ms() + START_TIMEOUT_MS + L->o.timeout_s * 1000;
     for (;;) {
+        if (stop && stop())
+            return DT_ERR_INTERRUPTED;
         int waiting = 0;
         for (int r = 0; r < L->n; r++) {
             ssh_rank_t *rk = &L->ranks[r];
@@ -173,7 +176,8 @@ dt_status_t ssh_launch(void *ctx, const dt_launch_spec_t *spec)
     if (st == DT_OK) {
         dt_debug("ssh launcher: opening %zu connection%s", L->nconns,
                  L->nconns == 1 ? "" : "s");
-        st = ssh_conn_open_all(&L->o, L->conns, L->nconns, 1);
+        st = ssh_conn_open_all(&L->o, L->conns, L->nconns, 1,
+                               spec->stop_requested);
     }
     for (int r = 0; r < L->n && st == DT_OK; r++)
         st = start_rank(L, spec, &L->ranks[r]);
@@ -181,7 +185,7 @@ dt_status_t ssh_launch(void *ctx, const dt_launch_spec_t *spec)
         st = DT_ERR_NOMEM;
     if (st == DT_OK) {
         ssh_event_attach(L);
-        st = await_groups(L);
+        st = await_groups(L, spec->stop_requested);
     }
     if (st != DT_OK) {
         ssh_kill_all(L); /* those already started */

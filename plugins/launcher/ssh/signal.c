@@ -99,11 +99,14 @@ dt_status_t ssh_signal(void *ctx, int signo)
 }
 
 /* Every worker ended (leftovers of ended ones go with their channel). */
+/* Whether every rank a KILL can reach (its group reported) has ended:
+ * one whose group never arrived is ended by closing its channel below. */
 static int all_ended(const ssh_launcher_t *L)
 {
     for (int r = 0; r < L->n; r++) {
         const ssh_rank_t *rk = &L->ranks[r];
-        if (rk->ch && !rk->closed && !rk->have_status && !rk->conn->lost)
+        if (rk->ch && rk->pgid > 0 && !rk->closed && !rk->have_status &&
+            !rk->conn->lost)
             return 0;
     }
     return 1;
