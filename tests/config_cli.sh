@@ -25,8 +25,8 @@ expect '^np = 2 +# environment \(DT_CLUSTER_NP\)$'
 DT_CLUSTER_NP=2 "$DTCTL" --set cluster.np=3 config "$tmp/job.ini" >"$tmp/out" 2>&1 ||
     fail "--set: exit $?"
 expect '^np = 3 +# command line \(--set\)$'
-DT_TRANSPORT=shm "$DTCTL" config >"$tmp/out" 2>&1 || fail "alias: exit $?"
-expect '^transport = shm +# environment \(DT_TRANSPORT\)$'
+DT_TRANSPORT=tcp "$DTCTL" config >"$tmp/out" 2>&1 || fail "alias: exit $?"
+expect '^transport = tcp +# environment \(DT_TRANSPORT\)$'
 
 # The annotated example cluster file loads cleanly.
 "$DTCTL" --config "$top_srcdir/conf/cluster.ini" config >"$tmp/out" 2>&1 ||
@@ -109,4 +109,22 @@ if [ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
     "$DTCTL" check "$tmp/mlp.ini" >"$tmp/out" 2>&1 || fail "dtctl check of a good job: exit $?"
     expect "^localhost +job +ok +settings valid for 1 worker"
 fi
+# dtctl config prints what it was given, then says what dtctl run would
+# refuse, with each origin, and exits 2 (it exited 0 for all of these)
+for set in train.lr=-1 cluster.min_np=0 collectives.ring_chunk=0 \
+    collectives.shm_chunk=1K cluster.transport=tpc cluster.timeout=0; do
+    "$DTCTL" config --set "$set" "$tmp/mlp.ini" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ $rc -eq 2 ] || fail "dtctl config --set $set: exit $rc, want 2"
+    grep -q "^\[${set%%.*}\]" "$tmp/out" || fail "dtctl config --set $set printed no configuration"
+    grep -q "dtctl run would refuse this configuration" "$tmp/err" ||
+        fail "dtctl config --set $set: refusal not said: $(cat "$tmp/err")"
+done
+# ...and a worker's [collectives] error is said by dtctl run, with its
+# origin, before any worker starts (every worker said it, without one)
+"$DTCTL" run -n 2 --set collectives.ring_chunk=0 "$tmp/mlp.ini" >"$tmp/out" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "dtctl run with ring_chunk 0: exit $rc, want 2"
+expect "^dt: error: --set: \[collectives\] ring_chunk must be at least 1 byte"
+! grep -q "^\[[01]\]" "$tmp/out" || fail "workers started for ring_chunk 0: $(cat "$tmp/out")"
 echo "PASS: config_cli"

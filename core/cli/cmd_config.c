@@ -2,13 +2,15 @@
  * every value with the source it came from, as an ini file; then, as
  * comment lines, the model's summary (layers, output shapes, parameter
  * counts) when [model] layers is set and the data set's input shape is
- * known without reading it. */
+ * known without reading it; then the refusals of dtctl run (exit 2). */
 #include <stdio.h>
 #include <string.h>
 
+#include <dt/hosts.h>
 #include <dt/log.h>
 #include <dt/nn.h>
 #include "cli.h"
+#include "run_checks.h"
 #include "run_trainer.h"
 
 typedef struct print_state {
@@ -70,6 +72,36 @@ static int print_model(const dt_config_t *cfg)
     return 0;
 }
 
+/* The settings dtctl run refuses before it starts anything (run_checks.h,
+ * the trainer's): 0, or 1 with each error said with its origin. What
+ * needs the hosts themselves is dtctl check's. */
+static int refused(const dt_config_t *cfg)
+{
+    dt_hostlist_t hosts = {NULL, 0};
+    int np = 0, bad = 0;
+    const dt_plugin_t *p = NULL;
+    static const struct {
+        dt_kind_t kind;
+        const char *key;
+    } plugins[] = {{DT_KIND_LAUNCHER, "launcher"},
+                   {DT_KIND_TRANSPORT, "transport"},
+                   {DT_KIND_STORAGE, "storage"}};
+    for (size_t i = 0; i < sizeof plugins / sizeof plugins[0]; i++)
+        bad |= run_load_plugin(cfg, plugins[i].kind, plugins[i].key,
+                               &p) != DT_OK;
+    bad |= run_check_timeout(cfg) != DT_OK;
+    if (dt_cli_job_hosts(cfg, &hosts, &np) != DT_OK)
+        return 1;
+    const char *layers = dt_config_get(cfg, "model", "layers");
+    int trainer = layers && *layers;
+    bad |= run_check_restarts(cfg, &hosts, np, trainer) != DT_OK;
+    char program[4200];
+    if (trainer)
+        bad |= run_trainer_prepare(cfg, np, program, sizeof program) != DT_OK;
+    dt_hostlist_free(&hosts);
+    return bad;
+}
+
 int dt_cmd_config(dt_cli_t *cli)
 {
     if (cli->nargs > 1) {
@@ -91,8 +123,13 @@ int dt_cmd_config(dt_cli_t *cli)
     print_state_t ps = {NULL};
     dt_config_foreach(cfg, print_value, &ps);
     int bad = print_model(cfg);
+    if (!bad && refused(cfg)) {
+        dt_error("dtctl run would refuse this configuration: see above "
+                 "(dtctl check also tests the hosts)");
+        bad = 1;
+    }
     dt_config_free(cfg);
-    if (bad)
-        return 2;
-    return dt_cli_flush_stdout("config");
+    if (dt_cli_flush_stdout("config") != 0)
+        return 1;
+    return bad ? 2 : 0;
 }

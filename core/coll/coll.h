@@ -107,6 +107,10 @@ extern const dt_key_spec_t dt_coll_keys[];
 /* Set small_bytes, ring_bytes and chunk_bytes from [collectives] (a core section:
  * every dt_config_t knows it). */
 dt_status_t dt_comm_configure(dt_comm_t *c, const dt_config_t *cfg);
+/* Every [collectives] value a worker's dt_init would refuse, said with
+ * its origin, without a communicator (dt_train_check_config: dtctl says
+ * them before any worker starts). */
+dt_status_t dt_coll_check_config(const dt_config_t *cfg);
 /* [collectives] compression's text to the wire type (DT_FLOAT32: none);
  * DT_ERR_CONFIG, logged, for anything else. */
 dt_status_t dt_coll_parse_compression(const char *s, dt_dtype_t *out);

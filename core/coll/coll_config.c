@@ -31,6 +31,7 @@
 #include <dt/config.h>
 #include <dt/log.h>
 #include "coll.h"
+#include "coll_host.h"
 #include "coll_internal.h"
 
 const dt_key_spec_t dt_coll_keys[] = {
@@ -123,36 +124,61 @@ static void say_compression(const dt_comm_t *c, const dt_config_t *cfg)
                 "through shared memory it stays float32)");
 }
 
-dt_status_t dt_comm_configure(dt_comm_t *c, const dt_config_t *cfg)
+typedef struct coll_keys {
+    uint64_t small, ring, chunk, hier;
+    dt_dtype_t wire;
+    bool feedback;
+} coll_keys_t;
+
+/* The keys dt_comm_configure applies, each error with its origin. */
+static dt_status_t read_keys(const dt_config_t *cfg, coll_keys_t *k)
 {
-    uint64_t small = 0, chunk = 0, ring = 0, hier = 0;
     DT_CHECK(dt_config_get_size(cfg, "collectives", "allreduce_small",
-                                &small));
+                                &k->small));
     DT_CHECK(dt_config_get_size(cfg, "collectives", "allreduce_ring",
-                                &ring));
-    DT_CHECK(dt_config_get_size(cfg, "collectives", "ring_chunk", &chunk));
-    DT_CHECK(dt_config_get_size(cfg, "collectives", "hier_min", &hier));
-    if (chunk == 0) {
-        dt_error("[collectives] ring_chunk must be at least 1 byte");
+                                &k->ring));
+    DT_CHECK(dt_config_get_size(cfg, "collectives", "ring_chunk",
+                                &k->chunk));
+    DT_CHECK(dt_config_get_size(cfg, "collectives", "hier_min", &k->hier));
+    const char *where = "default";
+    if (k->chunk == 0) {
+        dt_config_origin(cfg, "collectives", "ring_chunk", NULL, &where);
+        dt_error("%s: [collectives] ring_chunk must be at least 1 byte "
+                 "(default 512K)",
+                 where);
         return DT_ERR_CONFIG;
     }
-    /* 0 in the comm means "default": keep "always the ring" expressible. */
-    c->small_bytes = small ? (size_t)small : 1;
-    c->ring_bytes = (size_t)ring;
-    c->chunk_bytes = (size_t)chunk;
-    c->hier_bytes = (size_t)hier;
     const char *comp = NULL;
-    bool fb = false;
     DT_CHECK(dt_config_get_string(cfg, "collectives", "compression", &comp));
-    if (dt_coll_parse_compression(comp ? comp : "none", &c->wire) != DT_OK) {
-        const char *where = "default";
+    if (dt_coll_parse_compression(comp ? comp : "none", &k->wire) != DT_OK) {
         dt_config_origin(cfg, "collectives", "compression", NULL, &where);
         dt_error("[collectives] compression is set by %s", where);
         return DT_ERR_CONFIG;
     }
-    DT_CHECK(dt_config_get_bool(cfg, "collectives", "compression_feedback",
-                                &fb));
-    c->feedback = fb && c->wire != DT_FLOAT32;
+    return dt_config_get_bool(cfg, "collectives", "compression_feedback",
+                              &k->feedback);
+}
+
+dt_status_t dt_coll_check_config(const dt_config_t *cfg)
+{
+    coll_keys_t k;
+    int on;
+    dt_shm_args_t sa;
+    DT_CHECK(read_keys(cfg, &k));
+    return dt_coll_shm_keys(cfg, &on, &sa);
+}
+
+dt_status_t dt_comm_configure(dt_comm_t *c, const dt_config_t *cfg)
+{
+    coll_keys_t k;
+    DT_CHECK(read_keys(cfg, &k));
+    /* 0 in the comm means "default": keep "always the ring" expressible. */
+    c->small_bytes = k.small ? (size_t)k.small : 1;
+    c->ring_bytes = (size_t)k.ring;
+    c->chunk_bytes = (size_t)k.chunk;
+    c->hier_bytes = (size_t)k.hier;
+    c->wire = k.wire;
+    c->feedback = k.feedback && c->wire != DT_FLOAT32;
     if (c->wire != DT_FLOAT32)
         say_compression(c, cfg);
     return DT_OK;

@@ -32,6 +32,12 @@ struct dt_coll_host {
     dt_coll_group_t group;    /* cross's transport                        */
 };
 
+/* [collectives] shm, shm_chunk, shm_spin into the segment's arguments;
+ * *on 0 when shm = off. DT_ERR_CONFIG, said with the key's origin, for
+ * a value out of range. cfg NULL: the defaults. */
+dt_status_t dt_coll_shm_keys(const dt_config_t *cfg, int *on,
+                             dt_shm_args_t *sa);
+
 /* coll_hier.c: the cross-host group's ops, and the allreduce. */
 extern const dt_transport_ops_t dt_coll_group_ops;
 dt_status_t dt_coll_hier_allreduce(dt_comm_t *c, const void *send,

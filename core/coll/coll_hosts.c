@@ -140,10 +140,8 @@ static dt_status_t agree(const dt_comm_hosts_args_t *a, const char *ns,
     return DT_OK;
 }
 
-/* [collectives] shm, shm_chunk, shm_spin into the segment's arguments;
- * *on 0 when shm = off. */
-static dt_status_t read_keys(const dt_config_t *cfg, int *on,
-                             dt_shm_args_t *sa)
+dt_status_t dt_coll_shm_keys(const dt_config_t *cfg, int *on,
+                            dt_shm_args_t *sa)
 {
     const char *mode = "auto", *where = "[collectives]";
     uint64_t chunk = DT_SHM_DEFAULT_CHUNK;
@@ -274,7 +272,7 @@ dt_status_t dt_comm_setup_hosts(dt_comm_t *c, const dt_config_t *cfg,
                         .rank = c->rank,
                         .size = c->size, .timeout = a->timeout};
     int on = 0;
-    DT_CHECK(read_keys(cfg, &on, &sa));
+    DT_CHECK(dt_coll_shm_keys(cfg, &on, &sa));
     /* dt_init asked the transport already: caps is asked once. */
     if (!c->caps_asked)
         dt_comm_query_caps(c, NULL);

@@ -426,6 +426,8 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
     if (st == DT_OK)
         st = dt_dataset_check_config(cfg);
     if (st == DT_OK)
+        st = dt_coll_check_config(cfg);
+    if (st == DT_OK)
         st = dt_pipeline_opts_from_config(cfg, &po);
     if (st == DT_OK)
         st = dt_augment_check_config(
