@@ -245,6 +245,16 @@ dt plan --help -q >out 2>&1; rc=$?
     fail "dtctl plan --help -q: want the usage and exit 0, got $rc: $(head -3 out)"
 ok "-v and -q before or after plan and plot; plan --help exits 0"
 
+# dtctl help [COMMAND] (it was "unknown command 'help' ... dtctl run -n N -- help")
+dt help >out 2>&1 && grep -q "^usage: dtctl \[OPTIONS\] COMMAND" out ||
+    fail "dtctl help: $(head -3 out)"
+dt -v help plot >out 2>&1 && grep -q "^usage: dtctl plot" out || fail "dtctl help plot: $(head -3 out)"
+dt help check >out 2>&1 && grep -q "^  check \[JOB.ini\]" out || fail "dtctl help check: $(head -3 out)"
+dt help frob >out 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "dtctl help takes one command (run, .*), not 'frob'" out ||
+    fail "dtctl help frob: rc=$rc $(cat out)"
+ok "dtctl help [COMMAND]"
+
 # [train] threads beyond this machine's CPUs for its workers: said
 t=$(( $(nproc) + 1 ))
 dt run -n 2 --set train.threads=$t --set train.max_steps=1 \

@@ -34,6 +34,8 @@ static const char usage_text[] =
     "                                      predict step time and scaling on\n"
     "                                      a cluster (SimGrid; docs/PLAN.md)\n"
     "  plan --measure                      fit the transports' costs here\n"
+    "  help [COMMAND]                      this help (plot and plan have\n"
+    "                                      their own)\n"
     "\n"
     "options (before or after the command):\n"
     "  -n, --np N              number of worker processes (also -np N)\n"
@@ -358,11 +360,40 @@ static int log_option(const char *a, int *verbose, int *quiet)
 /* dtctl plot and plan parse their own options (cmd_plot.c, cmd_plan.c);
  * -v and -q may come before or after them, as with any command (taken
  * out of what they parse). 0: not one of them. */
+/* `dtctl help [COMMAND]`: plot and plan have their own help, every other
+ * command is in dtctl's. */
+static int help_command(int argc, char **argv)
+{
+    const char *topic = argc > 1 ? argv[1] : NULL;
+    static const char *const known[] = {"run",   "plugins", "config",
+                                        "bench", "check",   "stage", NULL};
+    if (topic && (!strcmp(topic, "plot") || !strcmp(topic, "plan"))) {
+        char *args[] = {argv[1], "--help", NULL};
+        return !strcmp(topic, "plot") ? dt_cmd_plot(2, args)
+                                      : dt_cmd_plan(2, args);
+    }
+    for (int k = 0; topic && known[k]; k++)
+        if (!strcmp(topic, known[k]))
+            topic = NULL;
+    if (topic || argc > 2) {
+        dt_error("dtctl help takes one command (run, plugins, config, "
+                 "bench, check, stage, plot, plan), not '%s'",
+                 argc > 2 ? argv[2] : topic);
+        return 2;
+    }
+    fputs(usage_text, stdout);
+    return dt_cli_flush_stdout("help");
+}
+
 static int own_options_command(int argc, char **argv, int *rc)
 {
     int i = 1, verbose = 0, quiet = 0;
     while (i < argc && log_option(argv[i], &verbose, &quiet))
         i++;
+    if (i < argc && strcmp(argv[i], "help") == 0) {
+        *rc = help_command(argc - i, argv + i);
+        return 1;
+    }
     if (i >= argc || (strcmp(argv[i], "plot") && strcmp(argv[i], "plan")))
         return 0;
     int n = 1;
