@@ -105,6 +105,24 @@ run -n 3 -- sh -c 'sh -c "sleep 100; true" '"$MARK"'-bg &
 if leftovers "$MARK"; then fail "processes left: $(pgrep -fa "$MARK")"; fi
 ok "failure stops siblings, no leftovers"
 
+# A worker's child that leaves its process group (setsid, a daemon) comes
+# back to dtctl, the child subreaper: ended, it must be reaped (it stayed a
+# zombie of dtctl, one per worker and restart); running when its attempt
+# ends, it must end with it (it ran on past the job, one per restart).
+# 3 attempts x 2 workers, each leaving a short-lived one (orphaned at
+# once by its subshell) and a long-lived one.
+run -n 2 --max-restarts 2 --set cluster.restart_backoff=0s -- sh -c '
+    (setsid sh -c "sleep 0.1" &)
+    setsid sh -c "sleep 100; true" '"$MARK"'-setsid &
+    sleep 0.6
+    ps -o stat= --ppid $PPID | grep -c "^Z" >"'"$T"'/zombies.$DT_RESTART_COUNT.$DT_RANK"
+    [ $DT_RANK = 1 ] && exit 3; sleep 100' >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 3 ] || fail "want 3 after the restarts, got $rc: $(cat "$T/e")"
+z=$(cat "$T"/zombies.2.* 2>/dev/null | sort -n | tail -n 1)
+[ "${z:-x}" = 0 ] || fail "zombies under dtctl in the third attempt: ${z:-none counted}"
+if leftovers "$MARK-setsid"; then fail "setsid children left: $(pgrep -fa "$MARK-setsid")"; fi
+ok "children that left their group: reaped, none left"
+
 # --- 3. stop signals ------------------------------------------------------
 # Workers write their parent's pid (dtctl) so the signal goes to dtctl
 # alone, as from a terminal or a scheduler.

@@ -108,6 +108,32 @@ static void reap_ended(local_launcher_t *L)
     }
 }
 
+/* A worker of ours that has not been reaped yet (its status is
+ * reap_ended's to collect). */
+static int unreaped_worker(const local_launcher_t *L, pid_t pid)
+{
+    for (int i = 0; i < L->n; i++)
+        if (L->workers[i].pid == pid && !L->workers[i].reaped)
+            return 1;
+    return 0;
+}
+
+/* Descendants that left their worker's process group (setsid, a daemon)
+ * are no group member, but come back to dtctl, the child subreaper, when
+ * their parent ends: reap those that ended, or each stays a zombie for as
+ * long as dtctl runs (one per worker and attempt under --max-restarts). */
+void local_reap_strays(const local_launcher_t *L)
+{
+    for (int i = 0; i < 4096; i++) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+            si.si_pid <= 0 || unreaped_worker(L, si.si_pid))
+            return; /* none ended, or a worker: reap_ended's next round */
+        waitpid(si.si_pid, NULL, WNOHANG);
+    }
+}
+
 static void describe_exit(const local_worker_t *w, dt_worker_exit_t *ev)
 {
     memset(ev, 0, sizeof *ev);
@@ -200,6 +226,7 @@ dt_status_t local_wait(void *ctx, int timeout_ms, dt_worker_exit_t *ev)
     long long deadline = timeout_ms < 0 ? -1 : dt_clock_now_ms() + timeout_ms;
     for (int polled = 0;; polled = 1) {
         reap_ended(L);
+        local_reap_strays(L);
         int rep = next_report(L, ev);
         if (rep > 0)
             return DT_OK;

@@ -2,7 +2,9 @@
  * leads its own process group, so kill(-pgid) reaches whatever it
  * started (shells, data loaders, background children). */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,6 +47,57 @@ dt_status_t local_signal(void *ctx, int signo)
     return DT_OK;
 }
 
+/* Our children's pids, from /proc/self/task/TID/children (every thread:
+ * a subreaper's orphans go to any of them); *n of them, at most cap. */
+static size_t children_of_self(pid_t *out, size_t cap)
+{
+    size_t n = 0;
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 0;
+    struct dirent *e;
+    char path[64];
+    while ((e = readdir(d)) && n < cap) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%.20s/children",
+                 e->d_name);
+        FILE *f = fopen(path, "re");
+        if (!f)
+            continue;
+        long pid;
+        while (n < cap && fscanf(f, "%ld", &pid) == 1)
+            out[n++] = (pid_t)pid;
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
+/* Once every worker and its group are reaped, any child left is a
+ * descendant that left its worker's group (setsid, a daemon) and came
+ * back to us as subreaper: it would outlive the attempt (and dtctl), one
+ * per worker and restart. SIGKILLed and reaped; its own children come
+ * back to us in turn, so a few rounds. */
+static void kill_strays(local_launcher_t *L)
+{
+    pid_t kids[256];
+    for (int round = 0; round < 16; round++) {
+        size_t n = children_of_self(kids, sizeof kids / sizeof *kids);
+        if (n == 0)
+            break;
+        for (size_t i = 0; i < n; i++) {
+            dt_debug("local launcher: pid %d, left by a worker outside its "
+                     "process group, stopped with the job", (int)kids[i]);
+            kill(kids[i], SIGKILL);
+        }
+        for (size_t i = 0; i < n; i++)
+            while (waitpid(kids[i], NULL, 0) < 0 && errno == EINTR)
+                ;
+    }
+    local_reap_strays(L);
+}
+
 void local_kill_and_reap(local_launcher_t *L)
 {
     for (int i = 0; i < L->n; i++)
@@ -73,4 +126,6 @@ void local_kill_and_reap(local_launcher_t *L)
             ;
         local_drain_worker(L, w);
     }
+    if (L->n > 0)
+        kill_strays(L);
 }
