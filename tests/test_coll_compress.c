@@ -371,6 +371,62 @@ static void test_feedback(void **state)
             }
 }
 
+/* One step with inf and NaN on rank 0, then finite steps: with feedback
+ * those elements must come back to the mean (their residual was inf - inf
+ * = NaN, carried into every later call on the buffer). */
+static void *nonfinite_main(void *p)
+{
+    targ_t *ta = p;
+    args_t *a = ta->a;
+    dt_comm_t c = make_comm(ta);
+    size_t n = a->count;
+    float *send = malloc(n * 4), *recv = malloc(n * 4);
+    ta->wrong = 0;
+    for (int t = 0; t < a->steps && ta->wrong == 0; t++) {
+        for (size_t i = 0; i < n; i++)
+            send[i] = grad(ta->rank, i, t);
+        if (t == 0 && ta->rank == 0) {
+            send[5] = INFINITY;
+            send[6] = NAN;
+            send[n - 1] = -INFINITY; /* the scalar tail too */
+        }
+        if (dt_coll_allreduce(&c, send, recv, n, DT_FLOAT32, DT_AVG) !=
+            DT_OK) {
+            ta->wrong = -1;
+            break;
+        }
+        for (size_t i = 0; t > 0 && i < n; i++) {
+            double m = 0;
+            for (int r = 0; r < ta->size; r++)
+                m += grad(r, i, t);
+            m /= ta->size;
+            if (!(fabs(recv[i] - m) < 1e-3)) {
+                if (ta->wrong < 3)
+                    print_message("rank %d step %d i=%zu: got %.9g want "
+                                  "%.9g\n", ta->rank, t, i, recv[i], m);
+                ta->wrong++;
+            }
+        }
+    }
+    free(send);
+    free(recv);
+    dt_comm_release(&c);
+    return NULL;
+}
+
+static void test_feedback_nonfinite(void **state)
+{
+    (void)state;
+    dt_dtype_t wires[] = {DT_BFLOAT16, DT_FLOAT16};
+    for (int wi = 0; wi < 2; wi++)
+        for (int n = 2; n <= 3; n++)
+            for (int algo = ALGO_SMALL; algo <= ALGO_RING; algo++) {
+                args_t a = {.count = 35, .op = DT_AVG, .wire = wires[wi],
+                            .algo = algo, .steps = 4, .feedback = 1};
+                run(n, &a, nonfinite_main);
+            }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -378,6 +434,7 @@ int main(void)
         cmocka_unit_test(test_exact_all_algorithms),
         cmocka_unit_test(test_exact_large),
         cmocka_unit_test(test_feedback),
+        cmocka_unit_test(test_feedback_nonfinite),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

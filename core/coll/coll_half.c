@@ -320,6 +320,19 @@ struct dt_coll_ef {
  * most 4096 buckets); beyond, calls go without feedback (warned once). */
 #define EF_MAX_BUFFERS 4096
 
+/* The residual of an element whose wire value w stands for x, plus what
+ * it held (prev). An inf or NaN in the vector (inf - inf = NaN) would
+ * make the element NaN in every later call on this buffer (one overflowed
+ * step of a loss-scaled job, skipped by the optimizer, poisoned the rest
+ * of the run): such an element starts over at 0. A finite excess (fp16
+ * saturated at ±65504) is carried and paid back in later calls, at most
+ * 65504 a call, as any rounding error. */
+static inline float residual_of(float prev, float x, float w, float f)
+{
+    float r = prev + (x - w) * f;
+    return __builtin_isfinite(r) ? r : 0.0f;
+}
+
 void dt_wire_residual(float *res, const float *x, const void *h, size_t n,
                       dt_dtype_t wire, float f)
 {
@@ -329,7 +342,7 @@ void dt_wire_residual(float *res, const float *x, const void *h, size_t n,
         size_t k = n - i < 2048 ? n - i : 2048;
         dt_wire_to_f32(w, hb + i * 2, k, wire);
         for (size_t j = 0; j < k; j++)
-            res[i + j] += (x[i + j] - w[j]) * f;
+            res[i + j] = residual_of(res[i + j], x[i + j], w[j], f);
     }
 }
 
@@ -385,7 +398,7 @@ dt_status_t dt_coll_feedback(dt_comm_t *c, float *buf, size_t count,
         memcpy(buf + i, tmp, k * sizeof *tmp);
         dt_wire_round_f32(buf + i, k, wire);
         for (size_t j = 0; j < k; j++)
-            res[i + j] = tmp[j] - buf[i + j];
+            res[i + j] = residual_of(0.0f, tmp[j], buf[i + j], 1.0f);
     }
     return DT_OK;
 }

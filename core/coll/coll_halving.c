@@ -68,6 +68,11 @@ static dt_status_t send_recv_reduce(const halving_t *h, int to,
     const size_t es = h->ws; /* on the wire; mine and dst: h->es */
     const size_t les = h->es;
     size_t per = dt_coll_chunk_bytes(c) / es;
+    /* No slot larger than the longest message (a ring_chunk of 1G asked
+     * for 4 GiB of scratch for any halving allreduce). */
+    size_t longest = scount > rcount ? scount : rcount;
+    if (per > longest)
+        per = longest;
     if (per == 0)
         per = 1;
     size_t nsend = to >= 0 ? (scount + per - 1) / per : 0;

@@ -38,7 +38,8 @@
  * Reductions in host memory take DT_FLOAT32, DT_FLOAT64 and DT_INT32 with
  * every op (16-bit types: DT_ERR_UNSUPPORTED, with one worker too; a
  * transport such as nccl may reduce them in GPU memory). Integer sums
- * wrap; DT_AVG of DT_INT32 rounds to nearest.
+ * wrap; DT_AVG of DT_INT32 is that sum divided by the number of ranks,
+ * rounded to nearest (ties away from zero): it wraps where the sum does.
  *
  * Errors: every function returns DT_OK or a negative dt_status_t, and logs
  * what failed (with rank and host) before returning; dt_status_str() names
