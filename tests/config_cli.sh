@@ -127,4 +127,9 @@ rc=$?
 [ $rc -eq 2 ] || fail "dtctl run with ring_chunk 0: exit $rc, want 2"
 expect "^dt: error: --set: \[collectives\] ring_chunk must be at least 1 byte"
 ! grep -q "^\[[01]\]" "$tmp/out" || fail "workers started for ring_chunk 0: $(cat "$tmp/out")"
+# fp16 on the wire hides an overflow from fp16 loss scaling: said, not refused
+"$DTCTL" config --set collectives.compression=fp16 --set train.precision=fp16 "$tmp/mlp.ini" >/dev/null 2>"$tmp/err" ||
+    fail "fp16 compression with fp16 precision refused: $(cat "$tmp/err")"
+grep -q "compression = fp16 with \[train\] precision = fp16: the wire saturates" "$tmp/err" ||
+    fail "fp16 compression with fp16 precision not warned: $(cat "$tmp/err")"
 echo "PASS: config_cli"

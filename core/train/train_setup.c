@@ -352,6 +352,17 @@ static dt_status_t check_compression(const dt_config_t *cfg, bool async)
                 "without compression (now %s): set compression = bf16 or "
                 "fp16, or drop it",
                 origin(cfg, "collectives", "compression_feedback"), comp);
+    /* The scaler skips a step when the averaged gradients are not finite;
+     * the fp16 wire saturates instead of overflowing, so the loss-scaled
+     * gradients it clips would never lower the scale. */
+    const char *precision = dt_config_get(cfg, "train", "precision");
+    if (wire == DT_FLOAT16 && precision && !strcasecmp(precision, "fp16"))
+        dt_warn("%s: [collectives] compression = fp16 with [train] precision "
+                "= fp16: the wire saturates at +-65504 instead of "
+                "overflowing, so the loss scaler never sees an overflowed "
+                "sum (those gradients are clipped, the scale stays high): "
+                "use compression = bf16",
+                origin(cfg, "collectives", "compression"));
     if (async && wire != DT_FLOAT32)
         dt_warn("%s: [collectives] compression = %s does not apply to "
                 "[train] mode = async: the parameter servers' pushes and "
