@@ -13,13 +13,17 @@ static const int stop_signos[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1};
 #define NSTOP (sizeof stop_signos / sizeof stop_signos[0])
 
 static int self_pipe[2] = {-1, -1};
-static volatile sig_atomic_t pending; /* a stop signal came (stays set) */
+/* A stop signal came (stays set). Set by the handler in whichever thread
+ * the signal lands, read by others (the storage plugins' per-host threads
+ * poll stop_signals_pending): an atomic, which volatile sig_atomic_t is
+ * not between threads (lock-free, so the handler may store it). */
+static int pending;
 static struct sigaction saved[NSTOP], saved_pipe;
 
 static void on_stop_signal(int signo)
 {
     int saved_errno = errno;
-    pending = 1;
+    __atomic_store_n(&pending, 1, __ATOMIC_RELEASE);
     unsigned char b = (unsigned char)signo;
     ssize_t w = write(self_pipe[1], &b, 1); /* full pipe: one is enough */
     (void)w;
@@ -42,7 +46,7 @@ dt_status_t stop_signals_install(void)
         dt_error("cannot create the signal pipe: %s", strerror(errno));
         return DT_ERR_IO;
     }
-    pending = 0;
+    __atomic_store_n(&pending, 0, __ATOMIC_RELEASE);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
@@ -71,7 +75,7 @@ int stop_signals_take(void)
 
 int stop_signals_pending(void)
 {
-    return pending != 0;
+    return __atomic_load_n(&pending, __ATOMIC_ACQUIRE) != 0;
 }
 
 void stop_signals_restore(void)

@@ -664,6 +664,14 @@ void dt_plugins_unload_all(void)
     while (loaded_list) {
         loaded_t *l = loaded_list;
         loaded_list = l->next;
+#ifdef __SANITIZE_THREAD__
+        /* TSan's atexit interceptor runs every handler at exit, not at
+         * dlclose: the one nvcc's static initializer registers in the nccl
+         * transport (atexit(__cudaUnregisterBinaryUtil)) would be called
+         * after dlclose unmapped it, and the process crashes on its way
+         * out. Under TSan a plugin stays mapped. */
+        lt_dlmakeresident(l->handle);
+#endif
         lt_dlclose(l->handle);
         free(l->path);
         free(l);

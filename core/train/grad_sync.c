@@ -7,6 +7,7 @@
  * copy stream as soon as it is final, reduced there and copied back once
  * at the end. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -201,7 +202,14 @@ dt_status_t dt_grad_sync_new_comm(float *grads, size_t n, dt_device_t *dev,
         if (st != DT_OK)
             goto fail;
     }
-    if (pthread_create(&s->thread, NULL, comm_main, s) != 0) {
+    /* The thread takes no signals: the worker's handlers (preempt.c) run
+     * in the training thread, as with the loaders (pipeline.c). */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&s->thread, NULL, comm_main, s);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
         dt_error("cannot start the gradient communication thread");
         st = DT_ERR_INTERNAL;
         goto fail;

@@ -7,8 +7,18 @@
 
 #include "preempt.h"
 
-static volatile sig_atomic_t requested, agreed, installed, busy;
-static volatile long grace_ms = 2000;
+/* The handler runs in whichever thread the kernel picks: the trainer's,
+ * or one OpenBLAS started (dt's own threads block signals; OpenBLAS's do
+ * not, and exist even at [train] threads = 1). So the flags it
+ * shares with the training thread are atomics (lock-free: fine in a
+ * handler), which volatile sig_atomic_t is not between threads; and a
+ * handler on another thread may test busy and agreed just before the
+ * training thread sets them and arm the watchdog just after it disarmed
+ * it, so the watchdog tests them again when it fires. */
+#define LOAD(v) __atomic_load_n(&(v), __ATOMIC_SEQ_CST)
+#define STORE(v, x) __atomic_store_n(&(v), (x), __ATOMIC_SEQ_CST)
+static int requested, agreed, installed, busy;
+static long grace_ms = 2000;
 static struct sigaction saved_term, saved_usr1, saved_alrm;
 
 static void arm(long ms)
@@ -23,11 +33,11 @@ static void arm(long ms)
 static void on_request(int signo)
 {
     int saved_errno = errno;
-    if (!requested) {
-        requested = signo;
-        if (!agreed && !busy)
-            arm(grace_ms);
-    }
+    int none = 0;
+    if (__atomic_compare_exchange_n(&requested, &none, signo, 0,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) &&
+        !LOAD(agreed) && !LOAD(busy))
+        arm(LOAD(grace_ms));
     errno = saved_errno;
 }
 
@@ -35,7 +45,13 @@ static void on_request(int signo)
 static void on_watchdog(int signo)
 {
     (void)signo;
-    int sig = requested ? requested : SIGTERM;
+    /* Armed by a handler on another thread as the training thread agreed
+     * or went busy: that disarmed it first; busy's end arms it again. */
+    if (LOAD(agreed) || LOAD(busy))
+        return;
+    int sig = LOAD(requested);
+    if (!sig)
+        sig = SIGTERM;
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -50,9 +66,11 @@ static void on_watchdog(int signo)
 
 void dt_preempt_install(void)
 {
-    if (installed)
+    if (LOAD(installed))
         return;
-    requested = agreed = busy = 0; /* (a run that failed while busy) */
+    STORE(requested, 0); /* (a run that failed while busy) */
+    STORE(agreed, 0);
+    STORE(busy, 0);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_request;
@@ -62,37 +80,37 @@ void dt_preempt_install(void)
     sigaction(SIGUSR1, &sa, &saved_usr1);
     sa.sa_handler = on_watchdog;
     sigaction(SIGALRM, &sa, &saved_alrm);
-    installed = 1;
+    STORE(installed, 1);
 }
 
 void dt_preempt_restore(void)
 {
-    if (!installed)
+    if (!LOAD(installed))
         return;
     arm(0);
     sigaction(SIGTERM, &saved_term, NULL);
     sigaction(SIGUSR1, &saved_usr1, NULL);
     sigaction(SIGALRM, &saved_alrm, NULL);
-    installed = 0;
+    STORE(installed, 0);
 }
 
-int dt_preempt_requested(void) { return requested; }
+int dt_preempt_requested(void) { return LOAD(requested); }
 
 void dt_preempt_agreed(void)
 {
-    agreed = 1;
+    STORE(agreed, 1);
     arm(0);
 }
 
-void dt_preempt_set_grace_ms(long ms) { grace_ms = ms > 0 ? ms : 1; }
+void dt_preempt_set_grace_ms(long ms) { STORE(grace_ms, ms > 0 ? ms : 1); }
 
 void dt_preempt_busy(bool on)
 {
-    if (!installed)
+    if (!LOAD(installed))
         return;
-    busy = on;
+    STORE(busy, (int)on);
     if (on)
         arm(0);
-    else if (requested && !agreed)
-        arm(grace_ms); /* the request waits for the next vote from now */
+    else if (LOAD(requested) && !LOAD(agreed))
+        arm(LOAD(grace_ms)); /* the request waits for the next vote from now */
 }

@@ -121,7 +121,13 @@ static void beat_start(dt_ps_client_t *c)
     if (!b->ready || b->on)
         return;
     b->stop = 0;
+    /* The beat takes no signals: the worker's handlers (preempt.c) run in
+     * the training thread. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     b->on = pthread_create(&b->thread, NULL, beat_main, b) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 static void beat_stop(dt_ps_client_t *c)

@@ -249,9 +249,13 @@ dt_status_t ucx_open(ucx_ctx_t *c)
     }
     if ((st = query_memory(c)) != DT_OK)
         goto out;
+    /* Serialized, not single: the trainer's gradient communication thread
+     * (core/train/grad_sync.c) runs collectives on this worker between the
+     * training thread's own, one thread at a time (its mutex orders them);
+     * UCS_THREAD_MODE_SINGLE allows only the thread that created it. */
     ucp_worker_params_t wp = {
         .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
-        .thread_mode = UCS_THREAD_MODE_SINGLE,
+        .thread_mode = UCS_THREAD_MODE_SERIALIZED,
     };
     s = ucp_worker_create(c->context, &wp, &c->worker);
     if (s == UCS_OK)
