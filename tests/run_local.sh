@@ -61,7 +61,16 @@ for r in 0 1; do
 done
 ports=$(echo "$out" | sed -n 's/.* P=\([0-9]*\) .*/\1/p' | sort -u | wc -l)
 [ "$ports" -eq 1 ] || fail "ranks disagree on MASTER_PORT: $out"
-ok "torch-style variables"
+# A master_port the user sets is kept on one machine too (it was replaced
+# by a free port, silently), and one out of range is refused with its origin.
+out=$(run -n 2 --set cluster.master_port=29611 -- sh -c 'echo "P=$MASTER_PORT"') ||
+    fail "master_port 29611: exit $?"
+[ "$(echo "$out" | grep -c '^\[[01]\] P=29611$')" -eq 2 ] || fail "master_port 29611 not kept: $out"
+run -n 1 --set cluster.master_port=99999 -- true 2>"$T/e"
+rc=$?
+[ $rc -eq 2 ] && grep -q "^dt: error: --set: \[cluster\] master_port = 99999 is not a TCP port" "$T/e" ||
+    fail "master_port 99999: rc=$rc $(cat "$T/e")"
+ok "torch-style variables; an explicit master_port kept, a bad one refused"
 
 # Two names of this machine are one host to number: a LOCAL_RANK (a GPU,
 # CPU cores) each, one GROUP_RANK; DT_HOST keeps each entry's name.
@@ -122,6 +131,21 @@ z=$(cat "$T"/zombies.2.* 2>/dev/null | sort -n | tail -n 1)
 [ "${z:-x}" = 0 ] || fail "zombies under dtctl in the third attempt: ${z:-none counted}"
 if leftovers "$MARK-setsid"; then fail "setsid children left: $(pgrep -fa "$MARK-setsid")"; fi
 ok "children that left their group: reaped, none left"
+
+# torchrun's restart and role variables: the count per attempt, the run
+# id kept across restarts (a script resumes on TORCHELASTIC_RESTART_COUNT)
+run -n 2 --max-restarts 1 --set cluster.restart_backoff=0s -- sh -c \
+    'echo "TE $RANK $TORCHELASTIC_RESTART_COUNT/$TORCHELASTIC_MAX_RESTARTS $TORCHELASTIC_RUN_ID $ROLE_NAME $ROLE_RANK/$ROLE_WORLD_SIZE $DT_JOB_ID"; exit 3' \
+    >"$T/o" 2>"$T/e"
+for want in "0 0/1" "1 0/1" "0 1/1" "1 1/1"; do
+    grep -q "^\[[01]\] TE $want [0-9a-f]* default [01]/2 " "$T/o" ||
+        fail "torchrun variables: no line 'TE $want ...' in: $(cat "$T/o")"
+done
+[ "$(sed -n 's/^\[.\] TE [0-9] [0-9]\/1 \([0-9a-f]*\) .*/\1/p' "$T/o" | sort -u | wc -l)" -eq 1 ] ||
+    fail "TORCHELASTIC_RUN_ID changed across the restart: $(cat "$T/o")"
+[ "$(sed -n 's/^\[.\] TE .* \([0-9a-f]*\)$/\1/p' "$T/o" | sort -u | wc -l)" -eq 2 ] ||
+    fail "want a new DT_JOB_ID per attempt: $(cat "$T/o")"
+ok "torchrun's TORCHELASTIC_* and ROLE_* variables, the run id kept across restarts"
 
 # --- 3. stop signals ------------------------------------------------------
 # Workers write their parent's pid (dtctl) so the signal goes to dtctl

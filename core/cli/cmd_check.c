@@ -406,7 +406,7 @@ static void cluster_check(table_t *t, const dt_config_t *cfg, int np,
                           int trainer, const dt_plugin_t *launcher)
 {
     /* all, so that every error is said */
-    int bad = run_check_timeout(cfg) != DT_OK;
+    int bad = run_check_cluster_keys(cfg) != DT_OK;
     bad |= run_check_restarts(cfg, t->hosts, np, trainer) != DT_OK;
     bad |= run_check_placed_by(cfg, t->hosts, launcher) != DT_OK;
     if (bad)

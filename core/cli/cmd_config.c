@@ -89,7 +89,7 @@ static int refused(const dt_config_t *cfg)
     for (size_t i = 0; i < sizeof plugins / sizeof plugins[0]; i++)
         bad |= run_load_plugin(cfg, plugins[i].kind, plugins[i].key,
                                &p) != DT_OK;
-    bad |= run_check_timeout(cfg) != DT_OK;
+    bad |= run_check_cluster_keys(cfg) != DT_OK;
     if (dt_cli_job_hosts(cfg, &hosts, &np) != DT_OK)
         return 1;
     const char *layers = dt_config_get(cfg, "model", "layers");

@@ -300,7 +300,7 @@ static int prepare(const dt_cli_t *cli, const char *job_file, run_state_t *s)
 {
     const dt_plugin_t *launcher, *transport;
     if (dt_cli_load_config(cli, job_file, &s->cfg) != DT_OK ||
-        run_check_timeout(s->cfg) != DT_OK ||
+        run_check_cluster_keys(s->cfg) != DT_OK ||
         dt_cli_job_hosts(s->cfg, &s->hosts, &s->np) != DT_OK ||
         dt_place_ranks(&s->hosts, s->np, &s->placement) != DT_OK)
         return EXIT_USAGE;
@@ -432,7 +432,7 @@ static int ensure_fd_room(int np)
 }
 
 static int run_attempt(const dt_cli_t *cli, run_state_t *s,
-                       const run_restart_t *rs, const char *workdir,
+                       run_restart_t *rs, const char *workdir,
                        double kill_grace, supervise_result_t *res,
                        int *launched, int *no_members)
 {
@@ -453,7 +453,7 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
     }
     if (run_job_prepare(s->cfg, s->att_hosts, s->att_place, s->att_np,
                         &s->job) != DT_OK ||
-        build_env(s) != DT_OK || run_restart_env(rs, &s->common) != DT_OK) {
+        build_env(s) != DT_OK || run_restart_env(rs, s->job.job_id, &s->common) != DT_OK) {
         end_attempt(s);
         return 1;
     }

@@ -8,6 +8,7 @@
 #include <dt/log.h>
 #include "plugin/plugin_loader.h"
 #include "run_checks.h"
+#include "run_env.h"
 #include "run_members.h"
 #include "run_restart.h"
 
@@ -22,18 +23,31 @@ dt_status_t run_load_plugin(const dt_config_t *cfg, dt_kind_t kind,
 /* [cluster] timeout bounds every wait of the job (connections, silent
  * peers): 0 would fail the workers' first handshake with a message about
  * the store, not about the setting. */
-dt_status_t run_check_timeout(const dt_config_t *cfg)
+dt_status_t run_check_cluster_keys(const dt_config_t *cfg)
 {
     double t = 60.0;
-    DT_CHECK(dt_config_get_duration(cfg, "cluster", "timeout", &t));
-    if (t > 0)
-        return DT_OK;
     const char *where = NULL;
-    dt_config_origin(cfg, "cluster", "timeout", NULL, &where);
-    dt_error("%s: [cluster] timeout = 0: every wait of the job (connecting, "
-             "a silent peer) would fail at once; give a duration above 0 "
-             "(default 60s)", where ? where : "[cluster] timeout");
-    return DT_ERR_CONFIG;
+    DT_CHECK(dt_config_get_duration(cfg, "cluster", "timeout", &t));
+    if (t <= 0) {
+        dt_config_origin(cfg, "cluster", "timeout", NULL, &where);
+        dt_error("%s: [cluster] timeout = 0: every wait of the job "
+                 "(connecting, a silent peer) would fail at once; give a "
+                 "duration above 0 (default 60s)",
+                 where ? where : "[cluster] timeout");
+        return DT_ERR_CONFIG;
+    }
+    long long port = DT_DEFAULT_MASTER_PORT;
+    dt_status_t st = dt_config_get_int(cfg, "cluster", "master_port", &port);
+    if (st != DT_OK && st != DT_ERR_NOT_FOUND)
+        return st;
+    if (port < 1 || port > 65535) {
+        dt_config_origin(cfg, "cluster", "master_port", NULL, &where);
+        dt_error("%s: [cluster] master_port = %lld is not a TCP port "
+                 "(1-65535)",
+                 where ? where : "[cluster] master_port", port);
+        return DT_ERR_CONFIG;
+    }
+    return DT_OK;
 }
 
 dt_status_t run_read_supervision(const dt_config_t *cfg, double *kill_grace,

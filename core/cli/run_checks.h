@@ -15,8 +15,8 @@
 dt_status_t run_load_plugin(const dt_config_t *cfg, dt_kind_t kind,
                             const char *key, const dt_plugin_t **p);
 
-/* [cluster] timeout above 0. */
-dt_status_t run_check_timeout(const dt_config_t *cfg);
+/* [cluster] timeout above 0, master_port a TCP port. */
+dt_status_t run_check_cluster_keys(const dt_config_t *cfg);
 
 /* [cluster] kill_grace (seconds) and workdir (NULL: dtctl's own
  * directory). */

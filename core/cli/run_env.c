@@ -21,6 +21,8 @@ dt_status_t run_env_common(const run_job_t *job, env_list_t *env)
     DT_CHECK(env_list_addf(env, "GROUP_WORLD_SIZE", "%d", job->num_nodes));
     DT_CHECK(env_list_addf(env, "MASTER_ADDR", "%s", job->master_addr));
     DT_CHECK(env_list_addf(env, "MASTER_PORT", "%d", job->master_port));
+    DT_CHECK(env_list_addf(env, "ROLE_NAME", "default"));
+    DT_CHECK(env_list_addf(env, "ROLE_WORLD_SIZE", "%d", job->np));
     return DT_OK;
 }
 
@@ -37,6 +39,8 @@ dt_status_t run_env_rank(const run_job_t *job, int rank, env_list_t *env)
     DT_CHECK(env_list_addf(env, "LOCAL_RANK", "%d", p->local_rank));
     DT_CHECK(env_list_addf(env, "LOCAL_WORLD_SIZE", "%d", p->local_size));
     DT_CHECK(env_list_addf(env, "GROUP_RANK", "%d", p->node_rank));
+    /* torchrun's one role: every worker */
+    DT_CHECK(env_list_addf(env, "ROLE_RANK", "%d", rank));
     return DT_OK;
 }
 

@@ -23,23 +23,28 @@ static int all_hosts_local(const dt_hostlist_t *hosts,
     return 1;
 }
 
+/* MASTER_ADDR/PORT. A job on this machine alone takes a free port unless
+ * [cluster] master_port is set (a script or a firewall may expect it:
+ * it was ignored there); a job across hosts cannot probe the others, so
+ * master_port, else 29500. */
 static dt_status_t pick_master(const dt_config_t *cfg, run_job_t *job)
 {
-    if (all_hosts_local(job->hosts, job->placement, job->np)) {
-        snprintf(job->master_addr, sizeof job->master_addr, "127.0.0.1");
-        return run_free_port(job->master_addr, &job->master_port);
-    }
-    snprintf(job->master_addr, sizeof job->master_addr, "%s",
-             job->hosts->hosts[job->placement[0].host].name);
     long long port = DT_DEFAULT_MASTER_PORT;
     dt_status_t st = dt_config_get_int(cfg, "cluster", "master_port", &port);
     if (st != DT_OK && st != DT_ERR_NOT_FOUND)
         return st;
-    if (port < 1 || port > 65535) {
-        dt_error("[cluster] master_port = %lld is not a TCP port (1-65535)",
-                 port);
+    int set = st == DT_OK;
+    if (port < 1 || port > 65535) /* run_check_cluster_keys said it */
         return DT_ERR_CONFIG;
+    if (all_hosts_local(job->hosts, job->placement, job->np)) {
+        snprintf(job->master_addr, sizeof job->master_addr, "127.0.0.1");
+        if (!set)
+            return run_free_port(job->master_addr, &job->master_port);
+        job->master_port = (int)port;
+        return DT_OK;
     }
+    snprintf(job->master_addr, sizeof job->master_addr, "%s",
+             job->hosts->hosts[job->placement[0].host].name);
     job->master_port = (int)port;
     return DT_OK;
 }

@@ -107,9 +107,18 @@ void run_restart_free(run_restart_t *r)
     memset(r, 0, sizeof *r);
 }
 
-dt_status_t run_restart_env(const run_restart_t *r, env_list_t *env)
+dt_status_t run_restart_env(run_restart_t *r, const char *job_id,
+                            env_list_t *env)
 {
+    if (!r->run_id[0])
+        snprintf(r->run_id, sizeof r->run_id, "%s", job_id);
     DT_CHECK(env_list_addf(env, "DT_RESTART_COUNT", "%d", r->used));
+    /* torchrun's names: a script resumes on TORCHELASTIC_RESTART_COUNT,
+     * and libraries (Lightning) take TORCHELASTIC_RUN_ID as "launched by
+     * an elastic agent: the environment says who I am". */
+    DT_CHECK(env_list_addf(env, "TORCHELASTIC_RESTART_COUNT", "%d", r->used));
+    DT_CHECK(env_list_addf(env, "TORCHELASTIC_MAX_RESTARTS", "%lld", r->max));
+    DT_CHECK(env_list_addf(env, "TORCHELASTIC_RUN_ID", "%s", r->run_id));
     /* Without checkpoint_dir there is nothing to resume from: the
      * restart trains from the beginning (as said at start), and dt-train
      * refuses a resume without a directory as a configuration error. */

@@ -23,6 +23,8 @@ typedef struct run_restart {
     char *ckpt_dir;         /* [train] checkpoint_dir as dtctl sees it     */
     char *metrics;          /* [train] metrics: restart records go there   */
     int used;               /* restarts done so far                        */
+    char run_id[16];        /* the first attempt's job id: the run's, kept
+                               across restarts (TORCHELASTIC_RUN_ID)       */
 } run_restart_t;
 
 /* Read the keys. trainer: the job runs dt-train; workdir: the workers'
@@ -32,8 +34,11 @@ dt_status_t run_restart_init(const dt_config_t *cfg, int trainer,
 void run_restart_free(run_restart_t *r);
 
 /* The next attempt's variables: DT_RESTART_COUNT (0 the first time) and,
- * for the trainer after a restart, DT_TRAIN_RESUME=yes. */
-dt_status_t run_restart_env(const run_restart_t *r, env_list_t *env);
+ * for the trainer after a restart, DT_TRAIN_RESUME=yes; torchrun's
+ * TORCHELASTIC_RESTART_COUNT, _MAX_RESTARTS and _RUN_ID (job_id: this
+ * attempt's; the run keeps the first one's). */
+dt_status_t run_restart_env(run_restart_t *r, const char *job_id,
+                            env_list_t *env);
 
 /* An attempt ended with *code (res: how). 1: start the job again (the
  * restart is logged and recorded, the backoff waited); 0: *code is

@@ -25,8 +25,8 @@ static const dt_key_spec_t cluster_keys[] = {
     {"kill_grace", DT_KEY_DURATION, "5s",
      "time between SIGTERM and SIGKILL when stopping workers"},
     {"master_port", DT_KEY_INT, NULL,
-     "MASTER_PORT for torch-style workers on remote hosts (default 29500; "
-     "a free port for local jobs)"},
+     "MASTER_PORT for torch-style workers (unset: 29500 across hosts, a "
+     "free port for a job on this machine alone)"},
     {"workdir", DT_KEY_STRING, NULL,
      "working directory of the workers (default: the launcher's choice)"},
     {"bind", DT_KEY_STRING, "auto",
