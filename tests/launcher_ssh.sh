@@ -76,6 +76,11 @@ for r in 0 1 2; do
 done
 ok "3 ranks: environment, dtctl's directory, stdout and stderr per rank"
 
+# dtctl's own environment does not travel over ssh: -x passes a variable
+out=$(DTX_V="a b" run -n 1 -x DTX_V -x DTX_W=2 -- sh -c ": $MARK; echo \"v=\$DTX_V w=\$DTX_W\"" 2>"$T/err")
+[ "$out" = "[0] v=a b w=2" ] || fail "-x over ssh: '$out' $(cat "$T/err")"
+ok "-x NAME and NAME=VALUE reach ssh workers"
+
 # Values that need quoting arrive byte for byte; [cluster] workdir is used.
 dt run --launcher=ssh --hostfile "$T/hosts" -n 1 --set "cluster.workdir=$T" \
     -- sh -c ': '"$MARK"'; pwd; printf "%s|" "$@"' x "a b" "it's" '$HOME' 'x

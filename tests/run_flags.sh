@@ -120,7 +120,7 @@ want="unknown option '--trasnport'; did you mean '--transport'?"; refused --tras
 want="unknown option '--max-restrats'; did you mean '--max-restarts'?"; refused --max-restrats=2
 want="unknown option '--hostfiles'; did you mean '--hostfile'?"; refused --hostfiles hostfile
 want="unknown option '--frobnicate'; see dtctl --help"; refused --frobnicate
-want="unknown option '-x'; see dtctl --help"; refused -x
+want="unknown option '-y'; see dtctl --help"; refused -y
 # mpirun's habit, the program's options among dtctl's: the '--' said
 want="unknown option '--lr'; .*go after '--': dtctl run -n 2 -- python3 train.py --lr 0.1"; refused -np 2 python3 train.py --lr 0.1
 # another command's option is refused, not ignored

@@ -72,6 +72,36 @@ rc=$?
     fail "master_port 99999: rc=$rc $(cat "$T/e")"
 ok "torch-style variables; an explicit master_port kept, a bad one refused"
 
+# As torchrun's workers: Python's output unbuffered (a pipe to dtctl held
+# print() until exit), OMP threads shared out among a host's workers; the
+# user's own values win.
+cpus=$(nproc)
+want=$((cpus / 2)); [ $want -ge 1 ] || want=1
+out=$(env -u PYTHONUNBUFFERED -u OMP_NUM_THREADS "$DTCTL" run -n 2 -- sh -c 'echo "PU=$PYTHONUNBUFFERED OMP=$OMP_NUM_THREADS"' 2>"$T/e")
+[ "$(echo "$out" | grep -c "^\[[01]\] PU=1 OMP=$want\$")" -eq 2 ] || fail "program defaults: $out"
+grep -q "OMP_NUM_THREADS=$want for each worker (2 workers share a host's CPUs)" "$T/e" ||
+    fail "OMP_NUM_THREADS not said: $(cat "$T/e")"
+out=$(PYTHONUNBUFFERED= OMP_NUM_THREADS=3 "$DTCTL" run -n 2 -- sh -c 'echo "PU=[$PYTHONUNBUFFERED] OMP=$OMP_NUM_THREADS"' 2>/dev/null)
+[ "$(echo "$out" | grep -c '^\[[01]\] PU=\[\] OMP=3$')" -eq 2 ] || fail "the user's values not kept: $out"
+out=$(env -u OMP_NUM_THREADS "$DTCTL" run -n 1 -- sh -c 'echo "OMP=[$OMP_NUM_THREADS]"' 2>/dev/null)
+[ "$out" = "[0] OMP=[]" ] || fail "one worker: OMP_NUM_THREADS set: $out"
+ok "PYTHONUNBUFFERED and OMP_NUM_THREADS for a program, the user's values kept"
+
+# -x NAME[=VALUE] (mpirun's) and [cluster] env_vars: dtctl's value or the
+# given one, for every launcher (ssh passes only the job's variables); a
+# name dt sets itself, or no name at all, is refused before anything runs
+out=$(DTX_FOO=bar "$DTCTL" run -n 2 --set "cluster.env_vars=DTX_A='x y'" -x DTX_FOO -x "DTX_B=a b,c'q" \
+    -x OMP_NUM_THREADS=7 -x DTX_UNSET -- sh -c 'echo "$DTX_FOO|$DTX_A|$DTX_B|$OMP_NUM_THREADS|${DTX_UNSET-unset}"' 2>"$T/e")
+[ "$(echo "$out" | grep -c "^\[[01]\] bar|x y|a b,c'q|7|unset\$")" -eq 2 ] || fail "-x / env_vars: $out $(cat "$T/e")"
+grep -q "env_vars: DTX_UNSET is not set in dtctl's environment" "$T/e" || fail "-x of an unset variable not said: $(cat "$T/e")"
+for bad in RANK=3 DT_RANK MASTER_PORT=1 1A=2; do
+    run -n 1 -x "$bad" -- sh -c "echo RAN" >"$T/o" 2>"$T/e"
+    rc=$?
+    [ $rc -eq 2 ] && ! grep -q RAN "$T/o" && grep -q "^dt: error: -x: \[cluster\] env_vars: " "$T/e" ||
+        fail "-x $bad: rc=$rc $(cat "$T/o" "$T/e")"
+done
+ok "-x NAME[=VALUE] and [cluster] env_vars reach the workers; dt's own names refused"
+
 # Two names of this machine are one host to number: a LOCAL_RANK (a GPU,
 # CPU cores) each, one GROUP_RANK; DT_HOST keeps each entry's name.
 out=$(run -H localhost:2,127.0.0.1:2 -- sh -c 'echo "$RANK L=$LOCAL_RANK/$LOCAL_WORLD_SIZE G=$GROUP_RANK/$GROUP_WORLD_SIZE H=$DT_HOST"' 2>"$T/err") ||

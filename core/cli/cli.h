@@ -19,6 +19,9 @@ typedef struct dt_cli {
     const char *config;     /* --config (cluster file)                    */
     char **sets;            /* --set SECTION.KEY=VALUE, in order          */
     int nsets;
+    char **exports;         /* -x NAME[=VALUE] (mpirun's), in order: added
+                               to [cluster] env_vars                      */
+    int nexports;
     int verbose;            /* -v count                                   */
     int quiet;              /* -q                                         */
     const char *command;    /* "run", "plugins", "config", ...            */

@@ -178,8 +178,11 @@ static dt_status_t build_env(run_state_t *s)
     DT_CHECK(start_rendezvous(s));
     run_job_reach_master(&s->job, s->rendezvous);
     DT_CHECK(run_env_common(&s->job, &s->common));
-    if (!s->trainer)
+    if (!s->trainer) {
         DT_CHECK(run_env_interface(s->cfg, &s->common));
+        DT_CHECK(run_env_program(&s->job, &s->common));
+    }
+    DT_CHECK(run_env_user(s->cfg, &s->common)); /* the user's last: wins */
     DT_CHECK(host_weights(s));
     s->per_rank = calloc((size_t)s->att_np, sizeof *s->per_rank);
     s->rank_env = calloc((size_t)s->att_np, sizeof *s->rank_env);

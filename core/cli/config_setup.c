@@ -16,6 +16,38 @@
 
 #define DEFAULT_CLUSTER_FILE "conf/cluster.ini"
 
+
+/* -x NAME[=VALUE]: appended to [cluster] env_vars as single-quoted sh
+ * words (a value may hold blanks, commas, quotes). */
+static dt_status_t add_exports(dt_config_t *cfg, const dt_cli_t *cli)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return DT_ERR_NOMEM;
+    const char *old = dt_config_get(cfg, "cluster", "env_vars");
+    if (old && *old)
+        fprintf(f, "%s", old);
+    for (int i = 0; i < cli->nexports; i++) {
+        fputs(ftell(f) ? " '" : "'", f);
+        for (const char *c = cli->exports[i]; *c; c++)
+            if (*c == '\'')
+                fputs("'\\''", f);
+            else
+                fputc(*c, f);
+        fputc('\'', f);
+    }
+    if (fclose(f) != 0) {
+        free(text);
+        return DT_ERR_NOMEM;
+    }
+    dt_status_t st =
+        dt_config_set(cfg, "cluster", "env_vars", text, DT_SRC_CLI, "-x");
+    free(text);
+    return st;
+}
+
 static dt_status_t load_cluster_file(const dt_cli_t *cli, dt_config_t *cfg)
 {
     const char *env = getenv("DT_CONFIG");
@@ -114,6 +146,8 @@ static dt_status_t load_options(const dt_cli_t *cli, dt_config_t *cfg)
         if (one != DT_OK)
             st = one; /* report every bad --set before stopping */
     }
+    if (st == DT_OK && cli->nexports)
+        st = add_exports(cfg, cli);
     return st;
 }
 

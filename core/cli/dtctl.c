@@ -52,6 +52,9 @@ static const char usage_text[] =
     "      --config FILE       cluster file (default $DT_CONFIG, else\n"
     "                          ./conf/cluster.ini if present, else built-in)\n"
     "      --set SEC.KEY=VAL   override one setting (repeatable)\n"
+    "  -x NAME[=VALUE]         give every worker this variable (dtctl's\n"
+    "                          value, or VALUE; repeatable; [cluster]\n"
+    "                          env_vars)\n"
     "      --no-stage          dtctl run: start without staging the data set\n"
     "      --metrics FILE      trainer: one JSON line per epoch to FILE (a\n"
     "                          fresh run empties it, --resume appends)\n"
@@ -199,7 +202,7 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
     }
     int c, index = -1;
     opterr = 0;
-    while ((c = getopt_long(end, argv, ":n:H:vqh", longopts, &index)) !=
+    while ((c = getopt_long(end, argv, ":n:H:x:vqh", longopts, &index)) !=
            -1) {
         switch (c) {
         case 'n': {
@@ -225,6 +228,15 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
                 return 2;
             cli->sets = n;
             cli->sets[cli->nsets++] = optarg;
+            break;
+        }
+        case 'x': {
+            char **n = realloc(cli->exports,
+                               (size_t)(cli->nexports + 1) * sizeof *n);
+            if (!n)
+                return 2;
+            cli->exports = n;
+            cli->exports[cli->nexports++] = optarg;
             break;
         }
         case OPT_SIZES: cli->bench_sizes = optarg; break;
@@ -443,6 +455,7 @@ int main(int argc, char **argv)
     rc = parse_args(argc, argv, &cli);
     if (rc != 0) {
         free(cli.sets);
+        free(cli.exports);
         return rc;
     }
     dt_log_set_level(cli.quiet ? DT_LOG_ERROR
@@ -481,5 +494,6 @@ int main(int argc, char **argv)
     }
     dt_plugins_unload_all();
     free(cli.sets);
+    free(cli.exports);
     return rc;
 }

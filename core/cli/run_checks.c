@@ -40,6 +40,8 @@ dt_status_t run_check_cluster_keys(const dt_config_t *cfg)
     dt_status_t st = dt_config_get_int(cfg, "cluster", "master_port", &port);
     if (st != DT_OK && st != DT_ERR_NOT_FOUND)
         return st;
+    if (run_env_user(cfg, NULL) != DT_OK)
+        return DT_ERR_CONFIG;
     if (port < 1 || port > 65535) {
         dt_config_origin(cfg, "cluster", "master_port", NULL, &where);
         dt_error("%s: [cluster] master_port = %lld is not a TCP port "

@@ -15,7 +15,8 @@
 dt_status_t run_load_plugin(const dt_config_t *cfg, dt_kind_t kind,
                             const char *key, const dt_plugin_t **p);
 
-/* [cluster] timeout above 0, master_port a TCP port. */
+/* [cluster] timeout above 0, master_port a TCP port, env_vars names that
+ * dt does not set itself. */
 dt_status_t run_check_cluster_keys(const dt_config_t *cfg);
 
 /* [cluster] kill_grace (seconds) and workdir (NULL: dtctl's own

@@ -1,6 +1,8 @@
 /* run_env.c — the worker environment contract (see run_env.h). */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +44,101 @@ dt_status_t run_env_rank(const run_job_t *job, int rank, env_list_t *env)
     /* torchrun's one role: every worker */
     DT_CHECK(env_list_addf(env, "ROLE_RANK", "%d", rank));
     return DT_OK;
+}
+
+dt_status_t run_env_program(const run_job_t *job, env_list_t *env)
+{
+    const char *mine = getenv("PYTHONUNBUFFERED");
+    DT_CHECK(env_list_addf(env, "PYTHONUNBUFFERED", "%s", mine ? mine : "1"));
+    if ((mine = getenv("OMP_NUM_THREADS")))
+        return env_list_addf(env, "OMP_NUM_THREADS", "%s", mine);
+    int most = 1, here = 1;
+    for (int r = 0; r < job->np; r++) {
+        const dt_placement_t *p = &job->placement[r];
+        if (p->local_size > most)
+            most = p->local_size;
+        here &= dt_host_is_local(job->hosts->hosts[p->host].name);
+    }
+    if (most < 2)
+        return DT_OK; /* one worker a host: the libraries' own default */
+    cpu_set_t cpus;
+    int n = 1;
+    if (here && sched_getaffinity(0, sizeof cpus, &cpus) == 0)
+        n = CPU_COUNT(&cpus) / most;
+    if (n < 1)
+        n = 1;
+    dt_info("OMP_NUM_THREADS=%d for each worker (%d workers share a "
+            "host%s); set OMP_NUM_THREADS to choose",
+            n, most, here ? "'s CPUs" : ", as torchrun sets");
+    return env_list_addf(env, "OMP_NUM_THREADS", "%d", n);
+}
+
+/* Names dt gives every worker itself (run_env_common, run_env_rank,
+ * run_restart_env; DT_* covers the rest): a user's value would make a
+ * worker wrong about who it is. */
+static int reserved_name(const char *name, size_t len)
+{
+    static const char *const names[] = {
+        "RANK",       "WORLD_SIZE",       "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+        "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",  "ROLE_NAME",
+        "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"};
+    if ((len >= 3 && strncmp(name, "DT_", 3) == 0) ||
+        (len >= 13 && strncmp(name, "TORCHELASTIC_", 13) == 0))
+        return 1;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strlen(names[i]) == len && strncmp(name, names[i], len) == 0)
+            return 1;
+    return 0;
+}
+
+dt_status_t run_env_user(const dt_config_t *cfg, env_list_t *env)
+{
+    const char *text = dt_config_get(cfg, "cluster", "env_vars");
+    if (!text || !*text)
+        return DT_OK;
+    const char *where = "[cluster] env_vars";
+    dt_config_origin(cfg, "cluster", "env_vars", NULL, &where);
+    char **words = NULL;
+    size_t n = 0;
+    dt_status_t st = dt_config_get_words(cfg, "cluster", "env_vars", &words,
+                                         &n);
+    if (st != DT_OK)
+        return st;
+    for (size_t i = 0; i < n && st == DT_OK; i++) {
+        const char *w = words[i], *eq = strchr(w, '=');
+        size_t len = eq ? (size_t)(eq - w) : strlen(w);
+        int ok = len && !(w[0] >= '0' && w[0] <= '9');
+        for (size_t k = 0; ok && k < len; k++)
+            ok = w[k] == '_' || (w[k] >= 'A' && w[k] <= 'Z') ||
+                 (w[k] >= 'a' && w[k] <= 'z') || (w[k] >= '0' && w[k] <= '9');
+        if (!ok) {
+            dt_error("%s: [cluster] env_vars: '%.*s' is not a variable name "
+                     "(letters, digits, _; write NAME or NAME=VALUE)",
+                     where, (int)len, w);
+            st = DT_ERR_CONFIG;
+        } else if (reserved_name(w, len)) {
+            dt_error("%s: [cluster] env_vars: dt sets %.*s for every worker "
+                     "itself (docs/LAUNCHERS.md, the worker environment); "
+                     "drop it",
+                     where, (int)len, w);
+            st = DT_ERR_CONFIG;
+        } else if (env && eq) {
+            char *name = strndup(w, len);
+            st = name ? env_list_addf(env, name, "%s", eq + 1)
+                      : DT_ERR_NOMEM;
+            free(name);
+        } else if (env) {
+            const char *v = getenv(w);
+            if (v)
+                st = env_list_addf(env, w, "%s", v);
+            else
+                dt_warn("%s: [cluster] env_vars: %s is not set in dtctl's "
+                        "environment: the workers do not get it",
+                        where, w);
+        }
+    }
+    dt_strv_free(words);
+    return st;
 }
 
 /* An item of [cluster] interface that is a plain interface name (not an

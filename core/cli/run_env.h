@@ -64,6 +64,23 @@ dt_status_t run_env_rank(const run_job_t *job, int rank, env_list_t *env);
  * environment (ssh, yarn) carry it too. Nothing when the key is unset. */
 dt_status_t run_env_interface(const dt_config_t *cfg, env_list_t *env);
 
+/* For a program: what torchrun's workers get and dtctl's pipes would
+ * otherwise change. PYTHONUNBUFFERED=1 (a worker's stdout is a pipe to
+ * dtctl, where Python holds print() output in 8 KB blocks until exit or
+ * loses it when the rank is killed), and, where several workers share a
+ * host, OMP_NUM_THREADS (this machine's CPUs / its workers when every
+ * worker is here, else 1 as torchrun sets): each only when dtctl's
+ * environment does not set it (then its value is passed on as it is). */
+dt_status_t run_env_program(const run_job_t *job, env_list_t *env);
+
+/* [cluster] env_vars (and -x): NAME takes dtctl's value (warned and left
+ * out when dtctl's environment lacks it), NAME=VALUE its value; they
+ * replace what dtctl chose for a program (PYTHONUNBUFFERED, ...). A name
+ * that is not an sh variable name, or that dt sets for the job (DT_*,
+ * RANK, MASTER_ADDR, ...: docs/LAUNCHERS.md), is refused with the key's
+ * origin (DT_ERR_CONFIG). env NULL: only check. */
+dt_status_t run_env_user(const dt_config_t *cfg, env_list_t *env);
+
 /* A TCP port free on addr right now (bind to port 0 and ask). */
 dt_status_t run_free_port(const char *addr, int *port);
 

@@ -27,6 +27,10 @@ static const dt_key_spec_t cluster_keys[] = {
     {"master_port", DT_KEY_INT, NULL,
      "MASTER_PORT for torch-style workers (unset: 29500 across hosts, a "
      "free port for a job on this machine alone)"},
+    {"env_vars", DT_KEY_WORDS, NULL,
+     "variables every worker gets besides the job's, for every launcher: "
+     "NAME (its value in dtctl's environment) or NAME=VALUE, as sh words; "
+     "-x NAME[=VALUE] adds one"},
     {"workdir", DT_KEY_STRING, NULL,
      "working directory of the workers (default: the launcher's choice)"},
     {"bind", DT_KEY_STRING, "auto",
