@@ -27,12 +27,12 @@ static const dt_key_spec_t cluster_keys[] = {
     {"master_port", DT_KEY_INT, NULL,
      "MASTER_PORT for torch-style workers (unset: 29500 across hosts, a "
      "free port for a job on this machine alone)"},
+    {"workdir", DT_KEY_STRING, NULL,
+     "working directory of the workers (default: the launcher's choice)"},
     {"env_vars", DT_KEY_WORDS, NULL,
      "variables every worker gets besides the job's, for every launcher: "
      "NAME (its value in dtctl's environment) or NAME=VALUE, as sh words; "
      "-x NAME[=VALUE] adds one"},
-    {"workdir", DT_KEY_STRING, NULL,
-     "working directory of the workers (default: the launcher's choice)"},
     {"bind", DT_KEY_STRING, "auto",
      "CPU binding of dt workers: auto (each worker of a host on its own "
      "share of the CPUs it was given; oversubscribed: CPU i mod n; a "
