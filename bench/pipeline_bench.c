@@ -76,6 +76,7 @@ int main(int argc, char **argv)
         for (double end = wall() + step; wall() < end;)
             sink += 1.0; /* the step's computation */
     }
+    (void)sink; /* read once: clang's -Wunused-but-set-variable */
     double t = wall() - t0, c = cpu() - c0;
     printf("decode = %s, %d loader thread%s: %zu images listed/decoded in "
            "%.3f s (%.3f s CPU); %llu epochs, %zu samples in %.3f s: %.0f "

@@ -20,6 +20,7 @@ set -u
 command -v rsync >/dev/null 2>&1 || { echo "SKIP: rsync is not installed (apt-get install rsync)"; exit 77; }
 data=/usr/share/datasets/fashion-mnist
 [ -r "$data/train-images-idx3-ubyte.gz" ] || { echo "SKIP: $data missing (apt-get install dataset-fashion-mnist)"; exit 77; }
+[ "${DT_HAVE_ZLIB:-yes}" = yes ] || { echo "SKIP: dt was built without zlib: $data holds .gz files (apt-get install zlib1g-dev)"; exit 77; }
 "$DTCTL" plugins | grep -q '^storage *rsync .*available' ||
     { echo "SKIP: the rsync storage plugin is not available"; exit 77; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/dt-rsync-local.XXXXXX") || exit 99

@@ -43,7 +43,17 @@ static float ref_fp16(float f)
         f = 65504.0f;
     if (f < -65504.0f)
         f = -65504.0f;
+#ifdef __FLT16_MAX__ /* the compiler has _Float16 (gcc 12, clang 15) */
     return (float)(_Float16)f;
+#else /* clang 14 on x86-64: the same rounding (to nearest, ties to even) */
+    if (fabsf(f) < 0x1p-14f) /* subnormal: steps of 2^-24 */
+        return nearbyintf(f * 0x1p24f) * 0x1p-24f;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u = (u + 0xfffu + ((u >> 13) & 1)) & ~0x1fffu; /* 10 mantissa bits */
+    memcpy(&f, &u, 4);
+    return f;
+#endif
 }
 
 static float wq(dt_dtype_t wire, float f)

@@ -9,6 +9,11 @@ if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
     echo "SKIP: $data missing (apt-get install dataset-fashion-mnist)"
     exit 77
 fi
+if [ "${DT_HAVE_ZLIB:-yes}" != yes ]; then
+    echo "SKIP: dt was built without zlib and $data holds .gz files" \
+        "(apt-get install zlib1g-dev, then configure again)"
+    exit 77
+fi
 tmp=$(mktemp -d "/tmp/dt-$name-test.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 143' INT TERM # dash runs no EXIT trap on a signal

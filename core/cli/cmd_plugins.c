@@ -1,6 +1,8 @@
 /* cmd_plugins.c — `dtctl plugins`: every plugin on the search path, with
  * its version and whether it can run here (and why not: refused by the
  * loader, or unavailable by its own check). */
+#include "config.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,24 @@ int dt_cmd_plugins(dt_cli_t *cli)
                e->version ? e->version : "-", status, e->path);
         if (!e->available)
             printf("%44s%s\n", "", e->why);
+    }
+    /* In-tree plugins configure left out (DT_NOT_BUILT, config.h), unless
+     * one of that kind and name was found anyway. */
+    for (const char *l = DT_NOT_BUILT; *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t len = nl ? (size_t)(nl - l) : strlen(l);
+        char kind[16] = "", name[65] = "";
+        int off = 0;
+        if (sscanf(l, "%15s %64[^:]: %n", kind, name, &off) == 2 && off > 0) {
+            int found = 0;
+            for (size_t i = 0; i < n; i++)
+                found |= !strcmp(dt_kind_name(v[i].kind), kind) &&
+                         !strcmp(v[i].name, name);
+            if (!found)
+                printf("%-10s %-10s %-8s %-11s %.*s\n", kind, name, "-",
+                       "not built", (int)(len - (size_t)off), l + off);
+        }
+        l += len + (nl ? 1 : 0);
     }
     if (n == 0) {
         char **dirs = dt_plugin_search_path();

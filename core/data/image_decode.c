@@ -147,6 +147,8 @@ static dt_status_t read_file(const char *path, uint8_t **buf, size_t *len,
     return st;
 }
 
+#if defined(DT_HAVE_PNG) || defined(DT_HAVE_JPEG)
+/* Only the decoders call it: unused (-Werror) in a build without both. */
 static dt_status_t check_size(const char *path, size_t w, size_t h,
                               char *err, size_t errlen)
 {
@@ -158,6 +160,7 @@ static dt_status_t check_size(const char *path, size_t w, size_t h,
     }
     return DT_OK;
 }
+#endif
 
 /* ---- PNG ------------------------------------------------------------------ */
 

@@ -63,6 +63,15 @@
 /* The per-tile transforms run along the channels; built for AVX-512 and
  * AVX2 as well as the baseline (simd_clones.h). */
 #define ALONG_CHANNELS DT_SIMD_CLONES
+/* "no dependence between iterations": gcc's ivdep, clang's assume_safety
+ * (clang rejects the gcc spelling under -Werror: -Wunknown-pragmas). */
+#if defined(__clang__)
+#define IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define IVDEP _Pragma("GCC ivdep")
+#else
+#define IVDEP
+#endif
 #define GROUP_TILES 256 /* tiles per group of samples (measured: 64-1024
                         * tried, docs/PERFORMANCE.md#conv_algo) */
 
@@ -432,7 +441,7 @@ static void input_tile(const float *restrict d, size_t pix, size_t row,
 {
 #define D(i, j) d[(i) * row + (j) * pix + c]
 #define V(i, j) v[(4 * (i) + (j)) * n + c]
-    #pragma GCC ivdep /* the 16 rows of a tile are n apart */
+    IVDEP /* the 16 rows of a tile are n apart */
     for (int c = 0; c < n; c++) {
         /* B^T d: rows 0-2, 1+2, 2-1, 1-3 of d, for each column j */
         float t00 = D(0, 0) - D(2, 0), t01 = D(0, 1) - D(2, 1),
@@ -464,7 +473,7 @@ static void scatter_tile(const float *restrict x, float *restrict d,
 {
 #define X(i, j) x[(4 * (i) + (j)) * n + c]
 #define D(i, j) d[(i) * row + (j) * pix + c]
-    #pragma GCC ivdep /* the 16 rows of a tile are n apart */
+    IVDEP /* the 16 rows of a tile are n apart */
     for (int c = 0; c < n; c++) {
         /* B X: rows x0, x1-x2+x3, -x0+x1+x2, -x3 */
         float e00 = X(0, 0), e01 = X(0, 1), e02 = X(0, 2), e03 = X(0, 3);
@@ -520,7 +529,7 @@ static void output_tile(const float *restrict m, const float *restrict bias,
                         int relu, float *restrict out, size_t row, int n)
 {
     float floor = relu ? 0.0f : -INFINITY;
-    #pragma GCC ivdep /* the 16 rows of a tile are n apart */
+    IVDEP /* the 16 rows of a tile are n apart */
     for (int o = 0; o < n; o++) {
         float v[4];
         tile_outputs(m, n, o, bias[o], v);
@@ -540,7 +549,7 @@ static void output_tile_pooled(const float *restrict m,
                                float *restrict best, float *restrict which,
                                int n)
 {
-    #pragma GCC ivdep /* the 16 rows of a tile are n apart */
+    IVDEP /* the 16 rows of a tile are n apart */
     for (int o = 0; o < n; o++) {
         float v[4];
         tile_outputs(m, n, o, bias[o], v);
@@ -581,7 +590,7 @@ ALONG_CHANNELS
 static void dy_tile(const float *restrict g, size_t row, float *restrict z,
                     float *restrict db, int n)
 {
-    #pragma GCC ivdep /* the 16 rows of a tile are n apart */
+    IVDEP /* the 16 rows of a tile are n apart */
     for (int o = 0; o < n; o++) {
         float d0 = g[o], d1 = g[n + o], d2 = g[row + o], d3 = g[row + n + o];
         db[o] = db[o] + d0 + d1 + d2 + d3;
@@ -594,7 +603,7 @@ ALONG_CHANNELS
 static void dy_tile_pooled(const float *restrict g, const float *restrict which,
                            float *restrict z, float *restrict db, int n)
 {
-    #pragma GCC ivdep /* the 16 rows of a tile are n apart */
+    IVDEP /* the 16 rows of a tile are n apart */
     for (int o = 0; o < n; o++) {
         float d = g[o], k = which[o];
         db[o] += d;
@@ -717,7 +726,7 @@ ALONG_CHANNELS
 static void taps_to_u4(const float *restrict t, size_t xs,
                        float *restrict u)
 {
-    #pragma GCC ivdep
+    IVDEP
     for (size_t k = 0; k < xs; k++) {
         float h[3][6], r[6]; /* h[j][i]: (G g)[i][j] */
         #pragma GCC unroll 3
@@ -739,7 +748,7 @@ ALONG_CHANNELS
 static void du4_to_taps(const float *restrict du, size_t xs,
                         float *restrict t)
 {
-    #pragma GCC ivdep
+    IVDEP
     for (size_t k = 0; k < xs; k++) {
         const float *x = du + k;
         float q[6][3], r[3]; /* q[j][i]: (G^T X)[i][j] */
@@ -784,7 +793,7 @@ static void input_tile4(const float *restrict d, size_t pix, size_t row,
                         float *restrict v, int n)
 {
 #define D(i, j) d[(i) * row + (j) * pix + c]
-    #pragma GCC ivdep /* the 36 rows of a tile are n apart */
+    IVDEP /* the 36 rows of a tile are n apart */
     for (int c = 0; c < n; c++) {
         float t[6][6], r[6]; /* t[j][i]: (B^T d)[i][j] */
         #pragma GCC unroll 6
@@ -807,7 +816,7 @@ static void scatter_tile4(const float *restrict x, float *restrict d,
                           size_t pix, size_t row, int n)
 {
 #define X(i, j) x[(6 * (i) + (j)) * n + c]
-    #pragma GCC ivdep /* the 36 rows of a tile are n apart */
+    IVDEP /* the 36 rows of a tile are n apart */
     for (int c = 0; c < n; c++) {
         float t[6][6], r[6]; /* t[j][i]: (B X)[i][j] */
         #pragma GCC unroll 6
@@ -832,7 +841,7 @@ static void output_tile4(const float *restrict m, const float *restrict bias,
 {
     float floor = relu ? 0.0f : -INFINITY;
 #define M(i, j) m[(6 * (i) + (j)) * n + o]
-    #pragma GCC ivdep /* the 36 rows of a tile are n apart */
+    IVDEP /* the 36 rows of a tile are n apart */
     for (int o = 0; o < n; o++) {
         float t[6][4], r[4]; /* t[j][i]: (A^T M)[i][j] */
         #pragma GCC unroll 6
@@ -858,7 +867,7 @@ static void dy_tile4(const float *restrict g, size_t row, float *restrict z,
                      float *restrict db, int n)
 {
 #define G(i, j) g[(i) * row + (j) * n + o]
-    #pragma GCC ivdep /* the 36 rows of a tile are n apart */
+    IVDEP /* the 36 rows of a tile are n apart */
     for (int o = 0; o < n; o++) {
         float t[4][6], r[6], sum = 0.0f; /* t[j][i]: (A dY)[i][j] */
         #pragma GCC unroll 4

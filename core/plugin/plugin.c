@@ -412,6 +412,26 @@ static char *find_plugin_file(dt_kind_t kind, const char *name, char **dirs)
     return NULL;
 }
 
+/* Why this build left out the in-tree plugin KIND NAME (DT_NOT_BUILT,
+ * configure), as "; not built here: <why>", or "". */
+static void not_built_hint(dt_kind_t kind, const char *name, char *buf,
+                           size_t len)
+{
+    char key[96];
+    snprintf(key, sizeof key, "%s %s: ", dt_kind_name(kind), name);
+    buf[0] = '\0';
+    for (const char *l = DT_NOT_BUILT; *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t n = nl ? (size_t)(nl - l) : strlen(l);
+        if (n > strlen(key) && !strncmp(l, key, strlen(key))) {
+            snprintf(buf, len, "; this dt was built without it: %.*s",
+                     (int)(n - strlen(key)), l + strlen(key));
+            return;
+        }
+        l += n + (nl ? 1 : 0);
+    }
+}
+
 dt_status_t dt_plugin_load(dt_kind_t kind, const char *name,
                            const dt_plugin_t **out, const char **path)
 {
@@ -429,11 +449,13 @@ dt_status_t dt_plugin_load(dt_kind_t kind, const char *name,
     dt_status_t st;
     if (!file) {
         char *names = dt_plugin_names(kind), *where = join_dirs(dirs);
+        char hint[256];
+        not_built_hint(kind, name, hint, sizeof hint);
         dt_error("no %s plugin named '%s' (looked for dt_%s_%s.so in %s); "
-                 "available %ss: %s",
+                 "available %ss: %s%s",
                  dt_kind_name(kind), name ? name : "", dt_kind_name(kind),
                  name ? name : "", where ? where : "?", dt_kind_name(kind),
-                 names ? names : "none");
+                 names ? names : "none", hint);
         free(names);
         free(where);
         st = DT_ERR_NOT_FOUND;

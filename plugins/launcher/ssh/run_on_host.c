@@ -22,8 +22,13 @@ typedef struct outbuf {
 
 static dt_status_t append(outbuf_t *b, const char *data, size_t n)
 {
-    if (b->len + n > RUN_OUTPUT_MAX)
-        n = RUN_OUTPUT_MAX - b->len; /* drop the excess, keep reading */
+    /* Drop the excess, keep reading. (Written so that n never grows:
+     * gcc -O3 saw n = MAX - len > 0 for append(b, "", 0), and
+     * -Wstringop-overread failed the build.) */
+    if (b->len >= RUN_OUTPUT_MAX)
+        n = 0;
+    else if (n > RUN_OUTPUT_MAX - b->len)
+        n = RUN_OUTPUT_MAX - b->len;
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (b->len + n + 1 > cap)

@@ -819,19 +819,21 @@ static void report_timeout(tcp_ctx_t *c, dt_request_t **reqs, size_t n)
     /* The rank waited on may itself wait on another: name the rank at the
      * end of the chain, the one that went silent first. */
     int root = tcp_silent_root(c, peer, chain, sizeof chain);
+    int cut; /* kept: gcc -O0's -Wformat-truncation (tcp_wireup.c) */
     if (root != peer)
-        snprintf(why, sizeof why,
+        cut = snprintf(why, sizeof why,
                  "rank %d went silent: nothing moved for %.0f s (the "
                  "[transport.tcp] timeout) while this rank waited on "
                  "rank(s)%s, which wait on it in turn (%s): it is hung, "
                  "stopped or unreachable",
                  root, c->timeout, ranks, chain);
     else
-        snprintf(why, sizeof why,
+        cut = snprintf(why, sizeof why,
                  "rank %d went silent: nothing moved for %.0f s (the "
                  "[transport.tcp] timeout) while waiting on rank(s)%s: they "
                  "are hung, stopped or unreachable",
                  peer, c->timeout, ranks);
+    (void)cut;
     fail_seen(c, root, DT_ERR_TIMEOUT, why, "went silent");
 }
 
