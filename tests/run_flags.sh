@@ -108,7 +108,12 @@ refused() { # OPTIONS... : exit 2 and the pattern in $want
 }
 want="--nnodes 2: dtctl starts the workers of every node itself.*-H node1:N,node2:N or --hostfile FILE"; refused --nnodes 2 --nproc-per-node 2
 want="--nnodes 3, but the host list names 2 hosts"; refused --nnodes 3 -H localhost:1,127.0.0.1:1
-want="--nnodes 1:4: dt does not resize a running job"; refused --nnodes 1:4
+want="--nnodes 1:4: give the nodes with -H .*an elastic job is --min-np M"; refused --nnodes 1:4
+want="option '-m' has no dtctl equivalent: .*dtctl run -n N -- python3 -m pkg.mod"; refused -m pkg.train
+want="option '--start-timeout' has no dtctl equivalent: use --set cluster.timeout=60s"; refused --start_timeout 30
+want="option '--oversubscribe' has no dtctl equivalent"; refused --oversubscribe
+printf 'localhost slots=2\n' >hosts_mx
+want="'hosts_mx' is a file here; a host file goes with --hostfile hosts_mx"; refused -H hosts_mx
 want="option '--master-addr' has no dtctl equivalent: dtctl picks MASTER_ADDR itself"; refused --master_addr 10.0.0.1
 want="option '--master-port' has no dtctl equivalent: use --set cluster.master_port=N"; refused --master-port 29500
 want="option '--node-rank' has no dtctl equivalent: .*-H node1:N,node2:N"; refused --node_rank 0

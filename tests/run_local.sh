@@ -102,6 +102,17 @@ for bad in RANK=3 DT_RANK MASTER_PORT=1 1A=2; do
 done
 ok "-x NAME[=VALUE] and [cluster] env_vars reach the workers; dt's own names refused"
 
+# torchrun's habit (a script named alone) and a program in the directory
+# without ./: the error says what to write
+mkdir -p "$T/wd2" && printf 'print(1)\n' >"$T/wd2/tr.py" && printf '#!/bin/sh\n' >"$T/wd2/prog" && chmod +x "$T/wd2/prog"
+(cd "$T/wd2" && "$DTCTL" run -n 1 -- tr.py) 2>"$T/e"
+grep -q "cannot execute 'tr.py': No such file or directory; a Python script runs as: -- python3 SCRIPT.py" "$T/e" ||
+    fail "a .py named alone: $(cat "$T/e")"
+(cd "$T/wd2" && "$DTCTL" run -n 1 -- prog) 2>"$T/e"
+grep -q "cannot execute 'prog': .*where PATH is not searched: write ./PROGRAM" "$T/e" ||
+    fail "a program in the directory without ./: $(cat "$T/e")"
+ok "a script or program named the torchrun way: the error says what to write"
+
 # Two names of this machine are one host to number: a LOCAL_RANK (a GPU,
 # CPU cores) each, one GROUP_RANK; DT_HOST keeps each entry's name.
 out=$(run -H localhost:2,127.0.0.1:2 -- sh -c 'echo "$RANK L=$LOCAL_RANK/$LOCAL_WORLD_SIZE G=$GROUP_RANK/$GROUP_WORLD_SIZE H=$DT_HOST"' 2>"$T/err") ||

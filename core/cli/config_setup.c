@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <dt/hosts.h>
@@ -448,6 +449,17 @@ dt_status_t dt_cli_job_hosts(const dt_config_t *cfg, dt_hostlist_t *hosts,
             spec = NULL;
     }
     dt_status_t st;
+    struct stat sb;
+    /* MXNet's launch.py -H and mpirun's -hostfile habits: -H FILE */
+    if (spec && h_src == DT_SRC_CLI && !strpbrk(spec, ":,") &&
+        stat(spec, &sb) == 0 && S_ISREG(sb.st_mode) &&
+        !dt_host_is_local(spec)) {
+        dt_error("%s: '%s' is a file here; a host file goes with --hostfile "
+                 "%s (-H takes host names: node1:4,node2:4; a host of that "
+                 "name: -H %s:1)",
+                 h_where, spec, spec, spec);
+        return DT_ERR_CONFIG;
+    }
     if (spec) {
         st = dt_hosts_parse(spec, hosts);
         if (st != DT_OK)

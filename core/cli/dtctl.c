@@ -121,6 +121,35 @@ static const struct foreign {
     {"rdzv-backend", "dtctl runs the job's rendezvous itself: name the "
                      "nodes with -H node1:N,node2:N or --hostfile FILE"},
     {"rdzv-id", "dtctl gives every job its own id (DT_JOB_ID)"},
+    {"rdzv-conf", "dtctl runs the job's rendezvous itself (its timeout: "
+                  "--set cluster.timeout=60s)"},
+    {"module", "write the module after '--': dtctl run -n N -- python3 -m "
+               "pkg.mod"},
+    {"no-python", "dtctl runs the program after '--' as it is: dtctl run "
+                  "-n N -- ./program"},
+    {"log-dir", "dtctl prefixes each line with its rank on its own stdout "
+                "and stderr: redirect them (dtctl run ... > out 2> err); dt's "
+                "trainer writes TensorBoard files with --set train.log_dir=DIR"},
+    {"tee", "each worker's stdout and stderr come to dtctl's, prefixed "
+            "[rank]: redirect or tee dtctl's own"},
+    {"redirects", "each worker's stdout and stderr come to dtctl's, "
+                  "prefixed [rank]: redirect dtctl's own"},
+    {"monitor-interval", "dtctl notices a worker's end at once (no "
+                         "polling interval to set)"},
+    {"start-method", "dtctl starts each worker as its own process (no "
+                     "start method to choose)"},
+    {"role", "every dtctl worker has one role (ROLE_NAME=default)"},
+    {"local-addr", "choose the network with --network-interface IF or "
+                   "--set cluster.interface=IF"},
+    {"start-timeout", "use --set cluster.timeout=60s (how long the "
+                      "workers wait on each other at start and later)"},
+    {"oversubscribe", "dtctl starts -n workers whatever the cores; give a "
+                      "host more slots with -H host:N"},
+    {"bind-to", "dt's trainer binds its workers with --set cluster.bind="
+                "auto|cores|none; with --launcher=mpi, [launcher.mpi] "
+                "extra_args = --bind-to core"},
+    {"allow-run-as-root", "dtctl runs as any user (with --launcher=mpi it "
+                          "passes --allow-run-as-root to mpirun itself)"},
     {"mpi", "use --launcher=mpi to start the workers with Open MPI's mpirun"},
     {"gloo", "dt's launchers start the workers without MPI already "
              "(--launcher=local or ssh); drop --gloo"},
@@ -149,6 +178,20 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
         {"rdzv-endpoint", required_argument, NULL, OPT_FOREIGN_ARG},
         {"rdzv-backend", required_argument, NULL, OPT_FOREIGN_ARG},
         {"rdzv-id", required_argument, NULL, OPT_FOREIGN_ARG},
+        {"rdzv-conf", required_argument, NULL, OPT_FOREIGN_ARG},
+        {"module", no_argument, NULL, OPT_FOREIGN},
+        {"no-python", no_argument, NULL, OPT_FOREIGN},
+        {"log-dir", required_argument, NULL, OPT_FOREIGN_ARG},
+        {"tee", required_argument, NULL, OPT_FOREIGN_ARG},
+        {"redirects", required_argument, NULL, OPT_FOREIGN_ARG},
+        {"monitor-interval", required_argument, NULL, OPT_FOREIGN_ARG},
+        {"start-method", required_argument, NULL, OPT_FOREIGN_ARG},
+        {"role", required_argument, NULL, OPT_FOREIGN_ARG},
+        {"local-addr", required_argument, NULL, OPT_FOREIGN_ARG},
+        {"start-timeout", required_argument, NULL, OPT_FOREIGN_ARG},
+        {"oversubscribe", no_argument, NULL, OPT_FOREIGN},
+        {"bind-to", required_argument, NULL, OPT_FOREIGN_ARG},
+        {"allow-run-as-root", no_argument, NULL, OPT_FOREIGN},
         {"mpi", no_argument, NULL, OPT_FOREIGN},
         {"gloo", no_argument, NULL, OPT_FOREIGN},
         {"hostfile", required_argument, NULL, OPT_HOSTFILE},
@@ -261,9 +304,11 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
                 break;
             }
             if (*e == ':' && c == OPT_NNODES) {
-                dt_error("--nnodes %s: dt does not resize a running job; "
-                         "give the nodes with -H node1:N,node2:N or "
-                         "--hostfile FILE", optarg);
+                dt_error("--nnodes %s: give the nodes with -H node1:N,"
+                         "node2:N or --hostfile FILE; an elastic job is "
+                         "--min-np M (go on with at least M workers when "
+                         "hosts fail) and --max-np N, with --max-restarts K",
+                         optarg);
                 return 2;
             }
             if (*e || v < 1 || v > 1 << 20) {
@@ -313,6 +358,12 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
                                  longopts[i].name, given);
                         return 2;
                     }
+            }
+            if (optopt == 'm') { /* torchrun -m MODULE */
+                dt_error("option '-m' has no dtctl equivalent: write the "
+                         "module after '--': dtctl run -n N -- python3 -m "
+                         "pkg.mod");
+                return 2;
             }
             if (optopt)
                 snprintf(opt, sizeof opt, "-%c", optopt);

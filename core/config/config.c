@@ -491,13 +491,22 @@ static dt_status_t lookup(const dt_config_t *cfg, const char *section,
     return DT_OK;
 }
 
+/* A key that is not set is the callers' everyday case (they keep their
+ * default): returned without DT_CHECK's debug line, which filled -v. */
+#define LOOKUP(expr)                                                          \
+    do {                                                                      \
+        dt_status_t lookup_st_ = (expr);                                      \
+        if (lookup_st_ != DT_OK)                                              \
+            return lookup_st_;                                                \
+    } while (0)
+
 dt_status_t dt_config_get_string(const dt_config_t *cfg, const char *section,
                                  const char *key, const char **out)
 {
     const cfg_entry_t *e;
     if (!out)
         return DT_ERR_INVALID;
-    DT_CHECK(lookup(cfg, section, key, DT_KEY_STRING, &e));
+    LOOKUP(lookup(cfg, section, key, DT_KEY_STRING, &e));
     *out = e->value;
     return DT_OK;
 }
@@ -508,7 +517,7 @@ dt_status_t dt_config_get_int(const dt_config_t *cfg, const char *section,
     const cfg_entry_t *e;
     if (!out)
         return DT_ERR_INVALID;
-    DT_CHECK(lookup(cfg, section, key, DT_KEY_INT, &e));
+    LOOKUP(lookup(cfg, section, key, DT_KEY_INT, &e));
     return dt_parse_int(e->value, out);
 }
 
@@ -518,7 +527,7 @@ dt_status_t dt_config_get_bool(const dt_config_t *cfg, const char *section,
     const cfg_entry_t *e;
     if (!out)
         return DT_ERR_INVALID;
-    DT_CHECK(lookup(cfg, section, key, DT_KEY_BOOL, &e));
+    LOOKUP(lookup(cfg, section, key, DT_KEY_BOOL, &e));
     return dt_parse_bool(e->value, out);
 }
 
@@ -528,7 +537,7 @@ dt_status_t dt_config_get_size(const dt_config_t *cfg, const char *section,
     const cfg_entry_t *e;
     if (!out)
         return DT_ERR_INVALID;
-    DT_CHECK(lookup(cfg, section, key, DT_KEY_SIZE, &e));
+    LOOKUP(lookup(cfg, section, key, DT_KEY_SIZE, &e));
     return dt_parse_size(e->value, out);
 }
 
@@ -538,7 +547,7 @@ dt_status_t dt_config_get_duration(const dt_config_t *cfg, const char *section,
     const cfg_entry_t *e;
     if (!seconds)
         return DT_ERR_INVALID;
-    DT_CHECK(lookup(cfg, section, key, DT_KEY_DURATION, &e));
+    LOOKUP(lookup(cfg, section, key, DT_KEY_DURATION, &e));
     return dt_parse_duration(e->value, seconds);
 }
 
@@ -548,7 +557,7 @@ dt_status_t dt_config_get_double(const dt_config_t *cfg, const char *section,
     const cfg_entry_t *e;
     if (!out)
         return DT_ERR_INVALID;
-    DT_CHECK(lookup(cfg, section, key, DT_KEY_DOUBLE, &e));
+    LOOKUP(lookup(cfg, section, key, DT_KEY_DOUBLE, &e));
     return dt_parse_double(e->value, out);
 }
 
@@ -558,7 +567,7 @@ dt_status_t dt_config_get_list(const dt_config_t *cfg, const char *section,
     const cfg_entry_t *e;
     if (!items || !n)
         return DT_ERR_INVALID;
-    DT_CHECK(lookup(cfg, section, key, DT_KEY_LIST, &e));
+    LOOKUP(lookup(cfg, section, key, DT_KEY_LIST, &e));
     return dt_parse_list(e->value, items, n);
 }
 
@@ -568,6 +577,6 @@ dt_status_t dt_config_get_words(const dt_config_t *cfg, const char *section,
     const cfg_entry_t *e;
     if (!words || !n)
         return DT_ERR_INVALID;
-    DT_CHECK(lookup(cfg, section, key, DT_KEY_WORDS, &e));
+    LOOKUP(lookup(cfg, section, key, DT_KEY_WORDS, &e));
     return dt_parse_words(e->value, words, n);
 }

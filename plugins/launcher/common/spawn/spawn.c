@@ -95,6 +95,29 @@ static int read_child_failure(int status_r, child_failure_t *f)
     }
 }
 
+/* Why argv[0] did not start, with the habit behind the usual ENOENT: a
+ * program in the worker's directory named without "./" (PATH is searched
+ * for names without a '/'), or a script torchrun would run with python. */
+static void exec_failure(const spawn_req_t *req, int err, char *why,
+                         size_t why_len)
+{
+    const char *prog = req->argv[0], *hint = "";
+    char path[4096];
+    size_t len = strlen(prog);
+    snprintf(path, sizeof path, "%s/%s", req->workdir ? req->workdir : ".",
+             prog);
+    if (err == ENOENT && !strchr(prog, '/') && len > 3 &&
+        strcmp(prog + len - 3, ".py") == 0)
+        hint = "; a Python script runs as: -- python3 SCRIPT.py";
+    else if (err == ENOENT && !strchr(prog, '/') && access(path, F_OK) == 0)
+        hint = "; it is in the workers' directory, where PATH is not "
+               "searched: write ./PROGRAM";
+    else if (err == EACCES)
+        hint = "; is it executable (chmod +x)?";
+    snprintf(why, why_len, "cannot execute '%s': %s%s", prog, strerror(err),
+             hint);
+}
+
 dt_status_t spawn_start(const spawn_req_t *req, spawn_child_t *child,
                         char *why, size_t why_len)
 {
@@ -146,8 +169,7 @@ dt_status_t spawn_start(const spawn_req_t *req, spawn_child_t *child,
             snprintf(why, why_len, "cannot change to directory '%s': %s",
                      req->workdir, strerror(f.err));
         else
-            snprintf(why, why_len, "cannot execute '%s': %s", req->argv[0],
-                     strerror(f.err));
+            exec_failure(req, f.err, why, why_len);
         st = f.err == ENOENT ? DT_ERR_NOT_FOUND : DT_ERR_IO;
         goto out;
     }
