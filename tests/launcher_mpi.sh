@@ -52,10 +52,10 @@ else
 fi
 
 # --- 2. environment: dt's and torchrun's names, per rank --------------------
-run -n 3 -- sh -c 'echo "R=$DT_RANK/$DT_WORLD_SIZE L=$DT_LOCAL_RANK/$DT_LOCAL_SIZE N=$DT_NODE_RANK/$DT_NUM_NODES H=$DT_HOST T=$RANK/$WORLD_SIZE/$LOCAL_RANK/$LOCAL_WORLD_SIZE/$GROUP_RANK O=$OMPI_COMM_WORLD_RANK TL=${#DT_JOB_TOKEN} RV=${DT_RENDEZVOUS:+set}"; echo "to-err $DT_RANK" >&2' \
+run -n 3 -- sh -c 'echo "R=$DT_RANK/$DT_WORLD_SIZE L=$DT_LOCAL_RANK/$DT_LOCAL_SIZE N=$DT_NODE_RANK/$DT_NUM_NODES H=$DT_HOST T=$RANK/$WORLD_SIZE/$LOCAL_RANK/$LOCAL_WORLD_SIZE/$GROUP_RANK/$ROLE_RANK O=$OMPI_COMM_WORLD_RANK TL=${#DT_JOB_TOKEN} RV=${DT_RENDEZVOUS:+set}"; echo "to-err $DT_RANK" >&2' \
     >"$T/o" 2>"$T/e" || fail "env job exited $?: $(cat "$T/e")"
 for r in 0 1 2; do
-    grep -qx "\[$r\] R=$r/3 L=$r/3 N=0/1 H=localhost T=$r/3/$r/3/0 O=$r TL=64 RV=set" "$T/o" ||
+    grep -qx "\[$r\] R=$r/3 L=$r/3 N=0/1 H=localhost T=$r/3/$r/3/0/$r O=$r TL=64 RV=set" "$T/o" ||
         fail "rank $r environment wrong: $(cat "$T/o")"
     grep -qx "\[$r\] to-err $r" "$T/e" || fail "rank $r stderr not on stderr: $(cat "$T/e")"
 done

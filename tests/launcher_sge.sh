@@ -74,11 +74,11 @@ wait_jobs_gone() { # SGE may need a moment to clean up after qdel
 }
 
 # --- 1. environment contract, ranks host by host, output per rank --------
-run -n 4 -- sh -c 'echo "R=$DT_RANK/$DT_WORLD_SIZE L=$DT_LOCAL_RANK/$DT_LOCAL_SIZE N=$DT_NODE_RANK/$DT_NUM_NODES H=$DT_HOST T=$RANK,$WORLD_SIZE,$LOCAL_RANK,$LOCAL_WORLD_SIZE,$GROUP_RANK,$GROUP_WORLD_SIZE M=$MASTER_ADDR P=$MASTER_PORT ID=$DT_JOB_ID TL=${#DT_JOB_TOKEN} SGEJOB=${JOB_ID:-none} PWD=$(pwd)"; echo "e$DT_RANK" >&2' \
+run -n 4 -- sh -c 'echo "R=$DT_RANK/$DT_WORLD_SIZE L=$DT_LOCAL_RANK/$DT_LOCAL_SIZE N=$DT_NODE_RANK/$DT_NUM_NODES H=$DT_HOST T=$RANK,$WORLD_SIZE,$LOCAL_RANK,$LOCAL_WORLD_SIZE,$GROUP_RANK,$GROUP_WORLD_SIZE,$ROLE_RANK M=$MASTER_ADDR P=$MASTER_PORT ID=$DT_JOB_ID TL=${#DT_JOB_TOKEN} SGEJOB=${JOB_ID:-none} PWD=$(pwd)"; echo "e$DT_RANK" >&2' \
     >"$T/o" 2>"$T/e"; rc=$?
 [ $rc -eq 0 ] || fail "4-rank env job exited $rc: $(cat "$T/e")"
 for r in 0 1 2 3; do
-    grep -q "^\[$r\] R=$r/4 L=$r/4 N=0/1 H=$HOST T=$r,4,$r,4,0,1 M=$HOST P=[0-9][0-9]* ID=[0-9a-f][0-9a-f]* TL=64 SGEJOB=[0-9][0-9]* PWD=$(pwd)\$" "$T/o" \
+    grep -q "^\[$r\] R=$r/4 L=$r/4 N=0/1 H=$HOST T=$r,4,$r,4,0,1,$r M=$HOST P=[0-9][0-9]* ID=[0-9a-f][0-9a-f]* TL=64 SGEJOB=[0-9][0-9]* PWD=$(pwd)\$" "$T/o" \
         || fail "rank $r: environment wrong or missing: $(cat "$T/o")"
     grep -qx "\[$r\] e$r" "$T/e" || fail "rank $r: stderr line missing: $(cat "$T/e")"
 done

@@ -76,10 +76,10 @@ fi
 
 # --- 2. environment from Slurm's variables -------------------------------------
 host=$(hostname -s)
-run -n 3 --set launcher.slurm.job_name=envtest -- sh -c 'echo "R=$DT_RANK/$DT_WORLD_SIZE L=$DT_LOCAL_RANK/$DT_LOCAL_SIZE N=$DT_NODE_RANK/$DT_NUM_NODES H=$DT_HOST T=$RANK/$WORLD_SIZE/$LOCAL_RANK/$LOCAL_WORLD_SIZE/$GROUP_RANK S=$SLURM_PROCID J=$SLURM_JOB_NAME TL=${#DT_JOB_TOKEN} M=$MASTER_ADDR:$MASTER_PORT"' \
+run -n 3 --set launcher.slurm.job_name=envtest -- sh -c 'echo "R=$DT_RANK/$DT_WORLD_SIZE L=$DT_LOCAL_RANK/$DT_LOCAL_SIZE N=$DT_NODE_RANK/$DT_NUM_NODES H=$DT_HOST T=$RANK/$WORLD_SIZE/$LOCAL_RANK/$LOCAL_WORLD_SIZE/$GROUP_RANK/$ROLE_RANK OMP=${OMP_NUM_THREADS-unset} S=$SLURM_PROCID J=$SLURM_JOB_NAME TL=${#DT_JOB_TOKEN} M=$MASTER_ADDR:$MASTER_PORT"' \
     >"$T/o" 2>"$T/e" || fail "env job exited $?: $(cat "$T/e")"
 for r in 0 1 2; do
-    grep -q "^\[$r\] R=$r/3 L=$r/3 N=0/1 H=$host T=$r/3/$r/3/0 S=$r J=envtest-[0-9a-f]* TL=64 M=127\\.0\\.0\\.1:[0-9][0-9]*\$" "$T/o" ||
+    grep -q "^\[$r\] R=$r/3 L=$r/3 N=0/1 H=$host T=$r/3/$r/3/0/$r OMP=unset S=$r J=envtest-[0-9a-f]* TL=64 M=127\\.0\\.0\\.1:[0-9][0-9]*\$" "$T/o" ||
         fail "rank $r environment wrong: $(cat "$T/o")"
 done
 [ "$(sed -n 's/.* M=//p' "$T/o" | sort -u | wc -l)" -eq 1 ] ||

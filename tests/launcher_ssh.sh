@@ -243,7 +243,7 @@ ok "dtctl killed with SIGKILL: no worker survives"
 # signal then ends the launch at once, not after that wait.
 SLOW=$((SL + 1))
 ssh-keygen -q -t ed25519 -N '' -f "$T/slowkey"
-printf 'command="sleep %s; eval \\"$SSH_ORIGINAL_COMMAND\\"" %s\n' "$SLOW" "$(cat "$T/slowkey.pub")" \
+printf 'command="sleep %s && eval \\"$SSH_ORIGINAL_COMMAND\\"" %s\n' "$SLOW" "$(cat "$T/slowkey.pub")" \
     >>"$T/sshd/authorized_keys"
 DT_LAUNCHER_SSH_IDENTITY="$T/slowkey" bg -n 2 -- sh -c ": $MARK; echo STARTED" >"$T/o" 2>"$T/err"
 job=$!

@@ -80,11 +80,11 @@ PY
 
 # --- 1. submission and the worker environment contract -------------------
 run -n 3 --set launcher.yarn.queue=gpu --set launcher.yarn.memory=2G --set launcher.yarn.vcores=2 -- \
-    sh -c 'echo "R=$DT_RANK/$DT_WORLD_SIZE L=$DT_LOCAL_RANK/$DT_LOCAL_SIZE N=$DT_NODE_RANK/$DT_NUM_NODES H=$DT_HOST T=$RANK,$WORLD_SIZE,$LOCAL_RANK,$LOCAL_WORLD_SIZE,$GROUP_RANK,$GROUP_WORLD_SIZE M=$MASTER_ADDR ID=$DT_JOB_ID TL=${#DT_JOB_TOKEN} RZ=${DT_RENDEZVOUS:+set} C=${CONTAINER_ID:+yes} PWD=$(pwd)"; echo "e$DT_RANK" >&2' \
+    sh -c 'echo "R=$DT_RANK/$DT_WORLD_SIZE L=$DT_LOCAL_RANK/$DT_LOCAL_SIZE N=$DT_NODE_RANK/$DT_NUM_NODES H=$DT_HOST T=$RANK,$WORLD_SIZE,$LOCAL_RANK,$LOCAL_WORLD_SIZE,$GROUP_RANK,$GROUP_WORLD_SIZE,$ROLE_RANK M=$MASTER_ADDR ID=$DT_JOB_ID TL=${#DT_JOB_TOKEN} RZ=${DT_RENDEZVOUS:+set} C=${CONTAINER_ID:+yes} PWD=$(pwd)"; echo "e$DT_RANK" >&2' \
     >"$T/o" 2>"$T/e"; rc=$?
 [ $rc -eq 0 ] || fail "3-container job exited $rc: $(cat "$T/e")"
 for r in 0 1 2; do
-    grep -q "^\[$r\] R=$r/3 L=$r/3 N=0/1 H=localhost T=$r,3,$r,3,0,1 M=localhost ID=[0-9a-f]* TL=64 RZ=set C=yes PWD=$(pwd)\$" "$T/o" \
+    grep -q "^\[$r\] R=$r/3 L=$r/3 N=0/1 H=localhost T=$r,3,$r,3,0,1,$r M=localhost ID=[0-9a-f]* TL=64 RZ=set C=yes PWD=$(pwd)\$" "$T/o" \
         || fail "rank $r: environment wrong or missing: $(cat "$T/o")"
     grep -qx "\[$r\] e$r" "$T/e" || fail "rank $r: stderr line missing"
 done

@@ -66,6 +66,17 @@ ports=$(echo "$out" | sed -n 's/.* P=\([0-9]*\) .*/\1/p' | sort -u | wc -l)
 out=$(run -n 2 --set cluster.master_port=29611 -- sh -c 'echo "P=$MASTER_PORT"') ||
     fail "master_port 29611: exit $?"
 [ "$(echo "$out" | grep -c '^\[[01]\] P=29611$')" -eq 2 ] || fail "master_port 29611 not kept: $out"
+# ...unless another job holds it: a free port, said (two local jobs with
+# one cluster file's master_port would otherwise collide)
+python3 -c 'import socket,sys,time
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 29612)); s.listen(); print("up", flush=True); time.sleep(30)' >"$T/held" &
+holder=$!
+i=0; while ! grep -q up "$T/held" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+out=$(run -n 1 --set cluster.master_port=29612 -- sh -c 'echo "P=$MASTER_PORT"' 2>"$T/e")
+kill $holder 2>/dev/null; wait $holder 2>/dev/null
+case $out in "[0] P=29612" | "[0] P=") fail "master_port in use: $out" ;; esac
+grep -q "master_port = 29612 is in use on this machine" "$T/e" || fail "master_port in use not said: $(cat "$T/e")"
 run -n 1 --set cluster.master_port=99999 -- true 2>"$T/e"
 rc=$?
 [ $rc -eq 2 ] && grep -q "^dt: error: --set: \[cluster\] master_port = 99999 is not a TCP port" "$T/e" ||
@@ -75,7 +86,7 @@ ok "torch-style variables; an explicit master_port kept, a bad one refused"
 # As torchrun's workers: Python's output unbuffered (a pipe to dtctl held
 # print() until exit), OMP threads shared out among a host's workers; the
 # user's own values win.
-cpus=$(nproc)
+cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) # nproc reads them
 want=$((cpus / 2)); [ $want -ge 1 ] || want=1
 out=$(env -u PYTHONUNBUFFERED -u OMP_NUM_THREADS "$DTCTL" run -n 2 -- sh -c 'echo "PU=$PYTHONUNBUFFERED OMP=$OMP_NUM_THREADS"' 2>"$T/e")
 [ "$(echo "$out" | grep -c "^\[[01]\] PU=1 OMP=$want\$")" -eq 2 ] || fail "program defaults: $out"
@@ -164,8 +175,13 @@ ok "failure stops siblings, no leftovers"
 run -n 2 --max-restarts 2 --set cluster.restart_backoff=0s -- sh -c '
     (setsid sh -c "sleep 0.1" &)
     setsid sh -c "sleep 100; true" '"$MARK"'-setsid &
-    sleep 0.6
-    ps -o stat= --ppid $PPID | grep -c "^Z" >"'"$T"'/zombies.$DT_RESTART_COUNT.$DT_RANK"
+    # zombies among dtctl'"'"'s children (/proc: state Z, parent dtctl),
+    # counted until none for up to 5 s (the strays end 0.1 s in)
+    zombies() { n=0; for f in /proc/[0-9]*/stat; do
+        read -r st <"$f" 2>/dev/null || continue
+        set -- ${st##*) }; [ "$1" = Z ] && [ "$2" = $PPID ] && n=$((n + 1)); done; echo $n; }
+    i=0; while [ "$(zombies)" -gt 0 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    zombies >"'"$T"'/zombies.$DT_RESTART_COUNT.$DT_RANK"
     [ $DT_RANK = 1 ] && exit 3; sleep 100' >"$T/o" 2>"$T/e"; rc=$?
 [ $rc -eq 3 ] || fail "want 3 after the restarts, got $rc: $(cat "$T/e")"
 z=$(cat "$T"/zombies.2.* 2>/dev/null | sort -n | tail -n 1)

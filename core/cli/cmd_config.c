@@ -86,9 +86,12 @@ static int refused(const dt_config_t *cfg)
     } plugins[] = {{DT_KIND_LAUNCHER, "launcher"},
                    {DT_KIND_TRANSPORT, "transport"},
                    {DT_KIND_STORAGE, "storage"}};
+    /* the storage plugin only where run stages something */
+    const char *data = dt_config_get(cfg, "data", "path");
     for (size_t i = 0; i < sizeof plugins / sizeof plugins[0]; i++)
-        bad |= run_load_plugin(cfg, plugins[i].kind, plugins[i].key,
-                               &p) != DT_OK;
+        if (plugins[i].kind != DT_KIND_STORAGE || (data && *data))
+            bad |= run_load_plugin(cfg, plugins[i].kind, plugins[i].key,
+                                   &p) != DT_OK;
     bad |= run_check_cluster_keys(cfg) != DT_OK;
     if (dt_cli_job_hosts(cfg, &hosts, &np) != DT_OK)
         return 1;

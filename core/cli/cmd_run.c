@@ -180,7 +180,9 @@ static dt_status_t build_env(run_state_t *s)
     DT_CHECK(run_env_common(&s->job, &s->common));
     if (!s->trainer) {
         DT_CHECK(run_env_interface(s->cfg, &s->common));
-        DT_CHECK(run_env_program(&s->job, &s->common));
+        DT_CHECK(run_env_program(
+            &s->job, DT_LAUNCHER_FLAGS(s->ops) & DT_LAUNCHER_PLACES_RANKS,
+            &s->common));
     }
     DT_CHECK(run_env_user(s->cfg, &s->common)); /* the user's last: wins */
     DT_CHECK(host_weights(s));

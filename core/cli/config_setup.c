@@ -12,6 +12,7 @@
 #include <dt/hosts.h>
 #include <dt/log.h>
 #include "cli.h"
+#include "run_env.h"
 #include "nn/gpu_inventory.h"
 #include "plugin/plugin_loader.h"
 
@@ -28,6 +29,12 @@ static dt_status_t add_exports(dt_config_t *cfg, const dt_cli_t *cli)
     if (!f)
         return DT_ERR_NOMEM;
     const char *old = dt_config_get(cfg, "cluster", "env_vars");
+    /* What is there is said with its own origin before it becomes -x's. */
+    if (old && *old && run_env_user(cfg, NULL) != DT_OK) {
+        fclose(f);
+        free(text);
+        return DT_ERR_CONFIG;
+    }
     if (old && *old)
         fprintf(f, "%s", old);
     for (int i = 0; i < cli->nexports; i++) {
@@ -147,8 +154,6 @@ static dt_status_t load_options(const dt_cli_t *cli, dt_config_t *cfg)
         if (one != DT_OK)
             st = one; /* report every bad --set before stopping */
     }
-    if (st == DT_OK && cli->nexports)
-        st = add_exports(cfg, cli);
     return st;
 }
 
@@ -359,6 +364,9 @@ dt_status_t dt_cli_load_config(const dt_cli_t *cli, const char *job_file,
     st = dt_config_validate(cfg, dt_plugin_schema_lookup, NULL);
     if (st == DT_OK)
         st = bad;
+    /* After the environment: -x adds to an env_vars from any layer. */
+    if (st == DT_OK && cli->nexports)
+        st = add_exports(cfg, cli);
     if (st == DT_OK)
         st = apply_per_node(cli, cfg);
 out:

@@ -45,6 +45,15 @@ dt_status_t env_list_addf(env_list_t *l, const char *key, const char *fmt, ...)
     return DT_OK;
 }
 
+const char *env_list_get(const env_list_t *l, const char *key)
+{
+    size_t klen = strlen(key);
+    for (size_t i = 0; i < l->n; i++)
+        if (strncmp(l->v[i], key, klen) == 0 && l->v[i][klen] == '=')
+            return l->v[i] + klen + 1;
+    return NULL;
+}
+
 const char *const *env_list_strv(const env_list_t *l)
 {
     static const char *const empty[] = {NULL};

@@ -14,6 +14,8 @@ typedef struct env_list {
 /* Set KEY=<printf of fmt>: appended, or replacing an earlier KEY. */
 dt_status_t env_list_addf(env_list_t *l, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* KEY's value in the list, or NULL. */
+const char *env_list_get(const env_list_t *l, const char *key);
 /* The entries as a NULL-terminated array (never NULL itself). */
 const char *const *env_list_strv(const env_list_t *l);
 /* Zero and free every entry. */

@@ -35,3 +35,22 @@ fail:
         close(fd);
     return DT_ERR_IO;
 }
+
+int run_port_taken(const char *addr, int port)
+{
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
+        return 0;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    int one = 1; /* a closed job's TIME_WAIT does not stop a listener */
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    int taken = bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 &&
+                errno == EADDRINUSE;
+    close(fd);
+    return taken;
+}

@@ -46,12 +46,15 @@ dt_status_t run_env_rank(const run_job_t *job, int rank, env_list_t *env)
     return DT_OK;
 }
 
-dt_status_t run_env_program(const run_job_t *job, env_list_t *env)
+dt_status_t run_env_program(const run_job_t *job, int scheduler_places,
+                            env_list_t *env)
 {
     const char *mine = getenv("PYTHONUNBUFFERED");
     DT_CHECK(env_list_addf(env, "PYTHONUNBUFFERED", "%s", mine ? mine : "1"));
     if ((mine = getenv("OMP_NUM_THREADS")))
         return env_list_addf(env, "OMP_NUM_THREADS", "%s", mine);
+    if (scheduler_places)
+        return DT_OK;
     int most = 1, here = 1;
     for (int r = 0; r < job->np; r++) {
         const dt_placement_t *p = &job->placement[r];
@@ -81,9 +84,10 @@ static int reserved_name(const char *name, size_t len)
     static const char *const names[] = {
         "RANK",       "WORLD_SIZE",       "LOCAL_RANK", "LOCAL_WORLD_SIZE",
         "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",  "ROLE_NAME",
-        "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"};
-    if ((len >= 3 && strncmp(name, "DT_", 3) == 0) ||
-        (len >= 13 && strncmp(name, "TORCHELASTIC_", 13) == 0))
+        "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+        "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS",
+        "TORCHELASTIC_RUN_ID"};
+    if (len >= 3 && strncmp(name, "DT_", 3) == 0)
         return 1;
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strlen(names[i]) == len && strncmp(name, names[i], len) == 0)
@@ -131,7 +135,7 @@ dt_status_t run_env_user(const dt_config_t *cfg, env_list_t *env)
             const char *v = getenv(w);
             if (v)
                 st = env_list_addf(env, w, "%s", v);
-            else
+            else if (!env_list_get(env, w))
                 dt_warn("%s: [cluster] env_vars: %s is not set in dtctl's "
                         "environment: the workers do not get it",
                         where, w);

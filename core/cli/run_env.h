@@ -69,9 +69,12 @@ dt_status_t run_env_interface(const dt_config_t *cfg, env_list_t *env);
  * dtctl, where Python holds print() output in 8 KB blocks until exit or
  * loses it when the rank is killed), and, where several workers share a
  * host, OMP_NUM_THREADS (this machine's CPUs / its workers when every
- * worker is here, else 1 as torchrun sets): each only when dtctl's
- * environment does not set it (then its value is passed on as it is). */
-dt_status_t run_env_program(const run_job_t *job, env_list_t *env);
+ * worker is here, else 1 as torchrun sets; not where the scheduler places
+ * the ranks, scheduler_places: dtctl's placement is not theirs, and the
+ * scheduler sets its own): each only when dtctl's environment does not
+ * set it (then its value is passed on as it is). */
+dt_status_t run_env_program(const run_job_t *job, int scheduler_places,
+                            env_list_t *env);
 
 /* [cluster] env_vars (and -x): NAME takes dtctl's value (warned and left
  * out when dtctl's environment lacks it), NAME=VALUE its value; they
@@ -83,5 +86,7 @@ dt_status_t run_env_user(const dt_config_t *cfg, env_list_t *env);
 
 /* A TCP port free on addr right now (bind to port 0 and ask). */
 dt_status_t run_free_port(const char *addr, int *port);
+/* 1 when something listens on (or holds) addr:port now. */
+int run_port_taken(const char *addr, int port);
 
 #endif /* DT_CLI_RUN_ENV_H */

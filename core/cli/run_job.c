@@ -38,6 +38,17 @@ static dt_status_t pick_master(const dt_config_t *cfg, run_job_t *job)
         return DT_ERR_CONFIG;
     if (all_hosts_local(job->hosts, job->placement, job->np)) {
         snprintf(job->master_addr, sizeof job->master_addr, "127.0.0.1");
+        if (set && run_port_taken(job->master_addr, (int)port)) {
+            /* another local job's (a master_port meant for jobs across
+             * hosts, in a shared cluster file): its store would fail */
+            const char *where = "[cluster] master_port";
+            dt_config_origin(cfg, "cluster", "master_port", NULL, &where);
+            dt_warn("%s: [cluster] master_port = %lld is in use on this "
+                    "machine (another job?): MASTER_PORT is a free port "
+                    "instead",
+                    where, port);
+            set = 0;
+        }
         if (!set)
             return run_free_port(job->master_addr, &job->master_port);
         job->master_port = (int)port;

@@ -437,8 +437,6 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
     if (st == DT_OK)
         st = dt_dataset_check_config(cfg);
     if (st == DT_OK)
-        st = dt_coll_check_config(cfg);
-    if (st == DT_OK)
         st = dt_pipeline_opts_from_config(cfg, &po);
     if (st == DT_OK)
         st = dt_augment_check_config(
@@ -473,6 +471,8 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
     /* Said once, by dtctl, before any worker starts. */
     if (st == DT_OK)
         st = check_compression(cfg, t.async);
+    if (st == DT_OK) /* after compression's own message */
+        st = dt_coll_check_config(cfg);
     if (st == DT_OK && !plugin) /* [train] optimizer unset: sgd */
         dt_plugin_load(DT_KIND_OPTIMIZER, "sgd", &plugin, NULL);
     /* Its own settings, checked as the workers will (made once for one

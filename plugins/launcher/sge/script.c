@@ -39,7 +39,7 @@ int sge_script_sets(const char *entry)
         "DT_RANK", "DT_LOCAL_RANK", "DT_LOCAL_SIZE", "DT_NODE_RANK",
         "DT_NUM_NODES", "DT_HOST", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
         "GROUP_RANK", "GROUP_WORLD_SIZE", "MASTER_ADDR", "DT_JOB_TOKEN",
-        "DT_SGE_ENV", NULL};
+        "ROLE_RANK", "DT_SGE_ENV", NULL};
     for (int i = 0; keys[i]; i++) {
         size_t k = strlen(keys[i]);
         if (strncmp(entry, keys[i], k) == 0 && entry[k] == '=')
@@ -92,7 +92,7 @@ static const char body[] =
     "run_rank() { # rank host local_rank local_size node_rank\n"
     "    printf '%s\\n' \"$tok\" | \"$qrsh\" -inherit \"$2\" \"cd $wd && exec "
     "env DT_RANK=$1 DT_LOCAL_RANK=$3 DT_LOCAL_SIZE=$4 DT_NODE_RANK=$5 "
-    "DT_NUM_NODES=$nodes DT_HOST=$2 RANK=$1 LOCAL_RANK=$3 "
+    "DT_NUM_NODES=$nodes DT_HOST=$2 RANK=$1 ROLE_RANK=$1 LOCAL_RANK=$3 "
     "LOCAL_WORLD_SIZE=$4 GROUP_RANK=$5 GROUP_WORLD_SIZE=$nodes "
     "MASTER_ADDR=$master $common $starter $prog\" "
     ">\"$dir/out.$1\" 2>\"$dir/err.$1\"\n"

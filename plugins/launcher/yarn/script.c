@@ -24,7 +24,7 @@ static int script_sets(const char *entry)
         "DT_RANK", "DT_LOCAL_RANK", "DT_LOCAL_SIZE", "DT_NODE_RANK",
         "DT_NUM_NODES", "DT_HOST", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
         "GROUP_RANK", "GROUP_WORLD_SIZE", "MASTER_ADDR", "DT_JOB_TOKEN",
-        NULL};
+        "ROLE_RANK", NULL};
     for (int i = 0; keys[i]; i++) {
         size_t k = strlen(keys[i]);
         if (strncmp(entry, keys[i], k) == 0 && entry[k] == '=')
@@ -84,7 +84,7 @@ static const char body[] =
     "    rm -f \"$dir/token\"\n"
     "fi\n"
     "export DT_RANK=$r DT_LOCAL_RANK=$lr DT_LOCAL_SIZE=$ls DT_NODE_RANK=$node "
-    "DT_NUM_NODES=$nodes DT_HOST=$host RANK=$r LOCAL_RANK=$lr "
+    "DT_NUM_NODES=$nodes DT_HOST=$host RANK=$r ROLE_RANK=$r LOCAL_RANK=$lr "
     "LOCAL_WORLD_SIZE=$ls GROUP_RANK=$node GROUP_WORLD_SIZE=$nodes "
     "MASTER_ADDR=$master\n"
     "cd \"$wd\" || fail \"cannot change to $wd on $host\"\n"

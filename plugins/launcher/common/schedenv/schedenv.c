@@ -246,7 +246,7 @@ dt_status_t schedenv_prologue(const schedenv_t *v, const char *extra,
     assign(f, "DT_HOST", v->host, "$(hostname)");
     if (extra)
         fputs(extra, f);
-    fputs("export DT_RANK RANK=$DT_RANK DT_LOCAL_RANK "
+    fputs("export DT_RANK RANK=$DT_RANK ROLE_RANK=$DT_RANK DT_LOCAL_RANK "
           "LOCAL_RANK=$DT_LOCAL_RANK DT_LOCAL_SIZE "
           "LOCAL_WORLD_SIZE=$DT_LOCAL_SIZE DT_HOST\n"
           "[ -z \"$DT_WORLD_SIZE\" ] || export DT_WORLD_SIZE "
