@@ -173,6 +173,28 @@ static void test_hostfile_duplicate(void **state)
 }
 
 /* One address, two ssh ports: two machines (containers behind one IP). */
+/* An MPI machinefile lists a host once per slot, and mpirun's --host a,a
+ * means two slots: a bare name repeated adds a slot (one with slots= or
+ * :N among its lines is still refused: test_hostfile_duplicate). */
+static void test_bare_names_repeated(void **state)
+{
+    (void)state;
+    char path[64];
+    hostfile(path, sizeof path, "h1\nh2 slots=3\nh1\n# c\nH1\n");
+    dt_hostlist_t l;
+    assert_int_equal(dt_hostfile_parse(path, &l), DT_OK);
+    assert_int_equal(l.n, 2);
+    assert_host(&l, 0, "h1", 3, 0);
+    assert_host(&l, 1, "h2", 3, 0);
+    dt_hostlist_free(&l);
+    unlink(path);
+    assert_int_equal(dt_hosts_parse("h1,h2:2,h1", &l), DT_OK);
+    assert_int_equal(l.n, 2);
+    assert_host(&l, 0, "h1", 2, 0);
+    assert_host(&l, 1, "h2", 2, 0);
+    dt_hostlist_free(&l);
+}
+
 static void test_hostfile_same_address_two_ports(void **state)
 {
     (void)state;
@@ -224,7 +246,7 @@ static void test_hostfile_reports_every_bad_line(void **state)
 {
     (void)state;
     char path[64], expect[320];
-    char *err = hostfile_error("a slots=0\nb\nc slots=x\nb\n", DT_ERR_CONFIG,
+    char *err = hostfile_error("a slots=0\nb slots=1\nc slots=x\nb\n", DT_ERR_CONFIG,
                                path, sizeof path);
     snprintf(expect, sizeof expect, "%s:1:", path);
     assert_non_null(strstr(err, expect));
@@ -370,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_hosts_parse_errors),
         cmocka_unit_test(test_hostfile_formats),
         cmocka_unit_test(test_hostfile_duplicate),
+        cmocka_unit_test(test_bare_names_repeated),
         cmocka_unit_test(test_hostfile_same_address_two_ports),
         cmocka_unit_test(test_hostfile_bad_slots),
         cmocka_unit_test(test_hostfile_reports_every_bad_line),

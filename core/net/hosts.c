@@ -138,6 +138,7 @@ dt_status_t dt_hosts_parse(const char *spec, dt_hostlist_t *out)
         return DT_ERR_INVALID;
     dt_hostlist_t list = {NULL, 0};
     dt_status_t st = DT_OK;
+    unsigned char *bare = NULL; /* per host: given without :N */
     for (const char *p = spec; *p;) {
         while (*p == ',' || isspace((unsigned char)*p))
             p++;
@@ -162,6 +163,13 @@ dt_status_t dt_hosts_parse(const char *spec, dt_hostlist_t *out)
             goto out;
         }
         int seen = find_host(&list, name, name_len, 0);
+        /* mpirun's --host a,a: a bare name repeated is a slot more */
+        if (seen >= 0 && num < 0 && bare && bare[seen] &&
+            list.hosts[seen].slots < MAX_SLOTS) {
+            list.hosts[seen].slots++;
+            p += len;
+            continue;
+        }
         if (seen >= 0) {
             dt_error("host list '%s': host '%.*s' appears twice (also as "
                      "'%s'; names ignore case); give it once with the total "
@@ -170,6 +178,13 @@ dt_status_t dt_hosts_parse(const char *spec, dt_hostlist_t *out)
             st = DT_ERR_INVALID;
             goto out;
         }
+        unsigned char *nb = realloc(bare, list.n + 1);
+        if (!nb) {
+            st = DT_ERR_NOMEM;
+            goto out;
+        }
+        bare = nb;
+        bare[list.n] = num < 0;
         if ((st = push_host(&list, name, name_len, num < 0 ? 1 : (int)num,
                             0)) != DT_OK)
             goto out;
@@ -180,6 +195,7 @@ dt_status_t dt_hosts_parse(const char *spec, dt_hostlist_t *out)
         st = DT_ERR_INVALID;
     }
 out:
+    free(bare);
     if (st != DT_OK)
         dt_hostlist_free(&list);
     else
@@ -280,26 +296,38 @@ static dt_status_t parse_line(const char *path, int lineno, char *line,
     } else if (num > 0) {
         slots = (int)num;
     }
-    while ((tok = strtok_r(NULL, " \t\r\n", &save)))
+    int fields = 0;
+    while ((tok = strtok_r(NULL, " \t\r\n", &save))) {
+        fields = 1;
         if (parse_field(path, lineno, tok, &slots, &port, &weight) != 0)
             return DT_ERR_CONFIG;
+    }
+    /* A bare name (no :N, no fields): an MPI machinefile's line per slot.
+     * Its line is kept negative, so that a repeat of it adds a slot. */
+    int bare = num < 0 && !fields;
     int seen = find_host(list, name, name_len, port);
+    if (seen >= 0 && bare && (*lines)[seen] < 0 &&
+        list->hosts[seen].slots < MAX_SLOTS) {
+        list->hosts[seen].slots++;
+        return DT_OK;
+    }
     if (seen >= 0) {
         char ported[32] = "";
         if (port)
             snprintf(ported, sizeof ported, " port %d", port);
         dt_error("%s:%d: host '%.*s'%s is listed twice (first on %s:%d as "
                  "'%s'; names ignore case); give it once with the total "
-                 "slots",
+                 "slots (a bare name on several lines counts one slot a "
+                 "line, as in an MPI machinefile)",
                  path, lineno, (int)name_len, name, ported, path,
-                 (*lines)[seen], list->hosts[seen].name);
+                 abs((*lines)[seen]), list->hosts[seen].name);
         return DT_ERR_CONFIG;
     }
     int *nl = realloc(*lines, (list->n + 1) * sizeof *nl);
     if (!nl)
         return DT_ERR_NOMEM;
     *lines = nl;
-    nl[list->n] = lineno;
+    nl[list->n] = bare ? -lineno : lineno;
     DT_CHECK(push_host(list, name, name_len, slots ? slots : 1, port));
     list->hosts[list->n - 1].weight = weight;
     return DT_OK;
