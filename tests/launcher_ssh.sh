@@ -265,5 +265,28 @@ grep -q "received Terminated while starting the workers" "$T/err" ||
 wait_gone "" || fail "workers left after a stop during the start: $(leftovers)"
 ok "a stop signal during a slow start ends the launch at once (exit 143), nothing started"
 
+# ...and while a host takes the TCP connection but never says a word (it
+# held the launch for connect_timeout, 60 s here)
+python3 -c 'import socket,time
+s=socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+print(s.getsockname()[1], flush=True); time.sleep(120)' >"$T/mute" &
+mute=$!
+i=0; while [ ! -s "$T/mute" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+printf '127.0.0.1 slots=1 port=%s\n' "$(cat "$T/mute")" >"$T/hosts_mute"
+"$DTCTL" run --launcher=ssh --hostfile "$T/hosts_mute" --set launcher.ssh.connect_timeout=60s \
+    -n 1 -- sh -c ": $MARK; echo STARTED" >"$T/o" 2>"$T/err" &
+job=$!
+sleep 1
+t0=$(date +%s)
+kill -TERM "$job"
+bounded_wait $job
+took=$(( $(date +%s) - t0 ))
+kill $mute 2>/dev/null; wait $mute 2>/dev/null
+[ $rc -eq 143 ] && [ "$took" -lt 20 ] ||
+    fail "SIGTERM while connecting to a mute host: rc=$rc after $took s ($(cat "$T/err"))"
+grep -q "received Terminated while starting the workers" "$T/err" ||
+    fail "SIGTERM while connecting not said: $(cat "$T/err")"
+ok "a stop signal while a host is mute ends the connection at once (exit 143)"
+
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all ssh launcher tests passed"

@@ -112,6 +112,9 @@ want="--nnodes 1:4: give the nodes with -H .*an elastic job is --min-np M"; refu
 want="option '-m' has no dtctl equivalent: .*dtctl run -n N -- python3 -m pkg.mod"; refused -m pkg.train
 want="option '--start-timeout' has no dtctl equivalent: use --set cluster.timeout=60s"; refused --start_timeout 30
 want="option '--oversubscribe' has no dtctl equivalent"; refused --oversubscribe
+# mpirun's one-dash words getopt would misread (-mca as -m ca)
+want="option '-mca' has no dtctl equivalent: with --launcher=mpi, \[launcher.mpi\] extra_args"; refused -mca btl tcp
+want="option '-npernode' has no dtctl equivalent: --nproc-per-node N"; refused -npernode 2
 printf 'localhost slots=2\n' >hosts_mx
 want="'hosts_mx' is a file here; a host file goes with --hostfile hosts_mx"; refused -H hosts_mx
 want="option '--master-addr' has no dtctl equivalent: dtctl picks MASTER_ADDR itself"; refused --master_addr 10.0.0.1
@@ -265,6 +268,8 @@ dt help check >out 2>&1 && grep -q "^  check \[JOB.ini\]" out || fail "dtctl hel
 dt help frob >out 2>&1; rc=$?
 [ $rc -eq 2 ] && grep -q "dtctl help takes one command (run, .*), not 'frob'" out ||
     fail "dtctl help frob: rc=$rc $(cat out)"
+dt -n 2 --config /dev/null help check >out 2>&1 && grep -q "^  check \[JOB.ini\]" out ||
+    fail "dtctl OPTIONS help check: $(head -3 out)"
 ok "dtctl help [COMMAND]"
 
 # [train] threads beyond this machine's CPUs for its workers: said

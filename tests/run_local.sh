@@ -105,6 +105,7 @@ out=$(DTX_FOO=bar "$DTCTL" run -n 2 --set "cluster.env_vars=DTX_A='x y'" -x DTX_
     -x OMP_NUM_THREADS=7 -x DTX_UNSET -- sh -c 'echo "$DTX_FOO|$DTX_A|$DTX_B|$OMP_NUM_THREADS|${DTX_UNSET-unset}"' 2>"$T/e")
 [ "$(echo "$out" | grep -c "^\[[01]\] bar|x y|a b,c'q|7|unset\$")" -eq 2 ] || fail "-x / env_vars: $out $(cat "$T/e")"
 grep -q "env_vars: DTX_UNSET is not set in dtctl's environment" "$T/e" || fail "-x of an unset variable not said: $(cat "$T/e")"
+! grep -q "OMP_NUM_THREADS=[0-9]* for each worker" "$T/e" || fail "-x OMP_NUM_THREADS=7, yet dtctl says its own: $(cat "$T/e")"
 for bad in RANK=3 DT_RANK MASTER_PORT=1 1A=2; do
     run -n 1 -x "$bad" -- sh -c "echo RAN" >"$T/o" 2>"$T/e"
     rc=$?

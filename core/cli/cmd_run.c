@@ -178,13 +178,15 @@ static dt_status_t build_env(run_state_t *s)
     DT_CHECK(start_rendezvous(s));
     run_job_reach_master(&s->job, s->rendezvous);
     DT_CHECK(run_env_common(&s->job, &s->common));
-    if (!s->trainer) {
+    /* The user's variables over what dtctl derives ([cluster] interface);
+     * then, for a program, the defaults the user did not give. */
+    if (!s->trainer)
         DT_CHECK(run_env_interface(s->cfg, &s->common));
+    DT_CHECK(run_env_user(s->cfg, &s->common));
+    if (!s->trainer)
         DT_CHECK(run_env_program(
             &s->job, DT_LAUNCHER_FLAGS(s->ops) & DT_LAUNCHER_PLACES_RANKS,
             &s->common));
-    }
-    DT_CHECK(run_env_user(s->cfg, &s->common)); /* the user's last: wins */
     DT_CHECK(host_weights(s));
     s->per_rank = calloc((size_t)s->att_np, sizeof *s->per_rank);
     s->rank_env = calloc((size_t)s->att_np, sizeof *s->rank_env);

@@ -462,10 +462,15 @@ dt_status_t dt_cli_job_hosts(const dt_config_t *cfg, dt_hostlist_t *hosts,
     if (spec && h_src == DT_SRC_CLI && !strpbrk(spec, ":,") &&
         stat(spec, &sb) == 0 && S_ISREG(sb.st_mode) &&
         !dt_host_is_local(spec)) {
-        dt_error("%s: '%s' is a file here; a host file goes with --hostfile "
-                 "%s (-H takes host names: node1:4,node2:4; a host of that "
-                 "name: -H %s:1)",
-                 h_where, spec, spec, spec);
+        if (strchr(spec, '/'))
+            dt_error("%s: '%s' is a file; a host file goes with --hostfile "
+                     "%s (-H takes host names: node1:4,node2:4)",
+                     h_where, spec, spec);
+        else
+            dt_error("%s: '%s' is a file here; a host file goes with "
+                     "--hostfile %s (-H takes host names: node1:4,node2:4; "
+                     "a host of that name: -H %s:1)",
+                     h_where, spec, spec, spec);
         return DT_ERR_CONFIG;
     }
     if (spec) {

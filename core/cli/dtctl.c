@@ -111,8 +111,8 @@ static const struct foreign {
     {"master-addr", "dtctl picks MASTER_ADDR itself (rank 0's host, "
                     "127.0.0.1 on one host); choose the network with "
                     "--network-interface IF or --set cluster.interface=IF"},
-    {"master-port", "use --set cluster.master_port=N (a job on one host "
-                    "takes a free port)"},
+    {"master-port", "use --set cluster.master_port=N (unset: a free port "
+                    "for a job on one host, 29500 across hosts)"},
     {"node-rank", "dtctl starts the workers of every node from this one "
                   "command: name the nodes with -H node1:N,node2:N or "
                   "--hostfile FILE instead of one command per node"},
@@ -154,6 +154,42 @@ static const struct foreign {
     {"gloo", "dt's launchers start the workers without MPI already "
              "(--launcher=local or ssh); drop --gloo"},
 };
+
+/* Other launchers' one-dash words (mpirun, MPICH, horovodrun) that getopt
+ * would misread (-mca as -m ca, -npernode as -n pernode): said with what
+ * to write instead. 1 when a is one of them. */
+static int mpirun_word(const char *a)
+{
+    static const struct {
+        const char *word, *advice;
+    } words[] = {
+        {"-mca", "with --launcher=mpi, [launcher.mpi] extra_args = --mca "
+                 "btl tcp (dt's own traffic: --transport)"},
+        {"--mca", "with --launcher=mpi, [launcher.mpi] extra_args = --mca "
+                  "btl tcp (dt's own traffic: --transport)"},
+        {"-npernode", "--nproc-per-node N"},
+        {"--npernode", "--nproc-per-node N"},
+        {"-N", "--nproc-per-node N"},
+        {"-map-by", "with --launcher=mpi, [launcher.mpi] map_by"},
+        {"--map-by", "with --launcher=mpi, [launcher.mpi] map_by"},
+        {"-bind-to", "--set cluster.bind=auto|cores|none"},
+        {"-wdir", "--set cluster.workdir=DIR"},
+        {"--wdir", "--set cluster.workdir=DIR"},
+        {"-genv", "-x NAME=VALUE"},
+        {"-oversubscribe", "give a host more slots with -H host:N"},
+        {"-p", "the ssh port: port=P on the hostfile line, or --set "
+               "launcher.ssh.port=P"},
+        {"--ssh-port", "the ssh port: port=P on the hostfile line, or --set "
+                       "launcher.ssh.port=P"},
+    };
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+        if (strcmp(a, words[i].word) == 0) {
+            dt_error("option '%s' has no dtctl equivalent: %s", a,
+                     words[i].advice);
+            return 1;
+        }
+    return 0;
+}
 
 static int parse_args(int argc, char **argv, dt_cli_t *cli)
 {
@@ -238,6 +274,8 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
                  strcmp(a, "-machinefile") == 0 ||
                  strcmp(a, "--machinefile") == 0)
             argv[i] = (char *)"--hostfile";
+        else if (mpirun_word(a))
+            return 2; /* said */
         else if (a[0] == '-' && a[1] == '-')
             for (char *p = a + 2; *p && *p != '='; p++)
                 if (*p == '_')
@@ -429,7 +467,8 @@ static int help_command(int argc, char **argv)
 {
     const char *topic = argc > 1 ? argv[1] : NULL;
     static const char *const known[] = {"run",   "plugins", "config",
-                                        "bench", "check",   "stage", NULL};
+                                        "bench", "check",   "stage",
+                                        "help",  "--help",  NULL};
     if (topic && (!strcmp(topic, "plot") || !strcmp(topic, "plan"))) {
         char *args[] = {argv[1], "--help", NULL};
         return !strcmp(topic, "plot") ? dt_cmd_plot(2, args)
@@ -532,13 +571,17 @@ int main(int argc, char **argv)
         rc = dt_cmd_check(&cli);
     } else if (strcmp(cli.command, "stage") == 0) {
         rc = dt_cmd_stage(&cli);
+    } else if (strcmp(cli.command, "help") == 0) {
+        /* after options other than -v/-q (own_options_command's) */
+        char *argv_help[3] = {"help", cli.nargs ? cli.args[0] : NULL, NULL};
+        rc = help_command(cli.nargs ? 2 : 1, argv_help);
     } else if (!strcmp(cli.command, "plot") || !strcmp(cli.command, "plan")) {
         dt_error("dtctl %s takes its own options: put them after '%s' "
                  "(only -v and -q may come before it)", cli.command,
                  cli.command);
         rc = 2;
     } else {
-        dt_error("unknown command '%s' (commands: run, plugins, config, bench, check, stage, plot, plan); "
+        dt_error("unknown command '%s' (commands: run, plugins, config, bench, check, stage, plot, plan, help); "
                  "see dtctl --help; to run a program: dtctl run -n N -- %s",
                  cli.command, cli.command);
         rc = 2;

@@ -49,8 +49,13 @@ dt_status_t run_env_rank(const run_job_t *job, int rank, env_list_t *env)
 dt_status_t run_env_program(const run_job_t *job, int scheduler_places,
                             env_list_t *env)
 {
+    /* -x / [cluster] env_vars (already in env) win */
     const char *mine = getenv("PYTHONUNBUFFERED");
-    DT_CHECK(env_list_addf(env, "PYTHONUNBUFFERED", "%s", mine ? mine : "1"));
+    if (!env_list_get(env, "PYTHONUNBUFFERED"))
+        DT_CHECK(env_list_addf(env, "PYTHONUNBUFFERED", "%s",
+                               mine ? mine : "1"));
+    if (env_list_get(env, "OMP_NUM_THREADS"))
+        return DT_OK;
     if ((mine = getenv("OMP_NUM_THREADS")))
         return env_list_addf(env, "OMP_NUM_THREADS", "%s", mine);
     if (scheduler_places)
@@ -121,10 +126,13 @@ dt_status_t run_env_user(const dt_config_t *cfg, env_list_t *env)
                      where, (int)len, w);
             st = DT_ERR_CONFIG;
         } else if (reserved_name(w, len)) {
-            dt_error("%s: [cluster] env_vars: dt sets %.*s for every worker "
-                     "itself (docs/LAUNCHERS.md, the worker environment); "
-                     "drop it",
-                     where, (int)len, w);
+            dt_error("%s: [cluster] env_vars: %.*s is %s (docs/LAUNCHERS.md, "
+                     "the worker environment); drop it",
+                     where, (int)len, w,
+                     strncmp(w, "DT_", 3) == 0
+                         ? "dt's: DT_* names are set by dt, settings go "
+                           "with --set"
+                         : "set by dt for every worker itself");
             st = DT_ERR_CONFIG;
         } else if (env && eq) {
             char *name = strndup(w, len);
@@ -135,7 +143,9 @@ dt_status_t run_env_user(const dt_config_t *cfg, env_list_t *env)
             const char *v = getenv(w);
             if (v)
                 st = env_list_addf(env, w, "%s", v);
-            else if (!env_list_get(env, w))
+            else if (!env_list_get(env, w) &&
+                     strcmp(w, "OMP_NUM_THREADS") != 0 &&
+                     strcmp(w, "PYTHONUNBUFFERED") != 0)
                 dt_warn("%s: [cluster] env_vars: %s is not set in dtctl's "
                         "environment: the workers do not get it",
                         where, w);

@@ -71,14 +71,16 @@ dt_status_t run_env_interface(const dt_config_t *cfg, env_list_t *env);
  * host, OMP_NUM_THREADS (this machine's CPUs / its workers when every
  * worker is here, else 1 as torchrun sets; not where the scheduler places
  * the ranks, scheduler_places: dtctl's placement is not theirs, and the
- * scheduler sets its own): each only when dtctl's environment does not
- * set it (then its value is passed on as it is). */
+ * scheduler sets its own): each only when env does not hold it yet (-x,
+ * [cluster] env_vars: run_env_user first) and dtctl's environment does
+ * not set it (then its value is passed on as it is). */
 dt_status_t run_env_program(const run_job_t *job, int scheduler_places,
                             env_list_t *env);
 
 /* [cluster] env_vars (and -x): NAME takes dtctl's value (warned and left
  * out when dtctl's environment lacks it), NAME=VALUE its value; they
- * replace what dtctl chose for a program (PYTHONUNBUFFERED, ...). A name
+ * replace what dtctl derived ([cluster] interface's variables) and come
+ * before a program's defaults (run_env_program). A name
  * that is not an sh variable name, or that dt sets for the job (DT_*,
  * RANK, MASTER_ADDR, ...: docs/LAUNCHERS.md), is refused with the key's
  * origin (DT_ERR_CONFIG). env NULL: only check. */

@@ -317,8 +317,8 @@ static dt_status_t parse_line(const char *path, int lineno, char *line,
             snprintf(ported, sizeof ported, " port %d", port);
         dt_error("%s:%d: host '%.*s'%s is listed twice (first on %s:%d as "
                  "'%s'; names ignore case); give it once with the total "
-                 "slots (a bare name on several lines counts one slot a "
-                 "line, as in an MPI machinefile)",
+                 "slots (a name alone on a line, with no :N and no field, "
+                 "counts one slot a line, as in an MPI machinefile)",
                  path, lineno, (int)name_len, name, ported, path,
                  abs((*lines)[seen]), list->hosts[seen].name);
         return DT_ERR_CONFIG;

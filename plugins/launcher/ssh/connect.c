@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -121,7 +122,41 @@ static void keep_alive(const ssh_opts_t *o, ssh_conn_t *c)
                       sizeof user_ms));
 }
 
-dt_status_t ssh_conn_open(const ssh_opts_t *o, ssh_conn_t *c)
+/* ssh_connect, given up when stop() says so (dtctl was asked to stop:
+ * a host that takes the TCP connection and says nothing, or drops SYNs,
+ * held the launch for connect_timeout). Non-blocking, with libssh's own
+ * timeout replaced by connect_timeout from here. *why: "" or what ended
+ * it when it was not libssh. */
+static int connect_stoppable(const ssh_opts_t *o, ssh_conn_t *c,
+                             int (*stop)(void), const char **why)
+{
+    *why = "";
+    if (!stop)
+        return ssh_connect(c->s);
+    long long deadline = dt_clock_now_ms() + o->timeout_s * 1000;
+    ssh_set_blocking(c->s, 0);
+    int rc;
+    while ((rc = ssh_connect(c->s)) == SSH_AGAIN) {
+        if (stop()) {
+            *why = "stopped";
+            break;
+        }
+        if (dt_clock_now_ms() >= deadline) {
+            *why = "timeout";
+            break;
+        }
+        struct pollfd pf = {ssh_get_fd(c->s), POLLIN | POLLOUT, 0};
+        if (pf.fd < 0 || poll(&pf, 1, 50) < 0)
+            usleep(20000); /* no socket yet (resolving): a short wait */
+        else if (pf.revents)
+            usleep(5000); /* libssh reads or writes once per call */
+    }
+    ssh_set_blocking(c->s, 1);
+    return rc;
+}
+
+dt_status_t ssh_conn_open(const ssh_opts_t *o, ssh_conn_t *c,
+                          int (*stop)(void))
 {
     c->err[0] = '\0';
     c->s = ssh_new();
@@ -130,7 +165,21 @@ dt_status_t ssh_conn_open(const ssh_opts_t *o, ssh_conn_t *c)
     dt_status_t st = set_options(o, c);
     if (st != DT_OK)
         goto out;
-    if (ssh_connect(c->s) != SSH_OK) {
+    const char *why = "";
+    int rc = connect_stoppable(o, c, stop, &why);
+    if (!strcmp(why, "stopped")) {
+        st = DT_ERR_INTERRUPTED;
+        goto out;
+    }
+    if (!strcmp(why, "timeout")) {
+        st = fail(c, DT_ERR_PEER,
+                  "cannot connect to port %d: no ssh session within %ld s; "
+                  "check that the host is up and runs sshd on that port, "
+                  "and [launcher.ssh] connect_timeout",
+                  c->port > 0 ? c->port : o->port, o->timeout_s);
+        goto out;
+    }
+    if (rc != SSH_OK) {
         const char *e = ssh_get_error(c->s);
         /* A name that does not resolve is a typo or DNS, not sshd. */
         if (strstr(e, "resolve"))
@@ -191,7 +240,12 @@ static void *connect_worker(void *arg)
         pthread_mutex_unlock(&p->lock);
         if (i >= p->n)
             return NULL;
-        if (ssh_conn_open(p->o, &p->conns[i]) != DT_OK && p->fail_fast) {
+        dt_status_t st = ssh_conn_open(p->o, &p->conns[i], p->stop);
+        if (st == DT_ERR_INTERRUPTED) {
+            pthread_mutex_lock(&p->lock);
+            p->stopped = p->failed = 1;
+            pthread_mutex_unlock(&p->lock);
+        } else if (st != DT_OK && p->fail_fast) {
             pthread_mutex_lock(&p->lock);
             p->failed = 1;
             pthread_mutex_unlock(&p->lock);

@@ -141,7 +141,7 @@ dt_status_t ssh_run_on_host(void *ctx, const dt_host_t *host,
     memset(&c, 0, sizeof c);
     c.name = host->name;
     c.port = host->port;
-    if (ssh_conn_open(&L->o, &c) != DT_OK) {
+    if (ssh_conn_open(&L->o, &c, NULL) != DT_OK) {
         dt_error("ssh launcher: host %s: %s", host->name, c.err);
         st = c.err[0] && strstr(c.err, "REFUSED") ? DT_ERR_AUTH : DT_ERR_PEER;
     } else {
