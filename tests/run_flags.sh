@@ -270,6 +270,10 @@ dt help frob >out 2>&1; rc=$?
     fail "dtctl help frob: rc=$rc $(cat out)"
 dt -n 2 --config /dev/null help check >out 2>&1 && grep -q "^  check \[JOB.ini\]" out ||
     fail "dtctl OPTIONS help check: $(head -3 out)"
+for h in "help" "help plot" "plot --help" "plan --help"; do
+    dt $h >/dev/full 2>out && fail "dtctl $h to a full disk exited 0"
+    grep -q "cannot write its output to standard output" out || fail "dtctl $h to a full disk: $(cat out)"
+done
 ok "dtctl help [COMMAND]"
 
 # [train] threads beyond this machine's CPUs for its workers: said

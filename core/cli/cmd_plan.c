@@ -456,7 +456,9 @@ int dt_cmd_plan(int argc, char **argv)
         case 'm': a.measure = 1; break;
         case 'w': a.sweep = 1; break;
         case 'g': a.plot = optarg; break;
-        case 'h': return usage_to(stdout, 0);
+        case 'h':
+            usage_to(stdout, 0);
+            return dt_cli_flush_stdout("plan --help");
         case 'k': a.colocation = optarg; break;
         case 'K': a.save_colocation = optarg; break;
         case 'f':

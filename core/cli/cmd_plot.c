@@ -352,7 +352,9 @@ int dt_cmd_plot(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
-        case 'h': fputs(plot_usage, stdout); return 0;
+        case 'h':
+            fputs(plot_usage, stdout);
+            return dt_cli_flush_stdout("plot --help");
         case ':':
             dt_error("dtctl plot: option '%s' needs a value", argv[optind - 1]);
             return 2;
