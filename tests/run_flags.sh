@@ -115,6 +115,9 @@ want="option '--oversubscribe' has no dtctl equivalent"; refused --oversubscribe
 # mpirun's one-dash words getopt would misread (-mca as -m ca)
 want="option '-mca' has no dtctl equivalent: with --launcher=mpi, \[launcher.mpi\] extra_args"; refused -mca btl tcp
 want="option '-npernode' has no dtctl equivalent: --nproc-per-node N"; refused -npernode 2
+# ...also where it is the program's own, the '--' forgotten
+want="option '-p' has no dtctl equivalent: .*an option of your program goes after '--'"; refused -np 2 python3 train.py -p 5
+want="option '--map-by' has no dtctl equivalent"; refused --map_by slot
 printf 'localhost slots=2\n' >hosts_mx
 want="'hosts_mx' is a file here; a host file goes with --hostfile hosts_mx"; refused -H hosts_mx
 want="option '--master-addr' has no dtctl equivalent: dtctl picks MASTER_ADDR itself"; refused --master_addr 10.0.0.1

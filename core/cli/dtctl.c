@@ -178,14 +178,18 @@ static int mpirun_word(const char *a)
         {"-genv", "-x NAME=VALUE"},
         {"-oversubscribe", "give a host more slots with -H host:N"},
         {"-p", "the ssh port: port=P on the hostfile line, or --set "
-               "launcher.ssh.port=P"},
+               "launcher.ssh.port=P (launcher.mpi.ssh_port with "
+               "--launcher=mpi)"},
         {"--ssh-port", "the ssh port: port=P on the hostfile line, or --set "
-                       "launcher.ssh.port=P"},
+                       "launcher.ssh.port=P (launcher.mpi.ssh_port with "
+                       "--launcher=mpi)"},
     };
     for (size_t i = 0; i < sizeof words / sizeof *words; i++)
         if (strcmp(a, words[i].word) == 0) {
-            dt_error("option '%s' has no dtctl equivalent: %s", a,
-                     words[i].advice);
+            dt_error("option '%s' has no dtctl equivalent: %s (an option of "
+                     "your program goes after '--' with it: dtctl run -n 2 "
+                     "-- python3 train.py %s ...)",
+                     a, words[i].advice, a);
             return 1;
         }
     return 0;
@@ -274,12 +278,14 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
                  strcmp(a, "-machinefile") == 0 ||
                  strcmp(a, "--machinefile") == 0)
             argv[i] = (char *)"--hostfile";
-        else if (mpirun_word(a))
-            return 2; /* said */
-        else if (a[0] == '-' && a[1] == '-')
-            for (char *p = a + 2; *p && *p != '='; p++)
-                if (*p == '_')
-                    *p = '-';
+        else {
+            if (a[0] == '-' && a[1] == '-')
+                for (char *p = a + 2; *p && *p != '='; p++)
+                    if (*p == '_')
+                        *p = '-';
+            if (mpirun_word(a))
+                return 2; /* said */
+        }
     }
     int c, index = -1;
     opterr = 0;
@@ -573,8 +579,9 @@ int main(int argc, char **argv)
         rc = dt_cmd_stage(&cli);
     } else if (strcmp(cli.command, "help") == 0) {
         /* after options other than -v/-q (own_options_command's) */
-        char *argv_help[3] = {"help", cli.nargs ? cli.args[0] : NULL, NULL};
-        rc = help_command(cli.nargs ? 2 : 1, argv_help);
+        char *argv_help[4] = {"help", cli.nargs > 0 ? cli.args[0] : NULL,
+                              cli.nargs > 1 ? cli.args[1] : NULL, NULL};
+        rc = help_command(cli.nargs > 2 ? 3 : cli.nargs + 1, argv_help);
     } else if (!strcmp(cli.command, "plot") || !strcmp(cli.command, "plan")) {
         dt_error("dtctl %s takes its own options: put them after '%s' "
                  "(only -v and -q may come before it)", cli.command,

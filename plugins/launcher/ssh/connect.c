@@ -125,8 +125,10 @@ static void keep_alive(const ssh_opts_t *o, ssh_conn_t *c)
 /* ssh_connect, given up when stop() says so (dtctl was asked to stop:
  * a host that takes the TCP connection and says nothing, or drops SYNs,
  * held the launch for connect_timeout). Non-blocking, with libssh's own
- * timeout replaced by connect_timeout from here. *why: "" or what ended
- * it when it was not libssh. */
+ * timeout replaced by connect_timeout from here. Not stoppable: the name
+ * lookup inside the first call, and the host key check and
+ * authentication after it (blocking again, under the timeout). *why: ""
+ * or what ended it when it was not libssh. */
 static int connect_stoppable(const ssh_opts_t *o, ssh_conn_t *c,
                              int (*stop)(void), const char **why)
 {
@@ -145,11 +147,16 @@ static int connect_stoppable(const ssh_opts_t *o, ssh_conn_t *c,
             *why = "timeout";
             break;
         }
-        struct pollfd pf = {ssh_get_fd(c->s), POLLIN | POLLOUT, 0};
+        /* what libssh waits for: the TCP connect (writable), then the
+         * server's words (readable); 50 ms at most between stop checks */
+        int want = ssh_get_poll_flags(c->s);
+        struct pollfd pf = {ssh_get_fd(c->s),
+                            (short)(POLLIN | ((want & SSH_WRITE_PENDING)
+                                                  ? POLLOUT
+                                                  : 0)),
+                            0};
         if (pf.fd < 0 || poll(&pf, 1, 50) < 0)
-            usleep(20000); /* no socket yet (resolving): a short wait */
-        else if (pf.revents)
-            usleep(5000); /* libssh reads or writes once per call */
+            usleep(20000); /* no socket: a short wait, then again */
     }
     ssh_set_blocking(c->s, 1);
     return rc;

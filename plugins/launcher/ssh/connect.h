@@ -16,8 +16,9 @@ void ssh_conn_close(ssh_conn_t *c);
  * logged by host and all connections are closed again on failure.
  * Otherwise every host is tried and each c->err tells (DT_OK returned).
  * stop (NULL: none): once it returns non-zero no new host is tried, a
- * connection under way is given up within 50 ms, the connections are
- * closed and DT_ERR_INTERRUPTED returned. */
+ * connection under way is given up within 50 ms (once its name is
+ * resolved; not during authentication), the connections are closed and
+ * DT_ERR_INTERRUPTED returned. */
 dt_status_t ssh_conn_open_all(const ssh_opts_t *o, ssh_conn_t *conns,
                               size_t n, int fail_fast, int (*stop)(void));
 
