@@ -148,18 +148,20 @@ grep -q "resuming from b/ckpt-$(printf %012d "$step").dtckpt: epoch [0-9]*, step
 echo "(b) SIGTERM: exit 75 at step $step, resumed to bit-identical parameters"
 
 # ---- (b2) a kill_grace shorter than the preemption's checkpoint write -----
+# (its own checkpoint_dir: a checkpoint it may write before the signal must
+# not meet (c)'s fresh run in another one)
 # Rank 1 is 200x slower: the step the SIGTERM lands in outlasts 1 ms, so
 # dtctl's SIGKILL comes first, and says what it cost.
 DT_TEST_SLOW_RANK=1 DT_TEST_SLOW_FACTOR=200 "$DTCTL" run -n 2 \
-    --set cluster.kill_grace=1ms --set train.checkpoint_dir=k job.ini >out.k 2>&1 &
+    --set cluster.kill_grace=1ms --set train.checkpoint_dir=k2 job.ini >out.k2 2>&1 &
 dp=$!
 n=0
 while [ -z "$(worker_pid $dp 1)" ] && [ $n -lt 500 ]; do sleep 0.01; n=$((n + 1)); done
 sleep 0.5
 kill -TERM $dp
 wait $dp
-grep -q "sending SIGKILL: a preemption checkpoint they were writing is lost (the one before it stands); raise \[cluster\] kill_grace" out.k ||
-    { cat out.k; fail "(b2) SIGKILL after a short kill_grace does not say the checkpoint was lost"; }
+grep -q "sending SIGKILL: a preemption checkpoint they were writing is lost (the one before it stands); raise \[cluster\] kill_grace" out.k2 ||
+    { cat out.k2; fail "(b2) SIGKILL after a short kill_grace does not say the checkpoint was lost"; }
 echo "(b2) kill_grace shorter than the checkpoint write: the lost checkpoint is said"
 
 # ---- (c) checkpoint_steps, checkpoint_keep, checkpoint_best, interval -------
