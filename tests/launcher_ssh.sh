@@ -2,7 +2,8 @@
 # launcher_ssh.sh — the ssh launcher against a real sshd on 127.0.0.1 (a
 # free port, generated host and user keys, host-key checking on): ranks,
 # environment (the user's NCCL_SOCKET_IFNAME too), working directory, exit codes, host keys (unknown, wrong,
-# accept-new), an unreachable host, stop signals, dtctl killed outright,
+# accept-new), an unreachable host, stop signals (also while a host is
+# mute or stalls the authentication), dtctl killed outright,
 # no leftover processes, the token in no argv.
 set -u
 
@@ -287,6 +288,50 @@ kill $mute 2>/dev/null; wait $mute 2>/dev/null
 grep -q "received Terminated while starting the workers" "$T/err" ||
     fail "SIGTERM while connecting not said: $(cat "$T/err")"
 ok "a stop signal while a host is mute ends the connection at once (exit 143)"
+
+# ...and while a host's sshd stalls the authentication (a slow
+# AuthorizedKeysCommand, a hung PAM): a second sshd whose key check sleeps
+# for a key it does not know from its file. Authentication was a blocking
+# call under connect_timeout (60 s here).
+. "$top_srcdir/tests/fixtures/sshd-common.sh"
+STALL=$((SL + 2))
+ssh-keygen -q -t ed25519 -N '' -f "$T/stallkey"
+stalled=""
+for try in 1 2 3 4 5; do
+    sport=$(fixture_random 20000 60999)
+    sed -e "s|^ListenAddress .*|ListenAddress 127.0.0.1:$sport|" \
+        -e "s|^PidFile .*|PidFile $T/sshd_stall.pid|" "$T/sshd/sshd_lo.conf" >"$T/sshd_stall.conf"
+    printf 'AuthorizedKeysCommand /bin/sleep %s\nAuthorizedKeysCommandUser root\n' "$STALL" >>"$T/sshd_stall.conf"
+    : >"$T/sshd_stall.log"
+    /usr/sbin/sshd -D -f "$T/sshd_stall.conf" -E "$T/sshd_stall.log" </dev/null >/dev/null 2>&1 &
+    stalled=$!
+    echo "$stalled" >>"$T/sshd/pids"
+    fixture_wait_listening "$T/sshd_stall.log" "$stalled" && break
+    kill -KILL "$stalled" 2>/dev/null; stalled=""
+done
+if [ -z "$stalled" ]; then
+    fail "the stalling sshd did not start: $(cat "$T/sshd_stall.log")"
+else
+    echo "[127.0.0.1]:$sport $(cut -d' ' -f1,2 "$T/sshd/host_lo.pub")" >>"$T/sshd/known_hosts"
+    printf '127.0.0.1 slots=1 port=%s\n' "$sport" >"$T/hosts_stall"
+    DT_LAUNCHER_SSH_IDENTITY="$T/stallkey" "$DTCTL" run --launcher=ssh --hostfile "$T/hosts_stall" \
+        --set launcher.ssh.connect_timeout=60s -n 1 -- sh -c ": $MARK; echo STARTED" >"$T/o" 2>"$T/err" &
+    job=$!
+    i=0
+    while ! pgrep -fx "/bin/sleep $STALL" >/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    pgrep -fx "/bin/sleep $STALL" >/dev/null || fail "stalled authentication: the key command did not run ($(cat "$T/err"))"
+    t0=$(date +%s)
+    kill -TERM "$job"
+    bounded_wait $job
+    took=$(( $(date +%s) - t0 ))
+    pkill -KILL -fx "/bin/sleep $STALL" 2>/dev/null
+    kill "$stalled" 2>/dev/null
+    [ $rc -eq 143 ] && [ "$took" -lt 20 ] ||
+        fail "SIGTERM during a stalled authentication: rc=$rc after $took s ($(cat "$T/err"))"
+    grep -q "received Terminated while starting the workers" "$T/err" ||
+        fail "SIGTERM during authentication not said: $(cat "$T/err")"
+    ok "a stop signal while a host stalls the authentication ends it at once (exit 143)"
+fi
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all ssh launcher tests passed"

@@ -51,8 +51,70 @@ static dt_status_t set_options(const ssh_opts_t *o, ssh_conn_t *c)
     return DT_OK;
 }
 
-static int try_identity(ssh_conn_t *c, const char *path, char *why,
-                        size_t why_len)
+/* What a non-blocking step of the connection waits under: dtctl's stop
+ * request and a deadline. why: "" while going on, else what ended it. */
+typedef struct conn_wait {
+    int (*stop)(void); /* NULL: blocking calls, libssh's own timeout */
+    long long deadline;
+    const char *why;
+} conn_wait_t;
+
+/* Wait for what libssh waits for (the TCP connect: writable; the
+ * server's words: readable), 50 ms at most between stop checks. 0: call
+ * libssh again; -1: stopped or timed out (w->why says which). */
+static int wait_socket(ssh_conn_t *c, conn_wait_t *w)
+{
+    if (w->stop()) {
+        w->why = "stopped";
+        return -1;
+    }
+    if (dt_clock_now_ms() >= w->deadline) {
+        w->why = "timeout";
+        return -1;
+    }
+    int want = ssh_get_poll_flags(c->s);
+    struct pollfd pf = {
+        ssh_get_fd(c->s),
+        (short)(POLLIN | ((want & SSH_WRITE_PENDING) ? POLLOUT : 0)), 0};
+    if (pf.fd < 0 || poll(&pf, 1, 50) < 0)
+        usleep(20000); /* no socket: a short wait, then again */
+    return 0;
+}
+
+/* One authentication call, repeated while the (non-blocking) session
+ * says SSH_AUTH_AGAIN: a server that stalls the answer (a slow
+ * AuthorizedKeysCommand, a hung PAM) no longer holds a stop. */
+typedef int (*auth_step_t)(ssh_session s, void *arg);
+
+static int auth_until_done(ssh_conn_t *c, conn_wait_t *w, auth_step_t step,
+                           void *arg)
+{
+    int rc;
+    while ((rc = step(c->s, arg)) == SSH_AUTH_AGAIN)
+        if (wait_socket(c, w) != 0)
+            return SSH_AUTH_ERROR;
+    return rc;
+}
+
+static int step_none(ssh_session s, void *arg)
+{
+    (void)arg;
+    return ssh_userauth_none(s, NULL);
+}
+
+static int step_agent(ssh_session s, void *arg)
+{
+    (void)arg;
+    return ssh_userauth_agent(s, NULL);
+}
+
+static int step_key(ssh_session s, void *key)
+{
+    return ssh_userauth_publickey(s, NULL, key);
+}
+
+static int try_identity(ssh_conn_t *c, conn_wait_t *w, const char *path,
+                        char *why, size_t why_len)
 {
     if (access(path, R_OK) != 0)
         return 0;
@@ -65,24 +127,34 @@ static int try_identity(ssh_conn_t *c, const char *path, char *why,
                  path, path);
         return 0;
     }
-    rc = ssh_userauth_publickey(c->s, NULL, key);
+    rc = auth_until_done(c, w, step_key, key);
     ssh_key_free(key);
     return rc == SSH_AUTH_SUCCESS;
 }
 
-static dt_status_t authenticate(const ssh_opts_t *o, ssh_conn_t *c)
+static dt_status_t authenticate(const ssh_opts_t *o, ssh_conn_t *c,
+                                conn_wait_t *w)
 {
     char why[600] = "";
+    w->deadline = dt_clock_now_ms() + o->timeout_s * 1000;
     /* "none" first: it also fetches the methods the server allows. */
-    if (ssh_userauth_none(c->s, NULL) == SSH_AUTH_SUCCESS)
+    if (auth_until_done(c, w, step_none, NULL) == SSH_AUTH_SUCCESS)
         return DT_OK;
-    if (o->use_agent && getenv("SSH_AUTH_SOCK") &&
-        ssh_userauth_agent(c->s, NULL) == SSH_AUTH_SUCCESS)
+    if (!w->why[0] && o->use_agent && getenv("SSH_AUTH_SOCK") &&
+        auth_until_done(c, w, step_agent, NULL) == SSH_AUTH_SUCCESS)
         return DT_OK;
-    for (size_t i = 0; o->identity && o->identity[i]; i++)
-        if (try_identity(c, o->identity[i], why + strlen(why),
+    for (size_t i = 0; !w->why[0] && o->identity && o->identity[i]; i++)
+        if (try_identity(c, w, o->identity[i], why + strlen(why),
                          sizeof why - strlen(why)))
             return DT_OK;
+    if (!strcmp(w->why, "stopped"))
+        return DT_ERR_INTERRUPTED;
+    if (!strcmp(w->why, "timeout"))
+        return fail(c, DT_ERR_PEER,
+                    "no answer to authentication within %ld s (the host's "
+                    "sshd is stalled: check its PAM or AuthorizedKeysCommand, "
+                    "or raise [launcher.ssh] connect_timeout)",
+                    o->timeout_s);
     char *user = NULL;
     ssh_options_get(c->s, SSH_OPTIONS_USER, &user);
     dt_status_t st = fail(
@@ -124,41 +196,21 @@ static void keep_alive(const ssh_opts_t *o, ssh_conn_t *c)
 
 /* ssh_connect, given up when stop() says so (dtctl was asked to stop:
  * a host that takes the TCP connection and says nothing, or drops SYNs,
- * held the launch for connect_timeout). Non-blocking, with libssh's own
- * timeout replaced by connect_timeout from here. Not stoppable: the name
- * lookup inside the first call, and the host key check and
- * authentication after it (blocking again, under the timeout). *why: ""
- * or what ended it when it was not libssh. */
+ * held the launch for connect_timeout). Non-blocking (the session stays
+ * so through authentication), with libssh's own timeout replaced by
+ * connect_timeout from here. Not stoppable: the name lookup inside the
+ * first call. */
 static int connect_stoppable(const ssh_opts_t *o, ssh_conn_t *c,
-                             int (*stop)(void), const char **why)
+                             conn_wait_t *w)
 {
-    *why = "";
-    if (!stop)
+    if (!w->stop)
         return ssh_connect(c->s);
-    long long deadline = dt_clock_now_ms() + o->timeout_s * 1000;
+    w->deadline = dt_clock_now_ms() + o->timeout_s * 1000;
     ssh_set_blocking(c->s, 0);
     int rc;
-    while ((rc = ssh_connect(c->s)) == SSH_AGAIN) {
-        if (stop()) {
-            *why = "stopped";
+    while ((rc = ssh_connect(c->s)) == SSH_AGAIN)
+        if (wait_socket(c, w) != 0)
             break;
-        }
-        if (dt_clock_now_ms() >= deadline) {
-            *why = "timeout";
-            break;
-        }
-        /* what libssh waits for: the TCP connect (writable), then the
-         * server's words (readable); 50 ms at most between stop checks */
-        int want = ssh_get_poll_flags(c->s);
-        struct pollfd pf = {ssh_get_fd(c->s),
-                            (short)(POLLIN | ((want & SSH_WRITE_PENDING)
-                                                  ? POLLOUT
-                                                  : 0)),
-                            0};
-        if (pf.fd < 0 || poll(&pf, 1, 50) < 0)
-            usleep(20000); /* no socket: a short wait, then again */
-    }
-    ssh_set_blocking(c->s, 1);
     return rc;
 }
 
@@ -172,13 +224,13 @@ dt_status_t ssh_conn_open(const ssh_opts_t *o, ssh_conn_t *c,
     dt_status_t st = set_options(o, c);
     if (st != DT_OK)
         goto out;
-    const char *why = "";
-    int rc = connect_stoppable(o, c, stop, &why);
-    if (!strcmp(why, "stopped")) {
+    conn_wait_t w = {stop, 0, ""};
+    int rc = connect_stoppable(o, c, &w);
+    if (!strcmp(w.why, "stopped")) {
         st = DT_ERR_INTERRUPTED;
         goto out;
     }
-    if (!strcmp(why, "timeout")) {
+    if (!strcmp(w.why, "timeout")) {
         st = fail(c, DT_ERR_PEER,
                   "cannot connect to port %d: no ssh session within %ld s; "
                   "check that the host is up and runs sshd on that port, "
@@ -204,10 +256,12 @@ dt_status_t ssh_conn_open(const ssh_opts_t *o, ssh_conn_t *c,
         goto out;
     }
     if ((st = ssh_verify_host_key(o, c)) != DT_OK ||
-        (st = authenticate(o, c)) != DT_OK)
+        (st = authenticate(o, c, &w)) != DT_OK)
         goto out;
     keep_alive(o, c);
 out:
+    if (c->s)
+        ssh_set_blocking(c->s, 1); /* channels and pump.c expect it */
     if (st != DT_OK)
         ssh_conn_close(c);
     return st;
