@@ -133,6 +133,12 @@ want="unknown option '--max-restrats'; did you mean '--max-restarts'?"; refused 
 want="unknown option '--hostfiles'; did you mean '--hostfile'?"; refused --hostfiles hostfile
 want="unknown option '--frobnicate'; see dtctl --help"; refused --frobnicate
 want="unknown option '-y'; see dtctl --help"; refused -y
+# Abbreviations resolve among dtctl's own options (--l is --launcher,
+# though --log-dir and --local-addr are other tools' options, refused);
+# one that fits several of dtctl's says which.
+dt --l local run --trans=tcp -n 1 -- sh -c 'echo STARTED' >out 2>&1 && grep -qx '\[0\] STARTED' out ||
+    fail "--l local --trans=tcp: want the job to run, got: $(cat out)"
+want="option '--max' is ambiguous: it could be --max-restarts, --max-np"; refused --max 3
 # mpirun's habit, the program's options among dtctl's: the '--' said
 want="unknown option '--lr'; .*go after '--': dtctl run -n 2 -- python3 train.py --lr 0.1"; refused -np 2 python3 train.py --lr 0.1
 # another command's option is refused, not ignored

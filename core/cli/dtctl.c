@@ -9,6 +9,7 @@
 
 #include <dt/log.h>
 #include "cli.h"
+#include "long_abbrev.h"
 #include "plugin/plugin_loader.h"
 
 static const char usage_text[] =
@@ -195,14 +196,21 @@ static int mpirun_word(const char *a)
     return 0;
 }
 
+/* The option codes; OPT_FOREIGN*: other tools' options, refused. */
+enum { OPT_HOSTFILE = 256, OPT_LAUNCHER, OPT_TRANSPORT, OPT_STORAGE,
+       OPT_CONFIG, OPT_SET, OPT_VERSION, OPT_SIZES, OPT_ITERS, OPT_FACTOR,
+       OPT_WARMUP, OPT_STAT, OPT_OP, OPT_NO_STAGE, OPT_METRICS, OPT_RESUME,
+       OPT_MAX_RESTARTS, OPT_MIN_NP, OPT_MAX_NP, OPT_NPROC_PER_NODE,
+       OPT_NNODES, OPT_INTERFACE, OPT_STANDALONE, OPT_FOREIGN,
+       OPT_FOREIGN_ARG };
+
+static int foreign_val(int val)
+{
+    return val == OPT_FOREIGN || val == OPT_FOREIGN_ARG;
+}
+
 static int parse_args(int argc, char **argv, dt_cli_t *cli)
 {
-    enum { OPT_HOSTFILE = 256, OPT_LAUNCHER, OPT_TRANSPORT, OPT_STORAGE,
-           OPT_CONFIG, OPT_SET, OPT_VERSION, OPT_SIZES, OPT_ITERS,
-           OPT_FACTOR, OPT_WARMUP, OPT_STAT, OPT_OP, OPT_NO_STAGE,
-           OPT_METRICS, OPT_RESUME, OPT_MAX_RESTARTS, OPT_MIN_NP,
-           OPT_MAX_NP, OPT_NPROC_PER_NODE, OPT_NNODES, OPT_INTERFACE,
-           OPT_STANDALONE, OPT_FOREIGN, OPT_FOREIGN_ARG };
     static const struct option longopts[] = {
         {"np", required_argument, NULL, 'n'},
         {"hosts", required_argument, NULL, 'H'},
@@ -287,9 +295,12 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
                 return 2; /* said */
         }
     }
+    static const char shortopts[] = ":n:H:x:vqh";
+    if (dt_cli_expand_abbrev(end, argv, longopts, shortopts, foreign_val))
+        return 2; /* said */
     int c, index = -1;
     opterr = 0;
-    while ((c = getopt_long(end, argv, ":n:H:x:vqh", longopts, &index)) !=
+    while ((c = getopt_long(end, argv, shortopts, longopts, &index)) !=
            -1) {
         switch (c) {
         case 'n': {
