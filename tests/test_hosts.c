@@ -383,6 +383,36 @@ static void test_place_errors(void **state)
     assert_non_null(strstr(err, "only 0 slots"));
     free(err);
     dt_hostlist_free(&l);
+    /* -H ::1:2 meant ::1 with 2 slots: it is the address ::1:2, 1 slot */
+    assert_int_equal(dt_hosts_parse("::1:2", &l), DT_OK);
+    capture_begin(&c);
+    st = dt_place_ranks(&l, 2, &p);
+    err = capture_end(&c);
+    assert_int_equal(st, DT_ERR_INVALID);
+    assert_non_null(strstr(err, "'::1:2' is read as one IPv6 address"));
+    assert_non_null(strstr(err, "-H [ADDR]:N (e.g. [::1]:2"));
+    free(err);
+    dt_hostlist_free(&l);
+}
+
+/* Names of this machine wherever they are read: the local launcher runs
+ * them here, and a job on them alone gets MASTER_ADDR 127.0.0.1. ::1 has
+ * several spellings and Debian's /etc/hosts names (ip6-localhost). */
+static void test_host_is_local(void **state)
+{
+    (void)state;
+    const char *local[] = {"localhost", "LocalHost", "127.0.0.1", "127.1.2.3",
+                           "::1", "0:0:0:0:0:0:0:1", "0::1",
+                           "::ffff:127.0.0.1", "ip6-localhost",
+                           "ip6-loopback"};
+    for (size_t i = 0; i < sizeof local / sizeof *local; i++)
+        if (!dt_host_is_local(local[i]))
+            fail_msg("'%s' should name this machine", local[i]);
+    const char *other[] = {"::2", "fd00::1", "::ffff:10.0.0.1", "192.0.2.1",
+                           "ip6-allnodes", ""};
+    for (size_t i = 0; i < sizeof other / sizeof *other; i++)
+        if (dt_host_is_local(other[i]))
+            fail_msg("'%s' should not name this machine", other[i]);
 }
 
 int main(void)
@@ -400,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_hostfile_missing),
         cmocka_unit_test(test_place_fill_in_order),
         cmocka_unit_test(test_place_errors),
+        cmocka_unit_test(test_host_is_local),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

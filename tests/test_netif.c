@@ -340,9 +340,13 @@ static void test_default_route(void **state)
                 dev_has_v4 = 1;
         }
     dt_status_t st = dt_netif_default_route(addr, sizeof addr);
-    if (!dev_has_v4) { /* none, or on an interface without IPv4 */
+    if (!dev_has_v4) { /* none, or on an interface without IPv4: the
+                        * IPv6 default route's address, if any
+                        * (tests/ipv6_netns.sh checks which) */
         freeifaddrs(ifs);
-        assert_int_equal(st, DT_ERR_NOT_FOUND);
+        if (st == DT_OK && !strchr(addr, ':'))
+            fail_msg("no IPv4 default route, yet an IPv4 answer: %s", addr);
+        assert_true(st == DT_OK || st == DT_ERR_NOT_FOUND);
         return;
     }
     assert_int_equal(st, DT_OK);

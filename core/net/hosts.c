@@ -401,6 +401,24 @@ out:
     return st;
 }
 
+/* -H ::1:2 is the address ::1:2 with one slot (a valid IPv6 address, so
+ * no error earlier): when slots run short, say how slots follow one. */
+static void ipv6_slots_hint(const dt_hostlist_t *list, char *out, size_t len)
+{
+    for (size_t h = 0; h < list->n; h++) {
+        const char *name = list->hosts[h].name;
+        const char *colon = strchr(name, ':');
+        if (list->hosts[h].slots == 1 && colon && strchr(colon + 1, ':')) {
+            snprintf(out, len,
+                     "; '%s' is read as one IPv6 address with 1 slot: "
+                     "slots after an IPv6 address need brackets, -H "
+                     "[ADDR]:N (e.g. [::1]:2, not ::1:2)",
+                     name);
+            return;
+        }
+    }
+}
+
 dt_status_t dt_place_ranks(const dt_hostlist_t *list, int np,
                            dt_placement_t **out)
 {
@@ -412,12 +430,14 @@ dt_status_t dt_place_ranks(const dt_hostlist_t *list, int np,
     }
     size_t slots = dt_hostlist_slots(list);
     if ((size_t)np > slots) {
+        char v6hint[384] = "";
+        ipv6_slots_hint(list, v6hint, sizeof v6hint);
         dt_error("cannot place %d workers: the %zu host%s ha%s only %zu "
                  "slot%s; give more slots with -H host:N (or slots=N in the "
-                 "hostfile) or start fewer workers with -n %zu",
+                 "hostfile) or start fewer workers with -n %zu%s",
                  np, list->n, list->n == 1 ? "" : "s",
                  list->n == 1 ? "s" : "ve", slots, slots == 1 ? "" : "s",
-                 slots);
+                 slots, v6hint);
         return DT_ERR_INVALID;
     }
     dt_placement_t *p = calloc((size_t)np, sizeof *p);

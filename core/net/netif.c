@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <dt/hosts.h>
 #include <dt/log.h>
 #include <dt/netif.h>
 
@@ -354,8 +355,7 @@ int dt_netif_is_local(const char *host)
 {
     if (!host || !*host)
         return 0;
-    if (strcmp(host, "localhost") == 0 || strcmp(host, "127.0.0.1") == 0 ||
-        strcmp(host, "::1") == 0)
+    if (dt_host_is_local(host)) /* loopback names and spellings, ours */
         return 1;
     char me[256];
     if (gethostname(me, sizeof me) == 0) {
@@ -388,42 +388,6 @@ int dt_netif_is_local(const char *host)
     }
     freeaddrinfo(ai);
     return local;
-}
-
-dt_status_t dt_netif_default_route(char *addr, size_t addrlen)
-{
-    FILE *f = fopen("/proc/net/route", "r");
-    if (!f)
-        return DT_ERR_NOT_FOUND;
-    char line[512], iface[IF_NAMESIZE + 1] = "";
-    unsigned long dest, gw;
-    unsigned flags;
-    while (fgets(line, sizeof line, f)) {
-        char name[64];
-        if (sscanf(line, "%63s %lx %lx %x", name, &dest, &gw, &flags) == 4 &&
-            dest == 0 && (flags & 1u) /* RTF_UP */ &&
-            strlen(name) <= IF_NAMESIZE) {
-            strcpy(iface, name);
-            break;
-        }
-    }
-    fclose(f);
-    if (!iface[0])
-        return DT_ERR_NOT_FOUND;
-    struct ifaddrs *ifs = NULL;
-    dt_status_t st = DT_ERR_NOT_FOUND;
-    if (getifaddrs(&ifs) != 0)
-        return DT_ERR_IO;
-    for (struct ifaddrs *i = ifs; i; i = i->ifa_next)
-        if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
-            strcmp(i->ifa_name, iface) == 0) {
-            const struct sockaddr_in *sin = (const void *)i->ifa_addr;
-            if (inet_ntop(AF_INET, &sin->sin_addr, addr, (socklen_t)addrlen))
-                st = DT_OK;
-            break;
-        }
-    freeifaddrs(ifs);
-    return st;
 }
 
 /* Whether a and b (len bytes) agree under mask. */

@@ -134,8 +134,9 @@ static void peer_name(int fd, char *buf, size_t len)
             snprintf(host, sizeof host, "local socket");
         }
     }
-    if (port)
-        snprintf(buf, len, "%s:%d", host, port);
+    if (port) /* an IPv6 peer as [addr]:port, its port told apart */
+        snprintf(buf, len, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host,
+                 port);
     else
         snprintf(buf, len, "%s", host);
 }

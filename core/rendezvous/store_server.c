@@ -638,7 +638,8 @@ static void accept_all(dt_store_server_t *s)
                     sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV);
         if (s->nconns >= MAX_CONNS) {
             char addr[96], why[64];
-            snprintf(addr, sizeof addr, "%s:%s", host, serv);
+            snprintf(addr, sizeof addr,
+                     strchr(host, ':') ? "[%s]:%s" : "%s:%s", host, serv);
             snprintf(why, sizeof why, "already %d connections", MAX_CONNS);
             stranger(s, addr, "refused", why);
             close(fd);
@@ -671,7 +672,9 @@ static void accept_all(dt_store_server_t *s)
         c->fd = fd;
         c->in_cap = INITIAL_IN_CAP;
         c->hs_deadline = dt_clock_now() + s->hs_seconds;
-        snprintf(c->addr, sizeof c->addr, "%s:%s", host, serv);
+        /* an IPv6 peer as [addr]:port, its port told apart */
+        snprintf(c->addr, sizeof c->addr,
+                 strchr(host, ':') ? "[%s]:%s" : "%s:%s", host, serv);
         dt_trace("rendezvous store: connection from %s", c->addr);
         int evicted = make_handshake_room(s);
         s->conns[s->nconns++] = c;

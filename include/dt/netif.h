@@ -43,8 +43,10 @@ dt_status_t dt_netif_select(char *const *spec, size_t n, const char *peer,
 dt_status_t dt_netif_route_to(const char *host, char *addr, size_t addrlen);
 
 /* The IPv4 address of the interface holding the default route (from
- * /proc/net/route; no traffic is sent). DT_ERR_NOT_FOUND when there is no
- * default route. Used when a scheduler, not dtctl, picks the hosts. */
+ * /proc/net/route; no traffic is sent); without one (an IPv6-only host),
+ * a global IPv6 address of the interface holding the IPv6 default route
+ * (/proc/net/ipv6_route). DT_ERR_NOT_FOUND when there is no default route.
+ * Used when a scheduler, not dtctl, picks the hosts. */
 dt_status_t dt_netif_default_route(char *addr, size_t addrlen);
 
 /* The name of the interface holding the numeric address addr (e.g. the

@@ -15,6 +15,7 @@
 #include <dt/hosts.h>
 #include "check.h"
 #include "check_rsh.h"
+#include "mpi_ipv6.h"
 #include "mpi_types.h"
 
 typedef void (*report_fn)(void *, const char *, const char *);
@@ -102,10 +103,17 @@ dt_status_t mpi_check(void *ctx, const dt_hostlist_t *hosts,
         return DT_ERR_INVALID;
     check_mpirun(&L->conf, report, arg);
     check_settings(&L->conf, report, arg);
+    char why[512];
+    if (mpi_ipv6_interface_refusal(L->conf.interface, why, sizeof why))
+        report(arg, "mpirun", why);
     strv_t agent = {0};
     dt_status_t st = DT_OK;
     for (size_t i = 0; i < hosts->n; i++) {
         const dt_host_t *h = &hosts->hosts[i];
+        if (mpi_ipv6_host_refusal(h->name, why, sizeof why) != DT_OK) {
+            report(arg, h->name, why);
+            continue;
+        }
         if (dt_host_is_local(h->name))
             continue; /* mpirun starts local ranks itself */
         if (!agent.v) {

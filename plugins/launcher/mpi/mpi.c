@@ -17,6 +17,7 @@
 #include "mpi_env.h"
 #include "check.h"
 #include "mpi_command.h"
+#include "mpi_ipv6.h"
 #include "mpi_lines.h"
 #include "mpi_rsh.h"
 #include "mpi_types.h"
@@ -221,6 +222,16 @@ static dt_status_t mpi_launch(void *ctx, const dt_launch_spec_t *spec)
     if (L->fe) {
         dt_error("mpi launcher: this instance already launched a job");
         return DT_ERR_INVALID;
+    }
+    char why[512];
+    dt_status_t v6 = mpi_ipv6_interface_refusal(L->conf.interface, why,
+                                                sizeof why);
+    for (size_t i = 0; v6 == DT_OK && i < spec->hosts->n; i++)
+        v6 = mpi_ipv6_host_refusal(spec->hosts->hosts[i].name, why,
+                                   sizeof why);
+    if (v6 != DT_OK) {
+        dt_error("mpi launcher: %s", why);
+        return v6;
     }
     strv_t job_env = {0}, argv = {0};
     char **envp = NULL, *script = NULL;

@@ -20,7 +20,8 @@ static void add_hosts(const dt_launch_spec_t *spec, strv_t *argv)
         return;
     }
     /* An IPv6 address in brackets: mpirun reads "fd00::7:2" as the
-     * address fd00::7:2 with one slot. */
+     * address fd00::7:2 with one slot. (Open MPI 4.1 takes neither
+     * spelling: mpi_ipv6.c refuses IPv6 hosts before this.) */
     for (size_t i = 0; i < spec->hosts->n; i++) {
         const char *name = spec->hosts->hosts[i].name;
         int v6 = strchr(name, ':') != NULL;

@@ -7,9 +7,10 @@
  *   mpi.c            the ops table, init/launch/wait/signal/fini
  *     mpi_env        Open MPI's variables: identify, the prologue's part
  *     mpi_command    the mpirun command line
+ *     mpi_ipv6       IPv6 hosts and networks mpirun cannot take (a leaf)
  *     mpi_rsh        the ssh command mpirun reaches other hosts with
  *     mpi_lines      mpirun's own output lines
- *     check          dtctl check      -> check_rsh
+ *     check          dtctl check      -> check_rsh, mpi_ipv6
  *     sweep          leftovers' kill  -> run_on_host -> check_rsh
  *     check_rsh      the rsh agent, probing a host -> program
  *     program        is a program on PATH (a leaf)

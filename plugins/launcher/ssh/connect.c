@@ -320,7 +320,9 @@ static const char *label(const ssh_opts_t *o, const ssh_conn_t *c, char *buf,
     int port = c->port > 0 ? c->port : o->port;
     if (port == 22)
         return c->name;
-    snprintf(buf, len, "%s:%d", c->name, port);
+    /* [fd00::7]:2222: "fd00::7:2222" would read as another address */
+    snprintf(buf, len, strchr(c->name, ':') ? "[%s]:%d" : "%s:%d", c->name,
+             port);
     return buf;
 }
 
