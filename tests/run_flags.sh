@@ -148,6 +148,8 @@ grep -q -- "--iters is an option of dtctl bench, not of dtctl config" out ||
     fail "dtctl config --iters: $(cat out)"
 # [cluster] timeout = 0 would fail the first handshake, blaming the store
 want="--set: \\[cluster\\] timeout = 0: every wait of the job .* give a duration above 0"; refused --set cluster.timeout=0ms
+# an interface that matches nothing: said with its origin and the key
+want="--set: \\[cluster\\] interface = 'dtnope0' matches no network interface of this host"; refused --set cluster.interface=dtnope0
 ok "others' options without a dt meaning are refused with dt's spelling; unknown ones suggest the nearest"
 
 # --- [cluster] interface reaches the libraries a program uses ----------------

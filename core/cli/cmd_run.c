@@ -458,11 +458,16 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
         end_attempt(s);
         return chosen;
     }
-    if (run_job_prepare(s->cfg, s->att_hosts, s->att_place, s->att_np,
-                        &s->job) != DT_OK ||
-        build_env(s) != DT_OK || run_restart_env(rs, s->job.job_id, &s->common) != DT_OK) {
+    dt_status_t st = run_job_prepare(s->cfg, s->att_hosts, s->att_place,
+                                     s->att_np, &s->job);
+    if (st == DT_OK)
+        st = build_env(s);
+    if (st == DT_OK)
+        st = run_restart_env(rs, s->job.job_id, &s->common);
+    if (st != DT_OK) {
         end_attempt(s);
-        return 1;
+        /* a value refused ([cluster] interface matching nothing) */
+        return st == DT_ERR_CONFIG ? EXIT_USAGE : 1;
     }
     /* From staging on, stop signals are requests (also between attempts:
      * they cancel a restart): a copy is ended, not left running. */

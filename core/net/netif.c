@@ -251,7 +251,14 @@ dt_status_t dt_netif_select(char *const *spec, size_t n, const char *peer,
     char route[DT_NETIF_ADDR_LEN] = "127.0.0.1";
     const cand_t *pick = NULL;
     dt_status_t st;
-    where = where ? where : "cluster.interface";
+    /* where: an origin ("--set", "job.ini:5") said before the key, or
+     * the key's own name (no origin known) */
+    char key[160];
+    if (!where || !strcmp(where, "cluster.interface"))
+        snprintf(key, sizeof key, "[cluster] interface");
+    else
+        snprintf(key, sizeof key, "%s: [cluster] interface", where);
+    where = key;
 
     if (peer && dt_netif_route_to(peer, route, sizeof route) != DT_OK) {
         /* A name only ssh resolves (a ~/.ssh/config alias) has no route

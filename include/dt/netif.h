@@ -31,7 +31,8 @@ extern "C" {
 /* Choose the local address to listen on / advertise.
  * spec, n: the list items (n == 0: the default described above).
  * peer: a host to route towards; NULL for a single-host job.
- * where: where the spec came from, for messages ("cluster.interface").
+ * where: where the spec came from ("--set", "job.ini:5"), said before
+ *   "[cluster] interface" in messages; NULL or "cluster.interface": none.
  * addr: the numeric address (DT_NETIF_ADDR_LEN bytes).
  * DT_ERR_CONFIG (logged, with every interface here and its addresses) when
  * the spec is malformed or matches nothing; DT_ERR_NOT_FOUND when there is
