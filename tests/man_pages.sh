@@ -42,6 +42,16 @@ for s in cluster train model data collectives optimizer.lamb optimizer.lars \
     grep -q "^\\.SS \\[$s\\]" "$config5" || fail "no [$s] section in dt-config(5)"
 done
 
+# Every type a key is given ("(words; default: ...)") is explained in the
+# page's "Types:" paragraph (words was not).
+sed -n 's/^(\([a-z]*\); default.*/\1/p' "$config5" | sort -u >"$tmp/types"
+[ "$(wc -l <"$tmp/types")" -ge 6 ] || fail "only $(wc -l <"$tmp/types") types in dt-config(5)?"
+sed -n '/^Types:/,/^\.PP/p' "$config5" >"$tmp/types-para"
+while read -r type; do
+    grep -q "\\\\fI$type\\\\fR" "$tmp/types-para" ||
+        fail "dt-config(5) gives keys the type '$type' but its Types paragraph does not say what it is"
+done <"$tmp/types"
+
 # Cross-check with another reader of the tables: each key `dtctl config`
 # prints (core sections and the default plugins) is in the page.
 (cd "$tmp" && env -u DT_CONFIG "$DTCTL" config) >"$tmp/config" 2>&1 || fail "dtctl config"
