@@ -56,7 +56,7 @@ grep -q "augmentation of the training images: random crop with 4 px padding on, 
     { cat out; fail "cifar10-resnet20: augmentation not on"; }
 [ -f c10ck/ckpt-000000000013.dtckpt ] ||
     { ls c10ck; cat out; fail "cifar10-resnet20: no checkpoint at step 13"; }
-grep -q "final test accuracy: [0-9.]*% after 1 epochs (13 steps, 2 workers)" out ||
+grep -q "final test accuracy: [0-9.]*% after 1 epoch (13 steps, 2 workers)" out ||
     { cat out; fail "cifar10-resnet20: no final accuracy"; }
 
 # ---- image-folder.ini: a 2-worker ResNet-8 over tcp beats chance -----------

@@ -582,14 +582,16 @@ dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy)
         /* Stopped inside an epoch (max_steps): how far into it. */
         char part[96] = "";
         if (t.step_in_epoch > 0 && t.epoch < t.epochs)
-            snprintf(part, sizeof part, " and %llu steps of epoch %llu",
+            snprintf(part, sizeof part, " and %llu step%s of epoch %llu",
                      (unsigned long long)t.step_in_epoch,
+                     t.step_in_epoch == 1 ? "" : "s",
                      (unsigned long long)t.epoch + 1);
         if (t.final_accuracy > 0)
-            printf("final test accuracy: %.2f%% after %llu epochs%s (%llu "
-                   "steps, %d worker%s)%s\n", 100.0 * t.final_accuracy,
-                   (unsigned long long)t.epoch, part,
-                   (unsigned long long)t.global_step, t.world,
+            printf("final test accuracy: %.2f%% after %llu epoch%s%s (%llu "
+                   "step%s, %d worker%s)%s\n", 100.0 * t.final_accuracy,
+                   (unsigned long long)t.epoch, t.epoch == 1 ? "" : "s",
+                   part, (unsigned long long)t.global_step,
+                   t.global_step == 1 ? "" : "s", t.world,
                    t.world == 1 ? "" : "s", best);
         fflush(stdout);
     }
