@@ -13,6 +13,8 @@
 # - with --max-restarts 1: rank 0 hangs in the first attempt, rank 3 is
 #   killed in the second: each attempt names its own root failure (the
 #   first attempt's record does not leak into the second), exit 137.
+# - a rank that never reaches dt_init: the ranks waiting for its address
+#   name it, and so does dtctl (hung, exit 124).
 # `timeout -s KILL` (137 by itself) only guards against a hang.
 set -u
 bench="$top_builddir/bench/dt_allreduce_bench"
@@ -97,6 +99,22 @@ EOS
 else
     echo "note: no unshare --uts here (not root?): the recorded-host check is skipped"
 fi
+
+# A rank that never reaches dt_init (here its wrapper hangs before exec;
+# a slow import or a stuck file system does the same): ranks 1-3 wait
+# for its address first, time out, and record it. dtctl named whichever
+# waiting rank exited first ("rank 1 exited with code 1").
+timeout -s KILL 90 "$DTCTL" run -n 4 \
+    --set transport.tcp.timeout=3s --set cluster.kill_grace=1s -- \
+    sh -c 'if [ "$DT_RANK" = 0 ]; then exec sleep 100; fi; exec "$0"' "$pe" \
+    >"$tmp/out" 2>&1
+rc=$?
+if [ "$rc" -ne 124 ] || ! grep -q "^dt: error: rank 0 on .* hung" "$tmp/out"; then
+    echo "FAIL (never started): want rank 0 named as hung, exit 124; got $rc"
+    cat "$tmp/out"; status=1
+fi
+grep -qE "error: tcp: rank [123]: rank 0 never published its address" "$tmp/out" ||
+    { echo "FAIL (never started): no rank says rank 0 never published"; cat "$tmp/out"; status=1; }
 
 # With a restart: each attempt has a store of its own, so the first
 # attempt's record (rank 0 hung) must not name the culprit of the second

@@ -126,7 +126,13 @@ want="option '--node-rank' has no dtctl equivalent: .*-H node1:N,node2:N"; refus
 want="option '--rdzv-endpoint' has no dtctl equivalent"; refused --rdzv-endpoint h:1
 want="option '--mpi' has no dtctl equivalent: use --launcher=mpi"; refused --mpi
 want="-n 2 and --nproc-per-node 3 disagree"; refused -n 2 --nproc-per-node 3
-want="--nproc-per-node wants a positive number or gpu, got 'two'"; refused --nproc-per-node two
+want="--nproc-per-node wants a number from 1 to 1048576 or gpu, got 'two'"; refused --nproc-per-node two
+# Too many workers: the bound is said (2^31 - 1 is positive; "wants a
+# positive number" was all it said).
+want="-n/--np wants a number of workers from 1 to 1048576, got '2147483647'"; refused -n 2147483647
+want="-n/--np wants a number of workers from 1 to 1048576, got '1048577'"; refused -n 1048577
+want="--nproc-per-node wants a number from 1 to 1048576 or gpu, got '2147483648'"; refused --nproc-per-node 2147483648
+want="\[cluster\] np = 2147483648 (from --set) is not a usable number of workers; want 1 to 1048576"; refused --set cluster.np=2147483648
 # An unknown option: the nearest one, when one is near.
 want="unknown option '--trasnport'; did you mean '--transport'?"; refused --trasnport tcp
 want="unknown option '--max-restrats'; did you mean '--max-restarts'?"; refused --max-restrats=2

@@ -58,6 +58,15 @@ static void test_auto_stays_on_cpu(void **state)
     assert_non_null(strstr(text, "device = auto: using the CPU"));
     free(text);
     dt_device_close(dev);
+    /* Said once per host, by local rank 0: not by every worker. */
+    capture_begin(&cap);
+    st = dt_device_open("auto", 3, 1, &dev);
+    text = capture_end(&cap);
+    assert_int_equal(st, DT_OK);
+    assert_int_equal(dev->kind, DT_DEVICE_CPU);
+    assert_null(strstr(text, "using the CPU"));
+    free(text);
+    dt_device_close(dev);
     assert_int_equal(dt_cuda_device_count(), 0);
     assert_no_cuda_mapped();
 }

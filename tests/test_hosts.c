@@ -62,6 +62,11 @@ static void test_hosts_parse_errors(void **state)
         const char *spec, *message;
     } bad[] = {
         {"h1:0", "'h1:0' has 0 slots"},
+        {"h1:1048577", "'h1:1048577' has 1048577 slots; want 1 to 1048576"},
+        /* a long number is out of range, not unreadable */
+        {"h1:2147483647", "'h1:2147483647' has 2147483647 slots; want 1 to"},
+        {"[::1]:99999999999999999999",
+         "has 99999999999999999999 slots; want 1 to 1048576"},
         {"h1:x", "cannot read 'h1:x'"},
         {"h1:", "cannot read 'h1:'"},
         {"h1:2,-oProxyCommand=x", "cannot read '-oProxyCommand=x'"},
@@ -229,6 +234,10 @@ static void test_hostfile_bad_slots(void **state)
         {"node1:2 slots=3\n", "%s:1: slots given twice"},
         {"node1 port=70000\n", "%s:1: port=70000 is out of range"},
         {"node1:99999\n", "%s:1: port 99999 is out of range"},
+        {"node1:2147483648\n", "%s:1: port 2147483648 is out of range"},
+        {"node1 slots=99999999999\n",
+         "%s:1: slots=99999999999 is out of range; want 1 to 1048576"},
+        {"node1 port=4294967296\n", "%s:1: port=4294967296 is out of range"},
         {"node1 cpus=4\n", "%s:1: unknown field 'cpus=4'"},
         {"-node1\n", "%s:1: cannot read host '-node1'"},
         {"# only comments\n\n", "hostfile '%s' lists no host"},

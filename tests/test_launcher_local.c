@@ -1,6 +1,7 @@
 /* test_launcher_local.c — the local launcher plugin, loaded the way dtctl
  * loads it and driven through its ops table with real processes. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +29,22 @@
  * left alone they would live 100 s (sleep 100). A bound, not a timing
  * assertion: they die in milliseconds. */
 #define DEAD_WITHIN_S 10
+
+/* The launcher's waits for a whole process group, counted while
+ * counting_group_waits is set: each one scans every child of this process
+ * (workers and their guards), so their number per job must grow with the
+ * workers, not with their square. This executable's waitpid is the one
+ * the plugin calls (exported: Makefile.am). */
+static pid_t (*real_waitpid)(pid_t, int *, int);
+static int counting_group_waits;
+static long group_waits;
+
+pid_t waitpid(pid_t pid, int *status, int options)
+{
+    if (counting_group_waits && pid < -1)
+        __atomic_add_fetch(&group_waits, 1, __ATOMIC_RELAXED);
+    return real_waitpid(pid, status, options);
+}
 
 typedef struct captured {
     char text[MAX_RANKS][2][4096];
@@ -420,9 +438,105 @@ static void test_run_on_host(void **state)
         DT_ERR_NOT_FOUND);
 }
 
+/* Many workers that end at once: wait() reports them all while scanning
+ * our children a bounded number of times per worker. It used to
+ * waitpid(-group) every reaped worker on every call, N^2 / 2 scans of 2N
+ * children: 3 s for 512 workers of `true`, 8 s for 700. */
+#define MANY_RANKS 64
+static void test_many_exits_few_group_waits(void **state)
+{
+    fixture_t *f = *state;
+    dt_placement_t place[MANY_RANKS];
+    for (int r = 0; r < MANY_RANKS; r++)
+        place[r] = (dt_placement_t){r, 0, r, MANY_RANKS, 0, 1};
+    const char *argv[] = {"true", NULL};
+    f->host.slots = MANY_RANKS;
+    f->spec.np = MANY_RANKS;
+    f->spec.placement = place;
+    f->spec.argv = argv;
+    f->spec.output = NULL; /* `true` writes nothing */
+    assert_int_equal(f->ops->launch(f->ctx, &f->spec), DT_OK);
+    group_waits = 0;
+    counting_group_waits = 1;
+    dt_worker_exit_t evs[MANY_RANKS + 1];
+    int n = wait_all(f, evs, MANY_RANKS + 1);
+    counting_group_waits = 0;
+    assert_int_equal(n, MANY_RANKS);
+    int seen[MANY_RANKS] = {0};
+    for (int i = 0; i < n; i++) {
+        assert_in_range(evs[i].rank, 0, MANY_RANKS - 1);
+        assert_int_equal(evs[i].code, 0);
+        seen[evs[i].rank]++;
+    }
+    for (int r = 0; r < MANY_RANKS; r++)
+        assert_int_equal(seen[r], 1);
+    if (group_waits > MANY_RANKS)
+        fail_msg("%ld waits for a process group to report %d exits: the "
+                 "cost of waiting grows with the square of the workers",
+                 group_waits, MANY_RANKS);
+}
+
+/* A worker's background child, left in its group, that ends while other
+ * workers run: wait() reaps it (no zombie for as long as dtctl runs). */
+static void test_group_orphan_reaped_while_waiting(void **state)
+{
+    fixture_t *f = *state;
+    char fifo[] = "/tmp/dt-test-orphan-XXXXXX";
+    assert_non_null(mkdtemp(fifo));
+    char path[sizeof fifo + 8];
+    snprintf(path, sizeof path, "%s/f", fifo);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    setenv("DT_TEST_FIFO", path, 1);
+    /* Rank 0 leaves a child that ends once the test writes to the fifo;
+     * rank 1 runs on, so wait() keeps being called. */
+    const char *argv[] = {"sh", "-c",
+                          "if [ \"$DT_RANK\" = 0 ]; then "
+                          "read x < \"$DT_TEST_FIFO\" & echo $$ $!; "
+                          "else echo $$ $$; exec sleep 100; fi",
+                          NULL};
+    const char *r0[] = {"DT_RANK=0", NULL}, *r1[] = {"DT_RANK=1", NULL};
+    const char *const *rank_env[] = {r0, r1};
+    f->spec.np = 2;
+    f->spec.argv = argv;
+    f->spec.rank_env = rank_env;
+    assert_int_equal(f->ops->launch(f->ctx, &f->spec), DT_OK);
+    dt_worker_exit_t ev;
+    assert_int_equal(f->ops->wait(f->ctx, GUARD_MS, &ev), DT_OK);
+    assert_int_equal(ev.rank, 0);
+    wait_for_output(f, 1);
+    long pids[4];
+    read_pids(f->out.text[0][0], &pids[0], &pids[1]);
+    read_pids(f->out.text[1][0], &pids[2], &pids[3]);
+    assert_true(proc_state(pids[1], NULL) != 0); /* the orphan waits */
+    FILE *w = fopen(path, "w");
+    assert_non_null(w);
+    fputs("go\n", w);
+    fclose(w);
+    /* Gone (reaped) after a few wait() calls; a zombie left by the
+     * launcher would stay one: bounded by GUARD_MS, not timed. */
+    for (int i = 0; i < GUARD_MS / 10 && proc_state(pids[1], NULL); i++)
+        assert_int_equal(f->ops->wait(f->ctx, 10, &ev), DT_ERR_TIMEOUT);
+    char st = proc_state(pids[1], NULL);
+    unlink(path);
+    rmdir(fifo);
+    unsetenv("DT_TEST_FIFO");
+    if (st) {
+        fini_bounded(f, pids, 4);
+        assert_int_equal(f->ops->init(NULL, &f->ctx), DT_OK);
+        fail_msg("rank 0's ended child %ld is still there (state %c) "
+                 "while wait() runs", pids[1], st);
+    }
+}
+
 int main(void)
 {
     unsetenv("DT_PLUGIN_PATH"); /* the build tree's modules must be found */
+    *(void **)&real_waitpid = dlsym(RTLD_NEXT, "waitpid");
+    if (!real_waitpid) {
+        fprintf(stderr, "test_launcher_local: no libc waitpid: %s\n",
+                dlerror());
+        return 99;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_env_and_output_per_rank, setup,
                                         teardown),
@@ -439,6 +553,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_remote_host_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_run_on_host, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_exits_few_group_waits,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_group_orphan_reaped_while_waiting,
+                                        setup, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     dt_plugins_unload_all();

@@ -9,6 +9,11 @@
  * machine, counted when the host list is known (config_setup.c). */
 #define DT_NPROC_GPU (-2)
 
+/* The most workers a job may have (-n, [cluster] np, the slots of a host
+ * list: the same bound as core/net/hosts.c's per host). Said in every
+ * refusal, so "2147483647" is not called "not positive". */
+#define DT_CLI_MAX_WORKERS (1 << 20)
+
 typedef struct dt_cli {
     int np;                 /* -n, -1 when not given                      */
     const char *hosts;      /* -H h1:2,h2:4                               */

@@ -428,10 +428,10 @@ dt_status_t dt_cli_job_hosts(const dt_config_t *cfg, dt_hostlist_t *hosts,
     const char *np_where = "default", *h_where = NULL, *f_where = NULL;
     DT_CHECK(dt_config_get_int(cfg, "cluster", "np", &want));
     dt_config_origin(cfg, "cluster", "np", &np_src, &np_where);
-    if (want < 1 || want > (1 << 20)) {
+    if (want < 1 || want > DT_CLI_MAX_WORKERS) {
         dt_error("[cluster] np = %lld (from %s) is not a usable number of "
-                 "workers; want 1 or more",
-                 want, np_where);
+                 "workers; want 1 to %d",
+                 want, np_where, DT_CLI_MAX_WORKERS);
         return DT_ERR_CONFIG;
     }
     const char *spec = dt_config_get(cfg, "cluster", "hosts");
@@ -496,10 +496,11 @@ dt_status_t dt_cli_job_hosts(const dt_config_t *cfg, dt_hostlist_t *hosts,
     if ((spec || file) && np_src == DT_SRC_DEFAULT) {
         size_t slots = dt_hostlist_slots(hosts);
         /* the same bound as -n (a sum of slots=1048576 lines wrapped) */
-        if (slots > (size_t)1 << 20) {
+        if (slots > (size_t)DT_CLI_MAX_WORKERS) {
             dt_error("%s gives %zu slots in all: more than the %d workers "
                      "a job may have; give -n, or fewer slots",
-                     file ? file : "the host list", slots, 1 << 20);
+                     file ? file : "the host list", slots,
+                     DT_CLI_MAX_WORKERS);
             return DT_ERR_CONFIG;
         }
         want = (long long)slots;

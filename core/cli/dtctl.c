@@ -307,9 +307,9 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
         case 'n': {
             char *e;
             long v = strtol(optarg, &e, 10);
-            if (*e || v < 1 || v > 1 << 20) {
-                dt_error("-n/--np wants a positive number of workers, got "
-                         "'%s'", optarg);
+            if (*e || v < 1 || v > DT_CLI_MAX_WORKERS) {
+                dt_error("-n/--np wants a number of workers from 1 to %d, "
+                         "got '%s'", DT_CLI_MAX_WORKERS, optarg);
                 return 2;
             }
             cli->np = (int)v;
@@ -367,8 +367,9 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
                          optarg);
                 return 2;
             }
-            if (*e || v < 1 || v > 1 << 20) {
-                dt_error("%s wants a positive number%s, got '%s'", name,
+            if (*e || v < 1 || v > DT_CLI_MAX_WORKERS) {
+                dt_error("%s wants a number from 1 to %d%s, got '%s'", name,
+                         DT_CLI_MAX_WORKERS,
                          c == OPT_NPROC_PER_NODE ? " or gpu" : "", optarg);
                 return 2;
             }

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
@@ -123,23 +124,41 @@ void run_job_reach_master(run_job_t *job, const char *rendezvous)
     snprintf(job->master_addr, sizeof job->master_addr, "%s", addr);
 }
 
-/* "a', 'b": the names of the hosts that got ranks, in list order. */
+/* Room kept at the end of the names for " and 1048576 more". */
+#define MORE_ROOM 24
+
+/* "'a', 'b'": the names of the hosts that got ranks, in list order. Whole
+ * names only, then "and K more" for those that do not fit: a list of a
+ * few hundred loopback names ended the line mid-name ("..., '"). */
 static void used_names(const dt_hostlist_t *hosts,
                        const dt_placement_t *placement, int np, char *out,
                        size_t len)
 {
-    size_t at = 0;
+    size_t at = 0, more = 0;
     out[0] = '\0';
-    for (size_t h = 0; h < hosts->n && at < len; h++) {
-        int used = 0;
-        for (int r = 0; r < np && !used; r++)
-            used = placement[r].host == h;
-        if (!used)
-            continue;
-        int w = snprintf(out + at, len - at, "%s'%s'", at ? ", " : "",
-                         hosts->hosts[h].name);
-        at += w > 0 ? (size_t)w : 0;
+    unsigned char *used = calloc(hosts->n ? hosts->n : 1, 1);
+    if (!used || len <= MORE_ROOM) {
+        free(used);
+        return;
     }
+    for (int r = 0; r < np; r++) /* one pass: np x hosts was quadratic */
+        used[placement[r].host] = 1;
+    for (size_t h = 0; h < hosts->n; h++) {
+        if (!used[h])
+            continue;
+        int w = more ? -1
+                     : snprintf(out + at, len - MORE_ROOM - at, "%s'%s'",
+                                at ? ", " : "", hosts->hosts[h].name);
+        if (w < 0 || (size_t)w >= len - MORE_ROOM - at) {
+            out[at] = '\0'; /* this name did not fit: none after it */
+            more++;
+            continue;
+        }
+        at += (size_t)w;
+    }
+    if (more)
+        snprintf(out + at, len - at, "%sand %zu more", at ? " " : "", more);
+    free(used);
 }
 
 void run_place_one_machine(const dt_hostlist_t *hosts,

@@ -44,18 +44,35 @@ static int valid_host_name(const char *s)
     return 1;
 }
 
+/* Past any slot count or port: a longer number reads as this, so that
+ * "h:2147483647" gets "out of range" (it got "cannot read"). */
+#define NUMBER_CAP 1000000000L
+
+/* Digits only; a value of NUMBER_CAP or more is NUMBER_CAP (errors then
+ * quote the text, not the value). */
 static int parse_number(const char *s, size_t len, long *out)
 {
-    if (len == 0 || len > 9)
+    if (len == 0)
         return -1;
     long v = 0;
     for (size_t i = 0; i < len; i++) {
         if (!isdigit((unsigned char)s[i]))
             return -1;
-        v = v * 10 + (s[i] - '0');
+        /* no overflow, even where long has 32 bits */
+        v = v > (NUMBER_CAP - 9) / 10 ? NUMBER_CAP : v * 10 + (s[i] - '0');
     }
     *out = v;
     return 0;
+}
+
+/* The digits after the last ':' of item (len bytes): the count or port
+ * as written. */
+static const char *after_colon(const char *item, size_t len, int *n)
+{
+    const char *c = memrchr(item, ':', len);
+    const char *d = c ? c + 1 : item + len;
+    *n = (int)(item + len - d);
+    return d;
 }
 
 /* A host is its name and ssh port: names compare without case (DNS
@@ -157,8 +174,10 @@ dt_status_t dt_hosts_parse(const char *spec, dt_hostlist_t *out)
             goto out;
         }
         if (num == 0 || num > MAX_SLOTS) {
-            dt_error("host list '%s': '%.*s' has %ld slots; want 1 to %d",
-                     spec, (int)len, p, num, MAX_SLOTS);
+            int dn;
+            const char *digits = after_colon(p, len, &dn);
+            dt_error("host list '%s': '%.*s' has %.*s slots; want 1 to %d",
+                     spec, (int)len, p, dn, digits, MAX_SLOTS);
             st = DT_ERR_INVALID;
             goto out;
         }
@@ -238,8 +257,8 @@ static int parse_field(const char *path, int lineno, const char *field,
             return -1;
         }
         if (v < 1 || v > MAX_SLOTS) {
-            dt_error("%s:%d: slots=%ld is out of range; want 1 to %d", path,
-                     lineno, v, MAX_SLOTS);
+            dt_error("%s:%d: %s is out of range; want 1 to %d", path,
+                     lineno, field, MAX_SLOTS);
             return -1;
         }
         *slots = (int)v;
@@ -249,8 +268,8 @@ static int parse_field(const char *path, int lineno, const char *field,
             return -1;
         }
         if (v < 1 || v > 65535) {
-            dt_error("%s:%d: port=%ld is out of range; want 1 to 65535",
-                     path, lineno, v);
+            dt_error("%s:%d: %s is out of range; want 1 to 65535", path,
+                     lineno, field);
             return -1;
         }
         *port = (int)v;
@@ -284,8 +303,10 @@ static dt_status_t parse_line(const char *path, int lineno, char *line,
     /* MXNet writes ip:port; 22 and >= 1024 can only be ports. */
     if (num == 22 || num >= 1024) {
         if (num > 65535) {
-            dt_error("%s:%d: port %ld is out of range; want 1 to 65535", path,
-                     lineno, num);
+            int dn;
+            const char *digits = after_colon(tok, strlen(tok), &dn);
+            dt_error("%s:%d: port %.*s is out of range; want 1 to 65535",
+                     path, lineno, dn, digits);
             return DT_ERR_CONFIG;
         }
         port = (int)num;

@@ -62,8 +62,12 @@ dt_status_t dt_device_open(const char *want, int local_rank, int threads,
                  "use device = auto or cpu", why);
         return DT_ERR_UNSUPPORTED;
     }
-    if (ngpus == 0 && strcmp(want, "auto") == 0)
+    /* Once per host (its local rank 0; the others at debug level): the
+     * same line from each of 128 workers of a host buried the rest. */
+    if (ngpus == 0 && strcmp(want, "auto") == 0 && local_rank <= 0)
         dt_info("device = auto: using the CPU (%s)", why);
+    else if (ngpus == 0 && strcmp(want, "auto") == 0)
+        dt_debug("device = auto: using the CPU (%s)", why);
     dt_device_t *dev = calloc(1, sizeof *dev);
     if (!dev)
         return DT_ERR_NOMEM;

@@ -35,8 +35,8 @@ dt_status_t local_launch(void *ctx, const dt_launch_spec_t *spec);
 dt_status_t local_wait(void *ctx, int timeout_ms, dt_worker_exit_t *ev);
 /* Read what a pipe holds now (up to a bound) and forward it. */
 void local_drain_worker(local_launcher_t *L, local_worker_t *w);
-/* Reap ended children that are no unreaped worker: descendants that
- * left their worker's group and came back to us as subreaper. */
+/* Reap ended children that are no unreaped worker: descendants of
+ * workers (in their group or not) that came back to us as subreaper. */
 void local_reap_strays(const local_launcher_t *L);
 /* signal.c */
 dt_status_t local_signal(void *ctx, int signo);

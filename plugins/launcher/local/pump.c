@@ -53,14 +53,6 @@ void local_drain_worker(local_launcher_t *L, local_worker_t *w)
             ;
 }
 
-/* Collect orphans of an ended worker: with dtctl as child subreaper, its
- * background children come back to us when it exits. */
-static void reap_orphans(local_worker_t *w)
-{
-    while (waitpid(-w->pid, NULL, WNOHANG) > 0)
-        ;
-}
-
 /* 1: pid has ended, left unreaped (its number stays taken while we
  * clean up after it); 0: it runs; -1: waitid failed (errno). */
 static int ended_unreaped(pid_t pid)
@@ -73,17 +65,18 @@ static int ended_unreaped(pid_t pid)
 }
 
 /* waitpid every running worker; drain the output of those that ended so
- * it reaches the caller before their exit does. */
+ * it reaches the caller before their exit does. A reaped worker costs
+ * nothing more here: the children it left in its group (they came back to
+ * us as subreaper) are reaped by local_reap_strays once they end. A
+ * waitpid(-group) per reaped worker and round scanned all our children
+ * (workers and guards) each time: N rounds x N workers x 2N children,
+ * seconds per job from a few hundred workers on. */
 static void reap_ended(local_launcher_t *L)
 {
     for (int i = 0; i < L->n; i++) {
         local_worker_t *w = &L->workers[i];
-        if (w->pid <= 0)
+        if (w->pid <= 0 || w->reaped)
             continue;
-        if (w->reaped) {
-            reap_orphans(w);
-            continue;
-        }
         int ended = ended_unreaped(w->pid);
         if (ended == 0)
             continue;
@@ -118,10 +111,11 @@ static int unreaped_worker(const local_launcher_t *L, pid_t pid)
     return 0;
 }
 
-/* Descendants that left their worker's process group (setsid, a daemon)
- * are no group member, but come back to dtctl, the child subreaper, when
- * their parent ends: reap those that ended, or each stays a zombie for as
- * long as dtctl runs (one per worker and attempt under --max-restarts). */
+/* Children that ended and are no unreaped worker: what a worker left
+ * behind in its group or outside it (setsid, a daemon) comes back to
+ * dtctl, the child subreaper, when its parent ends; reap those, or each
+ * stays a zombie for as long as dtctl runs (one per worker and attempt
+ * under --max-restarts). One scan of our children per zombie and call. */
 void local_reap_strays(const local_launcher_t *L)
 {
     for (int i = 0; i < 4096; i++) {

@@ -252,6 +252,18 @@ static void attach(tcp_ctx_t *c, int peer, int idx, int fd)
     s->fd = fd;
 }
 
+/* Rank p let the whole timeout pass without publishing its address: it
+ * is the job's root failure, not this rank (dtctl would otherwise name
+ * whichever waiting rank exited first). It publishes before it waits on
+ * anyone, so it is not held up by another rank; one that exited is
+ * reported by its launcher. */
+static void blame_unpublished(tcp_ctx_t *c, int p)
+{
+    int failed = -1, detector = -1;
+    char how[TCP_HOW_MAX] = "";
+    tcp_cause_resolve(c, p, "hung", &failed, &detector, how);
+}
+
 static dt_status_t connect_lower(tcp_ctx_t *c, const dt_transport_args_t *a,
                                  long long epoch, double deadline)
 {
@@ -266,6 +278,8 @@ static dt_status_t connect_lower(tcp_ctx_t *c, const dt_transport_args_t *a,
             dt_error("tcp: rank %d: rank %d never published its address in "
                      "the store (%s); did it start?",
                      c->rank, p, dt_status_str(st));
+            if (st == DT_ERR_TIMEOUT)
+                blame_unpublished(c, p);
             return st == DT_ERR_TIMEOUT ? DT_ERR_PEER : st;
         }
         char host[128] = "", port[16] = "";
