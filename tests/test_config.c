@@ -882,6 +882,32 @@ static void test_byte_order_mark(void **state)
     unlink(path);
 }
 
+/* UTF-16 text (Notepad's "Unicode"): one error naming the encoding and
+ * what to do, not a parse error per line. The text is cut at its first
+ * NUL here, which the check does not need. */
+static void test_utf16_file(void **state)
+{
+    (void)state;
+    static const char *const marks[] = {"\xff\xfe[", "\xfe\xff\n[cluster]\n"};
+    for (int i = 0; i < 2; i++) {
+        char path[64];
+        ini_file(path, sizeof path, marks[i]);
+        dt_config_t *cfg = new_config();
+        capture_t c;
+        capture_begin(&c);
+        dt_status_t st = dt_config_load_file(cfg, path, DT_SRC_JOB_FILE);
+        char *err = capture_end(&c);
+        assert_int_equal(st, DT_ERR_CONFIG);
+        assert_non_null(strstr(err, "the file is UTF-16 text"));
+        assert_non_null(strstr(err, "save it as UTF-8"));
+        assert_null(strstr(err, "cannot parse"));
+        assert_ptr_equal(strchr(err, '\n'), err + strlen(err) - 1);
+        free(err);
+        dt_config_free(cfg);
+        unlink(path);
+    }
+}
+
 /* A directory named as the file: said as such, not "read error". */
 static void test_directory_as_file(void **state)
 {
@@ -1103,6 +1129,7 @@ int main(void)
         cmocka_unit_test(test_printable),
         cmocka_unit_test(test_long_line),
         cmocka_unit_test(test_byte_order_mark),
+        cmocka_unit_test(test_utf16_file),
         cmocka_unit_test(test_directory_as_file),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_plugin_lookup),

@@ -29,6 +29,7 @@
 #include "plan/plan_model.h"
 #include "plan_cli.h"
 #include "run_trainer.h"
+#include "temp_files.h"
 
 #define SIM "dt-plan-sim"
 #define INSTALL_HINT                                                        \
@@ -878,19 +879,21 @@ int dt_cmd_plan(int argc, char **argv)
     if (!(a.intra_bw > 0))
         a.intra_bw = intra.beta > 0 ? 1.0 / intra.beta : 10e9;
 
-    char tmpl[] = "/tmp/dt-plan-XXXXXX";
+    char tmpl[4096];
     const char *spec = a.spec_out;
     FILE *f;
     int fd = -1;
     if (spec) {
         f = fopen(spec, "w");
     } else {
-        fd = mkstemp(tmpl);
-        f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        fd = dt_temp_mkstemp("plan", "dt-plan-", tmpl, sizeof tmpl);
+        if (fd < 0)
+            return 1;
+        f = fdopen(fd, "w");
         spec = tmpl;
     }
     if (!f) {
-        dt_error("plan: cannot write the simulation spec: %s",
+        dt_error("plan: cannot write the simulation spec %s: %s", spec,
                  strerror(errno));
         return 1;
     }

@@ -26,6 +26,7 @@
 #include <dt/log.h>
 #include "cli.h"
 #include "gnuplot.h"
+#include "temp_files.h"
 
 static const char plot_usage[] =
     "usage: dtctl plot METRICS.jsonl [MORE.jsonl...] [-o curves.png|.svg]\n"
@@ -379,11 +380,9 @@ int dt_cmd_plot(int argc, char **argv)
     if (!dt_gnuplot_find("dtctl plot", gnuplot, sizeof gnuplot))
         return 1;
 
-    char dir[] = "/tmp/dtctl-plot.XXXXXX";
-    if (!mkdtemp(dir)) {
-        dt_error("dtctl plot: temporary directory: %s", strerror(errno));
+    char dir[4096];
+    if (dt_temp_mkdtemp("dtctl plot", "dtctl-plot.", dir, sizeof dir) != 0)
         return 1;
-    }
     int rc = 1;
     plot_set_t set = {NULL, 0};
     double range[2] = {INFINITY, -INFINITY}; /* epochs, all runs */

@@ -2,6 +2,7 @@
  * command) and dispatch to one command. */
 #include "config.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,8 @@
 #include <dt/log.h>
 #include "cli.h"
 #include "long_abbrev.h"
+#include "cwd_gone.h"
+#include "std_fds.h"
 #include "plugin/plugin_loader.h"
 
 static const char usage_text[] =
@@ -392,8 +395,12 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
             return 2;
         case 'v': cli->verbose++; break;
         case 'q': cli->quiet = 1; break;
-        case OPT_VERSION: printf("dtctl (dt) %s\n", PACKAGE_VERSION); exit(0);
-        case 'h': fputs(usage_text, stdout); exit(0);
+        case OPT_VERSION:
+            printf("dtctl (dt) %s\n", PACKAGE_VERSION);
+            exit(dt_cli_flush_stdout("--version"));
+        case 'h':
+            fputs(usage_text, stdout);
+            exit(dt_cli_flush_stdout("--help"));
         case ':':
             dt_error("option '%s' needs a value; see dtctl --help",
                      argv[optind - 1]);
@@ -528,6 +535,8 @@ static int own_options_command(int argc, char **argv, int *rc)
                                                          : DT_LOG_INFO);
     *rc = strcmp(argv[i], "plot") == 0 ? dt_cmd_plot(argc - i, argv + i)
                                        : dt_cmd_plan(argc - i, argv + i);
+    if (*rc == 0) /* plan's table is its result: a lost one is an error */
+        *rc = dt_cli_flush_stdout(argv[i]);
     return 1;
 }
 
@@ -559,6 +568,12 @@ int main(int argc, char **argv)
 {
     dt_cli_t cli = {.np = -1};
     int rc;
+    if (dt_std_fds_open() != 0) {
+        dt_error("cannot open /dev/null for a closed stdin, stdout or "
+                 "stderr: %s (start dtctl with all three open)",
+                 strerror(errno));
+        return 1;
+    }
     if (own_options_command(argc, argv, &rc))
         return rc;
     rc = parse_args(argc, argv, &cli);
@@ -573,6 +588,8 @@ int main(int argc, char **argv)
                                         : DT_LOG_INFO);
     if (!cli.command && cli.exec_argv)
         cli.command = "run";
+    if (cli.command && strcmp(cli.command, "help") != 0)
+        dt_warn_if_cwd_gone();
     if (!cli.command) {
         fputs(usage_text, stderr);
         rc = 2;

@@ -15,6 +15,7 @@
 #include <dt/log.h>
 #include "plan/plan_model.h"
 #include "plan_cli.h"
+#include "temp_files.h"
 
 /* ---- the transport profile ----------------------------------------- */
 
@@ -93,7 +94,7 @@ int plan_read_profile(const char *path, const char *transport, tprof_t *t)
 
 static int run_capture(char *const argv[], const char *env, FILE **out)
 {
-    *out = tmpfile();
+    *out = dt_temp_file("plan --measure");
     if (!*out)
         return -1;
     pid_t pid = fork();

@@ -13,6 +13,7 @@
 #include <dt/log.h>
 #include "gnuplot.h"
 #include "plan_cli.h"
+#include "temp_files.h"
 
 /* `sim spec` with its stdout on a pipe, no shell between (a path may hold
  * any character, a quote included): the read end, or NULL having
@@ -63,12 +64,11 @@ int plan_simulate_and_plot(const char *sim, const char *spec,
         return 2;
     if (!dt_gnuplot_find("dtctl plan --plot", gnuplot, sizeof gnuplot))
         return 1;
-    char dir[] = "/tmp/dt-plan-plot.XXXXXX";
-    if (!mkdtemp(dir)) {
-        dt_error("plan: temporary directory: %s", strerror(errno));
+    char dir[4096];
+    if (dt_temp_mkdtemp("plan: --plot", "dt-plan-plot.", dir,
+                        sizeof dir) != 0)
         return 1;
-    }
-    char data[128], script[128];
+    char data[4200], script[4200];
     snprintf(data, sizeof data, "%s/plan.dat", dir);
     snprintf(script, sizeof script, "%s/plan.gp", dir);
     int rc = 1, rows = 0;
@@ -175,8 +175,9 @@ int plan_sweep(const char *sim, const char *spec, int n, int hier,
                double job_wire)
 {
     static const unsigned mib[] = {1, 2, 4, 8, 16, 25, 32, 64, 128};
-    char path[] = "/tmp/dt-plan-sweep-XXXXXX";
-    int fd = mkstemp(path);
+    char path[4096];
+    int fd = dt_temp_mkstemp("plan: --sweep", "dt-plan-sweep-", path,
+                             sizeof path);
     if (fd < 0)
         return 1;
     close(fd);

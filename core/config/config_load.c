@@ -46,6 +46,18 @@ static void say_unparsable(const char *path, int lineno, const char *text,
              dt_config_printable(text, pt, sizeof pt), more);
 }
 
+/* Windows editors save "Unicode" text as UTF-16, which starts with the
+ * byte order mark FF FE (or FE FF); each of its lines would be said as
+ * unparsable bytes without the cause. */
+static void say_utf16(const char *path)
+{
+    char pp[CFG_PRINTABLE_MAX];
+    dt_error("%s: the file is UTF-16 text (it starts with a UTF-16 byte "
+             "order mark); dt reads UTF-8: save it as UTF-8 (e.g. iconv -f "
+             "UTF-16 -t UTF-8 FILE > NEW.ini)",
+             dt_config_printable(path, pp, sizeof pp));
+}
+
 /* Every line inih would refuse, said here (inih names only the first):
  * text other than a comment, a '[section]' or a 'key = value' / 'key:
  * value'. A '[section' without its ']' also leaves the keys below it
@@ -122,6 +134,12 @@ static char *read_line(char *str, int num, void *stream)
     if (n < 0)
         return NULL;
     r->line++;
+    if (r->line == 1 && n >= 2 && (memcmp(r->buf, "\xff\xfe", 2) == 0 ||
+                                   memcmp(r->buf, "\xfe\xff", 2) == 0)) {
+        say_utf16(r->path);
+        r->problems++;
+        return NULL; /* every line would be unparsable: one message */
+    }
     char *s = r->buf;
     while (*s == ' ' || *s == '\t')
         s++;

@@ -13,12 +13,14 @@
  * configuration error: dtctl does not restart it), 75
  * (DT_TRAIN_EXIT_PREEMPTED) preempted by SIGTERM or SIGUSR1 after every
  * rank wrote its checkpoint: rerun with --resume. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <dt/dt.h>
 #include <dt/log.h>
+#include "cli/std_fds.h"
 #include "nn/gpu_inventory.h"
 #include "train.h"
 
@@ -27,6 +29,11 @@ extern char **environ;
 int main(int argc, char **argv)
 {
     dt_config_t *cfg = NULL;
+    if (dt_std_fds_open() != 0) {
+        fprintf(stderr, "dt-train: cannot open /dev/null for a closed "
+                        "stdin, stdout or stderr: %s\n", strerror(errno));
+        return 1;
+    }
     if (argc == 2 && strcmp(argv[1], "--gpus") == 0) {
         dt_gpu_inventory_t inv;
         dt_gpu_inventory(&inv);

@@ -1,0 +1,147 @@
+#!/bin/sh
+# env_odd.sh — dtctl on machines set up unlike the developer's: started
+# with stdin, stdout and stderr closed (the trainer's job must still run,
+# its metrics file hold only metrics), with stdout on a full disk (what is
+# lost is an error), in a current directory that was removed (a warning
+# says so), and TMPDIR naming where scratch files go (dtctl plot and plan
+# follow it, with spaces and quotes in it, and name it when it cannot be
+# written).
+set -u
+
+: "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
+T=$(mktemp -d "${TMPDIR:-/tmp}/dt-env-odd.XXXXXX") || exit 99
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 99            # no ./conf/cluster.ini here
+unset DT_CONFIG DT_CLUSTER_NP DT_TRANSPORT DT_LAUNCHER DT_STORAGE DT_INTERFACE \
+    DT_CLUSTER_INTERFACE NCCL_SOCKET_IFNAME GLOO_SOCKET_IFNAME UCX_NET_DEVICES
+fails=0 passed_at=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() {
+    if [ $fails -eq $passed_at ]; then echo "ok: $*"
+    else echo "FAILED: $* ($((fails - passed_at)) check(s) above)"; fi
+    passed_at=$fails
+}
+# Every dtctl call is bounded: a bug must fail the test, never hang it.
+dt() { timeout -k 5 60 "$DTCTL" "$@"; }
+
+# --- stdin, stdout and stderr closed -----------------------------------------
+# dtctl's first pipe took number 2, so its own log lines went into it and
+# the workers' rendezvous stalled (130 s, then exit 1).
+data=/usr/share/datasets/fashion-mnist
+if [ -r "$data/train-images-idx3-ubyte.gz" ] && [ "${DT_HAVE_ZLIB:-yes}" = yes ] &&
+    "$DTCTL" plugins | awk '$1 == "transport" && $2 == "tcp"' | grep -q available; then
+    cat >job.ini <<'INI'
+[train]
+seed = 1
+epochs = 1
+batch_size = 50
+lr = 0.05
+optimizer = sgd
+device = cpu
+[model]
+layers = flatten linear(16) relu linear(10)
+[data]
+train_samples = 200
+test_samples = 100
+INI
+    dt run -n 2 --metrics m.jsonl job.ini <&- >&- 2>&-
+    rc=$?
+    [ $rc -eq 0 ] || fail "closed stdin/stdout/stderr: exit $rc (want 0)"
+    [ "$(grep -c . m.jsonl 2>/dev/null)" = 1 ] && ! grep -qv '^{"epoch":1,' m.jsonl ||
+        fail "closed stdin/stdout/stderr: the metrics file holds more than the epoch's line: $(head -c 600 m.jsonl)"
+    # stdout closed alone: the error lines still reach stderr
+    dt run -n 2 -- sh -c 'echo err $DT_RANK >&2; exit 3' >&- 2>err
+    rc=$?
+    [ $rc -eq 3 ] || fail "stdout closed: exit $rc (want the workers' 3)"
+    grep -q '^\[1\] err 1$' err && grep -q 'rank 0 on localhost exited with code 3' err ||
+        fail "stdout closed: stderr lacks the workers' lines: $(cat err)"
+    ok "started with stdin, stdout and stderr closed"
+else
+    echo "skip: closed standard descriptors (no Fashion-MNIST, zlib or tcp here)"
+fi
+
+# --- stdout on a full disk (/dev/full) --------------------------------------
+# What dtctl was asked to print is lost: exit 1 and say so (--help,
+# --version and plan's table exited 0 in silence).
+if [ -w /dev/full ]; then
+    for opt in --help --version; do
+        dt $opt >/dev/full 2>err
+        rc=$?
+        [ $rc -eq 1 ] || fail "dtctl $opt >/dev/full: exit $rc (want 1)"
+        grep -q "dtctl $opt: cannot write its output to standard output" err ||
+            fail "dtctl $opt >/dev/full: not said: $(cat err)"
+    done
+    ok "a lost --help or --version is an error"
+else
+    echo "skip: stdout on a full disk (no /dev/full)"
+fi
+
+# --- a current directory that was removed ------------------------------------
+# Every relative path then fails with "No such file or directory" (the
+# trainer blamed --metrics): one warning names the cause.
+mkdir "$T/gone" || exit 99
+(cd "$T/gone" && rmdir "$T/gone" && dt run -n 1 -- true) >out 2>&1
+rc=$?
+[ $rc -eq 0 ] || fail "removed cwd: dtctl run -- true exited $rc: $(cat out)"
+grep -q "warning: the current directory no longer exists (it was removed): relative paths .* cd to an existing directory" out ||
+    fail "removed cwd: no warning: $(cat out)"
+dt run -n 1 -- true >out 2>&1 || fail "existing cwd: exit $?"
+grep -q "no longer exists" out && fail "existing cwd: warned: $(cat out)"
+ok "a removed current directory is said"
+
+# --- TMPDIR -------------------------------------------------------------------
+line() {
+    printf '{"epoch":%s,"step":%s0,"train_loss":1.5,"test_loss":1.2,"test_accuracy":0.6,"lr":0.1,"samples_per_sec":1000.0,"comm_fraction":0.1,"data_wait":0.01,"epoch_seconds":1.0}\n' "$1" "$1"
+}
+{ line 1; line 2; } >m2.jsonl
+# Unusable: said with the directory and the variable, whatever gnuplot.
+if TMPDIR="$T/missing" dt plot m2.jsonl -o p.svg >out 2>&1; then
+    fail "TMPDIR=missing: dtctl plot succeeded (it wrote elsewhere)"
+fi
+grep -q "dtctl plot: cannot create a temporary directory in $T/missing: No such file or directory (that is \$TMPDIR: point it at a writable directory)" out ||
+    fail "TMPDIR=missing: dtctl plot's error does not name it: $(cat out)"
+if command -v gnuplot >/dev/null 2>&1; then
+    odd="$T/tmp dir 'q\" ü"
+    mkdir "$odd" || exit 99
+    TMPDIR="$odd" dt plot m2.jsonl -o p.svg >out 2>&1 ||
+        fail "TMPDIR with a space and quotes: dtctl plot exited $?: $(cat out)"
+    grep -q '<svg' p.svg 2>/dev/null || fail "TMPDIR with a space and quotes: no SVG"
+    [ -z "$(ls -A "$odd")" ] || fail "dtctl plot left files in TMPDIR: $(ls -A "$odd")"
+else
+    echo "skip: dtctl plot in an odd TMPDIR (no gnuplot)"
+fi
+ok "dtctl plot follows TMPDIR"
+
+if [ -x "${top_builddir:-}/core/dt-plan-sim" ]; then
+    cat >plan.ini <<'INI'
+[model]
+layers = flatten linear(16) relu linear(10)
+INI
+    printf '[transport.tcp]\nalpha = 2e-5\nbeta = 1e-9\ngamma = 2.5e-10\n' >prof.ini
+    if TMPDIR="$T/missing" dt plan plan.ini --input 1,28,28,10 --hosts 2 \
+        --network 10Gbit --profile prof.ini >out 2>&1; then
+        fail "TMPDIR=missing: dtctl plan succeeded (it wrote elsewhere)"
+    fi
+    grep -q "plan: cannot create a temporary file in $T/missing: No such file or directory (that is \$TMPDIR" out ||
+        fail "TMPDIR=missing: dtctl plan's error does not name it: $(cat out)"
+    mkdir -p "$T/plan tmp" || exit 99
+    TMPDIR="$T/plan tmp" dt plan plan.ini --input 1,28,28,10 --hosts 2 \
+        --network 10Gbit --profile prof.ini >out 2>&1 ||
+        fail "TMPDIR with a space: dtctl plan exited $?: $(cat out)"
+    grep -q '^ *2 ' out || fail "TMPDIR with a space: no row for N = 2: $(cat out)"
+    [ -z "$(ls -A "$T/plan tmp")" ] || fail "dtctl plan left files in TMPDIR"
+    if [ -w /dev/full ]; then
+        dt plan plan.ini --input 1,28,28,10 --hosts 2 --network 10Gbit \
+            --profile prof.ini >/dev/full 2>err
+        rc=$?
+        [ $rc -eq 1 ] || fail "dtctl plan >/dev/full: exit $rc (want 1)"
+        grep -q "dtctl plan: cannot write its output to standard output" err ||
+            fail "dtctl plan >/dev/full: not said: $(cat err)"
+    fi
+    ok "dtctl plan follows TMPDIR"
+else
+    echo "skip: dtctl plan and TMPDIR (dt-plan-sim not built)"
+fi
+
+[ $fails -eq 0 ] || exit 1
+exit 0
