@@ -123,6 +123,13 @@ grep -q "cannot execute 'tr.py': No such file or directory; a Python script runs
 (cd "$T/wd2" && "$DTCTL" run -n 1 -- prog) 2>"$T/e"
 grep -q "cannot execute 'prog': .*where PATH is not searched: write ./PROGRAM" "$T/e" ||
     fail "a program in the directory without ./: $(cat "$T/e")"
+# An environment too large to exec (E2BIG): said with the likely cause.
+# ulimit -s 512 makes the limit 128 KiB (its floor); three 60 KB
+# variables from a job file exceed it, while dtctl's own exec does not.
+python3 -c "v = 'a' * 60000; print('[cluster]\nenv_vars = A=%s,B=%s,C=%s' % (v, v, v))" >"$T/big.ini"
+(ulimit -s 512 && "$DTCTL" run -n 1 --config "$T/big.ini" -- true) 2>"$T/e"
+grep -q "cannot execute 'true': Argument list too long; .*a very large variable from \[cluster\] env_vars" "$T/e" ||
+    fail "an environment too large to exec: $(cat "$T/e")"
 ok "a script or program named the torchrun way: the error says what to write"
 
 # Two names of this machine are one host to number: a LOCAL_RANK (a GPU,

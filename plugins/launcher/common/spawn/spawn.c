@@ -114,6 +114,11 @@ static void exec_failure(const spawn_req_t *req, int err, char *why,
                "searched: write ./PROGRAM";
     else if (err == EACCES)
         hint = "; is it executable (chmod +x)?";
+    else if (err == E2BIG)
+        hint = "; the program's arguments and environment together exceed "
+               "the system's limit (getconf ARG_MAX, a quarter of `ulimit "
+               "-s`; one string at most 128 KiB): a very large variable "
+               "from [cluster] env_vars, -x or dtctl's environment?";
     snprintf(why, why_len, "cannot execute '%s': %s%s", prog, strerror(err),
              hint);
 }
@@ -150,8 +155,13 @@ dt_status_t spawn_start(const spawn_req_t *req, spawn_child_t *child,
     int fork_errno = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (pid < 0) {
-        snprintf(why, why_len, "cannot start '%s': fork: %s", req->argv[0],
-                 strerror(fork_errno));
+        snprintf(why, why_len, "cannot start '%s': fork: %s%s", req->argv[0],
+                 strerror(fork_errno),
+                 fork_errno == EAGAIN
+                     ? " (the user's process limit, `ulimit -u`, or the "
+                       "cgroup's pids.max is reached: raise it or start "
+                       "fewer workers)"
+                     : "");
         goto out;
     }
     /* Also set the group here: whichever of parent and child runs first,
