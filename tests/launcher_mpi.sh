@@ -63,6 +63,14 @@ done
 grep -q 'dt-exit:' "$T/o" "$T/e" && fail "exit markers leaked into the output"
 ok "worker environment and per-rank output"
 
+# dtctl's stdin (a pipe) reaches rank 0 through mpirun, and only rank 0:
+# the prologue's `&` must not swap it for /dev/null.
+printf 'a\nb\n' | run -n 2 -- sh -c 'echo "lines=$(wc -l)"' >"$T/o" 2>"$T/e" ||
+    fail "stdin job exited $?: $(cat "$T/e")"
+grep -qx '\[0\] lines=2' "$T/o" && grep -qx '\[1\] lines=0' "$T/o" ||
+    fail "stdin: want rank 0 to read 2 lines and rank 1 none: $(cat "$T/o")"
+ok "dtctl's stdin reaches rank 0 only, through mpirun"
+
 # --- 3. failure: the rank and its exit status come back ---------------------
 run -n 4 -- sh -c "if [ \$DT_RANK = 2 ]; then exit 7; fi; sleep 60 # $MARK" \
     >"$T/o" 2>"$T/e"; rc=$?

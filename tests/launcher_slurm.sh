@@ -87,6 +87,14 @@ done
 grep -q 'dt-exit:' "$T/o" "$T/e" && fail "exit markers leaked into the output"
 ok "worker environment from SLURM_PROCID/LOCALID/NODEID; one node: MASTER_ADDR 127.0.0.1"
 
+# dtctl's stdin (a pipe) reaches task 0 only (srun --input=0; srun's own
+# default would give it to every task).
+printf 'a\nb\n' | run -n 2 -- sh -c 'echo "lines=$(wc -l)"' >"$T/o" 2>"$T/e" ||
+    fail "stdin job exited $?: $(cat "$T/e")"
+grep -qx '\[0\] lines=2' "$T/o" && grep -qx '\[1\] lines=0' "$T/o" ||
+    fail "stdin: want rank 0 to read 2 lines and rank 1 none: $(cat "$T/o")"
+ok "dtctl's stdin reaches rank 0 only (srun --input=0)"
+
 # --- 3. inside an allocation: srun only, in that job ----------------------------
 timeout -k 5 120 salloc -n 3 --job-name=outer "$DTCTL" run --launcher=slurm -n 3 -- \
     sh -c 'echo "job=$SLURM_JOB_ID rank=$DT_RANK"' >"$T/o" 2>"$T/e"

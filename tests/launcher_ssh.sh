@@ -1,7 +1,8 @@
 #!/bin/sh
 # launcher_ssh.sh — the ssh launcher against a real sshd on 127.0.0.1 (a
 # free port, generated host and user keys, host-key checking on): ranks,
-# environment (the user's NCCL_SOCKET_IFNAME too), working directory, exit codes, host keys (unknown, wrong,
+# environment (the user's NCCL_SOCKET_IFNAME too), working directory, exit codes, stdin to rank 0, a
+# closed stdout, host keys (unknown, wrong,
 # accept-new), an unreachable host, stop signals (also while a host is
 # mute or stalls the authentication), dtctl killed outright,
 # no leftover processes, the token in no argv.
@@ -110,6 +111,44 @@ n=$(run -n 2 -- sh -c ": $MARK; seq 1 200000; seq 1 50000 >&2" 2>"$T/err" | grep
 [ "$n" -eq 400000 ] && [ "$(grep -c '^\[[01]\] [0-9]*$' "$T/err")" -eq 100000 ] ||
     fail "bulk output: want 400000 stdout and 100000 stderr lines, got $n and $(wc -l <"$T/err")"
 ok "bulk output (several MB) forwarded completely"
+
+# dtctl's stdin reaches rank 0 only, over a channel of its own into a fifo
+# in a private directory (the host's $TMPDIR: $T/rt here), gone with the job.
+mkdir -p "$T/rt"
+seq 1 100000 >"$T/in"
+want=$(cksum <"$T/in")
+none=$(cksum </dev/null)
+rt_clean() { # 0 once nothing is in $T/rt and no process holds a file there (10 s)
+    i=0
+    while { [ -n "$(ls -A "$T/rt")" ] || ls -l /proc/[0-9]*/fd/ 2>/dev/null | grep -qF "$T/rt/"; } && [ $i -lt 100 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    [ -z "$(ls -A "$T/rt")" ]
+}
+run -n 3 -x TMPDIR="$T/rt" -- sh -c ": $MARK; echo \"\$(cksum)\"" <"$T/in" >"$T/o" 2>"$T/err"
+rc=$?
+[ $rc -eq 0 ] || fail "3 ranks reading stdin over ssh exited $rc: $(cat "$T/err")"
+grep -qx "\[0\] $want" "$T/o" || fail "rank 0 did not get dtctl's stdin whole over ssh: $(cat "$T/o") (want $want)"
+for r in 1 2; do
+    grep -qx "\[$r\] $none" "$T/o" || fail "rank $r read stdin over ssh: $(cat "$T/o")"
+done
+rt_clean || fail "rank 0's fifo directory is left: $(ls -A "$T/rt")"
+# endless, never read: the job ends all the same, and so does the writer
+yes | run -n 2 -x TMPDIR="$T/rt" -- sh -c ": $MARK; echo done" >"$T/o" 2>"$T/err"
+rc=$?
+[ $rc -eq 0 ] && [ "$(grep -c done "$T/o")" -eq 2 ] ||
+    fail "endless stdin, never read, over ssh: exit $rc: $(cat "$T/o" "$T/err")"
+rt_clean || fail "never read: a fifo or its writer is left: $(ls -A "$T/rt")"
+ok "dtctl's stdin reaches rank 0 whole, with its end of file; a stdin never read holds nothing up; nothing left"
+
+# A closed stdout stops the job (exit 141), and nothing of it is left.
+{ run -n 2 -- sh -c ": $MARK; exec yes $MARK-yes" 2>"$T/err"; echo $? >"$T/rc"; } | head -n 3 >/dev/null
+[ "$(cat "$T/rc")" -eq 141 ] || fail "| head over ssh: want exit 141, got $(cat "$T/rc"): $(cat "$T/err")"
+i=0
+while pgrep -f "$MARK-yes" >/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+pgrep -f "$MARK-yes" >/dev/null && fail "| head over ssh: workers left: $(pgrep -fa "$MARK-yes")"
+ok "dtctl run --launcher=ssh ... | head: the job stops (exit 141), no worker left"
 
 run -n 2 -- sh -c ": $MARK; exit \$((DT_RANK * 7))" 2>"$T/err"
 rc=$?

@@ -137,6 +137,21 @@ static void test_closed_reader_is_survived(void **state)
         feed(f, 0, 1, "nobody reads this\n");
     feed(f, 0, 2, "stderr still works\n");
     assert_string_equal(next_write(f->err[1]), "[0] stderr still works\n");
+    /* the supervisor learns which stream lost its reader (and stops) */
+    assert_int_equal(output_lines_reader_gone(f->o), 1);
+    done(f);
+}
+
+static void test_reader_gone_only_on_epipe(void **state)
+{
+    (void)state;
+    fx_t *f = make(1, 0);
+    feed(f, 0, 1, "read\n");
+    assert_int_equal(output_lines_reader_gone(f->o), 0);
+    close(f->err[1]);
+    f->err[1] = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    feed(f, 0, 2, "to a closed stderr\n");
+    assert_int_equal(output_lines_reader_gone(f->o), 2);
     done(f);
 }
 
@@ -150,6 +165,7 @@ int main(void)
         cmocka_unit_test(test_flush_partial_lines),
         cmocka_unit_test(test_unknown_rank_is_the_job),
         cmocka_unit_test(test_closed_reader_is_survived),
+        cmocka_unit_test(test_reader_gone_only_on_epipe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

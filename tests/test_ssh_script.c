@@ -2,7 +2,9 @@
  * /bin/sh on this machine exactly as sshd would (a session leader whose
  * stdin is the channel): values arrive byte for byte, the process group
  * is reported, the exit code passes through, a bad workdir fails the
- * start, and closing stdin (the channel) kills what the worker left; the
+ * start, and closing stdin (the channel) kills what the worker left; rank
+ * 0's stdin through its fifo and the second channel's cat, cleaned up
+ * with the job even when the worker never reads; the
  * stop command (`kill -s SIG -- -PGID`) under every login shell installed
  * here (sh, dash, bash, zsh, tcsh, csh, fish), as sshd runs it. */
 #define _GNU_SOURCE
@@ -28,8 +30,8 @@ typedef struct remote {
     int in, out, err; /* our ends: its stdin, stdout, stderr */
 } remote_t;
 
-/* sh -c BOOTSTRAP as sshd starts it: own session, pipes for stdio. */
-static void start_remote(remote_t *r)
+/* sh -c CMD as sshd starts it: own session, pipes for stdio. */
+static void start_remote_cmd(remote_t *r, const char *cmd)
 {
     int in[2], out[2], err[2];
     assert_int_equal(pipe(in), 0);
@@ -44,7 +46,7 @@ static void start_remote(remote_t *r)
         dup2(err[1], 2);
         for (int fd = 3; fd < 64; fd++)
             close(fd);
-        execl("/bin/sh", "sh", "-c", ssh_bootstrap_cmd, (char *)NULL);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
     close(in[0]);
@@ -53,6 +55,11 @@ static void start_remote(remote_t *r)
     r->in = in[1];
     r->out = out[0];
     r->err = err[0];
+}
+
+static void start_remote(remote_t *r)
+{
+    start_remote_cmd(r, ssh_bootstrap_cmd);
 }
 
 static char *read_all(int fd)
@@ -105,7 +112,7 @@ static void test_env_args_and_group(void **state)
                           "printf '%s|' \"$A\" \"$B\" \"$C\" \"${D-unset}\" "
                           "\"$@\"; echo; pwd",
                           "zero", "a b", "'", "", NULL};
-    ssh_script_req_t req = {env, rank_env, argv, "/tmp", NULL};
+    ssh_script_req_t req = {env, rank_env, argv, "/tmp", NULL, 0};
     char *out, *err;
     int status = run_script(&req, &out, &err);
     assert_true(WIFEXITED(status));
@@ -125,7 +132,7 @@ static void test_exit_code_and_workdir(void **state)
 {
     (void)state;
     const char *argv[] = {"/bin/sh", "-c", "exit 42", NULL};
-    ssh_script_req_t req = {NULL, NULL, argv, NULL, "/nonexistent-dir"};
+    ssh_script_req_t req = {NULL, NULL, argv, NULL, "/nonexistent-dir", 0};
     char *out, *err;
     int status = run_script(&req, &out, &err);
     assert_true(WIFEXITED(status));
@@ -152,7 +159,7 @@ static void test_channel_close_kills_group(void **state)
     (void)state;
     /* The worker leaves a child behind and exits. */
     const char *argv[] = {"/bin/sh", "-c", "sleep 300 & exit 0", NULL};
-    ssh_script_req_t req = {NULL, NULL, argv, NULL, NULL};
+    ssh_script_req_t req = {NULL, NULL, argv, NULL, NULL, 0};
     char *script = NULL;
     assert_int_equal(ssh_build_script(&req, &script), DT_OK);
     remote_t r;
@@ -179,6 +186,175 @@ static void test_channel_close_kills_group(void **state)
     assert_false(alive);
     close(r.out);
     close(r.err);
+}
+
+/* Rank 0 reading dtctl's stdin: the marker names its fifo's directory. */
+static void start_stdin_rank(const char *worker, remote_t *r, char *dir,
+                             size_t dir_len)
+{
+    const char *argv[] = {"/bin/sh", "-c", worker, NULL};
+    ssh_script_req_t req = {NULL, NULL, argv, NULL, NULL, 1};
+    char *script = NULL;
+    assert_int_equal(ssh_build_script(&req, &script), DT_OK);
+    start_remote(r);
+    assert_int_equal(write(r->in, script, strlen(script)),
+                     (ssize_t)strlen(script));
+    free(script);
+    char head[512];
+    size_t len = 0;
+    while (len < sizeof head - 1 && !memchr(head, '\n', len)) {
+        ssize_t n = read(r->err, head + len, sizeof head - 1 - len);
+        assert_true(n > 0);
+        len += (size_t)n;
+    }
+    head[len] = '\0';
+    long pgid = 0;
+    assert_int_equal(sscanf(head, SSH_PGID_MARK "%ld %511s", &pgid, dir), 2);
+    assert_true(strlen(dir) < dir_len);
+    assert_int_equal(pgid, r->pid);
+    assert_true(ssh_stdin_dir_ok(dir));
+}
+
+/* Ended within 10 s (bounded: the test must not hang). */
+static int ends(pid_t pid)
+{
+    for (int i = 0; i < 200; i++) {
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            return 1;
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+static int gone(const char *path)
+{
+    for (int i = 0; i < 200; i++) {
+        if (access(path, F_OK) != 0)
+            return 1;
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        while (waitpid(-1, NULL, WNOHANG) > 0) /* killed orphans */
+            ;
+    }
+    return 0;
+}
+
+/* The second channel's cat fills rank 0's stdin; its end of file is the
+ * worker's; the directory is gone once the worker has the fifo open. */
+static void test_stdin_fifo(void **state)
+{
+    (void)state;
+    remote_t r, in;
+    char dir[512], *cmd = NULL;
+    start_stdin_rank("cat; echo end", &r, dir, sizeof dir);
+    assert_int_equal(ssh_stdin_cmd(dir, &cmd), DT_OK);
+    assert_null(strchr(cmd, '\n'));
+    start_remote_cmd(&in, cmd);
+    free(cmd);
+    assert_int_equal(write(in.in, "hello\n", 6), 6);
+    close(in.in); /* dtctl's stdin ended */
+    char *out = read_all(r.out);
+    assert_string_equal(out, "hello\nend\n");
+    free(out);
+    int status;
+    assert_int_equal(waitpid(r.pid, &status, 0), r.pid);
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_true(ends(in.pid));
+    close(r.in); /* the channel closes: the watchdog cleans up */
+    assert_true(gone(dir));
+    close(r.err);
+    close(in.out);
+    close(in.err);
+}
+
+/* A worker that never reads: the writer blocks on the full fifo, and
+ * still ends when the channel closes (the watchdog kills the worker's
+ * group: the writer's next write fails). */
+static void test_stdin_unread(void **state)
+{
+    (void)state;
+    remote_t r, in;
+    char dir[512], *cmd = NULL;
+    start_stdin_rank("exec sleep 300", &r, dir, sizeof dir);
+    assert_int_equal(ssh_stdin_cmd(dir, &cmd), DT_OK);
+    start_remote_cmd(&in, cmd);
+    free(cmd);
+    static char chunk[100000]; /* more than the fifo holds */
+    memset(chunk, 'x', sizeof chunk);
+    assert_int_equal(write(in.in, chunk, sizeof chunk), (ssize_t)sizeof chunk);
+    close(r.in); /* dtctl is gone */
+    assert_true(ends(r.pid));
+    assert_true(ends(in.pid));
+    assert_true(gone(dir));
+    close(in.in);
+    close(r.out);
+    close(r.err);
+    close(in.out);
+    close(in.err);
+}
+
+/* No fifo can be made (a $TMPDIR that does not exist): rank 0 reads
+ * /dev/null, says so, and names no directory; it still runs. */
+/* dtctl's stdin empty (</dev/null): the writer's end of file comes at
+ * once, and still reaches the worker (the fifo's two opens wait for each
+ * other; an end before the worker's open was lost and it waited). */
+static void test_stdin_empty(void **state)
+{
+    (void)state;
+    remote_t r, in;
+    char dir[512], *cmd = NULL;
+    start_stdin_rank("cat; echo end", &r, dir, sizeof dir);
+    assert_int_equal(ssh_stdin_cmd(dir, &cmd), DT_OK);
+    start_remote_cmd(&in, cmd);
+    free(cmd);
+    close(in.in);
+    char *out = read_all(r.out);
+    assert_string_equal(out, "end\n");
+    free(out);
+    assert_true(ends(r.pid));
+    assert_true(ends(in.pid));
+    close(r.in);
+    assert_true(gone(dir));
+    close(r.err);
+    close(in.out);
+    close(in.err);
+}
+
+static void test_stdin_no_fifo(void **state)
+{
+    (void)state;
+    const char *env[] = {"TMPDIR=/nonexistent-dt-dir", NULL};
+    const char *argv[] = {"/bin/sh", "-c", "cat; echo end", NULL};
+    ssh_script_req_t req = {env, NULL, argv, NULL, NULL, 1};
+    char *out, *err;
+    int status = run_script(&req, &out, &err);
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_string_equal(out, "end\n");
+    assert_non_null(strstr(err, "rank 0 reads /dev/null"));
+    assert_non_null(strstr(err, "/nonexistent-dt-dir"));
+    const char *mark = strstr(err, SSH_PGID_MARK);
+    assert_non_null(mark);
+    char rest[64] = "";
+    long pgid = 0;
+    assert_int_equal(sscanf(mark, SSH_PGID_MARK "%ld%63[^\n]", &pgid, rest),
+                     2);
+    assert_string_equal(rest, " "); /* no directory named */
+    free(out);
+    free(err);
+}
+
+static void test_stdin_dir_ok(void **state)
+{
+    (void)state;
+    char *cmd = NULL;
+    assert_true(ssh_stdin_dir_ok("/tmp/dt-stdin.AbC123"));
+    assert_false(ssh_stdin_dir_ok("tmp/relative"));
+    assert_false(ssh_stdin_dir_ok("/tmp/a b"));
+    assert_false(ssh_stdin_dir_ok("/tmp/x';reboot;'"));
+    assert_false(ssh_stdin_dir_ok(""));
+    assert_int_equal(ssh_stdin_cmd("/tmp/$(x)", &cmd), DT_ERR_INVALID);
+    assert_null(cmd);
 }
 
 static void test_quote(void **state)
@@ -307,6 +483,11 @@ int main(void)
         cmocka_unit_test(test_env_args_and_group),
         cmocka_unit_test(test_exit_code_and_workdir),
         cmocka_unit_test(test_channel_close_kills_group),
+        cmocka_unit_test(test_stdin_fifo),
+        cmocka_unit_test(test_stdin_unread),
+        cmocka_unit_test(test_stdin_empty),
+        cmocka_unit_test(test_stdin_no_fifo),
+        cmocka_unit_test(test_stdin_dir_ok),
         cmocka_unit_test(test_kill_cmd_text),
         cmocka_unit_test(test_kill_cmd_login_shells),
     };

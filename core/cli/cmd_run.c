@@ -510,6 +510,10 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
         .output = output_lines_callback,
         .output_arg = s->lines,
         .stop_requested = stop_signals_pending,
+        /* A program's rank 0 reads dtctl's stdin, as under mpirun (pdb,
+         * input(), `cat data | dtctl run`); dt's trainer reads none, and
+         * leaves it to whoever reads dtctl's stdin after it. */
+        .forward_stdin = !s->trainer,
     };
     int code;
     dt_status_t started = s->ops->launch(s->ctx, &spec);
@@ -538,7 +542,10 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
                                .culprit = run_culprit_lookup,
                                .culprit_arg = &rc,
                                .result = res,
-                               .trainer = s->trainer};
+                               .trainer = s->trainer,
+                               .show_prompts = !s->trainer &&
+                                               isatty(STDIN_FILENO) &&
+                                               isatty(STDOUT_FILENO)};
         code = supervise_job(&sa);
         run_culprit_close(&rc);
     }

@@ -16,15 +16,22 @@ typedef struct stream {
     char *buf;      /* "[rank] " + up to max_line bytes + '\n' */
     size_t prefix;  /* length of "[rank] "                     */
     size_t len;     /* bytes of text after the prefix          */
+    size_t seen;    /* len at the last output_lines_show_prompt */
 } stream_t;
 
 struct output_lines {
     int np;
     int fds[2];     /* dtctl's stdout and stderr                */
     int broken[2];  /* a write failed (reader gone): drop output */
+    int reader_gone; /* the first stream a write found closed (EPIPE): 1
+                        stdout, 2 stderr; 0: none */
     size_t max_line;
     stream_t *streams; /* (np + 1) * 2; the last pair is "[job]" */
     int (*stopping)(void); /* a stop was asked for (may be NULL) */
+    /* The stream whose unfinished line is on the terminal (a prompt
+     * shown, no newline yet), and its fd index; NULL: none. */
+    stream_t *open;
+    int open_which;
 };
 
 void output_lines_set_stop_check(output_lines_t *o, int (*stopping)(void))
@@ -71,13 +78,11 @@ static stream_t *stream_of(output_lines_t *o, int rank, int fd, int *which)
     return s;
 }
 
-/* Emit the buffered line with its newline in one write (looping only if
- * the kernel takes part of it, e.g. a pipe reader that is slow). */
-static void emit(output_lines_t *o, stream_t *s, int which)
+/* One line's bytes in one write (looping only if the kernel takes part of
+ * it, e.g. a pipe reader that is slow). */
+static void write_out(output_lines_t *o, int which, const char *data,
+                      size_t total)
 {
-    size_t total = s->prefix + s->len;
-    s->buf[total++] = '\n';
-    s->len = 0;
     if (o->broken[which])
         return;
     for (size_t off = 0; off < total;) {
@@ -96,7 +101,7 @@ static void emit(output_lines_t *o, stream_t *s, int which)
             if (want > PIPE_BUF)
                 want = PIPE_BUF;
         }
-        ssize_t w = write(o->fds[which], s->buf + off, want);
+        ssize_t w = write(o->fds[which], data + off, want);
         if (w < 0 && errno == EINTR && o->stopping && o->stopping()) {
             /* the reader does not read and the job is being stopped: a
              * blocked write must not hold the stop up */
@@ -108,8 +113,11 @@ static void emit(output_lines_t *o, stream_t *s, int which)
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
-            /* Nobody reads dtctl's output any more (a closed pipe): keep
-             * supervising the job, drop its output. */
+            /* Nobody reads dtctl's output any more: drop it from now on.
+             * A closed pipe (EPIPE) is also told to the supervisor, which
+             * stops the job (output_lines_reader_gone). */
+            if (w < 0 && errno == EPIPE && !o->reader_gone)
+                o->reader_gone = which + 1;
             o->broken[which] = 1;
             dt_debug("cannot write worker output to fd %d: %s; dropping "
                      "further output there",
@@ -118,6 +126,32 @@ static void emit(output_lines_t *o, stream_t *s, int which)
         }
         off += (size_t)w;
     }
+}
+
+/* A prompt shown on the terminal (show_prompt) left a line open: the
+ * same stream goes on after it; any other line first ends it. 1: s's
+ * text continues the open line (no prefix). */
+static int settle_open_line(output_lines_t *o, stream_t *s)
+{
+    if (!o->open)
+        return 0;
+    if (o->open == s) {
+        o->open = NULL;
+        return 1;
+    }
+    write_out(o, o->open_which, "\n", 1);
+    o->open = NULL;
+    return 0;
+}
+
+/* Emit the buffered line with its newline. */
+static void emit(output_lines_t *o, stream_t *s, int which)
+{
+    size_t total = s->prefix + s->len;
+    s->buf[total++] = '\n';
+    s->len = s->seen = 0;
+    size_t skip = settle_open_line(o, s) ? s->prefix : 0;
+    write_out(o, which, s->buf + skip, total - skip);
 }
 
 void output_lines_feed(output_lines_t *o, int rank, int fd, const char *data,
@@ -149,6 +183,27 @@ void output_lines_feed(output_lines_t *o, int rank, int fd, const char *data,
     }
 }
 
+void output_lines_show_prompt(output_lines_t *o, int rank)
+{
+    if (rank < 0 || rank >= o->np)
+        return;
+    stream_t *s = &o->streams[(size_t)rank * 2];
+    if (!s->buf || s->len == 0 || s->len != s->seen) {
+        s->seen = s->len; /* new, or still growing: look again later */
+        return;
+    }
+    size_t skip = settle_open_line(o, s) ? s->prefix : 0;
+    write_out(o, 0, s->buf + skip, s->prefix + s->len - skip);
+    s->len = s->seen = 0;
+    o->open = s;
+    o->open_which = 0;
+}
+
+int output_lines_reader_gone(const output_lines_t *o)
+{
+    return o->reader_gone;
+}
+
 void output_lines_callback(void *arg, int rank, int fd, const char *data,
                            size_t len)
 {
@@ -161,6 +216,8 @@ static void flush_slot(output_lines_t *o, size_t slot)
         stream_t *s = &o->streams[slot * 2 + (size_t)which];
         if (s->buf && s->len > 0)
             emit(o, s, which);
+        else if (o->open == s) /* a prompt nobody answered: end its line */
+            settle_open_line(o, NULL);
     }
 }
 

@@ -19,6 +19,16 @@ dt_status_t output_lines_new(int np, int out_fd, int err_fd, size_t max_line,
  * only knows the job) is shown as "[job]". */
 void output_lines_feed(output_lines_t *o, int rank, int fd, const char *data,
                        size_t len);
+/* An interactive rank (stdin and stdout on a terminal): rank's
+ * unfinished stdout line, when it did not grow since the last call (a
+ * prompt: input("name? "), pdb's "(Pdb) "), is written out without its
+ * newline; the rest of that line follows without a prefix, and any other
+ * line first ends it. Called once per supervisor tick. */
+void output_lines_show_prompt(output_lines_t *o, int rank);
+/* A write found that nobody reads dtctl's stdout (1) or stderr (2) any
+ * more (EPIPE: `dtctl run ... | head` after head ended); 0: not so far.
+ * That stream's output is dropped; the supervisor stops the job. */
+int output_lines_reader_gone(const output_lines_t *o);
 /* The same, shaped as the launcher's dt_output_fn. */
 void output_lines_callback(void *arg, int rank, int fd, const char *data,
                            size_t len);

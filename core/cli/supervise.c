@@ -28,6 +28,7 @@ typedef struct monitor {
     int stop_signals;      /* the user's SIGINT/TERM so far */
     int first_signo;       /* the first of them (0: none)   */
     int killed;            /* SIGKILL sent          */
+    int reader_gone;       /* dtctl's output was found closed: handled */
     long long kill_at;     /* when to send SIGKILL  */
     long long give_up_at;  /* when to stop waiting  */
     /* After a first failure: which failure is the root one? */
@@ -337,6 +338,38 @@ static void on_stop_signal(monitor_t *m, int signo)
     }
 }
 
+/* Nobody reads dtctl's stdout (or stderr) any more (`dtctl run ... |
+ * head` after head ended). A writer in a shell pipeline would die of
+ * SIGPIPE; the job's output would only be dropped from here on, so the
+ * job stops like on a stop signal (no restart) and dtctl exits 141, as a
+ * writer killed by SIGPIPE does, unless a failure's status stands. The
+ * message goes to stderr, which is usually still read. ended: every
+ * worker ended already (only its last lines were lost). */
+static void on_reader_gone(monitor_t *m, int ended)
+{
+    int which = output_lines_reader_gone(m->a->lines);
+    if (!which || m->reader_gone)
+        return;
+    m->reader_gone = 1;
+    const char *stream = which == 1 ? "standard output" : "standard error";
+    if (m->a->result && !m->a->result->stop_signo)
+        m->a->result->stop_signo = SIGPIPE;
+    if (m->exit_code == 0 && !m->deciding)
+        m->exit_code = 128 + SIGPIPE;
+    if (ended) {
+        dt_error("nobody reads dtctl's %s any more (its reader ended, e.g. "
+                 "`| head`): the workers' last output was lost", stream);
+        return;
+    }
+    if (m->stopping || m->deciding)
+        return; /* stopping already: the workers' output is dropped */
+    dt_error("nobody reads dtctl's %s any more (its reader ended, e.g. "
+             "`| head`): stopping the job (SIGTERM to every worker, SIGKILL "
+             "after %gs; exit status %d, as for SIGPIPE)",
+             stream, m->a->kill_grace, 128 + SIGPIPE);
+    begin_stop(m);
+}
+
 /* How long the next wait() may sleep. */
 static int next_tick(const monitor_t *m)
 {
@@ -389,6 +422,9 @@ int supervise_job(const supervise_args_t *a)
         }
         dt_worker_exit_t ev;
         dt_status_t st = a->ops->wait(a->ctx, next_tick(&m), &ev);
+        on_reader_gone(&m, 0);
+        if (a->show_prompts)
+            output_lines_show_prompt(a->lines, 0);
         if (st == DT_ERR_TIMEOUT)
             continue;
         if (st == DT_ERR_NOT_FOUND) {
@@ -407,6 +443,7 @@ int supervise_job(const supervise_args_t *a)
         on_exit_event(&m, &ev);
     }
     output_lines_flush_all(a->lines);
+    on_reader_gone(&m, 1);
     free(m.ends);
     free(m.ended);
     return m.exit_code;

@@ -59,6 +59,9 @@ typedef struct supervise_args {
      * dtctl passed on SIGTERM or SIGUSR1; else it is the program's own
      * code (EX_TEMPFAIL), a failure like any other. */
     int trainer;
+    /* Rank 0 is interactive (stdin and stdout on a terminal): its prompt
+     * shows before its line ends (output_lines_show_prompt). */
+    int show_prompts;
 } supervise_args_t;
 
 /* dtctl's exit code: 0 when every worker succeeded; else the root

@@ -139,6 +139,14 @@ typedef struct dt_launch_spec {
      * before 2026-11-27 passed the spec without it: an out-of-tree
      * launcher that reads it needs a newer dtctl.) */
     int (*stop_requested)(void);
+    /* Appended: non-zero: rank 0 reads dtctl's standard input (fd 0), as
+     * under mpirun, and gets its end of file when dtctl's ends; the other
+     * ranks read /dev/null. A launcher that cannot do it gives rank 0
+     * /dev/null too (docs/LAUNCHERS.md says which can). A relay must never
+     * block (a rank that does not read its stdin), and the caller ignores
+     * SIGPIPE (dtctl does): writing to an ended rank's stdin fails. 0 (an
+     * older dtctl): every rank reads /dev/null. */
+    int forward_stdin;
 } dt_launch_spec_t;
 
 /* Who a worker is, as its scheduler's environment says (identify). The

@@ -85,7 +85,9 @@ static dt_status_t start_rank(local_launcher_t *L, const dt_launch_spec_t *spec,
      * parent-death signal on the worker covers it from exec on; the
      * group guard (start_guard) then adds its children and the SIGKILL. */
     spawn_req_t req = {spec->argv, envp, spec->workdir, spec->output != NULL,
-                       0, 0, SIGTERM};
+                       0, 0, SIGTERM,
+                       rank == 0 && L->relay ? SPAWN_STDIN_PIPE
+                                             : SPAWN_STDIN_NULL};
     spawn_child_t child;
     char why[1024];
     st = spawn_start(&req, &child, why, sizeof why);
@@ -97,6 +99,7 @@ static dt_status_t start_rank(local_launcher_t *L, const dt_launch_spec_t *spec,
     w->pid = child.pid;
     w->fds[0] = child.out_fd;
     w->fds[1] = child.err_fd;
+    w->in_fd = child.in_fd;
     w->pidfd = open_pidfd(child.pid);
     start_guard(L, w);
     dt_debug("local launcher: rank %d started as pid %d", rank, (int)w->pid);
@@ -126,10 +129,16 @@ dt_status_t local_launch(void *ctx, const dt_launch_spec_t *spec)
     L->launched = 1;
     L->output = spec->output;
     L->output_arg = spec->output_arg;
+    if (spec->forward_stdin) {
+        if (!(L->relay = malloc(sizeof *L->relay)))
+            st = DT_ERR_NOMEM;
+        else
+            stdin_relay_init(L->relay, STDIN_FILENO);
+    }
     for (int r = 0; r < spec->np; r++) {
         local_worker_t *w = &L->workers[r];
         w->rank = r;
-        w->pidfd = w->fds[0] = w->fds[1] = -1;
+        w->pidfd = w->fds[0] = w->fds[1] = w->in_fd = -1;
         w->host = strdup(spec->hosts->hosts[spec->placement[r].host].name);
         if (!w->host)
             st = DT_ERR_NOMEM;

@@ -58,6 +58,8 @@ static void local_fini(void *ctx)
     if (!L)
         return;
     local_kill_and_reap(L);
+    local_stdin_end(L);
+    free(L->relay);
     for (int i = 0; i < L->n; i++) {
         local_worker_t *w = &L->workers[i];
         if (w->pidfd >= 0)

@@ -2,8 +2,10 @@
 #ifndef DT_LAUNCHER_LOCAL_H
 #define DT_LAUNCHER_LOCAL_H
 
+#include <poll.h>
 #include <sys/types.h>
 #include <dt/plugin.h>
+#include "../common/stdin_relay/stdin_relay.h"
 
 /* One worker process. Its pid is also its process-group id. */
 typedef struct local_worker {
@@ -12,6 +14,8 @@ typedef struct local_worker {
     pid_t pid;      /* 0 before it started                              */
     int pidfd;      /* readable once the process ended; -1 if none      */
     int fds[2];     /* stdout, stderr pipe read ends; -1 when closed     */
+    int in_fd;      /* rank 0 with forward_stdin: its stdin's write end;
+                       -1 otherwise, or once closed (its end of file)    */
     int reaped;     /* waitpid() collected `status`                     */
     int reported;   /* wait() handed its exit to the caller              */
     int status;
@@ -27,6 +31,8 @@ typedef struct local_launcher {
     double kill_grace; /* [cluster] kill_grace: the guards' SIGTERM to
                           SIGKILL when dtctl dies                      */
     size_t buf_len;
+    stdin_relay_t *relay; /* dtctl's stdin to rank 0 (forward_stdin), or
+                             NULL                                      */
 } local_launcher_t;
 
 /* launch.c */
@@ -35,6 +41,15 @@ dt_status_t local_launch(void *ctx, const dt_launch_spec_t *spec);
 dt_status_t local_wait(void *ctx, int timeout_ms, dt_worker_exit_t *ev);
 /* Read what a pipe holds now (up to a bound) and forward it. */
 void local_drain_worker(local_launcher_t *L, local_worker_t *w);
+/* stdin.c: pass dtctl's stdin on to rank 0 (L->relay). The descriptor
+ * to poll now (at most 1: the pipe while a chunk waits, else dtctl's
+ * stdin while it may be read) and what to do with its events. */
+size_t local_stdin_pollfds(local_launcher_t *L, struct pollfd *pfd);
+void local_stdin_events(local_launcher_t *L, const struct pollfd *pfd,
+                        size_t n);
+/* Rank 0 ended or the job is over: its stdin is closed, nothing more is
+ * read. */
+void local_stdin_end(local_launcher_t *L);
 /* Reap ended children that are no unreaped worker: descendants of
  * workers (in their group or not) that came back to us as subreaper. */
 void local_reap_strays(const local_launcher_t *L);

@@ -95,6 +95,8 @@ static void reap_ended(local_launcher_t *L)
             }
             w->status = status;
             w->reaped = 1;
+            if (w->rank == 0)
+                local_stdin_end(L); /* its input goes nowhere now */
             close_fd(&w->pidfd);
             local_drain_worker(L, w);
         }
@@ -162,7 +164,7 @@ static int next_report(local_launcher_t *L, dt_worker_exit_t *ev)
 /* Poll the open pipes and the pidfds of running workers. */
 static dt_status_t poll_once(local_launcher_t *L, int wait_ms)
 {
-    size_t cap = (size_t)L->n * 3, n = 0;
+    size_t cap = (size_t)L->n * 3 + 1, n = 0;
     struct pollfd *pfd = calloc(cap ? cap : 1, sizeof *pfd);
     int *owner = calloc(cap ? cap : 1, sizeof *owner); /* worker*4+slot */
     dt_status_t st = DT_OK;
@@ -189,6 +191,8 @@ static dt_status_t poll_once(local_launcher_t *L, int wait_ms)
     }
     if (need_tick && (wait_ms < 0 || wait_ms > EXIT_CHECK_MS))
         wait_ms = EXIT_CHECK_MS;
+    size_t nout = n; /* then rank 0's stdin relay, if any */
+    n += local_stdin_pollfds(L, pfd + n);
     int r = poll(pfd, n, wait_ms);
     if (r < 0) {
         /* A signal for dtctl: return so its supervisor can act on it. */
@@ -197,7 +201,8 @@ static dt_status_t poll_once(local_launcher_t *L, int wait_ms)
             dt_error("local launcher: poll failed: %s", strerror(errno));
         goto out;
     }
-    for (size_t k = 0; k < n && r > 0; k++) {
+    local_stdin_events(L, pfd + nout, n - nout);
+    for (size_t k = 0; k < nout && r > 0; k++) {
         if (!pfd[k].revents)
             continue;
         local_worker_t *w = &L->workers[owner[k] / 4];

@@ -254,6 +254,8 @@ static dt_status_t mpi_launch(void *ctx, const dt_launch_spec_t *spec)
             .argv = (const char *const *)argv.v,
             .envp = envp,
             .workdir = spec->workdir,
+            /* mpirun passes its stdin to rank 0 (its --stdin default) */
+            .pass_stdin = spec->forward_stdin,
             .tags = FRONTEND_TAGS_OMPI,
             .nonce = nonce,
             .np = spec->np,

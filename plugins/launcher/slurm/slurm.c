@@ -196,6 +196,7 @@ static dt_status_t slurm_launch(void *ctx, const dt_launch_spec_t *spec)
             .argv = (const char *const *)argv.v,
             .envp = envp,
             .workdir = spec->workdir,
+            .pass_stdin = spec->forward_stdin, /* srun --input=0 */
             .tags = FRONTEND_TAGS_SLURM,
             .nonce = nonce,
             .np = spec->np,

@@ -44,6 +44,10 @@ dt_status_t slurm_build_argv(const slurm_launcher_t *L,
         strv_addf(argv, "--ntasks-per-node=%lld", c->tasks_per_node);
     if (spec->workdir)
         strv_addf(argv, "--chdir=%s", spec->workdir);
+    /* dtctl's stdin to task 0 (rank 0) only; srun's default gives it to
+     * every task */
+    if (spec->forward_stdin)
+        strv_add(argv, "--input=0");
     strv_add_all(argv, (const char *const *)c->srun_args);
     strv_add(argv, "sh");
     strv_add(argv, "-c");

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <dt/log.h>
 #include "connect.h"
@@ -12,6 +13,7 @@
 #include "script.h"
 #include "ssh_signal.h"
 #include "ssh_types.h"
+#include "stdin_channel.h"
 
 /* A rank's remote shell needs no more than this to report its group. */
 #define START_TIMEOUT_MS 30000
@@ -25,7 +27,8 @@ static dt_status_t bad_spec(void)
 
 /* Ranks a connection carries: sshd allows 10 sessions (channels) on one
  * connection by default (MaxSessions), and each connection keeps room
- * for the channels of its stop signals (TERM, then KILL). */
+ * for the channels of its stop signals (TERM, then KILL); rank 0's also
+ * for the channel of its standard input (stdin_channel.c). */
 #define RANKS_PER_CONN 8
 
 /* Connections to each host that got ranks, RANKS_PER_CONN ranks each;
@@ -53,7 +56,9 @@ static dt_status_t plan_connections(ssh_launcher_t *L,
             st = DT_ERR_INTERNAL;
             break;
         }
-        if (!of_host[h] || carried[h] == RANKS_PER_CONN) {
+        int full = RANKS_PER_CONN - (spec->forward_stdin &&
+                                     of_host[h] == L->ranks[0].conn);
+        if (!of_host[h] || carried[h] >= full) {
             ssh_conn_t *c = &L->conns[L->nconns++];
             c->port = spec->hosts->hosts[h].port;
             if (!(c->name = strdup(spec->hosts->hosts[h].name)))
@@ -83,6 +88,7 @@ static dt_status_t start_rank(ssh_launcher_t *L, const dt_launch_spec_t *spec,
         .argv = spec->argv,
         .workdir = spec->workdir ? spec->workdir : L->o.workdir,
         .try_dir = L->o.cwd,
+        .stdin_fifo = rk->rank == 0 && L->relay,
     };
     char *script = NULL;
     dt_status_t st = ssh_build_script(&req, &script);
@@ -173,6 +179,12 @@ dt_status_t ssh_launch(void *ctx, const dt_launch_spec_t *spec)
     L->output = spec->output;
     L->output_arg = spec->output_arg;
     dt_status_t st = plan_connections(L, spec);
+    if (st == DT_OK && spec->forward_stdin) {
+        if (!(L->relay = malloc(sizeof *L->relay)))
+            st = DT_ERR_NOMEM;
+        else
+            stdin_relay_init(L->relay, STDIN_FILENO);
+    }
     if (st == DT_OK) {
         dt_debug("ssh launcher: opening %zu connection%s", L->nconns,
                  L->nconns == 1 ? "" : "s");
@@ -186,6 +198,11 @@ dt_status_t ssh_launch(void *ctx, const dt_launch_spec_t *spec)
     if (st == DT_OK) {
         ssh_event_attach(L);
         st = await_groups(L, spec->stop_requested);
+    }
+    if (st == DT_OK && L->relay) {
+        ssh_event_detach(L); /* blocking channel requests */
+        st = ssh_stdin_open(L);
+        ssh_event_attach(L);
     }
     if (st != DT_OK) {
         ssh_kill_all(L); /* those already started */

@@ -5,6 +5,7 @@
  * short grace passed: a leftover child may hold the pipe). */
 #define _GNU_SOURCE
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include "pump.h"
 #include "script.h"
 #include "ssh_types.h"
+#include "stdin_channel.h"
 
 /* After the exit status, output that is still in flight gets this long. */
 #define OUTPUT_GRACE_MS 2000
@@ -53,7 +55,12 @@ static void take_stderr(ssh_rank_t *rk, const char *data, size_t len)
     char *mark = strstr(rk->head, SSH_PGID_MARK);
     char *nl = mark ? strchr(mark, '\n') : NULL;
     if (mark && nl) {
-        rk->pgid = strtol(mark + strlen(SSH_PGID_MARK), NULL, 10);
+        char *end = NULL;
+        rk->pgid = strtol(mark + strlen(SSH_PGID_MARK), &end, 10);
+        /* rank 0 reading dtctl's stdin: "DT-PGID <pgid> <fifo dir>" */
+        if (end && *end == ' ' && nl - end - 1 < (long)sizeof rk->stdin_dir)
+            snprintf(rk->stdin_dir, sizeof rk->stdin_dir, "%.*s",
+                     (int)(nl - end - 1), end + 1);
         rk->head_done = 1;
         emit(rk, 2, rk->head, (size_t)(mark - rk->head));
         emit(rk, 2, nl + 1, (size_t)(rk->head + rk->head_len - nl - 1));
@@ -223,6 +230,18 @@ static int notice_lost(ssh_launcher_t *L)
     return changed;
 }
 
+/* rank 0's stdin (stdin_channel.c); its channel requests block: they
+ * run with the sessions out of the event, as signal()'s do */
+static void stdin_pump(ssh_launcher_t *L)
+{
+    int busy = ssh_stdin_busy(L);
+    if (busy)
+        ssh_event_detach(L);
+    ssh_stdin_pump(L);
+    if (busy)
+        ssh_event_attach(L);
+}
+
 void ssh_pump_once(ssh_launcher_t *L, int wait_ms)
 {
     reap_ctl(L);
@@ -236,8 +255,10 @@ void ssh_pump_once(ssh_launcher_t *L, int wait_ms)
             usleep((useconds_t)wait_ms * 1000);
         return;
     }
+    stdin_pump(L);
     ssh_event_dopoll(L->event, wait_ms);
     notice_lost(L);
+    stdin_pump(L);
 }
 
 static int ended(const ssh_rank_t *rk, long long now)

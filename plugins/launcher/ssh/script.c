@@ -40,6 +40,36 @@ static const char stage_text[] =
     "kill -s KILL -- -$$) >/dev/null 2>&1 & "
     "exec \"$@\" 3<&- </dev/null";
 
+/* The same for rank 0 reading dtctl's stdin. That cannot come over this
+ * channel: its end of file is the watchdog's signal. It comes over a
+ * second channel (ssh_stdin_cmd): `cat` into a fifo in a private
+ * directory, which the marker line names after the group id. The two
+ * opens of the fifo wait for each other (so no byte and no end of file is
+ * lost before the worker has it open), then the leader removes the
+ * directory and becomes the worker. That `cat` ends with the channel's
+ * end of file, or dies writing once the worker's group is gone. Should
+ * the leader die before its open, the watchdog opens the fifo itself
+ * (read-write: it never waits), so the `cat` waiting for it ends too, and
+ * removes the directory. Only [A-Za-z0-9_./+-] in the directory's name,
+ * so the other channel's command needs no quoting in any login shell. A
+ * host where no fifo can be made gives rank 0 /dev/null, says so, and
+ * names no directory. */
+static const char stage_stdin_text[] =
+    "exec 3<&0; dt_t=${TMPDIR:-/tmp}; "
+    "case $dt_t in *[!A-Za-z0-9_./+-]*|'') dt_t=/tmp;; esac; "
+    "dt_d=$(mktemp -d \"$dt_t/dt-stdin.XXXXXX\" 2>&1) && "
+    "mkfifo \"$dt_d/in\" 2>/dev/null || { "
+    "printf '%s\\n' \"dt: warning: rank 0 reads /dev/null: no fifo for "
+    "its standard input in $dt_t on $(hostname) ($dt_d)\" >&2; "
+    "[ ! -d \"$dt_d\" ] || rm -rf \"$dt_d\"; dt_d=; }; "
+    "printf 'DT-PGID %s %s\\n' $$ \"$dt_d\" >&2; "
+    "(trap '' HUP INT TERM; cat <&3 >/dev/null 2>&1; "
+    "[ ! -p \"$dt_d/in\" ] || { true 0<>\"$dt_d/in\"; rm -rf \"$dt_d\"; }; "
+    "kill -s KILL -- -$$) >/dev/null 2>&1 & "
+    "exec 3<&- </dev/null; "
+    "[ -z \"$dt_d\" ] || { exec <\"$dt_d/in\"; rm -rf \"$dt_d\"; }; "
+    "exec \"$@\"";
+
 typedef struct sbuf {
     char *p;
     size_t len, cap;
@@ -160,7 +190,7 @@ dt_status_t ssh_build_script(const ssh_script_req_t *req, char **script)
         put_quoted(&b, req->argv[i]);
     }
     puts_(&b, "; dt_stage=");
-    put_quoted(&b, stage_text);
+    put_quoted(&b, req->stdin_fifo ? stage_stdin_text : stage_text);
     /* sshd made the shell a session (so group) leader; where a server did
      * not, setsid makes a new group (exit signals then arrive as codes). */
     puts_(&b, "; dt_pg=; read -r _ _ _ _ dt_pg _ </proc/$$/stat 2>/dev/null; "
@@ -172,6 +202,28 @@ dt_status_t ssh_build_script(const ssh_script_req_t *req, char **script)
         return DT_ERR_NOMEM;
     }
     *script = b.p;
+    return DT_OK;
+}
+
+int ssh_stdin_dir_ok(const char *dir)
+{
+    if (!dir || dir[0] != '/' || strlen(dir) >= SSH_STDIN_DIR_MAX)
+        return 0;
+    for (const char *c = dir; *c; c++)
+        if (!isalnum((unsigned char)*c) && !strchr("_./+-", *c))
+            return 0;
+    return 1;
+}
+
+dt_status_t ssh_stdin_cmd(const char *dir, char **cmd)
+{
+    if (!ssh_stdin_dir_ok(dir))
+        return DT_ERR_INVALID;
+    /* the open waits for the worker's; a fifo already gone (the job ended
+     * first) is no message of rank 0's */
+    if (asprintf(cmd, "exec /bin/sh -c 'exec 2>/dev/null; exec cat >%s/in'",
+                 dir) < 0)
+        return DT_ERR_NOMEM;
     return DT_OK;
 }
 

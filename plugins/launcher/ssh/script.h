@@ -18,8 +18,20 @@ typedef struct ssh_script_req {
     const char *const *argv;
     const char *workdir;          /* cd there or fail                   */
     const char *try_dir;          /* cd there if it exists (else home)  */
+    int stdin_fifo;               /* 1 (rank 0 reading dtctl's stdin):
+                                     the worker's stdin is a fifo that
+                                     ssh_stdin_cmd fills; the marker line
+                                     then names its directory          */
 } ssh_script_req_t;
 dt_status_t ssh_build_script(const ssh_script_req_t *req, char **script);
+/* The longest fifo directory a marker line may name. */
+#define SSH_STDIN_DIR_MAX 256
+/* 1: dir is absolute, shorter than SSH_STDIN_DIR_MAX and of
+ * [A-Za-z0-9_./+-] only (what rank 0's script makes). */
+int ssh_stdin_dir_ok(const char *dir);
+/* The exec command of the channel that writes rank 0's stdin: `cat` into
+ * the fifo in dir (from its marker line). malloc'd. */
+dt_status_t ssh_stdin_cmd(const char *dir, char **cmd);
 /* argv as one quoted command line (run_on_host). */
 dt_status_t ssh_join_argv(const char *const *argv, char **cmd);
 /* The exec command that sends SIG (a name: "TERM") to the process groups

@@ -12,6 +12,7 @@
 #include "script.h"
 #include "ssh_signal.h"
 #include "ssh_types.h"
+#include "stdin_channel.h"
 
 /* fini waits this long for killed workers to end. */
 #define KILL_WAIT_MS 5000
@@ -125,6 +126,7 @@ void ssh_kill_all(ssh_launcher_t *L)
     /* Closing a channel also ends its watchdog, which kills the group of a
      * rank whose pgid never arrived. */
     ssh_event_detach(L);
+    ssh_stdin_close(L);
     for (int r = 0; r < L->n; r++) {
         ssh_rank_t *rk = &L->ranks[r];
         if (!rk->ch)

@@ -203,6 +203,7 @@ static void ssh_fini(void *ctx)
     }
     free(L->conns);
     free(L->ranks);
+    free(L->relay);
     free_opts(&L->o);
     free(L);
     ssh_finalize();

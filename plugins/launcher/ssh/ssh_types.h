@@ -17,7 +17,9 @@
  *     check          dtctl check          -> run_on_host, connect, script
  *     launch         start the ranks      -> signal, pump, connect, script
  *     signal         stop them (ssh_signal.h) -> pump
- *     pump           I/O and exits of the ranks' channels -> script
+ *     pump           I/O and exits of the ranks' channels -> stdin, script
+ *     stdin          dtctl's stdin to rank 0 over a channel of its own
+ *                    -> script
  *     run_on_host    one command on a host -> connect, script
  *     connect        sessions: open, authenticate -> hostkey
  *     hostkey        known_hosts
@@ -31,6 +33,7 @@
 #include <libssh/libssh.h>
 #include <dt/plugin.h>
 #include <dt/clock.h>
+#include "../common/stdin_relay/stdin_relay.h"
 
 #define SSH_ERR_LEN 1024
 
@@ -73,6 +76,8 @@ typedef struct ssh_rank {
     char head[1024];     /* stderr before the marker (start errors)      */
     size_t head_len;
     int head_done;       /* marker seen (or given up on): stderr flows   */
+    char stdin_dir[256]; /* rank 0 reading dtctl's stdin: its fifo's
+                            directory, from the marker line; else ""    */
     int have_status, signaled, signo, code;
     long long status_at; /* when exit-status arrived (ms, monotonic)     */
     int eof, closed, reported;
@@ -95,6 +100,14 @@ typedef struct ssh_launcher {
     ssh_ctl_t *ctl;
     dt_output_fn output;
     void *output_arg;
+    /* dt_launch_spec_t.forward_stdin: dtctl's stdin goes to rank 0 over
+     * in_ch (stdin.c); NULL / 0 otherwise. */
+    stdin_relay_t *relay;
+    ssh_channel in_ch;
+    struct ssh_channel_callbacks_struct in_cb;
+    int in_polled;       /* dtctl's stdin is in the event, as fd:       */
+    int in_polled_fd;
+    int in_eof_sent;     /* dtctl's stdin ended: in_ch's end of file sent */
 } ssh_launcher_t;
 
 #endif /* DT_LAUNCHER_SSH_TYPES_H */

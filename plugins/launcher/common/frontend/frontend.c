@@ -230,7 +230,13 @@ dt_status_t frontend_start(const frontend_args_t *a, frontend_t **out)
         goto fail;
     /* SIGTERM, once, when dtctl dies: mpirun, salloc and srun then stop
      * the job (salloc forwards it to srun, srun to the ranks' prologues) */
-    spawn_req_t req = {a->argv, a->envp, a->workdir, 1, 0, SIGTERM, 0};
+    /* Not a terminal: the front-end, in a process group of its own, is
+     * not in the terminal's foreground (mpirun would not read it; a
+     * front-end that did would be stopped by SIGTTIN, and the job with
+     * it). A pipe or a file is passed on. */
+    int pass_stdin = a->pass_stdin && !isatty(STDIN_FILENO);
+    spawn_req_t req = {a->argv, a->envp, a->workdir, 1, 0, SIGTERM, 0,
+                       pass_stdin ? SPAWN_STDIN_OURS : SPAWN_STDIN_NULL};
     spawn_child_t child;
     char why[1024];
     st = spawn_start(&req, &child, why, sizeof why);

@@ -29,6 +29,9 @@ typedef struct frontend_args {
     const char *const *argv;  /* the front-end command                      */
     char *const *envp;        /* its complete environment                   */
     const char *workdir;      /* NULL: dtctl's                              */
+    int pass_stdin;           /* 1: it reads dtctl's stdin (and passes it to
+                                 rank 0 itself: mpirun; srun --input=0)
+                                 unless that is a terminal; 0: /dev/null   */
     frontend_tags_t tags;
     const char *nonce;        /* the exit marker's word (prologue_nonce)    */
     int np;

@@ -41,8 +41,14 @@ static const char common_tail[] =
     "if command -v setpriv >/dev/null 2>&1 && "
     "setpriv --pdeathsig TERM -- true 2>/dev/null; then "
     "dt_pd='setpriv --pdeathsig TERM --'; fi\n"
-    "if command -v setsid >/dev/null 2>&1; then setsid $dt_pd \"$@\" & "
-    "else $dt_pd \"$@\" & fi\n"
+    /* A job started with & reads /dev/null unless told otherwise: the
+     * worker keeps the stdin the front-end gave (rank 0: dtctl's, passed
+     * on by mpirun or srun --input=0). */
+    "exec 3<&0\n"
+    "if command -v setsid >/dev/null 2>&1; then "
+    "setsid $dt_pd \"$@\" <&3 3<&- & "
+    "else $dt_pd \"$@\" <&3 3<&- & fi\n"
+    "exec 3<&-\n"
     "p=$!\n"
     "trap 'kill -TERM -$p 2>/dev/null || kill -TERM $p 2>/dev/null' "
     "TERM INT HUP\n"

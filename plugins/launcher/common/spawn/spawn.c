@@ -66,13 +66,14 @@ static void report_and_exit(int status_fd, int stage)
 
 /* In the child: default signal handling (and the parent-death signal
  * asked for), a process group of its own, stdio, directory, exec. */
-static void child_exec(const spawn_req_t *req, pid_t parent, int null_fd,
+static void child_exec(const spawn_req_t *req, pid_t parent, int in_r,
                        int out_w, int err_w, int status_w)
 {
     spawn_child_reset_signals();
     spawn_child_die_with_parent(req->die_with_parent, parent);
     setpgid(0, 0);
-    dup2(null_fd, STDIN_FILENO);
+    if (in_r >= 0) /* else SPAWN_STDIN_OURS: fd 0 stays */
+        dup2(in_r, STDIN_FILENO);
     if (out_w >= 0) {
         dup2(out_w, STDOUT_FILENO);
         dup2(err_w >= 0 ? err_w : out_w, STDERR_FILENO);
@@ -127,10 +128,11 @@ dt_status_t spawn_start(const spawn_req_t *req, spawn_child_t *child,
                         char *why, size_t why_len)
 {
     int status[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+    int in[2] = {-1, -1};
     int null_fd = -1;
     dt_status_t st = DT_ERR_IO;
     child->pid = child->guard = 0;
-    child->out_fd = child->err_fd = -1;
+    child->out_fd = child->err_fd = child->in_fd = -1;
     if (!req->argv || !req->argv[0] || !*req->argv[0]) {
         snprintf(why, why_len, "no program to execute");
         return DT_ERR_INVALID;
@@ -138,7 +140,8 @@ dt_status_t spawn_start(const spawn_req_t *req, spawn_child_t *child,
     null_fd = fd_above_stdio(open("/dev/null", O_RDONLY | O_CLOEXEC));
     if (null_fd < 0 || pipe_above_stdio(status) != 0 ||
         (req->capture && pipe_above_stdio(out) != 0) ||
-        (req->capture && !req->merge_stderr && pipe_above_stdio(err) != 0)) {
+        (req->capture && !req->merge_stderr && pipe_above_stdio(err) != 0) ||
+        (req->stdin_from == SPAWN_STDIN_PIPE && pipe_above_stdio(in) != 0)) {
         snprintf(why, why_len, "cannot create pipes for '%s': %s",
                  req->argv[0], strerror(errno));
         goto out;
@@ -151,7 +154,11 @@ dt_status_t spawn_start(const spawn_req_t *req, spawn_child_t *child,
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0)
-        child_exec(req, parent, null_fd, out[1], err[1], status[1]);
+        child_exec(req, parent,
+                   req->stdin_from == SPAWN_STDIN_PIPE   ? in[0]
+                   : req->stdin_from == SPAWN_STDIN_OURS ? -1
+                                                         : null_fd,
+                   out[1], err[1], status[1]);
     int fork_errno = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (pid < 0) {
@@ -171,6 +178,7 @@ dt_status_t spawn_start(const spawn_req_t *req, spawn_child_t *child,
     close_fd(&status[1]);
     close_fd(&out[1]);
     close_fd(&err[1]);
+    close_fd(&in[0]);
     child_failure_t f;
     if (read_child_failure(status[0], &f)) {
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
@@ -190,9 +198,14 @@ dt_status_t spawn_start(const spawn_req_t *req, spawn_child_t *child,
         fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
     if (err[0] >= 0)
         fcntl(err[0], F_SETFL, fcntl(err[0], F_GETFL) | O_NONBLOCK);
+    /* Non-blocking: a worker that does not read its stdin must not block
+     * dtctl's relay. */
+    if (in[1] >= 0)
+        fcntl(in[1], F_SETFL, fcntl(in[1], F_GETFL) | O_NONBLOCK);
     child->out_fd = out[0];
     child->err_fd = err[0];
-    out[0] = err[0] = -1;
+    child->in_fd = in[1];
+    out[0] = err[0] = in[1] = -1;
     st = DT_OK;
 out:
     close_fd(&null_fd);
@@ -202,5 +215,7 @@ out:
     close_fd(&out[1]);
     close_fd(&err[0]);
     close_fd(&err[1]);
+    close_fd(&in[0]);
+    close_fd(&in[1]);
     return st;
 }

@@ -20,19 +20,30 @@ typedef struct spawn_req {
                                  which may come more than once (child.h);
                                  for many children, each its own guard
                                  would double the processes; 0: none    */
+    int stdin_from;           /* SPAWN_STDIN_*: what its stdin is       */
 } spawn_req_t;
+
+/* spawn_req_t.stdin_from. */
+enum {
+    SPAWN_STDIN_NULL = 0,  /* /dev/null                                   */
+    SPAWN_STDIN_PIPE = 1,  /* a pipe: spawn_child_t.in_fd is its write end */
+    SPAWN_STDIN_OURS = 2,  /* dtctl's own stdin (a front-end that forwards
+                              it itself: mpirun, srun)                    */
+};
 
 typedef struct spawn_child {
     pid_t pid;                /* also the process-group id              */
     int out_fd, err_fd;       /* non-blocking read ends, or -1          */
+    int in_fd;                /* SPAWN_STDIN_PIPE: the non-blocking write
+                                 end of its stdin (close it: EOF); or -1 */
     pid_t guard;              /* with death_signal: the guard, else 0;
                                  spawn_guard_stop once pid is reaped    */
 } spawn_child_t;
 
-/* Start the process; stdin is /dev/null. On failure nothing is left
- * running and `why` says what went wrong, e.g. "cannot execute 'foo': No
- * such file or directory". DT_ERR_NOT_FOUND when the program or directory
- * does not exist, DT_ERR_IO otherwise. */
+/* Start the process, its stdin as req->stdin_from says. On failure
+ * nothing is left running and `why` says what went wrong, e.g. "cannot
+ * execute 'foo': No such file or directory". DT_ERR_NOT_FOUND when the
+ * program or directory does not exist, DT_ERR_IO otherwise. */
 dt_status_t spawn_start(const spawn_req_t *req, spawn_child_t *child,
                         char *why, size_t why_len);
 
