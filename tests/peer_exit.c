@@ -10,7 +10,11 @@
  * PEER_EXIT_MODE=stop: the rank stops itself (SIGSTOP) instead, a hung
  * peer that only the transport's timeout can catch. PEER_EXIT_MODE=kill:
  * it runs the first 5 allreduces with the others, then kills itself
- * (SIGKILL) in the middle of the job, whatever the speed of the path. */
+ * (SIGKILL) in the middle of the job, whatever the speed of the path.
+ * PEER_EXIT_MODE=pause: every rank says its pid; the rank runs the first
+ * allreduce, stops itself (SIGSTOP) and, once continued, runs the rest
+ * with the others: a job that must survive being stopped and continued
+ * (tests/stop_cont.sh). */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +34,15 @@ int main(void)
     float *buf = calloc(n, sizeof *buf);
     if (!buf)
         return 2;
+    if (mode && strcmp(mode, "pause") == 0) {
+        fprintf(stderr, "peer_exit: rank %d pid %d\n", dt_rank(),
+                (int)getpid());
+        if (dt_allreduce(buf, buf, n, DT_FLOAT32, DT_SUM) != DT_OK)
+            _exit(3);
+        if (dt_rank() == victim)
+            raise(SIGSTOP);
+        victim = -1; /* every rank runs the rest */
+    }
     if (dt_rank() == victim && mode && strcmp(mode, "kill") == 0) {
         for (int i = 0; i < 5; i++)
             dt_allreduce(buf, buf, n, DT_FLOAT32, DT_SUM);

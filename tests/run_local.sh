@@ -226,10 +226,15 @@ stop_test() { # signal expected-code
     [ -n "$p" ] && kill -"$1" "$p" || fail "SIG$1: workers did not start"
     wait $bg; rc=$?
     [ $rc -eq "$2" ] || fail "SIG$1 to dtctl: want exit $2, got $rc: $(cat "$T/e")"
+    # (dtctl killed by the signal exits 128+S too, without a word)
+    grep -q "received .*: stopping the job" "$T/e" ||
+        fail "SIG$1 to dtctl: no 'received ...: stopping the job': $(cat "$T/e")"
     if leftovers "$tag"; then fail "SIG$1 left processes: $(pgrep -fa "$tag")"; fi
 }
 stop_test INT 130
 stop_test TERM 143
+stop_test QUIT 131   # Ctrl-\
+stop_test USR2 140
 # ... also while dtctl's output pipe is full and nobody reads it (a paused
 # pager): the blocked write must not hold the stop up. The reader sleeps
 # 60 s; dtctl must be gone well before (kill_grace is 2 s here).
@@ -343,7 +348,40 @@ if [ -n "$p" ]; then
 else
     fail "ignored SIGHUP: workers did not start"; wait $bg
 fi
-ok "SIGINT/SIGTERM stop the job; a SIGHUP ignored by the caller (nohup) stays ignored"
+ok "SIGINT/SIGTERM/SIGQUIT/SIGUSR2 stop the job; a SIGHUP ignored by the caller (nohup) stays ignored"
+
+# Ctrl-Z (SIGTSTP to dtctl): the workers stop with dtctl (they trained on
+# unwatched), and continue with it (fg: SIGCONT to dtctl); the job ends 0.
+state() { sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null; }
+wait_state() { # pid pattern: at most 10 s (a hang guard)
+    for i in $(seq 100); do
+        case "$(state "$1")" in $2) return 0 ;; esac
+        sleep 0.1
+    done
+    return 1
+}
+rm -f "$T/ppid".* "$T/pid".* "$T/release"
+run -n 2 -- sh -c 'echo $$ >"$0/pid.$DT_RANK"; echo $PPID >"$0/ppid.$DT_RANK"
+    i=0; while [ ! -e "$0/release" ] && [ $i -lt 250 ]; do sleep 0.1; i=$((i + 1)); done
+    [ -e "$0/release" ]' "$T" >"$T/o" 2>"$T/e" &
+bg=$!
+for i in $(seq 100); do [ -s "$T/pid.0" ] && [ -s "$T/pid.1" ] && [ -s "$T/ppid.0" ] && break; sleep 0.05; done
+p=$(cat "$T/ppid.0" 2>/dev/null) w0=$(cat "$T/pid.0" 2>/dev/null) w1=$(cat "$T/pid.1" 2>/dev/null)
+if [ -n "$p" ] && [ -n "$w0" ] && [ -n "$w1" ]; then
+    kill -TSTP "$p"
+    wait_state "$p" T || fail "SIGTSTP: dtctl did not stop ($(state "$p"))"
+    wait_state "$w0" T && wait_state "$w1" T ||
+        fail "SIGTSTP: the workers run on while dtctl is stopped ($(state "$w0") $(state "$w1"))"
+    kill -CONT "$p"
+    wait_state "$w0" '[RSD]' && wait_state "$w1" '[RSD]' ||
+        fail "SIGCONT to dtctl: the workers stay stopped ($(state "$w0") $(state "$w1"))"
+    touch "$T/release"
+    wait $bg; rc=$?
+    [ $rc -eq 0 ] || fail "a job stopped (Ctrl-Z) and continued: want exit 0, got $rc: $(cat "$T/e")"
+else
+    fail "SIGTSTP: workers did not start"; touch "$T/release"; wait $bg
+fi
+ok "Ctrl-Z stops the workers with dtctl, fg continues them"
 
 # --- 4. the job token stays secret ----------------------------------------
 # The workers stay until the snapshot is taken (a fixed `sleep 1` let a

@@ -64,6 +64,8 @@ typedef struct run_state {
                                    servers; else nservers 0  */
     int signals;                /* stop_signals installed     */
     int one_machine;            /* local launcher: all ranks here */
+    int suspends;               /* its signal op stops and continues
+                                   the workers (Ctrl-Z)           */
 } run_state_t;
 
 static int ends_with(const char *s, const char *suffix)
@@ -326,6 +328,8 @@ static int prepare(const dt_cli_t *cli, const char *job_file, run_state_t *s)
     if (code != 0)
         return code;
     s->one_machine = strcmp(launcher->name, "local") == 0;
+    /* The schedulers' signal op cancels the job whatever the signal. */
+    s->suspends = s->one_machine || strcmp(launcher->name, "ssh") == 0;
     if (s->one_machine)
         run_place_one_machine(&s->hosts, s->placement, s->np, 1);
     dt_debug("run: %d worker%s, launcher %s, transport %s", s->np,
@@ -545,7 +549,8 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
                                .trainer = s->trainer,
                                .show_prompts = !s->trainer &&
                                                isatty(STDIN_FILENO) &&
-                                               isatty(STDOUT_FILENO)};
+                                               isatty(STDOUT_FILENO),
+                               .suspends = s->suspends};
         code = supervise_job(&sa);
         run_culprit_close(&rc);
     }

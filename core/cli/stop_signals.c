@@ -9,7 +9,10 @@
 #include <dt/log.h>
 #include "stop_signals.h"
 
-static const int stop_signos[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1};
+/* SIGQUIT (Ctrl-\) and SIGUSR2 killed dtctl without a word, its last
+ * output lines lost, the job left to the workers' guards. */
+static const int stop_signos[] = {SIGINT,  SIGTERM, SIGHUP,
+                                  SIGQUIT, SIGUSR1, SIGUSR2};
 #define NSTOP (sizeof stop_signos / sizeof stop_signos[0])
 
 static int self_pipe[2] = {-1, -1};
@@ -18,12 +21,22 @@ static int self_pipe[2] = {-1, -1};
  * poll stop_signals_pending): an atomic, which volatile sig_atomic_t is
  * not between threads (lock-free, so the handler may store it). */
 static int pending;
-static struct sigaction saved[NSTOP], saved_pipe;
+static struct sigaction saved[NSTOP], saved_pipe, saved_tstp;
+/* SIGTSTP goes to the supervisor (it stops the workers first). */
+static int forward_tstp;
 
 static void on_stop_signal(int signo)
 {
     int saved_errno = errno;
-    __atomic_store_n(&pending, 1, __ATOMIC_RELEASE);
+    if (signo == SIGTSTP) {
+        if (!__atomic_load_n(&forward_tstp, __ATOMIC_ACQUIRE)) {
+            raise(SIGSTOP); /* as without a handler */
+            errno = saved_errno;
+            return;
+        }
+    } else {
+        __atomic_store_n(&pending, 1, __ATOMIC_RELEASE);
+    }
     unsigned char b = (unsigned char)signo;
     ssize_t w = write(self_pipe[1], &b, 1); /* full pipe: one is enough */
     (void)w;
@@ -57,6 +70,10 @@ dt_status_t stop_signals_install(void)
         if (!ignored_by_caller(stop_signos[i], &saved[i]))
             sigaction(stop_signos[i], &sa, NULL);
     }
+    /* A shell without job control ignores SIGTSTP for its children. */
+    sigaction(SIGTSTP, NULL, &saved_tstp);
+    if (saved_tstp.sa_handler != SIG_IGN)
+        sigaction(SIGTSTP, &sa, NULL);
     struct sigaction ign;
     memset(&ign, 0, sizeof ign);
     ign.sa_handler = SIG_IGN;
@@ -69,8 +86,17 @@ int stop_signals_take(void)
     unsigned char b;
     if (self_pipe[0] < 0)
         return 0;
-    ssize_t r = read(self_pipe[0], &b, 1);
-    return r == 1 ? b : 0;
+    while (read(self_pipe[0], &b, 1) == 1) {
+        if (b != SIGTSTP || __atomic_load_n(&forward_tstp, __ATOMIC_ACQUIRE))
+            return b;
+        raise(SIGSTOP); /* came as forwarding went off: dtctl alone */
+    }
+    return 0;
+}
+
+void stop_signals_forward_suspend(int on)
+{
+    __atomic_store_n(&forward_tstp, on, __ATOMIC_RELEASE);
 }
 
 int stop_signals_pending(void)
@@ -84,6 +110,7 @@ void stop_signals_restore(void)
         return;
     for (size_t i = 0; i < NSTOP; i++)
         sigaction(stop_signos[i], &saved[i], NULL);
+    sigaction(SIGTSTP, &saved_tstp, NULL);
     sigaction(SIGPIPE, &saved_pipe, NULL);
     close(self_pipe[0]);
     close(self_pipe[1]);

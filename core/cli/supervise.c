@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <dt/log.h>
 #include <dt/clock.h>
@@ -370,6 +371,25 @@ static void on_reader_gone(monitor_t *m, int ended)
     begin_stop(m);
 }
 
+/* Ctrl-Z (SIGTSTP): the workers stop with dtctl and continue with it, as
+ * one job at the terminal. Left running they trained on unwatched, their
+ * output piling up in dtctl's pipes. The deadlines move by the time
+ * stopped: a grace or a wait is not used up while nothing ran. */
+static void suspend_job(monitor_t *m)
+{
+    dt_info("stopped (SIGTSTP, Ctrl-Z): the workers are stopped too; fg "
+            "or kill -CONT %d continues them", (int)getpid());
+    m->a->ops->signal(m->a->ctx, SIGSTOP);
+    long long stopped_at = dt_clock_now_ms();
+    raise(SIGSTOP); /* returns on SIGCONT */
+    long long away = dt_clock_now_ms() - stopped_at;
+    m->a->ops->signal(m->a->ctx, SIGCONT);
+    dt_info("continued: the workers continue too");
+    m->kill_at += away;
+    m->give_up_at += away;
+    m->decide_at += away;
+}
+
 /* How long the next wait() may sleep. */
 static int next_tick(const monitor_t *m)
 {
@@ -390,12 +410,17 @@ int supervise_job(const supervise_args_t *a)
     monitor_t m;
     memset(&m, 0, sizeof m);
     m.a = a;
+    stop_signals_forward_suspend(a->suspends);
     for (;;) {
         int signo;
         if (m.deciding && dt_clock_now_ms() >= m.decide_at)
             decide_late(&m);
-        while ((signo = stop_signals_take()) != 0)
-            on_stop_signal(&m, signo);
+        while ((signo = stop_signals_take()) != 0) {
+            if (signo == SIGTSTP)
+                suspend_job(&m);
+            else
+                on_stop_signal(&m, signo);
+        }
         if (m.stopping && !m.killed && dt_clock_now_ms() >= m.kill_at) {
             /* dt's trainer stopped by SIGTERM/SIGUSR1 writes a
              * checkpoint first: the kill may cut that write short. */
@@ -442,6 +467,7 @@ int supervise_job(const supervise_args_t *a)
         }
         on_exit_event(&m, &ev);
     }
+    stop_signals_forward_suspend(0);
     output_lines_flush_all(a->lines);
     on_reader_gone(&m, 1);
     free(m.ends);

@@ -62,6 +62,10 @@ typedef struct supervise_args {
     /* Rank 0 is interactive (stdin and stdout on a terminal): its prompt
      * shows before its line ends (output_lines_show_prompt). */
     int show_prompts;
+    /* ops->signal passes SIGSTOP and SIGCONT on (local, ssh): Ctrl-Z
+     * stops the workers with dtctl, fg continues them. Else dtctl alone
+     * stops and the workers run on. */
+    int suspends;
 } supervise_args_t;
 
 /* dtctl's exit code: 0 when every worker succeeded; else the root

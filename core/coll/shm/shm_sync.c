@@ -26,6 +26,11 @@
 
 /* How often a sleeping wait looks at the peer's process and the clock. */
 #define SLEEP_SLICE_NS (20 * 1000 * 1000)
+/* Two looks this far apart (a slice is 20 ms) mean this rank itself did
+ * not run: the whole job stopped (Ctrl-Z, kill -STOP of every rank) and
+ * continued. That time is not the peer's silence: a waiter that resumed
+ * first named a peer not yet continued as hung. */
+#define AWAY_S 1.0
 
 static int reached(uint32_t v, uint32_t want)
 {
@@ -194,6 +199,7 @@ dt_status_t dt_shm_wait(dt_shm_t *s, int peer, shm_flag_t *f, uint32_t seq,
 static dt_status_t sleep_until(dt_shm_t *s, int peer, shm_flag_t *f,
                                uint32_t seq, const char *what, double start)
 {
+    double looked = start; /* the clock's last reading in this wait */
     for (;;) {
         beat(s, peer);
         __atomic_fetch_add(&f->sleepers, 1, __ATOMIC_SEQ_CST);
@@ -213,7 +219,11 @@ static dt_status_t sleep_until(dt_shm_t *s, int peer, shm_flag_t *f,
             dt_shm_fail(s, peer);
             return s->failed = DT_ERR_PEER;
         }
-        if (dt_clock_now() - start >= s->timeout) {
+        double now = dt_clock_now();
+        if (now - looked > AWAY_S)
+            start += now - looked; /* this rank was stopped meanwhile */
+        looked = now;
+        if (now - start >= s->timeout) {
             int root = silent_first(s, peer);
             char via[64] = "";
             if (root != peer)

@@ -31,6 +31,11 @@
 
 #define TCP_ABORT_MAGIC 0x44544142u /* "DTAB": tag holds the failed rank */
 #define IOV_BATCH 64
+/* tcp_wait looks at the clock at least every TCP_LOOK_MS; a look
+ * TCP_AWAY_S later than due means this rank itself was stopped (a sleep
+ * of the whole timeout could not tell a stop in it from silence). */
+#define TCP_LOOK_MS 250
+#define TCP_AWAY_S 1.0
 
 struct dt_request {
     tcp_req_t r;
@@ -872,7 +877,15 @@ dt_status_t tcp_wait(void *ctx, dt_request_t **reqs, size_t n,
     }
     spin_before_sleep(c, reqs, n, start);
     double note_at = start + c->wait_note_after;
+    double due = start; /* when this rank expected to look again */
     while (!all_complete(reqs, n) && c->failed == DT_OK) {
+        /* Looking much later than due: this rank itself did not run (the
+         * whole job stopped, Ctrl-Z or kill -STOP of every rank, and
+         * continued). That time is not the peers' silence: a rank that
+         * resumed first named a peer not yet continued as hung. */
+        double late = dt_clock_now() - due;
+        if (late > TCP_AWAY_S)
+            c->last_activity += late;
         /* -1: a peer is silent for the whole timeout; else a hard limit. */
         double deadline = timeout_ms < 0 ? c->last_activity + c->timeout
                                          : start + timeout_ms / 1000.0;
@@ -898,6 +911,9 @@ dt_status_t tcp_wait(void *ctx, dt_request_t **reqs, size_t n,
             if (until < ms)
                 ms = until > 0 ? until : 1;
         }
+        if (ms > TCP_LOOK_MS)
+            ms = TCP_LOOK_MS;
+        due = dt_clock_now() + ms / 1000.0;
         poll_round(c, ms);
     }
     if (c->failed == DT_OK)

@@ -339,6 +339,10 @@ static void sleep_on_worker(ucx_ctx_t *c, int ms)
     poll(&p, 1, ms);
 }
 
+/* Two looks this far apart (a nap is at most NAP_MAX_MS) mean this rank
+ * itself was stopped (progress_until). */
+#define UCX_AWAY_S 1.0
+
 /* Progress until every request completed, the transport failed, or the
  * deadline passed (idle: no request finished for c->timeout). Activity is
  * counted in finished requests, not in ucp_worker_progress's return: UCX's
@@ -350,7 +354,15 @@ static dt_status_t progress_until(ucx_ctx_t *c, dt_request_t **reqs, size_t n,
     double last = dt_clock_now(), start = last;
     unsigned long seen = c->completions;
     int spinning = c->spin.spin > 0;
+    double looked = start; /* the clock at the last look */
     while (!all_complete(reqs, n) && c->failed == DT_OK) {
+        /* Long since the last look: this rank itself did not run (the
+         * whole job stopped, Ctrl-Z or kill -STOP of every rank, and
+         * continued); that time is not the peers' silence. */
+        double now = dt_clock_now();
+        if (idle && now - looked > UCX_AWAY_S)
+            last += now - looked;
+        looked = now;
         unsigned moved = ucp_worker_progress(c->worker);
         if (idle && c->completions != seen) {
             seen = c->completions;
