@@ -181,10 +181,13 @@ ok "failure stops siblings, no leftovers"
 # 3 attempts x 2 workers, each leaving a short-lived one (orphaned at
 # once by its subshell) and a long-lived one.
 run -n 2 --max-restarts 2 --set cluster.restart_backoff=0s -- sh -c '
-    (setsid sh -c "sleep 0.1" &)
+    s=short; (setsid sh -c "sleep 0.1; true" "'"$MARK"'-$s$DT_RANK" &)
     setsid sh -c "sleep 100; true" '"$MARK"'-setsid &
+    # the short one ended first (under load it may not have started yet:
+    # a count taken before its end saw nothing to reap)
+    i=0; while pgrep -f "'"$MARK"'-$s$DT_RANK" >/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
     # zombies among dtctl'"'"'s children (/proc: state Z, parent dtctl),
-    # counted until none for up to 5 s (the strays end 0.1 s in)
+    # counted until none for up to 5 s
     zombies() { n=0; for f in /proc/[0-9]*/stat; do
         read -r st <"$f" 2>/dev/null || continue
         set -- ${st##*) }; [ "$1" = Z ] && [ "$2" = $PPID ] && n=$((n + 1)); done; echo $n; }

@@ -606,6 +606,10 @@ static void test_folder_layout_errors(void **state)
                      DT_ERR_NOT_FOUND);
     assert_int_equal(dt_dataset_load_folder(path_of("f5"), DT_SPLIT_TRAIN,
                                             &opts_rgb4, &ds), DT_ERR_INVALID);
+    /* one class: nothing to classify (dtctl leaves it to this message) */
+    mkdirs("f5b/train/only");
+    assert_int_equal(dt_dataset_load_folder(path_of("f5b"), DT_SPLIT_TRAIN,
+                                            &opts_rgb4, &ds), DT_ERR_INVALID);
     char *log = capture_end(&c);
     char want[700];
     snprintf(want, sizeof want, "%s: empty class folder",
@@ -614,6 +618,8 @@ static void test_folder_layout_errors(void **state)
     assert_non_null(strstr(log, "f4/test/fox: a class that"));
     assert_non_null(strstr(log, "no train/ folder there"));
     assert_non_null(strstr(log, "f5/train: no class folders"));
+    assert_non_null(strstr(log, "f5b/train: one class folder ('only'): a "
+                                "classifier needs at least 2 classes"));
     free(log);
     assert_null(ds.pixels);
 }

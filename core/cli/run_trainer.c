@@ -83,7 +83,8 @@ static dt_status_t folder_shape(const dt_config_t *cfg, int shape[4])
             classes++;
     }
     closedir(d);
-    if (classes == 0 || h < 1 || w < 1)
+    /* one class: the workers' loading says what is wrong, and where */
+    if (classes < 2 || h < 1 || w < 1)
         return DT_ERR_NOT_FOUND;
     shape[0] = ch && strcmp(ch, "1") == 0 ? 1 : 3;
     shape[1] = h, shape[2] = w, shape[3] = classes;

@@ -9,6 +9,7 @@
 
 #include <dt/log.h>
 #include <dt/clock.h>
+#include "oom_hint.h"
 #include "stop_signals.h"
 #include "supervise.h"
 
@@ -28,6 +29,7 @@ typedef struct monitor {
     int stopping;          /* SIGTERM sent          */
     int stop_signals;      /* the user's SIGINT/TERM so far */
     int first_signo;       /* the first of them (0: none)   */
+    long long oom_kills;   /* /proc/vmstat oom_kill at start (-1: none) */
     int killed;            /* SIGKILL sent          */
     int reader_gone;       /* dtctl's output was found closed: handled */
     long long kill_at;     /* when to send SIGKILL  */
@@ -165,6 +167,9 @@ static void decide(monitor_t *m, const dt_worker_exit_t *root)
             snprintf(cause, sizeof cause, "%s %s", who, how);
         }
         dt_error("%s", cause);
+        if (root->signaled && root->signo == SIGKILL && !m->stopping &&
+            !m->killed)
+            oom_hint(who, root->host ? root->host : "?", m->oom_kills);
         if (root->rank != first->rank)
             dt_info("%s %s after it (it is not the root cause)", fwho, fhow);
     } else {
@@ -411,6 +416,7 @@ int supervise_job(const supervise_args_t *a)
     memset(&m, 0, sizeof m);
     m.a = a;
     stop_signals_forward_suspend(a->suspends);
+    m.oom_kills = oom_kills_now();
     for (;;) {
         int signo;
         if (m.deciding && dt_clock_now_ms() >= m.decide_at)

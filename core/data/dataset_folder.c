@@ -188,6 +188,12 @@ static dt_status_t find_images(const char *dir, dt_split_t split,
                  train);
         st = DT_ERR_INVALID;
     }
+    if (st == DT_OK && classes->n == 1) { /* softmax over one: loss 0 */
+        dt_error("%s: one class folder ('%s'): a classifier needs at least "
+                 "2 classes; add a folder of images for each other class "
+                 "(train/cat/1.png, train/dog/2.jpg)", train, classes->v[0]);
+        st = DT_ERR_INVALID;
+    }
     if (st == DT_OK && classes->n > MAX_CLASSES) {
         dt_error("%s: %zu class folders; dt takes at most %d classes", train,
                  classes->n, MAX_CLASSES);

@@ -69,8 +69,10 @@ dt_status_t dt_divergence_vote_flags(dt_bad_kind_t kind, double value,
     }
     dt_status_t st = world > 1 ? sum(v, n, arg) : DT_OK;
     /* A non-finite loss says more than the gradient norm it led to (the
-     * norm of the averaged gradient is the same on every rank). */
-    for (int pass = 1; st == DT_OK && pass <= 2 && !out->nbad; pass++) {
+     * norm of the averaged gradient is the same on every rank): kinds in
+     * the order of the enum. */
+    for (int pass = 1; st == DT_OK && pass <= DT_BAD_TEST_LOSS && !out->nbad;
+         pass++) {
         for (int r = 0; r < (world > 1 ? world : 1); r++) {
             if (v[2 * r] != (double)pass)
                 continue;

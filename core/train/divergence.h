@@ -35,7 +35,9 @@ typedef dt_status_t (*dt_sum_fn)(double *buf, size_t n, void *arg);
 typedef enum dt_bad_kind {
     DT_BAD_NONE = 0,
     DT_BAD_LOSS = 1,         /* the loss is not finite                     */
-    DT_BAD_GRAD = 2          /* the gradient norm is not finite            */
+    DT_BAD_GRAD = 2,         /* the gradient norm is not finite            */
+    DT_BAD_PARAMS = 3,       /* after an update: the parameters are not   */
+    DT_BAD_TEST_LOSS = 4     /* ... or the test loss is not (overflow)     */
 } dt_bad_kind_t;
 
 typedef struct dt_divergence {

@@ -221,6 +221,7 @@ stepped:
                  dt_grad_sync_path(t->sync),
                  dt_grad_sync_d2h_copies(t->sync));
     t->step_in_epoch = s + 1;
+    t->step_lr = lr;
     t->loss_sum += (double)*loss * (double)b;
     t->loss_count += (double)b;
     t->epoch_samples += b;
@@ -254,9 +255,11 @@ static void write_outputs(dt_trainer_t *t, const dt_epoch_metrics_t *m)
 }
 
 /* Summaries over all ranks, evaluation and rank 0's progress line; *out
- * the epoch's metrics (rank 0 writes them out after the checkpoint). */
+ * the epoch's metrics (rank 0 writes them out after the checkpoint).
+ * *rolled_back: the state it evaluated had diverged and on_divergence
+ * went back to a checkpoint (nothing reported, nothing to write). */
 static dt_status_t end_epoch(dt_trainer_t *t, double epoch_start,
-                             dt_epoch_metrics_t *out)
+                             dt_epoch_metrics_t *out, bool *rolled_back)
 {
     double sums[3] = {t->loss_sum, t->loss_count, (double)t->epoch_samples};
     if (t->world > 1 && !t->async)
@@ -282,6 +285,10 @@ static dt_status_t end_epoch(dt_trainer_t *t, double epoch_start,
         DT_CHECK(dt_ps_pull(t->ps, t->params));
     }
     DT_CHECK(dt_trainer_evaluate(t, &m.test_loss, &m.test_accuracy));
+    /* before a line, a best or a checkpoint says a diverged model is one */
+    DT_CHECK(dt_trainer_guard_kept(t, m.test_loss, rolled_back));
+    if (*rolled_back)
+        return DT_OK;
     m.lr = dt_lr_at(&t->lr, (double)t->epoch + 1.0 - 1e-9);
     /* Steps run in lockstep: rank 0's time is the job's time. */
     m.samples_per_sec = t->train_seconds > 0 ? sums[2] / t->train_seconds
@@ -362,15 +369,15 @@ static dt_status_t stop_at_max_steps(dt_trainer_t *t, bool saved)
  * (the evaluation, the progress and metrics lines, best.dtckpt), with its
  * last checkpoint; the final line then has an accuracy to give. */
 static dt_status_t end_at_max_steps(dt_trainer_t *t, double epoch_start,
-                                    bool saved)
+                                    bool saved, bool *rolled_back)
 {
     dt_epoch_metrics_t m;
     if (t->rank == 0)
         dt_info("stopping after %llu steps ([train] max_steps): evaluating",
                 (unsigned long long)t->global_step);
     dt_preempt_busy(true);
-    dt_status_t st = end_epoch(t, epoch_start, &m);
-    if (st == DT_OK) {
+    dt_status_t st = end_epoch(t, epoch_start, &m, rolled_back);
+    if (st == DT_OK && !*rolled_back) {
         st = stop_at_max_steps(t, saved);
         if (st == DT_OK && t->best_improved)
             st = dt_trainer_save_as(t, DT_TRAIN_BEST_NAME, NULL);
@@ -383,10 +390,11 @@ static dt_status_t end_at_max_steps(dt_trainer_t *t, double epoch_start,
 
 static dt_status_t train_loop(dt_trainer_t *t, uint64_t max_steps)
 {
-    bool saved = false;
+    bool saved = false, step_ckpt_at_end = false;
     t->last_ckpt_time = dt_clock_now();
     DT_CHECK(dt_trainer_guard_begin(t));
 restart: /* after a rollback (on_divergence): from the checkpoint's step */
+    step_ckpt_at_end = false;
     /* The loaders start (again) at the batch the loop needs next. */
     DT_CHECK(dt_pipeline_seek_from(t->pipe, t->epoch, t->epoch_start,
                                    t->step_in_epoch));
@@ -418,18 +426,46 @@ restart: /* after a rollback (on_divergence): from the checkpoint's step */
                                      (t->train_seconds + 1e-12));
             if (t->preempt_now)
                 return preempted(t, s + 1);
-            if (ckpt_due_after_step(t)) {
+            /* The epoch's last step (or max_steps): its checkpoint after
+             * the evaluation, which may find the state diverged. */
+            bool epoch_done = s + 1 == steps;
+            bool last = epoch_done ||
+                        (max_steps && t->global_step >= max_steps);
+            if (ckpt_due_after_step(t) && last) {
+                step_ckpt_at_end = true;
+            } else if (ckpt_due_after_step(t)) {
+                DT_CHECK(dt_trainer_guard_kept(t, 0.0, &rolled_back));
+                if (rolled_back)
+                    goto restart;
                 dt_preempt_busy(true);
                 DT_CHECK(dt_trainer_save(t));
                 dt_preempt_busy(false);
                 saved = true;
             }
-            if (max_steps && t->global_step >= max_steps)
-                return end_at_max_steps(t, start, saved);
+            /* max_steps inside an epoch; at its last step the epoch ends
+             * as any other, whole (below) */
+            if (max_steps && t->global_step >= max_steps && !epoch_done) {
+                DT_CHECK(end_at_max_steps(t, start, saved, &rolled_back));
+                if (rolled_back)
+                    goto restart;
+                return DT_OK;
+            }
         }
         dt_epoch_metrics_t m;
+        bool rolled_back;
+        bool stop = max_steps && t->global_step >= max_steps;
+        if (stop && t->rank == 0 && t->epoch + 1 < t->epochs)
+            dt_info("stopping after %llu steps ([train] max_steps), at the "
+                    "end of epoch %llu: evaluating",
+                    (unsigned long long)t->global_step,
+                    (unsigned long long)t->epoch + 1);
         dt_preempt_busy(true); /* the evaluation and checkpoints below */
-        DT_CHECK(end_epoch(t, start, &m));
+        dt_status_t ended = end_epoch(t, start, &m, &rolled_back);
+        if (ended != DT_OK || rolled_back) {
+            dt_preempt_busy(false);
+            DT_CHECK(ended);
+            goto restart;
+        }
         /* work_load = auto: the next epoch's shares from this one's
          * compute times (before the checkpoint, which records them). */
         if (t->work_load_auto)
@@ -443,16 +479,19 @@ restart: /* after a rollback (on_divergence): from the checkpoint's step */
         /* The checkpoints first: a metrics write cannot cost them; the
          * metrics still come when the last checkpoint failed. */
         dt_status_t st = DT_OK;
-        if (t->ckpt_dir && t->epoch == t->epochs)
+        if (t->ckpt_dir && (t->epoch == t->epochs || stop))
             st = dt_trainer_save_last(t);
-        else if (ckpt_due_after_epoch(t))
+        else if (ckpt_due_after_epoch(t) || step_ckpt_at_end)
             st = dt_trainer_save(t);
+        step_ckpt_at_end = false;
         if (st == DT_OK && t->best_improved)
             st = dt_trainer_save_as(t, DT_TRAIN_BEST_NAME, NULL);
         if (t->rank == 0)
             write_outputs(t, &m);
         dt_preempt_busy(false);
         DT_CHECK(st);
+        if (stop) /* at the start of the next epoch, which max_steps ends */
+            return DT_OK;
         t->epoch = done;
     }
     return DT_OK;

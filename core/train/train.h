@@ -116,6 +116,7 @@ typedef struct dt_trainer {
                                    Adam's bias correction uses, is
                                    global_step + 1 - opt_base            */
     double loss_sum, loss_count;/* this epoch's training loss so far       */
+    double step_lr;             /* the lr the last step ran at             */
     double best_acc;            /* checkpoint_best: best test accuracy ... */
     uint64_t best_epoch;        /* ... and its epoch (1-based; 0: none)    */
     bool best_improved;         /* the epoch just evaluated is the best    */
@@ -243,6 +244,14 @@ dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
  * sets *rolled_back: the caller restarts from t->epoch, t->step_in_epoch. */
 dt_status_t dt_trainer_guard_step(dt_trainer_t *t, float loss, double lr,
                                   uint64_t step_in_epoch,
+                                  bool *rolled_back);
+/* Before the state after a step is evaluated or checkpointed
+ * (collective, sync mode; async: nothing): are the parameters finite, and
+ * test_loss (0 where none was computed)? An update can overflow them after
+ * a finite loss, which the next step's vote would see, but the epoch's last
+ * step and max_steps have none. A failure is a divergence of the last
+ * step, handled as dt_trainer_guard_step's. */
+dt_status_t dt_trainer_guard_kept(dt_trainer_t *t, double test_loss,
                                   bool *rolled_back);
 /* With on_divergence = halve_lr, a fresh job's first checkpoint (step 0),
  * so there is always one to go back to. */

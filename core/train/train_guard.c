@@ -13,6 +13,7 @@
 #include <dt/dt.h>
 #include <dt/log.h>
 #include "ckpt/ckpt.h"
+#include "nn/device_math.h"
 #include "preempt.h"
 #include "train.h"
 
@@ -70,7 +71,7 @@ static void advice(const dt_trainer_t *t, char *buf, size_t len)
     }
     if (s->warmup_epochs > 0 || s->factor > 1.0)
         ADD("; a longer warmup: warmup_epochs or warmup_steps (now %g "
-            "epochs)", s->warmup_epochs);
+            "epoch%s)", s->warmup_epochs, s->warmup_epochs == 1 ? "" : "s");
     if (t->clip.max_norm <= 0)
         ADD("; clip_grad_norm = 1 (clips the averaged gradient)");
     if (t->on_divergence == DT_DIVERGE_STOP)
@@ -79,9 +80,9 @@ static void advice(const dt_trainer_t *t, char *buf, size_t len)
 }
 
 static void report(const dt_trainer_t *t, const dt_divergence_t *d,
-                   double lr, uint64_t s, bool fatal)
+                   double lr, uint64_t s, uint64_t job_step, bool fatal)
 {
-    char what[160], help[768];
+    char what[256], help[768];
     size_t at = 0, len = sizeof what;
     char *buf = what;
     if (d->kind == DT_BAD_LOSS) {
@@ -89,16 +90,22 @@ static void report(const dt_trainer_t *t, const dt_divergence_t *d,
         if (d->nbad > 1)
             ADD(" (and %d other rank%s)", d->nbad - 1,
                 d->nbad == 2 ? "" : "s");
-    } else {
+    } else if (d->kind == DT_BAD_GRAD) {
         ADD("the norm of the averaged gradient is %g", d->value);
+    } else if (d->kind == DT_BAD_PARAMS) {
+        ADD("its optimizer update left the parameters not finite (the sum "
+            "of their magnitudes is %g) although its loss was finite",
+            d->value);
+    } else {
+        ADD("the test loss after it is %g: the parameters are finite but "
+            "so large that the model's outputs overflow", d->value);
     }
     dt_log(fatal ? DT_LOG_ERROR : DT_LOG_WARN,
            "training diverged at epoch %llu step %llu (step %llu of the "
            "job): %s; effective lr %.4g, global batch %lld (%d worker%s x "
            "%zu)", (unsigned long long)t->epoch + 1,
-           (unsigned long long)s + 1,
-           (unsigned long long)t->global_step + 1, what, lr,
-           (long long)t->world * (long long)t->batch, t->world,
+           (unsigned long long)s + 1, (unsigned long long)job_step, what,
+           lr, (long long)t->world * (long long)t->batch, t->world,
            t->world == 1 ? "" : "s", t->batch);
     if (fatal) {
         advice(t, help, sizeof help);
@@ -128,17 +135,20 @@ static dt_status_t set_aside_abandoned(dt_trainer_t *t)
     return DT_OK;
 }
 
-/* Every rank: back to the newest checkpoint, lr halved. Diverging again
- * before a new checkpoint says the state that checkpoint holds is already
- * on its way out (large weights, a large momentum): a further restart
- * goes to the checkpoint before the previous restart's, while there is
- * one. */
-static dt_status_t roll_back(dt_trainer_t *t)
+/* Every rank: back to the newest checkpoint of a step below `below`
+ * (UINT64_MAX: any; the current step when its own state diverged, which a
+ * checkpoint of that step holds), lr halved. Diverging again before a new
+ * checkpoint says the state that checkpoint holds is already on its way
+ * out (large weights, a large momentum): a further restart goes to the
+ * checkpoint before the previous restart's, while there is one. */
+static dt_status_t roll_back(dt_trainer_t *t, uint64_t below)
 {
     double scale = t->lr.scale * 0.5;
     bool found = false;
-    if (t->restarts > 0)
-        DT_CHECK(dt_trainer_restore(t, t->rollback_step, &found));
+    if (t->restarts > 0 && t->rollback_step < below)
+        below = t->rollback_step;
+    if (below != UINT64_MAX)
+        DT_CHECK(dt_trainer_restore(t, below, &found));
     if (!found)
         DT_CHECK(dt_trainer_restore(t, UINT64_MAX, &found));
     if (!found) {
@@ -151,6 +161,39 @@ static dt_status_t roll_back(dt_trainer_t *t)
     t->restarts++;
     t->rollback_step = t->global_step;
     return set_aside_abandoned(t);
+}
+
+/* Every rank, on the same vote: report (rank 0), then stop or roll back
+ * ([train] on_divergence) to a checkpoint below `below`. s: the step of
+ * the epoch, job_step: of the job (1-based), the step that diverged. */
+static dt_status_t diverged(dt_trainer_t *t, const dt_divergence_t *d,
+                            double lr, uint64_t s, uint64_t job_step,
+                            uint64_t below, bool *rolled_back)
+{
+    /* Checkpointed since the last rollback: a new divergence, not the
+     * same one again; it goes back to the newest, with its own restarts. */
+    if (t->restarts > 0 && t->last_save_step > t->rollback_step)
+        t->restarts = 0;
+    bool again = t->on_divergence == DT_DIVERGE_HALVE_LR &&
+                 t->restarts < DT_DIVERGE_MAX_RESTARTS;
+    if (t->rank == 0) {
+        report(t, d, lr, s, job_step, !again);
+        if (again)
+            dt_warn("on_divergence = halve_lr: back to %s checkpoint with "
+                    "lr x%g (restart %d of at most %d)",
+                    t->restarts ? "an earlier" : "the last",
+                    t->lr.scale * 0.5, t->restarts + 1,
+                    DT_DIVERGE_MAX_RESTARTS);
+        else if (t->on_divergence == DT_DIVERGE_HALVE_LR)
+            dt_error("on_divergence = halve_lr: still diverging after %d "
+                     "restarts (lr x%g); stopping", t->restarts,
+                     t->lr.scale);
+    }
+    if (!again)
+        return DT_ERR_DIVERGED;
+    DT_CHECK(roll_back(t, below));
+    *rolled_back = true;
+    return DT_OK;
 }
 
 dt_status_t dt_trainer_guard_step(dt_trainer_t *t, float loss, double lr,
@@ -191,32 +234,36 @@ dt_status_t dt_trainer_guard_step(dt_trainer_t *t, float loss, double lr,
         dt_preempt_set_grace_ms(2000 + (long)(3000.0 * t->max_vote_gap));
     }
     t->last_vote_time = now;
+    return d.nbad ? diverged(t, &d, lr, step_in_epoch, t->global_step + 1,
+                             UINT64_MAX, rolled_back)
+                  : DT_OK;
+}
+
+/* A parameter can overflow in the update of a step whose loss was finite;
+ * the next step's vote sees it, but the epoch's last step (and max_steps)
+ * has none before the evaluation and the checkpoint. So before those the
+ * state is judged too (sync: every rank holds the same parameters and the
+ * same allreduced test loss; the vote keeps them agreeing regardless). */
+dt_status_t dt_trainer_guard_kept(dt_trainer_t *t, double test_loss,
+                                  bool *rolled_back)
+{
+    double sum = 0.0;
+    *rolled_back = false;
+    if (t->async) /* the servers hold the parameters */
+        return DT_OK;
+    DT_CHECK(dt_device_abs_sum(t->dev, t->params, t->nparams, &sum));
+    dt_bad_kind_t kind = !isfinite(sum)         ? DT_BAD_PARAMS
+                         : !isfinite(test_loss) ? DT_BAD_TEST_LOSS
+                                                : DT_BAD_NONE;
+    dt_divergence_t d;
+    DT_CHECK(dt_divergence_vote(kind, kind == DT_BAD_PARAMS ? sum : test_loss,
+                                t->rank, t->world, sum_all, NULL, &d));
     if (d.nbad == 0)
         return DT_OK;
-    /* Checkpointed since the last rollback: a new divergence, not the
-     * same one again; it goes back to the newest, with its own restarts. */
-    if (t->restarts > 0 && t->last_save_step > t->rollback_step)
-        t->restarts = 0;
-    bool again = t->on_divergence == DT_DIVERGE_HALVE_LR &&
-                 t->restarts < DT_DIVERGE_MAX_RESTARTS;
-    if (t->rank == 0) {
-        report(t, &d, lr, step_in_epoch, !again);
-        if (again)
-            dt_warn("on_divergence = halve_lr: back to %s checkpoint with "
-                    "lr x%g (restart %d of at most %d)",
-                    t->restarts ? "an earlier" : "the last",
-                    t->lr.scale * 0.5, t->restarts + 1,
-                    DT_DIVERGE_MAX_RESTARTS);
-        else if (t->on_divergence == DT_DIVERGE_HALVE_LR)
-            dt_error("on_divergence = halve_lr: still diverging after %d "
-                     "restarts (lr x%g); stopping", t->restarts,
-                     t->lr.scale);
-    }
-    if (!again)
-        return DT_ERR_DIVERGED;
-    DT_CHECK(roll_back(t));
-    *rolled_back = true;
-    return DT_OK;
+    /* the step that did it is the last one run */
+    uint64_t s = t->step_in_epoch > 0 ? t->step_in_epoch - 1 : 0;
+    return diverged(t, &d, t->step_lr, s, t->global_step, t->global_step,
+                    rolled_back);
 }
 
 dt_status_t dt_trainer_guard_begin(dt_trainer_t *t)
