@@ -397,12 +397,21 @@ else
     bounded_wait $job
     took=$(( $(date +%s) - t0 ))
     pkill -KILL -fx "/bin/sleep $STALL" 2>/dev/null
-    kill "$stalled" 2>/dev/null
     [ $rc -eq 143 ] && [ "$took" -lt 20 ] ||
         fail "SIGTERM during a stalled authentication: rc=$rc after $took s ($(cat "$T/err"))"
     grep -q "received Terminated while starting the workers" "$T/err" ||
         fail "SIGTERM during authentication not said: $(cat "$T/err")"
     ok "a stop signal while a host stalls the authentication ends it at once (exit 143)"
+    # dtctl check waits (blocking) under connect_timeout, then fails the
+    # host saying why (libssh's timeout once led to a NULL stop check)
+    DT_LAUNCHER_SSH_IDENTITY="$T/stallkey" dt check --launcher=ssh --hostfile "$T/hosts_stall" \
+        --set launcher.ssh.connect_timeout=2s >"$T/o" 2>&1
+    rc=$?
+    pkill -KILL -fx "/bin/sleep $STALL" 2>/dev/null
+    [ $rc -eq 1 ] && grep -q "no answer to authentication within 2 s" "$T/o" ||
+        fail "dtctl check of a host that stalls the authentication: want 1 and the timeout said, got $rc: $(cat "$T/o")"
+    ok "dtctl check of a host that stalls the authentication fails it after connect_timeout"
+    kill "$stalled" 2>/dev/null
 fi
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }

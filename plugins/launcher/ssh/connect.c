@@ -90,9 +90,16 @@ static int auth_until_done(ssh_conn_t *c, conn_wait_t *w, auth_step_t step,
                            void *arg)
 {
     int rc;
-    while ((rc = step(c->s, arg)) == SSH_AUTH_AGAIN)
+    while ((rc = step(c->s, arg)) == SSH_AUTH_AGAIN) {
+        /* blocking (no stop to watch: dtctl check): libssh's own timeout
+         * ran out with the server still silent */
+        if (!w->stop) {
+            w->why = "timeout";
+            return SSH_AUTH_ERROR;
+        }
         if (wait_socket(c, w) != 0)
             return SSH_AUTH_ERROR;
+    }
     return rc;
 }
 
