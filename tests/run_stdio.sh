@@ -6,7 +6,8 @@
 # stdin is /dev/null; on a terminal rank 0 shows its prompt and reads what
 # is typed (Ctrl-D: end of file); a closed stdout (`| head`) stops the job in bounded time
 # with exit 141, said on stderr, no process left, even when the workers
-# ignore SIGTERM.
+# ignore SIGTERM; --stdin none reads nothing (a loop of jobs keeps its
+# lines).
 set -u
 
 : "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
@@ -67,6 +68,18 @@ out=$(printf 'a\nb\n' | run -n 2 -- sh -c 'while read -r l; do echo "got $l"; do
     fail "rank 0 from a pipe: $out"
 echo "$out" | grep -q '^\[1\] got' && fail "rank 1 read stdin: $out"
 ok "dtctl's stdin reaches rank 0 whole (1.3 MB), with its end of file; the others read nothing"
+
+# --stdin none: no rank reads it, and it stays for whoever reads after
+# dtctl (a shell loop over lines, each line a job: mpirun's --stdin none)
+out=$(printf 'one\ntwo\nthree\n' | while read -r x; do
+    run -q --stdin none -n 1 -- sh -c 'cat; echo "job $0"' "$x" </dev/stdin; done 2>"$T/err")
+[ "$out" = "$(printf '[0] job one\n[0] job two\n[0] job three')" ] ||
+    fail "--stdin none in a read loop: $out $(cat "$T/err")"
+run --stdin all -n 1 -- true >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q -- "--stdin all: dtctl gives its standard input to rank 0 (--stdin 0, the default) or to none" "$T/err" ||
+    fail "--stdin all: want exit 2 and the choices, got $rc: $(cat "$T/err")"
+ok "--stdin none leaves dtctl's stdin to what reads it next (a loop of jobs); --stdin all refused"
 
 # --- 2. a stdin nobody reads holds nothing up --------------------------------
 yes "$MARK" | run -n 2 -- sh -c 'echo done' >"$T/out" 2>"$T/err"

@@ -50,6 +50,7 @@ typedef struct dt_cli {
                                  DT_NPROC_GPU: "gpu", one per GPU here    */
     int nnodes;               /* --nnodes K (torchrun), 0: not given        */
     const char *interface;    /* --network-interface(s) (horovodrun)        */
+    int stdin_none;           /* dtctl run --stdin none: no rank reads it   */
 } dt_cli_t;
 
 /* Build the effective configuration: built-in defaults, cluster file

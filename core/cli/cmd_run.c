@@ -32,6 +32,7 @@
 #include "run_restart.h"
 #include "run_stage.h"
 #include "run_trainer.h"
+#include "std_fds.h"
 #include "stop_signals.h"
 #include "supervise.h"
 
@@ -516,8 +517,12 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
         .stop_requested = stop_signals_pending,
         /* A program's rank 0 reads dtctl's stdin, as under mpirun (pdb,
          * input(), `cat data | dtctl run`); dt's trainer reads none, and
-         * leaves it to whoever reads dtctl's stdin after it. */
-        .forward_stdin = !s->trainer,
+         * leaves it to whoever reads dtctl's stdin after it, as does
+         * --stdin none (`while read x; do dtctl run ...; done`). /dev/null
+         * holds nothing to pass (and the ssh launcher would spend a
+         * session on it). */
+        .forward_stdin = !s->trainer && !cli->stdin_none &&
+                         !dt_stdin_is_dev_null(),
     };
     int code;
     dt_status_t started = s->ops->launch(s->ctx, &spec);

@@ -72,6 +72,8 @@ static const char usage_text[] =
     "                          workers when hosts fail or cannot be reached\n"
     "      --max-np N          dtctl run: at most N workers (hosts that come\n"
     "                          back rejoin at a restart up to N)\n"
+    "      --stdin 0|none      dtctl run -- PROGRAM: rank 0 reads dtctl's\n"
+    "                          stdin (default, as mpirun), or none does\n"
     "  -v, --verbose           more detail (-vv: trace)\n"
     "  -q, --quiet             errors only\n"
     "      --version           print the version\n"
@@ -205,7 +207,7 @@ enum { OPT_HOSTFILE = 256, OPT_LAUNCHER, OPT_TRANSPORT, OPT_STORAGE,
        OPT_CONFIG, OPT_SET, OPT_VERSION, OPT_SIZES, OPT_ITERS, OPT_FACTOR,
        OPT_WARMUP, OPT_STAT, OPT_OP, OPT_NO_STAGE, OPT_METRICS, OPT_RESUME,
        OPT_MAX_RESTARTS, OPT_MIN_NP, OPT_MAX_NP, OPT_NPROC_PER_NODE,
-       OPT_NNODES, OPT_INTERFACE, OPT_STANDALONE, OPT_FOREIGN,
+       OPT_NNODES, OPT_INTERFACE, OPT_STANDALONE, OPT_STDIN, OPT_FOREIGN,
        OPT_FOREIGN_ARG };
 
 static int foreign_val(int val)
@@ -268,6 +270,7 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
         {"max-restarts", required_argument, NULL, OPT_MAX_RESTARTS},
         {"min-np", required_argument, NULL, OPT_MIN_NP},
         {"max-np", required_argument, NULL, OPT_MAX_NP},
+        {"stdin", required_argument, NULL, OPT_STDIN},
         {NULL, 0, NULL, 0}};
     /* The program after "--" is never parsed as our options: cut it off. */
     int end = argc;
@@ -353,6 +356,19 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
         case OPT_MAX_RESTARTS: cli->max_restarts = optarg; break;
         case OPT_MIN_NP: cli->min_np = optarg; break;
         case OPT_MAX_NP: cli->max_np = optarg; break;
+        case OPT_STDIN:
+            /* mpirun's --stdin rank|all|none: dt forwards to rank 0 only */
+            if (strcmp(optarg, "none") == 0)
+                cli->stdin_none = 1;
+            else if (strcmp(optarg, "0") != 0) {
+                dt_error("--stdin %s: dtctl gives its standard input to rank "
+                         "0 (--stdin 0, the default) or to none (--stdin "
+                         "none); a program that wants it on every rank can "
+                         "read a file instead",
+                         optarg);
+                return 2;
+            }
+            break;
         case OPT_NPROC_PER_NODE:
         case OPT_NNODES: {
             char *e;
@@ -555,6 +571,10 @@ static int options_fit(const dt_cli_t *cli)
     if (bench && strcmp(c, "bench") != 0) {
         dt_error("%s is an option of dtctl bench, not of dtctl %s", bench,
                  c);
+        return 2;
+    }
+    if (cli->stdin_none && strcmp(c, "run") != 0) {
+        dt_error("--stdin is an option of dtctl run, not of dtctl %s", c);
         return 2;
     }
     if (cli->no_stage && strcmp(c, "run") != 0 && strcmp(c, "bench") != 0) {

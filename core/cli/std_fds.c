@@ -7,6 +7,7 @@
  * what would have been printed is dropped, as the caller asked. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "std_fds.h"
@@ -31,4 +32,11 @@ int dt_std_fds_open(void)
         }
     }
     return 0;
+}
+
+int dt_stdin_is_dev_null(void)
+{
+    struct stat in, null;
+    return fstat(STDIN_FILENO, &in) == 0 && stat("/dev/null", &null) == 0 &&
+           S_ISCHR(in.st_mode) && in.st_rdev == null.st_rdev;
 }

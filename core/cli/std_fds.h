@@ -8,4 +8,8 @@
  * opened. Call it first thing in main. */
 int dt_std_fds_open(void);
 
+/* 1 when stdin is /dev/null (or was closed: dt_std_fds_open gave it
+ * /dev/null): nothing there for a rank to read. */
+int dt_stdin_is_dev_null(void);
+
 #endif /* DT_CLI_STD_FDS_H */
