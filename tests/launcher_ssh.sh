@@ -140,7 +140,19 @@ rc=$?
 [ $rc -eq 0 ] && [ "$(grep -c done "$T/o")" -eq 2 ] ||
     fail "endless stdin, never read, over ssh: exit $rc: $(cat "$T/o" "$T/err")"
 rt_clean || fail "never read: a fifo or its writer is left: $(ls -A "$T/rt")"
-ok "dtctl's stdin reaches rank 0 whole, with its end of file; a stdin never read holds nothing up; nothing left"
+# A $TMPDIR too long for the marker (rank 0 waited on its fifo for ever)
+# or relative (every launch failed, "a bug in dt"): /tmp instead.
+long="$T/$(printf '%0230d' 0)"
+mkdir -p "$long" "$T/wdrel"
+out=$(echo hi | run -n 2 -x TMPDIR="$long" -- sh -c ": $MARK; cat; echo end" 2>"$T/err")
+rc=$?
+[ $rc -eq 0 ] && echo "$out" | grep -qx '\[0\] hi' ||
+    fail "a 260-byte TMPDIR on rank 0's host: exit $rc: $out $(cat "$T/err")"
+out=$(cd "$T/wdrel" && echo hi | run -n 1 -x TMPDIR=. -- sh -c ": $MARK; cat" 2>"$T/err")
+rc=$?
+[ $rc -eq 0 ] && [ "$out" = "[0] hi" ] && [ -z "$(ls -A "$T/wdrel")" ] ||
+    fail "a relative TMPDIR on rank 0's host: exit $rc: $out $(cat "$T/err"); left: $(ls -A "$T/wdrel")"
+ok "dtctl's stdin reaches rank 0 whole, with its end of file; a stdin never read holds nothing up; nothing left; a long or relative TMPDIR there is /tmp"
 
 # A closed stdout stops the job (exit 141), and nothing of it is left.
 { run -n 2 -- sh -c ": $MARK; exec yes $MARK-yes" 2>"$T/err"; echo $? >"$T/rc"; } | head -n 3 >/dev/null

@@ -120,6 +120,38 @@ static void test_marker(void **state)
                                            &status, &host, &hl), 0);
 }
 
+/* The rank prologue under /bin/sh with stdin closed (a front-end that
+ * gives its ranks none): the worker still runs and its exit is marked
+ * (a failed `exec 3<&0` ended the prologue before the worker). */
+static void test_prologue_closed_stdin(void **state)
+{
+    (void)state;
+    char *script = NULL, dir[] = "/tmp/dt-prologue.XXXXXX", cmd[256];
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(prologue_script("DT_HOST=h7; export DT_HOST\n",
+                                     "abcd", &script), DT_OK);
+    snprintf(cmd, sizeof cmd, "%s/p.sh", dir);
+    FILE *f = fopen(cmd, "w");
+    assert_non_null(f);
+    fputs(script, f);
+    fclose(f);
+    free(script);
+    snprintf(cmd, sizeof cmd,
+             "sh %s/p.sh sh -c 'echo ran; cat' <&- >%s/out 2>&1", dir, dir);
+    assert_int_equal(system(cmd), 0);
+    char out[512] = "";
+    snprintf(cmd, sizeof cmd, "%s/out", dir);
+    f = fopen(cmd, "r");
+    assert_non_null(f);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = '\0';
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+    if (!strstr(out, "ran\n") || !strstr(out, PROLOGUE_MARKER "abcd:0:h7"))
+        fail_msg("prologue with stdin closed printed: %s", out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -127,6 +159,7 @@ int main(void)
         cmocka_unit_test(test_slurm_labels),
         cmocka_unit_test(test_tag_match_partial),
         cmocka_unit_test(test_marker),
+        cmocka_unit_test(test_prologue_closed_stdin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -374,14 +374,24 @@ static void test_kill_cmd_text(void **state)
     (void)state;
     const long pgids[] = {12, 34};
     char *cmd = NULL;
-    assert_int_equal(ssh_kill_cmd("TERM", pgids, 2, &cmd), DT_OK);
+    assert_int_equal(ssh_kill_cmd("TERM", pgids, 2, NULL, &cmd), DT_OK);
     assert_string_equal(cmd, "exec /bin/sh -c 'kill -s TERM -- -12 -34 "
                              "2>/dev/null; exit 0'");
     free(cmd);
-    assert_int_equal(ssh_kill_cmd("TERM", pgids, 0, &cmd), DT_ERR_INVALID);
-    assert_int_equal(ssh_kill_cmd("TE'RM", pgids, 1, &cmd), DT_ERR_INVALID);
+    assert_int_equal(ssh_kill_cmd("TERM", pgids, 0, NULL, &cmd), DT_ERR_INVALID);
+    assert_int_equal(ssh_kill_cmd("TE'RM", pgids, 1, NULL, &cmd), DT_ERR_INVALID);
     const long bad[] = {0};
-    assert_int_equal(ssh_kill_cmd("KILL", bad, 1, &cmd), DT_ERR_INVALID);
+    assert_int_equal(ssh_kill_cmd("KILL", bad, 1, NULL, &cmd), DT_ERR_INVALID);
+    /* rank 0's fifo directory goes with a KILL (its watchdog dies too) */
+    assert_int_equal(ssh_kill_cmd("KILL", pgids, 1, "/tmp/dt-stdin.aB3x_9",
+                                  &cmd),
+                     DT_OK);
+    assert_string_equal(cmd, "exec /bin/sh -c 'kill -s KILL -- -12 "
+                             "2>/dev/null; rm -rf /tmp/dt-stdin.aB3x_9 "
+                             "2>/dev/null; exit 0'");
+    free(cmd);
+    assert_int_equal(ssh_kill_cmd("KILL", pgids, 1, "/tmp/a b", &cmd),
+                     DT_ERR_INVALID);
 }
 
 /* A worker group: `sleep 300` leading a process group of its own. */
@@ -454,7 +464,7 @@ static void test_kill_cmd_login_shells(void **state)
             continue;
         long pgids[2] = {start_group(), start_group()};
         char *cmd = NULL;
-        assert_int_equal(ssh_kill_cmd("TERM", pgids, 2, &cmd), DT_OK);
+        assert_int_equal(ssh_kill_cmd("TERM", pgids, 2, NULL, &cmd), DT_OK);
         int status = run_login_shell(shells[i], cmd);
         free(cmd);
         int sig0 = ended_by((pid_t)pgids[0]), sig1 = ended_by((pid_t)pgids[1]);

@@ -471,8 +471,9 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
         st = run_restart_env(rs, s->job.job_id, &s->common);
     if (st != DT_OK) {
         end_attempt(s);
-        /* a value refused ([cluster] interface matching nothing) */
-        return st == DT_ERR_CONFIG ? EXIT_USAGE : 1;
+        /* a value refused ([cluster] interface matching nothing) before
+         * any worker ran; later (a restart) it is a failure like another */
+        return st == DT_ERR_CONFIG && rs->used == 0 ? EXIT_USAGE : 1;
     }
     /* From staging on, stop signals are requests (also between attempts:
      * they cancel a restart): a copy is ended, not left running. */

@@ -61,6 +61,11 @@ static void take_stderr(ssh_rank_t *rk, const char *data, size_t len)
         if (end && *end == ' ' && nl - end - 1 < (long)sizeof rk->stdin_dir)
             snprintf(rk->stdin_dir, sizeof rk->stdin_dir, "%.*s",
                      (int)(nl - end - 1), end + 1);
+        else if (end && *end == ' ' && nl - end > 1)
+            /* named but too long to keep: refused by ssh_stdin_open (an
+             * empty name would mean "no fifo", and rank 0 would wait on
+             * its fifo for ever) */
+            snprintf(rk->stdin_dir, sizeof rk->stdin_dir, "?");
         rk->head_done = 1;
         emit(rk, 2, rk->head, (size_t)(mark - rk->head));
         emit(rk, 2, nl + 1, (size_t)(rk->head + rk->head_len - nl - 1));

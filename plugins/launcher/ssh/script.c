@@ -51,12 +51,15 @@ static const char stage_text[] =
  * the leader die before its open, the watchdog opens the fifo itself
  * (read-write: it never waits), so the `cat` waiting for it ends too, and
  * removes the directory. Only [A-Za-z0-9_./+-] in the directory's name,
- * so the other channel's command needs no quoting in any login shell. A
+ * so the other channel's command needs no quoting in any login shell; an
+ * absolute $TMPDIR of at most 200 bytes (else /tmp), so the name fits the
+ * marker's field (a relative one was refused by dtctl, a long one cut). A
  * host where no fifo can be made gives rank 0 /dev/null, says so, and
  * names no directory. */
 static const char stage_stdin_text[] =
     "exec 3<&0; dt_t=${TMPDIR:-/tmp}; "
-    "case $dt_t in *[!A-Za-z0-9_./+-]*|'') dt_t=/tmp;; esac; "
+    "case $dt_t in *[!A-Za-z0-9_./+-]*|''|[!/]*) dt_t=/tmp;; esac; "
+    "[ ${#dt_t} -le 200 ] || dt_t=/tmp; "
     "dt_d=$(mktemp -d \"$dt_t/dt-stdin.XXXXXX\" 2>&1) && "
     "mkfifo \"$dt_d/in\" 2>/dev/null || { "
     "printf '%s\\n' \"dt: warning: rank 0 reads /dev/null: no fifo for "
@@ -244,9 +247,9 @@ dt_status_t ssh_join_argv(const char *const *argv, char **cmd)
 }
 
 dt_status_t ssh_kill_cmd(const char *sig, const long *pgids, size_t n,
-                         char **cmd)
+                         const char *rm_dir, char **cmd)
 {
-    if (!sig || !*sig || n == 0)
+    if (!sig || !*sig || n == 0 || (rm_dir && !ssh_stdin_dir_ok(rm_dir)))
         return DT_ERR_INVALID;
     for (const char *c = sig; *c; c++)
         if (!isalnum((unsigned char)*c))
@@ -263,6 +266,10 @@ dt_status_t ssh_kill_cmd(const char *sig, const long *pgids, size_t n,
         }
         snprintf(num, sizeof num, " -%ld", pgids[i]);
         puts_(&b, num);
+    }
+    if (rm_dir) { /* [A-Za-z0-9_./+-] only: no quoting needed */
+        puts_(&b, " 2>/dev/null; rm -rf ");
+        puts_(&b, rm_dir);
     }
     puts_(&b, kill_tail);
     if (b.oom) {

@@ -37,8 +37,10 @@ dt_status_t ssh_join_argv(const char *const *argv, char **cmd);
 /* The exec command that sends SIG (a name: "TERM") to the process groups
  * pgids[0..n): `exec /bin/sh -c 'kill -s SIG -- -PGID ... 2>/dev/null;
  * exit 0'`, one line that every login shell (sh, bash, zsh, csh, tcsh,
- * fish) hands to /bin/sh unchanged. malloc'd. */
+ * fish) hands to /bin/sh unchanged. rm_dir: NULL, or rank 0's fifo
+ * directory (ssh_stdin_dir_ok), removed after the signal: its watchdog,
+ * which would remove it, dies in the group's SIGKILL. malloc'd. */
 dt_status_t ssh_kill_cmd(const char *sig, const long *pgids, size_t n,
-                         char **cmd);
+                         const char *rm_dir, char **cmd);
 
 #endif /* DT_LAUNCHER_SSH_SCRIPT_H */

@@ -48,8 +48,14 @@ static char *kill_command(ssh_launcher_t *L, ssh_conn_t *c, const char *sig)
             continue;
         pgids[n++] = rk->pgid;
     }
+    /* rank 0's fifo directory, when a KILL may beat its watchdog's
+     * clean-up (a stop during the launch, or a failed one) */
+    const char *rm_dir = NULL;
+    if (!strcmp(sig, "KILL") && L->n > 0 && L->ranks[0].conn == c &&
+        ssh_stdin_dir_ok(L->ranks[0].stdin_dir))
+        rm_dir = L->ranks[0].stdin_dir;
     char *cmd = NULL;
-    if (n > 0 && ssh_kill_cmd(sig, pgids, n, &cmd) != DT_OK)
+    if (n > 0 && ssh_kill_cmd(sig, pgids, n, rm_dir, &cmd) != DT_OK)
         cmd = NULL;
     free(pgids);
     return cmd;

@@ -63,7 +63,8 @@ dt_status_t ssh_stdin_open(ssh_launcher_t *L)
     if (st != DT_OK)
         dt_error("ssh launcher: rank 0 on %s: cannot open the channel for "
                  "its standard input: %s; check the ssh server's MaxSessions "
-                 "(dt uses up to 11 sessions a connection)",
+                 "(dt uses up to 10 sessions a connection; `dtctl run --stdin "
+                 "none` needs none for it)",
                  rk->conn->name, ssh_get_error(s));
     return st;
 }
@@ -139,8 +140,16 @@ void ssh_stdin_pump(ssh_launcher_t *L)
         uint32_t room = ssh_channel_window_size(L->in_ch);
         if (room == 0)
             break; /* the rank does not read: wait for a window adjust */
+        /* Non-blocking: a blocking write ends in a flush that waits for
+         * the socket (up to connect_timeout on a dead link), holding up
+         * the supervisor; unsent bytes stay in libssh's buffer and go
+         * out with the event loop. */
+        ssh_set_blocking(rk->conn->s, 0);
         int w = ssh_channel_write(L->in_ch, data,
                                   (uint32_t)(n < room ? n : room));
+        ssh_set_blocking(rk->conn->s, 1);
+        if (w == SSH_AGAIN)
+            break;
         if (w <= 0) {
             dt_debug("ssh launcher: rank 0 takes no more standard input: %s",
                      ssh_get_error(rk->conn->s));

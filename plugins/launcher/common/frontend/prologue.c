@@ -43,8 +43,9 @@ static const char common_tail[] =
     "dt_pd='setpriv --pdeathsig TERM --'; fi\n"
     /* A job started with & reads /dev/null unless told otherwise: the
      * worker keeps the stdin the front-end gave (rank 0: dtctl's, passed
-     * on by mpirun or srun --input=0). */
-    "exec 3<&0\n"
+     * on by mpirun or srun --input=0). A closed stdin gives /dev/null
+     * (a failed `exec 3<&0` would end this shell: `command` keeps it). */
+    "{ command exec 3<&0; } 2>/dev/null || exec 3</dev/null\n"
     "if command -v setsid >/dev/null 2>&1; then "
     "setsid $dt_pd \"$@\" <&3 3<&- & "
     "else $dt_pd \"$@\" <&3 3<&- & fi\n"
