@@ -117,6 +117,17 @@ set -- $held
 [ "$1" -gt 0 ] || { cat out; fail "worker 0 was never held (held $1)"; }
 [ "$2" -le 2 ] || { cat out; fail "a reply went out $2 pushes ahead (bound 2)"; }
 
+# ---- every worker ends each epoch once -------------------------------------
+# Workers other than rank 0 leave the epoch's end before its divergence
+# check: a flag left unset there sent worker 1 (slowed by the hook) back
+# to the epoch's start without a step, for ever (output bounded by head).
+DT_TEST_SLOW_RANK=1 DT_TEST_SLOW_FACTOR=40000 timeout 60 "$DTCTL" run -n 2 \
+    --set data.train_samples=64 --set data.test_samples=64 --set train.epochs=2 \
+    job.ini 2>&1 | head -c 1000000 >out
+n=$(grep -c "async worker 1: epoch" out)
+[ "$n" -eq 2 ] && grep -q "final test accuracy: .* after 2 epochs" out ||
+    { tail -5 out; fail "async worker 1 ended its epochs $n times (want 2)"; }
+
 # ---- a held reply is not silence -------------------------------------------
 # Rank 0 evaluates for 2 s more at each epoch's end (test hook) while
 # worker 1 runs on in epoch 2 and is held (max_staleness 1), then waits

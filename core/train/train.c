@@ -261,6 +261,7 @@ static void write_outputs(dt_trainer_t *t, const dt_epoch_metrics_t *m)
 static dt_status_t end_epoch(dt_trainer_t *t, double epoch_start,
                              dt_epoch_metrics_t *out, bool *rolled_back)
 {
+    *rolled_back = false; /* async ranks > 0 return before the guard */
     double sums[3] = {t->loss_sum, t->loss_count, (double)t->epoch_samples};
     if (t->world > 1 && !t->async)
         DT_CHECK(dt_allreduce(sums, sums, 3, DT_FLOAT64, DT_SUM));
@@ -413,7 +414,7 @@ restart: /* after a rollback (on_divergence): from the checkpoint's step */
             dt_progress_epoch_start(&t->progress);
         for (uint64_t s = t->step_in_epoch; s < steps; s++) {
             float loss;
-            bool rolled_back;
+            bool rolled_back = false;
             DT_CHECK(train_step(t, s, steps, &loss, &rolled_back));
             if (rolled_back)
                 goto restart;
@@ -452,7 +453,7 @@ restart: /* after a rollback (on_divergence): from the checkpoint's step */
             }
         }
         dt_epoch_metrics_t m;
-        bool rolled_back;
+        bool rolled_back = false;
         bool stop = max_steps && t->global_step >= max_steps;
         if (stop && t->rank == 0 && t->epoch + 1 < t->epochs)
             dt_info("stopping after %llu steps ([train] max_steps), at the "
