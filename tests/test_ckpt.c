@@ -1,7 +1,8 @@
 /* test_ckpt.c — checkpoint files: round trip, pruning (by the run's
  * lineage), a writer killed in the middle of a write leaves the previous
  * checkpoint intact, corrupt and truncated files are detected, named and
- * skipped, an unreadable directory is an error, the start-up check of the
+ * skipped, a newer dt's format is named as such and not gone past, an
+ * unreadable directory is an error, the start-up check of the
  * directory, and a write is durable: fsync of the whole temporary file,
  * rename, fsync of the directory (and of the parent of a new one), in
  * that order (this program defines fsync, fdatasync and rename, exported
@@ -20,6 +21,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <openssl/evp.h>
 
 #include "ckpt/ckpt.h"
 #include "stderr_capture.h"
@@ -403,6 +406,72 @@ static void test_truncated_and_foreign(void **state)
     free(log);
 }
 
+/* Rewrite a file's format version with its checksum made to match again:
+ * an intact checkpoint of another format, as another dt would write it. */
+static void set_version(const char *path, uint32_t version)
+{
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    size_t len = (size_t)ftell(f);
+    assert_true(len > 24 + 32);
+    unsigned char *buf = malloc(len);
+    assert_non_null(buf);
+    rewind(f);
+    assert_int_equal(fread(buf, 1, len, f), len);
+    for (int i = 0; i < 4; i++)
+        buf[8 + i] = (unsigned char)(version >> (8 * i));
+    unsigned int hlen = 0;
+    assert_int_equal(EVP_Digest(buf, len - 32, buf + len - 32, &hlen,
+                                EVP_sha256(), NULL), 1);
+    assert_int_equal(hlen, 32);
+    rewind(f);
+    assert_int_equal(fwrite(buf, 1, len, f), len);
+    fclose(f);
+    free(buf);
+}
+
+/* A newer dt's checkpoint (a later format version, intact) is said as
+ * such, and --resume does not go back past it to an older file: that
+ * would drop the newer dt's progress. A version no dt wrote (0) is
+ * corruption, skipped like any. */
+static void test_newer_format(void **state)
+{
+    (void)state;
+    clear_dir();
+    assert_int_equal(write_step(10, 0), DT_OK);
+    assert_int_equal(write_step(20, 0), DT_OK);
+    char p20[512];
+    snprintf(p20, sizeof p20, "%s/ckpt-000000000020.dtckpt", dir);
+    set_version(p20, DT_CKPT_VERSION + 1);
+    dt_ckpt_t c;
+    capture_t cap;
+    capture_begin(&cap);
+    assert_int_equal(dt_ckpt_read(p20, &c), DT_ERR_UNSUPPORTED);
+    assert_int_equal(dt_ckpt_load_latest(dir, &c), DT_ERR_UNSUPPORTED);
+    char *log = capture_end(&cap);
+    char want[800];
+    snprintf(want, sizeof want, "%s was written by a newer dt (checkpoint "
+             "format version %d; this dt reads version %d): resume it with "
+             "that dt version or a later one", p20, DT_CKPT_VERSION + 1,
+             DT_CKPT_VERSION);
+    assert_non_null(strstr(log, want));
+    assert_null(strstr(log, "corrupt"));
+    assert_null(strstr(log, "skipped"));
+    free(log);
+    set_version(p20, 0);
+    capture_begin(&cap);
+    assert_int_equal(dt_ckpt_load_latest(dir, &c), DT_OK);
+    log = capture_end(&cap);
+    check_step(&c, 10);
+    dt_ckpt_free(&c);
+    snprintf(want, sizeof want, "%s: checkpoint format version 0; this dt "
+             "reads version %d only (no dt wrote that version: corrupt)",
+             p20, DT_CKPT_VERSION);
+    assert_non_null(strstr(log, want));
+    free(log);
+}
+
 static void test_unwritable_dir(void **state)
 {
     (void)state;
@@ -604,6 +673,7 @@ int main(void)
         cmocka_unit_test(test_write_is_durable),
         cmocka_unit_test(test_corrupt_byte_uses_previous),
         cmocka_unit_test(test_truncated_and_foreign),
+        cmocka_unit_test(test_newer_format),
         cmocka_unit_test(test_unwritable_dir),
         cmocka_unit_test(test_unreadable_dir),
         cmocka_unit_test(test_prune_lineage),

@@ -45,8 +45,10 @@ static dt_status_t slurp(const char *path, void **buf, size_t *len)
     return DT_OK;
 }
 
-static dt_status_t verify_hash(const char *path, const unsigned char *p,
-                               size_t len)
+/* DT_OK when the file's SHA-256 matches, DT_ERR_INVALID (not logged)
+ * when it does not. */
+static dt_status_t hash_matches(const char *path, const unsigned char *p,
+                                size_t len)
 {
     unsigned char hash[EVP_MAX_MD_SIZE];
     unsigned int hlen = 0;
@@ -55,11 +57,44 @@ static dt_status_t verify_hash(const char *path, const unsigned char *p,
         dt_error("%s: SHA-256 failed", path);
         return DT_ERR_INTERNAL;
     }
-    if (memcmp(hash, p + len - CKPT_HASH_LEN, CKPT_HASH_LEN) != 0) {
+    return memcmp(hash, p + len - CKPT_HASH_LEN, CKPT_HASH_LEN) == 0
+               ? DT_OK
+               : DT_ERR_INVALID;
+}
+
+static dt_status_t verify_hash(const char *path, const unsigned char *p,
+                               size_t len)
+{
+    dt_status_t st = hash_matches(path, p, len);
+    if (st == DT_ERR_INVALID)
         dt_error("%s: checksum mismatch: the checkpoint is corrupt", path);
-        return DT_ERR_INVALID;
+    return st;
+}
+
+/* A format version other than this dt's. Intact (the checksum matches), a
+ * later one is a newer dt's file: DT_ERR_UNSUPPORTED, so that --resume
+ * neither calls it corrupt nor goes back to an older checkpoint past it.
+ * Otherwise the version field is as damaged as the rest. */
+static dt_status_t say_other_version(const char *path,
+                                     const unsigned char *p, size_t len,
+                                     uint32_t version)
+{
+    dt_status_t st = hash_matches(path, p, len);
+    if (st == DT_OK && version > DT_CKPT_VERSION) {
+        dt_error("%s was written by a newer dt (checkpoint format version "
+                 "%u; this dt reads version %d): resume it with that dt "
+                 "version or a later one; this one can only start afresh "
+                 "(without --resume, or with another checkpoint_dir)",
+                 path, version, DT_CKPT_VERSION);
+        return DT_ERR_UNSUPPORTED;
     }
-    return DT_OK;
+    if (st == DT_ERR_INTERNAL)
+        return st;
+    dt_error("%s: checkpoint format version %u; this dt reads version %d "
+             "only%s", path, version, DT_CKPT_VERSION,
+             st == DT_OK ? " (no dt wrote that version: corrupt)"
+                         : ", and the checksum does not match: corrupt");
+    return DT_ERR_INVALID;
 }
 
 /* Walk the sections; every length must fit exactly before the hash. */
@@ -121,8 +156,7 @@ dt_status_t dt_ckpt_read(const char *path, dt_ckpt_t *out)
     }
     out->version = ckpt_get32(p + 8);
     if (out->version != DT_CKPT_VERSION) {
-        dt_error("%s: checkpoint format version %u; this dt reads version "
-                 "%d only", path, out->version, DT_CKPT_VERSION);
+        st = say_other_version(path, p, out->len, out->version);
         goto out;
     }
     if ((st = verify_hash(path, p, out->len)) != DT_OK)
@@ -228,13 +262,14 @@ dt_status_t dt_ckpt_load_before(const char *dir, uint64_t before,
         snprintf(path, sizeof path, "%s/%s", dir, v[i].name);
         tried++;
         st = dt_ckpt_read(path, out);
-        if (st == DT_OK || st == DT_ERR_NOMEM)
+        /* a newer dt's file: going back past it would drop its progress */
+        if (st == DT_OK || st == DT_ERR_NOMEM || st == DT_ERR_UNSUPPORTED)
             break;
         dt_warn("%s: skipped (see above); trying the previous checkpoint",
                 path);
     }
     free(v);
-    if (st != DT_OK && st != DT_ERR_NOMEM)
+    if (st != DT_OK && st != DT_ERR_NOMEM && st != DT_ERR_UNSUPPORTED)
         st = tried ? DT_ERR_INVALID : DT_ERR_NOT_FOUND;
     return st;
 }

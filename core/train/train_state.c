@@ -660,6 +660,23 @@ static dt_status_t check_ckpt(const dt_trainer_t *t, const dt_ckpt_t *c,
     return check_buffers(c, dt_ckpt_find(c, TAG_BUFFERS), nbufs);
 }
 
+/* META's fields of a later version than this dt's may change what the
+ * known ones mean (as version 6's optimizer base did): a newer dt's
+ * checkpoint is refused rather than half read. */
+static dt_status_t check_meta_version(const dt_ckpt_t *c, uint64_t version)
+{
+    if (version > META_VERSION) {
+        dt_error("%s was written by a newer dt (its progress record is "
+                 "version %llu; this dt reads versions 1 to %d): resume it "
+                 "with that dt version or a later one; this one can only "
+                 "start afresh (without --resume, or with another "
+                 "checkpoint_dir)", c->path, (unsigned long long)version,
+                 META_VERSION);
+        return DT_ERR_CONFIG;
+    }
+    return DT_OK;
+}
+
 /* Rank 0: read the newest valid checkpoint of a step below `before` into
  * meta/opt; *found 0 when there is none (a warning for --resume, quiet).
  * --resume (not quiet) also notes the newer files it went past. */
@@ -677,6 +694,8 @@ static dt_status_t load_on_root(dt_trainer_t *t, uint64_t before,
     }
     if (st == DT_ERR_INVALID)
         return none_valid(t);
+    if (st == DT_ERR_UNSUPPORTED) /* a newer dt's: said; every try alike */
+        return DT_ERR_CONFIG;
     DT_CHECK(st);
     const dt_ckpt_section_t *ms = dt_ckpt_find(c, TAG_META),
                             *ps = dt_ckpt_find(c, TAG_PARAMS),
@@ -689,6 +708,7 @@ static dt_status_t load_on_root(dt_trainer_t *t, uint64_t before,
     meta[M_LR_SCALE] = dbits(1.0); /* version 1 */
     for (int i = 0; i < M_COUNT && 8 * (size_t)i + 8 <= ms->len; i++)
         meta[i] = ckpt_get64((const unsigned char *)ms->data + 8 * i);
+    DT_CHECK(check_meta_version(c, meta[M_VERSION]));
     DT_CHECK(check_ckpt(t, c, meta));
     if (!quiet)
         DT_CHECK(note_newer(t, c->step));
