@@ -386,6 +386,33 @@ else
 fi
 ok "Ctrl-Z stops the workers with dtctl, fg continues them"
 
+# ...but not in an orphaned process group (setsid here; docker run -it,
+# srun --pty): no shell could continue it, so the kernel drops the stop
+# and so does dtctl (it froze the job there, workers and all)
+rm -f "$T/ppid".* "$T/pid".* "$T/release"
+setsid "$DTCTL" run -n 2 -- sh -c 'echo $$ >"$0/pid.$DT_RANK"; echo $PPID >"$0/ppid.$DT_RANK"
+    i=0; while [ ! -e "$0/release" ] && [ $i -lt 250 ]; do sleep 0.1; i=$((i + 1)); done
+    [ -e "$0/release" ]' "$T" >"$T/o" 2>"$T/e" &
+bg=$!
+for i in $(seq 100); do [ -s "$T/pid.0" ] && [ -s "$T/pid.1" ] && [ -s "$T/ppid.0" ] && break; sleep 0.05; done
+p=$(cat "$T/ppid.0" 2>/dev/null) w0=$(cat "$T/pid.0" 2>/dev/null)
+if [ -n "$p" ] && [ -n "$w0" ]; then
+    kill -TSTP "$p"
+    for i in $(seq 100); do grep -q "SIGTSTP (Ctrl-Z) ignored: no job control here" "$T/e" && break; sleep 0.1; done
+    grep -q "SIGTSTP (Ctrl-Z) ignored: no job control here" "$T/e" ||
+        fail "orphaned group: SIGTSTP not said as ignored: $(cat "$T/e")"
+    case "$(state "$p") $(state "$w0")" in *T*)
+        fail "orphaned group: SIGTSTP stopped the job ($(state "$p") $(state "$w0"))"
+        kill -CONT "$p" ;; # nothing else would: the test must end
+    esac
+    touch "$T/release"
+    wait $bg; rc=$?
+    [ $rc -eq 0 ] || fail "orphaned group: want exit 0, got $rc: $(cat "$T/e")"
+else
+    fail "orphaned group: workers did not start"; touch "$T/release"; wait $bg
+fi
+ok "Ctrl-Z in an orphaned process group is ignored, as the kernel does"
+
 # --- 4. the job token stays secret ----------------------------------------
 # The workers stay until the snapshot is taken (a fixed `sleep 1` let a
 # test shell delayed that long on a loaded machine snapshot an ended job).

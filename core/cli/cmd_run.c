@@ -329,8 +329,11 @@ static int prepare(const dt_cli_t *cli, const char *job_file, run_state_t *s)
     if (code != 0)
         return code;
     s->one_machine = strcmp(launcher->name, "local") == 0;
-    /* The schedulers' signal op cancels the job whatever the signal. */
-    s->suspends = s->one_machine || strcmp(launcher->name, "ssh") == 0;
+    /* The schedulers' signal op cancels the job whatever the signal;
+     * ssh's STOP would stop each host's watchdog too (in the worker's
+     * group: a connection lost meanwhile left the workers stopped for
+     * ever) and opens channels sshd's MaxSessions counts. */
+    s->suspends = s->one_machine;
     if (s->one_machine)
         run_place_one_machine(&s->hosts, s->placement, s->np, 1);
     dt_debug("run: %d worker%s, launcher %s, transport %s", s->np,

@@ -24,13 +24,47 @@ static int pending;
 static struct sigaction saved[NSTOP], saved_pipe, saved_tstp;
 /* SIGTSTP goes to the supervisor (it stops the workers first). */
 static int forward_tstp;
+/* SIGCONTs received, and their count when the last SIGTSTP came: a
+ * CONT since then (kill -TSTP then -CONT before the supervisor looked, or
+ * a second Ctrl-Z before fg) means "do not stop now". */
+static unsigned conts, conts_at_tstp;
+static struct sigaction saved_cont;
+
+static void on_cont(int signo)
+{
+    (void)signo;
+    __atomic_add_fetch(&conts, 1, __ATOMIC_ACQ_REL);
+}
+
+/* Stop dtctl alone as a SIGTSTP without a handler would: the kernel's
+ * default action, which it drops in an orphaned process group (raising
+ * SIGSTOP froze dtctl under docker run -it or srun --pty, where nothing
+ * can continue it). Async-signal-safe: also called from the handler. */
+static void stop_alone(void)
+{
+    struct sigaction dfl, mine;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(SIGTSTP, &dfl, &mine);
+    sigset_t tstp, old;
+    sigemptyset(&tstp);
+    sigaddset(&tstp, SIGTSTP);
+    sigprocmask(SIG_UNBLOCK, &tstp, &old); /* blocked in its handler */
+    raise(SIGTSTP); /* returns on SIGCONT, or at once when dropped */
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    sigaction(SIGTSTP, &mine, NULL);
+}
 
 static void on_stop_signal(int signo)
 {
     int saved_errno = errno;
     if (signo == SIGTSTP) {
+        __atomic_store_n(&conts_at_tstp,
+                         __atomic_load_n(&conts, __ATOMIC_ACQUIRE),
+                         __ATOMIC_RELEASE);
         if (!__atomic_load_n(&forward_tstp, __ATOMIC_ACQUIRE)) {
-            raise(SIGSTOP); /* as without a handler */
+            stop_alone();
             errno = saved_errno;
             return;
         }
@@ -74,6 +108,12 @@ dt_status_t stop_signals_install(void)
     sigaction(SIGTSTP, NULL, &saved_tstp);
     if (saved_tstp.sa_handler != SIG_IGN)
         sigaction(SIGTSTP, &sa, NULL);
+    struct sigaction cont;
+    memset(&cont, 0, sizeof cont);
+    cont.sa_handler = on_cont;
+    sigemptyset(&cont.sa_mask);
+    cont.sa_flags = SA_RESTART;
+    sigaction(SIGCONT, &cont, &saved_cont);
     struct sigaction ign;
     memset(&ign, 0, sizeof ign);
     ign.sa_handler = SIG_IGN;
@@ -89,9 +129,15 @@ int stop_signals_take(void)
     while (read(self_pipe[0], &b, 1) == 1) {
         if (b != SIGTSTP || __atomic_load_n(&forward_tstp, __ATOMIC_ACQUIRE))
             return b;
-        raise(SIGSTOP); /* came as forwarding went off: dtctl alone */
+        stop_alone(); /* came as forwarding went off: dtctl alone */
     }
     return 0;
+}
+
+int stop_signals_continued_since_tstp(void)
+{
+    return __atomic_load_n(&conts, __ATOMIC_ACQUIRE) !=
+           __atomic_load_n(&conts_at_tstp, __ATOMIC_ACQUIRE);
 }
 
 void stop_signals_forward_suspend(int on)
@@ -111,6 +157,7 @@ void stop_signals_restore(void)
     for (size_t i = 0; i < NSTOP; i++)
         sigaction(stop_signos[i], &saved[i], NULL);
     sigaction(SIGTSTP, &saved_tstp, NULL);
+    sigaction(SIGCONT, &saved_cont, NULL);
     sigaction(SIGPIPE, &saved_pipe, NULL);
     close(self_pipe[0]);
     close(self_pipe[1]);

@@ -16,6 +16,8 @@ dt_status_t stop_signals_install(void);
  * SIGTSTP is returned only while forwarding is on; one that came before
  * forwarding went off stops dtctl here. */
 int stop_signals_take(void);
+/* A SIGCONT came after the last SIGTSTP: that stop is over already. */
+int stop_signals_continued_since_tstp(void);
 /* on: SIGTSTP is the caller's to act on (stop the workers, then dtctl);
  * off: it stops dtctl alone. */
 void stop_signals_forward_suspend(int on);

@@ -11,6 +11,7 @@
 #include <dt/clock.h>
 #include "oom_hint.h"
 #include "stop_signals.h"
+#include "pgrp_orphaned.h"
 #include "supervise.h"
 
 /* Longest sleep in the launcher's wait(): how fast a stop signal that
@@ -382,6 +383,15 @@ static void on_reader_gone(monitor_t *m, int ended)
  * stopped: a grace or a wait is not used up while nothing ran. */
 static void suspend_job(monitor_t *m)
 {
+    if (stop_signals_continued_since_tstp())
+        return; /* continued before we looked: nothing to stop */
+    /* No shell can continue an orphaned group: the kernel drops a
+     * terminal's stop for it, and so do we (docker run -it, srun --pty) */
+    if (dt_pgrp_orphaned()) {
+        dt_info("SIGTSTP (Ctrl-Z) ignored: no job control here (an orphaned "
+                "process group: nothing could continue the job)");
+        return;
+    }
     dt_info("stopped (SIGTSTP, Ctrl-Z): the workers are stopped too; fg "
             "or kill -CONT %d continues them", (int)getpid());
     m->a->ops->signal(m->a->ctx, SIGSTOP);

@@ -148,8 +148,8 @@ void ssh_stdin_pump(ssh_launcher_t *L)
         int w = ssh_channel_write(L->in_ch, data,
                                   (uint32_t)(n < room ? n : room));
         ssh_set_blocking(rk->conn->s, 1);
-        if (w == SSH_AGAIN)
-            break;
+        if (w == SSH_AGAIN || w == 0)
+            break; /* 0: a key re-exchange under way; again later */
         if (w <= 0) {
             dt_debug("ssh launcher: rank 0 takes no more standard input: %s",
                      ssh_get_error(rk->conn->s));
