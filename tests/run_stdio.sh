@@ -108,7 +108,11 @@ ok "a stdin never read, endless, silent or closed holds up neither the job nor i
 # ends it
 if command -v script >/dev/null 2>&1 && script -qec true /dev/null </dev/null >/dev/null 2>&1; then
     mkfifo "$T/tty_in"
-    script -qec "timeout -k 5 30 $DTCTL run $TR -n 2 -- sh -c '[ \$DT_RANK = 0 ] && printf \"name? \"; read x; echo; echo got=\$x; cat; echo eof'" \
+    # script(1) runs the command with $SHELL (bash execs it, dash forks it);
+    # --foreground keeps timeout and dtctl in the terminal's foreground
+    # process group either way: in a background group dtctl rightly leaves
+    # the terminal unread, as mpirun does
+    SHELL=/bin/sh script -qec "timeout --foreground -k 5 30 $DTCTL run $TR -n 2 -- sh -c '[ \$DT_RANK = 0 ] && printf \"name? \"; read x; echo; echo got=\$x; cat; echo eof'" \
         /dev/null <"$T/tty_in" >"$T/tty_out" 2>&1 &
     term=$!
     exec 7>"$T/tty_in"
