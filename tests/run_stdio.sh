@@ -128,6 +128,25 @@ if command -v script >/dev/null 2>&1 && script -qec true /dev/null </dev/null >/
     exec 7>&-
     wait $term
     ok "on a terminal rank 0's prompt shows, it reads the typed line, and Ctrl-D ends its stdin"
+
+    # dtctl in a background process group of its terminal (`dtctl run ... &`;
+    # here timeout's own group): it neither reads the terminal (that would
+    # stop it by SIGTTIN until fg) nor takes what was typed: the shell reads
+    # it after the job
+    rm -f "$T/tty_in"
+    mkfifo "$T/tty_in"
+    SHELL=/bin/sh script -qec "timeout -k 5 30 $DTCTL run $TR -n 1 -- sh -c 'echo done'; echo rc=\$?; read y; echo after=\$y" \
+        /dev/null <"$T/tty_in" >"$T/tty_out" 2>&1 &
+    term=$!
+    exec 7>"$T/tty_in"
+    type_in 'kept\n'
+    wait_for "$T/tty_out" '^after=' || fail "the background job or the shell after it did not end: $(cat "$T/tty_out")"
+    tr -d '\r' <"$T/tty_out" | grep -qx 'rc=0' || fail "dtctl in the background: want exit 0: $(cat "$T/tty_out")"
+    tr -d '\r' <"$T/tty_out" | grep -qx '\[0\] done' || fail "the background job's rank 0 did not run: $(cat "$T/tty_out")"
+    tr -d '\r' <"$T/tty_out" | grep -qx 'after=kept' || fail "dtctl in the background took the typed line: $(cat "$T/tty_out")"
+    exec 7>&-
+    wait $term
+    ok "in the terminal's background dtctl leaves the terminal to the foreground (no SIGTTIN stop)"
 else
     echo "skip: no script(1) for a terminal"
 fi
