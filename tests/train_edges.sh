@@ -6,6 +6,8 @@
 # a job that ends 0 with test_loss nan; on_divergence = halve_lr goes back
 # and stops after 3 restarts. max_steps that falls on an epoch's last step
 # ends that epoch whole: a resume starts the next one, not an empty repeat.
+# A preemption agreed at a step whose update overflowed writes no
+# checkpoint of it: the one before stands.
 name=edges
 . "$top_srcdir/tests/train_common.sh"
 run() { timeout 120 "$DTCTL" run -n 2 "$@" job.ini >out 2>&1; }
@@ -68,4 +70,34 @@ grep -q "resuming from ck3/ckpt-000000000002.dtckpt: epoch 3, step 2" out ||
     { cat out; fail "the checkpoint at max_steps is not at the next epoch's start"; }
 epochs=$(sed 's/^{"epoch":\([0-9]*\),.*/\1/' m.jsonl | tr '\n' ' ')
 [ "$epochs" = "1 2 3 " ] || { cat m.jsonl; fail "metrics epochs '$epochs', not '1 2 3 '"; }
+# ---- a preemption agreed at a step whose update overflowed ----------------
+# (the vote that agrees it runs before the update: a checkpoint of that
+# state would be what --resume and a rollback take)
+cat >job.ini <<'INI'
+[train]
+seed = 1
+epochs = 1
+batch_size = 32
+lr = 0.05
+device = cpu
+[model]
+layers = flatten linear(64) relu linear(10)
+[data]
+mean = 0.286
+std = 0.353
+train_samples = 256
+test_samples = 100
+INI
+DT_TEST_PREEMPT_AT=3 DT_TEST_INF_PARAM_AT=3 run --set train.checkpoint_dir=ck4 \
+    --set train.checkpoint_every=1steps
+rc=$?
+[ $rc -eq 75 ] || { cat out; fail "a preemption at a diverged step exited $rc, not 75 (resumable)"; }
+grep -q "error: preempted at epoch 1 step 3 (step 3 of the job), but that step's update left parameters that are not finite (the model diverged): no checkpoint written; the newest, of step 2 in ck4, stands" out ||
+    { cat out; fail "the diverged preemption is not said with the checkpoint that stands"; }
+ls ck4/ckpt-000000000003* >/dev/null 2>&1 && { ls ck4; fail "the diverged state was checkpointed at the preemption"; }
+grep -q "preempted at epoch 1 step 2 (step 2 of the job): checkpoint ck4/ckpt-000000000002.dtckpt" out ||
+    { cat out; fail "dtctl did not name the step-2 checkpoint as the one to resume"; }
+run --set train.checkpoint_dir=ck4 --set train.checkpoint_every=1steps --resume ||
+    { cat out; fail "--resume after the diverged preemption failed"; }
+grep -q "resuming from ck4/ckpt-000000000002.dtckpt" out || { cat out; fail "did not resume from step 2"; }
 echo "PASS"

@@ -286,8 +286,9 @@ static void on_exit_event(monitor_t *m, const dt_worker_exit_t *ev)
     if (preempted(m, ev)) {
         if (res)
             res->npreempted++;
-        dt_info("%s was preempted: checkpoint written, resumable (exit "
-                "code %d)", who, ev->code);
+        /* the checkpoint is named at the end (a diverged state has none) */
+        dt_info("%s was preempted: resumable (exit code %d)", who,
+                ev->code);
         /* After a failure (still deciding which is the root, or stopping)
          * the failure's status stands. */
         if (m->deciding)

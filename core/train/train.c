@@ -5,6 +5,7 @@
  * (train_guard.c), optimizer step; then evaluate, report, checkpoint. */
 #define _GNU_SOURCE
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,16 @@ static bool ckpt_due_after_epoch(const dt_trainer_t *t)
 {
     return t->ckpt_dir && !t->ckpt_unit_steps &&
            t->epoch % t->ckpt_every == 0; /* t->epoch: epochs completed */
+}
+
+/* Test hook (DT_TEST_INF_PARAM_AT): the step's update overflowed one
+ * parameter although its loss was finite. */
+static dt_status_t poison_first_param(dt_trainer_t *t)
+{
+    const float inf = INFINITY;
+    DT_CHECK(dt_device_sync(t->dev)); /* after the queued update */
+    return dt_device_copy(t->dev, t->params, t->dev->mem, &inf, DT_MEM_HOST,
+                          sizeof inf);
 }
 
 /* async: the gradients to the servers, their fresh parameters back. A
@@ -176,6 +187,8 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
         async_time_due(t);
         goto stepped;
     }
+    if (t->rank == 0 && t->global_step + 1 == t->preempt_at)
+        raise(SIGTERM); /* (test hook) as the scheduler's notice would */
     if (t->nan_next < t->nan_n && t->rank == 0 &&
         t->global_step + 1 == t->nan_at[t->nan_next]) { /* (test hook) */
         t->nan_next++;
@@ -198,6 +211,8 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
                  (unsigned long long)t->global_step + 1);
     st = t->opt->step(t->opt_state, t->params, t->grads, (float)lr, opt_t,
                       t->dev->stream);
+    if (st == DT_OK && t->rank == 0 && t->global_step + 1 == t->inf_param_at)
+        st = poison_first_param(t); /* (test hook) */
     if (st == DT_OK && lt)
         st = dt_layer_timer_mark(lt, DT_LT_OPT_DONE);
     if (st != DT_OK) {
@@ -331,6 +346,30 @@ static dt_status_t end_epoch(dt_trainer_t *t, double epoch_start,
  * tells the others whether it was): stop with DT_ERR_INTERRUPTED. */
 static dt_status_t preempted(dt_trainer_t *t, uint64_t s)
 {
+    bool bad;
+    DT_CHECK(dt_trainer_guard_preempt(t, &bad));
+    if (bad) {
+        if (t->rank == 0 && t->ckpt_have)
+            dt_error("preempted at epoch %llu step %llu (step %llu of the "
+                     "job), but that step's update left parameters that "
+                     "are not finite (the model diverged): no checkpoint "
+                     "written; the newest, of step %llu in %s, stands "
+                     "(--resume continues from it; lower [train] lr or set "
+                     "[train] on_divergence = halve_lr, or it diverges "
+                     "again)", (unsigned long long)t->epoch + 1,
+                     (unsigned long long)s,
+                     (unsigned long long)t->global_step,
+                     (unsigned long long)t->ckpt_last_step, t->ckpt_dir);
+        else if (t->rank == 0)
+            dt_error("preempted at epoch %llu step %llu (step %llu of the "
+                     "job), but that step's update left parameters that "
+                     "are not finite (the model diverged): no checkpoint "
+                     "written, and this job has none yet (lower [train] "
+                     "lr)", (unsigned long long)t->epoch + 1,
+                     (unsigned long long)s,
+                     (unsigned long long)t->global_step);
+        return DT_ERR_INTERRUPTED;
+    }
     dt_status_t st = dt_trainer_save_last(t);
     if (t->rank == 0 && st == DT_ERR_IO)
         dt_error("preempted at epoch %llu step %llu, but its checkpoint "

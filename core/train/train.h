@@ -98,6 +98,11 @@ typedef struct dt_trainer {
     uint64_t nan_at[8];         /* DT_TEST_NAN_AT: rank 0's loss is NaN at
                                    these job steps, each once, in order    */
     int nan_n, nan_next;
+    uint64_t preempt_at;        /* DT_TEST_PREEMPT_AT: rank 0 asks for a
+                                   preemption before this step's vote     */
+    uint64_t inf_param_at;      /* DT_TEST_INF_PARAM_AT: rank 0's first
+                                   parameter is +inf after this step's
+                                   update (0: neither)                    */
     float *x;                   /* evaluation batch inputs, host           */
     int *y;
     int xy_pinned;              /* x, y pinned (dt_device_host_alloc)      */
@@ -256,6 +261,10 @@ dt_status_t dt_trainer_guard_kept(dt_trainer_t *t, double test_loss,
 /* With on_divergence = halve_lr, a fresh job's first checkpoint (step 0),
  * so there is always one to go back to. */
 dt_status_t dt_trainer_guard_begin(dt_trainer_t *t);
+/* At an agreed preemption (after the step's update): *bad when any rank's
+ * parameters are not finite, so that no checkpoint is written of them
+ * (a collective of the sync ranks; async: never bad). */
+dt_status_t dt_trainer_guard_preempt(dt_trainer_t *t, bool *bad);
 
 /* train_state.c, mode = async, rank 0 with --resume: the newest
  * checkpoint's parameters into t->params and its position; opt[s] /

@@ -266,6 +266,23 @@ dt_status_t dt_trainer_guard_kept(dt_trainer_t *t, double test_loss,
                     rolled_back);
 }
 
+/* The preemption is agreed at the step's vote, before its update: an
+ * update that overflowed is seen only here, and a checkpoint of it would
+ * be what --resume (and a rollback) takes. */
+dt_status_t dt_trainer_guard_preempt(dt_trainer_t *t, bool *bad)
+{
+    double sum = 0.0;
+    *bad = false;
+    if (t->async) /* the servers hold the parameters */
+        return DT_OK;
+    DT_CHECK(dt_device_abs_sum(t->dev, t->params, t->nparams, &sum));
+    dt_divergence_t d;
+    DT_CHECK(dt_divergence_vote(isfinite(sum) ? DT_BAD_NONE : DT_BAD_PARAMS,
+                                sum, t->rank, t->world, sum_all, NULL, &d));
+    *bad = d.nbad > 0;
+    return DT_OK;
+}
+
 dt_status_t dt_trainer_guard_begin(dt_trainer_t *t)
 {
     if (t->on_divergence != DT_DIVERGE_HALVE_LR || t->global_step != 0 ||

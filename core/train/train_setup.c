@@ -1078,6 +1078,16 @@ dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg)
     if (t->nan_n && t->rank == 0)
         dt_warn("DT_TEST_NAN_AT: rank 0's loss is NaN at %d chosen steps (a "
                 "test hook)", t->nan_n);
+    /* Test hooks (tests/train_edges.sh): DT_TEST_PREEMPT_AT=S, rank 0
+     * raises SIGTERM before step S's vote; DT_TEST_INF_PARAM_AT=S, step S's
+     * update overflows a parameter (its loss was finite). */
+    const char *pa = getenv("DT_TEST_PREEMPT_AT");
+    const char *ia = getenv("DT_TEST_INF_PARAM_AT");
+    t->preempt_at = pa && *pa ? strtoull(pa, NULL, 10) : 0;
+    t->inf_param_at = ia && *ia ? strtoull(ia, NULL, 10) : 0;
+    if ((t->preempt_at || t->inf_param_at) && t->rank == 0)
+        dt_warn("DT_TEST_PREEMPT_AT/DT_TEST_INF_PARAM_AT: a preemption or "
+                "an overflowing update at a chosen step (a test hook)");
     DT_CHECK(setup_data(cfg, t));
     DT_CHECK(setup_model(cfg, t));
     DT_CHECK(pin_batches(t));
