@@ -5,7 +5,7 @@
 # lost is an error), in a current directory that was removed (a warning
 # says so), and TMPDIR naming where scratch files go (dtctl plot and plan
 # follow it, with spaces and quotes in it, and name it when it cannot be
-# written).
+# written), and under an address-space limit (ulimit -v: no hang).
 set -u
 
 : "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
@@ -141,6 +141,27 @@ INI
     ok "dtctl plan follows TMPDIR"
 else
     echo "skip: dtctl plan and TMPDIR (dt-plan-sim not built)"
+fi
+
+# --- an address-space limit (ulimit -v, SGE's h_vmem) ------------------------
+# OpenBLAS's threads, started before main, spun for ever when their buffers
+# did not fit: dtctl hung at exit and at its first fork (--version never
+# ended). Under a limit dtctl runs with one OpenBLAS thread, and the workers
+# do not inherit the variable that does it.
+out=$( (ulimit -v 150000 && timeout -k 2 20 "$DTCTL" --version) 2>&1)
+rc=$?
+if echo "$out" | grep -q Sanitizer; then
+    echo "skip: ulimit -v (a sanitizer build reserves more address space)"
+else
+    [ $rc -eq 0 ] || fail "dtctl --version under ulimit -v 150000: exit $rc (124: hung): $out"
+    out=$( (ulimit -v 150000 && timeout -k 2 30 "$DTCTL" run -q -n 2 -- sh -c 'echo "${OPENBLAS_NUM_THREADS-unset}"') 2>&1)
+    rc=$?
+    [ $rc -eq 0 ] && [ "$(echo "$out" | grep -c '^\[[01]\] unset$')" -eq 2 ] ||
+        fail "dtctl run under ulimit -v 150000: exit $rc (124: hung): $out"
+    [ -n "${OPENBLAS_NUM_THREADS-}" ] ||
+    [ "$("$DTCTL" run -q -n 1 -- sh -c 'echo "${OPENBLAS_NUM_THREADS-unset}"')" = "[0] unset" ] ||
+        fail "without a limit the workers' OPENBLAS_NUM_THREADS is not left alone"
+    ok "under ulimit -v dtctl neither hangs nor passes its OpenBLAS setting on"
 fi
 
 [ $fails -eq 0 ] || exit 1
