@@ -535,6 +535,9 @@ plot_plan() { # the plan of plan_eff, its exit status kept
 }
 plot_plan --plot "$tmp/scale.txt" && fail "--plot to a .txt file accepted"
 grep -q "the picture is a .png or .svg file" "$tmp/err" || fail "--plot .txt: $(cat "$tmp/err")"
+plot_plan --plot "$tmp/nodir/scale.png" && fail "--plot into a missing directory succeeded"
+grep -qF "dtctl plan --plot: cannot write the picture $tmp/nodir/scale.png: No such file or directory; name a file" "$tmp/err" ||
+    fail "--plot into a missing directory: $(cat "$tmp/err")"
 GNUPLOT=/nonexistent/gnuplot plot_plan --plot "$tmp/scale.png" &&
     fail "--plot without gnuplot succeeded"
 grep -q "needs gnuplot, which is not installed here.*gnuplot-nox" "$tmp/err" ||

@@ -4,7 +4,8 @@
 # an SVG that exist and are not empty; without gnuplot a message naming
 # the package; a picture type gnuplot is not asked for is refused; dtctl's
 # restart records pass without a warning; a step going back starts a run
-# of its own (not merged by epoch); a panel with only nulls is drawn empty.
+# of its own (not merged by epoch); a panel with only nulls is drawn empty;
+# a picture that cannot be written is refused naming it.
 set -u
 : "${DTCTL:?run through make check}"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dt-plot.XXXXXX") || exit 99
@@ -37,6 +38,15 @@ if "$DTCTL" plot "$tmp/a.jsonl" -o "$tmp/x.pdf" >"$tmp/out" 2>&1; then
     fail "-o x.pdf was accepted"
 fi
 grep -q "is a .png or .svg file" "$tmp/out" || fail "-o x.pdf: no reason"
+# A picture that cannot be written (as any user: its directory is
+# missing) is named with what to do, before gnuplot runs: gnuplot's own
+# "cannot open file; output not changed" named its temporary script.
+if "$DTCTL" plot "$tmp/a.jsonl" -o "$tmp/nodir/x.png" >"$tmp/out" 2>&1; then
+    fail "-o into a missing directory succeeded"
+fi
+grep -qF "dtctl plot -o: cannot write the picture $tmp/nodir/x.png: No such file or directory; name a file in a directory that exists and that you may write to" "$tmp/out" ||
+    fail "-o into a missing directory: no clear reason"
+grep -q "gnuplot" "$tmp/out" && fail "-o into a missing directory: gnuplot ran"
 printf 'not json\n' >"$tmp/junk.jsonl"
 if "$DTCTL" plot "$tmp/junk.jsonl" -o "$tmp/j.png" >"$tmp/out" 2>&1; then
     fail "a file without metrics lines was accepted"

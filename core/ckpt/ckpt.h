@@ -99,15 +99,17 @@ typedef struct dt_ckpt {
 /* Read and verify one file: magic, version, lengths, checksum. A bad file
  * is logged naming it and what is wrong; returns DT_ERR_INVALID. An
  * intact file of a later format version (a newer dt's) is logged as such;
- * returns DT_ERR_UNSUPPORTED. */
+ * returns DT_ERR_UNSUPPORTED. One this user may not open (EACCES, EPERM)
+ * is logged with what to do; returns DT_ERR_CONFIG. */
 dt_status_t dt_ckpt_read(const char *path, dt_ckpt_t *out);
 
 /* The newest valid checkpoint in dir: newer ones that fail verification
  * are named in a warning and skipped. DT_ERR_NOT_FOUND when dir holds no
  * checkpoint or does not exist; DT_ERR_INVALID when it holds some but
  * none verifies (each named); DT_ERR_IO when dir cannot be read;
- * DT_ERR_UNSUPPORTED when the newest intact one is a newer dt's (none
- * older is taken in its place). */
+ * DT_ERR_UNSUPPORTED when the newest intact one is a newer dt's, and
+ * DT_ERR_CONFIG when this user may not read the newest (none older is
+ * taken in its place). */
 dt_status_t dt_ckpt_load_latest(const char *dir, dt_ckpt_t *out);
 /* The same among the checkpoints of steps below `before` (by file name). */
 dt_status_t dt_ckpt_load_before(const char *dir, uint64_t before,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 
@@ -18,6 +19,15 @@ static dt_status_t slurp(const char *path, void **buf, size_t *len)
     FILE *f = fopen(path, "rb");
     struct stat st;
     *buf = NULL;
+    if (!f && (errno == EACCES || errno == EPERM)) {
+        /* Another user's (a root job's under umask 077): an intact file,
+         * so --resume must not go back past it and then overwrite it. */
+        dt_error("%s: cannot open checkpoint: %s (user id %d may not read "
+                 "it): make it readable to this user (chown or chmod), or "
+                 "move it out of the directory to resume from the one "
+                 "before it", path, strerror(errno), (int)geteuid());
+        return DT_ERR_CONFIG;
+    }
     if (!f) {
         dt_error("%s: cannot open checkpoint: %s", path, strerror(errno));
         return errno == ENOENT ? DT_ERR_NOT_FOUND : DT_ERR_IO;
@@ -262,14 +272,17 @@ dt_status_t dt_ckpt_load_before(const char *dir, uint64_t before,
         snprintf(path, sizeof path, "%s/%s", dir, v[i].name);
         tried++;
         st = dt_ckpt_read(path, out);
-        /* a newer dt's file: going back past it would drop its progress */
-        if (st == DT_OK || st == DT_ERR_NOMEM || st == DT_ERR_UNSUPPORTED)
+        /* a newer dt's file, or one we may not read: going back past it
+         * would drop its progress */
+        if (st == DT_OK || st == DT_ERR_NOMEM || st == DT_ERR_UNSUPPORTED ||
+            st == DT_ERR_CONFIG)
             break;
         dt_warn("%s: skipped (see above); trying the previous checkpoint",
                 path);
     }
     free(v);
-    if (st != DT_OK && st != DT_ERR_NOMEM && st != DT_ERR_UNSUPPORTED)
+    if (st != DT_OK && st != DT_ERR_NOMEM && st != DT_ERR_UNSUPPORTED &&
+        st != DT_ERR_CONFIG)
         st = tried ? DT_ERR_INVALID : DT_ERR_NOT_FOUND;
     return st;
 }

@@ -376,6 +376,8 @@ int dt_cmd_plot(int argc, char **argv)
                                            term_buf, sizeof term_buf);
     if (!term)
         return 2;
+    if (!dt_gnuplot_output_writable("dtctl plot -o", out))
+        return 1;
     char gnuplot[4096];
     if (!dt_gnuplot_find("dtctl plot", gnuplot, sizeof gnuplot))
         return 1;

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,24 @@ const char *dt_gnuplot_terminal(const char *who, const char *out, int w,
         return NULL;
     }
     return buf;
+}
+
+int dt_gnuplot_output_writable(const char *who, const char *out)
+{
+    /* gnuplot would say only "cannot open file; output not changed", and
+     * about its script in a temporary directory. */
+    int existed = access(out, F_OK) == 0;
+    int fd = open(out, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        dt_error("%s: cannot write the picture %s: %s; name a file in a "
+                 "directory that exists and that you may write to",
+                 who, out, strerror(errno));
+        return 0;
+    }
+    close(fd);
+    if (!existed)
+        unlink(out); /* no empty picture left if what follows fails */
+    return 1;
 }
 
 void dt_gnuplot_quote(FILE *f, const char *s)

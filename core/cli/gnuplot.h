@@ -16,6 +16,10 @@ int dt_gnuplot_find(const char *who, char *buf, size_t len);
 const char *dt_gnuplot_terminal(const char *who, const char *out, int w,
                                 int h, char *buf, size_t len);
 
+/* 1 when this user may create or overwrite the picture file out, before
+ * any work; 0 (and an error naming who, the file and why) otherwise. */
+int dt_gnuplot_output_writable(const char *who, const char *out);
+
 /* A gnuplot single-quoted string: ' doubled. */
 void dt_gnuplot_quote(FILE *f, const char *s);
 

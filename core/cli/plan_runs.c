@@ -62,6 +62,8 @@ int plan_simulate_and_plot(const char *sim, const char *spec,
                                            600, term_buf, sizeof term_buf);
     if (!term)
         return 2;
+    if (!dt_gnuplot_output_writable("dtctl plan --plot", out))
+        return 1;
     if (!dt_gnuplot_find("dtctl plan --plot", gnuplot, sizeof gnuplot))
         return 1;
     char dir[4096];

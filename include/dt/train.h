@@ -61,7 +61,8 @@ typedef struct dt_train_checkpoint {
 
 /* DT_ERR_NOT_FOUND when dir holds no valid checkpoint (corrupt newer ones
  * are named in warnings and skipped, as --resume does); DT_ERR_UNSUPPORTED
- * when the newest is of a newer dt's format (named in an error). */
+ * when the newest is of a newer dt's format, DT_ERR_CONFIG when this user
+ * may not read it (each named in an error). */
 dt_status_t dt_train_latest_checkpoint(const char *dir,
                                        dt_train_checkpoint_t *out);
 
