@@ -197,6 +197,16 @@ rc=$?
 dt check --launcher=ssh --hostfile "$T/hosts" >"$T/o" 2>&1 ||
     fail "dtctl check on a good sshd failed: $(cat "$T/o")"
 ok "dtctl check: a wrong host key fails with the fingerprint; a good host passes"
+# a key the host does not authorize (otherkey): said with where keys go and
+# where the host says why when the key is there (a locked account looks
+# the same from the client)
+DT_LAUNCHER_SSH_IDENTITY="$T/otherkey" run -n 1 -- sh -c ": $MARK; echo RAN" >"$T/o" 2>"$T/err"
+rc=$?
+[ $rc -ne 0 ] && ! grep -q RAN "$T/o" || fail "an unauthorized key: exit $rc, ran: $(cat "$T/o")"
+grep -q "public-key authentication as '[^']*' failed" "$T/err" &&
+    grep -q "authorized_keys on the host" "$T/err" && grep -q "the host's sshd log says why" "$T/err" ||
+    fail "an unauthorized key: the message lacks the failure, the fix or the sshd log: $(cat "$T/err")"
+ok "a key the host does not authorize: said, with authorized_keys and the sshd log"
 
 : >"$T/empty_known"
 DT_LAUNCHER_SSH_KNOWN_HOSTS="$T/empty_known" run -n 1 -- sh -c ": $MARK; echo RAN" >"$T/o" 2>"$T/err"

@@ -168,7 +168,9 @@ static dt_status_t authenticate(const ssh_opts_t *o, ssh_conn_t *c,
         c, DT_ERR_AUTH,
         "public-key authentication as '%s' failed (tried %s%s)%s; put the "
         "public key into that user's ~/.ssh/authorized_keys on the host "
-        "(ssh-copy-id), or set [launcher.ssh] identity / user",
+        "(ssh-copy-id), or set [launcher.ssh] identity / user; when the key "
+        "is there, the host's sshd log says why (a locked account, "
+        "AllowUsers, the file's permissions)",
         user ? user : "?", o->use_agent ? "ssh-agent and " : "",
         o->identity && o->identity[0] ? "the identity files" : "no key", why);
     ssh_string_free_char(user);
