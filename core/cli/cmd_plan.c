@@ -940,9 +940,27 @@ int dt_cmd_plan(int argc, char **argv)
         return 1;
     }
     plan_colocation_free(&coloc);
-    fclose(f);
     free(mp.bwd);
     free(mp.bytes);
+    /* A full disk cuts the spec short: dt-plan-sim would plan from what is
+     * left (or, on a device such as /dev/full, read zeros for ever). */
+    if ((ferror(f) | fclose(f)) != 0) {
+        int err = errno;
+        if (a.spec_out) {
+            dt_error("plan: cannot write the simulation spec %s: %s (free "
+                     "some space there, or give --spec another path)",
+                     spec, strerror(err));
+            return 1;
+        }
+        /* The temporary file is not the user's: its directory is. */
+        const char *slash = strrchr(spec, '/');
+        dt_error("plan: cannot write the simulation spec in %.*s: %s (free "
+                 "some space there, or point TMPDIR elsewhere)",
+                 slash ? (int)(slash - spec) : 1, slash ? spec : ".",
+                 strerror(err));
+        unlink(spec);
+        return 1;
+    }
     printf("# plan %s: %d host(s) x %d GPU(s), ",
            a.job ? a.job : "(no job file)", a.hosts, a.gpus);
     if (a.platform) /* its links and routes, not --network's */

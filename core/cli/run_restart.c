@@ -1,6 +1,7 @@
 /* run_restart.c — restart decisions of `dtctl run` (see run_restart.h). */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <dt/clock.h>
 #include <dt/log.h>
@@ -143,6 +145,25 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* line appended to path whole, or not at all: a torn line would spoil the
+ * trainer's next one too (readers of JSON lines fail on both). 0 or errno. */
+static int append_line(const char *path, const char *line, size_t len)
+{
+    FILE *f = fopen(path, "a");
+    if (!f)
+        return errno;
+    struct stat sb;
+    int regular = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode);
+    int ok = fwrite(line, 1, len, f) == len && fflush(f) == 0 && !ferror(f);
+    int err = ok ? 0 : errno ? errno : EIO;
+    if (!ok && regular && ftruncate(fileno(f), sb.st_size) != 0)
+        dt_warn("%s: cannot take back the line written in part: %s", path,
+                strerror(errno));
+    if (fclose(f) != 0 && ok)
+        err = errno;
+    return err;
+}
+
 /* One JSON line in the --metrics file, beside the trainer's epochs. */
 static void record(const run_restart_t *r, const char *event,
                    const char *cause, int code,
@@ -150,10 +171,12 @@ static void record(const run_restart_t *r, const char *event,
 {
     if (!r->metrics)
         return;
-    FILE *f = fopen(r->metrics, "a");
+    char *line = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&line, &len);
     if (!f) {
-        dt_warn("%s: cannot record the %s in the metrics file", r->metrics,
-                event);
+        dt_warn("%s: cannot record the %s in the metrics file: out of "
+                "memory", r->metrics, event);
         return;
     }
     fprintf(f, "{\"event\":\"%s\",\"restarts\":%d,\"max_restarts\":%lld,"
@@ -174,7 +197,11 @@ static void record(const run_restart_t *r, const char *event,
     if (backoff >= 0)
         fprintf(f, ",\"backoff_seconds\":%g", backoff);
     fprintf(f, ",\"time\":%lld}\n", (long long)time(NULL));
-    fclose(f);
+    int err = fclose(f) != 0 ? ENOMEM : append_line(r->metrics, line, len);
+    free(line);
+    if (err)
+        dt_warn("%s: cannot record the %s in the metrics file: %s (free "
+                "space or fix --metrics)", r->metrics, event, strerror(err));
 }
 
 /* "restarts used: 1 of 3" for the final line. */
