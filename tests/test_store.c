@@ -142,6 +142,57 @@ static void test_set_get(void **state)
     dt_store_close(s);
 }
 
+/* dt_store_lookup: many keys in one call (more than one batch of 64),
+ * set ones with their values, unset ones NULL, nothing waited for; the
+ * connection stays in step for the requests after it. */
+static void test_lookup_many(void **state)
+{
+    fixture_t *f = *state;
+    dt_store_t *s = client(f);
+    enum { N = 150 };
+    char keys[N][32];
+    const char *kp[N];
+    void *vals[N];
+    size_t lens[N];
+    for (int i = 0; i < N; i++) {
+        snprintf(keys[i], sizeof keys[i], "look/%d", i);
+        kp[i] = keys[i];
+        if (i % 3 != 1) { /* every third unset */
+            char v[32];
+            snprintf(v, sizeof v, "value %d", i * 7);
+            assert_int_equal(dt_store_set(s, keys[i], v, strlen(v)), DT_OK);
+        }
+    }
+    alarm(20); /* an unset key must not be waited for */
+    assert_int_equal(dt_store_lookup(s, kp, N, vals, lens), DT_OK);
+    alarm(0);
+    for (int i = 0; i < N; i++) {
+        if (i % 3 == 1) {
+            assert_null(vals[i]);
+            continue;
+        }
+        char v[32];
+        snprintf(v, sizeof v, "value %d", i * 7);
+        assert_non_null(vals[i]);
+        assert_int_equal(lens[i], strlen(v));
+        assert_string_equal(vals[i], v); /* NUL-terminated */
+        free(vals[i]);
+    }
+    /* Nothing to look up; a bad key is refused before anything is sent. */
+    assert_int_equal(dt_store_lookup(s, kp, 0, vals, lens), DT_OK);
+    const char *bad[2] = {"look/0", ""};
+    assert_int_equal(dt_store_lookup(s, bad, 2, vals, lens), DT_ERR_INVALID);
+    /* Still in step: a get and a waiting get after it. */
+    void *v = NULL;
+    size_t len = 0;
+    assert_int_equal(dt_store_get(s, "look/3", 5, &v, &len), DT_OK);
+    assert_string_equal(v, "value 21");
+    free(v);
+    assert_int_equal(dt_store_get(s, "look/1", 0.05, &v, &len),
+                     DT_ERR_TIMEOUT);
+    dt_store_close(s);
+}
+
 typedef struct waiter_arg {
     const fixture_t *f;
     dt_status_t st;
@@ -944,6 +995,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_set_get, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lookup_many, setup, teardown),
         cmocka_unit_test_setup_teardown(test_get_waits_for_later_set, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_add_is_atomic, setup, teardown),

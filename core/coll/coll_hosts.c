@@ -60,7 +60,12 @@ static const char *transport_words(const dt_comm_hosts_args_t *a, char *buf,
     return buf;
 }
 
-/* Every rank's bind address, from the store (addrs[p] malloc'd). */
+/* Ranks whose addresses one store round trip looks up (dt_store_lookup):
+ * one get each made N * N requests of the job's one store server. */
+#define HOSTS_LOOKUP_AHEAD 64
+
+/* Every rank's bind address, from the store (addrs[p] malloc'd): looked up
+ * HOSTS_LOOKUP_AHEAD at a time; one not yet published is waited for. */
 static dt_status_t gather_addrs(const dt_comm_hosts_args_t *a,
                                 const char *ns, int rank, int size,
                                 char **addrs)
@@ -68,24 +73,36 @@ static dt_status_t gather_addrs(const dt_comm_hosts_args_t *a,
     char key[96];
     snprintf(key, sizeof key, "%s/host/%d", ns, rank);
     DT_CHECK(dt_store_set(a->store, key, a->bind_addr, strlen(a->bind_addr)));
-    for (int p = 0; p < size; p++) {
-        void *v = NULL;
-        size_t len = 0;
-        snprintf(key, sizeof key, "%s/host/%d", ns, p);
-        dt_status_t st = dt_store_get(a->store, key, a->timeout, &v, &len);
-        if (st != DT_OK) {
-            dt_error("collectives: rank %d: rank %d did not publish its "
-                     "address within %.0f s",
-                     rank, p, a->timeout);
-            return st;
+    for (int base = 0; base < size; base += HOSTS_LOOKUP_AHEAD) {
+        int k = size - base < HOSTS_LOOKUP_AHEAD ? size - base
+                                                 : HOSTS_LOOKUP_AHEAD;
+        char keys[HOSTS_LOOKUP_AHEAD][96];
+        const char *kp[HOSTS_LOOKUP_AHEAD];
+        void *vals[HOSTS_LOOKUP_AHEAD];
+        size_t lens[HOSTS_LOOKUP_AHEAD];
+        for (int i = 0; i < k; i++) {
+            snprintf(keys[i], sizeof keys[i], "%s/host/%d", ns, base + i);
+            kp[i] = keys[i];
         }
-        addrs[p] = calloc(1, len + 1);
-        if (!addrs[p]) {
-            free(v);
-            return DT_ERR_NOMEM;
+        /* On failure every entry is NULL: the gets below report it. */
+        dt_store_lookup(a->store, kp, (size_t)k, vals, lens);
+        for (int i = 0; i < k; i++) /* NUL-terminated by the client */
+            addrs[base + i] = vals[i];
+        for (int i = 0; i < k; i++) {
+            if (addrs[base + i])
+                continue;
+            void *v = NULL;
+            size_t len = 0;
+            dt_status_t st = dt_store_get(a->store, kp[i], a->timeout, &v,
+                                          &len);
+            if (st != DT_OK) {
+                dt_error("collectives: rank %d: rank %d did not publish its "
+                         "address within %.0f s",
+                         rank, base + i, a->timeout);
+                return st;
+            }
+            addrs[base + i] = v;
         }
-        memcpy(addrs[p], v, len);
-        free(v);
     }
     return DT_OK;
 }

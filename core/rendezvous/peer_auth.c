@@ -141,45 +141,31 @@ static void peer_name(int fd, char *buf, size_t len)
         snprintf(buf, len, "%s", host);
 }
 
-dt_status_t dt_auth_connect(int fd, const dt_auth_t *a, int peer,
-                            uint32_t channel)
-{
-    if (!args_ok(a, "dt_auth_connect") || peer < 0 || peer >= a->size)
-        return DT_ERR_INVALID;
-    const char *who = label(a);
-    double deadline = dt_clock_now() + a->timeout;
+struct dt_auth_connector {
+    int fd;
+    dt_auth_t a;
+    int peer;
+    uint32_t channel;
+    double deadline;
+    int have_nonce;  /* nonce_a read and the proof sent: reading the reply */
+    size_t got;      /* bytes of nonce_a, then of the reply                */
     hello_t h;
-    memset(&h, 0, sizeof h);
-    memcpy(h.magic, AUTH_MAGIC, AUTH_MAGIC_LEN);
-    proto_field(a, h.proto);
-    h.rank = htonl((uint32_t)a->rank);
-    h.size = htonl((uint32_t)a->size);
-    h.channel = htonl(channel);
-    uint8_t nonce_a[NONCE_BYTES], proof[MAC_BYTES], want[MAC_BYTES];
-    uint8_t reply[MAC_BYTES + 1];
-    if (RAND_bytes(h.nonce, NONCE_BYTES) != 1) {
-        dt_error("%s: rank %d: no random bytes for the handshake with rank %d",
-                 who, a->rank, peer);
-        return DT_ERR_INTERNAL;
-    }
-    dt_status_t st = io_full(fd, &h, sizeof h, 1, deadline);
-    if (st == DT_OK)
-        st = io_full(fd, nonce_a, sizeof nonce_a, 0, deadline);
-    if (st == DT_ERR_PEER) {
+    uint8_t nonce_a[NONCE_BYTES], reply[MAC_BYTES + 1];
+};
+
+/* A connector's handshake failed with st: say why, naming both ranks. */
+static dt_status_t connector_failed(const dt_auth_connector_t *x,
+                                    dt_status_t st)
+{
+    const dt_auth_t *a = &x->a;
+    const char *who = label(a);
+    if (st == DT_ERR_PEER && !x->have_nonce) {
         dt_error("%s: rank %d: rank %d closed the connection before "
                  "authenticating: it died, or it is not a %s endpoint of a "
                  "job of %d ranks taking channel %u",
-                 who, a->rank, peer, who, a->size, channel);
+                 who, a->rank, x->peer, who, a->size, x->channel);
         return st;
     }
-    if (st != DT_OK)
-        goto broken;
-    if (!mac(a, "connector", h.proto, (uint32_t)a->rank, (uint32_t)peer,
-             channel, h.nonce, nonce_a, proof))
-        return DT_ERR_INTERNAL;
-    if ((st = io_full(fd, proof, sizeof proof, 1, deadline)) != DT_OK)
-        goto broken;
-    st = io_full(fd, reply, sizeof reply, 0, deadline);
     if (st == DT_ERR_PEER) {
         /* The acceptor also closes when its own deadline passed, when it
          * already had this channel, or when it exited: only its log
@@ -189,28 +175,152 @@ dt_status_t dt_auth_connect(int fd, const dt_auth_t *a, int peer,
                  "up waiting, or exited; see rank %d's log for why (if it "
                  "says 'wrong job token', DT_JOB_TOKEN must be the one "
                  "dtctl gave this job)",
-                 who, a->rank, peer, channel, peer);
+                 who, a->rank, x->peer, x->channel, x->peer);
         return DT_ERR_AUTH;
     }
-    if (st != DT_OK)
-        goto broken;
-    if (!mac(a, "acceptor", h.proto, (uint32_t)a->rank, (uint32_t)peer,
-             channel, h.nonce, nonce_a, want))
+    dt_error("%s: rank %d: authenticating the connection to rank %d failed: "
+             "%s",
+             who, a->rank, x->peer,
+             st == DT_ERR_TIMEOUT ? "it did not answer in time"
+                                  : "the connection broke off");
+    return st;
+}
+
+/* Read what fd holds of nonce_a or the reply; DT_DECLINED: not all yet. */
+static dt_status_t connector_read(dt_auth_connector_t *x)
+{
+    uint8_t *buf = x->have_nonce ? x->reply : x->nonce_a;
+    size_t want = x->have_nonce ? sizeof x->reply : sizeof x->nonce_a;
+    while (x->got < want) {
+        ssize_t n = recv(x->fd, buf + x->got, want - x->got, MSG_DONTWAIT);
+        if (n > 0) {
+            x->got += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return dt_clock_now() < x->deadline ? DT_DECLINED
+                                                : DT_ERR_TIMEOUT;
+        return DT_ERR_PEER;
+    }
+    return DT_OK;
+}
+
+dt_status_t dt_auth_connector_new(int fd, const dt_auth_t *a, int peer,
+                                  uint32_t channel, dt_auth_connector_t **out)
+{
+    if (!args_ok(a, "dt_auth_connector_new") || peer < 0 ||
+        peer >= a->size || !out)
+        return DT_ERR_INVALID;
+    dt_auth_connector_t *x = calloc(1, sizeof *x);
+    if (!x)
+        return DT_ERR_NOMEM;
+    x->fd = fd;
+    x->a = *a;
+    x->peer = peer;
+    x->channel = channel;
+    x->deadline = dt_clock_now() + a->timeout;
+    memcpy(x->h.magic, AUTH_MAGIC, AUTH_MAGIC_LEN);
+    proto_field(a, x->h.proto);
+    x->h.rank = htonl((uint32_t)a->rank);
+    x->h.size = htonl((uint32_t)a->size);
+    x->h.channel = htonl(channel);
+    if (RAND_bytes(x->h.nonce, NONCE_BYTES) != 1) {
+        dt_error("%s: rank %d: no random bytes for the handshake with rank %d",
+                 label(a), a->rank, peer);
+        dt_auth_connector_free(x);
         return DT_ERR_INTERNAL;
-    if (CRYPTO_memcmp(want, reply, MAC_BYTES) != 0 || reply[MAC_BYTES] != 1) {
+    }
+    dt_status_t st = io_full(fd, &x->h, sizeof x->h, 1, x->deadline);
+    if (st != DT_OK) {
+        st = connector_failed(x, st);
+        dt_auth_connector_free(x);
+        return st;
+    }
+    *out = x;
+    return DT_OK;
+}
+
+dt_status_t dt_auth_connector_step(dt_auth_connector_t *x)
+{
+    if (!x)
+        return DT_ERR_INVALID;
+    const dt_auth_t *a = &x->a;
+    dt_status_t st;
+    if (!x->have_nonce) {
+        if ((st = connector_read(x)) != DT_OK)
+            return st == DT_DECLINED ? st : connector_failed(x, st);
+        uint8_t proof[MAC_BYTES];
+        if (!mac(a, "connector", x->h.proto, (uint32_t)a->rank,
+                 (uint32_t)x->peer, x->channel, x->h.nonce, x->nonce_a,
+                 proof))
+            return DT_ERR_INTERNAL;
+        st = io_full(x->fd, proof, sizeof proof, 1, x->deadline);
+        OPENSSL_cleanse(proof, sizeof proof);
+        x->have_nonce = 1;
+        x->got = 0;
+        if (st != DT_OK) { /* "closed" means a reply read: not here */
+            dt_error("%s: rank %d: authenticating the connection to rank %d "
+                     "failed: %s",
+                     label(a), a->rank, x->peer,
+                     st == DT_ERR_TIMEOUT ? "it did not answer in time"
+                                          : "the connection broke off");
+            return st;
+        }
+    }
+    if ((st = connector_read(x)) != DT_OK)
+        return st == DT_DECLINED ? st : connector_failed(x, st);
+    uint8_t want[MAC_BYTES];
+    if (!mac(a, "acceptor", x->h.proto, (uint32_t)a->rank, (uint32_t)x->peer,
+             x->channel, x->h.nonce, x->nonce_a, want))
+        return DT_ERR_INTERNAL;
+    if (CRYPTO_memcmp(want, x->reply, MAC_BYTES) != 0 ||
+        x->reply[MAC_BYTES] != 1) {
         dt_error("%s: rank %d: the process listening at rank %d's address "
                  "did not prove the job token: it belongs to another job or "
                  "the address is stale; restart the job",
-                 who, a->rank, peer);
+                 label(a), a->rank, x->peer);
         return DT_ERR_AUTH;
     }
     return DT_OK;
-broken:
-    dt_error("%s: rank %d: authenticating the connection to rank %d failed: "
-             "%s",
-             who, a->rank, peer,
-             st == DT_ERR_TIMEOUT ? "it did not answer in time"
-                                  : "the connection broke off");
+}
+
+int dt_auth_connector_fd(const dt_auth_connector_t *x)
+{
+    return x ? x->fd : -1;
+}
+
+double dt_auth_connector_deadline(const dt_auth_connector_t *x)
+{
+    return x ? x->deadline : 0;
+}
+
+void dt_auth_connector_free(dt_auth_connector_t *x)
+{
+    if (!x)
+        return;
+    OPENSSL_cleanse(x, sizeof *x);
+    free(x);
+}
+
+dt_status_t dt_auth_connect(int fd, const dt_auth_t *a, int peer,
+                            uint32_t channel)
+{
+    if (!args_ok(a, "dt_auth_connect") || peer < 0 || peer >= a->size)
+        return DT_ERR_INVALID;
+    dt_auth_connector_t *x = NULL;
+    dt_status_t st = dt_auth_connector_new(fd, a, peer, channel, &x);
+    if (st == DT_OK)
+        st = dt_auth_connector_step(x);
+    while (st == DT_DECLINED) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, ms_until(x->deadline)) < 0 && errno != EINTR)
+            st = connector_failed(x, DT_ERR_IO);
+        else
+            st = dt_auth_connector_step(x);
+    }
+    dt_auth_connector_free(x);
     return st;
 }
 

@@ -31,6 +31,8 @@
 #define STORE_IO_SECONDS 60.0
 /* A server answers a timed-out wait itself; allow this much extra. */
 #define STORE_WAIT_SLACK 5.0
+/* dt_store_lookup: requests sent before their replies are read. */
+#define STORE_LOOKUP_BATCH 64
 
 struct dt_store {
     int fd;
@@ -514,6 +516,108 @@ dt_status_t dt_store_get(dt_store_t *s, const char *key, double timeout,
         dt_debug("rendezvous store: key '%s' not set within %.1f s", key,
                  timeout);
     return st;
+}
+
+/* One batch of dt_store_lookup, under the lock: every GET (wait 0) sent,
+ * then every reply read. A timeout before a reply began leaves that reply
+ * and the later ones owed (the framing is intact); anything else breaks
+ * the connection. */
+static dt_status_t lookup_batch(dt_store_t *s, const char *const *keys,
+                                size_t n, void **values, size_t *lens)
+{
+    double deadline = dt_clock_now() + STORE_IO_SECONDS;
+    int nomem = 0;
+    dt_status_t st = skip_owed(s, deadline);
+    if (st != DT_OK) {
+        s->broken = st != DT_ERR_TIMEOUT;
+        return st;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t klen = strlen(keys[i]);
+        uint8_t head[7] = {STORE_GET}; /* wait 0 ms: look once */
+        store_put_u16(head + 5, (uint16_t)klen);
+        if ((st = send_frame(s->fd, head, sizeof head, keys[i], klen,
+                             deadline)) != DT_OK) {
+            s->broken = 1;
+            return st;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        int w = wait_fd(s->fd, POLLIN, deadline);
+        if (w == 0) {
+            s->owed += (int)(n - i);
+            return DT_ERR_TIMEOUT;
+        }
+        uint8_t *body = NULL;
+        size_t len = 0;
+        st = w < 0 ? DT_ERR_IO
+                   : recv_frame(s->fd, 5 + STORE_MAX_VALUE, deadline, &body,
+                                &len);
+        if (st == DT_OK && (len < 5 || body[0] != STORE_REPLY))
+            st = DT_ERR_INVALID;
+        dt_status_t found = st == DT_OK
+                                ? (dt_status_t)(int32_t)store_get_u32(body + 1)
+                                : st;
+        if (st == DT_OK && found == DT_OK) {
+            values[i] = malloc(len - 5 + 1);
+            nomem |= !values[i];
+            if (values[i]) {
+                memcpy(values[i], body + 5, len - 5);
+                ((char *)values[i])[len - 5] = '\0'; /* handy for text */
+                lens[i] = len - 5;
+            }
+        } else if (st == DT_OK && found != DT_ERR_TIMEOUT) {
+            st = DT_ERR_INVALID; /* a GET answers a value or "unset" */
+        }
+        free(body);
+        if (st != DT_OK) {
+            s->broken = 1;
+            return st;
+        }
+    }
+    return nomem ? DT_ERR_NOMEM : DT_OK;
+}
+
+dt_status_t dt_store_lookup(dt_store_t *s, const char *const *keys, size_t n,
+                            void **values, size_t *lens)
+{
+    if (!s || (n && (!keys || !values || !lens)))
+        return DT_ERR_INVALID;
+    for (size_t i = 0; i < n; i++) {
+        size_t klen = keys[i] ? strlen(keys[i]) : 0;
+        values[i] = NULL;
+        lens[i] = 0;
+        if (klen == 0 || klen > STORE_MAX_KEY) {
+            dt_error("rendezvous store: key '%.64s%s' must be 1 to %d bytes",
+                     keys[i] ? keys[i] : "(null)", klen > 64 ? "..." : "",
+                     STORE_MAX_KEY);
+            return DT_ERR_INVALID;
+        }
+    }
+    dt_status_t st = DT_OK;
+    pthread_mutex_lock(&s->lock);
+    if (s->broken) {
+        st = DT_ERR_PEER;
+        dt_error("rendezvous store at %s: connection unusable after an "
+                 "earlier error",
+                 s->where);
+    }
+    /* Batches bound what waits in the socket buffers both ways. */
+    for (size_t i = 0; st == DT_OK && i < n; i += STORE_LOOKUP_BATCH) {
+        size_t k = n - i < STORE_LOOKUP_BATCH ? n - i : STORE_LOOKUP_BATCH;
+        st = lookup_batch(s, keys + i, k, values + i, lens + i);
+        if (st != DT_OK)
+            dt_error("rendezvous store at %s: looking up '%s' and %zu more "
+                     "keys failed (%s); has dtctl stopped?",
+                     s->where, keys[i], k - 1, dt_status_str(st));
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (st != DT_OK)
+        for (size_t i = 0; i < n; i++) {
+            free(values[i]);
+            values[i] = NULL;
+        }
+    return st == DT_ERR_IO ? DT_ERR_PEER : st;
 }
 
 dt_status_t dt_store_add(dt_store_t *s, const char *key, int64_t delta,

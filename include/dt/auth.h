@@ -66,6 +66,26 @@ typedef struct dt_auth {
 dt_status_t dt_auth_connect(int fd, const dt_auth_t *a, int peer,
                             uint32_t channel);
 
+/* The connecting side, one step at a time, for a loop that runs several
+ * handshakes at once (to many peers): the hello goes out at once.
+ *
+ *   dt_auth_connector_new(fd, &au, peer, channel, &x);
+ *   on POLLIN of fd, or at dt_auth_connector_deadline(x):
+ *     st = dt_auth_connector_step(x);
+ *     DT_DECLINED: not done, poll again; else as dt_auth_connect (a
+ *     failure is logged). Then dt_auth_connector_free(x).
+ *
+ * fd is best non-blocking; new fails as dt_auth_connect, with nothing to
+ * free. */
+typedef struct dt_auth_connector dt_auth_connector_t;
+dt_status_t dt_auth_connector_new(int fd, const dt_auth_t *a, int peer,
+                                  uint32_t channel, dt_auth_connector_t **out);
+dt_status_t dt_auth_connector_step(dt_auth_connector_t *x);
+int dt_auth_connector_fd(const dt_auth_connector_t *x);
+/* When the handshake times out (dt_clock_now() seconds). */
+double dt_auth_connector_deadline(const dt_auth_connector_t *x);
+void dt_auth_connector_free(dt_auth_connector_t *x);
+
 /* The accepting side: accept only a connector of rank in [peer_lo,
  * peer_hi) of the same job size with channel < nchannels, that proves the
  * token; then prove it back. *peer and (when not NULL) *channel say who it

@@ -48,6 +48,14 @@ dt_status_t dt_store_set_bounded(dt_store_t *s, const char *key,
  * unset. */
 dt_status_t dt_store_get(dt_store_t *s, const char *key, double timeout,
                          void **value, size_t *len);
+/* Look n keys up without waiting for any, in about one round trip per 64
+ * keys (the requests are pipelined): values[i] is malloc'd (NUL-terminated
+ * for text; free it) with lens[i] its length, or NULL where the key is
+ * unset. DT_OK unless the store could not answer (then every values[i] is
+ * NULL). For many keys that are mostly set already, e.g. the addresses of
+ * ranks that started earlier; wait for the rest with dt_store_get. */
+dt_status_t dt_store_lookup(dt_store_t *s, const char *const *keys, size_t n,
+                            void **values, size_t *lens);
 /* Atomically add delta to the integer at key (0 if unset). */
 dt_status_t dt_store_add(dt_store_t *s, const char *key, int64_t delta,
                          int64_t *result);

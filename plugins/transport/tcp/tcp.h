@@ -21,11 +21,17 @@
 #define TCP_MAX_SOCKETS 16
 /* Wireup: handshakes authenticated at once (more: the oldest is dropped),
  * each within this long (a real connector sends its hello right after
- * connecting; the slack is for a loaded host), the first few strangers
- * logged one by one. */
+ * connecting; the slack is for a loaded host), none dropped for room
+ * before it ran TCP_EVICT_GRACE_S, the first few strangers logged one by
+ * one. */
 #define TCP_PENDING_MAX 32
 #define TCP_HANDSHAKE_S 10.0
+#define TCP_EVICT_GRACE_S 1.0
 #define TCP_STRAYS_LOGGED 3
+/* Wireup looks up this many lower ranks' addresses per store round trip. */
+#define TCP_LOOKUP_AHEAD 64
+/* ... and runs at most this many handshakes with lower ranks at once. */
+#define TCP_CONNECT_AHEAD 16
 /* Descriptors beyond the open ones and the mesh's sockets: the listener,
  * a store reconnect, the resolver's files. */
 #define TCP_FD_SPARE 8
