@@ -568,8 +568,10 @@ static char **kind_files(dt_kind_t kind)
             for (size_t i = 0; !seen && i < n; i++)
                 seen = strcmp(names[i], name) == 0;
             char **nf = seen ? NULL : realloc(files, (n + 2) * sizeof *nf);
-            if (nf)
+            if (nf) {
                 files = nf;
+                files[n] = NULL; /* still a list when names' realloc fails */
+            }
             char **nn = nf ? realloc(names, (n + 2) * sizeof *nn) : NULL;
             if (nn)
                 names = nn;
