@@ -255,6 +255,9 @@ if [ -n "$p" ]; then
         fail "SIGINT to dtctl writing to a full pipe: still running after 15 s"
         kill -KILL "$p"
     fi
+    # (timeout, whose command line holds the tag too, ends just after
+    # dtctl: up to 5 s for it, the workers had to be gone already)
+    for i in $(seq 50); do pgrep -f "^timeout .*$tag" >/dev/null || break; sleep 0.1; done
     if leftovers "$tag"; then fail "blocked output: processes left: $(pgrep -fa "$tag" | head -3)"; fi
 else
     fail "blocked output: workers did not start"
