@@ -402,11 +402,13 @@ static void test_wrong_token_refused(void **state)
 }
 
 /* ---- the handshake spoken by hand (docs/RENDEZVOUS.md) ------------------
- * HELLO     01 | "DTSTORE1" | nonce_c (32)
+ * HELLO     01 | "DTSTORE1" | nonce_c (32)  (a dt before protocol versions;
+ *           this one's HELLO: raw_client)
  * CHALLENGE 02 | nonce_s (32) | proof_s (32)
  * PROOF     03 | proof_c (32)
  * WELCOME   04
  * proof_x = HMAC-SHA256(token, "dt-store-<server|client>" 0 nonce_c nonce_s)
+ * (the client's of DTSTORE2: raw_client)
  * Every message is a frame: a 4-byte big-endian length, then the body. The
  * proofs are computed here from the document, not with libdt's code. */
 #define NONCE 32
@@ -456,18 +458,14 @@ static int recv_exact(int fd, uint8_t *buf, size_t len)
     return got == len;
 }
 
-/* Up to the PROOF: a connection that has sent HELLO and checked that the
- * server proved the token (so this file's proofs match the server's). */
-static int raw_hello(const fixture_t *f, uint8_t nonce_c[NONCE],
-                     uint8_t nonce_s[NONCE])
+/* Up to the PROOF: a connection that has sent hello (with nonce_c) and
+ * checked that the server proved the token (so this file's proofs match
+ * the server's). */
+static int raw_greet(const fixture_t *f, const uint8_t *hello, size_t len,
+                     const uint8_t nonce_c[NONCE], uint8_t nonce_s[NONCE])
 {
     int fd = raw_connect(f);
-    uint8_t hello[1 + 8 + NONCE] = {0x01, 'D', 'T', 'S', 'T', 'O', 'R', 'E',
-                                    '1'};
-    for (size_t i = 0; i < NONCE; i++)
-        nonce_c[i] = (uint8_t)rand();
-    memcpy(hello + 9, nonce_c, NONCE);
-    assert_true(send_frame_raw(fd, hello, sizeof hello));
+    assert_true(send_frame_raw(fd, hello, len));
     uint8_t ch[4 + 1 + NONCE + MAC], want[MAC];
     assert_true(recv_exact(fd, ch, sizeof ch));
     assert_int_equal(ch[3], 1 + NONCE + MAC);
@@ -476,6 +474,19 @@ static int raw_hello(const fixture_t *f, uint8_t nonce_c[NONCE],
     hs_proof(f->token, "dt-store-server", nonce_c, nonce_s, want);
     assert_memory_equal(ch + 5 + NONCE, want, MAC);
     return fd;
+}
+
+/* The HELLO of a dt before protocol versions: what a stranger who knows
+ * the old greeting sends (its proofs are checked like any other). */
+static int raw_hello(const fixture_t *f, uint8_t nonce_c[NONCE],
+                     uint8_t nonce_s[NONCE])
+{
+    uint8_t hello[1 + 8 + NONCE] = {0x01, 'D', 'T', 'S', 'T', 'O', 'R', 'E',
+                                    '1'};
+    for (size_t i = 0; i < NONCE; i++)
+        nonce_c[i] = (uint8_t)rand();
+    memcpy(hello + 9, nonce_c, NONCE);
+    return raw_greet(f, hello, sizeof hello, nonce_c, nonce_s);
 }
 
 /* A SET and a GET frame (key length u16, key; GET: u32 timeout_ms first). */
@@ -501,13 +512,32 @@ static int send_get(int fd, const char *key)
     return send_frame_raw(fd, b, 7 + kl);
 }
 
-/* An authenticated raw connection (HELLO, the server's proof checked,
- * the client's proof, WELCOME). */
+/* An authenticated raw connection of this protocol: HELLO
+ *   01 | "DTSTORE2" | nonce_c | u16 protocol | i32 rank (-1) | 4 empty
+ *   texts (version, host, program, libdt: u8 length 0)
+ * the server's proof checked, the client's proof
+ *   HMAC-SHA256(token, "dt-store-client-2" 0 nonce_s HELLO)
+ * and WELCOME. */
 static int raw_client(const fixture_t *f)
 {
     uint8_t nc[NONCE], ns[NONCE], proof[1 + MAC] = {0x03};
-    int fd = raw_hello(f, nc, ns);
-    hs_proof(f->token, "dt-store-client", nc, ns, proof + 1);
+    uint8_t hello[1 + 8 + NONCE + 6 + 4] = {0x01, 'D', 'T', 'S', 'T', 'O',
+                                            'R', 'E', '2'};
+    for (size_t i = 0; i < NONCE; i++)
+        nc[i] = (uint8_t)rand();
+    memcpy(hello + 9, nc, NONCE);
+    hello[9 + NONCE] = (uint8_t)(DT_PROTOCOL_VERSION >> 8);
+    hello[10 + NONCE] = (uint8_t)DT_PROTOCOL_VERSION;
+    memset(hello + 11 + NONCE, 0xff, 4); /* rank -1 */
+    int fd = raw_greet(f, hello, sizeof hello, nc, ns);
+    static const char label[] = "dt-store-client-2";
+    uint8_t msg[sizeof label + NONCE + sizeof hello];
+    memcpy(msg, label, sizeof label);
+    memcpy(msg + sizeof label, ns, NONCE);
+    memcpy(msg + sizeof label + NONCE, hello, sizeof hello);
+    unsigned int len = 0;
+    assert_non_null(HMAC(EVP_sha256(), f->token, DT_TOKEN_BYTES, msg,
+                         sizeof msg, proof + 1, &len));
     assert_true(send_frame_raw(fd, proof, sizeof proof));
     uint8_t welcome[5];
     assert_true(recv_exact(fd, welcome, sizeof welcome));
@@ -679,6 +709,8 @@ static void test_wrong_client_proof_dropped(void **state)
                      kinds[k], log);
         free(log);
     }
+    /* Strangers: none of them counts as a worker of another dt. */
+    assert_int_equal(dt_store_server_refused(f->srv), 0);
     /* The key is as the good client left it. */
     void *v = NULL;
     size_t len = 0;
@@ -695,15 +727,19 @@ static void *fake_server(void *p)
 {
     int lfd = *(int *)p;
     int fd = accept(lfd, NULL, NULL);
-    uint8_t buf[128];
+    uint8_t buf[2048];
     if (fd >= 0) {
-        /* The whole HELLO (it may arrive in pieces). */
-        size_t got = 0;
-        while (got < 4 + 41) {
-            ssize_t r = recv(fd, buf + got, 4 + 41 - got, 0);
+        /* The whole HELLO, as long as its frame says (it may arrive in
+         * pieces). */
+        size_t got = 0, want = 4;
+        while (got < want && want <= sizeof buf) {
+            ssize_t r = recv(fd, buf + got, want - got, 0);
             if (r <= 0)
                 break;
             got += (size_t)r;
+            if (got == 4)
+                want = 4 + ((size_t)buf[0] << 24 | (size_t)buf[1] << 16 |
+                            (size_t)buf[2] << 8 | buf[3]);
         }
         uint8_t frame[4 + 65] = {0, 0, 0, 65, 0x02};
         for (size_t i = 5; i < sizeof frame; i++)

@@ -9,7 +9,8 @@
  * the workers named as failed first, else a rank killed by a signal, else
  * the first to fail; 128+N when killed by signal N; 124 when the named
  * rank hung; supervise.h) of the last attempt; 128+N when dtctl got
- * signal N; 75 the job was preempted and is resumable; 2 bad usage,
+ * signal N; 75 the job was preempted and is resumable; 78 a worker runs
+ * another dt (protocol) than dtctl; 2 bad usage,
  * configuration or plugin; 127 the workers could not be started; 1 any
  * other failure of dtctl itself. */
 #include <stddef.h>
@@ -388,6 +389,12 @@ static void end_attempt(run_state_t *s)
     output_lines_flush_all(s->lines);
 }
 
+/* supervise_args_t.refused: the store met a worker of another dt. */
+static int store_refused(void *store)
+{
+    return dt_store_server_refused(store);
+}
+
 /* One complete launch of the job: a fresh token, job id, store and
  * launcher context, staging, the workers, supervision until all ended.
  * *launched: the workers were started. */
@@ -554,6 +561,8 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
                                .kill_grace = kill_grace,
                                .culprit = run_culprit_lookup,
                                .culprit_arg = &rc,
+                               .refused = store_refused,
+                               .refused_arg = s->store,
                                .result = res,
                                .trainer = s->trainer,
                                .show_prompts = !s->trainer &&

@@ -287,6 +287,14 @@ int run_restart_next(run_restart_t *r, const supervise_result_t *res,
     const char *cause = res->cause[0] ? res->cause
                         : launched ? "the launcher lost track of the workers"
                                    : "the workers could not be started";
+    /* dtctl's own word that a restart would fail the same way (a worker
+     * of another dt). */
+    if (res->final && r->used < r->max) {
+        dt_error("not restarting: %s, and a restart would meet it again; "
+                 "%s", cause, used);
+        record(r, "end", cause, *code, NULL, -1);
+        return 0;
+    }
     /* dt-train's own word that a restart would fail the same way
      * (diverged, or a configuration error): not restarted. */
     if (r->trainer && *code == DT_TRAIN_EXIT_FINAL && r->used < r->max) {

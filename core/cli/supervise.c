@@ -33,6 +33,7 @@ typedef struct monitor {
     long long oom_kills;   /* /proc/vmstat oom_kill at start (-1: none) */
     int killed;            /* SIGKILL sent          */
     int reader_gone;       /* dtctl's output was found closed: handled */
+    int other_dt;          /* the store refused a worker: handled      */
     long long kill_at;     /* when to send SIGKILL  */
     long long give_up_at;  /* when to stop waiting  */
     /* After a first failure: which failure is the root one? */
@@ -378,6 +379,32 @@ static void on_reader_gone(monitor_t *m, int ended)
     begin_stop(m);
 }
 
+/* The store refused a worker of another dt (its error line says who and
+ * what to do): that is the cause, whatever the workers' ends say (the
+ * refused one exits 1, an old one blames the job token), and a restart
+ * would meet it again. Checked before each exit is handled: the store
+ * counts the refusal before the worker learns of it. */
+static void check_other_dt(monitor_t *m)
+{
+    const supervise_args_t *a = m->a;
+    if (m->other_dt || !a->refused || !a->refused(a->refused_arg))
+        return;
+    m->other_dt = 1;
+    m->deciding = 0;
+    m->exit_code = SUPERVISE_EXIT_OTHER_DT;
+    if (a->result) {
+        snprintf(a->result->cause, sizeof a->result->cause,
+                 "a worker runs another dt than dtctl (see the rendezvous "
+                 "store's line above)");
+        a->result->root_rank = -1;
+        a->result->final = 1;
+    }
+    dt_error("stopping the job: a worker runs another dt than this dtctl "
+             "(the rendezvous store's line above says which and what to "
+             "do); exit status %d", SUPERVISE_EXIT_OTHER_DT);
+    begin_stop(m);
+}
+
 /* Ctrl-Z (SIGTSTP): the workers stop with dtctl and continue with it, as
  * one job at the terminal. Left running they trained on unwatched, their
  * output piling up in dtctl's pipes. The deadlines move by the time
@@ -462,8 +489,10 @@ int supervise_job(const supervise_args_t *a)
                 m.exit_code = 1;
             break;
         }
+        check_other_dt(&m);
         dt_worker_exit_t ev;
         dt_status_t st = a->ops->wait(a->ctx, next_tick(&m), &ev);
+        check_other_dt(&m);
         on_reader_gone(&m, 0);
         if (a->show_prompts)
             output_lines_show_prompt(a->lines, 0);

@@ -22,6 +22,11 @@
  * silent for the transport's timeout), as timeout(1) says it. */
 #define SUPERVISE_EXIT_HUNG 124
 
+/* dtctl's exit status when the store refused a worker of another dt
+ * protocol (hosts with different dt installs): EX_CONFIG of sysexits.h,
+ * like the 65 and 75 dt uses. */
+#define SUPERVISE_EXIT_OTHER_DT 78
+
 /* A worker's exit status that says "preempted, resumable": it wrote its
  * checkpoint (dt-train, on SIGTERM or SIGUSR1) and can be resumed. */
 #define SUPERVISE_EXIT_PREEMPTED 75
@@ -43,6 +48,7 @@ typedef struct supervise_result {
                             signal 9 (Killed)", "rank 0 on h1 hung" */
     int root_rank;       /* the root failure's rank (-1: none decided)   */
     char root_host[256]; /* and its host, as the launcher named it       */
+    int final;           /* a restart would fail the same way            */
 } supervise_result_t;
 
 typedef struct supervise_args {
@@ -53,6 +59,11 @@ typedef struct supervise_args {
     /* Optional: the workers' failure record; 1 when there is one. */
     int (*culprit)(void *arg, supervise_culprit_t *out);
     void *culprit_arg;
+    /* Optional: nonzero once the store refused a worker of another dt
+     * (it said who, and what to do): the job stops at once, exit status
+     * SUPERVISE_EXIT_OTHER_DT, whatever the workers' ends say. */
+    int (*refused)(void *arg);
+    void *refused_arg;
     supervise_result_t *result; /* filled in when not NULL */
     /* The workers run dt's trainer: their exit 75 is always "preempted,
      * checkpoint written". Another program's 75 means that only after

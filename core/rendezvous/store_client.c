@@ -212,23 +212,49 @@ static int try_connect(const struct addrinfo *list, double deadline,
     return -1;
 }
 
+/* HELLO: who this client is and its protocol (store_proto.h), or, under
+ * the test hook DT_TEST_PROTO_VERSION=0, what a dt from before protocol
+ * versions sent. Its length; the nonce goes to nonce_c. */
+static size_t make_hello(int protocol, uint8_t *hello,
+                         uint8_t nonce_c[STORE_NONCE_BYTES])
+{
+    if (RAND_bytes(nonce_c, STORE_NONCE_BYTES) != 1)
+        return 0;
+    if (protocol == 0) {
+        hello[0] = STORE_HELLO;
+        memcpy(hello + 1, STORE_MAGIC_V1, STORE_MAGIC_LEN);
+        memcpy(hello + 1 + STORE_MAGIC_LEN, nonce_c, STORE_NONCE_BYTES);
+        return STORE_HELLO_V1_LEN;
+    }
+    store_hello_t me;
+    store_hello_self(&me);
+    me.protocol = (unsigned)protocol;
+    memcpy(me.nonce_c, nonce_c, STORE_NONCE_BYTES);
+    return store_hello_encode(&me, hello);
+}
+
 static dt_status_t handshake(dt_store_t *s, const uint8_t *token,
                              double deadline)
 {
-    uint8_t hello[1 + STORE_MAGIC_LEN + STORE_NONCE_BYTES];
+    uint8_t hello[STORE_MAX_HANDSHAKE_FRAME];
     uint8_t nonce_c[STORE_NONCE_BYTES], proof[1 + STORE_MAC_BYTES];
     uint8_t *body = NULL;
     size_t len = 0;
     dt_status_t st;
-
-    hello[0] = STORE_HELLO;
-    memcpy(hello + 1, STORE_MAGIC, STORE_MAGIC_LEN);
-    if (RAND_bytes(nonce_c, sizeof nonce_c) != 1)
+    int protocol = store_test_protocol();
+    size_t hello_len = make_hello(protocol, hello, nonce_c);
+    if (!hello_len)
         return DT_ERR_INTERNAL;
-    memcpy(hello + 1 + STORE_MAGIC_LEN, nonce_c, sizeof nonce_c);
-    if ((st = send_frame(s->fd, hello, sizeof hello, NULL, 0, deadline)) ||
-        (st = recv_frame(s->fd, STORE_MAX_HANDSHAKE_FRAME, deadline, &body,
-                         &len)))
+    if ((st = send_frame(s->fd, hello, hello_len, NULL, 0, deadline)))
+        goto out;
+    st = recv_frame(s->fd, STORE_MAX_HANDSHAKE_FRAME, deadline, &body, &len);
+    if (st == DT_ERR_PEER && protocol != 0) {
+        char why[1500];
+        store_closed_at_hello_text(s->where, protocol, why, sizeof why);
+        dt_error("%s", why);
+        st = DT_ERR_UNSUPPORTED;
+    }
+    if (st)
         goto out;
     /* The server proves first: a client never reveals a proof to an
      * impostor. */
@@ -244,13 +270,24 @@ static dt_status_t handshake(dt_store_t *s, const uint8_t *token,
         goto out;
     }
     proof[0] = STORE_PROOF;
-    if ((st = store_proof(token, STORE_ROLE_CLIENT, nonce_c, body + 1,
-                          proof + 1)) ||
-        (st = send_frame(s->fd, proof, sizeof proof, NULL, 0, deadline)))
+    if (protocol == 0)
+        st = store_proof(token, STORE_ROLE_CLIENT, nonce_c, body + 1,
+                         proof + 1);
+    else
+        st = store_proof_hello(token, body + 1, hello, hello_len, proof + 1);
+    if (st || (st = send_frame(s->fd, proof, sizeof proof, NULL, 0,
+                               deadline)))
         goto out;
     free(body);
     body = NULL;
     st = recv_frame(s->fd, STORE_MAX_HANDSHAKE_FRAME, deadline, &body, &len);
+    if (st == DT_OK && len >= 1 && body[0] == STORE_REFUSED) {
+        char why[1500];
+        store_refused_text(s->where, body, len, protocol, why, sizeof why);
+        dt_error("%s", why);
+        st = DT_ERR_UNSUPPORTED;
+        goto out;
+    }
     if (st == DT_OK && (len != 1 || body[0] != STORE_WELCOME))
         st = DT_ERR_INVALID;
     if (st == DT_ERR_PEER || st == DT_ERR_INVALID) {

@@ -53,6 +53,9 @@ typedef struct conn {
     char addr[80];            /* "ip:port" for log lines                   */
     double hs_deadline;       /* handshake must finish by then             */
     uint8_t nonce_c[STORE_NONCE_BYTES], nonce_s[STORE_NONCE_BYTES];
+    store_hello_t *hello;     /* what a DTSTORE2 HELLO said; NULL: v1      */
+    uint8_t *hello_raw;       /* its bytes, which the client proof covers  */
+    size_t hello_len;
     uint8_t *in;              /* received bytes, at most one frame ahead   */
     size_t in_len, in_cap;
     uint8_t *out;             /* replies not yet written                   */
@@ -93,6 +96,7 @@ struct dt_store_server {
     char quiet_addr[STRANGER_ADDRS][64]; /* distinct addresses among them */
     int quiet_naddr;
     long long quiet_other;    /* of addresses beyond quiet_addr            */
+    int refused;              /* clients of another protocol (atomic)      */
 };
 
 /* ---- connections ------------------------------------------------------ */
@@ -104,6 +108,8 @@ static void conn_free(conn_t *c)
     free(c->in);
     free(c->out);
     free(c->pkey);
+    free(c->hello);
+    free(c->hello_raw);
     OPENSSL_cleanse(c->nonce_c, sizeof c->nonce_c);
     free(c);
 }
@@ -450,14 +456,28 @@ static void handle_barrier(dt_store_server_t *s, conn_t *c, const uint8_t *b,
 
 /* ---- handshake ----------------------------------------------------------- */
 
+/* HELLO: "DTSTORE1" (dt before protocol versions: magic and nonce) or
+ * "DTSTORE2" (who the client is). Both get the same CHALLENGE: a client
+ * of another protocol is refused only once it proved the job token, so a
+ * stranger can neither stop the job nor put words in dtctl's log. */
 static void handle_hello(dt_store_server_t *s, conn_t *c, const uint8_t *b,
                          size_t len)
 {
-    if (len != 1 + STORE_MAGIC_LEN + STORE_NONCE_BYTES ||
-        b[0] != STORE_HELLO ||
-        memcmp(b + 1, STORE_MAGIC, STORE_MAGIC_LEN) != 0) {
-        drop(c, DT_LOG_WARN, "not a dt store client (bad greeting)");
-        return;
+    int v1 = len == STORE_HELLO_V1_LEN && b[0] == STORE_HELLO &&
+             memcmp(b + 1, STORE_MAGIC_V1, STORE_MAGIC_LEN) == 0;
+    if (!v1) {
+        c->hello = malloc(sizeof *c->hello);
+        c->hello_raw = malloc(len);
+        if (!c->hello || !c->hello_raw) {
+            drop(c, DT_LOG_ERROR, "out of memory reading a greeting");
+            return;
+        }
+        if (store_hello_decode(b, len, c->hello) != DT_OK) {
+            drop(c, DT_LOG_WARN, "not a dt store client (bad greeting)");
+            return;
+        }
+        memcpy(c->hello_raw, b, len);
+        c->hello_len = len;
     }
     memcpy(c->nonce_c, b + 1 + STORE_MAGIC_LEN, STORE_NONCE_BYTES);
     uint8_t msg[1 + STORE_NONCE_BYTES + STORE_MAC_BYTES];
@@ -473,6 +493,29 @@ static void handle_hello(dt_store_server_t *s, conn_t *c, const uint8_t *b,
     send_frame(c, msg, sizeof msg, NULL, 0);
 }
 
+/* A client of this job that speaks another protocol: said once here (the
+ * whole story: dtctl stops the job on it), answered with this side's
+ * protocol so the worker says it too, then closed. */
+static void refuse(dt_store_server_t *s, conn_t *c)
+{
+    char why[2048];
+    store_refusal_text(c->hello, c->addr, why, sizeof why);
+    dt_error("rendezvous store: %s", why);
+    __atomic_add_fetch(&s->refused, 1, __ATOMIC_SEQ_CST);
+    if (c->hello) { /* a dt from before protocols takes no answer */
+        uint8_t msg[3 + 2 * (STORE_TEXT_MAX + 1)];
+        size_t off = 3;
+        store_hello_t me;
+        store_hello_self(&me);
+        msg[0] = STORE_REFUSED;
+        store_put_u16(msg + 1, DT_PROTOCOL_VERSION);
+        store_text_put(msg, &off, me.version);
+        store_text_put(msg, &off, me.program);
+        send_frame(c, msg, off, NULL, 0);
+    }
+    mark_dead(c);
+}
+
 static void handle_proof(dt_store_server_t *s, conn_t *c, const uint8_t *b,
                          size_t len)
 {
@@ -480,10 +523,18 @@ static void handle_proof(dt_store_server_t *s, conn_t *c, const uint8_t *b,
         drop(c, DT_LOG_WARN, "malformed handshake");
         return;
     }
-    if (!store_proof_ok(s->token, STORE_ROLE_CLIENT, c->nonce_c, c->nonce_s,
-                        b + 1)) {
+    int ok = c->hello ? store_proof_hello_ok(s->token, c->nonce_s,
+                                             c->hello_raw, c->hello_len,
+                                             b + 1)
+                      : store_proof_ok(s->token, STORE_ROLE_CLIENT,
+                                       c->nonce_c, c->nonce_s, b + 1);
+    if (!ok) {
         drop(c, DT_LOG_WARN,
              "it does not know the job token (authentication failed)");
+        return;
+    }
+    if (!c->hello || c->hello->protocol != DT_PROTOCOL_VERSION) {
+        refuse(s, c);
         return;
     }
     c->state = CS_READY;
@@ -926,6 +977,11 @@ out:
 int dt_store_server_port(const dt_store_server_t *srv)
 {
     return srv ? srv->port : -1;
+}
+
+int dt_store_server_refused(dt_store_server_t *srv)
+{
+    return srv ? __atomic_load_n(&srv->refused, __ATOMIC_SEQ_CST) : 0;
 }
 
 void dt_store_server_stop(dt_store_server_t *s)

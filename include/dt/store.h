@@ -18,6 +18,16 @@ extern "C" {
 
 #define DT_TOKEN_BYTES 32
 
+/* dt's wire protocol: what dtctl and every worker of a job must agree on
+ * (the store's requests and keys, the transports' frames and handshakes,
+ * the collectives' tags, and which collectives dt-train runs in a step or
+ * at an epoch's end). Bump it with any change to them. A worker's
+ * first contact with the store says its protocol; the store refuses one
+ * of another (or of a dt from before this number, which says none), and
+ * dtctl stops the job: hosts with different dt installs never start to
+ * train together (docs/RENDEZVOUS.md). */
+#define DT_PROTOCOL_VERSION 2
+
 /* 32 random bytes from the system CSPRNG (libcrypto). */
 dt_status_t dt_token_generate(uint8_t token[DT_TOKEN_BYTES]);
 /* Hex text (2*DT_TOKEN_BYTES chars + NUL) for the environment. */
@@ -96,6 +106,10 @@ dt_status_t dt_store_server_start(const char *bind_addr, int port,
                                   dt_store_server_t **out);
 /* The port it listens on. */
 int dt_store_server_port(const dt_store_server_t *srv);
+/* How many clients it refused for speaking another DT_PROTOCOL_VERSION
+ * (each said in an error line): dtctl stops the job on the first. Safe
+ * to call from any thread. */
+int dt_store_server_refused(dt_store_server_t *srv);
 void dt_store_server_stop(dt_store_server_t *srv);
 
 #ifdef __cplusplus

@@ -49,22 +49,22 @@ static int frame(int fd, const uint8_t *body, size_t len)
 /* The client's side of the handshake (store_client.c), by hand. */
 static int authenticate(int fd)
 {
-    uint8_t hello[1 + STORE_MAGIC_LEN + STORE_NONCE_BYTES] = {STORE_HELLO};
-    uint8_t nonce_c[STORE_NONCE_BYTES];
+    uint8_t hello[STORE_MAX_HANDSHAKE_FRAME];
     uint8_t hdr[4], ch[1 + STORE_NONCE_BYTES + STORE_MAC_BYTES];
     uint8_t proof[1 + STORE_MAC_BYTES] = {STORE_PROOF}, welcome[5];
+    store_hello_t me;
+    store_hello_self(&me);
     /* Fresh each time: the server refuses a client nonce it has seen. */
-    if (getrandom(nonce_c, sizeof nonce_c, 0) != (ssize_t)sizeof nonce_c)
+    if (getrandom(me.nonce_c, sizeof me.nonce_c, 0) !=
+        (ssize_t)sizeof me.nonce_c)
         return -1;
-    memcpy(hello + 1, STORE_MAGIC, STORE_MAGIC_LEN);
-    memcpy(hello + 1 + STORE_MAGIC_LEN, nonce_c, sizeof nonce_c);
-    if (frame(fd, hello, sizeof hello) || xfer(fd, hdr, 4, 0) ||
+    size_t len = store_hello_encode(&me, hello);
+    if (frame(fd, hello, len) || xfer(fd, hdr, 4, 0) ||
         store_get_u32(hdr) != sizeof ch || xfer(fd, ch, sizeof ch, 0)) {
         fprintf(stderr, "fuzz_store: no challenge\n");
         return -1;
     }
-    if (store_proof(token, STORE_ROLE_CLIENT, nonce_c, ch + 1, proof + 1) !=
-            DT_OK ||
+    if (store_proof_hello(token, ch + 1, hello, len, proof + 1) != DT_OK ||
         frame(fd, proof, sizeof proof))
         return -1;
     return xfer(fd, welcome, sizeof welcome, 0) || welcome[4] != STORE_WELCOME

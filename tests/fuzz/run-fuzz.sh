@@ -44,7 +44,7 @@ echo "run-fuzz: work directory $work"
 status=0
 for t in $targets; do
     extra=
-    [ "$t" = store ] && extra="$top/core/rendezvous/store_proto.c"
+    [ "$t" = store ] && extra="$top/core/rendezvous/store_proto.c $top/core/rendezvous/store_version.c"
     clang -g -O1 -fsanitize=fuzzer $san -I"$top/include" -I"$top/core" -I"$b" \
         "$here/fuzz_$t.c" "$here/fuzz_scratch.c" $extra "$lib" $libs \
         -o "$work/fuzz_$t"
