@@ -147,7 +147,9 @@ static inline dt_status_t optim_save(const char *name, const optim_mem_t *om,
     optim_header_t h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, OPTIM_MAGIC, sizeof OPTIM_MAGIC);
-    memcpy(h.name, name, strnlen(name, sizeof h.name));
+    /* strlen, not strnlen: gcc -O1/-Os flags a bound above a literal's size */
+    size_t nl = strlen(name);
+    memcpy(h.name, name, nl < sizeof h.name ? nl : sizeof h.name);
     h.nparams = nparams;
     h.nbufs = nbufs;
     memcpy(buf, &h, sizeof h);

@@ -119,7 +119,7 @@ struct tcp_sock {
 
 struct tcp_peer {
     int rank;
-    char addr[128];       /* "host:port" for messages */
+    char addr[160];       /* "host:port" for messages */
     tcp_sock_t socks[TCP_MAX_SOCKETS];
     tcp_req_t *posted;    /* receives from this peer, in posting order */
 };

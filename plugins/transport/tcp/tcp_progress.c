@@ -814,7 +814,7 @@ static void report_timeout(tcp_ctx_t *c, dt_request_t **reqs, size_t n)
             off += (size_t)snprintf(ranks + off, sizeof ranks - off, " %d",
                                     reqs[i]->r.peer);
     }
-    char why[600], chain[256];
+    char why[1024], chain[256]; /* fits ranks and chain whole */
     int peer = c->rank;
     for (size_t i = 0; i < n; i++)
         if (!reqs[i]->r.complete) {

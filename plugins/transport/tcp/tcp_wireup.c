@@ -237,7 +237,7 @@ static void attach(tcp_ctx_t *c, int peer, int idx, int fd)
     if (strcmp(pe->addr, "?") == 0) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof ss;
-        char host[NI_MAXHOST] = "?";
+        char host[128] = "?"; /* numeric: an IPv6 address and its scope fit */
         if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
             getnameinfo((struct sockaddr *)&ss, sl, host, sizeof host, NULL,
                         0, NI_NUMERICHOST);
