@@ -152,6 +152,10 @@ out=$( (ulimit -v 150000 && timeout -k 2 20 "$DTCTL" --version) 2>&1)
 rc=$?
 if echo "$out" | grep -q Sanitizer; then
     echo "skip: ulimit -v (a sanitizer build reserves more address space)"
+elif [ $rc -eq 130 ] && echo "$out" | grep -q "pthread_create failed"; then
+    # many CPUs: OpenBLAS's constructor cannot create its threads under the
+    # limit and stops the program before main (documented, not dt's to fix)
+    echo "skip: ulimit -v: OpenBLAS stops before main on $(nproc) CPUs"
 else
     [ $rc -eq 0 ] || fail "dtctl --version under ulimit -v 150000: exit $rc (124: hung): $out"
     out=$( (ulimit -v 150000 && timeout -k 2 30 "$DTCTL" run -q -n 2 -- sh -c 'echo "${OPENBLAS_NUM_THREADS-unset}"') 2>&1)

@@ -10,7 +10,12 @@
  * environment read by that constructor prevents it, so the program runs
  * itself again with OPENBLAS_NUM_THREADS=1; what it needs later it sets
  * (openblas_set_num_threads starts more threads: dt-train's [train]
- * threads). Unlimited (the usual case) costs nothing. */
+ * threads, which may spin the same way under too tight a limit).
+ * Unlimited (the usual case) costs nothing. Not covered: a host with so
+ * many CPUs that the constructor cannot even create its threads under the
+ * limit; OpenBLAS then stops the program itself before main (exit 130,
+ * "pthread_create failed"): OPENBLAS_NUM_THREADS=1 in the environment
+ * there (docs/TRAINING.md). */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +26,27 @@
 
 #define MARK "DT_BLAS_ONE_THREAD" /* set only for the run again */
 
-void dt_blas_limit_reexec(char **argv)
+/* path: this program's file when /proc/self/exe is the program called
+ * name, not a loader that runs it (ld.so called by name: running that
+ * again with our argv would run something else); 0 otherwise, and under
+ * valgrind (its client would leave it). */
+static int own_file(const char *name, char *path, size_t len)
+{
+    const char *pre = getenv("LD_PRELOAD");
+    if (pre && strstr(pre, "vgpreload"))
+        return 0;
+    ssize_t n = readlink("/proc/self/exe", path, len - 1);
+    if (n <= 0)
+        return 0;
+    path[n] = '\0';
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (strncmp(base, "lt-", 3) == 0) /* libtool's name in a build tree */
+        base += 3;
+    return strcmp(base, name) == 0;
+}
+
+void dt_blas_limit_reexec(char **argv, const char *name)
 {
     if (getenv(MARK)) {
         unsetenv(MARK);
@@ -29,13 +54,14 @@ void dt_blas_limit_reexec(char **argv)
         return;
     }
     struct rlimit as;
+    char path[4096];
     if (getenv("OPENBLAS_NUM_THREADS") || getrlimit(RLIMIT_AS, &as) != 0 ||
-        as.rlim_cur == RLIM_INFINITY)
+        as.rlim_cur == RLIM_INFINITY || !own_file(name, path, sizeof path))
         return;
     if (setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0 ||
         setenv(MARK, "1", 1) != 0)
         return;
-    execv("/proc/self/exe", argv);
+    execv(path, argv);
     unsetenv(MARK); /* no /proc: on as before */
     unsetenv("OPENBLAS_NUM_THREADS");
 }

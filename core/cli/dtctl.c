@@ -589,7 +589,7 @@ int main(int argc, char **argv)
 {
     dt_cli_t cli = {.np = -1};
     int rc;
-    dt_blas_limit_reexec(argv);
+    dt_blas_limit_reexec(argv, "dtctl");
     if (dt_std_fds_open() != 0) {
         dt_error("cannot open /dev/null for a closed stdin, stdout or "
                  "stderr: %s (start dtctl with all three open)",

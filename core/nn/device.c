@@ -14,6 +14,7 @@
 
 #ifdef HAVE_OPENBLAS_CBLAS
 #include <cblas.h>
+#include <sys/resource.h>
 #endif
 
 static void open_cpu(dt_device_t *dev, int threads)
@@ -23,6 +24,16 @@ static void open_cpu(dt_device_t *dev, int threads)
     dev->ordinal = -1;
     dev->threads = threads;
 #ifdef HAVE_OPENBLAS_CBLAS
+    /* each OpenBLAS thread maps a buffer; one that does not fit under an
+     * address-space limit spins for ever (blas_limit.c): said up front */
+    struct rlimit as;
+    if (threads > 1 && getrlimit(RLIMIT_AS, &as) == 0 &&
+        as.rlim_cur != RLIM_INFINITY)
+        dt_warn("[train] threads = %d under an address-space limit of %llu "
+                "MiB (ulimit -v, SGE's h_vmem): an OpenBLAS thread whose "
+                "buffer does not fit spins for ever; if the job hangs, set "
+                "[train] threads = 1 or raise the limit", threads,
+                (unsigned long long)(as.rlim_cur >> 20));
     openblas_set_num_threads(threads);
     snprintf(dev->name, sizeof dev->name, "cpu (OpenBLAS, %d thread%s)",
              threads, threads == 1 ? "" : "s");

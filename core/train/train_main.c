@@ -30,7 +30,7 @@ extern char **environ;
 int main(int argc, char **argv)
 {
     dt_config_t *cfg = NULL;
-    dt_blas_limit_reexec(argv);
+    dt_blas_limit_reexec(argv, "dt-train");
     if (dt_std_fds_open() != 0) {
         fprintf(stderr, "dt-train: cannot open /dev/null for a closed "
                         "stdin, stdout or stderr: %s\n", strerror(errno));
