@@ -47,6 +47,15 @@ fi
 grep -qF "dtctl plot -o: cannot write the picture $tmp/nodir/x.png: No such file or directory; name a file in a directory that exists and that you may write to" "$tmp/out" ||
     fail "-o into a missing directory: no clear reason"
 grep -q "gnuplot" "$tmp/out" && fail "-o into a missing directory: gnuplot ran"
+# ... and a link to a picture not there yet stays a link, written through
+# (the check created the target, then removed the user's link)
+if command -v gnuplot >/dev/null 2>&1; then
+    mkdir "$tmp/tgt" && ln -s tgt/l.png "$tmp/l.png"
+    "$DTCTL" plot "$tmp/a.jsonl" -o "$tmp/l.png" >"$tmp/out" 2>&1 ||
+        fail "-o through a link: $(cat "$tmp/out")"
+    [ -L "$tmp/l.png" ] && [ -s "$tmp/tgt/l.png" ] ||
+        fail "-o through a link to a new file: the link is gone or its target empty"
+fi
 printf 'not json\n' >"$tmp/junk.jsonl"
 if "$DTCTL" plot "$tmp/junk.jsonl" -o "$tmp/j.png" >"$tmp/out" 2>&1; then
     fail "a file without metrics lines was accepted"

@@ -58,8 +58,19 @@ int dt_gnuplot_output_writable(const char *who, const char *out)
 {
     /* gnuplot would say only "cannot open file; output not changed", and
      * about its script in a temporary directory. */
-    int existed = access(out, F_OK) == 0;
-    int fd = open(out, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0666);
+    struct stat st;
+    int fd, created = 0;
+    if (lstat(out, &st) == 0) {
+        if (S_ISLNK(st.st_mode))
+            return 1; /* gnuplot writes through it (and names its target) */
+        fd = open(out, O_WRONLY | O_NONBLOCK | O_CLOEXEC); /* not changed */
+    } else {
+        /* made here, removed again: no empty picture left if what follows
+         * fails (O_EXCL: only what this call made) */
+        fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK | O_CLOEXEC,
+                  0666);
+        created = fd >= 0;
+    }
     if (fd < 0) {
         dt_error("%s: cannot write the picture %s: %s; name a file in a "
                  "directory that exists and that you may write to",
@@ -67,8 +78,8 @@ int dt_gnuplot_output_writable(const char *who, const char *out)
         return 0;
     }
     close(fd);
-    if (!existed)
-        unlink(out); /* no empty picture left if what follows fails */
+    if (created)
+        unlink(out);
     return 1;
 }
 
