@@ -95,8 +95,14 @@ rc=$?
 grep -q "error: preempted at epoch 1 step 3 (step 3 of the job), but that step's update left parameters that are not finite (the model diverged): no checkpoint written; the newest, of step 2 in ck4, stands" out ||
     { cat out; fail "the diverged preemption is not said with the checkpoint that stands"; }
 ls ck4/ckpt-000000000003* >/dev/null 2>&1 && { ls ck4; fail "the diverged state was checkpointed at the preemption"; }
-grep -q "preempted at epoch 1 step 2 (step 2 of the job): checkpoint ck4/ckpt-000000000002.dtckpt" out ||
+grep -q "preempted: the newest checkpoint is ck4/ckpt-000000000002.dtckpt (epoch 1 step 2, step 2 of the job)" out ||
     { cat out; fail "dtctl did not name the step-2 checkpoint as the one to resume"; }
+# ... before any checkpoint: nothing is said to be saved
+DT_TEST_PREEMPT_AT=1 DT_TEST_INF_PARAM_AT=1 run --set train.checkpoint_dir=ck5
+rc=$?
+[ $rc -eq 75 ] && grep -q "preempted before any checkpoint was written in ck5: rerun the job (it starts from the beginning)" out ||
+    { cat out; fail "a diverged preemption before any checkpoint: exit $rc, not said"; }
+grep -q "after saving their state" out && { cat out; fail "dtctl said state was saved"; }
 run --set train.checkpoint_dir=ck4 --set train.checkpoint_every=1steps --resume ||
     { cat out; fail "--resume after the diverged preemption failed"; }
 grep -q "resuming from ck4/ckpt-000000000002.dtckpt" out || { cat out; fail "did not resume from step 2"; }

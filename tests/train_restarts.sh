@@ -128,9 +128,9 @@ wait_for b/ckpt-000000000200.dtckpt $dp || { cat out.b; fail "(b) no step-200 ch
 kill -TERM $dp
 wait $dp; rc=$?
 [ $rc -eq 75 ] || { cat out.b; fail "(b) exit $rc after SIGTERM, expected 75"; }
-line=$(grep "dt: warning: preempted at epoch" out.b)
+line=$(grep "dt: warning: preempted: the newest checkpoint is" out.b)
 [ -n "$line" ] || { cat out.b; fail "(b) dtctl did not say where it was preempted"; }
-step=$(echo "$line" | sed -n 's/.*(step \([0-9]*\) of the job).*/\1/p')
+step=$(echo "$line" | sed -n 's/.*, step \([0-9]*\) of the job).*/\1/p')
 echo "(b) $line"
 [ -f "b/ckpt-$(printf %012d "$step").dtckpt" ] || { ls b; fail "(b) no checkpoint at step $step"; }
 # The signal came after the step-200 checkpoint: the preemption checkpoint

@@ -215,18 +215,23 @@ static void used_text(const run_restart_t *r, char *buf, size_t len)
 static void say_preempted(const run_restart_t *r, int code)
 {
     dt_train_checkpoint_t ck;
+    const char *what = code == DT_TRAIN_EXIT_PREEMPTED ? "preempted"
+                                                       : "stopped";
+    /* the newest checkpoint, which is the preemption's own unless the
+     * workers wrote none (a diverged state: rank 0 said why) */
     if (r->trainer && r->ckpt_dir &&
         dt_train_latest_checkpoint(r->ckpt_dir, &ck) == DT_OK)
-        dt_warn("%s at epoch %llu step %llu (step %llu of the job): "
-                "checkpoint %s; rerun with --resume to continue from it",
-                code == DT_TRAIN_EXIT_PREEMPTED ? "preempted" : "stopped",
-                (unsigned long long)ck.epoch,
+        dt_warn("%s: the newest checkpoint is %s (epoch %llu step %llu, "
+                "step %llu of the job); rerun with --resume to continue "
+                "from it", what, ck.path, (unsigned long long)ck.epoch,
                 (unsigned long long)ck.step_in_epoch,
-                (unsigned long long)ck.global_step, ck.path);
+                (unsigned long long)ck.global_step);
+    else if (r->trainer && r->ckpt_dir)
+        dt_warn("%s before any checkpoint was written in %s: rerun the job "
+                "(it starts from the beginning)", what, r->ckpt_dir);
     else
         dt_warn("%s: the workers exited with %d after saving their state "
-                "(resumable); rerun the job to continue",
-                code == DT_TRAIN_EXIT_PREEMPTED ? "preempted" : "stopped",
+                "(resumable); rerun the job to continue", what,
                 DT_TRAIN_EXIT_PREEMPTED);
 }
 
