@@ -4,8 +4,9 @@
 # every rank opens one connection (or sockets_per_peer) to each lower rank
 # and accepts one from each higher rank (its debug line counts them), and
 # every collective of the C API example is then exact. 70 ranks cross the
-# 64 addresses of one store lookup and the 16 handshakes in flight. No
-# timing assertions; every dtctl call is bounded.
+# 64 addresses of one store lookup and the 16 handshakes in flight. A rank
+# that starts late holds nobody's handshake up. No timing assertions; every
+# dtctl call is bounded.
 set -u
 plugin="$top_builddir/plugins/modules/dt_transport_tcp.so"
 if [ ! -e "$plugin" ]; then
@@ -47,6 +48,17 @@ mesh() {
 }
 
 mesh 5 3
+# A rank that starts late (rank 1, 3 s): the higher ranks' handshakes with
+# rank 0, in flight, must end before they wait for rank 1's address; left
+# waiting, rank 0 (32 slots) gave up on them after 1 s and the job failed.
+if ! timeout -k 5 120 "$DTCTL" run -q -n 40 --transport=tcp --set collectives.shm=off \
+    -- sh -c '[ "$DT_RANK" = 1 ] && sleep 3; exec "$0"' "$ex" >"$tmp/out" 2>"$tmp/err"; then
+    fail "40 ranks, rank 1 late: dtctl exited non-zero: $(tail -n 5 "$tmp/err")"
+elif ! grep -q "allreduce example: 40 ranks, all collectives correct" "$tmp/out"; then
+    fail "40 ranks, rank 1 late: no success line"
+else
+    echo "ok: 40 ranks, rank 1 started 3 s late: the mesh still forms"
+fi
 # dtctl refuses N workers under a hard limit of 4N + 64 descriptors.
 hard=$(ulimit -Hn)
 if [ "$hard" != unlimited ] && [ "$hard" -lt $((4 * 70 + 64)) ]; then

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <dt/clock.h>
@@ -149,17 +150,28 @@ static void json_str(FILE *f, const char *s)
  * trainer's next one too (readers of JSON lines fail on both). 0 or errno. */
 static int append_line(const char *path, const char *line, size_t len)
 {
-    FILE *f = fopen(path, "a");
-    if (!f)
+    /* write(2), not stdio: nothing left buffered that a close could add
+     * after the part written was taken back */
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0)
         return errno;
     struct stat sb;
-    int regular = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode);
-    int ok = fwrite(line, 1, len, f) == len && fflush(f) == 0 && !ferror(f);
-    int err = ok ? 0 : errno ? errno : EIO;
-    if (!ok && regular && ftruncate(fileno(f), sb.st_size) != 0)
+    int regular = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+    size_t done = 0;
+    int err = 0;
+    while (done < len && !err) {
+        ssize_t n = write(fd, line + done, len - done);
+        if (n > 0)
+            done += (size_t)n;
+        else if (n < 0 && errno == EINTR)
+            continue;
+        else
+            err = n < 0 ? errno : ENOSPC;
+    }
+    if (err && done > 0 && regular && ftruncate(fd, sb.st_size) != 0)
         dt_warn("%s: cannot take back the line written in part: %s", path,
                 strerror(errno));
-    if (fclose(f) != 0 && ok)
+    if (close(fd) != 0 && !err)
         err = errno;
     return err;
 }

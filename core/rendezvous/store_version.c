@@ -116,10 +116,12 @@ void store_closed_at_hello_text(const char *where, int advertised,
     store_hello_self(&me);
     snprintf(buf, blen,
              "rendezvous store at %s closed the connection at this worker's "
-             "greeting: dtctl there is most likely an older dt, from before "
-             "protocol versions, which takes no other greeting (this "
-             "worker: dt %s of protocol %d, program %s, libdt %s; dtctl's "
-             "own log names the connection 'not a dt store client' or 'too "
-             "large', or else says why it dropped it); " INSTALL_SAME,
+             "greeting: either dtctl there is an older dt, from before "
+             "protocol versions, which takes no other greeting, or it "
+             "dropped this connection for a reason its log gives (too many "
+             "connections at once, the job stopping) (this worker: dt %s of "
+             "protocol %d, program %s, libdt %s; an older dtctl's log names "
+             "the connection 'not a dt store client' or 'too large'); when "
+             "it is the version: " INSTALL_SAME,
              where, me.version, advertised, me.program, me.libdt);
 }

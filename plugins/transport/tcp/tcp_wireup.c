@@ -413,6 +413,11 @@ static dt_status_t connect_lower(tcp_ctx_t *c, const dt_transport_args_t *a,
         dt_store_lookup(a->store, kp, (size_t)k, vals, lens);
         for (int i = 0; i < k; i++) {
             char host[128] = "", port[16] = "";
+            /* A rank not yet published is waited for below: the
+             * handshakes in flight end first, or their acceptors give up
+             * on them meanwhile (a rank that started late failed the job) */
+            while (st == DT_OK && !vals[i] && og.n > 0)
+                st = outgoing_round(c, &og);
             if (st == DT_OK)
                 st = peer_address(c, a, base + i, vals[i], lens[i], deadline,
                                   host, port);
