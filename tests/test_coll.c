@@ -407,6 +407,38 @@ static void test_reduce_local_kernels(void **state)
                      DT_ERR_UNSUPPORTED);
 }
 
+/* dt_reduce_scale (the average's 1/n) gives, element by element, the bits
+ * of one scalar multiply: vector body and scalar tail alike (lengths
+ * around the vector width, unaligned starts), NaN, infinities, -0 and
+ * subnormals included, and nothing past the end is written. */
+static void test_reduce_scale_bits(void **state)
+{
+    (void)state;
+    const double in[] = {1.5, -0.0, NAN, INFINITY, -3.25, 1e-40, 7.0,
+                         -1e-310, 0.1, 3e38, -2.0};
+    const size_t k = sizeof in / sizeof in[0];
+    for (size_t n = 0; n < 40; n++) {
+        float f[48], fw[48];
+        double d[48], dw[48];
+        for (size_t i = 0; i < n + 2; i++) {
+            d[i] = in[(i + n) % k];
+            f[i] = (float)d[i];
+        }
+        for (size_t i = 0; i < n + 2; i++) {
+            fw[i] = i >= 1 && i <= n ? f[i] * (float)(1.0 / 3) : f[i];
+            dw[i] = i >= 1 && i <= n ? d[i] * (1.0 / 3) : d[i];
+        }
+        assert_int_equal(dt_reduce_scale(f + 1, n, DT_FLOAT32, 1.0 / 3),
+                         DT_OK);
+        assert_int_equal(dt_reduce_scale(d + 1, n, DT_FLOAT64, 1.0 / 3),
+                         DT_OK);
+        assert_memory_equal(f, fw, (n + 2) * sizeof *f);
+        assert_memory_equal(d, dw, (n + 2) * sizeof *d);
+    }
+    assert_int_equal(dt_reduce_scale(NULL, 1, DT_BFLOAT16, 0.5),
+                     DT_ERR_UNSUPPORTED);
+}
+
 /* max/min give the same bits whichever operand comes first (recursive
  * doubling computes mine OP peer's on both ranks of a pair): NaN on
  * either side is NaN, max(+0, -0) = +0, min = -0; vector body and scalar
@@ -461,6 +493,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reduce_local_kernels),
+        cmocka_unit_test(test_reduce_scale_bits),
         cmocka_unit_test(test_max_min_order_free),
         cmocka_unit_test(test_allreduce_counts),
         cmocka_unit_test(test_allreduce_large),

@@ -2,6 +2,7 @@
  * initialization, the gradient-ready callback, a short training run
  * that must learn a separable task, and the parameter tensors and kinds
  * the trainer gives a layer-wise optimizer. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -586,6 +587,51 @@ static void test_conv_winograd4_agrees(void **state)
                 "flatten linear(10)", 3, 16, 16, 4, DT_CONV_WINOGRAD4, 1e-4f);
 }
 
+/* dt_gemm with beta = 0 (every layer's call) writes C = A B whatever C
+ * held before, NaN included, and nothing of a row past its n columns
+ * (ldc > n); with beta = 1 it adds to C. Small integers: exact sums. */
+static void test_gemm_beta_zero(void **state)
+{
+    (void)state;
+    dt_device_t *dev = NULL;
+    assert_int_equal(dt_device_open("cpu", 0, 1, &dev), DT_OK);
+    enum { M = 3, N = 5, K = 4, LDC = 7 };
+    float a[M * K], b[K * N], c[M * LDC], want[M * N];
+    for (int i = 0; i < M * K; i++)
+        a[i] = (float)(i % 5) - 2.0f;
+    for (int i = 0; i < K * N; i++)
+        b[i] = (float)(i % 3) + 1.0f;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float sum = 0.0f;
+            for (int p = 0; p < K; p++)
+                sum += a[i * K + p] * b[p * N + j];
+            want[i * N + j] = sum;
+        }
+    for (int ldc = N; ldc <= LDC; ldc += LDC - N) {
+        for (int i = 0; i < M * LDC; i++)
+            c[i] = i % 2 ? NAN : 1e30f;
+        assert_int_equal(dt_gemm(dev, 0, 0, M, N, K, 1.0f, a, K, b, N, 0.0f,
+                                 c, ldc),
+                         DT_OK);
+        for (int i = 0; i < M; i++) {
+            for (int j = 0; j < N; j++)
+                assert_true(c[i * ldc + j] == want[i * N + j]);
+            for (int j = N; j < ldc; j++) { /* past the row: untouched */
+                int at = i * ldc + j;
+                assert_true(at % 2 ? isnan(c[at]) : c[at] == 1e30f);
+            }
+        }
+        assert_int_equal(dt_gemm(dev, 0, 0, M, N, K, 1.0f, a, K, b, N, 1.0f,
+                                 c, ldc),
+                         DT_OK);
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++)
+                assert_true(c[i * ldc + j] == 2.0f * want[i * N + j]);
+    }
+    dt_device_close(dev);
+}
+
 static void test_device_open(void **state)
 {
     dt_device_t *dev = NULL;
@@ -1078,6 +1124,7 @@ int main(void)
         cmocka_unit_test(test_layouts_agree),
         cmocka_unit_test(test_layout_choice),
         cmocka_unit_test(test_device_open),
+        cmocka_unit_test(test_gemm_beta_zero),
         cmocka_unit_test(test_resnet20_params),
         cmocka_unit_test(test_grad_buffers_shared),
         cmocka_unit_test(test_flops),

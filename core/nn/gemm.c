@@ -55,6 +55,19 @@ dt_status_t dt_gemm(dt_device_t *dev, int trans_a, int trans_b, int m, int n,
         return DT_OK;
     }
 #ifdef HAVE_OPENBLAS_CBLAS
+    if (beta == 0.0f) {
+        /* OpenBLAS zeroes C for beta = 0 column by column (sgemm_beta),
+         * then accumulates into it; a row of a conv's C is often a few
+         * channels, so that loop cost a small ResNet's step 7.8% of its
+         * instructions. Zeroed here a row at a time, the same product is
+         * accumulated onto the same zeros with beta = 1. */
+        if (ldc == n)
+            memset(c, 0, (size_t)m * (size_t)n * sizeof *c);
+        else
+            for (int i = 0; i < m; i++)
+                memset(c + (size_t)i * ldc, 0, (size_t)n * sizeof *c);
+        beta = 1.0f;
+    }
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda,
                 b, ldb, beta, c, ldc);
