@@ -3,10 +3,13 @@
  * checkpoint intact, corrupt and truncated files are detected, named and
  * skipped, a newer dt's format is named as such and not gone past, an
  * unreadable directory is an error, the start-up check of the
- * directory, and a write is durable: fsync of the whole temporary file,
- * rename, fsync of the directory (and of the parent of a new one), in
- * that order (this program defines fsync, fdatasync and rename, exported
- * so that libdt's calls come here, records them and calls libc's). */
+ * directory, files set aside (a corrupt one --resume went past, a
+ * rollback's) never go over an earlier one, and a write is durable:
+ * fsync of the whole temporary file, rename, fsync of the directory (and
+ * of the parent of a new one), in that order (this program defines
+ * fsync, fdatasync and rename, exported so that libdt's calls come here,
+ * records them and calls libc's; and renameat2 and link, to take
+ * RENAME_NOREPLACE and hard links away as some filesystems do). */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +19,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -634,6 +638,103 @@ static void test_new_dir_synced(void **state)
     }
 }
 
+/* ---- files set aside, never over another (ckpt_aside.c) ------------------ */
+
+/* 0: libc's renameat2 and link; 1: no RENAME_NOREPLACE (NFS's EINVAL);
+ * 2: and no hard links either (EPERM). */
+static int aside_mode;
+static int (*real_renameat2)(int, const char *, int, const char *,
+                             unsigned int);
+static int (*real_link)(const char *, const char *);
+
+int renameat2(int ofd, const char *from, int nfd, const char *to,
+              unsigned int flags)
+{
+    if (aside_mode >= 1 && (flags & RENAME_NOREPLACE)) {
+        errno = EINVAL;
+        return -1;
+    }
+    return real_renameat2(ofd, from, nfd, to, flags);
+}
+
+int link(const char *from, const char *to)
+{
+    if (aside_mode >= 2) {
+        errno = EPERM;
+        return -1;
+    }
+    return real_link(from, to);
+}
+
+static void put_text(const char *name, const char *text)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void assert_text(const char *name, const char *want)
+{
+    char p[512], got[64] = "";
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "r");
+    if (!f)
+        fail_msg("%s: missing", p);
+    size_t n = fread(got, 1, sizeof got - 1, f);
+    fclose(f);
+    got[n] = '\0';
+    assert_string_equal(got, want);
+}
+
+/* A corrupt file --resume went past, twice at one step: NAME.corrupt and
+ * NAME.corrupt.1, the first never renamed over (each way the rename can
+ * go: RENAME_NOREPLACE, a hard link, a look first); neither is in the
+ * series; a file gone meanwhile is DT_ERR_NOT_FOUND. */
+static void test_set_aside(void **state)
+{
+    (void)state;
+    const char *name = "ckpt-000000000020.dtckpt";
+    char to[4200], want[4200];
+    for (aside_mode = 0; aside_mode <= 2; aside_mode++) {
+        clear_dir();
+        put_text(name, "first");
+        assert_int_equal(dt_ckpt_set_aside(dir, name, ".corrupt", to,
+                                           sizeof to), DT_OK);
+        snprintf(want, sizeof want, "%s/%s.corrupt", dir, name);
+        assert_string_equal(to, want);
+        put_text(name, "second");
+        assert_int_equal(dt_ckpt_set_aside(dir, name, ".corrupt", to,
+                                           sizeof to), DT_OK);
+        snprintf(want, sizeof want, "%s/%s.corrupt.1", dir, name);
+        assert_string_equal(to, want);
+        assert_text("ckpt-000000000020.dtckpt.corrupt", "first");
+        assert_text("ckpt-000000000020.dtckpt.corrupt.1", "second");
+        assert_false(exists(name));
+        dt_ckpt_entry_t *v = NULL;
+        size_t n = 1;
+        assert_int_equal(dt_ckpt_list(dir, &v, &n), DT_OK);
+        assert_int_equal(n, 0);
+        free(v);
+        assert_int_equal(dt_ckpt_set_aside(dir, name, ".corrupt", to,
+                                           sizeof to), DT_ERR_NOT_FOUND);
+    }
+    aside_mode = 0;
+    /* two rollbacks past step 30: both branches kept */
+    clear_dir();
+    size_t moved = 0;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(write_step(30, 0), DT_OK);
+        assert_int_equal(dt_ckpt_set_aside_after(dir, 20, ".diverged",
+                                                 &moved), DT_OK);
+        assert_int_equal(moved, 1);
+    }
+    assert_true(exists("ckpt-000000000030.dtckpt.diverged"));
+    assert_true(exists("ckpt-000000000030.dtckpt.diverged.1"));
+}
+
 /* The file's mode is 0666 less the umask, as for metrics and TensorBoard
  * files: umask 077 gives 0600, umask 022 gives 0644 (a fixed fchmod 0644
  * once made every checkpoint world-readable). */
@@ -662,8 +763,12 @@ int main(void)
     *(void **)&real_fsync = dlsym(RTLD_NEXT, "fsync");
     *(void **)&real_fdatasync = dlsym(RTLD_NEXT, "fdatasync");
     *(void **)&real_rename = dlsym(RTLD_NEXT, "rename");
-    if (!real_fsync || !real_fdatasync || !real_rename) {
-        fprintf(stderr, "test_ckpt: no libc fsync/fdatasync/rename: %s\n",
+    *(void **)&real_renameat2 = dlsym(RTLD_NEXT, "renameat2");
+    *(void **)&real_link = dlsym(RTLD_NEXT, "link");
+    if (!real_fsync || !real_fdatasync || !real_rename || !real_renameat2 ||
+        !real_link) {
+        fprintf(stderr, "test_ckpt: no libc fsync/fdatasync/rename/"
+                "renameat2/link: %s\n",
                 dlerror());
         return 99;
     }
@@ -681,6 +786,7 @@ int main(void)
         cmocka_unit_test(test_check_dir),
         cmocka_unit_test(test_new_dir_synced),
         cmocka_unit_test(test_mode_follows_umask),
+        cmocka_unit_test(test_set_aside),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -225,7 +225,9 @@ run -n 2 --metrics /dev/full --set train.checkpoint_dir=nospace job.ini ||
     { ls nospace; fail "checkpoints missing after a metrics failure"; }
 
 # ---- checkpoint_keep counts this run's lineage: a corrupt newer file that
-# --resume went past neither pushes out good checkpoints nor is deleted ---
+# --resume went past is set aside (NAME.corrupt): it neither pushes out
+# good checkpoints nor is deleted (tests/train_ckpt_corrupt.sh: nor
+# overwritten)
 : >out
 run -n 2 --set train.checkpoint_dir=lin --set train.checkpoint_steps=100 \
     job.ini || { cat out; fail "lineage: first run"; }
@@ -233,25 +235,26 @@ printf 'X' | dd of=lin/ckpt-000000000250.dtckpt bs=1 seek=5000 conv=notrunc 2>/d
 run -n 2 --resume --set train.checkpoint_dir=lin --set train.checkpoint_keep=1 \
     --set train.checkpoint_steps=10 --set train.max_steps=210 job.ini ||
     { cat out; fail "lineage: resume past the corrupt checkpoint"; }
-grep -q "warning: lin: ckpt-000000000250.dtckpt, newer than the checkpoint resumed from, did not verify: not this run's from here on; checkpoint_keep neither counts nor deletes them" out ||
+grep -q "warning: lin/ckpt-000000000250.dtckpt did not verify (see above): set aside as lin/ckpt-000000000250.dtckpt.corrupt, which --resume never picks" out ||
     { cat out; fail "lineage: the corrupt newer file is not said"; }
-got=$(cd lin && ls ckpt-*.dtckpt | tr '\n' ' ')
-[ "$got" = "ckpt-000000000210.dtckpt ckpt-000000000250.dtckpt " ] ||
-    fail "lineage: checkpoint_keep = 1 left '$got' (want the new 210 and the corrupt 250)"
+got=$(cd lin && ls ckpt-* | tr '\n' ' ')
+[ "$got" = "ckpt-000000000210.dtckpt ckpt-000000000250.dtckpt.corrupt " ] ||
+    fail "lineage: checkpoint_keep = 1 left '$got' (want the new 210 and the corrupt 250 set aside)"
 # at another world size the steps pass 250 without writing it (210 on 2
 # workers is step 171 of 250 on 1; the job ends at 290): keep = 2 keeps
-# two good ones, never counting the corrupt one
+# two good ones, the corrupt one still aside
 : >out
 run -n 1 --resume --set train.checkpoint_dir=lin --set train.checkpoint_keep=2 \
     --set train.checkpoint_steps=100 job.ini ||
     { cat out; fail "lineage: resume on 1 worker"; }
-got=$(cd lin && ls ckpt-*.dtckpt | tr '\n' ' ')
-[ "$got" = "ckpt-000000000210.dtckpt ckpt-000000000250.dtckpt ckpt-000000000290.dtckpt " ] ||
+got=$(cd lin && ls ckpt-* | tr '\n' ' ')
+[ "$got" = "ckpt-000000000210.dtckpt ckpt-000000000250.dtckpt.corrupt ckpt-000000000290.dtckpt " ] ||
     fail "lineage: at another world size checkpoint_keep = 2 left '$got'"
 
 # ---- --resume with only corrupt checkpoints: refused, naming them; they
-# stay. dtctl's automatic restart (DT_RESTART_COUNT) starts over instead.
-mkdir bad && cp lin/ckpt-000000000250.dtckpt bad/
+# stay. dtctl's automatic restart (DT_RESTART_COUNT) starts over instead,
+# setting them aside first.
+mkdir bad && cp lin/ckpt-000000000250.dtckpt.corrupt bad/ckpt-000000000250.dtckpt
 : >out
 run -n 2 --resume --set train.checkpoint_dir=bad job.ini &&
     { cat out; fail "--resume with only a corrupt checkpoint started over"; }
@@ -262,7 +265,7 @@ DT_RESTART_COUNT=1 DT_TRAIN_RESUME=yes DT_TRAIN_CHECKPOINT_DIR=bad \
     { cat out; fail "an automatic restart with only corrupt checkpoints failed"; }
 grep -q "warning: restart: no checkpoint in bad verifies (ckpt-000000000250.dtckpt, each named above): training starts from the beginning" out ||
     { cat out; fail "restart over corrupt checkpoints: not said"; }
-[ -f bad/ckpt-000000000250.dtckpt ] && [ -f bad/ckpt-000000000010.dtckpt ] ||
+[ -f bad/ckpt-000000000250.dtckpt.corrupt ] && [ -f bad/ckpt-000000000010.dtckpt ] ||
     { ls bad; fail "restart over corrupt checkpoints: files"; }
 
 # ---- another model of the same parameter count is refused, naming both;

@@ -47,17 +47,28 @@ dt_status_t dt_ckpt_write_named(const char *dir, const char *name,
  * newest `keep` checkpoints (keep <= 0: none) among those of steps up to
  * `upto` (the one just written), leaving out the steps in skip[0..nskip).
  * Files of later steps, or skipped ones, are not this run's (a corrupt
- * newer checkpoint that --resume went past): they neither count nor are
- * deleted, so they cannot push out good ones. (A rollback sets its
+ * newer checkpoint that --resume went past and could not set aside):
+ * they neither count nor are deleted, so they cannot push out good ones. (A rollback sets its
  * abandoned steps aside: dt_ckpt_set_aside_after.) */
 void dt_ckpt_prune(const char *dir, int keep, uint64_t upto,
                    const uint64_t *skip, size_t nskip);
 
-/* The series files of steps after `step` out of the series: each renamed
- * to its name + suffix (kept, never loaded or pruned), then dir synced.
- * *moved: how many. A missing dir is none; DT_ERR_IO names what failed. */
+/* dir/name out of the series (ckpt_aside.c): renamed within dir to
+ * name + suffix (e.g. ".corrupt"), or name + suffix + ".1", ".2"... when
+ * that is taken: never over an existing file; then dir synced. The new
+ * path in to. DT_ERR_NOT_FOUND: no such file (nothing done, quiet);
+ * DT_ERR_IO: logged, naming the file and the reason. */
+dt_status_t dt_ckpt_set_aside(const char *dir, const char *name,
+                              const char *suffix, char *to, size_t tolen);
+
+/* The series files of steps after `step` out of the series, each by
+ * dt_ckpt_set_aside (kept, never loaded or pruned). *moved: how many. A
+ * missing dir is none; DT_ERR_IO names what failed. */
 dt_status_t dt_ckpt_set_aside_after(const char *dir, uint64_t step,
                                     const char *suffix, size_t *moved);
+
+/* fsync of a directory, so that renames in it last; DT_ERR_IO logged. */
+dt_status_t dt_ckpt_sync_dir(const char *dir);
 
 /* Before training: create dir as dt_ckpt_write would and a file in it
  * (removed again), so that an unwritable directory fails at the start,

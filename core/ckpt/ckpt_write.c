@@ -106,7 +106,7 @@ static dt_status_t put_all(writer_t *w, uint64_t step,
     return st;
 }
 
-static dt_status_t sync_dir(const char *dir)
+dt_status_t dt_ckpt_sync_dir(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     if (fd < 0 || fsync(fd) != 0) {
@@ -127,11 +127,11 @@ static dt_status_t sync_parent(char *p)
 {
     char *slash = strrchr(p, '/');
     if (!slash)
-        return sync_dir(".");
+        return dt_ckpt_sync_dir(".");
     if (slash == p)
-        return sync_dir("/");
+        return dt_ckpt_sync_dir("/");
     *slash = '\0';
-    dt_status_t st = sync_dir(p);
+    dt_status_t st = dt_ckpt_sync_dir(p);
     *slash = '/';
     return st;
 }
@@ -188,33 +188,6 @@ void dt_ckpt_prune(const char *dir, int keep, uint64_t upto,
                     strerror(errno));
     }
     free(v);
-}
-
-dt_status_t dt_ckpt_set_aside_after(const char *dir, uint64_t step,
-                                    const char *suffix, size_t *moved)
-{
-    dt_ckpt_entry_t *v;
-    size_t n;
-    *moved = 0;
-    dt_status_t st = dt_ckpt_list(dir, &v, &n);
-    if (st != DT_OK)
-        return st == DT_ERR_NOT_FOUND ? DT_OK : st;
-    char from[4096], to[4200];
-    for (size_t i = 0; i < n && v[i].step > step; i++) { /* newest first */
-        snprintf(from, sizeof from, "%s/%s", dir, v[i].name);
-        snprintf(to, sizeof to, "%s%s", from, suffix);
-        if (rename(from, to) != 0) {
-            dt_error("%s: cannot set it aside as %s: %s", from, to,
-                     strerror(errno));
-            st = DT_ERR_IO;
-            break;
-        }
-        (*moved)++;
-    }
-    free(v);
-    if (*moved && st == DT_OK)
-        st = sync_dir(dir);
-    return st;
 }
 
 /* mkstemp's unique name, but created with mode 0666 so the umask decides
@@ -304,7 +277,7 @@ dt_status_t dt_ckpt_write_named(const char *dir, const char *name,
         goto out;
     }
     tmp[0] = '\0';
-    if ((st = sync_dir(dir)) != DT_OK)
+    if ((st = dt_ckpt_sync_dir(dir)) != DT_OK)
         goto out;
     /* a named file is not in the series */
     dt_ckpt_prune(dir, name ? 0 : keep, step, NULL, 0);

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,24 +93,33 @@ int plan_read_profile(const char *path, const char *transport, tprof_t *t)
     return 0;
 }
 
+/* argv's standard output in *out, a scratch file rewound: 0; -1 when it
+ * could not be run or failed, *out closed (NULL). */
 static int run_capture(char *const argv[], const char *env, FILE **out)
 {
     *out = dt_temp_file("plan --measure");
     if (!*out)
         return -1;
     pid_t pid = fork();
-    if (pid < 0)
-        return -1;
     if (pid == 0) {
-        dup2(fileno(*out), 1);
+        /* The file is close-on-exec; dup2 gives fd 1 without the flag,
+         * but is a no-op when it is fd 1 already (dtctl's stdout closed). */
+        int fd = fileno(*out);
+        if (fd == STDOUT_FILENO ? fcntl(fd, F_SETFD, 0) != 0
+                                : dup2(fd, STDOUT_FILENO) < 0)
+            _exit(127);
         if (env)
             putenv((char *)env);
         execv(argv[0], argv);
         _exit(127);
     }
     int st;
-    if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+    if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) ||
+        WEXITSTATUS(st)) {
+        fclose(*out);
+        *out = NULL;
         return -1;
+    }
     rewind(*out);
     return 0;
 }
@@ -137,7 +147,7 @@ int plan_measure_profile(const char *path)
         dt_error("plan: --profile %s: path too long", path);
         return 1;
     }
-    FILE *pf = fopen(tmp, "w");
+    FILE *pf = fopen(tmp, "we"); /* not held open by the benches */
     if (!pf) {
         dt_error("plan: cannot write %s: %s", tmp, strerror(errno));
         return 1;

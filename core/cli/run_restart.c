@@ -100,7 +100,10 @@ dt_status_t run_restart_init(const dt_config_t *cfg, int trainer,
         dt_warn("[cluster] max_restarts = %lld without [train] "
                 "checkpoint_dir: a restart trains from the beginning",
                 r->max);
-    return trainer ? check_fresh(cfg, r) : DT_OK;
+    dt_status_t st = trainer ? check_fresh(cfg, r) : DT_OK;
+    if (st != DT_OK) /* the caller frees nothing after a failure */
+        run_restart_free(r);
+    return st;
 }
 
 void run_restart_free(run_restart_t *r)

@@ -28,7 +28,8 @@ typedef struct run_restart {
 } run_restart_t;
 
 /* Read the keys. trainer: the job runs dt-train; workdir: the workers'
- * directory (relative paths are relative to it), NULL: dtctl's. */
+ * directory (relative paths are relative to it), NULL: dtctl's. On
+ * failure *r holds nothing to free (run_restart_free is still safe). */
 dt_status_t run_restart_init(const dt_config_t *cfg, int trainer,
                              const char *workdir, run_restart_t *r);
 void run_restart_free(run_restart_t *r);

@@ -2,7 +2,9 @@
  * machines where /tmp is small, full or read-only users point TMPDIR
  * elsewhere and expect every tool to follow. A failure names the
  * directory and the variable that moves it. */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -57,7 +59,9 @@ int dt_temp_mkstemp(const char *who, const char *name, char *buf,
 {
     if (make_template(who, "file", name, buf, len) != 0)
         return -1;
-    int fd = mkstemp(buf);
+    /* close-on-exec: a program dtctl starts meanwhile (a bench, the
+     * simulator, gnuplot) does not hold it open */
+    int fd = mkostemp(buf, O_CLOEXEC);
     if (fd < 0)
         say_cannot(who, "file", strerror(errno));
     return fd;

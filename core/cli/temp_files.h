@@ -18,12 +18,12 @@ int dt_temp_mkdtemp(const char *who, const char *name, char *buf,
                     size_t len);
 
 /* A new file <temp dir>/<name>XXXXXX, its path in buf: the open
- * descriptor, or -1 after such an error. */
+ * descriptor (close-on-exec), or -1 after such an error. */
 int dt_temp_mkstemp(const char *who, const char *name, char *buf,
                     size_t len);
 
-/* An unnamed scratch file (tmpfile(3), which ignores TMPDIR): NULL after
- * such an error. */
+/* An unnamed scratch file (as tmpfile(3), which ignores TMPDIR; and
+ * close-on-exec): NULL after such an error. */
 FILE *dt_temp_file(const char *who);
 
 #endif /* DT_CLI_TEMP_FILES_H */

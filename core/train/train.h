@@ -34,6 +34,9 @@
 
 /* checkpoint_best's file in checkpoint_dir, beside the ckpt-<step> ones. */
 #define DT_TRAIN_BEST_NAME "best.dtckpt"
+/* Appended to a checkpoint --resume went past because it did not verify:
+ * kept, out of the series (docs/TRAINING.md). */
+#define DT_TRAIN_CORRUPT_SUFFIX ".corrupt"
 
 typedef struct dt_trainer {
     const dt_config_t *cfg;

@@ -446,14 +446,42 @@ static dt_status_t set_foreign(dt_trainer_t *t, const dt_ckpt_entry_t *v,
     return DT_OK;
 }
 
+/* Rank 0 (load_on_root), --resume: the files v[0..*n) of steps above
+ * `step` did not verify (each named above). Each is set aside as
+ * NAME.corrupt (.corrupt.1... beside an earlier one), which no scan
+ * picks: this run's own checkpoint of that step would be renamed over it,
+ * and it may be what a user recovers by hand or shows in a storage bug
+ * report. One that cannot be moved (said) stays, foreign: v[0..*n) on
+ * return. */
+static dt_status_t set_aside_unverified(dt_trainer_t *t, dt_ckpt_entry_t *v,
+                                        size_t *n, uint64_t step)
+{
+    size_t kept = 0;
+    char to[4200];
+    for (size_t i = 0; i < *n && v[i].step > step; i++) { /* newest first */
+        dt_status_t st = dt_ckpt_set_aside(t->ckpt_dir, v[i].name,
+                                           DT_TRAIN_CORRUPT_SUFFIX, to,
+                                           sizeof to);
+        if (st == DT_OK)
+            dt_warn("%s/%s did not verify (see above): set aside as %s, "
+                    "which --resume never picks (inspect it, then remove "
+                    "it)", t->ckpt_dir, v[i].name, to);
+        else if (st != DT_ERR_NOT_FOUND)
+            v[kept++] = v[i];
+    }
+    *n = kept;
+    return set_foreign(t, v, kept, step);
+}
+
 /* --resume took the checkpoint of `step`: newer files (they failed
- * verification, each named above) are said once and left alone. */
+ * verification, each named above) are set aside; any left are said once
+ * and left alone. */
 static dt_status_t note_newer(dt_trainer_t *t, uint64_t step)
 {
     dt_ckpt_entry_t *v = NULL;
     size_t n = 0;
     DT_CHECK(dt_ckpt_list(t->ckpt_dir, &v, &n));
-    dt_status_t st = set_foreign(t, v, n, step);
+    dt_status_t st = set_aside_unverified(t, v, &n, step);
     if (st == DT_OK && t->nforeign) {
         char names[600];
         name_list(v, 0, t->nforeign, names, sizeof names);
@@ -468,7 +496,8 @@ static dt_status_t note_newer(dt_trainer_t *t, uint64_t step)
 
 /* --resume found checkpoints but none verifies (each named above): an
  * error, as starting over would hide them; dtctl's automatic restart
- * (DT_RESTART_COUNT > 0) starts over instead, keeping them. */
+ * (DT_RESTART_COUNT > 0) starts over instead, setting them aside first
+ * (its own checkpoints would be renamed over them). */
 static dt_status_t none_valid(dt_trainer_t *t)
 {
     dt_ckpt_entry_t *v = NULL;
@@ -479,10 +508,10 @@ static dt_status_t none_valid(dt_trainer_t *t)
     const char *rc = getenv("DT_RESTART_COUNT");
     dt_status_t st = DT_ERR_INVALID;
     if (rc && atoi(rc) > 0) {
-        st = set_foreign(t, v, n, 0);
         dt_warn("restart: no checkpoint in %s verifies (%s, each named "
-                "above): training starts from the beginning; they are left "
+                "above): training starts from the beginning; they are kept "
                 "for inspection", t->ckpt_dir, names);
+        st = set_aside_unverified(t, v, &n, 0);
     } else {
         dt_error("--resume: no checkpoint in %s verifies (%s, each named "
                  "above); they are left for inspection: restore a good copy "
