@@ -781,6 +781,62 @@ static void test_grad_buffers_shared(void **state)
     dt_model_free(m);
 }
 
+/* dt_model_memory_estimate before dt_model_init counts what init and a
+ * step then allocate (dt_model_memory after them): the layers fused on
+ * the cpu hold no activation of their own, and the estimate knows it
+ * (unfused it would count conv-relu's and add-relu's outputs); the
+ * layers' scratch is left out, never more. */
+static void estimate_matches(const char *layers, int c, int h, int w)
+{
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse(layers, NULL, c, h, w, 10, &m, NULL),
+                     DT_OK);
+    dt_model_memory_t e, k;
+    assert_int_equal(dt_model_memory_estimate(m, 4, 0, &e), DT_OK);
+    assert_null(m->params); /* nothing allocated, nothing decided */
+    for (int i = 0; i < m->nlayers; i++)
+        assert_int_equal(m->layers[i].fused, 0);
+    dt_model_t *done;
+    grads_after_step(layers, c, h, w, &done); /* init, forward, backward */
+    dt_model_memory(done, &k);
+    print_message("%.40s...: estimate %zu + %zu + %zu, allocated %zu + %zu "
+                  "+ %zu\n", layers, e.params, e.activations, e.act_grads,
+                  k.params, k.activations, k.act_grads);
+    assert_true(e.params == k.params);
+    assert_true(e.activations == k.activations);
+    assert_true(e.act_grads == k.act_grads);
+    assert_true(e.act_copies == k.act_copies);
+    assert_true(e.scratch <= k.scratch);
+    /* after init the model's own fusion stands */
+    assert_int_equal(dt_model_memory_estimate(done, 4, 0, &e), DT_OK);
+    assert_true(e.activations == k.activations);
+    dt_model_free(done);
+    dt_model_free(m);
+}
+
+static void test_memory_estimate(void **state)
+{
+    (void)state;
+    estimate_matches("flatten linear(32) relu linear(32) relu linear(10)", 1,
+                     8, 8);
+    estimate_matches("conv(8,3,pad=1) relu maxpool(2) conv(8,3,pad=1) relu "
+                     "flatten linear(10)", 1, 8, 8);
+    estimate_matches(RESNET20, 1, 12, 12);
+    /* terabytes of parameters: counted, not allocated (size_t, no wrap) */
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse("flatten linear(16000000) relu "
+                                    "linear(65536) relu linear(10)", NULL, 1,
+                                    28, 28, 10, &m, NULL), DT_OK);
+    dt_model_memory_t e;
+    assert_int_equal(dt_model_memory_estimate(m, 32, 0, &e), DT_OK);
+    size_t n = 784ull * 16000000 + 16000000 + 16000000ull * 65536 + 65536 +
+               65536 * 10 + 10;
+    assert_true(e.params == 2 * n * sizeof(float));
+    assert_true(e.activations > 32ull * 16000000 * sizeof(float));
+    assert_int_equal(dt_model_memory_estimate(m, 0, 0, &e), DT_ERR_INVALID);
+    dt_model_free(m);
+}
+
 /* dt_model_flops: 2 per multiply-add of convolutions and linear layers.
  * ResNet-20 on CIFAR-10 is the often-quoted ~41M multiply-adds:
  * stem 3->16 at 32x32, 6 convs 16->16 at 32x32, per later stage one
@@ -1135,6 +1191,7 @@ int main(void)
         cmocka_unit_test(test_cuda_refused),
         cmocka_unit_test(test_label_smoothing_value),
         cmocka_unit_test(test_init_before_batchnorm),
+        cmocka_unit_test(test_memory_estimate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -320,6 +320,28 @@ static void act16_compare(const char *layers, int c, int h, int w,
     assert_true(dt_model_bf16_saving(m32, BATCH) ==
                 (long long)b32 - (long long)b16);
     assert_true(k32.params >= 2 * n * sizeof(float));
+    /* the estimate before dt_model_init (the trainer's memory check)
+     * plans the relus in place as a GPU runs them: the same activation
+     * block, both storages */
+    for (int bf = 0; bf < 2; bf++) {
+        dt_model_t *fresh = NULL;
+        const dt_model_memory_t *k = bf ? &k16 : &k32;
+        dt_model_memory_t e;
+        assert_int_equal(dt_model_parse(layers, NULL, c, h, w, 10, &fresh,
+                                        NULL), 0);
+        if (bf)
+            assert_int_equal(dt_model_set_activations(fresh,
+                                                      DT_ACTIVATIONS_BF16),
+                             DT_OK);
+        assert_int_equal(dt_model_memory_estimate(fresh, BATCH, 1, &e),
+                         DT_OK);
+        assert_true(e.params == k->params);
+        assert_true(e.activations == k->activations);
+        assert_true(e.act_grads == k->act_grads);
+        assert_true(e.act_copies == k->act_copies);
+        assert_true(e.scratch <= k->scratch);
+        dt_model_free(fresh);
+    }
 
     float *p32, *g32, *p16, *g16;
     assert_int_equal(dt_model_params(m32, &p32, &g32, NULL), DT_OK);

@@ -24,6 +24,7 @@
 #include <dt/log.h>
 #include "check_gpu.h"
 #include "check_iface.h"
+#include "job_memory.h"
 #include "cli.h"
 #include <dt/netif.h>
 #include "plugin/plugin_loader.h"
@@ -354,12 +355,16 @@ static void job_check(table_t *t, const dt_config_t *cfg,
     if (!has_job(cfg, job_file))
         return;
     char trainer[4200];
-    if (run_trainer_prepare(cfg, np, trainer, sizeof trainer) != DT_OK)
+    if (run_trainer_prepare(cfg, np, trainer, sizeof trainer) != DT_OK) {
         add_row(t, "localhost", "job", CHK_FAIL,
                 "dtctl run would refuse this job: see the error above");
-    else
-        add_row(t, "localhost", "job", CHK_OK, "settings valid for %d "
-                "worker%s; trainer %s", np, np == 1 ? "" : "s", trainer);
+        return;
+    }
+    add_row(t, "localhost", "job", CHK_OK, "settings valid for %d "
+            "worker%s; trainer %s", np, np == 1 ? "" : "s", trainer);
+    char line[512];
+    if (job_memory_line(cfg, line, sizeof line) == DT_OK)
+        add_row(t, "localhost", "memory", CHK_OK, "%s", line);
 }
 
 /* A plugin a [cluster] key names, loaded here as dtctl run loads it

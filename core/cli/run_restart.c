@@ -319,7 +319,8 @@ int run_restart_next(run_restart_t *r, const supervise_result_t *res,
      * (diverged, or a configuration error): not restarted. */
     if (r->trainer && *code == DT_TRAIN_EXIT_FINAL && r->used < r->max) {
         dt_error("not restarting: %s, and a restart repeats it (training "
-                 "diverged, or a configuration error: see above); %s", cause,
+                 "diverged, a configuration error or a model too large for "
+                 "the memory: see above); %s", cause,
                  used);
         record(r, "end", cause, *code, NULL, -1);
         return 0;

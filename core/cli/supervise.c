@@ -9,6 +9,7 @@
 
 #include <dt/log.h>
 #include <dt/clock.h>
+#include <dt/train.h>
 #include "oom_hint.h"
 #include "stop_signals.h"
 #include "pgrp_orphaned.h"
@@ -142,6 +143,18 @@ static void how_it_ended(const dt_worker_exit_t *ev, char *buf, size_t len)
         snprintf(buf, len, "exited with code %d", ev->code);
 }
 
+/* dt-train's own exit codes in words (dt/train.h), after the cause: a
+ * bare 65 told nothing of what it means. */
+static const char *trainer_code_meaning(const dt_worker_exit_t *ev,
+                                        int trainer)
+{
+    if (trainer && !ev->signaled && ev->code == DT_TRAIN_EXIT_FINAL)
+        return " (dt-train's code for a failure a restart would repeat: a "
+               "configuration error, a model too large for the memory or "
+               "training that diverged; its error above says which)";
+    return "";
+}
+
 static int status_of(const dt_worker_exit_t *ev)
 {
     return ev->signaled ? 128 + ev->signo : ev->code;
@@ -168,7 +181,7 @@ static void decide(monitor_t *m, const dt_worker_exit_t *root)
         } else {
             snprintf(cause, sizeof cause, "%s %s", who, how);
         }
-        dt_error("%s", cause);
+        dt_error("%s%s", cause, trainer_code_meaning(root, m->a->trainer));
         if (root->signaled && root->signo == SIGKILL && !m->stopping &&
             !m->killed)
             oom_hint(who, root->host ? root->host : "?", m->oom_kills);

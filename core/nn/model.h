@@ -116,6 +116,11 @@ dt_status_t dt_model_plan_block(dt_model_t *m, int batch);
 /* Its bytes for batch samples, activations stored in bf16 or not (0: out
  * of memory planning it). */
 size_t dt_model_block_bytes(const dt_model_t *m, int batch, int act16);
+/* The same by part, as dt_model_memory splits it: activations, what
+ * the gradients and branch sums add, what the float32 copies add (-1:
+ * out of memory planning it). */
+int dt_model_block_parts(const dt_model_t *m, int batch, int act16,
+                         size_t parts[3]);
 /* DT_DEBUG_POISON_BLOCK: fill the block's free bytes at this step (the
  * steps: forward i, loss L, backward 2L - i); DT_OK when off. */
 dt_status_t dt_model_block_poison(dt_model_t *m, int step);
@@ -169,6 +174,11 @@ void dt_model_backward_reads(const dt_layer_t *l, int *x, int *y);
  * not a GPU (dt_model_init). */
 dt_status_t dt_model_check_activations(const dt_model_t *m,
                                        const dt_device_t *dev);
+
+/* Which layers a device of this kind runs fused (cpu) or relus in
+ * place (cuda): decided from the layers alone (model_init.c), so that a
+ * copy of a parsed model can be sized as dt_model_init will run it. */
+void dt_model_plan_fusion(dt_model_t *m, int cpu);
 
 /* Mark the cpu convs that run by Winograd under m->conv_algo (model_init.c). */
 void dt_model_pick_conv(dt_model_t *m);

@@ -303,15 +303,23 @@ static int sizes(plan_t *p, size_t out[3])
     return 0;
 }
 
-size_t dt_model_block_bytes(const dt_model_t *m, int batch, int act16)
+int dt_model_block_parts(const dt_model_t *m, int batch, int act16,
+                         size_t parts[3])
 {
     plan_t p = {0};
-    size_t s[3] = {0, 0, 0};
-    if (build(m, batch, act16, 0, &p) != 0 || sizes(&p, s) != 0) {
-        free(p.it);
-        return 0;
-    }
+    parts[0] = parts[1] = parts[2] = 0;
+    int st = build(m, batch, act16, 0, &p) != 0 || sizes(&p, parts) != 0
+                 ? -1
+                 : 0;
     free(p.it);
+    return st;
+}
+
+size_t dt_model_block_bytes(const dt_model_t *m, int batch, int act16)
+{
+    size_t s[3];
+    if (dt_model_block_parts(m, batch, act16, s) != 0)
+        return 0;
     return s[0] + s[1] + s[2];
 }
 

@@ -109,6 +109,14 @@ static void relu_in_place(dt_model_t *m)
     }
 }
 
+void dt_model_plan_fusion(dt_model_t *m, int cpu)
+{
+    if (cpu)
+        fuse_layers(m);
+    else
+        relu_in_place(m);
+}
+
 void dt_model_pick_conv(dt_model_t *m)
 {
     for (int i = 0; i < m->nlayers; i++) {
@@ -222,10 +230,7 @@ dt_status_t dt_model_init(dt_model_t *m, dt_device_t *dev, uint64_t seed)
         l->rng_counter = &m->rng_counter;
         init_layer(m, i, host + l->param_offset, &rng);
     }
-    if (dev->kind == DT_DEVICE_CPU)
-        fuse_layers(m);
-    else
-        relu_in_place(m);
+    dt_model_plan_fusion(m, dev->kind == DT_DEVICE_CPU);
     dt_model_pick_conv(m);
     dt_status_t st = dt_model_pick_layout(m);
     if (st == DT_OK)

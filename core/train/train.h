@@ -165,6 +165,12 @@ dt_status_t dt_trainer_opt_tensors(const dt_optimizer_ops_t *ops,
                                    void *state, const dt_model_t *m,
                                    const char *name);
 void dt_trainer_teardown(dt_trainer_t *t);
+/* Before dt_model_init: DT_ERR_CONFIG, with the numbers, when the
+ * estimate of what this worker will hold (dt_train_memory_estimate)
+ * clearly exceeds its share of the host's memory (mem_budget.h)
+ * (train_memory_check.c). */
+dt_status_t dt_trainer_check_memory(const dt_config_t *cfg,
+                                    const dt_trainer_t *t);
 /* Rank 0 on a GPU: one info line of where its memory goes (the device's
  * count, the model's parts, cuDNN's) (train_memory.c). */
 void dt_trainer_report_memory(dt_trainer_t *t);
@@ -200,6 +206,11 @@ uint64_t dt_trainer_epoch_steps(const dt_trainer_t *t);
 dt_status_t dt_work_load_from_config(const dt_config_t *cfg, int world,
                                      double **weights, bool *is_auto);
 /* Format weights as "1.00,1.00,0.48". */
+/* The fewest samples a rank takes a step under the job's [cluster]
+ * work_load, and which rank (train_setup.c). */
+dt_status_t dt_train_least_share(const dt_config_t *cfg, int world,
+                                 long long batch, long long *least,
+                                 int *rank);
 void dt_work_load_format(const double *w, int world, char *buf, size_t len);
 /* work_load = auto, at the end of an epoch (collective): every rank's
  * compute time per sample, new weights proportional to speed (smoothed

@@ -235,10 +235,9 @@ static dt_status_t share_bounds(const double *weights, bool is_auto,
     return DT_OK;
 }
 
-/* The fewest samples a rank takes a step under the job's [cluster]
- * work_load, and which rank. */
-static dt_status_t least_share(const dt_config_t *cfg, int world,
-                               long long batch, long long *least, int *rank)
+dt_status_t dt_train_least_share(const dt_config_t *cfg, int world,
+                                 long long batch, long long *least,
+                                 int *rank)
 {
     double *w = NULL;
     bool is_auto = false;
@@ -310,7 +309,7 @@ dt_status_t dt_train_check_model(const dt_config_t *cfg, const dt_model_t *m,
     int layer = 0, plane = dt_model_batchnorm_plane(m, &layer);
     if (!plane)
         return DT_OK;
-    DT_CHECK(least_share(cfg, world, batch, &least, &rank));
+    DT_CHECK(dt_train_least_share(cfg, world, batch, &least, &rank));
     long long values = plane * (sync_bn ? batch * world : least);
     if (values >= 2)
         return DT_OK;
@@ -858,6 +857,7 @@ static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
     DT_CHECK(setup_activations(cfg, t));
     if (dt_model_set_label_smoothing(t->model, (float)smoothing) != DT_OK)
         return DT_ERR_CONFIG;
+    DT_CHECK(dt_trainer_check_memory(cfg, t));
     DT_CHECK(dt_model_init(t->model, t->dev, t->seed));
     /* Dropout: each rank its own stream, reproducible from the seed. */
     dt_model_set_rng(t->model, t->seed + 0x9e3779b9ull * (uint64_t)t->rank,

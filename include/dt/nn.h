@@ -242,6 +242,15 @@ typedef struct dt_model_memory {
     size_t scratch;     /* layers' scratch, probabilities, labels        */
 } dt_model_memory_t;
 void dt_model_memory(const dt_model_t *m, dt_model_memory_t *out);
+/* The same, estimated for a training step of `batch` samples from the
+ * layers alone: works before dt_model_init and allocates nothing large,
+ * so that a model too large for the memory can be refused before it is
+ * allocated. on_gpu: planned as a GPU runs the layers (relus in place),
+ * else as the CPU does (layers fused). The layers' scratch (im2col or
+ * Winograd buffers, chosen at init) is left out: a lower bound of what
+ * the model will hold. DT_ERR_INVALID for a batch below 1. */
+dt_status_t dt_model_memory_estimate(const dt_model_t *m, int batch,
+                                     int on_gpu, dt_model_memory_t *out);
 
 /* The flat parameter and gradient buffers (device memory) and their
  * length in floats. Stay valid until dt_model_free. */

@@ -45,10 +45,30 @@ dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy);
 #define DT_TRAIN_EXIT_PREEMPTED 75
 /* dt_train_run failed in a way a restart repeats: training diverged
  * (DT_ERR_DIVERGED: on_divergence = stop, or its rollbacks used up) or
- * the configuration is wrong (DT_ERR_CONFIG). dt-train exits with this
+ * the configuration is wrong (DT_ERR_CONFIG; also a model and batch
+ * that clearly cannot fit in the host's memory). dt-train exits with this
  * (EX_DATAERR of sysexits.h) and dtctl --max-restarts does not restart
  * the job. */
 #define DT_TRAIN_EXIT_FINAL 65
+
+/* What one worker of the job will hold in memory, estimated before
+ * anything large is allocated (dt_model_memory_estimate for the model,
+ * the optimizer's state from its plugin at [train] optimizer): the
+ * trainer refuses a job whose workers on a host clearly cannot fit, and
+ * dtctl check prints it. A lower bound: the data set, the layers'
+ * scratch and the libraries are left out. */
+typedef struct dt_train_memory {
+    dt_model_memory_t model;
+    size_t optimizer; /* the optimizer's state (momentum, moments)      */
+    size_t total;     /* all of the above                               */
+    int batch;        /* the samples a step holds activations for       */
+} dt_train_memory_t;
+/* For a step of `batch` samples (0: [train] batch_size); on_gpu as for
+ * dt_model_memory_estimate. An optimizer that cannot be loaded or made
+ * counts 0 (the job's checks name it). */
+dt_status_t dt_train_memory_estimate(const dt_config_t *cfg,
+                                     const dt_model_t *m, int batch,
+                                     int on_gpu, dt_train_memory_t *out);
 
 /* Where a checkpoint directory's newest valid checkpoint stands (what
  * --resume would continue from; dtctl names it when it restarts a job). */
