@@ -13,7 +13,6 @@
 #include "long_abbrev.h"
 #include "cwd_gone.h"
 #include "std_fds.h"
-#include "blas_limit.h"
 #include "plugin/plugin_loader.h"
 
 static const char usage_text[] =
@@ -589,7 +588,6 @@ int main(int argc, char **argv)
 {
     dt_cli_t cli = {.np = -1};
     int rc;
-    dt_blas_limit_reexec(argv, "dtctl");
     if (dt_std_fds_open() != 0) {
         dt_error("cannot open /dev/null for a closed stdin, stdout or "
                  "stderr: %s (start dtctl with all three open)",

@@ -1,6 +1,7 @@
 /* gemm.c — row-major single-precision matrix products on a device:
- * OpenBLAS on cpu (plain loops when dt was built without it), cuBLAS on
- * cuda (in the CUDA backend, core/cuda/gemm.c). */
+ * OpenBLAS on cpu (loaded on first use, nn/blas_load.h; plain loops when
+ * dt was built without it), cuBLAS on cuda (in the CUDA backend,
+ * core/cuda/gemm.c). */
 #include "config.h"
 
 #include <string.h>
@@ -8,9 +9,7 @@
 #include <dt/log.h>
 #include "layer.h"
 
-#ifdef HAVE_OPENBLAS_CBLAS
-#include <cblas.h>
-#endif
+#include "nn/blas_load.h"
 
 #ifndef HAVE_OPENBLAS_CBLAS
 /* Loop fallback, i-p-j order so the inner loop runs along rows. */
@@ -55,6 +54,14 @@ dt_status_t dt_gemm(dt_device_t *dev, int trans_a, int trans_b, int m, int n,
         return DT_OK;
     }
 #ifdef HAVE_OPENBLAS_CBLAS
+    /* Loaded by dt_device_open with the device's threads; a caller that
+     * opened no device gets OpenBLAS's own default here. */
+    char why[2048];
+    const dt_blas_t *blas = dt_blas_load(0, why, sizeof why);
+    if (!blas) {
+        dt_error("%s", why);
+        return DT_ERR_UNSUPPORTED;
+    }
     if (beta == 0.0f) {
         /* OpenBLAS zeroes C for beta = 0 column by column (sgemm_beta),
          * then accumulates into it; a row of a conv's C is often a few
@@ -68,7 +75,7 @@ dt_status_t dt_gemm(dt_device_t *dev, int trans_a, int trans_b, int m, int n,
                 memset(c + (size_t)i * ldc, 0, (size_t)n * sizeof *c);
         beta = 1.0f;
     }
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+    blas->sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda,
                 b, ldb, beta, c, ldc);
 #else

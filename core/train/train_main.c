@@ -22,7 +22,6 @@
 #include <dt/dt.h>
 #include <dt/log.h>
 #include "cli/std_fds.h"
-#include "cli/blas_limit.h"
 #include "nn/gpu_inventory.h"
 #include "train.h"
 
@@ -31,7 +30,6 @@ extern char **environ;
 int main(int argc, char **argv)
 {
     dt_config_t *cfg = NULL;
-    dt_blas_limit_reexec(argv, "dt-train");
     if (dt_std_fds_open() != 0) {
         fprintf(stderr, "dt-train: cannot open /dev/null for a closed "
                         "stdin, stdout or stderr: %s\n", strerror(errno));

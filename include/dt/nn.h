@@ -81,7 +81,12 @@ int dt_cuda_device_count(void);
  * is loaded here, on the first CUDA device. With several GPUs the worker
  * takes local_rank % ngpus and it becomes the calling thread's current
  * GPU. threads (>= 1) sets the BLAS thread count for the whole process
- * (OpenBLAS is process-global). */
+ * (OpenBLAS is process-global). libdt links no BLAS either: the first cpu
+ * device loads OpenBLAS (an error saying what to install when it cannot),
+ * and its constructor starts threads threads, not one per CPU; to tell it,
+ * OPENBLAS_NUM_THREADS is set for that moment and then restored, so open
+ * the first cpu device before starting threads that read or write the
+ * environment. */
 dt_status_t dt_device_open(const char *want, int local_rank, int threads,
                            dt_device_t **out);
 void dt_device_close(dt_device_t *dev);
