@@ -53,6 +53,7 @@
 
 #include "conv2d_winograd.h"
 #include "coll/simd_clones.h"
+#include "simd8.h"
 
 /* DT_CONV_AUTO: F(4x4) from this many input channels, which is every
  * layer auto gives Winograd (DT_CONV_WINOGRAD_MIN_IN): ResNet-20's 16-,
@@ -248,19 +249,6 @@ static int map_full(const pix_map_t *mp)
 {
     return mp->rows == mp->h && mp->cols == mp->w;
 }
-
-/* 8 floats, loaded and stored at any float's alignment */
-typedef float v8f __attribute__((vector_size(32), aligned(4), may_alias));
-typedef int32_t v8i __attribute__((vector_size(32), aligned(4), may_alias));
-
-/* A two-vector shuffle: element k of the result is element i_k of a:b */
-#if defined(__clang__)
-#define SHUF8(a, b, i0, i1, i2, i3, i4, i5, i6, i7)                          \
-    __builtin_shufflevector(a, b, i0, i1, i2, i3, i4, i5, i6, i7)
-#else
-#define SHUF8(a, b, i0, i1, i2, i3, i4, i5, i6, i7)                          \
-    __builtin_shuffle(a, b, (v8i){i0, i1, i2, i3, i4, i5, i6, i7})
-#endif
 
 /* r[k][j] -> r[j][k] in three rounds of two-vector shuffles (the
  * unpack, shuffle, permute of an AVX 8x8 transpose) */

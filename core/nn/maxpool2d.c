@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "coll/simd_clones.h"
 #include "layer.h"
 #include "maxpool2.h"
 
@@ -38,37 +39,71 @@ static size_t pool_scratch(const dt_layer_t *l, int batch)
     return (size_t)batch * dt_layer_out_size(l);
 }
 
-/* The common 2x2 window with stride 2, without branches: which of the four
- * is largest is data (half the compares would be mispredicted), so it is
- * chosen with selects, in the generic loop's order (first one on ties). */
+/* The common 2x2 window with stride 2 runs maxpool2.c's kernels. */
 int dt_maxpool2_fusable(const dt_layer_t *l)
 {
     return (int)l->args[0] == 2 && (int)l->args[1] == 2;
 }
 
-void dt_maxpool2_plane(const float *restrict xp, float *restrict yp,
-                       int *restrict ap, int in_w, int out_h, int out_w)
+/* c's bits where take (all ones), else v's: a select that vectorizes
+ * (a float compare feeding `?:` stays a branch in gcc by default) */
+static inline float take_if(uint32_t take, float c, float v)
+{
+    uint32_t cu, vu;
+    memcpy(&cu, &c, sizeof cu);
+    memcpy(&vu, &v, sizeof vu);
+    vu = (cu & take) | (vu & ~take);
+    memcpy(&v, &vu, sizeof v);
+    return v;
+}
+
+/* Any k x k window at stride s, a row of outputs at a time: each window
+ * place in row-major order is compared along the whole output row (which
+ * vectorizes), so every window still sees its places in the order of one
+ * window at a time: the first place, replaced by each later one strictly
+ * greater (ties: the first; a NaN first stays, a later one never wins). */
+static inline __attribute__((always_inline)) void
+pool_plane_at(const float *restrict xp, float *restrict yp, int *restrict ap,
+              int in_w, int out_h, int out_w, int k, int s)
 {
     for (int oy = 0; oy < out_h; oy++) {
-        const float *r0 = xp + (size_t)2 * oy * in_w, *r1 = r0 + in_w;
-        float *yr = yp + (size_t)oy * out_w;
-        int *ar = ap + (size_t)oy * out_w, base = 2 * oy * in_w;
+        float *restrict yr = yp + (size_t)oy * out_w;
+        int *restrict ar = ap + (size_t)oy * out_w;
+        int base = oy * s * in_w;
         for (int ox = 0; ox < out_w; ox++) {
-            float v = r0[2 * ox];
-            int at = base + 2 * ox;
-            float c = r0[2 * ox + 1];
-            at = c > v ? base + 2 * ox + 1 : at;
-            v = c > v ? c : v;
-            c = r1[2 * ox];
-            at = c > v ? base + in_w + 2 * ox : at;
-            v = c > v ? c : v;
-            c = r1[2 * ox + 1];
-            at = c > v ? base + in_w + 2 * ox + 1 : at;
-            v = c > v ? c : v;
-            yr[ox] = v;
-            ar[ox] = at;
+            yr[ox] = xp[base + ox * s];
+            ar[ox] = base + ox * s;
         }
+        for (int i = 0; i < k; i++)
+            for (int j = 0; j < k; j++) {
+                if (i == 0 && j == 0)
+                    continue;
+                int at = base + i * in_w + j;
+                const float *ri = xp + at;
+                for (int ox = 0; ox < out_w; ox++) {
+                    uint32_t take = -(uint32_t)(ri[ox * s] > yr[ox]);
+                    yr[ox] = take_if(take, ri[ox * s], yr[ox]);
+                    ar[ox] = (int)(((uint32_t)(at + ox * s) & take) |
+                                   ((uint32_t)ar[ox] & ~take));
+                }
+            }
     }
+}
+
+/* Strides 1 and 2 (the usual overlapping windows) as constants: their
+ * loads along the row are contiguous or split by shuffles, instead of
+ * one float at a time. */
+DT_SIMD_CLONES
+static void pool_plane_any(const float *restrict xp, float *restrict yp,
+                           int *restrict ap, int in_w, int out_h, int out_w,
+                           int k, int s)
+{
+    if (s == 1)
+        pool_plane_at(xp, yp, ap, in_w, out_h, out_w, k, 1);
+    else if (s == 2)
+        pool_plane_at(xp, yp, ap, in_w, out_h, out_w, k, 2);
+    else
+        pool_plane_at(xp, yp, ap, in_w, out_h, out_w, k, s);
 }
 
 static dt_status_t pool_forward(dt_layer_t *l, const float *x, float *y,
@@ -89,63 +124,11 @@ static dt_status_t pool_forward(dt_layer_t *l, const float *x, float *y,
                         arg + pl * out_plane, l->in_w, l->out_h, l->out_w);
         return DT_OK;
     }
-    for (int pl = 0; pl < planes; pl++) {
-        const float *xp = x + pl * in_plane;
-        for (int oy = 0; oy < l->out_h; oy++)
-            for (int ox = 0; ox < l->out_w; ox++) {
-                int best = oy * s * l->in_w + ox * s;
-                for (int i = 0; i < k; i++)
-                    for (int j = 0; j < k; j++) {
-                        int at = (oy * s + i) * l->in_w + ox * s + j;
-                        best = xp[at] > xp[best] ? at : best;
-                    }
-                size_t o = pl * out_plane + (size_t)oy * l->out_w + ox;
-                y[o] = xp[best];
-                arg[o] = best;
-            }
-    }
+    for (int pl = 0; pl < planes; pl++)
+        pool_plane_any(x + pl * in_plane, y + pl * out_plane,
+                       arg + pl * out_plane, l->in_w, l->out_h, l->out_w, k,
+                       s);
     return DT_OK;
-}
-
-/* 2x2, stride 2: the windows tile the plane, so every input pixel is
- * written once (dy at the argmax, 0 elsewhere) instead of zeroing the
- * plane and scattering; an odd last row or column belongs to no window. */
-/* g where keep is true, else +0, by masking the bits: compilers turn a
- * `keep ? g : 0.0f` here into branches, mispredicted on real data. */
-static inline float keep_if(float g, int keep)
-{
-    uint32_t u;
-    memcpy(&u, &g, sizeof u);
-    u &= -(uint32_t)(keep != 0);
-    memcpy(&g, &u, sizeof g);
-    return g;
-}
-
-void dt_unpool2_plane(const float *restrict dyp, const int *restrict ap,
-                      const float *restrict relu_y, float *restrict dxp,
-                      int in_h, int in_w, int out_h, int out_w)
-{
-    for (int oy = 0; oy < out_h; oy++) {
-        float *r0 = dxp + (size_t)2 * oy * in_w, *r1 = r0 + in_w;
-        const float *dyr = dyp + (size_t)oy * out_w;
-        const float *yr = relu_y ? relu_y + (size_t)oy * out_w : NULL;
-        const int *ar = ap + (size_t)oy * out_w;
-        int base = 2 * oy * in_w;
-        for (int ox = 0; ox < out_w; ox++) {
-            float g = dyr[ox];
-            if (yr) /* the max is the relu's output there */
-                g = keep_if(g, yr[ox] > 0.0f);
-            int at = ar[ox] - base - 2 * ox;
-            r0[2 * ox] = keep_if(g, at == 0);
-            r0[2 * ox + 1] = keep_if(g, at == 1);
-            r1[2 * ox] = keep_if(g, at == in_w);
-            r1[2 * ox + 1] = keep_if(g, at == in_w + 1);
-        }
-        if (in_w > 2 * out_w)
-            r0[in_w - 1] = r1[in_w - 1] = 0.0f;
-    }
-    if (in_h > 2 * out_h)
-        memset(dxp + (size_t)(in_h - 1) * in_w, 0, (size_t)in_w * sizeof *dxp);
 }
 
 static dt_status_t pool_backward(dt_layer_t *l, const float *x,
