@@ -829,9 +829,12 @@ static dt_status_t check_model_keys(const dt_config_t *cfg,
     return DT_OK;
 }
 
-static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
+/* The device first, before setup_data starts the loader threads: a cpu
+ * device loads OpenBLAS, setting OPENBLAS_NUM_THREADS around its dlopen
+ * (nn/blas_load.c), which wants no other thread reading the environment. */
+static dt_status_t setup_device(const dt_config_t *cfg, dt_trainer_t *t)
 {
-    const char *device = "auto", *layers = NULL;
+    const char *device = "auto";
     long long threads = 1;
     dt_conv_algo_t conv_algo;
     dt_layout_t layout;
@@ -839,13 +842,25 @@ static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
     DT_CHECK(check_model_keys(cfg, &conv_algo, &layout, &threads,
                               &smoothing));
     DT_CHECK(dt_config_get_string(cfg, "train", "device", &device));
+    return dt_device_open(device, t->local_rank, (int)threads, &t->dev);
+}
+
+static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
+{
+    const char *layers = NULL;
+    long long threads = 1;
+    dt_conv_algo_t conv_algo;
+    dt_layout_t layout;
+    double smoothing = 0.0;
+    /* checked once already by setup_device: only the values here */
+    DT_CHECK(check_model_keys(cfg, &conv_algo, &layout, &threads,
+                              &smoothing));
     if (dt_config_get_string(cfg, "model", "layers", &layers) != DT_OK ||
         !*layers) {
         dt_error("[model] layers is not set: describe the network in the "
                  "job file, e.g. layers = linear(256) relu linear(10)");
         return DT_ERR_CONFIG;
     }
-    DT_CHECK(dt_device_open(device, t->local_rank, (int)threads, &t->dev));
     DT_CHECK(setup_precision(cfg, t));
     DT_CHECK(dt_model_parse(layers, origin(cfg, "model", "layers"),
                             t->train.channels, t->train.height,
@@ -1088,6 +1103,7 @@ dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg)
     if ((t->preempt_at || t->inf_param_at) && t->rank == 0)
         dt_warn("DT_TEST_PREEMPT_AT/DT_TEST_INF_PARAM_AT: a preemption or "
                 "an overflowing update at a chosen step (a test hook)");
+    DT_CHECK(setup_device(cfg, t));
     DT_CHECK(setup_data(cfg, t));
     DT_CHECK(setup_model(cfg, t));
     DT_CHECK(pin_batches(t));
