@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <dt/auth.h>
 #include <dt/clock.h>
 #include <dt/config.h>
 #include <dt/log.h>
@@ -51,6 +52,8 @@ typedef struct scenario {
     int silent;         /* strangers connect to rank 0's listener and say
                            nothing, this many ...                          */
     int closing;        /* ... and this many connect and close at once    */
+    int claimer;        /* before them: one that sends the last rank's
+                           hello (channel 0) and never its proof          */
     int nofile;         /* > 0: soft open-file limit = open fds + this    */
     int nofile_hard;    /* > 0: hard limit = open fds + this (else soft)  */
     int stall_store;    /* the store (its own process) is SIGSTOPped while
@@ -456,6 +459,18 @@ static int strangers(const scenario_t *sc, int store_port, int *fds)
     struct sockaddr_in sa = {.sin_family = AF_INET,
                              .sin_port = htons((uint16_t)lport),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (sc->claimer) {
+        /* A real rank's connector, stopped after its hello. */
+        dt_auth_t au = {"tcp", job_token, DT_TOKEN_BYTES, sc->n - 1, sc->n,
+                        30.0};
+        dt_auth_connector_t *x = NULL;
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        assert_true(fd >= 0);
+        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+        assert_int_equal(dt_auth_connector_new(fd, &au, 0, 0, &x), DT_OK);
+        dt_auth_connector_free(x);
+        fds[n++] = fd;
+    }
     for (int i = 0; i < sc->silent + sc->closing; i++) {
         int fd = socket(AF_INET, SOCK_STREAM, 0);
         assert_true(fd >= 0);
@@ -507,7 +522,7 @@ static void run_scenario(const scenario_t *sc, outcome_t *out)
         close(pipes[r][1]);
     }
     int silent[64], nsilent = 0;
-    if (sc->silent + sc->closing > 0)
+    if (sc->silent + sc->closing + sc->claimer > 0)
         nsilent = strangers(sc, port, silent);
     /* One byte per connected rank; EOF if they all exited before. */
     char b;
@@ -642,6 +657,28 @@ static void test_strangers_do_not_stall_setup(void **state)
     free(out);
 }
 
+/* A handshake dropped for room after its hello named a rank is that
+ * rank's (its setup fails on the close), not a stranger's: rank 0's log
+ * names the rank. The claimer comes first, so it is the oldest of the
+ * 33 handshakes when the 33rd needs a slot: the one dropped. */
+static void test_evicted_rank_not_a_stranger(void **state)
+{
+    scenario_t sc = {2, "1", "60s", -1, -1, body_init_only, 0, NULL, 0,
+                     .late_last_ms = 4000, .claimer = 1, .silent = 32};
+    outcome_t *out = calloc(1, sizeof *out);
+    run_scenario(&sc, out);
+    for (int r = 0; r < 2; r++)
+        if (out->exit_code[r] != EXIT_OK)
+            fail_msg("rank %d: exit %d; its log:\n%s", r, out->exit_code[r],
+                     out->log[r]);
+    if (!strstr(out->log[0], "dropped rank 1's connection from 127.0.0.1:") ||
+        !strstr(out->log[0], "mid-handshake (its hello came, its proof not "
+                             "yet): too many unauthenticated connections"))
+        fail_msg("want the dropped handshake named as rank 1's; log:\n%s",
+                 out->log[0]);
+    free(out);
+}
+
 /* 3 ranks with 16 sockets per peer need 32 sockets each: a hard limit
  * below that fails setup at once, naming ulimit -n (no 100% CPU spin on
  * accept's EMFILE until the timeout, no blamed peers); a soft limit below
@@ -762,6 +799,7 @@ int main(void)
         cmocka_unit_test(test_mid_payload_close_names_cause),
         cmocka_unit_test(test_dead_peer_without_store),
         cmocka_unit_test(test_strangers_do_not_stall_setup),
+        cmocka_unit_test(test_evicted_rank_not_a_stranger),
         cmocka_unit_test(test_fd_limit),
         cmocka_unit_test(test_stopped_store_does_not_stall),
     };

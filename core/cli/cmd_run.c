@@ -23,6 +23,7 @@
 
 #include <dt/log.h>
 #include "cli.h"
+#include "oom_counts.h"
 #include "output_lines.h"
 #include "plugin/plugin_loader.h"
 #include "run_env.h"
@@ -536,6 +537,9 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
                          !dt_stdin_is_dev_null(),
     };
     int code;
+    /* Local workers are dtctl's children, in its cgroup. */
+    oom_counts_t oom_at_start;
+    oom_counts_read(&oom_at_start, s->one_machine);
     dt_status_t started = s->ops->launch(s->ctx, &spec);
     if (started == DT_ERR_INTERRUPTED && stop_signals_pending()) {
         int signo = stop_signals_take();
@@ -568,7 +572,8 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
                                .show_prompts = !s->trainer &&
                                                isatty(STDIN_FILENO) &&
                                                isatty(STDOUT_FILENO),
-                               .suspends = s->suspends};
+                               .suspends = s->suspends,
+                               .oom_at_start = oom_at_start};
         code = supervise_job(&sa);
         run_culprit_close(&rc);
     }

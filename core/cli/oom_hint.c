@@ -6,35 +6,63 @@
 #include <dt/log.h>
 #include "oom_hint.h"
 
-long long oom_kills_now(void)
+static const char *help =
+    "a smaller model or [train] batch_size, fewer workers on a host "
+    "(-n, or slots in the host list), or a host with more memory";
+
+static const char *plural(long long n)
 {
-    FILE *f = fopen("/proc/vmstat", "r");
-    char line[128];
-    long long n = -1;
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "oom_kill %lld", &n) == 1)
-            break;
-    fclose(f);
-    return n;
+    return n == 1 ? "" : "es";
 }
 
-void oom_hint(const char *who, const char *host, long long kills_at_start)
+/* The worker's cgroup count is known: the OOM killer did it or not. */
+static void by_cgroup(const char *who, const oom_counts_t *s,
+                      const oom_counts_t *n)
 {
-    static const char *help =
-        "a smaller model or [train] batch_size, fewer workers on a host "
-        "(-n, or slots in the host list), or a host with more memory";
-    long long now = dt_host_is_local(host) ? oom_kills_now() : -1;
-    if (kills_at_start >= 0 && now > kills_at_start)
+    long long kills = n->cgroup - s->cgroup;
+    if (kills > 0) {
         dt_error("the kernel's out-of-memory killer killed %lld process%s "
-                 "on this machine during the job (/proc/vmstat oom_kill "
-                 "%lld -> %lld): %s most likely ran out of memory; %s",
-                 now - kills_at_start, now - kills_at_start == 1 ? "" : "es",
-                 kills_at_start, now, who, help);
+                 "in the memory cgroup of %s during the job (oom_kill "
+                 "%lld -> %lld in %s): it most likely ran out of memory; %s",
+                 kills, plural(kills), who, s->cgroup, n->cgroup,
+                 s->cgroup_file, help);
+        return;
+    }
+    if (s->host >= 0 && n->host > s->host)
+        dt_info("an out-of-memory kill happened on this machine during the "
+                "job (/proc/vmstat oom_kill %lld -> %lld), but not in the "
+                "memory cgroup of %s (oom_kill stayed %lld in %s): not what "
+                "killed it; dtctl did not send that SIGKILL either: "
+                "someone or something (a scheduler, a watchdog) ran kill -9",
+                s->host, n->host, who, s->cgroup, s->cgroup_file);
     else
+        dt_info("dtctl did not send that SIGKILL, nor did the kernel's "
+                "out-of-memory killer (oom_kill stayed %lld in %s, the "
+                "memory cgroup of %s): someone or something (a scheduler, "
+                "a watchdog) ran kill -9",
+                s->cgroup, s->cgroup_file, who);
+}
+
+void oom_hint(const char *who, const char *host,
+              const oom_counts_t *at_start)
+{
+    int here = dt_host_is_local(host);
+    oom_counts_t now;
+    oom_counts_again(at_start, &now);
+    if (here && at_start->cgroup >= 0 && now.cgroup >= 0) {
+        by_cgroup(who, at_start, &now);
+    } else if (here && at_start->host >= 0 && now.host > at_start->host) {
+        long long kills = now.host - at_start->host;
+        dt_error("an out-of-memory kill happened on this machine during "
+                 "the job: the kernel's out-of-memory killer killed %lld "
+                 "process%s (/proc/vmstat oom_kill %lld -> %lld; whose, "
+                 "dtctl cannot tell: it reads no memory cgroup of the "
+                 "worker's): %s probably ran out of memory; %s",
+                 kills, plural(kills), at_start->host, now.host, who, help);
+    } else {
         dt_info("dtctl did not send that SIGKILL: the kernel's "
                 "out-of-memory killer does (`dmesg | grep -i 'out of "
                 "memory'` on %s says), or someone ran kill -9; if memory "
                 "ran out: %s", host, help);
+    }
 }

@@ -31,7 +31,7 @@ typedef struct monitor {
     int stopping;          /* SIGTERM sent          */
     int stop_signals;      /* the user's SIGINT/TERM so far */
     int first_signo;       /* the first of them (0: none)   */
-    long long oom_kills;   /* /proc/vmstat oom_kill at start (-1: none) */
+    oom_counts_t oom_kills; /* out-of-memory kills so far, at start */
     int killed;            /* SIGKILL sent          */
     int reader_gone;       /* dtctl's output was found closed: handled */
     int other_dt;          /* the store refused a worker: handled      */
@@ -184,7 +184,7 @@ static void decide(monitor_t *m, const dt_worker_exit_t *root)
         dt_error("%s%s", cause, trainer_code_meaning(root, m->a->trainer));
         if (root->signaled && root->signo == SIGKILL && !m->stopping &&
             !m->killed)
-            oom_hint(who, root->host ? root->host : "?", m->oom_kills);
+            oom_hint(who, root->host ? root->host : "?", &m->oom_kills);
         if (root->rank != first->rank)
             dt_info("%s %s after it (it is not the root cause)", fwho, fhow);
     } else {
@@ -467,7 +467,7 @@ int supervise_job(const supervise_args_t *a)
     memset(&m, 0, sizeof m);
     m.a = a;
     stop_signals_forward_suspend(a->suspends);
-    m.oom_kills = oom_kills_now();
+    m.oom_kills = a->oom_at_start;
     for (;;) {
         int signo;
         if (m.deciding && dt_clock_now_ms() >= m.decide_at)

@@ -6,6 +6,7 @@
 #define DT_CLI_SUPERVISE_H
 
 #include <dt/plugin.h>
+#include "oom_counts.h"
 #include "output_lines.h"
 
 /* After SIGKILL, give up on workers that still do not end after this. */
@@ -77,6 +78,10 @@ typedef struct supervise_args {
      * stops the workers with dtctl, fg continues them. Else dtctl alone
      * stops and the workers run on. */
     int suspends;
+    /* The kernel's out-of-memory kill counts from before the launch
+     * (oom_counts_read): a SIGKILL dtctl did not send is checked against
+     * them (oom_hint.h); read later, a worker killed at once is missed. */
+    oom_counts_t oom_at_start;
 } supervise_args_t;
 
 /* dtctl's exit code: 0 when every worker succeeded; else the root

@@ -511,6 +511,11 @@ const char *dt_auth_acceptor_from(const dt_auth_acceptor_t *x)
     return x ? x->from : "?";
 }
 
+int dt_auth_acceptor_claimed_rank(const dt_auth_acceptor_t *x)
+{
+    return x && x->have_hello ? (int)ntohl(x->h.rank) : -1;
+}
+
 double dt_auth_acceptor_deadline(const dt_auth_acceptor_t *x)
 {
     return x ? x->deadline : 0;

@@ -120,6 +120,11 @@ dt_status_t dt_auth_acceptor_step(dt_auth_acceptor_t *x, int *peer,
 const char *dt_auth_acceptor_stray(const dt_auth_acceptor_t *x);
 /* "host:port" of the connecting side. */
 const char *dt_auth_acceptor_from(const dt_auth_acceptor_t *x);
+/* The rank the connection's hello named (a hello of this job's protocol,
+ * size and ranks), while the proof is awaited or after it; -1 before a
+ * hello. Not proven until a step returned DT_OK: for the caller that
+ * drops a handshake midway to say whose it was. */
+int dt_auth_acceptor_claimed_rank(const dt_auth_acceptor_t *x);
 /* When the handshake times out (dt_clock_now() seconds). */
 double dt_auth_acceptor_deadline(const dt_auth_acceptor_t *x);
 void dt_auth_acceptor_free(dt_auth_acceptor_t *x);

@@ -442,6 +442,11 @@ typedef struct pending {
     int n;
     long long strays, quiet; /* dropped strangers; not logged one by one */
     char last_from[64];
+    /* Dropped after a hello that named a rank: that rank's setup fails
+     * (or a stranger mimics one); never summed up as a stranger. */
+    long long claims, claims_quiet;
+    int last_claim_rank;
+    char last_claim_from[64];
 } pending_t;
 
 /* A stranger dropped: the first few logged, the rest summed up once. */
@@ -460,6 +465,26 @@ static void stray_note(const tcp_ctx_t *c, pending_t *pd, const char *from,
     snprintf(pd->last_from, sizeof pd->last_from, "%s", from);
 }
 
+/* A handshake dropped midway whose hello named `rank`: logged as that
+ * rank's (its connector fails on the close), the first few one by one. */
+static void claim_note(const tcp_ctx_t *c, pending_t *pd, int rank,
+                       const char *from, const char *why)
+{
+    if (++pd->claims <= TCP_STRAYS_LOGGED) {
+        dt_warn("tcp: rank %d: dropped rank %d's connection from %s "
+                "mid-handshake (its hello came, its proof not yet): %s; "
+                "rank %d fails on that close%s",
+                c->rank, rank, from, why, rank,
+                pd->claims == TCP_STRAYS_LOGGED
+                    ? " (further ones are summed up when setup ends)"
+                    : "");
+        return;
+    }
+    pd->claims_quiet++;
+    pd->last_claim_rank = rank;
+    snprintf(pd->last_claim_from, sizeof pd->last_claim_from, "%s", from);
+}
+
 static void stray_summary(const tcp_ctx_t *c, const pending_t *pd)
 {
     if (pd->quiet)
@@ -467,6 +492,12 @@ static void stray_summary(const tcp_ctx_t *c, const pending_t *pd)
                 "authenticate (the last from %s); they do not know the job "
                 "token (a port scanner, or a client of another job?)",
                 c->rank, pd->quiet, pd->last_from);
+    if (pd->claims_quiet)
+        dt_warn("tcp: rank %d: dropped %lld more connections mid-handshake "
+                "that named a rank in their hello (the last: rank %d from "
+                "%s)",
+                c->rank, pd->claims_quiet, pd->last_claim_rank,
+                pd->last_claim_from);
 }
 
 /* Forget handshake i, closing its socket unless it was kept. */
@@ -490,7 +521,11 @@ static void pending_evict(const tcp_ctx_t *c, pending_t *pd, const char *why)
         if (dt_auth_acceptor_deadline(pd->x[i]) <
             dt_auth_acceptor_deadline(pd->x[old]))
             old = i;
-    stray_note(c, pd, dt_auth_acceptor_from(pd->x[old]), why);
+    int rank = dt_auth_acceptor_claimed_rank(pd->x[old]);
+    if (rank >= 0)
+        claim_note(c, pd, rank, dt_auth_acceptor_from(pd->x[old]), why);
+    else
+        stray_note(c, pd, dt_auth_acceptor_from(pd->x[old]), why);
     pending_remove(pd, old, 0);
 }
 
