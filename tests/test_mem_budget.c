@@ -2,14 +2,19 @@
  * /proc/meminfo's MemAvailable + SwapFree, a cgroup's path and stat
  * fields read from texts of the tests' own, and which limit binds: the
  * host's memory shared by its workers, the address space limit this
- * process's alone. */
+ * process's alone, a cgroup's limit shared by the workers in it (running
+ * this program), not by every worker on the host. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "train/mem_budget.h"
 
@@ -79,27 +84,66 @@ static void test_pick(void **state)
     (void)state;
     dt_mem_budget_t b;
     /* nothing known: no limit */
-    dt_mem_budget_pick(0, "host", 0, "as", 0, "cg", 4, &b);
+    dt_mem_budget_pick(0, "host", 0, "as", 0, "cg", 4, 4, &b);
     assert_true(b.bytes == 0);
     /* the host's 20 GiB shared by 4 workers (5 each) binds before an
      * address space limit of 8 GiB for this process */
-    dt_mem_budget_pick(20 * GIB, "host", 8 * GIB, "as", 0, "cg", 4, &b);
+    dt_mem_budget_pick(20 * GIB, "host", 8 * GIB, "as", 0, "cg", 4, 4, &b);
     assert_true(b.bytes == 20 * GIB);
     assert_int_equal(b.workers, 4);
     assert_int_equal(b.kind, DT_MEM_HOST_AVAILABLE);
     assert_string_equal(b.what, "host");
     /* alone on the host, the 8 GiB limit binds */
-    dt_mem_budget_pick(20 * GIB, "host", 8 * GIB, "as", 0, "cg", 1, &b);
+    dt_mem_budget_pick(20 * GIB, "host", 8 * GIB, "as", 0, "cg", 1, 1, &b);
     assert_true(b.bytes == 8 * GIB);
     assert_int_equal(b.workers, 1);
     assert_int_equal(b.kind, DT_MEM_ADDRESS_SPACE);
     /* a cgroup of 12 GiB for the host's 4 workers: 3 each */
     dt_mem_budget_pick(20 * GIB, "host", 8 * GIB, "as", 12 * GIB, "cg", 4,
-                       &b);
+                       4, &b);
     assert_true(b.bytes == 12 * GIB);
     assert_int_equal(b.workers, 4);
     assert_int_equal(b.kind, DT_MEM_CGROUP);
     assert_string_equal(b.what, "cg");
+    /* 4 workers on the host, each in a cgroup of 6 GiB of its own (YARN's
+     * containers): 6 each, not 1.5; the host's 40 GiB (10 each) binds
+     * nothing */
+    dt_mem_budget_pick(40 * GIB, "host", 0, "as", 6 * GIB, "cg", 1, 4, &b);
+    assert_true(b.bytes == 6 * GIB);
+    assert_int_equal(b.workers, 1);
+    assert_int_equal(b.kind, DT_MEM_CGROUP);
+    /* never more sharers than workers on the host */
+    dt_mem_budget_pick(0, "host", 0, "as", 6 * GIB, "cg", 9, 2, &b);
+    assert_int_equal(b.workers, 2);
+}
+
+/* The workers sharing a cgroup: the processes listed that run this
+ * program (a forked child does), not others (pid 1's init, a pid that
+ * does not exist), not a partial last line, at most the host's
+ * workers. */
+static void test_sharers(void **state)
+{
+    (void)state;
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        pause();
+        _exit(0);
+    }
+    char procs[256];
+    snprintf(procs, sizeof procs, "1\n%ld\n%ld\n999999999\nx\n",
+             (long)getpid(), (long)child);
+    int two = dt_mem_cgroup_sharers(procs, 4);
+    int capped = dt_mem_cgroup_sharers(procs, 1);
+    snprintf(procs, sizeof procs, "1\n%ld", (long)child); /* cut short */
+    int cut = dt_mem_cgroup_sharers(procs, 4);
+    int alone = dt_mem_cgroup_sharers("", 4);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    assert_int_equal(two, 2);
+    assert_int_equal(capped, 1);
+    assert_int_equal(cut, 1);
+    assert_int_equal(alone, 1);
 }
 
 int main(void)
@@ -109,6 +153,7 @@ int main(void)
         cmocka_unit_test(test_cgroup_path),
         cmocka_unit_test(test_stat_field),
         cmocka_unit_test(test_pick),
+        cmocka_unit_test(test_sharers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

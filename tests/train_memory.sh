@@ -3,9 +3,11 @@
 # worker before it is allocated, naming the rank, the host and the
 # numbers (exit 65: dtctl says it is not worth a restart), instead of
 # the out-of-memory killer ending the job later; an address space limit
-# (ulimit -v) is such a limit too; a normal job trains; dtctl check says
-# the per-worker estimate. No assertion depends on this machine's free
-# memory: the large model needs about 8 TB, the normal one a megabyte.
+# (ulimit -v) is such a limit too; a worker alone in its memory cgroup is
+# not refused for the other workers' share; a normal job trains; dtctl
+# check says the per-worker estimate. No assertion depends on this
+# machine's free memory: the large model needs about 8 TB, the normal one
+# a megabyte, the one in cgroups 0.32 GiB under their 0.5 GiB each.
 name=memory
 . "$top_srcdir/tests/train_common.sh"
 run() { timeout 60 "$DTCTL" run "$@" >out 2>&1; }
@@ -55,6 +57,52 @@ else
     [ $rc -eq 65 ] || { cat out; fail "3 GB under ulimit -v 2000000 exited $rc, not 65"; }
     grep -q "error: rank 0 on [^ ]*: the model needs about 3\.[0-9][0-9] GiB per worker .*; this worker on [^ ]* needs about 3\.[0-9][0-9] GiB, and 1\.[0-9][0-9] GiB are available (the address space RLIMIT_AS (ulimit -v) allows this worker beyond the [0-9.]* GiB it already maps, of 1\.91 GiB): raise the limit (ulimit -v)" out ||
         { cat out; fail "the address space limit is not named"; }
+fi
+
+# ---- workers in memory cgroups of their own (YARN's containers, a pod
+# each): a cgroup's limit is its worker's alone, not shared by every worker
+# on the host. 0.32 GiB each under 0.5 GiB each trains (it was refused:
+# 2 x 0.32 against the 0.45 GiB one cgroup leaves). Only as root with a
+# writable memory cgroup (v1, or v2 delegating memory). -------------------
+cg_base= cg_limit=
+cg=$(grep -m1 '^[0-9]*:\([^:]*,\)\{0,1\}memory\(,[^:]*\)\{0,1\}:' \
+    /proc/self/cgroup | cut -d: -f3)
+if [ -n "$cg" ] && [ -d "/sys/fs/cgroup/memory$cg" ]; then
+    cg_base=/sys/fs/cgroup/memory$cg cg_limit=memory.limit_in_bytes
+else
+    cg=$(sed -n 's/^0:://p' /proc/self/cgroup)
+    grep -qw memory "/sys/fs/cgroup$cg/cgroup.subtree_control" 2>/dev/null &&
+        cg_base=/sys/fs/cgroup$cg cg_limit=memory.max
+fi
+cg_base=${cg_base%/}
+cg_probe=$cg_base/dt-memory-test.$$.probe
+if [ -n "$cg_base" ] && mkdir "$cg_probe" 2>/dev/null &&
+    echo 536870912 2>/dev/null >"$cg_probe/$cg_limit"; then
+    rmdir "$cg_probe"
+    mkdir bin
+    # each worker moves itself into a cgroup of 512 MiB of its own
+    cat >bin/dt-train <<WRAPPER
+#!/bin/sh
+cg="$cg_base/dt-memory-test.$$.\$DT_RANK"
+mkdir "\$cg" && echo 536870912 >"\$cg/$cg_limit" &&
+    echo \$\$ >"\$cg/cgroup.procs" || exit 99
+exec "$top_builddir/core/dt-train" "\$@"
+WRAPPER
+    chmod +x bin/dt-train
+    DT_LIBEXECDIR=$PWD/bin run -n 2 \
+        --set "model.layers=flatten linear(50000) relu linear(10)" job.ini
+    rc=$?
+    rmdir "$cg_base/dt-memory-test.$$.0" "$cg_base/dt-memory-test.$$.1" \
+        2>/dev/null
+    [ $rc -eq 0 ] ||
+        { cat out; fail "two workers in cgroups of their own exited $rc"; }
+    grep -q "the model needs about" out &&
+        { cat out; fail "a worker alone in its cgroup was refused"; }
+    grep -q "final test accuracy" out ||
+        { cat out; fail "the job in cgroups of their own did not finish"; }
+else
+    [ -d "$cg_probe" ] && rmdir "$cg_probe"
+    echo "skip: workers in cgroups of their own (no writable memory cgroup)"
 fi
 
 # ---- a model of a megabyte trains ----------------------------------------

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "mem_budget.h"
 
@@ -79,19 +81,43 @@ int dt_mem_cgroup_path(const char *text, char *path, size_t len, int *v2)
     return found;
 }
 
+int dt_mem_cgroup_sharers(const char *procs, int local_workers)
+{
+    struct stat self, other;
+    int n = 1; /* this process */
+    if (stat("/proc/self/exe", &self) != 0)
+        return 1;
+    pid_t me = getpid();
+    for (const char *p = procs; p && *p;
+         p = strchr(p, '\n'), p = p ? p + 1 : p) {
+        char *end, exe[64];
+        long pid = strtol(p, &end, 10);
+        /* a whole line only: a text cut short may end in part of a pid */
+        if (end == p || *end != '\n' || pid <= 0 || pid == (long)me)
+            continue;
+        snprintf(exe, sizeof exe, "/proc/%ld/exe", pid);
+        if (stat(exe, &other) == 0 && other.st_dev == self.st_dev &&
+            other.st_ino == self.st_ino)
+            n++;
+    }
+    return n < local_workers ? n : local_workers < 1 ? 1 : local_workers;
+}
+
 void dt_mem_budget_pick(unsigned long long host, const char *host_what,
                         unsigned long long as, const char *as_what,
                         unsigned long long cgroup, const char *cgroup_what,
-                        int local_workers, dt_mem_budget_t *out)
+                        int cgroup_workers, int local_workers,
+                        dt_mem_budget_t *out)
 {
     int k = local_workers < 1 ? 1 : local_workers;
+    int kc = cgroup_workers < 1 ? 1 : cgroup_workers > k ? k : cgroup_workers;
     struct {
         unsigned long long bytes;
         int workers;
         const char *what;
     } c[3] = {[DT_MEM_HOST_AVAILABLE] = {host, k, host_what},
               [DT_MEM_ADDRESS_SPACE] = {as, 1, as_what},
-              [DT_MEM_CGROUP] = {cgroup, k, cgroup_what}};
+              [DT_MEM_CGROUP] = {cgroup, kc, cgroup_what}};
     memset(out, 0, sizeof *out);
     for (int i = 0; i < 3; i++) {
         if (!c[i].bytes)
@@ -141,8 +167,10 @@ static unsigned long long as_room(char *what, size_t len)
 }
 
 /* Room the cgroup's memory limit leaves: the limit less the anonymous
- * memory charged to it (its page cache can be reclaimed). */
-static unsigned long long cgroup_room(char *what, size_t len)
+ * memory charged to it (its page cache can be reclaimed); *sharers: the
+ * local workers under that limit (dt_mem_cgroup_sharers). */
+static unsigned long long cgroup_room(int local_workers, int *sharers,
+                                      char *what, size_t len)
 {
     char text[8192], dir[4096], file[4200], path[3900];
     int v2;
@@ -163,6 +191,12 @@ static unsigned long long cgroup_room(char *what, size_t len)
     snprintf(file, sizeof file, "%s/memory.stat", dir);
     if (slurp(file, text, sizeof text) == 0)
         dt_mem_stat_field(text, v2 ? "anon" : "total_rss", &anon);
+    /* a cgroup of many processes lists more than text holds: those left
+     * out are not counted, which only makes the check less strict */
+    snprintf(file, sizeof file, "%s/cgroup.procs", dir);
+    *sharers = slurp(file, text, sizeof text) == 0
+                   ? dt_mem_cgroup_sharers(text, local_workers)
+                   : 1;
     snprintf(what, len, "what the cgroup's memory limit of %.2f GiB "
              "allows beyond the %.2f GiB its processes hold: %.200s/%s",
              (double)limit / (1ull << 30), (double)anon / (1ull << 30), dir,
@@ -177,8 +211,10 @@ void dt_mem_budget(int local_workers, dt_mem_budget_t *out)
     if (slurp("/proc/meminfo", text, sizeof text) != 0 ||
         dt_mem_meminfo_available(text, &host) != 0)
         host = 0;
+    int sharers = 1;
     unsigned long long as = as_room(as_what, sizeof as_what),
-                       cg = cgroup_room(cg_what, sizeof cg_what);
+                       cg = cgroup_room(local_workers, &sharers, cg_what,
+                                        sizeof cg_what);
     dt_mem_budget_pick(host, "MemAvailable + SwapFree in /proc/meminfo", as,
-                       as_what, cg, cg_what, local_workers, out);
+                       as_what, cg, cg_what, sharers, local_workers, out);
 }

@@ -33,14 +33,24 @@ int dt_mem_stat_field(const char *text, const char *key,
  * (*v2 = 0); -1 when neither. */
 int dt_mem_cgroup_path(const char *text, char *path, size_t len, int *v2);
 
+/* How many of the host's local_workers share this process's cgroup:
+ * the processes of procs (its cgroup.procs) that run this program
+ * (/proc/PID/exe), itself always counted; 1 .. local_workers. Workers in
+ * cgroups of their own (YARN's containers, one pod each) do not share
+ * its limit; one not started yet, or not readable, is not counted, which
+ * can only make the check less strict. */
+int dt_mem_cgroup_sharers(const char *procs, int local_workers);
+
 /* Of the limits given (0: none), the one that leaves each of `workers`
  * the least, into out: host, shared by local_workers; as (RLIMIT_AS
- * room) and cgroup (its room), this process's alone and shared by
- * local_workers. Texts for what go in the *_what arguments. */
+ * room), this process's alone; cgroup (its room), shared by
+ * cgroup_workers (dt_mem_cgroup_sharers). Texts for what go in the
+ * *_what arguments. */
 void dt_mem_budget_pick(unsigned long long host, const char *host_what,
                         unsigned long long as, const char *as_what,
                         unsigned long long cgroup, const char *cgroup_what,
-                        int local_workers, dt_mem_budget_t *out);
+                        int cgroup_workers, int local_workers,
+                        dt_mem_budget_t *out);
 
 /* This process's budget now, local_workers on this host (1 or more). */
 void dt_mem_budget(int local_workers, dt_mem_budget_t *out);
