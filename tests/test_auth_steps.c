@@ -3,6 +3,8 @@
  * one thread over a socket pair: the same token authenticates both ways
  * and names rank and channel; another token is refused on both sides;
  * handshakes on several sockets interleave; a silent acceptor times out;
+ * a stranger that closes or stays silent is described to the acceptor
+ * (not logged: dt_auth_acceptor_stray) with DT_ERR_PEER / DT_ERR_TIMEOUT;
  * the blocking dt_auth_connect (built on the steps) waits for a late
  * acceptor. */
 #include <pthread.h>
@@ -140,6 +142,42 @@ static void test_silent_acceptor_times_out(void **state)
     close(sv[1]);
 }
 
+/* The acceptor's side of a connection that never says who it is: closed
+ * at once (a port scanner), or silent past the deadline. */
+static void test_stranger_described(void **state)
+{
+    (void)state;
+    int sv[2];
+    dt_auth_t aa = {"test", token_a, 32, 1, 4, 2.0};
+    dt_auth_acceptor_t *x = NULL;
+    int peer = -1;
+    uint32_t ch = 0;
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv),
+                     0);
+    assert_int_equal(dt_auth_acceptor_new(sv[1], &aa, 2, 4, 1, &x), DT_OK);
+    assert_null(dt_auth_acceptor_stray(x));
+    close(sv[0]);
+    assert_int_equal(dt_auth_acceptor_step(x, &peer, &ch), DT_ERR_PEER);
+    assert_string_equal(dt_auth_acceptor_stray(x),
+                        "it closed before saying who it is");
+    dt_auth_acceptor_free(x);
+    close(sv[1]);
+
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv),
+                     0);
+    aa.timeout = 0.05;
+    assert_int_equal(dt_auth_acceptor_new(sv[1], &aa, 2, 4, 1, &x), DT_OK);
+    usleep(100000); /* past the deadline: the step reads nothing then */
+    assert_true(dt_clock_now() >= dt_auth_acceptor_deadline(x));
+    assert_int_equal(dt_auth_acceptor_step(x, &peer, &ch), DT_ERR_TIMEOUT);
+    assert_string_equal(dt_auth_acceptor_stray(x),
+                        "it said nothing about who it is in time");
+    assert_int_equal(peer, -1);
+    dt_auth_acceptor_free(x);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 typedef struct late {
     int fd;
     dt_status_t st;
@@ -182,6 +220,7 @@ int main(void)
         cmocka_unit_test(test_other_token_refused),
         cmocka_unit_test(test_interleaved),
         cmocka_unit_test(test_silent_acceptor_times_out),
+        cmocka_unit_test(test_stranger_described),
         cmocka_unit_test(test_blocking_connect_waits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dt/env.h>
 #include <dt/log.h>
 #include <dt/plugin.h>
 #include "plugin/plugin_loader.h"
@@ -14,11 +15,7 @@
 
 const char *dt_worker_env_get(char *const *envp, const char *name)
 {
-    size_t n = strlen(name);
-    for (char *const *e = envp; e && *e; e++)
-        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
-            return *e + n + 1;
-    return NULL;
+    return dt_env_value((const char *const *)envp, name);
 }
 
 /* A non-negative int from variable name; def when unset (-1: required). */

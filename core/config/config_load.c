@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <dt/env.h>
 #include <dt/log.h>
 #include "config_internal.h"
 
@@ -294,11 +295,7 @@ void dt_config_env_name(const char *section, const char *key, char *out,
 /* The value of NAME in envp, or NULL. */
 static const char *env_get(char *const *envp, const char *name)
 {
-    size_t n = strlen(name);
-    for (char *const *e = envp; e && *e; e++)
-        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
-            return *e + n + 1;
-    return NULL;
+    return dt_env_value((const char *const *)envp, name);
 }
 
 /* Short forms for the most used selections. */

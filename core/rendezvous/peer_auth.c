@@ -31,6 +31,16 @@ typedef struct hello {
     uint8_t nonce[NONCE_BYTES];
 } hello_t;
 
+/* Free a handshake's state (a connector, an acceptor), wiped first: its
+ * nonces, MACs and the token's address. NULL: nothing to do. */
+static void free_wiped(void *state, size_t len)
+{
+    if (!state)
+        return;
+    OPENSSL_cleanse(state, len);
+    free(state);
+}
+
 /* Milliseconds left until deadline (0: past it). */
 static int ms_until(double deadline)
 {
@@ -186,25 +196,35 @@ static dt_status_t connector_failed(const dt_auth_connector_t *x,
     return st;
 }
 
-/* Read what fd holds of nonce_a or the reply; DT_DECLINED: not all yet. */
-static dt_status_t connector_read(dt_auth_connector_t *x)
+/* Read what fd holds, without blocking, into buf until *got reaches
+ * want (both handshake sides step through their messages this way):
+ * DT_OK once it has, DT_DECLINED when fd has no more yet, DT_ERR_TIMEOUT
+ * when that happens past the deadline, DT_ERR_PEER when the peer closed
+ * or reset the connection. */
+static dt_status_t recv_some(int fd, uint8_t *buf, size_t want, size_t *got,
+                             double deadline)
 {
-    uint8_t *buf = x->have_nonce ? x->reply : x->nonce_a;
-    size_t want = x->have_nonce ? sizeof x->reply : sizeof x->nonce_a;
-    while (x->got < want) {
-        ssize_t n = recv(x->fd, buf + x->got, want - x->got, MSG_DONTWAIT);
+    while (*got < want) {
+        ssize_t n = recv(fd, buf + *got, want - *got, MSG_DONTWAIT);
         if (n > 0) {
-            x->got += (size_t)n;
+            *got += (size_t)n;
             continue;
         }
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return dt_clock_now() < x->deadline ? DT_DECLINED
-                                                : DT_ERR_TIMEOUT;
+            return dt_clock_now() < deadline ? DT_DECLINED : DT_ERR_TIMEOUT;
         return DT_ERR_PEER;
     }
     return DT_OK;
+}
+
+/* Read what fd holds of nonce_a or the reply; DT_DECLINED: not all yet. */
+static dt_status_t connector_read(dt_auth_connector_t *x)
+{
+    uint8_t *buf = x->have_nonce ? x->reply : x->nonce_a;
+    size_t want = x->have_nonce ? sizeof x->reply : sizeof x->nonce_a;
+    return recv_some(x->fd, buf, want, &x->got, x->deadline);
 }
 
 dt_status_t dt_auth_connector_new(int fd, const dt_auth_t *a, int peer,
@@ -298,10 +318,7 @@ double dt_auth_connector_deadline(const dt_auth_connector_t *x)
 
 void dt_auth_connector_free(dt_auth_connector_t *x)
 {
-    if (!x)
-        return;
-    OPENSSL_cleanse(x, sizeof *x);
-    free(x);
+    free_wiped(x, sizeof *x);
 }
 
 dt_status_t dt_auth_connect(int fd, const dt_auth_t *a, int peer,
@@ -445,21 +462,8 @@ static dt_status_t read_some(dt_auth_acceptor_t *x)
 {
     uint8_t *buf = x->have_hello ? x->proof : (uint8_t *)&x->h;
     size_t want = x->have_hello ? sizeof x->proof : sizeof x->h;
-    while (x->got < want) {
-        ssize_t n = recv(x->fd, buf + x->got, want - x->got, MSG_DONTWAIT);
-        if (n > 0) {
-            x->got += (size_t)n;
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return dt_clock_now() < x->deadline
-                       ? DT_DECLINED
-                       : read_failed(x, DT_ERR_TIMEOUT);
-        return read_failed(x, DT_ERR_PEER);
-    }
-    return DT_OK;
+    dt_status_t st = recv_some(x->fd, buf, want, &x->got, x->deadline);
+    return st == DT_OK || st == DT_DECLINED ? st : read_failed(x, st);
 }
 
 dt_status_t dt_auth_acceptor_new(int fd, const dt_auth_t *a, int peer_lo,
@@ -523,10 +527,7 @@ double dt_auth_acceptor_deadline(const dt_auth_acceptor_t *x)
 
 void dt_auth_acceptor_free(dt_auth_acceptor_t *x)
 {
-    if (!x)
-        return;
-    OPENSSL_cleanse(x, sizeof *x);
-    free(x);
+    free_wiped(x, sizeof *x);
 }
 
 dt_status_t dt_auth_accept(int fd, const dt_auth_t *a, int peer_lo,

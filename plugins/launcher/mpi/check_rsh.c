@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dt/env.h>
 #include "../common/jobdir/jobdir.h"
 #include "check_rsh.h"
 #include "mpi_types.h"
-#include "program.h"
 
 #define NO_ORTED "DT-NO-ORTED"
 
@@ -41,7 +41,7 @@ dt_status_t mpi_rsh_agent(const mpi_conf_t *c, strv_t *words)
     for (char *alt = strtok_r(copy, ":", &save); alt && st != DT_OK;
          alt = strtok_r(NULL, ":", &save)) {
         char *s2 = NULL, *w = strtok_r(alt, " \t", &s2);
-        if (!w || !mpi_program_found(w))
+        if (!w || !dt_program_found(w))
             continue;
         strv_free(words);
         for (; w; w = strtok_r(NULL, " \t", &s2))

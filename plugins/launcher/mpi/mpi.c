@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <dt/env.h>
 #include <dt/log.h>
 #include <dt/plugin.h>
 #include "../common/frontend/prologue.h"
@@ -21,7 +22,6 @@
 #include "mpi_lines.h"
 #include "mpi_rsh.h"
 #include "mpi_types.h"
-#include "program.h"
 #include "run_on_host.h"
 #include "sweep.h"
 
@@ -61,7 +61,7 @@ static dt_status_t mpi_available(char *why, size_t why_len)
     const char *prog = getenv("DT_LAUNCHER_MPI_MPIRUN");
     if (!prog || !*prog)
         prog = "mpirun";
-    if (mpi_program_found(prog))
+    if (dt_program_found(prog))
         return DT_OK;
     snprintf(why, why_len,
              "'%s' is not on PATH: install Open MPI (Debian: apt install "
@@ -135,7 +135,7 @@ static dt_status_t read_conf(const dt_config_t *cfg, mpi_conf_t *c)
         dt_error("[launcher.mpi] mpirun is empty; name the mpirun program");
         return DT_ERR_CONFIG;
     }
-    if (!mpi_program_found(c->mpirun)) {
+    if (!dt_program_found(c->mpirun)) {
         dt_error("[launcher.mpi] mpirun = '%s' was not found (PATH=%s); "
                  "install Open MPI or give its full path",
                  c->mpirun, getenv("PATH") ? getenv("PATH") : "");
@@ -182,7 +182,7 @@ static dt_status_t build_env(const mpi_launcher_t *L,
      * interface) is exported once, with the job's value. */
     for (size_t i = 0; L->conf.env_vars && L->conf.env_vars[i]; i++) {
         const char *v = getenv(L->conf.env_vars[i]);
-        if (v && !env_find(spec->env, L->conf.env_vars[i]))
+        if (v && !dt_env_value(spec->env, L->conf.env_vars[i]))
             strv_addf(job_env, "%s=%s", L->conf.env_vars[i], v);
     }
     if (!strv_ok(job_env))
@@ -194,7 +194,7 @@ static dt_status_t build_env(const mpi_launcher_t *L,
 static dt_status_t remember_job(mpi_launcher_t *L,
                                 const dt_launch_spec_t *spec)
 {
-    const char *id = env_find(spec->env, "DT_JOB_ID");
+    const char *id = dt_env_value(spec->env, "DT_JOB_ID");
     snprintf(L->job_id, sizeof L->job_id, "%s", id ? id : "");
     L->hosts.hosts = calloc(spec->hosts->n ? spec->hosts->n : 1,
                             sizeof *L->hosts.hosts);

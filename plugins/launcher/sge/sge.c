@@ -4,13 +4,13 @@
  * private job directory on a file system the execution hosts share
  * (../common/jobdir). Entry points, configuration and the preflight check. */
 #define _GNU_SOURCE
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <dt/env.h>
 #include <dt/log.h>
 #include <dt/plugin.h>
 #include "sge.h"
@@ -73,18 +73,6 @@ static dt_status_t get_opt_words(const dt_config_t *cfg, const char *key,
     return st == DT_ERR_NOT_FOUND ? DT_OK : st;
 }
 
-static dt_status_t get_ms(const dt_config_t *cfg, const char *key, int *ms)
-{
-    double s = 0;
-    DT_CHECK(dt_config_get_duration(cfg, SECTION, key, &s));
-    if (s <= 0 || s > 86400) {
-        dt_error("[%s] %s must be between 1ms and 24h", SECTION, key);
-        return DT_ERR_CONFIG;
-    }
-    *ms = s * 1000 < 1 ? 1 : (int)(s * 1000);
-    return DT_OK;
-}
-
 static dt_status_t read_conf(const dt_config_t *cfg, sge_conf_t *c)
 {
     DT_CHECK(get_opt_string(cfg, "pe", &c->pe));
@@ -96,14 +84,12 @@ static dt_status_t read_conf(const dt_config_t *cfg, sge_conf_t *c)
     DT_CHECK(get_opt_words(cfg, "extra_args", &c->extra_args, &c->nextra));
     DT_CHECK(dt_config_get_bool(cfg, SECTION, "export_env", &c->export_env));
     DT_CHECK(dt_config_get_bool(cfg, SECTION, "verify", &c->verify));
-    DT_CHECK(get_ms(cfg, "poll_interval", &c->poll_ms));
-    DT_CHECK(get_ms(cfg, "submit_timeout", &c->submit_timeout_ms));
+    DT_CHECK(jobdir_conf_ms(cfg, SECTION, "poll_interval", &c->poll_ms));
+    DT_CHECK(jobdir_conf_ms(cfg, SECTION, "submit_timeout",
+                            &c->submit_timeout_ms));
     if (!c->shared_dir || !*c->shared_dir) {
-        const char *home = getenv("HOME");
-        struct passwd *pw = home && *home ? NULL : getpwuid(getuid());
-        if (pw)
-            home = pw->pw_dir;
-        if (!home || !*home) {
+        const char *home = jobdir_home();
+        if (!home) {
             dt_error("sge: no home directory to put ~/.dt/sge in; set "
                      "[launcher.sge] shared_dir");
             return DT_ERR_CONFIG;
@@ -167,27 +153,12 @@ static void sge_fini(void *ctx)
     free(L);
 }
 
-/* An executable NAME on PATH. */
-static int on_path(const char *name)
-{
-    const char *path = getenv("PATH");
-    if (!path)
-        return 0;
-    char *copy = strdup(path), *save = NULL;
-    int found = 0;
-    for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d && !found;
-         d = strtok_r(NULL, ":", &save)) {
-        char full[4096];
-        snprintf(full, sizeof full, "%s/%s", *d ? d : ".", name);
-        found = access(full, X_OK) == 0;
-    }
-    free(copy);
-    return found;
-}
-
 static dt_status_t sge_available(char *why, size_t len)
 {
-    if (on_path("qsub") && on_path("qdel"))
+    /* PATH unset: not available, as sge has always said (the other
+     * launchers look in /usr/bin:/bin then). */
+    const char *path = getenv("PATH");
+    if (path && dt_program_found("qsub") && dt_program_found("qdel"))
         return DT_OK;
     snprintf(why, len, "qsub/qdel not on PATH (install gridengine-client, "
                        "or source $SGE_ROOT/default/common/settings.sh)");

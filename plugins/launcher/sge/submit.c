@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dt/env.h>
 #include <dt/log.h>
 #include "sge.h"
 
@@ -131,7 +132,7 @@ static dt_status_t await_job_id(sge_launcher_t *L)
 static dt_status_t write_token(const sge_launcher_t *L,
                                const dt_launch_spec_t *spec)
 {
-    const char *tok = env_find(spec->env, "DT_JOB_TOKEN");
+    const char *tok = dt_env_value(spec->env, "DT_JOB_TOKEN");
     if (!tok) {
         dt_error("sge: the job environment has no DT_JOB_TOKEN (a bug in "
                  "dt: please report it)");
@@ -288,7 +289,7 @@ dt_status_t sge_launch(void *ctx, const dt_launch_spec_t *spec)
     if ((!L->conf.pe || !*L->conf.pe) && sge_pick_pe(L, spec->np) != DT_OK)
         return DT_ERR_CONFIG;
     L->launched = 1;
-    const char *job_id = env_find(spec->env, "DT_JOB_ID");
+    const char *job_id = dt_env_value(spec->env, "DT_JOB_ID");
     if (!job_id)
         job_id = "0";
     /* Always ours alone: without a job number qdel goes by this name,

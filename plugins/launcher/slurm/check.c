@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dt/env.h>
 #include "../common/jobdir/jobdir.h"
 #include "slurm.h"
 
@@ -108,7 +109,7 @@ dt_status_t slurm_check(void *ctx, const dt_hostlist_t *hosts,
         return DT_ERR_INVALID;
     int missing = 0;
     for (size_t i = 0; i < sizeof tools / sizeof *tools; i++)
-        if (!slurm_on_path(tools[i])) {
+        if (!dt_program_found(tools[i])) {
             snprintf(msg, sizeof msg,
                      "'%s' is not on PATH: install the Slurm client "
                      "(Debian: apt install slurm-client) or fix PATH",

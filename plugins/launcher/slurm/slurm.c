@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <dt/env.h>
 #include <dt/log.h>
 #include <dt/plugin.h>
 #include "../common/frontend/prologue.h"
@@ -39,27 +40,11 @@ static const dt_key_spec_t slurm_keys[] = {
     {NULL, 0, NULL, NULL},
 };
 
-int slurm_on_path(const char *prog)
-{
-    const char *path = getenv("PATH");
-    char buf[4096];
-    for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
-        size_t n = strcspn(p, ":");
-        if (n > 0 && n + strlen(prog) + 2 < sizeof buf) {
-            snprintf(buf, sizeof buf, "%.*s/%s", (int)n, p, prog);
-            if (access(buf, X_OK) == 0)
-                return 1;
-        }
-        p += n + (p[n] == ':');
-    }
-    return 0;
-}
-
 static dt_status_t slurm_available(char *why, size_t why_len)
 {
     static const char *const tools[] = {"srun", "salloc", "scancel", "squeue"};
     for (size_t i = 0; i < sizeof tools / sizeof *tools; i++)
-        if (!slurm_on_path(tools[i])) {
+        if (!dt_program_found(tools[i])) {
             snprintf(why, why_len,
                      "'%s' is not on PATH: install the Slurm client "
                      "(Debian: apt install slurm-client) or fix PATH",
@@ -152,15 +137,6 @@ static dt_status_t slurm_init(const dt_config_t *cfg, void **ctx)
     return DT_OK;
 }
 
-static const char *env_value(const char *const *env, const char *name)
-{
-    size_t n = strlen(name);
-    for (size_t i = 0; env && env[i]; i++)
-        if (strncmp(env[i], name, n) == 0 && env[i][n] == '=')
-            return env[i] + n + 1;
-    return NULL;
-}
-
 static dt_status_t slurm_launch(void *ctx, const dt_launch_spec_t *spec)
 {
     slurm_launcher_t *L = ctx;
@@ -173,7 +149,7 @@ static dt_status_t slurm_launch(void *ctx, const dt_launch_spec_t *spec)
         dt_error("slurm launcher: this instance already launched a job");
         return DT_ERR_INVALID;
     }
-    const char *id = env_value(spec->env, "DT_JOB_ID");
+    const char *id = dt_env_value(spec->env, "DT_JOB_ID");
     snprintf(L->step_name, sizeof L->step_name, "%s-%s",
              *L->conf.job_name ? L->conf.job_name : "dt", id ? id : "job");
     strv_t argv = {0};

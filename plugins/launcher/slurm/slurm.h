@@ -43,9 +43,6 @@ int slurm_on_line(void *arg, frontend_t *fe, int fd, const char *line);
  * KillWait). DT_ERR_NOT_FOUND when the job is not known yet. */
 dt_status_t slurm_cancel(slurm_launcher_t *L, int signo);
 
-/* An executable NAME on PATH. */
-int slurm_on_path(const char *prog);
-
 /* The preflight of `dtctl check` (check.c). */
 dt_status_t slurm_check(void *ctx, const dt_hostlist_t *hosts,
                         void (*report)(void *arg, const char *host,

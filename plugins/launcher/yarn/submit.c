@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <dt/env.h>
 #include <dt/log.h>
 #include "yarn.h"
 
@@ -89,7 +90,7 @@ static dt_status_t prepare_dir(yarn_launcher_t *L,
     char name[64];
     snprintf(name, sizeof name, "job-%s", job_id);
     DT_CHECK(jobdir_create(L->conf.shared_dir, name, &L->dir));
-    const char *tok = env_find(spec->env, "DT_JOB_TOKEN");
+    const char *tok = dt_env_value(spec->env, "DT_JOB_TOKEN");
     if (!tok) {
         dt_error("yarn: the job environment has no DT_JOB_TOKEN (a bug in "
                  "dt: please report it)");
@@ -174,7 +175,7 @@ dt_status_t yarn_launch(void *ctx, const dt_launch_spec_t *spec)
         return DT_ERR_INVALID;
     }
     L->launched = 1;
-    const char *job_id = env_find(spec->env, "DT_JOB_ID");
+    const char *job_id = dt_env_value(spec->env, "DT_JOB_ID");
     if (!job_id)
         job_id = "0";
     char name[128];

@@ -6,7 +6,6 @@
  * ../common/jobdir). Entry points, configuration and the preflight check. */
 #define _GNU_SOURCE
 #include <curl/curl.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,19 +58,6 @@ static dt_status_t opt_string(const dt_config_t *cfg, const char *key,
     return st == DT_ERR_NOT_FOUND ? DT_OK : st;
 }
 
-static dt_status_t duration_ms(const dt_config_t *cfg, const char *key,
-                               int *ms)
-{
-    double s = 0;
-    DT_CHECK(dt_config_get_duration(cfg, SECTION, key, &s));
-    if (s <= 0 || s > 86400) {
-        dt_error("[%s] %s must be between 1ms and 24h", SECTION, key);
-        return DT_ERR_CONFIG;
-    }
-    *ms = s * 1000 < 1 ? 1 : (int)(s * 1000);
-    return DT_OK;
-}
-
 static dt_status_t read_conf(const dt_config_t *cfg, yarn_conf_t *c)
 {
     int start_ms = 0;
@@ -85,9 +71,10 @@ static dt_status_t read_conf(const dt_config_t *cfg, yarn_conf_t *c)
     DT_CHECK(dt_config_get_size(cfg, SECTION, "memory", &c->memory));
     DT_CHECK(dt_config_get_size(cfg, SECTION, "am_memory", &c->am_memory));
     DT_CHECK(dt_config_get_int(cfg, SECTION, "vcores", &c->vcores));
-    DT_CHECK(duration_ms(cfg, "poll_interval", &c->poll_ms));
-    DT_CHECK(duration_ms(cfg, "start_timeout", &start_ms));
-    DT_CHECK(duration_ms(cfg, "request_timeout", &c->request_timeout_ms));
+    DT_CHECK(jobdir_conf_ms(cfg, SECTION, "poll_interval", &c->poll_ms));
+    DT_CHECK(jobdir_conf_ms(cfg, SECTION, "start_timeout", &start_ms));
+    DT_CHECK(jobdir_conf_ms(cfg, SECTION, "request_timeout",
+                            &c->request_timeout_ms));
     c->start_timeout_s = start_ms < 1000 ? 1 : start_ms / 1000;
     if (!c->rm_url || strncmp(c->rm_url, "http", 4) != 0) {
         dt_error("[%s] rm_url = '%s' is not an http(s):// address of a "
@@ -107,11 +94,8 @@ static dt_status_t read_conf(const dt_config_t *cfg, yarn_conf_t *c)
     if (!c->app_type || !*c->app_type)
         c->app_type = "DT";
     if (!c->shared_dir || !*c->shared_dir) {
-        const char *home = getenv("HOME");
-        struct passwd *pw = home && *home ? NULL : getpwuid(getuid());
-        if (pw)
-            home = pw->pw_dir;
-        if (!home || !*home) {
+        const char *home = jobdir_home();
+        if (!home) {
             dt_error("yarn: no home directory for ~/.dt/yarn; set "
                      "[launcher.yarn] shared_dir");
             return DT_ERR_CONFIG;

@@ -9,8 +9,9 @@
  *
  * dtctl tails these files (the scheduler owns the processes), so output
  * is forwarded per rank and each exit is reported once, with its host.
- * Also here: a tiny string builder with POSIX shell quoting, and
- * child processes in their own process group that end with dtctl. */
+ * Also here: a tiny string builder with POSIX shell quoting, child
+ * processes in their own process group that end with dtctl, and the
+ * settings these launchers read alike. */
 #ifndef DT_LAUNCHER_JOBDIR_H
 #define DT_LAUNCHER_JOBDIR_H
 
@@ -18,6 +19,7 @@
 #include <sys/types.h>
 #include <dt/plugin.h>
 #include <dt/clock.h>
+#include <dt/config.h>
 
 /* ---- strings ------------------------------------------------------------ */
 typedef struct strbuf {
@@ -36,8 +38,14 @@ void sb_quote(strbuf_t *b, const char *text);
 dt_status_t sb_status(const strbuf_t *b);
 void sb_free(strbuf_t *b);
 
-/* The value of KEY in a "KEY=VALUE" list, or NULL. */
-const char *env_find(const char *const *env, const char *key);
+/* ---- settings (conf.c) ------------------------------------------------- */
+/* [section] key, a duration, in milliseconds (at least 1); DT_ERR_CONFIG,
+ * logged, outside 1ms..24h. */
+dt_status_t jobdir_conf_ms(const dt_config_t *cfg, const char *section,
+                           const char *key, int *ms);
+/* The user's home directory ($HOME, else the passwd entry's), where the
+ * default shared_dir goes; NULL when there is none. */
+const char *jobdir_home(void);
 
 /* ---- the job directory ---------------------------------------------------- */
 /* Create PARENT (mode 0700 if missing) and PARENT/NAME (mode 0700, must

@@ -77,12 +77,3 @@ void sb_free(strbuf_t *b)
     free(b->s);
     memset(b, 0, sizeof *b);
 }
-
-const char *env_find(const char *const *env, const char *key)
-{
-    size_t k = strlen(key);
-    for (size_t i = 0; env && env[i]; i++)
-        if (strncmp(env[i], key, k) == 0 && env[i][k] == '=')
-            return env[i] + k + 1;
-    return NULL;
-}

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dt/env.h>
 #include "schedenv.h"
 
 /* Return the status of a failed step (identify does not log). */
@@ -21,13 +22,10 @@ typedef struct got {
     const char *name, *value; /* both NULL: none of the names is set */
 } got_t;
 
+/* envp as identify gets it (char *const *, like environ). */
 static const char *env_get(char *const *envp, const char *name)
 {
-    size_t n = strlen(name);
-    for (char *const *e = envp; e && *e; e++)
-        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
-            return *e + n + 1;
-    return NULL;
+    return dt_env_value((const char *const *)envp, name);
 }
 
 /* The first of names that is set and not empty. */
