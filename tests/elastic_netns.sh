@@ -13,22 +13,12 @@
 #     names the excluded host.
 set -u
 
-: "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
 : "${top_srcdir:?}" "${top_builddir:?}"
-"$DTCTL" plugins | grep -q '^launcher *ssh .*available' ||
-    { echo "SKIP: the ssh launcher is not built (libssh-dev missing at configure)"; exit 77; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/dt-elastic.XXXXXX") || exit 99
-FX="$top_srcdir/tests/fixtures/netns-hosts.sh"
+. "$top_srcdir/tests/fixtures/netns-test-lib.sh"
+need_ssh_launcher
 MARK="dtelastic$$"
 SL=$((300000 + $$))           # a sleep no other test runs: "sleep $SL"
-cleanup() {
-    pkill -KILL -f "$MARK" 2>/dev/null
-    sh "$FX" stop "$T/ns"
-    rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-. "$top_srcdir/tests/fixtures/netns-test-lib.sh"
+netns_test_begin elastic
 netns_hosts_start
 netns_ssh_keys
 export DT_CLUSTER_KILL_GRACE=2s

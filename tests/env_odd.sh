@@ -9,19 +9,10 @@
 # OpenBLAS in dtctl, a job trains).
 set -u
 
-: "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
-T=$(mktemp -d "${TMPDIR:-/tmp}/dt-env-odd.XXXXXX") || exit 99
-trap 'rm -rf "$T"' EXIT
+name=env-odd
+. "$top_srcdir/tests/check_common.sh"
 cd "$T" || exit 99            # no ./conf/cluster.ini here
-unset DT_CONFIG DT_CLUSTER_NP DT_TRANSPORT DT_LAUNCHER DT_STORAGE DT_INTERFACE \
-    DT_CLUSTER_INTERFACE NCCL_SOCKET_IFNAME GLOO_SOCKET_IFNAME UCX_NET_DEVICES
-fails=0 passed_at=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-ok() {
-    if [ $fails -eq $passed_at ]; then echo "ok: $*"
-    else echo "FAILED: $* ($((fails - passed_at)) check(s) above)"; fi
-    passed_at=$fails
-}
+unset_dt_config_env
 # Every dtctl call is bounded: a bug must fail the test, never hang it.
 dt() { timeout -k 5 60 "$DTCTL" "$@"; }
 

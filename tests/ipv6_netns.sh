@@ -10,22 +10,12 @@
 # before it starts.
 set -u
 
-: "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
 : "${top_srcdir:?}" "${top_builddir:?}"
-"$DTCTL" plugins | grep -q '^launcher *ssh .*available' ||
-    { echo "SKIP: the ssh launcher is not built (libssh-dev missing at configure)"; exit 77; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/dt-ipv6ns.XXXXXX") || exit 99
-FX="$top_srcdir/tests/fixtures/netns-hosts.sh"
-MARK="dtipv6ns$$"
-cleanup() {
-    pkill -KILL -f "$MARK" 2>/dev/null
-    sh "$FX" stop "$T/ns"
-    rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-export NETNS_FAMILY=ipv6
 . "$top_srcdir/tests/fixtures/netns-test-lib.sh"
+need_ssh_launcher
+MARK="dtipv6ns$$"
+netns_test_begin ipv6ns
+export NETNS_FAMILY=ipv6
 netns_hosts_start
 netns_ssh_keys
 export DT_CLUSTER_KILL_GRACE=2s

@@ -10,26 +10,17 @@
 # in no argv on any host.
 set -u
 
-: "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
 : "${top_srcdir:?}" "${top_builddir:?}"
+. "$top_srcdir/tests/fixtures/netns-test-lib.sh"
 command -v mpirun >/dev/null 2>&1 ||
     { echo "SKIP: mpirun is not installed (Debian: apt install openmpi-bin)"; exit 77; }
 "$DTCTL" plugins | grep -q '^launcher *mpi .*available' ||
     { echo "SKIP: the mpi launcher plugin is not built or not available: $("$DTCTL" plugins | grep mpi)"; exit 77; }
 command -v ssh >/dev/null 2>&1 ||
     { echo "SKIP: the ssh client is missing (apt install openssh-client): mpirun reaches hosts with it"; exit 77; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/dt-mpins.XXXXXX") || exit 99
-FX="$top_srcdir/tests/fixtures/netns-hosts.sh"
 MARK="dtmpins$$"
 SL=$((300000 + $$))           # a sleep no other test runs: "sleep $SL"
-cleanup() {
-    pkill -KILL -f "$MARK" 2>/dev/null
-    sh "$FX" stop "$T/ns"
-    rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-. "$top_srcdir/tests/fixtures/netns-test-lib.sh"
+netns_test_begin mpins
 netns_hosts_start
 
 # Never inherit a job's identity from the environment running the tests.

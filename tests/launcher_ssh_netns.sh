@@ -8,23 +8,19 @@
 # host, and the job token is in no argv on any host.
 set -u
 
-: "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
 : "${top_srcdir:?}" "${top_builddir:?}"
-"$DTCTL" plugins | grep -q '^launcher *ssh .*available' ||
-    { echo "SKIP: the ssh launcher is not built (libssh-dev missing at configure)"; exit 77; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/dt-sshns.XXXXXX") || exit 99
-FX="$top_srcdir/tests/fixtures/netns-hosts.sh"
+. "$top_srcdir/tests/fixtures/netns-test-lib.sh"
+need_ssh_launcher
 MARK="dtsshns$$"
 SL=$((200000 + $$))           # a sleep no other test runs: "sleep $SL"
-cleanup() {
+netns_test_begin sshns
+cleanup() { # test 1b's sshd on 127.0.0.1 too
     pkill -KILL -f "$MARK" 2>/dev/null
     sh "$top_srcdir/tests/fixtures/sshd-loopback.sh" stop "$T/lo"
     sh "$FX" stop "$T/ns"
     rm -rf "$T"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
-. "$top_srcdir/tests/fixtures/netns-test-lib.sh"
 netns_hosts_start
 netns_ssh_keys
 export DT_CLUSTER_KILL_GRACE=2s

@@ -4,40 +4,13 @@
 # propagation, stop signals, no leftover processes, token secrecy.
 set -u
 
-: "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
-T=$(mktemp -d "${TMPDIR:-/tmp}/dt-run-local.XXXXXX") || exit 99
+name=run-local
 MARK="dtrunlocal$$"              # unique word in every process we start
-cleanup() {
-    pkill -KILL -f "$MARK" 2>/dev/null
-    rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 143' INT TERM # dash runs no EXIT trap on a signal
-fails=0 passed_at=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-# A section is ok only when none of its checks failed since the last one.
-ok() {
-    if [ $fails -eq $passed_at ]; then
-        echo "ok: $*"
-    else
-        echo "FAILED: $* ($((fails - passed_at)) check(s) above)"
-    fi
-    passed_at=$fails
-}
+. "$top_srcdir/tests/check_common.sh"
 
 # Every dtctl call is bounded: a bug must fail the test, never hang it.
 dt() { timeout -k 5 30 "$DTCTL" "$@"; }
-
-# The transport is loaded up front even for `-- PROGRAM`; use the
-# configured default when it is built, else any transport that is.
-transports=$("$DTCTL" plugins | awk '$1 == "transport" && $4 == "available" { print $2 }')
-if [ -z "$transports" ]; then
-    echo "SKIP: no transport plugin is built, so dtctl run cannot start"
-    exit 77
-fi
-if echo "$transports" | grep -qx tcp; then TR=""; else
-    TR="--transport=$(echo "$transports" | head -n 1)"
-fi
+pick_transport
 run() { dt run $TR "$@"; }
 export DT_CLUSTER_KILL_GRACE=2s   # keep stop tests short
 

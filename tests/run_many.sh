@@ -5,32 +5,12 @@
 # whole names. No timing assertions; every dtctl call is bounded.
 set -u
 
-: "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
-T=$(mktemp -d "${TMPDIR:-/tmp}/dt-run-many.XXXXXX") || exit 99
+name=run-many
 MARK="dtrunmany$$"               # unique word in every process we start
-cleanup() {
-    pkill -KILL -f "$MARK" 2>/dev/null
-    rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 143' INT TERM # dash runs no EXIT trap on a signal
-fails=0 passed_at=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-ok() {
-    if [ $fails -eq $passed_at ]; then echo "ok: $*"
-    else echo "FAILED: $* ($((fails - passed_at)) check(s) above)"; fi
-    passed_at=$fails
-}
+. "$top_srcdir/tests/check_common.sh"
 dt() { timeout -k 5 60 "$DTCTL" "$@"; }
 
-transports=$("$DTCTL" plugins | awk '$1 == "transport" && $4 == "available" { print $2 }')
-if [ -z "$transports" ]; then
-    echo "SKIP: no transport plugin is built, so dtctl run cannot start"
-    exit 77
-fi
-if echo "$transports" | grep -qx tcp; then TR=""; else
-    TR="--transport=$(echo "$transports" | head -n 1)"
-fi
+pick_transport
 N=64
 # dtctl refuses N workers under a hard limit of 4N + 64 descriptors.
 hard=$(ulimit -Hn)

@@ -23,17 +23,10 @@ data=/usr/share/datasets/fashion-mnist
 [ "${DT_HAVE_ZLIB:-yes}" = yes ] || { echo "SKIP: dt was built without zlib: $data holds .gz files (apt-get install zlib1g-dev)"; exit 77; }
 "$DTCTL" plugins | grep -q '^storage *rsync .*available' ||
     { echo "SKIP: the rsync storage plugin is not available"; exit 77; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/dt-rsync-local.XXXXXX") || exit 99
-trap 'rm -rf "$T"' EXIT
+name=rsync-local
+. "$top_srcdir/tests/check_common.sh"
 cd "$T" || exit 99
 unset DT_CONFIG DT_DATA_PATH DT_HOST
-fails=0 passed_at=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-ok() {
-    if [ $fails -eq $passed_at ]; then echo "ok: $*"
-    else echo "FAILED: $* ($((fails - passed_at)) check(s) above)"; fi
-    passed_at=$fails
-}
 dt() { timeout -k 5 180 "$DTCTL" "$@"; }
 
 mkdir src

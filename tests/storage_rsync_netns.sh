@@ -13,20 +13,11 @@
 # {host}: each host gets its own copy.
 set -u
 
-: "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
 : "${top_srcdir:?}" "${top_builddir:?}"
-command -v rsync >/dev/null 2>&1 || { echo "SKIP: rsync is not installed (apt-get install rsync)"; exit 77; }
-"$DTCTL" plugins | grep -q '^launcher *ssh .*available' ||
-    { echo "SKIP: the ssh launcher is not built (libssh-dev missing at configure)"; exit 77; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/dt-rsync.XXXXXX") || exit 99
-FX="$top_srcdir/tests/fixtures/netns-hosts.sh"
-cleanup() {
-    sh "$FX" stop "$T/ns"
-    rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 . "$top_srcdir/tests/fixtures/netns-test-lib.sh"
+command -v rsync >/dev/null 2>&1 || { echo "SKIP: rsync is not installed (apt-get install rsync)"; exit 77; }
+need_ssh_launcher
+netns_test_begin rsync
 netns_hosts_start
 netns_ssh_keys
 printf '%s slots=1\n%s slots=1\n' "$H1" "$H2" >"$T/hosts"
