@@ -3,7 +3,8 @@
 # mpirun on this machine: a real dt job (examples/allreduce), the worker
 # environment (dt's and torchrun's names from mpirun's ranks), output per
 # rank, the exit status and name of a failing rank, a restart after it
-# (--max-restarts), a killed worker, Ctrl-C, dtctl itself killed (mpirun's
+# (--max-restarts), a killed worker, Ctrl-C, Ctrl-Z (dtctl alone stops,
+# and says so), dtctl itself killed (mpirun's
 # parent-death signal), no process left behind, the job token in no argv,
 # and `dtctl check`.
 set -u
@@ -119,6 +120,36 @@ wait $dtpid; rc=$?
 sleep 0.5
 leftovers && fail "processes left after Ctrl-C: $(pgrep -fa "$MARK")"
 ok "Ctrl-C stops the job, exit 130"
+
+# --- 5a. Ctrl-Z: mpirun cannot stop its ranks (a signal to it ends the
+# job; they run in sessions of their own), so dtctl stops alone and says
+# that the workers keep running (it said nothing, or that they stopped too)
+pstate() { sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null; }
+rm -f "$T"/pid.* "$T/release"
+# dtctl in a process group of its own, child of this shell (as a shell
+# with job control starts it): not orphaned, so SIGTSTP stops it
+python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+    "$DTCTL" run --launcher=mpi -n 2 -- sh -c "echo \$\$ >$T/pid.\$DT_RANK; i=0; while [ ! -e $T/release ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done # $MARK" \
+    >"$T/o" 2>"$T/e" &
+dtpid=$!
+i=0
+while { [ ! -s "$T/pid.0" ] || [ ! -s "$T/pid.1" ]; } && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+kill -TSTP "$dtpid"
+i=0
+while ! grep -q "stopped (SIGTSTP" "$T/e" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+i=0
+while [ "$(pstate "$dtpid")" != T ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(pstate "$dtpid")" = T ] || fail "Ctrl-Z with mpi: dtctl did not stop ($(pstate "$dtpid"))"
+grep -q "dtctl alone; the workers keep running (the mpi launcher cannot stop them" "$T/e" ||
+    fail "Ctrl-Z with mpi: dtctl did not say the workers keep running: $(cat "$T/e")"
+for f in "$T"/pid.*; do
+    [ "$(pstate "$(cat "$f")")" != T ] || fail "Ctrl-Z with mpi: a worker stopped, yet it was said to run on"
+done
+kill -CONT "$dtpid"
+touch "$T/release"
+wait $dtpid; rc=$?
+[ $rc -eq 0 ] || fail "Ctrl-Z then fg with mpi: want exit 0, got $rc: $(cat "$T/e")"
+ok "Ctrl-Z with mpi: dtctl stops alone and says the workers keep running; fg, exit 0"
 
 # --- 5b. dtctl itself dies (SIGKILL): mpirun gets SIGTERM (its parent-death
 # signal) and ends every rank ---------------------------------------------------

@@ -4,7 +4,8 @@
 # environment (the user's NCCL_SOCKET_IFNAME too), working directory, exit codes, stdin to rank 0, a
 # closed stdout, host keys (unknown, wrong,
 # accept-new), an unreachable host, stop signals (also while a host is
-# mute or stalls the authentication), dtctl killed outright,
+# mute or stalls the authentication), Ctrl-Z and fg (the remote workers
+# stop, their watchdogs do not), dtctl killed outright,
 # no leftover processes, the token in no argv.
 set -u
 
@@ -287,10 +288,11 @@ bounded_wait $job
 wait_gone "$groups" || fail "processes left after SIGTERM: $(pgrep -a -g "$groups")"
 ok "SIGTERM to dtctl stops every remote worker"
 
-# Ctrl-Z (SIGTSTP to dtctl) stops dtctl alone with the ssh launcher: a
-# STOP of the remote groups would stop their watchdogs too (a connection
-# lost meanwhile left the workers stopped for ever); they run on, and
-# dtctl continued (fg) ends the job 0 when their sleeps end.
+# Ctrl-Z (SIGTSTP to dtctl) stops the remote workers with dtctl, but not
+# their watchdogs (a STOP of the whole group stopped them too: a
+# connection lost meanwhile left the workers stopped for ever); fg
+# (SIGCONT to dtctl) continues them, and the job ends 0. They once ran on
+# unwatched while dtctl alone was stopped.
 pstate() { sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null; }
 all_in() { # pattern pids...: at most 10 s (a hang guard)
     want=$1; shift
@@ -303,26 +305,91 @@ all_in() { # pattern pids...: at most 10 s (a hang guard)
     done
     return 1
 }
+states() { for p; do printf '%s=%s ' "$p" "$(pstate "$p")"; done; }
 # dtctl in a process group of its own whose parent is this shell (as a
 # shell with job control starts it): not orphaned, so SIGTSTP stops it
-python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
-    "$DTCTL" run --launcher=ssh --hostfile "$T/hosts" -n 2 -- sh -c ": $MARK; sleep $SL; true" 2>"$T/err" &
-job=$!
-i=0
-while [ "$(pgrep -fx "sleep $SL" | wc -l)" -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-sleeps=$(pgrep -fx "sleep $SL")
-[ "$(echo "$sleeps" | wc -l)" -eq 2 ] || fail "SIGTSTP case: the workers did not start"
-kill -TSTP "$job"
-all_in T "$job" || fail "SIGTSTP: dtctl did not stop"
-for p in $sleeps; do
-    [ "$(pstate "$p")" != T ] || fail "SIGTSTP with ssh stopped a remote worker"
-done
-kill -CONT "$job"
-# shellcheck disable=SC2086
-kill -TERM $sleeps
-bounded_wait $job
-[ $rc -eq 0 ] || fail "a job stopped (Ctrl-Z) and continued: want 0, got $rc ($(cat "$T/err"))"
-ok "Ctrl-Z stops dtctl alone with ssh (the remote workers and their watchdogs run on), fg continues it"
+start_tstp_job() {
+    python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+        "$DTCTL" run --launcher=ssh --hostfile "$T/hosts" -n 2 -- sh -c ": $MARK; sleep $SL; true" 2>"$T/err" &
+    job=$!
+    i=0
+    while [ "$(pgrep -fx "sleep $SL" | wc -l)" -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    sleeps=$(pgrep -fx "sleep $SL" | paste -sd' ' -)
+    groups=$(job_groups)
+    # the watchdogs: the bootstrap shell's subshell, one per group
+    dogs=$(pgrep -g "$groups" -f "read -r dt_s" 2>/dev/null | paste -sd' ' -)
+    [ "$(echo "$sleeps" | wc -w)" -eq 2 ] && [ "$(echo "$dogs" | wc -w)" -eq 2 ]
+}
+if start_tstp_job; then
+    kill -TSTP "$job"
+    all_in T "$job" || fail "SIGTSTP: dtctl did not stop ($(states "$job"))"
+    # shellcheck disable=SC2086
+    all_in T $sleeps || fail "SIGTSTP with ssh: the remote workers run on ($(states $sleeps))"
+    # shellcheck disable=SC2086
+    all_in '[RS]' $dogs || fail "SIGTSTP with ssh stopped the watchdogs too ($(states $dogs))"
+    grep -q "the workers are stopped too" "$T/err" ||
+        fail "SIGTSTP: dtctl did not say the workers stopped: $(cat "$T/err")"
+    kill -CONT "$job"
+    # shellcheck disable=SC2086
+    all_in '[RSD]' $sleeps || fail "SIGCONT to dtctl: the remote workers stay stopped ($(states $sleeps))"
+    # shellcheck disable=SC2086
+    kill -TERM $sleeps
+    bounded_wait $job
+    [ $rc -eq 0 ] || fail "a job stopped (Ctrl-Z) and continued: want 0, got $rc ($(cat "$T/err"))"
+else
+    fail "SIGTSTP case: the workers or their watchdogs not found (sleeps: $sleeps, watchdogs: $dogs)"
+    kill -KILL "$job"; bounded_wait $job
+fi
+ok "Ctrl-Z stops the remote workers (not their watchdogs) with dtctl, fg continues them"
+
+# dtctl killed while the job is stopped (its connection gone): the
+# watchdogs, left running, end the stopped workers.
+if start_tstp_job; then
+    kill -TSTP "$job"
+    # shellcheck disable=SC2086
+    all_in T "$job" $sleeps || fail "SIGTSTP (2): not all stopped ($(states "$job" $sleeps))"
+    kill -KILL "$job"
+    bounded_wait $job
+    wait_gone "$groups" || fail "stopped workers survived dtctl being killed: $(pgrep -a -g "$groups")"
+else
+    fail "SIGTSTP case 2: the workers or their watchdogs not found (sleeps: $sleeps, watchdogs: $dogs)"
+    kill -KILL "$job"; bounded_wait $job
+fi
+ok "dtctl killed while Ctrl-Z'd: the watchdogs end the stopped remote workers"
+
+# A real dt job Ctrl-Z'd for longer than [cluster] timeout (2 s) over ssh
+# goes on after fg: no rank takes the stop for its peer's silence (exit
+# 124, "hung"). Rank 1 stops itself after the first allreduce (rank 0
+# then waits on it); Ctrl-Z stops both, fg's CONT continues both. The
+# sleep makes the stop outlast the timeout; it asserts nothing.
+pe="$top_builddir/tests/peer_exit"
+if [ -x "$pe" ] && [ -e "$top_builddir/plugins/modules/dt_transport_tcp.so" ]; then
+    python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+        "$DTCTL" run --launcher=ssh --hostfile "$T/hosts" -n 2 --transport=tcp \
+        --set cluster.timeout=2s -x PEER_EXIT_RANK=1 -x PEER_EXIT_MODE=pause \
+        -- sh -c ": $MARK; exec \"\$0\"" "$pe" >"$T/pe" 2>&1 &
+    job=$!
+    i=0 p0="" p1=""
+    while [ $i -lt 200 ] && { [ -z "$p0" ] || [ -z "$p1" ]; }; do
+        p0=$(sed -n 's/^\[0\] peer_exit: rank 0 pid \([0-9]*\)$/\1/p' "$T/pe" | head -n 1)
+        p1=$(sed -n 's/^\[1\] peer_exit: rank 1 pid \([0-9]*\)$/\1/p' "$T/pe" | head -n 1)
+        sleep 0.1; i=$((i + 1))
+    done
+    if [ -n "$p0" ] && [ -n "$p1" ] && all_in T "$p1"; then
+        kill -TSTP "$job"
+        all_in T "$job" "$p0" || fail "Ctrl-Z of a dt job over ssh: not stopped ($(states "$job" "$p0"))"
+        sleep 3                  # longer than the 2 s timeout
+        kill -CONT "$job"
+        bounded_wait $job
+        [ $rc -eq 0 ] || fail "a dt job over ssh Ctrl-Z'd past [cluster] timeout, then fg: want 0, got $rc: $(cat "$T/pe")"
+    else
+        fail "peer_exit over ssh: the ranks did not start or rank 1 did not pause: $(cat "$T/pe")"
+        kill -KILL "$job"; bounded_wait $job
+    fi
+    ok "a dt job Ctrl-Z'd over ssh longer than [cluster] timeout goes on after fg (exit 0)"
+else
+    echo "skip: peer_exit or the tcp transport is not built (Ctrl-Z of a dt job over ssh)"
+fi
 
 # dtctl killed outright: the channels close and each watchdog kills its group.
 bg -n 2 -- sh -c ": $MARK; sleep $SL & sleep $SL" 2>/dev/null

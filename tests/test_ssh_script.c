@@ -6,7 +6,8 @@
  * 0's stdin through its fifo and the second channel's cat, cleaned up
  * with the job even when the worker never reads; the
  * stop command (`kill -s SIG -- -PGID`) under every login shell installed
- * here (sh, dash, bash, zsh, tcsh, csh, fish), as sshd runs it. */
+ * here (sh, dash, bash, zsh, tcsh, csh, fish), as sshd runs it; Ctrl-Z's
+ * stop command, which stops a worker but not its watchdog. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -209,7 +210,11 @@ static void start_stdin_rank(const char *worker, remote_t *r, char *dir,
     }
     head[len] = '\0';
     long pgid = 0;
-    assert_int_equal(sscanf(head, SSH_PGID_MARK "%ld %511s", &pgid, dir), 2);
+    long watchdog = 0;
+    assert_int_equal(sscanf(head, SSH_PGID_MARK "%ld %ld %511s", &pgid,
+                            &watchdog, dir),
+                     3);
+    assert_true(watchdog > 0 && watchdog != pgid);
     assert_true(strlen(dir) < dir_len);
     assert_int_equal(pgid, r->pid);
     assert_true(ssh_stdin_dir_ok(dir));
@@ -336,9 +341,10 @@ static void test_stdin_no_fifo(void **state)
     const char *mark = strstr(err, SSH_PGID_MARK);
     assert_non_null(mark);
     char rest[64] = "";
-    long pgid = 0;
-    assert_int_equal(sscanf(mark, SSH_PGID_MARK "%ld%63[^\n]", &pgid, rest),
-                     2);
+    long pgid = 0, watchdog = 0;
+    assert_int_equal(sscanf(mark, SSH_PGID_MARK "%ld %ld%63[^\n]", &pgid,
+                            &watchdog, rest),
+                     3);
     assert_string_equal(rest, " "); /* no directory named */
     free(out);
     free(err);
@@ -450,6 +456,116 @@ static int have(const char *prog)
     return system(cmd) == 0;
 }
 
+/* Ctrl-Z's stop: the groups stop, their watchdogs are continued. */
+static void test_stop_cmd_text(void **state)
+{
+    (void)state;
+    const long pgids[] = {12, 34}, watchdogs[] = {13, 35}, none[] = {13, 0};
+    char *cmd = NULL;
+    assert_int_equal(ssh_stop_cmd(pgids, watchdogs, 2, &cmd), DT_OK);
+    assert_string_equal(cmd, "exec /bin/sh -c 'kill -s STOP -- -12 -34 "
+                             "2>/dev/null; kill -s CONT -- 13 35 "
+                             "2>/dev/null; exit 0'");
+    free(cmd);
+    assert_int_equal(ssh_stop_cmd(pgids, watchdogs, 0, &cmd), DT_ERR_INVALID);
+    /* a rank whose marker named no watchdog */
+    assert_int_equal(ssh_stop_cmd(pgids, none, 2, &cmd), DT_ERR_INVALID);
+}
+
+/* /proc/PID/stat's state letter and process group; 0 when gone. */
+static char proc_state(long pid, long *pgrp)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *paren = strrchr(buf, ')'), st = 0;
+    long ppid = 0, grp = 0;
+    if (!paren || sscanf(paren + 1, " %c %ld %ld", &st, &ppid, &grp) != 3)
+        return 0;
+    if (pgrp)
+        *pgrp = grp;
+    return st;
+}
+
+/* pid reaches one of states within 10 s (a hang guard). */
+static int reaches(long pid, const char *states)
+{
+    for (int i = 0; i < 200; i++) {
+        char st = proc_state(pid, NULL);
+        if (st && strchr(states, st))
+            return 1;
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+/* The stop command (Ctrl-Z) on a real rank: the worker is stopped, its
+ * watchdog (one process of the group, named by the marker) runs on, so the
+ * channel closing while the job is stopped (dtctl killed, the connection
+ * lost) still ends the whole group. A stopped watchdog left it stopped
+ * for ever. */
+static void test_stop_spares_watchdog(void **state)
+{
+    (void)state;
+    const char *argv[] = {"sleep", "300", NULL};
+    ssh_script_req_t req = {NULL, NULL, argv, NULL, NULL, 0};
+    char *script = NULL;
+    assert_int_equal(ssh_build_script(&req, &script), DT_OK);
+    remote_t r;
+    start_remote(&r);
+    assert_int_equal(write(r.in, script, strlen(script)),
+                     (ssize_t)strlen(script));
+    free(script);
+    char head[256];
+    size_t len = 0;
+    while (len < sizeof head - 1 && !memchr(head, '\n', len)) {
+        ssize_t n = read(r.err, head + len, sizeof head - 1 - len);
+        assert_true(n > 0);
+        len += (size_t)n;
+    }
+    head[len] = '\0';
+    long pgid = 0, watchdog = 0, wgrp = 0;
+    assert_int_equal(sscanf(head, SSH_PGID_MARK "%ld %ld", &pgid, &watchdog),
+                     2);
+    assert_int_equal(pgid, r.pid);
+    assert_true(proc_state(watchdog, &wgrp) != 0);
+    assert_int_equal(wgrp, pgid); /* in the group a group KILL ends */
+    assert_true(reaches(pgid, "S")); /* the worker sleeps */
+
+    char *cmd = NULL;
+    assert_int_equal(ssh_stop_cmd(&pgid, &watchdog, 1, &cmd), DT_OK);
+    int status = run_login_shell("sh", cmd);
+    free(cmd);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (!reaches(pgid, "T"))
+        fail_msg("the stop command did not stop the worker (state %c)",
+                 proc_state(pgid, NULL));
+    if (!reaches(watchdog, "RS"))
+        fail_msg("the stop command left the watchdog stopped (state %c): "
+                 "a channel closing now would not end the job",
+                 proc_state(watchdog, NULL));
+    assert_int_equal(proc_state(pgid, NULL), 'T');
+
+    close(r.in); /* the channel closes while the worker is stopped */
+    int alive = 1;
+    for (int i = 0; i < 200 && alive; i++) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            ;
+        alive = group_alive(pgid);
+    }
+    assert_false(alive);
+    close(r.out);
+    close(r.err);
+}
+
 /* The stop command under each login shell installed here: the groups get
  * the signal, the command exits 0. tcsh and csh are the ones whose own
  * kill would refuse `-s TERM --`. */
@@ -500,6 +616,8 @@ int main(void)
         cmocka_unit_test(test_stdin_dir_ok),
         cmocka_unit_test(test_kill_cmd_text),
         cmocka_unit_test(test_kill_cmd_login_shells),
+        cmocka_unit_test(test_stop_cmd_text),
+        cmocka_unit_test(test_stop_spares_watchdog),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -69,6 +69,7 @@ typedef struct run_state {
     int one_machine;            /* local launcher: all ranks here */
     int suspends;               /* its signal op stops and continues
                                    the workers (Ctrl-Z)           */
+    char no_suspend[160];       /* else why not, for Ctrl-Z's message */
 } run_state_t;
 
 static int ends_with(const char *s, const char *suffix)
@@ -331,11 +332,17 @@ static int prepare(const dt_cli_t *cli, const char *job_file, run_state_t *s)
     if (code != 0)
         return code;
     s->one_machine = strcmp(launcher->name, "local") == 0;
-    /* The schedulers' signal op cancels the job whatever the signal;
-     * ssh's STOP would stop each host's watchdog too (in the worker's
-     * group: a connection lost meanwhile left the workers stopped for
-     * ever) and opens channels sshd's MaxSessions counts. */
-    s->suspends = s->one_machine;
+    /* The schedulers' signal op cancels the job whatever the signal
+     * (mpirun's, srun's and qsub's own ranks run in sessions of their
+     * own: a terminal's Ctrl-Z does not reach them either). ssh's STOP
+     * continues each host's watchdog at once, and waits for its channel
+     * to close (sshd's MaxSessions leaves room for two). */
+    s->suspends = s->one_machine || strcmp(launcher->name, "ssh") == 0;
+    if (!s->suspends)
+        snprintf(s->no_suspend, sizeof s->no_suspend,
+                 "the %s launcher cannot stop them: a signal to its job "
+                 "ends it",
+                 launcher->name);
     if (s->one_machine)
         run_place_one_machine(&s->hosts, s->placement, s->np, 1);
     dt_debug("run: %d worker%s, launcher %s, transport %s", s->np,
@@ -573,6 +580,7 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
                                                isatty(STDIN_FILENO) &&
                                                isatty(STDOUT_FILENO),
                                .suspends = s->suspends,
+                               .no_suspend = s->no_suspend,
                                .oom_at_start = oom_at_start};
         code = supervise_job(&sa);
         run_culprit_close(&rc);

@@ -3,9 +3,9 @@
  * writes one byte; they reach the workers as SIGTERM: a preemption notice
  * for dt's trainer), and SIGPIPE is ignored so a closed output pipe
  * cannot kill the supervisor. SIGTSTP (Ctrl-Z) comes through the pipe too
- * while the supervisor can stop the workers with dtctl
- * (stop_signals_forward_suspend); otherwise dtctl alone stops, as
- * without a handler. */
+ * while the supervisor watches the job (stop_signals_forward_suspend): it
+ * stops the workers with dtctl, or says that they keep running; otherwise
+ * dtctl alone stops, as without a handler. */
 #ifndef DT_CLI_STOP_SIGNALS_H
 #define DT_CLI_STOP_SIGNALS_H
 

@@ -421,9 +421,12 @@ static void check_other_dt(monitor_t *m)
 /* Ctrl-Z (SIGTSTP): the workers stop with dtctl and continue with it, as
  * one job at the terminal. Left running they trained on unwatched, their
  * output piling up in dtctl's pipes. The deadlines move by the time
- * stopped: a grace or a wait is not used up while nothing ran. */
+ * stopped: a grace or a wait is not used up while nothing ran. A launcher
+ * that cannot stop its workers (or a host whose workers did not follow)
+ * is said so: "the workers are stopped too" would be a lie. */
 static void suspend_job(monitor_t *m)
 {
+    const supervise_args_t *a = m->a;
     if (stop_signals_continued_since_tstp())
         return; /* continued before we looked: nothing to stop */
     /* No shell can continue an orphaned group: the kernel drops a
@@ -433,14 +436,34 @@ static void suspend_job(monitor_t *m)
                 "process group: nothing could continue the job)");
         return;
     }
-    dt_info("stopped (SIGTSTP, Ctrl-Z): the workers are stopped too; fg "
-            "or kill -CONT %d continues them", (int)getpid());
-    m->a->ops->signal(m->a->ctx, SIGSTOP);
+    if (!a->suspends) {
+        dt_warn("stopped (SIGTSTP, Ctrl-Z): dtctl alone; the workers keep "
+                "running (%s); fg or kill -CONT %d continues dtctl",
+                a->no_suspend ? a->no_suspend : "the launcher cannot stop "
+                                                "them",
+                (int)getpid());
+        raise(SIGSTOP); /* returns on SIGCONT */
+        dt_info("continued");
+        return;
+    }
+    int all_stopped = a->ops->signal(a->ctx, SIGSTOP) == DT_OK;
+    if (all_stopped)
+        dt_info("stopped (SIGTSTP, Ctrl-Z): the workers are stopped too; fg "
+                "or kill -CONT %d continues them", (int)getpid());
+    else
+        dt_warn("stopped (SIGTSTP, Ctrl-Z): dtctl and the workers, but "
+                "not those named above (they keep running); fg or kill -CONT "
+                "%d continues them all", (int)getpid());
     long long stopped_at = dt_clock_now_ms();
     raise(SIGSTOP); /* returns on SIGCONT */
     long long away = dt_clock_now_ms() - stopped_at;
-    m->a->ops->signal(m->a->ctx, SIGCONT);
-    dt_info("continued: the workers continue too");
+    if (a->ops->signal(a->ctx, SIGCONT) == DT_OK)
+        dt_info("continued: the workers continue too");
+    else
+        dt_warn("continued: dtctl; the workers the launcher named above "
+                "may stay stopped (a stop of the job ends them)");
+    if (!all_stopped)
+        return; /* some ran on: their time was used */
     m->kill_at += away;
     m->give_up_at += away;
     m->decide_at += away;
@@ -466,7 +489,8 @@ int supervise_job(const supervise_args_t *a)
     monitor_t m;
     memset(&m, 0, sizeof m);
     m.a = a;
-    stop_signals_forward_suspend(a->suspends);
+    /* Ctrl-Z comes here even when the workers cannot stop: it says so */
+    stop_signals_forward_suspend(1);
     m.oom_kills = a->oom_at_start;
     for (;;) {
         int signo;

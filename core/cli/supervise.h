@@ -76,8 +76,10 @@ typedef struct supervise_args {
     int show_prompts;
     /* ops->signal passes SIGSTOP and SIGCONT on (local, ssh): Ctrl-Z
      * stops the workers with dtctl, fg continues them. Else dtctl alone
-     * stops and the workers run on. */
+     * stops, the workers run on, and Ctrl-Z's message says so, and why:
+     * no_suspend ("the mpi launcher cannot stop them: ..."). */
     int suspends;
+    const char *no_suspend;
     /* The kernel's out-of-memory kill counts from before the launch
      * (oom_counts_read): a SIGKILL dtctl did not send is checked against
      * them (oom_hint.h); read later, a worker killed at once is missed. */

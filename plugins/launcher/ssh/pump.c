@@ -57,7 +57,10 @@ static void take_stderr(ssh_rank_t *rk, const char *data, size_t len)
     if (mark && nl) {
         char *end = NULL;
         rk->pgid = strtol(mark + strlen(SSH_PGID_MARK), &end, 10);
-        /* rank 0 reading dtctl's stdin: "DT-PGID <pgid> <fifo dir>" */
+        if (end && *end == ' ')
+            rk->watchdog = strtol(end + 1, &end, 10);
+        /* rank 0 reading dtctl's stdin: "DT-PGID <pgid> <watchdog> <fifo
+         * dir>" */
         if (end && *end == ' ' && nl - end - 1 < (long)sizeof rk->stdin_dir)
             snprintf(rk->stdin_dir, sizeof rk->stdin_dir, "%.*s",
                      (int)(nl - end - 1), end + 1);

@@ -4,7 +4,8 @@
  * line from stdin and evaluates it. That line (built here) exports the
  * environment with every value single-quoted, changes directory, and
  * execs the program as the leader of its process group, first printing
- * "DT-PGID <pgid>" on stderr so dtctl can signal the group later.
+ * "DT-PGID <pgid> <watchdog pid>" on stderr so dtctl can signal the group
+ * later.
  * `export` and `eval` are shell builtins: the values, the job token among
  * them, appear in no process's argv.
  *
@@ -32,12 +33,21 @@ const char ssh_bootstrap_cmd[] =
 static const char kill_head[] = "exec /bin/sh -c 'kill -s ";
 static const char kill_tail[] = " 2>/dev/null; exit 0'";
 
+/* The watchdog waits for the channel's end of file with the shell's own
+ * `read` (no `cat` child): one process, whose pid ($!) the marker line
+ * names, so a STOP of the group can continue it at once (ssh_kill_cmd):
+ * stopped, it would miss a connection lost meanwhile and leave the
+ * workers stopped for ever. dtctl writes nothing more on the channel. */
+#define WATCHDOG_WAIT "while IFS= read -r dt_x <&3; do :; done; "
+
 /* In the leader: keep the channel's stdin as fd 3 for the watchdog,
- * report the group, start the watchdog, become the worker. */
+ * start the watchdog, report the group and the watchdog, become the
+ * worker. */
 static const char stage_text[] =
-    "exec 3<&0; printf 'DT-PGID %s\\n' $$ >&2; "
-    "(trap '' HUP INT TERM; cat <&3 >/dev/null 2>&1; "
-    "kill -s KILL -- -$$) >/dev/null 2>&1 & "
+    "exec 3<&0; "
+    "(trap '' HUP INT TERM; " WATCHDOG_WAIT "kill -s KILL -- -$$) "
+    ">/dev/null 2>&1 & "
+    "printf 'DT-PGID %s %s\\n' $$ $! >&2; "
     "exec \"$@\" 3<&- </dev/null";
 
 /* The same for rank 0 reading dtctl's stdin. That cannot come over this
@@ -65,10 +75,10 @@ static const char stage_stdin_text[] =
     "printf '%s\\n' \"dt: warning: rank 0 reads /dev/null: no fifo for "
     "its standard input in $dt_t on $(hostname) ($dt_d)\" >&2; "
     "[ ! -d \"$dt_d\" ] || rm -rf \"$dt_d\"; dt_d=; }; "
-    "printf 'DT-PGID %s %s\\n' $$ \"$dt_d\" >&2; "
-    "(trap '' HUP INT TERM; cat <&3 >/dev/null 2>&1; "
+    "(trap '' HUP INT TERM; " WATCHDOG_WAIT
     "[ ! -p \"$dt_d/in\" ] || { true 0<>\"$dt_d/in\"; rm -rf \"$dt_d\"; }; "
     "kill -s KILL -- -$$) >/dev/null 2>&1 & "
+    "printf 'DT-PGID %s %s %s\\n' $$ $! \"$dt_d\" >&2; "
     "exec 3<&- </dev/null; "
     "[ -z \"$dt_d\" ] || { exec <\"$dt_d/in\"; rm -rf \"$dt_d\"; }; "
     "exec \"$@\"";
@@ -246,36 +256,77 @@ dt_status_t ssh_join_argv(const char *const *argv, char **cmd)
     return DT_OK;
 }
 
+/* " -12 -34" (groups, sign -1) or " 13 35" (processes, sign 1); 0 if
+ * an id is not positive. */
+static int put_ids(sbuf_t *b, const long *ids, size_t n, int sign)
+{
+    for (size_t i = 0; i < n; i++) {
+        char num[32];
+        if (ids[i] <= 0)
+            return 0;
+        snprintf(num, sizeof num, " %ld", sign * ids[i]);
+        puts_(b, num);
+    }
+    return 1;
+}
+
+static int plain_word(const char *s)
+{
+    if (!s || !*s)
+        return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s))
+            return 0;
+    return 1;
+}
+
+static dt_status_t finish(sbuf_t *b, char **cmd)
+{
+    puts_(b, kill_tail);
+    if (b->oom) {
+        free(b->p);
+        return DT_ERR_NOMEM;
+    }
+    *cmd = b->p;
+    return DT_OK;
+}
+
 dt_status_t ssh_kill_cmd(const char *sig, const long *pgids, size_t n,
                          const char *rm_dir, char **cmd)
 {
-    if (!sig || !*sig || n == 0 || (rm_dir && !ssh_stdin_dir_ok(rm_dir)))
+    if (!plain_word(sig) || n == 0 || (rm_dir && !ssh_stdin_dir_ok(rm_dir)))
         return DT_ERR_INVALID;
-    for (const char *c = sig; *c; c++)
-        if (!isalnum((unsigned char)*c))
-            return DT_ERR_INVALID;
     sbuf_t b = {0};
     puts_(&b, kill_head);
     puts_(&b, sig);
     puts_(&b, " --");
-    for (size_t i = 0; i < n; i++) {
-        char num[32];
-        if (pgids[i] <= 0) {
-            free(b.p);
-            return DT_ERR_INVALID;
-        }
-        snprintf(num, sizeof num, " -%ld", pgids[i]);
-        puts_(&b, num);
+    if (!put_ids(&b, pgids, n, -1)) {
+        free(b.p);
+        return DT_ERR_INVALID;
     }
     if (rm_dir) { /* [A-Za-z0-9_./+-] only: no quoting needed */
         puts_(&b, " 2>/dev/null; rm -rf ");
         puts_(&b, rm_dir);
     }
-    puts_(&b, kill_tail);
-    if (b.oom) {
+    return finish(&b, cmd);
+}
+
+dt_status_t ssh_stop_cmd(const long *pgids, const long *watchdogs, size_t n,
+                         char **cmd)
+{
+    if (n == 0)
+        return DT_ERR_INVALID;
+    sbuf_t b = {0};
+    puts_(&b, kill_head);
+    puts_(&b, "STOP --");
+    int ok = put_ids(&b, pgids, n, -1);
+    /* the watchdogs run on at once: a channel that closes while the job
+     * is stopped still ends it */
+    puts_(&b, " 2>/dev/null; kill -s CONT --");
+    ok = ok && put_ids(&b, watchdogs, n, 1);
+    if (!ok) {
         free(b.p);
-        return DT_ERR_NOMEM;
+        return DT_ERR_INVALID;
     }
-    *cmd = b.p;
-    return DT_OK;
+    return finish(&b, cmd);
 }

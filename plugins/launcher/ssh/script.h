@@ -5,7 +5,9 @@
 #include <stddef.h>
 #include <dt/status.h>
 
-/* The line a rank's remote shell writes to stderr before it execs. */
+/* The line a rank's remote shell writes to stderr before it execs:
+ * "DT-PGID <pgid> <watchdog pid>", and for rank 0 reading dtctl's stdin
+ * " <fifo directory>" after (empty: no fifo). */
 #define SSH_PGID_MARK "DT-PGID "
 
 /* The fixed bootstrap command and a rank's script (one line). */
@@ -42,5 +44,11 @@ dt_status_t ssh_join_argv(const char *const *argv, char **cmd);
  * which would remove it, dies in the group's SIGKILL. malloc'd. */
 dt_status_t ssh_kill_cmd(const char *sig, const long *pgids, size_t n,
                          const char *rm_dir, char **cmd);
+/* Ctrl-Z's stop of the groups pgids[0..n) (`kill -s STOP -- -PGID ...`)
+ * that continues their watchdogs (the pids of their marker lines) right
+ * after: stopped, a watchdog would not end its group when the channel
+ * closes. One line for any login shell, as ssh_kill_cmd's. malloc'd. */
+dt_status_t ssh_stop_cmd(const long *pgids, const long *watchdogs, size_t n,
+                         char **cmd);
 
 #endif /* DT_LAUNCHER_SSH_SCRIPT_H */

@@ -73,6 +73,7 @@ typedef struct ssh_rank {
     ssh_channel ch;
     struct ssh_channel_callbacks_struct cb;
     long pgid;           /* 0 until the marker line arrived              */
+    long watchdog;       /* its watchdog's pid, from the marker (0: none) */
     char head[1024];     /* stderr before the marker (start errors)      */
     size_t head_len;
     int head_done;       /* marker seen (or given up on): stderr flows   */
