@@ -14,11 +14,12 @@
 # tested at the sampler level (test_sampler: test_resume_other_world).
 set -u
 : "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/dt-resize.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 99
+# the data set's skip, the work directory and its traps (the job trains
+# on the default data set, Fashion-MNIST)
+name=resize
+. "$top_srcdir/tests/train_common.sh"
 fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); } # counted, not train_common's exit
 ok() { echo "ok: $*"; }
 
 cat >job.ini <<'INI'
