@@ -169,8 +169,11 @@ else
     [ "$out" = "[0] 0" ] || fail "OpenBLAS is loaded in dtctl: $out"
     ok "under ulimit -v dtctl neither hangs nor loads OpenBLAS"
     # dt-train trains under a limit with room for the buffers of the
-    # OpenBLAS threads it is told to start (128 MiB each on x86-64; without
-    # room a warning says so: test_blas_lazy), and no others.
+    # OpenBLAS threads it is told to start (128 MiB each on x86-64, and a
+    # stack), and no others; without room for one buffer the cpu device
+    # refuses (OpenBLAS retries a mapping that does not fit for ever: the
+    # job hung at its first matrix product), and with room for fewer
+    # threads than [train] threads it runs those, saying so.
     if [ -r job.ini ]; then
         out=$( (ulimit -v 1000000 && timeout -k 2 60 "$DTCTL" run -n 1 --metrics lim.jsonl --set train.threads=2 job.ini) 2>&1)
         rc=$?
@@ -178,7 +181,38 @@ else
             fail "a job under ulimit -v 1000000: exit $rc (124: hung): $(echo "$out" | tail -5)"
         ! echo "$out" | grep -q 'address-space limit' ||
             fail "a job under ulimit -v 1000000: warned of no room: $(echo "$out" | grep 'address-space')"
-        ok "dt-train trains under ulimit -v"
+        out=$( (ulimit -v 150000 && timeout -k 2 60 "$DTCTL" run -n 1 job.ini) 2>&1)
+        rc=$?
+        [ $rc -eq 65 ] ||
+            fail "a job under ulimit -v 150000: exit $rc (want 65; 124: hung): $(echo "$out" | tail -5)"
+        echo "$out" | grep -q 'cpu device: the address-space limit of 146 MiB .*OpenBLAS maps a 128 MiB buffer at the first matrix product.*the job would hang. Raise the limit by at least [0-9]* MiB' ||
+            fail "a job under ulimit -v 150000: not said: $(echo "$out" | tail -5)"
+        # the least limit (4 MiB steps) a job of 1 thread trains under
+        lo=150000 hi=1000000
+        while [ $((hi - lo)) -gt 4096 ]; do
+            mid=$(((lo + hi) / 2))
+            (ulimit -v $mid && timeout -k 2 30 "$DTCTL" run -q -n 1 job.ini) >/dev/null 2>&1
+            rc=$?
+            if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+                fail "a job under ulimit -v $mid hung"
+                break
+            fi
+            if [ $rc -eq 0 ]; then hi=$mid; else lo=$mid; fi
+        done
+        # and room for one pool thread more (buffer, stack, 24 MiB): of
+        # threads = 4, 2 run
+        stack=$(ulimit -s)
+        case $stack in *[!0-9]*|'') stack=2048 ;; esac
+        lim=$((hi + 131072 + stack + 24576))
+        out=$( (ulimit -v $lim && timeout -k 2 60 "$DTCTL" run -n 1 --metrics few.jsonl --set train.threads=4 job.ini) 2>&1)
+        rc=$?
+        [ $rc -eq 0 ] && grep -q '^{"epoch":1,' few.jsonl ||
+            fail "threads = 4 under ulimit -v $lim: exit $rc (124: hung): $(echo "$out" | tail -5)"
+        echo "$out" | grep -q '\[train\] threads = 4, but the address-space limit of [0-9]* MiB .* leaves room for the buffers of 2 OpenBLAS threads .*running 2' ||
+            fail "threads = 4 under ulimit -v $lim: no warning naming 4 and 2: $(echo "$out" | grep -v info: | tail -5)"
+        echo "$out" | grep -q 'device: cpu (OpenBLAS, 2 threads)' ||
+            fail "threads = 4 under ulimit -v $lim: not 2 threads: $(echo "$out" | grep 'device:')"
+        ok "dt-train trains under ulimit -v, refuses without room for OpenBLAS's buffer, runs the threads that fit"
     fi
 fi
 

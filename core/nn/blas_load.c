@@ -72,6 +72,7 @@ dt_status_t dt_blas_open_files(const char *const *files, int threads,
             out->set_num_threads = (__typeof__(out->set_num_threads))dlsym(
                 h, "openblas_set_num_threads");
             if (out->sgemm && out->set_num_threads) {
+                out->threads_at_load = threads > 0 ? threads : 0;
                 dt_debug("OpenBLAS loaded from %s", *f);
                 return DT_OK; /* never closed: its threads serve to exit */
             }

@@ -21,6 +21,7 @@
 typedef struct dt_blas {
     __typeof__(cblas_sgemm) *sgemm;
     __typeof__(openblas_set_num_threads) *set_num_threads;
+    int threads_at_load; /* its constructor's threads; 0: its default */
 } dt_blas_t;
 
 /* OpenBLAS, loaded and resolved once per process (thread-safe); later

@@ -10,42 +10,8 @@
 #include <dt/log.h>
 #include <dt/nn.h>
 #include "cuda/backend.h"
+#include "nn/blas_start.h"
 #include "nn/device_step.h"
-
-#ifdef HAVE_OPENBLAS_CBLAS
-#include <sys/mman.h>
-#include <sys/resource.h>
-#include "nn/blas_load.h"
-
-/* OpenBLAS maps a buffer per thread at its first matrix product
- * (BUFFER_SIZE, 128 MiB in OpenBLAS 0.3 on x86-64), and retries one that
- * does not fit under an address-space limit for ever: the job hangs. */
-#define BLAS_BUFFER_MIB 128
-
-/* Under ulimit -v or SGE's h_vmem, say so up front when the buffers of
- * threads threads do not fit in what is left (a trial mapping of that
- * size, reserving nothing, released at once). */
-static void warn_if_no_room(int threads)
-{
-    struct rlimit as;
-    if (getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY)
-        return;
-    size_t need = (size_t)threads * ((size_t)BLAS_BUFFER_MIB << 20);
-    void *p = mmap(NULL, need, PROT_NONE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p != MAP_FAILED) {
-        munmap(p, need);
-        return;
-    }
-    dt_warn("[train] threads = %d under an address-space limit of %llu "
-            "MiB (ulimit -v, SGE's h_vmem): OpenBLAS maps %d MiB per "
-            "thread at its first matrix product, and %zu MiB do not fit in "
-            "what is left; a thread whose buffer does not fit retries for "
-            "ever (the job hangs): raise the limit%s", threads,
-            (unsigned long long)(as.rlim_cur >> 20), BLAS_BUFFER_MIB,
-            need >> 20, threads > 1 ? " or set [train] threads = 1" : "");
-}
-#endif
 
 static dt_status_t open_cpu(dt_device_t *dev, int threads)
 {
@@ -54,21 +20,19 @@ static dt_status_t open_cpu(dt_device_t *dev, int threads)
     dev->ordinal = -1;
     dev->threads = threads;
 #ifdef HAVE_OPENBLAS_CBLAS
-    /* The first device loads OpenBLAS: its constructor then starts these
-     * threads, not one per CPU. This sets OPENBLAS_NUM_THREADS for a
+    /* The first device loads OpenBLAS with these threads, not one per
+     * CPU, and fewer where an address-space limit has no room for their
+     * buffers (nn/blas_start.h). This sets OPENBLAS_NUM_THREADS for a
      * moment: dt-train gets here before threads of its own that touch the
      * environment exist (its input loaders and the rendezvous server do
      * not), and dt/nn.h asks the same of other programs. */
-    char why[2048];
-    const dt_blas_t *blas = dt_blas_load(threads, why, sizeof why);
-    if (!blas) {
-        dt_error("cpu device: %s", why);
-        return DT_ERR_UNSUPPORTED;
-    }
-    blas->set_num_threads(threads); /* a later device may want others */
-    warn_if_no_room(threads);
+    int started = 0;
+    dt_status_t st = dt_blas_start(threads, &started);
+    if (st != DT_OK)
+        return st;
+    dev->threads = started; /* fewer where an address-space limit says */
     snprintf(dev->name, sizeof dev->name, "cpu (OpenBLAS, %d thread%s)",
-             threads, threads == 1 ? "" : "s");
+             started, started == 1 ? "" : "s");
 #else
     snprintf(dev->name, sizeof dev->name, "cpu (no BLAS: plain loops)");
 #endif

@@ -83,7 +83,10 @@ int dt_cuda_device_count(void);
  * GPU. threads (>= 1) sets the BLAS thread count for the whole process
  * (OpenBLAS is process-global). libdt links no BLAS either: the first cpu
  * device loads OpenBLAS (an error saying what to install when it cannot),
- * and its constructor starts threads threads, not one per CPU; to tell it,
+ * and its constructor starts threads threads, not one per CPU; under an
+ * address-space limit (ulimit -v) only as many as have room for their
+ * buffers (a warning; dev->threads says how many), and DT_ERR_CONFIG when
+ * not even one has (OpenBLAS would hang); to tell it,
  * OPENBLAS_NUM_THREADS is set for that moment and then restored, so open
  * the first cpu device before starting threads that read or write the
  * environment. */
