@@ -5,7 +5,7 @@
 set -u
 corpus="$top_srcdir/tests/fuzz/corpus"
 status=0
-for t in fuzz_config fuzz_idx fuzz_cifar fuzz_ckpt fuzz_store fuzz_auth fuzz_image; do
+for t in fuzz_config fuzz_idx fuzz_cifar fuzz_ckpt fuzz_store fuzz_auth fuzz_image fuzz_model; do
     bin="$top_builddir/tests/$t"
     [ -x "$bin" ] || { echo "FAIL: $t is not built"; status=1; continue; }
     [ -d "$corpus/${t#fuzz_}" ] || { echo "FAIL: no corpus $corpus/${t#fuzz_}"; status=1; continue; }

@@ -98,6 +98,10 @@ static void test_parse_errors(void **state)
                      DT_ERR_CONFIG);
     assert_non_null(strstr(err.message, "no layers"));
     expect_error("flatten linear(10)x", 18, "expected a space");
+    /* 14,000 layers: refused at the stage that passes 10,000 (planning
+     * the activations' memory is quadratic in their number) */
+    expect_error("stage(basic,1,1000) stage(basic,1,1000) gap flatten "
+                 "linear(10)", 20, "more than 10000 layers");
     /* an input whose size per sample overflows an int: refused at once
      * (1x65536x65536 parsed with a flatten of 0 values and 10 params) */
     m = NULL;

@@ -326,6 +326,11 @@ static dt_status_t append(parser_t *p, dt_model_t *m, int *cap,
                           const char *desc, int src, int skip, int col,
                           int len, int stage, int block, int shortcut)
 {
+    if (m->nlayers == DT_MODEL_MAX_LAYERS)
+        return fail(p, col, len, "the model would have more than %d layers "
+                    "(a stage's blocks counted as their layers, 7 or 9 "
+                    "each): fewer layers or fewer blocks per stage",
+                    DT_MODEL_MAX_LAYERS);
     if (m->nlayers == *cap) {
         *cap = *cap ? 2 * *cap : 16;
         dt_layer_t *nl = realloc(m->layers, (size_t)*cap * sizeof *nl);

@@ -143,7 +143,10 @@ typedef struct dt_model_error {
  *       conv(32,3) relu conv3(64)
  *                       ^~~~~
  * origin names where the string came from ("job.ini:12", may be NULL);
- * err (may be NULL) receives the position. Allocates no device memory. */
+ * err (may be NULL) receives the position. Allocates no device memory.
+ * At most DT_MODEL_MAX_LAYERS layers, stages expanded (placing the
+ * activations in memory takes time quadratic in their number). */
+#define DT_MODEL_MAX_LAYERS 10000
 dt_status_t dt_model_parse(const char *layers, const char *origin, int in_c,
                            int in_h, int in_w, int nclasses,
                            dt_model_t **out, dt_model_error_t *err);

@@ -5,12 +5,14 @@
 #   tests/fuzz/run-fuzz.sh [-t SECONDS] [--save] [TARGET...]
 #
 # SECONDS per target (default 60); targets: config idx cifar ckpt store image
-# auth (default all). Each starts from a copy of tests/fuzz/corpus/TARGET;
-# --save copies the new inputs that grew coverage back there (what make
-# check then replays). A crash leaves its input as crash-* in the work
-# directory the script names, and the script exits non-zero. Needs clang
-# (Debian: apt-get install clang). The instrumented build goes to
-# _build-fuzz beside the source.
+# auth model (default all). Each starts from a copy of
+# tests/fuzz/corpus/TARGET; --save copies the new inputs that grew
+# coverage back there (what make check then replays). A crash leaves its
+# input as crash-* in the work directory the script names, and the script
+# exits non-zero. A TARGET.dict beside this script is the target's
+# libFuzzer dictionary (the words of its input). Needs clang (Debian:
+# apt-get install clang). The instrumented build goes to _build-fuzz
+# beside the source.
 set -eu
 secs=60 save=0 targets=
 while [ $# -gt 0 ]; do
@@ -21,7 +23,7 @@ while [ $# -gt 0 ]; do
     *) targets="$targets $1"; shift ;;
     esac
 done
-[ -n "$targets" ] || targets="config idx cifar ckpt store auth image"
+[ -n "$targets" ] || targets="config idx cifar ckpt store auth image model"
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 command -v clang >/dev/null || { echo "run-fuzz: clang is missing (apt-get install clang)" >&2; exit 1; }
@@ -32,7 +34,7 @@ mkdir -p "$b"
 if [ ! -f "$b/Makefile" ]; then
     (cd "$b" && "$top/configure" -q CC=clang \
         CFLAGS="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link $san" \
-        LDFLAGS="$san" --disable-shared --enable-static)
+        LDFLAGS="$san" --enable-static)
 fi
 # Warnings are the gcc build's business; clang's own set is not kept clean.
 make -C "$b/core" -s -j"$(nproc)" WARN_CFLAGS=-w libdt_private.la >/dev/null
@@ -51,9 +53,11 @@ for t in $targets; do
     mkdir -p "$work/corpus_$t"
     cp "$here/corpus/$t"/* "$work/corpus_$t/"
     before=$(ls "$work/corpus_$t" | wc -l)
+    dict=
+    [ -f "$here/$t.dict" ] && dict="-dict=$here/$t.dict"
     echo "== $t: $secs s"
     if (cd "$work" && "./fuzz_$t" -max_total_time="$secs" -close_fd_mask=2 \
-            -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+            -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 $dict \
             "corpus_$t" 2>&1 | grep -E 'stat::number_of_executed_units|stat::new_units_added|ERROR|SUMMARY|crash-|Done [0-9]+ runs'); then :; fi
     if ls "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-* >/dev/null 2>&1; then
         echo "run-fuzz: $t found a problem: $(ls "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-* 2>/dev/null)"
