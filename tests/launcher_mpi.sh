@@ -3,8 +3,8 @@
 # mpirun on this machine: a real dt job (examples/allreduce), the worker
 # environment (dt's and torchrun's names from mpirun's ranks), output per
 # rank, the exit status and name of a failing rank, a restart after it
-# (--max-restarts), a killed worker, Ctrl-C, Ctrl-Z (dtctl alone stops,
-# and says so), dtctl itself killed (mpirun's
+# (--max-restarts), a killed worker, Ctrl-C, Ctrl-Z and fg (the workers
+# stop and continue with dtctl, a dt job too), dtctl itself killed (mpirun's
 # parent-death signal), no process left behind, the job token in no argv,
 # and `dtctl check`.
 set -u
@@ -121,10 +121,32 @@ sleep 0.5
 leftovers && fail "processes left after Ctrl-C: $(pgrep -fa "$MARK")"
 ok "Ctrl-C stops the job, exit 130"
 
-# --- 5a. Ctrl-Z: mpirun cannot stop its ranks (a signal to it ends the
-# job; they run in sessions of their own), so dtctl stops alone and says
-# that the workers keep running (it said nothing, or that they stopped too)
+# --- 5a. Ctrl-Z stops the workers with dtctl, fg continues them: mpirun
+# forwards SIGUSR2 and SIGCONT to each rank's prologue shell, which passes
+# them on to its worker (in a session of its own: mpirun's SIGTSTP, a
+# SIGSTOP of the shell's group, missed it). Once dtctl stopped alone and
+# the workers ran on unwatched.
 pstate() { sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null; }
+all_in() { # pattern pids...: at most 10 s (a hang guard)
+    want=$1; shift
+    i=0
+    while [ $i -lt 100 ]; do
+        n=0
+        # shellcheck disable=SC2254 # $want is a pattern: [RSD]
+        for p; do case "$(pstate "$p")" in $want) ;; *) n=$((n + 1)) ;; esac; done
+        [ $n -eq 0 ] && return 0
+        sleep 0.1; i=$((i + 1))
+    done
+    return 1
+}
+states() { for p; do printf '%s=%s ' "$p" "$(pstate "$p")"; done; }
+# wait for dtctl, at most 30 s (then SIGKILL: a hang is a failure); rc
+bounded_wait() {
+    i=0
+    while kill -0 "$1" 2>/dev/null && [ "$(pstate "$1")" != Z ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    kill -0 "$1" 2>/dev/null && [ "$(pstate "$1")" != Z ] && kill -KILL "$1"
+    wait "$1"; rc=$?
+}
 rm -f "$T"/pid.* "$T/release"
 # dtctl in a process group of its own, child of this shell (as a shell
 # with job control starts it): not orphaned, so SIGTSTP stops it
@@ -134,22 +156,108 @@ python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:
 dtpid=$!
 i=0
 while { [ ! -s "$T/pid.0" ] || [ ! -s "$T/pid.1" ]; } && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+workers="$(cat "$T/pid.0" "$T/pid.1" 2>/dev/null | paste -sd' ' -)"
+shells=""
+for w in $workers; do shells="$shells $(ps -o ppid= -p "$w")"; done
 kill -TSTP "$dtpid"
-i=0
-while ! grep -q "stopped (SIGTSTP" "$T/e" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-i=0
-while [ "$(pstate "$dtpid")" != T ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-[ "$(pstate "$dtpid")" = T ] || fail "Ctrl-Z with mpi: dtctl did not stop ($(pstate "$dtpid"))"
-grep -q "dtctl alone; the workers keep running (the mpi launcher cannot stop them" "$T/e" ||
-    fail "Ctrl-Z with mpi: dtctl did not say the workers keep running: $(cat "$T/e")"
-for f in "$T"/pid.*; do
-    [ "$(pstate "$(cat "$f")")" != T ] || fail "Ctrl-Z with mpi: a worker stopped, yet it was said to run on"
-done
+all_in T "$dtpid" || fail "Ctrl-Z with mpi: dtctl did not stop ($(states "$dtpid"))"
+# shellcheck disable=SC2086
+all_in T $workers || fail "Ctrl-Z with mpi: the workers run on ($(states $workers)): $(cat "$T/e")"
+# shellcheck disable=SC2086
+all_in '[RSD]' $shells || fail "Ctrl-Z with mpi stopped the prologue shells ($(states $shells))"
+grep -q "the workers are stopped too" "$T/e" ||
+    fail "Ctrl-Z with mpi: dtctl did not say the workers stopped: $(cat "$T/e")"
+! grep -q "Forwarding signal\|dt-ctl:" "$T/e" "$T/o" ||
+    fail "Ctrl-Z with mpi: mpirun's or the relay's own lines reached the output: $(cat "$T/e" "$T/o")"
 kill -CONT "$dtpid"
+# shellcheck disable=SC2086
+all_in '[RSD]' $workers || fail "fg with mpi: the workers stay stopped ($(states $workers))"
 touch "$T/release"
-wait $dtpid; rc=$?
+bounded_wait $dtpid
 [ $rc -eq 0 ] || fail "Ctrl-Z then fg with mpi: want exit 0, got $rc: $(cat "$T/e")"
-ok "Ctrl-Z with mpi: dtctl stops alone and says the workers keep running; fg, exit 0"
+ok "Ctrl-Z with mpi stops the workers (not their prologue shells) with dtctl; fg continues them, exit 0"
+
+# dtctl killed while the job is stopped: its guard's SIGTERM to the
+# front-end ends the stopped workers too (continued first), nothing left.
+rm -f "$T"/pid.* "$T/release"
+python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+    "$DTCTL" run --launcher=mpi -n 2 -- sh -c "echo \$\$ >$T/pid.\$DT_RANK; i=0; while [ ! -e $T/release ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done # $MARK" \
+    >"$T/o" 2>"$T/e" &
+dtpid=$!
+i=0
+while { [ ! -s "$T/pid.0" ] || [ ! -s "$T/pid.1" ]; } && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+workers="$(cat "$T/pid.0" "$T/pid.1" 2>/dev/null | paste -sd' ' -)"
+kill -TSTP "$dtpid"
+# shellcheck disable=SC2086
+all_in T "$dtpid" $workers || fail "Ctrl-Z with mpi (2): not all stopped ($(states "$dtpid" $workers))"
+kill -KILL "$dtpid"
+bounded_wait $dtpid
+i=0
+while leftovers && [ $i -lt 150 ]; do sleep 0.2; i=$((i + 1)); done
+leftovers && fail "stopped workers survived dtctl being killed (mpi): $(pgrep -fa "$MARK")"
+ok "dtctl killed while Ctrl-Z'd: mpirun ends the stopped workers, nothing left"
+
+# A rank that cannot confirm the stop (its prologue shell stopped from
+# outside, so it cannot pass SIGUSR2 on) is named after 5 s, and dtctl
+# does not claim that every worker stopped: rank 0's did, rank 1's runs.
+rm -f "$T"/pid.* "$T/release"
+python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+    "$DTCTL" run --launcher=mpi -n 2 -- sh -c "echo \$\$ >$T/pid.\$DT_RANK; i=0; while [ ! -e $T/release ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done # $MARK" \
+    >"$T/o" 2>"$T/e" &
+dtpid=$!
+i=0
+while { [ ! -s "$T/pid.0" ] || [ ! -s "$T/pid.1" ]; } && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+w0=$(cat "$T/pid.0") w1=$(cat "$T/pid.1")
+sh1=$(ps -o ppid= -p "$w1" | tr -d ' ')
+kill -STOP "$sh1"
+kill -TSTP "$dtpid"
+all_in T "$dtpid" "$w0" || fail "Ctrl-Z with a mute rank: dtctl or rank 0's worker not stopped ($(states "$dtpid" "$w0"))"
+grep -q "1 rank (1) did not confirm the stop within 5 s: their workers may keep running" "$T/e" &&
+    grep -q "dtctl and the workers, but not those named above (they keep running)" "$T/e" &&
+    ! grep -q "the workers are stopped too" "$T/e" ||
+    fail "Ctrl-Z with a mute rank: not said as it is: $(cat "$T/e")"
+[ "$(pstate "$w1")" != T ] || fail "Ctrl-Z with a mute rank: its worker stopped, yet it was said to run on"
+kill -CONT "$sh1"
+kill -CONT "$dtpid"
+all_in '[RSD]' "$w0" "$w1" || fail "fg after a mute rank: the workers stay stopped ($(states "$w0" "$w1"))"
+touch "$T/release"
+bounded_wait $dtpid
+[ $rc -eq 0 ] || fail "Ctrl-Z with a mute rank, then fg: want exit 0, got $rc: $(cat "$T/e")"
+ok "Ctrl-Z with mpi: a rank that does not confirm is named, its worker said (and left) running; fg, exit 0"
+
+# A real dt job Ctrl-Z'd for longer than [cluster] timeout (2 s) under
+# mpirun goes on after fg (exit 0, not 124 "hung"). Rank 1 stops itself
+# after the first allreduce (rank 0 then waits on it); Ctrl-Z stops both,
+# fg's CONT continues both. The sleep outlasts the timeout; it asserts
+# nothing.
+pe="$top_builddir/tests/peer_exit"
+if [ -x "$pe" ]; then
+    python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+        "$DTCTL" run --launcher=mpi -n 2 --transport=tcp \
+        --set cluster.timeout=2s -x PEER_EXIT_RANK=1 -x PEER_EXIT_MODE=pause \
+        -- sh -c ": $MARK; exec \"\$0\"" "$pe" >"$T/pe" 2>&1 &
+    dtpid=$!
+    i=0 p0="" p1=""
+    while [ $i -lt 200 ] && { [ -z "$p0" ] || [ -z "$p1" ]; }; do
+        p0=$(sed -n 's/^\[0\] peer_exit: rank 0 pid \([0-9]*\)$/\1/p' "$T/pe" | head -n 1)
+        p1=$(sed -n 's/^\[1\] peer_exit: rank 1 pid \([0-9]*\)$/\1/p' "$T/pe" | head -n 1)
+        sleep 0.1; i=$((i + 1))
+    done
+    if [ -n "$p0" ] && [ -n "$p1" ] && all_in T "$p1"; then
+        kill -TSTP "$dtpid"
+        all_in T "$dtpid" "$p0" || fail "Ctrl-Z of a dt job under mpi: not stopped ($(states "$dtpid" "$p0"))"
+        sleep 3                  # longer than the 2 s timeout
+        kill -CONT "$dtpid"
+        bounded_wait $dtpid
+        [ $rc -eq 0 ] || fail "a dt job under mpi Ctrl-Z'd past [cluster] timeout, then fg: want 0, got $rc: $(cat "$T/pe")"
+    else
+        fail "peer_exit under mpi: the ranks did not start or rank 1 did not pause: $(cat "$T/pe")"
+        kill -KILL "$dtpid"; bounded_wait $dtpid
+    fi
+    ok "a dt job Ctrl-Z'd under mpi longer than [cluster] timeout goes on after fg (exit 0)"
+else
+    fail "tests/peer_exit is not built ($pe)"
+fi
 
 # --- 5b. dtctl itself dies (SIGKILL): mpirun gets SIGTERM (its parent-death
 # signal) and ends every rank ---------------------------------------------------

@@ -6,7 +6,8 @@
 # ssh_known_hosts), its traffic on [cluster] interface: ranks land 2 per
 # host, the allreduce example passes, an unknown host key is refused, a
 # killed worker on the second host stops the job naming the rank and
-# nothing of the job remains on any host, Ctrl-C too, and the job token is
+# nothing of the job remains on any host, Ctrl-C too, Ctrl-Z and fg stop
+# and continue the workers on both hosts, and the job token is
 # in no argv on any host.
 set -u
 
@@ -130,6 +131,44 @@ wait_job $job
 hosts_clean || fail "processes left on the hosts after orted died: $(strays_text)"
 pgrep -fx "sleep $SL" >/dev/null && fail "sleeps survived orted: $(pgrep -afx "sleep $SL")"
 ok "h1's orted killed: the job fails (exit $rc) and its orphaned ranks are gone from both hosts"
+
+# --- 5a. Ctrl-Z stops the workers on both hosts with dtctl (each remote
+# orted forwards mpirun's SIGUSR2 to its ranks' prologues, which stop their
+# workers and confirm), fg continues them; the job then ends 0 ----------------
+pstate() { sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null; }
+all_in() { # pattern pids...: at most 10 s (a hang guard)
+    want=$1; shift
+    i=0
+    while [ $i -lt 100 ]; do
+        n=0
+        # shellcheck disable=SC2254 # $want is a pattern: [RSD]
+        for p; do case "$(pstate "$p")" in $want) ;; *) n=$((n + 1)) ;; esac; done
+        [ $n -eq 0 ] && return 0
+        sleep 0.1; i=$((i + 1))
+    done
+    return 1
+}
+states() { for p; do printf '%s=%s ' "$p" "$(pstate "$p")"; done; }
+python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+    "$DTCTL" run --launcher=mpi --hostfile "$T/hosts" -n 4 -- sh -c ": $MARK; sleep $SL; true" >/dev/null 2>"$T/err" &
+job=$!
+wait_sleeps 4 || fail "the 4 workers did not all start (Ctrl-Z part)"
+sleeps=$(pgrep -fx "sleep $SL" | paste -sd' ' -)
+kill -TSTP $job
+all_in T $job || fail "Ctrl-Z on two hosts: dtctl did not stop ($(states $job))"
+# shellcheck disable=SC2086
+all_in T $sleeps || fail "Ctrl-Z on two hosts: workers run on ($(states $sleeps)): $(cat "$T/err")"
+grep -q "the workers are stopped too" "$T/err" ||
+    fail "Ctrl-Z on two hosts: dtctl did not say the workers stopped: $(cat "$T/err")"
+kill -CONT $job
+# shellcheck disable=SC2086
+all_in '[RSD]' $sleeps || fail "fg on two hosts: workers stay stopped ($(states $sleeps))"
+# shellcheck disable=SC2086
+kill -TERM $sleeps
+wait_job $job
+[ $rc -eq 0 ] || fail "Ctrl-Z then fg on two hosts: want 0, got $rc: $(cat "$T/err")"
+hosts_clean || fail "processes left on the hosts after Ctrl-Z and fg: $(strays_text)"
+ok "Ctrl-Z stops the workers on both hosts with dtctl, fg continues them (exit 0)"
 
 # --- 5. Ctrl-C stops every rank on every host -------------------------------
 "$DTCTL" run --launcher=mpi --hostfile "$T/hosts" -n 4 -- sh -c ": $MARK; sleep $SL & sleep $SL" >/dev/null 2>"$T/err" &

@@ -6,7 +6,8 @@
 # allocation (salloc + srun) and inside one (srun only), the worker
 # environment from Slurm's variables, the exit status and name of a
 # failing rank, a restart after a failure (--max-restarts; in a new
-# allocation and inside one), a killed worker, Ctrl-C (scancel) and dtctl
+# allocation and inside one), a killed worker, Ctrl-C (scancel), Ctrl-Z and
+# fg (the workers stop and continue with dtctl, a dt job too), dtctl
 # itself killed by SIGKILL (salloc's parent-death signal) leaving no
 # process and no job, an impossible request failing at once, and `dtctl
 # check`.
@@ -166,6 +167,154 @@ settle
 leftovers && fail "processes left after Ctrl-C: $(pgrep -fa "$MARK")"
 jobs_left && fail "jobs left after Ctrl-C: $(squeue)"
 ok "Ctrl-C cancels the job (exit 130), nothing left"
+
+# --- 6a. Ctrl-Z stops the workers with dtctl (scancel --signal=STOP of
+# the step: slurmstepd stops every process of it, the workers in their
+# own sessions too, and runs on itself), fg continues them (CONT); once
+# dtctl stopped alone and the workers ran on unwatched ------------------
+pstate() { sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null; }
+all_in() { # pattern pids...: at most 10 s (a hang guard)
+    want=$1; shift
+    i=0
+    while [ $i -lt 100 ]; do
+        n=0
+        # shellcheck disable=SC2254 # $want is a pattern: [RSD]
+        for p; do case "$(pstate "$p")" in $want) ;; *) n=$((n + 1)) ;; esac; done
+        [ $n -eq 0 ] && return 0
+        sleep 0.1; i=$((i + 1))
+    done
+    return 1
+}
+states() { for p; do printf '%s=%s ' "$p" "$(pstate "$p")"; done; }
+# wait for a job, at most 60 s (then SIGKILL: a hang is a failure); rc
+bounded_wait() {
+    i=0
+    while kill -0 "$1" 2>/dev/null && [ "$(pstate "$1")" != Z ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+    kill -0 "$1" 2>/dev/null && [ "$(pstate "$1")" != Z ] && kill -KILL "$1"
+    wait "$1"; rc=$?
+}
+# dtctl in a process group of its own, child of this shell (as a shell
+# with job control starts it): not orphaned, so SIGTSTP stops it
+rm -f "$T"/pid.* "$T/release"
+python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+    "$DTCTL" run --launcher=slurm -n 2 -- sh -c "echo \$\$ >$T/pid.\$DT_RANK; i=0; while [ ! -e $T/release ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done # $MARK" \
+    >"$T/o" 2>"$T/e" &
+dtpid=$!
+i=0
+while { [ ! -s "$T/pid.0" ] || [ ! -s "$T/pid.1" ]; } && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+workers="$(cat "$T/pid.0" "$T/pid.1" 2>/dev/null | paste -sd' ' -)"
+steps=""                         # the workers' slurmstepd: task shell's parent
+for w in $workers; do steps="$steps $(ps -o ppid= -p "$(ps -o ppid= -p "$w")")"; done
+kill -TSTP "$dtpid"
+all_in T "$dtpid" || fail "Ctrl-Z with slurm: dtctl did not stop ($(states "$dtpid"))"
+# shellcheck disable=SC2086
+all_in T $workers || fail "Ctrl-Z with slurm: the workers run on ($(states $workers)): $(cat "$T/e")"
+# shellcheck disable=SC2086
+[ -n "$(echo $steps)" ] && all_in '[RSD]' $steps || fail "Ctrl-Z with slurm: slurmstepd stopped or not found ($steps: $(states $steps))"
+grep -q "the workers are stopped too" "$T/e" ||
+    fail "Ctrl-Z with slurm: dtctl did not say the workers stopped: $(cat "$T/e")"
+kill -CONT "$dtpid"
+# shellcheck disable=SC2086
+all_in '[RSD]' $workers || fail "fg with slurm: the workers stay stopped ($(states $workers))"
+touch "$T/release"
+bounded_wait $dtpid
+[ $rc -eq 0 ] || fail "Ctrl-Z then fg with slurm: want exit 0, got $rc: $(cat "$T/e")"
+settle
+ok "Ctrl-Z with slurm stops the workers (not slurmstepd) with dtctl; fg continues them, exit 0"
+
+# dtctl killed while the job is stopped: its guard's SIGTERM to the
+# front-end ends the stopped workers too (continued first), nothing left.
+rm -f "$T"/pid.* "$T/release"
+python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+    "$DTCTL" run --launcher=slurm -n 2 -- sh -c "echo \$\$ >$T/pid.\$DT_RANK; i=0; while [ ! -e $T/release ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done # $MARK" \
+    >"$T/o" 2>"$T/e" &
+dtpid=$!
+i=0
+while { [ ! -s "$T/pid.0" ] || [ ! -s "$T/pid.1" ]; } && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+workers="$(cat "$T/pid.0" "$T/pid.1" 2>/dev/null | paste -sd' ' -)"
+kill -TSTP "$dtpid"
+# shellcheck disable=SC2086
+all_in T "$dtpid" $workers || fail "Ctrl-Z with slurm (2): not all stopped ($(states "$dtpid" $workers))"
+kill -KILL "$dtpid"
+bounded_wait $dtpid
+i=0
+while leftovers && [ $i -lt 150 ]; do sleep 0.2; i=$((i + 1)); done
+leftovers && fail "stopped workers survived dtctl being killed (slurm): $(pgrep -fa "$MARK")"
+settle
+jobs_left && fail "jobs left after dtctl was killed while Ctrl-Z'd: $(squeue)"
+ok "dtctl killed while Ctrl-Z'd: the job ends, the stopped workers too, nothing left"
+
+# A stop that Slurm refuses (a stand-in scancel fails for STOP) is said:
+# dtctl does not claim the workers stopped, and they do run on.
+mkdir -p "$T/bin"
+real_scancel=$(command -v scancel)
+printf '#!/bin/sh\ncase " $* " in *" --signal=STOP "*) echo "scancel: error: stand-in refuses" >&2; exit 1 ;; esac\nexec "%s" "$@"\n' \
+    "$real_scancel" >"$T/bin/scancel"
+chmod +x "$T/bin/scancel"
+rm -f "$T"/pid.* "$T/release"
+PATH="$T/bin:$PATH" python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+    "$DTCTL" run --launcher=slurm -n 2 -- sh -c "echo \$\$ >$T/pid.\$DT_RANK; i=0; while [ ! -e $T/release ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done # $MARK" \
+    >"$T/o" 2>"$T/e" &
+dtpid=$!
+i=0
+while { [ ! -s "$T/pid.0" ] || [ ! -s "$T/pid.1" ]; } && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+workers="$(cat "$T/pid.0" "$T/pid.1" 2>/dev/null | paste -sd' ' -)"
+kill -TSTP "$dtpid"
+all_in T "$dtpid" || fail "Ctrl-Z with a failing scancel: dtctl did not stop ($(states "$dtpid"))"
+grep -q "the workers may keep running: scancel --signal=STOP [0-9]* failed (exit 1): scancel: error: stand-in refuses" "$T/e" &&
+    grep -q "dtctl and the workers, but not those named above (they keep running)" "$T/e" &&
+    ! grep -q "the workers are stopped too" "$T/e" ||
+    fail "Ctrl-Z with a failing scancel: not said as it is: $(cat "$T/e")"
+# shellcheck disable=SC2086
+for w in $workers; do
+    [ "$(pstate "$w")" != T ] || fail "Ctrl-Z with a failing scancel: a worker stopped ($(states $workers))"
+done
+kill -CONT "$dtpid"
+touch "$T/release"
+bounded_wait $dtpid
+[ $rc -eq 0 ] || fail "a failed Ctrl-Z then fg with slurm: want exit 0, got $rc: $(cat "$T/e")"
+settle
+ok "Ctrl-Z with slurm when scancel fails: dtctl says the workers keep running (they do); fg, exit 0"
+
+# A real dt job inside an allocation (scancel of our step) Ctrl-Z'd for
+# longer than [cluster] timeout (2 s) goes on after fg (exit 0, not 124
+# "hung"). Rank 1 stops itself after the first allreduce (rank 0 then
+# waits on it); Ctrl-Z stops both, fg's CONT continues both. The sleep
+# outlasts the timeout; it asserts nothing.
+pe="$top_builddir/tests/peer_exit"
+if [ -x "$pe" ]; then
+    timeout -k 5 120 salloc -n 2 --job-name=outer python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+        "$DTCTL" run --launcher=slurm -n 2 --transport=tcp \
+        --set cluster.timeout=2s -x PEER_EXIT_RANK=1 -x PEER_EXIT_MODE=pause \
+        -- sh -c ": $MARK; exec \"\$0\"" "$pe" >"$T/pe" 2>&1 &
+    job=$!
+    i=0 p0="" p1=""
+    while [ $i -lt 300 ] && { [ -z "$p0" ] || [ -z "$p1" ]; }; do
+        p0=$(sed -n 's/^\[0\] peer_exit: rank 0 pid \([0-9]*\)$/\1/p' "$T/pe" | head -n 1)
+        p1=$(sed -n 's/^\[1\] peer_exit: rank 1 pid \([0-9]*\)$/\1/p' "$T/pe" | head -n 1)
+        sleep 0.1; i=$((i + 1))
+    done
+    # dtctl (not timeout or salloc, whose argv has the same words)
+    dtpid=""
+    for p in $(pgrep -s 0 -f "run --launcher=slurm -n 2 --transport=tcp"); do
+        case "$(ps -o comm= -p "$p")" in *dtctl) dtpid=$p ;; esac
+    done
+    if [ -n "$p0" ] && [ -n "$p1" ] && [ -n "$dtpid" ] && all_in T "$p1"; then
+        kill -TSTP "$dtpid"
+        all_in T "$dtpid" "$p0" || fail "Ctrl-Z of a dt job inside an allocation: not stopped ($(states "$dtpid" "$p0")): $(cat "$T/pe")"
+        sleep 3                  # longer than the 2 s timeout
+        kill -CONT "$dtpid"
+        bounded_wait $job
+        [ $rc -eq 0 ] || fail "a dt job in an allocation Ctrl-Z'd past [cluster] timeout, then fg: want 0, got $rc: $(cat "$T/pe")"
+    else
+        fail "peer_exit under slurm: the ranks or dtctl not found, or rank 1 did not pause (dtctl: '$dtpid'): $(cat "$T/pe")"
+        kill -KILL "$job"; bounded_wait $job
+    fi
+    settle
+    ok "a dt job Ctrl-Z'd inside an allocation longer than [cluster] timeout goes on after fg (exit 0)"
+else
+    fail "tests/peer_exit is not built ($pe)"
+fi
 
 # --- 6b. dtctl itself dies (SIGKILL): salloc gets SIGTERM (its parent-death
 # signal), forwards it to srun, and the job ends; nothing is left ----------

@@ -10,7 +10,8 @@
 # MASTER_PORT on every rank (torch's env://), the worker environment,
 # the job token in no argv on any host, a worker killed on h2 stopping the
 # job (exit 137, rank 2 on h2 named, job CANCELLED, nothing left on either
-# host), and Ctrl-C.
+# host), Ctrl-Z and fg (the workers on both nodes stop and continue with
+# dtctl), and Ctrl-C.
 set -u
 
 : "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
@@ -136,6 +137,44 @@ pgrep -f "$MARK" >/dev/null && fail "workers or srun survived: $(pgrep -af "$MAR
 st=$(job_state "kill$$")
 [ "$st" = CANCELLED ] || fail "want the job CANCELLED (scancel), Slurm says '$st'"
 ok "a killed worker on h2 stops the job (137, rank 2 on h2 named), job $st, nothing left on h1 or h2"
+
+# --- 2a. Ctrl-Z stops the workers on both nodes with dtctl (each node's
+# slurmstepd stops every process of the step: scancel --signal=STOP),
+# fg continues them; the job then ends 0 ----------------------------------------
+pstate() { sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null; }
+all_in() { # pattern pids...: at most 10 s (a hang guard)
+    want=$1; shift
+    i=0
+    while [ $i -lt 100 ]; do
+        n=0
+        # shellcheck disable=SC2254 # $want is a pattern: [RSD]
+        for p; do case "$(pstate "$p")" in $want) ;; *) n=$((n + 1)) ;; esac; done
+        [ $n -eq 0 ] && return 0
+        sleep 0.1; i=$((i + 1))
+    done
+    return 1
+}
+states() { for p; do printf '%s=%s ' "$p" "$(pstate "$p")"; done; }
+python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+    "$DTCTL" run --launcher=slurm -n 4 -- sh -c ": $MARK; sleep $SL; true" >/dev/null 2>"$T/err" &
+job=$!
+wait_sleeps 4 || fail "the 4 workers did not all start (Ctrl-Z part)"
+sleeps=$(pgrep -fx "sleep $SL" | paste -sd' ' -)
+kill -TSTP $job
+all_in T $job || fail "Ctrl-Z on two nodes: dtctl did not stop ($(states $job))"
+# shellcheck disable=SC2086
+all_in T $sleeps || fail "Ctrl-Z on two nodes: workers run on ($(states $sleeps)): $(cat "$T/err")"
+grep -q "the workers are stopped too" "$T/err" ||
+    fail "Ctrl-Z on two nodes: dtctl did not say the workers stopped: $(cat "$T/err")"
+kill -CONT $job
+# shellcheck disable=SC2086
+all_in '[RSD]' $sleeps || fail "fg on two nodes: workers stay stopped ($(states $sleeps))"
+# shellcheck disable=SC2086
+kill -TERM $sleeps
+wait_job $job
+[ $rc -eq 0 ] || fail "Ctrl-Z then fg on two nodes: want 0, got $rc: $(cat "$T/err")"
+settled || fail "left after Ctrl-Z and fg: jobs '$(squeue -h)' processes $(strays_text)"
+ok "Ctrl-Z stops the workers on both nodes with dtctl, fg continues them (exit 0)"
 
 # --- 3. Ctrl-C cancels the job on both nodes -------------------------------------
 run -n 4 -- sh -c ": $MARK; sleep $SL & sleep $SL" >/dev/null 2>"$T/err" &

@@ -1,7 +1,9 @@
 /* test_frontend_tags.c — the launchers' front-end output parsing: mpirun
  * --tag-output (tags at chunk starts, also in mid-line), srun --label,
- * tags split across reads, line assembly and exit markers. */
+ * tags split across reads, line assembly and exit markers; the rank
+ * prologue under /bin/sh (a closed stdin; Ctrl-Z relayed to the worker). */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -129,7 +131,7 @@ static void test_prologue_closed_stdin(void **state)
     char *script = NULL, dir[] = "/tmp/dt-prologue.XXXXXX", cmd[256];
     assert_non_null(mkdtemp(dir));
     assert_int_equal(prologue_script("DT_HOST=h7; export DT_HOST\n",
-                                     "abcd", &script), DT_OK);
+                                     "abcd", 0, &script), DT_OK);
     snprintf(cmd, sizeof cmd, "%s/p.sh", dir);
     FILE *f = fopen(cmd, "w");
     assert_non_null(f);
@@ -152,6 +154,76 @@ static void test_prologue_closed_stdin(void **state)
         fail_msg("prologue with stdin closed printed: %s", out);
 }
 
+static void test_ctl_marker(void **state)
+{
+    (void)state;
+    int signo = 0;
+    const char *stop = "dt-ctl:abcd:STOP", *cont = "dt-ctl:abcd:CONT";
+    assert_int_equal(prologue_parse_ctl(stop, strlen(stop), "abcd", &signo), 1);
+    assert_int_equal(signo, SIGSTOP);
+    assert_int_equal(prologue_parse_ctl(cont, strlen(cont), "abcd", &signo), 1);
+    assert_int_equal(signo, SIGCONT);
+    const char *other = "dt-ctl:abce:STOP", *more = "dt-ctl:abcd:STOPX";
+    assert_int_equal(prologue_parse_ctl(other, strlen(other), "abcd", &signo),
+                     0);
+    assert_int_equal(prologue_parse_ctl(more, strlen(more), "abcd", &signo), 0);
+}
+
+/* Ctrl-Z relayed through the prologue (mpirun's case): SIGUSR2 to the
+ * prologue shell stops the worker, in a session of its own, and SIGCONT
+ * continues it; each is confirmed on stderr. The shell itself does not
+ * stop (a SIGSTOP of it left the worker running), and TERM still ends
+ * the job. The loops only bound a hang (10 s). */
+static const char relay_check[] =
+    "st() { sed -n 's/^[0-9]* ([^)]*) \\([A-Z]\\) .*/\\1/p' /proc/$1/stat; }\n"
+    "upto() { i=0; while ! eval \"$1\" && [ $i -lt 200 ]; do sleep 0.05; "
+    "i=$((i + 1)); done; eval \"$1\"; }\n"
+    "sh $D/p.sh sh -c 'echo $$ >'$D/w'; exec sleep 30' 2>$D/err & s=$!\n"
+    "upto '[ -s $D/w ]' || { echo no-worker; exit; }\n"
+    "w=$(cat $D/w)\n"
+    "kill -USR2 $s\n"
+    "upto 'grep -q dt-ctl:abcd:STOP $D/err'\n"
+    "ran() { [ \"$(st $1)\" != T ] && echo runs || echo stopped; }\n"
+    "echo \"stop: worker $(ran $w), shell $(ran $s)\"\n"
+    "kill -CONT $s\n"
+    "upto 'grep -q dt-ctl:abcd:CONT $D/err'\n"
+    "echo \"cont: worker $(ran $w)\"\n"
+    "kill -TERM $s; wait $s; echo \"exit: $?\"\n"
+    "grep -c dt-exit:abcd:143 $D/err\n";
+
+static void test_prologue_relays_stop(void **state)
+{
+    (void)state;
+    char *script = NULL, dir[] = "/tmp/dt-prologue.XXXXXX", path[256];
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(prologue_script("DT_HOST=h7; export DT_HOST\n", "abcd",
+                                     1, &script), DT_OK);
+    snprintf(path, sizeof path, "%s/p.sh", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(script, f);
+    fclose(f);
+    free(script);
+    snprintf(path, sizeof path, "%s/check.sh", dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(relay_check, f);
+    fclose(f);
+    char cmd[512], out[512] = "";
+    snprintf(cmd, sizeof cmd, "D=%s sh %s/check.sh", dir, dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    pclose(p);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+    const char *want = "stop: worker stopped, shell runs\ncont: worker runs\n"
+                       "exit: 143\n1\n";
+    if (strcmp(out, want) != 0)
+        fail_msg("relayed Ctrl-Z: want\n%s got\n%s", want, out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -160,6 +232,8 @@ int main(void)
         cmocka_unit_test(test_tag_match_partial),
         cmocka_unit_test(test_marker),
         cmocka_unit_test(test_prologue_closed_stdin),
+        cmocka_unit_test(test_ctl_marker),
+        cmocka_unit_test(test_prologue_relays_stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /* test_mpi_command.c — the mpirun command line (plugins/launcher/mpi/
  * mpi_command.c): --host lists each host with its slots, an IPv6 address
  * in brackets (without them mpirun reads "fd00::7:2" as another address
- * with one slot). */
+ * with one slot); SIGUSR2 forwarded (Ctrl-Z's relay) unless extra_args
+ * set that parameter. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -50,11 +51,50 @@ static void test_ipv6_in_brackets(void **state)
     strv_free(&argv);
 }
 
+/* How often "--mca ess_base_forward_signals" is in the command line; its
+ * (last) value in *value. */
+static int forward_params(char **extra, char *value, size_t len)
+{
+    dt_host_t host = {.name = "node1", .slots = 1};
+    dt_hostlist_t list = {&host, 1};
+    const char *prog[] = {"true", NULL};
+    dt_launch_spec_t spec = {.hosts = &list, .np = 1, .argv = prog};
+    mpi_conf_t conf = {.mpirun = "mpirun", .extra_args = extra};
+    strv_t argv = {0};
+    assert_int_equal(mpi_build_argv(&conf, &spec, NULL, "exec \"$@\"", &argv),
+                     DT_OK);
+    int n = 0;
+    for (size_t i = 1; i + 1 < argv.n; i++)
+        if (strcmp(argv.v[i - 1], "--mca") == 0 &&
+            strcmp(argv.v[i], "ess_base_forward_signals") == 0) {
+            snprintf(value, len, "%s", argv.v[i + 1]);
+            n++;
+        }
+    strv_free(&argv);
+    return n;
+}
+
+/* mpirun forwards dtctl's Ctrl-Z (SIGUSR2) even where the user's MCA
+ * settings say "none" (it died of SIGUSR2 then); a parameter the user
+ * gives in extra_args is not given twice (mpirun refuses that). */
+static void test_forward_signals(void **state)
+{
+    (void)state;
+    char value[64] = "";
+    assert_int_equal(forward_params(NULL, value, sizeof value), 1);
+    assert_string_equal(value, "SIGUSR2");
+    char *own[] = {"--mca", "ess_base_forward_signals", "SIGHUP,SIGUSR2",
+                   NULL};
+    assert_int_equal(forward_params(own, value, sizeof value), 1);
+    assert_string_equal(value, "SIGHUP,SIGUSR2");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hosts_with_slots),
         cmocka_unit_test(test_ipv6_in_brackets),
+        cmocka_unit_test(test_forward_signals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

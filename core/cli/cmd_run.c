@@ -332,12 +332,15 @@ static int prepare(const dt_cli_t *cli, const char *job_file, run_state_t *s)
     if (code != 0)
         return code;
     s->one_machine = strcmp(launcher->name, "local") == 0;
-    /* The schedulers' signal op cancels the job whatever the signal
-     * (mpirun's, srun's and qsub's own ranks run in sessions of their
-     * own: a terminal's Ctrl-Z does not reach them either). ssh's STOP
-     * continues each host's watchdog at once, and waits for its channel
-     * to close (sshd's MaxSessions leaves room for two). */
-    s->suspends = s->one_machine || strcmp(launcher->name, "ssh") == 0;
+    /* ssh's STOP continues each host's watchdog at once, and waits for
+     * its channel to close (sshd's MaxSessions leaves room for two);
+     * slurm's is scancel --signal=STOP of our step; mpi's is relayed by
+     * each rank's prologue (mpirun's own SIGTSTP would stop the prologue
+     * shell, not the worker in its session) and confirmed. sge's and
+     * yarn's signal op ends the job whatever the signal. */
+    s->suspends = s->one_machine || strcmp(launcher->name, "ssh") == 0 ||
+                  strcmp(launcher->name, "mpi") == 0 ||
+                  strcmp(launcher->name, "slurm") == 0;
     if (!s->suspends)
         snprintf(s->no_suspend, sizeof s->no_suspend,
                  "the %s launcher cannot stop them: a signal to its job "

@@ -74,10 +74,11 @@ typedef struct supervise_args {
     /* Rank 0 is interactive (stdin and stdout on a terminal): its prompt
      * shows before its line ends (output_lines_show_prompt). */
     int show_prompts;
-    /* ops->signal passes SIGSTOP and SIGCONT on (local, ssh): Ctrl-Z
-     * stops the workers with dtctl, fg continues them. Else dtctl alone
-     * stops, the workers run on, and Ctrl-Z's message says so, and why:
-     * no_suspend ("the mpi launcher cannot stop them: ..."). */
+    /* ops->signal passes SIGSTOP and SIGCONT on (local, ssh, mpi,
+     * slurm): Ctrl-Z stops the workers with dtctl, fg continues them.
+     * Else dtctl alone stops, the workers run on, and Ctrl-Z's message
+     * says so, and why: no_suspend ("the sge launcher cannot stop them:
+     * ..."). */
     int suspends;
     const char *no_suspend;
     /* The kernel's out-of-memory kill counts from before the launch

@@ -179,8 +179,9 @@ typedef struct dt_launcher_ops {
     dt_status_t (*wait)(void *ctx, int timeout_ms, dt_worker_exit_t *ev);
     /* Send signo to every worker still running (its whole process group,
      * on every host). Does not wait, but for SIGSTOP and SIGCONT (Ctrl-Z
-     * and fg; asked only of local and ssh, cmd_run.c), which return once
-     * the workers followed: not DT_OK when some may not have (said). */
+     * and fg; asked only of local, ssh, mpi and slurm, cmd_run.c), which
+     * return once the workers followed: not DT_OK when some may not have
+     * (said). */
     dt_status_t (*signal)(void *ctx, int signo);
     /* Optional: run a short command on one host and collect its output
      * (storage plugins verify paths with it; `dtctl check` probes with it).

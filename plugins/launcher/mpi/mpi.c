@@ -26,6 +26,8 @@
 #include "sweep.h"
 
 #define SECTION "launcher.mpi"
+/* Every rank confirms a relayed stop or continue within this. */
+#define RELAY_WAIT_MS 5000
 
 extern char **environ;
 
@@ -241,7 +243,8 @@ static dt_status_t mpi_launch(void *ctx, const dt_launch_spec_t *spec)
     if (st == DT_OK)
         st = mpi_prologue_identity(&identity);
     if (st == DT_OK)
-        st = prologue_script(identity, nonce, &script);
+        st = prologue_script(identity, nonce, 1 /* relay Ctrl-Z */,
+                             &script);
     free(identity);
     if (st == DT_OK)
         st = build_env(L, spec, &job_env, &envp);
@@ -284,6 +287,35 @@ static dt_status_t mpi_wait(void *ctx, int timeout_ms, dt_worker_exit_t *ev)
     return frontend_wait(L->fe, timeout_ms, ev);
 }
 
+/* Ctrl-Z's SIGSTOP and fg's SIGCONT: mpirun forwards SIGUSR2 and SIGCONT
+ * to every rank's prologue shell (its SIGTSTP would stop the shell, not
+ * the worker in its own session), which passes them on to the worker's
+ * group and says so (prologue_script's relay_stops). Returns once every
+ * rank still running confirmed; not DT_OK (and the ranks named) when
+ * some did not within RELAY_WAIT_MS. */
+static dt_status_t relay_stop(mpi_launcher_t *L, int signo)
+{
+    const char *what = signo == SIGSTOP ? "stop" : "continue";
+    if (frontend_failures(L->fe) > 0) {
+        dt_error("mpi launcher: a rank failed and mpirun is ending the job "
+                 "(signalling it now could crash it): the ranks did not %s",
+                 what);
+        return DT_ERR_IO;
+    }
+    frontend_expect_acks(L->fe, signo);
+    frontend_signal(L->fe, signo == SIGSTOP ? SIGUSR2 : SIGCONT);
+    char missing[256];
+    int n = frontend_await_acks(L->fe, RELAY_WAIT_MS, missing, sizeof missing);
+    if (n == 0)
+        return DT_OK;
+    dt_error("mpi launcher: %d rank%s (%s) did not confirm the %s within "
+             "%d s: %s",
+             n, n == 1 ? "" : "s", missing, what, RELAY_WAIT_MS / 1000,
+             signo == SIGSTOP ? "their workers may keep running"
+                              : "their workers may stay stopped");
+    return DT_ERR_TIMEOUT;
+}
+
 /* SIGTERM (and SIGINT): mpirun forwards it to every rank on every host
  * and ends the job. Once a rank failed, mpirun is already aborting the
  * job by itself, and Open MPI 4.1's mpirun can crash when signalled then:
@@ -295,6 +327,8 @@ static dt_status_t mpi_signal(void *ctx, int signo)
     mpi_launcher_t *L = ctx;
     if (!L || !L->fe)
         return DT_ERR_INVALID;
+    if (signo == SIGSTOP || signo == SIGCONT)
+        return frontend_running(L->fe) ? relay_stop(L, signo) : DT_OK;
     L->signalled = 1;
     if (signo == SIGKILL)
         frontend_kill_and_reap(L->fe);

@@ -66,6 +66,20 @@ static void add_interface(char **items, strv_t *argv)
     free(s);
 }
 
+/* mpirun forwards SIGUSR2 and SIGCONT to the ranks by default (Ctrl-Z's
+ * relay, prologue.h), unless the user's MCA settings say "none" (then
+ * SIGUSR2 would kill mpirun): ask for it, unless extra_args set the
+ * parameter itself (mpirun refuses one given twice). */
+static void add_forward_signals(char **extra_args, strv_t *argv)
+{
+    for (size_t i = 0; extra_args && extra_args[i]; i++)
+        if (strstr(extra_args[i], "_forward_signals"))
+            return;
+    strv_add(argv, "--mca");
+    strv_add(argv, "ess_base_forward_signals");
+    strv_add(argv, "SIGUSR2");
+}
+
 static void add_env_names(const char *const *env, strv_t *argv)
 {
     for (size_t i = 0; env && env[i]; i++) {
@@ -111,6 +125,7 @@ dt_status_t mpi_build_argv(const mpi_conf_t *c, const dt_launch_spec_t *spec,
         strv_add(argv, spec->workdir);
     }
     add_env_names(env, argv);
+    add_forward_signals(c->extra_args, argv);
     strv_add_all(argv, (const char *const *)c->extra_args);
     strv_add(argv, "sh");
     strv_add(argv, "-c");

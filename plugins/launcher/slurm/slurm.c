@@ -160,7 +160,8 @@ static dt_status_t slurm_launch(void *ctx, const dt_launch_spec_t *spec)
     if (st == DT_OK)
         st = slurm_prologue_identity(!L->master_port_set, &identity);
     if (st == DT_OK)
-        st = prologue_script(identity, nonce, &script);
+        /* slurmstepd signals every process of the step: no relay */
+        st = prologue_script(identity, nonce, 0, &script);
     free(identity);
     if (st == DT_OK)
         st = env_merge(environ, spec->env, NULL, &envp);
@@ -198,7 +199,8 @@ static dt_status_t slurm_wait(void *ctx, int timeout_ms, dt_worker_exit_t *ev)
 }
 
 /* Stop: scancel the job (or our step); before Slurm knows the job, the
- * front-end itself is told (salloc cancels its pending request). */
+ * front-end itself is told (salloc cancels its pending request). Ctrl-Z
+ * and fg: the step's processes are stopped and continued, not the job. */
 static dt_status_t slurm_signal(void *ctx, int signo)
 {
     slurm_launcher_t *L = ctx;
@@ -206,6 +208,8 @@ static dt_status_t slurm_signal(void *ctx, int signo)
         return DT_ERR_INVALID;
     if (!frontend_running(L->fe))
         return DT_OK;
+    if (signo == SIGSTOP || signo == SIGCONT)
+        return slurm_stop_or_continue(L, signo);
     if (slurm_cancel(L, signo) != DT_OK)
         frontend_signal(L->fe, signo == SIGKILL ? SIGKILL : SIGTERM);
     return DT_OK;

@@ -43,6 +43,12 @@ int slurm_on_line(void *arg, frontend_t *fe, int fd, const char *line);
  * KillWait). DT_ERR_NOT_FOUND when the job is not known yet. */
 dt_status_t slurm_cancel(slurm_launcher_t *L, int signo);
 
+/* Ctrl-Z and fg: SIGSTOP or SIGCONT to every process of our step(s)
+ * (scancel --signal; slurmstepd signals the step's processes, the
+ * workers in their own sessions too, and keeps running itself). Not
+ * DT_OK, said why, when scancel did not. */
+dt_status_t slurm_stop_or_continue(slurm_launcher_t *L, int signo);
+
 /* The preflight of `dtctl check` (check.c). */
 dt_status_t slurm_check(void *ctx, const dt_hostlist_t *hosts,
                         void (*report)(void *arg, const char *host,

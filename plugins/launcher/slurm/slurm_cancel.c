@@ -86,17 +86,24 @@ static int find_step(const slurm_launcher_t *L, char *id, size_t len)
     return 0;
 }
 
+/* What scancel names: our new allocation (no batch step: only our srun's
+ * step is in it), or our step in the user's allocation. 0: not known
+ * (yet). */
+static int our_target(const slurm_launcher_t *L, char *target, size_t len)
+{
+    if (!L->alloc_id[0])
+        return 0;
+    if (L->inside)
+        return find_step(L, target, len);
+    snprintf(target, len, "%s", L->alloc_id);
+    return 1;
+}
+
 dt_status_t slurm_cancel(slurm_launcher_t *L, int signo)
 {
     char target[96];
-    if (!L->alloc_id[0])
+    if (!our_target(L, target, sizeof target))
         return DT_ERR_NOT_FOUND;
-    if (L->inside) {
-        if (!find_step(L, target, sizeof target))
-            return DT_ERR_NOT_FOUND;
-    } else {
-        snprintf(target, sizeof target, "%s", L->alloc_id);
-    }
     char sig[32];
     snprintf(sig, sizeof sig, "--signal=%s", signo == SIGKILL ? "KILL" : "");
     const char *argv[] = {"scancel", target, NULL, NULL};
@@ -114,5 +121,35 @@ dt_status_t slurm_cancel(slurm_launcher_t *L, int signo)
         return DT_ERR_IO;
     }
     L->cancelled = 1;
+    return DT_OK;
+}
+
+dt_status_t slurm_stop_or_continue(slurm_launcher_t *L, int signo)
+{
+    const char *sig = signo == SIGSTOP ? "STOP" : "CONT";
+    const char *left = signo == SIGSTOP ? "keep running" : "stay stopped";
+    char target[96];
+    if (!our_target(L, target, sizeof target)) {
+        dt_error("slurm launcher: the workers may %s: the job%s is not "
+                 "known to Slurm (yet), so SIG%s could not be sent",
+                 left, L->inside ? " step" : "", sig);
+        return DT_ERR_NOT_FOUND;
+    }
+    char opt[32];
+    snprintf(opt, sizeof opt, "--signal=%s", sig);
+    const char *argv[] = {"scancel", opt, target, NULL};
+    char out[1024];
+    int rc = run_client(argv, out, sizeof out);
+    size_t n = strlen(out);
+    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == ' '))
+        out[--n] = '\0'; /* one line in dtctl's message */
+    dt_debug("slurm launcher: scancel %s %s: exit %d %s", opt, target, rc,
+             out);
+    if (rc != 0) {
+        dt_error("slurm launcher: the workers may %s: scancel %s %s failed "
+                 "(exit %d): %s",
+                 left, opt, target, rc, out);
+        return DT_ERR_IO;
+    }
     return DT_OK;
 }

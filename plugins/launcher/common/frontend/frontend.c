@@ -44,6 +44,8 @@ struct frontend {
     int (*on_line)(void *, frontend_t *, int, const char *);
     void *on_line_arg;
     unsigned char *reported; /* np flags: an exit is queued or delivered */
+    unsigned char *acked;    /* np flags: confirmed ack_signo (relay)     */
+    int ack_signo;           /* the relayed signal awaited; 0: none       */
     int failures;            /* rank exits with a non-zero status         */
     dt_worker_exit_t *queue; /* np + 1 slots                              */
     size_t q_head, q_tail;
@@ -133,6 +135,13 @@ static void on_rank_line(void *arg, int rank, int fd, const char *line,
             frontend_add_exit(fe, rank, h, status);
         }
         return;
+    }
+    int signo;
+    if (rank >= 0 && complete &&
+        prologue_parse_ctl(line, len, fe->nonce, &signo)) {
+        if (signo == fe->ack_signo)
+            fe->acked[rank] = 1;
+        return; /* ours, not the job's output */
     }
     if (rank < 0 && complete && fe->on_line) {
         char *copy = strndup(line, len);
@@ -225,6 +234,7 @@ dt_status_t frontend_start(const frontend_args_t *a, frontend_t **out)
     tag_stream_init(&fe->streams[1], a->tags, 2);
     if (!(fe->label = strdup(a->label)) || !(fe->buf = malloc(READ_CHUNK)) ||
         !(fe->reported = calloc((size_t)a->np, 1)) ||
+        !(fe->acked = calloc((size_t)a->np, 1)) ||
         !(fe->queue = calloc((size_t)a->np + 1, sizeof *fe->queue)) ||
         rank_lines_new(a->np, on_rank_line, fe, &fe->lines) != DT_OK)
         goto fail;
@@ -348,6 +358,52 @@ void frontend_signal(frontend_t *fe, int signo)
         kill(fe->pid, signo);
 }
 
+void frontend_expect_acks(frontend_t *fe, int signo)
+{
+    if (!fe)
+        return;
+    memset(fe->acked, 0, (size_t)fe->np);
+    fe->ack_signo = signo;
+}
+
+/* The ranks neither confirmed nor ended, listed in missing ("0 3"). */
+static int unconfirmed(const frontend_t *fe, char *missing, size_t len)
+{
+    int n = 0;
+    size_t at = 0;
+    if (len)
+        missing[0] = '\0';
+    for (int r = 0; r < fe->np; r++) {
+        if (fe->acked[r] || fe->reported[r])
+            continue;
+        n++;
+        if (len && at < len) {
+            int w = snprintf(missing + at, len - at, "%s%d", at ? " " : "", r);
+            at += w > 0 ? (size_t)w : 0;
+        }
+    }
+    return n;
+}
+
+int frontend_await_acks(frontend_t *fe, int timeout_ms, char *missing,
+                        size_t len)
+{
+    long long deadline = dt_clock_now_ms() + timeout_ms;
+    for (;;) {
+        int n = unconfirmed(fe, missing, len);
+        /* an ended front-end's ranks have ended: nothing runs on */
+        if (n == 0 || fe->reaped)
+            return fe->reaped ? 0 : n;
+        long long left = deadline - dt_clock_now_ms();
+        if (left <= 0)
+            return n;
+        /* an interrupted poll (a signal for dtctl) just looks again */
+        if (poll_once(fe, (int)left) == DT_ERR_IO)
+            return n;
+        reap(fe, 0);
+    }
+}
+
 int frontend_failures(const frontend_t *fe)
 {
     return fe ? fe->failures : 0;
@@ -390,6 +446,7 @@ void frontend_free(frontend_t *fe)
     free(fe->hosts);
     free(fe->queue);
     free(fe->reported);
+    free(fe->acked);
     free(fe->buf);
     free(fe->label);
     free(fe);

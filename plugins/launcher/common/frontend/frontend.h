@@ -59,6 +59,14 @@ void frontend_add_exit(frontend_t *fe, int rank, const char *host, int status);
 
 /* Signal the front-end process itself (it forwards to the ranks). */
 void frontend_signal(frontend_t *fe, int signo);
+/* A stop relayed by the ranks' prologues (prologue_script's
+ * relay_stops): expect_acks before the front-end is signalled; await_acks
+ * then reads the output until every rank still running confirmed signo
+ * (SIGSTOP or SIGCONT), at most timeout_ms. Returns how many did not
+ * (their ranks in missing, "0 3"). */
+void frontend_expect_acks(frontend_t *fe, int signo);
+int frontend_await_acks(frontend_t *fe, int timeout_ms, char *missing,
+                        size_t len);
 /* How many ranks were reported with a non-zero status so far. */
 int frontend_failures(const frontend_t *fe);
 /* 1 while the front-end has not been reaped. */

@@ -5,6 +5,7 @@
  * launcher's, made by schedenv_prologue (../schedenv/schedenv.h). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@ static const char common_tail[] =
      * worker, in its own session, running unwatched. */
     "dt_stop=\n"
     "trap 'dt_stop=1' TERM INT HUP\n"
+    "%s"
     /* The front-end's SIGKILL follows its SIGTERM soon (mpirun: 1 s), and
      * on a busy host this shell may not have passed the stop on by then:
      * the worker, in its own session, ran on. So where setpriv can, the
@@ -55,6 +57,7 @@ static const char common_tail[] =
     "TERM INT HUP\n"
     "[ -z \"$dt_stop\" ] || kill -TERM -$p 2>/dev/null || "
     "kill -TERM $p 2>/dev/null\n"
+    "%s"
     "while :; do wait $p; s=$?; kill -0 $p 2>/dev/null || break; done\n"
     /* what the worker left running in its group ends with it */
     "kill -KILL -$p 2>/dev/null\n"
@@ -71,14 +74,42 @@ dt_status_t prologue_nonce(char out[PROLOGUE_NONCE_LEN + 1])
     return DT_OK;
 }
 
+/* relay_stops: the front-end cannot stop the worker itself (mpirun's
+ * SIGTSTP becomes a SIGSTOP of this shell's group, which the worker, in
+ * a session of its own, is not in), so it sends SIGUSR2 (Ctrl-Z) and
+ * SIGCONT (fg), which this shell passes on to the worker's group, and
+ * says it did on stderr ("dt-ctl:<nonce>:STOP"): the launcher learns
+ * which ranks stopped. A USR2 or CONT before the worker runs is kept
+ * (by default USR2 killed this shell; the worker then ran unwatched). */
+static const char relay_early[] =
+    "dt_hold=\n"
+    "trap 'dt_hold=1' USR2\n"
+    "trap 'dt_hold=; printf \"" PROLOGUE_CTL_MARKER "%s:CONT\\n\" >&2' CONT\n";
+static const char relay_late[] =
+    "dt_ctl() { kill -$1 -$p 2>/dev/null || kill -$1 $p 2>/dev/null; "
+    "printf '" PROLOGUE_CTL_MARKER "%s:%%s\\n' $1 >&2; }\n"
+    "trap 'dt_ctl STOP' USR2\n"
+    "trap 'dt_ctl CONT' CONT\n"
+    "[ -z \"$dt_hold\" ] || dt_ctl STOP\n";
+
 dt_status_t prologue_script(const char *identity, const char *nonce,
-                            char **out)
+                            int relay_stops, char **out)
 {
-    char *tail = NULL;
+    char *tail = NULL, *early = NULL, *late = NULL;
     /* the nonce is hex: safe inside the single-quoted format */
-    if (asprintf(&tail, common_tail, nonce) < 0)
+    if (asprintf(&early, relay_early, nonce) < 0)
+        early = NULL;
+    if (asprintf(&late, relay_late, nonce) < 0)
+        late = NULL;
+    int r = early && late
+                ? asprintf(&tail, common_tail, relay_stops ? early : "",
+                           relay_stops ? late : "", nonce)
+                : -1;
+    free(early);
+    free(late);
+    if (r < 0)
         return DT_ERR_NOMEM;
-    int r = asprintf(out, "%s%s", identity, tail);
+    r = asprintf(out, "%s%s", identity, tail);
     free(tail);
     return r < 0 ? DT_ERR_NOMEM : DT_OK;
 }
@@ -153,5 +184,22 @@ int prologue_parse_marker(const char *line, size_t len, const char *nonce,
     *status = v;
     *host = line + i + 1;
     *host_len = len - i - 1;
+    return 1;
+}
+
+int prologue_parse_ctl(const char *line, size_t len, const char *nonce,
+                       int *signo)
+{
+    size_t ml = strlen(PROLOGUE_CTL_MARKER), nl = strlen(nonce);
+    if (len != ml + nl + 5 || memcmp(line, PROLOGUE_CTL_MARKER, ml) != 0 ||
+        memcmp(line + ml, nonce, nl) != 0 || line[ml + nl] != ':')
+        return 0;
+    const char *what = line + ml + nl + 1;
+    if (memcmp(what, "STOP", 4) == 0)
+        *signo = SIGSTOP;
+    else if (memcmp(what, "CONT", 4) == 0)
+        *signo = SIGCONT;
+    else
+        return 0;
     return 1;
 }

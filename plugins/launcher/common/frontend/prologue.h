@@ -19,15 +19,20 @@
 
 #define PROLOGUE_NONCE_LEN 16
 #define PROLOGUE_MARKER "dt-exit:"
+/* "dt-ctl:<nonce>:STOP" (or CONT): a relayed stop reached the worker */
+#define PROLOGUE_CTL_MARKER "dt-ctl:"
 
 /* A random word (hex) that worker output cannot guess. */
 dt_status_t prologue_nonce(char out[PROLOGUE_NONCE_LEN + 1]);
 
 /* The script: identity (the launcher's sh that sets and exports DT_RANK
  * & co., DT_HOST among them), then the worker with the exit marker.
- * *out is malloc'd. */
+ * relay_stops: SIGUSR2 to the shell stops the worker's group, SIGCONT
+ * continues it, each said with a PROLOGUE_CTL_MARKER line on stderr (for
+ * a front-end that cannot signal the worker itself: mpirun). *out is
+ * malloc'd. */
 dt_status_t prologue_script(const char *identity, const char *nonce,
-                            char **out);
+                            int relay_stops, char **out);
 
 /* sh that sets DT_NODE_RANK and DT_HOST of rank $DT_RANK from the
  * variables of prologue_placement_env (an `extra` for schedenv_prologue). */
@@ -42,5 +47,10 @@ dt_status_t prologue_placement_env(const dt_launch_spec_t *spec,
  * (*status set, *host points into line, host_len bytes). */
 int prologue_parse_marker(const char *line, size_t len, const char *nonce,
                           int *status, const char **host, size_t *host_len);
+
+/* Parse "dt-ctl:<nonce>:STOP" or ":CONT". 1: it is one (*signo SIGSTOP
+ * or SIGCONT). */
+int prologue_parse_ctl(const char *line, size_t len, const char *nonce,
+                       int *signo);
 
 #endif /* DT_LAUNCHER_PROLOGUE_H */
