@@ -342,6 +342,49 @@ else
 fi
 ok "Ctrl-Z stops the remote workers (not their watchdogs) with dtctl, fg continues them"
 
+# Ctrl-Z, then fg (SIGCONT to dtctl) while dtctl still waits for the host
+# to run the STOP: dtctl goes on, and so do the workers (it once stopped
+# itself after the STOP anyway: dtctl and the job stayed stopped, with no
+# CONT left to come). The host's sshd is frozen, so the STOP cannot
+# finish before the CONT; dtctl's channel request waiting unread in
+# sshd's socket says that dtctl is past its first look for a CONT.
+sshd_sessions() { # the listener's sshd descendants (not the workers)
+    kids=$(pgrep -P "$SSHD_PID" | paste -sd, -)
+    [ -n "$kids" ] && { echo "$kids" | tr , '\n'; pgrep -P "$kids" -f '^sshd'; } | paste -sd' ' -
+}
+sshd_has_unread() { # bytes wait in an established socket of sshd's port
+    awk -v p=":$(printf '%04X' "$SSH_PORT")" '$2 ~ p "$" && $4 == "01" {
+        split($5, q, ":"); if (q[2] != "00000000") f = 1 } END { exit !f }' /proc/net/tcp
+}
+if start_tstp_job && frozen=$(sshd_sessions) && [ -n "$frozen" ]; then
+    # shellcheck disable=SC2086
+    kill -STOP $frozen
+    kill -TSTP "$job"
+    i=0
+    while ! sshd_has_unread && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    sshd_has_unread || fail "Ctrl-Z with sshd frozen: dtctl sent no STOP request"
+    kill -CONT "$job"
+    # shellcheck disable=SC2086
+    kill -CONT $frozen
+    # shellcheck disable=SC2086
+    kill -TERM $sleeps
+    i=0
+    while kill -0 "$job" 2>/dev/null && [ "$(pstate "$job")" != T ] && [ $i -lt 100 ]; do
+        sleep 0.1; i=$((i + 1))
+    done
+    [ "$(pstate "$job")" != T ] ||
+        fail "SIGCONT while the STOP ran: dtctl stopped itself after it: $(cat "$T/err")"
+    kill -CONT "$job" 2>/dev/null
+    bounded_wait $job
+    [ $rc -eq 0 ] || fail "Ctrl-Z then an early fg: want 0, got $rc ($(cat "$T/err"))"
+    grep -q "then SIGCONT while the workers were being stopped: they continue" "$T/err" ||
+        fail "Ctrl-Z then an early fg: not said: $(cat "$T/err")"
+else
+    fail "early fg case: the workers, their watchdogs or the sshd session not found (sleeps: $sleeps, watchdogs: $dogs)"
+    kill -KILL "$job"; bounded_wait $job
+fi
+ok "Ctrl-Z then fg before the host ran the STOP: dtctl and the workers go on"
+
 # dtctl killed while the job is stopped (its connection gone): the
 # watchdogs, left running, end the stopped workers.
 if start_tstp_job; then

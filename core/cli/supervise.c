@@ -447,6 +447,20 @@ static void suspend_job(monitor_t *m)
         return;
     }
     int all_stopped = a->ops->signal(a->ctx, SIGSTOP) == DT_OK;
+    /* fg or kill -CONT while the launcher stopped the workers (ssh, mpi
+     * and slurm wait up to 5 s for them): stopping dtctl now would leave
+     * it and the workers stopped, with no CONT left to come. */
+    if (stop_signals_continued_since_tstp()) {
+        if (a->ops->signal(a->ctx, SIGCONT) == DT_OK)
+            dt_info("SIGTSTP (Ctrl-Z), then SIGCONT while the workers were "
+                    "being stopped: they continue, and dtctl runs on");
+        else
+            dt_warn("SIGTSTP (Ctrl-Z), then SIGCONT while the workers were "
+                    "being stopped: dtctl runs on; the workers the launcher "
+                    "named above may stay stopped (a stop of the job ends "
+                    "them)");
+        return;
+    }
     if (all_stopped)
         dt_info("stopped (SIGTSTP, Ctrl-Z): the workers are stopped too; fg "
                 "or kill -CONT %d continues them", (int)getpid());
