@@ -35,11 +35,21 @@ static void test_parse_cnn(void **state)
     assert_int_equal(dt_model_nparams(m),
                      784 * 256 + 256 + 256 * 128 + 128 + 1290);
     dt_model_free(m);
+    /* names end at blanks, ',' and '(' as before */
+    assert_int_equal(dt_model_parse("flatten\tlinear (128),relu\nlinear\t"
+                                    "(10)", NULL, 1, 28, 28, 10, &m, NULL),
+                     DT_OK);
+    assert_int_equal(dt_model_nparams(m), 784 * 128 + 128 + 1290);
+    dt_model_free(m);
 }
 
-/* The error must name the problem, and the caret line must sit under the
- * token at `col` in the echoed string. */
-static void expect_error(const char *layers, int col, const char *words)
+/* The error must name the problem (err.column: the token's byte offset,
+ * col), and the caret line must sit under it in the echoed string: the
+ * caret after mark_col characters (UTF-8 code points, as a terminal shows
+ * them), followed by mark_len - 1 '~' when mark_len > 0. The echo shows
+ * blanks (tabs, newlines) as spaces. */
+static void expect_mark(const char *layers, int col, int mark_col,
+                        int mark_len, const char *words)
 {
     dt_model_t *m = NULL;
     dt_model_error_t err;
@@ -58,7 +68,13 @@ static void expect_error(const char *layers, int col, const char *words)
      * the layer), then the caret line right after it. */
     char *after = strchr(strstr(text, "job.ini:3: "), '\n');
     assert_non_null(after);
-    char *echo = strstr(after, layers);
+    char *shown = strdup(layers);
+    assert_non_null(shown);
+    for (char *c = shown; *c; c++)
+        if (*c == '\t' || *c == '\n')
+            *c = ' ';
+    char *echo = strstr(after, shown);
+    free(shown);
     assert_non_null(echo);
     char *line_start = echo;
     while (line_start > text && line_start[-1] != '\n')
@@ -67,12 +83,25 @@ static void expect_error(const char *layers, int col, const char *words)
     assert_non_null(next);
     next++;
     size_t prefix = (size_t)(echo - line_start);
-    assert_true(strlen(next) > prefix + (size_t)col);
+    assert_true(strlen(next) > prefix + (size_t)mark_col);
     assert_memory_equal(next, line_start, prefix);
-    for (int i = 0; i < col; i++)
+    for (int i = 0; i < mark_col; i++)
         assert_int_equal(next[prefix + (size_t)i], ' ');
-    assert_int_equal(next[prefix + (size_t)col], '^');
+    const char *mark = next + prefix + mark_col;
+    assert_int_equal(mark[0], '^');
+    if (mark_len > 0) {
+        int run = 1;
+        while (mark[run] == '~')
+            run++;
+        assert_int_equal(run, mark_len);
+        assert_true(mark[run] == '\n' || mark[run] == '\0');
+    }
     free(text);
+}
+
+static void expect_error(const char *layers, int col, const char *words)
+{
+    expect_mark(layers, col, col, 0, words);
 }
 
 static void test_parse_errors(void **state)
@@ -98,6 +127,19 @@ static void test_parse_errors(void **state)
                      DT_ERR_CONFIG);
     assert_non_null(strstr(err.message, "no layers"));
     expect_error("flatten linear(10)x", 18, "expected a space");
+    /* A name is quoted whole as written, up to a blank, ',', '(' or ')'
+     * (it was cut at its first byte that is no ASCII letter: 'lin'), and
+     * the caret line counts characters: "linéar" is 6 columns, 7 bytes. */
+    expect_mark("flatten linéar(10)", 8, 8, 6, "unknown layer 'linéar' "
+                "(known: linear,");
+    expect_mark("flatten linear(128) re.lu linear(10)", 20, 20, 5,
+                "unknown layer 're.lu'");
+    expect_mark("flatten linear(1é", 8, 8, 9, "missing its ')'");
+    /* the character found, not its first byte; a tab echoes as a space */
+    expect_mark("flatten\tlinear(10)é relu", 18, 18, 1,
+                "expected a space between layers, found 'é'");
+    expect_mark("flatten linéaire(10) relu", 8, 8, 8,
+                "unknown layer 'linéaire'");
     /* 14,000 layers: refused at the stage that passes 10,000 (planning
      * the activations' memory is quadratic in their number) */
     expect_error("stage(basic,1,1000) stage(basic,1,1000) gap flatten "

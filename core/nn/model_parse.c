@@ -15,6 +15,7 @@
 
 #include <dt/log.h>
 #include "model.h"
+#include "utf8_chars.h"
 
 /* One kind of layer and its arguments: positional in this order, or by
  * name; `def` NAN means required, SAME_AS_FIRST takes argument 0. An
@@ -79,16 +80,23 @@ static dt_status_t fail(parser_t *p, int col, int len, const char *fmt, ...)
         len = 1;
     dt_error("%s: %s", p->origin ? p->origin : "[model] layers", msg);
     /* The string on one line (tabs and newlines as spaces keep the caret
-     * aligned), then the caret line; both carry the same log prefix. */
+     * aligned), then the caret line; both carry the same log prefix. The
+     * caret counts characters: a UTF-8 "é" before it is one column. */
     size_t n = strlen(p->text);
-    char *line = malloc(n + 1), *mark = malloc((size_t)col + (size_t)len + 1);
+    int at = col < (int)n ? col : (int)n;
+    int mcol = dt_utf8_chars(p->text, at);
+    int mlen = dt_utf8_chars(p->text + at, len);
+    if (mlen < 1)
+        mlen = 1;
+    char *line = malloc(n + 1);
+    char *mark = malloc((size_t)mcol + (size_t)mlen + 1);
     if (line && mark) {
         for (size_t i = 0; i <= n; i++)
             line[i] = isspace((unsigned char)p->text[i]) ? ' ' : p->text[i];
-        memset(mark, ' ', (size_t)col);
-        mark[col] = '^';
-        memset(mark + col + 1, '~', (size_t)len - 1);
-        mark[col + len] = '\0';
+        memset(mark, ' ', (size_t)mcol);
+        mark[mcol] = '^';
+        memset(mark + mcol + 1, '~', (size_t)mlen - 1);
+        mark[mcol + mlen] = '\0';
         dt_error("  %s", line);
         dt_error("  %s", mark);
     }
@@ -116,6 +124,15 @@ static const layer_kind_t *find_kind(const char *name, size_t len)
 static int is_name_char(char c)
 {
     return isalnum((unsigned char)c) || c == '_';
+}
+
+/* What ends a layer's name as written. Every accepted name is followed by
+ * one of these, so reading up to it accepts what the name characters did;
+ * a name with other bytes ("linéar", "relu-x") is then quoted whole. */
+static int ends_layer_word(char c)
+{
+    return c == '\0' || isspace((unsigned char)c) || c == ',' || c == '(' ||
+           c == ')';
 }
 
 /* One argument "[name=]number" at text[a, b) (trimmed). */
@@ -209,7 +226,7 @@ static dt_status_t parse_layer(parser_t *p, int *pos, parsed_t *out)
 {
     const char *t = p->text;
     int start = *pos, i = *pos;
-    while (is_name_char(t[i]))
+    while (!ends_layer_word(t[i]))
         i++;
     if (i == start)
         return fail(p, start, 1, "expected a layer name, found '%c'",
@@ -471,9 +488,11 @@ static dt_status_t parse_all(parser_t *p, dt_model_t *m)
         } else {
             DT_CHECK(expand_stage(p, m, &cap, &ps, ++stages));
         }
-        if (t[pos] && !isspace((unsigned char)t[pos]) && t[pos] != ',')
-            return fail(p, pos, 1, "expected a space between layers, found "
-                        "'%c'", t[pos]);
+        if (t[pos] && !isspace((unsigned char)t[pos]) && t[pos] != ',') {
+            int bytes = dt_utf8_char_bytes(t + pos); /* "é", not its byte */
+            return fail(p, pos, bytes, "expected a space between layers, "
+                        "found '%.*s'", bytes, t + pos);
+        }
     }
     if (m->nlayers == 0)
         return fail(p, 0, 1, "no layers: write e.g. 'flatten linear(128) "

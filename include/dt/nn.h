@@ -129,7 +129,8 @@ typedef struct dt_tensor {
 typedef struct dt_model dt_model_t;
 
 /* Where a layer string went wrong: column (0-based byte offset) and length
- * of the offending token, and the message that was logged. */
+ * (bytes) of the offending token, and the message that was logged. The
+ * logged caret line counts characters (UTF-8) instead, as shown. */
 typedef struct dt_model_error {
     int column;
     int length;
