@@ -11,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "../plugins/launcher/common/frontend/frontend.h"
 #include "../plugins/launcher/common/frontend/prologue.h"
 #include "../plugins/launcher/common/frontend/rank_lines.h"
 #include "../plugins/launcher/common/frontend/tag_stream.h"
@@ -224,6 +225,66 @@ static void test_prologue_relays_stop(void **state)
         fail_msg("relayed Ctrl-Z: want\n%s got\n%s", want, out);
 }
 
+/* The worker's output as the front-end passes it on ("rank fd text"). */
+static char shown[1024];
+
+static void on_output(void *arg, int rank, int fd, const char *data,
+                      size_t len)
+{
+    (void)arg;
+    char one[512];
+    snprintf(one, sizeof one, "%d %d %.*s", rank, fd, (int)len, data);
+    strncat(shown, one, sizeof shown - strlen(shown) - 1);
+}
+
+/* A front-end (sh standing in for mpirun --tag-output) printing what a
+ * rank wrote: its unfinished stderr line (a progress bar, no newline),
+ * then the prologue's markers, each after its own tag. */
+static frontend_t *start_fake(const char *text)
+{
+    char script[512];
+    snprintf(script, sizeof script, "printf '%s'; exec sleep 30", text);
+    const char *argv[] = {"sh", "-c", script, NULL};
+    extern char **environ;
+    frontend_args_t a = {.label = "fake", .argv = argv, .envp = environ,
+                         .tags = FRONTEND_TAGS_OMPI, .nonce = "abcd",
+                         .np = 1, .output = on_output};
+    frontend_t *fe = NULL;
+    shown[0] = '\0';
+    assert_int_equal(frontend_start(&a, &fe), DT_OK);
+    return fe;
+}
+
+/* A marker after a worker's unfinished line still counts, and the
+ * worker's text is shown without it: a stop's confirmation was missed
+ * (dtctl waited 5 s and said the worker ran on), an exit was not the
+ * rank's (nor named), and the nonce reached the output. */
+static void test_marker_after_unfinished_line(void **state)
+{
+    (void)state;
+    frontend_t *fe = start_fake("[1,0]<stderr>:40%%[1,0]<stderr>:"
+                                "dt-ctl:abcd:STOP\\n");
+    frontend_expect_acks(fe, SIGSTOP);
+    char missing[32];
+    /* the timeout only bounds a miss; a seen confirmation returns 0 */
+    assert_int_equal(frontend_await_acks(fe, 3000, missing, sizeof missing),
+                     0);
+    assert_string_equal(shown, "0 2 40%");
+    frontend_kill_and_reap(fe);
+    frontend_free(fe);
+
+    fe = start_fake("[1,0]<stderr>:50%%[1,0]<stderr>:"
+                    "dt-exit:abcd:3:h7\\n");
+    dt_worker_exit_t ev;
+    assert_int_equal(frontend_wait(fe, 3000, &ev), DT_OK);
+    assert_int_equal(ev.rank, 0);
+    assert_int_equal(ev.code, 3);
+    assert_string_equal(ev.host, "h7");
+    assert_null(strstr(shown, "dt-exit"));
+    frontend_kill_and_reap(fe);
+    frontend_free(fe);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -234,6 +295,7 @@ int main(void)
         cmocka_unit_test(test_prologue_closed_stdin),
         cmocka_unit_test(test_ctl_marker),
         cmocka_unit_test(test_prologue_relays_stop),
+        cmocka_unit_test(test_marker_after_unfinished_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

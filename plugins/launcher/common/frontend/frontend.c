@@ -124,6 +124,16 @@ static void on_rank_line(void *arg, int rank, int fd, const char *line,
     int status;
     const char *host;
     size_t host_len;
+    size_t at = len;
+    if (rank >= 0 && complete)
+        at = prologue_marker_at(line, len, fe->nonce);
+    if (at > 0 && at < len) {
+        /* the worker's unfinished line, as it wrote it; then the marker */
+        if (fe->output)
+            fe->output(fe->output_arg, rank, fd, line, at);
+        line += at;
+        len -= at;
+    }
     if (rank >= 0 && complete &&
         prologue_parse_marker(line, len, fe->nonce, &status, &host,
                               &host_len)) {

@@ -203,3 +203,33 @@ int prologue_parse_ctl(const char *line, size_t len, const char *nonce,
         return 0;
     return 1;
 }
+
+/* 1: an exit or ctl marker starts at line[at] and ends with the line. */
+static int marker_from(const char *line, size_t len, size_t at,
+                       const char *nonce)
+{
+    int status, signo;
+    const char *host;
+    size_t host_len;
+    return prologue_parse_marker(line + at, len - at, nonce, &status, &host,
+                                 &host_len) ||
+           prologue_parse_ctl(line + at, len - at, nonce, &signo);
+}
+
+size_t prologue_marker_at(const char *line, size_t len, const char *nonce)
+{
+    size_t nl = strlen(nonce);
+    const char *const markers[] = {PROLOGUE_MARKER, PROLOGUE_CTL_MARKER};
+    const char *p = line;
+    while (nl && (p = memmem(p, len - (size_t)(p - line), nonce, nl))) {
+        size_t q = (size_t)(p - line);
+        for (size_t k = 0; k < sizeof markers / sizeof markers[0]; k++) {
+            size_t ml = strlen(markers[k]);
+            if (q >= ml && memcmp(line + q - ml, markers[k], ml) == 0 &&
+                marker_from(line, len, q - ml, nonce))
+                return q - ml;
+        }
+        p++;
+    }
+    return len;
+}

@@ -53,4 +53,9 @@ int prologue_parse_marker(const char *line, size_t len, const char *nonce,
 int prologue_parse_ctl(const char *line, size_t len, const char *nonce,
                        int *signo);
 
+/* Where the exit or ctl marker that ends line starts (len: none). The
+ * prologue prints its markers on the worker's stderr, so one follows a
+ * worker's unfinished line (a progress bar's "\r 40%") on the same line. */
+size_t prologue_marker_at(const char *line, size_t len, const char *nonce);
+
 #endif /* DT_LAUNCHER_PROLOGUE_H */
