@@ -9,8 +9,9 @@
 # failing rank with its host, a failure stops every worker (none left),
 # a restart after a failure (--max-restarts: a new job), job_name made
 # unique (its qdel by name spares another job of that name), SIGINT qdels
-# the job, dtctl killed by SIGKILL leaves no job (qsub's parent-death
-# signal), a rejected submission is explained.
+# the job, Ctrl-Z stops dtctl alone and says why (the workers run on),
+# dtctl killed by SIGKILL leaves no job (qsub's parent-death signal), a
+# rejected submission is explained.
 set -u
 
 : "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
@@ -187,6 +188,67 @@ grep -q "qdel" "$T/e" || fail "SIGINT did not qdel: $(cat "$T/e")"
 wait_jobs_gone || fail "job still in qstat after SIGINT: $(qstat)"
 if leftovers "$MARK-int"; then fail "workers left after SIGINT: $(pgrep -fa "$MARK-int")"; fi
 ok "SIGINT qdels the job, nothing left"
+
+# --- 5a. Ctrl-Z stops dtctl alone, and says why: qmod -sj (the stop a
+# job's owner may use) stops the job script, not the workers that qrsh
+# -inherit started (sge_execd passes over them), so they keep running,
+# as said; fg, and the job ends normally -----------------------------
+pstate() { sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null; }
+rm -f "$T"/pid.* "$T"/beat.* "$T/release"
+# dtctl in a process group of its own, child of this shell (as a shell
+# with job control starts it): not orphaned, so SIGTSTP stops it. Each
+# worker counts in beat.R until released (at most 60 s).
+python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+    "$DTCTL" run $TR --launcher=sge -n 2 -- sh -c "echo \$\$ >$T/pid.\$DT_RANK; i=0; while [ ! -e $T/release ] && [ \$i -lt 600 ]; do i=\$((i + 1)); echo \$i >$T/beat.\$DT_RANK; sleep 0.1; done # $MARK-tstp" \
+    >"$T/o" 2>"$T/e" &
+dtpid=$!
+i=0
+while { [ ! -s "$T/pid.0" ] || [ ! -s "$T/pid.1" ]; } && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+workers="$(cat "$T/pid.0" "$T/pid.1" 2>/dev/null | paste -sd' ' -)"
+[ -n "$workers" ] || fail "Ctrl-Z with sge: the workers did not start: $(cat "$T/e")"
+kill -TSTP "$dtpid"
+i=0
+while [ "$(pstate "$dtpid")" != T ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(pstate "$dtpid")" = T ] || fail "Ctrl-Z with sge: dtctl did not stop ($(pstate "$dtpid"))"
+grep -q "stopped (SIGTSTP, Ctrl-Z): dtctl alone; the workers keep running (the sge launcher cannot stop them: qmod -sj stops the job script, not the workers qrsh -inherit started)" "$T/e" ||
+    fail "Ctrl-Z with sge: dtctl does not say that it stopped alone, and why: $(cat "$T/e")"
+grep -q "the workers are stopped too" "$T/e" && fail "Ctrl-Z with sge: dtctl claims the workers stopped: $(cat "$T/e")"
+# What it says holds: while dtctl is stopped the workers are not, and
+# go on counting (bounded: 10 s).
+for w in $workers; do
+    [ "$(pstate "$w")" != T ] || fail "Ctrl-Z with sge: worker $w is stopped, yet dtctl says they keep running"
+done
+b0=$(cat "$T/beat.0" 2>/dev/null); i=0
+while [ "$(cat "$T/beat.0" 2>/dev/null)" = "$b0" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(cat "$T/beat.0" 2>/dev/null)" != "$b0" ] || fail "Ctrl-Z with sge: rank 0 stopped counting ($b0)"
+# Why: qmod -sj stops the job script (its group, with the qrsh clients)
+# but not the workers. A Grid Engine that stops them too gets a note, not
+# a failure: the launcher could then use it (docs/LAUNCHERS.md).
+jid=$(sed -n 's/.*sge: job \([0-9]*\) (dt-.*/\1/p' "$T/e" | head -n 1)
+script=$(pgrep -f "$SGE_ROOT/execd/[^ ]*/job_scripts/$jid\$" | head -n 1)
+if [ -n "$jid" ] && [ -n "$script" ] && qmod -sj "$jid" >/dev/null 2>&1; then
+    i=0
+    while [ "$(pstate "$script")" != T ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    stopped=0
+    for w in $workers; do [ "$(pstate "$w")" = T ] && stopped=$((stopped + 1)); done
+    if [ "$(pstate "$script")" != T ]; then
+        fail "qmod -sj $jid did not stop the job script ($script: $(pstate "$script"))"
+    elif [ $stopped -gt 0 ]; then
+        echo "note: qmod -sj stopped $stopped worker(s) here: the sge launcher could stop them on Ctrl-Z"
+    fi
+    qmod -usj "$jid" >/dev/null 2>&1 || fail "qmod -usj $jid failed"
+else
+    fail "Ctrl-Z with sge: no job number ('$jid'), job script ('$script') or qmod -sj: $(cat "$T/e")"
+fi
+kill -CONT "$dtpid"
+touch "$T/release"
+( sleep 60; kill -KILL $dtpid 2>/dev/null ) & guard=$!
+wait $dtpid; rc=$?
+kill $guard 2>/dev/null
+[ $rc -eq 0 ] || fail "Ctrl-Z then fg with sge: want exit 0, got $rc: $(cat "$T/e")"
+wait_jobs_gone || fail "job still in qstat after Ctrl-Z and fg: $(qstat)"
+if leftovers "$MARK-tstp"; then fail "workers left after Ctrl-Z and fg: $(pgrep -fa "$MARK-tstp")"; fi
+ok "Ctrl-Z with sge: dtctl stops alone and says why (the workers run on, as said); fg, exit 0"
 
 # --- 5b. dtctl itself dies (SIGKILL): qsub -sync y gets SIGTERM (its
 # parent-death signal) and cancels the job; nothing is left --------------

@@ -336,12 +336,20 @@ static int prepare(const dt_cli_t *cli, const char *job_file, run_state_t *s)
      * its channel to close (sshd's MaxSessions leaves room for two);
      * slurm's is scancel --signal=STOP of our step; mpi's is relayed by
      * each rank's prologue (mpirun's own SIGTSTP would stop the prologue
-     * shell, not the worker in its session) and confirmed. sge's and
-     * yarn's signal op ends the job whatever the signal. */
+     * shell, not the worker in its session) and confirmed. yarn's
+     * signal op ends the job whatever the signal. */
     s->suspends = s->one_machine || strcmp(launcher->name, "ssh") == 0 ||
                   strcmp(launcher->name, "mpi") == 0 ||
                   strcmp(launcher->name, "slurm") == 0;
-    if (!s->suspends)
+    if (!s->suspends && strcmp(launcher->name, "sge") == 0)
+        /* sge_execd marks the job suspended before it signals it, then
+         * passes over its qrsh -inherit tasks as "already suspended"
+         * (SGE 8.1.9, execd_signal_queue.c). qmod -sq reaches them, but
+         * needs an operator and stops every job in the queue. */
+        snprintf(s->no_suspend, sizeof s->no_suspend,
+                 "the sge launcher cannot stop them: qmod -sj stops the "
+                 "job script, not the workers qrsh -inherit started");
+    else if (!s->suspends)
         snprintf(s->no_suspend, sizeof s->no_suspend,
                  "the %s launcher cannot stop them: a signal to its job "
                  "ends it",
