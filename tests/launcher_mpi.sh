@@ -3,7 +3,8 @@
 # mpirun on this machine: a real dt job (examples/allreduce), the worker
 # environment (dt's and torchrun's names from mpirun's ranks), output per
 # rank, the exit status and name of a failing rank, a restart after it
-# (--max-restarts), a killed worker, Ctrl-C, Ctrl-Z and fg (the workers
+# (--max-restarts), a killed worker, Ctrl-C, preemption (a checkpoint
+# written on SIGTERM), Ctrl-Z and fg (the workers
 # stop and continue with dtctl, a dt job too), dtctl itself killed (mpirun's
 # parent-death signal), no process left behind, the job token in no argv,
 # and `dtctl check`.
@@ -120,6 +121,33 @@ wait $dtpid; rc=$?
 sleep 0.5
 leftovers && fail "processes left after Ctrl-C: $(pgrep -fa "$MARK")"
 ok "Ctrl-C stops the job, exit 130"
+
+# --- 5p. preemption (SIGUSR1 to dtctl): each rank writes its checkpoint on
+# SIGTERM and exits 75; rank 1's takes 2 s. dtctl exits 75 (resumable).
+# mpirun's own SIGTERM reached the ranks after 1 s and its SIGKILL came 1 s
+# later (Open MPI's odls_base_sigkill_timeout): rank 1 was killed and
+# dtctl exited 138. Now mpirun forwards SIGUSR1, which each prologue
+# passes on as SIGTERM, and [cluster] kill_grace (20 s here) rules.
+rm -f "$T"/pid.*
+# dtctl itself, not `run`'s timeout (SIGUSR1 would end timeout alone);
+# kill_grace bounds it
+"$DTCTL" run --launcher=mpi -n 2 --set cluster.kill_grace=20s -- sh -c "trap 'sleep \$((DT_RANK * 2)); exit 75' TERM; echo \$\$ >$T/pid.\$DT_RANK; while :; do sleep 0.1; done # $MARK" \
+    >"$T/o" 2>"$T/e" &
+dtpid=$!
+i=0
+while [ "$(ls "$T" | grep -c '^pid\.')" -lt 2 ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+kill -USR1 $dtpid
+wait $dtpid; rc=$?
+[ $rc -eq 75 ] || fail "preempted with a 2 s checkpoint: want exit 75, got $rc: $(cat "$T/e")"
+for r in 0 1; do
+    grep -q "rank $r on localhost was preempted: resumable (exit code 75)" "$T/e" ||
+        fail "preemption: rank $r's exit 75 not reported: $(cat "$T/e")"
+done
+! grep -q "Forwarding signal\|dt-exit:" "$T/e" "$T/o" ||
+    fail "preemption: mpirun's or the prologue's own lines reached the output: $(cat "$T/e" "$T/o")"
+sleep 0.3
+leftovers && fail "processes left after a preemption: $(pgrep -fa "$MARK")"
+ok "preemption: a rank's 2 s checkpoint is not cut short by mpirun, exit 75"
 
 # --- 5a. Ctrl-Z stops the workers with dtctl, fg continues them: mpirun
 # forwards SIGUSR2 and SIGCONT to each rank's prologue shell, which passes

@@ -203,12 +203,17 @@ dtpid=$!
 i=0
 while { [ ! -s "$T/pid.0" ] || [ ! -s "$T/pid.1" ]; } && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 workers="$(cat "$T/pid.0" "$T/pid.1" 2>/dev/null | paste -sd' ' -)"
-steps=""                         # the workers' slurmstepd: task shell's parent
-for w in $workers; do steps="$steps $(ps -o ppid= -p "$(ps -o ppid= -p "$w")")"; done
 kill -TSTP "$dtpid"
 all_in T "$dtpid" || fail "Ctrl-Z with slurm: dtctl did not stop ($(states "$dtpid"))"
 # shellcheck disable=SC2086
 all_in T $workers || fail "Ctrl-Z with slurm: the workers run on ($(states $workers)): $(cat "$T/e")"
+# the workers' slurmstepd (their task shell's parent), read while they
+# are stopped: their parents cannot change then (a lookup before the
+# stop once found none: cause not known; the diagnostics below say)
+ppid_of() { ps -o ppid= -p "$1" 2>/dev/null | tr -d ' '; }
+steps=""
+for w in $workers; do sh_pid=$(ppid_of "$w"); [ -n "$sh_pid" ] && steps="$steps $(ppid_of "$sh_pid")"; done
+[ -n "$(echo $steps)" ] || fail "Ctrl-Z with slurm: no slurmstepd found for workers $workers ($(ps -o pid,ppid,stat,args -e | grep -e "$MARK" -e slurmstepd | grep -v grep))"
 # shellcheck disable=SC2086
 [ -n "$(echo $steps)" ] && all_in '[RSD]' $steps || fail "Ctrl-Z with slurm: slurmstepd stopped or not found ($steps: $(states $steps))"
 grep -q "the workers are stopped too" "$T/e" ||

@@ -1,7 +1,8 @@
 /* test_frontend_tags.c — the launchers' front-end output parsing: mpirun
  * --tag-output (tags at chunk starts, also in mid-line), srun --label,
  * tags split across reads, line assembly and exit markers; the rank
- * prologue under /bin/sh (a closed stdin; Ctrl-Z relayed to the worker). */
+ * prologue under /bin/sh (a closed stdin; Ctrl-Z and dtctl's stop relayed
+ * to the worker, also when they come before it runs). */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -175,16 +176,20 @@ static void test_ctl_marker(void **state)
  * continues it; each is confirmed on stderr. The shell itself does not
  * stop (a SIGSTOP of it left the worker running), and TERM still ends
  * the job. The loops only bound a hang (10 s). */
-static const char relay_check[] =
+static const char relay_helpers[] =
     "st() { sed -n 's/^[0-9]* ([^)]*) \\([A-Z]\\) .*/\\1/p' /proc/$1/stat; }\n"
     "upto() { i=0; while ! eval \"$1\" && [ $i -lt 200 ]; do sleep 0.05; "
     "i=$((i + 1)); done; eval \"$1\"; }\n"
+    "ran() { [ \"$(st $1)\" != T ] && echo runs || echo stopped; }\n"
+    /* the children of process $1 (no pgrep on a minimal system) */
+    "kids() { sed -n \"s/^\\([0-9]*\\) ([^)]*) [A-Z] $1 .*/\\1/p\" "
+    "/proc/[0-9]*/stat 2>/dev/null; }\n";
+static const char relay_check[] =
     "sh $D/p.sh sh -c 'echo $$ >'$D/w'; exec sleep 30' 2>$D/err & s=$!\n"
     "upto '[ -s $D/w ]' || { echo no-worker; exit; }\n"
     "w=$(cat $D/w)\n"
     "kill -USR2 $s\n"
     "upto 'grep -q dt-ctl:abcd:STOP $D/err'\n"
-    "ran() { [ \"$(st $1)\" != T ] && echo runs || echo stopped; }\n"
     "echo \"stop: worker $(ran $w), shell $(ran $s)\"\n"
     "kill -CONT $s\n"
     "upto 'grep -q dt-ctl:abcd:CONT $D/err'\n"
@@ -192,13 +197,14 @@ static const char relay_check[] =
     "kill -TERM $s; wait $s; echo \"exit: $?\"\n"
     "grep -c dt-exit:abcd:143 $D/err\n";
 
-static void test_prologue_relays_stop(void **state)
+/* Run check (sh, given D: a fresh directory) against the prologue made
+ * of identity with relay_stops set, written to $D/p.sh; its output. */
+static void run_prologue_check(const char *identity, const char *check,
+                               char *out, size_t len)
 {
-    (void)state;
     char *script = NULL, dir[] = "/tmp/dt-prologue.XXXXXX", path[256];
     assert_non_null(mkdtemp(dir));
-    assert_int_equal(prologue_script("DT_HOST=h7; export DT_HOST\n", "abcd",
-                                     1, &script), DT_OK);
+    assert_int_equal(prologue_script(identity, "abcd", 1, &script), DT_OK);
     snprintf(path, sizeof path, "%s/p.sh", dir);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
@@ -208,21 +214,94 @@ static void test_prologue_relays_stop(void **state)
     snprintf(path, sizeof path, "%s/check.sh", dir);
     f = fopen(path, "w");
     assert_non_null(f);
-    fputs(relay_check, f);
+    fputs(relay_helpers, f);
+    fputs(check, f);
     fclose(f);
-    char cmd[512], out[512] = "";
+    char cmd[512];
     snprintf(cmd, sizeof cmd, "D=%s sh %s/check.sh", dir, dir);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
-    size_t n = fread(out, 1, sizeof out - 1, p);
+    size_t n = fread(out, 1, len - 1, p);
     out[n] = '\0';
     pclose(p);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
+}
+
+static void test_prologue_relays_stop(void **state)
+{
+    (void)state;
+    char out[512];
+    run_prologue_check("DT_HOST=h7; export DT_HOST\n", relay_check, out,
+                       sizeof out);
     const char *want = "stop: worker stopped, shell runs\ncont: worker runs\n"
                        "exit: 143\n1\n";
     if (strcmp(out, want) != 0)
         fail_msg("relayed Ctrl-Z: want\n%s got\n%s", want, out);
+}
+
+/* An identity part that says it runs ($D/in) and waits for $D/go: a
+ * signal sent then reaches the prologue before the worker runs. */
+static const char blocking_identity[] =
+    "echo $$ >$D/in; i=0\n"
+    "while [ ! -e $D/go ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); "
+    "done\n"
+    "DT_HOST=h7; export DT_HOST\n";
+
+/* Ctrl-Z (SIGUSR2) while the prologue is still in its identity part: it
+ * is kept, and the worker is stopped as soon as it runs (by default the
+ * shell died: the job failed with "signal 12"). */
+static const char early_stop_check[] =
+    "sh $D/p.sh sleep 30 2>$D/err & s=$!\n"
+    "upto '[ -s $D/in ]' || { echo no-identity; exit; }\n"
+    "kill -USR2 $s; touch $D/go\n"
+    "upto 'grep -q dt-ctl:abcd:STOP $D/err || [ \"$(st $s)\" = Z ]'\n"
+    "[ \"$(st $s)\" = Z ] && { wait $s; echo \"shell ended: $?\"; exit; }\n"
+    "w=$(kids $s)\n"
+    "echo \"early stop: worker $(ran $w), shell $(ran $s)\"\n"
+    "kill -CONT $s\n"
+    "upto 'grep -q dt-ctl:abcd:CONT $D/err'\n"
+    "kill -TERM $s; wait $s; echo \"exit: $?\"\n";
+
+static void test_prologue_keeps_early_stop(void **state)
+{
+    (void)state;
+    char out[512];
+    run_prologue_check(blocking_identity, early_stop_check, out, sizeof out);
+    const char *want = "early stop: worker stopped, shell runs\nexit: 143\n";
+    if (strcmp(out, want) != 0)
+        fail_msg("Ctrl-Z before the worker ran: want\n%s got\n%s", want,
+                 out);
+}
+
+/* dtctl's stop (SIGUSR1, forwarded by mpirun) reaches the worker as
+ * SIGTERM, also when it comes during the identity part (then the worker
+ * may end by it before its trap is set: 143); the worker's status (75:
+ * preempted, its checkpoint written) is in the marker, and
+ * the prologue exits 0 so that mpirun does not kill the ranks still
+ * writing theirs. The worker's loop only bounds a hang (10 s). */
+static const char graceful_stop_check[] =
+    "W='echo $$ >'$D/w'; trap \"exit 75\" TERM; i=0; "
+    "while [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done; exit 9'\n"
+    "sh $D/p.sh sh -c \"$W\" 2>$D/err1 & s=$!\n"
+    "upto '[ -s $D/in ]' || { echo no-identity; exit; }\n"
+    "kill -USR1 $s; touch $D/go\n"
+    "wait $s; echo \"early: exit $?, $(grep -cE 'dt-exit:abcd:(75|143):h7' $D/err1)\"\n"
+    "rm -f $D/w\n"
+    "sh $D/p.sh sh -c \"$W\" 2>$D/err2 & s=$!\n"
+    "upto '[ -s $D/w ]' || { echo no-worker; exit; }\n"
+    "kill -USR1 $s\n"
+    "wait $s; echo \"late: exit $?, $(grep -c dt-exit:abcd:75:h7 $D/err2)\"\n";
+
+static void test_prologue_relays_graceful_stop(void **state)
+{
+    (void)state;
+    char out[512];
+    run_prologue_check(blocking_identity, graceful_stop_check, out,
+                       sizeof out);
+    const char *want = "early: exit 0, 1\nlate: exit 0, 1\n";
+    if (strcmp(out, want) != 0)
+        fail_msg("dtctl's stop relayed: want\n%s got\n%s", want, out);
 }
 
 /* The worker's output as the front-end passes it on ("rank fd text"). */
@@ -295,6 +374,8 @@ int main(void)
         cmocka_unit_test(test_prologue_closed_stdin),
         cmocka_unit_test(test_ctl_marker),
         cmocka_unit_test(test_prologue_relays_stop),
+        cmocka_unit_test(test_prologue_keeps_early_stop),
+        cmocka_unit_test(test_prologue_relays_graceful_stop),
         cmocka_unit_test(test_marker_after_unfinished_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,8 +1,8 @@
 /* test_mpi_command.c — the mpirun command line (plugins/launcher/mpi/
  * mpi_command.c): --host lists each host with its slots, an IPv6 address
  * in brackets (without them mpirun reads "fd00::7:2" as another address
- * with one slot); SIGUSR2 forwarded (Ctrl-Z's relay) unless extra_args
- * set that parameter. */
+ * with one slot); SIGUSR1 and SIGUSR2 forwarded (the relays of dtctl's
+ * stop and of Ctrl-Z) unless extra_args set that parameter. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -74,15 +74,15 @@ static int forward_params(char **extra, char *value, size_t len)
     return n;
 }
 
-/* mpirun forwards dtctl's Ctrl-Z (SIGUSR2) even where the user's MCA
- * settings say "none" (it died of SIGUSR2 then); a parameter the user
- * gives in extra_args is not given twice (mpirun refuses that). */
+/* mpirun forwards dtctl's stop (SIGUSR1) and Ctrl-Z (SIGUSR2) even where
+ * the user's MCA settings say "none" (it died of them then); a parameter
+ * the user gives in extra_args is not given twice (mpirun refuses that). */
 static void test_forward_signals(void **state)
 {
     (void)state;
     char value[64] = "";
     assert_int_equal(forward_params(NULL, value, sizeof value), 1);
-    assert_string_equal(value, "SIGUSR2");
+    assert_string_equal(value, "SIGUSR1,SIGUSR2");
     char *own[] = {"--mca", "ess_base_forward_signals", "SIGHUP,SIGUSR2",
                    NULL};
     assert_int_equal(forward_params(own, value, sizeof value), 1);

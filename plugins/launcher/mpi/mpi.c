@@ -316,10 +316,15 @@ static dt_status_t relay_stop(mpi_launcher_t *L, int signo)
     return DT_ERR_TIMEOUT;
 }
 
-/* SIGTERM (and SIGINT): mpirun forwards it to every rank on every host
- * and ends the job. Once a rank failed, mpirun is already aborting the
- * job by itself, and Open MPI 4.1's mpirun can crash when signalled then:
- * leave it alone (SIGKILL still follows after kill_grace if it hangs).
+/* SIGTERM: mpirun forwards SIGUSR1 to every rank on every host, whose
+ * prologue passes it on as SIGTERM and then exits 0 (prologue_script's
+ * relay_stops): mpirun's own SIGTERM reached the ranks 1 s late and was
+ * followed by its SIGKILL 1 s later, which cut a preemption checkpoint
+ * short (dtctl exited 138, not 75); now [cluster] kill_grace rules.
+ * SIGINT: mpirun ends the job itself. Once a rank failed, mpirun is
+ * already aborting the job by itself, and Open MPI 4.1's mpirun can crash
+ * when signalled then: leave it alone (SIGKILL still follows after
+ * kill_grace if it hangs).
  * SIGKILL: mpirun would leave its ranks behind, so kill them here; the
  * remote daemons end theirs when mpirun is gone. */
 static dt_status_t mpi_signal(void *ctx, int signo)
@@ -333,7 +338,7 @@ static dt_status_t mpi_signal(void *ctx, int signo)
     if (signo == SIGKILL)
         frontend_kill_and_reap(L->fe);
     else if (frontend_failures(L->fe) == 0)
-        frontend_signal(L->fe, signo);
+        frontend_signal(L->fe, signo == SIGTERM ? SIGUSR1 : signo);
     else
         dt_debug("mpi launcher: mpirun is aborting the job itself; not "
                  "signalling it");

@@ -66,10 +66,11 @@ static void add_interface(char **items, strv_t *argv)
     free(s);
 }
 
-/* mpirun forwards SIGUSR2 and SIGCONT to the ranks by default (Ctrl-Z's
- * relay, prologue.h), unless the user's MCA settings say "none" (then
- * SIGUSR2 would kill mpirun): ask for it, unless extra_args set the
- * parameter itself (mpirun refuses one given twice). */
+/* mpirun forwards SIGUSR1, SIGUSR2 and SIGCONT to the ranks by default
+ * (the relays of dtctl's stop and of Ctrl-Z, prologue.h), unless the
+ * user's MCA settings say "none" (then either would kill mpirun): ask for
+ * them, unless extra_args set the parameter itself (mpirun refuses one
+ * given twice). */
 static void add_forward_signals(char **extra_args, strv_t *argv)
 {
     for (size_t i = 0; extra_args && extra_args[i]; i++)
@@ -77,7 +78,7 @@ static void add_forward_signals(char **extra_args, strv_t *argv)
             return;
     strv_add(argv, "--mca");
     strv_add(argv, "ess_base_forward_signals");
-    strv_add(argv, "SIGUSR2");
+    strv_add(argv, "SIGUSR1,SIGUSR2");
 }
 
 static void add_env_names(const char *const *env, strv_t *argv)

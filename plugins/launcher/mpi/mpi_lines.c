@@ -2,7 +2,7 @@
  * prologue can report (the prologue shell itself was killed), mpirun's
  * "mpirun noticed that process rank N with PID P on node H exited on
  * signal S" still names it. Its notes on the signals dtctl relays
- * (Ctrl-Z) are left out. */
+ * (a stop, Ctrl-Z) are left out. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,10 +15,10 @@ int mpi_on_line(void *arg, frontend_t *fe, int fd, const char *line)
     (void)arg;
     (void)fd;
     int signo;
-    /* dtctl's own Ctrl-Z and fg (SIGUSR2 and SIGCONT, relayed): mpirun
-     * announces each; dtctl says what happened instead */
+    /* dtctl's own stop, Ctrl-Z and fg (SIGUSR1, SIGUSR2 and SIGCONT,
+     * relayed): mpirun announces each; dtctl says what happened instead */
     if (sscanf(line, "mpirun: Forwarding signal %d to job", &signo) == 1 &&
-        (signo == SIGUSR2 || signo == SIGCONT))
+        (signo == SIGUSR1 || signo == SIGUSR2 || signo == SIGCONT))
         return 1;
     const char *p = strstr(line, "noticed that process rank ");
     if (!p)

@@ -1,11 +1,13 @@
 /* prologue.c — see prologue.h. The scripts are POSIX sh (dash on
  * Debian) and start no extra processes unless a variable is missing (but
- * one short setpriv probe: common_tail). The
+ * one short setpriv probe, and short sleeps while a stop waits for the
+ * worker's session: common_tail). The
  * identity part (DT_RANK & co. from the scheduler's variables) is the
  * launcher's, made by schedenv_prologue (../schedenv/schedenv.h). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,18 +25,21 @@ const char prologue_placement_sh[] =
     "  [ $n = $DT_NODE_RANK ] && DT_HOST=$h; n=$((n+1)); done; fi\n"
     "unset DT_PLACEMENT_FIRST_RANKS DT_PLACEMENT_HOSTS n f h\n";
 
+/* The script's first lines, before the identity part: a signal that
+ * comes before the worker runs is kept, and passed on once it does. By
+ * default it killed this shell (the job failed with "signal 12" for an
+ * early Ctrl-Z), or, once the worker ran, left it, in its own session,
+ * running unwatched. %s: relay_early. */
+static const char common_head[] =
+    "dt_stop=\n"
+    "trap 'dt_stop=1' TERM INT HUP\n"
+    "%s";
+
 static const char common_tail[] =
     /* The worker runs in a session (so a process group) of its own, and
      * a stop signal for this shell goes to that whole group: the
      * front-end signals only the process it started, and whatever the
      * worker started must not outlive it. */
-    /* A stop that comes between the start and the trap that forwards it
-     * (the worker already running, this shell not yet listening) is kept
-     * and forwarded: by default it killed this shell alone and left the
-     * worker, in its own session, running unwatched. */
-    "dt_stop=\n"
-    "trap 'dt_stop=1' TERM INT HUP\n"
-    "%s"
     /* The front-end's SIGKILL follows its SIGTERM soon (mpirun: 1 s), and
      * on a busy host this shell may not have passed the stop on by then:
      * the worker, in its own session, ran on. So where setpriv can, the
@@ -48,20 +53,32 @@ static const char common_tail[] =
      * on by mpirun or srun --input=0). A closed stdin gives /dev/null
      * (a failed `exec 3<&0` would end this shell: `command` keeps it). */
     "{ command exec 3<&0; } 2>/dev/null || exec 3</dev/null\n"
-    "if command -v setsid >/dev/null 2>&1; then "
-    "setsid $dt_pd \"$@\" <&3 3<&- & "
-    "else $dt_pd \"$@\" <&3 3<&- & fi\n"
+    "dt_sid=\n"
+    "command -v setsid >/dev/null 2>&1 && dt_sid=setsid\n"
+    "$dt_sid $dt_pd \"$@\" <&3 3<&- &\n"
     "exec 3<&-\n"
     "p=$!\n"
-    "trap 'kill -TERM -$p 2>/dev/null || kill -TERM $p 2>/dev/null' "
-    "TERM INT HUP\n"
-    "[ -z \"$dt_stop\" ] || kill -TERM -$p 2>/dev/null || "
-    "kill -TERM $p 2>/dev/null\n"
-    "%s"
+    /* A SIGTERM that reaches the worker before it called setsid (a stop
+     * kept from before it ran, passed on right after the fork) is caught
+     * by this shell's trap handler, which it inherited, and lost at its
+     * exec: the worker ran on. Wait (at most 1 s) for its group. */
+    "dt_in_session() { dt_i=0; while ! kill -0 -$p 2>/dev/null && "
+    "kill -0 $p 2>/dev/null && [ $dt_i -lt 50 ]; do sleep 0.02; "
+    "dt_i=$((dt_i + 1)); done; }\n"
+    "dt_term() { [ -z \"$dt_sid\" ] || dt_in_session; "
+    "kill -TERM -$p 2>/dev/null || kill -TERM $p 2>/dev/null; }\n"
+    "trap dt_term TERM INT HUP\n"
+    "%s" /* relay_late: its traps, before the kept signals are passed on */
+    "[ -z \"$dt_stop\" ] || dt_term\n"
+    "%s" /* relay_hold */
     "while :; do wait $p; s=$?; kill -0 $p 2>/dev/null || break; done\n"
     /* what the worker left running in its group ends with it */
     "kill -KILL -$p 2>/dev/null\n"
     "printf '" PROLOGUE_MARKER "%s:%%d:%%s\\n' \"$s\" \"$DT_HOST\" >&2\n"
+    /* Ended on dtctl's request (SIGUSR1, relay_early): the marker has the
+     * status; a non-zero exit would make mpirun kill the ranks still
+     * writing their checkpoints 1 s later (odls_base_sigkill_timeout). */
+    "[ -z \"$dt_asked\" ] || exit 0\n"
     "exit $s\n";
 
 dt_status_t prologue_nonce(char out[PROLOGUE_NONCE_LEN + 1])
@@ -79,39 +96,53 @@ dt_status_t prologue_nonce(char out[PROLOGUE_NONCE_LEN + 1])
  * a session of its own, is not in), so it sends SIGUSR2 (Ctrl-Z) and
  * SIGCONT (fg), which this shell passes on to the worker's group, and
  * says it did on stderr ("dt-ctl:<nonce>:STOP"): the launcher learns
- * which ranks stopped. A USR2 or CONT before the worker runs is kept
- * (by default USR2 killed this shell; the worker then ran unwatched). */
+ * which ranks stopped. It ends the job with SIGUSR1, passed on as SIGTERM:
+ * mpirun's own SIGTERM reaches the ranks only after its
+ * odls_base_sigkill_timeout (1 s), and its SIGKILL 1 s later cut a
+ * preemption checkpoint short; this way dtctl's kill_grace rules. A
+ * signal before the worker runs is kept (relay_early comes first). */
 static const char relay_early[] =
-    "dt_hold=\n"
+    "dt_hold= dt_asked=\n"
     "trap 'dt_hold=1' USR2\n"
-    "trap 'dt_hold=; printf \"" PROLOGUE_CTL_MARKER "%s:CONT\\n\" >&2' CONT\n";
+    "trap 'dt_hold=; printf \"" PROLOGUE_CTL_MARKER "%s:CONT\\n\" >&2' CONT\n"
+    "trap 'dt_asked=1 dt_stop=1' USR1\n";
 static const char relay_late[] =
     "dt_ctl() { kill -$1 -$p 2>/dev/null || kill -$1 $p 2>/dev/null; "
     "printf '" PROLOGUE_CTL_MARKER "%s:%%s\\n' $1 >&2; }\n"
     "trap 'dt_ctl STOP' USR2\n"
     "trap 'dt_ctl CONT' CONT\n"
-    "[ -z \"$dt_hold\" ] || dt_ctl STOP\n";
+    "trap 'dt_asked=1; dt_term' USR1\n";
+static const char relay_hold[] = "[ -z \"$dt_hold\" ] || dt_ctl STOP\n";
+
+/* asprintf that leaves *out NULL on failure (asprintf's is undefined). */
+static char *format(const char *fmt, ...)
+{
+    char *s = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return s;
+}
 
 dt_status_t prologue_script(const char *identity, const char *nonce,
                             int relay_stops, char **out)
 {
-    char *tail = NULL, *early = NULL, *late = NULL;
-    /* the nonce is hex: safe inside the single-quoted format */
-    if (asprintf(&early, relay_early, nonce) < 0)
-        early = NULL;
-    if (asprintf(&late, relay_late, nonce) < 0)
-        late = NULL;
-    int r = early && late
-                ? asprintf(&tail, common_tail, relay_stops ? early : "",
-                           relay_stops ? late : "", nonce)
-                : -1;
+    /* the nonce is hex: safe inside the single-quoted formats */
+    char *early = format(relay_early, nonce), *late = format(relay_late, nonce);
+    char *head = NULL, *tail = NULL;
+    if (early && late) {
+        head = format(common_head, relay_stops ? early : "");
+        tail = format(common_tail, relay_stops ? late : "",
+                      relay_stops ? relay_hold : "", nonce);
+    }
+    *out = head && tail ? format("%s%s%s", head, identity, tail) : NULL;
     free(early);
     free(late);
-    if (r < 0)
-        return DT_ERR_NOMEM;
-    r = asprintf(out, "%s%s", identity, tail);
+    free(head);
     free(tail);
-    return r < 0 ? DT_ERR_NOMEM : DT_OK;
+    return *out ? DT_OK : DT_ERR_NOMEM;
 }
 
 /* A growing "NAME=w1 w2 ..." string. */

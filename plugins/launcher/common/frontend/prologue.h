@@ -29,7 +29,10 @@ dt_status_t prologue_nonce(char out[PROLOGUE_NONCE_LEN + 1]);
  * & co., DT_HOST among them), then the worker with the exit marker.
  * relay_stops: SIGUSR2 to the shell stops the worker's group, SIGCONT
  * continues it, each said with a PROLOGUE_CTL_MARKER line on stderr (for
- * a front-end that cannot signal the worker itself: mpirun). *out is
+ * a front-end that cannot signal the worker itself: mpirun); SIGUSR1 ends
+ * it (SIGTERM) and the shell then exits 0, its marker keeping the
+ * worker's status. Signals that come before the worker runs, also during
+ * the identity part, are kept and passed on once it runs. *out is
  * malloc'd. */
 dt_status_t prologue_script(const char *identity, const char *nonce,
                             int relay_stops, char **out);
