@@ -206,6 +206,11 @@ i=0
 while { [ ! -s "$T/pid.0" ] || [ ! -s "$T/pid.1" ]; } && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 workers="$(cat "$T/pid.0" "$T/pid.1" 2>/dev/null | paste -sd' ' -)"
 [ -n "$workers" ] || fail "Ctrl-Z with sge: the workers did not start: $(cat "$T/e")"
+# and dtctl past its start (it says the job runs): a Ctrl-Z before that
+# stops dtctl alone without a word (in the sanitizer build the workers
+# once wrote their pids first)
+i=0
+while ! grep -q 'sge: job [0-9]* is running' "$T/e" && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 kill -TSTP "$dtpid"
 i=0
 while [ "$(pstate "$dtpid")" != T ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
