@@ -79,6 +79,16 @@ count() {
     skipped=$((skipped + ${s:-0}))
 }
 
+# LeakSanitizer's tracer in GCC 12's runtime crashed at random at a
+# process's exit ("Tracer caught signal 11", no leak report): its
+# __tls_get_addr interceptor takes a glibc >= 2.25 dynamic-TLS block for
+# a 2.19 one when the block happens to sit 16 bytes into a page, and
+# reads a bogus range from the two words before it (google/sanitizers
+# #1322; fixed in GCC 14 and LLVM 17). Seen with the yarn and rsync
+# plugins' libraries. The interceptor off, dynamic TLS is not scanned;
+# the heap, stacks and static TLS still are.
+sanitizer_asan_options=detect_leaks=1:intercept_tls_get_addr=0
+
 check() {
     status=0
     echo "== make check (normal build)"
@@ -90,7 +100,7 @@ check() {
     (cd "$top/_build-sanitizers" &&
         { [ -f Makefile ] || "$top/configure" -q --enable-sanitizers; } &&
         make -j"$jobs" -s &&
-        ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+        ASAN_OPTIONS="$sanitizer_asan_options" UBSAN_OPTIONS=print_stacktrace=1 \
             make -j"$jobs" check) || status=1
     count "$top/_build-sanitizers/tests/test-suite.log"
 

@@ -79,15 +79,6 @@ PY
 }
 
 
-# LeakSanitizer's tracer crashes at dtctl's exit after a yarn job in the
-# sanitizer build ("Tracer caught signal 11", LSan's own fatal error, no
-# leak report): LSAN_OPTIONS=verbosity=1 shows it reading a dynamic TLS
-# entry with a bogus range (DTLS 6 at 0x225-0x1000001327) once the yarn
-# plugin's libraries (libcurl's) are loaded; seen since dtctl stopped
-# linking OpenBLAS, which moved the modules' TLS slots: GCC 12's LSan
-# and glibc 2.36's dynamic TLS, not dt's leak. Leaks are not checked here;
-# ASan's and UBSan's other checks are.
-case "${ASAN_OPTIONS-}" in ?*) export ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" ;; esac
 # --- 1. submission and the worker environment contract -------------------
 run -n 3 --set launcher.yarn.queue=gpu --set launcher.yarn.memory=2G --set launcher.yarn.vcores=2 -- \
     sh -c 'echo "R=$DT_RANK/$DT_WORLD_SIZE L=$DT_LOCAL_RANK/$DT_LOCAL_SIZE N=$DT_NODE_RANK/$DT_NUM_NODES H=$DT_HOST T=$RANK,$WORLD_SIZE,$LOCAL_RANK,$LOCAL_WORLD_SIZE,$GROUP_RANK,$GROUP_WORLD_SIZE,$ROLE_RANK M=$MASTER_ADDR ID=$DT_JOB_ID TL=${#DT_JOB_TOKEN} RZ=${DT_RENDEZVOUS:+set} C=${CONTAINER_ID:+yes} PWD=$(pwd)"; echo "e$DT_RANK" >&2' \

@@ -240,13 +240,6 @@ ok "two stagings to one dst: the second refused naming the first, or waits; dst 
 # --- 8. stale and foreign locks ---------------------------------------------
 # A lock whose dtctl is gone from this machine is taken over at once; one
 # of another machine counts until it was not refreshed for 10 minutes.
-# (Under ASan: LeakSanitizer's tracer in GCC 12 crashed on these runs,
-# reading a dynamic-TLS entry of glibc's as a block at 0xd7 - "Tracer
-# caught signal 11", "DTLS 8 at 0x0000000000d7" with log_threads - a
-# known runtime/glibc mismatch, not a leak; TLS is left out of its scan
-# here, the heap and stacks still are.)
-LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}use_tls=0"
-export LSAN_OPTIONS
 echo "job 0bad0bad pid 999999 start 1 on $(hostname) for localhost since 1700000000" >one/.dt-lock
 dt stage ja.ini --set storage.rsync.lock_wait=0 >out 2>&1 ||
     fail "a dead dtctl's lock blocked staging: $(grep -i error out | head -3)"
