@@ -154,20 +154,7 @@ ok "preemption: a rank's 2 s checkpoint is not cut short by mpirun, exit 75"
 # them on to its worker (in a session of its own: mpirun's SIGTSTP, a
 # SIGSTOP of the shell's group, missed it). Once dtctl stopped alone and
 # the workers ran on unwatched.
-pstate() { sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null; }
-all_in() { # pattern pids...: at most 10 s (a hang guard)
-    want=$1; shift
-    i=0
-    while [ $i -lt 100 ]; do
-        n=0
-        # shellcheck disable=SC2254 # $want is a pattern: [RSD]
-        for p; do case "$(pstate "$p")" in $want) ;; *) n=$((n + 1)) ;; esac; done
-        [ $n -eq 0 ] && return 0
-        sleep 0.1; i=$((i + 1))
-    done
-    return 1
-}
-states() { for p; do printf '%s=%s ' "$p" "$(pstate "$p")"; done; }
+. "$top_srcdir/tests/fixtures/proc-states.sh"
 # wait for dtctl, at most 30 s (then SIGKILL: a hang is a failure); rc
 bounded_wait() {
     i=0
@@ -178,10 +165,10 @@ bounded_wait() {
 rm -f "$T"/pid.* "$T/release"
 # dtctl in a process group of its own, child of this shell (as a shell
 # with job control starts it): not orphaned, so SIGTSTP stops it
-python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+start_in_own_group \
     "$DTCTL" run --launcher=mpi -n 2 -- sh -c "echo \$\$ >$T/pid.\$DT_RANK; i=0; while [ ! -e $T/release ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done # $MARK" \
-    >"$T/o" 2>"$T/e" &
-dtpid=$!
+    >"$T/o" 2>"$T/e"
+dtpid=$own_group_pid
 i=0
 while { [ ! -s "$T/pid.0" ] || [ ! -s "$T/pid.1" ]; } && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
 workers="$(cat "$T/pid.0" "$T/pid.1" 2>/dev/null | paste -sd' ' -)"
@@ -208,10 +195,10 @@ ok "Ctrl-Z with mpi stops the workers (not their prologue shells) with dtctl; fg
 # dtctl killed while the job is stopped: its guard's SIGTERM to the
 # front-end ends the stopped workers too (continued first), nothing left.
 rm -f "$T"/pid.* "$T/release"
-python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+start_in_own_group \
     "$DTCTL" run --launcher=mpi -n 2 -- sh -c "echo \$\$ >$T/pid.\$DT_RANK; i=0; while [ ! -e $T/release ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done # $MARK" \
-    >"$T/o" 2>"$T/e" &
-dtpid=$!
+    >"$T/o" 2>"$T/e"
+dtpid=$own_group_pid
 i=0
 while { [ ! -s "$T/pid.0" ] || [ ! -s "$T/pid.1" ]; } && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 workers="$(cat "$T/pid.0" "$T/pid.1" 2>/dev/null | paste -sd' ' -)"
@@ -229,10 +216,10 @@ ok "dtctl killed while Ctrl-Z'd: mpirun ends the stopped workers, nothing left"
 # outside, so it cannot pass SIGUSR2 on) is named after 5 s, and dtctl
 # does not claim that every worker stopped: rank 0's did, rank 1's runs.
 rm -f "$T"/pid.* "$T/release"
-python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+start_in_own_group \
     "$DTCTL" run --launcher=mpi -n 2 -- sh -c "echo \$\$ >$T/pid.\$DT_RANK; i=0; while [ ! -e $T/release ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done # $MARK" \
-    >"$T/o" 2>"$T/e" &
-dtpid=$!
+    >"$T/o" 2>"$T/e"
+dtpid=$own_group_pid
 i=0
 while { [ ! -s "$T/pid.0" ] || [ ! -s "$T/pid.1" ]; } && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
 w0=$(cat "$T/pid.0") w1=$(cat "$T/pid.1")
@@ -260,11 +247,11 @@ ok "Ctrl-Z with mpi: a rank that does not confirm is named, its worker said (and
 # nothing.
 pe="$top_builddir/tests/peer_exit"
 if [ -x "$pe" ]; then
-    python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+    start_in_own_group \
         "$DTCTL" run --launcher=mpi -n 2 --transport=tcp \
         --set cluster.timeout=2s -x PEER_EXIT_RANK=1 -x PEER_EXIT_MODE=pause \
-        -- sh -c ": $MARK; exec \"\$0\"" "$pe" >"$T/pe" 2>&1 &
-    dtpid=$!
+        -- sh -c ": $MARK; exec \"\$0\"" "$pe" >"$T/pe" 2>&1
+    dtpid=$own_group_pid
     i=0 p0="" p1=""
     while [ $i -lt 200 ] && { [ -z "$p0" ] || [ -z "$p1" ]; }; do
         p0=$(sed -n 's/^\[0\] peer_exit: rank 0 pid \([0-9]*\)$/\1/p' "$T/pe" | head -n 1)

@@ -135,23 +135,10 @@ ok "h1's orted killed: the job fails (exit $rc) and its orphaned ranks are gone 
 # --- 5a. Ctrl-Z stops the workers on both hosts with dtctl (each remote
 # orted forwards mpirun's SIGUSR2 to its ranks' prologues, which stop their
 # workers and confirm), fg continues them; the job then ends 0 ----------------
-pstate() { sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null; }
-all_in() { # pattern pids...: at most 10 s (a hang guard)
-    want=$1; shift
-    i=0
-    while [ $i -lt 100 ]; do
-        n=0
-        # shellcheck disable=SC2254 # $want is a pattern: [RSD]
-        for p; do case "$(pstate "$p")" in $want) ;; *) n=$((n + 1)) ;; esac; done
-        [ $n -eq 0 ] && return 0
-        sleep 0.1; i=$((i + 1))
-    done
-    return 1
-}
-states() { for p; do printf '%s=%s ' "$p" "$(pstate "$p")"; done; }
-python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
-    "$DTCTL" run --launcher=mpi --hostfile "$T/hosts" -n 4 -- sh -c ": $MARK; sleep $SL; true" >/dev/null 2>"$T/err" &
-job=$!
+. "$top_srcdir/tests/fixtures/proc-states.sh"
+start_in_own_group \
+    "$DTCTL" run --launcher=mpi --hostfile "$T/hosts" -n 4 -- sh -c ": $MARK; sleep $SL; true" >/dev/null 2>"$T/err"
+job=$own_group_pid
 wait_sleeps 4 || fail "the 4 workers did not all start (Ctrl-Z part)"
 sleeps=$(pgrep -fx "sleep $SL" | paste -sd' ' -)
 kill -TSTP $job

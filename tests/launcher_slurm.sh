@@ -172,20 +172,7 @@ ok "Ctrl-C cancels the job (exit 130), nothing left"
 # the step: slurmstepd stops every process of it, the workers in their
 # own sessions too, and runs on itself), fg continues them (CONT); once
 # dtctl stopped alone and the workers ran on unwatched ------------------
-pstate() { sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null; }
-all_in() { # pattern pids...: at most 10 s (a hang guard)
-    want=$1; shift
-    i=0
-    while [ $i -lt 100 ]; do
-        n=0
-        # shellcheck disable=SC2254 # $want is a pattern: [RSD]
-        for p; do case "$(pstate "$p")" in $want) ;; *) n=$((n + 1)) ;; esac; done
-        [ $n -eq 0 ] && return 0
-        sleep 0.1; i=$((i + 1))
-    done
-    return 1
-}
-states() { for p; do printf '%s=%s ' "$p" "$(pstate "$p")"; done; }
+. "$top_srcdir/tests/fixtures/proc-states.sh"
 # wait for a job, at most 60 s (then SIGKILL: a hang is a failure); rc
 bounded_wait() {
     i=0
@@ -196,10 +183,10 @@ bounded_wait() {
 # dtctl in a process group of its own, child of this shell (as a shell
 # with job control starts it): not orphaned, so SIGTSTP stops it
 rm -f "$T"/pid.* "$T/release"
-python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+start_in_own_group \
     "$DTCTL" run --launcher=slurm -n 2 -- sh -c "echo \$\$ >$T/pid.\$DT_RANK; i=0; while [ ! -e $T/release ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done # $MARK" \
-    >"$T/o" 2>"$T/e" &
-dtpid=$!
+    >"$T/o" 2>"$T/e"
+dtpid=$own_group_pid
 i=0
 while { [ ! -s "$T/pid.0" ] || [ ! -s "$T/pid.1" ]; } && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 workers="$(cat "$T/pid.0" "$T/pid.1" 2>/dev/null | paste -sd' ' -)"
@@ -230,10 +217,10 @@ ok "Ctrl-Z with slurm stops the workers (not slurmstepd) with dtctl; fg continue
 # dtctl killed while the job is stopped: its guard's SIGTERM to the
 # front-end ends the stopped workers too (continued first), nothing left.
 rm -f "$T"/pid.* "$T/release"
-python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+start_in_own_group \
     "$DTCTL" run --launcher=slurm -n 2 -- sh -c "echo \$\$ >$T/pid.\$DT_RANK; i=0; while [ ! -e $T/release ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done # $MARK" \
-    >"$T/o" 2>"$T/e" &
-dtpid=$!
+    >"$T/o" 2>"$T/e"
+dtpid=$own_group_pid
 i=0
 while { [ ! -s "$T/pid.0" ] || [ ! -s "$T/pid.1" ]; } && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 workers="$(cat "$T/pid.0" "$T/pid.1" 2>/dev/null | paste -sd' ' -)"
@@ -257,10 +244,12 @@ printf '#!/bin/sh\ncase " $* " in *" --signal=STOP "*) echo "scancel: error: sta
     "$real_scancel" >"$T/bin/scancel"
 chmod +x "$T/bin/scancel"
 rm -f "$T"/pid.* "$T/release"
-PATH="$T/bin:$PATH" python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+oldpath=$PATH PATH="$T/bin:$PATH"
+start_in_own_group \
     "$DTCTL" run --launcher=slurm -n 2 -- sh -c "echo \$\$ >$T/pid.\$DT_RANK; i=0; while [ ! -e $T/release ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done # $MARK" \
-    >"$T/o" 2>"$T/e" &
-dtpid=$!
+    >"$T/o" 2>"$T/e"
+PATH=$oldpath
+dtpid=$own_group_pid
 i=0
 while { [ ! -s "$T/pid.0" ] || [ ! -s "$T/pid.1" ]; } && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 workers="$(cat "$T/pid.0" "$T/pid.1" 2>/dev/null | paste -sd' ' -)"

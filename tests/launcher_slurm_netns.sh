@@ -141,23 +141,10 @@ ok "a killed worker on h2 stops the job (137, rank 2 on h2 named), job $st, noth
 # --- 2a. Ctrl-Z stops the workers on both nodes with dtctl (each node's
 # slurmstepd stops every process of the step: scancel --signal=STOP),
 # fg continues them; the job then ends 0 ----------------------------------------
-pstate() { sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null; }
-all_in() { # pattern pids...: at most 10 s (a hang guard)
-    want=$1; shift
-    i=0
-    while [ $i -lt 100 ]; do
-        n=0
-        # shellcheck disable=SC2254 # $want is a pattern: [RSD]
-        for p; do case "$(pstate "$p")" in $want) ;; *) n=$((n + 1)) ;; esac; done
-        [ $n -eq 0 ] && return 0
-        sleep 0.1; i=$((i + 1))
-    done
-    return 1
-}
-states() { for p; do printf '%s=%s ' "$p" "$(pstate "$p")"; done; }
-python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
-    "$DTCTL" run --launcher=slurm -n 4 -- sh -c ": $MARK; sleep $SL; true" >/dev/null 2>"$T/err" &
-job=$!
+. "$top_srcdir/tests/fixtures/proc-states.sh"
+start_in_own_group \
+    "$DTCTL" run --launcher=slurm -n 4 -- sh -c ": $MARK; sleep $SL; true" >/dev/null 2>"$T/err"
+job=$own_group_pid
 wait_sleeps 4 || fail "the 4 workers did not all start (Ctrl-Z part)"
 sleeps=$(pgrep -fx "sleep $SL" | paste -sd' ' -)
 kill -TSTP $job

@@ -293,25 +293,13 @@ ok "SIGTERM to dtctl stops every remote worker"
 # connection lost meanwhile left the workers stopped for ever); fg
 # (SIGCONT to dtctl) continues them, and the job ends 0. They once ran on
 # unwatched while dtctl alone was stopped.
-pstate() { sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null; }
-all_in() { # pattern pids...: at most 10 s (a hang guard)
-    want=$1; shift
-    i=0
-    while [ $i -lt 100 ]; do
-        n=0
-        for p; do case "$(pstate "$p")" in $want) n=$((n + 1)) ;; esac; done
-        [ $n -eq $# ] && return 0
-        sleep 0.1; i=$((i + 1))
-    done
-    return 1
-}
-states() { for p; do printf '%s=%s ' "$p" "$(pstate "$p")"; done; }
+. "$top_srcdir/tests/fixtures/proc-states.sh"
 # dtctl in a process group of its own whose parent is this shell (as a
 # shell with job control starts it): not orphaned, so SIGTSTP stops it
 start_tstp_job() {
-    python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
-        "$DTCTL" run --launcher=ssh --hostfile "$T/hosts" -n 2 -- sh -c ": $MARK; sleep $SL; true" 2>"$T/err" &
-    job=$!
+    start_in_own_group \
+        "$DTCTL" run --launcher=ssh --hostfile "$T/hosts" -n 2 -- sh -c ": $MARK; sleep $SL; true" 2>"$T/err"
+    job=$own_group_pid
     i=0
     while [ "$(pgrep -fx "sleep $SL" | wc -l)" -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
     sleeps=$(pgrep -fx "sleep $SL" | paste -sd' ' -)
@@ -407,11 +395,11 @@ ok "dtctl killed while Ctrl-Z'd: the watchdogs end the stopped remote workers"
 # sleep makes the stop outlast the timeout; it asserts nothing.
 pe="$top_builddir/tests/peer_exit"
 if [ -x "$pe" ] && [ -e "$top_builddir/plugins/modules/dt_transport_tcp.so" ]; then
-    python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+    start_in_own_group \
         "$DTCTL" run --launcher=ssh --hostfile "$T/hosts" -n 2 --transport=tcp \
         --set cluster.timeout=2s -x PEER_EXIT_RANK=1 -x PEER_EXIT_MODE=pause \
-        -- sh -c ": $MARK; exec \"\$0\"" "$pe" >"$T/pe" 2>&1 &
-    job=$!
+        -- sh -c ": $MARK; exec \"\$0\"" "$pe" >"$T/pe" 2>&1
+    job=$own_group_pid
     i=0 p0="" p1=""
     while [ $i -lt 200 ] && { [ -z "$p0" ] || [ -z "$p1" ]; }; do
         p0=$(sed -n 's/^\[0\] peer_exit: rank 0 pid \([0-9]*\)$/\1/p' "$T/pe" | head -n 1)

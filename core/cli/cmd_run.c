@@ -33,6 +33,7 @@
 #include "run_rendezvous.h"
 #include "run_restart.h"
 #include "run_stage.h"
+#include "run_test_hold.h"
 #include "run_trainer.h"
 #include "std_fds.h"
 #include "stop_signals.h"
@@ -558,7 +559,13 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
     /* Local workers are dtctl's children, in its cgroup. */
     oom_counts_t oom_at_start;
     oom_counts_read(&oom_at_start, s->one_machine);
+    /* A Ctrl-Z from here on waits for the supervisor, which stops the
+     * workers with dtctl: stopped alone, dtctl left them running
+     * unwatched (and its start could miss its deadline). */
+    stop_signals_tstp_mode(STOP_TSTP_KEEP);
     dt_status_t started = s->ops->launch(s->ctx, &spec);
+    if (started != DT_OK)
+        stop_signals_tstp_mode(STOP_TSTP_ALONE); /* no supervisor comes */
     if (started == DT_ERR_INTERRUPTED && stop_signals_pending()) {
         int signo = stop_signals_take();
         dt_warn("received %s while starting the workers: stopped those "
@@ -593,6 +600,7 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
                                .suspends = s->suspends,
                                .no_suspend = s->no_suspend,
                                .oom_at_start = oom_at_start};
+        run_test_hold_start();
         code = supervise_job(&sa);
         run_culprit_close(&rc);
     }

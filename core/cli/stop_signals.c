@@ -22,8 +22,13 @@ static int self_pipe[2] = {-1, -1};
  * not between threads (lock-free, so the handler may store it). */
 static int pending;
 static struct sigaction saved[NSTOP], saved_pipe, saved_tstp;
-/* SIGTSTP goes to the supervisor (it stops the workers first). */
-static int forward_tstp;
+/* What a SIGTSTP does now (stop_tstp_mode_t): read by the handler in
+ * whichever thread it lands. */
+static int tstp_mode = STOP_TSTP_ALONE;
+/* A SIGTSTP that stop_signals_take read while it was kept for the
+ * supervisor: put back in the pipe when the supervisor starts. Main
+ * thread only (take and the mode's switch). */
+static int tstp_taken_while_kept;
 /* SIGCONTs received, and their count when the last SIGTSTP came: a
  * CONT since then (kill -TSTP then -CONT before the supervisor looked, or
  * a second Ctrl-Z before fg) means "do not stop now". */
@@ -63,7 +68,8 @@ static void on_stop_signal(int signo)
         __atomic_store_n(&conts_at_tstp,
                          __atomic_load_n(&conts, __ATOMIC_ACQUIRE),
                          __ATOMIC_RELEASE);
-        if (!__atomic_load_n(&forward_tstp, __ATOMIC_ACQUIRE)) {
+        if (__atomic_load_n(&tstp_mode, __ATOMIC_ACQUIRE) ==
+            STOP_TSTP_ALONE) {
             stop_alone();
             errno = saved_errno;
             return;
@@ -127,9 +133,15 @@ int stop_signals_take(void)
     if (self_pipe[0] < 0)
         return 0;
     while (read(self_pipe[0], &b, 1) == 1) {
-        if (b != SIGTSTP || __atomic_load_n(&forward_tstp, __ATOMIC_ACQUIRE))
+        if (b != SIGTSTP)
             return b;
-        stop_alone(); /* came as forwarding went off: dtctl alone */
+        int mode = __atomic_load_n(&tstp_mode, __ATOMIC_ACQUIRE);
+        if (mode == STOP_TSTP_FORWARD)
+            return b;
+        if (mode == STOP_TSTP_KEEP)
+            tstp_taken_while_kept = 1; /* the supervisor's, later */
+        else
+            stop_alone(); /* no worker runs: dtctl alone */
     }
     return 0;
 }
@@ -140,9 +152,20 @@ int stop_signals_continued_since_tstp(void)
            __atomic_load_n(&conts_at_tstp, __ATOMIC_ACQUIRE);
 }
 
-void stop_signals_forward_suspend(int on)
+void stop_signals_tstp_mode(stop_tstp_mode_t mode)
 {
-    __atomic_store_n(&forward_tstp, on, __ATOMIC_RELEASE);
+    int was = __atomic_exchange_n(&tstp_mode, (int)mode, __ATOMIC_ACQ_REL);
+    /* A kept one still in the pipe reaches the supervisor's take; one
+     * that take read meanwhile goes back in. */
+    if (was == STOP_TSTP_KEEP && mode == STOP_TSTP_FORWARD &&
+        tstp_taken_while_kept && self_pipe[1] >= 0) {
+        unsigned char b = SIGTSTP;
+        ssize_t w = write(self_pipe[1], &b, 1);
+        (void)w;
+    }
+    /* Read while kept, and no supervisor comes (the start failed):
+     * dropped, as no worker runs that a stop would hold. */
+    tstp_taken_while_kept = 0;
 }
 
 int stop_signals_pending(void)

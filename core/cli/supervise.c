@@ -503,8 +503,9 @@ int supervise_job(const supervise_args_t *a)
     monitor_t m;
     memset(&m, 0, sizeof m);
     m.a = a;
-    /* Ctrl-Z comes here even when the workers cannot stop: it says so */
-    stop_signals_forward_suspend(1);
+    /* Ctrl-Z comes here even when the workers cannot stop: it says so.
+     * One kept while they were being started is taken first. */
+    stop_signals_tstp_mode(STOP_TSTP_FORWARD);
     m.oom_kills = a->oom_at_start;
     for (;;) {
         int signo;
@@ -564,7 +565,7 @@ int supervise_job(const supervise_args_t *a)
         }
         on_exit_event(&m, &ev);
     }
-    stop_signals_forward_suspend(0);
+    stop_signals_tstp_mode(STOP_TSTP_ALONE);
     output_lines_flush_all(a->lines);
     on_reader_gone(&m, 1);
     free(m.ends);
