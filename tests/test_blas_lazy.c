@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include <dt/nn.h>
+#include "base/proc_status.h"
 #include "nn/blas_load.h"
 #include "nn/blas_room.h"
 #include "nn/layer.h"
@@ -146,20 +147,6 @@ static void test_device_starts_its_threads(void **state)
     assert_int_equal(in_child(device_two_threads), 0);
 }
 
-/* Bytes this process maps (VmSize, what RLIMIT_AS counts); 0 unknown. */
-static unsigned long long mapped_now(void)
-{
-    unsigned long long kib = 0;
-    char line[256];
-    FILE *f = fopen("/proc/self/status", "r");
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmSize: %llu kB", &kib) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kib << 10;
-}
-
 /* A pool thread's address space besides its buffer: its stack, guard. */
 static unsigned long long stack_bytes(void)
 {
@@ -192,7 +179,7 @@ static int open_with_room(unsigned long long room, int threads,
     alarm(60); /* a hang fails the test instead of stalling it */
     if (!dt_blas_load(1, why, sizeof why))
         return -1;
-    unsigned long long mapped = mapped_now();
+    unsigned long long mapped = dt_proc_mapped_bytes();
     struct rlimit lim;
     if (!mapped || getrlimit(RLIMIT_AS, &lim) != 0)
         return -1;

@@ -59,11 +59,9 @@ else
         { cat out; fail "the address space limit is not named"; }
 fi
 
-# ---- workers in memory cgroups of their own (YARN's containers, a pod
-# each): a cgroup's limit is its worker's alone, not shared by every worker
-# on the host. 0.32 GiB each under 0.5 GiB each trains (it was refused:
-# 2 x 0.32 against the 0.45 GiB one cgroup leaves). Only as root with a
-# writable memory cgroup (v1, or v2 delegating memory). -------------------
+# ---- memory cgroups. Only as root with a writable memory cgroup (v1, or
+# v2 delegating memory). Each worker moves itself into $MEMTEST_CG (RANK:
+# its rank), made with the limit $MEMTEST_CG_LIMIT when set. --------------
 cg_base= cg_limit=
 cg=$(grep -m1 '^[0-9]*:\([^:]*,\)\{0,1\}memory\(,[^:]*\)\{0,1\}:' \
     /proc/self/cgroup | cut -d: -f3)
@@ -75,39 +73,102 @@ else
         cg_base=/sys/fs/cgroup$cg cg_limit=memory.max
 fi
 cg_base=${cg_base%/}
-cg_probe=$cg_base/dt-memory-test.$$.probe
+cg_top=$cg_base/dt-memory-test.$$
+cgroups=
+if [ -n "$cg_base" ] && mkdir "$cg_top" 2>/dev/null &&
+    echo 536870912 2>/dev/null >"$cg_top/$cg_limit"; then
+    # v2: the children of dt-memory-test.PID get a memory controller
+    [ "$cg_limit" = memory.max ] &&
+        echo +memory >"$cg_top/cgroup.subtree_control"
+    echo max >"$cg_top/$cg_limit" 2>/dev/null ||
+        echo -1 >"$cg_top/$cg_limit"
+    cgroups=yes
+    mkdir bin
+    cat >bin/dt-train <<WRAPPER
+#!/bin/sh
+cg=\$(echo "\$MEMTEST_CG" | sed "s/RANK/\$DT_RANK/")
+mkdir -p "\$cg" || exit 99
+if [ -n "\${MEMTEST_CG_LIMIT-}" ]; then
+    echo "\$MEMTEST_CG_LIMIT" >"\$cg/$cg_limit" || exit 99
+fi
+echo \$\$ >"\$cg/cgroup.procs" || exit 99
+exec "$top_builddir/core/dt-train" "\$@"
+WRAPPER
+    chmod +x bin/dt-train
+    # the cgroups, deepest first (rmdir: a cgroup's tasks have ended)
+    trap 'find "$cg_top" -depth -type d -exec rmdir {} + 2>/dev/null; rm -rf "$tmp"' EXIT
+else
+    [ -d "$cg_top" ] && rmdir "$cg_top"
+    echo "skip: memory cgroups (no writable memory cgroup)"
+fi
+cg_run() { DT_LIBEXECDIR=$PWD/bin run "$@"; }
+
+# ---- workers in memory cgroups of their own (YARN's containers, a pod
+# each): a cgroup's limit is its worker's alone, not shared by every worker
+# on the host. 0.32 GiB each under 0.5 GiB each trains (it was refused:
+# 2 x 0.32 against the 0.45 GiB one cgroup leaves). -----------------------
 if [ -n "${ASAN_OPTIONS-}" ]; then
     # ASan's shadow and quarantine: 0.32 GiB of model takes more than the
     # 0.5 GiB the test's cgroups allow (the OOM killer ended a worker)
     echo "skip: workers in cgroups of their own (a sanitizer build: ASAN_OPTIONS is set)"
-elif [ -n "$cg_base" ] && mkdir "$cg_probe" 2>/dev/null &&
-    echo 536870912 2>/dev/null >"$cg_probe/$cg_limit"; then
-    rmdir "$cg_probe"
-    mkdir bin
-    # each worker moves itself into a cgroup of 512 MiB of its own
-    cat >bin/dt-train <<WRAPPER
-#!/bin/sh
-cg="$cg_base/dt-memory-test.$$.\$DT_RANK"
-mkdir "\$cg" && echo 536870912 >"\$cg/$cg_limit" &&
-    echo \$\$ >"\$cg/cgroup.procs" || exit 99
-exec "$top_builddir/core/dt-train" "\$@"
-WRAPPER
-    chmod +x bin/dt-train
-    DT_LIBEXECDIR=$PWD/bin run -n 2 \
+elif [ -n "$cgroups" ]; then
+    MEMTEST_CG=$cg_top/own.RANK MEMTEST_CG_LIMIT=536870912 cg_run -n 2 \
         --set "model.layers=flatten linear(50000) relu linear(10)" job.ini
     rc=$?
-    rmdir "$cg_base/dt-memory-test.$$.0" "$cg_base/dt-memory-test.$$.1" \
-        2>/dev/null
     [ $rc -eq 0 ] ||
         { cat out; fail "two workers in cgroups of their own exited $rc"; }
     grep -q "the model needs about" out &&
         { cat out; fail "a worker alone in its cgroup was refused"; }
     grep -q "final test accuracy" out ||
         { cat out; fail "the job in cgroups of their own did not finish"; }
-else
-    [ -d "$cg_probe" ] && rmdir "$cg_probe"
-    echo "skip: workers in cgroups of their own (no writable memory cgroup)"
 fi
+
+# ---- a limit on a parent cgroup binds its children: each worker in a
+# cgroup of its own without a limit, under a parent of 1 GiB; 3 GiB each
+# refused, naming the parent's limit (it was not seen: the workers
+# allocated and the OOM killer ended them) ----------------------------------
+if [ -n "$cgroups" ]; then
+    mkdir "$cg_top/parent" && echo 1073741824 >"$cg_top/parent/$cg_limit" ||
+        fail "cannot make the parent cgroup $cg_top/parent"
+    [ "$cg_limit" = memory.max ] &&
+        echo +memory >"$cg_top/parent/cgroup.subtree_control"
+    MEMTEST_CG=$cg_top/parent/RANK cg_run -n 2 \
+        --set "model.layers=flatten linear(500000) relu linear(10)" job.ini
+    rc=$?
+    [ $rc -eq 65 ] ||
+        { cat out; fail "3 GiB each under a parent cgroup of 1 GiB exited $rc, not 65"; }
+    grep -q "error: rank [01] on [^ ]*: the model needs about 3\.[0-9][0-9] GiB per worker .* GiB are available (what the cgroup's memory limit of 1\.00 GiB allows beyond the [0-9.]* GiB its processes hold: $cg_top/parent/$cg_limit): raise the cgroup's limit" out ||
+        { cat out; fail "the parent cgroup's limit is not named"; }
+    grep -q "killed by signal\|out-of-memory killer killed" out &&
+        { cat out; fail "a worker under the parent's limit was killed"; }
+fi
+# ---- ranks measure what their host's workers share before any allocates
+# its model: rank 1 checks after rank 0 allocated its 0.24 GiB of
+# parameters (the test hook DT_TEST_MEMORY_LATE), both in one cgroup of
+# 4 GiB, and still finds the room rank 0 found (it counted rank 0's
+# parameters twice: a false refusal near the limit). --------------------------
+if [ -n "$cgroups" ]; then
+    DT_TEST_MEMORY_LATE=$PWD/rank0-allocated MEMTEST_CG=$cg_top/shared \
+        MEMTEST_CG_LIMIT=4294967296 cg_run -v -n 2 \
+        --set "model.layers=flatten linear(80000) relu linear(10)" job.ini ||
+        { cat out; fail "two workers in one cgroup of 4 GiB failed"; }
+    [ -e rank0-allocated ] || { cat out; fail "rank 0 said no allocation"; }
+    room() {
+        sed -n "s/.*rank $1: memory its host's workers share, measured before any allocates its model: .* GiB MemAvailable + SwapFree, \([0-9.]*\) GiB under the cgroup limit for [12] workers\{0,1\}$/\1/p" out
+    }
+    r0=$(room 0) r1=$(room 1)
+    [ -n "$r0" ] && [ -n "$r1" ] || { cat out; fail "no measure of the cgroup's room"; }
+    # rank 0's parameters are 0.24 GiB: the two measures within half that
+    awk -v a="$r0" -v b="$r1" 'BEGIN { d = a - b; exit !(d < 0.12 && d > -0.12) }' ||
+        { cat out; fail "rank 1 measured ${r1} GiB of room, rank 0 ${r0}: rank 0's model counted"; }
+fi
+
+# ---- the evaluation's batch counts where it is larger than the training
+# share: work_load 1,3 gives rank 0 16 samples a step, but evaluation runs
+# batch_size (32) -------------------------------------------------------------
+run -n 2 --set "$huge" --set cluster.work_load=1,3 job.ini
+grep -q "error: rank 0 on [^ ]*: the model needs about .* at batch 32)" out ||
+    { cat out; fail "the evaluation's batch of 32 is not counted"; }
 
 # ---- a model of a megabyte trains ----------------------------------------
 run -n 2 job.ini || { cat out; fail "the normal job failed"; }

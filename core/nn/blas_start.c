@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include <dt/log.h>
+#include "base/proc_status.h"
 #include "nn/blas_load.h"
 #include "nn/blas_room.h"
 #include "nn/blas_start.h"
@@ -23,20 +24,6 @@
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static int pool; /* threads OpenBLAS runs, the calling one included */
 static unsigned long long caller_buffer; /* measured; 0: not mapped yet */
-
-/* Bytes this process maps (VmSize, what RLIMIT_AS counts); 0 unknown. */
-static unsigned long long mapped_bytes(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    unsigned long long kib = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmSize: %llu kB", &kib) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kib << 10;
-}
 
 /* Address space a thread's stack takes (pthread's default, which
  * OpenBLAS's pool threads get), its guard page included. */
@@ -63,11 +50,11 @@ static unsigned long long caller_product(const dt_blas_t *blas)
     float *m = calloc(3 * N * N, sizeof *m);
     if (!m)
         return 0;
-    unsigned long long before = mapped_bytes();
+    unsigned long long before = dt_proc_mapped_bytes();
     blas->set_num_threads(1);
     blas->sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, m,
                 N, m + N * N, N, 1.0f, m + 2 * N * N, N);
-    unsigned long long after = mapped_bytes();
+    unsigned long long after = dt_proc_mapped_bytes();
     free(m);
     return before && after >= before + (1ULL << 20) ? after - before : 0;
 }
@@ -86,14 +73,14 @@ static void grow_pool(const dt_blas_t *blas, int fit)
         caller_buffer ? caller_buffer : DT_BLAS_BUFFER_BYTES;
     unsigned long long grow =
         (unsigned long long)(fit - pool) * (buffer + thread_stack_bytes());
-    unsigned long long before = mapped_bytes();
+    unsigned long long before = dt_proc_mapped_bytes();
     blas->set_num_threads(fit);
     /* less half a buffer: still all of them, without counting on the
      * stacks to the byte */
     unsigned long long target = before + grow - buffer / 2;
     const struct timespec ms = {0, 1000000};
     int i = 0;
-    while (before && mapped_bytes() < target && i++ < 10000) {
+    while (before && dt_proc_mapped_bytes() < target && i++ < 10000) {
         if (caller_buffer)
             caller_product(blas);
         nanosleep(&ms, NULL);

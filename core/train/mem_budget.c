@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/proc_status.h"
 #include "mem_budget.h"
 
 /* Limits at or above this are "none" (cgroup v1 writes 2^63 rounded to
@@ -45,6 +46,13 @@ int dt_mem_meminfo_available(const char *text, unsigned long long *bytes)
     field(text, "SwapFree", 1, &swap); /* none: no swap */
     *bytes = avail + swap;
     return 0;
+}
+
+unsigned long long dt_mem_meminfo_swap_free(const char *text)
+{
+    unsigned long long swap = 0;
+    field(text, "SwapFree", 1, &swap);
+    return swap;
 }
 
 int dt_mem_stat_field(const char *text, const char *key,
@@ -134,9 +142,7 @@ void dt_mem_budget_pick(unsigned long long host, const char *host_what,
     }
 }
 
-/* A small file's text (a /proc or /sys file: its size reads as 0 or a
- * page) into buf; -1 when it cannot be read. */
-static int slurp(const char *path, char *buf, size_t len)
+int dt_mem_read_text(const char *path, char *buf, size_t len)
 {
     FILE *f = fopen(path, "r");
     if (!f)
@@ -151,13 +157,10 @@ static int slurp(const char *path, char *buf, size_t len)
 static unsigned long long as_room(char *what, size_t len)
 {
     struct rlimit rl;
-    char text[8192];
-    unsigned long long mapped = 0;
     if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
         rl.rlim_cur >= NO_LIMIT)
         return 0;
-    if (slurp("/proc/self/status", text, sizeof text) == 0)
-        field(text, "VmSize", 1, &mapped);
+    unsigned long long mapped = dt_proc_mapped_bytes();
     unsigned long long room =
         rl.rlim_cur > mapped ? rl.rlim_cur - mapped : 1;
     snprintf(what, len, "the address space RLIMIT_AS (ulimit -v) allows "
@@ -166,55 +169,38 @@ static unsigned long long as_room(char *what, size_t len)
     return room;
 }
 
-/* Room the cgroup's memory limit leaves: the limit less the anonymous
- * memory charged to it (its page cache can be reclaimed); *sharers: the
- * local workers under that limit (dt_mem_cgroup_sharers). */
-static unsigned long long cgroup_room(int local_workers, int *sharers,
-                                      char *what, size_t len)
+void dt_mem_measure_shared(int local_workers, dt_mem_shared_t *out)
 {
-    char text[8192], dir[4096], file[4200], path[3900];
+    char text[8192], path[3900];
     int v2;
-    unsigned long long limit, anon = 0;
-    if (slurp("/proc/self/cgroup", text, sizeof text) != 0 ||
-        dt_mem_cgroup_path(text, path, sizeof path, &v2) != 0)
-        return 0;
-    snprintf(dir, sizeof dir, "/sys/fs/cgroup%s%s", v2 ? "" : "/memory",
-             path);
-    snprintf(file, sizeof file, "%s/%s", dir,
-             v2 ? "memory.max" : "memory.limit_in_bytes");
-    char *end;
-    if (slurp(file, text, sizeof text) != 0)
-        return 0;
-    limit = strtoull(text, &end, 10); /* v2's "max": no number, no limit */
-    if (end == text || limit >= NO_LIMIT)
-        return 0;
-    snprintf(file, sizeof file, "%s/memory.stat", dir);
-    if (slurp(file, text, sizeof text) == 0)
-        dt_mem_stat_field(text, v2 ? "anon" : "total_rss", &anon);
-    /* a cgroup of many processes lists more than text holds: those left
-     * out are not counted, which only makes the check less strict */
-    snprintf(file, sizeof file, "%s/cgroup.procs", dir);
-    *sharers = slurp(file, text, sizeof text) == 0
-                   ? dt_mem_cgroup_sharers(text, local_workers)
-                   : 1;
-    snprintf(what, len, "what the cgroup's memory limit of %.2f GiB "
-             "allows beyond the %.2f GiB its processes hold: %.200s/%s",
-             (double)limit / (1ull << 30), (double)anon / (1ull << 30), dir,
-             v2 ? "memory.max" : "memory.limit_in_bytes");
-    return limit > anon ? limit - anon : 1;
+    memset(out, 0, sizeof *out);
+    out->measured = 1;
+    out->cgroup_workers = 1;
+    if (dt_mem_read_text("/proc/meminfo", text, sizeof text) != 0)
+        text[0] = '\0';
+    if (dt_mem_meminfo_available(text, &out->host) != 0)
+        out->host = 0;
+    unsigned long long swap_free = dt_mem_meminfo_swap_free(text);
+    if (dt_mem_read_text("/proc/self/cgroup", text, sizeof text) == 0 &&
+        dt_mem_cgroup_path(text, path, sizeof path, &v2) == 0)
+        out->cgroup = dt_mem_cgroup_room(
+            v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory", path, v2,
+            swap_free, local_workers, &out->cgroup_workers,
+            out->cgroup_what, sizeof out->cgroup_what);
 }
 
-void dt_mem_budget(int local_workers, dt_mem_budget_t *out)
+void dt_mem_budget(const dt_mem_shared_t *shared, int local_workers,
+                   dt_mem_budget_t *out)
 {
-    char text[8192], as_what[320] = "", cg_what[320] = "";
-    unsigned long long host = 0;
-    if (slurp("/proc/meminfo", text, sizeof text) != 0 ||
-        dt_mem_meminfo_available(text, &host) != 0)
-        host = 0;
-    int sharers = 1;
-    unsigned long long as = as_room(as_what, sizeof as_what),
-                       cg = cgroup_room(local_workers, &sharers, cg_what,
-                                        sizeof cg_what);
-    dt_mem_budget_pick(host, "MemAvailable + SwapFree in /proc/meminfo", as,
-                       as_what, cg, cg_what, sharers, local_workers, out);
+    dt_mem_shared_t now;
+    if (!shared || !shared->measured) {
+        dt_mem_measure_shared(local_workers, &now);
+        shared = &now;
+    }
+    char as_what[320] = "";
+    unsigned long long as = as_room(as_what, sizeof as_what);
+    dt_mem_budget_pick(shared->host, "MemAvailable + SwapFree in "
+                       "/proc/meminfo", as, as_what, shared->cgroup,
+                       shared->cgroup_what, shared->cgroup_workers,
+                       local_workers, out);
 }

@@ -29,6 +29,7 @@
 #include "layer_times.h"
 #include "loss_scale.h"
 #include "lr_schedule.h"
+#include "mem_budget.h"
 #include "metrics/metrics.h"
 #include "ps.h"
 
@@ -144,6 +145,9 @@ typedef struct dt_trainer {
      * servers are ranks world .. world + nservers - 1 */
     bool async;
     int nservers;
+    /* what the host's workers share, measured before any allocates its
+     * model (dt_trainer_measure_memory) */
+    dt_mem_shared_t mem_shared;
     int max_staleness;
     bool push_overlap;          /* async: dt_ps_push_begin, not push_pull */
     dt_ps_client_t *ps;
@@ -165,6 +169,13 @@ dt_status_t dt_trainer_opt_tensors(const dt_optimizer_ops_t *ops,
                                    void *state, const dt_model_t *m,
                                    const char *name);
 void dt_trainer_teardown(dt_trainer_t *t);
+/* The host's memory and cgroup limits the workers on it share, measured
+ * before a collective every rank passes before any allocates its model
+ * (dt_trainer_agree_data), so that no worker counts a neighbour's model
+ * as taken (train_memory_check.c). The CPU only. */
+void dt_trainer_measure_memory(dt_trainer_t *t);
+/* Test hook: rank 0 says it has allocated its model (train_memory_check.c). */
+void dt_trainer_memory_test_allocated(const dt_trainer_t *t);
 /* Before dt_model_init: DT_ERR_CONFIG, with the numbers, when the
  * estimate of what this worker will hold (dt_train_memory_estimate)
  * clearly exceeds its share of the host's memory (mem_budget.h)

@@ -4,6 +4,8 @@
  * kernel's out-of-memory killer ended it (or a neighbour) with no word of
  * what was too large. The estimate is a lower bound and the comparison
  * leaves a margin: a job is refused only when it clearly cannot fit.
+ * What the host's workers share is measured earlier, before any of them
+ * allocates its model (dt_trainer_measure_memory).
  *
  * The CPU only: a GPU's budget is its free memory, which this does not
  * read (no GPU to test it on here); CUDA's own allocation failure names
@@ -12,6 +14,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <dt/dt.h>
@@ -47,28 +50,83 @@ static const char *const advice[] = {
                       "workers per host or use a smaller model",
 };
 
-dt_status_t dt_trainer_check_memory(const dt_config_t *cfg,
-                                    const dt_trainer_t *t)
+/* The host's workers: async's parameter servers among the host's
+ * processes hold a shard each, not a model: counted out (where they run
+ * is not known here, so all of them), which can only raise each worker's
+ * share. */
+static int local_workers(const dt_trainer_t *t)
+{
+    int local = dt_local_size() - (t->async ? t->nservers : 0);
+    return local < 1 ? 1 : local;
+}
+
+void dt_trainer_measure_memory(dt_trainer_t *t)
 {
     if (t->dev->mem != DT_MEM_HOST)
-        return DT_OK;
+        return;
+    dt_mem_measure_shared(local_workers(t), &t->mem_shared);
+    dt_debug("rank %d: memory its host's workers share, measured before "
+             "any allocates its model: %.2f GiB MemAvailable + SwapFree, "
+             "%.2f GiB under the cgroup limit for %d worker%s",
+             t->rank, GIB(t->mem_shared.host), GIB(t->mem_shared.cgroup),
+             t->mem_shared.cgroup_workers,
+             t->mem_shared.cgroup_workers == 1 ? "" : "s");
+}
+
+/* Test hook (tests/train_memory.sh): DT_TEST_MEMORY_LATE=FILE, rank 0
+ * creates FILE once it has allocated its model and the other ranks wait
+ * for it (up to a minute) before their memory check: the latest a
+ * neighbour's model can be in the host's numbers. */
+void dt_trainer_memory_test_allocated(const dt_trainer_t *t)
+{
+    const char *late = getenv("DT_TEST_MEMORY_LATE");
+    FILE *f = late && *late && t->rank == 0 ? fopen(late, "w") : NULL;
+    if (f)
+        fclose(f);
+}
+
+static void wait_for_rank0_model(const dt_trainer_t *t)
+{
+    const char *late = getenv("DT_TEST_MEMORY_LATE");
+    if (!late || !*late || t->rank == 0)
+        return;
+    dt_warn("rank %d: DT_TEST_MEMORY_LATE: its memory check waits for rank "
+            "0's model (a test hook)", t->rank);
+    struct timespec tick = {0, 10 * 1000 * 1000};
+    for (int i = 0; i < 6000 && access(late, F_OK) != 0; i++)
+        nanosleep(&tick, NULL);
+}
+
+/* The batch the model's buffers grow to: the rank's training share (the
+ * least under work_load) or the evaluation's batch, batch_size samples of
+ * the rank's test shard, whichever is larger (ensure_capacity grows the
+ * buffers, activations and their gradients both, to the largest batch
+ * seen). */
+static int largest_batch(const dt_config_t *cfg, const dt_trainer_t *t)
+{
     long long least = (long long)t->batch;
     int who;
     if (dt_train_least_share(cfg, t->world, (long long)t->batch, &least,
                              &who) != DT_OK || least < 1)
         least = 1; /* work_load's error is said elsewhere */
+    size_t eval = t->test_sampler.count < t->batch ? t->test_sampler.count
+                                                   : t->batch;
+    return (size_t)least > eval ? (int)least : (int)eval;
+}
+
+dt_status_t dt_trainer_check_memory(const dt_config_t *cfg,
+                                    const dt_trainer_t *t)
+{
+    if (t->dev->mem != DT_MEM_HOST)
+        return DT_OK;
+    wait_for_rank0_model(t);
     dt_train_memory_t need;
-    if (dt_train_memory_estimate(cfg, t->model, (int)least, 0, &need) !=
-        DT_OK)
+    if (dt_train_memory_estimate(cfg, t->model, largest_batch(cfg, t), 0,
+                                 &need) != DT_OK)
         return DT_OK; /* nothing to say: init meets it, if anything */
-    /* async: the parameter servers among the host's processes hold a
-     * shard each, not a model: counted out (where they run is not known
-     * here, so all of them), which can only raise each worker's share */
-    int local = dt_local_size() - (t->async ? t->nservers : 0);
-    if (local < 1)
-        local = 1;
+    int local = local_workers(t);
     dt_mem_budget_t budget;
-    dt_mem_budget(local, &budget);
+    dt_mem_budget(&t->mem_shared, local, &budget);
     double all = (double)need.total * budget.workers;
     if (!budget.bytes || all <= (double)budget.bytes * (1.0 + MARGIN))
         return DT_OK;

@@ -637,6 +637,9 @@ static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
                  t->test.nclasses);
         return DT_ERR_INVALID;
     }
+    /* Before a collective every rank passes before any allocates its
+     * model: no rank's measure holds a neighbour's parameters. */
+    dt_trainer_measure_memory(t);
     /* Before anything depends on the counts (shards, steps per epoch). */
     DT_CHECK(dt_trainer_agree_data(cfg, t));
     DT_CHECK(dt_sampler_init(&t->train_sampler, t->train.n, t->rank,
@@ -874,6 +877,7 @@ static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
         return DT_ERR_CONFIG;
     DT_CHECK(dt_trainer_check_memory(cfg, t));
     DT_CHECK(dt_model_init(t->model, t->dev, t->seed));
+    dt_trainer_memory_test_allocated(t);
     /* Dropout: each rank its own stream, reproducible from the seed. */
     dt_model_set_rng(t->model, t->seed + 0x9e3779b9ull * (uint64_t)t->rank,
                      0);
