@@ -6,7 +6,9 @@
 # - halfdone: no test, no fini (required ops);
 # - shortfini: every op, but its size ends before fini;
 # - MyNet: complete, but a name with capitals (the name rule, which
-#   lookup applies too: `--transport MyNet` says why, not "no file").
+#   lookup applies too: `--transport MyNet` says why, not "no file");
+# - nover: complete, without a version string: it loads, so it is listed
+#   as available.
 set -u
 fail() { echo "FAIL: $*" >&2; exit 1; }
 : "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
@@ -30,6 +32,7 @@ build() { # NAME [CFLAGS...]
 build halfdone
 build shortfini -DFIXTURE_SHORT_SIZE -DFIXTURE_NAME='"shortfini"'
 build MyNet -DFIXTURE_COMPLETE -DFIXTURE_NAME='"MyNet"'
+build nover -DFIXTURE_COMPLETE -DFIXTURE_NAME='"nover"' -DFIXTURE_VERSION=NULL
 export DT_PLUGIN_PATH="$tmp"
 
 # 1. dtctl plugins: each refused, the reason on the next line.
@@ -44,6 +47,10 @@ expect_refused() { # NAME REASON
 expect_refused halfdone "lacks the required ops test, fini"
 expect_refused shortfini "lacks the required op fini"
 expect_refused MyNet "plugin names are lower case letters, digits, '_' and '-'"
+# A plugin without a version string loads (dtctl run takes it): listed as
+# available, not as refused with an empty reason.
+grep -Eq "^transport +nover +\(none\) +available " "$tmp/plugins" ||
+    fail "dtctl plugins does not list nover (no version) as available"
 
 # 2. dtctl run refuses before launching: no worker prints anything.
 run() { # TRANSPORT
@@ -74,3 +81,37 @@ for t in MyNet halfdone shortfini; do
 done
 grep -q "worker started" "$tmp/run" && fail "--transport MyNet launched workers"
 echo "refused plugins are listed with why, never offered, never launched"
+
+# 4. Where a plugin was chosen: a misspelt name in a job file is named
+# with its file:line, the storage one too (exit 2, before the launcher is
+# set up, as a usage error; it was a staging failure, exit 1).
+printf '[cluster]\ntransport = tcpp\n' >"$tmp/job.ini"
+timeout -k 5 60 "$DTCTL" run -n 2 "$tmp/job.ini" -- sh -c 'echo worker started' \
+    >"$tmp/run" 2>&1
+rc=$?
+cat "$tmp/run"
+[ $rc -eq 2 ] || fail "a misspelt transport in a job file: exit $rc, not 2"
+grep -qF "$tmp/job.ini:2: [cluster] transport is set here" "$tmp/run" ||
+    fail "a misspelt transport in a job file: its file:line is not named"
+mkdir -p "$tmp/data"
+printf '[cluster]\nstorage = nfss\n[data]\npath = %s\n' "$tmp/data" >"$tmp/job.ini"
+timeout -k 5 60 "$DTCTL" run -n 2 "$tmp/job.ini" -- sh -c 'echo worker started' \
+    >"$tmp/run" 2>&1
+rc=$?
+cat "$tmp/run"
+[ $rc -eq 2 ] || fail "a misspelt storage in a job file: exit $rc, not 2"
+grep -qF "$tmp/job.ini:2: [cluster] storage is set here" "$tmp/run" ||
+    fail "a misspelt storage in a job file: its file:line is not named"
+grep -q "worker started" "$tmp/run" && fail "a misspelt storage launched workers"
+
+# 5. A name that cannot be one is shown as far as a name may go, escaped:
+# the rest of the line (the names there are) is not pushed out, and no
+# control byte reaches the terminal.
+long=$(printf 'a%.0s' $(seq 1 5000))
+"$DTCTL" --launcher "$long" run -- true >"$tmp/run" 2>&1
+grep -q "can be named 'a\{64\}\.\.\.': plugin names are .*available launchers: .*local" "$tmp/run" ||
+    fail "a 5000-character launcher name: $(cut -c1-300 "$tmp/run")"
+"$DTCTL" --launcher "$(printf 'x\033[31my')" run -- true >"$tmp/run" 2>&1
+grep -qF "can be named 'x\\x1b[31my'" "$tmp/run" ||
+    fail "a launcher name with an escape byte is not escaped: $(cat -v "$tmp/run")"
+echo "a plugin's name is shown bounded and escaped, with where it was set"

@@ -96,6 +96,11 @@ grep -q "cannot execute 'tr.py': No such file or directory; a Python script runs
 (cd "$T/wd2" && "$DTCTL" run -n 1 -- prog) 2>"$T/e"
 grep -q "cannot execute 'prog': .*where PATH is not searched: write ./PROGRAM" "$T/e" ||
     fail "a program in the directory without ./: $(cat "$T/e")"
+# A directory named as the program (EACCES): said, not "chmod +x".
+mkdir -p "$T/wd2/sub"
+(cd "$T/wd2" && "$DTCTL" run -n 1 -- ./sub) 2>"$T/e"
+grep -q "cannot execute './sub': Permission denied; it is a directory: name the program inside it" "$T/e" ||
+    fail "a directory as the program: $(cat "$T/e")"
 # An environment too large to exec (E2BIG): said with the likely cause.
 # ulimit -s 512 makes the limit 128 KiB (its floor); three 60 KB
 # variables from a job file exceed it, while dtctl's own exec does not.

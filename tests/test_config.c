@@ -923,6 +923,70 @@ static void test_directory_as_file(void **state)
     dt_config_free(cfg);
 }
 
+/* `len` bytes of `data` (NULs too) in a fresh file; its path in buf. */
+static void bytes_file(char *buf, size_t len, const char *data,
+                       size_t data_len)
+{
+    snprintf(buf, len, "/tmp/dt-test-config-XXXXXX.ini");
+    int fd = mkstemps(buf, 4);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, data, data_len), (ssize_t)data_len);
+    close(fd);
+}
+
+/* A program or data file named by mistake: one error at its first NUL,
+ * not one per line, and nothing after the NUL taken (np = 2 was read
+ * from "np = 2\0junk" as if the line ended there). */
+static void test_binary_file(void **state)
+{
+    (void)state;
+    static const char data[] = "[cluster]\nnp = 2\0junk\nnp = 3\n\1\2\n";
+    char path[64];
+    bytes_file(path, sizeof path, data, sizeof data - 1);
+    dt_config_t *cfg = new_config();
+    capture_t c;
+    capture_begin(&c);
+    dt_status_t st = dt_config_load_file(cfg, path, DT_SRC_JOB_FILE);
+    char *err = capture_end(&c);
+    assert_int_equal(st, DT_ERR_CONFIG);
+    assert_non_null(strstr(err, ":2: a NUL byte (binary data): not an ini "
+                                "file"));
+    assert_ptr_equal(strchr(err, '\n'), err + strlen(err) - 1);
+    dt_config_source_t src = DT_SRC_DEFAULT;
+    dt_config_origin(cfg, "cluster", "np", &src, NULL);
+    assert_int_not_equal(src, DT_SRC_JOB_FILE);
+    free(err);
+    dt_config_free(cfg);
+    unlink(path);
+}
+
+/* A line without end (/dev/zero, a huge file with no newline) is read
+ * only so far: getline held all of it, /dev/zero until memory ran out. */
+static void test_endless_line(void **state)
+{
+    (void)state;
+    size_t n = ((size_t)16 << 20) + 4096;
+    char *data = malloc(n);
+    assert_non_null(data);
+    memcpy(data, "[cluster]\nlauncher = ", 21);
+    memset(data + 21, 'a', n - 21);
+    char path[64];
+    bytes_file(path, sizeof path, data, n);
+    free(data);
+    dt_config_t *cfg = new_config();
+    capture_t c;
+    capture_begin(&c);
+    dt_status_t st = dt_config_load_file(cfg, path, DT_SRC_JOB_FILE);
+    char *err = capture_end(&c);
+    assert_int_equal(st, DT_ERR_CONFIG);
+    assert_non_null(strstr(err, ":2: a line longer than 16 MiB: not an "
+                                "ini file"));
+    assert_ptr_equal(strchr(err, '\n'), err + strlen(err) - 1);
+    free(err);
+    dt_config_free(cfg);
+    unlink(path);
+}
+
 static void test_missing_file(void **state)
 {
     (void)state;
@@ -1130,6 +1194,8 @@ int main(void)
         cmocka_unit_test(test_long_line),
         cmocka_unit_test(test_byte_order_mark),
         cmocka_unit_test(test_utf16_file),
+        cmocka_unit_test(test_binary_file),
+        cmocka_unit_test(test_endless_line),
         cmocka_unit_test(test_directory_as_file),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_plugin_lookup),

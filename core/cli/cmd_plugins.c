@@ -35,7 +35,8 @@ int dt_cmd_plugins(dt_cli_t *cli)
                              : e->available ? "available"
                                             : "unavailable";
         printf("%-10s %-10s %-8s %-11s %s\n", dt_kind_name(e->kind), e->name,
-               e->version ? e->version : "-", status, e->path);
+               !e->version ? "-" : *e->version ? e->version : "(none)",
+               status, e->path);
         if (!e->available)
             printf("%44s%s\n", "", e->why);
     }

@@ -326,6 +326,15 @@ static int prepare(const dt_cli_t *cli, const char *job_file, run_state_t *s)
         run_load_plugin(s->cfg, DT_KIND_LAUNCHER, "launcher", &launcher) !=
             DT_OK)
         return EXIT_USAGE;
+    /* The storage plugin where the job stages a data set (as dtctl config
+     * checks it): a misspelt name is a usage error (2), found before the
+     * launcher is set up, not a failure of the staging (1). */
+    const char *data = dt_config_get(s->cfg, "data", "path");
+    const dt_plugin_t *storage = NULL;
+    if (data && *data &&
+        run_load_plugin(s->cfg, DT_KIND_STORAGE, "storage", &storage) !=
+            DT_OK)
+        return EXIT_USAGE;
     s->ops = launcher->ops;
     if (run_check_placed_by(s->cfg, &s->hosts, launcher) != DT_OK)
         return EXIT_USAGE;

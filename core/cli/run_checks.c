@@ -17,7 +17,18 @@ dt_status_t run_load_plugin(const dt_config_t *cfg, dt_kind_t kind,
 {
     const char *name = NULL;
     DT_CHECK(dt_config_get_string(cfg, "cluster", key, &name));
-    return dt_plugin_load(kind, name, p, NULL);
+    dt_status_t st = dt_plugin_load(kind, name, p, NULL);
+    /* The loader's message names the plugin (escaped) and those there
+     * are; this one where it was chosen, so a misspelling is found in the
+     * right file. */
+    const char *where = NULL;
+    dt_config_source_t src = DT_SRC_DEFAULT;
+    if (st != DT_OK &&
+        dt_config_origin(cfg, "cluster", key, &src, &where) == DT_OK &&
+        src != DT_SRC_DEFAULT && where)
+        dt_error("%s: [cluster] %s is set here (the %s above); nothing was "
+                 "started", where, key, dt_kind_name(kind));
+    return st;
 }
 
 /* [cluster] timeout bounds every wait of the job (connections, silent

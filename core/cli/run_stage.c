@@ -6,6 +6,7 @@
 
 #include <dt/log.h>
 #include "plugin/plugin_loader.h"
+#include "run_checks.h"
 #include "run_stage.h"
 
 /* An op exists when it lies inside the plugin's table and is set. */
@@ -68,7 +69,7 @@ static dt_status_t do_stage(const run_stage_args_t *a, const dt_plugin_t *p,
 dt_status_t run_stage(const run_stage_args_t *a, char **data_path,
                       char **shared_dir)
 {
-    const char *name = NULL, *src = NULL;
+    const char *src = NULL;
     const dt_plugin_t *p = NULL;
     *data_path = *shared_dir = NULL;
     src = dt_config_get(a->cfg, "data", "path");
@@ -76,8 +77,7 @@ dt_status_t run_stage(const run_stage_args_t *a, char **data_path,
         dt_debug("no [data] path: nothing to stage");
         return DT_OK;
     }
-    DT_CHECK(dt_config_get_string(a->cfg, "cluster", "storage", &name));
-    DT_CHECK(dt_plugin_load(DT_KIND_STORAGE, name, &p, NULL));
+    DT_CHECK(run_load_plugin(a->cfg, DT_KIND_STORAGE, "storage", &p));
     /* The loader refused a storage plugin without init, stage or fini. */
     const dt_storage_ops_t *ops = p->ops;
     const dt_launcher_ops_t *l = a->launcher;

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include <dt/log.h>
+#include "config/config_internal.h"
 #include "plugin_loader.h"
 
 #define PLUGIN_PREFIX "dt_"
@@ -145,6 +146,9 @@ static int parse_file_name(const char *base, dt_kind_t *kind, char **name)
 #define PLUGIN_NAME_MAX 64
 #define PLUGIN_NAME_RULE                                                      \
     "plugin names are lower case letters, digits, '_' and '-' (1 to 64)"
+/* A name in a message: 64 characters, then "..." (dt_config_printable
+ * keeps 4 bytes for "..." and the NUL). */
+#define PLUGIN_NAME_SHOWN (64 + 4)
 
 static int valid_plugin_name(const char *name)
 {
@@ -437,10 +441,15 @@ dt_status_t dt_plugin_load(dt_kind_t kind, const char *name,
 {
     if (!valid_plugin_name(name)) {
         char *names = dt_plugin_names(kind);
+        /* Shown as far as a name may go (64), escaped: a long value would
+         * push the rest out of the log line, a control byte reach the
+         * terminal. */
+        char shown[PLUGIN_NAME_SHOWN];
         dt_error("no %s plugin can be named '%s': " PLUGIN_NAME_RULE
                  "; available %ss: %s",
-                 dt_kind_name(kind), name ? name : "", dt_kind_name(kind),
-                 names ? names : "none");
+                 dt_kind_name(kind),
+                 dt_config_printable(name, shown, sizeof shown),
+                 dt_kind_name(kind), names ? names : "none");
         free(names);
         return DT_ERR_NOT_FOUND;
     }
@@ -530,8 +539,10 @@ dt_status_t dt_plugin_scan(dt_plugin_entry_t **out, size_t *n)
             if (e->path &&
                 dt_plugin_load_file(e->path, &p, e->why, sizeof e->why) ==
                     DT_OK) {
-                e->version = p->version;
-                e->description = p->description;
+                /* Never NULL once loaded: NULL says "refused" (a plugin
+                 * that left them out loads, and runs). */
+                e->version = p->version ? p->version : "";
+                e->description = p->description ? p->description : "";
                 e->available = !p->available ||
                                p->available(e->why, sizeof e->why) == DT_OK;
             }

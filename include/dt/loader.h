@@ -40,8 +40,9 @@ typedef struct dt_plugin_entry {
     dt_kind_t kind;
     char *name;
     char *path;
-    const char *version;     /* NULL when the loader refused it   */
-    const char *description; /* NULL when the loader refused it   */
+    const char *version;     /* NULL when the loader refused it; ""
+                                when the plugin gives none        */
+    const char *description; /* NULL when the loader refused it; "" */
     int available;
     char why[512];           /* why refused, or why not available */
 } dt_plugin_entry_t;

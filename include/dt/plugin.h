@@ -122,9 +122,13 @@ typedef struct dt_launch_spec {
     const dt_placement_t *placement; /* np entries: rank -> host/local rank  */
     const char *const *argv;         /* worker command, NULL-terminated      */
     const char *workdir;             /* NULL: the launcher's default         */
-    /* Environment for every worker, "KEY=VALUE", NULL-terminated. Holds the
-     * job token (DT_JOB_TOKEN): pass it over a channel or the environment,
-     * never in any process's argv, never in a log line. */
+    /* Environment for every worker, "KEY=VALUE", NULL-terminated: the
+     * job's variables only (DT_*, torchrun's, [cluster] env_vars), not
+     * dtctl's own environment (PATH, HOME, LD_LIBRARY_PATH...): a launcher
+     * that should pass that on adds it beneath these, as local does with
+     * environ; ssh and yarn do not. Holds the job token (DT_JOB_TOKEN):
+     * pass it over a channel or the environment, never in any process's
+     * argv, never in a log line. */
     const char *const *env;
     /* Per-rank additions (DT_RANK, LOCAL_RANK, ...), np lists. Launchers
      * whose scheduler places ranks itself (mpirun, srun, qrsh) may ignore

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -96,6 +97,14 @@ static int read_child_failure(int status_r, child_failure_t *f)
     }
 }
 
+/* A directory named as the program fails with EACCES, whose usual hint
+ * (chmod +x) would not help. */
+static int is_directory(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
 /* Why argv[0] did not start, with the habit behind the usual ENOENT: a
  * program in the worker's directory named without "./" (PATH is searched
  * for names without a '/'), or a script torchrun would run with python. */
@@ -113,6 +122,9 @@ static void exec_failure(const spawn_req_t *req, int err, char *why,
     else if (err == ENOENT && !strchr(prog, '/') && access(path, F_OK) == 0)
         hint = "; it is in the workers' directory, where PATH is not "
                "searched: write ./PROGRAM";
+    else if (err == EACCES && strchr(prog, '/') &&
+             is_directory(prog[0] == '/' ? prog : path))
+        hint = "; it is a directory: name the program inside it to run";
     else if (err == EACCES)
         hint = "; is it executable (chmod +x)?";
     else if (err == E2BIG)
