@@ -169,7 +169,8 @@ static const dt_key_spec_t train_keys[] = {
     {"resume", DT_KEY_BOOL, "no",
      "continue from the newest valid checkpoint (dtctl run --resume)"},
     {"log_every", DT_KEY_INT, "100",
-     "progress line every N steps when output is not a terminal"},
+     "progress line every N steps when output is not a terminal (0: "
+     "none)"},
     {NULL, DT_KEY_STRING, NULL, NULL}};
 
 static const dt_key_spec_t model_keys[] = {

@@ -71,7 +71,7 @@ size_t dt_tb_encode_scalar_event(unsigned char *buf, size_t cap,
 typedef struct dt_progress {
     FILE *out;
     bool tty;
-    uint64_t every;          /* plain mode: print every N steps            */
+    uint64_t every;          /* plain mode: print every N steps (0: none)  */
     double last_draw;        /* monotonic seconds of the last redraw       */
     double epoch_start;
     uint64_t epochs;

@@ -46,7 +46,7 @@ void dt_progress_step(dt_progress_t *p, uint64_t epoch, uint64_t step,
     if (p->tty) {
         if (step != steps && now - p->last_draw < REDRAW_SECONDS)
             return;
-    } else if (step % p->every != 0) {
+    } else if (p->every == 0 || step % p->every != 0) {
         return;
     }
     p->last_draw = now;

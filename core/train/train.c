@@ -317,6 +317,7 @@ static dt_status_t end_epoch(dt_trainer_t *t, double epoch_start,
                       : 0.0;
     m.epoch_seconds = dt_clock_now() - epoch_start;
     t->final_accuracy = m.test_accuracy;
+    t->evaluated = true;
     /* Every rank has the same (allreduced) accuracy: the same decision.
      * The best is always kept (the final line names it); best.dtckpt only
      * with checkpoint_best. */
@@ -602,6 +603,7 @@ static dt_status_t evaluate_at_end(dt_trainer_t *t)
     }
     DT_CHECK(dt_trainer_evaluate(t, &loss, &acc));
     t->final_accuracy = acc;
+    t->evaluated = true;
     return DT_OK;
 }
 
@@ -665,7 +667,7 @@ dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy)
                      (unsigned long long)t.step_in_epoch,
                      t.step_in_epoch == 1 ? "" : "s",
                      (unsigned long long)t.epoch + 1);
-        if (t.final_accuracy > 0)
+        if (t.evaluated) /* a model at 0% still says so */
             printf("final test accuracy: %.2f%% after %llu epoch%s%s (%llu "
                    "step%s, %d worker%s)%s\n", 100.0 * t.final_accuracy,
                    (unsigned long long)t.epoch, t.epoch == 1 ? "" : "s",

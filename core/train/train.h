@@ -158,6 +158,7 @@ typedef struct dt_trainer {
     dt_tb_t *tb;
     dt_progress_t progress;
     double final_accuracy;
+    bool evaluated;             /* final_accuracy holds a result (0% is one) */
 } dt_trainer_t;
 
 /* train_setup.c */

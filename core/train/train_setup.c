@@ -3,6 +3,7 @@
  * optimizer plugin, gradient buckets, and rank 0's outputs. */
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,13 +47,19 @@ static dt_status_t parse_every(const dt_config_t *cfg, dt_trainer_t *t)
     const char *text = NULL;
     DT_CHECK(dt_config_get_string(cfg, "train", "checkpoint_every", &text));
     char *end;
-    unsigned long long n = strtoull(text, &end, 10);
+    const char *digits = text;
+    while (isspace((unsigned char)*digits))
+        digits++;
+    /* strtoull takes "-3" as 2^64 - 3: a checkpoint never, said nowhere */
+    errno = 0;
+    unsigned long long n = strtoull(digits, &end, 10);
+    bool number = isdigit((unsigned char)*digits) && errno == 0;
     while (isspace((unsigned char)*end))
         end++;
     int steps = strcmp(end, "step") == 0 || strcmp(end, "steps") == 0;
     int epochs = !*end || strcmp(end, "epoch") == 0 ||
                  strcmp(end, "epochs") == 0;
-    if (end == text || n == 0 || (!steps && !epochs)) {
+    if (!number || n == 0 || (!steps && !epochs)) {
         dt_error("%s: [train] checkpoint_every = '%s': write 'N epochs' or "
                  "'N steps' with N >= 1", origin(cfg, "train",
                                                   "checkpoint_every"), text);
@@ -423,6 +430,12 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
                 origin(cfg, "train", "max_staleness"));
     if (st == DT_OK)
         st = dt_config_get_int(cfg, "train", "log_every", &n);
+    if (st == DT_OK && n < 0) {
+        dt_error("%s: [train] log_every = %lld: a progress line every N "
+                 "steps, or 0 for none (the epoch lines stay)",
+                 origin(cfg, "train", "log_every"), n);
+        st = DT_ERR_CONFIG;
+    }
     if (st == DT_OK)
         st = dt_config_get_int(cfg, "train", "max_steps", &n);
     if (st == DT_OK && n < 0) {
@@ -1032,7 +1045,8 @@ static dt_status_t setup_outputs(const dt_config_t *cfg, dt_trainer_t *t)
     if (t->rank != 0)
         return DT_OK;
     dt_progress_init(&t->progress, stdout, t->epochs);
-    t->progress.every = every > 0 ? (uint64_t)every : 100;
+    /* 0: no step lines; below 0 dtctl refuses (dt-train alone: none) */
+    t->progress.every = every > 0 ? (uint64_t)every : 0;
     const char *metrics = dt_config_get(cfg, "train", "metrics");
     if (metrics && *metrics)
         DT_CHECK(dt_jsonl_open(metrics, &t->jsonl));
