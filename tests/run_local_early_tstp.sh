@@ -117,4 +117,46 @@ else
 fi
 ok "Ctrl-Z during the start in an orphaned process group is ignored, and said"
 
+# --- 4. a Ctrl-Z kept during a start that then fails (here: Ctrl-C while
+# the ssh launcher waits on a host that accepts and never answers): the
+# Ctrl-C ends dtctl (130); the kept Ctrl-Z is dropped, not applied on the
+# way out (dtctl stopped itself, and exited only after fg) ---------------
+python3 - "$T/port" "$T/accepted" <<'PY' &
+import os, socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(8)
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1]))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+s.settimeout(30)
+try:
+    c = s.accept()[0]  # held open, silent, until the test ends
+    open(sys.argv[2], "w").close()
+    time.sleep(30)
+except OSError:
+    pass
+PY
+listener=$!
+i=0
+while [ ! -s "$T/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+start_in_own_group "$DTCTL" --launcher=ssh -H 127.0.0.1 \
+    --set launcher.ssh.port="$(cat "$T/port")" --set launcher.ssh.connect_timeout=30 \
+    run -n 1 -- true >"$T/o" 2>"$T/e"
+dtpid=$own_group_pid
+i=0
+while [ ! -e "$T/accepted" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+if [ -e "$T/accepted" ]; then
+    kill -TSTP "$dtpid"
+    sleep 0.3 # the TSTP handled first (a pending INT would be delivered first)
+    kill -INT "$dtpid"
+    bounded_wait
+    [ $rc -eq 130 ] && [ $stopped -eq 0 ] ||
+        fail "Ctrl-Z then Ctrl-C during a start: want exit 130 and no stop, got $rc (stopped: $stopped): $(cat "$T/e")"
+else
+    fail "the ssh launcher never reached the silent host: $(cat "$T/e")"
+    kill -KILL "$dtpid" 2>/dev/null; wait "$dtpid"
+fi
+kill "$listener" 2>/dev/null; wait "$listener" 2>/dev/null
+ok "Ctrl-Z then Ctrl-C during a failing start: dtctl exits 130, not stopped"
+
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }

@@ -140,8 +140,12 @@ int stop_signals_take(void)
             return b;
         if (mode == STOP_TSTP_KEEP)
             tstp_taken_while_kept = 1; /* the supervisor's, later */
-        else
+        else if (!__atomic_load_n(&pending, __ATOMIC_ACQUIRE) &&
+                 !stop_signals_continued_since_tstp())
             stop_alone(); /* no worker runs: dtctl alone */
+        /* else: kept while a start failed, then a Ctrl-C (which ends
+         * dtctl: stopping first would hold it until fg) or a SIGCONT
+         * (which cancels it): dropped */
     }
     return 0;
 }

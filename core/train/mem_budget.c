@@ -3,6 +3,7 @@
  * reading, so that the tests give the parsers texts of their own. */
 #include "config.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,11 +177,15 @@ void dt_mem_measure_shared(int local_workers, dt_mem_shared_t *out)
     memset(out, 0, sizeof *out);
     out->measured = 1;
     out->cgroup_workers = 1;
-    if (dt_mem_read_text("/proc/meminfo", text, sizeof text) != 0)
+    int meminfo = dt_mem_read_text("/proc/meminfo", text, sizeof text) == 0;
+    if (!meminfo)
         text[0] = '\0';
     if (dt_mem_meminfo_available(text, &out->host) != 0)
         out->host = 0;
-    unsigned long long swap_free = dt_mem_meminfo_swap_free(text);
+    /* unreadable: the host's swap unknown, a cgroup's allowed swap
+     * counted whole (never a refusal on a guess) */
+    unsigned long long swap_free =
+        meminfo ? dt_mem_meminfo_swap_free(text) : ULLONG_MAX;
     if (dt_mem_read_text("/proc/self/cgroup", text, sizeof text) == 0 &&
         dt_mem_cgroup_path(text, path, sizeof path, &v2) == 0)
         out->cgroup = dt_mem_cgroup_room(

@@ -30,6 +30,8 @@ unsigned long long dt_mem_cgroup_level_room(const dt_mem_cgroup_level_t *l,
         l->swap_limit > l->swap_used ? l->swap_limit - l->swap_used : 0;
     if (swap > host_swap_free)
         swap = host_swap_free;
+    if (swap > ULLONG_MAX - mem) /* host swap unknown, "max" allowed */
+        return ULLONG_MAX;
     return mem + swap > 0 ? mem + swap : 1;
 }
 
