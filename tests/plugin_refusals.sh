@@ -8,7 +8,10 @@
 # - MyNet: complete, but a name with capitals (the name rule, which
 #   lookup applies too: `--transport MyNet` says why, not "no file");
 # - nover: complete, without a version string: it loads, so it is listed
-#   as available.
+#   as available;
+# - keydup, keytype, keydefault, keyname: complete, with a key table the
+#   configuration cannot hold (a key declared twice, type 99, an int key
+#   defaulting to "x", a key name with a space): refused, naming the key.
 set -u
 fail() { echo "FAIL: $*" >&2; exit 1; }
 : "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
@@ -33,6 +36,11 @@ build halfdone
 build shortfini -DFIXTURE_SHORT_SIZE -DFIXTURE_NAME='"shortfini"'
 build MyNet -DFIXTURE_COMPLETE -DFIXTURE_NAME='"MyNet"'
 build nover -DFIXTURE_COMPLETE -DFIXTURE_NAME='"nover"' -DFIXTURE_VERSION=NULL
+n=1
+for k in keydup keytype keydefault keyname; do
+    build $k -DFIXTURE_COMPLETE -DFIXTURE_NAME="\"$k\"" -DFIXTURE_KEYS=$n
+    n=$((n + 1))
+done
 export DT_PLUGIN_PATH="$tmp"
 
 # 1. dtctl plugins: each refused, the reason on the next line.
@@ -47,6 +55,10 @@ expect_refused() { # NAME REASON
 expect_refused halfdone "lacks the required ops test, fini"
 expect_refused shortfini "lacks the required op fini"
 expect_refused MyNet "plugin names are lower case letters, digits, '_' and '-'"
+expect_refused keydup "has a bad key table: key 'timeout' is declared twice (entries 1 and 2 of its table)"
+expect_refused keytype "has a bad key table: key 'depth' has type 99, which is no dt_key_type_t"
+expect_refused keydefault "has a bad key table: key 'depth': its default 'x' is not an integer"
+expect_refused keyname "has a bad key table: key 'queue depth': key names are lower case letters, digits and '_', starting with a letter"
 # A plugin without a version string loads (dtctl run takes it): listed as
 # available, not as refused with an empty reason.
 grep -Eq "^transport +nover +\(none\) +available " "$tmp/plugins" ||
@@ -57,11 +69,17 @@ run() { # TRANSPORT
     timeout -k 5 60 "$DTCTL" --transport "$1" run -n 2 -- \
         sh -c 'echo worker started' >"$tmp/run" 2>&1
 }
-for t in halfdone shortfini; do
-    run $t && { cat "$tmp/run"; fail "dtctl run --transport $t succeeded"; }
+for t in halfdone shortfini keydup keytype keydefault keyname; do
+    run $t
+    rc=$?
     cat "$tmp/run"
-    grep -q "transport plugin '$t' lacks the required op" "$tmp/run" ||
-        fail "dtctl run --transport $t does not name the missing ops"
+    [ $rc -eq 2 ] || fail "dtctl run --transport $t: exit $rc, not 2"
+    case $t in
+    key*) why="transport plugin '$t' has a bad key table: key '" ;;
+    *) why="transport plugin '$t' lacks the required op" ;;
+    esac
+    grep -qF "$why" "$tmp/run" ||
+        fail "dtctl run --transport $t does not say why it is refused"
     grep -q "worker started" "$tmp/run" &&
         fail "dtctl run --transport $t launched workers before refusing"
 done

@@ -442,9 +442,13 @@ ok "clear errors"
 # limit too low for the job is said before anything starts.
 (ulimit -S -n 256 && run -n 100 -- true) >"$T/o" 2>"$T/e" ||
     fail "100 workers under a soft limit of 256: $(tail -3 "$T/e")"
+# Refused before anything runs, as bad input: exit 2, not 127 ("the
+# workers could not be started"), saying how many and how to raise it.
 (ulimit -S -n 200 && ulimit -H -n 200 && run -n 100 -- true) >"$T/o" 2>"$T/e"; rc=$?
-[ $rc -ne 0 ] && grep -q "100 workers need about 464 open files here, and the hard limit is 200" "$T/e" ||
-    fail "a hard limit too low: rc=$rc $(cat "$T/e")"
+[ $rc -eq 2 ] && grep -q "100 workers need about 464 open files here (dtctl holds 4 descriptors a worker, and 64), and the hard limit is 200 (ulimit -Hn): raise it where dtctl starts (as root, \`ulimit -Hn 464\` in that shell; for a user, nofile in /etc/security/limits.conf" "$T/e" ||
+    fail "a hard limit too low: rc=$rc (want 2) $(cat "$T/e")"
+grep -q "could not be started" "$T/e" &&
+    fail "a hard limit too low is said as workers that could not start: $(cat "$T/e")"
 ok "the open-file limit"
 
 # --- 7. a finished worker's pid, taken by a stranger, is left alone --------

@@ -289,7 +289,8 @@ static void test_hostfile_bom_nul_dir(void **state)
     dt_status_t st = dt_hostfile_parse(path, &l);
     char *err = capture_end(&c);
     assert_int_equal(st, DT_ERR_CONFIG);
-    snprintf(expect, sizeof expect, "%s:1: a NUL byte in the line", path);
+    snprintf(expect, sizeof expect, "%s:1: a NUL byte (binary data): not "
+             "a hostfile (check the path", path);
     assert_non_null(strstr(err, expect));
     free(err);
     unlink(path);
@@ -299,6 +300,34 @@ static void test_hostfile_bom_nul_dir(void **state)
     assert_int_equal(st, DT_ERR_IO);
     assert_non_null(strstr(err, "cannot read hostfile '/tmp': it is a directory"));
     free(err);
+}
+
+/* A line without end (/dev/zero, a data file) is read only so far, and
+ * said once: getline held all of it, /dev/zero until memory ran out. */
+static void test_hostfile_endless_line(void **state)
+{
+    (void)state;
+    char path[64], expect[200];
+    size_t n = ((size_t)16 << 20) + 4096;
+    char *data = malloc(n + 1);
+    assert_non_null(data);
+    memcpy(data, "node1\n", 6);
+    memset(data + 6, 'a', n - 6);
+    data[n] = '\0';
+    hostfile(path, sizeof path, data);
+    free(data);
+    dt_hostlist_t l = {NULL, 0};
+    capture_t c;
+    capture_begin(&c);
+    dt_status_t st = dt_hostfile_parse(path, &l);
+    char *err = capture_end(&c);
+    assert_int_equal(st, DT_ERR_CONFIG);
+    snprintf(expect, sizeof expect, "%s:2: a line longer than 16 MiB: not "
+             "a hostfile", path);
+    assert_non_null(strstr(err, expect));
+    assert_ptr_equal(strchr(err, '\n'), err + strlen(err) - 1);
+    free(err);
+    unlink(path);
 }
 
 static void test_hostfile_missing(void **state)
@@ -436,6 +465,7 @@ int main(void)
         cmocka_unit_test(test_hostfile_bad_slots),
         cmocka_unit_test(test_hostfile_reports_every_bad_line),
         cmocka_unit_test(test_hostfile_bom_nul_dir),
+        cmocka_unit_test(test_hostfile_endless_line),
         cmocka_unit_test(test_hostfile_missing),
         cmocka_unit_test(test_place_fill_in_order),
         cmocka_unit_test(test_place_errors),

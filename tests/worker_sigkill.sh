@@ -11,10 +11,13 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/dt-sigkill.XXXXXX") || exit 1
 cg=
 cleanup() {
     if [ -n "$cg" ]; then
-        cat "$cg/tasks" 2>/dev/null | while read -r p; do
-            echo "$p" >/sys/fs/cgroup/memory/tasks 2>/dev/null
+        # the cgroups, deepest first, their tasks moved out
+        find "$cg" -depth -type d 2>/dev/null | while read -r d; do
+            cat "$d/tasks" 2>/dev/null | while read -r p; do
+                echo "$p" >/sys/fs/cgroup/memory/tasks 2>/dev/null
+            done
+            rmdir "$d" 2>/dev/null
         done
-        rmdir "$cg" 2>/dev/null
     fi
     rm -rf "$tmp"
 }
@@ -53,6 +56,33 @@ sh -c 'echo $$ >"$1/tasks" && exec timeout -s KILL 60 "$2" run -n 1 -- \
     >"$tmp/out" 2>&1
 rc=$?
 [ $rc -eq 137 ] || fail "a worker killed for memory: exit $rc, not 137"
-grep -q "error: the kernel's out-of-memory killer killed [0-9]* process.* in the memory cgroup of rank 0 on [^ ]* during the job (oom_kill [0-9]* -> [0-9]* in $cg/memory.oom_control): it most likely ran out of memory" "$tmp/out" ||
+grep -q "error: the kernel's out-of-memory killer killed [0-9]* process.* in the memory cgroup of rank 0 on [^ ]* during the job (oom_kill [0-9]* -> [0-9]* in $cg/memory.oom_control and the cgroups below it): it most likely ran out of memory" "$tmp/out" ||
     fail "an out-of-memory kill is not said as one"
+
+# ---- the worker moved to another cgroup, the limit on a parent ----------
+# dtctl in $cg/dtctl (no limit of its own: the 64 MiB of $cg binds it);
+# the worker moves itself, then doubles a string until the killer takes
+# it. v1 counts a kill in the victim's cgroup alone, so dtctl's own count
+# stayed 0 and the kill was said to be someone's kill -9.
+mkdir "$cg/dtctl" "$cg/dtctl/own" "$cg/other" ||
+    fail "cannot make cgroups under $cg"
+cat >"$tmp/hog.sh" <<'EOF'
+echo $$ >"$1/tasks" && exec awk 'BEGIN { s = "x"; while (1) s = s s }'
+EOF
+moved() { # the cgroup the worker moves to
+    sh -c 'echo $$ >"$1/tasks" && exec timeout -s KILL 60 "$2" run -n 1 -- sh "$3" "$4"' \
+        sh "$cg/dtctl" "$DTCTL" "$tmp/hog.sh" "$1" >"$tmp/out" 2>&1
+    rc=$?
+    [ $rc -eq 137 ] || fail "a worker moved to $1 and killed for memory: exit $rc, not 137"
+}
+# into a cgroup below dtctl's: counted with dtctl's, so sure
+moved "$cg/dtctl/own"
+grep -q "error: the kernel's out-of-memory killer killed 1 process in the memory cgroup of rank 0 on [^ ]* during the job (oom_kill 0 -> 1 in $cg/dtctl/memory.oom_control and the cgroups below it): it most likely ran out of memory" "$tmp/out" ||
+    fail "a worker killed for memory in a cgroup below dtctl's is not said as such"
+# beside dtctl's, under the parent with the limit: possibly
+moved "$cg/other"
+grep -q "error: possibly the kernel's out-of-memory killer: it killed 1 process during the job in the memory cgroup $cg (oom_kill [0-9]* -> [0-9]*, with the cgroups below it), which holds that of rank 0 on [^ ]*, though none in that one (oom_kill stayed [0-9]* in $cg/dtctl/memory.oom_control and the cgroups below it)" "$tmp/out" ||
+    fail "a worker killed for memory in a cgroup beside dtctl's is not said as possibly so"
+grep -q "ran kill -9" "$tmp/out" &&
+    fail "a worker killed for memory in another cgroup is blamed on a kill -9"
 echo "PASS"

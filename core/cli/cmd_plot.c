@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <dt/log.h>
+#include "base/line_read.h"
 #include "cli.h"
 #include "gnuplot.h"
 #include "temp_files.h"
@@ -159,16 +160,29 @@ static int read_metrics(const char *path, plot_set_t *set)
     series_t *r = NULL;
     int first = set->n, lineno = 0, bad = 0;
     double prev_step = NAN;
-    char *line = NULL; /* whole lines, however long */
+    char *line = NULL; /* whole lines, up to DT_LINE_MAX */
     size_t cap = 0;
-    while (getline(&line, &cap, f) >= 0) {
+    ssize_t got;
+    int nul;
+    while ((got = dt_line_read(f, &line, &cap, &nul)) >= 0 ||
+           got == DT_LINE_TOO_LONG) {
         lineno++;
+        if (got == DT_LINE_TOO_LONG) { /* /dev/zero, a data file */
+            dt_error("%s:%d: a line longer than " DT_LINE_MAX_TEXT ": not a "
+                     "metrics file (check the path: dtctl run --metrics "
+                     "FILE writes one JSON object a line)", path, lineno);
+            free(line);
+            fclose(f);
+            return -1;
+        }
         double epoch = json_number(line, "epoch"),
                step = json_number(line, "step");
-        int kind = line_kind(line, epoch);
+        /* A NUL byte: binary data, or the zeros a crash can leave at a
+         * file's end; skipped like any line that is not a metrics one. */
+        int kind = nul ? -1 : line_kind(line, epoch);
         if (kind < 0 && !bad++)
-            dt_warn("%s:%d: not a metrics line (no \"epoch\"); skipped",
-                    path, lineno);
+            dt_warn("%s:%d: not a metrics line (%s); skipped", path, lineno,
+                    nul ? "a NUL byte: binary data" : "no \"epoch\"");
         if (kind <= 0)
             continue;
         if (r && !same_run(r, prev_step, epoch, step))
@@ -192,6 +206,10 @@ static int read_metrics(const char *path, plot_set_t *set)
     }
     free(line);
     fclose(f);
+    if (got == DT_LINE_NOMEM) {
+        dt_error("%s: out of memory", path);
+        return -1;
+    }
     if (set->n == first) {
         dt_error("%s: no metrics lines (one JSON object per epoch, as "
                  "dtctl run --metrics FILE writes)", path);

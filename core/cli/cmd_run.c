@@ -469,10 +469,14 @@ static int ensure_fd_room(int np)
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
         return 0;
     if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
-        dt_error("%d workers need about %llu open files here, and the hard "
-                 "limit is %llu: raise it (ulimit -Hn, limits.conf) or use "
-                 "fewer workers on this host", np, (unsigned long long)need,
-                 (unsigned long long)rl.rlim_max);
+        dt_error("%d workers need about %llu open files here (dtctl holds "
+                 "4 descriptors a worker, and 64), and the hard limit is "
+                 "%llu (ulimit -Hn): raise it where dtctl starts (as root, "
+                 "`ulimit -Hn %llu` in that shell; for a user, nofile in "
+                 "/etc/security/limits.conf, or LimitNOFILE= for a systemd "
+                 "service) or start fewer workers on this host (-n)",
+                 np, (unsigned long long)need,
+                 (unsigned long long)rl.rlim_max, (unsigned long long)need);
         return -1;
     }
     rl.rlim_cur = need;
@@ -501,6 +505,12 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
     if (chosen != 0) {
         end_attempt(s);
         return chosen;
+    }
+    /* Before staging or any start: a limit too low for the job is bad
+     * input (exit 2), not workers that failed to start (127). */
+    if (ensure_fd_room(s->att_np) != 0) {
+        end_attempt(s);
+        return rs->used == 0 ? EXIT_USAGE : 1;
     }
     dt_status_t st = run_job_prepare(s->cfg, s->att_hosts, s->att_place,
                                      s->att_np, &s->job);
@@ -539,10 +549,6 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
         res->stop_signo = signo; /* no restart after a stop */
         end_attempt(s);
         return signo ? 128 + signo : 1;
-    }
-    if (ensure_fd_room(s->att_np) != 0) {
-        end_attempt(s);
-        return EXIT_CANNOT_START;
     }
     dt_launch_spec_t spec = {
         .hosts = s->att_hosts,

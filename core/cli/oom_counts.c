@@ -1,9 +1,20 @@
 /* oom_counts.c — out-of-memory kill counts, host and cgroup (oom_counts.h). */
+#include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "oom_counts.h"
+
+#define CGROUP_V2_ROOT "/sys/fs/cgroup"
+#define CGROUP_V1_ROOT "/sys/fs/cgroup/memory"
+#define V1_FILE "memory.oom_control"
+#define V2_FILE "memory.events"
+/* Cgroups summed at most for one count (v1), and how deep: far beyond a
+ * job's; beyond them the count is unknown rather than slow. */
+#define V1_WALK_MAX 4096
+#define V1_DEPTH_MAX 32
 
 /* The "oom_kill N" line of /proc/vmstat, memory.events (v2) and
  * memory.oom_control (v1) alike; -1 when the file or line is missing.
@@ -26,6 +37,12 @@ static const char *host_file(void)
 {
     const char *t = getenv("DT_TEST_OOM_VMSTAT");
     return t && *t ? t : "/proc/vmstat";
+}
+
+static const char *test_cgroup_file(void)
+{
+    const char *t = getenv("DT_TEST_OOM_CGROUP_EVENTS");
+    return t && *t ? t : NULL;
 }
 
 /* /proc/self/cgroup's line for v2 ("0::/path") or v1's memory controller
@@ -59,13 +76,13 @@ static int find_cgroup_file(char *out, size_t len)
     fclose(f);
     int w = -1;
     if (*v2) {
-        w = snprintf(out, len, "/sys/fs/cgroup%s/memory.events",
+        w = snprintf(out, len, CGROUP_V2_ROOT "%s/" V2_FILE,
                      strcmp(v2, "/") == 0 ? "" : v2);
         if (w > 0 && (size_t)w < len && read_oom_kill(out) >= 0)
             return 0;
     }
     if (*v1) {
-        w = snprintf(out, len, "/sys/fs/cgroup/memory%s/memory.oom_control",
+        w = snprintf(out, len, CGROUP_V1_ROOT "%s/" V1_FILE,
                      strcmp(v1, "/") == 0 ? "" : v1);
         if (w > 0 && (size_t)w < len && read_oom_kill(out) >= 0)
             return 0;
@@ -73,20 +90,110 @@ static int find_cgroup_file(char *out, size_t len)
     return -1;
 }
 
+/* v1 counts each cgroup's own kills: the cgroup at path (len chars of a
+ * PATH_MAX buffer) and every cgroup below it, added to *sum. -1: its own
+ * count unreadable, or too many cgroups; one below removed meanwhile
+ * counts nothing. */
+static int sum_v1(char *path, size_t len, int depth, int *budget,
+                  long long *sum)
+{
+    if (--*budget < 0 || depth > V1_DEPTH_MAX ||
+        len + sizeof "/" V1_FILE > PATH_MAX)
+        return -1;
+    memcpy(path + len, "/" V1_FILE, sizeof "/" V1_FILE);
+    long long n = read_oom_kill(path);
+    path[len] = '\0';
+    if (n < 0)
+        return depth == 0 ? -1 : 0;
+    *sum += n;
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d))) {
+        size_t nl = strlen(e->d_name);
+        if (e->d_type != DT_DIR || strcmp(e->d_name, ".") == 0 ||
+            strcmp(e->d_name, "..") == 0)
+            continue;
+        if (len + 1 + nl >= PATH_MAX) {
+            rc = -1;
+            break;
+        }
+        path[len] = '/';
+        memcpy(path + len + 1, e->d_name, nl + 1);
+        rc = sum_v1(path, len + 1 + nl, depth + 1, budget, sum);
+        path[len] = '\0';
+    }
+    closedir(d);
+    return rc;
+}
+
+/* The kills in the cgroup directory dir and the cgroups below it; -1:
+ * unknown. v2's memory.events counts those below already. */
+static long long kills_in(const char *dir, int v1)
+{
+    char path[PATH_MAX];
+    if (!v1) {
+        int w = snprintf(path, sizeof path, "%s/" V2_FILE, dir);
+        return w > 0 && (size_t)w < sizeof path ? read_oom_kill(path) : -1;
+    }
+    size_t len = strlen(dir);
+    if (len >= sizeof path)
+        return -1;
+    memcpy(path, dir, len + 1);
+    int budget = V1_WALK_MAX;
+    long long sum = 0;
+    return sum_v1(path, len, 0, &budget, &sum) == 0 ? sum : -1;
+}
+
+/* c->cgroup and c->above from c->cgroup_file's directory and those above
+ * it, up to (not with) the hierarchy's root: its count is any process's,
+ * which /proc/vmstat says already. */
+static void read_tree(oom_counts_t *c)
+{
+    char dir[sizeof c->cgroup_file];
+    const char *root = c->v1 ? CGROUP_V1_ROOT : CGROUP_V2_ROOT;
+    snprintf(dir, sizeof dir, "%s", c->cgroup_file);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    c->cgroup = kills_in(dir, c->v1);
+    c->above_n = 0;
+    while (c->above_n < OOM_ABOVE_MAX && (slash = strrchr(dir, '/')) &&
+           (size_t)(slash - dir) > strlen(root)) {
+        *slash = '\0';
+        c->above[c->above_n++] = kills_in(dir, c->v1);
+    }
+}
+
+static int ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), t = strlen(tail);
+    return n >= t && strcmp(s + n - t, tail) == 0;
+}
+
 void oom_counts_read(oom_counts_t *c, int in_my_cgroup)
 {
-    const char *t = getenv("DT_TEST_OOM_CGROUP_EVENTS");
+    const char *t = test_cgroup_file();
     c->host = read_oom_kill(host_file());
     c->cgroup = -1;
     c->cgroup_file[0] = '\0';
+    c->v1 = 0;
+    c->above_n = 0;
     if (!in_my_cgroup)
         return;
-    if (t && *t)
+    if (t) {
         snprintf(c->cgroup_file, sizeof c->cgroup_file, "%s", t);
-    else if (find_cgroup_file(c->cgroup_file, sizeof c->cgroup_file) != 0)
-        c->cgroup_file[0] = '\0';
-    if (c->cgroup_file[0])
         c->cgroup = read_oom_kill(c->cgroup_file);
+        return;
+    }
+    if (find_cgroup_file(c->cgroup_file, sizeof c->cgroup_file) != 0) {
+        c->cgroup_file[0] = '\0';
+        return;
+    }
+    c->v1 = ends_with(c->cgroup_file, "/" V1_FILE);
+    read_tree(c);
 }
 
 void oom_counts_again(const oom_counts_t *at_start, oom_counts_t *now)
@@ -94,5 +201,25 @@ void oom_counts_again(const oom_counts_t *at_start, oom_counts_t *now)
     now->host = read_oom_kill(host_file());
     snprintf(now->cgroup_file, sizeof now->cgroup_file, "%s",
              at_start->cgroup_file);
-    now->cgroup = now->cgroup_file[0] ? read_oom_kill(now->cgroup_file) : -1;
+    now->v1 = at_start->v1;
+    now->above_n = 0;
+    now->cgroup = -1;
+    if (!now->cgroup_file[0])
+        return;
+    if (test_cgroup_file())
+        now->cgroup = read_oom_kill(now->cgroup_file);
+    else
+        read_tree(now);
+}
+
+void oom_counts_above_dir(const oom_counts_t *c, int i, char *out,
+                          size_t len)
+{
+    snprintf(out, len, "%s", c->cgroup_file);
+    for (int cut = 0; cut <= i + 1; cut++) {
+        char *slash = strrchr(out, '/');
+        if (!slash)
+            break;
+        *slash = '\0';
+    }
 }

@@ -2,8 +2,10 @@
  * send: on Linux that is most often the kernel's out-of-memory killer (a
  * model or batch too large for the host), which a bare "killed by signal
  * 9" does not tell. How sure it is depends on the count it could read:
- * the worker's memory cgroup's (the OOM killer did or did not kill in
- * it), else this machine's (some process was killed, maybe another's). */
+ * the worker's memory cgroup's (the OOM killer did kill in it), those
+ * holding it and this machine's (a kill there: possibly the worker's, had
+ * it moved to another cgroup; none on this machine: not the OOM killer),
+ * else this machine's alone (some process was killed, maybe another's). */
 #ifndef DT_CLI_OOM_HINT_H
 #define DT_CLI_OOM_HINT_H
 

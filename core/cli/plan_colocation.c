@@ -35,6 +35,7 @@
 #include <dt/clock.h>
 #include <dt/log.h>
 #include <dt/nn.h>
+#include "base/line_read.h"
 #include "plan_cli.h"
 
 #define MIN_STEPS 8
@@ -346,9 +347,19 @@ int plan_colocation_read(const char *path, coloc_t *c)
     }
     char *line = NULL;
     size_t cap = 0;
-    int ln = 0, rc = 0;
-    while (rc == 0 && getline(&line, &cap, f) > 0) {
+    int ln = 0, rc = 0, nul;
+    ssize_t got;
+    while (rc == 0 && ((got = dt_line_read(f, &line, &cap, &nul)) > 0 ||
+                       got == DT_LINE_TOO_LONG)) {
         ln++;
+        if (got == DT_LINE_TOO_LONG || nul) { /* a device, a data file */
+            dt_error("plan: %s:%d: %s: not a colocation file (check the "
+                     "path: --save-colocation FILE writes one)", path, ln,
+                     nul ? "a NUL byte (binary data)"
+                         : "a line longer than " DT_LINE_MAX_TEXT);
+            rc = -1;
+            break;
+        }
         long long bt;
         int k, used = 0;
         if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')

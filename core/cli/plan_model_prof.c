@@ -13,6 +13,7 @@
 #include <dt/clock.h>
 #include <dt/log.h>
 #include <dt/nn.h>
+#include "base/line_read.h"
 #include "plan_cli.h"
 #include "run_trainer.h"
 
@@ -289,14 +290,25 @@ int plan_read_layer_times(const char *path, model_prof_t *mp)
         dt_error("plan: cannot read %s: %s", path, strerror(errno));
         return -1;
     }
-    char line[256];
-    size_t cap = 0;
-    int ln = 0, seen_fwd = 0;
+    char *line = NULL; /* fgets in pieces looped on /dev/zero for ever */
+    size_t cap = 0, line_cap = 0;
+    int ln = 0, seen_fwd = 0, nul;
+    ssize_t got;
     mp->n = 0;
-    while (fgets(line, sizeof line, f)) {
+    while ((got = dt_line_read(f, &line, &line_cap, &nul)) >= 0 ||
+           got == DT_LINE_TOO_LONG) {
         ln++;
         double a, b;
         char *rest;
+        if (got == DT_LINE_TOO_LONG || nul) {
+            dt_error("plan: %s:%d: %s: not a layer-times file (check the "
+                     "path: --save-layers FILE writes one)", path, ln,
+                     nul ? "a NUL byte (binary data)"
+                         : "a line longer than " DT_LINE_MAX_TEXT);
+            free(line);
+            fclose(f);
+            return -1;
+        }
         if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
             continue;
         if (!strncmp(line, "batch ", 6)) {
@@ -329,6 +341,7 @@ int plan_read_layer_times(const char *path, model_prof_t *mp)
                 if (y)
                     mp->bytes = y;
                 if (!w || !y) {
+                    free(line);
                     fclose(f);
                     return -1;
                 }
@@ -341,10 +354,16 @@ int plan_read_layer_times(const char *path, model_prof_t *mp)
         dt_error("plan: %s:%d: expected 'SECONDS BYTES', 'forward S', "
                  "'optimizer S' or 'batch B' (seconds and bytes finite, not "
                  "negative; B a positive integer)", path, ln);
+        free(line);
         fclose(f);
         return -1;
     }
+    free(line);
     fclose(f);
+    if (got == DT_LINE_NOMEM) {
+        dt_error("plan: %s: out of memory", path);
+        return -1;
+    }
     if (!mp->n) {
         dt_error("plan: %s has no layer line", path);
         return -1;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <dt/log.h>
+#include "base/line_read.h"
 #include "plan/plan_model.h"
 #include "plan_cli.h"
 #include "temp_files.h"
@@ -43,13 +44,25 @@ int plan_read_profile(const char *path, const char *transport, tprof_t *t)
     if (!f)
         return 0;
     t->file = 1;
-    char line[256], want[96], sec[96] = "";
+    char *line = NULL, want[96], sec[96] = "";
+    size_t line_cap = 0;
     snprintf(want, sizeof want, "transport.%s", transport);
-    int ln = 0;
-    while (fgets(line, sizeof line, f)) {
+    int ln = 0, nul, rc = 0;
+    ssize_t got;
+    /* Whole lines, bounded: fgets in pieces looped on /dev/zero. */
+    while ((got = dt_line_read(f, &line, &line_cap, &nul)) >= 0 ||
+           got == DT_LINE_TOO_LONG) {
         ln++;
         char k[64], *val, *end;
         int n = 0;
+        if (got == DT_LINE_TOO_LONG || nul) {
+            dt_error("plan: %s:%d: %s: not a profile (check the path: "
+                     "dtctl plan --measure --profile FILE writes one)", path,
+                     ln, nul ? "a NUL byte (binary data)"
+                             : "a line longer than " DT_LINE_MAX_TEXT);
+            rc = -1;
+            break;
+        }
         if (sscanf(line, " [%95[^]]]", sec) == 1)
             continue;
         if (strcmp(sec, want) || sscanf(line, " %63[a-z] =%n", k, &n) != 1 ||
@@ -70,16 +83,16 @@ int plan_read_profile(const char *path, const char *transport, tprof_t *t)
                      path, ln, want, k,
                      (int)strcspn(val + strspn(val, " \t"), "\r\n"),
                      val + strspn(val, " \t"));
-            fclose(f);
-            return -1;
+            rc = -1;
+            break;
         }
         const char *range = profile_range(bit, v);
         if (range) {
             dt_error("plan: %s:%d: [%s] %s = %g: out of range: %s (dtctl "
                      "plan --measure writes them)", path, ln, want, k, v,
                      range);
-            fclose(f);
-            return -1;
+            rc = -1;
+            break;
         }
         if (bit == 1)
             t->alpha = v;
@@ -89,8 +102,13 @@ int plan_read_profile(const char *path, const char *transport, tprof_t *t)
             t->gamma = v;
         t->found |= bit;
     }
+    free(line);
     fclose(f);
-    return 0;
+    if (got == DT_LINE_NOMEM) {
+        dt_error("plan: %s: out of memory", path);
+        rc = -1;
+    }
+    return rc;
 }
 
 /* argv's standard output in *out, a scratch file rewound: 0; -1 when it

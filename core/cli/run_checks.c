@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <dt/log.h>
+#include "base/line_read.h"
 #include "plugin/plugin_loader.h"
 #include "run_checks.h"
 #include "run_env.h"
@@ -136,7 +137,8 @@ void run_weight_line(const dt_config_t *cfg, char *buf, size_t len)
     size_t cap = 0;
     FILE *f = open_hostfile(cfg, &path);
     snprintf(buf, len, "the hostfile %s", path ? path : "");
-    for (int n = 1; f && getline(&line, &cap, f) > 0; n++) {
+    int nul;
+    for (int n = 1; f && dt_line_read(f, &line, &cap, &nul) > 0; n++) {
         char *hash = strchr(line, '#');
         if (hash)
             *hash = '\0';

@@ -402,7 +402,7 @@ void dt_config_foreach(const dt_config_t *cfg, dt_config_visit_fn cb,
 
 /* ---- getters ------------------------------------------------------------ */
 
-static const char *type_expectation(dt_key_type_t type)
+const char *cfg_type_expectation(dt_key_type_t type)
 {
     switch (type) {
     case DT_KEY_INT: return "is not an integer";
@@ -424,10 +424,7 @@ static const char *type_expectation(dt_key_type_t type)
     }
 }
 
-/* One value against its type: the typed getters check on read, and
- * dt_config_validate (config_validate.c) checks every value. */
-dt_status_t cfg_check_type(const char *section, const cfg_entry_t *e,
-                           dt_key_type_t type)
+dt_status_t cfg_value_parses(const char *value, dt_key_type_t type)
 {
     long long i;
     bool b;
@@ -435,35 +432,40 @@ dt_status_t cfg_check_type(const char *section, const cfg_entry_t *e,
     double d;
     char **items;
     size_t n;
-    dt_status_t st = DT_OK;
+    dt_status_t st;
     switch (type) {
-    case DT_KEY_INT: st = dt_parse_int(e->value, &i); break;
-    case DT_KEY_BOOL: st = dt_parse_bool(e->value, &b); break;
-    case DT_KEY_SIZE: st = dt_parse_size(e->value, &sz); break;
-    case DT_KEY_DURATION: st = dt_parse_duration(e->value, &d); break;
-    case DT_KEY_DOUBLE: st = dt_parse_double(e->value, &d); break;
+    case DT_KEY_STRING: return DT_OK;
+    case DT_KEY_INT: return dt_parse_int(value, &i);
+    case DT_KEY_BOOL: return dt_parse_bool(value, &b);
+    case DT_KEY_SIZE: return dt_parse_size(value, &sz);
+    case DT_KEY_DURATION: return dt_parse_duration(value, &d);
+    case DT_KEY_DOUBLE: return dt_parse_double(value, &d);
     case DT_KEY_LIST:
-        st = dt_parse_list(e->value, &items, &n);
+    case DT_KEY_WORDS:
+        st = type == DT_KEY_LIST ? dt_parse_list(value, &items, &n)
+                                 : dt_parse_words(value, &items, &n);
         if (st == DT_OK)
             dt_strv_free(items);
         return st;
-    case DT_KEY_WORDS:
-        st = dt_parse_words(e->value, &items, &n);
-        if (st == DT_OK)
-            dt_strv_free(items);
-        if (st == DT_ERR_NOMEM)
-            return st;
-        break;
-    case DT_KEY_STRING: return DT_OK;
     }
-    if (st == DT_OK)
-        return DT_OK;
+    return DT_ERR_INVALID; /* not a dt_key_type_t */
+}
+
+/* One value against its type: the typed getters check on read, and
+ * dt_config_validate (config_validate.c) checks every value. */
+dt_status_t cfg_check_type(const char *section, const cfg_entry_t *e,
+                           dt_key_type_t type)
+{
+    dt_status_t st = cfg_value_parses(e->value, type);
+    if (st == DT_OK || st == DT_ERR_NOMEM)
+        return st;
     char where[512], ps[CFG_PRINTABLE_MAX], pk[CFG_PRINTABLE_MAX],
         pv[CFG_PRINTABLE_MAX];
     dt_error("%s: [%s] %s = '%s' %s", cfg_origin_text(e, where, sizeof where),
              dt_config_printable(section, ps, sizeof ps),
              dt_config_printable(e->key, pk, sizeof pk),
-             dt_config_printable(e->value, pv, sizeof pv), type_expectation(type));
+             dt_config_printable(e->value, pv, sizeof pv),
+             cfg_type_expectation(type));
     return DT_ERR_CONFIG;
 }
 

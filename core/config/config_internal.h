@@ -45,6 +45,11 @@ const char *dt_config_printable(const char *s, char *buf, size_t len);
 /* "file:line", "environment variable DT_X", "option --set", ...: the prefix
  * of a message about this entry, written into buf. */
 const char *cfg_origin_text(const cfg_entry_t *e, char *buf, size_t len);
+/* Does value parse as type? DT_OK; DT_ERR_INVALID when it does not (or
+ * type is no dt_key_type_t); DT_ERR_NOMEM. Logs nothing. */
+dt_status_t cfg_value_parses(const char *value, dt_key_type_t type);
+/* What a value that does not parse as type is: "is not an integer"... */
+const char *cfg_type_expectation(dt_key_type_t type);
 /* Check one value against its type; on error log the full message and
  * return DT_ERR_CONFIG. */
 dt_status_t cfg_check_type(const char *section, const cfg_entry_t *e,

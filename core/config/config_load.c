@@ -12,6 +12,7 @@
 
 #include <dt/env.h>
 #include <dt/log.h>
+#include "base/line_read.h"
 #include "config_internal.h"
 
 extern char **environ;
@@ -125,44 +126,6 @@ static int hold_long_value(file_reader_t *r, const char *s, size_t text,
     return 1;
 }
 
-/* The longest line read: far beyond any real one (a ResNet's [model]
- * layers on one line is a few KiB), and far short of what a device or a
- * data file named by mistake would take (/dev/zero is one endless line,
- * which getline held in memory until the machine ran out). */
-#define CFG_LINE_MAX ((size_t)16 << 20)
-
-/* getline within CFG_LINE_MAX: the line's length; -1 at the end (or out
- * of memory: r->fail); -2 past CFG_LINE_MAX; *nul set when the line holds
- * a NUL byte (not text: a program, an image, a data file). */
-static ssize_t read_bounded(file_reader_t *r, int *nul)
-{
-    size_t n = 0;
-    int c;
-    *nul = 0;
-    while ((c = getc_unlocked(r->f)) != EOF) {
-        if (n + 2 > r->cap) {
-            if (r->cap >= CFG_LINE_MAX)
-                return -2;
-            size_t cap = r->cap ? r->cap * 2 : 256;
-            char *b = realloc(r->buf, cap);
-            if (!b) {
-                r->fail = DT_ERR_NOMEM;
-                return -1;
-            }
-            r->buf = b;
-            r->cap = cap;
-        }
-        *nul |= c == '\0';
-        r->buf[n++] = (char)c;
-        if (c == '\n')
-            break;
-    }
-    if (n == 0)
-        return -1;
-    r->buf[n] = '\0';
-    return (ssize_t)n;
-}
-
 /* inih's ini_reader: one whole line per call, so `line` counts lines.
  * Leading blanks are dropped (an indented line is a plain key, not a
  * continuation) and " # comment" tails go, as in the hostfile. */
@@ -170,8 +133,10 @@ static char *read_line(char *str, int num, void *stream)
 {
     file_reader_t *r = stream;
     int nul;
-    ssize_t n = read_bounded(r, &nul);
-    if (n == -1)
+    ssize_t n = dt_line_read(r->f, &r->buf, &r->cap, &nul);
+    if (n == DT_LINE_NOMEM)
+        r->fail = DT_ERR_NOMEM;
+    if (n == DT_LINE_END || n == DT_LINE_NOMEM)
         return NULL;
     r->line++;
     if (r->line == 1 && n >= 2 && (memcmp(r->buf, "\xff\xfe", 2) == 0 ||
@@ -180,12 +145,12 @@ static char *read_line(char *str, int num, void *stream)
         r->problems++;
         return NULL; /* every line would be unparsable: one message */
     }
-    if (n == -2 || nul) { /* one message, and no more reading */
+    if (n == DT_LINE_TOO_LONG || nul) { /* one message, no more reading */
         char pp[CFG_PRINTABLE_MAX];
         dt_error("%s:%d: %s: not an ini file (check the path)",
                  dt_config_printable(r->path, pp, sizeof pp), r->line,
                  nul ? "a NUL byte (binary data)"
-                     : "a line longer than 16 MiB");
+                     : "a line longer than " DT_LINE_MAX_TEXT);
         r->problems++;
         return NULL;
     }
@@ -266,8 +231,9 @@ static void quote_line(const char *path, int lineno, char *out, size_t len)
     FILE *f = fopen(path, "r");
     char *buf = NULL;
     size_t cap = 0;
+    int nul;
     out[0] = '\0';
-    for (int i = 1; f && getline(&buf, &cap, f) >= 0; i++)
+    for (int i = 1; f && dt_line_read(f, &buf, &cap, &nul) >= 0; i++)
         if (i == lineno) {
             snprintf(out, len, "%s", trim(buf));
             break;

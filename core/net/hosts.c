@@ -10,6 +10,7 @@
 
 #include <dt/hosts.h>
 #include <dt/log.h>
+#include "base/line_read.h"
 
 #define MAX_SLOTS (1 << 20) /* same bound as -n */
 
@@ -378,17 +379,24 @@ dt_status_t dt_hostfile_parse(const char *path, dt_hostlist_t *out)
     int lineno = 0, problems = 0;
     dt_status_t st = DT_OK;
     ssize_t got;
-    while ((got = getline(&buf, &cap, f)) >= 0) {
+    int nul;
+    while ((got = dt_line_read(f, &buf, &cap, &nul)) >= 0 ||
+           got == DT_LINE_TOO_LONG) {
         lineno++;
+        /* A program, an image or a device named by mistake: one message,
+         * and no more reading (/dev/zero is one endless line). */
+        if (got == DT_LINE_TOO_LONG || nul) {
+            dt_error("%s:%d: %s: not a hostfile (check the path; a "
+                     "hostfile is text, one host a line, e.g. 'node1 "
+                     "slots=4')", path, lineno,
+                     nul ? "a NUL byte (binary data)"
+                         : "a line longer than " DT_LINE_MAX_TEXT);
+            problems++;
+            break;
+        }
         char *line = buf;
         if (lineno == 1 && strncmp(line, "\xef\xbb\xbf", 3) == 0)
             line += 3; /* a UTF-8 byte order mark (Windows editors) */
-        if (memchr(buf, '\0', (size_t)got)) { /* text after it unseen */
-            dt_error("%s:%d: a NUL byte in the line: is this a text file "
-                     "of hosts?", path, lineno);
-            problems++;
-            continue;
-        }
         line[strcspn(line, "#")] = '\0';
         if (line[strspn(line, " \t\r\n")] == '\0')
             continue;
@@ -400,7 +408,9 @@ dt_status_t dt_hostfile_parse(const char *path, dt_hostlist_t *out)
         if (lst != DT_OK)
             problems++; /* keep going: report every bad line at once */
     }
-    if (ferror(f)) {
+    if (got == DT_LINE_NOMEM) {
+        st = DT_ERR_NOMEM;
+    } else if (ferror(f)) {
         dt_error("cannot read hostfile '%s': %s", path, strerror(errno));
         st = DT_ERR_IO;
     } else if (problems) {

@@ -15,6 +15,7 @@
 
 #include <dt/log.h>
 #include "config/config_internal.h"
+#include "config/key_table.h"
 #include "plugin_loader.h"
 
 #define PLUGIN_PREFIX "dt_"
@@ -365,6 +366,14 @@ static dt_status_t load_file_locked(const char *path, const dt_plugin_t **out,
     }
     if (check_required_ops(path, p, why, why_len) != 0)
         goto close;
+    char problem[512];
+    if (cfg_key_table_problem(p->keys, problem, sizeof problem) != 0) {
+        snprintf(why, why_len,
+                 "%s: %s plugin '%s' has a bad key table: %s; fix the "
+                 "plugin's .keys (dt/config.h, dt_key_spec_t)",
+                 path, dt_kind_name(p->kind), p->name, problem);
+        goto close;
+    }
     loaded_t *l = calloc(1, sizeof *l);
     if (!l || !(l->path = strdup(path))) {
         free(l);
