@@ -599,11 +599,26 @@ static void test_folder_layout_errors(void **state)
     assert_int_equal(dt_dataset_load_folder(path_of("f4"), DT_SPLIT_TEST,
                                             &opts_rgb4, &ds), DT_ERR_INVALID);
     assert_int_equal(rmdir(path_of("f4/test/fox")), 0);
-    /* no train/ at all; no class folders */
+    /* no test/ beside train/: the layout, not a missing path */
+    assert_int_equal(rename(path_of("f4/test"), path_of("f4/test-off")), 0);
+    assert_int_equal(dt_dataset_load_folder(path_of("f4"), DT_SPLIT_TEST,
+                                            &opts_rgb4, &ds), DT_ERR_INVALID);
+    assert_int_equal(rename(path_of("f4/test-off"), path_of("f4/test")), 0);
+    /* no train/ in a folder of other things (the path names train/
+     * itself): the layout, which a restart meets again; in a missing or
+     * empty folder (storage not mounted yet): not found, which may pass */
     mkdirs("f5/train");
+    mkdirs("f4e");
     assert_int_equal(dt_dataset_load_folder(path_of("f4/train"),
                                             DT_SPLIT_TRAIN, &opts_rgb4, &ds),
+                     DT_ERR_INVALID);
+    assert_int_equal(dt_dataset_load_folder(path_of("f4e"), DT_SPLIT_TRAIN,
+                                            &opts_rgb4, &ds),
                      DT_ERR_NOT_FOUND);
+    assert_int_equal(dt_dataset_load_folder(path_of("f4-gone"),
+                                            DT_SPLIT_TRAIN, &opts_rgb4, &ds),
+                     DT_ERR_NOT_FOUND);
+    /* no class folders */
     assert_int_equal(dt_dataset_load_folder(path_of("f5"), DT_SPLIT_TRAIN,
                                             &opts_rgb4, &ds), DT_ERR_INVALID);
     /* one class: nothing to classify (dtctl leaves it to this message) */

@@ -66,7 +66,17 @@ refused() {
 refused "\[train\] mode = 'asink': use sync or async" -n 2 --set train.mode=asink
 refused "\[cluster\] servers = 0" -n 2 --set cluster.servers=0
 refused "max_staleness = -1" -n 2 --set train.max_staleness=-1
-refused "mode = async does not support clip_grad" -n 2 --set train.clip_grad_norm=1
+refused "error: --set: \[train\] clip_grad_norm is not supported with \[train\] mode = async (job.ini:2): it acts on one step's gradient summed over every worker" \
+    -n 2 --set train.clip_grad_norm=1
+# Each refused setting: where it and mode were set, one reason of its own
+# (work_load's came with a second, shared reason in brackets after its
+# own, and only mode's line).
+cp job.ini wl.ini
+printf '[cluster]\nwork_load = 1,2\n' >>wl.ini
+run -n 2 wl.ini && fail "work_load accepted in async"
+grep -q "error: wl.ini:$(wc -l <wl.ini): \[cluster\] work_load is not supported with \[train\] mode = async (wl.ini:2): it shares a global batch out among the workers, and in async every push is one worker's whole batch; drop it or use mode = sync\$" out ||
+    { cat out; fail "work_load's refusal lacks its line, mode's line or its reason"; }
+grep -q "^\[" out && { cat out; fail "workers were started (work_load)"; }
 refused "servers = 5000: async training takes 1 to 4096 parameter servers" \
     -n 2 --set cluster.servers=5000
 refused "max_staleness = 2000000: .* from 1 to 1000000" \

@@ -316,12 +316,13 @@ int run_restart_next(run_restart_t *r, const supervise_result_t *res,
         return 0;
     }
     /* dt-train's own word that a restart would fail the same way
-     * (diverged, or a configuration error): not restarted. */
+     * (diverged, a configuration error, a data set it cannot use): not
+     * restarted. */
     if (r->trainer && *code == DT_TRAIN_EXIT_FINAL && r->used < r->max) {
         dt_error("not restarting: %s, and a restart repeats it (training "
-                 "diverged, a configuration error or a model too large for "
-                 "the memory: see above); %s", cause,
-                 used);
+                 "diverged, a configuration error, a data set in a wrong "
+                 "format or layout or a model too large for the memory: "
+                 "see above); %s", cause, used);
         record(r, "end", cause, *code, NULL, -1);
         return 0;
     }

@@ -150,8 +150,9 @@ static const char *trainer_code_meaning(const dt_worker_exit_t *ev,
 {
     if (trainer && !ev->signaled && ev->code == DT_TRAIN_EXIT_FINAL)
         return " (dt-train's code for a failure a restart would repeat: a "
-               "configuration error, a model too large for the memory or "
-               "training that diverged; its error above says which)";
+               "configuration error, a model too large for the memory, a "
+               "data set in a wrong format or layout or training that "
+               "diverged; its error above says which)";
     return "";
 }
 

@@ -116,10 +116,14 @@ dt_status_t dt_byte_source_read(dt_byte_source_t *s, void *buf, size_t len,
         if (n < 0 || (n == 0 && !gzeof(s->gz))) {
             int zerr = 0;
             const char *msg = gzerror(s->gz, &zerr);
+            if (zerr == Z_ERRNO) { /* the system's error: may pass */
+                dt_error("%s: cannot read: %s", s->path, strerror(errno));
+                return DT_ERR_IO;
+            }
+            /* The bytes are wrong: every reading meets them again. */
             dt_error("%s: cannot read: %s (the file is damaged or not a "
-                     "valid gzip file; download it again)",
-                     s->path, zerr == Z_ERRNO ? strerror(errno) : msg);
-            return DT_ERR_IO;
+                     "valid gzip file; download it again)", s->path, msg);
+            return DT_ERR_INVALID;
         }
         if (n == 0)
             break;
@@ -132,7 +136,7 @@ dt_status_t dt_byte_source_read(dt_byte_source_t *s, void *buf, size_t len,
         if (zerr != Z_OK && zerr != Z_STREAM_END) {
             dt_error("%s: cannot read: %s (the compressed file is truncated "
                      "or damaged; download it again)", s->path, msg);
-            return DT_ERR_IO;
+            return zerr == Z_ERRNO ? DT_ERR_IO : DT_ERR_INVALID;
         }
     }
     return DT_OK;

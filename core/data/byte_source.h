@@ -25,8 +25,10 @@ int dt_open_regular(const char *path, off_t *size, char *why, size_t whylen,
 /* Logged with the path: a missing or unreadable file, or one that is not a
  * regular file (dt_open_regular). */
 dt_status_t dt_byte_source_open(const char *path, dt_byte_source_t **out);
-/* Read up to len bytes; *got < len only at end of file. A read or
- * decompression error is logged with the path and returns DT_ERR_IO. */
+/* Read up to len bytes; *got < len only at end of file. Errors are
+ * logged with the path: DT_ERR_IO when the system failed the read (it may
+ * pass), DT_ERR_INVALID when the compressed data is damaged or cut short
+ * (every reading meets it again). */
 dt_status_t dt_byte_source_read(dt_byte_source_t *s, void *buf, size_t len,
                                 size_t *got);
 void dt_byte_source_close(dt_byte_source_t *s);

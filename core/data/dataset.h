@@ -95,7 +95,10 @@ dt_status_t dt_dataset_load_folder(const char *dir, dt_split_t split,
  * (directory), mean/std, train_samples/test_samples (keep only N: the
  * first N, or for a folder N spread over its classes; 0: all), and per data set cifar100_labels (fine, coarse), channels,
  * image_size, bad_images and decode (load, loader) (folder). Files are found under path by their
- * usual names, plain or .gz. */
+ * usual names, plain or .gz. Errors are logged: DT_ERR_INVALID for data
+ * found but wrong (a format, a layout, a content every reading meets
+ * again), DT_ERR_CONFIG for a wrong key, DT_ERR_NOT_FOUND and DT_ERR_IO
+ * for data missing or unreadable (storage not mounted yet: may pass). */
 dt_status_t dt_dataset_load(const dt_config_t *cfg, dt_split_t split,
                             dt_dataset_t *out);
 

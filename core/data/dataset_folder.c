@@ -23,7 +23,10 @@
  * image, and an unreadable or corrupt image (also one that is not a
  * regular file, e.g. a named pipe) unless skip_bad is set: then it is
  * skipped with a warning (the first 10 named, then a count), and a class
- * left without images is an error again. */
+ * left without images is an error again. What a restart would meet again
+ * (the layout, an image that does not decode) is DT_ERR_INVALID; a
+ * missing or empty data folder and a read the system failed are
+ * DT_ERR_NOT_FOUND and DT_ERR_IO (storage not mounted yet may come). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -101,11 +104,11 @@ static dt_status_t bad_class_entry(const char *p, int err)
                  "labels)", p, err == ELOOP ? "a symbolic link loop"
                                             : "a broken symbolic link",
                  to, strerror(err));
-    } else {
-        dt_error("%s: cannot tell whether it is a class folder: %s (make it "
-                 "readable or remove it)", p, strerror(err));
+        return DT_ERR_INVALID;
     }
-    return DT_ERR_INVALID;
+    dt_error("%s: cannot tell whether it is a class folder: %s (make it "
+             "readable or remove it)", p, strerror(err));
+    return DT_ERR_IO; /* the system's refusal (EIO, EACCES): may pass */
 }
 
 /* Entry name of dir into out when it is what list_dir wants. */
@@ -155,20 +158,40 @@ static dt_status_t list_dir(const char *dir, int dirs, strlist_t *out,
     return st;
 }
 
+/* dir exists and holds a visible entry: its layout, not its presence, is
+ * what is wrong. */
+static int has_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int any = 0;
+    while (d && !any && (e = readdir(d)))
+        any = e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return any;
+}
+
+/* dir/name, a folder. Missing from a folder that holds other things (a
+ * test/ beside train/, class folders without train/ above them): the
+ * layout is wrong and a restart meets it again (DT_ERR_INVALID). Missing
+ * from a missing or empty folder (network storage not mounted yet): may
+ * pass (DT_ERR_NOT_FOUND). */
 static dt_status_t split_dir(const char *dir, const char *name, char **out)
 {
     struct stat sb;
     if (!(*out = join(dir, name)))
         return DT_ERR_NOMEM;
-    if (stat(*out, &sb) == 0 && S_ISDIR(sb.st_mode))
+    int err = stat(*out, &sb) != 0 ? errno : 0;
+    if (!err && S_ISDIR(sb.st_mode))
         return DT_OK;
     dt_error("[data] path %s: no %s/ folder there (%s). dataset = folder "
              "reads PATH/train/<class>/*.png|jpg|jpeg for training and "
              "PATH/test/<class>/... for evaluation, one subfolder per class",
-             dir, name, strerror(errno ? errno : ENOTDIR));
+             dir, name, strerror(err ? err : ENOTDIR));
     free(*out);
     *out = NULL;
-    return DT_ERR_NOT_FOUND;
+    return has_entries(dir) ? DT_ERR_INVALID : DT_ERR_NOT_FOUND;
 }
 
 /* Every sample's file and label, classes in order. */
@@ -372,7 +395,10 @@ dt_status_t dt_dataset_load_folder(const char *dir, dt_split_t split,
             dt_error("%s%s", err,
                      fatal ? "" : " ([data] bad_images = skip leaves such "
                                   "files out)");
-            st = fatal ? dst : DT_ERR_INVALID;
+            /* A read the system failed (or a file gone since it was
+             * listed) may pass; a file that does not decode stays so. */
+            st = fatal || dst == DT_ERR_IO || dst == DT_ERR_NOT_FOUND
+                     ? dst : DT_ERR_INVALID;
             break;
         }
         if (++skipped <= SKIP_LOG_LINES)

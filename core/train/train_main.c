@@ -10,8 +10,8 @@
  *
  * Exit status: 0 trained, 1 failed (the reason is logged), 65
  * (DT_TRAIN_EXIT_FINAL) failed in a way a restart repeats (diverged, a
- * configuration error, a model too large for the host's memory: dtctl
- * does not restart it), 75
+ * configuration error, a model too large for the host's memory, a data
+ * set in a wrong format or layout: dtctl does not restart it), 75
  * (DT_TRAIN_EXIT_PREEMPTED) preempted by SIGTERM or SIGUSR1 after every
  * rank wrote its checkpoint: rerun with --resume. */
 #include <errno.h>

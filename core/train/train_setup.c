@@ -93,28 +93,77 @@ static dt_status_t read_mode(const dt_config_t *cfg, dt_trainer_t *t)
     return dt_config_get_bool(cfg, "train", "push_overlap", &t->push_overlap);
 }
 
-/* What async mode does not do (yet): refused by name, before any worker
- * starts (dtctl runs this check too). */
+/* One setting async mode refuses: its key, where it was set, and why. */
+typedef struct async_refusal {
+    const char *setting; /* "[model] sync_bn" */
+    const char *where;   /* its origin: file:line, --set, DT_..., default */
+    const char *why;
+} async_refusal_t;
+
+#define ASYNC_REFUSALS 6 /* every check below at once */
+
+/* The settings async mode does not do (yet), each with its own reason,
+ * into r[ASYNC_REFUSALS]; returns how many. */
+static int async_refusals(const dt_config_t *cfg, const dt_trainer_t *t,
+                          bool sync_bn, async_refusal_t *r)
+{
+    int n = 0;
+    static const char step_sum[] = "it acts on one step's gradient summed "
+                                   "over every worker, which async never "
+                                   "forms (each push is one worker's)";
+    if (t->clip.max_norm > 0)
+        r[n++] = (async_refusal_t){"[train] clip_grad_norm",
+                                   origin(cfg, "train", "clip_grad_norm"),
+                                   step_sum};
+    if (t->clip.max_value > 0)
+        r[n++] = (async_refusal_t){"[train] clip_grad_value",
+                                   origin(cfg, "train", "clip_grad_value"),
+                                   step_sum};
+    if (t->on_divergence == DT_DIVERGE_HALVE_LR)
+        r[n++] = (async_refusal_t){
+            "[train] on_divergence = halve_lr",
+            origin(cfg, "train", "on_divergence"),
+            "it rolls every worker back to one checkpoint together, and "
+            "async workers are not in step"};
+    if (sync_bn)
+        r[n++] = (async_refusal_t){
+            "[model] sync_bn", origin(cfg, "model", "sync_bn"),
+            "it normalizes with statistics gathered from every worker's "
+            "batch in one step, and async workers are not in step"};
+    if (t->work_load || t->work_load_auto)
+        r[n++] = (async_refusal_t){
+            "[cluster] work_load", origin(cfg, "cluster", "work_load"),
+            "it shares a global batch out among the workers, and in async "
+            "every push is one worker's whole batch"};
+    if (t->ls.enabled) {
+        /* Unset, loss_scale follows precision = fp16: name that. */
+        int by_precision = !dt_config_get(cfg, "train", "loss_scale");
+        r[n++] = (async_refusal_t){
+            by_precision ? "[train] precision = fp16 (its default "
+                           "loss_scale = dynamic)"
+                         : "[train] loss_scale",
+            origin(cfg, "train", by_precision ? "precision" : "loss_scale"),
+            "a step is skipped when the gradients summed over every worker "
+            "overflow, and async never sums them"};
+    }
+    return n;
+}
+
+/* What async mode does not do (yet): each setting refused by name, with
+ * where it and mode were set, before any worker starts (dtctl runs this
+ * check too). */
 static dt_status_t check_async(const dt_config_t *cfg, const dt_trainer_t *t)
 {
     bool sync_bn = false;
     DT_CHECK(dt_config_get_bool(cfg, "model", "sync_bn", &sync_bn));
-    const char *what = dt_grad_clip_enabled(&t->clip) ? "clip_grad_value / "
-                                                        "clip_grad_norm"
-                       : t->on_divergence == DT_DIVERGE_HALVE_LR
-                           ? "on_divergence = halve_lr"
-                       : sync_bn ? "[model] sync_bn"
-                       : t->work_load || t->work_load_auto
-                           ? "[cluster] work_load (every push is one "
-                             "worker's whole batch)"
-                       : t->ls.enabled ? "[train] loss_scale"
-                           : NULL;
-    if (what) {
-        dt_error("%s: [train] mode = async does not support %s (it needs "
-                 "every worker's gradients in one step); use mode = sync or "
-                 "drop it", origin(cfg, "train", "mode"), what);
+    async_refusal_t r[ASYNC_REFUSALS];
+    int n = async_refusals(cfg, t, sync_bn, r);
+    for (int i = 0; i < n; i++)
+        dt_error("%s: %s is not supported with [train] mode = async (%s): "
+                 "%s; drop it or use mode = sync", r[i].where, r[i].setting,
+                 origin(cfg, "train", "mode"), r[i].why);
+    if (n > 0)
         return DT_ERR_CONFIG;
-    }
     /* The servers' protocol keeps a receive of each kind posted and matches
      * messages by tag; nccl matches point-to-point messages by posting
      * order only, so replies would land in the wrong buffers. */
@@ -630,10 +679,30 @@ static dt_status_t largest_share(const dt_trainer_t *t, size_t *out)
                         &least, &rank, out);
 }
 
+/* A split of the data set. Data found but wrong (a format, a layout, an
+ * image that does not decode) fails every attempt alike: DT_ERR_CONFIG,
+ * for which dt-train exits DT_TRAIN_EXIT_FINAL and dtctl does not
+ * restart. Data missing or unreadable may come (storage not mounted
+ * yet, a passing I/O error): left to --max-restarts, and said so. */
+static dt_status_t load_split(const dt_config_t *cfg, dt_split_t split,
+                              dt_dataset_t *ds)
+{
+    dt_status_t st = dt_dataset_load(cfg, split, ds);
+    if (st == DT_ERR_INVALID)
+        return DT_ERR_CONFIG;
+    if (st == DT_ERR_NOT_FOUND || st == DT_ERR_IO)
+        dt_error("the data set is missing or could not be read (above): "
+                 "a failure that may pass (storage not mounted yet, an I/O "
+                 "error), so dtctl run --max-restarts ([cluster] "
+                 "max_restarts) restarts the job for it; data in a wrong "
+                 "format or layout is not restarted");
+    return st;
+}
+
 static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
 {
-    DT_CHECK(dt_dataset_load(cfg, DT_SPLIT_TRAIN, &t->train));
-    DT_CHECK(dt_dataset_load(cfg, DT_SPLIT_TEST, &t->test));
+    DT_CHECK(load_split(cfg, DT_SPLIT_TRAIN, &t->train));
+    DT_CHECK(load_split(cfg, DT_SPLIT_TEST, &t->test));
     /* One model reads both: the test set must be the training set's
      * shape (its samples go through the training set's buffers). */
     if (t->test.channels != t->train.channels ||
@@ -648,7 +717,7 @@ static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
                  t->train.height, t->train.width, t->train.nclasses,
                  t->test.channels, t->test.height, t->test.width,
                  t->test.nclasses);
-        return DT_ERR_INVALID;
+        return DT_ERR_CONFIG; /* a restart loads the same */
     }
     /* Before a collective every rank passes before any allocates its
      * model: no rank's measure holds a neighbour's parameters. */

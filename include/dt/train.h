@@ -46,7 +46,9 @@ dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy);
 /* dt_train_run failed in a way a restart repeats: training diverged
  * (DT_ERR_DIVERGED: on_divergence = stop, or its rollbacks used up) or
  * the configuration is wrong (DT_ERR_CONFIG; also a model and batch
- * that clearly cannot fit in the host's memory). dt-train exits with this
+ * that clearly cannot fit in the host's memory, and a data set in a
+ * wrong format or layout; a missing or unreadable one is left to
+ * restarts). dt-train exits with this
  * (EX_DATAERR of sysexits.h) and dtctl --max-restarts does not restart
  * the job. */
 #define DT_TRAIN_EXIT_FINAL 65

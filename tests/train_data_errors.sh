@@ -1,0 +1,111 @@
+#!/bin/sh
+# train_data_errors.sh — a data set every attempt would find wrong is not
+# restarted; one that is missing (storage not mounted yet) is.
+#   - found but wrong: an image folder without test/, with an empty class
+#     folder, with an image that does not decode; an IDX file (Fashion-
+#     MNIST's format) with a bad magic or cut short; a damaged .gz: with
+#     --max-restarts 2, dt-train exits 65 and dtctl says it does not
+#     restart (each was exit 1, restarted twice with backoff, failing the
+#     same way each time);
+#   - an empty data folder (a mount point before its storage is mounted):
+#     exit 1, restarted, and the worker says that it will be.
+# Images are written by tests/make_images (libpng + libjpeg).
+gen="$top_builddir/tests/make_images"
+if [ ! -x "$gen" ]; then
+    echo "SKIP: tests/make_images not built (needs libpng-dev and libjpeg62-turbo-dev)"
+    exit 77
+fi
+tmp=$(mktemp -d /tmp/dt-data-errors-test.XXXXXX) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 143' INT TERM # dash runs no EXIT trap on a signal
+cd "$tmp" || exit 99
+fail() { echo "FAIL: $*"; exit 1; }
+
+cat >job.ini <<'INI'
+[train]
+epochs = 1
+batch_size = 4
+device = cpu
+threads = 1
+[model]
+layers = flatten linear(2)
+[data]
+dataset = folder
+path = img
+image_size = 8
+[cluster]
+restart_backoff = 0.1s
+INI
+run() { timeout 120 "$DTCTL" run -n 1 --max-restarts 2 "$@" job.ini >out 2>&1; }
+
+# not_restarted WHAT PATTERN DTCTL-ARGS...: exit 65, the worker's error,
+# dtctl's word, and no restart.
+not_restarted() {
+    what=$1 want=$2
+    shift 2
+    run "$@"
+    rc=$?
+    [ $rc -eq 65 ] || { cat out; fail "$what: exited $rc, not 65"; }
+    grep -q -- "$want" out || { cat out; fail "$what: no '$want'"; }
+    grep -q "error: not restarting: .*a data set in a wrong format or layout" out ||
+        { cat out; fail "$what: dtctl does not say it is not restarting"; }
+    n=$(grep -c "restart [0-9]* of 2:" out)
+    [ "$n" -eq 0 ] || { cat out; fail "$what: restarted $n times"; }
+}
+
+# A fresh 2-class folder of 8x8 images, 4 training and 2 test per class.
+fresh() {
+    rm -rf img
+    "$gen" folder img 2 4 2 8 png 1 >/dev/null || fail "make_images folder"
+}
+
+fresh
+rm -r img/test
+not_restarted "no test/" "path img: no test/ folder there"
+
+fresh
+rm img/train/c01/*
+not_restarted "an empty class" "img/train/c01: empty class folder"
+
+fresh
+printf 'not a png at all' >img/train/c01/00000.png
+not_restarted "an image that does not decode" "img/train/c01/00000.png"
+
+# IDX: the Fashion-MNIST format. The labels are fine; the images are not.
+mkdir idx
+printf '\000\000\010\001\000\000\000\004\000\001\002\003' >idx/train-labels-idx1-ubyte
+cp idx/train-labels-idx1-ubyte idx/t10k-labels-idx1-ubyte
+printf 'GIF89a, not IDX at all' >idx/train-images-idx3-ubyte
+cp idx/train-images-idx3-ubyte idx/t10k-images-idx3-ubyte
+# idx_case WHAT PATTERN: not_restarted on the IDX files (10 classes)
+idx_case() {
+    not_restarted "$1" "$2" --set data.dataset=fashion-mnist \
+        --set data.path=idx --set "model.layers=flatten linear(10)"
+}
+idx_case "an IDX bad magic" "idx/train-images-idx3-ubyte: not an IDX file"
+# 4 images of 28x28 announced, 100 bytes there
+{ printf '\000\000\010\003\000\000\000\004\000\000\000\034\000\000\000\034'
+  head -c 100 /dev/zero; } >idx/train-images-idx3-ubyte
+idx_case "a truncated IDX file" "idx/train-images-idx3-ubyte: truncated"
+if [ "${DT_HAVE_ZLIB:-yes}" = yes ] && command -v gzip >/dev/null; then
+    # 1000 images of 28x28 announced, the .gz cut in the middle of them.
+    { printf '\000\000\010\003\000\000\003\350\000\000\000\034\000\000\000\034'
+      head -c 784000 /dev/urandom; } | gzip -c >full.gz
+    head -c 5000 full.gz >idx/train-images-idx3-ubyte.gz
+    rm idx/train-images-idx3-ubyte
+    idx_case "a damaged .gz" "idx/train-images-idx3-ubyte.gz: cannot read"
+fi
+
+# ---- missing: may be storage not mounted yet, so restarted ----------------
+# An empty folder, as a mount point before its storage is mounted.
+mkdir mnt
+run --set data.path=mnt
+rc=$?
+[ $rc -eq 1 ] || { cat out; fail "an empty data folder exited $rc, not 1"; }
+grep -q "path mnt: no train/ folder there" out || { cat out; fail "no word on the missing train/"; }
+grep -q "error: the data set is missing or could not be read (above): a failure that may pass .* --max-restarts .* restarts the job for it" out ||
+    { cat out; fail "the worker does not say a missing data set is retried"; }
+n=$(grep -c "restart [0-9]* of 2:" out)
+[ "$n" -eq 2 ] || { cat out; fail "an empty data folder was restarted $n times, not 2"; }
+grep -q "not restarting" out && { cat out; fail "an empty data folder was not restarted"; }
+exit 0
