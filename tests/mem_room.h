@@ -13,20 +13,7 @@
 #include <unistd.h>
 
 #include <dt/status.h>
-
-/* This process's address space in bytes (VmSize), 0 if unknown. */
-static inline size_t vm_size(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    unsigned long long kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmSize: %llu kB", &kb) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return (size_t)kb << 10;
-}
+#include "base/proc_status.h" /* VmSize */
 
 /* fn's status, run in a child whose address space may grow by `room`
  * bytes only (free heap and reserved arenas it has may add some: keep
@@ -39,7 +26,7 @@ static inline dt_status_t with_room(dt_status_t (*fn)(void), size_t room,
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        size_t vm = vm_size();
+        size_t vm = (size_t)dt_proc_mapped_bytes();
         struct rlimit lim = {vm + room, vm + room};
         if (vm == 0 || setrlimit(RLIMIT_AS, &lim) != 0)
             _exit(100);
