@@ -79,8 +79,10 @@ dt_status_t dt_ckpt_check_dir(const char *dir);
  * (ckpt_lock.c), which also records this process's pid, host and start
  * time. DT_ERR_CONFIG when another live process holds it, logged naming
  * dir, that holder and what to do; DT_ERR_IO when the file cannot be
- * opened or locked. *fd: the lock, for dt_ckpt_unlock (-1 on failure). */
-dt_status_t dt_ckpt_lock(const char *dir, int *fd);
+ * opened or locked. A holder that lets go within wait_s seconds (> 0: a
+ * restart, whose previous rank 0 may still be ending) is waited for,
+ * said once. *fd: the lock, for dt_ckpt_unlock (-1 on failure). */
+dt_status_t dt_ckpt_lock(const char *dir, double wait_s, int *fd);
 /* Release it (the process's end does too); sets *fd to -1. */
 void dt_ckpt_unlock(int *fd);
 

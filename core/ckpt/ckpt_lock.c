@@ -7,7 +7,9 @@
  * ends, however (kill -9, OOM), so a dead job never blocks the next one
  * and no stale lock needs breaking. The file holds who took it, for the
  * message the next job prints; it stays (removing it would let a third
- * job lock a new file while the second still holds the old one). NFS:
+ * job lock a new file while the second still holds the old one). A
+ * restart may wait for it: the previous attempt's rank 0 on a host cut
+ * off from dtctl ends only at its own timeout. NFS:
  * Linux maps flock to NFS byte-range locks, seen by every client; with
  * the `nolock` mount option they are local to each host. */
 #define _GNU_SOURCE
@@ -52,7 +54,41 @@ static void write_holder(int fd)
                  strerror(errno));
 }
 
-dt_status_t dt_ckpt_lock(const char *dir, int *fd_out)
+/* flock, tried again every 100 ms for up to wait_s seconds while another
+ * process holds it (said once, naming it). */
+static int lock_within(int fd, const char *dir, double wait_s)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int said = 0;
+    for (;;) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+            return 0;
+        if (errno != EWOULDBLOCK || !(wait_s > 0))
+            return -1;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double spent = (double)(now.tv_sec - t0.tv_sec) +
+                       (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
+        if (spent >= wait_s) {
+            errno = EWOULDBLOCK;
+            return -1;
+        }
+        if (!said) {
+            char who[400];
+            read_holder(fd, who, sizeof who);
+            dt_info("[train] checkpoint_dir %s is still locked (%s): "
+                    "waiting up to %.0f s (half the [cluster] timeout) for "
+                    "the previous attempt's rank 0 to end",
+                    dir, who, wait_s);
+            said = 1;
+        }
+        struct timespec nap = {0, 100 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+    }
+}
+
+dt_status_t dt_ckpt_lock(const char *dir, double wait_s, int *fd_out)
 {
     char path[4096];
     *fd_out = -1;
@@ -64,7 +100,7 @@ dt_status_t dt_ckpt_lock(const char *dir, int *fd_out)
                  path, strerror(errno));
         return DT_ERR_IO;
     }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (lock_within(fd, dir, wait_s) != 0) {
         int err = errno;
         char who[400];
         read_holder(fd, who, sizeof who);

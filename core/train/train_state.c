@@ -34,6 +34,7 @@
 #include "nn/model.h"
 #include "coll/coll.h"
 #include "train.h"
+#include "ps_common.h"
 
 enum { TAG_META = 1, TAG_PARAMS = 2, TAG_OPT_STATE = 3, TAG_OPT_NAME = 4 };
 /* Its own section rather than a META version: META's layout is the
@@ -1177,13 +1178,22 @@ static dt_status_t check_fresh(const dt_trainer_t *t)
 }
 
 /* Rank 0: what checkpoint_dir must be before training; then it is this
- * job's alone until teardown (a second job is refused, naming us). */
+ * job's alone until teardown (a second job is refused, naming us). In
+ * dtctl's restart (DT_RESTART_COUNT > 0) the holder is most likely the
+ * previous attempt's rank 0, still ending on a host dtctl lost (it ends
+ * at its transport timeout): wait for it, not fail with the "not
+ * restarted" status at once. Half the [cluster] timeout at most: the
+ * other ranks wait on rank 0's word that long, and at the whole timeout
+ * they would take it for hung. */
 static dt_status_t check_ckpt_dir(dt_trainer_t *t)
 {
     if (!t->ckpt_dir)
         return DT_OK;
     DT_CHECK(dt_ckpt_check_dir(t->ckpt_dir));
-    DT_CHECK(dt_ckpt_lock(t->ckpt_dir, &t->ckpt_lock));
+    const char *rc = getenv("DT_RESTART_COUNT");
+    double wait_s = rc && atoi(rc) > 0 ? ps_live_from(t->cfg).timeout / 2
+                                        : 0;
+    DT_CHECK(dt_ckpt_lock(t->ckpt_dir, wait_s, &t->ckpt_lock));
     return t->resume ? DT_OK : check_fresh(t);
 }
 

@@ -160,6 +160,8 @@ typedef struct tcp_ctx {
     double wait_note_after;
     int wait_noted;       /* a record "waiting on P" is in the store */
     int wait_notes_off;   /* a record failed: write no more (tcp_cause.c) */
+    int store_answered;   /* the failure path's bounded probe of the store
+                             was answered: the rest of it may use it */
     long long wait_seq;   /* refreshes so far: a live waiter's record moves */
     struct pollfd *pfds;
     tcp_sock_t **pfd_sock;
@@ -175,12 +177,14 @@ void tcp_close_all(tcp_ctx_t *c);
  * the store holds (or this call records, for suspect >= 0: first writer
  * wins) the job's root cause; 0 when unknown (no store, or it failed).
  * Bounded: waits at most a couple of seconds, never on a store that is
- * gone (a stopped one can still hold this failure path up to the store
- * client's I/O limit; the data path's wait records never wait on it for
- * more than TCP_WAIT_NOTE_IO_S). A mismatch (the ranks called different
- * collectives or counts: suspect is the peer whose message showed it)
- * names no failed rank to dtctl: the job's failure record (dt/store.h) is
- * left to others. */
+ * gone; one that does not answer a first bounded write (a stopped dtctl,
+ * a host cut off from dtctl's) is not used for this failure (one that
+ * stops right after it answered can still hold this failure path up to
+ * the store client's I/O limit; the data path's wait records never wait
+ * on it for more than TCP_WAIT_NOTE_IO_S). A mismatch (the ranks called
+ * different collectives or counts: suspect is the peer whose message
+ * showed it) names no failed rank to dtctl: the job's failure record
+ * (dt/store.h) is left to others. */
 #define TCP_HOW_MAX 16
 #define TCP_HOW_MISMATCH "mismatch"
 int tcp_cause_resolve(tcp_ctx_t *c, int suspect, const char *how,

@@ -13,7 +13,10 @@
  *
  * Bounded: a lookup does not wait; only a rank that lost the election
  * waits (at most CAUSE_WAIT_S) for the winner's record. A store that is
- * gone fails at once, and the rank then reports what it saw itself. */
+ * gone fails at once, and one that does not answer at all (a stopped
+ * dtctl, its host cut off from this one) is found by a bounded write
+ * first (store_answers); either way the rank then reports what it saw
+ * itself. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +28,12 @@
 
 /* How long a rank that lost the election waits for the winner's record. */
 #define CAUSE_WAIT_S 2.0
+/* How long a failing rank waits for the store to take one write before it
+ * gives up on the store for this failure (store_answers): well above what
+ * a loaded store takes (8 ranks on 2 cores under the sanitizers), so the
+ * failure record, which names the culprit, is kept but for a stopped or
+ * unreachable dtctl. */
+#define CAUSE_PROBE_S 5.0
 
 static void cause_key(const tcp_ctx_t *c, const char *what, char *key,
                       size_t len)
@@ -62,6 +71,36 @@ static int store_usable(tcp_ctx_t *c, dt_status_t st)
     return 0;
 }
 
+/* Whether the store answers at all, asked once per failure with a write
+ * bounded by CAUSE_PROBE_S. The failure path's other requests each wait
+ * up to the store client's I/O limit (60 s), and the reply owed for a wait
+ * record that timed out (wait_put) made each of them wait that long: a
+ * rank whose host lost its link to dtctl's exited some 3 minutes after
+ * its own timeout, holding its GPU, and its rank 0 the checkpoint lock a
+ * restart needs. The write reads any owed reply first, so a store that
+ * was only slow for a while is still used. */
+static int store_answers(tcp_ctx_t *c)
+{
+    if (!c->store)
+        return 0;
+    if (c->store_answered)
+        return 1;
+    char key[96];
+    snprintf(key, sizeof key, "tcp/%lld/probe/%d", c->epoch, c->rank);
+    dt_status_t st = dt_store_set_bounded(c->store, key, "1", 1,
+                                          CAUSE_PROBE_S);
+    if (st == DT_OK) {
+        c->store_answered = 1;
+        return 1;
+    }
+    dt_warn("tcp: rank %d: the rendezvous store did not answer within "
+            "%.0f s (%s): is dtctl stopped or its host unreachable? "
+            "Reporting this rank's own view of the failure",
+            c->rank, CAUSE_PROBE_S, dt_status_str(st));
+    c->store = NULL;
+    return 0;
+}
+
 static int lookup(tcp_ctx_t *c, double wait, int *failed, int *detector,
                   char *how)
 {
@@ -80,7 +119,7 @@ static int lookup(tcp_ctx_t *c, double wait, int *failed, int *detector,
 int tcp_cause_resolve(tcp_ctx_t *c, int suspect, const char *how,
                       int *failed, int *detector, char *found_how)
 {
-    if (!c->store)
+    if (!store_answers(c))
         return 0;
     if (lookup(c, 0, failed, detector, found_how))
         return 1;
@@ -249,7 +288,7 @@ out:
 int tcp_silent_root(tcp_ctx_t *c, int peer, char *chain, size_t len)
 {
     snprintf(chain, len, "%d", peer);
-    if (!c->store)
+    if (!store_answers(c))
         return peer;
     /* A rank at the end may have started to wait only just now, not long
      * enough to say so: look once it would have. */
