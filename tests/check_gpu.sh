@@ -39,6 +39,15 @@ if [ $no_driver = 1 ]; then
         fail "--nproc-per-node gpu started workers without a GPU"
     grep -q "error: --nproc-per-node gpu: no GPU here (no NVIDIA driver" "$tmp/n0" ||
         { cat "$tmp/n0"; fail "--nproc-per-node gpu without a GPU not explained"; }
+    # torchrun's auto: no GPU, one worker per CPU (pinned to one: one)
+    cpu=$(taskset -pc $$ 2>/dev/null | sed 's/.*: *//; s/[-,].*//')
+    if [ -n "$cpu" ]; then
+        LD_LIBRARY_PATH=/nonexistent taskset -c "$cpu" "$DTCTL" --nproc-per-node auto run -- sh -c 'echo "ws=$WORLD_SIZE"' >"$tmp/a0" 2>&1 ||
+            { cat "$tmp/a0"; fail "--nproc-per-node auto without a GPU failed"; }
+        [ "$(grep -c 'ws=1$' "$tmp/a0")" = 1 ] &&
+            grep -q "info: --nproc-per-node auto: 1 CPU here (no GPU: no NVIDIA driver" "$tmp/a0" ||
+            { cat "$tmp/a0"; fail "--nproc-per-node auto without a GPU: want one worker per CPU, said"; }
+    fi
     echo "no driver: named; device = cuda refused, a cpu job passes"
 fi
 
@@ -61,11 +70,16 @@ DT_STANDIN_GPUS=3 "$DTCTL" --nproc-per-node gpu run -- sh -c 'echo "ws=$WORLD_SI
 [ "$(grep -c 'ws=3$' "$tmp/n3")" = 3 ] || { cat "$tmp/n3"; fail "--nproc-per-node gpu did not start 3 workers of 3"; }
 grep -q "info: --nproc-per-node gpu: 3 GPUs here (Stand-in GPU A): 3 workers" "$tmp/n3" ||
     { cat "$tmp/n3"; fail "no line saying how many GPUs were counted"; }
+# auto: one per GPU where there are GPUs
+DT_STANDIN_GPUS=3 "$DTCTL" --nproc-per-node auto run -- sh -c 'echo "ws=$WORLD_SIZE"' >"$tmp/a3" 2>&1 ||
+    { cat "$tmp/a3"; fail "--nproc-per-node auto with 3 GPUs"; }
+[ "$(grep -c 'ws=3$' "$tmp/a3")" = 3 ] && grep -q "info: --nproc-per-node auto: 3 GPUs here (Stand-in GPU A): 3 workers" "$tmp/a3" ||
+    { cat "$tmp/a3"; fail "--nproc-per-node auto did not start one worker per GPU"; }
 "$DTCTL" --nproc-per-node gpu -H localhost:2 run -- true >"$tmp/n4" 2>&1 &&
     fail "--nproc-per-node gpu with a host list accepted"
 grep -q "counts this machine's GPUs; with a host list give each host's slots" "$tmp/n4" ||
     { cat "$tmp/n4"; fail "--nproc-per-node gpu with -H not explained"; }
-echo "--nproc-per-node gpu: 3 workers on 3 (stand-in) GPUs; refused without a GPU and with -H"
+echo "--nproc-per-node gpu: 3 workers on 3 (stand-in) GPUs; refused without a GPU and with -H; auto: GPUs, else CPUs"
 
 # nccl: one rank per GPU. 4 ranks on a host with 2 GPUs: refused.
 "$DTCTL" -H localhost:4 --transport=nccl check >"$tmp/c2" 2>&1 &&

@@ -46,6 +46,17 @@ for opt in "--nproc-per-node 3" "--nproc-per-node=3" "--nproc_per_node=3" "--sta
     dt run $opt -- sh -c 'echo $RANK/$WORLD_SIZE' >out 2>&1 || fail "$opt: exit $?: $(cat out)"
     [ "$(ranks)" = "[0] 0/3 [1] 1/3 [2] 2/3 " ] || fail "$opt: want 3 ranks on one host, got: $(cat out)"
 done
+# torchrun's --nproc-per-node cpu: one worker per CPU dtctl may run on
+# (pinned to one CPU here: exactly one worker); with a host list refused.
+if cpu=$(taskset -pc $$ 2>/dev/null | sed 's/.*: *//; s/[-,].*//') && [ -n "$cpu" ]; then
+    taskset -c "$cpu" "$DTCTL" run --nproc_per_node=cpu -- sh -c 'echo $RANK/$WORLD_SIZE' >out 2>&1 ||
+        fail "--nproc_per_node=cpu on one CPU: exit $?: $(cat out)"
+    [ "$(ranks)" = "[0] 0/1 " ] && grep -q "info: --nproc-per-node cpu: 1 CPU here: 1 worker" out ||
+        fail "--nproc_per_node=cpu on one CPU: want 1 rank, said: $(cat out)"
+else
+    echo "note: taskset missing: --nproc-per-node cpu not run"
+fi
+want="--nproc-per-node cpu counts this machine's CPUs; with a host list give each host's slots"; refused --nproc-per-node cpu -H localhost:2
 # With a host list: N on every host (hosts, slots and np as dtctl config shows).
 dt config --nproc-per-node 4 -H node1,node2:2 >out 2>&1 || fail "--nproc-per-node with -H: exit $?: $(cat out)"
 grep -q '^hosts = node1:4,node2:4 .*(--nproc-per-node)' out && grep -q '^np = 8 .*(--nproc-per-node)' out ||
@@ -117,12 +128,12 @@ want="option '--node-rank' has no dtctl equivalent: .*-H node1:N,node2:N"; refus
 want="option '--rdzv-endpoint' has no dtctl equivalent"; refused --rdzv-endpoint h:1
 want="option '--mpi' has no dtctl equivalent: use --launcher=mpi"; refused --mpi
 want="-n 2 and --nproc-per-node 3 disagree"; refused -n 2 --nproc-per-node 3
-want="--nproc-per-node wants a number from 1 to 1048576 or gpu, got 'two'"; refused --nproc-per-node two
+want="--nproc-per-node wants a number from 1 to 1048576, gpu, cpu or auto, got 'two'"; refused --nproc-per-node two
 # Too many workers: the bound is said (2^31 - 1 is positive; "wants a
 # positive number" was all it said).
 want="-n/--np wants a number of workers from 1 to 1048576, got '2147483647'"; refused -n 2147483647
 want="-n/--np wants a number of workers from 1 to 1048576, got '1048577'"; refused -n 1048577
-want="--nproc-per-node wants a number from 1 to 1048576 or gpu, got '2147483648'"; refused --nproc-per-node 2147483648
+want="--nproc-per-node wants a number from 1 to 1048576, gpu, cpu or auto, got '2147483648'"; refused --nproc-per-node 2147483648
 want="\[cluster\] np = 2147483648 (from --set) is not a usable number of workers; want 1 to 1048576"; refused --set cluster.np=2147483648
 # An unknown option: the nearest one, when one is near.
 want="unknown option '--trasnport'; did you mean '--transport'?"; refused --trasnport tcp
@@ -138,6 +149,12 @@ dt --l local run --trans=tcp -n 1 -- sh -c 'echo STARTED' >out 2>&1 && grep -qx 
 want="option '--max' is ambiguous: it could be --max-restarts, --max-np"; refused --max 3
 # mpirun's habit, the program's options among dtctl's: the '--' said
 want="unknown option '--lr'; .*go after '--': dtctl run -n 2 -- python3 train.py --lr 0.1"; refused -np 2 python3 train.py --lr 0.1
+# torchrun's habit, the script right after the options: the advice names
+# python3 (a bare "-- train.py" would not start: not on PATH)
+dt run --nproc_per_node 2 train.py >out 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q -- "'train.py' is not a job file (JOB.ini); .*dtctl run -n 4 -- python3 train.py \.\.\." out ||
+    fail "run --nproc_per_node 2 train.py: want exit 2 and '-- python3 train.py', got $rc: $(cat out)"
+want="'prog' is not a job file (JOB.ini); .*dtctl run -n 4 -- prog \.\.\."; refused -n 2 prog
 # another command's option is refused, not ignored
 want="--sizes is an option of dtctl bench, not of dtctl run"; refused --sizes 4K
 dt config --iters 3 >out 2>&1 && fail "dtctl config --iters 3 accepted"

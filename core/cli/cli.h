@@ -5,9 +5,12 @@
 #include <dt/config.h>
 #include <dt/hosts.h>
 
-/* --nproc-per-node gpu (torchrun's spelling): one worker per GPU of this
+/* --nproc-per-node gpu, cpu, auto (torchrun's spellings): one worker per
+ * GPU, per CPU, or per GPU when there is one and else per CPU of this
  * machine, counted when the host list is known (config_setup.c). */
 #define DT_NPROC_GPU (-2)
+#define DT_NPROC_CPU (-3)
+#define DT_NPROC_AUTO (-4)
 
 /* The most workers a job may have (-n, [cluster] np, the slots of a host
  * list: the same bound as core/net/hosts.c's per host). Said in every
@@ -47,7 +50,7 @@ typedef struct dt_cli {
     const char *min_np;       /* dtctl run --min-np M                       */
     const char *max_np;       /* dtctl run --max-np N                       */
     int nproc_per_node;       /* --nproc-per-node N (torchrun), 0: not given,
-                                 DT_NPROC_GPU: "gpu", one per GPU here    */
+                                 DT_NPROC_GPU/CPU/AUTO: counted here      */
     int nnodes;               /* --nnodes K (torchrun), 0: not given        */
     const char *interface;    /* --network-interface(s) (horovodrun)        */
     int stdin_none;           /* dtctl run --stdin none: no rank reads it   */

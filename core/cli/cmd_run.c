@@ -91,9 +91,12 @@ static int check_usage(const dt_cli_t *cli, const char **job_file)
     }
     if (cli->nargs == 1) {
         if (!ends_with(cli->args[0], ".ini")) {
+            /* torchrun's habit (torchrun train.py): a script after '--'
+             * alone would not start (not on PATH, maybe not executable) */
+            int script = ends_with(cli->args[0], ".py");
             dt_error("'%s' is not a job file (JOB.ini); to run a program put "
-                     "it after '--': dtctl run -n 4 -- %s ...",
-                     cli->args[0], cli->args[0]);
+                     "it after '--': dtctl run -n 4 -- %s%s ...",
+                     cli->args[0], script ? "python3 " : "", cli->args[0]);
             return EXIT_USAGE;
         }
         *job_file = cli->args[0];

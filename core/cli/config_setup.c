@@ -3,6 +3,7 @@
  * the job's host list derived from it. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,43 +183,85 @@ static void add_selected_plugin_schemas(dt_config_t *cfg)
     }
 }
 
+/* --nproc-per-node gpu|cpu|auto: the workers of this machine, as torchrun
+ * counts them (its GPUs; its CPUs, those dtctl may run on; GPUs where it
+ * has any, else CPUs), said; 0 when gpu finds none (said too). */
+static int count_here(int which)
+{
+    const char *word = which == DT_NPROC_GPU   ? "gpu"
+                       : which == DT_NPROC_CPU ? "cpu"
+                                               : "auto";
+    dt_gpu_inventory_t inv = {0};
+    if (which != DT_NPROC_CPU) {
+        dt_gpu_inventory(&inv);
+        if (inv.count > 0) {
+            dt_info("--nproc-per-node %s: %d GPU%s here (%s): %d worker%s",
+                    word, inv.count, inv.count == 1 ? "" : "s",
+                    inv.gpu[0].name, inv.count, inv.count == 1 ? "" : "s");
+            return inv.count;
+        }
+        if (which == DT_NPROC_GPU) {
+            dt_error("--nproc-per-node gpu: no GPU here (%s); give a number "
+                     "of workers instead (or cpu: one per CPU)",
+                     inv.why);
+            return 0;
+        }
+    }
+    cpu_set_t cpus;
+    long n = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus)
+                                                           : 0;
+    if (n < 1)
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        n = 1;
+    if (n > DT_CLI_MAX_WORKERS)
+        n = DT_CLI_MAX_WORKERS;
+    dt_info("--nproc-per-node %s: %ld CPU%s here%s%s%s: %ld worker%s", word,
+            n, n == 1 ? "" : "s", which == DT_NPROC_AUTO ? " (no GPU: " : "",
+            which == DT_NPROC_AUTO ? inv.why : "",
+            which == DT_NPROC_AUTO ? ")" : "", n, n == 1 ? "" : "s");
+    return (int)n;
+}
+
 /* torchrun's --nproc-per-node N and --nnodes K, once the host list is
  * known: on one host (no host list) N is the number of workers; with
  * -H/--hostfile/[cluster] hosts every host gets N slots and the job N per
  * host (unless -n says otherwise); K must be the number of hosts. */
 static dt_status_t apply_per_node(const dt_cli_t *cli_in, dt_config_t *cfg)
 {
-    if (cli_in->nproc_per_node <= 0 && cli_in->nproc_per_node != DT_NPROC_GPU &&
-        cli_in->nnodes <= 0)
+    int counted = cli_in->nproc_per_node == DT_NPROC_GPU ||
+                  cli_in->nproc_per_node == DT_NPROC_CPU ||
+                  cli_in->nproc_per_node == DT_NPROC_AUTO;
+    if (cli_in->nproc_per_node <= 0 && !counted && cli_in->nnodes <= 0)
         return DT_OK;
     const char *spec = dt_config_get(cfg, "cluster", "hosts");
     const char *file = dt_config_get(cfg, "cluster", "hostfile");
     int listed = (spec && *spec) || (file && *file);
-    dt_cli_t gpu_cli;
+    dt_cli_t counted_cli;
     const dt_cli_t *cli = cli_in;
-    if (cli_in->nproc_per_node == DT_NPROC_GPU) {
+    if (counted) {
         /* Counted here, on this machine: the hosts of a list may differ
          * (dtctl check shows each host's GPUs). */
         if (listed) {
-            dt_error("--nproc-per-node gpu counts this machine's GPUs; with "
-                     "a host list give each host's slots (-H host:GPUS or "
+            const char *what = cli_in->nproc_per_node == DT_NPROC_GPU ? "GPUs"
+                               : cli_in->nproc_per_node == DT_NPROC_CPU
+                                   ? "CPUs"
+                                   : "GPUs (or CPUs)";
+            dt_error("--nproc-per-node %s counts this machine's %s; with "
+                     "a host list give each host's slots (-H host:N or "
                      "the hostfile's slots=; `dtctl check` lists each "
-                     "host's GPUs)");
+                     "host's GPUs)",
+                     cli_in->nproc_per_node == DT_NPROC_GPU   ? "gpu"
+                     : cli_in->nproc_per_node == DT_NPROC_CPU ? "cpu"
+                                                              : "auto",
+                     what);
             return DT_ERR_CONFIG;
         }
-        dt_gpu_inventory_t inv;
-        dt_gpu_inventory(&inv);
-        if (inv.count == 0) {
-            dt_error("--nproc-per-node gpu: no GPU here (%s); give a number "
-                     "of workers instead", inv.why);
+        counted_cli = *cli_in;
+        counted_cli.nproc_per_node = count_here(cli_in->nproc_per_node);
+        if (counted_cli.nproc_per_node < 1)
             return DT_ERR_CONFIG;
-        }
-        dt_info("--nproc-per-node gpu: %d GPU%s here (%s): %d worker%s",
-                inv.count, inv.count == 1 ? "" : "s", inv.gpu[0].name,
-                inv.count, inv.count == 1 ? "" : "s");
-        gpu_cli = *cli_in;
-        gpu_cli.nproc_per_node = inv.count;
-        cli = &gpu_cli;
+        cli = &counted_cli;
     }
     if (!listed) {
         if (cli->nnodes > 1) {

@@ -48,7 +48,8 @@ static const char usage_text[] =
     "      --hostfile FILE     hosts file (host slots=N | host:N | host)\n"
     "      --nproc-per-node N  workers per host (torchrun): -n N on one host;\n"
     "                          with -H/--hostfile every host gets N slots;\n"
-    "                          gpu: one per GPU of this machine\n"
+    "                          gpu, cpu: one per GPU, per CPU of this\n"
+    "                          machine; auto: gpu if it has one, else cpu\n"
     "      --nnodes K          torchrun: must match the hosts of -H/--hostfile\n"
     "      --network-interface IF  = --set cluster.interface=IF (horovodrun)\n"
     "      --launcher NAME     launcher plugin (local, ssh, mpi, slurm, sge, yarn)\n"
@@ -374,8 +375,12 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
             char *e;
             long v = strtol(optarg, &e, 10);
             const char *name = c == OPT_NNODES ? "--nnodes" : "--nproc-per-node";
-            if (c == OPT_NPROC_PER_NODE && strcmp(optarg, "gpu") == 0) {
-                cli->nproc_per_node = DT_NPROC_GPU;
+            if (c == OPT_NPROC_PER_NODE && (strcmp(optarg, "gpu") == 0 ||
+                                            strcmp(optarg, "cpu") == 0 ||
+                                            strcmp(optarg, "auto") == 0)) {
+                cli->nproc_per_node = optarg[0] == 'g'   ? DT_NPROC_GPU
+                                      : optarg[0] == 'c' ? DT_NPROC_CPU
+                                                         : DT_NPROC_AUTO;
                 break;
             }
             if (*e == ':' && c == OPT_NNODES) {
@@ -389,7 +394,8 @@ static int parse_args(int argc, char **argv, dt_cli_t *cli)
             if (*e || v < 1 || v > DT_CLI_MAX_WORKERS) {
                 dt_error("%s wants a number from 1 to %d%s, got '%s'", name,
                          DT_CLI_MAX_WORKERS,
-                         c == OPT_NPROC_PER_NODE ? " or gpu" : "", optarg);
+                         c == OPT_NPROC_PER_NODE ? ", gpu, cpu or auto" : "",
+                         optarg);
                 return 2;
             }
             if (c == OPT_NNODES)
