@@ -9,9 +9,14 @@
 #   lookup applies too: `--transport MyNet` says why, not "no file");
 # - nover: complete, without a version string: it loads, so it is listed
 #   as available;
-# - keydup, keytype, keydefault, keyname: complete, with a key table the
-#   configuration cannot hold (a key declared twice, type 99, an int key
-#   defaulting to "x", a key name with a space): refused, naming the key.
+# - keydup, keytype, keydefault, keyname, keyenv, keycase, keycolon:
+#   complete, with a key table the configuration cannot hold (a key
+#   declared twice, type 99, an int key defaulting to "x", a key name with
+#   a space, rx-depth beside rx_depth and queueDepth beside queuedepth (one
+#   DT_* variable would set both), a key name with a ':'): refused, naming
+#   the key;
+# - dashcaps: keys rx-depth and queueDepth, as out-of-tree plugins name
+#   them: taken, and set from an ini line, a DT_* variable and --set.
 set -u
 fail() { echo "FAIL: $*" >&2; exit 1; }
 : "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
@@ -37,7 +42,7 @@ build shortfini -DFIXTURE_SHORT_SIZE -DFIXTURE_NAME='"shortfini"'
 build MyNet -DFIXTURE_COMPLETE -DFIXTURE_NAME='"MyNet"'
 build nover -DFIXTURE_COMPLETE -DFIXTURE_NAME='"nover"' -DFIXTURE_VERSION=NULL
 n=1
-for k in keydup keytype keydefault keyname; do
+for k in keydup keytype keydefault keyname keyenv keycase keycolon dashcaps; do
     build $k -DFIXTURE_COMPLETE -DFIXTURE_NAME="\"$k\"" -DFIXTURE_KEYS=$n
     n=$((n + 1))
 done
@@ -58,7 +63,27 @@ expect_refused MyNet "plugin names are lower case letters, digits, '_' and '-'"
 expect_refused keydup "has a bad key table: key 'timeout' is declared twice (entries 1 and 2 of its table)"
 expect_refused keytype "has a bad key table: key 'depth' has type 99, which is no dt_key_type_t"
 expect_refused keydefault "has a bad key table: key 'depth': its default 'x' is not an integer"
-expect_refused keyname "has a bad key table: key 'queue depth': key names are lower case letters, digits and '_', starting with a letter"
+expect_refused keyname "has a bad key table: key 'queue depth': a key name is 1 to 64 characters, none of them a blank, a control character or one of . = : # ; [ ] (an ini line and --set could not spell it)"
+expect_refused keyenv "has a bad key table: keys 'rx-depth' and 'rx_depth' (entries 2 and 3 of its table) are both set by the variable DT_TRANSPORT_KEYENV_RX_DEPTH (upper case, '-' as '_')"
+expect_refused keycase "has a bad key table: keys 'queueDepth' and 'queuedepth' (entries 2 and 3 of its table) are both set by the variable DT_TRANSPORT_KEYCASE_QUEUEDEPTH"
+expect_refused keycolon "has a bad key table: key 'rx:depth': a key name is"
+# Keys with '-' and capitals were always spellable (an ini line keeps the
+# key as written, --set splits at the last dot, DT_* upper-cases and
+# writes '-' as '_'): taken, and each way of setting them reaches them.
+grep -Eq "^transport +dashcaps +0.0 +available " "$tmp/plugins" ||
+    fail "dtctl plugins does not list dashcaps (keys rx-depth, queueDepth) as available"
+printf '[transport.dashcaps]\nrx-depth = 7\nqueueDepth = 8\n' >"$tmp/dash.ini"
+"$DTCTL" --transport dashcaps config "$tmp/dash.ini" >"$tmp/config" 2>&1 ||
+    { cat "$tmp/config"; fail "dtctl config with the dashcaps transport"; }
+grep -Eq "^rx-depth = 7 +# job file \($tmp/dash.ini:2\)" "$tmp/config" &&
+    grep -Eq "^queueDepth = 8 +# job file \($tmp/dash.ini:3\)" "$tmp/config" ||
+    { cat "$tmp/config"; fail "an ini line does not set rx-depth and queueDepth"; }
+DT_TRANSPORT_DASHCAPS_RX_DEPTH=9 "$DTCTL" --transport dashcaps \
+    --set transport.dashcaps.queueDepth=10 config >"$tmp/config" 2>&1 ||
+    { cat "$tmp/config"; fail "dtctl config with the dashcaps transport"; }
+grep -Eq "^rx-depth = 9 +# environment \(DT_TRANSPORT_DASHCAPS_RX_DEPTH\)" "$tmp/config" &&
+    grep -Eq "^queueDepth = 10 +# command line \(--set\)" "$tmp/config" ||
+    { cat "$tmp/config"; fail "DT_* and --set do not set rx-depth and queueDepth"; }
 # A plugin without a version string loads (dtctl run takes it): listed as
 # available, not as refused with an empty reason.
 grep -Eq "^transport +nover +\(none\) +available " "$tmp/plugins" ||
@@ -69,13 +94,13 @@ run() { # TRANSPORT
     timeout -k 5 60 "$DTCTL" --transport "$1" run -n 2 -- \
         sh -c 'echo worker started' >"$tmp/run" 2>&1
 }
-for t in halfdone shortfini keydup keytype keydefault keyname; do
+for t in halfdone shortfini keydup keytype keydefault keyname keyenv keycase keycolon; do
     run $t
     rc=$?
     cat "$tmp/run"
     [ $rc -eq 2 ] || fail "dtctl run --transport $t: exit $rc, not 2"
     case $t in
-    key*) why="transport plugin '$t' has a bad key table: key '" ;;
+    key*) why="transport plugin '$t' has a bad key table: key" ;;
     *) why="transport plugin '$t' lacks the required op" ;;
     esac
     grep -qF "$why" "$tmp/run" ||

@@ -149,7 +149,9 @@ static void parse_bench_table(void **state)
     size_t m = 0;
     dt_plan_thresholds_t t;
     dt_plan_thresholds_default(&t);
-    assert_int_equal(dt_plan_parse_bench(f, 2, &t, s, &m, 8), 3);
+    dt_plan_bench_stop_t stop;
+    assert_int_equal(dt_plan_parse_bench(f, 2, &t, s, &m, 8, &stop), 3);
+    assert_null(stop.why);
     fclose(f);
     assert_int_equal(m, 3);
     assert_true(s[2].bytes == 8192);
@@ -166,10 +168,39 @@ static void parse_bench_table(void **state)
         "[0]           4096         1024       12.50       0.328       0.328     ok\n";
     f = fmemopen((void *)both, strlen(both), "r");
     m = 0;
-    assert_int_equal(dt_plan_parse_bench(f, 2, &t, s, &m, 8), 2);
+    assert_int_equal(dt_plan_parse_bench(f, 2, &t, s, &m, 8, &stop), 2);
     fclose(f);
     assert_int_equal(s[0].alg, DT_PLAN_ALLGATHER);
     assert_int_equal(s[1].alg, DT_PLAN_RD);
+}
+
+/* A file that is no text stops the reading at its line (fgets in 512-byte
+ * pieces read /dev/zero for ever, and took "12.50\0 junk" as a row). */
+static void parse_bench_not_text(void **state)
+{
+    (void)state;
+    static const char txt[] =
+        "# dt allreduce: 2 ranks, float32 sum\n"
+        "          4096         1024       12.50       0.328       0.328     ok\n"
+        "          8192         2048       20.00\0      0.410       0.410     ok\n";
+    FILE *f = fmemopen((void *)txt, sizeof txt - 1, "r");
+    dt_plan_sample_t s[8];
+    size_t m = 0;
+    dt_plan_thresholds_t t;
+    dt_plan_thresholds_default(&t);
+    dt_plan_bench_stop_t stop;
+    assert_int_equal(dt_plan_parse_bench(f, 2, &t, s, &m, 8, &stop), -1);
+    fclose(f);
+    assert_int_equal(stop.line, 3);
+    assert_string_equal(stop.why, "a NUL byte (binary data)");
+
+    f = fopen("/dev/zero", "r");
+    assert_non_null(f);
+    m = 0;
+    assert_int_equal(dt_plan_parse_bench(f, 2, &t, s, &m, 8, &stop), -1);
+    fclose(f);
+    assert_int_equal(stop.line, 1);
+    assert_int_equal(m, 0);
 }
 
 /* Two sweeps of the same table: one sample per size, the faster. */
@@ -250,7 +281,8 @@ int main(void)
         cmocka_unit_test(fit_ring_only),    cmocka_unit_test(choice_mirrors_dt),
         cmocka_unit_test(fit_ring_and_allgather),
         cmocka_unit_test(keep_fastest),
-        cmocka_unit_test(parse_bench_table), cmocka_unit_test(rates),
+        cmocka_unit_test(parse_bench_table),
+        cmocka_unit_test(parse_bench_not_text), cmocka_unit_test(rates),
         cmocka_unit_test(counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

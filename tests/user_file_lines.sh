@@ -14,7 +14,13 @@ trap 'exit 143' INT TERM
 unset DT_RANK DT_WORLD_SIZE DT_RENDEZVOUS DT_JOB_TOKEN DT_CLUSTER_HOSTFILE \
     2>/dev/null
 fail() { echo "FAIL: $*"; echo "--- output:"; cut -c1-400 "$tmp/out"; exit 1; }
-dt() { timeout -k 5 30 "$DTCTL" "$@" >"$tmp/out" 2>&1; }
+# Each refusal frees what it read (the sanitizer build reports a leak).
+dt() {
+    timeout -k 5 30 "$DTCTL" "$@" >"$tmp/out" 2>&1
+    rc=$?
+    grep -q "LeakSanitizer" "$tmp/out" && fail "dtctl $*: a leak"
+    return $rc
+}
 
 # A second line of 16 MiB and 4 KiB with no newline (a finite /dev/zero),
 # and a file with a NUL byte on its second line.
@@ -28,6 +34,21 @@ rc=$?
 [ $rc -eq 2 ] || fail "--hostfile with an endless line: exit $rc, not 2"
 grep -qF "$tmp/long:2: a line longer than 16 MiB: not a hostfile (check the path; a hostfile is text, one host a line, e.g. 'node1 slots=4')" "$tmp/out" ||
     fail "--hostfile with an endless line: not named at its line"
+# The limit is exact: a line of 16 MiB, its newline counted, is read (it
+# was refused as longer); one byte more is not.
+{ printf 'localhost slots=1\n# '; head -c $((16 * 1048576 - 3)) /dev/zero | tr '\0' a; printf '\n'; } \
+    >"$tmp/16m"
+dt --hostfile "$tmp/16m" run -n 1 -- true
+rc=$?
+[ $rc -eq 0 ] || fail "--hostfile with a comment line of exactly 16 MiB: exit $rc, not 0"
+{ printf 'localhost slots=1\n# '; head -c $((16 * 1048576 - 2)) /dev/zero | tr '\0' a; printf '\n'; } \
+    >"$tmp/16m"
+dt --hostfile "$tmp/16m" run -n 1 -- true
+rc=$?
+[ $rc -eq 2 ] || fail "--hostfile with a line of 16 MiB and 1 byte: exit $rc, not 2"
+grep -qF "$tmp/16m:2: a line longer than 16 MiB" "$tmp/out" ||
+    fail "--hostfile with a line of 16 MiB and 1 byte: not named at its line"
+rm -f "$tmp/16m"
 dt --hostfile "$tmp/nul" run -- true
 rc=$?
 [ $rc -eq 2 ] || fail "--hostfile with a NUL byte: exit $rc, not 2"
@@ -83,7 +104,54 @@ rc=$?
 [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "--profile /dev/zero: exit $rc"
 grep -qF "/dev/zero:1: a NUL byte (binary data): not a profile (check the path: dtctl plan --measure --profile FILE writes one)" "$tmp/out" ||
     fail "--profile /dev/zero: not named"
+# a layer-times file bad after its first layers: those are freed too
+printf 'forward 0.01\n0.02 4000\n0.03 junk\n' >"$tmp/bad.layers"
+dt plan --layer-times "$tmp/bad.layers" --hosts 1 --network 10Gbit
+[ $? -ne 0 ] || fail "--layer-times with a bad line accepted"
+grep -qF "$tmp/bad.layers:3: expected 'SECONDS BYTES'" "$tmp/out" ||
+    fail "--layer-times with a bad line: not named at its line"
 echo "ok: dtctl plan --layer-times, --profile"
+
+# ---- dtctl plan --fit NAME N:FILE: fgets in 512-byte pieces spun on
+# /dev/zero until killed -------------------------------------------------
+dt plan --fit tcp 2:/dev/zero
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "--fit tcp 2:/dev/zero: exit $rc (124: it spun)"
+grep -qF "plan: --fit: /dev/zero:1: a NUL byte (binary data): not dtctl bench output (check the path: dtctl bench allreduce prints one table a run)" "$tmp/out" ||
+    fail "--fit tcp 2:/dev/zero: not named at its line"
+{ printf '# dt allreduce: 2 ranks\n'; head -c $((16 * 1048576 + 4096)) /dev/zero | tr '\0' 1; } \
+    >"$tmp/long.bench"
+dt plan --fit tcp "2:$tmp/long.bench"
+[ $? -ne 0 ] || fail "--fit with an endless line accepted"
+grep -qF "$tmp/long.bench:2: a line longer than 16 MiB: not dtctl bench output" "$tmp/out" ||
+    fail "--fit with an endless line: not named at its line"
+rm -f "$tmp/long.bench"
+echo "ok: dtctl plan --fit"
+
+# ---- out of memory reading a colocation file: said as such (it was taken
+# for the end of the file: "no 'k 1' line"). realloc above 1 MiB fails
+# through an LD_PRELOAD shim (not in a sanitizer build: its runtime must
+# come first). -----------------------------------------------------------
+if [ -n "${ASAN_OPTIONS-}" ]; then
+    echo "skip: out of memory through LD_PRELOAD (a sanitizer build)"
+else
+    ${CC:-cc} -Wall -Wextra -Werror -shared -fPIC -o "$tmp/shim.so" \
+        "$top_srcdir/tests/fixtures/libc_shim.c" -ldl >"$tmp/out" 2>&1 ||
+        fail "building tests/fixtures/libc_shim.c"
+    { printf 'k 2 0.002\nk 1 '; head -c $((2 * 1048576)) /dev/zero | tr '\0' 1; printf '\n'; } \
+        >"$tmp/big.coloc"
+    env LD_PRELOAD="$tmp/shim.so" DT_SHIM_REALLOC_MAX=1048576 \
+        timeout -k 5 30 "$DTCTL" plan --layer-times "$tmp/c.layers" \
+        --hosts 1 --gpus-per-host 2 --network 10Gbit \
+        --colocation "$tmp/big.coloc" >"$tmp/out" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "--colocation out of memory: exit $rc"
+    grep -qF "plan: $tmp/big.coloc:2: out of memory reading this line" "$tmp/out" ||
+        fail "--colocation out of memory: not said"
+    grep -q "no 'k 1' line" "$tmp/out" &&
+        fail "--colocation out of memory: taken for the end of the file"
+    echo "ok: out of memory in a colocation file"
+fi
 
 # ---- /dev/zero itself, within a bound on memory (a sanitizer build
 # reserves terabytes of address space: no such bound there) -----------------

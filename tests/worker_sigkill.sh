@@ -4,8 +4,10 @@
 # killer is named, with what helps. A self-inflicted kill -9 is not blamed
 # on it; a real out-of-memory kill (a memory cgroup of 64 MiB, where this
 # machine has cgroup v1's memory controller and we may write it) is said
-# as such, from that cgroup's oom_kill count. Each message, from fake
-# counts: tests/worker_sigkill_oom.sh.
+# as such, from that cgroup's oom_kill count; each count is read once a
+# look, however many cgroups enclose dtctl's; dtctl in the hierarchy's
+# root says a kill elsewhere as the host's, hedged. Each message, from
+# fake counts: tests/worker_sigkill_oom.sh.
 set -u
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dt-sigkill.XXXXXX") || exit 1
 cg=
@@ -85,4 +87,48 @@ grep -q "error: possibly the kernel's out-of-memory killer: it killed 1 process 
     fail "a worker killed for memory in a cgroup beside dtctl's is not said as possibly so"
 grep -q "ran kill -9" "$tmp/out" &&
     fail "a worker killed for memory in another cgroup is blamed on a kill -9"
+
+# ---- each cgroup's count read once per look (at the start, at the
+# failure): every enclosing cgroup walked its whole subtree again, up to
+# ~70k reads where the big ones (/user.slice, /slurm) sit near the root.
+# An LD_PRELOAD shim logs each memory.oom_control opened (not in a
+# sanitizer build: its runtime must come first).
+if [ -z "${ASAN_OPTIONS-}" ]; then
+    ${CC:-cc} -Wall -Wextra -Werror -shared -fPIC -o "$tmp/shim.so" \
+        "$top_srcdir/tests/fixtures/libc_shim.c" -ldl >"$tmp/out" 2>&1 ||
+        fail "building tests/fixtures/libc_shim.c"
+    sh -c 'echo $$ >"$1/tasks" && exec env LD_PRELOAD="$3" \
+        DT_SHIM_OPEN_LOG="$4" DT_SHIM_OPEN_SUFFIX=/memory.oom_control \
+        timeout -s KILL 60 "$2" run -n 1 -- sh -c "kill -9 \$\$"' \
+        sh "$cg/dtctl" "$DTCTL" "$tmp/shim.so" "$tmp/opens" >"$tmp/out" 2>&1
+    grep -q "error: rank 0 on .* was killed by signal 9" "$tmp/out" ||
+        fail "counting reads: the killed rank is not named"
+    # (dtctl's own file is read once more, when it is found)
+    sort "$tmp/opens" | uniq -c >"$tmp/reads"
+    cat "$tmp/reads"
+    grep -Eqx " *2 $cg/dtctl/own/memory.oom_control" "$tmp/reads" ||
+        fail "$cg/dtctl/own's count is not read once at the start and once at the failure"
+    awk '$1 > 3' "$tmp/reads" | grep -q . &&
+        fail "a cgroup's count is read more than once at the start and once at the failure"
+fi
+
+# ---- dtctl in the hierarchy's root (memory:/): its count (with the
+# cgroups below it) is every process's on this machine, so a kill in
+# another cgroup was said as the worker's, for sure. Said as the host's
+# count is: hedged. Rank 1 has a process in a 64 MiB cgroup of its own
+# killed for memory, then kills itself.
+mkdir "$cg/victim" || fail "cannot make $cg/victim"
+sh -c 'echo $$ >"$1/tasks" && exec timeout -s KILL 60 "$2" run -n 2 -- sh -c "
+    if [ \"\$DT_RANK\" = 1 ]; then
+        sh \"\$1\" \"\$2\"
+        kill -9 \$\$
+    fi
+    sleep 5" sh "$3" "$4"' sh "$mem" "$DTCTL" "$tmp/hog.sh" "$cg/victim" \
+    >"$tmp/out" 2>&1
+rc=$?
+[ $rc -eq 137 ] || fail "dtctl in the root cgroup, a worker killed by SIGKILL: exit $rc, not 137"
+grep -q "error: an out-of-memory kill happened on this machine during the job: the kernel's out-of-memory killer killed [0-9]* process.* (/proc/vmstat oom_kill [0-9]* -> [0-9]*; whose, dtctl cannot tell: it reads no memory cgroup of the worker's): rank 1 on [^ ]* probably ran out of memory" "$tmp/out" ||
+    fail "dtctl in the root cgroup: a kill in another cgroup is not said as the host's"
+grep -q "most likely ran out of memory" "$tmp/out" &&
+    fail "dtctl in the root cgroup: a kill in another cgroup is blamed on the worker"
 echo "PASS"

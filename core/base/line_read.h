@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-/* The longest line read: far beyond any real one (a ResNet's [model]
- * layers on one line is a few KiB, a metrics line a few hundred bytes),
- * and far short of what memory holds. */
+/* The longest line read, its '\n' counted: far beyond any real one (a
+ * ResNet's [model] layers on one line is a few KiB, a metrics line a few
+ * hundred bytes), and far short of what memory holds. */
 #define DT_LINE_MAX ((size_t)16 << 20)
 #define DT_LINE_MAX_TEXT "16 MiB"
 

@@ -206,6 +206,17 @@ static int check_job_batch(const dt_config_t *cfg, long long batch)
 /* One worker's compute as the spec will hold it (the model's times x the
  * scale): within DT_PLAN_SECONDS_MAX, else the simulated clock overflows
  * (--samples-per-sec 1e-300, a layer-times file's 1e300 s). */
+/* A plan that stops with an error: its model's layer times and the
+ * colocation samples freed (every early exit leaked them). 1. */
+static int plan_fail(model_prof_t *mp, coloc_t *coloc)
+{
+    plan_colocation_free(coloc);
+    free(mp->bwd);
+    free(mp->bytes);
+    mp->bwd = mp->bytes = NULL;
+    return 1;
+}
+
 static int check_compute(const model_prof_t *mp, const plan_args_t *a)
 {
     double tot = mp->forward + mp->optimizer;
@@ -684,18 +695,19 @@ int dt_cmd_plan(int argc, char **argv)
     char comp_name[16];
     snprintf(comp_name, sizeof comp_name, "%s", comp ? comp : "none");
     model_prof_t mp = {0};
+    coloc_t coloc = {0};
     int d[4];
     if (a.model_params > 0) {
         if (plan_synthetic_model(a.model_params,
                                  a.model_layers ? a.model_layers : 50,
                                  &mp)) {
             dt_config_free(cfg);
-            return 1;
+            return plan_fail(&mp, &coloc);
         }
     } else if (a.layer_times) {
         if (plan_read_layer_times(a.layer_times, &mp) != 0) {
             dt_config_free(cfg);
-            return 1;
+            return plan_fail(&mp, &coloc);
         }
     } else if (!layers || !*layers) {
         dt_error("plan: %s has no [model] layers (or give --layer-times "
@@ -710,7 +722,7 @@ int dt_cmd_plan(int argc, char **argv)
             plan_roofline_model(layers, d, (int)batch, a.device_flops,
                                 a.device_bw, elem, &mp) != 0) {
             dt_config_free(cfg);
-            return 1;
+            return plan_fail(&mp, &coloc);
         }
         dt_info("plan: --device-flops %.4g TFLOP/s, --device-bandwidth %.4g "
                 "GB/s: each layer's roofline (activations %zu bytes each), "
@@ -721,7 +733,7 @@ int dt_cmd_plan(int argc, char **argv)
                                               no layer times wanted */
                 plan_measure_model(layers, d, (int)batch, &mp) != 0)) {
         dt_config_free(cfg);
-        return 1;
+        return plan_fail(&mp, &coloc);
     } else if (!(a.sps > 0) && !(a.device_flops > 0) &&
                a.compute_scale == 1) {
         /* A GPU job planned from this CPU's layer times would project
@@ -734,19 +746,17 @@ int dt_cmd_plan(int argc, char **argv)
                     "layer_times = FILE), --device-flops or "
                     "--samples-per-sec", a.job, dev);
     }
-    coloc_t coloc = {0};
     if (a.colocation &&
         load_colocation(&a, cfg, layers, (int)batch, &coloc) != 0) {
         dt_config_free(cfg);
-        return 1;
+        return plan_fail(&mp, &coloc);
     }
     if (a.colocation && coloc.batch && coloc.batch != batch) {
         dt_error("plan: --colocation %s was measured at a per-worker batch "
                  "of %lld, the plan is for %lld: measure it at this batch",
                  a.colocation, coloc.batch, batch);
-        plan_colocation_free(&coloc);
         dt_config_free(cfg);
-        return 1;
+        return plan_fail(&mp, &coloc);
     }
     const char *device = dt_config_get(cfg, "train", "device");
     if (a.colocation && device && !strncmp(device, "cuda", 4))
@@ -775,7 +785,7 @@ int dt_cmd_plan(int argc, char **argv)
         if (!(tot > 0)) {
             dt_error("plan: --samples-per-sec: the model has no compute "
                      "time to scale");
-            return 1;
+            return plan_fail(&mp, &coloc);
         }
         a.compute_scale = (double)batch / a.sps / tot;
     }
@@ -787,7 +797,7 @@ int dt_cmd_plan(int argc, char **argv)
         if (!(mp.flops > 0) || !(tot > 0)) {
             dt_error("plan: --device-flops: the model has no convolution or "
                      "linear layer to count");
-            return 1;
+            return plan_fail(&mp, &coloc);
         }
         double step = 3.0 * mp.flops * (double)batch / a.device_flops;
         a.compute_scale = step / tot;
@@ -797,23 +807,17 @@ int dt_cmd_plan(int argc, char **argv)
                 mp.flops * 1e-9, step * 1e3, batch, a.device_flops * 1e-12);
     }
     if (a.device_launch > 0 && launch_bound(&mp, &a, launches) != 0) {
-        plan_colocation_free(&coloc);
-        free(mp.bwd);
-        free(mp.bytes);
-        return 1;
+        return plan_fail(&mp, &coloc);
     }
     if (check_compute(&mp, &a) != 0) {
-        plan_colocation_free(&coloc);
-        free(mp.bwd);
-        free(mp.bytes);
-        return 1;
+        return plan_fail(&mp, &coloc);
     }
     if (a.save_layers) { /* measured once, planned many times */
         FILE *w = fopen(a.save_layers, "w");
         if (!w) {
             dt_error("plan: cannot write %s: %s", a.save_layers,
                      strerror(errno));
-            return 1;
+            return plan_fail(&mp, &coloc);
         }
         /* the times as this plan uses them: --compute-scale,
          * --samples-per-sec, --device-flops and a batch change applied */
@@ -827,7 +831,7 @@ int dt_cmd_plan(int argc, char **argv)
         if (fclose(w) != 0) {
             dt_error("plan: cannot write %s: %s", a.save_layers,
                      strerror(errno));
-            return 1;
+            return plan_fail(&mp, &coloc);
         }
         if (layers_only)
             printf("# layers of %s (per-worker batch %lld) written to %s: "
@@ -850,7 +854,7 @@ int dt_cmd_plan(int argc, char **argv)
             intra = {5e-6, 0.2e-9, 0.25e-9, 0, 0};
     if (plan_read_profile(a.profile, a.net_transport, &net) ||
         plan_read_profile(a.profile, a.intra_transport, &intra))
-        return 1;
+        return plan_fail(&mp, &coloc);
     if (!net.file)
         dt_warn("plan: no profile %s (run dtctl plan --measure): assumed "
                 "alpha %.0f/%.0f us, gamma %.2f ns/B, intra %.1f GB/s",
@@ -888,14 +892,14 @@ int dt_cmd_plan(int argc, char **argv)
     } else {
         fd = dt_temp_mkstemp("plan", "dt-plan-", tmpl, sizeof tmpl);
         if (fd < 0)
-            return 1;
+            return plan_fail(&mp, &coloc);
         f = fdopen(fd, "w");
         spec = tmpl;
     }
     if (!f) {
         dt_error("plan: cannot write the simulation spec %s: %s", spec,
                  strerror(errno));
-        return 1;
+        return plan_fail(&mp, &coloc);
     }
     fprintf(f, "# dtctl plan %s\nhosts = %d\ngpus_per_host = %d\n"
                "max_workers = %d\nnetwork_bw = %.9g\nnetwork_latency = %.9g\n"

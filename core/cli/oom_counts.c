@@ -91,11 +91,12 @@ static int find_cgroup_file(char *out, size_t len)
 }
 
 /* v1 counts each cgroup's own kills: the cgroup at path (len chars of a
- * PATH_MAX buffer) and every cgroup below it, added to *sum. -1: its own
- * count unreadable, or too many cgroups; one below removed meanwhile
- * counts nothing. */
-static int sum_v1(char *path, size_t len, int depth, int *budget,
-                  long long *sum)
+ * PATH_MAX buffer) and every cgroup below it but `skip` (a child's name,
+ * summed already; NULL: none), added to *sum. -1: its own count
+ * unreadable, or too many cgroups; one below removed meanwhile counts
+ * nothing. */
+static int sum_v1(char *path, size_t len, const char *skip, int depth,
+                  int *budget, long long *sum)
 {
     if (--*budget < 0 || depth > V1_DEPTH_MAX ||
         len + sizeof "/" V1_FILE > PATH_MAX)
@@ -114,7 +115,8 @@ static int sum_v1(char *path, size_t len, int depth, int *budget,
     while (rc == 0 && (e = readdir(d))) {
         size_t nl = strlen(e->d_name);
         if (e->d_type != DT_DIR || strcmp(e->d_name, ".") == 0 ||
-            strcmp(e->d_name, "..") == 0)
+            strcmp(e->d_name, "..") == 0 ||
+            (skip && strcmp(e->d_name, skip) == 0))
             continue;
         if (len + 1 + nl >= PATH_MAX) {
             rc = -1;
@@ -122,48 +124,64 @@ static int sum_v1(char *path, size_t len, int depth, int *budget,
         }
         path[len] = '/';
         memcpy(path + len + 1, e->d_name, nl + 1);
-        rc = sum_v1(path, len + 1 + nl, depth + 1, budget, sum);
+        rc = sum_v1(path, len + 1 + nl, NULL, depth + 1, budget, sum);
         path[len] = '\0';
     }
     closedir(d);
     return rc;
 }
 
-/* The kills in the cgroup directory dir and the cgroups below it; -1:
- * unknown. v2's memory.events counts those below already. */
-static long long kills_in(const char *dir, int v1)
+/* The kills in the cgroup directory dir (len chars of a PATH_MAX buffer)
+ * and the cgroups below it, given `below`: the kills of its child `skip`
+ * and the cgroups below that, read already (skip NULL: none). -1:
+ * unknown. v2's memory.events counts those below already; v1's are
+ * summed, within one budget shared by the whole tree. */
+static long long kills_in(char *dir, size_t len, int v1, const char *skip,
+                          long long below, int *budget)
 {
-    char path[PATH_MAX];
     if (!v1) {
-        int w = snprintf(path, sizeof path, "%s/" V2_FILE, dir);
-        return w > 0 && (size_t)w < sizeof path ? read_oom_kill(path) : -1;
+        if (len + sizeof "/" V2_FILE > PATH_MAX)
+            return -1;
+        memcpy(dir + len, "/" V2_FILE, sizeof "/" V2_FILE);
+        long long n = read_oom_kill(dir);
+        dir[len] = '\0';
+        return n;
     }
-    size_t len = strlen(dir);
-    if (len >= sizeof path)
+    if (skip && below < 0)
         return -1;
-    memcpy(path, dir, len + 1);
-    int budget = V1_WALK_MAX;
-    long long sum = 0;
-    return sum_v1(path, len, 0, &budget, &sum) == 0 ? sum : -1;
+    long long sum = skip ? below : 0;
+    return sum_v1(dir, len, skip, 0, budget, &sum) == 0 ? sum : -1;
 }
 
 /* c->cgroup and c->above from c->cgroup_file's directory and those above
  * it, up to (not with) the hierarchy's root: its count is any process's,
- * which /proc/vmstat says already. */
+ * which /proc/vmstat says already. Each cgroup's file is read once (v1):
+ * an enclosing cgroup's sum is the one below it plus its own count and
+ * its other children's (a walk per ancestor read /user.slice's thousands
+ * of cgroups up to 17 times). A cgroup below removed after a kill takes
+ * its count with it: the sum can fall, or stay while a kill happened
+ * (oom_hint then finds no kill there and says at most "possibly"). */
 static void read_tree(oom_counts_t *c)
 {
-    char dir[sizeof c->cgroup_file];
+    char dir[PATH_MAX];
     const char *root = c->v1 ? CGROUP_V1_ROOT : CGROUP_V2_ROOT;
-    snprintf(dir, sizeof dir, "%s", c->cgroup_file);
+    int budget = V1_WALK_MAX;
+    c->above_n = 0;
+    c->cgroup = -1;
+    if (snprintf(dir, sizeof dir, "%s", c->cgroup_file) >= (int)sizeof dir)
+        return;
     char *slash = strrchr(dir, '/');
     if (slash)
         *slash = '\0';
-    c->cgroup = kills_in(dir, c->v1);
-    c->above_n = 0;
+    c->cgroup = kills_in(dir, strlen(dir), c->v1, NULL, 0, &budget);
+    long long below = c->cgroup;
     while (c->above_n < OOM_ABOVE_MAX && (slash = strrchr(dir, '/')) &&
            (size_t)(slash - dir) > strlen(root)) {
+        char child[NAME_MAX + 1]; /* dir's tail is overwritten below */
+        snprintf(child, sizeof child, "%s", slash + 1);
         *slash = '\0';
-        c->above[c->above_n++] = kills_in(dir, c->v1);
+        below = kills_in(dir, strlen(dir), c->v1, child, below, &budget);
+        c->above[c->above_n++] = below;
     }
 }
 
@@ -193,6 +211,15 @@ void oom_counts_read(oom_counts_t *c, int in_my_cgroup)
         return;
     }
     c->v1 = ends_with(c->cgroup_file, "/" V1_FILE);
+    /* dtctl in the hierarchy's root (v1 "memory:/"): its count is every
+     * process's on this machine, like /proc/vmstat's, and is said as
+     * that one (hedged: whose kill, dtctl cannot tell). */
+    const char *root = c->v1 ? CGROUP_V1_ROOT "/" V1_FILE
+                             : CGROUP_V2_ROOT "/" V2_FILE;
+    if (strcmp(c->cgroup_file, root) == 0) {
+        c->cgroup_file[0] = '\0';
+        return;
+    }
     read_tree(c);
 }
 

@@ -26,9 +26,11 @@ typedef struct oom_counts {
  * launcher: its workers are dtctl's children, in dtctl's cgroup): read
  * from cgroup v2's memory.events (which counts the cgroups below too) or
  * v1's memory.oom_control (summed over the cgroups below: a worker that
- * moved into a cgroup of its own under dtctl's is counted there). A
- * worker that shares dtctl's cgroup shares its count too: still far
- * closer than the host's. Test hooks: DT_TEST_OOM_VMSTAT and
+ * moved into a cgroup of its own under dtctl's is counted there; each
+ * file read once, the enclosing cgroups' sums built on it). A worker
+ * that shares dtctl's cgroup shares its count too: still far closer than
+ * the host's. dtctl in the hierarchy's root: no cgroup count (the root's
+ * is every process's, as /proc/vmstat's). Test hooks: DT_TEST_OOM_VMSTAT and
  * DT_TEST_OOM_CGROUP_EVENTS name files read instead of /proc/vmstat and
  * the cgroup's file (then no cgroup above it is read). */
 void oom_counts_read(oom_counts_t *c, int in_my_cgroup);

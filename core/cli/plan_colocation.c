@@ -296,30 +296,31 @@ int plan_colocation_write(const char *path, const coloc_t *c)
     return 0;
 }
 
-/* One "k K SECONDS..." line's samples, sorted; NULL if malformed. */
-static double *parse_samples(const char *s, size_t *n)
+/* One "k K SECONDS..." line's samples, sorted, in *out: 0; -1 if
+ * malformed; -2 out of memory (not the file's fault: said apart). */
+static int parse_samples(const char *s, double **out, size_t *n)
 {
     size_t cap = 64;
     double *t = malloc(cap * sizeof *t);
     char *end;
     *n = 0;
-    while (t) {
+    *out = NULL;
+    if (!t)
+        return -2;
+    for (;;) {
         double v = strtod(s, &end);
         if (end == s)
             break;
-        if (!(v > 0) || v > 1e6) {
+        if (!(v > 0) || v > 1e6 || *n == 1000000) { /* a million steps:
+                                                        not ours */
             free(t);
-            return NULL;
-        }
-        if (*n == 1000000) { /* a file of a million steps: not ours */
-            free(t);
-            return NULL;
+            return -1;
         }
         if (*n == cap) {
             double *bigger = realloc(t, 2 * cap * sizeof *t);
             if (!bigger) {
                 free(t);
-                return NULL;
+                return -2;
             }
             t = bigger;
             cap *= 2;
@@ -327,13 +328,13 @@ static double *parse_samples(const char *s, size_t *n)
         t[(*n)++] = v;
         s = end;
     }
-    if (t && (!*n || s[strspn(s, " \t\r\n")] != '\0')) {
+    if (!*n || s[strspn(s, " \t\r\n")] != '\0') {
         free(t);
-        return NULL;
+        return -1;
     }
-    if (t)
-        qsort(t, *n, sizeof *t, cmp_double);
-    return t;
+    qsort(t, *n, sizeof *t, cmp_double);
+    *out = t;
+    return 0;
 }
 
 int plan_colocation_read(const char *path, coloc_t *c)
@@ -348,7 +349,7 @@ int plan_colocation_read(const char *path, coloc_t *c)
     char *line = NULL;
     size_t cap = 0;
     int ln = 0, rc = 0, nul;
-    ssize_t got;
+    ssize_t got = DT_LINE_END;
     while (rc == 0 && ((got = dt_line_read(f, &line, &cap, &nul)) > 0 ||
                        got == DT_LINE_TOO_LONG)) {
         ln++;
@@ -382,10 +383,14 @@ int plan_colocation_read(const char *path, coloc_t *c)
             break;
         }
         size_t n;
-        double *t = parse_samples(line + used, &n);
-        if (!t) {
-            dt_error("plan: %s:%d: k %d: positive step seconds expected",
-                     path, ln, k);
+        double *t;
+        int bad = parse_samples(line + used, &t, &n);
+        if (bad) {
+            if (bad == -2)
+                dt_error("plan: %s:%d: out of memory", path, ln);
+            else
+                dt_error("plan: %s:%d: k %d: positive step seconds "
+                         "expected", path, ln, k);
             rc = -1;
             break;
         }
@@ -395,6 +400,11 @@ int plan_colocation_read(const char *path, coloc_t *c)
     }
     free(line);
     fclose(f);
+    if (rc == 0 && got == DT_LINE_NOMEM) { /* not the end of the file */
+        dt_error("plan: %s:%d: out of memory reading this line", path,
+                 ln + 1);
+        rc = -1;
+    }
     size_t one;
     if (rc == 0 && !sample_of(c, 1, &one)) {
         dt_error("plan: %s: no 'k 1' line (the model alone)", path);

@@ -213,8 +213,17 @@ int plan_measure_profile(const char *path)
             }
             /* shm: the whole job on one host is one algorithm (the shared
              * segment), fitted in the ring's form; tcp: dt's choice. */
-            dt_plan_parse_bench(o, n, k == 0 ? NULL : &th, s, &m, 256);
+            dt_plan_bench_stop_t stop;
+            long got = dt_plan_parse_bench(o, n, k == 0 ? NULL : &th, s, &m,
+                                           256, &stop);
             fclose(o);
+            if (got < 0) { /* its own output: only memory can run out */
+                dt_error("plan: reading dtctl bench %s -n %d's output: %s "
+                         "(%s kept as it was)", op, n, stop.why, path);
+                fclose(pf);
+                unlink(tmp);
+                return 1;
+            }
         }
         if (skipped)
             continue;
@@ -271,8 +280,19 @@ int plan_fit_files(const char *name, int n, char **files)
             return 2;
         }
         size_t before = m;
-        dt_plan_parse_bench(f, (int)ranks, &th, s, &m, 512);
+        dt_plan_bench_stop_t stop;
+        long got = dt_plan_parse_bench(f, (int)ranks, &th, s, &m, 512, &stop);
         fclose(f);
+        if (got < 0 && stop.line) {
+            dt_error("plan: --fit: %s:%d: %s: not dtctl bench output (check "
+                     "the path: dtctl bench allreduce prints one table a "
+                     "run)", colon + 1, stop.line, stop.why);
+            return 1;
+        }
+        if (got < 0) {
+            dt_error("plan: --fit: %s: %s", colon + 1, stop.why);
+            return 1;
+        }
         if (m == before) {
             dt_error("plan: --fit: %s has no row of dtctl bench allreduce "
                      "(or allgather) output checked ok", colon + 1);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/line_read.h"
 #include "plan_model.h"
 
 /* The library's defaults (core/coll/coll_internal.h), restated: dtctl
@@ -192,13 +193,27 @@ int dt_plan_fit(const dt_plan_sample_t *s, size_t m, double *alpha,
     return 0;
 }
 
-size_t dt_plan_parse_bench(FILE *f, int n, const dt_plan_thresholds_t *t,
-                           dt_plan_sample_t *s, size_t *m, size_t cap)
+long dt_plan_parse_bench(FILE *f, int n, const dt_plan_thresholds_t *t,
+                         dt_plan_sample_t *s, size_t *m, size_t cap,
+                         dt_plan_bench_stop_t *stop)
 {
-    char line[512];
-    size_t added = 0;
+    char *line = NULL;
+    size_t line_cap = 0;
+    long added = 0;
     int gather = 0; /* the table's header names its collective */
-    while (*m < cap && fgets(line, sizeof line, f)) {
+    int ln = 0, nul;
+    ssize_t got = DT_LINE_END;
+    *stop = (dt_plan_bench_stop_t){0, NULL};
+    while (*m < cap &&
+           ((got = dt_line_read(f, &line, &line_cap, &nul)) >= 0 ||
+            got == DT_LINE_TOO_LONG)) {
+        ln++;
+        if (got == DT_LINE_TOO_LONG || nul) { /* a device, a data file */
+            *stop = (dt_plan_bench_stop_t){
+                ln, nul ? "a NUL byte (binary data)"
+                        : "a line longer than " DT_LINE_MAX_TEXT};
+            break;
+        }
         unsigned long long bytes, count;
         double us;
         char check[16], *p = line;
@@ -221,7 +236,10 @@ size_t dt_plan_parse_bench(FILE *f, int n, const dt_plan_thresholds_t *t,
         (*m)++;
         added++;
     }
-    return added;
+    free(line);
+    if (got == DT_LINE_NOMEM)
+        *stop = (dt_plan_bench_stop_t){0, "out of memory"};
+    return stop->why ? -1 : added;
 }
 
 void dt_plan_keep_fastest(dt_plan_sample_t *s, size_t *m)

@@ -52,9 +52,16 @@ int dt_plan_fit(const dt_plan_sample_t *s, size_t m, double *alpha,
  * into samples for n ranks, each with the algorithm t picks (t NULL: the
  * ring); a `dtctl bench allgather` table (its header says "allgather:")
  * gives DT_PLAN_ALLGATHER samples, which pin alpha and beta apart from
- * gamma. Returns how many were added (at most cap - *m). */
-size_t dt_plan_parse_bench(FILE *f, int n, const dt_plan_thresholds_t *t,
-                           dt_plan_sample_t *s, size_t *m, size_t cap);
+ * gamma. Whole lines in bounded memory (base/line_read.h): a file named
+ * by mistake (/dev/zero) ends the reading instead of looping for ever.
+ * Returns how many were added (at most cap - *m), or -1 with *stop set. */
+typedef struct {
+    int line;        /* the line that stopped it; 0: out of memory */
+    const char *why; /* "a NUL byte (binary data)", "out of memory", ... */
+} dt_plan_bench_stop_t;
+long dt_plan_parse_bench(FILE *f, int n, const dt_plan_thresholds_t *t,
+                         dt_plan_sample_t *s, size_t *m, size_t cap,
+                         dt_plan_bench_stop_t *stop);
 
 /* Samples of the same rank count, size and algorithm (repeated sweeps)
  * merged into the fastest of them, in place: a sweep that another

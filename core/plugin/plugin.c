@@ -366,8 +366,11 @@ static dt_status_t load_file_locked(const char *path, const dt_plugin_t **out,
     }
     if (check_required_ops(path, p, why, why_len) != 0)
         goto close;
-    char problem[512];
-    if (cfg_key_table_problem(p->keys, problem, sizeof problem) != 0) {
+    char problem[512], section[160];
+    snprintf(section, sizeof section, "%s.%s", dt_kind_name(p->kind),
+             p->name);
+    if (cfg_key_table_problem(section, p->keys, problem, sizeof problem) !=
+        0) {
         snprintf(why, why_len,
                  "%s: %s plugin '%s' has a bad key table: %s; fix the "
                  "plugin's .keys (dt/config.h, dt_key_spec_t)",
