@@ -8,7 +8,9 @@
  * load bit for bit, also augmented and through the loader threads;
  * train_samples of a folder spread over its classes; palette PNGs with
  * transparency, PNGs over dt's size limit; broken links among the class
- * folders; a damaged JPEG restart marker; files missing only their end
+ * folders; train/ or test/ empty, a link to a target not there or a
+ * stat refused (may pass) or a link loop (the layout); a damaged JPEG
+ * restart marker; files missing only their end
  * (loaded) or cut inside the image data (refused); named pipes (refused,
  * not waited on); out-of-memory messages. */
 #define _GNU_SOURCE
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <cmocka.h>
 
+#include <grp.h>
 #include <math.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -618,9 +621,41 @@ static void test_folder_layout_errors(void **state)
     assert_int_equal(dt_dataset_load_folder(path_of("f4-gone"),
                                             DT_SPLIT_TRAIN, &opts_rgb4, &ds),
                      DT_ERR_NOT_FOUND);
-    /* no class folders */
+    /* an empty train/ or test/ (a mount point, its storage not mounted
+     * yet), or one holding only lost+found: may pass, as an empty data
+     * folder; a data folder holding only lost+found and hidden entries
+     * (a fresh volume) is empty too */
+    assert_int_equal(dt_dataset_load_folder(path_of("f5"), DT_SPLIT_TRAIN,
+                                            &opts_rgb4, &ds),
+                     DT_ERR_NOT_FOUND);
+    mkdirs("f5/train/lost+found");
+    assert_int_equal(dt_dataset_load_folder(path_of("f5"), DT_SPLIT_TRAIN,
+                                            &opts_rgb4, &ds),
+                     DT_ERR_NOT_FOUND);
+    assert_int_equal(rename(path_of("f4/test"), path_of("f4/test-off")), 0);
+    mkdirs("f4/test");
+    assert_int_equal(dt_dataset_load_folder(path_of("f4"), DT_SPLIT_TEST,
+                                            &opts_rgb4, &ds),
+                     DT_ERR_NOT_FOUND);
+    assert_int_equal(rmdir(path_of("f4/test")), 0);
+    assert_int_equal(rename(path_of("f4/test-off"), path_of("f4/test")), 0);
+    mkdirs("f4v/lost+found");
+    mkdirs("f4v/.snapshot");
+    assert_int_equal(dt_dataset_load_folder(path_of("f4v"), DT_SPLIT_TRAIN,
+                                            &opts_rgb4, &ds),
+                     DT_ERR_NOT_FOUND);
+    /* no class folders, only images: the layout */
+    write_bytes(path_of("f5/train/1.png"), "x", 1);
     assert_int_equal(dt_dataset_load_folder(path_of("f5"), DT_SPLIT_TRAIN,
                                             &opts_rgb4, &ds), DT_ERR_INVALID);
+    /* lost+found is never a class (a volume mounted at train/) */
+    make_folder("f4l", 0);
+    mkdirs("f4l/train/lost+found");
+    mkdirs("f4l/test/lost+found");
+    assert_int_equal(dt_dataset_load_folder(path_of("f4l"), DT_SPLIT_TEST,
+                                            &opts_rgb4, &ds), DT_OK);
+    assert_int_equal(ds.nclasses, 2);
+    dt_dataset_free(&ds);
     /* one class: nothing to classify (dtctl leaves it to this message) */
     mkdirs("f5b/train/only");
     assert_int_equal(dt_dataset_load_folder(path_of("f5b"), DT_SPLIT_TRAIN,
@@ -632,7 +667,11 @@ static void test_folder_layout_errors(void **state)
     assert_non_null(strstr(log, want));
     assert_non_null(strstr(log, "f4/test/fox: a class that"));
     assert_non_null(strstr(log, "no train/ folder there"));
-    assert_non_null(strstr(log, "f5/train: no class folders"));
+    assert_non_null(strstr(log, "f5/train: an empty folder, no class "
+                                "folders (may pass: its storage not mounted "
+                                "yet?)"));
+    assert_non_null(strstr(log, "f4/test: an empty folder"));
+    assert_non_null(strstr(log, "f5/train: no class folders: put each"));
     assert_non_null(strstr(log, "f5b/train: one class folder ('only'): a "
                                 "classifier needs at least 2 classes"));
     free(log);
@@ -1071,6 +1110,92 @@ static void test_folder_broken_links(void **state)
     free(load_log("f7", DT_SPLIT_TRAIN, &opts_rgb4, DT_OK));
 }
 
+/* train/ or test/ itself a link (img/test -> /mnt/nfs/test): to a
+ * target not there (its storage not mounted yet) it may pass, and the
+ * error names the link and its target (not "no test/ folder there"); a
+ * link loop, or a file where the folder should be, stays the layout. */
+static void test_folder_split_links(void **state)
+{
+    (void)state;
+    make_folder("f10", 0);
+    char want[1200];
+    assert_int_equal(rename(path_of("f10/test"), path_of("f10/test-off")),
+                     0);
+    assert_int_equal(symlink("/nonexistent/nfs/test", path_of("f10/test")),
+                     0);
+    char *log = load_log("f10", DT_SPLIT_TEST, &opts_rgb4, DT_ERR_NOT_FOUND);
+    snprintf(want, sizeof want, "[data] path %s: a symbolic link to "
+             "/nonexistent/nfs/test that cannot be followed: No such file "
+             "or directory (may pass", path_of("f10/test"));
+    assert_non_null(strstr(log, want));
+    assert_null(strstr(log, "no test/ folder there"));
+    free(log);
+    assert_int_equal(unlink(path_of("f10/test")), 0);
+    assert_int_equal(symlink("test", path_of("f10/test")), 0);
+    free(load_log("f10", DT_SPLIT_TEST, &opts_rgb4, DT_ERR_INVALID));
+    assert_int_equal(unlink(path_of("f10/test")), 0);
+    write_bytes(path_of("f10/test"), "x", 1);
+    free(load_log("f10", DT_SPLIT_TEST, &opts_rgb4, DT_ERR_INVALID));
+    assert_int_equal(unlink(path_of("f10/test")), 0);
+    assert_int_equal(rename(path_of("f10/test-off"), path_of("f10/test")),
+                     0);
+    /* train/ a link to a folder: followed */
+    assert_int_equal(rename(path_of("f10/train"), path_of("f10/train-off")),
+                     0);
+    assert_int_equal(symlink("train-off", path_of("f10/train")), 0);
+    free(load_log("f10", DT_SPLIT_TEST, &opts_rgb4, DT_OK));
+}
+
+/* dt_dataset_load_folder(root's train split) in a child process run by a
+ * user who does not own the files (nobody when this test runs as root,
+ * whom permissions do not stop): its status, or 1 (the child failed). */
+static dt_status_t load_as_other_user(const char *root)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (geteuid() == 0 &&
+            (setgroups(0, NULL) != 0 || setgid(65534) != 0 ||
+             setuid(65534) != 0))
+            _exit(99);
+        dt_dataset_t ds;
+        dt_status_t st = dt_dataset_load_folder(path_of(root),
+                                                DT_SPLIT_TRAIN, &opts_rgb4,
+                                                &ds);
+        _exit(st == DT_OK ? 0 : 100 - (int)st); /* errors are negative */
+    }
+    int ws = 0;
+    if (pid < 0 || waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws) ||
+        WEXITSTATUS(ws) == 99)
+        return (dt_status_t)1;
+    return WEXITSTATUS(ws) == 0 ? DT_OK
+                                : (dt_status_t)(100 - WEXITSTATUS(ws));
+}
+
+/* A stat of train/ the system refuses (EACCES here; EIO, ESTALE and
+ * ETIMEDOUT of network storage alike) in a folder that holds data: may
+ * pass (DT_ERR_IO), not the layout. */
+static void test_folder_split_stat_refused(void **state)
+{
+    (void)state;
+    make_folder("f11", 0);
+    /* others may list f11 but not look inside its entries */
+    assert_int_equal(chmod(dir, 0711), 0);
+    assert_int_equal(chmod(path_of("f11"), 0644), 0);
+    capture_t c;
+    capture_begin(&c);
+    dt_status_t st = load_as_other_user("f11");
+    char *log = capture_end(&c);
+    assert_int_equal(chmod(path_of("f11"), 0755), 0);
+    assert_int_equal(chmod(dir, 0700), 0);
+    assert_int_equal(st, DT_ERR_IO);
+    char want[700];
+    snprintf(want, sizeof want, "[data] path %s: cannot tell whether "
+             "train/ is there: Permission denied", path_of("f11"));
+    assert_non_null(strstr(log, want));
+    free(log);
+}
+
 /* A 32x32 gray JPEG in memory with a restart marker after every MCU. */
 static size_t jpeg_with_restarts(uint8_t **out)
 {
@@ -1362,6 +1487,8 @@ int main(void)
         cmocka_unit_test(test_png_palette_trns),
         cmocka_unit_test(test_png_too_large),
         cmocka_unit_test(test_folder_broken_links),
+        cmocka_unit_test(test_folder_split_links),
+        cmocka_unit_test(test_folder_split_stat_refused),
         cmocka_unit_test(test_jpeg_bad_restart),
         cmocka_unit_test(test_image_missing_end),
         cmocka_unit_test(test_image_not_regular),

@@ -7,6 +7,7 @@
 #     them apart gets every test image wrong;
 #   - checkpoint_every = -3 is refused with its --set (strtoull took it
 #     as 2^64 - 3 epochs: a checkpoint only at the end, said nowhere);
+#     +2 steps is taken, as it was before that refusal;
 #   - log_every = 0 prints no step lines (it printed every 100); below 0
 #     refused.
 # Images are written by tests/make_images (libpng + libjpeg).
@@ -81,11 +82,11 @@ for every in -3 "-1 steps" "-2 epochs" "99999999999999999999 steps"; do
         { cat out; fail "checkpoint_every = '$every' not refused by name"; }
     [ -e ck ] && { ls -R ck; fail "checkpoint_every = '$every' wrote into ck"; }
 done
-# A positive count still works (39 steps: every 2nd and the end; the
-# newest 3 kept).
-run --set train.checkpoint_dir=ck --set "train.checkpoint_every=2 steps" ||
-    { cat out; fail "checkpoint_every = 2 steps refused"; }
+# A positive count still works, also with a + as before (39 steps: every
+# 2nd and the end; the newest 3 kept).
+run --set train.checkpoint_dir=ck --set "train.checkpoint_every=+2 steps" ||
+    { cat out; fail "checkpoint_every = +2 steps refused"; }
 [ "$(ls ck)" = "ckpt-000000000036.dtckpt
 ckpt-000000000038.dtckpt
-ckpt-000000000039.dtckpt" ] || { ls ck; fail "checkpoint_every = 2 steps wrote other checkpoints"; }
+ckpt-000000000039.dtckpt" ] || { ls ck; fail "checkpoint_every = +2 steps wrote other checkpoints"; }
 echo "0% final line, log_every 0 and < 0, checkpoint_every < 0: ok"

@@ -7,8 +7,11 @@
 #     --max-restarts 2, dt-train exits 65 and dtctl says it does not
 #     restart (each was exit 1, restarted twice with backoff, failing the
 #     same way each time);
-#   - an empty data folder (a mount point before its storage is mounted):
-#     exit 1, restarted, and the worker says that it will be.
+#   - an empty data folder (a mount point before its storage is mounted;
+#     lost+found and hidden entries aside), an empty train/ or test/, a
+#     test/ that links to a target not there: exit 1, restarted, and the
+#     worker says that it will be (once a host), or, without restarts
+#     left or dtctl, what to do.
 # Images are written by tests/make_images (libpng + libjpeg).
 gen="$top_builddir/tests/make_images"
 if [ ! -x "$gen" ]; then
@@ -97,15 +100,59 @@ if [ "${DT_HAVE_ZLIB:-yes}" = yes ] && command -v gzip >/dev/null; then
 fi
 
 # ---- missing: may be storage not mounted yet, so restarted ----------------
-# An empty folder, as a mount point before its storage is mounted.
-mkdir mnt
-run --set data.path=mnt
+# retried WHAT PATTERN DTCTL-ARGS...: exit 1, the worker's error, its word
+# that dtctl restarts it (once, not per rank), and 2 restarts.
+retried() {
+    what=$1 want=$2
+    shift 2
+    run "$@"
+    rc=$?
+    [ $rc -eq 1 ] || { cat out; fail "$what: exited $rc, not 1"; }
+    grep -q -- "$want" out || { cat out; fail "$what: no '$want'"; }
+    grep -q "error: the data set is missing or could not be read (above): a failure that may pass .*, so dtctl run --max-restarts .* restarts the job for it (2 of 2 restarts left)" out ||
+        { cat out; fail "$what: the worker does not say a missing data set is retried"; }
+    grep -q "the job's 2 restarts (\[cluster\] max_restarts) are used up: run it again once the data is there" out ||
+        { cat out; fail "$what: the last attempt does not say the restarts are used up"; }
+    n=$(grep -c "restart [0-9]* of 2:" out)
+    [ "$n" -eq 2 ] || { cat out; fail "$what: restarted $n times, not 2"; }
+    grep -q "not restarting" out && { cat out; fail "$what: not restarted"; }
+    return 0
+}
+# An empty folder, as a mount point before its storage is mounted; a
+# fresh volume's lost+found (and hidden entries) do not make it data.
+mkdir -p mnt/lost+found mnt/.snapshot
+retried "an empty data folder" "path mnt: no train/ folder there" --set data.path=mnt
+# train/ or test/ a mount point of its own, not mounted yet (was: "no
+# class folders", exit 65)
+fresh
+rm -r img/train/*
+retried "an empty train/" "img/train: an empty folder, no class folders (may pass"
+fresh
+rm -r img/test/*
+retried "an empty test/" "img/test: an empty folder, no class folders (may pass"
+# test/ a link to storage not mounted yet (was: "no test/ folder there",
+# exit 65)
+fresh
+rm -r img/test
+ln -s "$tmp/nfs/test" img/test
+retried "test/ a link to a target not there" \
+    "path img/test: a symbolic link to $tmp/nfs/test that cannot be followed: No such file or directory"
+grep -q "no test/ folder there" out && { cat out; fail "test/ a link: said to be no folder"; }
+
+# Whether a restart comes is said as it is: no restarts asked for, and
+# dt-train on its own; once for a host's 2 ranks, not per rank.
+timeout 120 "$DTCTL" run -n 2 --set data.path=mnt job.ini >out 2>&1
 rc=$?
-[ $rc -eq 1 ] || { cat out; fail "an empty data folder exited $rc, not 1"; }
-grep -q "path mnt: no train/ folder there" out || { cat out; fail "no word on the missing train/"; }
-grep -q "error: the data set is missing or could not be read (above): a failure that may pass .* --max-restarts .* restarts the job for it" out ||
-    { cat out; fail "the worker does not say a missing data set is retried"; }
-n=$(grep -c "restart [0-9]* of 2:" out)
-[ "$n" -eq 2 ] || { cat out; fail "an empty data folder was restarted $n times, not 2"; }
-grep -q "not restarting" out && { cat out; fail "an empty data folder was not restarted"; }
+[ $rc -eq 1 ] || { cat out; fail "no restarts: exited $rc, not 1"; }
+grep -q "a failure that may pass (storage not mounted yet, an I/O error): run the job again once the data is there, or with dtctl run --max-restarts N" out ||
+    { cat out; fail "no restarts: the worker does not say what to do"; }
+grep -q "restarts the job for it" out && { cat out; fail "no restarts: the worker promises one"; }
+n=$(grep -c "the data set is missing or could not be read" out)
+[ "$n" -eq 1 ] || { cat out; fail "2 ranks of a host said it $n times, not once"; }
+DT_DATA_PATH=mnt timeout 120 "$top_builddir/core/dt-train" job.ini >out 2>&1
+rc=$?
+[ $rc -eq 1 ] || { cat out; fail "dt-train alone: exited $rc, not 1"; }
+grep -q "path mnt: no train/ folder there" out || { cat out; fail "dt-train alone: not the empty folder"; }
+grep -q "a failure that may pass (storage not mounted yet, an I/O error): run the job again once the data is there (dtctl run --max-restarts N restarts" out ||
+    { cat out; fail "dt-train alone: the worker does not say what to do"; }
 exit 0

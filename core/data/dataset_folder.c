@@ -6,8 +6,9 @@
  * Classes are the subfolders of train/, sorted bytewise by name (as
  * Python's sorted() and torchvision's ImageFolder do), so a label means
  * the same class on every run, host and split. Within a class, files are
- * taken in name order. Hidden entries (a leading dot) and files with
- * other extensions are ignored. Every image is decoded when the data set
+ * taken in name order. Hidden entries (a leading dot), lost+found (a
+ * fresh volume's, never a class) and files with other extensions are
+ * ignored. Every image is decoded when the data set
  * is loaded (data/image_decode.c) into the in-memory bytes the other data
  * sets use (the decoded cache), or, with opts->lazy ([data] decode =
  * loader), only listed: each gather decodes its samples (in the input
@@ -25,7 +26,8 @@
  * skipped with a warning (the first 10 named, then a count), and a class
  * left without images is an error again. What a restart would meet again
  * (the layout, an image that does not decode) is DT_ERR_INVALID; a
- * missing or empty data folder and a read the system failed are
+ * missing or empty data, train/ or test/ folder (lost+found aside), a
+ * link to a target not there and a stat or read the system failed are
  * DT_ERR_NOT_FOUND and DT_ERR_IO (storage not mounted yet may come). */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -132,9 +134,18 @@ static dt_status_t take_entry(const char *dir, const char *name, int dirs,
     return st;
 }
 
+/* An entry that says nothing about the data: hidden ones, and the
+ * lost+found of a freshly made file system (a volume mounted but not
+ * filled yet). */
+static int placeholder_entry(const char *name)
+{
+    return name[0] == '.' || strcmp(name, "lost+found") == 0;
+}
+
 /* The names in dir: subfolders (dirs = 1) or image files (dirs = 0),
- * sorted. Hidden entries are ignored; *ignored counts other files. An
- * entry that may be a subfolder but cannot be followed is an error. */
+ * sorted. Hidden entries and lost+found are ignored; *ignored counts
+ * other files. An entry that may be a subfolder but cannot be followed
+ * is an error. */
 static dt_status_t list_dir(const char *dir, int dirs, strlist_t *out,
                             size_t *ignored)
 {
@@ -146,7 +157,7 @@ static dt_status_t list_dir(const char *dir, int dirs, strlist_t *out,
     dt_status_t st = DT_OK;
     struct dirent *e;
     while (st == DT_OK && (errno = 0, e = readdir(d)))
-        if (e->d_name[0] != '.')
+        if (!placeholder_entry(e->d_name))
             st = take_entry(dir, e->d_name, dirs, out, ignored);
     if (st == DT_OK && errno) {
         dt_error("%s: cannot list the folder: %s", dir, strerror(errno));
@@ -158,40 +169,82 @@ static dt_status_t list_dir(const char *dir, int dirs, strlist_t *out,
     return st;
 }
 
-/* dir exists and holds a visible entry: its layout, not its presence, is
- * what is wrong. */
+/* dir exists and holds an entry that is data: its layout, not its
+ * presence, is what is wrong. */
 static int has_entries(const char *dir)
 {
     DIR *d = opendir(dir);
     struct dirent *e;
     int any = 0;
     while (d && !any && (e = readdir(d)))
-        any = e->d_name[0] != '.';
+        any = !placeholder_entry(e->d_name);
     if (d)
         closedir(d);
     return any;
 }
 
-/* dir/name, a folder. Missing from a folder that holds other things (a
- * test/ beside train/, class folders without train/ above them): the
- * layout is wrong and a restart meets it again (DT_ERR_INVALID). Missing
- * from a missing or empty folder (network storage not mounted yet): may
- * pass (DT_ERR_NOT_FOUND). */
+/* path, a symbolic link whose target stat could not follow (err): what a
+ * restart may find there (a target not there yet: its storage not
+ * mounted; a refusal of the system) or will not (a link loop, a name too
+ * long). */
+static dt_status_t split_link_error(const char *path, int err)
+{
+    char to[4096];
+    ssize_t n = readlink(path, to, sizeof to - 1);
+    to[n < 0 ? 0 : n] = '\0';
+    int final = err == ELOOP || err == ENAMETOOLONG || err == ENOTDIR;
+    dt_error("[data] path %s: a symbolic link to %s that cannot be "
+             "followed: %s (%s)", path, n < 0 ? "?" : to, strerror(err),
+             final ? "point it at the folder"
+                   : "may pass: its storage not mounted yet?");
+    return final ? DT_ERR_INVALID
+           : err == ENOENT ? DT_ERR_NOT_FOUND : DT_ERR_IO;
+}
+
+/* dir/name, a folder. Really absent from a folder that holds data (a
+ * test/ beside train/, class folders without train/ above them), or not
+ * a folder: the layout is wrong and a restart meets it again
+ * (DT_ERR_INVALID). Absent from a missing or empty folder, a link to a
+ * target not there (network storage not mounted yet), a refusal of the
+ * system (EIO, ESTALE, EACCES): may pass (DT_ERR_NOT_FOUND, DT_ERR_IO). */
 static dt_status_t split_dir(const char *dir, const char *name, char **out)
 {
-    struct stat sb;
+    struct stat sb, lb;
     if (!(*out = join(dir, name)))
         return DT_ERR_NOMEM;
     int err = stat(*out, &sb) != 0 ? errno : 0;
     if (!err && S_ISDIR(sb.st_mode))
         return DT_OK;
-    dt_error("[data] path %s: no %s/ folder there (%s). dataset = folder "
-             "reads PATH/train/<class>/*.png|jpg|jpeg for training and "
-             "PATH/test/<class>/... for evaluation, one subfolder per class",
-             dir, name, strerror(err ? err : ENOTDIR));
+    dt_status_t st;
+    if (err && lstat(*out, &lb) == 0 && S_ISLNK(lb.st_mode))
+        st = split_link_error(*out, err);
+    else if (err && err != ENOENT && err != ENOTDIR && err != ELOOP &&
+             err != ENAMETOOLONG) {
+        dt_error("[data] path %s: cannot tell whether %s/ is there: %s "
+                 "(the storage or a permission; may pass)", dir, name,
+                 strerror(err));
+        st = DT_ERR_IO;
+    } else {
+        dt_error("[data] path %s: no %s/ folder there (%s). dataset = "
+                 "folder reads PATH/train/<class>/*.png|jpg|jpeg for "
+                 "training and PATH/test/<class>/... for evaluation, one "
+                 "subfolder per class", dir, name,
+                 strerror(err ? err : ENOTDIR));
+        st = !err || has_entries(dir) ? DT_ERR_INVALID : DT_ERR_NOT_FOUND;
+    }
     free(*out);
     *out = NULL;
-    return has_entries(dir) ? DT_ERR_INVALID : DT_ERR_NOT_FOUND;
+    return st;
+}
+
+/* path, train/ or test/, holds nothing (or only lost+found): a mount
+ * point whose storage is not mounted yet, as an empty data folder is. */
+static dt_status_t empty_split(const char *path)
+{
+    dt_error("%s: an empty folder, no class folders (may pass: its storage "
+             "not mounted yet?); else put each class's images in a "
+             "subfolder of its own (train/cat/1.png, train/dog/2.jpg)", path);
+    return DT_ERR_NOT_FOUND;
 }
 
 /* Every sample's file and label, classes in order. */
@@ -205,6 +258,8 @@ static dt_status_t find_images(const char *dir, dt_split_t split,
     dt_status_t st = split_dir(dir, "train", &train);
     if (st == DT_OK)
         st = list_dir(train, 1, classes, NULL);
+    if (st == DT_OK && !has_entries(train))
+        st = empty_split(train);
     if (st == DT_OK && classes->n == 0) {
         dt_error("%s: no class folders: put each class's images in a "
                  "subfolder of its own (train/cat/1.png, train/dog/2.jpg)",
@@ -226,6 +281,8 @@ static dt_status_t find_images(const char *dir, dt_split_t split,
         st = split_dir(dir, "test", &base);
         if (st == DT_OK)
             st = list_dir(base, 1, &here, NULL);
+        if (st == DT_OK && !has_entries(base))
+            st = empty_split(base);
         for (size_t i = 0; st == DT_OK && i < here.n; i++)
             if (!bsearch(&here.v[i], classes->v, classes->n,
                          sizeof *classes->v, cmp_str)) {

@@ -197,6 +197,10 @@ dt_status_t dt_trainer_broadcast(dt_trainer_t *t, void *dev_ptr,
  * rank, and dtctl stops the others). */
 dt_status_t dt_trainer_agree_data(const dt_config_t *cfg,
                                   const dt_trainer_t *t);
+/* The data set is missing or could not be read (a failure that may
+ * pass): say whether dtctl restarts the job for it, once a host
+ * (data_retry.c). */
+void dt_trainer_say_data_may_pass(const dt_trainer_t *t);
 /* Broadcast bytes of host memory from rank 0 (any length). */
 dt_status_t dt_trainer_broadcast_host(void *buf, size_t bytes);
 /* mode = async: the number of parameter servers dtctl started

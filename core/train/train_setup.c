@@ -53,7 +53,9 @@ static dt_status_t parse_every(const dt_config_t *cfg, dt_trainer_t *t)
     /* strtoull takes "-3" as 2^64 - 3: a checkpoint never, said nowhere */
     errno = 0;
     unsigned long long n = strtoull(digits, &end, 10);
-    bool number = isdigit((unsigned char)*digits) && errno == 0;
+    /* a leading + as strtoull takes it ("-3" it would wrap) */
+    bool number = isdigit((unsigned char)digits[*digits == '+']) &&
+                  errno == 0;
     while (isspace((unsigned char)*end))
         end++;
     int steps = strcmp(end, "step") == 0 || strcmp(end, "steps") == 0;
@@ -684,25 +686,21 @@ static dt_status_t largest_share(const dt_trainer_t *t, size_t *out)
  * for which dt-train exits DT_TRAIN_EXIT_FINAL and dtctl does not
  * restart. Data missing or unreadable may come (storage not mounted
  * yet, a passing I/O error): left to --max-restarts, and said so. */
-static dt_status_t load_split(const dt_config_t *cfg, dt_split_t split,
-                              dt_dataset_t *ds)
+static dt_status_t load_split(const dt_config_t *cfg, const dt_trainer_t *t,
+                              dt_split_t split, dt_dataset_t *ds)
 {
     dt_status_t st = dt_dataset_load(cfg, split, ds);
     if (st == DT_ERR_INVALID)
         return DT_ERR_CONFIG;
     if (st == DT_ERR_NOT_FOUND || st == DT_ERR_IO)
-        dt_error("the data set is missing or could not be read (above): "
-                 "a failure that may pass (storage not mounted yet, an I/O "
-                 "error), so dtctl run --max-restarts ([cluster] "
-                 "max_restarts) restarts the job for it; data in a wrong "
-                 "format or layout is not restarted");
+        dt_trainer_say_data_may_pass(t);
     return st;
 }
 
 static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
 {
-    DT_CHECK(load_split(cfg, DT_SPLIT_TRAIN, &t->train));
-    DT_CHECK(load_split(cfg, DT_SPLIT_TEST, &t->test));
+    DT_CHECK(load_split(cfg, t, DT_SPLIT_TRAIN, &t->train));
+    DT_CHECK(load_split(cfg, t, DT_SPLIT_TEST, &t->test));
     /* One model reads both: the test set must be the training set's
      * shape (its samples go through the training set's buffers). */
     if (t->test.channels != t->train.channels ||
