@@ -440,6 +440,36 @@ static void test_progress_plain(void **state)
     assert_non_null(strstr(buf, "test_accuracy 50.00%"));
 }
 
+/* A blow-up's loss reads as 3.177e+36, not 37 digits; a tiny one as
+ * 5e-05, not 0.0000; a usual one as before (%.4f). */
+static void test_progress_loss_magnitudes(void **state)
+{
+    (void)state;
+    FILE *f = tmpfile();
+    dt_progress_t p;
+    dt_progress_init(&p, f, 1);
+    p.every = 1;
+    dt_progress_epoch_start(&p);
+    dt_progress_step(&p, 1, 1, 4, 3177449894411672057991985366686498816.0,
+                     1.0, 0.0);
+    dt_progress_step(&p, 1, 2, 4, 5e-5, 1.0, 0.0);
+    dt_progress_step(&p, 1, 3, 4, 999999.5, 1.0, 0.0);
+    dt_progress_step(&p, 1, 4, 4, 0.0, 1.0, 0.0);
+    dt_epoch_metrics_t m = {.epoch = 1, .train_loss = 2.7e20,
+                            .test_loss = 2.3026};
+    dt_progress_epoch_end(&p, &m);
+    rewind(f);
+    char buf[2048];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    assert_non_null(strstr(buf, "step 1/4  loss 3.177e+36  "));
+    assert_non_null(strstr(buf, "step 2/4  loss 5e-05  "));
+    assert_non_null(strstr(buf, "step 3/4  loss 999999.5000  "));
+    assert_non_null(strstr(buf, "step 4/4  loss 0.0000  "));
+    assert_non_null(strstr(buf, "train_loss 2.7e+20  test_loss 2.3026  "));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -452,6 +482,7 @@ int main(void)
         cmocka_unit_test(test_tb_nested_dir),
         cmocka_unit_test(test_write_failure_warns),
         cmocka_unit_test(test_progress_plain),
+        cmocka_unit_test(test_progress_loss_magnitudes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -21,6 +21,7 @@
 #include "train/divergence.h"
 #include "train/grad_clip.h"
 #include "train/preempt.h"
+#include "train/train.h"
 #include <dt/train.h>
 #include "inproc_transport.h"
 #include "stderr_capture.h"
@@ -431,6 +432,21 @@ static void test_run_without_init(void **state)
     dt_config_free(cfg);
 }
 
+/* on_divergence = halve_lr passes over a checkpoint whose last loss is
+ * more than 10x the job's first step's; unknown losses never are. */
+static void test_loss_ruined(void **state)
+{
+    (void)state;
+    assert_false(dt_loss_ruined(2.3, 2.3));
+    assert_false(dt_loss_ruined(23.0, 2.3));  /* 10x: still sound */
+    assert_true(dt_loss_ruined(23.1, 2.3));
+    assert_true(dt_loss_ruined(3e36, 2.3));
+    assert_true(dt_loss_ruined(INFINITY, 2.3));
+    assert_false(dt_loss_ruined(NAN, 2.3));   /* step 0: no loss yet */
+    assert_false(dt_loss_ruined(1e30, NAN));  /* a dt before the record */
+    assert_false(dt_loss_ruined(1e30, 0.0));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -442,6 +458,7 @@ int main(void)
         cmocka_unit_test(test_async_transport),
         cmocka_unit_test(test_preempt_busy),
         cmocka_unit_test(test_run_without_init),
+        cmocka_unit_test(test_loss_ruined),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 /* progress.c — the trainer's progress line: redrawn in place on a
  * terminal, plain lines otherwise (logs, pipes, dtctl's output). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -38,6 +39,18 @@ static void eta_text(char *buf, size_t len, double seconds)
         snprintf(buf, len, "%02ld:%02ld", s / 60, s % 60);
 }
 
+/* A loss as %.4f ("2.3026"), but a blow-up's 1e36 as %.4g ("3.177e+36",
+ * not 37 digits) and a loss below 1e-4 too ("5e-05", not "0.0000"). */
+static const char *loss_text(char *buf, size_t len, double v)
+{
+    double a = fabs(v);
+    if (isfinite(v) && (a >= 1e6 || (a > 0.0 && a < 1e-4)))
+        snprintf(buf, len, "%.4g", v);
+    else
+        snprintf(buf, len, "%.4f", v);
+    return buf;
+}
+
 void dt_progress_step(dt_progress_t *p, uint64_t epoch, uint64_t step,
                       uint64_t steps, double loss, double samples_per_sec,
                       double data_wait)
@@ -51,14 +64,15 @@ void dt_progress_step(dt_progress_t *p, uint64_t epoch, uint64_t step,
     }
     p->last_draw = now;
     double per_step = step ? (now - p->epoch_start) / (double)step : 0.0;
-    char eta[32], line[256];
+    char eta[32], line[256], lt[64];
     eta_text(eta, sizeof eta, per_step * (double)(steps - step));
     int n = snprintf(line, sizeof line,
-                     "epoch %llu/%llu  step %llu/%llu  loss %.4f  "
+                     "epoch %llu/%llu  step %llu/%llu  loss %s  "
                      "%.0f samples/s  data %.1f%%  ETA %s",
                      (unsigned long long)epoch, (unsigned long long)p->epochs,
                      (unsigned long long)step, (unsigned long long)steps,
-                     loss, samples_per_sec, 100.0 * data_wait, eta);
+                     loss_text(lt, sizeof lt, loss), samples_per_sec,
+                     100.0 * data_wait, eta);
     size_t len = n > 0 ? (size_t)n : 0;
     if (p->tty) {
         /* Pad with spaces over what a longer previous line left. */
@@ -77,12 +91,15 @@ void dt_progress_epoch_end(dt_progress_t *p, const dt_epoch_metrics_t *m)
         fputc('\n', p->out);
         p->line_len = 0;
     }
+    char train[64], test[64];
     fprintf(p->out,
-            "epoch %llu/%llu  train_loss %.4f  test_loss %.4f  "
+            "epoch %llu/%llu  train_loss %s  test_loss %s  "
             "test_accuracy %.2f%%  lr %.5g  %.0f samples/s  comm %.1f%%  "
             "data %.1f%%  %.1fs\n",
             (unsigned long long)m->epoch, (unsigned long long)p->epochs,
-            m->train_loss, m->test_loss, 100.0 * m->test_accuracy, m->lr,
+            loss_text(train, sizeof train, m->train_loss),
+            loss_text(test, sizeof test, m->test_loss),
+            100.0 * m->test_accuracy, m->lr,
             m->samples_per_sec, 100.0 * m->comm_fraction,
             100.0 * m->data_wait, m->epoch_seconds);
     fflush(p->out);

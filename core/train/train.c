@@ -237,6 +237,9 @@ stepped:
                  dt_grad_sync_d2h_copies(t->sync));
     t->step_in_epoch = s + 1;
     t->step_lr = lr;
+    t->last_loss = *loss;
+    if (t->global_step == 1) /* the untrained model's */
+        t->first_loss = *loss;
     t->loss_sum += (double)*loss * (double)b;
     t->loss_count += (double)b;
     t->epoch_samples += b;

@@ -20,6 +20,7 @@
 #include <dt/plugin.h>
 #include <dt/train.h>
 
+#include "ckpt/ckpt.h"
 #include "data/dataset.h"
 #include "data/pipeline.h"
 #include "data/sampler.h"
@@ -66,15 +67,19 @@ typedef struct dt_trainer {
     uint64_t ckpt_last_step;
     uint64_t *ckpt_foreign;
     size_t nforeign;
+    /* rank 0: the newest of this run's checkpoints that is not ruined
+     * (rollback_target.c); ruined ones written after it do not push it
+     * out of checkpoint_keep, so a rollback always finds it */
+    bool ckpt_sound;
+    uint64_t ckpt_sound_step;
     dt_grad_clip_t clip;
     dt_loss_scale_t ls;         /* [train] precision, loss_scale          */
     bool skip_update;           /* this step's gradients overflowed       */
     dt_on_divergence_t on_divergence;
-    int restarts;               /* on_divergence = halve_lr rollbacks in a
-                                   row (none saved in between)             */
+    int restarts;               /* on_divergence = halve_lr rollbacks for
+                                   one divergence (no sound checkpoint
+                                   written in between)                     */
     uint64_t rollback_step;     /* the checkpoint the last one went to     */
-    uint64_t last_save_step;    /* every rank: the step of the last series
-                                   checkpoint asked for (dt_trainer_save)  */
 
     /* compute */
     dt_device_t *dev;
@@ -126,6 +131,10 @@ typedef struct dt_trainer {
                                    global_step + 1 - opt_base            */
     double loss_sum, loss_count;/* this epoch's training loss so far       */
     double step_lr;             /* the lr the last step ran at             */
+    /* this rank's training loss at the last step and at the job's first
+     * (NaN: none yet); rank 0's go into each checkpoint, by which a
+     * rollback tells a sound one from a ruined one (rollback_target.c) */
+    double last_loss, first_loss;
     double best_acc;            /* checkpoint_best: best test accuracy ... */
     uint64_t best_epoch;        /* ... and its epoch (1-based; 0: none)    */
     bool best_improved;         /* the epoch just evaluated is the best    */
@@ -269,12 +278,32 @@ dt_status_t dt_trainer_save_last(dt_trainer_t *t);
  * is a warning and a fresh start. */
 dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
                                bool *found);
+/* The training losses a checkpoint recorded (rank 0's, at its last step
+ * and at the job's first); NaN for none (step 0, or a dt before them). */
+void dt_trainer_ckpt_losses(const dt_ckpt_t *c, double *last,
+                            double *first);
+
+/* rollback_target.c. A checkpoint whose last step's loss is above
+ * DT_RUINED_LOSS_FACTOR times the job's first step's holds a state that
+ * had already blown up although still finite: a rollback passes over it.
+ * Unknown losses (NaN) are never ruined. */
+#define DT_RUINED_LOSS_FACTOR 10.0
+bool dt_loss_ruined(double last, double first);
+/* Rank 0: the newest checkpoint of a step below `below` that verifies and
+ * is not ruined. *found, its *step; *ruined: the ruined ones newer than
+ * it (below `below`), *worst the highest loss among them. Files that do
+ * not verify are passed over (named, as a restore would); none found
+ * leaves the choice, and any error, to dt_trainer_restore. */
+void dt_trainer_sound_checkpoint(const dt_trainer_t *t, uint64_t below,
+                                 bool *found, uint64_t *step,
+                                 uint64_t *ruined, double *worst);
 
 /* train_guard.c. After the gradients are averaged, before the optimizer
  * step (collective): clip them ([train] clip_grad_*), then vote on whether
  * this step is finite. A diverged step is reported (rank 0) and either
  * fails (DT_ERR_INVALID on every rank) or, with on_divergence = halve_lr,
- * rolls every rank back to the last checkpoint (a further restart: the one
+ * rolls every rank back to the newest sound checkpoint (one not ruined by
+ * a blow-up still finite, rollback_target.c; a further restart: the one
  * before the last restart's, when there is one) with the lr halved, and
  * sets *rolled_back: the caller restarts from t->epoch, t->step_in_epoch. */
 dt_status_t dt_trainer_guard_step(dt_trainer_t *t, float loss, double lr,

@@ -135,17 +135,65 @@ static dt_status_t set_aside_abandoned(dt_trainer_t *t)
     return DT_OK;
 }
 
-/* Every rank: back to the newest checkpoint of a step below `below`
- * (UINT64_MAX: any; the current step when its own state diverged, which a
- * checkpoint of that step holds), lr halved. Diverging again before a new
- * checkpoint says the state that checkpoint holds is already on its way
- * out (large weights, a large momentum): a further restart goes to the
- * checkpoint before the previous restart's, while there is one. */
-static dt_status_t roll_back(dt_trainer_t *t, uint64_t below)
+/* Where a rollback goes; rank 0 chooses, every rank gets the same. */
+typedef struct rollback_plan {
+    uint64_t found;   /* 1: a sound checkpoint, of `step`               */
+    uint64_t step;
+    uint64_t ruined;  /* newer ones passed over (rollback_target.c)     */
+    uint64_t same;    /* 1: the divergence the last rollback was for    */
+    double worst;     /* the highest loss the ruined ones recorded      */
+    uint64_t sound;   /* 1 + the step of the newest sound checkpoint
+                         when newer ones below `below` are ruined (0)   */
+} rollback_plan_t;
+
+/* Every rank: the newest sound checkpoint of a step below `below` (the
+ * current step when its own state diverged, which a checkpoint of that
+ * step holds). Only a sound checkpoint written since the last rollback
+ * makes this a new divergence, counted from restart 1 again: ruined ones
+ * are the same blow-up on its way to NaN. Diverging again without one
+ * says the state the last rollback went to is already on its way out
+ * (large weights, a large momentum): this one goes to the sound
+ * checkpoint before it, while there is one. */
+static dt_status_t plan_rollback(dt_trainer_t *t, uint64_t below,
+                                 rollback_plan_t *p)
+{
+    memset(p, 0, sizeof *p);
+    if (t->rank == 0) {
+        bool found = false, earlier = false;
+        uint64_t step = 0, ruined = 0, step2 = 0, ruined2 = 0;
+        double worst = 0.0, worst2 = 0.0;
+        dt_trainer_sound_checkpoint(t, below, &found, &step, &ruined,
+                                    &worst);
+        p->sound = found && ruined ? step + 1 : 0;
+        p->same = t->restarts > 0 && !(found && step > t->rollback_step);
+        if (p->same && t->rollback_step < below)
+            dt_trainer_sound_checkpoint(t, t->rollback_step, &earlier,
+                                        &step2, &ruined2, &worst2);
+        if (earlier) {
+            step = step2;
+            ruined += ruined2;
+            worst = worst2 > worst ? worst2 : worst;
+        }
+        p->found = found || earlier;
+        p->step = step;
+        p->ruined = ruined;
+        p->worst = worst;
+    }
+    return dt_trainer_broadcast_host(p, sizeof *p);
+}
+
+/* Every rank: back to the planned checkpoint, lr halved. Without a sound
+ * one (every file ruined, or a dt before the losses were recorded): the
+ * newest below `below` that verifies, as before (below the last
+ * rollback's for the same divergence), else any. */
+static dt_status_t roll_back(dt_trainer_t *t, const rollback_plan_t *p,
+                             uint64_t below)
 {
     double scale = t->lr.scale * 0.5;
     bool found = false;
-    if (t->restarts > 0 && t->rollback_step < below)
+    if (p->found)
+        below = p->step + 1;
+    else if (p->same && t->rollback_step < below)
         below = t->rollback_step;
     if (below != UINT64_MAX)
         DT_CHECK(dt_trainer_restore(t, below, &found));
@@ -163,6 +211,52 @@ static dt_status_t roll_back(dt_trainer_t *t, uint64_t below)
     return set_aside_abandoned(t);
 }
 
+/* Rank 0: where the rollback goes, and which checkpoints it passes over
+ * for their loss (set aside with the rest of the abandoned branch). */
+static void say_rollback(const dt_trainer_t *t, const rollback_plan_t *p)
+{
+    double lr_x = t->lr.scale * 0.5;
+    if (p->found)
+        dt_warn("on_divergence = halve_lr: back to the checkpoint of step "
+                "%llu with lr x%g (restart %d of at most %d)",
+                (unsigned long long)p->step, lr_x, t->restarts + 1,
+                DT_DIVERGE_MAX_RESTARTS);
+    else
+        dt_warn("on_divergence = halve_lr: back to %s checkpoint with lr "
+                "x%g (restart %d of at most %d)",
+                p->same ? "an earlier" : "the last", lr_x, t->restarts + 1,
+                DT_DIVERGE_MAX_RESTARTS);
+    if (p->ruined)
+        dt_warn("on_divergence = halve_lr: %llu newer checkpoint%s passed "
+                "over: %s training loss (up to %.4g) is more than %gx the "
+                "job's first step's (%.4g), a state already blown up though "
+                "still finite", (unsigned long long)p->ruined,
+                p->ruined == 1 ? "" : "s", p->ruined == 1 ? "its" : "their",
+                p->worst, DT_RUINED_LOSS_FACTOR, t->first_loss);
+    if (!p->found && p->ruined)
+        dt_warn("on_divergence = halve_lr: no checkpoint left with a sound "
+                "loss (checkpoint_keep = %d kept none from before the "
+                "blow-up): back to the newest regardless", t->ckpt_keep);
+}
+
+/* Rank 0, stopping after the last restart: the ruined checkpoints leave
+ * the series too, so that --resume and dtctl's hint take a sound state. */
+static void set_aside_ruined(const dt_trainer_t *t, const rollback_plan_t *p)
+{
+    size_t moved = 0;
+    if (t->rank != 0 || !p->sound ||
+        dt_ckpt_set_aside_after(t->ckpt_dir, p->sound - 1, ".diverged",
+                                &moved) != DT_OK || !moved)
+        return;
+    dt_info("on_divergence = halve_lr: %zu checkpoint%s after step %llu "
+            "set aside in %s (*.dtckpt.diverged): %s training loss is "
+            "more than %gx the job's first step's; --resume takes step "
+            "%llu's", moved, moved == 1 ? "" : "s",
+            (unsigned long long)p->sound - 1, t->ckpt_dir,
+            moved == 1 ? "its" : "their", DT_RUINED_LOSS_FACTOR,
+            (unsigned long long)p->sound - 1);
+}
+
 /* Every rank, on the same vote: report (rank 0), then stop or roll back
  * ([train] on_divergence) to a checkpoint below `below`. s: the step of
  * the epoch, job_step: of the job (1-based), the step that diverged. */
@@ -170,28 +264,28 @@ static dt_status_t diverged(dt_trainer_t *t, const dt_divergence_t *d,
                             double lr, uint64_t s, uint64_t job_step,
                             uint64_t below, bool *rolled_back)
 {
-    /* Checkpointed since the last rollback: a new divergence, not the
-     * same one again; it goes back to the newest, with its own restarts. */
-    if (t->restarts > 0 && t->last_save_step > t->rollback_step)
-        t->restarts = 0;
+    rollback_plan_t plan;
+    memset(&plan, 0, sizeof plan);
+    if (t->on_divergence == DT_DIVERGE_HALVE_LR)
+        DT_CHECK(plan_rollback(t, below, &plan));
+    if (!plan.same)
+        t->restarts = 0; /* a new divergence, with its own restarts */
     bool again = t->on_divergence == DT_DIVERGE_HALVE_LR &&
                  t->restarts < DT_DIVERGE_MAX_RESTARTS;
     if (t->rank == 0) {
         report(t, d, lr, s, job_step, !again);
         if (again)
-            dt_warn("on_divergence = halve_lr: back to %s checkpoint with "
-                    "lr x%g (restart %d of at most %d)",
-                    t->restarts ? "an earlier" : "the last",
-                    t->lr.scale * 0.5, t->restarts + 1,
-                    DT_DIVERGE_MAX_RESTARTS);
-        else if (t->on_divergence == DT_DIVERGE_HALVE_LR)
+            say_rollback(t, &plan);
+        else if (t->on_divergence == DT_DIVERGE_HALVE_LR) {
             dt_error("on_divergence = halve_lr: still diverging after %d "
                      "restarts (lr x%g); stopping", t->restarts,
                      t->lr.scale);
+            set_aside_ruined(t, &plan);
+        }
     }
     if (!again)
         return DT_ERR_DIVERGED;
-    DT_CHECK(roll_back(t, below));
+    DT_CHECK(roll_back(t, &plan, below));
     *rolled_back = true;
     return DT_OK;
 }

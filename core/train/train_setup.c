@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1127,6 +1128,7 @@ dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg)
 {
     memset(t, 0, sizeof *t);
     t->ckpt_lock = -1;
+    t->last_loss = t->first_loss = NAN; /* no step yet */
     t->cfg = cfg;
     /* Without dt_init a process started as one of N workers would train
      * alone as rank 0 of 1: N jobs writing rank 0's checkpoints and

@@ -6,7 +6,9 @@
  * model's buffers, dt_model_buffers: batchnorm running statistics, float32
  * values, empty without batchnorm; absent from checkpoints written before
  * it existed, which a model with batchnorm refuses), MODEL (the layers
- * with their shapes: another model of as many parameters is refused). A
+ * with their shapes: another model of as many parameters is refused),
+ * LOSSES (rank 0's training loss at the last step and the first: which
+ * checkpoints a rollback passes over as ruined, rollback_target.c). A
  * run's checkpoints are its lineage: pruning counts those and no file a
  * resume went past (see dt_ckpt_prune). With the same
  * number of workers a resumed job ends with exactly the parameters of an
@@ -56,6 +58,11 @@ enum { TAG_SHARDS = 7 };
  * same parameter count is refused. Absent before it existed: not checked
  * (said once). */
 enum { TAG_MODEL = 8 };
+/* Rank 0's training loss at the checkpoint's last step and at the job's
+ * first (two little-endian doubles, NaN for none), by which a rollback
+ * passes over a checkpoint of a state already blown up (rollback_target.c).
+ * Its own section, not META: a dt without it resumes these files. */
+enum { TAG_LOSSES = 9 };
 
 /* META: little-endian u64 fields in this order. */
 enum {
@@ -189,8 +196,6 @@ static dt_status_t save(dt_trainer_t *t, const save_req_t *req)
     if (req->written)
         *req->written = false;
     t->last_ckpt_time = dt_clock_now();
-    if (!req->name)
-        t->last_save_step = t->global_step;
     /* async: rank 0 alone, with the servers' shards and their optimizer
      * state; the other workers go on training. */
     if (t->async && t->rank != 0)
@@ -250,7 +255,9 @@ static void say_not_written(const dt_trainer_t *t, const save_req_t *req)
 }
 
 /* Written at `step`: this run's newest; a file of that step is this
- * run's now, no longer a foreign one; then the old ones go. */
+ * run's now, no longer a foreign one; then the old ones go, but never
+ * the newest sound one for a ruined one (a blow-up slower than
+ * checkpoint_keep checkpoints would leave a rollback nothing sound). */
 static void written_series(dt_trainer_t *t)
 {
     uint64_t step = t->global_step;
@@ -259,8 +266,23 @@ static void written_series(dt_trainer_t *t)
     for (size_t i = 0; i < t->nforeign; i++)
         if (t->ckpt_foreign[i] == step)
             t->ckpt_foreign[i--] = t->ckpt_foreign[--t->nforeign];
-    dt_ckpt_prune(t->ckpt_dir, t->ckpt_keep, step, t->ckpt_foreign,
-                  t->nforeign);
+    bool sound = !dt_loss_ruined(t->last_loss, t->first_loss);
+    uint64_t *skip = !sound && t->ckpt_sound
+                         ? malloc((t->nforeign + 1) * sizeof *skip)
+                         : NULL;
+    if (skip) {
+        if (t->nforeign)
+            memcpy(skip, t->ckpt_foreign, t->nforeign * sizeof *skip);
+        skip[t->nforeign] = t->ckpt_sound_step;
+    }
+    dt_ckpt_prune(t->ckpt_dir, t->ckpt_keep, step,
+                  skip ? skip : t->ckpt_foreign,
+                  t->nforeign + (skip ? 1 : 0));
+    free(skip);
+    if (sound) {
+        t->ckpt_sound = true;
+        t->ckpt_sound_step = step;
+    }
 }
 
 /* Rank 0 writes the file: META from t and sums (the epoch's loss so
@@ -322,8 +344,11 @@ static dt_status_t write_ckpt(dt_trainer_t *t, const save_req_t *req,
     }
     for (size_t i = 0; i < nwl; i++)
         ckpt_put64(wl + 8 * i, dbits(t->work_load[i]));
+    unsigned char losses[16];
+    ckpt_put64(losses, dbits(t->last_loss));
+    ckpt_put64(losses + 8, dbits(t->first_loss));
     /* SHARDS last: only async writes it */
-    dt_ckpt_section_t secs[8] = {
+    dt_ckpt_section_t secs[9] = {
         {.tag = TAG_META, .len = sizeof meta, .data = meta},
         {.tag = TAG_PARAMS, .len = t->nparams * sizeof(float)},
         {.tag = TAG_OPT_STATE, .len = opt_len, .data = opt},
@@ -332,6 +357,7 @@ static dt_status_t write_ckpt(dt_trainer_t *t, const save_req_t *req,
         {.tag = TAG_BUFFERS, .len = nbufs * sizeof(float), .data = ""},
         {.tag = TAG_WORK_LOAD, .len = 8 * nwl, .data = wl},
         {.tag = TAG_MODEL, .len = strlen(sig), .data = sig},
+        {.tag = TAG_LOSSES, .len = sizeof losses, .data = losses},
         {.tag = TAG_SHARDS, .len = shards_len, .data = shards},
     };
     if (t->dev->mem == DT_MEM_HOST)
@@ -350,7 +376,7 @@ static dt_status_t write_ckpt(dt_trainer_t *t, const save_req_t *req,
     char *path = NULL;
     /* pruned below, by this run's lineage */
     st = dt_ckpt_write_named(t->ckpt_dir, req->name, t->global_step, secs,
-                             shards ? 8 : 7, 0, &path);
+                             shards ? 9 : 8, 0, &path);
     free(opt);
     free(wl);
     free(sig);
@@ -914,6 +940,35 @@ static dt_status_t check_opt_size(const dt_trainer_t *t, const dt_ckpt_t *c,
     return DT_ERR_CONFIG;
 }
 
+void dt_trainer_ckpt_losses(const dt_ckpt_t *c, double *last,
+                            double *first)
+{
+    const dt_ckpt_section_t *ls = dt_ckpt_find(c, TAG_LOSSES);
+    *last = *first = NAN;
+    if (!ls || ls->len < 16)
+        return;
+    *last = bitsd(ckpt_get64(ls->data));
+    *first = bitsd(ckpt_get64((const unsigned char *)ls->data + 8));
+}
+
+/* Rank 0: the losses go on from the checkpoint's (a checkpoint written
+ * before the next step records the same); the job's first step's stays
+ * when the file has none. */
+static void restore_losses(dt_trainer_t *t, const dt_ckpt_t *c)
+{
+    double last, first;
+    dt_trainer_ckpt_losses(c, &last, &first);
+    t->last_loss = last;
+    if (!isnan(first))
+        t->first_loss = first;
+    if (!dt_loss_ruined(last, t->first_loss)) {
+        t->ckpt_sound = true;
+        t->ckpt_sound_step = c->step;
+    } else if (t->ckpt_sound_step > c->step) {
+        t->ckpt_sound = false; /* a rollback set that one aside */
+    }
+}
+
 dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
                                bool *found_out)
 {
@@ -993,6 +1048,8 @@ dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
         free(opt);
     if (st == DT_OK)
         st = restore_work_load(t, &c);
+    if (st == DT_OK && t->rank == 0)
+        restore_losses(t, &c);
     dt_ckpt_free(&c);
     DT_CHECK(st);
     t->epoch = meta[M_EPOCH];
