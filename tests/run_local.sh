@@ -339,14 +339,9 @@ ok "SIGINT/SIGTERM/SIGQUIT/SIGUSR2 stop the job; a SIGHUP ignored by the caller 
 
 # Ctrl-Z (SIGTSTP to dtctl): the workers stop with dtctl (they trained on
 # unwatched), and continue with it (fg: SIGCONT to dtctl); the job ends 0.
-state() { sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null; }
-wait_state() { # pid pattern: at most 10 s (a hang guard)
-    for i in $(seq 100); do
-        case "$(state "$1")" in $2) return 0 ;; esac
-        sleep 0.1
-    done
-    return 1
-}
+. "$top_srcdir/tests/fixtures/proc-states.sh"
+state() { pstate "$1"; }
+wait_state() { all_in "$2" "$1"; } # pid pattern: at most 10 s (a hang guard)
 rm -f "$T/ppid".* "$T/pid".* "$T/release"
 run -n 2 -- sh -c 'echo $$ >"$0/pid.$DT_RANK"; echo $PPID >"$0/ppid.$DT_RANK"
     i=0; while [ ! -e "$0/release" ] && [ $i -lt 250 ]; do sleep 0.1; i=$((i + 1)); done
