@@ -90,8 +90,19 @@ static void test_long_lines_are_split(void **state)
     fx_t *f = make(1, 8);
     feed(f, 0, 1, "0123456789abcdefXY\n");
     assert_string_equal(next_write(f->out[1]), "[0] 01234567\n");
-    assert_string_equal(next_write(f->out[1]), "[0] 89abcdef\n");
-    assert_string_equal(next_write(f->out[1]), "[0] XY\n");
+    /* the pieces after the first are marked as the rest of a line */
+    assert_string_equal(next_write(f->out[1]), "[0]+ 89abcdef\n");
+    assert_string_equal(next_write(f->out[1]), "[0]+ XY\n");
+    /* the next line is a line of its own again */
+    feed(f, 0, 1, "next\n");
+    assert_string_equal(next_write(f->out[1]), "[0] next\n");
+    /* split in the middle of an unfinished last line, then flushed */
+    feed(f, 0, 2, "0123456789");
+    output_lines_flush_rank(f->o, 0);
+    assert_string_equal(next_write(f->err[1]), "[0] 01234567\n");
+    assert_string_equal(next_write(f->err[1]), "[0]+ 89\n");
+    feed(f, 0, 2, "e\n");
+    assert_string_equal(next_write(f->err[1]), "[0] e\n");
     /* exactly max_line, then the newline in a later chunk: one line */
     feed(f, 0, 1, "ABCDEFGH");
     feed(f, 0, 1, "\n");

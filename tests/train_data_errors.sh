@@ -7,11 +7,16 @@
 #     --max-restarts 2, dt-train exits 65 and dtctl says it does not
 #     restart (each was exit 1, restarted twice with backoff, failing the
 #     same way each time);
+#   - the same image with decode = loader, met by a loader thread while
+#     training and by the evaluation's gather: exit 65, not restarted (it
+#     was exit 1: the pipeline's status was taken for any failure);
 #   - an empty data folder (a mount point before its storage is mounted;
 #     lost+found and hidden entries aside), an empty train/ or test/, a
 #     test/ that links to a target not there: exit 1, restarted, and the
 #     worker says that it will be (once a host), or, without restarts
 #     left or dtctl, what to do.
+#   - with decode = loader, an image gone since the folder was listed (a
+#     broken link): exit 1, restarted.
 # Images are written by tests/make_images (libpng + libjpeg).
 gen="$top_builddir/tests/make_images"
 if [ ! -x "$gen" ]; then
@@ -73,6 +78,20 @@ not_restarted "an empty class" "img/train/c01: empty class folder"
 fresh
 printf 'not a png at all' >img/train/c01/00000.png
 not_restarted "an image that does not decode" "img/train/c01/00000.png"
+
+# decode = loader: decoded when a batch needs it, in the loader thread
+# (training) or the training thread (evaluation).
+fresh
+printf 'not a png at all' >img/train/c01/00000.png
+not_restarted "an image that does not decode (loader)" \
+    "img/train/c01/00000.png: not a PNG or JPEG image" \
+    --set data.decode=loader --set data.loader_threads=1
+fresh
+printf 'not a png at all' >img/test/c01/00000.png
+not_restarted "a test image that does not decode (loader)" \
+    "img/test/c01/00000.png: not a PNG or JPEG image" \
+    --set data.decode=loader --set train.log_every=1
+grep -q "step 2/2" out || { cat out; fail "the test image was met before the evaluation"; }
 
 # IDX: the Fashion-MNIST format. The labels are fine; the images are not.
 mkdir idx
@@ -155,4 +174,15 @@ rc=$?
 grep -q "path mnt: no train/ folder there" out || { cat out; fail "dt-train alone: not the empty folder"; }
 grep -q "a failure that may pass (storage not mounted yet, an I/O error): run the job again once the data is there (dtctl run --max-restarts N restarts" out ||
     { cat out; fail "dt-train alone: the worker does not say what to do"; }
+
+# decode = loader, an image listed at start and gone when its batch comes.
+fresh
+rm img/train/c01/00000.png
+ln -s "$tmp/gone.png" img/train/c01/00000.png
+run --set data.decode=loader
+rc=$?
+[ $rc -eq 1 ] || { cat out; fail "a vanished image (loader) exited $rc, not 1"; }
+grep -q "img/train/c01/00000.png" out || { cat out; fail "the vanished image is not named"; }
+n=$(grep -c "restart [0-9]* of 2:" out)
+[ "$n" -eq 2 ] || { cat out; fail "a vanished image (loader) was restarted $n times, not 2"; }
 exit 0

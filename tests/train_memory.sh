@@ -154,13 +154,31 @@ if [ -n "$cgroups" ]; then
         { cat out; fail "two workers in one cgroup of 4 GiB failed"; }
     [ -e rank0-allocated ] || { cat out; fail "rank 0 said no allocation"; }
     room() {
-        sed -n "s/.*rank $1: memory its host's workers share, measured before any allocates its model: .* GiB MemAvailable + SwapFree, \([0-9.]*\) GiB under the cgroup limit for [12] workers\{0,1\}$/\1/p" out
+        sed -n "s/.*rank $1: memory its host's workers share, measured before any allocates its model: .* GiB MemAvailable + SwapFree, \([0-9.]*\) GiB under the cgroup limit for [123] workers\{0,1\}$/\1/p" out
     }
     r0=$(room 0) r1=$(room 1)
     [ -n "$r0" ] && [ -n "$r1" ] || { cat out; fail "no measure of the cgroup's room"; }
     # rank 0's parameters are 0.24 GiB: the two measures within half that
     awk -v a="$r0" -v b="$r1" 'BEGIN { d = a - b; exit !(d < 0.12 && d > -0.12) }' ||
         { cat out; fail "rank 1 measured ${r1} GiB of room, rank 0 ${r0}: rank 0's model counted"; }
+fi
+# ---- the same in async mode, where the workers compare their data sets
+# through the job's store: 3 workers and a parameter server in one cgroup;
+# rank 2 measures once rank 1 has allocated its model or waits to (the
+# test hook DT_TEST_MEMORY_LATE_MEASURE), and finds the room rank 0 found
+# (only rank 0 waited for every worker: rank 1 allocated at once, and
+# rank 2 counted its parameters). ----------------------------------------
+if [ -n "$cgroups" ]; then
+    DT_TEST_MEMORY_LATE_MEASURE=$PWD/rank1-ready MEMTEST_CG=$cg_top/async \
+        MEMTEST_CG_LIMIT=4294967296 cg_run -v -n 3 --set train.mode=async \
+        --set "model.layers=flatten linear(80000) relu linear(10)" job.ini ||
+        { cat out; fail "three async workers in one cgroup of 4 GiB failed"; }
+    [ -e rank1-ready ] || { cat out; fail "rank 1 said neither allocation nor wait"; }
+    grep -q "rank 2: DT_TEST_MEMORY_LATE_MEASURE" out || { cat out; fail "rank 2 did not wait"; }
+    r0=$(room 0) r2=$(room 2)
+    [ -n "$r0" ] && [ -n "$r2" ] || { cat out; fail "no async measure of the cgroup's room"; }
+    awk -v a="$r0" -v b="$r2" 'BEGIN { d = a - b; exit !(d < 0.12 && d > -0.12) }' ||
+        { cat out; fail "async: rank 2 measured ${r2} GiB of room, rank 0 ${r0}: rank 1's model counted"; }
 fi
 
 # ---- the evaluation's batch counts where it is larger than the training

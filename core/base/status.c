@@ -22,6 +22,7 @@ const char *dt_status_str(dt_status_t st)
     case DT_ERR_WORKER: return "worker failed";
     case DT_ERR_INTERNAL: return "internal error";
     case DT_ERR_DIVERGED: return "training diverged";
+    case DT_ERR_BAD_DATA: return "bad data";
     }
     return "unknown status";
 }

@@ -13,10 +13,13 @@
 #include "output_lines.h"
 
 typedef struct stream {
-    char *buf;      /* "[rank] " + up to max_line bytes + '\n' */
+    char *buf;      /* one spare byte, "[rank] ", up to max_line bytes,
+                       '\n': the spare byte makes room for the mark of a
+                       continued line, "[rank]+ " */
     size_t prefix;  /* length of "[rank] "                     */
     size_t len;     /* bytes of text after the prefix          */
     size_t seen;    /* len at the last output_lines_show_prompt */
+    int continued;  /* the text continues a line split at max_line */
 } stream_t;
 
 struct output_lines {
@@ -69,10 +72,10 @@ static stream_t *stream_of(output_lines_t *o, int rank, int fd, int *which)
                                                 "[%d] ", rank)
                                      : snprintf(prefix, sizeof prefix,
                                                 "[job] ");
-        s->buf = malloc((size_t)n + o->max_line + 1);
+        s->buf = malloc(1 + (size_t)n + o->max_line + 1);
         if (!s->buf)
             return NULL;
-        memcpy(s->buf, prefix, (size_t)n);
+        memcpy(s->buf + 1, prefix, (size_t)n);
         s->prefix = (size_t)n;
     }
     return s;
@@ -144,14 +147,41 @@ static int settle_open_line(output_lines_t *o, stream_t *s)
     return 0;
 }
 
-/* Emit the buffered line with its newline. */
-static void emit(output_lines_t *o, stream_t *s, int which)
+/* The buffered line from its prefix, *prefix bytes of it: "[rank] ", or
+ * for the rest of a split line "[rank]+ " (so that a reader tells it
+ * from a line of its own). */
+static char *line_of(stream_t *s, size_t *prefix)
 {
-    size_t total = s->prefix + s->len;
-    s->buf[total++] = '\n';
+    *prefix = s->prefix;
+    if (!s->continued)
+        return s->buf + 1;
+    /* "[rank] " one byte to the left, '+' before its space */
+    memmove(s->buf, s->buf + 1, s->prefix - 1);
+    s->buf[s->prefix - 1] = '+';
+    ++*prefix;
+    return s->buf;
+}
+
+/* Back to "[rank] " after line_of. */
+static void restore_prefix(stream_t *s)
+{
+    if (s->continued)
+        memmove(s->buf + 1, s->buf, s->prefix - 1);
+}
+
+/* Emit the buffered line with its newline; split: the line goes on in
+ * the next one. */
+static void emit(output_lines_t *o, stream_t *s, int which, int split)
+{
+    size_t prefix;
+    char *line = line_of(s, &prefix);
+    size_t total = prefix + s->len;
+    line[total++] = '\n';
     s->len = s->seen = 0;
-    size_t skip = settle_open_line(o, s) ? s->prefix : 0;
-    write_out(o, which, s->buf + skip, total - skip);
+    size_t skip = settle_open_line(o, s) ? prefix : 0;
+    write_out(o, which, line + skip, total - skip);
+    restore_prefix(s);
+    s->continued = split;
 }
 
 void output_lines_feed(output_lines_t *o, int rank, int fd, const char *data,
@@ -165,12 +195,12 @@ void output_lines_feed(output_lines_t *o, int rank, int fd, const char *data,
         const char *nl = memchr(data, '\n', len);
         size_t take = nl ? (size_t)(nl - data) : len;
         size_t room = o->max_line - s->len;
-        int complete = nl != NULL;
-        if (take > room) {
+        int complete = nl != NULL, split = take > room;
+        if (split) {
             take = room;
             complete = 1; /* too long: split here */
         }
-        memcpy(s->buf + s->prefix + s->len, data, take);
+        memcpy(s->buf + 1 + s->prefix + s->len, data, take);
         s->len += take;
         data += take;
         len -= take;
@@ -179,7 +209,7 @@ void output_lines_feed(output_lines_t *o, int rank, int fd, const char *data,
             len--;
         }
         if (complete)
-            emit(o, s, which);
+            emit(o, s, which, split);
     }
 }
 
@@ -192,8 +222,12 @@ void output_lines_show_prompt(output_lines_t *o, int rank)
         s->seen = s->len; /* new, or still growing: look again later */
         return;
     }
-    size_t skip = settle_open_line(o, s) ? s->prefix : 0;
-    write_out(o, 0, s->buf + skip, s->prefix + s->len - skip);
+    size_t prefix;
+    char *line = line_of(s, &prefix);
+    size_t skip = settle_open_line(o, s) ? prefix : 0;
+    write_out(o, 0, line + skip, prefix + s->len - skip);
+    restore_prefix(s);
+    s->continued = 0; /* the rest follows on the terminal's line */
     s->len = s->seen = 0;
     o->open = s;
     o->open_which = 0;
@@ -215,7 +249,7 @@ static void flush_slot(output_lines_t *o, size_t slot)
     for (int which = 0; which < 2; which++) {
         stream_t *s = &o->streams[slot * 2 + (size_t)which];
         if (s->buf && s->len > 0)
-            emit(o, s, which);
+            emit(o, s, which, 0);
         else if (o->open == s) /* a prompt nobody answered: end its line */
             settle_open_line(o, NULL);
     }

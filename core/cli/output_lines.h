@@ -1,7 +1,9 @@
 /* output_lines.h — turn the raw bytes workers write into whole lines
  * "[rank] text" on dtctl's stdout or stderr (the stream the worker used).
  * Each line leaves in one write(), so lines of different ranks never mix.
- * A line longer than max_line is split; memory stays bounded. */
+ * A line longer than max_line is split, each piece after the first
+ * marked "[rank]+ " (a line's start is always "[rank] "); memory stays
+ * bounded. */
 #ifndef DT_CLI_OUTPUT_LINES_H
 #define DT_CLI_OUTPUT_LINES_H
 

@@ -128,14 +128,16 @@ void dt_dataset_truncate(dt_dataset_t *ds, size_t n);
 
 /* Sample i's pixels (sample_len bytes, CHW): *px points into the decoded
  * cache, or (decode_on_gather) at buf, which receives the image decoded
- * from its file. A file that cannot be decoded is logged with its path
- * (DT_ERR_INVALID, DT_ERR_IO, ...). Thread-safe. */
+ * from its file. A file that cannot be decoded is logged with its path:
+ * DT_ERR_BAD_DATA when its bytes are wrong (every reading meets them
+ * again), DT_ERR_IO or DT_ERR_NOT_FOUND when the system failed the read
+ * or the file is gone (may pass), ... Thread-safe. */
 dt_status_t dt_dataset_sample(const dt_dataset_t *ds, size_t i, uint8_t *buf,
                               const uint8_t **px);
 
 /* Gather samples idx[0..count) normalized into x (count * sample_len
  * floats) and their labels into y. Fails only when decoding on gather
- * (an unreadable image, named in the log). */
+ * (an unreadable image, named in the log; dt_dataset_sample's status). */
 dt_status_t dt_dataset_gather(const dt_dataset_t *ds, const size_t *idx,
                               size_t count, float *x, int32_t *y);
 

@@ -180,12 +180,16 @@ dt_status_t dt_trainer_opt_tensors(const dt_optimizer_ops_t *ops,
                                    const char *name);
 void dt_trainer_teardown(dt_trainer_t *t);
 /* The host's memory and cgroup limits the workers on it share, measured
- * before a collective every rank passes before any allocates its model
- * (dt_trainer_agree_data), so that no worker counts a neighbour's model
- * as taken (train_memory_check.c). The CPU only. */
+ * before dt_trainer_agree_data, which no worker leaves before every
+ * worker has entered it (sync: a collective; async: through the job's
+ * store), so that no worker counts a neighbour's model as taken
+ * (train_memory_check.c). The CPU only. */
 void dt_trainer_measure_memory(dt_trainer_t *t);
-/* Test hook: rank 0 says it has allocated its model (train_memory_check.c). */
+/* Test hooks: rank 0 (and 1) says it has allocated its model; rank 1
+ * says it would, but waits for the other workers' measures
+ * (train_memory_check.c). */
 void dt_trainer_memory_test_allocated(const dt_trainer_t *t);
+void dt_trainer_memory_test_held(const dt_trainer_t *t);
 /* Before dt_model_init: DT_ERR_CONFIG, with the numbers, when the
  * estimate of what this worker will hold (dt_train_memory_estimate)
  * clearly exceeds its share of the host's memory (mem_budget.h)
@@ -203,7 +207,8 @@ dt_status_t dt_trainer_broadcast(dt_trainer_t *t, void *dev_ptr,
  * with rank 0's (counts, shape, a digest of labels, class and file
  * names); a rank that differs says so, naming its host and path, and
  * the job fails (sync: every rank; async, through the job's store: that
- * rank, and dtctl stops the others). */
+ * rank and the workers waiting for its verdict, and dtctl stops the
+ * others). No worker returns before every worker has entered it. */
 dt_status_t dt_trainer_agree_data(const dt_config_t *cfg,
                                   const dt_trainer_t *t);
 /* The data set is missing or could not be read (a failure that may

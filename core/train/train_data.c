@@ -138,14 +138,17 @@ static dt_status_t agree_sync(const dt_config_t *cfg, const dt_trainer_t *t,
     return DT_ERR_INVALID;
 }
 
-/* async, rank 0: every other worker's verdict (it compared its record
- * with rank 0's), so that no step is taken on a data set one of them
- * refused. */
+/* async: every other worker's verdict (it compared its record with rank
+ * 0's), so that no step is taken on a data set one of them refused, and
+ * no model allocated before every worker measured its host's memory (it
+ * did so before its verdict: dt_trainer_measure_memory). */
 static dt_status_t await_verdicts(dt_store_t *s, const dt_trainer_t *t,
                                   double timeout)
 {
     int differ = 0;
     for (int r = 1; r < t->world; r++) {
+        if (r == t->rank)
+            continue;
         char key[64];
         snprintf(key, sizeof key, VERDICT_KEY "%d", r);
         void *v = NULL;
@@ -153,26 +156,32 @@ static dt_status_t await_verdicts(dt_store_t *s, const dt_trainer_t *t,
         dt_status_t st;
         while ((st = dt_store_get(s, key, timeout, &v, &len)) ==
                DT_ERR_TIMEOUT)
-            dt_debug("rank 0: waiting for rank %d to compare its data set",
-                     r);
+            dt_debug("rank %d: waiting for rank %d to compare its data "
+                     "set", t->rank, r);
         DT_CHECK(st);
         differ += len == 1 && ((const char *)v)[0] == '1';
         free(v);
     }
     if (!differ)
         return DT_OK;
-    dt_error("%d of %d workers loaded a data set other than rank 0's (each "
-             "of them names itself): stopping before the first step",
-             differ, t->world);
+    if (t->rank == 0) /* said once */
+        dt_error("%d of %d workers loaded a data set other than rank 0's "
+                 "(each of them names itself): stopping before the first "
+                 "step", differ, t->world);
+    else
+        dt_debug("rank %d: %d other worker%s loaded a data set other than "
+                 "rank 0's: stopping", t->rank, differ,
+                 differ == 1 ? "" : "s");
     return DT_ERR_INVALID;
 }
 
 /* async: the servers take no part in collectives (and load no data), so
  * rank 0 leaves its record in the job's store, every other worker
- * compares its own with it and leaves its verdict, and rank 0 starts only
- * once all have (a worker that differs fails; dtctl stops the job). The
- * wait is as long as the slowest load: the servers hold the workers
- * until rank 0 has started anyway. */
+ * compares its own with it and leaves its verdict, and every worker goes
+ * on only once all have (a worker that differs fails; dtctl stops the
+ * job): as in sync mode, none allocates its model before every worker
+ * has measured the memory they share. The wait is as long as the slowest
+ * load: the servers hold the workers until rank 0 has started anyway. */
 static dt_status_t agree_async(const dt_config_t *cfg, const dt_trainer_t *t,
                                const data_rec_t *me)
 {
@@ -209,6 +218,10 @@ static dt_status_t agree_async(const dt_config_t *cfg, const dt_trainer_t *t,
             dt_status_t vs = dt_store_set(s, key, st == DT_OK ? "0" : "1", 1);
             if (st == DT_OK)
                 st = vs;
+        }
+        if (st == DT_OK) {
+            dt_trainer_memory_test_held(t);
+            st = await_verdicts(s, t, live.timeout);
         }
     }
     free(v);

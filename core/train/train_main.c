@@ -11,7 +11,8 @@
  * Exit status: 0 trained, 1 failed (the reason is logged), 65
  * (DT_TRAIN_EXIT_FINAL) failed in a way a restart repeats (diverged, a
  * configuration error, a model too large for the host's memory, a data
- * set in a wrong format or layout: dtctl does not restart it), 75
+ * set in a wrong format or layout, an image that does not decode met by
+ * decode = loader: dtctl does not restart it), 75
  * (DT_TRAIN_EXIT_PREEMPTED) preempted by SIGTERM or SIGUSR1 after every
  * rank wrote its checkpoint: rerun with --resume. */
 #include <errno.h>
@@ -67,7 +68,8 @@ int main(int argc, char **argv)
     dt_config_free(cfg);
     if (st == DT_ERR_INTERRUPTED)
         return DT_TRAIN_EXIT_PREEMPTED;
-    if (st == DT_ERR_DIVERGED || st == DT_ERR_CONFIG)
+    if (st == DT_ERR_DIVERGED || st == DT_ERR_CONFIG ||
+        st == DT_ERR_BAD_DATA)
         return DT_TRAIN_EXIT_FINAL;
     return st == DT_OK ? 0 : 1;
 }

@@ -60,10 +60,47 @@ static int local_workers(const dt_trainer_t *t)
     return local < 1 ? 1 : local;
 }
 
+/* The test hooks' signal: a file, waited for up to a minute. */
+static void create_file(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (f)
+        fclose(f);
+}
+
+static void wait_for_file(const char *path)
+{
+    struct timespec tick = {0, 10 * 1000 * 1000};
+    for (int i = 0; i < 6000 && access(path, F_OK) != 0; i++)
+        nanosleep(&tick, NULL);
+}
+
+/* Test hook (tests/train_memory.sh, async): DT_TEST_MEMORY_LATE_MEASURE=
+ * FILE, rank 1 creates FILE once it has allocated its model or waits for
+ * the other workers' measures to do so, and the last worker waits for
+ * FILE before it measures: the latest its measure can come. */
+void dt_trainer_memory_test_held(const dt_trainer_t *t)
+{
+    const char *late = getenv("DT_TEST_MEMORY_LATE_MEASURE");
+    if (late && *late && t->rank == 1)
+        create_file(late);
+}
+
+static void wait_for_rank1_model(const dt_trainer_t *t)
+{
+    const char *late = getenv("DT_TEST_MEMORY_LATE_MEASURE");
+    if (!late || !*late || t->world < 3 || t->rank != t->world - 1)
+        return;
+    dt_warn("rank %d: DT_TEST_MEMORY_LATE_MEASURE: its memory measure "
+            "waits for rank 1's model (a test hook)", t->rank);
+    wait_for_file(late);
+}
+
 void dt_trainer_measure_memory(dt_trainer_t *t)
 {
     if (t->dev->mem != DT_MEM_HOST)
         return;
+    wait_for_rank1_model(t);
     dt_mem_measure_shared(local_workers(t), &t->mem_shared);
     dt_debug("rank %d: memory its host's workers share, measured before "
              "any allocates its model: %.2f GiB MemAvailable + SwapFree, "
@@ -80,9 +117,9 @@ void dt_trainer_measure_memory(dt_trainer_t *t)
 void dt_trainer_memory_test_allocated(const dt_trainer_t *t)
 {
     const char *late = getenv("DT_TEST_MEMORY_LATE");
-    FILE *f = late && *late && t->rank == 0 ? fopen(late, "w") : NULL;
-    if (f)
-        fclose(f);
+    if (late && *late && t->rank == 0)
+        create_file(late);
+    dt_trainer_memory_test_held(t); /* DT_TEST_MEMORY_LATE_MEASURE */
 }
 
 static void wait_for_rank0_model(const dt_trainer_t *t)
@@ -92,9 +129,7 @@ static void wait_for_rank0_model(const dt_trainer_t *t)
         return;
     dt_warn("rank %d: DT_TEST_MEMORY_LATE: its memory check waits for rank "
             "0's model (a test hook)", t->rank);
-    struct timespec tick = {0, 10 * 1000 * 1000};
-    for (int i = 0; i < 6000 && access(late, F_OK) != 0; i++)
-        nanosleep(&tick, NULL);
+    wait_for_file(late);
 }
 
 /* The batch the model's buffers grow to: the rank's training share (the

@@ -31,7 +31,9 @@ typedef enum dt_status {
     DT_ERR_INTERRUPTED = -11, /* stopped by a signal or a cancel request    */
     DT_ERR_WORKER = -12,      /* a worker process failed                    */
     DT_ERR_INTERNAL = -13,    /* a bug in dt: please report it              */
-    DT_ERR_DIVERGED = -14     /* training diverged ([train] on_divergence)  */
+    DT_ERR_DIVERGED = -14,    /* training diverged ([train] on_divergence)  */
+    DT_ERR_BAD_DATA = -15     /* a data file found but wrong (an image that
+                               * does not decode): every reading meets it */
 } dt_status_t;
 
 /* A short, static, human-readable name for a status ("timeout"). */

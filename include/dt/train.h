@@ -48,7 +48,8 @@ dt_status_t dt_train_run(dt_config_t *cfg, double *final_accuracy);
  * the configuration is wrong (DT_ERR_CONFIG; also a model and batch
  * that clearly cannot fit in the host's memory, and a data set in a
  * wrong format or layout; a missing or unreadable one is left to
- * restarts). dt-train exits with this
+ * restarts) or an image that does not decode was met while training
+ * (DT_ERR_BAD_DATA: [data] decode = loader). dt-train exits with this
  * (EX_DATAERR of sysexits.h) and dtctl --max-restarts does not restart
  * the job. */
 #define DT_TRAIN_EXIT_FINAL 65
