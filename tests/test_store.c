@@ -596,17 +596,12 @@ static long wait_reply_status(int fd, int ms)
                            (uint32_t)r[7] << 8 | r[8]);
 }
 
-/* A waiter that is gone does not count, even when its disconnect and the
- * last arrival reach the server in the same poll round (it counted until
- * the end of the round: a barrier of 3 let 2 through). The server runs in
- * a child that is stopped while the disconnect and the arrival are sent,
- * so that it sees both at once. */
-static void test_barrier_gone_waiter_in_same_round(void **state)
+/* A store server in a child process, so that a test can stop it
+ * (SIGSTOP) as a stopped dtctl is; f gets its token and address. */
+static pid_t server_child(fixture_t *f)
 {
-    (void)state;
-    fixture_t f;
-    memset(&f, 0, sizeof f);
-    assert_int_equal(dt_token_generate(f.token), DT_OK);
+    memset(f, 0, sizeof *f);
+    assert_int_equal(dt_token_generate(f->token), DT_OK);
     int p[2];
     assert_int_equal(pipe(p), 0);
     pid_t pid = fork();
@@ -615,7 +610,7 @@ static void test_barrier_gone_waiter_in_same_round(void **state)
         close(p[0]);
         dt_store_server_t *srv = NULL;
         int port = -1;
-        if (dt_store_server_start("127.0.0.1", 0, f.token, &srv) == DT_OK)
+        if (dt_store_server_start("127.0.0.1", 0, f->token, &srv) == DT_OK)
             port = dt_store_server_port(srv);
         if (write(p[1], &port, sizeof port) != sizeof port || port < 0)
             _exit(1);
@@ -627,8 +622,21 @@ static void test_barrier_gone_waiter_in_same_round(void **state)
     assert_int_equal(read(p[0], &port, sizeof port), (ssize_t)sizeof port);
     close(p[0]);
     assert_true(port > 0);
-    f.port = port;
-    snprintf(f.where, sizeof f.where, "127.0.0.1:%d", port);
+    f->port = port;
+    snprintf(f->where, sizeof f->where, "127.0.0.1:%d", port);
+    return pid;
+}
+
+/* A waiter that is gone does not count, even when its disconnect and the
+ * last arrival reach the server in the same poll round (it counted until
+ * the end of the round: a barrier of 3 let 2 through). The server runs in
+ * a child that is stopped while the disconnect and the arrival are sent,
+ * so that it sees both at once. */
+static void test_barrier_gone_waiter_in_same_round(void **state)
+{
+    (void)state;
+    fixture_t f;
+    pid_t pid = server_child(&f);
     int a = raw_client(&f), b = raw_client(&f), c = raw_client(&f);
     assert_true(send_barrier(a, "race", 3, 5000));
     assert_true(send_barrier(b, "race", 3, 800));
@@ -651,6 +659,55 @@ static void test_barrier_gone_waiter_in_same_round(void **state)
     close(c);
     assert_int_equal(sb, DT_ERR_TIMEOUT);
     assert_int_equal(sc, DT_ERR_TIMEOUT);
+}
+
+/* The failure record of a failing rank whose store does not answer (a
+ * stopped dtctl, a host cut off from dtctl's): the bounded record gives
+ * up after its bound with a warning that the rank reports its own view,
+ * where dt_store_culprit_record waited the client's 60 s per request (a
+ * worker lingered minutes after its own error). With the store back, the
+ * handle still works. A store that answers keeps the record. */
+static void test_culprit_record_bounded(void **state)
+{
+    fixture_t *live = *state;
+    dt_store_t *s = client(live);
+    int rank = -1, det = -1;
+    char how[DT_CULPRIT_HOW_MAX] = "";
+    assert_int_equal(dt_store_culprit_record_bounded(s, 3, 1, "hung", 5.0),
+                     DT_OK);
+    assert_int_equal(dt_store_culprit_get(s, 1.0, &rank, &det, how), DT_OK);
+    assert_int_equal(rank, 3);
+    assert_int_equal(det, 1);
+    assert_string_equal(how, "hung");
+    assert_int_equal(dt_store_culprit_record_bounded(NULL, 3, 1, "hung", 5),
+                     DT_ERR_INVALID);
+    assert_int_equal(dt_store_culprit_record_bounded(s, 3, 1, "hung", 0),
+                     DT_ERR_INVALID);
+    dt_store_close(s);
+
+    fixture_t f;
+    pid_t pid = server_child(&f);
+    s = client(&f);
+    int ws;
+    assert_int_equal(kill(pid, SIGSTOP), 0);
+    assert_int_equal(waitpid(pid, &ws, WUNTRACED), pid);
+    capture_t cap;
+    capture_begin(&cap);
+    dt_status_t st = dt_store_culprit_record_bounded(s, 2, 0, "exited", 0.3);
+    char *log = capture_end(&cap);
+    kill(pid, SIGCONT);
+    int64_t n = -1;
+    dt_status_t after = dt_store_add(s, "after", 5, &n);
+    dt_store_close(s);
+    kill(pid, SIGKILL);
+    waitpid(pid, &ws, 0);
+    assert_int_equal(st, DT_ERR_TIMEOUT);
+    if (!strstr(log, "the rendezvous store did not answer within") ||
+        !strstr(log, "Rank 2's failure (exited) is not recorded"))
+        fail_msg("no warning that the record was not kept:\n%s", log);
+    free(log);
+    assert_int_equal(after, DT_OK);
+    assert_int_equal(n, 5);
 }
 
 /* A client that completes HELLO and sees the server's proof, then sends a
@@ -1057,6 +1114,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_oversized, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connect_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_culprit_record_bounded, setup,
+                                        teardown),
         cmocka_unit_test(test_token_hex),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -35,6 +35,7 @@ static struct worker {
     dt_comm_t comm;
     double timeout;
     dt_status_t lost;   /* a collective failed: the job is over (noted) */
+    int store_silent;   /* the store did not take a failure record */
     uint8_t token[DT_TOKEN_BYTES];
 } W;
 
@@ -43,10 +44,18 @@ dt_comm_t *dt_worker_comm(void)
     return W.up && W.ops ? &W.comm : NULL;
 }
 
+/* Bounded: a store that does not answer (a stopped dtctl, this host cut
+ * off from dtctl's) must not hold a failing rank for minutes; it is then
+ * asked nothing more (dt_finalize). */
 void dt_worker_record_failure(int rank, const char *how)
 {
-    if (W.up && W.store && W.id.size > 1 &&
-        dt_store_culprit_record(W.store, rank, W.id.rank, how) != DT_OK)
+    if (!W.up || !W.store || W.id.size < 2 || W.store_silent)
+        return;
+    dt_status_t st = dt_store_culprit_record_bounded(
+        W.store, rank, W.id.rank, how, DT_STORE_FAILURE_WAIT_S);
+    if (st == DT_ERR_TIMEOUT)
+        W.store_silent = 1;
+    else if (st != DT_OK)
         dt_debug("rank %d: could not record rank %d's failure in the store",
                  W.id.rank, rank);
 }
@@ -287,8 +296,9 @@ dt_status_t dt_finalize(void)
         return DT_ERR_INVALID;
     dt_status_t st = W.lost;
     /* Nobody closes connections a peer may still be reading from. After a
-     * collective failed, some rank may never arrive: do not wait for it. */
-    if (W.store && st == DT_OK)
+     * collective failed, some rank may never arrive: do not wait for it;
+     * nor for a store that did not take a failure record. */
+    if (W.store && st == DT_OK && !W.store_silent)
         st = dt_store_barrier(W.store, "dt_finalize", W.id.size, W.timeout);
     teardown();
     dt_log_set_tag(NULL);

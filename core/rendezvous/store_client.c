@@ -25,10 +25,9 @@
 
 #include <dt/log.h>
 #include <dt/store.h>
+#include "store_client.h"
 #include "store_proto.h"
 
-/* Replies to SET and ADD come at once; allow this long for a busy server. */
-#define STORE_IO_SECONDS 60.0
 /* A server answers a timed-out wait itself; allow this much extra. */
 #define STORE_WAIT_SLACK 5.0
 /* dt_store_lookup: requests sent before their replies are read. */
@@ -542,13 +541,20 @@ dt_status_t dt_store_set_bounded(dt_store_t *s, const char *key,
 dt_status_t dt_store_get(dt_store_t *s, const char *key, double timeout,
                          void **value, size_t *len)
 {
+    return store_get_bounded(s, key, timeout, STORE_IO_SECONDS, value, len);
+}
+
+dt_status_t store_get_bounded(dt_store_t *s, const char *key, double timeout,
+                              double io, void **value, size_t *len)
+{
     uint8_t head[5] = {STORE_GET};
-    if (!value || !len)
+    if (!value || !len || !(io > 0))
         return DT_ERR_INVALID;
     store_put_u32(head + 1, to_ms(timeout));
     dt_status_t st = request(s, head, sizeof head, key, NULL, 0,
                              (timeout > 0 ? timeout : 0) + STORE_WAIT_SLACK,
-                             STORE_IO_SECONDS, value, len);
+                             io < STORE_IO_SECONDS ? io : STORE_IO_SECONDS,
+                             value, len);
     if (st == DT_ERR_TIMEOUT)
         dt_debug("rendezvous store: key '%s' not set within %.1f s", key,
                  timeout);
@@ -660,12 +666,22 @@ dt_status_t dt_store_lookup(dt_store_t *s, const char *const *keys, size_t n,
 dt_status_t dt_store_add(dt_store_t *s, const char *key, int64_t delta,
                          int64_t *result)
 {
+    return store_add_bounded(s, key, delta, result, STORE_IO_SECONDS);
+}
+
+dt_status_t store_add_bounded(dt_store_t *s, const char *key, int64_t delta,
+                              int64_t *result, double timeout)
+{
     uint8_t head[9] = {STORE_ADD};
+    if (!(timeout > 0))
+        return DT_ERR_INVALID;
     store_put_u64(head + 1, (uint64_t)delta);
     void *v = NULL;
     size_t n = 0;
     dt_status_t st = request(s, head, sizeof head, key, NULL, 0, 0,
-                             STORE_IO_SECONDS, &v, &n);
+                             timeout < STORE_IO_SECONDS ? timeout
+                                                        : STORE_IO_SECONDS,
+                             &v, &n);
     if (st == DT_OK && n != 8)
         st = DT_ERR_INVALID;
     if (st == DT_OK && result)

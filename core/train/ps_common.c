@@ -92,14 +92,23 @@ dt_store_t *ps_store_open(double timeout)
     return s;
 }
 
+double ps_failure_wait(double timeout)
+{
+    return timeout < DT_STORE_FAILURE_WAIT_S ? timeout
+                                             : DT_STORE_FAILURE_WAIT_S;
+}
+
 /* The job's failure record (dt/store.h): rank hung, as this rank found;
- * the first record wins, so every rank and dtctl name the same one. */
+ * the first record wins, so every rank and dtctl name the same one. A
+ * failure path: the store gets DT_STORE_FAILURE_WAIT_S to connect and to
+ * answer each request, not the timeout and 60 s. */
 void ps_record_hung(dt_store_t **s, double timeout, int rank)
 {
     if (!*s)
-        *s = ps_store_open(timeout);
+        *s = ps_store_open(ps_failure_wait(timeout));
     if (*s)
-        dt_store_culprit_record(*s, rank, dt_rank(), "hung");
+        dt_store_culprit_record_bounded(*s, rank, dt_rank(), "hung",
+                                        DT_STORE_FAILURE_WAIT_S);
 }
 
 /* "worker 1 (rank 1)", "parameter server 0 (rank 3)". */

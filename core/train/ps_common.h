@@ -55,6 +55,10 @@ ps_live_t ps_live_from_env(void);
 dt_store_t *ps_store_open(double timeout);
 /* Record rank as hung in the job's failure record (opening *s if need). */
 void ps_record_hung(dt_store_t **s, double timeout, int rank);
+/* How long a failure path gives the store to connect: the timeout, at
+ * most DT_STORE_FAILURE_WAIT_S (a stopped dtctl accepts and then says
+ * nothing: the handshake would wait the whole timeout). */
+double ps_failure_wait(double timeout);
 /* "worker 1 (rank 1)", "parameter server 0 (rank 3)" of W workers. */
 const char *ps_role(int W, int rank, char *buf, size_t len);
 

@@ -398,7 +398,7 @@ static void say_lost(server_t *v, dt_status_t st)
     char how[DT_CULPRIT_HOW_MAX], who[64];
     if (!v->store && !v->store_tried) {
         v->store_tried = 1;
-        v->store = ps_store_open(v->live.timeout);
+        v->store = ps_store_open(ps_failure_wait(v->live.timeout));
     }
     char finder[32];
     if (v->store &&

@@ -91,9 +91,29 @@ void dt_store_close(dt_store_t *s);
  * DT_OK also when another record was there first. */
 dt_status_t dt_store_culprit_record(dt_store_t *s, int rank, int detector,
                                     const char *how);
+/* How long a failing rank waits for the store's answer (its failure
+ * record, the questions it asks the other ranks) before it reports its
+ * own view of the failure instead: a stopped dtctl, or a host cut off from
+ * dtctl's, must not hold a failing rank (its GPU, a checkpoint lock) for
+ * the client's 60 s I/O limit per request. Well above what a loaded store
+ * takes to answer. */
+#define DT_STORE_FAILURE_WAIT_S 5.0
+/* As dt_store_culprit_record, for a failure path: each request waits at
+ * most timeout seconds (DT_STORE_FAILURE_WAIT_S) for the store's answer.
+ * DT_ERR_TIMEOUT when the store did not answer: then a warning says that
+ * the failure is not recorded and this rank reports its own view. The
+ * handle stays usable, as for dt_store_set_bounded, but a request without
+ * such a bound would first wait for the late answer: a failure path that
+ * got DT_ERR_TIMEOUT asks the store nothing more. */
+dt_status_t dt_store_culprit_record_bounded(dt_store_t *s, int rank,
+                                            int detector, const char *how,
+                                            double timeout);
 /* The record, waiting up to timeout seconds for one whose writer was
  * elected but has not written yet; DT_ERR_NOT_FOUND when nobody recorded
- * one. how: DT_CULPRIT_HOW_MAX bytes. */
+ * one. how: DT_CULPRIT_HOW_MAX bytes. Read in failure paths: a store that
+ * does not answer costs at most DT_STORE_FAILURE_WAIT_S per request beyond
+ * that timeout, and no record is found then (DT_ERR_TIMEOUT or
+ * DT_ERR_NOT_FOUND). */
 dt_status_t dt_store_culprit_get(dt_store_t *s, double timeout, int *rank,
                                  int *detector, char *how);
 

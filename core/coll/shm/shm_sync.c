@@ -161,12 +161,15 @@ static int silent_first(const dt_shm_t *s, int peer)
 }
 
 /* The failure record (dt/store.h): the first rank to record wins, so
- * every rank and dtctl name the same root cause. */
+ * every rank and dtctl name the same root cause. Bounded: a store that
+ * does not answer (a stopped dtctl) once held this rank 2 minutes after
+ * its own error line. */
 static void record(const dt_shm_t *s, int culprit, const char *how)
 {
     if (s->store)
-        dt_store_culprit_record(s->store, shm_global(s, culprit),
-                                shm_global(s, s->rank), how);
+        dt_store_culprit_record_bounded(s->store, shm_global(s, culprit),
+                                        shm_global(s, s->rank), how,
+                                        DT_STORE_FAILURE_WAIT_S);
 }
 
 static void beat(dt_shm_t *s, int waiting_on)

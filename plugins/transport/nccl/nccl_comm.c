@@ -91,19 +91,32 @@ dt_status_t nccl_cuda_check(nccl_ctx_t *c, cudaError_t e, const char *what)
     return DT_ERR_IO;
 }
 
-/* Which ranks did not report being stuck: they are the culprits. */
-static void name_missing(nccl_ctx_t *c, const char *phase, char *out,
-                         size_t len)
+/* Which ranks did not report being stuck: they are the culprits. 0 when
+ * the store did not take this rank's own report within
+ * DT_STORE_FAILURE_WAIT_S (a stopped dtctl, this host cut off from
+ * dtctl's): then nothing more is asked of it. Each request once waited
+ * the store client's 60 s, the reads another 5 s of slack each: a rank
+ * cut off from dtctl lingered minutes after its timeout, holding its GPU. */
+static int name_missing(nccl_ctx_t *c, const char *phase, char *out,
+                        size_t len)
 {
     char key[96];
     size_t off = 0;
-    double grace = c->timeout / 4 < 5 ? c->timeout / 4 : 5;
-    double until = dt_clock_now() + grace;
     out[0] = '\0';
     if (!c->store)
-        return;
+        return 0;
     snprintf(key, sizeof key, "nccl/%lld/%s/%d", c->epoch, phase, c->rank);
-    dt_store_set(c->store, key, "1", 1);
+    dt_status_t st = dt_store_set_bounded(c->store, key, "1", 1,
+                                          DT_STORE_FAILURE_WAIT_S);
+    if (st != DT_OK) {
+        dt_warn("nccl: rank %d: the rendezvous store did not answer within "
+                "%.0f s (%s): is dtctl stopped or its host unreachable? "
+                "Reporting this rank's own view of the failure",
+                c->rank, DT_STORE_FAILURE_WAIT_S, dt_status_str(st));
+        return 0;
+    }
+    double grace = c->timeout / 4 < 5 ? c->timeout / 4 : 5;
+    double until = dt_clock_now() + grace;
     for (int r = 0; r < c->size && off + 16 < len; r++) {
         void *v = NULL;
         size_t vl = 0;
@@ -116,6 +129,7 @@ static void name_missing(nccl_ctx_t *c, const char *phase, char *out,
         }
         off += (size_t)snprintf(out + off, len - off, " %d", r);
     }
+    return 1;
 }
 
 dt_status_t nccl_give_up(nccl_ctx_t *c, const char *what, const char *phase,
@@ -128,8 +142,14 @@ dt_status_t nccl_give_up(nccl_ctx_t *c, const char *what, const char *phase,
                  "continue",
                  c->rank, what, ncclGetErrorString(r),
                  ncclGetLastError(c->comm));
+    } else if (!name_missing(c, phase, who, sizeof who)) {
+        dt_error("nccl: rank %d: %s made no progress for %.0f s: some rank "
+                 "stopped answering (exited, crashed or hung), or the ranks "
+                 "called different collectives; which one is unknown "
+                 "without the store; the job cannot continue",
+                 c->rank, what, c->timeout);
+        c->failed = DT_ERR_TIMEOUT;
     } else {
-        name_missing(c, phase, who, sizeof who);
         if (who[0])
             dt_error("nccl: rank %d: %s made no progress for %.0f s: rank(s)"
                      "%s stopped answering (exited, crashed or hung); the "

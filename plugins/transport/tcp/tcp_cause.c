@@ -29,11 +29,12 @@
 /* How long a rank that lost the election waits for the winner's record. */
 #define CAUSE_WAIT_S 2.0
 /* How long a failing rank waits for the store to take one write before it
- * gives up on the store for this failure (store_answers): well above what
- * a loaded store takes (8 ranks on 2 cores under the sanitizers), so the
- * failure record, which names the culprit, is kept but for a stopped or
- * unreachable dtctl. */
-#define CAUSE_PROBE_S 5.0
+ * gives up on the store for this failure (store_answers): the same bound
+ * as every failure path's (dt/store.h), well above what a loaded store
+ * takes (8 ranks on 2 cores under the sanitizers), so the failure record,
+ * which names the culprit, is kept but for a stopped or unreachable
+ * dtctl. */
+#define CAUSE_PROBE_S DT_STORE_FAILURE_WAIT_S
 
 static void cause_key(const tcp_ctx_t *c, const char *what, char *key,
                       size_t len)
@@ -146,7 +147,8 @@ int tcp_cause_resolve(tcp_ctx_t *c, int suspect, const char *how,
         if (strcmp(how, TCP_HOW_MISMATCH) == 0)
             return 1;
         /* The job's record for dtctl (first record of any layer wins). */
-        if (dt_store_culprit_record(c->store, suspect, c->rank, how) != DT_OK)
+        if (dt_store_culprit_record_bounded(c->store, suspect, c->rank, how,
+                                            CAUSE_PROBE_S) != DT_OK)
             dt_debug("tcp: rank %d: could not record rank %d as the job's "
                      "failure in the store",
                      c->rank, suspect);
