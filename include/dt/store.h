@@ -111,9 +111,9 @@ dt_status_t dt_store_culprit_record_bounded(dt_store_t *s, int rank,
 /* The record, waiting up to timeout seconds for one whose writer was
  * elected but has not written yet; DT_ERR_NOT_FOUND when nobody recorded
  * one. how: DT_CULPRIT_HOW_MAX bytes. Read in failure paths: a store that
- * does not answer costs at most DT_STORE_FAILURE_WAIT_S per request beyond
- * that timeout, and no record is found then (DT_ERR_TIMEOUT or
- * DT_ERR_NOT_FOUND). */
+ * does not answer costs at most 2 x DT_STORE_FAILURE_WAIT_S per request
+ * beyond that timeout (slack for the answer, then its I/O), and no record
+ * is found then (DT_ERR_TIMEOUT or DT_ERR_NOT_FOUND). */
 dt_status_t dt_store_culprit_get(dt_store_t *s, double timeout, int *rank,
                                  int *detector, char *how);
 
