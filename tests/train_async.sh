@@ -48,7 +48,8 @@ reap() {
     done
     stopped=""
 }
-trap 'reap; rm -rf "$tmp"' EXIT
+ctl="" # dtctl while the test holds it stopped
+trap '[ -n "$ctl" ] && kill -CONT "$ctl"; reap; rm -rf "$tmp"' EXIT
 trap 'exit 143' INT TERM # dash runs no EXIT trap on a signal
 note_stopped() {
     stopped="$stopped $(sed -n 's/.*(pid \([0-9]*\)): test hook.*/\1/p' out)"
@@ -175,6 +176,67 @@ reap
 [ "$rc" -eq 124 ] || { cat out; fail "stopped server: exit $rc, want 124"; }
 grep -q "^dt: error: rank 2 (parameter server 0) on localhost hung" out ||
     { cat out; fail "dtctl did not name the stopped server"; }
+
+# The same with dtctl stopped too (SIGSTOP: a store that does not answer,
+# as for a host cut off from dtctl's): the server still names worker 1 and
+# ends, and so does worker 0, while dtctl is stopped. Their heartbeats'
+# store requests once waited the store client's 60 s I/O limit (the
+# server's look at a quiet worker's beat, in its main loop; a worker's
+# beat thread, which its teardown joins); now 5 s at most (the server's:
+# half the timeout), the beat skipped with one warning. Rank 0 evaluates
+# for 2 s after each epoch (DT_TEST_PS_PULL_SLEEP), worker 1 held
+# meanwhile (max_staleness 1), so the server has read rank 0's beats (its
+# store connection open) before worker 1 stops, in epoch 2.
+# The 40 s waits are hang guards, not measurements (it takes some 15 s).
+state() { # pid -> its state letter (R, S, T, Z, ...), empty when gone
+    sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null
+}
+ended() { # pid tenths: gone or a zombie (a stopped dtctl reaps nobody)
+    i=0
+    while [ $i -lt "$2" ]; do
+        case "$(state "$1")" in "" | Z) return 0 ;; esac
+        sleep 0.1; i=$((i + 1))
+    done
+    return 1
+}
+child_rank() { # parent rank -> pid of the parent's child with DT_RANK=rank
+    for d in /proc/[0-9]*; do
+        [ "$(sed -n 's/^[0-9]* (.*) [A-Z] \([0-9]*\) .*/\1/p' "$d/stat" 2>/dev/null)" = "$1" ] ||
+            continue
+        tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -qx "DT_RANK=$2" &&
+            { echo "${d#/proc/}"; return; }
+    done
+}
+DT_TEST_PS_PULL_SLEEP=2 DT_TEST_PS_SIGNAL_RANK=1 DT_TEST_PS_SIGNAL_AFTER=200 \
+    run -n 2 --set cluster.timeout=4s --set cluster.kill_grace=1s \
+    --set train.max_staleness=1 --set train.epochs=20 job.ini &
+bg=$!
+i=0 pid1=""
+while [ $i -lt 600 ] && [ -z "$pid1" ]; do
+    pid1=$(sed -n 's/.*rank 1 (pid \([0-9]*\)): test hook.*/\1/p' out)
+    sleep 0.1; i=$((i + 1))
+done
+[ -n "$pid1" ] || { cat out; fail "stopped store: worker 1 did not stop"; }
+stopped="$pid1"
+i=0
+while [ $i -lt 200 ] && [ "$(state "$pid1")" != T ]; do sleep 0.1; i=$((i + 1)); done
+ctl=$(sed -n 's/^[0-9]* (.*) [A-Z] \([0-9]*\) .*/\1/p' "/proc/$pid1/stat")
+pid0=$(child_rank "$ctl" 0)
+pid2=$(child_rank "$ctl" 2)
+[ -n "$pid0" ] && [ -n "$pid2" ] || { cat out; fail "stopped store: no rank 0 or 2 under dtctl ($ctl)"; }
+kill -STOP "$ctl"
+ended "$pid2" 400 || fail "stopped store: the server did not end within 40 s (state $(state "$pid2"))"
+ended "$pid0" 400 || fail "stopped store: worker 0 did not end within 40 s (state $(state "$pid0"))"
+kill -CONT "$ctl"
+ctl=""
+wait "$bg"
+rc=$?
+reap
+[ "$rc" -ne 0 ] || { cat out; fail "stopped store: dtctl exited 0"; }
+grep -q "^\[2\] .*rank 2: the rendezvous store did not take heartbeat 'ps/beat/1' within 2.0 s" out ||
+    { cat out; fail "stopped store: the server did not say that its look at the beat was skipped"; }
+grep -q "worker 1 (rank 1) went silent" out ||
+    { cat out; fail "stopped store: the server did not name worker 1"; }
 
 # A worker stopped in the middle of a push larger than the sockets take
 # (push_overlap: stopped with its 13 MB of gradients posted) holds the

@@ -131,8 +131,10 @@ dt_status_t dt_dataset_sample(const dt_dataset_t *ds, size_t i, uint8_t *buf,
     /* A file that does not decode fails every attempt alike; one the
      * system could not read (DT_ERR_IO) or gone since it was listed
      * (DT_ERR_NOT_FOUND) may pass. Its own status: DT_ERR_INVALID also
-     * means a caller's mistake on the way up. */
-    return st == DT_ERR_INVALID ? DT_ERR_BAD_DATA : st;
+     * means a caller's mistake on the way up. A format dt was built
+     * without (DT_ERR_UNSUPPORTED) fails every attempt alike too. */
+    return st == DT_ERR_INVALID || st == DT_ERR_UNSUPPORTED ? DT_ERR_BAD_DATA
+                                                            : st;
 }
 
 dt_status_t dt_dataset_gather(const dt_dataset_t *ds, const size_t *idx,

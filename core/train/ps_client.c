@@ -33,6 +33,7 @@ typedef struct ps_beat {
     ps_live_t live;
     dt_store_t *store;     /* opened before the thread starts          */
     char key[32];
+    int silent;            /* the store took no beat since it warned  */
 } ps_beat_t;
 
 struct dt_ps_client {
@@ -61,11 +62,14 @@ struct dt_ps_client {
     double pull_sleep;     /* test hook DT_TEST_PS_PULL_SLEEP         */
 };
 
+/* Bounded (DT_STORE_FAILURE_WAIT_S): beat_stop joins this thread before
+ * the worker's next request, and in its teardown. */
 static void beat_once(ps_beat_t *b)
 {
     int64_t n;
     if (b->store)
-        dt_store_add(b->store, b->key, 1, &n);
+        ps_beat_add(b->store, b->key, 1, DT_STORE_FAILURE_WAIT_S, &b->silent,
+                    &n);
 }
 
 static void *beat_main(void *arg)

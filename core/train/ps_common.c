@@ -10,6 +10,7 @@
 #include <dt/dt.h>
 #include <dt/log.h>
 #include "ps_common.h"
+#include "rendezvous/store_client.h"
 
 extern char **environ;
 
@@ -109,6 +110,22 @@ void ps_record_hung(dt_store_t **s, double timeout, int rank)
     if (*s)
         dt_store_culprit_record_bounded(*s, rank, dt_rank(), "hung",
                                         DT_STORE_FAILURE_WAIT_S);
+}
+
+dt_status_t ps_beat_add(dt_store_t *s, const char *key, int64_t delta,
+                        double wait, int *silent, int64_t *result)
+{
+    dt_status_t st = store_add_bounded(s, key, delta, result, wait);
+    if (st == DT_OK && *silent)
+        dt_info("rank %d: the rendezvous store answers heartbeats again",
+                dt_rank());
+    else if (st != DT_OK && !*silent)
+        dt_warn("rank %d: the rendezvous store did not take heartbeat '%s' "
+                "within %.1f s (%s; dtctl stopped, or its host cut off?): "
+                "skipped, the next period tries again (said once)",
+                dt_rank(), key, wait, dt_status_str(st));
+    *silent = st != DT_OK;
+    return st;
 }
 
 /* "worker 1 (rank 1)", "parameter server 0 (rank 3)". */

@@ -59,6 +59,13 @@ void ps_record_hung(dt_store_t **s, double timeout, int rank);
  * most DT_STORE_FAILURE_WAIT_S (a stopped dtctl accepts and then says
  * nothing: the handshake would wait the whole timeout). */
 double ps_failure_wait(double timeout);
+/* A heartbeat's request (a worker's beat, a server's look at one): the
+ * store gets wait seconds to answer, not the client's 60 s I/O limit.
+ * DT_ERR_TIMEOUT when it did not: the beat is skipped and the next period
+ * tries again. One warning per stretch of silence (*silent is set then,
+ * cleared by the next answer): a stopped dtctl must not fill the log. */
+dt_status_t ps_beat_add(dt_store_t *s, const char *key, int64_t delta,
+                        double wait, int *silent, int64_t *result);
 /* "worker 1 (rank 1)", "parameter server 0 (rank 3)" of W workers. */
 const char *ps_role(int W, int rank, char *buf, size_t len);
 

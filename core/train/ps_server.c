@@ -55,6 +55,8 @@ typedef struct server {
     int started;
     dt_store_t *store;         /* opened when first needed             */
     int store_tried;
+    int store_silent;          /* it took no beat look since it warned */
+    double silent_at;          /* when a look last went unanswered     */
 } server_t;
 
 static uint64_t lead_of(const server_t *v, int w)
@@ -331,22 +333,39 @@ static dt_status_t send_notices(server_t *v)
     return DT_OK;
 }
 
+/* How long a look at a beat waits for the store: half the timeout, at
+ * most DT_STORE_FAILURE_WAIT_S. The server serves nobody meanwhile, and
+ * its workers take a server silent for the timeout for hung. */
+static double beat_wait(const server_t *v)
+{
+    return ps_failure_wait(v->live.timeout / 2);
+}
+
 /* Has worker w beaten its counter in the store since the last look (at
- * most one look per period)? Only a worker working alone beats. */
+ * most one look per period)? Only a worker working alone beats. A store
+ * that did not answer a look is left alone for a period: one silent
+ * store costs a sweep one wait, not one per quiet worker. */
 static int beat_moved(server_t *v, int w, double now)
 {
     if (now - v->beat_at[w] < v->live.period)
         return 0;
+    if (v->store_silent && now - v->silent_at < v->live.period)
+        return 0;
     v->beat_at[w] = now;
     if (!v->store && !v->store_tried) {
         v->store_tried = 1;
-        v->store = ps_store_open(v->live.timeout);
+        v->store = ps_store_open(beat_wait(v));
     }
     char key[32];
     int64_t n = 0;
     snprintf(key, sizeof key, "ps/beat/%d", w);
-    if (!v->store || dt_store_add(v->store, key, 0, &n) != DT_OK)
+    if (!v->store)
         return 0;
+    if (ps_beat_add(v->store, key, 0, beat_wait(v), &v->store_silent, &n) !=
+        DT_OK) {
+        v->silent_at = dt_clock_now();
+        return 0;
+    }
     int moved = v->beat[w] >= 0 && n != v->beat[w];
     v->beat[w] = n;
     return moved;

@@ -683,7 +683,8 @@ static dt_status_t largest_share(const dt_trainer_t *t, size_t *out)
 }
 
 /* A split of the data set. Data found but wrong (a format, a layout, an
- * image that does not decode) fails every attempt alike: DT_ERR_CONFIG,
+ * image that does not decode, one in a format dt was built without:
+ * DT_ERR_UNSUPPORTED) fails every attempt alike: DT_ERR_CONFIG,
  * for which dt-train exits DT_TRAIN_EXIT_FINAL and dtctl does not
  * restart. Data missing or unreadable may come (storage not mounted
  * yet, a passing I/O error): left to --max-restarts, and said so. */
@@ -691,7 +692,7 @@ static dt_status_t load_split(const dt_config_t *cfg, const dt_trainer_t *t,
                               dt_split_t split, dt_dataset_t *ds)
 {
     dt_status_t st = dt_dataset_load(cfg, split, ds);
-    if (st == DT_ERR_INVALID)
+    if (st == DT_ERR_INVALID || st == DT_ERR_UNSUPPORTED)
         return DT_ERR_CONFIG;
     if (st == DT_ERR_NOT_FOUND || st == DT_ERR_IO)
         dt_trainer_say_data_may_pass(t);
