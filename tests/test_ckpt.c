@@ -367,6 +367,44 @@ static void test_corrupt_byte_uses_previous(void **state)
     free(log);
 }
 
+/* dt_ckpt_peek (a rollback's choice among large files): one section
+ * without the others, the payloads neither read nor hashed (a flipped
+ * byte among the parameters does not stop it), but a file whose sections
+ * do not fill it (truncated) is refused, named. */
+static void test_peek_one_section(void **state)
+{
+    (void)state;
+    clear_dir();
+    assert_int_equal(write_step(20, 0), DT_OK);
+    char p[512];
+    snprintf(p, sizeof p, "%s/ckpt-000000000020.dtckpt", dir);
+    flip_byte(p, 24 + 16 + 16 + 1234); /* inside the parameters */
+    char b[8] = {0};
+    size_t len = 0;
+    uint64_t step = 0;
+    assert_int_equal(dt_ckpt_peek(p, 3, b, sizeof b, &len, &step), DT_OK);
+    assert_int_equal(len, 3);
+    assert_int_equal(step, 20);
+    assert_memory_equal(b, "opt", 3);
+    /* a longer section: its first cap bytes, its whole length */
+    uint64_t meta = 0;
+    assert_int_equal(dt_ckpt_peek(p, 1, &meta, sizeof meta, &len, &step),
+                     DT_OK);
+    assert_int_equal(len, 16);
+    assert_int_equal(meta, 20);
+    assert_int_equal(dt_ckpt_peek(p, 99, b, sizeof b, &len, &step),
+                     DT_ERR_NOT_FOUND);
+    capture_t cap;
+    capture_begin(&cap);
+    assert_int_equal(truncate(p, 1000), 0);
+    dt_status_t st = dt_ckpt_peek(p, 3, b, sizeof b, &len, &step);
+    char *log = capture_end(&cap);
+    assert_int_equal(st, DT_ERR_INVALID);
+    assert_non_null(strstr(log, "ckpt-000000000020.dtckpt: section 1"));
+    assert_non_null(strstr(log, "runs past the end: corrupt"));
+    free(log);
+}
+
 static void test_truncated_and_foreign(void **state)
 {
     (void)state;
@@ -777,6 +815,7 @@ int main(void)
         cmocka_unit_test(test_kill_during_write),
         cmocka_unit_test(test_write_is_durable),
         cmocka_unit_test(test_corrupt_byte_uses_previous),
+        cmocka_unit_test(test_peek_one_section),
         cmocka_unit_test(test_truncated_and_foreign),
         cmocka_unit_test(test_newer_format),
         cmocka_unit_test(test_unwritable_dir),

@@ -8,7 +8,8 @@
 # ruined checkpoint counted as a new divergence: lr halved again and again
 # with losses of 1e20 in between. The step lines show such losses as
 # 6.554e+16, not 17 digits. With checkpoint_keep = 1 the ruined ones do
-# not push step 0's out.
+# not push step 0's out. The choice reads no candidate whole (the hook
+# DT_TEST_CKPT_READ_LOG lists those read whole).
 name=rollback
 . "$top_srcdir/tests/train_common.sh"
 
@@ -33,7 +34,8 @@ std = 0.353
 train_samples = 1600
 test_samples = 100
 INI
-timeout 120 "$DTCTL" run -n 2 --metrics "$tmp/m.jsonl" job.ini >out 2>&1 ||
+DT_TEST_CKPT_READ_LOG="$tmp/whole" \
+    timeout 120 "$DTCTL" run -n 2 --metrics "$tmp/m.jsonl" job.ini >out 2>&1 ||
     { cat out; fail "the job did not recover from its divergence"; }
 
 # the blow-up happened as described (step 1's loss, then NaN at 9)
@@ -54,6 +56,13 @@ resumed=$(grep -o 'resuming from ck/ckpt-[0-9]*' out | sed 's/.*ckpt-//' | tr '\
 grep -q "restart 2 of" out && { cat out; fail "the lr was halved more than once"; }
 [ -f ck/ckpt-000000000004.dtckpt.diverged ] && [ -f ck/ckpt-000000000008.dtckpt.diverged ] ||
     { ls ck; fail "the ruined checkpoints 4 and 8 were not set aside"; }
+# choosing reads only the LOSSES section of each candidate: of the three
+# files, only step 0's is read whole, once, by the restore (before, the
+# choice read and hashed 8, 4 and 0 whole, then the restore 0 again, while
+# the other ranks waited: past [cluster] timeout on a large model)
+whole=$(sed 's|.*/||' whole | sort | uniq -c | sed 's/^ *//' | tr '\n' ' ')
+[ "$whole" = "1 ckpt-000000000000.dtckpt " ] ||
+    { cat whole; fail "checkpoints read whole during the rollback: '$whole', not step 0's once"; }
 grep -q "step 8/50  loss [0-9.]*e+1[0-9]  " out ||
     { cat out; fail "step 8's loss is not shown as a huge finite number (%.4g)"; }
 grep -q "loss [0-9]\{9,\}" out && { cat out; fail "a huge loss was printed in full"; }

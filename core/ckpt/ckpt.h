@@ -128,6 +128,17 @@ dt_status_t dt_ckpt_load_latest(const char *dir, dt_ckpt_t *out);
 dt_status_t dt_ckpt_load_before(const char *dir, uint64_t before,
                                 dt_ckpt_t *out);
 
+/* One section of the file at path without reading the others
+ * (ckpt_peek.c): its first min(len, cap) bytes into buf, its length in
+ * *len, the file's step in *step. Only the structure is checked (magic,
+ * version, that the sections fill the file exactly), not the checksum,
+ * which covers the whole file: a file chosen this way must still be read
+ * with dt_ckpt_read. DT_ERR_NOT_FOUND (quiet): no such section; a file
+ * that cannot be opened or read is DT_ERR_IO (a gone one too); otherwise
+ * the errors of dt_ckpt_read, logged alike. */
+dt_status_t dt_ckpt_peek(const char *path, uint32_t tag, void *buf,
+                         size_t cap, size_t *len, uint64_t *step);
+
 /* The section with this tag, or NULL. */
 const dt_ckpt_section_t *dt_ckpt_find(const dt_ckpt_t *c, uint32_t tag);
 void dt_ckpt_free(dt_ckpt_t *c);

@@ -148,9 +148,23 @@ static dt_status_t parse_sections(const char *path, dt_ckpt_t *c,
     return DT_OK;
 }
 
+/* Test hook (tests/train_rollback.sh): DT_TEST_CKPT_READ_LOG=FILE
+ * appends the path of every checkpoint read whole to FILE, so that a test
+ * can say which files a choice read (dt_ckpt_peek reads none whole). */
+static void log_whole_read(const char *path)
+{
+    const char *log = getenv("DT_TEST_CKPT_READ_LOG");
+    FILE *f = log && *log ? fopen(log, "a") : NULL;
+    if (!f)
+        return;
+    fprintf(f, "%s\n", path);
+    fclose(f);
+}
+
 dt_status_t dt_ckpt_read(const char *path, dt_ckpt_t *out)
 {
     memset(out, 0, sizeof *out);
+    log_whole_read(path);
     dt_status_t st = slurp(path, &out->buf, &out->len);
     if (st != DT_OK)
         return st;

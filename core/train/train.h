@@ -283,6 +283,16 @@ dt_status_t dt_trainer_save_last(dt_trainer_t *t);
  * is a warning and a fresh start. */
 dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
                                bool *found);
+/* The same among the checkpoints whose recorded loss is not ruined
+ * (dt_loss_ruined): a rollback's, to the file dt_trainer_sound_checkpoint
+ * chose unverified; a ruined one is passed over, said. *found must not be
+ * NULL. */
+dt_status_t dt_trainer_restore_sound(dt_trainer_t *t, uint64_t before,
+                                     bool *found);
+/* The checkpoint section of those losses: two little-endian doubles. */
+#define DT_TRAIN_TAG_LOSSES 9
+void dt_trainer_losses_decode(const unsigned char *b, double *last,
+                              double *first);
 /* The training losses a checkpoint recorded (rank 0's, at its last step
  * and at the job's first); NaN for none (step 0, or a dt before them). */
 void dt_trainer_ckpt_losses(const dt_ckpt_t *c, double *last,
@@ -294,10 +304,12 @@ void dt_trainer_ckpt_losses(const dt_ckpt_t *c, double *last,
  * Unknown losses (NaN) are never ruined. */
 #define DT_RUINED_LOSS_FACTOR 10.0
 bool dt_loss_ruined(double last, double first);
-/* Rank 0: the newest checkpoint of a step below `below` that verifies and
- * is not ruined. *found, its *step; *ruined: the ruined ones newer than
- * it (below `below`), *worst the highest loss among them. Files that do
- * not verify are passed over (named, as a restore would); none found
+/* Rank 0: the newest checkpoint of a step below `below` that is not
+ * ruined, by each file's LOSSES section alone (dt_ckpt_peek: no file is
+ * read whole, none is verified: dt_trainer_restore_sound does that).
+ * *found, its *step; *ruined: the ruined ones newer than it (below
+ * `below`), *worst the highest loss among them. Files that are not
+ * checkpoints are passed over (named, as a restore would); none found
  * leaves the choice, and any error, to dt_trainer_restore. */
 void dt_trainer_sound_checkpoint(const dt_trainer_t *t, uint64_t below,
                                  bool *found, uint64_t *step,

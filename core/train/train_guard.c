@@ -191,11 +191,12 @@ static dt_status_t roll_back(dt_trainer_t *t, const rollback_plan_t *p,
 {
     double scale = t->lr.scale * 0.5;
     bool found = false;
+    /* chosen unverified: should it not verify, the next sound one */
     if (p->found)
-        below = p->step + 1;
-    else if (p->same && t->rollback_step < below)
+        DT_CHECK(dt_trainer_restore_sound(t, p->step + 1, &found));
+    if (p->same && t->rollback_step < below)
         below = t->rollback_step;
-    if (below != UINT64_MAX)
+    if (!found && below != UINT64_MAX)
         DT_CHECK(dt_trainer_restore(t, below, &found));
     if (!found)
         DT_CHECK(dt_trainer_restore(t, UINT64_MAX, &found));

@@ -62,7 +62,7 @@ enum { TAG_MODEL = 8 };
  * first (two little-endian doubles, NaN for none), by which a rollback
  * passes over a checkpoint of a state already blown up (rollback_target.c).
  * Its own section, not META: a dt without it resumes these files. */
-enum { TAG_LOSSES = 9 };
+enum { TAG_LOSSES = DT_TRAIN_TAG_LOSSES };
 
 /* META: little-endian u64 fields in this order. */
 enum {
@@ -733,15 +733,38 @@ static dt_status_t check_meta_version(const dt_ckpt_t *c, uint64_t version)
     return DT_OK;
 }
 
+/* The newest checkpoint below `before` that verifies; sound_only: and
+ * whose recorded loss is not ruined (a rollback's: it chose the file by
+ * its LOSSES section alone, unverified; should that file not verify, the
+ * next sound one takes its place, not a ruined one in between). */
+static dt_status_t load_before(const dt_trainer_t *t, uint64_t before,
+                               bool sound_only, dt_ckpt_t *c)
+{
+    for (;;) {
+        dt_status_t st = dt_ckpt_load_before(t->ckpt_dir, before, c);
+        double last, first;
+        if (st != DT_OK || !sound_only)
+            return st;
+        dt_trainer_ckpt_losses(c, &last, &first);
+        if (!dt_loss_ruined(last, first))
+            return DT_OK;
+        dt_warn("%s: passed over: its training loss (%.4g) is more than "
+                "%gx the job's first step's (%.4g)", c->path, last,
+                DT_RUINED_LOSS_FACTOR, first);
+        before = c->step;
+        dt_ckpt_free(c);
+    }
+}
+
 /* Rank 0: read the newest valid checkpoint of a step below `before` into
  * meta/opt; *found 0 when there is none (a warning for --resume, quiet).
  * --resume (not quiet) also notes the newer files it went past. */
 static dt_status_t load_on_root(dt_trainer_t *t, uint64_t before,
-                                bool quiet, dt_ckpt_t *c, uint64_t *meta,
-                                int *found)
+                                bool quiet, bool sound_only, dt_ckpt_t *c,
+                                uint64_t *meta, int *found)
 {
     *found = 0;
-    dt_status_t st = dt_ckpt_load_before(t->ckpt_dir, before, c);
+    dt_status_t st = load_before(t, before, sound_only, c);
     if (st == DT_ERR_NOT_FOUND || (st == DT_ERR_INVALID && quiet)) {
         if (!quiet)
             dt_warn("--resume: no checkpoint in %s; starting from the "
@@ -945,10 +968,15 @@ void dt_trainer_ckpt_losses(const dt_ckpt_t *c, double *last,
 {
     const dt_ckpt_section_t *ls = dt_ckpt_find(c, TAG_LOSSES);
     *last = *first = NAN;
-    if (!ls || ls->len < 16)
-        return;
-    *last = bitsd(ckpt_get64(ls->data));
-    *first = bitsd(ckpt_get64((const unsigned char *)ls->data + 8));
+    if (ls && ls->len >= 16)
+        dt_trainer_losses_decode(ls->data, last, first);
+}
+
+void dt_trainer_losses_decode(const unsigned char *b, double *last,
+                              double *first)
+{
+    *last = bitsd(ckpt_get64(b));
+    *first = bitsd(ckpt_get64(b + 8));
 }
 
 /* Rank 0: the losses go on from the checkpoint's (a checkpoint written
@@ -969,8 +997,8 @@ static void restore_losses(dt_trainer_t *t, const dt_ckpt_t *c)
     }
 }
 
-dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
-                               bool *found_out)
+static dt_status_t restore(dt_trainer_t *t, uint64_t before,
+                           bool sound_only, bool *found_out)
 {
     dt_ckpt_t c;
     memset(&c, 0, sizeof c);
@@ -982,8 +1010,8 @@ dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
         *found_out = false;
     if (t->rank == 0) {
         int found = 0;
-        st = load_on_root(t, before, found_out != NULL, &c, head + 2,
-                          &found);
+        st = load_on_root(t, before, found_out != NULL, sound_only, &c,
+                          head + 2, &found);
         const dt_ckpt_section_t *os = found ? dt_ckpt_find(&c, TAG_OPT_STATE)
                                             : NULL;
         /* Written in async mode: the state of the servers' shards, which
@@ -1104,6 +1132,18 @@ dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
     return DT_OK;
 }
 
+dt_status_t dt_trainer_restore(dt_trainer_t *t, uint64_t before,
+                               bool *found)
+{
+    return restore(t, before, false, found);
+}
+
+dt_status_t dt_trainer_restore_sound(dt_trainer_t *t, uint64_t before,
+                                     bool *found)
+{
+    return restore(t, before, true, found);
+}
+
 dt_status_t dt_trainer_restore_async(dt_trainer_t *t, void **opt,
                                      size_t *opt_len, dt_ps_pos_t *pos,
                                      uint64_t *opt_steps, bool *found_out)
@@ -1114,7 +1154,8 @@ dt_status_t dt_trainer_restore_async(dt_trainer_t *t, void **opt,
     memset(meta, 0, sizeof meta);
     int found = 0;
     *found_out = false;
-    dt_status_t st = load_on_root(t, UINT64_MAX, false, &c, meta, &found);
+    dt_status_t st = load_on_root(t, UINT64_MAX, false, false, &c, meta,
+                                  &found);
     if (st != DT_OK || !found) {
         dt_ckpt_free(&c);
         return st;
