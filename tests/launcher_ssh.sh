@@ -198,6 +198,16 @@ rc=$?
 dt check --launcher=ssh --hostfile "$T/hosts" >"$T/o" 2>&1 ||
     fail "dtctl check on a good sshd failed: $(cat "$T/o")"
 ok "dtctl check: a wrong host key fails with the fingerprint; a good host passes"
+# A login that prints (a ~/.bashrc's pyenv or conda noise on stderr, a
+# motd on stdout) is not a missing piece of the host: it failed dtctl
+# check where jobs ran. A key whose forced command prints first stands in.
+ssh-keygen -q -t ed25519 -N '' -C dt-test-noisy -f "$T/noisykey" </dev/null
+printf 'command="echo pyenv: cannot rehash: shims not writable >&2; echo welcome to the cluster; exec /bin/sh -c \\"$SSH_ORIGINAL_COMMAND\\"" %s\n' \
+    "$(cat "$T/noisykey.pub")" >>"$T/sshd/authorized_keys"
+DT_LAUNCHER_SSH_IDENTITY="$T/noisykey" dt check --launcher=ssh --hostfile "$T/hosts" >"$T/o" 2>&1 ||
+    fail "dtctl check on a host whose login prints: failed: $(cat "$T/o")"
+grep -q "launcher *ok" "$T/o" || fail "dtctl check, login that prints: no ok launcher row: $(cat "$T/o")"
+ok "dtctl check: what a login script prints is not a problem of the host"
 # a key the host does not authorize (otherkey): said with where keys go and
 # where the host says why when the key is there (a locked account looks
 # the same from the client)

@@ -14,7 +14,13 @@
 #include "script.h"
 #include "ssh_types.h"
 
-/* One line per missing piece; empty output when all is there. */
+/* Each line the probe prints about a missing piece starts with this: the
+ * login shell's own output (a ~/.bashrc's pyenv or conda noise, a motd on
+ * stderr) comes back in the same text and is not a problem of the host
+ * (it failed `dtctl check` for a host where jobs ran). */
+#define PROBLEM_MARK "dt-check: "
+
+/* One line per missing piece; no marked line when all is there. */
 static char *probe_command(const ssh_opts_t *o)
 {
     char *qdir = o->workdir ? ssh_sh_quote(o->workdir) : NULL;
@@ -22,17 +28,18 @@ static char *probe_command(const ssh_opts_t *o)
     int r = asprintf(
         &cmd,
         "dt_nl=$(printf '\\nx'); dt_nl=${dt_nl%%x}; "
-        "command -v cat >/dev/null 2>&1 || echo 'cat is not on PATH: install "
-        "coreutils'; "
-        "[ -r /proc/self/stat ] || echo '/proc is not mounted: dt finds the "
-        "worker process group there'; "
-        "command -v setsid >/dev/null 2>&1 || echo 'setsid is not on PATH "
-        "(util-linux): needed where sshd does not start sessions as group "
-        "leaders'; "
+        "command -v cat >/dev/null 2>&1 || echo '" PROBLEM_MARK
+        "cat is not on PATH: install coreutils'; "
+        "[ -r /proc/self/stat ] || echo '" PROBLEM_MARK
+        "/proc is not mounted: dt finds the worker process group there'; "
+        "command -v setsid >/dev/null 2>&1 || echo '" PROBLEM_MARK
+        "setsid is not on PATH (util-linux): needed where sshd does not "
+        "start sessions as group leaders'; "
         "%s%s%s"
         "exit 0\n",
         qdir ? "[ -d " : "", qdir ? qdir : "",
-        qdir ? " ] || echo \"[launcher.ssh] workdir does not exist here\"; "
+        qdir ? " ] || echo \"" PROBLEM_MARK
+               "[launcher.ssh] workdir does not exist here\"; "
              : "");
     free(qdir);
     return r < 0 ? NULL : cmd;
@@ -44,8 +51,8 @@ static void report_lines(const char *host, char *text,
 {
     for (char *save = NULL, *l = strtok_r(text, "\n", &save); l;
          l = strtok_r(NULL, "\n", &save))
-        if (*l)
-            report(arg, host, l);
+        if (strncmp(l, PROBLEM_MARK, strlen(PROBLEM_MARK)) == 0)
+            report(arg, host, l + strlen(PROBLEM_MARK));
 }
 
 dt_status_t ssh_check(void *ctx, const dt_hostlist_t *hosts,
