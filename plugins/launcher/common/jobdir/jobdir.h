@@ -63,6 +63,8 @@ typedef struct jobdir_rank {
     char *host;       /* from DIR/hosts; NULL until known            */
     int exited;       /* DIR/exit.R was read                         */
     int code;         /* its content                                  */
+    long long exit_ns; /* when it was written (its mtime): the order the
+                          ranks ended in, reported first to last      */
     int lost;         /* the job ended without an exit file           */
     int reported;
 } jobdir_rank_t;
@@ -89,8 +91,10 @@ int jobdir_mon_poll(jobdir_mon_t *m);
 /* The job is over: forward what is left; ranks without an exit file were
  * killed by the scheduler (reported as SIGKILL). */
 void jobdir_mon_finish(jobdir_mon_t *m);
-/* 1: *ev is the next exit not yet reported; 0: none now; -1: all
- * reported. */
+/* 1: *ev is the next exit not yet reported, the earliest written first
+ * (a poll that finds the failing rank's exit and those of the ranks then
+ * stopped must name the failing one, not the lowest rank); 0: none now;
+ * -1: all reported. */
 int jobdir_mon_next(jobdir_mon_t *m, dt_worker_exit_t *ev);
 /* Ranks the hosts file named; 0 until it appeared. */
 int jobdir_mon_started(const jobdir_mon_t *m);

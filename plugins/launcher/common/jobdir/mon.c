@@ -4,10 +4,12 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <dt/log.h>
@@ -111,10 +113,15 @@ static void read_exit(jobdir_mon_t *m, int rank)
     if (!f)
         return;
     int code;
+    struct stat st;
     if (fscanf(f, "%d", &code) == 1) {
         jobdir_rank_t *r = &m->ranks[rank];
         r->code = code;
         r->exited = 1;
+        r->exit_ns = fstat(fileno(f), &st) == 0
+                         ? (long long)st.st_mtim.tv_sec * 1000000000LL +
+                               st.st_mtim.tv_nsec
+                         : LLONG_MAX;
     }
     fclose(f);
 }
@@ -162,28 +169,37 @@ void jobdir_mon_finish(jobdir_mon_t *m)
 
 int jobdir_mon_next(jobdir_mon_t *m, dt_worker_exit_t *ev)
 {
-    int pending = 0;
+    int pending = 0, pick = -1;
     for (int rank = 0; rank < m->np; rank++) {
-        jobdir_rank_t *r = &m->ranks[rank];
+        const jobdir_rank_t *r = &m->ranks[rank];
         if (r->reported)
             continue;
         if (!r->exited && !r->lost) {
             pending = 1;
             continue;
         }
-        memset(ev, 0, sizeof *ev);
-        ev->rank = rank;
-        ev->host = r->host ? r->host : m->fallback_host;
-        if (r->lost) {
-            ev->signaled = 1;
-            ev->signo = SIGKILL;
-        } else {
-            ev->code = r->code;
-        }
-        r->reported = 1;
-        return 1;
+        /* an exit file before the lost (no file: ended with the job) */
+        long long when = r->lost ? LLONG_MAX : r->exit_ns;
+        long long best = pick < 0 ? 0
+                         : m->ranks[pick].lost ? LLONG_MAX
+                                               : m->ranks[pick].exit_ns;
+        if (pick < 0 || when < best)
+            pick = rank;
     }
-    return pending ? 0 : -1;
+    if (pick < 0)
+        return pending ? 0 : -1;
+    jobdir_rank_t *r = &m->ranks[pick];
+    memset(ev, 0, sizeof *ev);
+    ev->rank = pick;
+    ev->host = r->host ? r->host : m->fallback_host;
+    if (r->lost) {
+        ev->signaled = 1;
+        ev->signo = SIGKILL;
+    } else {
+        ev->code = r->code;
+    }
+    r->reported = 1;
+    return 1;
 }
 
 int jobdir_mon_started(const jobdir_mon_t *m)
