@@ -137,7 +137,7 @@ static dt_status_t take_entry(const char *dir, const char *name, int dirs,
 /* An entry that says nothing about the data: hidden ones, and the
  * lost+found of a freshly made file system (a volume mounted but not
  * filled yet). */
-static int placeholder_entry(const char *name)
+static int entry_not_data(const char *name)
 {
     return name[0] == '.' || strcmp(name, "lost+found") == 0;
 }
@@ -157,7 +157,7 @@ static dt_status_t list_dir(const char *dir, int dirs, strlist_t *out,
     dt_status_t st = DT_OK;
     struct dirent *e;
     while (st == DT_OK && (errno = 0, e = readdir(d)))
-        if (!placeholder_entry(e->d_name))
+        if (!entry_not_data(e->d_name))
             st = take_entry(dir, e->d_name, dirs, out, ignored);
     if (st == DT_OK && errno) {
         dt_error("%s: cannot list the folder: %s", dir, strerror(errno));
@@ -177,7 +177,7 @@ static int has_entries(const char *dir)
     struct dirent *e;
     int any = 0;
     while (d && !any && (e = readdir(d)))
-        any = !placeholder_entry(e->d_name);
+        any = !entry_not_data(e->d_name);
     if (d)
         closedir(d);
     return any;
