@@ -299,6 +299,25 @@ static void test_stdin_unread(void **state)
     close(in.err);
 }
 
+/* The group's kill can land inside the leader's `rm -rf`, after the
+ * fifo's unlink and before the directory's (a rare CI failure of the test
+ * above): the watchdog still removes the directory. The test makes that
+ * state: the leader waits in its open, the fifo is unlinked by hand. */
+static void test_stdin_dir_left_by_killed_rm(void **state)
+{
+    (void)state;
+    remote_t r;
+    char dir[512], fifo[600];
+    start_stdin_rank("exec sleep 300", &r, dir, sizeof dir);
+    snprintf(fifo, sizeof fifo, "%s/in", dir);
+    assert_int_equal(unlink(fifo), 0);
+    close(r.in); /* dtctl is gone */
+    assert_true(ends(r.pid));
+    assert_true(gone(dir));
+    close(r.out);
+    close(r.err);
+}
+
 /* No fifo can be made (a $TMPDIR that does not exist): rank 0 reads
  * /dev/null, says so, and names no directory; it still runs. */
 /* dtctl's stdin empty (</dev/null): the writer's end of file comes at
@@ -611,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_channel_close_kills_group),
         cmocka_unit_test(test_stdin_fifo),
         cmocka_unit_test(test_stdin_unread),
+        cmocka_unit_test(test_stdin_dir_left_by_killed_rm),
         cmocka_unit_test(test_stdin_empty),
         cmocka_unit_test(test_stdin_no_fifo),
         cmocka_unit_test(test_stdin_dir_ok),

@@ -60,7 +60,9 @@ static const char stage_text[] =
  * end of file, or dies writing once the worker's group is gone. Should
  * the leader die before its open, the watchdog opens the fifo itself
  * (read-write: it never waits), so the `cat` waiting for it ends too, and
- * removes the directory. Only [A-Za-z0-9_./+-] in the directory's name,
+ * removes the directory. It removes a directory still there even when the
+ * fifo is gone: the group's kill can land inside the leader's `rm -rf`,
+ * between the fifo's unlink and the directory's. Only [A-Za-z0-9_./+-] in the directory's name,
  * so the other channel's command needs no quoting in any login shell; an
  * absolute $TMPDIR of at most 200 bytes (else /tmp), so the name fits the
  * marker's field (a relative one was refused by dtctl, a long one cut). A
@@ -76,7 +78,8 @@ static const char stage_stdin_text[] =
     "its standard input in $dt_t on $(hostname) ($dt_d)\" >&2; "
     "[ ! -d \"$dt_d\" ] || rm -rf \"$dt_d\"; dt_d=; }; "
     "(trap '' HUP INT TERM; " WATCHDOG_WAIT
-    "[ ! -p \"$dt_d/in\" ] || { true 0<>\"$dt_d/in\"; rm -rf \"$dt_d\"; }; "
+    "[ -z \"$dt_d\" ] || [ ! -d \"$dt_d\" ] || { "
+    "[ ! -p \"$dt_d/in\" ] || true 0<>\"$dt_d/in\"; rm -rf \"$dt_d\"; }; "
     "kill -s KILL -- -$$) >/dev/null 2>&1 & "
     "printf 'DT-PGID %s %s %s\\n' $$ $! \"$dt_d\" >&2; "
     "exec 3<&- </dev/null; "
