@@ -9,7 +9,8 @@
 # with losses of 1e20 in between. The step lines show such losses as
 # 6.554e+16, not 17 digits. With checkpoint_keep = 1 the ruined ones do
 # not push step 0's out. The choice reads no candidate whole (the hook
-# DT_TEST_CKPT_READ_LOG lists those read whole).
+# DT_TEST_CKPT_READ_LOG lists those read whole). A chosen file that fails
+# to verify gives way to the next sound one (DT_TEST_ROLLBACK_HOLD).
 name=rollback
 . "$top_srcdir/tests/train_common.sh"
 
@@ -93,4 +94,46 @@ timeout 120 "$DTCTL" run -n 2 --set train.epochs=2 --resume job.ini >out 2>&1 ||
 grep -q "the lr stays x0.5, as on_divergence = halve_lr left it" out ||
     { cat out; fail "--resume did not keep the halved lr"; }
 grep -q "training diverged" out && { cat out; fail "the resumed job diverged"; }
+
+# The choice reads each candidate's LOSSES section alone, unverified: a
+# chosen file that then fails to verify (damaged between the choice and
+# the restore; the hook DT_TEST_ROLLBACK_HOLD holds rank 0 there) gives
+# way to the next sound one (step 0's), said, not to a ruined one. With
+# checkpoints every 2 steps, step 2's (loss 6.4) is the newest sound one.
+damage_chosen() {
+    rm -f hold hold.chosen
+    ( i=0; while [ ! -f hold.chosen ] && [ $i -lt 1200 ]; do
+          sleep 0.1; i=$((i + 1)); done
+      f=ck/ckpt-$(printf %012d "$(cat hold.chosen)").dtckpt
+      size=$(stat -c %s "$f")
+      printf '\377' | dd of="$f" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+      touch hold ) &
+}
+rm -rf ck
+damage_chosen
+DT_TEST_ROLLBACK_HOLD="$tmp/hold" timeout 120 "$DTCTL" run -n 2 \
+    --set train.checkpoint_every=2steps --set train.checkpoint_keep=10 \
+    job.ini >out 2>&1 ||
+    { cat out; fail "damaged chosen checkpoint: the job did not recover"; }
+wait
+grep -q "back to the checkpoint of step 2 with lr x0.5" out ||
+    { cat out; fail "damaged chosen checkpoint: step 2's was not chosen"; }
+grep -q "ckpt-000000000002.dtckpt: checksum mismatch" out ||
+    { cat out; fail "damaged chosen checkpoint: the damage was not found"; }
+grep -q "on_divergence = halve_lr: step 2's checkpoint did not verify (see above): back to step 0's instead" out ||
+    { cat out; fail "damaged chosen checkpoint: the fallback to step 0's was not said"; }
+resumed=$(grep -o 'resuming from ck/ckpt-[0-9]*' out | sed 's/.*ckpt-//' | tr '\n' ' ')
+[ "$resumed" = "000000000000 " ] ||
+    { cat out; fail "damaged chosen checkpoint: went to '$resumed', not once to step 0"; }
+
+# no sound one left but the damaged one (checkpoint_keep = 2 dropped step
+# 0's): said, and back to the newest that verifies, as without losses
+rm -rf ck
+damage_chosen
+DT_TEST_ROLLBACK_HOLD="$tmp/hold" timeout 120 "$DTCTL" run -n 2 \
+    --set train.checkpoint_every=2steps --set train.checkpoint_keep=2 \
+    job.ini >out 2>&1
+wait
+grep -q "on_divergence = halve_lr: step 2's checkpoint did not verify (see above), and no older one with a sound loss does: back to the newest that verifies, whatever its loss" out ||
+    { cat out; fail "damaged last sound checkpoint: the fallback was not said"; }
 echo "PASS"

@@ -314,6 +314,9 @@ bool dt_loss_ruined(double last, double first);
 void dt_trainer_sound_checkpoint(const dt_trainer_t *t, uint64_t below,
                                  bool *found, uint64_t *step,
                                  uint64_t *ruined, double *worst);
+/* Test hook DT_TEST_ROLLBACK_HOLD=FILE (rank 0; rollback_test_hold.c):
+ * writes `step` to FILE.chosen and waits (at most 60 s) for FILE. */
+void dt_trainer_test_hold_rollback(const dt_trainer_t *t, uint64_t step);
 
 /* train_guard.c. After the gradients are averaged, before the optimizer
  * step (collective): clip them ([train] clip_grad_*), then vote on whether

@@ -191,9 +191,22 @@ static dt_status_t roll_back(dt_trainer_t *t, const rollback_plan_t *p,
 {
     double scale = t->lr.scale * 0.5;
     bool found = false;
-    /* chosen unverified: should it not verify, the next sound one */
-    if (p->found)
+    /* chosen unverified: should it not verify, the next sound one, said
+     * (say_rollback named the chosen one) */
+    if (p->found) {
+        dt_trainer_test_hold_rollback(t, p->step);
         DT_CHECK(dt_trainer_restore_sound(t, p->step + 1, &found));
+        if (found && t->rank == 0 && t->global_step != p->step)
+            dt_warn("on_divergence = halve_lr: step %llu's checkpoint did "
+                    "not verify (see above): back to step %llu's instead",
+                    (unsigned long long)p->step,
+                    (unsigned long long)t->global_step);
+        else if (!found && t->rank == 0)
+            dt_warn("on_divergence = halve_lr: step %llu's checkpoint did "
+                    "not verify (see above), and no older one with a sound "
+                    "loss does: back to the newest that verifies, whatever "
+                    "its loss", (unsigned long long)p->step);
+    }
     if (p->same && t->rollback_step < below)
         below = t->rollback_step;
     if (!found && below != UINT64_MAX)
