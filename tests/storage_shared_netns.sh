@@ -56,8 +56,13 @@ dt run "$T/job.ini" --storage=local -- true >/dev/null 2>"$T/err"
 rc=$?
 [ $rc -ne 0 ] && grep -q "host $H2: the data set path" "$T/err" ||
     fail "dtctl run started although the data set is missing on $H2 (rc $rc): $(cat "$T/err")"
+# the path a link to storage not mounted there: the link and its target
+on "$H2" "ln -s /mnt/dt-not-mounted $D" || fail "cannot make the link on $H2"
+dt stage "$T/job.ini" --storage=local >"$T/out" 2>"$T/err"
+grep -q "storage local: host $H2: the data set path $D is a symbolic link to /mnt/dt-not-mounted, which does not exist there (its file system not mounted?)" "$T/err" ||
+    fail "storage local: a dangling link on $H2 is not named with its target: $(cat "$T/err")"
 on "$H2" "umount $T/d" || fail "cannot unmount on $H2"
-ok "storage local: a data set missing on $H2 is reported with its name; dtctl run does not start"
+ok "storage local: a data set missing on $H2 (or a link there to nothing) is reported with its name; dtctl run does not start"
 
 # --- nfs: the file system type check -----------------------------------------
 dt stage "$T/job.ini" --storage=nfs >"$T/out" 2>"$T/err"

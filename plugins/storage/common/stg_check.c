@@ -9,7 +9,10 @@
 
 static const char check_script[] =
     "p=$1\n"
-    "if [ ! -e \"$p\" ]; then echo 'DT-STAGE missing'; exit 0; fi\n"
+    "if [ ! -e \"$p\" ]; then\n"
+    "  [ ! -L \"$p\" ] || printf 'DT-STAGE-LINK %s\\n' \"$(readlink -- \"$p\")\"\n"
+    "  echo 'DT-STAGE missing'; exit 0\n"
+    "fi\n"
     "if [ ! -r \"$p\" ]; then echo 'DT-STAGE unreadable'; exit 0; fi\n"
     "if [ -d \"$p\" ]; then\n"
     "  [ -x \"$p\" ] || { echo 'DT-STAGE unreadable'; exit 0; }\n"
@@ -24,7 +27,7 @@ dt_status_t stg_check_path(const dt_stage_request_t *req, const dt_host_t *h,
                            const char *who, const char *path, int need_done)
 {
     const char *args[] = {path, need_done ? "done" : "any", NULL};
-    char *out = NULL, v[64];
+    char *out = NULL, v[64], to[4096];
     int code = 0;
     dt_status_t st = stg_run(req, h, check_script, args, &out, &code);
     if (st != DT_OK)
@@ -40,6 +43,13 @@ dt_status_t stg_check_path(const dt_stage_request_t *req, const dt_host_t *h,
     } else if (strcmp(verdict, "ok") == 0) {
         dt_debug("%s: host %s: %s is in place", who, h->name, path);
         st = DT_OK;
+    } else if (strcmp(verdict, "missing") == 0 &&
+               stg_line_value(out, "DT-STAGE-LINK", to, sizeof to)) {
+        /* a link to storage not mounted (yet) on that host, typically */
+        dt_error("%s: host %s: the data set path %s is a symbolic link to "
+                 "%s, which does not exist there (its file system not "
+                 "mounted?); mount it, or point the link at the data set",
+                 who, h->name, path, to);
     } else if (strcmp(verdict, "missing") == 0) {
         dt_error("%s: host %s: the data set path %s does not exist there; "
                  "put the data set at that path on every host, or choose "
