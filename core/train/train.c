@@ -122,7 +122,8 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
     double t0 = dt_clock_now(), wait = 0.0, data_wait = 0.0;
     dt_batch_t batch;
 
-    DT_CHECK(dt_pipeline_next(t->pipe, &batch, &data_wait));
+    DT_CHECK(dt_trainer_batch_data_status(
+        dt_pipeline_next(t->pipe, &batch, &data_wait)));
     if (batch.epoch != t->epoch || batch.step != s) {
         dt_error("data pipeline: batch %llu of epoch %llu came for step %llu "
                  "of epoch %llu", (unsigned long long)batch.step + 1,

@@ -215,6 +215,9 @@ dt_status_t dt_trainer_agree_data(const dt_config_t *cfg,
  * pass): say whether dtctl restarts the job for it, once a host
  * (data_retry.c). */
 void dt_trainer_say_data_may_pass(const dt_trainer_t *t);
+/* st of loading a batch while training or evaluating: the same said by
+ * this rank when st is such a failure (DT_ERR_NOT_FOUND, DT_ERR_IO). */
+dt_status_t dt_trainer_batch_data_status(dt_status_t st);
 /* Broadcast bytes of host memory from rank 0 (any length). */
 dt_status_t dt_trainer_broadcast_host(void *buf, size_t bytes);
 /* mode = async: the number of parameter servers dtctl started

@@ -49,8 +49,8 @@ dt_status_t dt_trainer_evaluate(dt_trainer_t *t, double *loss,
         size_t b = s->count - at < t->batch ? s->count - at : t->batch;
         float l = 0.0f;
         int correct = 0;
-        DT_CHECK(dt_dataset_gather(&t->test, s->indices + at, b, t->x,
-                                   t->y));
+        DT_CHECK(dt_trainer_batch_data_status(dt_dataset_gather(
+            &t->test, s->indices + at, b, t->x, t->y)));
         DT_CHECK(dt_model_forward(t->model, t->x, t->y, (int)b, 0, &l,
                                   &correct));
         sums[0] += (double)l * (double)b;
