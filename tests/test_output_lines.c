@@ -1,13 +1,18 @@
 /* test_output_lines.c — dtctl's line assembler. dtctl's stdout is a
  * SOCK_SEQPACKET socket here: every write() arrives as one message, so the
  * test sees that each line leaves in exactly one write. */
+#define _GNU_SOURCE /* posix_openpt, ptsname */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -166,6 +171,143 @@ static void test_reader_gone_only_on_epipe(void **state)
     done(f);
 }
 
+/* Progress bars to a file or pipe: one line per bar, its last state;
+ * "\r\n" is one line end. */
+static void test_bar_to_a_file_is_its_last_state(void **state)
+{
+    (void)state;
+    fx_t *f = make(2, 0);
+    feed(f, 0, 1, "a\r");
+    feed(f, 0, 1, "b\r");
+    output_lines_tick(f->o); /* not a terminal: nothing drawn */
+    assert_string_equal(next_write(f->out[1]), "");
+    feed(f, 0, 1, "c\n");
+    assert_string_equal(next_write(f->out[1]), "[0] c\n");
+    feed(f, 0, 1, "windows\r\nline\r\n");
+    assert_string_equal(next_write(f->out[1]), "[0] windows\n");
+    assert_string_equal(next_write(f->out[1]), "[0] line\n");
+    /* tqdm's way: '\r' before each state; "\r\r\n" keeps the last too */
+    feed(f, 1, 2, "\r 10%|#    |\r 20%|##   |");
+    feed(f, 1, 2, "\r100%|#####|\r\r\n");
+    assert_string_equal(next_write(f->err[1]), "[1] 100%|#####|\n");
+    /* a prompt is not a bar: only a stream without '\r' shows one */
+    feed(f, 0, 1, "\rpartial");
+    output_lines_show_prompt(f->o, 0);
+    output_lines_show_prompt(f->o, 0);
+    assert_string_equal(next_write(f->out[1]), "");
+    /* the rank ends: its bar's last state is its last line */
+    output_lines_flush_rank(f->o, 0);
+    assert_string_equal(next_write(f->out[1]), "[0] partial\n");
+    /* a bar its writer wiped (tqdm's leave=False) leaves no line */
+    feed(f, 1, 2, "\r 50%|##  |\r         \r");
+    output_lines_flush_all(f->o);
+    assert_string_equal(next_write(f->err[1]), "");
+    assert_string_equal(next_write(f->out[1]), "");
+    done(f);
+}
+
+/* On a terminal: the lowest rank's bar is drawn in place, once a tick
+ * at most; other lines erase it, then it comes back under them. */
+static void test_bar_on_a_terminal_is_redrawn(void **state)
+{
+    (void)state;
+    fx_t *f = make(8, 0);
+    output_lines_set_terminal(f->o, 1, 1);
+    feed(f, 1, 2, "\r 10%");
+    output_lines_tick(f->o);
+    assert_string_equal(next_write(f->err[1]), "\r[1]  10%\033[K");
+    output_lines_tick(f->o); /* unchanged: not drawn again */
+    assert_string_equal(next_write(f->err[1]), "");
+    /* 8 ranks, 100 states each between two ticks: one redraw */
+    for (int i = 0; i < 100; i++)
+        for (int r = 1; r < 8; r++) {
+            char state_text[32];
+            snprintf(state_text, sizeof state_text, "\r%3d%%", i);
+            feed(f, r, 2, state_text);
+        }
+    output_lines_tick(f->o);
+    assert_string_equal(next_write(f->err[1]), "\r[1]  99%\033[K");
+    assert_string_equal(next_write(f->err[1]), "");
+    /* another rank's line: erase the bar, the line, the bar again */
+    feed(f, 0, 1, "epoch 1\n");
+    assert_string_equal(next_write(f->err[1]), "\r\033[K");
+    assert_string_equal(next_write(f->out[1]), "[0] epoch 1\n");
+    assert_string_equal(next_write(f->err[1]), "\r[1]  99%\033[K");
+    /* the bar's own line ends: its last state stays as a line; the next
+     * rank's bar takes the bar line at the next tick */
+    feed(f, 1, 2, "\r100%\n");
+    assert_string_equal(next_write(f->err[1]), "\r\033[K");
+    assert_string_equal(next_write(f->err[1]), "[1] 100%\n");
+    output_lines_tick(f->o);
+    assert_string_equal(next_write(f->err[1]), "\r[2]  99%\033[K");
+    /* a prompt needs the line: the bar stays as it is, the prompt below */
+    feed(f, 0, 1, "name? ");
+    output_lines_show_prompt(f->o, 0);
+    output_lines_show_prompt(f->o, 0);
+    assert_string_equal(next_write(f->err[1]), "\n");
+    assert_string_equal(next_write(f->out[1]), "[0] name? ");
+    output_lines_tick(f->o); /* the prompt waits: no bar over it */
+    assert_string_equal(next_write(f->err[1]), "");
+    feed(f, 0, 1, "bob\n");
+    assert_string_equal(next_write(f->out[1]), "bob\n");
+    /* the job ends: every bar's last state is a line */
+    output_lines_flush_all(f->o);
+    assert_string_equal(next_write(f->err[1]), "[2]  99%\n");
+    assert_string_equal(next_write(f->err[1]), "[3]  99%\n");
+    done(f);
+}
+
+/* Only dtctl's stderr is a terminal: a stdout line (to a file) leaves
+ * the bar alone. */
+static void test_line_to_a_file_leaves_the_bar(void **state)
+{
+    (void)state;
+    fx_t *f = make(1, 0);
+    output_lines_set_terminal(f->o, 0, 1);
+    feed(f, 0, 1, "\rnot drawn: stdout is a file");
+    feed(f, 0, 2, "\rdrawn");
+    output_lines_tick(f->o);
+    assert_string_equal(next_write(f->err[1]), "\r[0] drawn\033[K");
+    feed(f, 0, 1, "\n");
+    assert_string_equal(next_write(f->out[1]),
+                        "[0] not drawn: stdout is a file\n");
+    assert_string_equal(next_write(f->err[1]), "");
+    done(f);
+}
+
+/* A bar wider than the terminal is cut to its width (in characters,
+ * not bytes), so that it never wraps: '\r' redraws one row only. */
+static void test_bar_fits_the_terminal(void **state)
+{
+    (void)state;
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    assert_true(master >= 0);
+    assert_int_equal(grantpt(master), 0);
+    assert_int_equal(unlockpt(master), 0);
+    int tty = open(ptsname(master), O_RDWR | O_NOCTTY);
+    assert_true(tty >= 0);
+    struct termios raw;
+    assert_int_equal(tcgetattr(tty, &raw), 0);
+    cfmakeraw(&raw);
+    assert_int_equal(tcsetattr(tty, TCSANOW, &raw), 0);
+    struct winsize ws = {.ws_row = 24, .ws_col = 12};
+    assert_int_equal(ioctl(tty, TIOCSWINSZ, &ws), 0);
+    output_lines_t *o;
+    assert_int_equal(output_lines_new(1, tty, tty, 0, &o), 0);
+    output_lines_set_terminal(o, 1, 1);
+    /* 12 columns: "[0] " and 7 characters, the last column free */
+    const char *bar = "\r\xe2\x96\x88\xe2\x96\x88" "3456789";
+    output_lines_feed(o, 0, 2, bar, strlen(bar));
+    output_lines_tick(o);
+    char got[64];
+    ssize_t n = read(master, got, sizeof got - 1);
+    got[n > 0 ? n : 0] = '\0';
+    assert_string_equal(got, "\r[0] \xe2\x96\x88\xe2\x96\x88" "34567\033[K");
+    output_lines_free(o);
+    close(tty);
+    close(master);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* as dtctl does while it runs a job */
@@ -177,6 +319,10 @@ int main(void)
         cmocka_unit_test(test_unknown_rank_is_the_job),
         cmocka_unit_test(test_closed_reader_is_survived),
         cmocka_unit_test(test_reader_gone_only_on_epipe),
+        cmocka_unit_test(test_bar_to_a_file_is_its_last_state),
+        cmocka_unit_test(test_bar_on_a_terminal_is_redrawn),
+        cmocka_unit_test(test_line_to_a_file_leaves_the_bar),
+        cmocka_unit_test(test_bar_fits_the_terminal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

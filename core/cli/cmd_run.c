@@ -626,6 +626,14 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
     return code;
 }
 
+/* fd is a terminal where progress bars redraw in place: not a "dumb"
+ * one (Emacs' shell), which shows "\033[K" as text. */
+static int bar_terminal(int fd)
+{
+    const char *term = getenv("TERM");
+    return isatty(fd) && !(term && strcmp(term, "dumb") == 0);
+}
+
 static int launch_and_supervise(const dt_cli_t *cli, run_state_t *s)
 {
     double kill_grace;
@@ -647,6 +655,8 @@ static int launch_and_supervise(const dt_cli_t *cli, run_state_t *s)
         return 1;
     }
     output_lines_set_stop_check(s->lines, stop_signals_pending);
+    output_lines_set_terminal(s->lines, bar_terminal(STDOUT_FILENO),
+                              bar_terminal(STDERR_FILENO));
     int code, launched, no_members, last = 0;
     supervise_result_t res;
     do {

@@ -1,41 +1,11 @@
 /* output_lines.c — per-(rank, stream) line assembly with one write() per
  * line. Buffers are made on first use: a job of many ranks that print
  * little costs little. */
-#include <errno.h>
-#include <limits.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include <dt/log.h>
-#include "output_lines.h"
-
-typedef struct stream {
-    char *buf;      /* one spare byte, "[rank] ", up to max_line bytes,
-                       '\n': the spare byte makes room for the mark of a
-                       continued line, "[rank]+ " */
-    size_t prefix;  /* length of "[rank] "                     */
-    size_t len;     /* bytes of text after the prefix          */
-    size_t seen;    /* len at the last output_lines_show_prompt */
-    int continued;  /* the text continues a line split at max_line */
-} stream_t;
-
-struct output_lines {
-    int np;
-    int fds[2];     /* dtctl's stdout and stderr                */
-    int broken[2];  /* a write failed (reader gone): drop output */
-    int reader_gone; /* the first stream a write found closed (EPIPE): 1
-                        stdout, 2 stderr; 0: none */
-    size_t max_line;
-    stream_t *streams; /* (np + 1) * 2; the last pair is "[job]" */
-    int (*stopping)(void); /* a stop was asked for (may be NULL) */
-    /* The stream whose unfinished line is on the terminal (a prompt
-     * shown, no newline yet), and its fd index; NULL: none. */
-    stream_t *open;
-    int open_which;
-};
+#include "output_lines_priv.h"
 
 void output_lines_set_stop_check(output_lines_t *o, int (*stopping)(void))
 {
@@ -57,6 +27,12 @@ dt_status_t output_lines_new(int np, int out_fd, int err_fd, size_t max_line,
     o->fds[0] = out_fd;
     o->fds[1] = err_fd;
     o->max_line = max_line ? max_line : OUTPUT_MAX_LINE;
+    o->draw = malloc(o->max_line + BAR_DRAW_ROOM);
+    if (!o->draw) {
+        free(o->streams);
+        free(o);
+        return DT_ERR_NOMEM;
+    }
     *out = o;
     return DT_OK;
 }
@@ -77,63 +53,15 @@ static stream_t *stream_of(output_lines_t *o, int rank, int fd, int *which)
             return NULL;
         memcpy(s->buf + 1, prefix, (size_t)n);
         s->prefix = (size_t)n;
+        s->which = *which;
     }
     return s;
 }
 
-/* One line's bytes in one write (looping only if the kernel takes part of
- * it, e.g. a pipe reader that is slow). */
-static void write_out(output_lines_t *o, int which, const char *data,
-                      size_t total)
-{
-    if (o->broken[which])
-        return;
-    for (size_t off = 0; off < total;) {
-        size_t want = total - off;
-        if (o->stopping && o->stopping()) {
-            /* stopping: write only what the reader has room for (POLLOUT
-             * promises PIPE_BUF bytes), so a pipe nobody reads cannot
-             * block the stop after it began */
-            struct pollfd p = {o->fds[which], POLLOUT, 0};
-            if (poll(&p, 1, 100) <= 0 || !(p.revents & POLLOUT)) {
-                o->broken[which] = 1;
-                dt_debug("worker output to fd %d dropped: nobody reads it "
-                         "and the job is stopping", o->fds[which]);
-                return;
-            }
-            if (want > PIPE_BUF)
-                want = PIPE_BUF;
-        }
-        ssize_t w = write(o->fds[which], data + off, want);
-        if (w < 0 && errno == EINTR && o->stopping && o->stopping()) {
-            /* the reader does not read and the job is being stopped: a
-             * blocked write must not hold the stop up */
-            o->broken[which] = 1;
-            dt_debug("worker output to fd %d dropped: nobody reads it and "
-                     "the job is stopping", o->fds[which]);
-            return;
-        }
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            /* Nobody reads dtctl's output any more: drop it from now on.
-             * A closed pipe (EPIPE) is also told to the supervisor, which
-             * stops the job (output_lines_reader_gone). */
-            if (w < 0 && errno == EPIPE && !o->reader_gone)
-                o->reader_gone = which + 1;
-            o->broken[which] = 1;
-            dt_debug("cannot write worker output to fd %d: %s; dropping "
-                     "further output there",
-                     o->fds[which], strerror(errno));
-            return;
-        }
-        off += (size_t)w;
-    }
-}
-
 /* A prompt shown on the terminal (show_prompt) left a line open: the
  * same stream goes on after it; any other line first ends it. 1: s's
- * text continues the open line (no prefix). */
+ * text continues the open line (no prefix). (A bar's open line is
+ * output_bars.c's.) */
 static int settle_open_line(output_lines_t *o, stream_t *s)
 {
     if (!o->open)
@@ -142,7 +70,7 @@ static int settle_open_line(output_lines_t *o, stream_t *s)
         o->open = NULL;
         return 1;
     }
-    write_out(o, o->open_which, "\n", 1);
+    output_write(o, o->open_which, "\n", 1);
     o->open = NULL;
     return 0;
 }
@@ -177,11 +105,28 @@ static void emit(output_lines_t *o, stream_t *s, int which, int split)
     char *line = line_of(s, &prefix);
     size_t total = prefix + s->len;
     line[total++] = '\n';
-    s->len = s->seen = 0;
-    size_t skip = settle_open_line(o, s) ? prefix : 0;
-    write_out(o, which, line + skip, total - skip);
+    s->len = s->seen = s->bar_len = 0;
+    s->in_bar = 0;
+    size_t skip = 0;
+    if (o->open_bar && o->open == s)
+        bars_close(o); /* the bar's last state comes as its line */
+    else if (o->open_bar)
+        bars_hide(o, which);
+    else if (settle_open_line(o, s))
+        skip = prefix;
+    output_write(o, which, line + skip, total - skip);
     restore_prefix(s);
     s->continued = split;
+    bars_show_again(o);
+}
+
+/* The first '\n' or '\r' in data, or NULL (memchr: fast on the long
+ * output of a chatty worker). */
+static const char *line_break(const char *data, size_t len)
+{
+    const char *nl = memchr(data, '\n', len);
+    const char *cr = memchr(data, '\r', nl ? (size_t)(nl - data) : len);
+    return cr ? cr : nl;
 }
 
 void output_lines_feed(output_lines_t *o, int rank, int fd, const char *data,
@@ -191,25 +136,32 @@ void output_lines_feed(output_lines_t *o, int rank, int fd, const char *data,
     stream_t *s = stream_of(o, rank, fd, &which);
     if (!s)
         return; /* out of memory: losing output beats crashing the job */
+    s->dirty = 1;
     while (len > 0) {
-        const char *nl = memchr(data, '\n', len);
-        size_t take = nl ? (size_t)(nl - data) : len;
+        const char *end = line_break(data, len);
+        size_t take = end ? (size_t)(end - data) : len;
         size_t room = o->max_line - s->len;
-        int complete = nl != NULL, split = take > room;
-        if (split) {
+        int split = take > room; /* too long: split here */
+        if (split)
             take = room;
-            complete = 1; /* too long: split here */
-        }
         memcpy(s->buf + 1 + s->prefix + s->len, data, take);
         s->len += take;
         data += take;
         len -= take;
-        if (nl && data == nl) {
-            data++; /* consume the newline itself */
-            len--;
+        if (split) {
+            emit(o, s, which, 1);
+            continue;
         }
-        if (complete)
-            emit(o, s, which, split);
+        if (!end)
+            break;
+        data++; /* consume the '\n' or '\r' itself */
+        len--;
+        if (*end == '\r') {
+            bars_segment_end(o, s);
+        } else {
+            bars_line_end(s);
+            emit(o, s, which, 0);
+        }
     }
 }
 
@@ -218,14 +170,16 @@ void output_lines_show_prompt(output_lines_t *o, int rank)
     if (rank < 0 || rank >= o->np)
         return;
     stream_t *s = &o->streams[(size_t)rank * 2];
-    if (!s->buf || s->len == 0 || s->len != s->seen) {
+    if (!s->buf || s->in_bar || s->len == 0 || s->len != s->seen) {
         s->seen = s->len; /* new, or still growing: look again later */
         return;
     }
+    if (o->open_bar)
+        bars_leave(o); /* the prompt needs the terminal's line */
     size_t prefix;
     char *line = line_of(s, &prefix);
     size_t skip = settle_open_line(o, s) ? prefix : 0;
-    write_out(o, 0, line + skip, prefix + s->len - skip);
+    output_write(o, 0, line + skip, prefix + s->len - skip);
     restore_prefix(s);
     s->continued = 0; /* the rest follows on the terminal's line */
     s->len = s->seen = 0;
@@ -248,10 +202,18 @@ static void flush_slot(output_lines_t *o, size_t slot)
 {
     for (int which = 0; which < 2; which++) {
         stream_t *s = &o->streams[slot * 2 + (size_t)which];
-        if (s->buf && s->len > 0)
+        if (s->buf && bars_cleared(s)) {
+            s->len = s->bar_len = 0; /* its writer wiped it: so do we */
+            s->in_bar = 0;
+        }
+        if (s->buf && (s->len > 0 || s->bar_len > 0)) {
+            bars_line_end(s);
             emit(o, s, which, 0);
-        else if (o->open == s) /* a prompt nobody answered: end its line */
+        } else if (o->open == s && o->open_bar) {
+            bars_close(o);
+        } else if (o->open == s) { /* a prompt nobody answered */
             settle_open_line(o, NULL);
+        }
     }
 }
 
@@ -270,8 +232,11 @@ void output_lines_free(output_lines_t *o)
 {
     if (!o)
         return;
-    for (size_t i = 0; i < ((size_t)o->np + 1) * 2; i++)
+    for (size_t i = 0; i < ((size_t)o->np + 1) * 2; i++) {
         free(o->streams[i].buf);
+        free(o->streams[i].bar);
+    }
+    free(o->draw);
     free(o->streams);
     free(o);
 }

@@ -3,7 +3,12 @@
  * Each line leaves in one write(), so lines of different ranks never mix.
  * A line longer than max_line is split, each piece after the first
  * marked "[rank]+ " (a line's start is always "[rank] "); memory stays
- * bounded. */
+ * bounded.
+ * A '\r' ends a progress segment (tqdm's bars): the next segment
+ * overwrites it. A line with such segments is written as its last one
+ * when its '\n' comes ("\r\n" is one line end), so a file or a pipe gets
+ * one line per bar, not its hundreds of states; on a terminal the latest
+ * state is also drawn in place meanwhile (output_lines_tick). */
 #ifndef DT_CLI_OUTPUT_LINES_H
 #define DT_CLI_OUTPUT_LINES_H
 
@@ -27,6 +32,15 @@ void output_lines_feed(output_lines_t *o, int rank, int fd, const char *data,
  * newline; the rest of that line follows without a prefix, and any other
  * line first ends it. Called once per supervisor tick. */
 void output_lines_show_prompt(output_lines_t *o, int rank);
+/* dtctl's stdout (out_tty) or stderr (err_tty) is a terminal that
+ * understands "\033[K" (erase to the line's end): progress bars are drawn
+ * there in place, "[rank] " before them. Off by default. */
+void output_lines_set_terminal(output_lines_t *o, int out_tty, int err_tty);
+/* Called once per supervisor tick: draws the latest state of the lowest
+ * rank's progress bar on the terminal, when it changed (at most one
+ * redraw a tick, however many ranks draw bars how fast); no-op for
+ * output that is not a terminal. */
+void output_lines_tick(output_lines_t *o);
 /* A write found that nobody reads dtctl's stdout (1) or stderr (2) any
  * more (EPIPE: `dtctl run ... | head` after head ended); 0: not so far.
  * That stream's output is dropped; the supervisor stops the job. */

@@ -549,6 +549,7 @@ int supervise_job(const supervise_args_t *a)
         on_reader_gone(&m, 0);
         if (a->show_prompts)
             output_lines_show_prompt(a->lines, 0);
+        output_lines_tick(a->lines); /* progress bars: <= 1 redraw a tick */
         if (st == DT_ERR_TIMEOUT)
             continue;
         if (st == DT_ERR_NOT_FOUND) {
