@@ -73,6 +73,29 @@ WORKER
     [ "$(cat "$T/shown")" = "[1] other line
 [0] done" ] || fail "the terminal shows: $(cat "$T/shown")"
     ok "on a terminal a bar is drawn in place, erased for other lines, and stays as its last state"
+
+    # dtctl's own message (rank 1 fails) while rank 0's bar shows: the
+    # message erases the bar in its own write, not after the bar's text
+    cat >"$worker" <<WORKER
+if [ "\$DT_RANK" = 0 ]; then
+    printf '\rhalf' >&2
+    sleep 30
+else
+    while [ ! -e "$T/go2" ]; do sleep 0.05; done
+    exit 3
+fi
+WORKER
+    TERM=xterm SHELL=/bin/sh script -qec "timeout --foreground -k 5 30 $DTCTL run $TR -n 2 -- sh $worker $MARK" \
+        /dev/null </dev/null >"$T/tty2" 2>&1 &
+    term=$!
+    wait_for "$T/tty2" "${CR}[0] half${ESC}[K" || fail "the bar was not drawn: $(od -c "$T/tty2" | tail -5)"
+    touch "$T/go2"
+    wait $term
+    grep -qaF "${CR}${ESC}[Kdt: error: rank 1 on " "$T/tty2" ||
+        fail "dtctl's message did not erase the bar first: $(od -c "$T/tty2" | tail -12)"
+    grep -qaF "half${ESC}[Kdt: " "$T/tty2" &&
+        fail "dtctl's message was written after the bar's text: $(od -c "$T/tty2" | tail -12)"
+    ok "on a terminal dtctl's own messages erase the bar first"
 else
     echo "skip: no script(1) for a terminal"
 fi

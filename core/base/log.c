@@ -2,6 +2,7 @@
  * A message is formatted into one buffer and written with one write(2) so
  * lines from several threads or processes never interleave mid-line. */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,14 @@ static char current_tag[96];
 
 void dt_log_set_level(dt_log_level_t level) { current_level = level; }
 dt_log_level_t dt_log_get_level(void) { return current_level; }
+
+#define PREFIX_MAX 32
+static const char *(*_Atomic prefix_hook)(void);
+
+void dt_log_set_prefix_hook(const char *(*hook)(void))
+{
+    atomic_store(&prefix_hook, hook);
+}
 
 void dt_log_set_tag(const char *tag)
 {
@@ -60,10 +69,15 @@ void dt_vlog(dt_log_level_t level, const char *fmt, va_list ap)
     if (level > current_level)
         return;
     char buf[4096];
-    int n = snprintf(buf, sizeof buf, "dt: %s%s: ", current_tag,
+    const char *(*hook)(void) = atomic_load(&prefix_hook);
+    const char *pre = hook ? hook() : NULL;
+    size_t at = pre ? strnlen(pre, PREFIX_MAX) : 0;
+    memcpy(buf, pre ? pre : "", at);
+    int n = snprintf(buf + at, sizeof buf - at, "dt: %s%s: ", current_tag,
                      names[level]);
     if (n < 0)
         return;
+    n += (int)at;
     va_list again;
     va_copy(again, ap);
     int m = vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);

@@ -4,18 +4,47 @@
  * once per supervisor tick (output_lines_tick), so many ranks' fast bars
  * cost at most 10 writes a second. Another line first erases it, then
  * the bar is drawn again below that line. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 
+#include <dt/log.h>
 #include "output_lines_priv.h"
 
 #define ERASE_TO_END "\033[K"
+
+/* dtctl's own messages (dt_log, any thread) go to its stderr: while a
+ * bar is drawn on that terminal, each erases the bar in its own write
+ * (else "dt: warning: ..." ended up after the bar's text), and the next
+ * tick draws the bar again under it. */
+static atomic_int bar_on_stderr_tty; /* a bar is drawn; stderr: a tty */
+static atomic_int log_took_line;     /* a message erased it since     */
+
+static const char *erase_bar_for_log(void)
+{
+    if (!atomic_load(&bar_on_stderr_tty))
+        return NULL;
+    atomic_store(&log_took_line, 1);
+    return "\r" ERASE_TO_END;
+}
+
+static void set_drawn(const output_lines_t *o, int drawn)
+{
+    atomic_store(&bar_on_stderr_tty, drawn && o->live[1]);
+}
 
 void output_lines_set_terminal(output_lines_t *o, int out_tty, int err_tty)
 {
     o->live[0] = out_tty;
     o->live[1] = err_tty;
+    dt_log_set_prefix_hook(out_tty || err_tty ? erase_bar_for_log : NULL);
+}
+
+void bars_forget_terminal(void)
+{
+    dt_log_set_prefix_hook(NULL);
+    atomic_store(&bar_on_stderr_tty, 0);
 }
 
 const char *bars_text(const stream_t *s, size_t *len)
@@ -105,6 +134,7 @@ void bars_draw(output_lines_t *o, stream_t *s)
     p += strlen(ERASE_TO_END);
     output_write(o, s->which, o->draw, (size_t)(p - o->draw));
     s->dirty = 0;
+    set_drawn(o, 1);
 }
 
 void bars_hide(output_lines_t *o, int which)
@@ -114,6 +144,7 @@ void bars_hide(output_lines_t *o, int which)
     output_write(o, o->open_which, "\r" ERASE_TO_END,
                  1 + strlen(ERASE_TO_END));
     o->bar_hidden = 1;
+    set_drawn(o, 0);
 }
 
 void bars_show_again(output_lines_t *o)
@@ -131,6 +162,7 @@ void bars_close(output_lines_t *o)
                      1 + strlen(ERASE_TO_END));
     o->open = NULL;
     o->open_bar = o->bar_hidden = 0;
+    set_drawn(o, 0);
 }
 
 void bars_leave(output_lines_t *o)
@@ -139,6 +171,7 @@ void bars_leave(output_lines_t *o)
         output_write(o, o->open_which, "\n", 1);
     o->open = NULL;
     o->open_bar = o->bar_hidden = 0;
+    set_drawn(o, 0);
 }
 
 /* The stream whose bar takes the bar line: the lowest rank's. */
@@ -158,8 +191,9 @@ void output_lines_tick(output_lines_t *o)
 {
     if (o->open && !o->open_bar)
         return; /* a prompt waits for its answer on that line */
+    int erased = atomic_exchange(&log_took_line, 0);
     if (o->open) {
-        if (o->open->dirty)
+        if (o->open->dirty || (erased && !o->bar_hidden))
             bars_draw(o, o->open);
         return;
     }

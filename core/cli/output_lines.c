@@ -232,6 +232,7 @@ void output_lines_free(output_lines_t *o)
 {
     if (!o)
         return;
+    bars_forget_terminal();
     for (size_t i = 0; i < ((size_t)o->np + 1) * 2; i++) {
         free(o->streams[i].buf);
         free(o->streams[i].bar);

@@ -70,6 +70,8 @@ void bars_show_again(output_lines_t *o);
 void bars_close(output_lines_t *o);
 /* A prompt takes the terminal's line: the bar stays there as it is. */
 void bars_leave(output_lines_t *o);
+/* output_lines_free: dt_log's hook off (output_lines_set_terminal). */
+void bars_forget_terminal(void);
 /* The text a bar shows: the segment being written, else the last one a
  * '\r' ended; its length in *len (0: nothing to show). */
 const char *bars_text(const stream_t *s, size_t *len);

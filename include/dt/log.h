@@ -24,6 +24,11 @@ void dt_log_set_level(dt_log_level_t level);
 dt_log_level_t dt_log_get_level(void);
 /* Tag every later message with this prefix (e.g. "[3 node2]"); NULL clears. */
 void dt_log_set_tag(const char *tag);
+/* A program drawing on the terminal's current line (dtctl's progress
+ * bars) gets a say before each message: the hook returns bytes to write
+ * before it, in the same write (at most 32: "\r\033[K" erases the line),
+ * or NULL. Called on whatever thread logs; NULL removes it. */
+void dt_log_set_prefix_hook(const char *(*hook)(void));
 
 void dt_log(dt_log_level_t level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
