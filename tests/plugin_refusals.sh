@@ -41,6 +41,9 @@ build halfdone
 build shortfini -DFIXTURE_SHORT_SIZE -DFIXTURE_NAME='"shortfini"'
 build MyNet -DFIXTURE_COMPLETE -DFIXTURE_NAME='"MyNet"'
 build nover -DFIXTURE_COMPLETE -DFIXTURE_NAME='"nover"' -DFIXTURE_VERSION=NULL
+build nullops -DFIXTURE_COMPLETE -DFIXTURE_NAME='"nullops"' -DFIXTURE_OPS=NULL
+build sizezero -DFIXTURE_COMPLETE -DFIXTURE_NAME='"sizezero"' -DFIXTURE_SIZE=0
+build kind99 -DFIXTURE_COMPLETE -DFIXTURE_NAME='"kind99"' -DFIXTURE_KIND=99
 n=1
 for k in keydup keytype keydefault keyname keyenv keycase keycolon dashcaps; do
     build $k -DFIXTURE_COMPLETE -DFIXTURE_NAME="\"$k\"" -DFIXTURE_KEYS=$n
@@ -67,6 +70,10 @@ expect_refused keyname "has a bad key table: key 'queue depth': a key name is 1 
 expect_refused keyenv "has a bad key table: keys 'rx-depth' and 'rx_depth' (entries 2 and 3 of its table) are both set by the variable DT_TRANSPORT_KEYENV_RX_DEPTH (upper case, '-' as '_')"
 expect_refused keycase "has a bad key table: keys 'queueDepth' and 'queuedepth' (entries 2 and 3 of its table) are both set by the variable DT_TRANSPORT_KEYCASE_QUEUEDEPTH"
 expect_refused keycolon "has a bad key table: key 'rx:depth': a key name is"
+# Mistakes of a plugin's struct: the refusal says what to set.
+expect_refused nullops "the plugin's .ops is NULL; point it at the plugin's dt_transport_ops_t"
+expect_refused sizezero "the plugin's ops table says its size is 0 bytes, too small for any op; set its .size = sizeof (the table)"
+expect_refused kind99 "the plugin's .kind is 99, which is no dt_kind_t; set it to DT_KIND_TRANSPORT"
 # Keys with '-' and capitals were always spellable (an ini line keeps the
 # key as written, --set splits at the last dot, DT_* upper-cases and
 # writes '-' as '_'): taken, and each way of setting them reaches them.

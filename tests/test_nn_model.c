@@ -1208,6 +1208,56 @@ static void test_init_before_batchnorm(void **state)
     dt_model_free(m);
 }
 
+static void no_line(void *arg, const char *line)
+{
+    (void)line;
+    ++*(int *)arg;
+}
+
+/* What a program's mistakes with the C API get: an error naming the
+ * argument, never a crash (a NULL input was read as a batch). */
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse("flatten linear(3)", NULL, 1, 4, 4, 3,
+                                    &m, NULL), DT_OK);
+    assert_int_equal(dt_model_init(m, NULL, 1), DT_OK);
+    int labels[2] = {0, 1};
+    float loss;
+    capture_t c;
+    capture_begin(&c);
+    dt_status_t fwd = dt_model_forward(m, NULL, labels, 2, 1, &loss, NULL);
+    dt_status_t step = dt_model_train_step(m, NULL, labels, 2, &loss, NULL,
+                                           NULL);
+    dt_model_memory_t mem;
+    dt_status_t est = dt_model_memory_estimate(m, 0, 0, &mem);
+    double f, b;
+    size_t p;
+    dt_status_t cost = dt_model_layer_cost(m, 7, 4, &f, &b, &p);
+    char *text = capture_end(&c);
+    assert_int_equal(fwd, DT_ERR_INVALID);
+    assert_int_equal(step, DT_ERR_INVALID);
+    assert_int_equal(est, DT_ERR_INVALID);
+    assert_int_equal(cost, DT_ERR_INVALID);
+    assert_non_null(strstr(text, "dt_model_forward: the input x is NULL for "
+                                 "a batch of 2 samples: pass batch x 1x4x4 "
+                                 "floats of host memory"));
+    assert_non_null(strstr(text, "dt_model_memory_estimate: a batch below "
+                                 "1"));
+    assert_non_null(strstr(text, "dt_model_layer_cost: layer 7 of a model "
+                                 "of 2 layers (0..1)"));
+    free(text);
+    /* no callback: nothing to do, nothing read through NULL */
+    dt_model_summary(m, NULL, NULL);
+    assert_int_equal(dt_model_set_profiling(m, 1), DT_OK);
+    dt_model_profile(m, 1, NULL, NULL);
+    int lines = 0;
+    dt_model_summary(m, no_line, &lines);
+    assert_true(lines > 0);
+    dt_model_free(m);
+}
+
 int main(void)
 {
     /* every step runs with the shared block's free bytes filled with
@@ -1238,6 +1288,7 @@ int main(void)
         cmocka_unit_test(test_label_smoothing_value),
         cmocka_unit_test(test_init_before_batchnorm),
         cmocka_unit_test(test_memory_estimate),
+        cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -166,6 +166,15 @@ static void test_single_worker(void **state)
     /* Again after finalize. */
     assert_int_equal(dt_init(), DT_OK);
     assert_int_equal(dt_finalize(), DT_OK);
+    /* Once too often: refused, and said (not a silent -1). */
+    capture_t c;
+    capture_begin(&c);
+    dt_status_t twice = dt_finalize();
+    char *text = capture_end(&c);
+    assert_int_equal(twice, DT_ERR_INVALID);
+    assert_non_null(strstr(text, "dt_finalize: not in a job (dt_init was "
+                                 "not called, or dt_finalize already was)"));
+    free(text);
 }
 
 static void test_several_without_dtctl(void **state)

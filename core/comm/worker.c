@@ -292,8 +292,11 @@ dt_status_t dt_init(void)
 
 dt_status_t dt_finalize(void)
 {
-    if (!W.up)
+    if (!W.up) { /* dt.h: every failure is said */
+        dt_error("dt_finalize: not in a job (dt_init was not called, or "
+                 "dt_finalize already was): call it once after dt_init");
         return DT_ERR_INVALID;
+    }
     dt_status_t st = W.lost;
     /* Nobody closes connections a peer may still be reading from. After a
      * collective failed, some rank may never arrive: do not wait for it;

@@ -195,6 +195,12 @@ dt_status_t dt_model_forward_begin(dt_model_t *m, const float *x,
         dt_error("dt_model_forward: batch of %d samples", batch);
         return DT_ERR_INVALID;
     }
+    if (!x) {
+        dt_error("dt_model_forward: the input x is NULL for a batch of %d "
+                 "samples: pass batch x %dx%dx%d floats of host memory",
+                 batch, m->in_c, m->in_h, m->in_w);
+        return DT_ERR_INVALID;
+    }
     if (labels)
         DT_CHECK(check_labels(m, labels, batch));
     DT_CHECK(ensure_capacity(m, batch));
@@ -463,8 +469,11 @@ dt_status_t dt_model_layer_cost(const dt_model_t *m, int i, size_t elem,
                                 double *flops, double *bytes,
                                 size_t *params)
 {
-    if (i < 0 || i >= m->nlayers)
+    if (i < 0 || i >= m->nlayers) {
+        dt_error("dt_model_layer_cost: layer %d of a model of %d layers "
+                 "(0..%d)", i, m->nlayers, m->nlayers - 1);
         return DT_ERR_INVALID;
+    }
     const dt_layer_t *l = &m->layers[i];
     *params = l->nweights + l->nbias;
     *flops = layer_flops(l);
@@ -605,6 +614,8 @@ static void shape_text(char *buf, size_t len, int c, int h, int w, int flat)
  * block, then the totals, as torchsummary prints a model. */
 void dt_model_summary(const dt_model_t *m, dt_model_line_fn fn, void *arg)
 {
+    if (!fn) /* nowhere to put the lines */
+        return;
     char line[200], shape[48];
     shape_text(shape, sizeof shape, m->in_c, m->in_h, m->in_w, 0);
     snprintf(line, sizeof line, "%-4s %-44s %14s %10s", "#", "layer",
@@ -662,7 +673,7 @@ dt_status_t dt_model_set_profiling(dt_model_t *m, int on)
 void dt_model_profile(const dt_model_t *m, int steps, dt_model_line_fn fn,
                       void *arg)
 {
-    if (!m->prof || steps < 1)
+    if (!m->prof || steps < 1 || !fn)
         return;
     char line[200];
     double total = 0.0;

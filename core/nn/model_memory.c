@@ -55,8 +55,12 @@ dt_status_t dt_model_memory_estimate(const dt_model_t *m, int batch,
                                      int on_gpu, dt_model_memory_t *out)
 {
     memset(out, 0, sizeof *out);
-    if (!m || m->nlayers < 1 || batch < 1)
+    if (!m || m->nlayers < 1 || batch < 1) {
+        dt_error("dt_model_memory_estimate: %s", !m || m->nlayers < 1
+                                                     ? "no model"
+                                                     : "a batch below 1");
         return DT_ERR_INVALID;
+    }
     /* the layers' fusion, decided on a copy as dt_model_init will decide
      * it for this kind of device: it sets which activations have a
      * buffer (the copy's layers share the model's pointers: only read) */

@@ -236,12 +236,22 @@ static int check_required_ops(const char *path, const dt_plugin_t *p,
     snprintf(why, why_len,
              "%s: %s plugin '%s' lacks the required op%s %s (NULL, or past "
              "its ops table's size: %zu bytes, of %zu in this dt); rebuild "
-             "or fix the plugin (dt/plugin.h says which ops a %s must have)",
+             "or fix the plugin (dt/plugin.h says which ops a %s plugin must "
+             "have)",
              path, dt_kind_name(p->kind), p->name,
              strchr(missing, ',') ? "s" : "", missing,
              *(const size_t *)p->ops, by_kind[p->kind].size,
              dt_kind_name(p->kind));
     return -1;
+}
+
+/* The DT_KIND_* constant's suffix, for messages that say what to write. */
+static const char *kind_upper(dt_kind_t kind)
+{
+    static const char *const names[DT_KIND_COUNT] = {
+        [DT_KIND_LAUNCHER] = "LAUNCHER", [DT_KIND_TRANSPORT] = "TRANSPORT",
+        [DT_KIND_STORAGE] = "STORAGE", [DT_KIND_OPTIMIZER] = "OPTIMIZER"};
+    return (unsigned)kind < DT_KIND_COUNT ? names[kind] : "?";
 }
 
 static const char *base_name(const char *path)
@@ -352,6 +362,13 @@ static dt_status_t load_file_locked(const char *path, const dt_plugin_t **out,
                  path, (unsigned)p->abi, (unsigned)DT_PLUGIN_ABI);
         goto close;
     }
+    if ((unsigned)p->kind >= DT_KIND_COUNT) { /* dt_kind_name: "invalid" */
+        snprintf(why, why_len,
+                 "%s: the plugin's .kind is %d, which is no dt_kind_t; set "
+                 "it to DT_KIND_%s (dt/plugin.h), as the file name says",
+                 path, (int)p->kind, kind_upper(kind));
+        goto close;
+    }
     if (p->kind != kind || !p->name || strcmp(p->name, name) != 0) {
         snprintf(why, why_len,
                  "%s: file name says %s '%s' but the plugin says it is %s "
@@ -360,8 +377,20 @@ static dt_status_t load_file_locked(const char *path, const dt_plugin_t **out,
                  p->name ? p->name : "(null)");
         goto close;
     }
-    if (!p->ops || *(const size_t *)p->ops < sizeof(size_t) * 2) {
-        snprintf(why, why_len, "%s: plugin has no usable ops table", path);
+    if (!p->ops) {
+        snprintf(why, why_len,
+                 "%s: the plugin's .ops is NULL; point it at the plugin's "
+                 "dt_%s_ops_t (dt/plugin.h)",
+                 path, dt_kind_name(kind));
+        goto close;
+    }
+    /* A size that cannot hold one op: most likely `.size` left out. */
+    if (*(const size_t *)p->ops < sizeof(size_t) * 2) {
+        snprintf(why, why_len,
+                 "%s: the plugin's ops table says its size is %zu bytes, too "
+                 "small for any op; set its .size = sizeof (the table) "
+                 "(dt/plugin.h)",
+                 path, *(const size_t *)p->ops);
         goto close;
     }
     if (check_required_ops(path, p, why, why_len) != 0)

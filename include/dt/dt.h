@@ -115,8 +115,8 @@ dt_status_t dt_finalize(void);
  * NULL before dt_init; valid until dt_finalize. */
 const char *dt_collectives_path(void);
 
-/* A short name for a status ("timed out"). */
-const char *dt_status_str(dt_status_t st);
+/* dt_status_str(st), a short name for a status ("timed out"), is
+ * declared in dt/status.h. */
 
 #ifdef __cplusplus
 }

@@ -366,8 +366,9 @@ dt_status_t dt_model_set_label_smoothing(dt_model_t *m, float eps);
  * gradients overflowed. scale > 0; default 1. */
 dt_status_t dt_model_set_loss_scale(dt_model_t *m, float scale);
 
-/* Forward a batch. x: host memory, batch*in_c*in_h*in_w floats; labels:
- * host memory, batch ints in [0, nclasses) (NULL: no loss, inference only).
+/* Forward a batch. x: host memory, batch*in_c*in_h*in_w floats (NULL is
+ * DT_ERR_INVALID, said); labels: host memory, batch ints in
+ * [0, nclasses) (NULL: no loss, inference only).
  * train: 1 applies dropout and keeps what backward needs; 0 evaluates.
  * loss: mean cross-entropy over the batch; correct: how many argmax
  * predictions equal their label (both may be NULL). Errors name the bad
@@ -432,7 +433,8 @@ void dt_model_set_rng(dt_model_t *m, uint64_t seed, uint64_t counter);
 /* The model summary, one line (no newline) per call of fn: a header, the
  * input, each layer (as written, or as a stage expanded it, indented
  * under "stage S, block B"; projection shortcuts marked), its output shape
- * and parameter count, then the totals. Works before dt_model_init. */
+ * and parameter count, then the totals. Works before dt_model_init. fn
+ * NULL: nothing (so for dt_model_profile). */
 typedef void (*dt_model_line_fn)(void *arg, const char *line);
 void dt_model_summary(const dt_model_t *m, dt_model_line_fn fn, void *arg);
 
