@@ -190,9 +190,13 @@ static const char relay_check[] =
     "w=$(cat $D/w)\n"
     "kill -USR2 $s\n"
     "upto 'grep -q dt-ctl:abcd:STOP $D/err'\n"
+    /* a SIGSTOP takes effect when its target next runs: under load, a
+     * moment after kill(2) returned */
+    "upto '[ \"$(st $w)\" = T ]'\n"
     "echo \"stop: worker $(ran $w), shell $(ran $s)\"\n"
     "kill -CONT $s\n"
     "upto 'grep -q dt-ctl:abcd:CONT $D/err'\n"
+    "upto '[ \"$(st $w)\" != T ]'\n"
     "echo \"cont: worker $(ran $w)\"\n"
     "kill -TERM $s; wait $s; echo \"exit: $?\"\n"
     "grep -c dt-exit:abcd:143 $D/err\n";
@@ -258,6 +262,7 @@ static const char early_stop_check[] =
     "upto 'grep -q dt-ctl:abcd:STOP $D/err || [ \"$(st $s)\" = Z ]'\n"
     "[ \"$(st $s)\" = Z ] && { wait $s; echo \"shell ended: $?\"; exit; }\n"
     "w=$(kids $s)\n"
+    "upto '[ \"$(st $w)\" = T ]'\n"
     "echo \"early stop: worker $(ran $w), shell $(ran $s)\"\n"
     "kill -CONT $s\n"
     "upto 'grep -q dt-ctl:abcd:CONT $D/err'\n"
@@ -281,7 +286,7 @@ static void test_prologue_keeps_early_stop(void **state)
  * the prologue exits 0 so that mpirun does not kill the ranks still
  * writing theirs. The worker's loop only bounds a hang (10 s). */
 static const char graceful_stop_check[] =
-    "W='echo $$ >'$D/w'; trap \"exit 75\" TERM; i=0; "
+    "W='trap \"exit 75\" TERM; echo $$ >'$D/w'; i=0; "
     "while [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done; exit 9'\n"
     "sh $D/p.sh sh -c \"$W\" 2>$D/err1 & s=$!\n"
     "upto '[ -s $D/in ]' || { echo no-identity; exit; }\n"
@@ -343,7 +348,7 @@ static void test_marker_after_unfinished_line(void **state)
     (void)state;
     frontend_t *fe = start_fake("[1,0]<stderr>:40%%[1,0]<stderr>:"
                                 "dt-ctl:abcd:STOP\\n");
-    frontend_expect_acks(fe, SIGSTOP);
+    frontend_expect_acks(fe, SIGSTOP, SIGUSR2);
     char missing[32];
     /* the timeout only bounds a miss; a seen confirmation returns 0 */
     assert_int_equal(frontend_await_acks(fe, 3000, missing, sizeof missing),
@@ -364,6 +369,120 @@ static void test_marker_after_unfinished_line(void **state)
     frontend_free(fe);
 }
 
+/* A front-end whose one rank confirms relayed requests as the prologue
+ * does: SIGUSR2 (a stop) with "stop" and its STOP marker, SIGCONT with
+ * "cont" and its CONT marker; the first of each may confirm more (an
+ * older request that reached the rank late). "ready" once its traps are
+ * set. */
+#define SAY_STOP "[1,0]<stdout>:stop\\n[1,0]<stderr>:dt-ctl:abcd:STOP\\n"
+#define SAY_CONT "[1,0]<stdout>:cont\\n[1,0]<stderr>:dt-ctl:abcd:CONT\\n"
+#define FAKE_RANK(first_stop, first_cont)                                   \
+    "s=0 c=0\n"                                                             \
+    "trap 's=$((s + 1)); if [ $s = 1 ]; then printf \"" first_stop "\"; "   \
+    "else printf \"" SAY_STOP "\"; fi' USR2\n"                              \
+    "trap 'c=$((c + 1)); if [ $c = 1 ]; then printf \"" first_cont "\"; "   \
+    "else printf \"" SAY_CONT "\"; fi' CONT\n"                              \
+    "printf '[1,0]<stdout>:ready\\n'\n"                                     \
+    "i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done\n"
+
+static int count_shown(const char *what)
+{
+    int n = 0;
+    for (const char *p = shown; (p = strstr(p, what)); p += strlen(what))
+        n++;
+    return n;
+}
+
+/* Read the front-end's output (at most 5 s) until `what` was shown
+ * `times` times. */
+static void read_until(frontend_t *fe, const char *what, int times)
+{
+    dt_worker_exit_t ev;
+    for (int i = 0; i < 100 && count_shown(what) < times; i++)
+        frontend_wait(fe, 50, &ev);
+}
+
+static frontend_t *start_fake_rank(const char *script)
+{
+    const char *argv[] = {"sh", "-c", script, NULL};
+    extern char **environ;
+    frontend_args_t a = {.label = "fake", .argv = argv, .envp = environ,
+                         .tags = FRONTEND_TAGS_OMPI, .nonce = "abcd",
+                         .np = 1, .output = on_output};
+    frontend_t *fe = NULL;
+    shown[0] = '\0';
+    assert_int_equal(frontend_start(&a, &fe), DT_OK);
+    read_until(fe, "0 1 ready", 1);
+    assert_int_equal(count_shown("0 1 ready"), 1);
+    return fe;
+}
+
+static void stop_fake(frontend_t *fe)
+{
+    frontend_kill_and_reap(fe);
+    frontend_free(fe);
+}
+
+/* fg's continue, then a stop relayed before it that reached the rank
+ * only now (its shell was stopped or slow): the worker stayed stopped
+ * for good. The continue is asked for again, and confirmed. */
+static void test_relay_late_stop_after_continue(void **state)
+{
+    (void)state;
+    frontend_t *fe = start_fake_rank(
+        FAKE_RANK(SAY_STOP, SAY_CONT "[1,0]<stderr>:dt-ctl:abcd:STOP\\n"));
+    frontend_expect_acks(fe, SIGCONT, SIGCONT);
+    frontend_signal(fe, SIGCONT);
+    char missing[32];
+    assert_int_equal(frontend_await_acks(fe, 3000, missing, sizeof missing),
+                     0);
+    assert_int_equal(count_shown("0 1 cont"), 2);
+    stop_fake(fe);
+}
+
+/* The same once the continue was confirmed: a late stop seen while dtctl
+ * only reads the output (frontend_wait) is undone too; so is one before
+ * any request (the ranks start running). */
+static void test_relay_late_stop_while_running(void **state)
+{
+    (void)state;
+    frontend_t *fe = start_fake_rank(FAKE_RANK(SAY_STOP, SAY_CONT));
+    frontend_signal(fe, SIGUSR2); /* mpirun forwarding a stop, late */
+    read_until(fe, "0 1 cont", 1);
+    assert_int_equal(count_shown("0 1 stop"), 1);
+    assert_int_equal(count_shown("0 1 cont"), 1);
+    frontend_expect_acks(fe, SIGSTOP, SIGUSR2);
+    frontend_signal(fe, SIGUSR2);
+    char missing[32];
+    assert_int_equal(frontend_await_acks(fe, 3000, missing, sizeof missing),
+                     0);
+    frontend_expect_acks(fe, SIGCONT, SIGCONT);
+    frontend_signal(fe, SIGCONT);
+    assert_int_equal(frontend_await_acks(fe, 3000, missing, sizeof missing),
+                     0);
+    frontend_signal(fe, SIGUSR2);
+    read_until(fe, "0 1 cont", 3);
+    assert_int_equal(count_shown("0 1 cont"), 3);
+    stop_fake(fe);
+}
+
+/* The other way: while a stop is awaited, a rank confirms it and then an
+ * older continue: it is not counted as stopped, and the stop is asked
+ * for again. */
+static void test_relay_late_continue_during_stop(void **state)
+{
+    (void)state;
+    frontend_t *fe = start_fake_rank(
+        FAKE_RANK(SAY_STOP "[1,0]<stderr>:dt-ctl:abcd:CONT\\n", SAY_CONT));
+    frontend_expect_acks(fe, SIGSTOP, SIGUSR2);
+    frontend_signal(fe, SIGUSR2);
+    char missing[32];
+    assert_int_equal(frontend_await_acks(fe, 3000, missing, sizeof missing),
+                     0);
+    assert_int_equal(count_shown("0 1 stop"), 2);
+    stop_fake(fe);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -377,6 +496,9 @@ int main(void)
         cmocka_unit_test(test_prologue_keeps_early_stop),
         cmocka_unit_test(test_prologue_relays_graceful_stop),
         cmocka_unit_test(test_marker_after_unfinished_line),
+        cmocka_unit_test(test_relay_late_stop_after_continue),
+        cmocka_unit_test(test_relay_late_stop_while_running),
+        cmocka_unit_test(test_relay_late_continue_during_stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -292,7 +292,9 @@ static dt_status_t mpi_wait(void *ctx, int timeout_ms, dt_worker_exit_t *ev)
  * the worker in its own session), which passes them on to the worker's
  * group and says so (prologue_script's relay_stops). Returns once every
  * rank still running confirmed; not DT_OK (and the ranks named) when
- * some did not within RELAY_WAIT_MS. */
+ * some did not within RELAY_WAIT_MS. A stop that reaches a rank after
+ * fg's continue (its shell was stopped or slow) is confirmed late, and
+ * the front-end code sends mpirun this request again (frontend.h). */
 static dt_status_t relay_stop(mpi_launcher_t *L, int signo)
 {
     const char *what = signo == SIGSTOP ? "stop" : "continue";
@@ -302,8 +304,9 @@ static dt_status_t relay_stop(mpi_launcher_t *L, int signo)
                  what);
         return DT_ERR_IO;
     }
-    frontend_expect_acks(L->fe, signo);
-    frontend_signal(L->fe, signo == SIGSTOP ? SIGUSR2 : SIGCONT);
+    int fe_signo = signo == SIGSTOP ? SIGUSR2 : SIGCONT;
+    frontend_expect_acks(L->fe, signo, fe_signo);
+    frontend_signal(L->fe, fe_signo);
     char missing[256];
     int n = frontend_await_acks(L->fe, RELAY_WAIT_MS, missing, sizeof missing);
     if (n == 0)

@@ -45,7 +45,10 @@ struct frontend {
     void *on_line_arg;
     unsigned char *reported; /* np flags: an exit is queued or delivered */
     unsigned char *acked;    /* np flags: confirmed ack_signo (relay)     */
-    int ack_signo;           /* the relayed signal awaited; 0: none       */
+    int ack_signo;           /* the last relayed request: SIGSTOP or
+                                SIGCONT (running, before any)            */
+    int ack_fe_signo;        /* what the front-end was sent for it        */
+    int relay_again;         /* a rank confirmed the other one: resend    */
     int failures;            /* rank exits with a non-zero status         */
     dt_worker_exit_t *queue; /* np + 1 slots                              */
     size_t q_head, q_tail;
@@ -116,6 +119,11 @@ void frontend_add_exit(frontend_t *fe, int rank, const char *host, int status)
     push(fe, &ev);
 }
 
+static const char *request_name(int signo)
+{
+    return signo == SIGSTOP ? "a stop" : "a continue";
+}
+
 /* A whole line (or a piece of one) of one rank, or of the front-end. */
 static void on_rank_line(void *arg, int rank, int fd, const char *line,
                          size_t len, int complete)
@@ -149,8 +157,17 @@ static void on_rank_line(void *arg, int rank, int fd, const char *line,
     int signo;
     if (rank >= 0 && complete &&
         prologue_parse_ctl(line, len, fe->nonce, &signo)) {
-        if (signo == fe->ack_signo)
-            fe->acked[rank] = 1;
+        fe->acked[rank] = signo == fe->ack_signo;
+        /* A request older than the last one reached this rank late (its
+         * shell was stopped or slow): a stop after fg left the worker
+         * stopped for good. Ask again for the last one. */
+        if (signo != fe->ack_signo) {
+            dt_debug("%s launcher: rank %d confirmed %s, but %s was asked "
+                     "for last: asking again",
+                     fe->label, rank, request_name(signo),
+                     request_name(fe->ack_signo));
+            fe->relay_again = 1;
+        }
         return; /* ours, not the job's output */
     }
     if (rank < 0 && complete && fe->on_line) {
@@ -235,6 +252,7 @@ dt_status_t frontend_start(const frontend_args_t *a, frontend_t **out)
         return st;
     fe->pidfd = fe->fds[0] = fe->fds[1] = -1;
     fe->np = a->np;
+    fe->ack_signo = fe->ack_fe_signo = SIGCONT; /* the ranks start running */
     fe->output = a->output;
     fe->output_arg = a->output_arg;
     fe->on_line = a->on_line;
@@ -298,6 +316,19 @@ static int job_event(frontend_t *fe, dt_worker_exit_t *ev)
     return ev->code != 0 && fe->failures == 0;
 }
 
+/* Once per read, not per rank: the last relayed request again, for the
+ * ranks that confirmed an older one (on_rank_line). Not once a rank
+ * failed: the front-end is ending the job (mpirun can crash if signalled
+ * then). */
+static void relay_late_again(frontend_t *fe)
+{
+    if (!fe->relay_again)
+        return;
+    fe->relay_again = 0;
+    if (fe->failures == 0)
+        frontend_signal(fe, fe->ack_fe_signo);
+}
+
 static dt_status_t poll_once(frontend_t *fe, int wait_ms)
 {
     struct pollfd pfd[3];
@@ -323,6 +354,7 @@ static dt_status_t poll_once(frontend_t *fe, int wait_ms)
     for (int i = 0; i < n && r > 0; i++)
         if (pfd[i].revents && which[i] < 2)
             read_once(fe, which[i]);
+    relay_late_again(fe);
     return DT_OK;
 }
 
@@ -368,12 +400,14 @@ void frontend_signal(frontend_t *fe, int signo)
         kill(fe->pid, signo);
 }
 
-void frontend_expect_acks(frontend_t *fe, int signo)
+void frontend_expect_acks(frontend_t *fe, int signo, int fe_signo)
 {
     if (!fe)
         return;
     memset(fe->acked, 0, (size_t)fe->np);
     fe->ack_signo = signo;
+    fe->ack_fe_signo = fe_signo;
+    fe->relay_again = 0; /* this request supersedes any older one */
 }
 
 /* The ranks neither confirmed nor ended, listed in missing ("0 3"). */

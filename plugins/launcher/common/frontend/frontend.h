@@ -60,11 +60,16 @@ void frontend_add_exit(frontend_t *fe, int rank, const char *host, int status);
 /* Signal the front-end process itself (it forwards to the ranks). */
 void frontend_signal(frontend_t *fe, int signo);
 /* A stop relayed by the ranks' prologues (prologue_script's
- * relay_stops): expect_acks before the front-end is signalled; await_acks
- * then reads the output until every rank still running confirmed signo
- * (SIGSTOP or SIGCONT), at most timeout_ms. Returns how many did not
- * (their ranks in missing, "0 3"). */
-void frontend_expect_acks(frontend_t *fe, int signo);
+ * relay_stops): expect_acks before the front-end is signalled with
+ * fe_signo; await_acks then reads the output until every rank still
+ * running confirmed signo (SIGSTOP or SIGCONT), at most timeout_ms.
+ * Returns how many did not (their ranks in missing, "0 3").
+ * The last request (before any: SIGCONT, running) is the one that
+ * counts: a rank that later confirms the other one (an older request
+ * that reached it late: its shell was stopped or slow) is not confirmed,
+ * and the front-end gets fe_signo again, whenever dtctl reads the output
+ * (await_acks, frontend_wait). */
+void frontend_expect_acks(frontend_t *fe, int signo, int fe_signo);
 int frontend_await_acks(frontend_t *fe, int timeout_ms, char *missing,
                         size_t len);
 /* How many ranks were reported with a non-zero status so far. */
