@@ -13,10 +13,10 @@ MARK="dtrunprogress$$"             # unique word in every process we start
 # Every dtctl call is bounded: a bug must fail the test, never hang it.
 pick_transport
 run() { timeout -k 5 30 "$DTCTL" run $TR "$@"; }
-# Up to 10 s for the bytes $2 in file $1 (a hang guard, not a timing).
+# Up to 30 s for the bytes $2 in file $1 (a hang guard, not a timing).
 wait_for() {
     i=0
-    while ! grep -qaF "$2" "$1" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    while ! grep -qaF "$2" "$1" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
     grep -qaF "$2" "$1" 2>/dev/null
 }
 CR=$(printf '\r')

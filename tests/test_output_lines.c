@@ -228,11 +228,18 @@ static void test_bar_on_a_terminal_is_redrawn(void **state)
     output_lines_tick(f->o);
     assert_string_equal(next_write(f->err[1]), "\r[1]  99%\033[K");
     assert_string_equal(next_write(f->err[1]), "");
-    /* another rank's line: erase the bar, the line, the bar again */
+    /* other ranks' lines: erase the bar once, the lines, and the bar
+     * again at the next tick, once however many lines came */
     feed(f, 0, 1, "epoch 1\n");
     assert_string_equal(next_write(f->err[1]), "\r\033[K");
     assert_string_equal(next_write(f->out[1]), "[0] epoch 1\n");
+    feed(f, 0, 1, "epoch 2\n");
+    assert_string_equal(next_write(f->out[1]), "[0] epoch 2\n");
+    assert_string_equal(next_write(f->err[1]), "");
+    output_lines_tick(f->o);
     assert_string_equal(next_write(f->err[1]), "\r[1]  99%\033[K");
+    output_lines_tick(f->o);
+    assert_string_equal(next_write(f->err[1]), "");
     /* the bar's own line ends: its last state stays as a line; the next
      * rank's bar takes the bar line at the next tick */
     feed(f, 1, 2, "\r100%\n");
@@ -254,6 +261,41 @@ static void test_bar_on_a_terminal_is_redrawn(void **state)
     output_lines_flush_all(f->o);
     assert_string_equal(next_write(f->err[1]), "[2]  99%\n");
     assert_string_equal(next_write(f->err[1]), "[3]  99%\n");
+    done(f);
+}
+
+/* A partial line shown as a prompt that then gets a '\r' is a bar: it
+ * takes the prompt's line (the redraw overwrites the text, as the
+ * terminal would have), other bars are not held up, and its line ends
+ * with its prefix and last state (was: every bar held up until its
+ * newline, then "[0] 1/9 [.] 9/9 [=]" on one line). */
+static void test_prompt_that_becomes_a_bar(void **state)
+{
+    (void)state;
+    fx_t *f = make(2, 0);
+    output_lines_set_terminal(f->o, 1, 1);
+    feed(f, 0, 1, "1/9 [.]");
+    output_lines_show_prompt(f->o, 0);
+    output_lines_show_prompt(f->o, 0);
+    assert_string_equal(next_write(f->out[1]), "[0] 1/9 [.]");
+    feed(f, 0, 1, "\r5/9 [==]");
+    output_lines_tick(f->o);
+    assert_string_equal(next_write(f->out[1]), "\r[0] 5/9 [==]\033[K");
+    feed(f, 0, 1, "\r9/9 [===]\n");
+    assert_string_equal(next_write(f->out[1]), "\r\033[K");
+    assert_string_equal(next_write(f->out[1]), "[0] 9/9 [===]\n");
+    /* a bar its writer wiped leaves the terminal's line at the next tick
+     * (tqdm's leave=False), and is no line at the end */
+    feed(f, 1, 2, "\r 50%");
+    output_lines_tick(f->o);
+    assert_string_equal(next_write(f->err[1]), "\r[1]  50%\033[K");
+    feed(f, 1, 2, "\r    \r");
+    output_lines_tick(f->o);
+    assert_string_equal(next_write(f->err[1]), "\r\033[K");
+    output_lines_tick(f->o);
+    assert_string_equal(next_write(f->err[1]), "");
+    output_lines_flush_all(f->o);
+    assert_string_equal(next_write(f->err[1]), "");
     done(f);
 }
 
@@ -321,6 +363,7 @@ int main(void)
         cmocka_unit_test(test_reader_gone_only_on_epipe),
         cmocka_unit_test(test_bar_to_a_file_is_its_last_state),
         cmocka_unit_test(test_bar_on_a_terminal_is_redrawn),
+        cmocka_unit_test(test_prompt_that_becomes_a_bar),
         cmocka_unit_test(test_line_to_a_file_leaves_the_bar),
         cmocka_unit_test(test_bar_fits_the_terminal),
     };

@@ -132,9 +132,12 @@ void bars_draw(output_lines_t *o, stream_t *s)
     p += len;
     memcpy(p, ERASE_TO_END, strlen(ERASE_TO_END));
     p += strlen(ERASE_TO_END);
+    /* said drawn first: a message logged meanwhile (another thread)
+     * erases the line, bar or not, rather than follow the bar's text */
+    set_drawn(o, 1);
     output_write(o, s->which, o->draw, (size_t)(p - o->draw));
     s->dirty = 0;
-    set_drawn(o, 1);
+    o->bar_hidden = 0;
 }
 
 void bars_hide(output_lines_t *o, int which)
@@ -147,13 +150,6 @@ void bars_hide(output_lines_t *o, int which)
     set_drawn(o, 0);
 }
 
-void bars_show_again(output_lines_t *o)
-{
-    if (!o->bar_hidden)
-        return;
-    o->bar_hidden = 0;
-    bars_draw(o, o->open);
-}
 
 void bars_close(output_lines_t *o)
 {
@@ -181,19 +177,42 @@ static stream_t *first_bar(output_lines_t *o)
         stream_t *s = &o->streams[i];
         size_t len;
         if (s->buf && s->in_bar && o->live[s->which] &&
-            (bars_text(s, &len), len > 0))
+            (bars_text(s, &len), len > 0) && !bars_cleared(s))
             return s;
     }
     return NULL;
+}
+
+void bars_prompt_became_bar(output_lines_t *o, stream_t *s)
+{
+    if (o->open != s || o->open_bar)
+        return;
+    /* its text is on the terminal's line, prefixed: the bar's redraw
+     * ("\r[rank] ...") overwrites it, as the terminal would have */
+    o->open_bar = 1;
+    o->open_which = s->which;
+    o->bar_hidden = 0;
+    s->dirty = 1;
+    set_drawn(o, 1);
 }
 
 void output_lines_tick(output_lines_t *o)
 {
     if (o->open && !o->open_bar)
         return; /* a prompt waits for its answer on that line */
-    int erased = atomic_exchange(&log_took_line, 0);
+    /* A message erases the bar in its write; should that write come
+     * after this tick's redraw (another thread), the next tick's redraw
+     * puts the bar back: a redraw on the tick after an erase too. */
+    int erased = atomic_exchange(&log_took_line, 0), again = o->log_erased;
+    o->log_erased = erased;
     if (o->open) {
-        if (o->open->dirty || (erased && !o->bar_hidden))
+        if (bars_cleared(o->open)) { /* wiped by its writer (leave=False) */
+            bars_close(o);
+            return;
+        }
+        /* Lines of other ranks erased it (bars_hide): at most one redraw
+         * a tick, however many lines came. */
+        if (o->open->dirty || o->bar_hidden || erased || again)
             bars_draw(o, o->open);
         return;
     }

@@ -117,7 +117,6 @@ static void emit(output_lines_t *o, stream_t *s, int which, int split)
     output_write(o, which, line + skip, total - skip);
     restore_prefix(s);
     s->continued = split;
-    bars_show_again(o);
 }
 
 /* The first '\n' or '\r' in data, or NULL (memchr: fast on the long
@@ -157,6 +156,7 @@ void output_lines_feed(output_lines_t *o, int rank, int fd, const char *data,
         data++; /* consume the '\n' or '\r' itself */
         len--;
         if (*end == '\r') {
+            bars_prompt_became_bar(o, s);
             bars_segment_end(o, s);
         } else {
             bars_line_end(s);

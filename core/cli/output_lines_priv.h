@@ -42,6 +42,7 @@ struct output_lines {
     int open_which;
     int open_bar;    /* open is a bar (redrawn in place), not a prompt */
     int bar_hidden;  /* the open bar was erased for another line     */
+    int log_erased;  /* a dtctl message erased it during the last tick */
     char *draw;      /* room for one bar's redraw                    */
 };
 
@@ -63,9 +64,12 @@ int bars_cleared(const stream_t *s);
 /* The bar on the terminal is s's: draw its latest segment over it. */
 void bars_draw(output_lines_t *o, stream_t *s);
 /* A line goes to fd `which`: erase the open bar first when that is the
- * terminal too; bars_show_again puts it back after the line. */
+ * terminal too; the next tick draws it again (once, whatever the number
+ * of lines meanwhile). */
 void bars_hide(output_lines_t *o, int which);
-void bars_show_again(output_lines_t *o);
+/* s's unfinished line was shown as a prompt and now has a '\r': it is a
+ * bar, and takes the prompt's line. */
+void bars_prompt_became_bar(output_lines_t *o, stream_t *s);
 /* The open bar's line is over: erase it (its line follows). */
 void bars_close(output_lines_t *o);
 /* A prompt takes the terminal's line: the bar stays there as it is. */
