@@ -333,7 +333,12 @@ fi
 run -n 2 -- dt-no-such-program-$MARK >"$T/o" 2>"$T/e"; rc=$?
 [ $rc -eq 127 ] || fail "want 127 for a missing program, got $rc"
 grep -q 'exited with code 127' "$T/e" || fail "no exit message: $(cat "$T/e")"
-ok "missing program: 127"
+# said by the rank's prologue with rank, host and what to do (it was
+# setpriv's "failed to execute", naming neither)
+grep -q "^\[\([01]\)\] dt: error: rank \1 on [^:]*: cannot execute 'dt-no-such-program-$MARK': command not found in PATH=.*: install it there, or give its full path" "$T/o" "$T/e" ||
+    fail "missing program: no clear message: $(cat "$T/o" "$T/e")"
+grep -q 'setpriv' "$T/o" "$T/e" && fail "missing program: setpriv's message: $(cat "$T/o" "$T/e")"
+ok "missing program: 127, said with rank and host"
 
 # --- 7. the job token is in no process's argv -------------------------------
 run -n 2 -- sh -c "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' >$T/argv.\$DT_RANK; echo \$DT_JOB_TOKEN >$T/tok.\$DT_RANK" \

@@ -3,7 +3,8 @@
 # this script starts its own single-node munged + slurmctld + slurmd in a
 # temp dir on private ports (tests/fixtures/slurm-cluster.sh) and always
 # stops them. Checks: a real dt job (examples/allreduce) in a new
-# allocation (salloc + srun) and inside one (srun only), the worker
+# allocation (salloc + srun) and inside one (srun only; -n against its
+# tasks), the worker
 # environment from Slurm's variables, the exit status and name of a
 # failing rank, a restart after a failure (--max-restarts; in a new
 # allocation and inside one), a killed worker, Ctrl-C (scancel), Ctrl-Z and
@@ -105,6 +106,22 @@ outer=$(sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p' "$T/e")
 [ $rc -eq 0 ] && [ "$n" -eq 1 ] && grep -q "^\[0\] job=$outer rank=0" "$T/o" ||
     fail "inside salloc (job $outer): rc=$rc: $(cat "$T/o" "$T/e")"
 ok "inside an allocation the ranks run in it (job $outer)"
+
+# -n against the allocation: not given, dtctl runs the host list's one
+# slot, not srun's one per task, and says so; more than it holds is said
+# with the fix before srun refuses the step; -n that fits says nothing.
+npfit() { timeout -k 5 60 salloc -n 2 --job-name=npfit "$DTCTL" run --launcher=slurm "$@"; }
+npfit -- sh -c 'echo "w=$DT_WORLD_SIZE"' >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 0 ] && grep -qx '\[0\] w=1' "$T/o" &&
+    grep -q "warning: slurm launcher: 1 worker in allocation [0-9]*, which holds 2 tasks (SLURM_NTASKS): .* give -n 2 to use them all" "$T/e" ||
+    fail "no -n inside salloc -n 2: rc=$rc: $(cat "$T/o" "$T/e")"
+npfit -n 3 -- true >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -ne 0 ] && grep -q "warning: slurm launcher: -n 3 is more than allocation [0-9]* holds (2 tasks, SLURM_NTASKS): .* run with -n 2 or less, or allocate more (salloc -n 3)" "$T/e" ||
+    fail "-n 3 inside salloc -n 2: rc=$rc: $(cat "$T/o" "$T/e")"
+npfit -n 2 -- true >"$T/o" 2>"$T/e"; rc=$?
+[ $rc -eq 0 ] && ! grep -q 'slurm launcher:' "$T/e" ||
+    fail "-n 2 inside salloc -n 2: rc=$rc: $(cat "$T/o" "$T/e")"
+ok "-n against the allocation's tasks: not given or too many is said, a fit is not"
 
 # --- 3b. restarts (--max-restarts): a new allocation per attempt outside
 # one; inside one, the attempts are steps of that same allocation ----------

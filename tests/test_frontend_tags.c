@@ -1,8 +1,9 @@
 /* test_frontend_tags.c — the launchers' front-end output parsing: mpirun
  * --tag-output (tags at chunk starts, also in mid-line), srun --label,
  * tags split across reads, line assembly and exit markers; the rank
- * prologue under /bin/sh (a closed stdin; Ctrl-Z and dtctl's stop relayed
- * to the worker, also when they come before it runs). */
+ * prologue under /bin/sh (a closed stdin; a program the host cannot run;
+ * Ctrl-Z and dtctl's stop relayed to the worker, also when they come
+ * before it runs). */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -156,6 +157,68 @@ static void test_prologue_closed_stdin(void **state)
         fail_msg("prologue with stdin closed printed: %s", out);
 }
 
+/* A program the rank's host cannot run: the prologue says which rank, on
+ * which host, why and what to do, and marks the shell's status (127 not
+ * found, 126 cannot run). It once left it to setpriv ("setpriv: failed to
+ * execute X"), naming neither rank nor host. Both relay forms (mpi's,
+ * slurm's). */
+static void prologue_refuses(int relay_stops, const char *prog, int status,
+                             const char *why)
+{
+    char *script = NULL, dir[] = "/tmp/dt-prologue.XXXXXX", cmd[512];
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(prologue_script("DT_RANK=3 DT_HOST=h7; export DT_RANK "
+                                     "DT_HOST\n",
+                                     "abcd", relay_stops, &script), DT_OK);
+    snprintf(cmd, sizeof cmd, "%s/p.sh", dir);
+    FILE *f = fopen(cmd, "w");
+    assert_non_null(f);
+    fputs(script, f);
+    fclose(f);
+    free(script);
+    /* a plain file, not executable; a directory */
+    snprintf(cmd, sizeof cmd, "cd %s && : >plain && mkdir sub", dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && PATH=/usr/bin:/bin sh p.sh %s arg "
+             "</dev/null >out 2>&1; echo \"rc=$?\" >>out",
+             dir, prog);
+    assert_int_equal(system(cmd), 0);
+    char out[2048] = "", want[256];
+    snprintf(cmd, sizeof cmd, "%s/out", dir);
+    f = fopen(cmd, "r");
+    assert_non_null(f);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = '\0';
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(want, sizeof want,
+             "dt: error: rank 3 on h7: cannot execute '%s': %s", prog, why);
+    if (!strstr(out, want))
+        fail_msg("want '%s' in:\n%s", want, out);
+    snprintf(want, sizeof want, PROLOGUE_MARKER "abcd:%d:h7\nrc=%d\n", status,
+             status);
+    if (!strstr(out, want) || strstr(out, "setpriv") || strstr(out, "setsid"))
+        fail_msg("want the marker and status %d, and no setpriv/setsid line, "
+                 "in:\n%s", status, out);
+}
+
+static void test_prologue_program_missing(void **state)
+{
+    (void)state;
+    for (int relay = 0; relay <= 1; relay++) {
+        prologue_refuses(relay, "dt-no-such-program", 127,
+                         "command not found in PATH=/usr/bin:/bin: install "
+                         "it there, or give its full path");
+        prologue_refuses(relay, "./missing.py", 127, "no such file");
+        prologue_refuses(relay, "./plain", 126,
+                         "permission denied: make it executable (chmod +x)");
+        prologue_refuses(relay, "sub", 127, "command not found");
+        prologue_refuses(relay, "./sub", 126, "it is a directory");
+    }
+}
+
 static void test_ctl_marker(void **state)
 {
     (void)state;
@@ -284,7 +347,9 @@ static void test_prologue_keeps_early_stop(void **state)
  * may end by it before its trap is set: 143); the worker's status (75:
  * preempted, its checkpoint written) is in the marker, and
  * the prologue exits 0 so that mpirun does not kill the ranks still
- * writing theirs. The worker's loop only bounds a hang (10 s). */
+ * writing theirs. The worker's loop only bounds a hang (10 s). The
+ * worker sets its trap before it says it runs: a SIGTERM between the two
+ * ended it with 143 (a rare failure on a busy machine). */
 static const char graceful_stop_check[] =
     "W='trap \"exit 75\" TERM; echo $$ >'$D/w'; i=0; "
     "while [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done; exit 9'\n"
@@ -307,6 +372,37 @@ static void test_prologue_relays_graceful_stop(void **state)
     const char *want = "early: exit 0, 1\nlate: exit 0, 1\n";
     if (strcmp(out, want) != 0)
         fail_msg("dtctl's stop relayed: want\n%s got\n%s", want, out);
+}
+
+/* A stop that cuts the prologue's `wait` short (128+its number) while the
+ * worker ends by itself: the marker keeps the worker's status, not the
+ * shell's 138. The trap's own waits reaped the worker, and the prologue
+ * took 138 for its status (a preemption's 75 lost, about 1 in 15 stops
+ * of a worker that ends at once). With a setsid that makes no session
+ * the trap waits (sleeps) for the worker's session, which never comes,
+ * until the worker exits 0.5 s after it started: its end is reaped inside
+ * the trap every time. */
+static const char interrupted_wait_check[] =
+    "mkdir $D/bin && ln -s \"$(command -v sh)\" $D/bin/sh && "
+    "ln -s \"$(command -v sleep)\" $D/bin/sleep && "
+    "printf '#!/bin/sh\\nexec \"$@\"\\n' >$D/bin/setsid && "
+    "chmod +x $D/bin/setsid || { echo no-bin; exit; }\n"
+    "PATH=$D/bin sh $D/p.sh sh -c 'echo $$ >'$D/w'; sleep 0.5; exit 75' "
+    "2>$D/err & s=$!\n"
+    "upto '[ -s $D/w ]' || { echo no-worker; exit; }\n"
+    "kill -USR1 $s\n"
+    "wait $s; echo \"exit: $?, $(grep -o 'dt-exit:abcd:[0-9]*' $D/err)\"\n";
+
+static void test_prologue_stop_keeps_worker_status(void **state)
+{
+    (void)state;
+    char out[512];
+    run_prologue_check("DT_HOST=h7; export DT_HOST\n", interrupted_wait_check,
+                       out, sizeof out);
+    const char *want = "exit: 0, dt-exit:abcd:75\n";
+    if (strcmp(out, want) != 0)
+        fail_msg("a stop during the prologue's wait: want\n%s got\n%s", want,
+                 out);
 }
 
 /* The worker's output as the front-end passes it on ("rank fd text"). */
@@ -491,10 +587,12 @@ int main(void)
         cmocka_unit_test(test_tag_match_partial),
         cmocka_unit_test(test_marker),
         cmocka_unit_test(test_prologue_closed_stdin),
+        cmocka_unit_test(test_prologue_program_missing),
         cmocka_unit_test(test_ctl_marker),
         cmocka_unit_test(test_prologue_relays_stop),
         cmocka_unit_test(test_prologue_keeps_early_stop),
         cmocka_unit_test(test_prologue_relays_graceful_stop),
+        cmocka_unit_test(test_prologue_stop_keeps_worker_status),
         cmocka_unit_test(test_marker_after_unfinished_line),
         cmocka_unit_test(test_relay_late_stop_after_continue),
         cmocka_unit_test(test_relay_late_stop_while_running),

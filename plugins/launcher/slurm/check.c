@@ -81,12 +81,9 @@ static void check_partition(const char *part, report_fn report, void *arg)
 static void check_allocation(const slurm_launcher_t *L, report_fn report,
                              void *arg)
 {
-    const char *t = getenv("SLURM_NTASKS");
-    if (!t || !*t)
-        t = getenv("SLURM_NPROCS");
-    char *end = NULL, msg[512];
-    long long have = t ? strtoll(t, &end, 10) : 0;
-    if (!t || !*t || *end || have < 1 || L->np <= have)
+    char msg[512];
+    long long have = slurm_alloc_tasks();
+    if (have < 1 || L->np <= have)
         return;
     snprintf(msg, sizeof msg,
              "-n %lld does not fit allocation %s, which holds %lld tasks "

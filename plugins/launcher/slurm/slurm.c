@@ -122,6 +122,11 @@ static dt_status_t slurm_init(const dt_config_t *cfg, void **ctx)
     }
     if (dt_config_get_int(cfg, "cluster", "np", &L->np) != DT_OK)
         L->np = 0;
+    dt_config_source_t np_src = DT_SRC_DEFAULT;
+    const char *np_where = NULL;
+    L->np_given = dt_config_origin(cfg, "cluster", "np", &np_src,
+                                   &np_where) == DT_OK &&
+                  np_src != DT_SRC_DEFAULT;
     long long port;
     L->master_port_set =
         dt_config_get_int(cfg, "cluster", "master_port", &port) == DT_OK;
@@ -149,6 +154,7 @@ static dt_status_t slurm_launch(void *ctx, const dt_launch_spec_t *spec)
         dt_error("slurm launcher: this instance already launched a job");
         return DT_ERR_INVALID;
     }
+    slurm_say_np_fit(L, spec->np);
     const char *id = dt_env_value(spec->env, "DT_JOB_ID");
     snprintf(L->step_name, sizeof L->step_name, "%s-%s",
              *L->conf.job_name ? L->conf.job_name : "dt", id ? id : "job");

@@ -26,6 +26,7 @@ typedef struct slurm_launcher {
     char step_name[64];  /* unique -J of our srun / salloc           */
     int cancelled;
     long long np;        /* [cluster] np, for the preflight          */
+    int np_given;        /* np is set, not the default (-n, a file)  */
     int master_port_set; /* [cluster] master_port: keep MASTER_PORT  */
 } slurm_launcher_t;
 
@@ -48,6 +49,12 @@ dt_status_t slurm_cancel(slurm_launcher_t *L, int signo);
  * workers in their own sessions too, and keeps running itself). Not
  * DT_OK, said why, when scancel did not. */
 dt_status_t slurm_stop_or_continue(slurm_launcher_t *L, int signo);
+
+/* allocation.c: the tasks of the allocation dtctl runs in (SLURM_NTASKS,
+ * else SLURM_NPROCS; 0 when unknown), and a warning when the job's np
+ * does not fit it or, np not given, leaves part of it unused. */
+long long slurm_alloc_tasks(void);
+void slurm_say_np_fit(const slurm_launcher_t *L, int np);
 
 /* The preflight of `dtctl check` (check.c). */
 dt_status_t slurm_check(void *ctx, const dt_hostlist_t *hosts,

@@ -72,6 +72,12 @@ static const char common_tail[] =
     "[ -z \"$dt_stop\" ] || dt_term\n"
     "%s" /* relay_hold */
     "while :; do wait $p; s=$?; kill -0 $p 2>/dev/null || break; done\n"
+    /* A trapped signal (a stop, USR1) cuts `wait` short with 128+its
+     * number, and the trap's own waits (dt_in_session's sleeps) may reap
+     * the worker meanwhile: s was then 143 or 138, not the worker's 75 of
+     * a preemption checkpoint. The shell kept the status: ask again (127:
+     * it had none to keep, s is the worker's). */
+    "wait $p 2>/dev/null; dt_w=$?; [ $dt_w = 127 ] || s=$dt_w\n"
     /* what the worker left running in its group ends with it */
     "kill -KILL -$p 2>/dev/null\n"
     "printf '" PROLOGUE_MARKER "%s:%%d:%%s\\n' \"$s\" \"$DT_HOST\" >&2\n"
@@ -80,6 +86,33 @@ static const char common_tail[] =
      * writing their checkpoints 1 s later (odls_base_sigkill_timeout). */
     "[ -z \"$dt_asked\" ] || exit 0\n"
     "exit $s\n";
+
+/* A program this host cannot run is said here, with the rank, the host
+ * and what to do: setpriv's or setsid's own "failed to execute" (the
+ * worker's exec) named neither, and no one typed setpriv. After the
+ * identity part (DT_RANK, DT_HOST); the marker carries the shell's
+ * usual status (127 not found, 126 cannot run). %s: nonce. */
+static const char exec_check[] =
+    "dt_s=0\n"
+    "case ${1-} in\n"
+    "'') ;;\n"
+    "*/*) if [ -d \"$1\" ]; then dt_s=126 dt_why='it is a directory'\n"
+    "  elif [ ! -e \"$1\" ]; then dt_s=127 dt_why=\"no such file (the "
+    "workers' directory there is $(pwd)): the path must exist on every "
+    "host of the job\"\n"
+    "  elif [ ! -x \"$1\" ]; then dt_s=126 dt_why='permission denied: make "
+    "it executable (chmod +x), or start it with its interpreter (-- python3 "
+    "FILE)'; fi;;\n"
+    "*) command -v \"$1\" >/dev/null 2>&1 || { dt_s=127; dt_why=\"command "
+    "not found in PATH=$PATH: install it there, or give its full path\"; "
+    "};;\n"
+    "esac\n"
+    "if [ $dt_s != 0 ]; then\n"
+    "  printf 'dt: error: rank %%s on %%s: cannot execute \\047%%s\\047: "
+    "%%s\\n' \"${DT_RANK-?}\" \"$DT_HOST\" \"$1\" \"$dt_why\" >&2\n"
+    "  printf '" PROLOGUE_MARKER "%s:%%d:%%s\\n' $dt_s \"$DT_HOST\" >&2\n"
+    "  exit $dt_s\n"
+    "fi\n";
 
 dt_status_t prologue_nonce(char out[PROLOGUE_NONCE_LEN + 1])
 {
@@ -131,16 +164,19 @@ dt_status_t prologue_script(const char *identity, const char *nonce,
 {
     /* the nonce is hex: safe inside the single-quoted formats */
     char *early = format(relay_early, nonce), *late = format(relay_late, nonce);
-    char *head = NULL, *tail = NULL;
+    char *head = NULL, *check = format(exec_check, nonce), *tail = NULL;
     if (early && late) {
         head = format(common_head, relay_stops ? early : "");
         tail = format(common_tail, relay_stops ? late : "",
                       relay_stops ? relay_hold : "", nonce);
     }
-    *out = head && tail ? format("%s%s%s", head, identity, tail) : NULL;
+    *out = head && check && tail
+               ? format("%s%s%s%s", head, identity, check, tail)
+               : NULL;
     free(early);
     free(late);
     free(head);
+    free(check);
     free(tail);
     return *out ? DT_OK : DT_ERR_NOMEM;
 }
