@@ -10,7 +10,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 cc=${CC:-cc}
 cxx=${CXX:-c++}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dt-headers.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 143' INT TERM
 
 make -C "$top_builddir/include" install DESTDIR="$tmp/root" \
     includedir=/inc >"$tmp/install.log" 2>&1 ||

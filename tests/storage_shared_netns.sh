@@ -61,6 +61,11 @@ on "$H2" "ln -s /mnt/dt-not-mounted $D" || fail "cannot make the link on $H2"
 dt stage "$T/job.ini" --storage=local >"$T/out" 2>"$T/err"
 grep -q "storage local: host $H2: the data set path $D is a symbolic link to /mnt/dt-not-mounted, which does not exist there (its file system not mounted?)" "$T/err" ||
     fail "storage local: a dangling link on $H2 is not named with its target: $(cat "$T/err")"
+# ... or a folder above it such a link (path $D/sub)
+sed "s|^path = .*|path = $D/sub|" "$T/job.ini" >"$T/job-sub.ini"
+dt stage "$T/job-sub.ini" --storage=local >"$T/out" 2>"$T/err"
+grep -q "storage local: host $H2: the data set path $D/sub does not exist there: $D is a symbolic link to /mnt/dt-not-mounted, which does not exist (its file system not mounted?)" "$T/err" ||
+    fail "storage local: a dangling link above the path on $H2 is not named: $(cat "$T/err")"
 on "$H2" "umount $T/d" || fail "cannot unmount on $H2"
 ok "storage local: a data set missing on $H2 (or a link there to nothing) is reported with its name; dtctl run does not start"
 

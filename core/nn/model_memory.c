@@ -56,8 +56,9 @@ dt_status_t dt_model_memory_estimate(const dt_model_t *m, int batch,
 {
     memset(out, 0, sizeof *out);
     if (!m || m->nlayers < 1 || batch < 1) {
-        dt_error("dt_model_memory_estimate: %s", !m || m->nlayers < 1
-                                                     ? "no model"
+        dt_error("dt_model_memory_estimate: %s", !m ? "no model (NULL)"
+                                                 : m->nlayers < 1
+                                                     ? "a model of no layers"
                                                      : "a batch below 1");
         return DT_ERR_INVALID;
     }

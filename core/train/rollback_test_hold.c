@@ -20,12 +20,14 @@ void dt_trainer_test_hold_rollback(const dt_trainer_t *t, uint64_t step)
     const char *file = getenv("DT_TEST_ROLLBACK_HOLD");
     if (t->rank != 0 || !file || !*file)
         return;
-    char chosen[4096];
+    char chosen[4096], tmp[4200];
     snprintf(chosen, sizeof chosen, "%s.chosen", file);
-    FILE *f = fopen(chosen, "w");
-    if (f) {
+    snprintf(tmp, sizeof tmp, "%s.tmp", chosen);
+    FILE *f = fopen(tmp, "w");
+    if (f) { /* whole or not there: the test reads it once it exists */
         fprintf(f, "%llu\n", (unsigned long long)step);
-        fclose(f);
+        if (fclose(f) != 0 || rename(tmp, chosen) != 0)
+            remove(tmp);
     }
     dt_warn("test hook DT_TEST_ROLLBACK_HOLD: step %llu's checkpoint chosen "
             "(in %s); waiting for %s before restoring it",

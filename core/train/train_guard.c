@@ -193,19 +193,11 @@ static dt_status_t roll_back(dt_trainer_t *t, const rollback_plan_t *p,
     bool found = false;
     /* chosen unverified: should it not verify, the next sound one, said
      * (say_rollback named the chosen one) */
+    bool sound = false;
     if (p->found) {
         dt_trainer_test_hold_rollback(t, p->step);
         DT_CHECK(dt_trainer_restore_sound(t, p->step + 1, &found));
-        if (found && t->rank == 0 && t->global_step != p->step)
-            dt_warn("on_divergence = halve_lr: step %llu's checkpoint did "
-                    "not verify (see above): back to step %llu's instead",
-                    (unsigned long long)p->step,
-                    (unsigned long long)t->global_step);
-        else if (!found && t->rank == 0)
-            dt_warn("on_divergence = halve_lr: step %llu's checkpoint did "
-                    "not verify (see above), and no older one with a sound "
-                    "loss does: back to the newest that verifies, whatever "
-                    "its loss", (unsigned long long)p->step);
+        sound = found;
     }
     if (p->same && t->rollback_step < below)
         below = t->rollback_step;
@@ -219,6 +211,14 @@ static dt_status_t roll_back(dt_trainer_t *t, const rollback_plan_t *p,
                      "to go back to", t->ckpt_dir);
         return DT_ERR_INVALID;
     }
+    if (p->found && t->rank == 0 && t->global_step != p->step)
+        dt_warn("on_divergence = halve_lr: step %llu's checkpoint did not "
+                "verify (see above): back to step %llu's instead%s",
+                (unsigned long long)p->step,
+                (unsigned long long)t->global_step,
+                sound ? "" : " (no older one with a sound loss verifies: "
+                             "the newest that does is taken, whatever its "
+                             "loss)");
     t->lr.scale = scale;
     t->restarts++;
     t->rollback_step = t->global_step;

@@ -62,8 +62,9 @@ static const char stage_text[] =
  * (read-write: it never waits), so the `cat` waiting for it ends too, and
  * removes the directory. It removes a directory still there even when the
  * fifo is gone: the group's kill can land inside the leader's `rm -rf`,
- * between the fifo's unlink and the directory's. Only [A-Za-z0-9_./+-] in the directory's name,
- * so the other channel's command needs no quoting in any login shell; an
+ * between the fifo's unlink and the directory's. Only [A-Za-z0-9_./+-]
+ * in the directory's name, so the other channel's command needs no
+ * quoting in any login shell; an
  * absolute $TMPDIR of at most 200 bytes (else /tmp), so the name fits the
  * marker's field (a relative one was refused by dtctl, a long one cut). A
  * host where no fifo can be made gives rank 0 /dev/null, says so, and

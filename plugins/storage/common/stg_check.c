@@ -10,7 +10,18 @@
 static const char check_script[] =
     "p=$1\n"
     "if [ ! -e \"$p\" ]; then\n"
-    "  [ ! -L \"$p\" ] || printf 'DT-STAGE-LINK %s\\n' \"$(readlink -- \"$p\")\"\n"
+    /* the path, or a folder above it, a link to nothing there: a file
+     * system not mounted on that host, as a rule */
+    "  q=$p\n"
+    "  while [ -n \"$q\" ] && [ \"$q\" != / ] && [ \"$q\" != . ]; do\n"
+    "    if [ -L \"$q\" ] && [ ! -e \"$q\" ]; then\n"
+    "      t=$(readlink -- \"$q\" 2>/dev/null)\n"
+    "      [ -z \"$t\" ] || printf 'DT-STAGE-LINK %s\\nDT-STAGE-TO %s\\n' "
+    "\"$q\" \"$t\"\n"
+    "      break\n"
+    "    fi\n"
+    "    q=$(dirname -- \"$q\")\n"
+    "  done\n"
     "  echo 'DT-STAGE missing'; exit 0\n"
     "fi\n"
     "if [ ! -r \"$p\" ]; then echo 'DT-STAGE unreadable'; exit 0; fi\n"
@@ -27,7 +38,7 @@ dt_status_t stg_check_path(const dt_stage_request_t *req, const dt_host_t *h,
                            const char *who, const char *path, int need_done)
 {
     const char *args[] = {path, need_done ? "done" : "any", NULL};
-    char *out = NULL, v[64], to[4096];
+    char *out = NULL, v[64], link[4096], to[4096];
     int code = 0;
     dt_status_t st = stg_run(req, h, check_script, args, &out, &code);
     if (st != DT_OK)
@@ -44,12 +55,20 @@ dt_status_t stg_check_path(const dt_stage_request_t *req, const dt_host_t *h,
         dt_debug("%s: host %s: %s is in place", who, h->name, path);
         st = DT_OK;
     } else if (strcmp(verdict, "missing") == 0 &&
-               stg_line_value(out, "DT-STAGE-LINK", to, sizeof to)) {
+               stg_line_value(out, "DT-STAGE-LINK", link, sizeof link) &&
+               stg_line_value(out, "DT-STAGE-TO", to, sizeof to)) {
         /* a link to storage not mounted (yet) on that host, typically */
-        dt_error("%s: host %s: the data set path %s is a symbolic link to "
-                 "%s, which does not exist there (its file system not "
-                 "mounted?); mount it, or point the link at the data set",
-                 who, h->name, path, to);
+        if (strcmp(link, path) == 0)
+            dt_error("%s: host %s: the data set path %s is a symbolic link "
+                     "to %s, which does not exist there (its file system "
+                     "not mounted?); mount it, or point the link at the "
+                     "data set", who, h->name, path, to);
+        else
+            dt_error("%s: host %s: the data set path %s does not exist "
+                     "there: %s is a symbolic link to %s, which does not "
+                     "exist (its file system not mounted?); mount it, or "
+                     "point the link at the data set", who, h->name, path,
+                     link, to);
     } else if (strcmp(verdict, "missing") == 0) {
         dt_error("%s: host %s: the data set path %s does not exist there; "
                  "put the data set at that path on every host, or choose "
