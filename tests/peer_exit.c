@@ -14,7 +14,11 @@
  * PEER_EXIT_MODE=pause: every rank says its pid; the rank runs the first
  * allreduce, stops itself (SIGSTOP) and, once continued, runs the rest
  * with the others: a job that must survive being stopped and continued
- * (tests/stop_cont.sh). */
+ * (tests/stop_cont.sh). PEER_EXIT_MODE=finalize: every rank says its
+ * pid, runs one allreduce, stops itself (SIGSTOP) and, once continued,
+ * calls dt_finalize and says what it returned (exit 0 for DT_OK, else 4):
+ * a job that succeeded, finalized while dtctl is stopped
+ * (tests/store_stopped.sh). */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,6 +38,19 @@ int main(void)
     float *buf = calloc(n, sizeof *buf);
     if (!buf)
         return 2;
+    if (mode && strcmp(mode, "finalize") == 0) {
+        fprintf(stderr, "peer_exit: rank %d pid %d\n", dt_rank(),
+                (int)getpid());
+        if (dt_allreduce(buf, buf, n, DT_FLOAT32, DT_SUM) != DT_OK)
+            _exit(3);
+        free(buf);
+        raise(SIGSTOP);
+        int rank = dt_rank();
+        dt_status_t st = dt_finalize();
+        fprintf(stderr, "peer_exit: rank %d: dt_finalize: %s\n", rank,
+                dt_status_str(st));
+        return st == DT_OK ? 0 : 4;
+    }
     if (mode && strcmp(mode, "pause") == 0) {
         fprintf(stderr, "peer_exit: rank %d pid %d\n", dt_rank(),
                 (int)getpid());

@@ -16,6 +16,9 @@
 # The 45 s wait for rank 0's end is a hang guard, not a measurement (it
 # takes 9 s: 4 s of timeout, 5 s for the store); each case's own message
 # that the store did not answer is what shows the bound at work.
+# Last, a job that succeeded, its ranks in dt_finalize while dtctl is
+# stopped: each ends within 5 s, saying that it leaves without the
+# others, where it waited the timeout and 65 s in the store's barrier.
 set -u
 pe="$top_builddir/tests/peer_exit"
 mods="$top_builddir/plugins/modules"
@@ -50,6 +53,22 @@ wait_state() { # pid states tenths
     done
     return 1
 }
+# Wait (at most 20 s, a hang guard) until every thread of pid is stopped:
+# kill -STOP returns before each thread has stopped, and dtctl's store
+# thread may answer one more request meanwhile.
+all_threads_stopped() { # pid
+    i=0
+    while [ $i -lt 200 ]; do
+        run=0
+        for t in /proc/"$1"/task/*; do
+            [ "$(state_of "$t/stat")" = T ] || run=1
+        done
+        [ $run -eq 0 ] && return 0
+        sleep 0.1; i=$((i + 1))
+    done
+    return 1
+}
+state_of() { sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "$1" 2>/dev/null; }
 pid_of() { # rank -> pid, from the line peer_exit writes
     sed -n "s/^\[$1\] peer_exit: rank $1 pid \([0-9]*\)$/\1/p" "$tmp/out" 2>/dev/null | head -n 1
 }
@@ -73,6 +92,7 @@ run_case() {
     wait_state "$pid1" T 200 || fail "rank 1 did not stop"
     # Rank 0 now waits on rank 1 (its timeout: 4 s); the store goes silent.
     kill -STOP "$ctl"
+    all_threads_stopped "$ctl" || fail "dtctl ($ctl) did not stop"
     # Rank 0 ends (a zombie: its stopped parent cannot reap it) while
     # dtctl is stopped: 4 s, 5 s for the store; not minutes.
     wait_state "$pid0" Z- 450 ||
@@ -104,3 +124,42 @@ if [ -e "$mods/dt_transport_ucx.so" ]; then
 else
     echo "ok: ucx: not built, not checked"
 fi
+
+# A job that succeeded: both ranks stop themselves before dt_finalize
+# (peer_exit's finalize mode), dtctl is stopped, the ranks continued.
+# dt_finalize needs the store only for its barrier (no rank closes the
+# connections a peer may still read from), which a stopped store cannot
+# give: the count of finished ranks it asks first goes unanswered for
+# 5 s, and the rank leaves, saying so. It waited the timeout (60 s here)
+# and the store client's 65 s in the barrier: the 45 s wait is a hang
+# guard below the timeout, not a measurement.
+case=finalize
+pid0="" pid1=""
+PEER_EXIT_MODE=finalize timeout -s KILL 200 "$DTCTL" run -n 2 \
+    --transport=tcp --set collectives.shm=off --set cluster.timeout=60s \
+    -- "$pe" >"$tmp/out" 2>&1 &
+bg=$!
+i=0
+while [ $i -lt 200 ] && { [ -z "$pid0" ] || [ -z "$pid1" ]; }; do
+    pid0=$(pid_of 0); pid1=$(pid_of 1)
+    sleep 0.1; i=$((i + 1))
+done
+[ -n "$pid0" ] && [ -n "$pid1" ] || fail "the ranks did not say their pids"
+wait_state "$pid0" T 200 && wait_state "$pid1" T 200 ||
+    fail "the ranks did not stop before dt_finalize"
+ctl=$(sed -n 's/^[0-9]* (.*) [A-Z] \([0-9]*\) .*/\1/p' "/proc/$pid0/stat")
+[ -n "$ctl" ] && [ "$ctl" != 1 ] || fail "no dtctl above rank 0 ($pid0)"
+kill -STOP "$ctl"
+all_threads_stopped "$ctl" || fail "dtctl ($ctl) did not stop"
+kill -CONT "$pid0" "$pid1"
+for p in "$pid0" "$pid1"; do
+    wait_state "$p" Z- 450 ||
+        fail "rank pid $p did not end within 45 s of dt_finalize with a stopped store (state $(state "$p"))"
+done
+kill -CONT "$ctl"
+wait "$bg"; rc=$?; bg=""; ctl=""
+for r in 0 1; do
+    grep -q "^\[$r\] .*rank $r: dt_finalize: the rendezvous store did not answer within 5 s (dtctl stopped, or its host cut off?): leaving without waiting for the other ranks to finish" "$tmp/out" ||
+        fail "rank $r did not say that it left dt_finalize without the store"
+done
+echo "ok: $case: ranks in dt_finalize while dtctl is stopped end at once, saying so (dtctl exit $rc)"

@@ -20,6 +20,7 @@
 #include "net/cpu_bind.h"
 #include <dt/netif.h>
 #include "plugin/plugin_loader.h"
+#include "rendezvous/store_client.h"
 #include "worker_env.h"
 
 extern char **environ;
@@ -290,6 +291,30 @@ dt_status_t dt_init(void)
     return DT_OK;
 }
 
+/* Nobody closes connections a peer may still be reading from: every rank
+ * waits (up to the timeout) in a store barrier for the others. That is
+ * all dt_finalize needs of the store, and a store that does not answer
+ * (dtctl stopped, this host cut off from dtctl's) cannot give it: a
+ * bounded count of the ranks that finished asks it first, and the
+ * barrier's answer gets DT_STORE_FAILURE_WAIT_S beyond the timeout, not
+ * the client's 60 s (a finished rank lingered timeout + 65 s, holding
+ * its GPU). DT_ERR_TIMEOUT then, with one line that says so. */
+static dt_status_t finalize_barrier(void)
+{
+    int64_t done = 0;
+    dt_status_t st = dt_store_add_bounded(W.store, "dt/finalized", 1, &done,
+                                          DT_STORE_FAILURE_WAIT_S);
+    if (st == DT_OK)
+        return store_barrier_bounded(W.store, "dt_finalize", W.id.size,
+                                     W.timeout, DT_STORE_FAILURE_WAIT_S);
+    if (st == DT_ERR_TIMEOUT)
+        dt_warn("rank %d: dt_finalize: the rendezvous store did not answer "
+                "within %.0f s (dtctl stopped, or its host cut off?): "
+                "leaving without waiting for the other ranks to finish",
+                W.id.rank, DT_STORE_FAILURE_WAIT_S);
+    return st;
+}
+
 dt_status_t dt_finalize(void)
 {
     if (!W.up) { /* dt.h: every failure is said */
@@ -298,11 +323,10 @@ dt_status_t dt_finalize(void)
         return DT_ERR_INVALID;
     }
     dt_status_t st = W.lost;
-    /* Nobody closes connections a peer may still be reading from. After a
-     * collective failed, some rank may never arrive: do not wait for it;
-     * nor for a store that did not take a failure record. */
+    /* After a collective failed, some rank may never arrive: do not wait
+     * for it; nor for a store that did not take a failure record. */
     if (W.store && st == DT_OK && !W.store_silent)
-        st = dt_store_barrier(W.store, "dt_finalize", W.id.size, W.timeout);
+        st = finalize_barrier();
     teardown();
     dt_log_set_tag(NULL);
     return st;

@@ -306,6 +306,15 @@ dt_status_t dt_store_connect(const char *host_port,
                              const uint8_t token[DT_TOKEN_BYTES],
                              double timeout, dt_store_t **out)
 {
+    return store_connect_logged(host_port, token, timeout, DT_LOG_ERROR,
+                                out);
+}
+
+dt_status_t store_connect_logged(const char *host_port,
+                                 const uint8_t token[DT_TOKEN_BYTES],
+                                 double timeout, dt_log_level_t level,
+                                 dt_store_t **out)
+{
     char host[256], port[16];
     if (!host_port || !token || !out)
         return DT_ERR_INVALID;
@@ -329,8 +338,8 @@ dt_status_t dt_store_connect(const char *host_port,
     struct addrinfo *ai = NULL;
     int gai = getaddrinfo(host, port, &hints, &ai);
     if (gai) {
-        dt_error("rendezvous store %s: cannot resolve '%s': %s", host_port,
-                 host, gai_strerror(gai));
+        dt_log(level, "rendezvous store %s: cannot resolve '%s': %s",
+               host_port, host, gai_strerror(gai));
         dt_store_close(s);
         return DT_ERR_NOT_FOUND;
     }
@@ -345,17 +354,18 @@ dt_status_t dt_store_connect(const char *host_port,
     }
     freeaddrinfo(ai);
     if (s->fd < 0) {
-        dt_error("cannot reach the rendezvous store at %s within %.1f s: %s; "
-                 "is dtctl still running, and is that address reachable "
-                 "from this host (see [cluster] interface)?",
-                 host_port, timeout, strerror(err));
+        dt_log(level,
+               "cannot reach the rendezvous store at %s within %.1f s: %s; "
+               "is dtctl still running, and is that address reachable "
+               "from this host (see [cluster] interface)?",
+               host_port, timeout, strerror(err));
         dt_store_close(s);
         return DT_ERR_TIMEOUT;
     }
     dt_status_t st = handshake(s, token, deadline);
     if (st == DT_ERR_TIMEOUT || st == DT_ERR_PEER || st == DT_ERR_IO)
-        dt_error("rendezvous store at %s: handshake failed (%s)", host_port,
-                 dt_status_str(st));
+        dt_log(level, "rendezvous store at %s: handshake failed (%s)",
+               host_port, dt_status_str(st));
     if (st != DT_OK) {
         dt_store_close(s);
         return st;
@@ -541,18 +551,22 @@ dt_status_t dt_store_set_bounded(dt_store_t *s, const char *key,
 dt_status_t dt_store_get(dt_store_t *s, const char *key, double timeout,
                          void **value, size_t *len)
 {
-    return store_get_bounded(s, key, timeout, STORE_IO_SECONDS, value, len);
+    return dt_store_get_bounded(s, key, timeout, STORE_IO_SECONDS, value,
+                                len);
 }
 
-dt_status_t store_get_bounded(dt_store_t *s, const char *key, double timeout,
-                              double io, void **value, size_t *len)
+dt_status_t dt_store_get_bounded(dt_store_t *s, const char *key,
+                                 double timeout, double io, void **value,
+                                 size_t *len)
 {
     uint8_t head[5] = {STORE_GET};
     if (!value || !len || !(io > 0))
         return DT_ERR_INVALID;
     store_put_u32(head + 1, to_ms(timeout));
+    /* The server answers a look at once, a wait when it ends (the slack);
+     * a failure path's look at a silent store costs io, not io + slack. */
     dt_status_t st = request(s, head, sizeof head, key, NULL, 0,
-                             (timeout > 0 ? timeout : 0) + STORE_WAIT_SLACK,
+                             timeout > 0 ? timeout + STORE_WAIT_SLACK : 0,
                              io < STORE_IO_SECONDS ? io : STORE_IO_SECONDS,
                              value, len);
     if (st == DT_ERR_TIMEOUT)
@@ -666,11 +680,12 @@ dt_status_t dt_store_lookup(dt_store_t *s, const char *const *keys, size_t n,
 dt_status_t dt_store_add(dt_store_t *s, const char *key, int64_t delta,
                          int64_t *result)
 {
-    return store_add_bounded(s, key, delta, result, STORE_IO_SECONDS);
+    return dt_store_add_bounded(s, key, delta, result, STORE_IO_SECONDS);
 }
 
-dt_status_t store_add_bounded(dt_store_t *s, const char *key, int64_t delta,
-                              int64_t *result, double timeout)
+dt_status_t dt_store_add_bounded(dt_store_t *s, const char *key,
+                                 int64_t delta, int64_t *result,
+                                 double timeout)
 {
     uint8_t head[9] = {STORE_ADD};
     if (!(timeout > 0))
@@ -697,17 +712,28 @@ dt_status_t store_add_bounded(dt_store_t *s, const char *key, int64_t delta,
 dt_status_t dt_store_barrier(dt_store_t *s, const char *name, int n,
                              double timeout)
 {
+    return store_barrier_bounded(s, name, n, timeout, STORE_IO_SECONDS);
+}
+
+dt_status_t store_barrier_bounded(dt_store_t *s, const char *name, int n,
+                                  double timeout, double io)
+{
     uint8_t head[9] = {STORE_BARRIER};
-    if (n < 1)
+    if (n < 1 || !(io > 0))
         return DT_ERR_INVALID;
     store_put_u32(head + 1, (uint32_t)n);
     store_put_u32(head + 5, to_ms(timeout));
     dt_status_t st = request(s, head, sizeof head, name, NULL, 0,
                              (timeout > 0 ? timeout : 0) + STORE_WAIT_SLACK,
-                             STORE_IO_SECONDS, NULL, NULL);
+                             io < STORE_IO_SECONDS ? io : STORE_IO_SECONDS,
+                             NULL, NULL);
     if (st == DT_ERR_TIMEOUT)
         dt_error("rendezvous store: barrier '%s' of %d did not fill within "
-                 "%.1f s: some worker did not arrive (crashed or stuck)",
-                 name, n, timeout);
+                 "%.1f s: some worker did not arrive (crashed or stuck)%s",
+                 name, n, timeout,
+                 io < STORE_IO_SECONDS ? ", or the store stopped answering "
+                                         "(dtctl stopped, or its host cut "
+                                         "off?)"
+                                       : "");
     return st;
 }

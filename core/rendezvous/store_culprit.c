@@ -19,7 +19,7 @@ static dt_status_t culprit_record(dt_store_t *s, int rank, int detector,
     if (!s || rank < 0 || !how || !(io > 0))
         return DT_ERR_INVALID;
     int64_t votes = 0;
-    dt_status_t st = store_add_bounded(s, VOTES_KEY, 1, &votes, io);
+    dt_status_t st = dt_store_add_bounded(s, VOTES_KEY, 1, &votes, io);
     if (st != DT_OK || votes != 1)
         return st;
     char val[64];
@@ -55,7 +55,7 @@ dt_status_t dt_store_culprit_get(dt_store_t *s, double timeout, int *rank,
     if (!s || !rank || !detector || !how)
         return DT_ERR_INVALID;
     int64_t votes = 0;
-    dt_status_t st = store_add_bounded(s, VOTES_KEY, 0, &votes,
+    dt_status_t st = dt_store_add_bounded(s, VOTES_KEY, 0, &votes,
                                        DT_STORE_FAILURE_WAIT_S);
     if (st != DT_OK)
         return st;
@@ -63,7 +63,7 @@ dt_status_t dt_store_culprit_get(dt_store_t *s, double timeout, int *rank,
         return DT_ERR_NOT_FOUND;
     void *val = NULL;
     size_t len = 0;
-    st = store_get_bounded(s, CULPRIT_KEY, timeout, DT_STORE_FAILURE_WAIT_S,
+    st = dt_store_get_bounded(s, CULPRIT_KEY, timeout, DT_STORE_FAILURE_WAIT_S,
                            &val, &len);
     if (st == DT_ERR_TIMEOUT)
         return DT_ERR_NOT_FOUND;

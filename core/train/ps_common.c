@@ -78,8 +78,8 @@ ps_live_t ps_live_from_env(void)
 }
 
 /* A connection of this thread's own to the job's store (dt_init's is not
- * shared); NULL when there is none to reach. */
-dt_store_t *ps_store_open(double timeout)
+ * shared); NULL when there is none to reach, said at level. */
+static dt_store_t *store_open_at(double timeout, dt_log_level_t level)
 {
     const char *rdv = getenv("DT_RENDEZVOUS");
     const char *hex = getenv("DT_JOB_TOKEN");
@@ -87,10 +87,20 @@ dt_store_t *ps_store_open(double timeout)
     dt_store_t *s = NULL;
     if (!rdv || !*rdv || !hex || dt_token_from_hex(hex, token) != DT_OK)
         return NULL;
-    if (dt_store_connect(rdv, token, timeout, &s) != DT_OK)
+    if (store_connect_logged(rdv, token, timeout, level, &s) != DT_OK)
         s = NULL;
     explicit_bzero(token, sizeof token);
     return s;
+}
+
+dt_store_t *ps_store_open(double timeout)
+{
+    return store_open_at(timeout, DT_LOG_ERROR);
+}
+
+dt_store_t *ps_store_reopen(double timeout)
+{
+    return store_open_at(timeout, DT_LOG_DEBUG);
 }
 
 double ps_failure_wait(double timeout)
@@ -115,7 +125,7 @@ void ps_record_hung(dt_store_t **s, double timeout, int rank)
 dt_status_t ps_beat_add(dt_store_t *s, const char *key, int64_t delta,
                         double wait, int *silent, int64_t *result)
 {
-    dt_status_t st = store_add_bounded(s, key, delta, result, wait);
+    dt_status_t st = dt_store_add_bounded(s, key, delta, result, wait);
     if (st == DT_OK && *silent)
         dt_info("rank %d: the rendezvous store answers heartbeats again",
                 dt_rank());

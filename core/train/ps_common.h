@@ -53,6 +53,9 @@ ps_live_t ps_live_from_env(void);
 /* A connection of the calling thread's own to the job's store; NULL when
  * there is none to reach. */
 dt_store_t *ps_store_open(double timeout);
+/* The same, said at debug level only when the store cannot be reached:
+ * for tries after a first failure that was said (ps_link.c). */
+dt_store_t *ps_store_reopen(double timeout);
 /* Record rank as hung in the job's failure record (opening *s if need). */
 void ps_record_hung(dt_store_t **s, double timeout, int rank);
 /* How long a failure path gives the store to connect: the timeout, at

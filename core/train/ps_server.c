@@ -20,6 +20,7 @@
 #include "coll/coll.h"
 #include "plugin/plugin_loader.h"
 #include "ps_common.h"
+#include "ps_link.h"
 
 /* ======================================================================
  * Server
@@ -53,10 +54,7 @@ typedef struct server {
     double looked;             /* when the last sweep began            */
     int64_t *beat;
     int started;
-    dt_store_t *store;         /* opened when first needed             */
-    int store_tried;
-    int store_silent;          /* it took no beat look since it warned */
-    double silent_at;          /* when a look last went unanswered     */
+    dt_ps_link_t link;         /* the store, for the beats and records */
 } server_t;
 
 static uint64_t lead_of(const server_t *v, int w)
@@ -109,7 +107,7 @@ static dt_status_t wait_on(server_t *v, int w, dt_request_t **r, size_t k,
                      "%.1f s ([cluster] timeout %g s): hung, stopped or "
                      "unreachable", v->sid, v->rank, w, w, what, quiet,
                      v->live.timeout);
-            ps_record_hung(&v->store, v->live.timeout, w);
+            ps_record_hung(&v->link.store, v->live.timeout, w);
             return DT_ERR_TIMEOUT;
         }
         DT_CHECK(notify_others(v, w));
@@ -343,29 +341,21 @@ static double beat_wait(const server_t *v)
 
 /* Has worker w beaten its counter in the store since the last look (at
  * most one look per period)? Only a worker working alone beats. A store
- * that did not answer a look is left alone for a period: one silent
- * store costs a sweep one wait, not one per quiet worker. */
+ * that did not answer a look, or could not be reached, is left alone for
+ * a period (then tried again, ps_link.h): one silent store costs a sweep
+ * one wait, not one per quiet worker. */
 static int beat_moved(server_t *v, int w, double now)
 {
     if (now - v->beat_at[w] < v->live.period)
         return 0;
-    if (v->store_silent && now - v->silent_at < v->live.period)
+    if (dt_ps_link_resting(&v->link, now, v->live.period))
         return 0;
     v->beat_at[w] = now;
-    if (!v->store && !v->store_tried) {
-        v->store_tried = 1;
-        v->store = ps_store_open(beat_wait(v));
-    }
     char key[32];
     int64_t n = 0;
     snprintf(key, sizeof key, "ps/beat/%d", w);
-    if (!v->store)
+    if (dt_ps_link_look(&v->link, key, beat_wait(v), &n) != DT_OK)
         return 0;
-    if (ps_beat_add(v->store, key, 0, beat_wait(v), &v->store_silent, &n) !=
-        DT_OK) {
-        v->silent_at = dt_clock_now();
-        return 0;
-    }
     int moved = v->beat[w] >= 0 && n != v->beat[w];
     v->beat[w] = n;
     return moved;
@@ -377,7 +367,7 @@ static dt_status_t worker_silent(server_t *v, int w, double quiet)
              "silent: nothing from it for %.1f s ([cluster] timeout %g s) "
              "while it was still training: hung, stopped or unreachable",
              v->sid, v->rank, w, w, quiet, v->live.timeout);
-    ps_record_hung(&v->store, v->live.timeout, w);
+    ps_record_hung(&v->link.store, v->live.timeout, w);
     return DT_ERR_TIMEOUT;
 }
 
@@ -415,13 +405,13 @@ static void say_lost(server_t *v, dt_status_t st)
 {
     int rank = -1, det = -1;
     char how[DT_CULPRIT_HOW_MAX], who[64];
-    if (!v->store && !v->store_tried) {
-        v->store_tried = 1;
-        v->store = ps_store_open(ps_failure_wait(v->live.timeout));
-    }
+    /* One try, unless the beats' looks found the store unreachable. */
+    if (!v->link.store && !v->link.silent)
+        v->link.store = ps_store_open(ps_failure_wait(v->live.timeout));
     char finder[32];
-    if (v->store &&
-        dt_store_culprit_get(v->store, 1.0, &rank, &det, how) == DT_OK &&
+    if (v->link.store &&
+        dt_store_culprit_get(v->link.store, 1.0, &rank, &det, how) ==
+            DT_OK &&
         rank >= 0) {
         if (det == v->rank)
             snprintf(finder, sizeof finder, "this rank");
@@ -501,7 +491,7 @@ static void server_free(server_t *v)
 {
     if (v->opt_state)
         v->opt->destroy(v->opt_state);
-    dt_store_close(v->store);
+    dt_ps_link_close(&v->link);
     free(v->params);
     free(v->grad);
     free(v->ctl);

@@ -104,7 +104,10 @@ dt_status_t dt_barrier(void);
 /* Leave the job: waits (bounded by the job timeout) until every rank has
  * called it, then closes connections. dt_init may be called again. After
  * a collective failed it does not wait (some rank may never come): it
- * closes at once and returns that collective's error. */
+ * closes at once and returns that collective's error. A store that does
+ * not answer (dtctl stopped, this host cut off from dtctl's) costs it
+ * DT_STORE_FAILURE_WAIT_S (dt/store.h), then DT_ERR_TIMEOUT with a
+ * warning that the rank leaves without waiting for the others. */
 dt_status_t dt_finalize(void);
 
 /* Which way this job's host-memory collectives carry data between the

@@ -96,7 +96,10 @@ dt_status_t nccl_cuda_check(nccl_ctx_t *c, cudaError_t e, const char *what)
  * DT_STORE_FAILURE_WAIT_S (a stopped dtctl, this host cut off from
  * dtctl's): then nothing more is asked of it. Each request once waited
  * the store client's 60 s, the reads another 5 s of slack each: a rank
- * cut off from dtctl lingered minutes after its timeout, holding its GPU. */
+ * cut off from dtctl lingered minutes after its timeout, holding its GPU.
+ * The reads share one bound, DT_STORE_FAILURE_WAIT_S past the grace (and
+ * the server's slack for the first, which waits): a store that stops
+ * after it took the report costs that, not 60 s per rank; 0 then too. */
 static int name_missing(nccl_ctx_t *c, const char *phase, char *out,
                         size_t len)
 {
@@ -117,15 +120,27 @@ static int name_missing(nccl_ctx_t *c, const char *phase, char *out,
     }
     double grace = c->timeout / 4 < 5 ? c->timeout / 4 : 5;
     double until = dt_clock_now() + grace;
+    double give_up = until + DT_STORE_FAILURE_WAIT_S;
     for (int r = 0; r < c->size && off + 16 < len; r++) {
         void *v = NULL;
         size_t vl = 0;
-        double left = until - dt_clock_now();
+        double now = dt_clock_now();
+        double wait = until > now ? until - now : 0; /* then a look */
+        double io = give_up - now - wait;
         snprintf(key, sizeof key, "nccl/%lld/%s/%d", c->epoch, phase, r);
-        if (dt_store_get(c->store, key, left > 0.05 ? left : 0.05, &v, &vl) ==
-            DT_OK) {
+        st = io > 0 ? dt_store_get_bounded(c->store, key, wait, io, &v, &vl)
+                    : DT_ERR_TIMEOUT;
+        if (st == DT_OK) {
             free(v);
             continue;
+        }
+        if (st != DT_ERR_TIMEOUT || !(io > 0) ||
+            dt_clock_now() >= give_up) {
+            dt_warn("nccl: rank %d: the rendezvous store stopped answering "
+                    "(%s): is dtctl stopped or its host unreachable? "
+                    "Reporting this rank's own view of the failure",
+                    c->rank, dt_status_str(st));
+            return 0;
         }
         off += (size_t)snprintf(out + off, len - off, " %d", r);
     }

@@ -178,10 +178,11 @@ void tcp_close_all(tcp_ctx_t *c);
  * wins) the job's root cause; 0 when unknown (no store, or it failed).
  * Bounded: waits at most a couple of seconds, never on a store that is
  * gone; one that does not answer a first bounded write (a stopped dtctl,
- * a host cut off from dtctl's) is not used for this failure (one that
- * stops right after it answered can still hold this failure path up to
- * the store client's I/O limit; the data path's wait records never wait
- * on it for more than TCP_WAIT_NOTE_IO_S). A mismatch (the ranks called
+ * a host cut off from dtctl's) is not used for this failure, and one
+ * that stops right after it answered costs each later request at most
+ * DT_STORE_FAILURE_WAIT_S (the first write or add it leaves unanswered
+ * ends its use; the data path's wait records never wait on it for more
+ * than TCP_WAIT_NOTE_IO_S). A mismatch (the ranks called
  * different collectives or counts: suspect is the peer whose message
  * showed it) names no failed rank to dtctl: the job's failure record
  * (dt/store.h) is left to others. */

@@ -16,7 +16,8 @@
  * gone fails at once, and one that does not answer at all (a stopped
  * dtctl, its host cut off from this one) is found by a bounded write
  * first (store_answers); either way the rank then reports what it saw
- * itself. */
+ * itself. Every later request waits at most CAUSE_PROBE_S for its answer
+ * too: the store may stop after it answered the probe. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,8 @@ static int parse_cause(const tcp_ctx_t *c, const void *val, size_t len,
 }
 
 /* A store error means it is gone (or its connection is): stop using it,
- * so no later step of this failure waits on it. */
+ * so no later step of this failure waits on it. A timeout of a look (a
+ * GET) may only mean that the key is unset: it keeps the store. */
 static int store_usable(tcp_ctx_t *c, dt_status_t st)
 {
     if (st == DT_OK || st == DT_ERR_TIMEOUT)
@@ -72,14 +74,30 @@ static int store_usable(tcp_ctx_t *c, dt_status_t st)
     return 0;
 }
 
-/* Whether the store answers at all, asked once per failure with a write
- * bounded by CAUSE_PROBE_S. The failure path's other requests each wait
- * up to the store client's I/O limit (60 s), and the reply owed for a wait
- * record that timed out (wait_put) made each of them wait that long: a
- * rank whose host lost its link to dtctl's exited some 3 minutes after
- * its own timeout, holding its GPU, and its rank 0 the checkpoint lock a
- * restart needs. The write reads any owed reply first, so a store that
- * was only slow for a while is still used. */
+/* A write or an add is answered at once: its timeout means that the store
+ * stopped answering since the probe (dtctl stopped, its host cut off):
+ * stop using it, as store_answers does. */
+static int store_took(tcp_ctx_t *c, dt_status_t st, const char *what)
+{
+    if (st != DT_ERR_TIMEOUT)
+        return store_usable(c, st);
+    dt_warn("tcp: rank %d: the rendezvous store did not answer %s within "
+            "%.0f s: is dtctl stopped or its host unreachable? Reporting "
+            "this rank's own view of the failure",
+            c->rank, what, CAUSE_PROBE_S);
+    c->store = NULL;
+    return 0;
+}
+
+/* Whether the store answers at all, asked once with a write bounded by
+ * CAUSE_PROBE_S. The failure path's requests once waited up to the store
+ * client's I/O limit (60 s) each, and the reply owed for a wait record
+ * that timed out (wait_put) made each of them wait that long: a rank
+ * whose host lost its link to dtctl's exited some 3 minutes after its
+ * own timeout, holding its GPU, and its rank 0 the checkpoint lock a
+ * restart needs. Each is bounded by CAUSE_PROBE_S now as well (a store
+ * that stops after the probe answered). The write reads any owed reply
+ * first, so a store that was only slow for a while is still used. */
 static int store_answers(tcp_ctx_t *c)
 {
     if (!c->store)
@@ -109,7 +127,8 @@ static int lookup(tcp_ctx_t *c, double wait, int *failed, int *detector,
     void *val = NULL;
     size_t len = 0;
     cause_key(c, "rank", key, sizeof key);
-    dt_status_t st = dt_store_get(c->store, key, wait, &val, &len);
+    dt_status_t st = dt_store_get_bounded(c->store, key, wait, CAUSE_PROBE_S,
+                                          &val, &len);
     int found =
         st == DT_OK && parse_cause(c, val, len, failed, detector, how);
     free(val);
@@ -129,15 +148,17 @@ int tcp_cause_resolve(tcp_ctx_t *c, int suspect, const char *how,
     char key[96];
     int64_t votes = 0;
     cause_key(c, "votes", key, sizeof key);
-    dt_status_t st = dt_store_add(c->store, key, 1, &votes);
-    if (!store_usable(c, st) || st != DT_OK)
+    dt_status_t st = dt_store_add_bounded(c->store, key, 1, &votes,
+                                          CAUSE_PROBE_S);
+    if (!store_took(c, st, "this rank's vote") || st != DT_OK)
         return 0;
     if (votes == 1) {
         char val[64];
         int n = snprintf(val, sizeof val, "%d %d %s", suspect, c->rank, how);
         cause_key(c, "rank", key, sizeof key);
-        st = dt_store_set(c->store, key, val, (size_t)n);
-        if (!store_usable(c, st) || st != DT_OK)
+        st = dt_store_set_bounded(c->store, key, val, (size_t)n,
+                                  CAUSE_PROBE_S);
+        if (!store_took(c, st, "this rank's record") || st != DT_OK)
             return 0;
         *failed = suspect;
         *detector = c->rank;
@@ -214,7 +235,8 @@ static int waits_on(tcp_ctx_t *c, int rank, int *on, long long *seq)
     if (!c->store)
         return 0;
     wait_key(c, rank, key, sizeof key);
-    dt_status_t st = dt_store_get(c->store, key, 0, &val, &len);
+    dt_status_t st = dt_store_get_bounded(c->store, key, 0, CAUSE_PROBE_S,
+                                          &val, &len);
     int p = -1;
     long long q = 0;
     char text[64];

@@ -1,0 +1,56 @@
+/* ps_link.c — a parameter server's connection to the job's store for its
+ * looks at the workers' heartbeats, opened again after a failure
+ * (ps_link.h). */
+#include <dt/clock.h>
+#include <dt/dt.h>
+#include <dt/log.h>
+#include "ps_common.h"
+#include "ps_link.h"
+
+int dt_ps_link_resting(const dt_ps_link_t *l, double now, double period)
+{
+    return l->silent && now - l->silent_at < period;
+}
+
+/* A store that cannot be reached: said once (after the client's own
+ * line, the first time), and then tried again quietly. */
+static dt_status_t unreachable(dt_ps_link_t *l)
+{
+    if (!l->silent)
+        dt_warn("rank %d: no connection to the rendezvous store for the "
+                "workers' heartbeats (dtctl stopped, or its host cut "
+                "off?): looks skipped, a new connection is tried each "
+                "period (said once)",
+                dt_rank());
+    l->silent = 1;
+    l->silent_at = dt_clock_now();
+    return DT_ERR_PEER;
+}
+
+dt_status_t dt_ps_link_look(dt_ps_link_t *l, const char *key, double wait,
+                            int64_t *n)
+{
+    if (!l->store) {
+        l->store = l->tried ? ps_store_reopen(wait) : ps_store_open(wait);
+        l->tried = 1;
+        if (!l->store)
+            return unreachable(l);
+    }
+    dt_status_t st = ps_beat_add(l->store, key, 0, wait, &l->silent, n);
+    if (st == DT_OK)
+        return DT_OK;
+    l->silent_at = dt_clock_now();
+    /* Broken (not timed out): the handle refuses every later request;
+     * the next look opens a new one. */
+    if (st == DT_ERR_PEER) {
+        dt_store_close(l->store);
+        l->store = NULL;
+    }
+    return st;
+}
+
+void dt_ps_link_close(dt_ps_link_t *l)
+{
+    dt_store_close(l->store);
+    l->store = NULL;
+}
