@@ -20,6 +20,8 @@
 #include "net/cpu_bind.h"
 #include <dt/netif.h>
 #include "plugin/plugin_loader.h"
+#include "plugin/plugin_crash.h"
+#include "plugin/plugin_isolate.h"
 #include "rendezvous/store_client.h"
 #include "worker_env.h"
 
@@ -110,6 +112,9 @@ static void set_log_tag(void)
     short_hostname(host, sizeof host);
     snprintf(tag, sizeof tag, "[%d %s]", W.id.rank, host);
     dt_log_set_tag(tag);
+    /* A crash in a plugin op says which, tagged as this rank's lines. */
+    dt_plugin_crash_report_install(tag);
+    dt_isolation_disable(); /* a crash in a probe is said by that report */
 }
 
 /* Where this rank runs, for dtctl's failure line ("dt/host/RANK"): a
@@ -223,7 +228,9 @@ static dt_status_t join_job(void)
         .bind_addr = bind,
         .timeout = W.timeout,
     };
+    dt_plugin_call_t was = dt_plugin_call_begin(W.plugin, "init");
     dt_status_t st = W.ops->init(W.cfg, &args, &W.ctx);
+    dt_plugin_call_end(was);
     if (st != DT_OK) {
         dt_error("transport '%s' could not connect rank %d of %d (%s); see "
                  "the messages above",

@@ -16,6 +16,8 @@
 #include <dt/log.h>
 #include "config/config_internal.h"
 #include "config/key_table.h"
+#include "plugin_crash.h"
+#include "plugin_isolate.h"
 #include "plugin_loader.h"
 
 #define PLUGIN_PREFIX "dt_"
@@ -27,6 +29,7 @@ typedef struct loaded {
     char *path;
     lt_dlhandle handle;
     const dt_plugin_t *plugin;
+    char *broken; /* how its `available` crashed or hung: never run again */
     struct loaded *next;
 } loaded_t;
 
@@ -477,6 +480,55 @@ static void not_built_hint(dt_kind_t kind, const char *name, char *buf,
     }
 }
 
+static int call_available(void *arg, char *out, size_t out_len)
+{
+    const dt_plugin_t *p = arg;
+    return p->available(out, out_len) == DT_OK;
+}
+
+/* p's own `available` check, in a child process: a third-party plugin
+ * whose check crashes, exits or hangs is unavailable, saying so, and
+ * takes neither dtctl nor the listing of the others with it. A check that
+ * did not return is remembered: the loader does not run it again. */
+static dt_status_t check_available(const dt_plugin_t *p, const char *path,
+                                   char *why, size_t why_len)
+{
+    if (!p->available)
+        return DT_OK;
+    pthread_mutex_lock(&loader_lock);
+    loaded_t *l = loaded_list;
+    while (l && l->plugin != p)
+        l = l->next;
+    if (l && l->broken)
+        snprintf(why, why_len, "%s", l->broken);
+    pthread_mutex_unlock(&loader_lock);
+    if (l && l->broken)
+        return DT_ERR_UNSUPPORTED;
+    dt_isolated_t res;
+    if (dt_run_isolated(call_available, (void *)p, DT_PLUGIN_PROBE_TIMEOUT_S,
+                        why, why_len, &res) != 0) {
+        /* A worker, or no process to spare: ask it here, marked for the
+         * crash report. */
+        if (errno)
+            dt_debug("%s: checking it in this process (fork: %s)", path,
+                     strerror(errno));
+        dt_plugin_call_t was = dt_plugin_call_begin(p, "available");
+        dt_status_t st = p->available(why, why_len);
+        dt_plugin_call_end(was);
+        return st;
+    }
+    if (res.returned)
+        return res.ret ? DT_OK : DT_ERR_UNSUPPORTED;
+    dt_isolated_describe(&res, "available", path, DT_PLUGIN_PROBE_TIMEOUT_S,
+                         why, why_len);
+    pthread_mutex_lock(&loader_lock);
+    for (l = loaded_list; l; l = l->next)
+        if (l->plugin == p && !l->broken)
+            l->broken = strdup(why);
+    pthread_mutex_unlock(&loader_lock);
+    return DT_ERR_UNSUPPORTED;
+}
+
 dt_status_t dt_plugin_load(dt_kind_t kind, const char *name,
                            const dt_plugin_t **out, const char **path)
 {
@@ -514,9 +566,10 @@ dt_status_t dt_plugin_load(dt_kind_t kind, const char *name,
         st = dt_plugin_load_file(file, out, why, sizeof why);
         if (st != DT_OK) {
             dt_error("%s plugin '%s': %s", dt_kind_name(kind), name, why);
-        } else if ((*out)->available) {
+        } else {
             char reason[512] = "";
-            if ((*out)->available(reason, sizeof reason) != DT_OK) {
+            if (check_available(*out, file, reason, sizeof reason) !=
+                DT_OK) {
                 dt_error("%s plugin '%s' (%s) is not available here: %s",
                          dt_kind_name(kind), name, file, reason);
                 st = DT_ERR_UNSUPPORTED;
@@ -584,8 +637,8 @@ dt_status_t dt_plugin_scan(dt_plugin_entry_t **out, size_t *n)
                  * that left them out loads, and runs). */
                 e->version = p->version ? p->version : "";
                 e->description = p->description ? p->description : "";
-                e->available = !p->available ||
-                               p->available(e->why, sizeof e->why) == DT_OK;
+                e->available = check_available(p, e->path, e->why,
+                                               sizeof e->why) == DT_OK;
             }
         }
         closedir(dir);
@@ -749,6 +802,7 @@ void dt_plugins_unload_all(void)
         lt_dlmakeresident(l->handle);
 #endif
         lt_dlclose(l->handle);
+        free(l->broken);
         free(l->path);
         free(l);
     }
@@ -757,6 +811,14 @@ void dt_plugins_unload_all(void)
         ltdl_ready = 0;
     }
     pthread_mutex_unlock(&loader_lock);
+}
+
+const char *dt_plugin_path_of(const dt_plugin_t *p)
+{
+    for (const loaded_t *l = loaded_list; l; l = l->next)
+        if (l->plugin == p)
+            return l->path;
+    return NULL;
 }
 
 void dt_ops_note_missing(char *missing, size_t len, int present,

@@ -16,6 +16,10 @@ extern "C" {
 dt_status_t dt_module_open_resident(const char *path, const char *symbol,
                                     void **sym, char *why, size_t why_len);
 
+/* The file p was loaded from, or NULL. Takes no lock: for the fault
+ * handler (plugin_crash.c), which reads the loaded list as it is. */
+const char *dt_plugin_path_of(const dt_plugin_t *p);
+
 #ifdef __cplusplus
 }
 #endif

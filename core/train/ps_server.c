@@ -18,6 +18,7 @@
 #include <dt/plugin.h>
 #include <dt/store.h>
 #include "coll/coll.h"
+#include "plugin/plugin_crash.h"
 #include "plugin/plugin_loader.h"
 #include "ps_common.h"
 #include "ps_link.h"
@@ -195,8 +196,10 @@ static dt_status_t create_opt(server_t *v, dt_config_t *cfg)
         DT_CHECK(dt_config_add_schema(cfg, section, v->plugin->keys));
         DT_CHECK(dt_config_load_env(cfg, environ));
     }
+    dt_plugin_call_t was = dt_plugin_call_begin(v->plugin, "create");
     dt_status_t st = v->opt->create(cfg, v->n ? v->n : 1, DT_MEM_HOST,
                                     &v->opt_state);
+    dt_plugin_call_end(was);
     if (st != DT_OK) {
         v->opt_state = NULL;
         dt_error("parameter server %d: optimizer '%s' could not be created "
@@ -272,8 +275,10 @@ static dt_status_t handle(server_t *v, dt_config_t *cfg, int w)
         }
         DT_CHECK(recv_from(v, w, v->grad, v->n * sizeof(float)));
         float lr = (float)ps_bitsf(h[1]);
+        dt_plugin_call_t was = dt_plugin_call_begin(v->plugin, "step");
         dt_status_t st = v->opt->step(v->opt_state, v->params, v->grad, lr,
                                       v->steps + 1, NULL);
+        dt_plugin_call_end(was);
         if (st != DT_OK) {
             dt_error("parameter server %d: optimizer '%s' failed at step "
                      "%llu (%s)", v->sid, v->plugin->name,

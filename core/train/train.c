@@ -17,6 +17,7 @@
 #include "nn/device_math.h"
 #include "nn/device_step.h"
 #include "nn/model.h"
+#include "plugin/plugin_crash.h"
 #include "train.h"
 
 /* After a step: checkpoint_every = N steps, checkpoint_steps, the wall
@@ -210,8 +211,10 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
                  "job (bias correction counts from here)",
                  t->opt_plugin->name,
                  (unsigned long long)t->global_step + 1);
+    dt_plugin_call_t was = dt_plugin_call_begin(t->opt_plugin, "step");
     st = t->opt->step(t->opt_state, t->params, t->grads, (float)lr, opt_t,
                       t->dev->stream);
+    dt_plugin_call_end(was);
     if (st == DT_OK && t->rank == 0 && t->global_step + 1 == t->inf_param_at)
         st = poison_first_param(t); /* (test hook) */
     if (st == DT_OK && lt)

@@ -10,30 +10,19 @@
 #include <dt/log.h>
 #include <dt/plugin.h>
 #include <dt/train.h>
+#include "opt_probe.h"
 
-/* The state's bytes per parameter of the job's optimizer: the growth of
- * its serialized state from 1 to 1 + PROBE parameters (the header and
- * the hyperparameters cancel out). 0 when it cannot be made. */
-#define PROBE 1024
+/* The state's bytes per parameter of the job's optimizer, measured in a
+ * child process (opt_probe.c). 0 when it cannot be made. */
 static size_t optimizer_bytes_per_param(const dt_config_t *cfg)
 {
     const char *name = dt_config_get(cfg, "train", "optimizer");
     const dt_plugin_t *plugin = NULL;
-    if (dt_plugin_load(DT_KIND_OPTIMIZER, name && *name ? name : "sgd",
-                       &plugin, NULL) != DT_OK)
-        return 0;
-    const dt_optimizer_ops_t *ops = plugin->ops;
-    void *small = NULL, *large = NULL;
     size_t per = 0;
-    if (ops->create(cfg, 1, DT_MEM_HOST, &small) == DT_OK &&
-        ops->create(cfg, 1 + PROBE, DT_MEM_HOST, &large) == DT_OK) {
-        size_t a = ops->state_size(small), b = ops->state_size(large);
-        per = b > a ? (b - a) / PROBE : 0;
-    }
-    if (small)
-        ops->destroy(small);
-    if (large)
-        ops->destroy(large);
+    if (dt_plugin_load(DT_KIND_OPTIMIZER, name && *name ? name : "sgd",
+                       &plugin, NULL) != DT_OK ||
+        dt_opt_probe(cfg, plugin, &per) != DT_OK)
+        return 0;
     return per;
 }
 

@@ -17,7 +17,9 @@
 #include "coll/coll.h"
 #include "cuda/backend.h"
 #include "plugin/plugin_loader.h"
+#include "plugin/plugin_crash.h"
 #include "nn/model.h"
+#include "opt_probe.h"
 #include "train.h"
 
 extern char **environ;
@@ -542,13 +544,11 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
     /* Its own settings, checked as the workers will (made once for one
      * parameter): a momentum of 1.5 was refused by every worker after
      * launch, named by its environment variable. */
-    const dt_optimizer_ops_t *ops = plugin ? plugin->ops : NULL;
-    void *probe = NULL;
-    if (st == DT_OK && ops && ops->create &&
-        ops->create(cfg, 1, DT_MEM_HOST, &probe) != DT_OK)
-        st = DT_ERR_CONFIG;
-    if (probe && ops->destroy)
-        ops->destroy(probe);
+    if (st == DT_OK && plugin) {
+        dt_status_t made = dt_opt_probe(cfg, plugin, NULL);
+        if (made != DT_OK) /* a crash is the plugin's, not a setting's */
+            st = made == DT_ERR_PLUGIN ? made : DT_ERR_CONFIG;
+    }
     if (st == DT_OK && plugin)
         warn_async_momentum(cfg, &t, plugin);
     free(t.ckpt_dir);
@@ -1097,7 +1097,9 @@ static dt_status_t setup_optimizer(dt_config_t *cfg, dt_trainer_t *t)
         DT_CHECK(dt_config_add_schema(cfg, section, t->opt_plugin->keys));
         DT_CHECK(dt_config_load_env(cfg, environ));
     }
+    dt_plugin_call_t was = dt_plugin_call_begin(t->opt_plugin, "create");
     dt_status_t st = ops->create(cfg, t->nparams, t->dev->mem, &t->opt_state);
+    dt_plugin_call_end(was);
     if (st != DT_OK) {
         t->opt_state = NULL;
         dt_error("optimizer '%s' could not be created for %zu parameters "

@@ -88,7 +88,9 @@ typedef struct dt_plugin {
                                   terminated; NULL when it has none           */
     /* Optional run-time check (a GPU present, a tool on PATH). Return DT_OK
      * when usable; otherwise write a one-line reason into why. NULL: always
-     * available once loaded. Must be cheap and must not block. */
+     * available once loaded. Must be cheap and must not block. The loader
+     * runs it in a child process (what it sets up there is lost); one that
+     * crashes or takes over 10 s makes the plugin unavailable, saying so. */
     dt_status_t (*available)(char *why, size_t why_len);
     const void *ops;         /* the kind's ops table (below)                  */
 } dt_plugin_t;

@@ -1,0 +1,50 @@
+/* plugin_crash.h — which plugin op a thread is in, so that a worker that
+ * crashes there says so (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT: "rank
+ * 1: crashed in optimizer plugin 'x' (PATH), in its create op"), not only
+ * dtctl's "killed by signal 11". Only calls into plugins are marked: two
+ * stores around the call, cheap enough for every optimizer step. */
+#ifndef DT_PLUGIN_CRASH_H
+#define DT_PLUGIN_CRASH_H
+
+#include <dt/plugin.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dt_plugin_call {
+    const dt_plugin_t *plugin;
+    const char *op; /* a string literal: "create", "step", "init" */
+} dt_plugin_call_t;
+
+/* This thread's plugin call in flight (plugin NULL: none). */
+extern __thread dt_plugin_call_t dt_plugin_call_now;
+
+/* Mark the call of p's op (a literal) about to be made; returns the mark
+ * it replaces, for dt_plugin_call_end (a plugin calling dt that calls a
+ * plugin nests). */
+static inline dt_plugin_call_t dt_plugin_call_begin(const dt_plugin_t *p,
+                                                    const char *op)
+{
+    dt_plugin_call_t was = dt_plugin_call_now;
+    dt_plugin_call_now.plugin = p;
+    dt_plugin_call_now.op = op;
+    return was;
+}
+
+static inline void dt_plugin_call_end(dt_plugin_call_t was)
+{
+    dt_plugin_call_now = was;
+}
+
+/* Install the fault handlers that name the plugin op in flight (then die
+ * of the same signal, as before), for each fault signal whose handling is
+ * still the default: a program using libdt that handles them itself keeps
+ * its own. The message goes to stderr, prefixed by who ("rank 3"). Once
+ * per process; later calls do nothing. */
+void dt_plugin_crash_report_install(const char *who);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DT_PLUGIN_CRASH_H */
