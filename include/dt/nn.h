@@ -33,6 +33,11 @@
  *
  * Threads: a model and a device are used by one thread at a time. The
  * gradient callback runs on the calling thread.
+ *
+ * Pointers: a model, a device and an output pointer (`&m`, `&dev`, `&p`)
+ * must not be NULL unless a function says so (as with C's standard
+ * library, passing one is undefined, not an error); the data a batch
+ * passes in (x) is checked, and its NULL is an error that says so.
  */
 #ifndef DT_NN_H
 #define DT_NN_H
