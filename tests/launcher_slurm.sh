@@ -116,7 +116,7 @@ npfit -- sh -c 'echo "w=$DT_WORLD_SIZE"' >"$T/o" 2>"$T/e"; rc=$?
     grep -q "warning: slurm launcher: 1 worker in allocation [0-9]*, which holds 2 tasks (SLURM_NTASKS): .* give -n 2 to use them all" "$T/e" ||
     fail "no -n inside salloc -n 2: rc=$rc: $(cat "$T/o" "$T/e")"
 npfit -n 3 -- true >"$T/o" 2>"$T/e"; rc=$?
-[ $rc -ne 0 ] && grep -q "warning: slurm launcher: -n 3 is more than allocation [0-9]* holds (2 tasks, SLURM_NTASKS): .* run with -n 2 or less, or allocate more (salloc -n 3)" "$T/e" ||
+[ $rc -ne 0 ] && grep -q "warning: slurm launcher: 3 ranks are more than allocation [0-9]* holds (2 tasks, SLURM_NTASKS): .* start 2 or fewer (-n, .*), or allocate more (salloc -n 3)" "$T/e" ||
     fail "-n 3 inside salloc -n 2: rc=$rc: $(cat "$T/o" "$T/e")"
 npfit -n 2 -- true >"$T/o" 2>"$T/e"; rc=$?
 [ $rc -eq 0 ] && ! grep -q 'slurm launcher:' "$T/e" ||

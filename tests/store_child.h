@@ -6,6 +6,7 @@
 #define DT_TEST_STORE_CHILD_H
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -30,6 +31,7 @@ static inline int store_child_start(store_child_t *sc,
     if (sc->pid < 0)
         return 0;
     if (sc->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* no store left if the test dies */
         close(p[0]);
         dt_store_server_t *srv = NULL;
         int port = -1;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <dt/log.h>
 #include <dt/store.h>
 
 #include "stderr_capture.h"
@@ -153,6 +154,9 @@ static void test_broken_connection(void **state)
 
 int main(void)
 {
+    /* the counts below are of the lines said at the default level: a
+     * DT_LOG_LEVEL=debug run would also see the quiet retries' lines */
+    dt_log_set_level(DT_LOG_INFO);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_first_connection_failed, setup,
                                         teardown),

@@ -30,6 +30,7 @@ typedef struct loaded {
     lt_dlhandle handle;
     const dt_plugin_t *plugin;
     char *broken; /* how its `available` crashed or hung: never run again */
+    int available_ok; /* its isolated check passed: no fork for it again */
     struct loaded *next;
 } loaded_t;
 
@@ -501,9 +502,12 @@ static dt_status_t check_available(const dt_plugin_t *p, const char *path,
         l = l->next;
     if (l && l->broken)
         snprintf(why, why_len, "%s", l->broken);
+    int known_ok = l && l->available_ok;
     pthread_mutex_unlock(&loader_lock);
     if (l && l->broken)
         return DT_ERR_UNSUPPORTED;
+    if (known_ok) /* "cheap, and not blocking": the answer holds */
+        return DT_OK;
     dt_isolated_t res;
     if (dt_run_isolated(call_available, (void *)p, DT_PLUGIN_PROBE_TIMEOUT_S,
                         why, why_len, &res) != 0) {
@@ -517,8 +521,16 @@ static dt_status_t check_available(const dt_plugin_t *p, const char *path,
         dt_plugin_call_end(was);
         return st;
     }
-    if (res.returned)
+    if (res.returned) {
+        if (res.ret) {
+            pthread_mutex_lock(&loader_lock);
+            for (l = loaded_list; l; l = l->next)
+                if (l->plugin == p)
+                    l->available_ok = 1;
+            pthread_mutex_unlock(&loader_lock);
+        }
         return res.ret ? DT_OK : DT_ERR_UNSUPPORTED;
+    }
     dt_isolated_describe(&res, "available", path, DT_PLUGIN_PROBE_TIMEOUT_S,
                          why, why_len);
     pthread_mutex_lock(&loader_lock);

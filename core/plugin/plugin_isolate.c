@@ -100,14 +100,22 @@ static int read_answer(int rfd, long long deadline, char *buf, size_t cap,
     }
 }
 
-/* Reap pid by the deadline, else kill it. 1: reaped in time. */
+/* Reap pid by the deadline, else kill it and what it started (its own
+ * group: a tool its check ran and that hangs goes too). 1: reaped in
+ * time; 0: killed; -1: reaped elsewhere (a program's SIGCHLD handler):
+ * its status unknown. */
 static int reap(pid_t pid, long long deadline, int *status)
 {
     for (;;) {
         pid_t r = waitpid(pid, status, WNOHANG);
-        if (r == pid || (r < 0 && errno != EINTR))
-            return r == pid;
+        if (r == pid)
+            return 1;
+        if (r < 0 && errno == ECHILD)
+            return -1;
+        if (r < 0 && errno != EINTR)
+            return 0;
         if (now_ms() >= deadline) {
+            kill(-pid, SIGKILL);
             kill(pid, SIGKILL);
             while (waitpid(pid, status, 0) < 0 && errno == EINTR)
                 ;
@@ -144,9 +152,23 @@ int dt_run_isolated(dt_isolated_fn_t fn, void *arg, int timeout_s,
         page = NULL;
     /* Unwritten output would be written again by a child that exits. */
     fflush(NULL);
+    /* SIGCHLD ignored (inherited through exec) would reap the child at
+     * once, and a check that returned would read as hung: the default
+     * while it runs (dtctl has no other thread then). */
+    struct sigaction chld, had;
+    int restore = sigaction(SIGCHLD, NULL, &had) == 0 &&
+                  !(had.sa_flags & SA_SIGINFO) && had.sa_handler == SIG_IGN;
+    if (restore) {
+        memset(&chld, 0, sizeof chld);
+        chld.sa_handler = SIG_DFL;
+        sigemptyset(&chld.sa_mask);
+        sigaction(SIGCHLD, &chld, NULL);
+    }
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;
+        if (restore)
+            sigaction(SIGCHLD, &had, NULL);
         close(fds[0]);
         close(fds[1]);
         if (page)
@@ -155,6 +177,7 @@ int dt_run_isolated(dt_isolated_fn_t fn, void *arg, int timeout_s,
         return -1;
     }
     if (pid == 0) {
+        setpgid(0, 0); /* killed with what it starts, should it hang */
         close(fds[0]);
         op_page = page;
         child(fds[1], fn, arg, out_len);
@@ -166,7 +189,12 @@ int dt_run_isolated(dt_isolated_fn_t fn, void *arg, int timeout_s,
     int answer = buf ? read_answer(fds[0], deadline, buf, cap, &got) : 0;
     close(fds[0]);
     int status = 0;
-    int in_time = answer >= 0 && reap(pid, deadline, &status);
+    int reaped = answer >= 0 ? reap(pid, deadline, &status) : 0;
+    if (restore)
+        sigaction(SIGCHLD, &had, NULL);
+    if (reaped < 0) /* reaped elsewhere: the answer, if whole, tells */
+        status = answer == 1 ? 0 : (1 << 8);
+    int in_time = reaped != 0;
     if (!in_time) {
         if (answer < 0)
             reap(pid, 0, &status); /* kills it */

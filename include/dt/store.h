@@ -60,10 +60,11 @@ dt_status_t dt_store_get(dt_store_t *s, const char *key, double timeout,
                          void **value, size_t *len);
 /* As dt_store_get, for a failure path: waits at most io seconds beyond
  * the wait (and, for a wait, the server's 5 s of slack to answer it) for
- * the store's answer, not the client's 60 s. A look (timeout 0 or less)
- * is answered at once by a live store: it waits io seconds at most.
- * DT_ERR_TIMEOUT also when the store did not answer: the handle stays
- * usable, as for dt_store_set_bounded. */
+ * the store's answer, not the client's 60 s (io above 60 counts as 60;
+ * io 0 or less: DT_ERR_INVALID). A look (timeout 0 or less) is answered
+ * at once by a live store: it waits io seconds at most. DT_ERR_TIMEOUT
+ * also when the store did not answer: the handle stays usable, as for
+ * dt_store_set_bounded. */
 dt_status_t dt_store_get_bounded(dt_store_t *s, const char *key,
                                  double timeout, double io, void **value,
                                  size_t *len);
@@ -79,7 +80,8 @@ dt_status_t dt_store_lookup(dt_store_t *s, const char *const *keys, size_t n,
 dt_status_t dt_store_add(dt_store_t *s, const char *key, int64_t delta,
                          int64_t *result);
 /* As dt_store_add, waiting at most timeout seconds for the store's
- * answer: then DT_ERR_TIMEOUT, logged at debug level only, and the handle
+ * answer (above 60 counts as 60; 0 or less: DT_ERR_INVALID): then
+ * DT_ERR_TIMEOUT, logged at debug level only below 60 s, and the handle
  * stays usable (as dt_store_set_bounded). For failure paths and
  * heartbeats. */
 dt_status_t dt_store_add_bounded(dt_store_t *s, const char *key,

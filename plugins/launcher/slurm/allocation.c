@@ -29,9 +29,11 @@ void slurm_say_np_fit(const slurm_launcher_t *L, int np)
     if (have < 1 || np == have)
         return;
     if (np > have)
-        dt_warn("slurm launcher: -n %d is more than allocation %s holds "
+        /* np: the ranks started, parameter servers included (async) */
+        dt_warn("slurm launcher: %d ranks are more than allocation %s holds "
                 "(%lld tasks, SLURM_NTASKS): srun refuses such a step unless "
-                "it may overcommit; run with -n %lld or less, or allocate "
+                "it may overcommit; start %lld or fewer (-n, and with "
+                "[train] mode = async its servers count too), or allocate "
                 "more (salloc -n %d)",
                 np, L->alloc_id, have, have, np);
     else if (!L->np_given)

@@ -103,7 +103,7 @@ static const char exec_check[] =
     "  elif [ ! -x \"$1\" ]; then dt_s=126 dt_why='permission denied: make "
     "it executable (chmod +x), or start it with its interpreter (-- python3 "
     "FILE)'; fi;;\n"
-    "*) command -v \"$1\" >/dev/null 2>&1 || { dt_s=127; dt_why=\"command "
+    "*) command -v -- \"$1\" >/dev/null 2>&1 || { dt_s=127; dt_why=\"command "
     "not found in PATH=$PATH: install it there, or give its full path\"; "
     "};;\n"
     "esac\n"
