@@ -4,7 +4,8 @@
 # - transport crashavail: its `available` check segfaults; hangavail: it
 #   never returns. `dtctl plugins` runs each check in a child process: it
 #   lists every other plugin and marks these two unavailable, saying which
-#   op crashed or hung and which file to rebuild or remove; dtctl run
+#   op crashed or hung and which file to rebuild or remove (also with
+#   SIGCHLD ignored, inherited: a check that returned is not "hung"); dtctl run
 #   refuses the transport before launching.
 # - transport longnamedtransport (18 characters): the columns after NAME
 #   stay aligned (a name of 11 or more shifted them).
@@ -65,6 +66,16 @@ for p in "launcher +local" "transport +tcp" "optimizer +sgd" "optimizer +crashst
     grep -Eq "^$p +[^ ]+ +available " "$tmp/plugins" ||
         fail "dtctl plugins no longer lists $p as available"
 done
+
+# 1b. dtctl started with SIGCHLD ignored (a parent's setting survives
+# exec): a check that returned is not called hung (its child was reaped
+# at once and the loader read that as a check that never ended).
+# (perl: dash does not pass a trap '' CHLD on to what it execs)
+DT_PLUGIN_PATH= timeout -k 5 60 perl -e '$SIG{CHLD} = "IGNORE"; exec @ARGV' \
+    "$DTCTL" plugins >"$tmp/plugins-ign" 2>&1 ||
+    { cat "$tmp/plugins-ign"; fail "dtctl plugins with SIGCHLD ignored failed"; }
+grep -q "hung in\|crashed in\|ended its process" "$tmp/plugins-ign" &&
+    { cat "$tmp/plugins-ign"; fail "SIGCHLD ignored: an in-tree check was called hung or crashed"; }
 
 # 2. Every row's VERSION and STATUS start under their headings.
 awk 'NR == 1 { v = index($0, "VERSION"); s = index($0, "STATUS"); next }
