@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,12 +94,28 @@ dt_status_t dt_ckpt_lock(const char *dir, double wait_s, int *fd_out)
     char path[4096];
     *fd_out = -1;
     snprintf(path, sizeof path, "%s/" LOCK_NAME, dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    /* Never through a link, nor into anything but a plain file: the
+     * holder's line truncates and overwrites what it opens. */
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                  0644);
+    struct stat sb;
+    if (fd < 0 && errno == ELOOP) {
+        dt_error("%s is a symbolic link: rank 0 would write through it to "
+                 "wherever it points (whoever made it chose where); remove "
+                 "it, it is not dt's", path);
+        return DT_ERR_CONFIG;
+    }
     if (fd < 0) {
         dt_error("%s: cannot open the checkpoint directory's lock file: %s "
                  "(check [train] checkpoint_dir and its permissions)",
                  path, strerror(errno));
         return DT_ERR_IO;
+    }
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        dt_error("%s is not a plain file: it is not dt's lock file; remove "
+                 "it", path);
+        close(fd);
+        return DT_ERR_CONFIG;
     }
     if (lock_within(fd, dir, wait_s) != 0) {
         int err = errno;

@@ -295,6 +295,7 @@ out:
 dt_status_t dt_ckpt_check_dir(const char *dir)
 {
     DT_CHECK(make_dir(dir));
+    DT_CHECK(dt_ckpt_dir_trusted(dir));
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s/" CKPT_TMP_PREFIX "probe.XXXXXX", dir);
     int fd = create_tmp(tmp);
