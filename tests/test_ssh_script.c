@@ -345,6 +345,38 @@ static void test_stdin_empty(void **state)
     close(in.err);
 }
 
+/* A program the host cannot run is said with rank, host and what to do
+ * (was: the shell's "exec: X: not found"), with the shell's status. */
+static void test_program_missing(void **state)
+{
+    (void)state;
+    const char *env[] = {"DT_RANK=3", "DT_HOST=h9", NULL};
+    const char *missing[] = {"/nonexistent-dt/prog", "arg", NULL};
+    ssh_script_req_t req = {env, NULL, missing, NULL, NULL, 0};
+    char *out, *err;
+    int status = run_script(&req, &out, &err);
+    assert_int_equal(WEXITSTATUS(status), 127);
+    assert_non_null(strstr(err, "dt: error: rank 3 on h9: cannot execute "
+                                "'/nonexistent-dt/prog': no such file"));
+    free(out);
+    free(err);
+    const char *unknown[] = {"dt-no-such-command", NULL};
+    req.argv = unknown;
+    status = run_script(&req, &out, &err);
+    assert_int_equal(WEXITSTATUS(status), 127);
+    assert_non_null(strstr(err, "cannot execute 'dt-no-such-command': "
+                                "command not found in PATH="));
+    free(out);
+    free(err);
+    const char *dir[] = {"/tmp", NULL};
+    req.argv = dir;
+    status = run_script(&req, &out, &err);
+    assert_int_equal(WEXITSTATUS(status), 126);
+    assert_non_null(strstr(err, "cannot execute '/tmp': it is a directory"));
+    free(out);
+    free(err);
+}
+
 static void test_stdin_no_fifo(void **state)
 {
     (void)state;
@@ -632,6 +664,7 @@ int main(void)
         cmocka_unit_test(test_stdin_unread),
         cmocka_unit_test(test_stdin_dir_left_by_killed_rm),
         cmocka_unit_test(test_stdin_empty),
+        cmocka_unit_test(test_program_missing),
         cmocka_unit_test(test_stdin_no_fifo),
         cmocka_unit_test(test_stdin_dir_ok),
         cmocka_unit_test(test_kill_cmd_text),

@@ -22,6 +22,7 @@
 
 #include <dt/log.h>
 #include "script.h"
+#include "../common/exec_check.h"
 
 /* No newline, so any login shell (sh, bash, zsh, csh) passes it on. */
 const char ssh_bootstrap_cmd[] =
@@ -48,6 +49,7 @@ static const char stage_text[] =
     "(trap '' HUP INT TERM; " WATCHDOG_WAIT "kill -s KILL -- -$$) "
     ">/dev/null 2>&1 & "
     "printf 'DT-PGID %s %s\\n' $$ $! >&2; "
+    DT_EXEC_CHECK_FN "; dt_cannot_exec \"$@\" || exit $?; "
     "exec \"$@\" 3<&- </dev/null";
 
 /* The same for rank 0 reading dtctl's stdin. That cannot come over this
@@ -85,6 +87,7 @@ static const char stage_stdin_text[] =
     "printf 'DT-PGID %s %s %s\\n' $$ $! \"$dt_d\" >&2; "
     "exec 3<&- </dev/null; "
     "[ -z \"$dt_d\" ] || { exec <\"$dt_d/in\"; rm -rf \"$dt_d\"; }; "
+    DT_EXEC_CHECK_FN "; dt_cannot_exec \"$@\" || exit $?; "
     "exec \"$@\"";
 
 typedef struct sbuf {

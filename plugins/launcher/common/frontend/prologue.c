@@ -14,6 +14,7 @@
 #include <sys/random.h>
 
 #include "prologue.h"
+#include "../exec_check.h"
 
 /* Node and host of a rank from dtctl's placement (prologue_placement_env):
  * the node is the last host whose first rank is <= ours. */
@@ -88,31 +89,14 @@ static const char common_tail[] =
     "exit $s\n";
 
 /* A program this host cannot run is said here, with the rank, the host
- * and what to do: setpriv's or setsid's own "failed to execute" (the
- * worker's exec) named neither, and no one typed setpriv. After the
- * identity part (DT_RANK, DT_HOST); the marker carries the shell's
- * usual status (127 not found, 126 cannot run). %s: nonce. */
-static const char exec_check[] =
-    "dt_s=0\n"
-    "case ${1-} in\n"
-    "'') ;;\n"
-    "*/*) if [ -d \"$1\" ]; then dt_s=126 dt_why='it is a directory'\n"
-    "  elif [ ! -e \"$1\" ]; then dt_s=127 dt_why=\"no such file (the "
-    "workers' directory there is $(pwd)): the path must exist on every "
-    "host of the job\"\n"
-    "  elif [ ! -x \"$1\" ]; then dt_s=126 dt_why='permission denied: make "
-    "it executable (chmod +x), or start it with its interpreter (-- python3 "
-    "FILE)'; fi;;\n"
-    "*) command -v -- \"$1\" >/dev/null 2>&1 || { dt_s=127; dt_why=\"command "
-    "not found in PATH=$PATH: install it there, or give its full path\"; "
-    "};;\n"
-    "esac\n"
-    "if [ $dt_s != 0 ]; then\n"
-    "  printf 'dt: error: rank %%s on %%s: cannot execute \\047%%s\\047: "
-    "%%s\\n' \"${DT_RANK-?}\" \"$DT_HOST\" \"$1\" \"$dt_why\" >&2\n"
-    "  printf '" PROLOGUE_MARKER "%s:%%d:%%s\\n' $dt_s \"$DT_HOST\" >&2\n"
-    "  exit $dt_s\n"
-    "fi\n";
+ * and what to do (exec_check.h): setpriv's or setsid's own "failed to
+ * execute" (the worker's exec) named neither, and no one typed setpriv.
+ * After the identity part (DT_RANK, DT_HOST); the marker carries the
+ * shell's usual status (127 not found, 126 cannot run). %s: nonce. */
+static const char exec_check_tail[] =
+    "dt_cannot_exec \"$@\" || { dt_s=$?; "
+    "printf '" PROLOGUE_MARKER "%s:%%d:%%s\\n' $dt_s \"$DT_HOST\" >&2; "
+    "exit $dt_s; }\n";
 
 dt_status_t prologue_nonce(char out[PROLOGUE_NONCE_LEN + 1])
 {
@@ -164,7 +148,12 @@ dt_status_t prologue_script(const char *identity, const char *nonce,
 {
     /* the nonce is hex: safe inside the single-quoted formats */
     char *early = format(relay_early, nonce), *late = format(relay_late, nonce);
-    char *head = NULL, *check = format(exec_check, nonce), *tail = NULL;
+    char *head = NULL, *tail = NULL;
+    char *check_tail = format(exec_check_tail, nonce);
+    char *check = check_tail
+                      ? format("%s\n%s", DT_EXEC_CHECK_FN, check_tail)
+                      : NULL;
+    free(check_tail);
     if (early && late) {
         head = format(common_head, relay_stops ? early : "");
         tail = format(common_tail, relay_stops ? late : "",
