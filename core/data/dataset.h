@@ -153,6 +153,13 @@ void dt_dataset_normalize(const dt_dataset_t *ds, const uint8_t *pixels,
  * would cost real time at start). */
 uint64_t dt_dataset_digest(const dt_dataset_t *ds, uint64_t h);
 
+/* An image folder's class-to-label mapping for the log, e.g. "labels are
+ * train/'s class folders in byte order: 0 'Zebra', 1 'apple'; no test
+ * samples of 1 of them (not evaluated): 1 'apple'" (test may be NULL).
+ * NULL for a data set without class names or out of memory; free() it. */
+char *dt_dataset_class_list(const dt_dataset_t *train,
+                            const dt_dataset_t *test);
+
 void dt_dataset_free(dt_dataset_t *ds);
 
 /* The directory a worker reads for the data set path p ([data] path, or

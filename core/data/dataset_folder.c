@@ -8,8 +8,9 @@
  * the same class on every run, host and split. Within a class, files are
  * taken in name order. Hidden entries (a leading dot), lost+found (a
  * fresh volume's, never a class) and files with other extensions are
- * ignored. Every image is decoded when the data set
- * is loaded (data/image_decode.c) into the in-memory bytes the other data
+ * ignored; so are folders inside a class folder (with a warning naming
+ * the first: torchvision would read them). Every image is decoded when
+ * the data set is loaded (data/image_decode.c) into the in-memory bytes the other data
  * sets use (the decoded cache), or, with opts->lazy ([data] decode =
  * loader), only listed: each gather decodes its samples (in the input
  * pipeline's loader threads), so a folder larger than memory trains and
@@ -115,7 +116,8 @@ static dt_status_t bad_class_entry(const char *p, int err)
 
 /* Entry name of dir into out when it is what list_dir wants. */
 static dt_status_t take_entry(const char *dir, const char *name, int dirs,
-                              strlist_t *out, size_t *ignored)
+                              strlist_t *out, size_t *ignored,
+                              char **subdir)
 {
     char *p = join(dir, name);
     struct stat sb;
@@ -130,6 +132,10 @@ static dt_status_t take_entry(const char *dir, const char *name, int dirs,
         st = strlist_add(out, name); /* unreadable images: decode says */
     else if (ignored && !isdir)
         (*ignored)++;
+    else if (subdir && isdir && !*subdir) { /* images in it: not read */
+        *subdir = p;
+        p = NULL;
+    }
     free(p);
     return st;
 }
@@ -144,10 +150,11 @@ static int entry_not_data(const char *name)
 
 /* The names in dir: subfolders (dirs = 1) or image files (dirs = 0),
  * sorted. Hidden entries and lost+found are ignored; *ignored counts
- * other files. An entry that may be a subfolder but cannot be followed
- * is an error. */
+ * other files and *subdir (if NULL so far) gets the path of a subfolder
+ * met among image files. An entry that may be a subfolder but cannot be
+ * followed is an error. */
 static dt_status_t list_dir(const char *dir, int dirs, strlist_t *out,
-                            size_t *ignored)
+                            size_t *ignored, char **subdir)
 {
     DIR *d = opendir(dir);
     if (!d) {
@@ -158,7 +165,7 @@ static dt_status_t list_dir(const char *dir, int dirs, strlist_t *out,
     struct dirent *e;
     while (st == DT_OK && (errno = 0, e = readdir(d)))
         if (!entry_not_data(e->d_name))
-            st = take_entry(dir, e->d_name, dirs, out, ignored);
+            st = take_entry(dir, e->d_name, dirs, out, ignored, subdir);
     if (st == DT_OK && errno) {
         dt_error("%s: cannot list the folder: %s", dir, strerror(errno));
         st = DT_ERR_IO;
@@ -255,9 +262,10 @@ static dt_status_t find_images(const char *dir, dt_split_t split,
     char *train = NULL, *base = NULL;
     strlist_t here = {0}, names = {0};
     size_t ignored = 0, cap = 0;
+    char *subdir = NULL; /* the first folder inside a class folder */
     dt_status_t st = split_dir(dir, "train", &train);
     if (st == DT_OK)
-        st = list_dir(train, 1, classes, NULL);
+        st = list_dir(train, 1, classes, NULL, NULL);
     if (st == DT_OK && !has_entries(train))
         st = empty_split(train);
     if (st == DT_OK && classes->n == 0) {
@@ -280,7 +288,7 @@ static dt_status_t find_images(const char *dir, dt_split_t split,
     if (st == DT_OK && split == DT_SPLIT_TEST) {
         st = split_dir(dir, "test", &base);
         if (st == DT_OK)
-            st = list_dir(base, 1, &here, NULL);
+            st = list_dir(base, 1, &here, NULL, NULL);
         if (st == DT_OK && !has_entries(base))
             st = empty_split(base);
         for (size_t i = 0; st == DT_OK && i < here.n; i++)
@@ -310,7 +318,7 @@ static dt_status_t find_images(const char *dir, dt_split_t split,
             break;
         }
         size_t before = ignored;
-        st = list_dir(cdir, 0, &names, &ignored);
+        st = list_dir(cdir, 0, &names, &ignored, &subdir);
         if (st == DT_OK && names.n == 0) {
             dt_error("%s: empty class folder: no .png, .jpg or .jpeg files%s "
                      "(add images or remove the folder; classes are "
@@ -339,6 +347,14 @@ static dt_status_t find_images(const char *dir, dt_split_t split,
         strlist_free(&names);
         free(cdir);
     }
+    /* torchvision's ImageFolder reads a class's subfolders too: say that
+     * dt does not, rather than train on fewer images unawares. */
+    if (subdir)
+        dt_warn("%s: a folder inside a class folder: its images are not "
+                "read (only the .png, .jpg and .jpeg files directly in "
+                "each class folder are); move them up into the class "
+                "folder to train on them", subdir);
+    free(subdir);
     if (ignored)
         dt_debug("%s: ignored %zu files that are not .png, .jpg or .jpeg",
                  base, ignored);

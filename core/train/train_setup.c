@@ -758,6 +758,10 @@ static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
                 "classes); %zu per rank per epoch", t->train.n, t->test.n,
                 t->train.channels, t->train.height, t->train.width,
                 t->train.nclasses, t->train_sampler.count);
+        char *classes = dt_dataset_class_list(&t->train, &t->test);
+        if (classes) /* a folder: which label is which class folder */
+            dt_info("data: %s", classes);
+        free(classes);
         if (t->work_load) {
             char w[4096];
             size_t *share = malloc((size_t)t->world * sizeof *share);
