@@ -213,7 +213,7 @@ static void test_prologue_program_missing(void **state)
                          "it there, or give its full path");
         prologue_refuses(relay, "./missing.py", 127, "no such file");
         prologue_refuses(relay, "./plain", 126,
-                         "permission denied: make it executable (chmod +x)");
+                         "permission denied: make it executable (chmod +x");
         prologue_refuses(relay, "sub", 127, "command not found");
         prologue_refuses(relay, "./sub", 126, "it is a directory");
     }

@@ -1,7 +1,9 @@
 #!/bin/sh
 # train_ckpt_trust.sh — a [train] checkpoint_dir that other users can
-# change is refused before anything is written there (another user's is
-# said), and the lock file is never opened through a link. Rank 0 followed a link planted at
+# change is said (another user's, every user's, under a directory every
+# user may write), not refused (a container's 0777 volume), and the lock
+# file is never opened through a link: that is refused. Rank 0 followed
+# a link planted at
 # checkpoint_dir/.dt-lock and truncated and overwrote what it pointed at
 # (as root: any file), and wrote its checkpoints into a directory another
 # user owned (who could then replace what --resume loads).
@@ -47,13 +49,23 @@ mkdir link && ln -s "$tmp/victim" link/.dt-lock || exit 99
 refused link "link/.dt-lock is a symbolic link: rank 0 would write through it"
 [ -h link/.dt-lock ] || fail "the planted link was removed"
 
-# A directory every user may write.
+# said(DIR, TEXT): the job trains, saying TEXT (a container's 0777
+# volume holds no other user, and the job could not change its mode).
+said() {
+    run "$1" >out 2>err || fail "checkpoint_dir $1 was refused: $(cat err)"
+    grep -qF "$2" err || fail "checkpoint_dir $1: the warning lacks '$2': $(cat err)"
+    ls "$1"/ckpt-*.dtckpt >/dev/null 2>&1 || fail "no checkpoint in $1"
+}
+
+# A directory every user may write; a link planted there is refused.
 mkdir open && chmod 777 open || exit 99
-refused open "checkpoint_dir open is writable by every user (mode 0777)"
+said open "checkpoint_dir open is writable by every user (mode 0777): on a host shared with other users they could replace the checkpoints --resume loads; run \`chmod o-w open\`"
+mkdir open2 && chmod 777 open2 && ln -s "$tmp/victim" open2/.dt-lock || exit 99
+refused open2 "open2/.dt-lock is a symbolic link: rank 0 would write through it"
 
 # Inside one every user may write, without the sticky bit.
 mkdir -m 777 shared || exit 99
-refused shared/ck "checkpoint_dir shared/ck is inside $tmp/shared, which every user may write and which lacks the sticky bit"
+said shared/ck "checkpoint_dir shared/ck is inside $tmp/shared, which every user may write and which lacks the sticky bit"
 
 # Another user's directory (as root only: it takes a second user).
 if [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null; then
@@ -82,5 +94,5 @@ run new >out 2>err || fail "a new checkpoint_dir was refused: $(cat err)"
 ls new/ckpt-*.dtckpt >/dev/null 2>&1 || fail "no checkpoint in new: $(ls -a new)"
 mkdir group && chmod 770 group || exit 99
 run group >out 2>err || fail "a group-writable checkpoint_dir was refused: $(cat err)"
-echo "ok: links and open checkpoint directories refused, other users' said"
+echo "ok: links at the lock refused; open and other users' checkpoint directories said"
 exit 0

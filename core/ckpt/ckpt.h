@@ -75,10 +75,10 @@ dt_status_t dt_ckpt_sync_dir(const char *dir);
  * not at the first checkpoint. DT_ERR_IO is logged naming dir and errno. */
 dt_status_t dt_ckpt_check_dir(const char *dir);
 
-/* dir (existing) is safe from other users: this user's, not writable by
- * every user, and under no directory every user may write without the
- * sticky bit (ckpt_dir_trust.c). DT_ERR_CONFIG logged naming dir, why
- * and what to do; DT_ERR_IO when it cannot be looked at. */
+/* Warn when other users could change dir (existing): another user's,
+ * writable by every user, or under a directory every user may write
+ * without the sticky bit (ckpt_dir_trust.c): each said naming dir, why
+ * and what to do. DT_ERR_IO when it cannot be looked at. */
 dt_status_t dt_ckpt_dir_trusted(const char *dir);
 
 /* Rank 0, for the job's life: an exclusive flock on dir/.dt-lock

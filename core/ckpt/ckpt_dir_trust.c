@@ -1,15 +1,16 @@
-/* ckpt_dir_trust.c — refuse a checkpoint_dir other users can change.
+/* ckpt_dir_trust.c — say when other users could change a checkpoint_dir.
  *
- * Whoever can create names in the directory can plant a link at
- * .dt-lock (rank 0 truncated and wrote whatever it pointed at: a root
- * job overwrote a file of root's), replace a checkpoint with one that
- * --resume then loads, or delete them. So the directory must be this
- * user's and not writable by every user, and no directory above it may
- * be writable by every user without the sticky bit (anyone could rename
- * the checkpoint_dir away and put one of their own in its place). Its
+ * Whoever can create names in the directory can replace a checkpoint
+ * with one that --resume then loads, or delete them (a link planted at
+ * .dt-lock is refused where the lock is opened: ckpt_lock.c). So a
+ * directory of another user's, one every user may write, or one under a
+ * directory every user may write without the sticky bit (anyone could
+ * rename the checkpoint_dir away and put one of their own in its place)
+ * is said, with what to do. Said, not refused: in a container (root on a
+ * host user's volume; Kubernetes' emptyDir, 0777, that the job cannot
+ * change) there is no other user, and a refusal left no way to run. Its
  * group may write it: a user's private group (umask 002) is the common
- * case, and a team sharing a group shares its checkpoints knowingly.
- * Another user's directory is said, not refused (see below). */
+ * case, and a team sharing a group shares its checkpoints knowingly. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -76,22 +77,27 @@ dt_status_t dt_ckpt_dir_trusted(const char *dir)
                 "user is trusted (a container's volume, say)",
                 dir, user_name(sb.st_uid, owner, sizeof owner),
                 user_name(geteuid(), me, sizeof me));
+    /* Said, not refused either: a container's volumes are often 0777
+     * (Kubernetes' emptyDir, a bind mount opened up for a uid mismatch,
+     * drvfs, CIFS), cannot be changed by the job, and hold no other
+     * user; on a shared host the warning says what to do. The lock and
+     * the checkpoints are never written through a link planted there. */
     if (sb.st_mode & S_IWOTH) {
-        dt_error("[train] checkpoint_dir %s is writable by every user (mode "
-                 "%04o): others could replace the checkpoints or plant "
-                 "links there that rank 0 would write through; run `chmod "
-                 "o-w %s` or give another directory",
-                 dir, (unsigned)(sb.st_mode & 07777), dir);
-        return DT_ERR_CONFIG;
+        int mine = sb.st_uid == geteuid() && !(sb.st_mode & S_ISVTX);
+        dt_warn("[train] checkpoint_dir %s is writable by every user (mode "
+                "%04o): on a host shared with other users they could "
+                "replace the checkpoints --resume loads; %s%s%s",
+                dir, (unsigned)(sb.st_mode & 07777),
+                mine ? "run `chmod o-w " : "use a directory of your own "
+                                           "inside it (mkdir -m 700 ",
+                dir, mine ? "`" : "/NAME)");
     }
     char real[PATH_MAX], bad[PATH_MAX];
-    if (realpath(dir, real) && open_ancestor(real, bad, sizeof bad)) {
-        dt_error("[train] checkpoint_dir %s is inside %s, which every user "
-                 "may write and which lacks the sticky bit: anyone could "
-                 "put a directory of their own in its place; give a "
-                 "directory outside it (or run `chmod +t %s`)",
-                 dir, bad, bad);
-        return DT_ERR_CONFIG;
-    }
+    if (realpath(dir, real) && open_ancestor(real, bad, sizeof bad))
+        dt_warn("[train] checkpoint_dir %s is inside %s, which every user "
+                "may write and which lacks the sticky bit: on a host shared "
+                "with other users anyone could put a directory of their own "
+                "in its place; give a directory outside it",
+                dir, bad);
     return DT_OK;
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -100,10 +101,9 @@ static int read_answer(int rfd, long long deadline, char *buf, size_t cap,
     }
 }
 
-/* Reap pid by the deadline, else kill it and what it started (its own
- * group: a tool its check ran and that hangs goes too). 1: reaped in
- * time; 0: killed; -1: reaped elsewhere (a program's SIGCHLD handler):
- * its status unknown. */
+/* Reap pid by the deadline, else kill it. 1: reaped in time; 0:
+ * killed; -1: reaped elsewhere (a program's SIGCHLD handler): its status
+ * unknown. */
 static int reap(pid_t pid, long long deadline, int *status)
 {
     for (;;) {
@@ -115,7 +115,6 @@ static int reap(pid_t pid, long long deadline, int *status)
         if (r < 0 && errno != EINTR)
             return 0;
         if (now_ms() >= deadline) {
-            kill(-pid, SIGKILL);
             kill(pid, SIGKILL);
             while (waitpid(pid, status, 0) < 0 && errno == EINTR)
                 ;
@@ -164,6 +163,7 @@ int dt_run_isolated(dt_isolated_fn_t fn, void *arg, int timeout_s,
         sigemptyset(&chld.sa_mask);
         sigaction(SIGCHLD, &chld, NULL);
     }
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;
@@ -177,7 +177,12 @@ int dt_run_isolated(dt_isolated_fn_t fn, void *arg, int timeout_s,
         return -1;
     }
     if (pid == 0) {
-        setpgid(0, 0); /* killed with what it starts, should it hang */
+        /* In dtctl's group, so a Ctrl-C ends it with dtctl; and ended
+         * should dtctl die otherwise (SIGKILL, a closed terminal) while
+         * it waits for a check that hangs. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(1);
         close(fds[0]);
         op_page = page;
         child(fds[1], fn, arg, out_len);

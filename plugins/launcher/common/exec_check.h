@@ -15,8 +15,9 @@
     "elif [ ! -e \"$1\" ]; then dt_es=127 dt_ew=\"no such file (the "        \
     "workers' directory there is $(pwd)): the path must exist on every "     \
     "host of the job\"; elif [ ! -x \"$1\" ]; then dt_es=126 "               \
-    "dt_ew='permission denied: make it executable (chmod +x), or start it "  \
-    "with its interpreter (-- python3 FILE)'; fi;; "                         \
+    "dt_ew='permission denied: make it executable (chmod +x; or its file "   \
+    "system is mounted noexec), or start it with its interpreter "           \
+    "(-- python3 FILE)'; fi;; "                                              \
     "*) command -v -- \"$1\" >/dev/null 2>&1 || { dt_es=127; dt_ew=\"command " \
     "not found in PATH=$PATH: install it there, or give its full path\"; "   \
     "};; esac; [ $dt_es = 0 ] || printf 'dt: error: rank %s on %s: cannot "  \
