@@ -183,6 +183,8 @@ run --set data.decode=loader
 rc=$?
 [ $rc -eq 1 ] || { cat out; fail "a vanished image (loader) exited $rc, not 1"; }
 grep -q "img/train/c01/00000.png" out || { cat out; fail "the vanished image is not named"; }
+grep -q "img/train/c01/00000.png: cannot open: a symbolic link to $tmp/gone.png, which does not exist (its storage not mounted?)" out ||
+    { cat out; fail "the image's dangling link is not named with its target"; }
 grep -q "a failure that may pass (storage not mounted yet, an I/O error), so dtctl run --max-restarts (\[cluster\] max_restarts) restarts the job for it (2 of 2 restarts left)" out ||
     { cat out; fail "a vanished image (loader): the rank that met it does not say a restart comes"; }
 n=$(grep -c "restart [0-9]* of 2:" out)

@@ -46,7 +46,15 @@ int dt_open_regular(const char *path, off_t *size, char *why, size_t whylen,
         (S_ISREG(sb.st_mode) &&
          fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)) {
         int e = errno;
-        snprintf(why, whylen, "cannot open: %s", strerror(e));
+        char to[1024];
+        ssize_t n = e == ENOENT ? readlink(path, to, sizeof to - 1) : -1;
+        if (n >= 0) { /* a link to nothing: its storage not mounted? */
+            to[n] = '\0';
+            snprintf(why, whylen, "cannot open: a symbolic link to %s, which "
+                     "does not exist (its storage not mounted?)", to);
+        } else {
+            snprintf(why, whylen, "cannot open: %s", strerror(e));
+        }
         *st = e == ENOENT ? DT_ERR_NOT_FOUND : DT_ERR_IO;
     } else if (!S_ISREG(sb.st_mode)) {
         snprintf(why, whylen, "%s", not_regular(sb.st_mode));
