@@ -61,4 +61,12 @@ grep -q "warning: img/train/red car/more: a folder inside a class folder: its im
     { cat out; fail "the folder inside a class folder was not named"; }
 grep -q "data: 24 training and 8 test samples" out ||
     { cat out; fail "the images in the class's subfolder were counted"; }
+
+# A test class that train/ lacks is refused (exit 65) with what to do.
+mkdir img/test/extra && cp "img/test/red car/"* img/test/extra/ || exit 99
+timeout 60 "$DTCTL" run -n 2 job.ini >out 2>&1
+rc=$?
+[ $rc -eq 65 ] || { cat out; fail "a test class train/ lacks: exit $rc, not 65"; }
+grep -q "img/test/extra: a class that img/train does not have: .*; add img/train/extra, or move img/test/extra out of the test set" out ||
+    { cat out; fail "a test class train/ lacks: the remedy is not said"; }
 echo "PASS: the class-to-label mapping and the class test/ lacks are said once"

@@ -296,7 +296,9 @@ static dt_status_t find_images(const char *dir, dt_split_t split,
                          sizeof *classes->v, cmp_str)) {
                 dt_error("%s/%s: a class that %s does not have: the test "
                          "classes must be training classes (labels come "
-                         "from train/'s folders)", base, here.v[i], train);
+                         "from train/'s folders); add %s/%s, or move %s/%s "
+                         "out of the test set", base, here.v[i], train,
+                         train, here.v[i], base, here.v[i]);
                 st = DT_ERR_INVALID;
             }
         if (st == DT_OK && here.n == 0) {
