@@ -627,7 +627,10 @@ static void test_check_dir(void **state)
     clear_dir();
     char good[512], bad[512];
     snprintf(good, sizeof good, "%s/new/ck", dir);
-    assert_int_equal(dt_ckpt_check_dir(good), DT_OK);
+    char *path = NULL;
+    assert_int_equal(dt_ckpt_check_dir(good, &path), DT_OK);
+    assert_string_equal(path, good); /* no link on the way: as given */
+    free(path);
     DIR *d = opendir(good);
     assert_non_null(d);
     struct dirent *e;
@@ -641,7 +644,8 @@ static void test_check_dir(void **state)
     strcat(bad, "/sub");
     capture_t cap;
     capture_begin(&cap);
-    assert_int_equal(dt_ckpt_check_dir(bad), DT_ERR_IO);
+    assert_int_equal(dt_ckpt_check_dir(bad, &path), DT_ERR_IO);
+    assert_null(path);
     char *log = capture_end(&cap);
     assert_non_null(strstr(log, "cannot create checkpoint directory"));
     assert_non_null(strstr(log, "Not a directory"));

@@ -1,8 +1,11 @@
 #!/bin/sh
 # train_ckpt_trust.sh — a [train] checkpoint_dir that other users can
 # change is said (another user's, every user's, under a directory every
-# user may write), not refused (a container's 0777 volume), and the lock
-# file is never opened through a link: that is refused. Rank 0 followed
+# user may write, or its group with another user in it, reached through
+# another user's link), not refused (a container's 0777 volume), and the
+# lock file is never opened through a link: that is refused. A
+# group-writable parent of one's own private group is not said. Rank 0
+# followed
 # a link planted at
 # checkpoint_dir/.dt-lock and truncated and overwrote what it pointed at
 # (as root: any file), and wrote its checkpoints into a directory another
@@ -80,6 +83,23 @@ if [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null; then
         mkdir theirs2 && chown "$user" theirs2 &&
             ln -s "$tmp/victim" theirs2/.dt-lock || exit 99
         refused theirs2 "theirs2/.dt-lock is a symbolic link: rank 0 would write through it"
+        # A parent its group may write without the sticky bit, the group
+        # another user's too (the throwaway user's own): said as the
+        # world's is, with what to do; with the sticky bit, not said.
+        grp=$(id -gn "$user")
+        mkdir team && chgrp "$grp" team && chmod 770 team || exit 99
+        run team/ck >out 2>err || fail "a checkpoint_dir in a group's directory was refused: $(cat err)"
+        grep -qF "checkpoint_dir team/ck is inside $tmp/team, which its group $grp may write (user " err &&
+            grep -qF "is in it) and which lacks the sticky bit: any member of that group could put a directory of their own in its place; run \`chmod +t $tmp/team\`" err ||
+            fail "a group-writable parent with another user in the group is not said: $(cat err)"
+        chmod 1770 team && rm -rf team/ck || exit 99
+        run team/ck >out 2>err || fail "a checkpoint_dir in a sticky group directory was refused: $(cat err)"
+        ! grep -q "is inside $tmp/team" err || fail "a sticky group directory is said: $(cat err)"
+        # Through a link another user owns: its owner chose the target.
+        mkdir target && ln -s "$tmp/target" lnk && chown -h "$user" lnk || exit 99
+        run lnk >out 2>err || fail "a checkpoint_dir through another user's link was refused: $(cat err)"
+        grep -qF "checkpoint_dir lnk (-> $tmp/target) goes through the symbolic link $tmp/lnk, which belongs to $user (uid $(id -u "$user")): its owner chooses where the checkpoints go" err ||
+            fail "another user's link on the way is not said: $(cat err)"
     else
         user=
         echo "note: useradd failed: another user's directory not tried"
@@ -94,5 +114,16 @@ run new >out 2>err || fail "a new checkpoint_dir was refused: $(cat err)"
 ls new/ckpt-*.dtckpt >/dev/null 2>&1 || fail "no checkpoint in new: $(ls -a new)"
 mkdir group && chmod 770 group || exit 99
 run group >out 2>err || fail "a group-writable checkpoint_dir was refused: $(cat err)"
-echo "ok: links at the lock refused; open and other users' checkpoint directories said"
+# A parent its group may write, the group this user's alone (a private
+# group under umask 002): not said. Where others share it, not tried.
+gid=$(id -g)
+if [ -z "$(getent group "$gid" | cut -d: -f4)" ] &&
+    [ -z "$(getent passwd | awk -F: -v g="$gid" -v u="$(id -u)" '$4 == g && $3 != u')" ]; then
+    mkdir mine && chmod 770 mine || exit 99
+    run mine/ck >out 2>err || fail "a checkpoint_dir in a private group's directory was refused: $(cat err)"
+    ! grep -q "is inside $tmp/mine" err || fail "a private group's directory is said: $(cat err)"
+else
+    echo "note: group $gid has other users: a private group's directory not tried"
+fi
+echo "ok: links at the lock refused; open, group-shared and other users' checkpoint directories and links said"
 exit 0

@@ -70,16 +70,43 @@ dt_status_t dt_ckpt_set_aside_after(const char *dir, uint64_t step,
 /* fsync of a directory, so that renames in it last; DT_ERR_IO logged. */
 dt_status_t dt_ckpt_sync_dir(const char *dir);
 
-/* Before training: create dir as dt_ckpt_write would and a file in it
+/* Before training: create dir as dt_ckpt_write would, resolve it
+ * (dt_ckpt_dir_resolve; said when a link was on the way, naming both
+ * paths), check it (dt_ckpt_dir_trusted) and create a file in it
  * (removed again), so that an unwritable directory fails at the start,
- * not at the first checkpoint. DT_ERR_IO is logged naming dir and errno. */
-dt_status_t dt_ckpt_check_dir(const char *dir);
+ * not at the first checkpoint. *path (malloc'd): the path every later
+ * checkpoint operation of the job must go through. DT_ERR_IO is logged
+ * naming dir and errno. */
+dt_status_t dt_ckpt_check_dir(const char *dir, char **path);
 
-/* Warn when other users could change dir (existing): another user's,
- * writable by every user, or under a directory every user may write
- * without the sticky bit (ckpt_dir_trust.c): each said naming dir, why
+/* A symbolic link met following a checkpoint_dir's path
+ * (dt_ckpt_dir_walk): link, its path through directories without links;
+ * parent, the directory it is in; lsb, its lstat. */
+struct stat;
+typedef void (*dt_ckpt_link_fn)(void *arg, const char *link,
+                                const char *parent, const struct stat *lsb);
+
+/* Follow dir one name at a time as the kernel does (ckpt_dir_walk.c),
+ * each link met passed to each (may be NULL); where it leads, without
+ * links, ends in real (PATH_MAX bytes). The number of links met, or -1
+ * with errno (ENOENT, ELOOP...). */
+int dt_ckpt_dir_walk(const char *dir, char *real, dt_ckpt_link_fn each,
+                     void *arg);
+
+/* The path a job's checkpoints go through, resolved once (*path,
+ * malloc'd): dir itself when no link is on its way, else where it leads
+ * then, so that a link swapped later moves nothing. DT_ERR_IO (logged)
+ * when it cannot be followed. */
+dt_status_t dt_ckpt_dir_resolve(const char *dir, char **path);
+
+/* Warn when other users could change the checkpoint directory (existing)
+ * given as dir, resolved to path (dt_ckpt_dir_resolve; dir when no link
+ * was on the way): another user's, writable by every user, under a
+ * directory every user, or a group with another user in it, may write
+ * without the sticky bit, or reached through a link another user owns or
+ * may replace (ckpt_dir_trust.c): each said naming dir (and path), why
  * and what to do. DT_ERR_IO when it cannot be looked at. */
-dt_status_t dt_ckpt_dir_trusted(const char *dir);
+dt_status_t dt_ckpt_dir_trusted(const char *dir, const char *path);
 
 /* Rank 0, for the job's life: an exclusive flock on dir/.dt-lock
  * (ckpt_lock.c), which also records this process's pid, host and start

@@ -292,20 +292,34 @@ out:
     return st;
 }
 
-dt_status_t dt_ckpt_check_dir(const char *dir)
+dt_status_t dt_ckpt_check_dir(const char *dir, char **path)
 {
+    *path = NULL;
     DT_CHECK(make_dir(dir));
-    DT_CHECK(dt_ckpt_dir_trusted(dir));
+    char *p = NULL;
+    DT_CHECK(dt_ckpt_dir_resolve(dir, &p));
+    if (strcmp(p, dir) != 0)
+        dt_info("[train] checkpoint_dir %s (-> %s): a symbolic link on the "
+                "way, followed once: this job's checkpoints and its lock go "
+                "to %s until it ends, also if the link changes meanwhile",
+                dir, p, p);
+    dt_status_t st = dt_ckpt_dir_trusted(dir, p);
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s/" CKPT_TMP_PREFIX "probe.XXXXXX", dir);
-    int fd = create_tmp(tmp);
-    if (fd < 0) {
+    snprintf(tmp, sizeof tmp, "%s/" CKPT_TMP_PREFIX "probe.XXXXXX", p);
+    int fd = st == DT_OK ? create_tmp(tmp) : -1;
+    if (st == DT_OK && fd < 0) {
         dt_error("[train] checkpoint_dir %s: cannot create a file there: %s "
                  "(rank 0 writes the checkpoints there: make it writable "
-                 "or choose another directory)", dir, strerror(errno));
-        return DT_ERR_IO;
+                 "or choose another directory)", p, strerror(errno));
+        st = DT_ERR_IO;
     }
-    close(fd);
-    unlink(tmp);
-    return DT_OK;
+    if (fd >= 0) {
+        close(fd);
+        unlink(tmp);
+    }
+    if (st == DT_OK)
+        *path = p;
+    else
+        free(p);
+    return st;
 }

@@ -50,7 +50,10 @@ typedef struct dt_trainer {
     size_t batch;               /* per rank                                */
     dt_lr_schedule_t lr;
     size_t bucket_bytes;
-    char *ckpt_dir;             /* NULL: no checkpoints                    */
+    char *ckpt_dir;             /* NULL: no checkpoints; rank 0, once
+                                   dt_trainer_prepare_outputs checked it:
+                                   the path it resolved to (a link on the
+                                   way followed once: dt_ckpt_dir_resolve) */
     uint64_t ckpt_every;        /* in ckpt_unit_steps ? steps : epochs     */
     bool ckpt_unit_steps;
     int ckpt_keep;

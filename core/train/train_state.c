@@ -23,10 +23,13 @@
  * seen twice. The per-worker batch is the job's batch_size, so the global
  * batch follows the world size, and the lr follows lr_scaling; the
  * optimizer state is loaded unchanged. */
+#include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <dt/clock.h>
 #include <dt/dt.h>
@@ -1228,14 +1231,38 @@ dt_status_t dt_trainer_restore_async(dt_trainer_t *t, void **opt,
     return DT_OK;
 }
 
+/* The trust checks rank 0 makes at a job's start, for a directory this
+ * process has not checked yet (dtctl asks again at every restart: said
+ * once, not at each). */
+static void trusted_once(const char *dir, const char *path)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static char checked[PATH_MAX];
+    pthread_mutex_lock(&lock);
+    if (strcmp(checked, path) != 0) {
+        snprintf(checked, sizeof checked, "%s", path);
+        dt_ckpt_dir_trusted(dir, path);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
 dt_status_t dt_train_latest_checkpoint(const char *dir,
                                        dt_train_checkpoint_t *out)
 {
     memset(out, 0, sizeof *out);
     if (!dir || !*dir)
         return DT_ERR_NOT_FOUND;
+    /* Followed once, so that the files listed are the files read; a
+     * directory not there (another host's, seen from dtctl's) is none. */
+    struct stat sb;
+    char *path = NULL;
+    if (stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        DT_CHECK(dt_ckpt_dir_resolve(dir, &path));
+        trusted_once(dir, path);
+    }
     dt_ckpt_t c;
-    dt_status_t found = dt_ckpt_load_latest(dir, &c);
+    dt_status_t found = dt_ckpt_load_latest(path ? path : dir, &c);
+    free(path);
     /* dt/train.h: none valid is "not found", as it has always been */
     DT_CHECK(found == DT_ERR_INVALID ? DT_ERR_NOT_FOUND : found);
     const dt_ckpt_section_t *ms = dt_ckpt_find(&c, TAG_META);
@@ -1287,7 +1314,13 @@ static dt_status_t check_ckpt_dir(dt_trainer_t *t)
 {
     if (!t->ckpt_dir)
         return DT_OK;
-    DT_CHECK(dt_ckpt_check_dir(t->ckpt_dir));
+    /* Followed once: every checkpoint operation of this job (the lock,
+     * writes, pruning, setting aside, reading back) goes through the
+     * resolved path, where the checks looked (only rank 0 makes any). */
+    char *path = NULL;
+    DT_CHECK(dt_ckpt_check_dir(t->ckpt_dir, &path));
+    free(t->ckpt_dir);
+    t->ckpt_dir = path;
     const char *rc = getenv("DT_RESTART_COUNT");
     double wait_s = rc && atoi(rc) > 0 ? ps_live_from(t->cfg).timeout / 2
                                         : 0;

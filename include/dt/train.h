@@ -85,7 +85,12 @@ typedef struct dt_train_checkpoint {
 /* DT_ERR_NOT_FOUND when dir holds no valid checkpoint (corrupt newer ones
  * are named in warnings and skipped, as --resume does); DT_ERR_UNSUPPORTED
  * when the newest is of a newer dt's format, DT_ERR_CONFIG when this user
- * may not read it (each named in an error). */
+ * may not read it (each named in an error). A dir that other users could
+ * change (another user's, writable by every user, under a directory
+ * others may write, through a link another user owns or may replace) is
+ * said in warnings as the trainer's rank 0 says it, once per directory
+ * in a process; a link on the way is followed once per call, so that
+ * the files listed are the files read. */
 dt_status_t dt_train_latest_checkpoint(const char *dir,
                                        dt_train_checkpoint_t *out);
 
