@@ -298,6 +298,28 @@ bounded_wait $job
 wait_gone "$groups" || fail "processes left after SIGTERM: $(pgrep -a -g "$groups")"
 ok "SIGTERM to dtctl stops every remote worker"
 
+# Ctrl-C (SIGINT to dtctl) reaches the remote workers as SIGINT, as from a
+# terminal (Python's KeyboardInterrupt; they got SIGTERM).
+rm -f "$T/got".*
+bg -n 2 -- sh -c ": $MARK; trap 'echo INT >$T/got.\$DT_RANK; exit 130' INT
+    trap 'echo TERM >$T/got.\$DT_RANK; exit 143' TERM
+    while :; do sleep 0.1; done" 2>"$T/err"
+job=$!
+i=0
+while [ "$(pgrep -f "^sh -c : $MARK; trap" | wc -l)" -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 0.2 # the traps set
+groups=$(job_groups)
+[ -n "$groups" ] || fail "SIGINT case: the workers did not start"
+kill -INT "$job"
+bounded_wait $job
+[ $rc -eq 130 ] || fail "SIGINT to dtctl: want 130, got $rc ($(cat "$T/err"))"
+for r in 0 1; do
+    [ "$(cat "$T/got.$r" 2>/dev/null)" = INT ] ||
+        fail "SIGINT to dtctl: rank $r got '$(cat "$T/got.$r" 2>/dev/null)', want INT ($(cat "$T/err"))"
+done
+wait_gone "$groups" || fail "processes left after SIGINT: $(pgrep -a -g "$groups")"
+ok "SIGINT to dtctl reaches every remote worker as SIGINT"
+
 # Ctrl-Z (SIGTSTP to dtctl) stops the remote workers with dtctl, but not
 # their watchdogs (a STOP of the whole group stopped them too: a
 # connection lost meanwhile left the workers stopped for ever); fg
@@ -398,16 +420,19 @@ else
 fi
 ok "dtctl killed while Ctrl-Z'd: the watchdogs end the stopped remote workers"
 
-# A real dt job Ctrl-Z'd for longer than [cluster] timeout (2 s) over ssh
+# A real dt job Ctrl-Z'd for longer than [cluster] timeout (8 s) over ssh
 # goes on after fg: no rank takes the stop for its peer's silence (exit
 # 124, "hung"). Rank 1 stops itself after the first allreduce (rank 0
 # then waits on it); Ctrl-Z stops both, fg's CONT continues both. The
-# sleep makes the stop outlast the timeout; it asserts nothing.
+# sleep makes the stop outlast the timeout; it asserts nothing. The
+# timeout (8 s) must outlast finding the pids and the Ctrl-Z after rank 1
+# paused itself: at 2 s a loaded machine (load 12 on 2 cores) let rank 0
+# take rank 1's pause for a hang before the Ctrl-Z came.
 pe="$top_builddir/tests/peer_exit"
 if [ -x "$pe" ] && [ -e "$top_builddir/plugins/modules/dt_transport_tcp.so" ]; then
     start_in_own_group \
         "$DTCTL" run --launcher=ssh --hostfile "$T/hosts" -n 2 --transport=tcp \
-        --set cluster.timeout=2s -x PEER_EXIT_RANK=1 -x PEER_EXIT_MODE=pause \
+        --set cluster.timeout=8s -x PEER_EXIT_RANK=1 -x PEER_EXIT_MODE=pause \
         -- sh -c ": $MARK; exec \"\$0\"" "$pe" >"$T/pe" 2>&1
     job=$own_group_pid
     i=0 p0="" p1=""
@@ -419,7 +444,7 @@ if [ -x "$pe" ] && [ -e "$top_builddir/plugins/modules/dt_transport_tcp.so" ]; t
     if [ -n "$p0" ] && [ -n "$p1" ] && all_in T "$p1"; then
         kill -TSTP "$job"
         all_in T "$job" "$p0" || fail "Ctrl-Z of a dt job over ssh: not stopped ($(states "$job" "$p0"))"
-        sleep 3                  # longer than the 2 s timeout
+        sleep 9                  # longer than the 8 s timeout
         kill -CONT "$job"
         bounded_wait $job
         [ $rc -eq 0 ] || fail "a dt job over ssh Ctrl-Z'd past [cluster] timeout, then fg: want 0, got $rc: $(cat "$T/pe")"

@@ -150,11 +150,16 @@ want="option '--max' is ambiguous: it could be --max-restarts, --max-np"; refuse
 # mpirun's habit, the program's options among dtctl's: the '--' said
 want="unknown option '--lr'; .*go after '--': dtctl run -n 2 -- python3 train.py --lr 0.1"; refused -np 2 python3 train.py --lr 0.1
 # torchrun's habit, the script right after the options: the advice names
-# python3 (a bare "-- train.py" would not start: not on PATH)
+# python3 (a bare "-- train.py" would not start: not on PATH) and the
+# count given (it said -n 4 whatever was typed); also without `run`
+# (it said "-- train.py")
 dt run --nproc_per_node 2 train.py >out 2>&1; rc=$?
-[ $rc -eq 2 ] && grep -q -- "'train.py' is not a job file (JOB.ini); .*dtctl run -n 4 -- python3 train.py \.\.\." out ||
-    fail "run --nproc_per_node 2 train.py: want exit 2 and '-- python3 train.py', got $rc: $(cat out)"
-want="'prog' is not a job file (JOB.ini); .*dtctl run -n 4 -- prog \.\.\."; refused -n 2 prog
+[ $rc -eq 2 ] && grep -q -- "'train.py' is not a job file (JOB.ini); .*dtctl run -n 2 -- python3 train.py \.\.\." out ||
+    fail "run --nproc_per_node 2 train.py: want exit 2 and '-n 2 -- python3 train.py', got $rc: $(cat out)"
+dt --nproc-per-node 3 train.py >out 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q -- "unknown command 'train.py' .*to run a program: dtctl run -n 3 -- python3 train.py$" out ||
+    fail "--nproc-per-node 3 train.py: want exit 2 and '-n 3 -- python3 train.py', got $rc: $(cat out)"
+want="'prog' is not a job file (JOB.ini); .*dtctl run -n 2 -- prog \.\.\."; refused -n 2 prog
 # another command's option is refused, not ignored
 want="--sizes is an option of dtctl bench, not of dtctl run"; refused --sizes 4K
 dt config --iters 3 >out 2>&1 && fail "dtctl config --iters 3 accepted"

@@ -219,6 +219,45 @@ stop_test INT 130
 stop_test TERM 143
 stop_test QUIT 131   # Ctrl-\
 stop_test USR2 140
+# A Ctrl-C reaches a program's workers as SIGINT, as from a terminal (and
+# torchrun): Python's KeyboardInterrupt, so a handler that saves a
+# checkpoint runs (they got SIGTERM, which Python does not turn into an
+# exception). Rank 0 is a shell that says which signal came; rank 1 a
+# Python script catching KeyboardInterrupt. SIGTERM to dtctl stays SIGTERM.
+sig_test() { # signal: what rank 0 must have got
+    tag="$MARK-sig$1"
+    rm -f "$T/ppid".* "$T/got".*
+    # (rank 1 writes its file once in the try: a SIGINT before it would
+    # hit Python's start-up, not the handler)
+    run -n 2 -- sh -c 'if [ $DT_RANK = 1 ]; then exec python3 -c "
+import os, sys, time
+try:
+    open(sys.argv[1] + \".1\", \"w\").write(\"%d\\n\" % os.getppid())
+    time.sleep(100)
+except KeyboardInterrupt:
+    open(sys.argv[2] + \".saved\", \"w\").write(\"checkpoint\\n\")
+    sys.exit(130)" "$1" "$2" "$3"; fi
+        trap "echo INT >$2.0; exit 130" INT
+        trap "echo TERM >$2.0; exit 143" TERM
+        echo $PPID >"$1.$DT_RANK"
+        while :; do sleep 0.1; done' sh "$T/ppid" "$T/got" "$tag" >"$T/o" 2>"$T/e" &
+    bg=$!
+    for i in $(seq 200); do [ -s "$T/ppid.0" ] && [ -s "$T/ppid.1" ] && break; sleep 0.05; done
+    p=$(cat "$T/ppid.0" 2>/dev/null)
+    [ -n "$p" ] && [ -s "$T/ppid.1" ] && kill -"$1" "$p" || fail "SIG$1 to a program: workers did not start"
+    wait $bg; rc=$?
+    [ "$(cat "$T/got.0" 2>/dev/null)" = "$1" ] ||
+        fail "SIG$1 to dtctl: rank 0 got '$(cat "$T/got.0" 2>/dev/null)', want $1: $(cat "$T/e")"
+    if leftovers "$tag"; then fail "SIG$1 left processes: $(pgrep -fa "$tag")"; fi
+}
+sig_test INT
+[ $rc -eq 130 ] || fail "Ctrl-C to a program: want exit 130, got $rc: $(cat "$T/e")"
+[ -s "$T/got.saved" ] || fail "Ctrl-C: the Python rank's KeyboardInterrupt handler did not run: $(cat "$T/o" "$T/e")"
+grep -q "received Interrupt: stopping the job (SIGINT to every worker" "$T/e" ||
+    fail "Ctrl-C: dtctl did not say the workers get SIGINT: $(cat "$T/e")"
+sig_test TERM
+[ $rc -eq 143 ] || fail "SIGTERM to a program: want exit 143, got $rc: $(cat "$T/e")"
+ok "Ctrl-C reaches a program's workers as SIGINT (Python's KeyboardInterrupt handler saves), SIGTERM as SIGTERM"
 # ... also while dtctl's output pipe is full and nobody reads it (a paused
 # pager): the blocked write must not hold the stop up. The reader sleeps
 # 60 s; dtctl must be gone well before (kill_grace is 2 s here).

@@ -26,6 +26,7 @@
 #include "oom_counts.h"
 #include "output_lines.h"
 #include "plugin/plugin_loader.h"
+#include "program_hint.h"
 #include "run_env.h"
 #include "run_checks.h"
 #include "run_culprit.h"
@@ -71,6 +72,8 @@ typedef struct run_state {
     int suspends;               /* its signal op stops and continues
                                    the workers (Ctrl-Z)           */
     char no_suspend[160];       /* else why not, for Ctrl-Z's message */
+    int signals_as_is;          /* its signal op sends SIGINT itself to
+                                   the workers' groups (local, ssh) */
 } run_state_t;
 
 static int ends_with(const char *s, const char *suffix)
@@ -91,12 +94,12 @@ static int check_usage(const dt_cli_t *cli, const char **job_file)
     }
     if (cli->nargs == 1) {
         if (!ends_with(cli->args[0], ".ini")) {
-            /* torchrun's habit (torchrun train.py): a script after '--'
-             * alone would not start (not on PATH, maybe not executable) */
-            int script = ends_with(cli->args[0], ".py");
+            /* torchrun's habit (torchrun train.py) */
+            char hint[512];
+            dt_cli_program_hint(cli, cli->args[0], hint, sizeof hint);
             dt_error("'%s' is not a job file (JOB.ini); to run a program put "
-                     "it after '--': dtctl run -n 4 -- %s%s ...",
-                     cli->args[0], script ? "python3 " : "", cli->args[0]);
+                     "it after '--': %s ...",
+                     cli->args[0], hint);
             return EXIT_USAGE;
         }
         *job_file = cli->args[0];
@@ -354,6 +357,9 @@ static int prepare(const dt_cli_t *cli, const char *job_file, run_state_t *s)
     s->suspends = s->one_machine || strcmp(launcher->name, "ssh") == 0 ||
                   strcmp(launcher->name, "mpi") == 0 ||
                   strcmp(launcher->name, "slurm") == 0;
+    /* mpi's SIGINT makes mpirun end the job at once (SIGTERM, SIGKILL
+     * 1 s later); slurm, sge and yarn end their job whatever the signal */
+    s->signals_as_is = s->one_machine || strcmp(launcher->name, "ssh") == 0;
     if (!s->suspends && strcmp(launcher->name, "sge") == 0)
         /* sge_execd marks the job suspended before it signals it, then
          * passes over its qrsh -inherit tasks as "already suspended"
@@ -617,6 +623,8 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
                                                isatty(STDOUT_FILENO),
                                .suspends = s->suspends,
                                .no_suspend = s->no_suspend,
+                               .interrupts = !s->trainer &&
+                                             s->signals_as_is,
                                .oom_at_start = oom_at_start};
         run_test_hold_start();
         code = supervise_job(&sa);

@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "long_abbrev.h"
 #include "cwd_gone.h"
+#include "program_hint.h"
 #include "std_fds.h"
 #include "plugin/plugin_loader.h"
 
@@ -644,9 +645,11 @@ int main(int argc, char **argv)
                  cli.command);
         rc = 2;
     } else {
+        char hint[512];
+        dt_cli_program_hint(&cli, cli.command, hint, sizeof hint);
         dt_error("unknown command '%s' (commands: run, plugins, config, bench, check, stage, plot, plan, help); "
-                 "see dtctl --help; to run a program: dtctl run -n N -- %s",
-                 cli.command, cli.command);
+                 "see dtctl --help; to run a program: %s",
+                 cli.command, hint);
         rc = 2;
     }
     dt_plugins_unload_all();

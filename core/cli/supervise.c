@@ -28,7 +28,8 @@ typedef struct ended {
 typedef struct monitor {
     const supervise_args_t *a;
     int exit_code;
-    int stopping;          /* SIGTERM sent          */
+    int stopping;          /* the stop sent (SIGTERM or SIGINT) */
+    int stop_sent;         /* which of them                     */
     int stop_signals;      /* the user's SIGINT/TERM so far */
     int first_signo;       /* the first of them (0: none)   */
     oom_counts_t oom_kills; /* out-of-memory kills so far, at start */
@@ -78,13 +79,20 @@ static const dt_worker_exit_t *end_of(const monitor_t *m, int rank)
                                                            : NULL;
 }
 
-static void begin_stop(monitor_t *m)
+/* The stop: SIGTERM, or SIGINT for the user's Ctrl-C (interrupts). */
+static void begin_stop_with(monitor_t *m, int signo)
 {
     if (m->stopping)
         return;
     m->stopping = 1;
+    m->stop_sent = signo;
     m->kill_at = dt_clock_now_ms() + (long long)(m->a->kill_grace * 1000.0);
-    m->a->ops->signal(m->a->ctx, SIGTERM);
+    m->a->ops->signal(m->a->ctx, signo);
+}
+
+static void begin_stop(monitor_t *m)
+{
+    begin_stop_with(m, SIGTERM);
 }
 
 static void kill_now(monitor_t *m)
@@ -350,10 +358,25 @@ static void on_stop_signal(monitor_t *m, int signo)
     if (!again) {
         if (m->exit_code == 0)
             m->exit_code = 128 + signo;
-        dt_warn("received %s: stopping the job (SIGTERM to every worker, "
-                "SIGKILL after %gs; send it again to kill at once)",
-                strsignal(signo), m->a->kill_grace);
-        begin_stop(m);
+        if (m->stopping) { /* a failure's stop is under way: it stands */
+            dt_warn("received %s: the job is stopping already (SIGKILL "
+                    "%gs after its SIGTERM; send it again to kill at once)",
+                    strsignal(signo), m->a->kill_grace);
+            return;
+        }
+        int as_is = signo == SIGINT && m->a->interrupts;
+        if (as_is)
+            dt_warn("received %s: stopping the job (SIGINT to every "
+                    "worker, as from a terminal: Python raises "
+                    "KeyboardInterrupt; SIGKILL after %gs; send it again "
+                    "to kill at once)",
+                    strsignal(signo), m->a->kill_grace);
+        else
+            dt_warn("received %s: stopping the job (SIGTERM to every "
+                    "worker, SIGKILL after %gs; send it again to kill at "
+                    "once)",
+                    strsignal(signo), m->a->kill_grace);
+        begin_stop_with(m, as_is ? SIGINT : SIGTERM);
     } else if (!m->killed) {
         dt_warn("received %s again: killing the workers now",
                 strsignal(signo));
@@ -524,9 +547,10 @@ int supervise_job(const supervise_args_t *a)
             int ckpt = a->trainer && (m.first_signo == SIGTERM ||
                                       m.first_signo == SIGUSR1);
             if (a->kill_grace > 0)
-                dt_warn("workers still running %gs after SIGTERM "
+                dt_warn("workers still running %gs after %s "
                         "([cluster] kill_grace); sending SIGKILL%s",
                         a->kill_grace,
+                        m.stop_sent == SIGINT ? "SIGINT" : "SIGTERM",
                         ckpt ? ": a preemption checkpoint they were "
                                "writing is lost (the one before it "
                                "stands); raise [cluster] kill_grace above "

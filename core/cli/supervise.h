@@ -1,7 +1,7 @@
 /* supervise.h — watch a launched job until every worker ended: forward
  * output, stop everything on the first failure or on a stop signal
- * (SIGTERM to all, SIGKILL after kill_grace), and decide dtctl's exit
- * code. Never waits without bound. */
+ * (SIGTERM to all, or SIGINT for a Ctrl-C: see interrupts; SIGKILL after
+ * kill_grace), and decide dtctl's exit code. Never waits without bound. */
 #ifndef DT_CLI_SUPERVISE_H
 #define DT_CLI_SUPERVISE_H
 
@@ -56,7 +56,7 @@ typedef struct supervise_args {
     const dt_launcher_ops_t *ops;
     void *ctx;
     output_lines_t *lines;
-    double kill_grace; /* seconds from SIGTERM to SIGKILL */
+    double kill_grace; /* seconds from the stop (SIGTERM, SIGINT) to SIGKILL */
     /* Optional: the workers' failure record; 1 when there is one. */
     int (*culprit)(void *arg, supervise_culprit_t *out);
     void *culprit_arg;
@@ -81,6 +81,14 @@ typedef struct supervise_args {
      * ..."). */
     int suspends;
     const char *no_suspend;
+    /* The user's first SIGINT (Ctrl-C) reaches the workers as SIGINT, as
+     * a terminal's would, not as SIGTERM: a Python program gets its
+     * KeyboardInterrupt (torchrun does the same), and a handler that
+     * saves a checkpoint runs. Set for a program (not dt's trainer, whose
+     * SIGTERM is a preemption) whose launcher's ops->signal delivers
+     * SIGINT to the workers' process groups as it is (local, ssh). A stop
+     * dtctl began itself (a failure) stays SIGTERM. */
+    int interrupts;
     /* The kernel's out-of-memory kill counts from before the launch
      * (oom_counts_read): a SIGKILL dtctl did not send is checked against
      * them (oom_hint.h); read later, a worker killed at once is missed. */
