@@ -12,9 +12,14 @@
 # - optimizer crashcreate: create segfaults. dtctl run makes the optimizer
 #   once before launching (to check its settings), in a child: the job
 #   fails there naming plugin, op and file (dtctl was killed, exit 139).
+# - transport crashisend: isend segfaults in the workers' first
+#   collective (tests/peer_exit, shm off so that the transport carries
+#   it): the op is named, by the rank and by dtctl's closing line (isend
+#   and the other per-message ops were not marked: the rank died unnamed).
 # - optimizer crashstep: step segfaults in the workers. Each rank says
-#   which plugin and op it crashed in, then dies of SIGSEGV as before
-#   (dtctl said only "rank 0 was killed by signal 11").
+#   which plugin and op it crashed in, then dies of SIGSEGV as before;
+#   dtctl's closing line names them too (it said only "rank 0 ... was
+#   killed by signal 11 (Segmentation fault)").
 set -u
 fail() { echo "FAIL: $*" >&2; exit 1; }
 : "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
@@ -44,6 +49,8 @@ build transport longnamedtransport fixture_transport.c -DFIXTURE_COMPLETE \
     -DFIXTURE_VERSION='"0.1"'
 build optimizer crashcreate fixture_plugin.c -DFIXTURE_CRASH_IN_CREATE
 build optimizer crashstep fixture_plugin.c -DFIXTURE_CRASH_IN_STEP
+build transport crashisend fixture_transport.c -DFIXTURE_COMPLETE \
+    -DFIXTURE_CRASH_IN_ISEND
 export DT_PLUGIN_PATH="$tmp"
 
 # 1. The listing goes on past a check that crashes or hangs (10 s).
@@ -112,8 +119,35 @@ grep -qF "optimizer plugin 'crashcreate' crashed in create() (signal 11: Segment
     fail "dtctl run does not name the optimizer whose create crashed"
 echo "ok: an optimizer whose create crashes is named before launch"
 
-# 5. A crash in the workers, in the optimizer's step: each rank names the
-# plugin and op; the rank still dies of SIGSEGV (dtctl: exit 139).
+# dtctl's closing line: its last error, which names the rank that died,
+# its signal, and the plugin op the rank's own report named.
+closing_line_names() { # PLUGIN-WORDS
+    last=$(grep '^dt: error: ' "$tmp/run" | tail -n 1)
+    printf '%s\n' "$last" | grep -Eq "^dt: error: rank [01] on [^ ]+ was killed by signal 11 \(Segmentation fault\) in $1\$" ||
+        fail "dtctl's closing line does not name $1: $last"
+}
+
+# 5. A crash in a transport's per-message op (isend) in the workers: the
+# ranks and dtctl's closing line name it.
+pe="$top_builddir/tests/peer_exit"
+if [ -x "$pe" ]; then
+    PEER_EXIT_RANK=-1 timeout -k 5 120 "$DTCTL" run -n 2 \
+        --transport crashisend --set collectives.shm=off -- "$pe" \
+        >"$tmp/run" 2>&1
+    rc=$?
+    cat "$tmp/run"
+    [ $rc -eq 139 ] || fail "a crashing transport isend: dtctl run exit $rc, not 139"
+    grep -qF "error: crashed in transport plugin 'crashisend', in its op isend() (signal 11: Segmentation fault): the fault is the plugin's, not dt's; rebuild or remove $tmp/dt_transport_crashisend.so" "$tmp/run" ||
+        fail "the rank that crashed in the transport's isend does not name it"
+    closing_line_names "transport plugin 'crashisend', in its op isend\(\)"
+    echo "ok: a crash in a transport's isend is named, by the rank and dtctl"
+else
+    echo "SKIP (case 5): $pe is not built"
+fi
+
+# 6. A crash in the workers, in the optimizer's step: each rank names the
+# plugin and op; the rank still dies of SIGSEGV (dtctl: exit 139), and
+# dtctl's closing line names them too.
 data=/usr/share/datasets/fashion-mnist
 if [ ! -r "$data/train-images-idx3-ubyte.gz" ] || [ "${DT_HAVE_ZLIB:-yes}" != yes ]; then
     echo "SKIP: $data or zlib missing: the crash in a worker is not tried"
@@ -125,4 +159,5 @@ cat "$tmp/run"
 [ $rc -eq 139 ] || fail "a crashing optimizer step: dtctl run exit $rc, not 139 (128 + SIGSEGV)"
 grep -qF "error: crashed in optimizer plugin 'crashstep', in its op step() (signal 11: Segmentation fault): the fault is the plugin's, not dt's; rebuild or remove $tmp/dt_optimizer_crashstep.so" "$tmp/run" ||
     fail "the rank that crashed in the optimizer's step does not name it"
+closing_line_names "optimizer plugin 'crashstep', in its op step\(\)"
 echo "ok: a crash in a worker's plugin op names the plugin and op"

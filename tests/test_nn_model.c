@@ -963,7 +963,7 @@ static void test_param_tensor_kinds(void **state)
                               .set_tensors = rec_tensors,
                               .set_tensor_kinds = rec_kinds};
     tensor_rec_t r = {0};
-    assert_int_equal(dt_trainer_opt_tensors(&ops, &r, m, "rec"), DT_OK);
+    assert_int_equal(dt_trainer_opt_tensors(NULL, &ops, &r, m, "rec"), DT_OK);
     assert_int_equal(r.n, 9);
     assert_memory_equal(r.off, want_off, sizeof want_off);
     assert_int_equal(r.nkinds, 9);
@@ -972,7 +972,7 @@ static void test_param_tensor_kinds(void **state)
     /* A table that ends before set_tensor_kinds: boundaries only. */
     ops.size = offsetof(dt_optimizer_ops_t, set_tensor_kinds);
     memset(&r, 0, sizeof r);
-    assert_int_equal(dt_trainer_opt_tensors(&ops, &r, m, "rec"), DT_OK);
+    assert_int_equal(dt_trainer_opt_tensors(NULL, &ops, &r, m, "rec"), DT_OK);
     assert_int_equal(r.n, 9);
     assert_int_equal(r.nkinds, 0);
     dt_model_free(m);

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "cli/crash_site.h"
 #include "cli/output_lines.h"
 
 typedef struct fx {
@@ -350,6 +351,49 @@ static void test_bar_fits_the_terminal(void **state)
     close(master);
 }
 
+/* A rank's crash report (plugin/crash_line.h), read as its lines pass:
+ * dtctl's closing line names the plugin op (cli/crash_site.c). Only a
+ * whole line of dt's own words counts, for a rank of the job, and only
+ * for the signal it names. */
+static void test_crash_report_is_read(void **state)
+{
+    (void)state;
+    fx_t *f = make(3, 0);
+    crash_sites_t *c = NULL;
+    assert_int_equal(crash_sites_new(3, &c), DT_OK);
+    output_lines_set_watch(f->o, crash_sites_see, c);
+    feed(f, 1, 2, "dt: [1 node2] error: crashed in transport plugin 'my-net_2"
+                  "', in its op isend() (signal 11: Segm");
+    assert_null(crash_sites_of(c, 1, 11)); /* not a whole line yet */
+    feed(f, 1, 2, "entation fault): the fault is the plugin's, not dt's; "
+                  "rebuild or remove /x/dt_transport_my-net_2.so\n");
+    assert_string_equal(crash_sites_of(c, 1, 11),
+                        "transport plugin 'my-net_2', in its op isend()");
+    assert_null(crash_sites_of(c, 1, 9)); /* killed by another signal */
+    assert_null(crash_sites_of(c, 0, 11));
+    /* still passed on as it came */
+    assert_non_null(strstr(next_write(f->err[1]), "[1] dt: [1 node2] error: "
+                                                  "crashed in transport"));
+    /* untagged (no dt_init tag), on stdout: read too */
+    feed(f, 0, 1, "dt: error: crashed in optimizer plugin 'o', in its op "
+                  "save() (signal 6: Aborted): ...\n");
+    assert_string_equal(crash_sites_of(c, 0, 6),
+                        "optimizer plugin 'o', in its op save()");
+    /* a program's own words, a line cut short, the job's lines: not */
+    feed(f, 2, 2, "worker: dt: error: crashed in optimizer plugin 'o', in "
+                  "its op step() (signal 11: Segmentation fault)\n");
+    feed(f, 2, 2, "dt: error: crashed in optimizer plugin 'o', in its op "
+                  "step()\n");
+    feed(f, -1, 2, "dt: error: crashed in optimizer plugin 'o', in its op "
+                   "step() (signal 11: Segmentation fault)\n");
+    assert_null(crash_sites_of(c, 2, 11));
+    crash_sites_clear(c); /* a new attempt */
+    assert_null(crash_sites_of(c, 1, 11));
+    assert_null(crash_sites_of(c, 0, 6));
+    crash_sites_free(c);
+    done(f);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* as dtctl does while it runs a job */
@@ -366,6 +410,7 @@ int main(void)
         cmocka_unit_test(test_prompt_that_becomes_a_bar),
         cmocka_unit_test(test_line_to_a_file_leaves_the_bar),
         cmocka_unit_test(test_bar_fits_the_terminal),
+        cmocka_unit_test(test_crash_report_is_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

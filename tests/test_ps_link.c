@@ -7,7 +7,10 @@
  * hung). A connection that broke is opened again too: the server once
  * logged the client's "connection unusable" line at every look, for the
  * rest of the job. Each stretch of failure is said once, and the store's
- * answer again once. */
+ * answer again once. A worker's beat (core/train/ps_beat.c) uses the same
+ * link: it once kept a broken connection for the rest of the job, logging
+ * "connection unusable" at every beat (every half period) while no beat
+ * reached the servers. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <setjmp.h>
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -25,6 +29,7 @@
 
 #include "stderr_capture.h"
 #include "store_child.h"
+#include "train/ps_beat.h"
 #include "train/ps_link.h"
 
 typedef struct fixture {
@@ -152,6 +157,94 @@ static void test_broken_connection(void **state)
     free(log);
 }
 
+/* The counter at key, read on a connection of its own. */
+static int64_t counter(const fixture_t *f, const char *key)
+{
+    dt_store_t *s = NULL;
+    int64_t n = -1;
+    assert_int_equal(dt_store_connect(f->child.where, f->token, 10, &s),
+                     DT_OK);
+    assert_int_equal(dt_store_add(s, key, 0, &n), DT_OK);
+    dt_store_close(s);
+    return n;
+}
+
+/* Past the link's rest after a failure (a period): the next beat tries. */
+static void sleep_past(double period)
+{
+    struct timespec ts = {0, (long)(2 * period * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+static void test_beat_reconnects(void **state)
+{
+    fixture_t *f = *state;
+    /* each beat waits up to 1 s (T/2) for the store; a short rest */
+    ps_live_t live = {.timeout = 2.0, .period = 0.05};
+    dt_ps_beat_t b = {0};
+    assert_true(dt_ps_beat_init(&b, live));
+    dt_ps_beat_once(&b);
+    assert_int_equal(counter(f, b.key), 1);
+    int fd = store_fd(f);
+    assert_true(fd >= 0);
+    assert_int_equal(shutdown(fd, SHUT_RDWR), 0); /* its framing lost */
+    capture_t cap;
+    capture_begin(&cap);
+    dt_ps_beat_once(&b); /* finds it broken */
+    for (int i = 0; i < 3; i++) {
+        sleep_past(live.period);
+        dt_ps_beat_once(&b);
+    }
+    char *log = capture_end(&cap);
+    int64_t n = counter(f, b.key);
+    dt_ps_beat_free(&b);
+    assert_int_equal(n, 4); /* the first, and the three after it broke */
+    assert_int_equal(count(log, "connection unusable"), 0);
+    assert_int_equal(count(log, "did not take heartbeat"), 1);
+    assert_int_equal(count(log, "the rendezvous store answers heartbeats "
+                                "again"),
+                     1);
+    free(log);
+}
+
+/* The store out of reach for a while (its host cut off): the beats that
+ * find none are skipped, said once for the whole outage (the broken
+ * connection, then the new ones that fail), and counted again, said
+ * once, when a store answers. */
+static void test_beat_outage(void **state)
+{
+    fixture_t *f = *state;
+    ps_live_t live = {.timeout = 2.0, .period = 0.05};
+    dt_ps_beat_t b = {0};
+    assert_true(dt_ps_beat_init(&b, live));
+    dt_ps_beat_once(&b);
+    store_child_end(&f->child); /* each try now waits T/2 in vain */
+    capture_t cap;
+    capture_begin(&cap);
+    for (int i = 0; i < 3; i++) { /* the first finds the connection gone */
+        sleep_past(live.period);
+        dt_ps_beat_once(&b);
+    }
+    /* back (at a new address: the test's store cannot have its old port
+     * again; the environment is read at each try) */
+    assert_true(store_child_start(&f->child, f->token));
+    setenv("DT_RENDEZVOUS", f->child.where, 1);
+    sleep_past(live.period);
+    dt_ps_beat_once(&b);
+    char *log = capture_end(&cap);
+    int64_t n = counter(f, b.key);
+    dt_ps_beat_free(&b);
+    assert_int_equal(n, 1);
+    assert_int_equal(count(log, "connection unusable"), 0);
+    assert_int_equal(count(log, "did not take heartbeat") +
+                         count(log, "no connection to the rendezvous store"),
+                     1);
+    assert_int_equal(count(log, "the rendezvous store answers heartbeats "
+                                "again"),
+                     1);
+    free(log);
+}
+
 int main(void)
 {
     /* the counts below are of the lines said at the default level: a
@@ -162,6 +255,9 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_broken_connection, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_beat_reconnects, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_beat_outage, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,6 +24,7 @@
 #include <dt/log.h>
 #include "cli.h"
 #include "oom_counts.h"
+#include "crash_site.h"
 #include "output_lines.h"
 #include "plugin/plugin_loader.h"
 #include "program_hint.h"
@@ -62,6 +63,7 @@ typedef struct run_state {
     const dt_launcher_ops_t *ops;
     void *ctx;
     output_lines_t *lines;
+    crash_sites_t *crashes;     /* the plugin op each rank crashed in */
     dt_store_server_t *store;   /* the job's rendezvous store */
     char rendezvous[160];       /* its "host:port" (DT_RENDEZVOUS) */
     int trainer;                /* the workers run dt-train   */
@@ -502,6 +504,7 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
 {
     memset(res, 0, sizeof *res);
     res->root_rank = -1;
+    crash_sites_clear(s->crashes); /* an earlier attempt's ranks */
     *launched = 0;
     *no_members = 0;
     if (s->ops->init(s->cfg, &s->ctx) != DT_OK) {
@@ -625,7 +628,8 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
                                .no_suspend = s->no_suspend,
                                .interrupts = !s->trainer &&
                                              s->signals_as_is,
-                               .oom_at_start = oom_at_start};
+                               .oom_at_start = oom_at_start,
+                               .crashes = s->crashes};
         run_test_hold_start();
         code = supervise_job(&sa);
         run_culprit_close(&rc);
@@ -658,10 +662,13 @@ static int launch_and_supervise(const dt_cli_t *cli, run_state_t *s)
     }
     if (output_lines_new(run_members_capacity(&s->members), STDOUT_FILENO,
                          STDERR_FILENO, OUTPUT_MAX_LINE, &s->lines) !=
-        DT_OK) {
+            DT_OK ||
+        crash_sites_new(run_members_capacity(&s->members), &s->crashes) !=
+            DT_OK) {
         run_restart_free(&rs);
         return 1;
     }
+    output_lines_set_watch(s->lines, crash_sites_see, s->crashes);
     output_lines_set_stop_check(s->lines, stop_signals_pending);
     output_lines_set_terminal(s->lines, bar_terminal(STDOUT_FILENO),
                               bar_terminal(STDERR_FILENO));
@@ -700,6 +707,7 @@ static void release(run_state_t *s)
         s->ops->fini(s->ctx);
     dt_store_server_stop(s->store);
     output_lines_free(s->lines);
+    crash_sites_free(s->crashes);
     for (int r = 0; s->per_rank && r < s->att_np; r++)
         env_list_free(&s->per_rank[r]);
     free(s->per_rank);

@@ -12,6 +12,13 @@ void output_lines_set_stop_check(output_lines_t *o, int (*stopping)(void))
     o->stopping = stopping;
 }
 
+void output_lines_set_watch(output_lines_t *o, output_watch_fn watch,
+                            void *arg)
+{
+    o->watch = watch;
+    o->watch_arg = arg;
+}
+
 dt_status_t output_lines_new(int np, int out_fd, int err_fd, size_t max_line,
                              output_lines_t **out)
 {
@@ -101,6 +108,11 @@ static void restore_prefix(stream_t *s)
  * the next one. */
 static void emit(output_lines_t *o, stream_t *s, int which, int split)
 {
+    if (o->watch && !s->continued && !split) {
+        size_t slot = (size_t)(s - o->streams) / 2;
+        o->watch(o->watch_arg, slot < (size_t)o->np ? (int)slot : -1,
+                 s->buf + 1 + s->prefix, s->len);
+    }
     size_t prefix;
     char *line = line_of(s, &prefix);
     size_t total = prefix + s->len;

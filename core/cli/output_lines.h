@@ -53,6 +53,14 @@ void output_lines_callback(void *arg, int rank, int fd, const char *data,
  * being stopped, that stream's output is dropped from then on, so the
  * stop goes ahead in bounded time. NULL: keep waiting for the reader. */
 void output_lines_set_stop_check(output_lines_t *o, int (*stopping)(void));
+/* watch(arg, rank, text, len) sees each whole line a rank writes, on
+ * either stream, without its prefix and newline (not the pieces of one
+ * split at max_line), before it is passed on: dtctl reads a crash report
+ * there (crash_site.h). NULL: none. */
+typedef void (*output_watch_fn)(void *arg, int rank, const char *line,
+                                size_t len);
+void output_lines_set_watch(output_lines_t *o, output_watch_fn watch,
+                            void *arg);
 /* Write out a rank's unfinished lines (it ended without a newline). */
 void output_lines_flush_rank(output_lines_t *o, int rank);
 void output_lines_flush_all(output_lines_t *o);

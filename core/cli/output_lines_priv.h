@@ -35,6 +35,8 @@ struct output_lines {
     size_t max_line;
     stream_t *streams; /* (np + 1) * 2; the last pair is "[job]" */
     int (*stopping)(void); /* a stop was asked for (may be NULL) */
+    output_watch_fn watch; /* sees each whole line (may be NULL) */
+    void *watch_arg;
     /* The stream whose unfinished line is on the terminal (a prompt
      * shown, or a bar drawn, no newline yet), and its fd index; NULL:
      * none. */

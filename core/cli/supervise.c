@@ -142,11 +142,17 @@ static void keep(ended_t *e, const dt_worker_exit_t *ev)
     e->ev.host = e->host;
 }
 
-static void how_it_ended(const dt_worker_exit_t *ev, char *buf, size_t len)
+/* A rank killed by the signal its own crash report named (crash_site.h)
+ * died in that plugin op: the closing line says which. */
+static void how_it_ended(const monitor_t *m, const dt_worker_exit_t *ev,
+                         char *buf, size_t len)
 {
+    const char *site =
+        ev->signaled ? crash_sites_of(m->a->crashes, ev->rank, ev->signo)
+                     : NULL;
     if (ev->signaled)
-        snprintf(buf, len, "was killed by signal %d (%s)", ev->signo,
-                 strsignal(ev->signo));
+        snprintf(buf, len, "was killed by signal %d (%s)%s%s", ev->signo,
+                 strsignal(ev->signo), site ? " in " : "", site ? site : "");
     else
         snprintf(buf, len, "exited with code %d", ev->code);
 }
@@ -174,14 +180,14 @@ static int status_of(const dt_worker_exit_t *ev)
 static void decide(monitor_t *m, const dt_worker_exit_t *root)
 {
     const dt_worker_exit_t *first = &m->first.ev;
-    char who[320], how[128], fwho[320], fhow[128];
+    char who[320], how[320], fwho[320], fhow[320];
     char cause[sizeof m->a->result->cause];
     m->deciding = 0;
     describe(first, fwho, sizeof fwho);
-    how_it_ended(first, fhow, sizeof fhow);
+    how_it_ended(m, first, fhow, sizeof fhow);
     if (root) {
         describe(root, who, sizeof who);
-        how_it_ended(root, how, sizeof how);
+        how_it_ended(m, root, how, sizeof how);
         m->exit_code = status_of(root);
         if (m->exit_code == 0) {
             m->exit_code = status_of(first);

@@ -6,6 +6,7 @@
 #define DT_CLI_SUPERVISE_H
 
 #include <dt/plugin.h>
+#include "crash_site.h"
 #include "oom_counts.h"
 #include "output_lines.h"
 
@@ -43,10 +44,13 @@ typedef struct supervise_culprit {
 typedef struct supervise_result {
     int stop_signo;      /* the first stop signal dtctl got (0: none)     */
     int npreempted;      /* workers that exited with SUPERVISE_EXIT_PREEMPTED */
-    char cause[512];     /* the root failure, as decided (the culprit the
+    char cause[768];     /* the root failure, as decided (the culprit the
                             workers named, else a signalled rank, else the
                             first to fail): "rank 2 on h1 was killed by
-                            signal 9 (Killed)", "rank 0 on h1 hung" */
+                            signal 9 (Killed)", "rank 0 on h1 hung", "rank
+                            1 on h1 was killed by signal 11 (Segmentation
+                            fault) in optimizer plugin 'x', in its op
+                            step()" */
     int root_rank;       /* the root failure's rank (-1: none decided)   */
     char root_host[256]; /* and its host, as the launcher named it       */
     int final;           /* a restart would fail the same way            */
@@ -93,6 +97,11 @@ typedef struct supervise_args {
      * (oom_counts_read): a SIGKILL dtctl did not send is checked against
      * them (oom_hint.h); read later, a worker killed at once is missed. */
     oom_counts_t oom_at_start;
+    /* Optional: the plugin op each rank said it crashed in (its output
+     * read as it passed): a rank killed by that signal is said to have
+     * died there ("... killed by signal 11 (Segmentation fault) in
+     * optimizer plugin 'x', in its op step()"). */
+    const crash_sites_t *crashes;
 } supervise_args_t;
 
 /* dtctl's exit code: 0 when every worker succeeded; else the root

@@ -19,6 +19,8 @@ typedef struct dt_coll_host dt_coll_host_t; /* coll_host.h */
 typedef struct dt_comm {
     const dt_transport_ops_t *ops;
     void *ctx;              /* the transport instance                       */
+    const dt_plugin_t *plugin; /* ops' plugin, named by a crash in one of
+                               them (transport_call.h); NULL: none       */
     int rank, size;
     size_t small_bytes;     /* allreduce below this: latency-optimal algo   */
     size_t ring_bytes;      /* allreduce from this on: the ring; between:

@@ -9,6 +9,7 @@
 #include "coll.h"
 #include "coll_host.h"
 #include "coll_internal.h"
+#include "transport_call.h"
 
 /* Recursive doubling with the usual fold for n not a power of two: the
  * first 2*rem ranks pair up (even sends to odd), p2 ranks exchange, then
@@ -146,8 +147,8 @@ dt_status_t dt_coll_allreduce(dt_comm_t *c, const void *send, void *recv,
 {
     dt_coll_begin(c, t, op, 0);
     if (DT_OPS_HAS(c->ops, dt_transport_ops_t, allreduce)) {
-        dt_status_t st = c->ops->allreduce(c->ctx, send, recv, count, t, op,
-                                           DT_MEM_HOST, NULL);
+        dt_status_t st = dt_transport_allreduce(c, send, recv, count, t, op,
+                                                DT_MEM_HOST, NULL);
         if (st != DT_DECLINED)
             return st;
     }

@@ -5,12 +5,13 @@
 #include "coll.h"
 #include "coll_host.h"
 #include "coll_internal.h"
+#include "transport_call.h"
 
 dt_status_t dt_coll_barrier(dt_comm_t *c)
 {
     dt_coll_begin(c, DT_FLOAT32, DT_SUM, 0);
     if (DT_OPS_HAS(c->ops, dt_transport_ops_t, barrier)) {
-        dt_status_t st = c->ops->barrier(c->ctx);
+        dt_status_t st = dt_transport_barrier(c);
         if (st != DT_DECLINED)
             return st;
     }

@@ -8,6 +8,7 @@
 #include "coll.h"
 #include "coll_host.h"
 #include "coll_internal.h"
+#include "transport_call.h"
 
 #define CHAIN_DEPTH 4 /* receives in flight per rank */
 
@@ -101,8 +102,7 @@ dt_status_t dt_coll_broadcast(dt_comm_t *c, void *buf, size_t count,
         return DT_ERR_INVALID;
     }
     if (DT_OPS_HAS(c->ops, dt_transport_ops_t, broadcast)) {
-        dt_status_t st = c->ops->broadcast(c->ctx, buf, count, t, root,
-                                           DT_MEM_HOST, NULL);
+        dt_status_t st = dt_transport_broadcast(c, buf, count, t, root);
         if (st != DT_DECLINED)
             return st;
     }

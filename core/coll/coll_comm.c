@@ -7,6 +7,7 @@
 #include <dt/log.h>
 #include "coll.h"
 #include "coll_internal.h"
+#include "transport_call.h"
 
 const char *dt_coll_tag_text(int tag, char *buf, size_t len)
 {
@@ -50,22 +51,22 @@ static int call_tag(const dt_comm_t *c, int tag)
 dt_status_t dt_coll_isend(dt_comm_t *c, int peer, const void *buf,
                           size_t len, int tag, dt_request_t **req)
 {
-    return c->ops->isend(c->ctx, peer, buf, len, DT_MEM_HOST,
-                         call_tag(c, tag), req);
+    return dt_transport_isend(c, peer, buf, len, DT_MEM_HOST,
+                              call_tag(c, tag), req);
 }
 
 dt_status_t dt_coll_irecv(dt_comm_t *c, int peer, void *buf, size_t len,
                           int tag, dt_request_t **req)
 {
-    return c->ops->irecv(c->ctx, peer, buf, len, DT_MEM_HOST,
-                         call_tag(c, tag), req);
+    return dt_transport_irecv(c, peer, buf, len, DT_MEM_HOST,
+                              call_tag(c, tag), req);
 }
 
 dt_status_t dt_coll_wait(dt_comm_t *c, dt_request_t **reqs, size_t n)
 {
     if (n == 0)
         return DT_OK;
-    return c->ops->wait(c->ctx, reqs, n, c->timeout_ms);
+    return dt_transport_wait(c, reqs, n, c->timeout_ms);
 }
 
 dt_status_t dt_coll_sendrecv(dt_comm_t *c, int to, const void *sbuf,
@@ -131,7 +132,7 @@ size_t dt_coll_chunk_bytes(const dt_comm_t *c)
 void dt_comm_query_caps(dt_comm_t *c, const char *transport)
 {
     c->caps = DT_OPS_HAS(c->ops, dt_transport_ops_t, caps)
-                  ? c->ops->caps(c->ctx)
+                  ? dt_transport_caps(c)
                   : 0;
     c->caps_asked = 1;
     char native[96] = "";

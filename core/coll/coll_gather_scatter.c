@@ -11,6 +11,7 @@
 #include "coll.h"
 #include "coll_host.h"
 #include "coll_internal.h"
+#include "transport_call.h"
 
 dt_status_t dt_coll_allgather(dt_comm_t *c, const void *send, void *recv,
                               size_t count_per_rank, dt_dtype_t t)
@@ -23,9 +24,8 @@ dt_status_t dt_coll_allgather(dt_comm_t *c, const void *send, void *recv,
         return DT_ERR_INVALID;
     }
     if (DT_OPS_HAS(c->ops, dt_transport_ops_t, allgather)) {
-        dt_status_t st = c->ops->allgather(c->ctx, send, recv,
-                                           count_per_rank, t, DT_MEM_HOST,
-                                           NULL);
+        dt_status_t st =
+            dt_transport_allgather(c, send, recv, count_per_rank, t);
         if (st != DT_DECLINED)
             return st;
     }
@@ -48,9 +48,8 @@ dt_status_t dt_coll_reduce_scatter(dt_comm_t *c, const void *send,
 {
     dt_coll_begin(c, t, op, 0);
     if (DT_OPS_HAS(c->ops, dt_transport_ops_t, reduce_scatter)) {
-        dt_status_t st = c->ops->reduce_scatter(c->ctx, send, recv,
-                                                count_per_rank, t, op,
-                                                DT_MEM_HOST, NULL);
+        dt_status_t st = dt_transport_reduce_scatter(c, send, recv,
+                                                     count_per_rank, t, op);
         if (st != DT_DECLINED)
             return st;
     }

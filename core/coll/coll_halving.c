@@ -28,6 +28,7 @@
 #include <dt/log.h>
 #include "coll.h"
 #include "coll_internal.h"
+#include "transport_call.h"
 
 /* Receives in flight (and scratch slots) per exchange. */
 #define HALVING_DEPTH 4
@@ -138,7 +139,7 @@ static dt_status_t send_recv_reduce(const halving_t *h, int to,
         /* Free finished sends as we go (test also drives progress). */
         while (reaped < nsend) {
             int fin = 0;
-            if ((st = c->ops->test(c->ctx, sends[reaped], &fin)))
+            if ((st = dt_transport_test(c, sends[reaped], &fin)))
                 goto out;
             if (!fin)
                 break;

@@ -13,6 +13,7 @@
 #include <dt/log.h>
 #include "coll.h"
 #include "coll_internal.h"
+#include "transport_call.h"
 
 dt_mem_path_t dt_coll_mem_path(uint32_t caps, int native_allreduce,
                                dt_mem_t mem)
@@ -59,8 +60,8 @@ dt_status_t dt_coll_allreduce_mem(dt_comm_t *c, const void *send,
     case DT_PATH_HOST:
         return dt_coll_allreduce(c, send, recv, count, t, op);
     case DT_PATH_DEVICE: {
-        dt_status_t st = c->ops->allreduce(c->ctx, send, recv, count, t, op,
-                                           mem, stream);
+        dt_status_t st = dt_transport_allreduce(c, send, recv, count, t, op,
+                                                mem, stream);
         if (st != DT_DECLINED)
             return st;
         break; /* it touched nothing: stage */

@@ -28,6 +28,7 @@
 #include <dt/log.h>
 #include "coll.h"
 #include "coll_internal.h"
+#include "transport_call.h"
 
 /* Receives in flight (and scratch slots for the reduce-scatter phase). */
 #define RING_DEPTH 4
@@ -219,7 +220,7 @@ dt_status_t dt_coll_ring(dt_comm_t *c, const dt_ring_args_t *a)
         /* Free finished sends as we go (test also drives progress). */
         while (reaped < sent) {
             int fin = 0;
-            if ((st = c->ops->test(c->ctx, sends[reaped], &fin)) != DT_OK)
+            if ((st = dt_transport_test(c, sends[reaped], &fin)) != DT_OK)
                 goto out;
             if (!fin)
                 break;

@@ -240,6 +240,7 @@ static dt_status_t join_job(void)
     }
     W.comm = (dt_comm_t){.ops = W.ops,
                          .ctx = W.ctx,
+                         .plugin = W.plugin,
                          .rank = W.id.rank,
                          .size = W.id.size,
                          .timeout_ms = -1};
@@ -261,8 +262,11 @@ static dt_status_t join_job(void)
 
 static void teardown(void)
 {
-    if (W.ctx && W.ops->fini)
+    if (W.ctx && W.ops->fini) {
+        dt_plugin_call_t was = dt_plugin_call_begin(W.plugin, "fini");
         W.ops->fini(W.ctx);
+        dt_plugin_call_end(was);
+    }
     dt_comm_release(&W.comm);
     dt_store_close(W.store);
     dt_config_free(W.cfg);

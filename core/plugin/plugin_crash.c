@@ -11,10 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "crash_line.h"
 #include "plugin_crash.h"
 #include "plugin_loader.h"
 
-__thread dt_plugin_call_t dt_plugin_call_now;
+__thread dt_plugin_call_t dt_plugin_call_now
+    __attribute__((visibility("hidden")));
 
 static const struct {
     int signo;
@@ -64,15 +66,15 @@ static void on_fault(int signo)
                 signame = faults[i].name;
         unsigned kind = (unsigned)c.plugin->kind;
         const char *path = dt_plugin_path_of(c.plugin);
-        put(msg, sizeof msg, &at, "dt: ");
+        put(msg, sizeof msg, &at, DT_CRASH_LINE_START);
         put(msg, sizeof msg, &at, who_tag);
-        put(msg, sizeof msg, &at, "error: crashed in ");
+        put(msg, sizeof msg, &at, DT_CRASH_LINE_CRASHED);
         put(msg, sizeof msg, &at, kind < DT_KIND_COUNT ? kind_names[kind] : "");
-        put(msg, sizeof msg, &at, " plugin '");
+        put(msg, sizeof msg, &at, DT_CRASH_LINE_PLUGIN);
         put(msg, sizeof msg, &at, c.plugin->name);
-        put(msg, sizeof msg, &at, "', in its op ");
+        put(msg, sizeof msg, &at, DT_CRASH_LINE_OP);
         put(msg, sizeof msg, &at, c.op);
-        put(msg, sizeof msg, &at, "() (signal ");
+        put(msg, sizeof msg, &at, DT_CRASH_LINE_SIGNAL);
         put_int(msg, sizeof msg, &at, signo);
         put(msg, sizeof msg, &at, ": ");
         put(msg, sizeof msg, &at, signame);

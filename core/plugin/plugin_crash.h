@@ -1,8 +1,12 @@
 /* plugin_crash.h — which plugin op a thread is in, so that a worker that
- * crashes there says so (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT: "rank
- * 1: crashed in optimizer plugin 'x' (PATH), in its create op"), not only
- * dtctl's "killed by signal 11". Only calls into plugins are marked: two
- * stores around the call, cheap enough for every optimizer step. */
+ * crashes there (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) says so: "dt:
+ * [1 host] error: crashed in optimizer plugin 'x', in its op step()
+ * (signal 11: ...)". dtctl reads that line back from the rank's stderr and
+ * names the plugin and op in its closing line too (cli/crash_site.c; the
+ * line's words: crash_line.h), not only "killed by signal 11".
+ * Only calls into plugins are marked: two thread-local stores around the
+ * call, no syscall, cheap enough for every message a transport sends
+ * (coll/transport_call.h) and every optimizer step (train/opt_call.h). */
 #ifndef DT_PLUGIN_CRASH_H
 #define DT_PLUGIN_CRASH_H
 
@@ -17,8 +21,11 @@ typedef struct dt_plugin_call {
     const char *op; /* a string literal: "create", "step", "init" */
 } dt_plugin_call_t;
 
-/* This thread's plugin call in flight (plugin NULL: none). */
-extern __thread dt_plugin_call_t dt_plugin_call_now;
+/* This thread's plugin call in flight (plugin NULL: none). Hidden:
+ * libdt's own (never exported), so its accesses on the per-message paths
+ * stay within the library. */
+extern __thread dt_plugin_call_t dt_plugin_call_now
+    __attribute__((visibility("hidden")));
 
 /* Mark the call of p's op (a literal) about to be made; returns the mark
  * it replaces, for dt_plugin_call_end (a plugin calling dt that calls a

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <dt/log.h>
+#include "opt_call.h"
 #include "opt_probe.h"
 #include "plugin/plugin_crash.h"
 #include "plugin/plugin_isolate.h"
@@ -16,6 +17,7 @@
 
 typedef struct probe_args {
     const dt_config_t *cfg;
+    const dt_plugin_t *plugin;
     const dt_optimizer_ops_t *ops;
     int measure;
 } probe_args_t;
@@ -25,14 +27,16 @@ static dt_status_t make_one(const probe_args_t *a, size_t n, size_t *size)
 {
     void *state = NULL;
     dt_isolated_op("create");
+    dt_plugin_call_t was = dt_plugin_call_begin(a->plugin, "create");
     dt_status_t st = a->ops->create(a->cfg, n, DT_MEM_HOST, &state);
+    dt_plugin_call_end(was);
     if (st == DT_OK && size) {
         dt_isolated_op("state_size");
-        *size = a->ops->state_size(state);
+        *size = dt_opt_state_size(a->plugin, a->ops, state);
     }
     if (state) {
         dt_isolated_op("destroy");
-        a->ops->destroy(state);
+        dt_opt_destroy(a->plugin, a->ops, state);
     }
     return st;
 }
@@ -56,7 +60,7 @@ static int probe_in_child(void *arg, char *out, size_t out_len)
 dt_status_t dt_opt_probe(const dt_config_t *cfg, const dt_plugin_t *p,
                          size_t *per_param)
 {
-    probe_args_t a = {cfg, p->ops, per_param != NULL};
+    probe_args_t a = {cfg, p, p->ops, per_param != NULL};
     dt_isolated_t res;
     char none[1];
     if (per_param)
@@ -67,9 +71,7 @@ dt_status_t dt_opt_probe(const dt_config_t *cfg, const dt_plugin_t *p,
         if (errno)
             dt_debug("optimizer '%s': made in this process (fork: %s)",
                      p->name, strerror(errno));
-        dt_plugin_call_t was = dt_plugin_call_begin(p, "create");
-        ret = probe_in_child(&a, none, sizeof none);
-        dt_plugin_call_end(was);
+        ret = probe_in_child(&a, none, sizeof none); /* each op marked */
     } else if (res.returned) {
         ret = res.ret;
     } else {

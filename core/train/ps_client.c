@@ -1,9 +1,6 @@
 /* ps_client.c — the workers' side of [train] mode = async: pushes,
  * pulls and the liveness of the servers they wait on (protocol: ps.h). */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,25 +13,14 @@
 #include <dt/plugin.h>
 #include <dt/store.h>
 #include "coll/coll.h"
+#include "coll/transport_call.h"
 #include "plugin/plugin_loader.h"
+#include "ps_beat.h"
 #include "ps_common.h"
 
 /* ======================================================================
  * Client (workers)
  * ====================================================================== */
-
-/* A worker working alone beats "ps/beat/RANK" in the job's store from a
- * thread of its own, every half period, until its next request. */
-typedef struct ps_beat {
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int on, stop, ready;
-    ps_live_t live;
-    dt_store_t *store;     /* opened before the thread starts          */
-    char key[32];
-    int silent;            /* the store took no beat since it warned  */
-} ps_beat_t;
 
 struct dt_ps_client {
     dt_comm_t *c;
@@ -56,96 +42,11 @@ struct dt_ps_client {
     dt_request_t **note_req;
     double *heard;
     dt_store_t *store;     /* for the failure record                  */
-    ps_beat_t beat;
+    dt_ps_beat_t beat;     /* while it works alone (ps_beat.h)        */
     ps_hook_t hook;
     uint64_t pushes;
     double pull_sleep;     /* test hook DT_TEST_PS_PULL_SLEEP         */
 };
-
-/* Bounded (DT_STORE_FAILURE_WAIT_S): beat_stop joins this thread before
- * the worker's next request, and in its teardown. */
-static void beat_once(ps_beat_t *b)
-{
-    int64_t n;
-    if (b->store)
-        ps_beat_add(b->store, b->key, 1, DT_STORE_FAILURE_WAIT_S, &b->silent,
-                    &n);
-}
-
-static void *beat_main(void *arg)
-{
-    ps_beat_t *b = arg;
-    pthread_mutex_lock(&b->mu);
-    while (!b->stop) {
-        pthread_mutex_unlock(&b->mu);
-        beat_once(b);
-        pthread_mutex_lock(&b->mu);
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        double at = (double)ts.tv_sec + ts.tv_nsec * 1e-9 +
-                    b->live.period / 2;
-        ts.tv_sec = (time_t)at;
-        ts.tv_nsec = (long)((at - (double)ts.tv_sec) * 1e9);
-        while (!b->stop &&
-               pthread_cond_timedwait(&b->cv, &b->mu, &ts) != ETIMEDOUT)
-            ;
-    }
-    pthread_mutex_unlock(&b->mu);
-    return NULL;
-}
-
-/* The beat's connection is opened here, on the caller's thread: opened
- * by the beat thread, a slow store would hold the worker's first request
- * (beat_stop joins the thread) for up to [cluster] timeout. */
-static int beat_init(ps_beat_t *b, ps_live_t live)
-{
-    pthread_condattr_t ca;
-    b->live = live;
-    if (!(b->store = ps_store_open(live.timeout)))
-        dt_debug("rank %d: no store for the parameter servers' beat: a "
-                 "long evaluation may count as silence", dt_rank());
-    snprintf(b->key, sizeof b->key, "ps/beat/%d", dt_rank());
-    if (pthread_condattr_init(&ca) != 0)
-        return 0;
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    int ok = pthread_mutex_init(&b->mu, NULL) == 0;
-    if (ok && pthread_cond_init(&b->cv, &ca) != 0) {
-        pthread_mutex_destroy(&b->mu);
-        ok = 0;
-    }
-    pthread_condattr_destroy(&ca);
-    return b->ready = ok;
-}
-
-/* This worker goes on alone for a while (its setup, an evaluation, a
- * checkpoint): the servers see its beat instead of its requests. */
-static void beat_start(dt_ps_client_t *c)
-{
-    ps_beat_t *b = &c->beat;
-    if (!b->ready || b->on)
-        return;
-    b->stop = 0;
-    /* The beat takes no signals: the worker's handlers (preempt.c) run in
-     * the training thread. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    b->on = pthread_create(&b->thread, NULL, beat_main, b) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-}
-
-static void beat_stop(dt_ps_client_t *c)
-{
-    ps_beat_t *b = &c->beat;
-    if (!b->on)
-        return;
-    pthread_mutex_lock(&b->mu);
-    b->stop = 1;
-    pthread_cond_signal(&b->cv);
-    pthread_mutex_unlock(&b->mu);
-    pthread_join(b->thread, NULL);
-    b->on = 0;
-}
 
 static dt_status_t post_notes(dt_ps_client_t *c)
 {
@@ -193,8 +94,8 @@ dt_status_t dt_ps_client_new(int nworkers, int nservers, size_t nparams,
         dt_ps_client_free(c);
         return st;
     }
-    beat_init(&c->beat, c->live);
-    beat_start(c); /* until its first request */
+    dt_ps_beat_init(&c->beat, c->live);
+    dt_ps_beat_start(&c->beat); /* until its first request */
     *out = c;
     return DT_OK;
 }
@@ -206,12 +107,7 @@ void dt_ps_client_free(dt_ps_client_t *c)
 {
     if (!c)
         return;
-    beat_stop(c);
-    if (c->beat.ready) {
-        pthread_mutex_destroy(&c->beat.mu);
-        pthread_cond_destroy(&c->beat.cv);
-    }
-    dt_store_close(c->beat.store);
+    dt_ps_beat_free(&c->beat);
     dt_store_close(c->store);
     free(c->sendbuf);
     free(c->fresh);
@@ -279,8 +175,7 @@ static dt_status_t take_notes(dt_ps_client_t *c, double now)
     for (int s = 0; s < c->S; s++) {
         while (c->note_req[s]) {
             int done = 0;
-            dt_status_t st = c->c->ops->test(c->c->ctx, c->note_req[s],
-                                             &done);
+            dt_status_t st = dt_transport_test(c->c, c->note_req[s], &done);
             if (st != DT_OK)
                 c->note_req[s] = NULL; /* freed by the failed test */
             DT_CHECK(st);
@@ -302,7 +197,7 @@ static dt_status_t prune(dt_ps_client_t *c, size_t *k, double now)
     dt_status_t st = DT_OK;
     for (; i < *k && st == DT_OK; i++) {
         int done = 0;
-        st = c->c->ops->test(c->c->ctx, c->reqs[i], &done);
+        st = dt_transport_test(c->c, c->reqs[i], &done);
         if (st == DT_OK && done)
             c->heard[c->owner[i]] = now;
         if (st != DT_OK || done)
@@ -339,7 +234,7 @@ static dt_status_t await(dt_ps_client_t *c, size_t k, double t0)
     for (int s = 0; s < c->S; s++)
         c->heard[s] = t0;
     for (;;) {
-        dt_status_t st = c->c->ops->wait(c->c->ctx, c->reqs, k, ms);
+        dt_status_t st = dt_transport_wait(c->c, c->reqs, k, ms);
         if (st != DT_ERR_TIMEOUT)
             return st;
         double now = dt_clock_now();
@@ -348,7 +243,7 @@ static dt_status_t await(dt_ps_client_t *c, size_t k, double t0)
             st = prune(c, &k, now);
         if (st != DT_OK || k == 0) {
             if (k) /* the transport failed: this frees them */
-                c->c->ops->wait(c->c->ctx, c->reqs, k, 0);
+                dt_transport_wait(c->c, c->reqs, k, 0);
             return st;
         }
         for (size_t i = 0; i < k; i++)
@@ -366,7 +261,7 @@ static dt_status_t complete(dt_ps_client_t *c, size_t k, dt_status_t st)
     if (k && st == DT_OK)
         ws = await(c, k, t0);
     else if (k) /* posting failed: free what was posted */
-        ws = c->c->ops->wait(c->c->ctx, c->reqs, k, -1);
+        ws = dt_transport_wait(c->c, c->reqs, k, -1);
     if (st == DT_OK)
         st = ws;
     c->wait += dt_clock_now() - t0;
@@ -383,7 +278,7 @@ static dt_status_t complete(dt_ps_client_t *c, size_t k, dt_status_t st)
  * land. */
 static dt_status_t drain(dt_ps_client_t *c)
 {
-    beat_stop(c);
+    dt_ps_beat_stop(&c->beat);
     if (!c->inflight)
         return DT_OK;
     size_t k = c->inflight;
@@ -417,7 +312,7 @@ dt_status_t dt_ps_init_servers(dt_ps_client_t *c, const float *params,
 {
     size_t k = 0;
     dt_status_t st = DT_OK;
-    beat_stop(c);
+    dt_ps_beat_stop(&c->beat);
     for (int s = 0; s < c->S; s++) {
         memset(c->out[s], 0, sizeof(ctl_t));
         c->out[s][0] = PS_INIT;
@@ -506,7 +401,7 @@ dt_status_t dt_ps_pull(dt_ps_client_t *c, float *params)
 {
     set_all(c, PS_PULL, 0, 0);
     DT_CHECK(exchange(c, NULL, params));
-    beat_start(c);
+    dt_ps_beat_start(&c->beat);
     if (c->pull_sleep > 0) { /* test hook: a longer evaluation */
         struct timespec ts = {(time_t)c->pull_sleep,
                               (long)((c->pull_sleep -
@@ -553,7 +448,7 @@ dt_status_t dt_ps_save(dt_ps_client_t *c, float *params, void **opt,
             opt[s] = NULL;
         }
     else
-        beat_start(c);
+        dt_ps_beat_start(&c->beat);
     return st;
 }
 

@@ -9,6 +9,7 @@
 
 #include <dt/dt.h>
 #include <dt/log.h>
+#include "coll/transport_call.h"
 #include "ps_common.h"
 #include "rendezvous/store_client.h"
 
@@ -38,18 +39,18 @@ double ps_bitsf(uint64_t u)
 dt_status_t ps_isend(dt_comm_t *c, int peer, const void *buf, size_t len,
                      int tag, dt_request_t **req)
 {
-    return c->ops->isend(c->ctx, peer, buf, len, DT_MEM_HOST, tag, req);
+    return dt_transport_isend(c, peer, buf, len, DT_MEM_HOST, tag, req);
 }
 
 dt_status_t ps_irecv(dt_comm_t *c, int peer, void *buf, size_t len,
                      int tag, dt_request_t **req)
 {
-    return c->ops->irecv(c->ctx, peer, buf, len, DT_MEM_HOST, tag, req);
+    return dt_transport_irecv(c, peer, buf, len, DT_MEM_HOST, tag, req);
 }
 
 dt_status_t ps_wait_all(dt_comm_t *c, dt_request_t **r, size_t n)
 {
-    return n ? c->ops->wait(c->ctx, r, n, -1) : DT_OK;
+    return n ? dt_transport_wait(c, r, n, -1) : DT_OK;
 }
 
 

@@ -18,9 +18,11 @@
 #include <dt/plugin.h>
 #include <dt/store.h>
 #include "coll/coll.h"
+#include "coll/transport_call.h"
 #include "plugin/plugin_crash.h"
 #include "plugin/plugin_loader.h"
 #include "ps_common.h"
+#include "opt_call.h"
 #include "ps_link.h"
 
 /* ======================================================================
@@ -98,7 +100,7 @@ static dt_status_t wait_on(server_t *v, int w, dt_request_t **r, size_t k,
     int ms = (int)(v->live.period * 1000.0);
     double t0 = dt_clock_now();
     for (;;) {
-        dt_status_t st = k ? v->c->ops->wait(v->c->ctx, r, k, ms) : DT_OK;
+        dt_status_t st = k ? dt_transport_wait(v->c, r, k, ms) : DT_OK;
         if (st != DT_ERR_TIMEOUT)
             return st;
         double quiet = dt_clock_now() - t0;
@@ -233,7 +235,7 @@ static dt_status_t on_init(server_t *v, dt_config_t *cfg, int w,
         if (!buf)
             return DT_ERR_NOMEM;
         dt_status_t st = recv_from(v, w, buf, opt_len);
-        size_t want = v->opt->state_size(v->opt_state);
+        size_t want = dt_opt_state_size(v->plugin, v->opt, v->opt_state);
         if (st == DT_OK && want != opt_len) {
             dt_error("parameter server %d: the checkpoint's optimizer state "
                      "of this shard is %zu bytes, '%s' expects %zu", v->sid,
@@ -241,7 +243,7 @@ static dt_status_t on_init(server_t *v, dt_config_t *cfg, int w,
             st = DT_ERR_INVALID;
         }
         if (st == DT_OK)
-            st = v->opt->load(v->opt_state, buf, opt_len);
+            st = dt_opt_load(v->plugin, v->opt, v->opt_state, buf, opt_len);
         free(buf);
         DT_CHECK(st);
     }
@@ -304,11 +306,11 @@ static dt_status_t handle(server_t *v, dt_config_t *cfg, int w)
     case PS_SAVE: {
         if (!v->init)
             return DT_ERR_INTERNAL;
-        size_t len = v->opt->state_size(v->opt_state);
+        size_t len = dt_opt_state_size(v->plugin, v->opt, v->opt_state);
         void *buf = malloc(len ? len : 1);
         if (!buf)
             return DT_ERR_NOMEM;
-        dt_status_t st = v->opt->save(v->opt_state, buf, len);
+        dt_status_t st = dt_opt_save(v->plugin, v->opt, v->opt_state, buf, len);
         if (st == DT_OK)
             st = reply(v, w, PS_SAVE, buf, len);
         free(buf);
@@ -453,7 +455,7 @@ static dt_status_t sweep(server_t *v, dt_config_t *cfg, int *progress)
         if (!v->req[w])
             continue;
         int done = 0;
-        dt_status_t st = v->c->ops->test(v->c->ctx, v->req[w], &done);
+        dt_status_t st = dt_transport_test(v->c, v->req[w], &done);
         if (st != DT_OK) {
             v->req[w] = NULL; /* freed by the failed test */
             say_lost(v, st);
@@ -495,7 +497,7 @@ static dt_status_t server_alloc(server_t *v)
 static void server_free(server_t *v)
 {
     if (v->opt_state)
-        v->opt->destroy(v->opt_state);
+        dt_opt_destroy(v->plugin, v->opt, v->opt_state);
     dt_ps_link_close(&v->link);
     free(v->params);
     free(v->grad);

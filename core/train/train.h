@@ -177,8 +177,10 @@ typedef struct dt_trainer {
 dt_status_t dt_trainer_setup(dt_trainer_t *t, dt_config_t *cfg);
 /* What setup gives the optimizer after create: the model's parameter
  * tensors (set_tensors), then what each is (set_tensor_kinds), each when
- * the ops table has it. name: the optimizer's, for errors. */
-dt_status_t dt_trainer_opt_tensors(const dt_optimizer_ops_t *ops,
+ * the ops table has it. name: the optimizer's, for errors; plugin: the
+ * one whose ops they are, named if one crashes (NULL: none). */
+dt_status_t dt_trainer_opt_tensors(const dt_plugin_t *plugin,
+                                   const dt_optimizer_ops_t *ops,
                                    void *state, const dt_model_t *m,
                                    const char *name);
 void dt_trainer_teardown(dt_trainer_t *t);

@@ -19,6 +19,7 @@
 #include "plugin/plugin_loader.h"
 #include "plugin/plugin_crash.h"
 #include "nn/model.h"
+#include "opt_call.h"
 #include "opt_probe.h"
 #include "train.h"
 
@@ -1043,7 +1044,8 @@ static dt_status_t setup_sync_bn(const dt_config_t *cfg, dt_trainer_t *t)
 
 /* After set_tensors: which tensors are biases and batchnorm's, so that
  * lars and lamb can leave them out of the trust ratio and weight decay. */
-static dt_status_t opt_tensor_kinds(const dt_optimizer_ops_t *ops,
+static dt_status_t opt_tensor_kinds(const dt_plugin_t *plugin,
+                                    const dt_optimizer_ops_t *ops,
                                     void *state, const dt_model_t *m,
                                     const char *name)
 {
@@ -1053,7 +1055,7 @@ static dt_status_t opt_tensor_kinds(const dt_optimizer_ops_t *ops,
     size_t n = 0;
     dt_status_t st = dt_model_param_kinds(m, &kinds, &n);
     if (st == DT_OK)
-        st = ops->set_tensor_kinds(state, kinds, n);
+        st = dt_opt_set_tensor_kinds(plugin, ops, state, kinds, n);
     free(kinds);
     if (st != DT_OK)
         dt_error("optimizer '%s' refused the kinds of the model's %zu "
@@ -1061,7 +1063,8 @@ static dt_status_t opt_tensor_kinds(const dt_optimizer_ops_t *ops,
     return st;
 }
 
-dt_status_t dt_trainer_opt_tensors(const dt_optimizer_ops_t *ops,
+dt_status_t dt_trainer_opt_tensors(const dt_plugin_t *plugin,
+                                   const dt_optimizer_ops_t *ops,
                                    void *state, const dt_model_t *m,
                                    const char *name)
 {
@@ -1071,14 +1074,14 @@ dt_status_t dt_trainer_opt_tensors(const dt_optimizer_ops_t *ops,
     size_t *off = NULL, n = 0;
     dt_status_t st = dt_model_param_tensors(m, &off, &n);
     if (st == DT_OK && n > 0)
-        st = ops->set_tensors(state, off, n);
+        st = dt_opt_set_tensors(plugin, ops, state, off, n);
     free(off);
     if (st != DT_OK) {
         dt_error("optimizer '%s' refused the model's %zu parameter "
                  "tensors (%s)", name, n, dt_status_str(st));
         return st;
     }
-    return n > 0 ? opt_tensor_kinds(ops, state, m, name) : DT_OK;
+    return n > 0 ? opt_tensor_kinds(plugin, ops, state, m, name) : DT_OK;
 }
 
 static dt_status_t setup_optimizer(dt_config_t *cfg, dt_trainer_t *t)
@@ -1110,7 +1113,8 @@ static dt_status_t setup_optimizer(dt_config_t *cfg, dt_trainer_t *t)
                  "(%s)", name, t->nparams, dt_status_str(st));
         return st;
     }
-    return dt_trainer_opt_tensors(ops, t->opt_state, t->model, name);
+    return dt_trainer_opt_tensors(t->opt_plugin, ops, t->opt_state, t->model,
+                                  name);
 }
 
 static dt_status_t setup_outputs(const dt_config_t *cfg, dt_trainer_t *t)
@@ -1251,7 +1255,7 @@ void dt_trainer_teardown(dt_trainer_t *t)
     if (t->clip_host)
         dt_device_host_free(t->dev, t->clip_host);
     if (t->opt_state)
-        t->opt->destroy(t->opt_state);
+        dt_opt_destroy(t->opt_plugin, t->opt, t->opt_state);
     dt_model_free(t->model);
     if (t->xy_pinned) {
         dt_device_host_free(t->dev, t->x);

@@ -38,6 +38,7 @@
 #include "ckpt/ckpt_format.h"
 #include "nn/model.h"
 #include "coll/coll.h"
+#include "opt_call.h"
 #include "train.h"
 #include "ps_common.h"
 
@@ -314,7 +315,9 @@ static dt_status_t write_ckpt(dt_trainer_t *t, const save_req_t *req,
     unsigned char meta[8 * M_COUNT];
     for (int i = 0; i < M_COUNT; i++)
         ckpt_put64(meta + 8 * i, m[i]);
-    size_t opt_len = opt_in ? opt_in_len : t->opt->state_size(t->opt_state);
+    size_t opt_len = opt_in ? opt_in_len
+                            : dt_opt_state_size(t->opt_plugin, t->opt,
+                                                t->opt_state);
     void *opt = malloc(opt_len ? opt_len : 1);
     if (!opt)
         return DT_ERR_NOMEM;
@@ -322,7 +325,7 @@ static dt_status_t write_ckpt(dt_trainer_t *t, const save_req_t *req,
     if (opt_in)
         memcpy(opt, opt_in, opt_len);
     else
-        st = t->opt->save(t->opt_state, opt, opt_len);
+        st = dt_opt_save(t->opt_plugin, t->opt, t->opt_state, opt, opt_len);
     if (st != DT_OK) {
         dt_error("optimizer '%s' could not save its state (%s)",
                  t->opt_plugin->name, dt_status_str(st));
@@ -953,7 +956,7 @@ static dt_status_t restore_work_load(dt_trainer_t *t, const dt_ckpt_t *c)
 static dt_status_t check_opt_size(const dt_trainer_t *t, const dt_ckpt_t *c,
                                   const dt_ckpt_section_t *os)
 {
-    size_t want = t->opt->state_size(t->opt_state);
+    size_t want = dt_opt_state_size(t->opt_plugin, t->opt, t->opt_state);
     if (os->len == want)
         return DT_OK;
     const char *name = t->opt_plugin->name;
@@ -1065,16 +1068,18 @@ static dt_status_t restore(dt_trainer_t *t, uint64_t before,
         st = dt_trainer_broadcast(t, bufs, nbufs * sizeof(float));
     if (st == DT_OK)
         st = dt_trainer_broadcast_host(opt, opt_len);
-    if (st == DT_OK && !no_opt &&
-        t->opt->state_size(t->opt_state) != opt_len) {
+    size_t want = st == DT_OK && !no_opt
+                      ? dt_opt_state_size(t->opt_plugin, t->opt,
+                                          t->opt_state)
+                      : opt_len;
+    if (want != opt_len) {
         dt_error("checkpoint optimizer state is %zu bytes, optimizer '%s' "
                  "expects %zu: different optimizer settings or version",
-                 opt_len, t->opt_plugin->name,
-                 t->opt->state_size(t->opt_state));
+                 opt_len, t->opt_plugin->name, want);
         st = DT_ERR_INVALID;
     }
     if (st == DT_OK && !no_opt)
-        st = t->opt->load(t->opt_state, opt, opt_len);
+        st = dt_opt_load(t->opt_plugin, t->opt, t->opt_state, opt, opt_len);
     if (t->rank != 0 || no_opt)
         free(opt);
     if (st == DT_OK)
