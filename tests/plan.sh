@@ -424,6 +424,34 @@ grep -q "profile .*tcp.ini has no \[transport.ucxx\] section (--net-transport na
     fail "a missing section reported as: $(grep warning "$tmp/out")"
 echo "refusals: out-of-range counts, --input, inf, bad layer and profile values (file:line)"
 
+# What a user gets wrong first: options without a model, two job files,
+# --platform without --hosts or beside --network/--latency (the file's
+# links would silently win), a batch this host cannot time; and headers
+# that say what is planned: tc's 25gbit, 3.2Tbit as 3200 Gbit/s, one host
+# without a network, one GPU a host without a hierarchy.
+N="--profile $tmp/none.ini"
+bad "no model to plan: give JOB.ini, --model-params N" --samples-per-sec 100 --hosts 2 --network 10Gbit $N
+bad "one JOB.ini, not 'a.ini' and 'b.ini'" a.ini b.ini --hosts 2 --network 10Gbit $N
+bad "--hosts H is needed" $M --platform "$tmp/small.xml"
+bad "describes the network itself (its links' rates and latencies): leave out --network" \
+    $M --hosts 2 --platform "$tmp/small.xml" --network 1Gbit
+bad "leave out --intra-latency" $M --hosts 2 --platform "$tmp/small.xml" --intra-latency 2us
+cnn="$top_srcdir/conf/examples/fashion-mnist-cnn.ini"
+avail=$(awk '/^(MemAvailable|SwapFree):/ { k += $2 } END { print int(k / 1048576) }' /proc/meminfo)
+if [ "${avail:-0}" -lt 1200 ]; then # GiB: the CNN at 2^24 a batch needs ~1275
+    bad "timing the model here at a per-worker batch of 16777216 needs about .* GiB.*--save-layers FILE), then plan with --layer-times FILE --batch 16777216" \
+        "$cnn" --hosts 2 --network 10Gbit --batch 16777216 $N
+fi
+"$DTCTL" plan $M --hosts 2 --network 3.2Tbit >"$tmp/out" 2>&1 || fail "--network 3.2Tbit"
+grep -q "network 3200 Gbit/s 5 us" "$tmp/out" || fail "3.2Tbit: $(head -3 "$tmp/out")"
+grep -q "hierarchy none (one GPU a host)" "$tmp/out" || fail "one GPU a host: $(head -3 "$tmp/out")"
+"$DTCTL" plan $M --hosts 2 --gpus-per-host 2 --network 25gbit >"$tmp/out" 2>&1 || fail "--network 25gbit"
+grep -q "network 25 Gbit/s 5 us" "$tmp/out" && grep -q "hierarchy on from" "$tmp/out" ||
+    fail "25gbit, 2 GPUs a host: $(head -3 "$tmp/out")"
+"$DTCTL" plan $M --hosts 1 --gpus-per-host 2 >"$tmp/out" 2>&1 || fail "one host"
+grep -q "1 host(s) x 2 GPU(s), no network (one host), intra" "$tmp/out" || fail "one host: $(head -3 "$tmp/out")"
+echo "user errors: no model, two jobs, --platform with --network or without --hosts, a batch too big to time; headers"
+
 # Rates and costs a simulation cannot finish with (SimGrid's clock at
 # infinity: it killed the step, and a garbage row or a crash came out)
 # or that overflow (1e300 x Tbit): refused, naming the option or the

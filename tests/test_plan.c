@@ -238,6 +238,15 @@ static void rates(void **state)
     /* bits with a lower-case b, bytes with B; never inf or nan */
     assert_int_equal(dt_plan_parse_rate("25Gb/s", &v), 0);
     assert_true(fabs(v - 3.125e9) < 1);
+    /* tc's lower-case spelling of bits (25gbit, 100mbit/s); a bare or
+     * lower-case prefix before bytes is refused (tc's "mbps" is bytes) */
+    assert_int_equal(dt_plan_parse_rate("25gbit", &v), 0);
+    assert_true(fabs(v - 3.125e9) < 1);
+    assert_int_equal(dt_plan_parse_rate("100mbit/s", &v), 0);
+    assert_true(fabs(v - 12.5e6) < 1);
+    assert_int_equal(dt_plan_parse_rate("25G", &v), -1);
+    assert_int_equal(dt_plan_parse_rate("25gbps", &v), -1);
+    assert_int_equal(dt_plan_parse_rate("25gB/s", &v), -1);
     assert_int_equal(dt_plan_parse_rate("infGbit", &v), -1);
     assert_int_equal(dt_plan_parse_rate("nanGB/s", &v), -1);
     /* 1 bit/s to 1e16 bit/s: value x unit overflowing to inf, or a rate

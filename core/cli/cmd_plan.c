@@ -47,6 +47,8 @@ typedef struct {
     int hosts, gpus, max_workers, measure, batch, sweep, model_layers;
     double net_bw, net_lat, intra_bw, intra_lat, compute_scale, data_wait;
     int data_wait_given; /* --data-wait: the input pipeline not measured */
+    const char *link_opt; /* --network, --latency, --intra or
+                           * --intra-latency as given: not with --platform */
     double model_params, sps, device_flops, device_bw, device_launch;
     uint64_t bucket;
 } plan_args_t;
@@ -482,6 +484,8 @@ int dt_cmd_plan(int argc, char **argv)
             break;
         default: return usage();
         }
+        if (c == 'N' || c == 'I' || c == 'L' || c == 'J')
+            a.link_opt = opts[li].name;
         if (end && *end) {
             dt_error("plan: --%s %s: not a number", opts[li].name, optarg);
             return 2;
@@ -491,12 +495,20 @@ int dt_cmd_plan(int argc, char **argv)
         return optind == argc ? plan_measure_profile(a.profile) : usage();
     if (a.fit)
         return plan_fit_files(a.fit, argc - optind, argv + optind);
-    if (optind == argc && (a.model_params > 0 || a.layer_times))
+    if (optind == argc && (a.model_params > 0 || a.layer_times)) {
         a.job = NULL; /* the model is given: dt's defaults for the rest */
-    else if (optind != argc - 1)
-        return usage();
-    else
+    } else if (optind == argc) { /* options alone: say what is missing */
+        dt_error("plan: no model to plan: give JOB.ini, --model-params N "
+                 "with --samples-per-sec X, or --layer-times FILE "
+                 "(dtctl plan --help)");
+        return 2;
+    } else if (optind != argc - 1) {
+        dt_error("plan: one JOB.ini, not '%s' and '%s' (an option's value "
+                 "without its --name?)", argv[optind], argv[optind + 1]);
+        return 2;
+    } else {
         a.job = argv[optind];
+    }
     if (a.model_params > 0 && a.layer_times) {
         dt_error("plan: --model-params and --layer-times both give the "
                  "model: one of them");
@@ -586,8 +598,10 @@ int dt_cmd_plan(int argc, char **argv)
         if (!a.save_colocation || !a.max_workers)
             a.max_workers = a.save_colocation ? a.gpus : 1;
     }
-    if (a.hosts < 1 || a.gpus < 1) {
-        dt_error("plan: --hosts and --gpus-per-host must be at least 1");
+    if (a.hosts < 1) { /* never given: the range is checked with it */
+        dt_error("plan: --hosts H is needed: the hosts to plan up to (with "
+                 "--platform, its first H x --gpus-per-host hosts by name "
+                 "are the workers)");
         return 2;
     }
     if ((long long)a.hosts * a.gpus > MAX_WORKERS) {
@@ -597,7 +611,8 @@ int dt_cmd_plan(int argc, char **argv)
                  (long long)a.hosts * a.gpus, MAX_WORKERS);
         return 2;
     }
-    if (!a.platform && a.hosts == 1 && !(a.net_bw > 0))
+    int no_network = !a.platform && a.hosts == 1 && !(a.net_bw > 0);
+    if (no_network)
         a.net_bw = 1e12; /* one host: no network on any path */
     if (!a.platform && !(a.net_bw > 0)) {
         dt_error("plan: --network RATE (e.g. 25Gbit) or --platform FILE.xml "
@@ -606,9 +621,12 @@ int dt_cmd_plan(int argc, char **argv)
     }
     if (a.platform && check_platform(a.platform) != 0)
         return 2;
-    if (a.platform && a.topology) {
-        dt_error("plan: --platform %s describes the network itself: leave "
-                 "out --topology", a.platform);
+    if (a.platform && (a.topology || a.link_opt)) {
+        /* the file's links and routes are the network: an option beside
+         * it would be silently ignored */
+        dt_error("plan: --platform %s describes the network itself (its "
+                 "links' rates and latencies): leave out --%s", a.platform,
+                 a.topology ? "topology" : a.link_opt);
         return 2;
     }
     if (a.max_workers == 0)
@@ -967,22 +985,27 @@ int dt_cmd_plan(int argc, char **argv)
     }
     printf("# plan %s: %d host(s) x %d GPU(s), ",
            a.job ? a.job : "(no job file)", a.hosts, a.gpus);
+    /* %.4g: 3.2Tbit reads 3200 Gbit/s, not 3.2e+03 */
     if (a.platform) /* its links and routes, not --network's */
         printf("network from --platform %s", a.platform);
+    else if (no_network) /* one host: its 1e12 B/s stand-in is no rate */
+        printf("no network (one host), intra %.4g GB/s", a.intra_bw * 1e-9);
     else
-        printf("network %.3g Gbit/s %.3g us, intra %.3g GB/s",
+        printf("network %.4g Gbit/s %.4g us, intra %.4g GB/s",
                a.net_bw * 8e-9, a.net_lat * 1e6, a.intra_bw * 1e-9);
     printf(", bucket %llu, per-worker batch %lld\n",
            (unsigned long long)bucket, batch);
     if (input_measured)
         plan_print_input(&input);
     if (a.topology)
-        printf("# topology %s: every link %.3g Gbit/s, %.3g us per switch "
+        printf("# topology %s: every link %.4g Gbit/s, %.4g us per switch "
                "crossed\n", a.topology, a.net_bw * 8e-9, a.net_lat * 1e6);
     char hs[64];
     if (hier_off)
         snprintf(hs, sizeof hs, "off%s",
                  shm_off && !horovod ? " ([collectives] shm = off)" : "");
+    else if (a.gpus == 1) /* the simulator's hierarchy needs G > 1 */
+        snprintf(hs, sizeof hs, "none (one GPU a host)");
     else
         snprintf(hs, sizeof hs, "on from %llu bytes",
                  (unsigned long long)hier_eff);

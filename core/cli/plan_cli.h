@@ -35,8 +35,12 @@ int plan_measure_model(const char *layers, const int d[4], int batch,
                        model_prof_t *mp);
 /* The job's model on one CPU thread and a batch of fixed pseudo-random
  * inputs and labels, for the timings above and --colocation's copies. */
+/* -1 on failure; -2: the batch too big for this host (said). */
 int plan_model_setup(const char *layers, const int d[4], int batch,
                      dt_device_t **dev, dt_model_t **m, float **x, int **y);
+/* 0, or -1 with an error saying what to do when timing m here at batch
+ * would need more memory than this host has (plan_memory.c). */
+int plan_check_measure_memory(const dt_model_t *m, const int d[4], int batch);
 int plan_read_layer_times(const char *path, model_prof_t *mp);
 /* The layer passes a step of m launches: every layer forward, those from
  * the first with parameters backward, and the optimizer once. */

@@ -155,6 +155,14 @@ int plan_model_setup(const char *layers, const int d[4], int batch,
     size_t in = (size_t)d[0] * d[1] * d[2];
     *dev = NULL;
     *m = NULL;
+    *x = NULL;
+    *y = NULL;
+    /* parsed first: a batch this host cannot hold is refused before
+     * anything large is allocated */
+    if (dt_model_parse(layers, "[model] layers", d[0], d[1], d[2], d[3], m,
+                       NULL) != DT_OK ||
+        plan_check_measure_memory(*m, d, batch) != 0)
+        return *m ? -2 : -1; /* -2: too big for this host, said */
     *x = malloc((size_t)batch * in * sizeof **x);
     *y = malloc((size_t)batch * sizeof **y);
     if (!*x || !*y)
@@ -167,8 +175,6 @@ int plan_model_setup(const char *layers, const int d[4], int batch,
     for (int i = 0; i < batch; i++)
         (*y)[i] = i % d[3];
     if (dt_device_open("cpu", 0, 1, dev) != DT_OK ||
-        dt_model_parse(layers, "[model] layers", d[0], d[1], d[2], d[3], m,
-                       NULL) != DT_OK ||
         dt_model_init(*m, *dev, 1) != DT_OK)
         return -1;
     return 0;
@@ -184,8 +190,12 @@ int plan_measure_model(const char *layers, const int d[4], int batch,
     int *y = NULL;
     ready_log_t r = {0};
     double *best = NULL;
-    if (plan_model_setup(layers, d, batch, &dev, &m, &x, &y) != 0)
+    int said = 0; /* the failure already explained */
+    int setup = plan_model_setup(layers, d, batch, &dev, &m, &x, &y);
+    if (setup != 0) {
+        said = setup == -2;
         goto out;
+    }
     r.cap = 4096;
     r.t = calloc(r.cap, sizeof *r.t);
     r.bytes = calloc(r.cap, sizeof *r.bytes);
@@ -253,7 +263,7 @@ int plan_measure_model(const char *layers, const int d[4], int batch,
     mp->bytes[events] = 0;
     rc = 0;
 out:
-    if (rc)
+    if (rc && !said)
         dt_error("plan: cannot run the model '%s' here", layers);
     dt_model_free(m);
     if (dev)

@@ -268,15 +268,20 @@ int dt_plan_parse_rate(const char *s, double *out)
         return -1;
     double mult = 1;
     const char *u = end;
+    /* tc's spelling, 25gbit or 100mbit, in lower case: bits only (tc's
+     * own "mbps" is bytes, so no lower-case prefix before bps or B) */
+    int lower = *u == 'm' || *u == 'g' || *u == 't';
     if (*u == 'K' || *u == 'k')
         mult = 1e3, u++;
-    else if (*u == 'M')
+    else if (*u == 'M' || *u == 'm')
         mult = 1e6, u++;
-    else if (*u == 'G')
+    else if (*u == 'G' || *u == 'g')
         mult = 1e9, u++;
-    else if (*u == 'T')
+    else if (*u == 'T' || *u == 't')
         mult = 1e12, u++;
     double r;
+    if (lower && strcmp(u, "bit") && strcmp(u, "bit/s"))
+        return -1;
     if (!strcmp(u, "bit") || !strcmp(u, "bit/s") || !strcmp(u, "bps") ||
         !strcmp(u, "b") || !strcmp(u, "b/s"))
         r = v * mult / 8;
