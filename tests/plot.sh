@@ -5,6 +5,7 @@
 # the package; a picture type gnuplot is not asked for is refused; dtctl's
 # restart records pass without a warning; a step going back starts a run
 # of its own (not merged by epoch); a panel with only nulls is drawn empty;
+# a one-epoch run draws without gnuplot's empty-range warnings;
 # a picture that cannot be written is refused naming it.
 set -u
 : "${DTCTL:?run through make check}"
@@ -92,6 +93,15 @@ grep -q "runs.jsonl:6: the step goes back from 30 to 10 (epoch 1): another run s
 grep -q 'runs.jsonl #2' "$tmp/runs.svg" && grep -q 'runs.jsonl #1' "$tmp/runs.svg" ||
     fail "the two runs are not two curves"
 grep -q "2 runs" "$tmp/out" || fail "not 2 runs"
+
+# one epoch at a constant lr: every panel a single value, drawn without
+# gnuplot's 'Warning: empty x range' and 'empty y range' (seven lines on
+# dtctl's output for the shortest run)
+line 1 0.9 0.7 0.75 0.05 1000.0 >"$tmp/one.jsonl"
+"$DTCTL" plot "$tmp/one.jsonl" -o "$tmp/one.svg" >"$tmp/out" 2>&1 ||
+    fail "a one-epoch run failed the plot (exit $?)"
+grep -q '</svg>' "$tmp/one.svg" || fail "one.svg is not complete"
+grep -qi "warning" "$tmp/out" && fail "a one-epoch run: gnuplot's warnings passed on"
 
 # a panel with nothing but nulls: drawn empty, the picture complete
 { line 1 1.9 null 0.61 0.05 null; line 2 1.2 null 0.70 0.1 null; } >"$tmp/nulls.jsonl"

@@ -1,7 +1,8 @@
 /* test_lr_schedule.c — learning rate scaling (linear, sqrt, none, with
  * caps on the lr and on the global batch), warmup (in epochs, in steps,
  * auto) and the constant, step and cosine schedules, from configuration
- * as users write it: exact values at chosen points. */
+ * as users write it: exact values at chosen points; a warmup that does
+ * nothing or outlasts the training named. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -294,6 +295,56 @@ static void test_warmup_steps_and_fractions(void **state)
     dt_config_free(cfg);
 }
 
+/* A warmup asked for that does nothing (one worker) or outlasts the
+ * epochs is named; auto, 0 and a warmup that ends in time are not. */
+static void test_warmup_notes(void **state)
+{
+    (void)state;
+    dt_lr_schedule_t s;
+    char n[512];
+    const char *one[] = {"warmup_steps", "50", NULL};
+    dt_config_t *cfg = example(one);
+    assert_int_equal(dt_lr_schedule_from_config(cfg, 1, &s), DT_OK);
+    assert_string_equal(dt_lr_schedule_warmup_note(&s, n, sizeof n),
+                        "warmup_steps");
+    assert_non_null(strstr(n, "[train] warmup_steps = 50 does nothing here"));
+    assert_non_null(strstr(n, "1 worker at lr 0.05 starts where it ends"));
+    dt_config_free(cfg);
+    const char *quiet[][3] = {{"warmup_epochs", "auto", NULL},
+                              {"warmup_epochs", "0", NULL},
+                              {"warmup_epochs", "15", NULL}};
+    for (size_t i = 0; i < 3; i++) {
+        cfg = example(quiet[i]);
+        assert_int_equal(dt_lr_schedule_from_config(cfg, i < 2 ? 1 : 2, &s),
+                         DT_OK);
+        assert_null(dt_lr_schedule_warmup_note(&s, n, sizeof n));
+        dt_config_free(cfg);
+    }
+    /* 2 workers, linear: 0.05 -> 0.1 over 20 epochs of 15: at 0.0875 */
+    const char *lng[] = {"lr_scaling", "linear", "warmup_epochs", "20", NULL};
+    cfg = example(lng);
+    assert_int_equal(dt_lr_schedule_from_config(cfg, 2, &s), DT_OK);
+    assert_string_equal(dt_lr_schedule_warmup_note(&s, n, sizeof n),
+                        "warmup_epochs");
+    assert_non_null(strstr(n, "warmup_epochs = 20 is longer than the "
+                              "training (15 epochs): the lr climbs from "
+                              "0.05 to 0.0875 and never reaches 0.1, and the "
+                              "cosine schedule never starts"));
+    dt_config_free(cfg);
+    /* in steps: judged once the steps per epoch are known */
+    const char *st[] = {"lr_scaling", "linear", "warmup_steps", "800", NULL};
+    cfg = example(st);
+    assert_int_equal(dt_lr_schedule_from_config(cfg, 2, &s), DT_OK);
+    assert_null(dt_lr_schedule_warmup_note(&s, n, sizeof n));
+    dt_lr_schedule_set_steps(&s, 50); /* 16 epochs */
+    assert_string_equal(dt_lr_schedule_warmup_note(&s, n, sizeof n),
+                        "warmup_steps");
+    assert_non_null(strstr(n, "warmup_steps = 800 (16 epochs) is longer"));
+    dt_lr_schedule_set_steps(&s, 60); /* 13.3 epochs: in time */
+    assert_null(dt_lr_schedule_warmup_note(&s, n, sizeof n));
+    dt_config_free(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -305,6 +356,7 @@ int main(void)
         cmocka_unit_test(test_sqrt),
         cmocka_unit_test(test_caps),
         cmocka_unit_test(test_warmup_steps_and_fractions),
+        cmocka_unit_test(test_warmup_notes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -422,7 +422,7 @@ static void test_progress_plain(void **state)
     dt_progress_init(&p, f, 3);
     assert_false(p.tty);
     p.every = 2;
-    dt_progress_epoch_start(&p);
+    dt_progress_epoch_start(&p, 0);
     for (uint64_t s = 1; s <= 5; s++)
         dt_progress_step(&p, 1, s, 5, 0.25, 1000.0, 0.125);
     dt_epoch_metrics_t m = {.epoch = 1, .test_accuracy = 0.5};
@@ -440,6 +440,21 @@ static void test_progress_plain(void **state)
     assert_non_null(strstr(buf, "test_accuracy 50.00%"));
 }
 
+/* The ETA counts the steps this start ran: a resumed epoch's steps before
+ * it took none of the time (its ETA was a third of the truth). */
+static void test_progress_eta(void **state)
+{
+    (void)state;
+    /* 10 s for steps 21..30 of 63, resumed at 20: 1 s a step, 33 left */
+    assert_float_equal(dt_progress_eta(10.0, 20, 30, 63), 33.0, 1e-12);
+    /* a whole epoch: 10 s for 30 steps */
+    assert_float_equal(dt_progress_eta(10.0, 0, 30, 63), 11.0, 1e-12);
+    assert_float_equal(dt_progress_eta(10.0, 0, 63, 63), 0.0, 1e-12);
+    /* nothing measured since the resume */
+    assert_true(dt_progress_eta(0.0, 20, 20, 63) < 0.0);
+    assert_true(dt_progress_eta(1.0, 0, 0, 63) < 0.0);
+}
+
 /* A blow-up's loss reads as 3.177e+36, not 37 digits; a tiny one as
  * 5e-05, not 0.0000; a usual one as before (%.4f). */
 static void test_progress_loss_magnitudes(void **state)
@@ -449,7 +464,7 @@ static void test_progress_loss_magnitudes(void **state)
     dt_progress_t p;
     dt_progress_init(&p, f, 1);
     p.every = 1;
-    dt_progress_epoch_start(&p);
+    dt_progress_epoch_start(&p, 0);
     dt_progress_step(&p, 1, 1, 4, 3177449894411672057991985366686498816.0,
                      1.0, 0.0);
     dt_progress_step(&p, 1, 2, 4, 5e-5, 1.0, 0.0);
@@ -482,6 +497,7 @@ int main(void)
         cmocka_unit_test(test_tb_nested_dir),
         cmocka_unit_test(test_write_failure_warns),
         cmocka_unit_test(test_progress_plain),
+        cmocka_unit_test(test_progress_eta),
         cmocka_unit_test(test_progress_loss_magnitudes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -14,6 +14,7 @@
 #include <dt/config.h>
 #include <dt/log.h>
 #include "plugin/plugin_loader.h"
+#include "stderr_capture.h"
 
 typedef struct opt {
     const dt_optimizer_ops_t *ops;
@@ -374,8 +375,16 @@ static void test_bad_settings(void **state)
     const char *big_mom[] = {"momentum=1.5", NULL};
     assert_int_equal(opt_open(&o, "sgd", 1, big_mom), DT_ERR_CONFIG);
     opt_close(&o);
+    /* named where it was set, and what to do (it named neither) */
     const char *nest[] = {"nesterov=yes", NULL};
+    capture_t cap;
+    capture_begin(&cap);
     assert_int_equal(opt_open(&o, "sgd", 1, nest), DT_ERR_CONFIG);
+    char *said = capture_end(&cap);
+    assert_non_null(strstr(said, "--set: [optimizer.sgd] nesterov = yes "
+                                 "needs momentum > 0 (momentum is 0): set "
+                                 "momentum"));
+    free(said);
     opt_close(&o);
     const char *eta0[] = {"eta=0", NULL};
     assert_int_equal(opt_open(&o, "lars", 1, eta0), DT_ERR_CONFIG);

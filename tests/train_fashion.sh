@@ -14,7 +14,11 @@
 # a CNN whose second conv runs by Winograd, which ends where im2col ends;
 # a small ResNet ends where it ends in NCHW when it runs NHWC; layout =
 # nhwc for a model with max pooling is refused by dtctl, naming the
-# maxpool; bad [data] and sync_bn keys are refused by dtctl, once.
+# maxpool; a batchnorm whose every batch is 1 sample (a subset of one
+# sample per rank) is refused; bad [data] and sync_bn keys are refused by
+# dtctl, once; an image folder's image_size and decode and CIFAR-100's
+# cifar100_labels are said to do nothing, and so is a warmup
+# on one worker; a mean on the 0-255 scale is said.
 name=train
 . "$top_srcdir/tests/train_common.sh"
 
@@ -78,6 +82,17 @@ grep -q "\[cluster\] work_load gives rank 0 1 sample a step (batch_size 2 x 2 ra
     { cat out; fail "batchnorm, a work_load share of 1: no clear error"; }
 # (not advising sync_bn, which work_load refuses)
 grep -q "sync_bn" out && { cat out; fail "a work_load share of 1: advises sync_bn"; }
+# batch 2, but 3 samples over 3 workers give each 1 sample an epoch: every
+# batch is 1 (it trained at loss log 10, learning nothing), refused by the
+# workers once the data is loaded; with sync_bn the batch is the 3
+"$DTCTL" run -n 3 --set data.train_samples=3 --set data.test_samples=10 \
+    bad3.ini >out 2>&1 && { cat out; fail "batchnorm with 1 sample per rank was accepted"; }
+grep -q "rank [0-2]: 3 training samples over 3 workers give each 1 sample an epoch, so layer 2 'batchnorm' sees 1 value per channel in every batch.*: train on at least 6 samples (\[data\] train_samples), run fewer workers, or set \[model\] sync_bn = yes" out ||
+    { cat out; fail "batchnorm, 1 sample per rank: no clear error"; }
+grep -q "exited with code 65" out || { cat out; fail "batchnorm, 1 sample per rank: not exit 65"; }
+"$DTCTL" run -n 3 --set data.train_samples=3 --set data.test_samples=10 \
+    --set model.sync_bn=yes bad3.ini >out 2>&1 ||
+    { cat out; fail "batchnorm with 1 sample per rank and sync_bn refused"; }
 # sync_bn with work_load: said once by dtctl, naming both
 "$DTCTL" run -n 2 --set cluster.work_load=1,2 --set model.sync_bn=yes bad3.ini >out 2>&1
 [ $? -eq 2 ] || { cat out; fail "sync_bn with work_load: not refused (exit 2)"; }
@@ -105,6 +120,36 @@ for kv in "train.max_steps=-1|max_steps = -1: 0 (run all epochs)" \
     [ "$(grep -c -- "${kv#*|}" out)" -eq 1 ] || { cat out; fail "${kv%%|*}: no single '${kv#*|}'"; }
     grep -q "^\[" out && { cat out; fail "${kv%%|*}: workers were started"; }
 done
+# an image folder's keys and cifar100's on Fashion-MNIST do nothing: said
+# (they were ignored without a word); image_size may repeat its 28x28
+"$DTCTL" config --set data.decode=loader --set data.cifar100_labels=coarse \
+    --set data.image_size=32 job.ini >out 2>&1 ||
+    { cat out; fail "decode, cifar100_labels or image_size refused"; }
+grep -q -- "--set: \[data\] image_size = 32 does nothing for fashion-mnist, whose images stay 28x28 (the model's input 1x28x28)" out ||
+    { cat out; fail "image_size = 32 on fashion-mnist: not said"; }
+grep -q -- "--set: \[data\] decode is an image folder's key (dataset = folder): it does nothing for fashion-mnist" out ||
+    { cat out; fail "decode on fashion-mnist: not said"; }
+grep -q -- "--set: \[data\] cifar100_labels chooses CIFAR-100's fine or coarse labels: it does nothing for fashion-mnist" out ||
+    { cat out; fail "cifar100_labels on fashion-mnist: not said"; }
+"$DTCTL" config --set data.image_size=28 job.ini >out 2>&1 ||
+    { cat out; fail "image_size = 28 refused"; }
+grep -q "image_size = 28 does nothing" out &&
+    { cat out; fail "image_size = 28 on fashion-mnist: complained about"; }
+# mean and std on the 0-255 scale (other frameworks' recipes) trained at
+# chance without a word: said, with what to write instead
+"$DTCTL" config --set data.mean=72.9 --set data.std=0.353 job.ini >out 2>&1
+grep -q -- "--set: \[data\] mean = 72.9 is above 1, but dt normalizes pixel/255, in \[0, 1\].*divide it by 255 (0.2859)" out ||
+    { cat out; fail "mean on the 0-255 scale: not said"; }
+grep -q "std = 0.353 is above" out && { cat out; fail "std 0.353 said to be above 1"; }
+# a warmup on one worker starts at the lr it climbs to: said by dtctl
+# with its origin (it was a -v line, 'warmup 50 steps from 0.02'); on two
+# it climbs from lr / 2
+"$DTCTL" config -n 1 --set train.warmup_steps=50 job.ini >out 2>&1
+grep -q -- "--set: \[train\] warmup_steps = 50 does nothing here: .* 1 worker at lr 0.02 starts where it ends" out ||
+    { cat out; fail "warmup_steps on one worker: not said"; }
+"$DTCTL" config -n 2 --set train.warmup_steps=50 job.ini >out 2>&1
+grep -q "warmup_steps = 50 does nothing" out &&
+    { cat out; fail "warmup_steps on two workers: said to do nothing"; }
 : >out
 
 # ---- a short real training -------------------------------------------------

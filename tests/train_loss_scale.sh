@@ -133,9 +133,12 @@ line=$(grep -c '' cg.ini)
 "$DTCTL" run -n 1 cg.ini >out.d9 2>&1 && fail "(d) cuda_graphs = maybe accepted"
 grep -q "cg.ini:$line: \[train\] cuda_graphs = 'maybe': use auto, on or off" out.d9 ||
     { cat out.d9; fail "(d) cuda_graphs = maybe not named with file:line"; }
-run --set train.cuda_graphs=on >out.d10 2>&1 && fail "(d) cuda_graphs = on with device = cpu accepted"
-grep -q "\[train\] cuda_graphs = on captures a GPU's step; \[train\] device = cpu has none" out.d10 ||
-    { cat out.d10; fail "(d) cuda_graphs = on on the cpu not explained"; }
+{ cat job.ini; printf '[train]\ncuda_graphs = on\n'; } >cg.ini
+"$DTCTL" run -n 2 cg.ini >out.d10 2>&1 && fail "(d) cuda_graphs = on with device = cpu accepted"
+grep -q "cg.ini:$line: \[train\] cuda_graphs = on captures a GPU's step; \[train\] device = cpu has none" out.d10 ||
+    { cat out.d10; fail "(d) cuda_graphs = on on the cpu not explained with file:line"; }
+# by dtctl: the workers named their DT_TRAIN_CUDA_GRAPHS, after loading data
+grep -q '^\[' out.d10 && { cat out.d10; fail "(d) cuda_graphs = on on the cpu: workers were started"; }
 run --set train.cuda_graphs=off >out.d11 2>&1 || { cat out.d11; fail "(d) cuda_graphs = off on the cpu refused"; }
 echo "(d) fp8, a scale not a power of two, bf16 and tf32 on the CPU, bf16 activations on the CPU, an unknown storage and cuda_graphs misspelt or on for the CPU refused by name"
 echo PASS

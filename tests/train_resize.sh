@@ -10,7 +10,8 @@
 #  - N' = 3 for 10 steps (to 800 samples, inside the resharded epoch,
 #    epoch_start 320), then N'' = 2: step 26 of 32, 59 steps in all.
 # Each resume says the global batch and lr it changed (lr_scaling linear)
-# and the training finishes. That no sample is skipped or seen twice is
+# and the training finishes; the finished job's last checkpoint resumed
+# on 3 says training is complete. That no sample is skipped or seen twice is
 # tested at the sampler level (test_sampler: test_resume_other_world).
 set -u
 : "${DTCTL:?DTCTL must point at dtctl (set by make check)}"
@@ -80,6 +81,11 @@ resume base 3 "resuming a checkpoint of 2 workers on 3" - --set train.max_steps=
     cp -r ck mid &&
     resume mid 2 "resuming a checkpoint of 3 workers on 2: global batch 48 -> 32, lr 0.06 -> 0.04 (linear); epoch 1 goes on at step 26 of 32 (800 of 1000 samples seen)" 59 &&
     ok "2 -> 3 -> 2 workers: a checkpoint inside the resharded epoch (800 samples seen) resumes at step 26 of 32"
+# The end of training resumed elsewhere: no epoch goes on (the line said
+# "epoch 3 goes on at step 1 of 21" of a job of 2 epochs)
+[ -f ck/ckpt-000000000059.dtckpt ] && cp -r ck done &&
+    resume done 3 "resuming a checkpoint of 2 workers on 3: global batch 32 -> 48, lr 0.04 -> 0.06 (linear); training complete (2 of 2 epochs)" - &&
+    ok "the end of training resumed on 3 workers: training complete, no epoch goes on"
 # Same world size: no translation, no line.
 if resume base 2 "resuming from ck/ckpt-000000000010.dtckpt" 64; then
     if grep -q "resuming a checkpoint of" o; then

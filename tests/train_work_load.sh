@@ -7,6 +7,8 @@
 #    of 48) end with the same parameters, to float rounding, as 1 worker
 #    with batch 48 (the same global batches: the weighted average equals
 #    the mean over the global batch), and so does the equal split;
+#  - rank 0's progress line counts every rank's samples (its samples/s
+#    at the epoch's last step is the epoch line's);
 #  - work_load = auto with rank 2 slowed 2x (DT_TEST_SLOW_RANK) lowers rank
 #    2's weight in the logged line;
 #  - resume: a checkpoint records the weights; resuming with other fixed
@@ -70,10 +72,20 @@ differ e/$last w/$last ||
 # 1,2,3 gives shares 8,16,24: rank 1's 16 is global / world without the
 # shares being equal; it once averaged while the others summed (silently
 # wrong gradients, accuracy 10 points down)
-run -n 3 --set cluster.work_load=1,2,3 --set train.checkpoint_dir=w123 job.ini ||
+run -n 3 --set cluster.work_load=1,2,3 --set train.checkpoint_dir=w123 \
+    --set train.log_every=20 job.ini ||
     { cat out; fail "3 workers, work_load 1,2,3"; }
 "$compare" one/$last w123/$last 1e-4 ||
     fail "work_load 1,2,3 differs from 1 worker on the same global batches"
+# rank 0's progress line counts every rank's samples: at the epoch's last
+# step (20 of 20) its samples/s is the epoch line's, the same samples over
+# the same time (it was 3 x rank 0's share of 8: half the real rate)
+rate() { sed -n "s|^\[0\] epoch 1/2  $1.*  \([0-9]*\) samples/s.*|\1|p" out; }
+p=$(rate 'step 20/20') e=$(rate 'train_loss')
+[ -n "$p" ] && [ -n "$e" ] || { cat out; fail "no progress or epoch line"; }
+[ "$p" -ge $((e - 1)) ] && [ "$p" -le $((e + 1)) ] ||
+    { cat out; fail "work_load 1,2,3: progress says $p samples/s, the epoch line $e"; }
+echo "work_load: the progress line's samples/s is the epoch line's ($p)"
 
 # ---- auto: a 2x slower rank gets a smaller share ---------------------------
 DT_TEST_SLOW_RANK=2 DT_TEST_SLOW_FACTOR=2 run -n 3 --set train.epochs=3 \

@@ -299,6 +299,35 @@ static void put_plot(FILE *f, const char *dir, const plot_set_t *set,
     fputc('\n', f);
 }
 
+/* A range of one value (one epoch; a constant lr): gnuplot widens it by
+ * 1% itself but prints "Warning: empty y range" on dtctl's stderr for
+ * every such panel (seven for a one-epoch run); set that range first. */
+static void put_flat_range(FILE *f, const char *axis, double lo, double hi)
+{
+    if (!(lo == hi))
+        return;
+    double d = lo != 0.0 ? fabs(lo) * 0.01 : 1.0;
+    fprintf(f, "set %srange [%.9g:%.9g]\n", axis, lo - d, hi + d);
+}
+
+/* The least and largest value of data column col (and col + 1). */
+static void value_range(const plot_set_t *set, int col, int both,
+                        double out[2])
+{
+    out[0] = INFINITY, out[1] = -INFINITY;
+    for (int i = 0; i < set->n; i++)
+        for (int r = 0; r < set->s[i].n; r++)
+            for (int c = col; c <= col + both; c++) {
+                double v = set->s[i].rows[r].v[c - 2];
+                if (c == 4)
+                    v *= 100.0; /* accuracy in percent, as written */
+                if (isfinite(v)) {
+                    out[0] = fmin(out[0], v);
+                    out[1] = fmax(out[1], v);
+                }
+            }
+}
+
 /* One panel: the curves of data column col (and col + 1 dashed for the
  * loss), or an empty panel when no run has a value there. */
 static void put_panel(FILE *f, const char *dir, const plot_set_t *set,
@@ -317,7 +346,12 @@ static void put_panel(FILE *f, const char *dir, const plot_set_t *set,
     fputs("set title ", f);
     dt_gnuplot_quote(f, title);
     fputc('\n', f);
+    double y[2];
+    value_range(set, col, dashed, y);
+    put_flat_range(f, "x", range[0], range[1]);
+    put_flat_range(f, "y", y[0], y[1]);
     put_plot(f, dir, set, col, what, dashed);
+    fputs("set autoscale\n", f);
 }
 
 /* run<i>.dat: epoch, then the fields (accuracy in percent), NaN where a

@@ -324,6 +324,44 @@ static dt_status_t check_channels(const dt_config_t *cfg, const char *kind,
     return DT_OK;
 }
 
+/* A key set by the user (not its default). */
+static int user_set(const dt_config_t *cfg, const char *key)
+{
+    dt_config_source_t src = DT_SRC_DEFAULT;
+    return dt_config_get(cfg, "data", key) &&
+           dt_config_origin(cfg, "data", key, &src, NULL) == DT_OK &&
+           src != DT_SRC_DEFAULT;
+}
+
+/* A built-in data set's images are what its files hold, and an image
+ * folder's keys do nothing for it: said, as they were ignored without a
+ * word (image_size = 32 on Fashion-MNIST trained on 28x28, where
+ * torchvision's Resize(32) would resize); not refused, so that a folder's
+ * job file still runs with --set data.dataset=... (channels, which would
+ * convert, is refused unless it repeats the count). */
+static dt_status_t check_builtin_keys(const dt_config_t *cfg,
+                                      const char *kind, const int shape[3])
+{
+    DT_CHECK(check_channels(cfg, kind, shape[0]));
+    const char *size = dt_config_get(cfg, "data", "image_size");
+    int h = 0, w = 0;
+    if (size && user_set(cfg, "image_size") &&
+        !(parse_image_size(size, &h, &w) && h == shape[1] &&
+          w == shape[2]))
+        dt_warn("%s: [data] image_size = %s does nothing for %s, whose "
+                "images stay %dx%d (the model's input %dx%dx%d): "
+                "image_size crops and resizes only an image folder "
+                "(dataset = folder)", origin(cfg, "image_size"), size, kind,
+                shape[1], shape[2], shape[0], shape[1], shape[2]);
+    static const char *const folder_keys[] = {"decode", "bad_images"};
+    for (size_t i = 0; i < sizeof folder_keys / sizeof *folder_keys; i++)
+        if (user_set(cfg, folder_keys[i]))
+            dt_warn("%s: [data] %s is an image folder's key (dataset = "
+                    "folder): it does nothing for %s",
+                    origin(cfg, folder_keys[i]), folder_keys[i], kind);
+    return DT_OK;
+}
+
 /* A list of floats from a [data] key. */
 static dt_status_t get_floats(const dt_config_t *cfg, const char *key,
                               float *vals, size_t max, size_t *n)
@@ -385,6 +423,21 @@ static dt_status_t check_norm_key(const dt_config_t *cfg, const char *key,
                      "every pixel)", where, (double)v[i]);
             return DT_ERR_CONFIG;
         }
+    /* Pixels are normalized as pixel/255, in [0, 1]: a mean above 1 or a
+     * std above 1 is no statistic of them, but the 0-255 scale of other
+     * frameworks' recipes (mean = 123.675, 116.28, 103.53), which trains
+     * at chance without a word (inputs near -mean/std). */
+    for (size_t i = 0; i < n; i++)
+        if (v[i] > 1.0f) {
+            dt_warn("%s: [data] %s = %g is above 1, but dt normalizes "
+                    "pixel/255, in [0, 1] (as torchvision's ToTensor, then "
+                    "Normalize): that is the 0-255 scale, whose inputs are "
+                    "far from mean 0 and std 1 (mean = 72.9, std = 90 on "
+                    "Fashion-MNIST trained at chance); divide it by 255 "
+                    "(%.4g)", where, key, (double)v[i],
+                    (double)v[i] / 255.0);
+            break;
+        }
     return DT_OK;
 }
 
@@ -414,9 +467,14 @@ static dt_status_t check_image_keys(const dt_config_t *cfg, int *channels)
     const char *kind = dt_config_get(cfg, "data", "dataset");
     int shape[3];
     *channels = 0;
+    if (user_set(cfg, "cifar100_labels") &&
+        (!kind || strcmp(kind, "cifar100") != 0))
+        dt_warn("%s: [data] cifar100_labels chooses CIFAR-100's fine or "
+                "coarse labels: it does nothing for %s",
+                origin(cfg, "cifar100_labels"), kind ? kind : "fashion-mnist");
     if (builtin_shape(kind, shape)) {
         *channels = shape[0];
-        return check_channels(cfg, kind ? kind : "fashion-mnist", shape[0]);
+        return check_builtin_keys(cfg, kind ? kind : "fashion-mnist", shape);
     }
     if (!kind || strcmp(kind, "folder") != 0)
         return DT_OK; /* an unknown kind: dtctl names it (its shape) */

@@ -74,12 +74,22 @@ typedef struct dt_progress {
     uint64_t every;          /* plain mode: print every N steps (0: none)  */
     double last_draw;        /* monotonic seconds of the last redraw       */
     double epoch_start;
+    uint64_t epoch_done;     /* steps of the epoch done before its start:
+                                a resumed epoch's                          */
     uint64_t epochs;
     size_t line_len;         /* characters drawn, to clear on redraw       */
 } dt_progress_t;
 
 void dt_progress_init(dt_progress_t *p, FILE *out, uint64_t epochs);
-void dt_progress_epoch_start(dt_progress_t *p);
+/* done: the epoch's steps already done before this start (a checkpoint
+ * of the middle of the epoch resumed), 0 otherwise. */
+void dt_progress_epoch_start(dt_progress_t *p, uint64_t done);
+/* Seconds left in the epoch after `step` of `steps`, from the `elapsed`
+ * seconds its steps since `done` took (a resumed epoch's first steps took
+ * none of it: counted in, they made its ETA a third of the truth at step
+ * 30 of 63 resumed at 20); negative when nothing is measured yet. */
+double dt_progress_eta(double elapsed, uint64_t done, uint64_t step,
+                       uint64_t steps);
 /* step: 1-based within the epoch, of steps; data_wait: the share of the
  * epoch's step time so far spent waiting for batches. */
 void dt_progress_step(dt_progress_t *p, uint64_t epoch, uint64_t step,

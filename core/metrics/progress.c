@@ -20,10 +20,19 @@ void dt_progress_init(dt_progress_t *p, FILE *out, uint64_t epochs)
     p->epochs = epochs;
 }
 
-void dt_progress_epoch_start(dt_progress_t *p)
+void dt_progress_epoch_start(dt_progress_t *p, uint64_t done)
 {
     p->epoch_start = dt_clock_now();
+    p->epoch_done = done;
     p->last_draw = 0.0;
+}
+
+double dt_progress_eta(double elapsed, uint64_t done, uint64_t step,
+                       uint64_t steps)
+{
+    if (step <= done || step > steps)
+        return -1.0;
+    return elapsed / (double)(step - done) * (double)(steps - step);
 }
 
 static void eta_text(char *buf, size_t len, double seconds)
@@ -63,9 +72,10 @@ void dt_progress_step(dt_progress_t *p, uint64_t epoch, uint64_t step,
         return;
     }
     p->last_draw = now;
-    double per_step = step ? (now - p->epoch_start) / (double)step : 0.0;
     char eta[32], line[256], lt[64];
-    eta_text(eta, sizeof eta, per_step * (double)(steps - step));
+    eta_text(eta, sizeof eta,
+             dt_progress_eta(now - p->epoch_start, p->epoch_done, step,
+                             steps));
     int n = snprintf(line, sizeof line,
                      "epoch %llu/%llu  step %llu/%llu  loss %s  "
                      "%.0f samples/s  data %.1f%%  ETA %s",

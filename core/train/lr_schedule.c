@@ -210,6 +210,50 @@ double dt_lr_target_for(const dt_lr_schedule_t *s, int world,
     return target * s->scale;
 }
 
+const char *dt_lr_schedule_warmup_note(const dt_lr_schedule_t *s,
+                                       char *buf, size_t len)
+{
+    int asked = s->warmup_steps > 0 ||
+                (!s->warmup_auto && s->warmup_epochs > 0);
+    const char *key = s->warmup_steps > 0 ? "warmup_steps" : "warmup_epochs";
+    char value[64];
+    if (!asked || len == 0)
+        return NULL;
+    if (s->warmup_steps > 0)
+        snprintf(value, sizeof value, "%lld", s->warmup_steps);
+    else
+        snprintf(value, sizeof value, "%g", s->warmup_epochs);
+    if (s->start >= s->target) {
+        /* world 1: Horovod's warmup starts at the lr it ends at */
+        snprintf(buf, len, "[train] %s = %s does nothing here: a warmup "
+                 "climbs from the scaled lr / N workers to the scaled lr "
+                 "(Horovod's rule, warming up what lr_scaling adds, not "
+                 "from 0), and %d worker%s at lr %g start%s where %s end%s",
+                 key, value, s->world, s->world == 1 ? "" : "s", s->target,
+                 s->world == 1 ? "s" : "", s->world == 1 ? "it" : "they",
+                 s->world == 1 ? "s" : "");
+        return key;
+    }
+    if (s->warmup_steps > 0 && s->steps_per_epoch <= 0)
+        return NULL; /* its length in epochs is not known yet */
+    if (s->warmup_epochs <= s->epochs)
+        return NULL;
+    /* longer than the training: the lr never gets where it climbs to */
+    double reached = s->start + (s->target - s->start) *
+                                    (s->epochs / s->warmup_epochs);
+    if (s->warmup_steps > 0) /* its length in epochs beside the steps */
+        snprintf(value, sizeof value, "%lld (%.3g epochs)", s->warmup_steps,
+                 s->warmup_epochs);
+    snprintf(buf, len, "[train] %s = %s is longer than the training (%g "
+             "epoch%s): the lr climbs from %g to %.4g and never reaches "
+             "%g%s", key, value, s->epochs, s->epochs == 1.0 ? "" : "s",
+             s->start, reached, s->target,
+             s->kind == DT_LR_COSINE ? ", and the cosine schedule never starts"
+             : s->kind == DT_LR_STEP ? ", and the step schedule never starts"
+                                     : "");
+    return key;
+}
+
 static const char *scaling_name(dt_lr_scaling_t k);
 
 const char *dt_lr_scaling_name(const dt_lr_schedule_t *s)

@@ -83,6 +83,16 @@ double dt_lr_target_for(const dt_lr_schedule_t *s, int world,
                         long long batch);
 const char *dt_lr_scaling_name(const dt_lr_schedule_t *s);
 
+/* A warmup the job asked for (warmup_steps, or warmup_epochs other than
+ * auto) that will not do what it says: on one worker it starts at the lr
+ * it climbs to (nothing happens), or it outlasts the epochs (the lr never
+ * reaches its target, the schedule never starts). Writes the reason
+ * into buf and returns the key to name ("warmup_steps" or
+ * "warmup_epochs"), or NULL when there is nothing to say. warmup_steps'
+ * length is judged only after dt_lr_schedule_set_steps. */
+const char *dt_lr_schedule_warmup_note(const dt_lr_schedule_t *s,
+                                       char *buf, size_t len);
+
 /* One line for -v: "lr 0.05 x 8 workers (linear) = 0.4, warmup 3 epochs
  * (351 steps) from 0.05, then cosine to 0". */
 void dt_lr_schedule_describe(const dt_lr_schedule_t *s, char *buf,

@@ -247,10 +247,23 @@ stepped:
     t->loss_sum += (double)*loss * (double)b;
     t->loss_count += (double)b;
     t->epoch_samples += b;
+    t->epoch_global += batch.global;
     t->train_seconds += dt_clock_now() - t0;
     t->comm_wait_seconds += wait;
     t->data_wait_seconds += data_wait;
     return DT_OK;
+}
+
+/* The samples of the epoch so far over all workers, for rank 0's progress
+ * line: every rank's share of each global batch (under [cluster]
+ * work_load rank 0's own share times the workers undercounted it, 4x at
+ * 1,1,10); async workers keep their own pace, so rank 0's times W, as
+ * its epoch line says. */
+static double progress_samples(const dt_trainer_t *t)
+{
+    if (t->async)
+        return (double)t->world * (double)t->epoch_samples;
+    return (double)t->epoch_global;
 }
 
 /* Rank 0: the epoch's metrics line and TensorBoard scalars, after its
@@ -452,13 +465,13 @@ restart: /* after a rollback (on_divergence): from the checkpoint's step */
         uint64_t steps = dt_trainer_epoch_steps(t);
         t->train_seconds = t->comm_wait_seconds = 0.0;
         t->data_wait_seconds = 0.0;
-        t->epoch_samples = 0;
+        t->epoch_samples = t->epoch_global = 0;
         t->compute_seconds = 0.0;
         t->compute_samples = 0;
         if (t->step_in_epoch == 0)
             t->loss_sum = t->loss_count = 0.0;
         if (t->rank == 0)
-            dt_progress_epoch_start(&t->progress);
+            dt_progress_epoch_start(&t->progress, t->step_in_epoch);
         for (uint64_t s = t->step_in_epoch; s < steps; s++) {
             float loss;
             bool rolled_back = false;
@@ -468,7 +481,7 @@ restart: /* after a rollback (on_divergence): from the checkpoint's step */
             saved = false;
             if (t->rank == 0)
                 dt_progress_step(&t->progress, t->epoch + 1, s + 1, steps,
-                                 loss, t->world * t->epoch_samples /
+                                 loss, progress_samples(t) /
                                            (t->train_seconds + 1e-12),
                                  t->data_wait_seconds /
                                      (t->train_seconds + 1e-12));

@@ -152,6 +152,7 @@ typedef struct dt_trainer {
     double train_seconds, comm_wait_seconds;
     double data_wait_seconds;   /* the step waiting for its batch          */
     uint64_t epoch_samples;     /* this rank's samples this epoch          */
+    uint64_t epoch_global;      /* every rank's, this epoch (sync)         */
 
     /* [train] mode = async (ps.h): world is the number of workers, the
      * servers are ranks world .. world + nservers - 1 */

@@ -250,6 +250,8 @@ static dt_status_t read_activations(const dt_config_t *cfg, int gpu,
                                     const char *dev_name, int *out);
 static dt_status_t read_cuda_graphs(const dt_config_t *cfg,
                                     dt_cuda_graphs_t *mode);
+static dt_status_t check_cuda_graphs_device(const dt_config_t *cfg,
+                                            dt_cuda_graphs_t mode);
 
 static dt_status_t check_model_keys(const dt_config_t *cfg,
                                     dt_conv_algo_t *conv_algo,
@@ -516,6 +518,8 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
     dt_cuda_graphs_t graphs;
     if (st == DT_OK)
         st = read_cuda_graphs(cfg, &graphs);
+    if (st == DT_OK)
+        st = check_cuda_graphs_device(cfg, graphs);
     dt_conv_algo_t conv_algo;
     dt_layout_t layout;
     long long threads;
@@ -552,6 +556,12 @@ dt_status_t dt_train_check_config(const dt_config_t *cfg, int world)
     }
     if (st == DT_OK && plugin)
         warn_async_momentum(cfg, &t, plugin);
+    char note[512];
+    const char *key = st == DT_OK ? dt_lr_schedule_warmup_note(
+                                        &t.lr, note, sizeof note)
+                                  : NULL;
+    if (key) /* once, with the key's line; warmup_steps' length: rank 0 */
+        dt_warn("%s: %s", origin(cfg, "train", key), note);
     free(t.ckpt_dir);
     free(t.work_load);
     return st;
@@ -795,6 +805,14 @@ static dt_status_t setup_data(const dt_config_t *cfg, dt_trainer_t *t)
                  po.prefetch == 1 ? "" : "es");
         dt_lr_schedule_describe(&t->lr, lr, sizeof lr);
         dt_debug("%s", lr);
+        /* dtctl said the rest; warmup_steps' length needs the data */
+        const char *key = t->lr.warmup_steps > 0 &&
+                                  t->lr.start < t->lr.target
+                              ? dt_lr_schedule_warmup_note(&t->lr, lr,
+                                                           sizeof lr)
+                              : NULL;
+        if (key)
+            dt_warn("%s: %s", origin(cfg, "train", key), lr);
         if (dt_grad_clip_enabled(&t->clip))
             dt_debug("gradients clipped after the allreduce: each value to "
                      "%g, the global norm to %g (0: off)", t->clip.max_value,
@@ -935,6 +953,36 @@ static dt_status_t setup_device(const dt_config_t *cfg, dt_trainer_t *t)
     return dt_device_open(device, t->local_rank, (int)threads, &t->dev);
 }
 
+/* A training set so small that each rank's epoch is one sample (3
+ * samples over 7 workers: dtctl judged batch_size, not this): every batch
+ * gives a batchnorm on a flat input one value per channel, normalized to
+ * 0 whatever it was, so the loss stays at log(classes) and nothing
+ * learns. PyTorch raises "Expected more than 1 value per channel". */
+static dt_status_t check_bn_shard(const dt_config_t *cfg,
+                                  const dt_trainer_t *t)
+{
+    bool sync_bn = false;
+    int layer = 0, plane = dt_model_batchnorm_plane(t->model, &layer);
+    size_t per_rank = t->train_sampler.count;
+    DT_CHECK(dt_config_get_bool(cfg, "model", "sync_bn", &sync_bn));
+    size_t values = (size_t)plane * per_rank *
+                    (sync_bn ? (size_t)t->world : 1);
+    if (!plane || values >= 2 || t->work_load || t->work_load_auto)
+        return DT_OK;
+    dt_error("rank %d: %zu training sample%s over %d worker%s give each "
+             "%zu sample an epoch, so layer %d '%s' sees 1 value per "
+             "channel in every batch, and normalizing one value leaves "
+             "nothing to learn: train on at least %d samples ([data] "
+             "train_samples)%s", t->rank, t->train.n,
+             t->train.n == 1 ? "" : "s", t->world,
+             t->world == 1 ? "" : "s", per_rank, layer,
+             t->model->layers[layer].desc, 2 * t->world,
+             t->world > 1 ? ", run fewer workers, or set [model] sync_bn = "
+                            "yes"
+                          : "");
+    return DT_ERR_CONFIG;
+}
+
 static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
 {
     const char *layers = NULL;
@@ -957,6 +1005,7 @@ static dt_status_t setup_model(const dt_config_t *cfg, dt_trainer_t *t)
                             t->train.width, t->train.nclasses, &t->model,
                             NULL));
     DT_CHECK(dt_train_check_model(cfg, t->model, t->world));
+    DT_CHECK(check_bn_shard(cfg, t));
     DT_CHECK(dt_model_set_conv_algo(t->model, conv_algo));
     DT_CHECK(dt_model_set_layout(t->model, layout));
     DT_CHECK(setup_activations(cfg, t));
@@ -991,6 +1040,21 @@ static dt_status_t read_cuda_graphs(const dt_config_t *cfg,
     return DT_OK;
 }
 
+/* cuda_graphs = on with device = cpu: nothing to capture, refused (by
+ * dtctl before launch, with the key's line; it was the workers', naming
+ * their DT_TRAIN_CUDA_GRAPHS). */
+static dt_status_t check_cuda_graphs_device(const dt_config_t *cfg,
+                                            dt_cuda_graphs_t mode)
+{
+    const char *device = dt_config_get(cfg, "train", "device");
+    if (mode != DT_CUDA_GRAPHS_ON || !device || strcmp(device, "cpu") != 0)
+        return DT_OK;
+    dt_error("%s: [train] cuda_graphs = on captures a GPU's step; [train] "
+             "device = cpu has none: set cuda_graphs = auto or off",
+             origin(cfg, "train", "cuda_graphs"));
+    return DT_ERR_CONFIG;
+}
+
 /* [train] cuda_graphs on the model (after sync_bn, which rules graphs
  * out). auto times whole steps, the gradient sync included: with more
  * than one rank a captured step hands its buckets to the sync after its
@@ -1001,13 +1065,7 @@ static dt_status_t setup_cuda_graphs(const dt_config_t *cfg, dt_trainer_t *t)
     dt_cuda_graphs_t mode;
     DT_CHECK(read_cuda_graphs(cfg, &mode));
     if (t->dev->kind != DT_DEVICE_CUDA) {
-        const char *device = dt_config_get(cfg, "train", "device");
-        if (mode == DT_CUDA_GRAPHS_ON && device && strcmp(device, "cpu") == 0) {
-            dt_error("%s: [train] cuda_graphs = on captures a GPU's step; "
-                     "[train] device = cpu has none: set cuda_graphs = auto "
-                     "or off", origin(cfg, "train", "cuda_graphs"));
-            return DT_ERR_CONFIG;
-        }
+        DT_CHECK(check_cuda_graphs_device(cfg, mode));
         if (mode == DT_CUDA_GRAPHS_ON && t->rank == 0)
             dt_warn("[train] cuda_graphs = on: no GPU here (device = auto), "
                     "nothing to capture");

@@ -860,6 +860,10 @@ static void reshard(dt_trainer_t *t, uint64_t old_world, uint64_t old_batch)
                  (unsigned long long)(n - seen), (unsigned long long)n,
                  (unsigned long long)dt_trainer_epoch_steps(t));
     }
+    if (t->epoch >= t->epochs) /* the end of training: no epoch goes on */
+        snprintf(where, sizeof where, "training complete (%llu of %llu "
+                 "epochs)", (unsigned long long)t->epoch,
+                 (unsigned long long)t->epochs);
     if (t->rank != 0)
         return;
     double before = dt_lr_target_for(&t->lr, (int)old_world,

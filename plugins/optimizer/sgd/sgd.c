@@ -44,7 +44,11 @@ static dt_status_t sgd_create(const dt_config_t *cfg, size_t nparams,
     if (cfg && dt_config_get(cfg, SECTION, "nesterov"))
         DT_CHECK(dt_config_get_bool(cfg, SECTION, "nesterov", &nesterov));
     if (nesterov && momentum == 0) {
-        dt_error("[%s] nesterov = yes needs momentum > 0", SECTION);
+        const char *where = "?";
+        dt_config_origin(cfg, SECTION, "nesterov", NULL, &where);
+        dt_error("%s: [%s] nesterov = yes needs momentum > 0 (momentum is "
+                 "0): set momentum (0.9 is usual) or nesterov = no", where,
+                 SECTION);
         return DT_ERR_CONFIG;
     }
     sgd_t *s = calloc(1, sizeof *s);
