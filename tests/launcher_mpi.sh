@@ -281,9 +281,12 @@ else
 fi
 
 # --- 5b. dtctl itself dies (SIGKILL): mpirun gets SIGTERM (its parent-death
-# signal) and ends every rank ---------------------------------------------------
+# signal) and ends every rank; then it removes its session directory (in
+# $TMPDIR): it died of SIGPIPE at the ranks' last lines (nobody reads its
+# output any more) and left /tmp/ompi.HOST.UID/pid.N behind, each time --
 rm -f "$T"/pid.*
-"$DTCTL" run --launcher=mpi -n 2 -- sh -c "echo \$\$ >$T/pid.\$DT_RANK; sleep 60 # $MARK" >"$T/o" 2>"$T/e" &
+mkdir -p "$T/fe-tmp"
+TMPDIR="$T/fe-tmp" "$DTCTL" run --launcher=mpi -n 2 -- sh -c "echo \$\$ >$T/pid.\$DT_RANK; sleep 60 # $MARK" >"$T/o" 2>"$T/e" &
 dtpid=$!
 i=0
 while [ "$(ls "$T" | grep -c '^pid\.')" -lt 2 ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
@@ -297,9 +300,11 @@ i=0
 while { leftovers || { [ -n "$fe" ] && running "$fe"; }; } && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 [ -n "$fe" ] && running "$fe" && fail "mpirun ($fe) outlived dtctl"
 leftovers && fail "ranks left after dtctl was killed: $(pgrep -fa "$MARK")"
+[ -n "$fe" ] && left=$(find "$T/fe-tmp" -mindepth 2 -maxdepth 2 -name "pid.$fe") &&
+    [ -n "$left" ] && fail "mpirun ($fe) left its session directory $left (killed by SIGPIPE?)"
 [ -n "$fe" ] && kill -KILL "$fe" 2>/dev/null
 for p in $(cat "$T"/pid.* 2>/dev/null); do kill -KILL -- -"$p" 2>/dev/null; done # if left
-ok "dtctl killed by SIGKILL: mpirun and every rank ended"
+ok "dtctl killed by SIGKILL: mpirun and every rank ended, mpirun's session directory removed"
 
 # --- 5c. a rank's prologue shell killed outright (mpirun's SIGKILL, 1 s
 # after its SIGTERM, can come before a busy shell passed the stop on): the

@@ -18,7 +18,11 @@
  * pid, runs one allreduce, stops itself (SIGSTOP) and, once continued,
  * calls dt_finalize and says what it returned (exit 0 for DT_OK, else 4):
  * a job that succeeded, finalized while dtctl is stopped
- * (tests/store_stopped.sh). */
+ * (tests/store_stopped.sh). PEER_EXIT_MODE=nofinalize: every rank runs
+ * one allreduce; then the rank stops itself (SIGSTOP) where it would
+ * call dt_finalize, as a rank stuck after its last collective, and the
+ * others call dt_finalize and say what it returned (exit 0 for DT_OK,
+ * else 4) (tests/finalize_hung.sh). */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,6 +50,21 @@ int main(void)
         free(buf);
         raise(SIGSTOP);
         int rank = dt_rank();
+        dt_status_t st = dt_finalize();
+        fprintf(stderr, "peer_exit: rank %d: dt_finalize: %s\n", rank,
+                dt_status_str(st));
+        return st == DT_OK ? 0 : 4;
+    }
+    if (mode && strcmp(mode, "nofinalize") == 0) {
+        if (dt_allreduce(buf, buf, n, DT_FLOAT32, DT_SUM) != DT_OK)
+            _exit(3);
+        free(buf);
+        int rank = dt_rank();
+        if (rank == victim) {
+            fprintf(stderr, "peer_exit: rank %d stops (SIGSTOP) before "
+                            "dt_finalize\n", rank);
+            raise(SIGSTOP);
+        }
         dt_status_t st = dt_finalize();
         fprintf(stderr, "peer_exit: rank %d: dt_finalize: %s\n", rank,
                 dt_status_str(st));

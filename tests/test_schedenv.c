@@ -378,7 +378,7 @@ static void *spawn_thread(void *arg)
     const char *argv[] = {"sh", "-c", counter_sh, a->file, NULL};
     extern char **environ;
     spawn_req_t req = {argv, environ, NULL, 0, 0, SIGTERM, 0,
-                       SPAWN_STDIN_NULL};
+                       SPAWN_STDIN_NULL, 0};
     spawn_child_t child;
     char why[256];
     pid_t pids[2] = {0, 0};

@@ -17,6 +17,7 @@
 #include <dt/store.h>
 #include "coll/coll.h"
 #include "coll/coll_internal.h"
+#include "finalize_barrier.h"
 #include "net/cpu_bind.h"
 #include <dt/netif.h>
 #include "plugin/plugin_loader.h"
@@ -305,27 +306,11 @@ dt_status_t dt_init(void)
 /* Nobody closes connections a peer may still be reading from: every rank
  * waits (up to the timeout) in a store barrier for the others. That is
  * all dt_finalize needs of the store, and a store that does not answer
- * (dtctl stopped, this host cut off from dtctl's) cannot give it: a
- * bounded count of the ranks that finished asks it first, and the
- * barrier's answer gets DT_STORE_FAILURE_WAIT_S beyond the timeout, not
- * the client's 60 s (a finished rank lingered timeout + 65 s, holding
- * its GPU). DT_ERR_TIMEOUT then, with one line that says so. */
-static dt_status_t finalize_barrier(void)
-{
-    int64_t done = 0;
-    dt_status_t st = dt_store_add_bounded(W.store, "dt/finalized", 1, &done,
-                                          DT_STORE_FAILURE_WAIT_S);
-    if (st == DT_OK)
-        return store_barrier_bounded(W.store, "dt_finalize", W.id.size,
-                                     W.timeout, DT_STORE_FAILURE_WAIT_S);
-    if (st == DT_ERR_TIMEOUT)
-        dt_warn("rank %d: dt_finalize: the rendezvous store did not answer "
-                "within %.0f s (dtctl stopped, or its host cut off?): "
-                "leaving without waiting for the other ranks to finish",
-                W.id.rank, DT_STORE_FAILURE_WAIT_S);
-    return st;
-}
-
+ * (dtctl stopped, this host cut off from dtctl's) cannot give it: the
+ * rank's arrival, marked first, is bounded, and the barrier's answer
+ * gets DT_STORE_FAILURE_WAIT_S beyond the timeout, not the client's 60 s
+ * (a finished rank lingered timeout + 65 s, holding its GPU). A rank that
+ * never arrives is named (finalize_barrier.c). */
 dt_status_t dt_finalize(void)
 {
     if (!W.up) { /* dt.h: every failure is said */
@@ -337,7 +322,7 @@ dt_status_t dt_finalize(void)
     /* After a collective failed, some rank may never arrive: do not wait
      * for it; nor for a store that did not take a failure record. */
     if (W.store && st == DT_OK && !W.store_silent)
-        st = finalize_barrier();
+        st = dt_finalize_barrier(W.store, W.id.rank, W.id.size, W.timeout);
     teardown();
     dt_log_set_tag(NULL);
     return st;

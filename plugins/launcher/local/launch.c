@@ -87,7 +87,8 @@ static dt_status_t start_rank(local_launcher_t *L, const dt_launch_spec_t *spec,
     spawn_req_t req = {spec->argv, envp, spec->workdir, spec->output != NULL,
                        0, 0, SIGTERM,
                        rank == 0 && L->relay ? SPAWN_STDIN_PIPE
-                                             : SPAWN_STDIN_NULL};
+                                             : SPAWN_STDIN_NULL,
+                       0};
     spawn_child_t child;
     char why[1024];
     st = spawn_start(&req, &child, why, sizeof why);

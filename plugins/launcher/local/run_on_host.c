@@ -88,7 +88,7 @@ dt_status_t local_run_on_host(void *ctx, const dt_host_t *host,
                  argv[0], host->name);
         return DT_ERR_UNSUPPORTED;
     }
-    spawn_req_t req = {argv, environ, NULL, 1, 1, 0, 0, SPAWN_STDIN_NULL};
+    spawn_req_t req = {argv, environ, NULL, 1, 1, 0, 0, SPAWN_STDIN_NULL, 0};
     spawn_child_t child;
     char why[1024];
     dt_status_t st = spawn_start(&req, &child, why, sizeof why);

@@ -25,7 +25,7 @@ static int run_client(const char *const *argv, char *out, size_t len)
 {
     /* no death signal: if dtctl dies now, the front-end's guard ends
      * the job */
-    spawn_req_t req = {argv, environ, NULL, 1, 1, 0, 0, SPAWN_STDIN_NULL};
+    spawn_req_t req = {argv, environ, NULL, 1, 1, 0, 0, SPAWN_STDIN_NULL, 0};
     spawn_child_t child;
     char why[512];
     if (spawn_start(&req, &child, why, sizeof why) != DT_OK) {

@@ -273,8 +273,11 @@ dt_status_t frontend_start(const frontend_args_t *a, frontend_t **out)
      * front-end that did would be stopped by SIGTTIN, and the job with
      * it). A pipe or a file is passed on. */
     int pass_stdin = a->pass_stdin && !isatty(STDIN_FILENO);
+    /* SIGPIPE ignored: once dtctl is gone, nobody reads the front-end's
+     * output; the ranks' last lines must not kill it before it stopped
+     * them and cleaned up (mpirun's session directory in $TMPDIR). */
     spawn_req_t req = {a->argv, a->envp, a->workdir, 1, 0, SIGTERM, 0,
-                       pass_stdin ? SPAWN_STDIN_OURS : SPAWN_STDIN_NULL};
+                       pass_stdin ? SPAWN_STDIN_OURS : SPAWN_STDIN_NULL, 1};
     spawn_child_t child;
     char why[1024];
     st = spawn_start(&req, &child, why, sizeof why);

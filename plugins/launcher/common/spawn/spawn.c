@@ -71,6 +71,12 @@ static void child_exec(const spawn_req_t *req, pid_t parent, int in_r,
                        int out_w, int err_w, int status_w)
 {
     spawn_child_reset_signals();
+    if (req->ignore_sigpipe) {
+        struct sigaction ign;
+        memset(&ign, 0, sizeof ign);
+        ign.sa_handler = SIG_IGN;
+        sigaction(SIGPIPE, &ign, NULL);
+    }
     spawn_child_die_with_parent(req->die_with_parent, parent);
     setpgid(0, 0);
     if (in_r >= 0) /* else SPAWN_STDIN_OURS: fd 0 stays */

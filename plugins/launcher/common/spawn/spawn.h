@@ -21,6 +21,12 @@ typedef struct spawn_req {
                                  for many children, each its own guard
                                  would double the processes; 0: none    */
     int stdin_from;           /* SPAWN_STDIN_*: what its stdin is       */
+    int ignore_sigpipe;       /* 1: SIGPIPE ignored, so that a front-end
+                                 outlives the reader of its output (a
+                                 killed dtctl) to stop its job cleanly:
+                                 mpirun died of it at its first line and
+                                 left its session directory; mpirun and
+                                 slurmstepd give their ranks the default */
 } spawn_req_t;
 
 /* spawn_req_t.stdin_from. */
