@@ -292,6 +292,10 @@ grep -q "^dt: error: rank 2 (parameter server 0) on localhost was killed by sign
     { cat out; fail "dtctl did not name the killed server"; }
 # ... and with restarts, the job starts again from the servers' last
 # checkpoint (the hook kills only in the first attempt) and finishes
+# Worker 1 computes 4x slower: the server's 140th push then comes with
+# worker 0 well past step 50, its checkpoint written (at equal speeds a
+# loaded machine let worker 1 race ahead: the server died before any)
+DT_TEST_SLOW_RANK=1 DT_TEST_SLOW_FACTOR=4 \
 DT_TEST_PS_DIE_AFTER=140 run -n 2 --max-restarts 1 --set cluster.restart_backoff=100ms \
     --set train.checkpoint_dir=ck_restart --set train.checkpoint_steps=50 job.ini ||
     { cat out; fail "a killed server was not restarted"; }

@@ -420,8 +420,11 @@ train() { # MODEL
     [ "$m" = resnet ] && extra=(--set train.max_steps=300)
     if [ $gpus -eq 0 ]; then
         # CPU rehearsal of the same command line (data, plugins, trainer);
-        # tcp, since dtctl refuses nccl up front without a GPU
-        dev=cpu; tr=tcp; extra=(--set train.max_steps=30 --set train.log_every=10)
+        # tcp, since dtctl refuses nccl up front without a GPU; 640 test
+        # samples: the ResNet's full test set on plain loops (the bundle
+        # has no OpenBLAS) outlasted its 90 s on a loaded machine
+        dev=cpu; tr=tcp; extra=(--set train.max_steps=30 --set train.log_every=10
+                                --set data.test_samples=640)
     fi
     mem_start "$m"
     run_step "train_$m" "${TLIM[$m]}" "${DTENV[@]}" "$DTCTL" --transport=$tr run -n 1 "$job" \
@@ -753,7 +756,7 @@ if [ $gpus -gt 0 ]; then
 else
     ltf="$L/layers/resnet20-cpu.layers" LTM=resnet20
     run_step layer_times 90 "${DTENV[@]}" "$DTCTL" run -n 1 "${RN_JOB[resnet20]}" \
-        --set train.device=cpu --set data.train_samples=640 \
+        --set train.device=cpu --set data.train_samples=640 --set data.test_samples=64 \
         --set train.max_steps=8 --set train.log_every=1 --set data.random_crop=0 --set data.hflip=no \
         --set data.path="$G/data/fashion-mnist" --set train.layer_times="$ltf"
     after_stop "$L/layer_times.log"
