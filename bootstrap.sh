@@ -79,6 +79,22 @@ count() {
     skipped=$((skipped + ${s:-0}))
 }
 
+# The last lines of each failed test's log, so the end of the output
+# (all a CI summary may keep) says why, not only which.
+failure_digest() {
+    for log in "$build/tests/test-suite.log" \
+               "$top/_build-sanitizers/tests/test-suite.log" \
+               "$build"/dt-*/_build/sub/tests/test-suite.log; do
+        [ -f "$log" ] || continue
+        dir=$(dirname "$log")
+        for t in $(sed -n 's/^\(FAIL\|ERROR\): \(.*\)/\2/p' "$log" | sort -u); do
+            echo "== failed: $t ($dir)"
+            tail -12 "$dir/${t%.sh}.log" 2>/dev/null ||
+                tail -12 "$dir/$t.log" 2>/dev/null
+        done
+    done
+}
+
 # LeakSanitizer's tracer in GCC 12's runtime crashed at random at a
 # process's exit ("Tracer caught signal 11", no leak report): its
 # __tls_get_addr interceptor takes a glibc >= 2.25 dynamic-TLS block for
@@ -108,6 +124,7 @@ check() {
     (cd "$build" && make -j"$jobs" distcheck >"$build/distcheck.log" 2>&1) || {
         tail -40 "$build/distcheck.log"; status=1; failed=$((failed + 1)); }
     [ $status -eq 0 ] && passed=$((passed + 1))
+    [ $status -eq 0 ] || failure_digest
 
     echo "tests: $passed passed, $failed failed, $skipped skipped"
     return $status

@@ -165,8 +165,12 @@ static dt_status_t train_step(dt_trainer_t *t, uint64_t s, uint64_t steps,
     }
     if (t->slow_rank == t->rank && t->slow_factor > 1.0) {
         /* Test hook (DT_TEST_SLOW_RANK): this rank computes slower, as
-         * if its forward and backward took slow_factor times as long. */
+         * if its forward and backward took slow_factor times as long;
+         * at most 3 s a step, so a large factor stays bounded on a slow
+         * (sanitizer, loaded CI) machine whose steps take 100x longer. */
         double extra = (t->slow_factor - 1.0) * (dt_clock_now() - c0);
+        if (extra > 3.0)
+            extra = 3.0;
         struct timespec ts = {(time_t)extra,
                               (long)((extra - (double)(time_t)extra) * 1e9)};
         nanosleep(&ts, NULL);
