@@ -611,6 +611,8 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
          * port), so a failure record never outlives its attempt. */
         run_culprit_t rc = {s->rendezvous, s->job.token, s->att_hosts,
                             s->att_place, s->att_np, NULL};
+        double linger = 60.0; /* [cluster] timeout, checked before launch */
+        dt_config_get_duration(s->cfg, "cluster", "timeout", &linger);
         supervise_args_t sa = {.ops = s->ops,
                                .ctx = s->ctx,
                                .lines = s->lines,
@@ -629,7 +631,12 @@ static int run_attempt(const dt_cli_t *cli, run_state_t *s,
                                .interrupts = !s->trainer &&
                                              s->signals_as_is,
                                .oom_at_start = oom_at_start,
-                               .crashes = s->crashes};
+                               .crashes = s->crashes,
+                               .finalized = s->trainer ? run_finalized_all
+                                                       : NULL,
+                               .finalized_arg = &rc,
+                               .linger = linger,
+                               .np = s->att_np};
         run_test_hold_start();
         code = supervise_job(&sa);
         run_culprit_close(&rc);

@@ -19,6 +19,9 @@ typedef struct run_culprit {
 
 /* supervise_args_t's culprit callback (arg: a run_culprit_t). */
 int run_culprit_lookup(void *arg, supervise_culprit_t *out);
+/* supervise_args_t's finalized callback (arg: a run_culprit_t): 1 when
+ * every rank has marked its arrival in dt_finalize. */
+int run_finalized_all(void *arg);
 void run_culprit_close(run_culprit_t *rc);
 
 #endif /* DT_CLI_RUN_CULPRIT_H */

@@ -38,6 +38,7 @@ typedef struct monitor {
     int other_dt;          /* the store refused a worker: handled      */
     long long kill_at;     /* when to send SIGKILL  */
     long long give_up_at;  /* when to stop waiting  */
+    long long linger_at;   /* after dt_finalize: when to stop the rest */
     /* After a first failure: which failure is the root one? */
     int deciding;
     long long decide_at;   /* decide with what is known by then */
@@ -301,6 +302,43 @@ static int preempted(const monitor_t *m, const dt_worker_exit_t *ev)
            m->first_signo == SIGUSR1;
 }
 
+/* A rank exited 0: once every rank has reached dt_finalize, the others
+ * have the linger to exit too (supervise_args_t.finalized). */
+static void linger_after(monitor_t *m)
+{
+    const supervise_args_t *a = m->a;
+    if (m->linger_at || m->stopping || m->deciding || !a->finalized ||
+        a->finalized(a->finalized_arg) != 1)
+        return;
+    m->linger_at = dt_clock_now_ms() + (long long)(a->linger * 1000.0);
+}
+
+/* The linger is over: the ranks still running are stuck after their
+ * training ended everywhere. Named, stopped; the job's status stands. */
+static void linger_over(monitor_t *m)
+{
+    char list[160] = "";
+    size_t at = 0;
+    int n = 0;
+    for (int r = 0; r < m->a->np; r++) {
+        if (end_of(m, r))
+            continue;
+        if (n++ < 8 && at < sizeof list)
+            at += (size_t)snprintf(list + at, sizeof list - at, "%s%d",
+                                   n == 1 ? "" : ", ", r);
+    }
+    if (n > 8 && at < sizeof list)
+        snprintf(list + at, sizeof list - at, " and %d more", n - 8);
+    dt_warn("rank%s %s still running %g s after every rank reached "
+            "dt_finalize and a rank exited ([cluster] timeout): stuck in "
+            "its teardown (stopped, or hung in a transport's or CUDA's "
+            "shutdown or on a file system); stopping %s (SIGTERM, SIGKILL "
+            "after %gs). Training ended on every rank: the job succeeded",
+            n == 1 ? "" : "s", list, m->a->linger, n == 1 ? "it" : "them",
+            m->a->kill_grace);
+    begin_stop(m);
+}
+
 static void on_exit_event(monitor_t *m, const dt_worker_exit_t *ev)
 {
     output_lines_flush_rank(m->a->lines, ev->rank);
@@ -310,6 +348,7 @@ static void on_exit_event(monitor_t *m, const dt_worker_exit_t *ev)
     supervise_result_t *res = m->a->result;
     if (!failed(ev)) {
         dt_debug("%s finished", who);
+        linger_after(m);
         return;
     }
     if (preempted(m, ev)) {
@@ -510,6 +549,8 @@ static void suspend_job(monitor_t *m)
         return; /* some ran on: their time was used */
     m->kill_at += away;
     m->give_up_at += away;
+    if (m->linger_at)
+        m->linger_at += away;
     m->decide_at += away;
 }
 
@@ -519,6 +560,10 @@ static int next_tick(const monitor_t *m)
     long long t = TICK_MS;
     if (m->deciding) {
         long long left = m->decide_at - dt_clock_now_ms();
+        t = left < 0 ? 0 : left < t ? left : t;
+    }
+    if (m->linger_at && !m->stopping) {
+        long long left = m->linger_at - dt_clock_now_ms();
         t = left < 0 ? 0 : left < t ? left : t;
     }
     if (m->stopping && !m->killed) {
@@ -547,6 +592,8 @@ int supervise_job(const supervise_args_t *a)
             else
                 on_stop_signal(&m, signo);
         }
+        if (m.linger_at && !m.stopping && dt_clock_now_ms() >= m.linger_at)
+            linger_over(&m);
         if (m.stopping && !m.killed && dt_clock_now_ms() >= m.kill_at) {
             /* dt's trainer stopped by SIGTERM/SIGUSR1 writes a
              * checkpoint first: the kill may cut that write short. */
@@ -558,7 +605,7 @@ int supervise_job(const supervise_args_t *a)
                         a->kill_grace,
                         m.stop_sent == SIGINT ? "SIGINT" : "SIGTERM",
                         ckpt ? ": a preemption checkpoint they were "
-                               "writing is lost (the one before it "
+                               "writing may be lost (the one before it "
                                "stands); raise [cluster] kill_grace above "
                                "a checkpoint's write time"
                              : "");

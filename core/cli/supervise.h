@@ -102,6 +102,16 @@ typedef struct supervise_args {
      * died there ("... killed by signal 11 (Segmentation fault) in
      * optimizer plugin 'x', in its op step()"). */
     const crash_sites_t *crashes;
+    /* Optional (dt's trainer): 1 once every rank has reached dt_finalize
+     * (the job's store says so). A rank that exits 0 after that leaves
+     * the others linger seconds ([cluster] timeout) to exit too; one
+     * still running then (stuck in its teardown: a stopped process, a
+     * transport's fini, a file system) is named and stopped, and the job
+     * keeps its success: its training ended on every rank. */
+    int (*finalized)(void *arg);
+    void *finalized_arg;
+    double linger;
+    int np; /* the ranks launched: those named when the linger is over */
 } supervise_args_t;
 
 /* dtctl's exit code: 0 when every worker succeeded; else the root

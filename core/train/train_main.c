@@ -16,9 +16,11 @@
  * (DT_TRAIN_EXIT_PREEMPTED) preempted by SIGTERM or SIGUSR1 after every
  * rank wrote its checkpoint: rerun with --resume. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <dt/dt.h>
 #include <dt/log.h>
@@ -27,6 +29,21 @@
 #include "train.h"
 
 extern char **environ;
+
+/* Test hook (tests/linger_after_finalize.sh): DT_TEST_STOP_AFTER_FINALIZE
+ * = r stops rank r (SIGSTOP) once dt_finalize returned: a rank stuck in
+ * its teardown after training ended everywhere. */
+static void stop_after_finalize(void)
+{
+    const char *r = getenv("DT_TEST_STOP_AFTER_FINALIZE");
+    const char *me = getenv("DT_RANK");
+    if (!r || !*r || !me || strcmp(r, me) != 0)
+        return;
+    fprintf(stderr, "dt-train: rank %s (pid %d) stops (SIGSTOP) after "
+                    "dt_finalize (DT_TEST_STOP_AFTER_FINALIZE, a test hook)\n",
+            me, (int)getpid());
+    raise(SIGSTOP);
+}
 
 int main(int argc, char **argv)
 {
@@ -65,6 +82,7 @@ int main(int argc, char **argv)
      * (dtctl stops the others) rather than wait for them in finalize. */
     if (st == DT_OK)
         st = dt_finalize();
+    stop_after_finalize();
     dt_config_free(cfg);
     if (st == DT_ERR_INTERRUPTED)
         return DT_TRAIN_EXIT_PREEMPTED;
