@@ -193,8 +193,15 @@ run -n 2 job.ini || { cat out; fail "the normal job failed"; }
 grep -q "the model needs about" out && { cat out; fail "the normal job was refused"; }
 grep -q "final test accuracy" out || { cat out; fail "the normal job did not finish"; }
 
-# ---- dtctl check says the estimate ---------------------------------------
+# ---- dtctl check says the estimate, and whether it fits here ------------
+# Workers on this machine: what they would find at their start is known
+# to dtctl check (it said "ok" for 7913 GiB a worker on a 24 GiB host).
 "$DTCTL" check -n 2 --set "$huge" job.ini >out 2>&1
-grep -q "^localhost  *memory  *ok  *about 7913\.[0-9][0-9] GiB per worker at batch 32, at least (parameters 39[0-9][0-9]\.[0-9][0-9] GiB, gradients 39[0-9][0-9]\.[0-9][0-9] GiB, optimizer state 0\.0 MiB" out ||
-    { cat out; fail "dtctl check does not say the per-worker estimate"; }
+rc=$?
+grep -q "^localhost  *memory  *FAIL  *about 7913\.[0-9][0-9] GiB per worker at batch 32, at least (parameters 39[0-9][0-9]\.[0-9][0-9] GiB, gradients 39[0-9][0-9]\.[0-9][0-9] GiB, optimizer state 0\.0 MiB.*; 1582[0-9]\.[0-9][0-9] GiB needed by the 2 workers together and [0-9.]* [GM]iB available here (.*): the workers would refuse to start; lower \[train\] batch_size" out ||
+    { cat out; fail "dtctl check does not say the per-worker estimate does not fit"; }
+[ $rc -eq 1 ] || { cat out; fail "dtctl check exited $rc with a job that cannot fit (want 1)"; }
+"$DTCTL" check -n 2 job.ini >out 2>&1
+grep -q "^localhost  *memory  *ok  *about [0-9.]* MiB per worker at batch" out ||
+    { cat out; fail "dtctl check does not pass the normal job's memory"; }
 exit 0

@@ -362,9 +362,23 @@ static void job_check(table_t *t, const dt_config_t *cfg,
     }
     add_row(t, "localhost", "job", CHK_OK, "settings valid for %d "
             "worker%s; trainer %s", np, np == 1 ? "" : "s", trainer);
-    char line[512];
-    if (job_memory_line(cfg, line, sizeof line) == DT_OK)
+    char line[512], fit[768];
+    size_t per_worker = 0;
+    if (job_memory_line(cfg, line, sizeof line, &per_worker) != DT_OK)
+        return;
+    /* Workers on this machine using its memory (not a GPU's): what they
+     * would find at their start is known here. */
+    const char *device = dt_config_get(cfg, "train", "device");
+    int host_memory = !(device && strcmp(device, "cuda") == 0);
+    if (t->one_machine && host_memory &&
+        !job_memory_fits_here(per_worker, np, fit, sizeof fit)) {
+        char *promise = strstr(line, "; each worker refuses");
+        if (promise)
+            *promise = '\0'; /* the row says what they would do */
+        add_row(t, "localhost", "memory", CHK_FAIL, "%s; %s", line, fit);
+    } else {
         add_row(t, "localhost", "memory", CHK_OK, "%s", line);
+    }
 }
 
 /* A plugin a [cluster] key names, loaded here as dtctl run loads it

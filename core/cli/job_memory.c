@@ -9,6 +9,7 @@
 #include <dt/nn.h>
 #include <dt/train.h>
 #include "job_memory.h"
+#include "train/mem_budget.h"
 #include "run_trainer.h"
 
 /* bytes as MiB below a GiB, else GiB: what a reader compares */
@@ -21,7 +22,8 @@ static const char *size_str(size_t bytes, char *buf, size_t len)
     return buf;
 }
 
-dt_status_t job_memory_line(const dt_config_t *cfg, char *buf, size_t len)
+dt_status_t job_memory_line(const dt_config_t *cfg, char *buf, size_t len,
+                            size_t *per_worker)
 {
     const char *layers = dt_config_get(cfg, "model", "layers");
     const char *device = dt_config_get(cfg, "train", "device");
@@ -41,6 +43,7 @@ dt_status_t job_memory_line(const dt_config_t *cfg, char *buf, size_t len)
     if (st == DT_OK)
         st = dt_train_memory_estimate(cfg, m, 0, gpu, &e);
     if (st == DT_OK) {
+        *per_worker = e.total;
         size_t grads = dt_model_nparams(m) * sizeof(float);
         char a[32], p[32], g[32], o[32], x[32], d[32];
         snprintf(buf, len, "about %s per worker at batch %d, at least "
@@ -58,4 +61,33 @@ dt_status_t job_memory_line(const dt_config_t *cfg, char *buf, size_t len)
     }
     dt_model_free(m);
     return st;
+}
+
+/* As the workers' own check: refused only above the budget by this
+ * fraction (MemAvailable is the kernel's estimate; pages allocated are
+ * not all touched). */
+#define MARGIN 0.10
+
+int job_memory_fits_here(size_t per_worker, int np, char *buf, size_t len)
+{
+    dt_mem_shared_t shared;
+    dt_mem_measure_shared(np, &shared);
+    /* The workers start in dtctl's cgroup: all np share its limit (its
+     * count of processes running dt-train is 0 before they start). */
+    shared.cgroup_workers = np;
+    dt_mem_budget_t b;
+    dt_mem_budget(&shared, np, &b);
+    double all = (double)per_worker * b.workers;
+    if (!b.bytes || all <= (double)b.bytes * (1.0 + MARGIN))
+        return 1;
+    char need[32], have[32];
+    char who[48] = "one worker";
+    if (b.workers > 1)
+        snprintf(who, sizeof who, "the %d workers together", b.workers);
+    snprintf(buf, len, "%s needed by %s and %s available here (%s): the "
+             "workers would refuse to start; lower [train] batch_size, run "
+             "fewer workers here (-n) or use a smaller model",
+             size_str((size_t)all, need, sizeof need), who,
+             size_str((size_t)b.bytes, have, sizeof have), b.what);
+    return 0;
 }
