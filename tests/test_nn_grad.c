@@ -72,6 +72,22 @@ static void test_linear(void **state)
     check_model("flatten linear(5) linear(3)", 2, 2, 2, 3);
 }
 
+/* linear(out, bias=no) before a batchnorm, whose shift is the bias: no
+ * bias parameters (out x in weights alone), gradients still right. */
+static void test_linear_nobias(void **state)
+{
+    dt_model_t *m = NULL;
+    assert_int_equal(dt_model_parse("flatten linear(6,bias=no) batchnorm "
+                                    "relu linear(3)", NULL, 2, 2, 2, 3, &m,
+                                    NULL),
+                     DT_OK);
+    /* 8*6 weights, batchnorm 6 + 6, 6*3 + 3 */
+    assert_int_equal(dt_model_nparams(m), 48 + 12 + 21);
+    dt_model_free(m);
+    check_model("flatten linear(6,bias=no) batchnorm relu linear(3)", 2, 2,
+                2, 4);
+}
+
 static void test_relu(void **state)
 {
     check_model("flatten linear(6) relu linear(3)", 1, 2, 3, 4);
@@ -315,6 +331,7 @@ int main(void)
     setenv("DT_DEBUG_POISON_BLOCK", "1", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear),
+        cmocka_unit_test(test_linear_nobias),
         cmocka_unit_test(test_relu),
         cmocka_unit_test(test_conv_stride_pad),
         cmocka_unit_test(test_conv_plain),

@@ -16,7 +16,9 @@ static dt_status_t linear_setup(dt_layer_t *l, char *why, size_t why_len)
     int out = (int)l->args[0];
     l->out_c = out, l->out_h = 1, l->out_w = 1, l->out_flat = 1;
     l->nweights = (size_t)out * (size_t)l->in_c;
-    l->nbias = (size_t)out;
+    /* bias=no: a batchnorm after it, whose shift is the bias */
+    l->no_bias = l->args[1] == 0.0;
+    l->nbias = l->no_bias ? 0 : (size_t)out;
     l->fan_in = (size_t)l->in_c;
     l->fan_out = (size_t)out;
     return DT_OK;
@@ -58,7 +60,7 @@ static dt_status_t linear_forward(dt_layer_t *l, const float *x, float *y,
     int in = l->in_c, out = l->out_c;
     DT_CHECK(dt_gemm(l->dev, 0, 1, batch, out, in, 1.0f, x, in, l->w, in,
                      0.0f, y, out));
-    return add_bias_rows(l->dev, y, l->b, batch, out);
+    return l->no_bias ? DT_OK : add_bias_rows(l->dev, y, l->b, batch, out);
 }
 
 static dt_status_t linear_backward(dt_layer_t *l, const float *x,
@@ -69,7 +71,8 @@ static dt_status_t linear_backward(dt_layer_t *l, const float *x,
     /* dW = dy^T x, db = sum over the batch of dy, dx = dy W */
     DT_CHECK(dt_gemm(l->dev, 1, 0, out, in, batch, 1.0f, dy, out, x, in, 0.0f,
                      l->dw, in));
-    DT_CHECK(bias_grad_rows(l->dev, dy, l->db, batch, out));
+    if (!l->no_bias)
+        DT_CHECK(bias_grad_rows(l->dev, dy, l->db, batch, out));
     if (dx)
         DT_CHECK(dt_gemm(l->dev, 0, 0, batch, in, out, 1.0f, dy, out, l->w,
                          in, 0.0f, dx, in));

@@ -36,8 +36,8 @@ typedef struct layer_kind {
 } layer_kind_t;
 
 static const layer_kind_t kinds[] = {
-    {"linear", NULL, &dt_layer_linear, 1, {"out"}, {NAN}, {1}, {1 << 24}, 1,
-     0, "linear(out)"},
+    {"linear", NULL, &dt_layer_linear, 2, {"out", "bias"}, {NAN, 1},
+     {1, 0}, {1 << 24, 1}, 1, 1u << 1, "linear(out, bias=yes)"},
     {"conv", "conv2d", &dt_layer_conv2d, 5,
      {"out", "k", "stride", "pad", "bias"}, {NAN, NAN, 1, 0, 1},
      {1, 1, 1, 0, 0}, {1 << 16, 64, 64, 64, 1}, 1, 1u << 4,
