@@ -168,6 +168,10 @@ static const dt_key_spec_t train_keys[] = {
      "stop after this many optimizer steps (0: run all epochs)"},
     {"resume", DT_KEY_BOOL, "no",
      "continue from the newest valid checkpoint (dtctl run --resume)"},
+    {"eval_steps", DT_KEY_INT, "0",
+     "also evaluate on the test set every N optimizer steps, inside "
+     "epochs (0: at each epoch's end only); reported, not used for the "
+     "best checkpoint"},
     {"log_every", DT_KEY_INT, "100",
      "progress line every N steps when output is not a terminal (0: "
      "none)"},

@@ -35,6 +35,11 @@ dt_status_t dt_jsonl_truncate(dt_jsonl_t *j);
 /* DT_ERR_IO when the line could not be written: warned once, naming the
  * file and errno; the caller stops writing there (dt_jsonl_close). */
 dt_status_t dt_jsonl_write_epoch(dt_jsonl_t *j, const dt_epoch_metrics_t *m);
+/* {"event":"eval","epoch":E,"step":S,"test_loss":..,"test_accuracy":..}:
+ * an evaluation inside epoch E (1-based) after the job's step S ([train]
+ * eval_steps); dtctl plot skips events. Errors as dt_jsonl_write_epoch. */
+dt_status_t dt_jsonl_write_eval(dt_jsonl_t *j, uint64_t epoch, uint64_t step,
+                                double test_loss, double test_accuracy);
 void dt_jsonl_close(dt_jsonl_t *j);
 
 /* ---- TensorBoard event files ------------------------------------------------
@@ -96,6 +101,11 @@ void dt_progress_step(dt_progress_t *p, uint64_t epoch, uint64_t step,
                       uint64_t steps, double loss, double samples_per_sec,
                       double data_wait);
 void dt_progress_epoch_end(dt_progress_t *p, const dt_epoch_metrics_t *m);
+/* An evaluation inside an epoch ([train] eval_steps), after its step
+ * `step` of `steps` (the job's `global_step`). */
+void dt_progress_eval(dt_progress_t *p, uint64_t epoch, uint64_t step,
+                      uint64_t steps, uint64_t global_step, double test_loss,
+                      double test_accuracy);
 
 /* Monotonic clock in seconds. */
 

@@ -121,11 +121,40 @@ static dt_status_t format_epoch(const dt_epoch_metrics_t *m, char **line,
 
 /* One line per write, and a line that could not be written whole is
  * taken back (readers of JSON lines fail on a torn one). */
+static dt_status_t write_line(dt_jsonl_t *j, char *line, size_t len);
+
 dt_status_t dt_jsonl_write_epoch(dt_jsonl_t *j, const dt_epoch_metrics_t *m)
 {
     char *line = NULL;
     size_t len = 0;
     DT_CHECK(format_epoch(m, &line, &len));
+    return write_line(j, line, len);
+}
+
+dt_status_t dt_jsonl_write_eval(dt_jsonl_t *j, uint64_t epoch, uint64_t step,
+                                double test_loss, double test_accuracy)
+{
+    char *line = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&line, &len);
+    if (!f)
+        return DT_ERR_NOMEM;
+    fprintf(f, "{\"event\":\"eval\",\"epoch\":%llu,\"step\":%llu,",
+            (unsigned long long)epoch, (unsigned long long)step);
+    num(f, "test_loss", test_loss, "%.6f", 0);
+    num(f, "test_accuracy", test_accuracy, "%.6f", 1);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        free(line);
+        return DT_ERR_NOMEM;
+    }
+    return write_line(j, line, len);
+}
+
+/* line (freed here) as one write; one that could not be written whole
+ * is taken back. */
+static dt_status_t write_line(dt_jsonl_t *j, char *line, size_t len)
+{
     FILE *f = j->f;
     struct stat sb;
     int regular = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode);

@@ -95,6 +95,24 @@ void dt_progress_step(dt_progress_t *p, uint64_t epoch, uint64_t step,
     fflush(p->out);
 }
 
+void dt_progress_eval(dt_progress_t *p, uint64_t epoch, uint64_t step,
+                      uint64_t steps, uint64_t global_step, double test_loss,
+                      double test_accuracy)
+{
+    if (p->tty && p->line_len) { /* below the bar, which redraws after */
+        fputc('\n', p->out);
+        p->line_len = 0;
+    }
+    char test[64];
+    fprintf(p->out, "epoch %llu/%llu  step %llu/%llu (job step %llu)  "
+            "test_loss %s  test_accuracy %.2f%%\n",
+            (unsigned long long)epoch, (unsigned long long)p->epochs,
+            (unsigned long long)step, (unsigned long long)steps,
+            (unsigned long long)global_step,
+            loss_text(test, sizeof test, test_loss), 100.0 * test_accuracy);
+    fflush(p->out);
+}
+
 void dt_progress_epoch_end(dt_progress_t *p, const dt_epoch_metrics_t *m)
 {
     if (p->tty && p->line_len) {

@@ -507,6 +507,15 @@ restart: /* after a rollback (on_divergence): from the checkpoint's step */
                 dt_preempt_busy(false);
                 saved = true;
             }
+            /* [train] eval_steps; the epoch's last step and max_steps
+             * evaluate anyway */
+            if (t->eval_steps && t->global_step % t->eval_steps == 0 &&
+                !last) {
+                dt_preempt_busy(true);
+                dt_status_t ev = dt_trainer_eval_steps(t, s + 1, steps);
+                dt_preempt_busy(false);
+                DT_CHECK(ev);
+            }
             /* max_steps inside an epoch; at its last step the epoch ends
              * as any other, whole (below) */
             if (max_steps && t->global_step >= max_steps && !epoch_done) {

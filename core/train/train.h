@@ -58,6 +58,7 @@ typedef struct dt_trainer {
     bool ckpt_unit_steps;
     int ckpt_keep;
     uint64_t ckpt_steps;        /* also every N steps (0: off)             */
+    uint64_t eval_steps;        /* evaluate every N steps too (0: off)     */
     double ckpt_interval;       /* also every T seconds of wall time (0)   */
     bool ckpt_best;             /* keep best.dtckpt (best test accuracy)   */
     bool resume;
@@ -261,6 +262,13 @@ dt_status_t dt_trainer_rebalance(dt_trainer_t *t);
  * shard, sums allreduced; first dt_trainer_sync_buffers. */
 dt_status_t dt_trainer_evaluate(dt_trainer_t *t, double *loss,
                                 double *accuracy);
+/* train_eval_steps.c: [train] eval_steps inside an epoch, after step
+ * `step` of its `steps` (collective, but async: rank 0 alone, on the
+ * servers' parameters): the test set's loss and accuracy in rank 0's
+ * output, --metrics ({"event":"eval",...}) and TensorBoard (eval/...
+ * against the job's step). */
+dt_status_t dt_trainer_eval_steps(dt_trainer_t *t, uint64_t step,
+                                  uint64_t steps);
 /* Collective: every rank takes rank 0's model buffers (batchnorm running
  * statistics; nothing without batchnorm or with one rank). Before each
  * evaluation and each checkpoint. Rank 0's buffers never change here, so

@@ -221,6 +221,14 @@ static dt_status_t read_settings(const dt_config_t *cfg, dt_trainer_t *t)
         return DT_ERR_CONFIG;
     }
     t->ckpt_steps = (uint64_t)steps;
+    DT_CHECK(dt_config_get_int(cfg, "train", "eval_steps", &steps));
+    if (steps < 0) {
+        dt_error("%s: [train] eval_steps = %lld: evaluate every N optimizer "
+                 "steps, or 0 for the epochs' ends only",
+                 origin(cfg, "train", "eval_steps"), steps);
+        return DT_ERR_CONFIG;
+    }
+    t->eval_steps = (uint64_t)steps;
     DT_CHECK(dt_config_get_duration(cfg, "train", "checkpoint_interval",
                                     &t->ckpt_interval));
     DT_CHECK(dt_config_get_bool(cfg, "train", "checkpoint_best",
