@@ -162,4 +162,9 @@ for r in 0 1; do
     grep -q "^\[$r\] .*rank $r: dt_finalize: the rendezvous store did not answer within 5 s (dtctl stopped, or its host cut off?): leaving without waiting for the other ranks to finish" "$tmp/out" ||
         fail "rank $r did not say that it left dt_finalize without the store"
 done
+# Their collectives all completed: the job succeeded (it was reported
+# failed, exit 1, and restarted by --max-restarts).
+[ "$rc" -eq 0 ] || fail "$case: dtctl exited $rc for a job whose ranks all finished (want 0)"
+[ "$(grep -c "dt_finalize: ok$" "$tmp/out")" -eq 2 ] ||
+    fail "$case: dt_finalize did not return DT_OK on both ranks"
 echo "ok: $case: ranks in dt_finalize while dtctl is stopped end at once, saying so (dtctl exit $rc)"

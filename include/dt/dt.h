@@ -106,8 +106,9 @@ dt_status_t dt_barrier(void);
  * a collective failed it does not wait (some rank may never come): it
  * closes at once and returns that collective's error. A store that does
  * not answer (dtctl stopped, this host cut off from dtctl's) costs it
- * DT_STORE_FAILURE_WAIT_S (dt/store.h), then DT_ERR_TIMEOUT with a
- * warning that the rank leaves without waiting for the others. */
+ * DT_STORE_FAILURE_WAIT_S (dt/store.h), then DT_OK with a warning that
+ * the rank leaves without waiting for the others (its collectives all
+ * completed: its part of the job is done). */
 dt_status_t dt_finalize(void);
 
 /* Which way this job's host-memory collectives carry data between the
