@@ -75,10 +75,15 @@ stage stage verify "$T/job.ini" >"$T/out" 2>"$T/err" || fail "verify of a comple
 head -c 8000000 /dev/urandom >"$T/data/big.bin"
 stage stage "$T/job.ini" --set storage.rsync.bwlimit=500K >"$T/out" 2>"$T/err" &
 job=$!
-# Wait until the big file is on its way to a host (a temp file in dst).
+# Wait until the big file is on its way to both hosts (a temp file in
+# each dst): a host whose rsync is killed before it copied anything keeps
+# its complete copy marked complete (end "keep", by design), which a
+# loaded machine's late second copy once made this test take for a bug.
 i=0
-while [ $i -lt 300 ]; do
-    [ -n "$(find "$T/dst" -name '*big.bin*' -size +100k 2>/dev/null)" ] && break
+while [ $i -lt 600 ]; do
+    [ -n "$(find "$T/dst/$H1" -name '*big.bin*' -size +100k 2>/dev/null)" ] &&
+        [ -n "$(find "$T/dst/$H2" -name '*big.bin*' -size +100k 2>/dev/null)" ] &&
+        break
     sleep 0.1
     i=$((i + 1))
 done
