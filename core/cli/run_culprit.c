@@ -6,6 +6,7 @@
 
 #include <dt/hosts.h>
 #include <dt/log.h>
+#include "comm/finalize_barrier.h"
 #include "run_culprit.h"
 
 /* How long an elected writer may take to write its record. */
@@ -75,7 +76,7 @@ int run_finalized_all(void *arg)
     int all = 0;
     if (names && keys && values && lens) {
         for (int r = 0; r < rc->np; r++) {
-            snprintf(names[r], sizeof names[r], "dt/finalized/%d", r);
+            snprintf(names[r], sizeof names[r], DT_FINALIZED_KEY, r);
             keys[r] = names[r];
         }
         if (dt_store_lookup(rc->conn, keys, (size_t)rc->np, values, lens) ==

@@ -8,7 +8,6 @@
 #include "rendezvous/store_client.h"
 #include "finalize_barrier.h"
 
-#define ARRIVED_KEY "dt/finalized/%d"
 /* Ranks named in the error line; the first is recorded. */
 #define MISSING_NAMED 8
 
@@ -29,7 +28,7 @@ static int find_missing(dt_store_t *s, int size, int *missing)
     int n = -1;
     if (names && keys && values && lens) {
         for (int r = 0; r < size; r++) {
-            snprintf(names[r], sizeof names[r], ARRIVED_KEY, r);
+            snprintf(names[r], sizeof names[r], DT_FINALIZED_KEY, r);
             keys[r] = names[r];
         }
         if (dt_store_lookup(s, keys, (size_t)size, values, lens) == DT_OK) {
@@ -68,7 +67,7 @@ dt_status_t dt_finalize_barrier(dt_store_t *s, int rank, int size,
                                 double timeout)
 {
     char key[32];
-    snprintf(key, sizeof key, ARRIVED_KEY, rank);
+    snprintf(key, sizeof key, DT_FINALIZED_KEY, rank);
     /* Asked first, bounded: a store that does not answer (dtctl stopped,
      * this host cut off from dtctl's) cannot give the barrier. */
     dt_status_t st = dt_store_set_bounded(s, key, "1", 1,
