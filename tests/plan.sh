@@ -144,6 +144,17 @@ if [ ! -x "$sim" ]; then
     exit 77
 fi
 
+# An image folder whose shape cannot be read here: the error says why,
+# with the path (it said "path/train not readable, or no image_size").
+mkdir -p "$tmp/imgs/train/only"
+printf '[data]\ndataset = folder\npath = %s/imgs\nimage_size = 32\n[model]\nlayers = flatten linear(10)\n' \
+    "$tmp" >"$tmp/folder.ini"
+bad "path/train = $tmp/imgs/train holds 1 class folder (2 or more needed)): give --input" \
+    "$tmp/folder.ini" --hosts 2 --network 10Gbit
+sed "s|$tmp/imgs|$tmp/none|" "$tmp/folder.ini" >"$tmp/folder2.ini"
+bad "path/train = $tmp/none/train: not a readable directory here (No such file or directory)" \
+    "$tmp/folder2.ini" --hosts 2 --network 10Gbit
+
 # The ring against the closed form: the line "simulated S closed_form C"
 # (stdout only: an ASan build's SimGrid context switches warn on stderr).
 closer='/^simulated / { e = ($2 - $4) / $4; if (e < 0) e = -e; seen = 1; ok = e < 0.02 }

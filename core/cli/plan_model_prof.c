@@ -44,11 +44,11 @@ int plan_input_dims(const dt_config_t *cfg, const char *given, int d[4])
     if (given)
         return sscanf(given, "%d,%d,%d,%d", &d[0], &d[1], &d[2], &d[3]) == 4
                    ? 0 : -1;
-    dt_status_t st = run_trainer_input_shape(cfg, d);
+    char why[4400];
+    dt_status_t st = run_trainer_input_shape_why(cfg, d, why, sizeof why);
     if (st == DT_ERR_NOT_FOUND)
         dt_error("plan: the input shape of the image folder is not known "
-                 "here ([data] path/train not readable, or no image_size): "
-                 "give --input C,H,W,CLASSES");
+                 "here (%s): give --input C,H,W,CLASSES", why);
     return st == DT_OK ? 0 : -1;
 }
 

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,25 +55,35 @@ void dt_cli_worker_program(const char *build_subdir, const char *name,
 /* An image folder's shape: [data] channels x image_size, and the class
  * folders of path/train when this host can see them. DT_ERR_NOT_FOUND:
  * not known here (the workers load the data and check the model). */
-static dt_status_t folder_shape(const dt_config_t *cfg, int shape[4])
+static dt_status_t folder_shape(const dt_config_t *cfg, int shape[4],
+                                char *why, size_t len)
 {
     const char *size = dt_config_get(cfg, "data", "image_size");
     const char *ch = dt_config_get(cfg, "data", "channels");
     const char *dir = dt_config_get(cfg, "data", "path");
     int h = 0, w = 0, n = 0;
     char x = 0, extra = 0;
-    if (!size || !dir)
+    if (!dir || !size) {
+        snprintf(why, len, "no [data] %s", !dir ? "path" : "image_size");
         return DT_ERR_NOT_FOUND;
+    }
     n = sscanf(size, "%d%c%d%c", &h, &x, &w, &extra);
     if (n == 1)
         w = h;
     else if (n != 3 || (x != 'x' && x != 'X'))
+        h = 0; /* the workers' check says what is wrong, and where */
+    if (h < 1 || w < 1) {
+        snprintf(why, len, "[data] image_size = '%s' is not N or HxW", size);
         return DT_ERR_NOT_FOUND;
+    }
     char train[4096];
     snprintf(train, sizeof train, "%s/train", dir);
     DIR *d = opendir(train);
-    if (!d)
+    if (!d) {
+        snprintf(why, len, "[data] path/train = %s: not a readable "
+                 "directory here (%s)", train, strerror(errno));
         return DT_ERR_NOT_FOUND;
+    }
     int classes = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
@@ -84,8 +95,12 @@ static dt_status_t folder_shape(const dt_config_t *cfg, int shape[4])
     }
     closedir(d);
     /* one class: the workers' loading says what is wrong, and where */
-    if (classes < 2 || h < 1 || w < 1)
+    if (classes < 2) {
+        snprintf(why, len, "[data] path/train = %s holds %d class "
+                 "folder%s (2 or more needed)", train, classes,
+                 classes == 1 ? "" : "s");
         return DT_ERR_NOT_FOUND;
+    }
     shape[0] = ch && strcmp(ch, "1") == 0 ? 1 : 3;
     shape[1] = h, shape[2] = w, shape[3] = classes;
     return DT_OK;
@@ -93,6 +108,15 @@ static dt_status_t folder_shape(const dt_config_t *cfg, int shape[4])
 
 dt_status_t run_trainer_input_shape(const dt_config_t *cfg, int shape[4])
 {
+    char why[4400];
+    return run_trainer_input_shape_why(cfg, shape, why, sizeof why);
+}
+
+dt_status_t run_trainer_input_shape_why(const dt_config_t *cfg, int shape[4],
+                                        char *why, size_t len)
+{
+    if (len)
+        why[0] = '\0';
     const char *ds = dt_config_get(cfg, "data", "dataset");
     if (!ds || strcmp(ds, "fashion-mnist") == 0 || strcmp(ds, "mnist") == 0) {
         shape[0] = 1, shape[1] = 28, shape[2] = 28, shape[3] = 10;
@@ -113,7 +137,7 @@ dt_status_t run_trainer_input_shape(const dt_config_t *cfg, int shape[4])
         return DT_OK;
     }
     if (strcmp(ds, "folder") == 0)
-        return folder_shape(cfg, shape);
+        return folder_shape(cfg, shape, why, len);
     const char *where = "default";
     dt_config_origin(cfg, "data", "dataset", NULL, &where);
     dt_error("%s: [data] dataset '%s' is not known; use fashion-mnist, "

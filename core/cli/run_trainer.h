@@ -27,5 +27,10 @@ dt_status_t run_trainer_prepare(const dt_config_t *cfg, int np, char *path,
  * folder whose shape is not known on this host; DT_ERR_CONFIG (said): a
  * data set dt does not read. */
 dt_status_t run_trainer_input_shape(const dt_config_t *cfg, int shape[4]);
+/* As run_trainer_input_shape; on DT_ERR_NOT_FOUND why says what is
+ * missing, with the path ("[data] path/train = /data/x/train: not a
+ * directory here (No such file or directory)"). */
+dt_status_t run_trainer_input_shape_why(const dt_config_t *cfg, int shape[4],
+                                        char *why, size_t len);
 
 #endif /* DT_RUN_TRAINER_H */
