@@ -63,11 +63,6 @@ dt_status_t job_memory_line(const dt_config_t *cfg, char *buf, size_t len,
     return st;
 }
 
-/* As the workers' own check: refused only above the budget by this
- * fraction (MemAvailable is the kernel's estimate; pages allocated are
- * not all touched). */
-#define MARGIN 0.10
-
 int job_memory_fits_here(size_t per_worker, int np, char *buf, size_t len)
 {
     dt_mem_shared_t shared;
@@ -78,7 +73,7 @@ int job_memory_fits_here(size_t per_worker, int np, char *buf, size_t len)
     dt_mem_budget_t b;
     dt_mem_budget(&shared, np, &b);
     double all = (double)per_worker * b.workers;
-    if (!b.bytes || all <= (double)b.bytes * (1.0 + MARGIN))
+    if (!b.bytes || all <= (double)b.bytes * (1.0 + DT_MEM_MARGIN))
         return 1;
     char need[32], have[32];
     char who[48] = "one worker";

@@ -11,6 +11,11 @@
 
 #include <stddef.h>
 
+/* A job is refused only above its budget by this fraction: MemAvailable
+ * is the kernel's own estimate, and pages allocated are not all touched
+ * (the workers' check, train_memory_check.c, and dtctl check's). */
+#define DT_MEM_MARGIN 0.10
+
 typedef struct dt_mem_budget {
     /* The binding limit: bytes a group of `workers` processes may take
      * together (workers 1: this process alone). bytes 0 and what[0] 0:

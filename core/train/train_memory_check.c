@@ -24,9 +24,6 @@
 #include "train.h"
 
 #define GIB(x) ((double)(x) / (1ull << 30))
-/* Refused only above the budget by this fraction: MemAvailable is the
- * kernel's own estimate, and pages allocated are not all touched. */
-#define MARGIN 0.10
 
 static void host_name(char *buf, size_t len)
 {
@@ -163,7 +160,8 @@ dt_status_t dt_trainer_check_memory(const dt_config_t *cfg,
     dt_mem_budget_t budget;
     dt_mem_budget(&t->mem_shared, local, &budget);
     double all = (double)need.total * budget.workers;
-    if (!budget.bytes || all <= (double)budget.bytes * (1.0 + MARGIN))
+    if (!budget.bytes ||
+        all <= (double)budget.bytes * (1.0 + DT_MEM_MARGIN))
         return DT_OK;
     size_t grads = dt_model_nparams(t->model) * sizeof(float);
     char host[256], workers[400];
